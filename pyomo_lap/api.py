@@ -1,0 +1,150 @@
+"""The scripting API: build, initialize, solve, results — and the whole job in one call.
+
+Example
+-------
+>>> from pyomo_lap import load_track, load_vehicle, build_model, initialize_model, solve_model
+>>> m = build_model(load_track("nordschleife"), load_vehicle("fsae"), length=300, nfe=30)
+>>> initialize_model(m)                                          # doctest: +SKIP
+>>> report = solve_model(m)                                      # doctest: +SKIP
+>>> df = trajectory_dataframe(m)                                 # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import hashlib
+import platform
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+import pyomo.environ as pyo
+
+from . import __version__
+from .initialize import initialize_model
+from .ocp import build_model
+from .results import trajectory_dataframe, write_results
+from .solve import solve_model
+from .track import load_track
+from .vehicle import load_vehicle
+
+__all__ = ["solve_sector", "model_size"]
+
+
+def model_size(m) -> dict:
+    """Number of active variables and constraints the NLP will have (fixed variables and
+    variables that appear in no active constraint are not counted)."""
+    from pyomo.core.expr.visitor import identify_variables  # noqa: F401
+    from pyomo.util.model_size import build_model_size_report
+    rep = build_model_size_report(m)
+    return {"n_variables": int(rep.activated.variables), "n_constraints": int(rep.activated.constraints)}
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    h.update(Path(path).read_bytes())
+    return h.hexdigest()
+
+
+def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
+                 length: Optional[float] = 2000.0, nfe: int = 400, ncp: int = 3,
+                 scheme: str = "LAGRANGE-RADAU", initial_speed="quasi-steady",
+                 periodic: bool = False, solver: str = "ipopt", solver_options: Optional[dict] = None,
+                 out_dir: Optional[Path] = Path("results"), tee: bool = False,
+                 echo: Callable[[str], None] = print):
+    """Build, initialize and solve the minimum-time problem on a sector, and export.
+
+    Parameters
+    ----------
+    track : str, Path or Track
+    vehicle : str, Path or VehicleParameters
+    start, length : float
+        Sector [m] (``length=None``: to the end of the track).
+    nfe, ncp, scheme : collocation mesh (see :data:`pyomo_lap.ocp.OCP_CONFIG`).
+    initial_speed : float, 'quasi-steady' or 'free'
+    periodic : bool
+        Closed lap (needs a whole closed track).
+    solver : str
+        Pyomo solver name.
+    solver_options : dict, optional
+    out_dir : Path or None
+        Where to write the results (None: do not write).
+    tee : bool
+        Stream the solver output.
+    echo : callable
+        Progress messages.
+
+    Returns
+    -------
+    (model, SolveReport, DataFrame or None, summary dict)
+
+    Raises
+    ------
+    ValueError
+        Bad track, vehicle or options (before any solve).
+    RuntimeError
+        The solver did not reach an optimal solution (after writing partial results to
+        ``<out_dir>.failed``; an existing ``out_dir`` is left untouched).
+    """
+    from .solve import ensure_solver
+    from .track import Track
+    from .vehicle import VehicleParameters
+
+    tr = track if isinstance(track, Track) else load_track(track)
+    p = vehicle if isinstance(vehicle, VehicleParameters) else load_vehicle(vehicle)
+    ensure_solver(solver)  # fail before building when the solver is missing
+    echo(f"track {tr.name}: {tr.length:.1f} m ({'closed' if tr.closed else 'open'}); vehicle {p.name}")
+    echo(f"building the model: sector {start:.0f} m + {length if length is not None else tr.length - start:.0f} m, "
+         f"nfe={nfe}, ncp={ncp}, {scheme} ...")
+    m = build_model(tr, p, start=start, length=length, nfe=nfe, ncp=ncp, scheme=scheme,
+                    initial_speed=initial_speed, periodic=periodic)
+    size = model_size(m)
+    echo(f"  built in {m.build_time_s:.1f} s: {size['n_variables']} variables, "
+         f"{size['n_constraints']} constraints, {len(m.s)} points")
+    t0 = time.perf_counter()
+    info = initialize_model(m)
+    init_s = time.perf_counter() - t0
+    echo(f"  initial guess in {init_s:.1f} s (quasi-steady estimate {info['estimated_time_s']:.2f} s)")
+    echo(f"solving with {solver} ...")
+    rep = solve_model(m, solver=solver, options=solver_options, tee=tee)
+    echo(f"  {rep.termination_condition} after {rep.iterations} iterations, {rep.solve_time_s:.1f} s")
+    summary = {
+        "lap_time_s": float(pyo.value(m.lap_time)),
+        "termination_condition": rep.termination_condition,
+        "solver_status": rep.status,
+        "solver_message": rep.message,
+        "optimal": rep.ok,
+        "n_variables": size["n_variables"],
+        "n_constraints": size["n_constraints"],
+        "iterations": rep.iterations,
+        "build_time_s": m.build_time_s,
+        "init_time_s": init_s,
+        "solve_time_s": rep.solve_time_s,
+        "nfe": nfe, "ncp": ncp, "scheme": scheme,
+        "n_points": len(m.s),
+        "start_m": start,
+        "length_m": m.sector_length,
+        "periodic": periodic,
+        "initial_speed_mps": m.initial_speed,
+        "track": tr.name,
+        "vehicle": p.name,
+        "solver": solver,
+        "objective": float(pyo.value(m.objective)),
+        "pyomo_lap_version": __version__,
+        "pyomo_version": pyo.version.version,
+        "python": platform.python_version(),
+        "track_source": getattr(tr, "provenance", {}).get("file") if isinstance(getattr(tr, "provenance", None), dict) else None,
+    }
+    df = trajectory_dataframe(m)
+    summary["max_speed_kmh"] = float(df["speed_kmh"].max())
+    summary["mean_speed_kmh"] = float(3.6 * m.sector_length / summary["lap_time_s"]) if summary["lap_time_s"] > 0 else None
+    if out_dir is not None:
+        where = write_results(out_dir, df, summary, p.as_dict(), partial=not rep.ok)
+        echo(f"results written to {where}/ (trajectory.csv, results.xlsx, summary.json)")
+    if not rep.ok:
+        raise RuntimeError(
+            f"the solver did not find an optimal solution: {rep.termination_condition} "
+            f"({rep.message}); partial results, marked as such, are in {Path(out_dir).name}.failed/ "
+            f"and {out_dir}/ was left untouched. Hint: refine or coarsen the mesh (--nfe), "
+            f"shorten the sector, or raise max_iter.")
+    echo(f"sector time {summary['lap_time_s']:.3f} s over {m.sector_length:.0f} m "
+         f"(mean {summary['mean_speed_kmh']:.1f} km/h, max {summary['max_speed_kmh']:.1f} km/h)")
+    return m, rep, df, summary

@@ -1,0 +1,96 @@
+"""Initial guess for the OCP, from a cold start (no earlier solution needed).
+
+Steps (each returns nothing and writes into the model's variables):
+
+1. speed: the quasi-steady point-mass speed profile along the centreline
+   (:func:`pyomo_lap.speed_profile.quasi_steady_speed`), honouring a fixed entry speed;
+2. states: on the centreline (``q2 = q3 = 0``), static heave sag plus the aerodynamic sag,
+   no pitch or roll, rates zero except ``q1_dot``; time by quadrature of ``1/q1_dot``;
+3. controls: the longitudinal force a point mass needs for the profile's acceleration, drag
+   and grade, split into traction (capped by power) and braking; steer from the kinematic
+   (Ackermann) angle ``l * Omega_z``;
+4. algebraic variables: a fixed-point iteration of the load and in-plane equations
+   (35)-(36) evaluated with floats by the same code that builds the Pyomo model;
+5. derivative variables: the right-hand sides of the spatial DAE (39) at the guess.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyomo.environ as pyo
+
+from . import vehicle as veh
+from .ocp import RATE_NAMES, STATE_NAMES, track_joints
+from .speed_profile import quasi_steady_speed
+
+__all__ = ["initialize_model"]
+
+
+def initialize_model(m, fixed_point_iterations: int = 4) -> dict:
+    """Write a cold-start initial guess into a model from :func:`pyomo_lap.ocp.build_model`.
+
+    Parameters
+    ----------
+    m : pyomo.environ.ConcreteModel
+    fixed_point_iterations : int
+        Iterations of the algebraic loop per point.
+
+    Returns
+    -------
+    dict
+        ``{"status": "ok", "estimated_time_s": float, "max_algebraic_residual": float}``.
+    """
+    p = m.vehicle
+    tp = m.track_points
+    sigma = np.array(sorted(m.s))
+    closed = bool(m.options.periodic)
+    v = quasi_steady_speed(p, sigma, tp.omega, tp.rotation, closed=closed,
+                           v_start=m.initial_speed)
+    if m.initial_speed is not None:
+        v[0] = m.initial_speed
+    invv = 1.0 / v
+    t = np.concatenate([[0.0], np.cumsum(0.5 * (invv[1:] + invv[:-1]) * np.diff(sigma))])
+    susp = p.suspension
+    kd = 0.5 * p.rho * p.S * (p.Cz1 + p.Cz2)
+    kx = 0.5 * p.rho * p.S * p.Cx
+    sag = -(p.m_s * p.gravity + kd * v ** 2) / susp["k"]
+    dvds = np.gradient(v, sigma)
+    ax = v * dvds
+    g_t = p.gravity * tp.rotation[:, 2, 0]
+    fx = p.m * (ax + g_t) + kx * v ** 2
+    f_xa = np.clip(fx, 0.0, p.P_max / v)
+    f_xb = np.minimum(fx, 0.0)
+    delta = np.clip(p.l * tp.omega[:, 2], -0.9 * p.delta_max, 0.9 * p.delta_max)
+    chain = veh.build_chain(p)
+    joints = track_joints(tp)
+    max_res = 0.0
+    s1, s2 = p.static_loads
+    for i, s in enumerate(sigma):
+        q = [0.0, 0.0, 0.0, float(sag[i]), 0.0, 0.0]
+        qd = [float(v[i]), 0.0, 0.0, 0.0, 0.0, 0.0]
+        u = [float(f_xa[i]), float(f_xb[i]), float(delta[i])]
+        z = [s1, s1, s2, s2, float(fx[i]), 0.0, 0.0]
+        for _ in range(fixed_point_iterations):
+            e = veh.car_equations(p, chain, joints[i], q, qd, u, z)
+            z = [max(p.fz_min, z[k] - float(e.load_residuals[k])) for k in range(4)] + \
+                [z[4 + k] - float(e.inplane_residuals[k]) for k in range(3)]
+        e = veh.car_equations(p, chain, joints[i], q, qd, u, z)
+        max_res = max(max_res, max(abs(float(r)) for r in e.load_residuals + e.inplane_residuals))
+        vals = dict(zip(STATE_NAMES, q[1:]))
+        vals.update(zip(RATE_NAMES, qd))
+        vals.update(t=float(t[i]), f_xa=u[0], f_xb=u[1], delta=u[2])
+        vals.update(zip(veh.ALGEBRAIC, z))
+        for name, val in vals.items():
+            var = m.component(name)[s]
+            if not var.fixed:
+                lb, ub = var.lb, var.ub
+                if lb is not None:
+                    val = max(val, lb)
+                if ub is not None:
+                    val = min(val, ub)
+                var.set_value(val, skip_validation=True)
+        for k, name in enumerate(STATE_NAMES):
+            m.component(f"d{name}_ds")[s].set_value(qd[k + 1] / qd[0])
+        for k, name in enumerate(RATE_NAMES):
+            m.component(f"d{name}_ds")[s].set_value(float(e.qdd[k]) / qd[0])
+        m.dt_ds[s].set_value(1.0 / qd[0])
+    return {"status": "ok", "estimated_time_s": float(t[-1]), "max_algebraic_residual": max_res}

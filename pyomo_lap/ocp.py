@@ -1,0 +1,355 @@
+r"""The minimum-lap-time optimal control problem as a pyomo.dae model (sec. 3.2 and 4).
+
+The independent variable is the arc length along the track spine, :math:`q_1 = s` (on the
+model, ``m.s`` runs from 0 to the sector length; the track coordinate is ``start + s``).
+
+* states :math:`x = (q_2..q_6,\ \dot q_1..\dot q_6)` and the time ``t``;
+* controls :math:`u = (f_{xa}, f_{xb}, \delta)`, piecewise constant per finite element by
+  default (as the paper's :math:`u_i`);
+* algebraic variables :math:`z = (f_{11z}, f_{12z}, f_{21z}, f_{22z}, f_{3x}, f_{3y}, m_{3z})`.
+
+The spatial DAE (39), multiplied through by :math:`\dot q_1 > 0`:
+
+.. math::
+    \dot q_1 \frac{dq_k}{ds} = \dot q_k\ (k = 2..6),\quad
+    \dot q_1 \frac{d\dot q_k}{ds} = \ddot q_k(x, u, z)\ (k = 1..6),\quad
+    \dot q_1 \frac{dt}{ds} = 1,
+
+with :math:`\ddot q` from the ABA (:mod:`pyomo_lap.chain`), the four load equations (35)
+and the three in-plane equations (36) (:mod:`pyomo_lap.vehicle`). Path constraints: power
+:math:`f_{xa} v_{3x} \le P_{max}`, the friction ellipse of each tyre, the track limits on
+:math:`q_2`, steering bounds, :math:`f_{ijz} \ge f_{z,min}`, :math:`v_{3x} \ge v_{min}`.
+Objective (41): the sector time :math:`t(L)` plus a penalty on steering jumps between
+elements and a relaxation of the complementarity :math:`f_{xa} f_{xb} = 0`.
+
+All physics per point are named ``Expression`` components of the block ``m.car``
+(``m.car.qdd1[s]``, ``m.car.W3J_2[s]`` (= f_3z), ``m.car.alpha_1[s]``, ``m.car.f_11y[s]``...),
+so users can reach them and the NL writer shares them.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Optional
+
+import numpy as np
+import pyomo.environ as pyo
+from pyomo.common.config import ConfigDict, ConfigValue, In, NonNegativeFloat, PositiveInt
+from pyomo.dae import ContinuousSet, DerivativeVar
+
+from . import vehicle as veh
+from .backend import is_number
+from .chain import TrackJoint
+
+__all__ = ["OCP_CONFIG", "build_model", "STATE_NAMES", "RATE_NAMES", "track_joints"]
+
+STATE_NAMES = ("q2", "q3", "q4", "q5", "q6")
+RATE_NAMES = ("q1_dot", "q2_dot", "q3_dot", "q4_dot", "q5_dot", "q6_dot")
+
+OCP_CONFIG = ConfigDict("pyomo_lap OCP options")
+OCP_CONFIG.declare("start", ConfigValue(default=0.0, domain=float,
+                   description="track coordinate of the sector start [m]"))
+OCP_CONFIG.declare("length", ConfigValue(default=None, domain=lambda x: None if x is None else float(x),
+                   description="sector length [m]; None: the whole track (from start)"))
+OCP_CONFIG.declare("nfe", ConfigValue(default=400, domain=PositiveInt,
+                   description="number of finite elements (mesh intervals) N"))
+OCP_CONFIG.declare("ncp", ConfigValue(default=3, domain=PositiveInt,
+                   description="collocation points per finite element"))
+OCP_CONFIG.declare("scheme", ConfigValue(default="LAGRANGE-RADAU",
+                   domain=In(["LAGRANGE-RADAU", "LAGRANGE-LEGENDRE"]),
+                   description="pyomo.dae orthogonal collocation scheme"))
+OCP_CONFIG.declare("periodic", ConfigValue(default=False, domain=bool,
+                   description="closed lap: all states at the end equal those at the start"))
+OCP_CONFIG.declare("initial_speed", ConfigValue(default="quasi-steady",
+                   domain=lambda x: x if x in ("quasi-steady", "free") else float(x),
+                   description="open sector: speed q1_dot at the start [m/s], 'quasi-steady' "
+                               "(the flying-lap estimate there) or 'free'"))
+OCP_CONFIG.declare("piecewise_constant_controls", ConfigValue(default=True, domain=bool,
+                   description="controls constant within each finite element"))
+OCP_CONFIG.declare("K_delta", ConfigValue(default=1.0, domain=NonNegativeFloat,
+                   description="weight of the steering-jump penalty sum (delta_{i+1}-delta_i)^2 [s/rad^2], eq (41)"))
+OCP_CONFIG.declare("K_f", ConfigValue(default=1e-5, domain=NonNegativeFloat,
+                   description="weight of the complementarity penalty mean(-f_xa f_xb) [s/N^2], eq (41)"))
+OCP_CONFIG.declare("v_min", ConfigValue(default=5.0, domain=NonNegativeFloat,
+                   description="lower bound on v_3x and q1_dot [m/s] (slip angles (33) divide by v_3x)"))
+OCP_CONFIG.declare("track_margin", ConfigValue(default=0.0, domain=NonNegativeFloat,
+                   description="extra distance kept from each track edge [m]"))
+
+
+def _sector_points(track, start, length, sigma):
+    s_track = start + np.asarray(sigma, dtype=float)
+    if track.closed:
+        s_track = np.mod(s_track, track.length)
+    return track.evaluate(s_track)
+
+
+def track_joints(tp) -> list:
+    """TrackJoint objects (numbers) for each point of a :class:`~pyomo_lap.track.TrackPoints`.
+
+    ``J = [1, 0, 0, Omega]`` and ``dJ = [0, 0, 0, dOmega/ds]`` because q1 is the arc length
+    (eq 12b with ``|p_,q1| = 1``)."""
+    out = []
+    for i in range(len(tp.s)):
+        om = [float(x) for x in tp.omega[i]]
+        dom = [float(x) for x in tp.domega_ds[i]]
+        out.append(TrackJoint(R=tp.rotation[i].tolist(), J=[1.0, 0, 0] + om,
+                              dJ=[0, 0, 0] + dom, p=tp.position[i].tolist()))
+    return out
+
+
+class _Namer:
+    """Turns tagged intermediates into entries of IndexedExpressions on a block."""
+
+    def __init__(self, block, index_set):
+        self.block = block
+        self.index_set = index_set
+        self.pending = {}
+
+    def at(self, s):
+        def name(tag, value):
+            comp = self.block.component(tag)
+            if is_number(value):
+                if comp is None:
+                    self.pending.setdefault(tag, {})[s] = value
+                else:
+                    comp[s] = value
+                return value
+            if comp is None:
+                comp = pyo.Expression(self.index_set)
+                self.block.add_component(tag, comp)
+                for ss, v in self.pending.pop(tag, {}).items():
+                    comp[ss] = v
+            comp[s] = value
+            return comp[s]
+        return name
+
+
+def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = None,
+                **kwargs) -> pyo.ConcreteModel:
+    """Build and discretize the minimum-time OCP on a sector of a track.
+
+    Parameters
+    ----------
+    track : pyomo_lap.track.Track
+    vehicle : VehicleParameters
+    config : dict, optional
+        Options of :data:`OCP_CONFIG` (keyword arguments override them).
+
+    Returns
+    -------
+    pyomo.environ.ConcreteModel
+        Discretized, with variables not yet initialized (see
+        :func:`pyomo_lap.initialize.initialize_model`). ``m.options`` holds the options,
+        ``m.track_points`` the track at every point of ``m.s``, ``m.build_time_s`` the time.
+
+    Raises
+    ------
+    ValueError
+        Sector outside an open track, periodic on a sector that is not a whole closed lap,
+        too short a sector for the mesh.
+    """
+    t0 = time.perf_counter()
+    cfg = OCP_CONFIG(config or {})
+    cfg.set_value(kwargs)
+    L = track.length - cfg.start if cfg.length is None else cfg.length
+    if not L > 0:
+        raise ValueError(f"sector length must be > 0 m, got length={cfg.length!r} "
+                         f"(start={cfg.start} m, track length {track.length:.1f} m)")
+    if not track.closed and cfg.start + L > track.length + 1e-6:
+        raise ValueError(f"sector [{cfg.start}, {cfg.start + L}] m runs past the end of the open "
+                         f"track {track.name!r} (length {track.length:.1f} m)")
+    if cfg.periodic and (not track.closed or abs(L - track.length) > 1e-6):
+        raise ValueError("periodic=True needs a closed track and a sector of one whole lap "
+                         f"(length {track.length:.1f} m), got length={L:.1f} m")
+    if L / cfg.nfe < 0.1:
+        raise ValueError(f"nfe={cfg.nfe} is too many for a {L:.1f} m sector (elements < 0.1 m)")
+    p = vehicle
+    u = pyo.units
+    m = pyo.ConcreteModel(name=f"pyomo_lap {track.name} {cfg.start:.0f}+{L:.0f} m")
+    m.options = cfg
+    m.vehicle = p
+    m.track = track
+    m.sector_length = L
+    m.s = ContinuousSet(bounds=(0.0, L), doc="distance along the spine from the sector start, q1 [m]")
+
+    # ---- variables ---------------------------------------------------------------------
+    m.q2 = pyo.Var(m.s, initialize=0.0, units=u.m, doc="lateral offset of O3 from the spine, + left [m]")
+    m.q3 = pyo.Var(m.s, initialize=0.0, bounds=(-1.0, 1.0), units=u.rad, doc="yaw relative to the track frame [rad]")
+    m.q4 = pyo.Var(m.s, initialize=0.0, bounds=(-0.2, 0.2), units=u.m, doc="heave of the VIP [m]")
+    m.q5 = pyo.Var(m.s, initialize=0.0, bounds=(-0.3, 0.3), units=u.rad, doc="pitch [rad], + nose down")
+    m.q6 = pyo.Var(m.s, initialize=0.0, bounds=(-0.3, 0.3), units=u.rad, doc="roll [rad], + right side down")
+    m.q1_dot = pyo.Var(m.s, initialize=20.0, bounds=(cfg.v_min, 150.0), units=u.m / u.s, doc="dq1/dt [m/s]")
+    m.q2_dot = pyo.Var(m.s, initialize=0.0, units=u.m / u.s, doc="dq2/dt [m/s]")
+    m.q3_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq3/dt [rad/s]")
+    m.q4_dot = pyo.Var(m.s, initialize=0.0, units=u.m / u.s, doc="dq4/dt [m/s]")
+    m.q5_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq5/dt [rad/s]")
+    m.q6_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq6/dt [rad/s]")
+    m.t = pyo.Var(m.s, initialize=0.0, units=u.s, doc="time [s]")
+    fmax = 3 * p.m * p.gravity * max(p.mu_x0, p.mu_y0)
+    m.f_xa = pyo.Var(m.s, initialize=0.0, bounds=(0.0, fmax), units=u.N, doc="traction force, rear axle, eq (34) [N]")
+    m.f_xb = pyo.Var(m.s, initialize=0.0, bounds=(-fmax, 0.0), units=u.N, doc="braking force, split by k_b, eq (34) [N]")
+    m.delta = pyo.Var(m.s, initialize=0.0, bounds=(-p.delta_max, p.delta_max), units=u.rad, doc="road-wheel steer angle [rad]")
+    fz_max = 20 * p.m * p.gravity
+    for name in ("f_11z", "f_12z", "f_21z", "f_22z"):
+        m.add_component(name, pyo.Var(m.s, initialize=p.m * p.gravity / 4, bounds=(p.fz_min, fz_max),
+                                      units=u.N, doc=f"vertical load {name[2:4]} (axle, side) [N]"))
+    m.f_3x = pyo.Var(m.s, initialize=0.0, units=u.N, doc="in-plane tyre force on body 3, x3 [N], eq (36a)")
+    m.f_3y = pyo.Var(m.s, initialize=0.0, units=u.N, doc="in-plane tyre force on body 3, y3 [N], eq (36b)")
+    m.m_3z = pyo.Var(m.s, initialize=0.0, units=u.N * u.m, doc="tyre yaw moment about O3 [N m], eq (36c)")
+
+    states = {k: m.component(k) for k in STATE_NAMES + RATE_NAMES + ("t",)}
+    for name, var in states.items():
+        m.add_component(f"d{name}_ds", DerivativeVar(var, wrt=m.s, doc=f"d{name}/dq1"))
+
+    # ---- discretization -----------------------------------------------------------------
+    disc = pyo.TransformationFactory("dae.collocation")
+    disc.apply_to(m, wrt=m.s, nfe=cfg.nfe, ncp=cfg.ncp, scheme=cfg.scheme)
+    if cfg.piecewise_constant_controls and cfg.ncp > 1:
+        for c in ("f_xa", "f_xb", "delta"):
+            disc.reduce_collocation_points(m, var=m.component(c), ncp=1, contset=m.s)
+    sigma = np.array(sorted(m.s))
+    tp = _sector_points(track, cfg.start, L, sigma)
+    m.track_points = tp
+    joints = track_joints(tp)
+    idx = {s: i for i, s in enumerate(sigma)}
+    m.point_index = idx
+
+    # track limits on q2 (half the car's width and a margin inside each edge)
+    half = 0.5 * p.width + cfg.track_margin
+    for s in m.s:
+        i = idx[s]
+        lo, hi = -(tp.width_right[i] - half), tp.width_left[i] - half
+        if not lo < hi:
+            raise ValueError(f"track {track.name!r} at s={cfg.start + s:.1f} m is narrower "
+                             f"({tp.width_left[i] + tp.width_right[i]:.2f} m) than the car "
+                             f"plus margins ({2 * half:.2f} m)")
+        m.q2[s].setlb(lo)
+        m.q2[s].setub(hi)
+
+    # ---- physics at every point (named Expressions in m.car) ----------------------------
+    m.car = pyo.Block()
+    namer = _Namer(m.car, m.s)
+    chain = veh.build_chain(p)
+    qdd, load_res, inplane_res, adh, power, v3x = {}, {}, {}, {}, {}, {}
+    for s in m.s:
+        i = idx[s]
+        q = (0.0, m.q2[s], m.q3[s], m.q4[s], m.q5[s], m.q6[s])
+        qd = tuple(m.component(r)[s] for r in RATE_NAMES)
+        uu = (m.f_xa[s], m.f_xb[s], m.delta[s])
+        z = tuple(m.component(n)[s] for n in veh.ALGEBRAIC)
+        eq = veh.car_equations(p, chain, joints[i], q, qd, uu, z, namer=namer.at(s))
+        qdd[s] = eq.qdd
+        load_res[s] = eq.load_residuals
+        inplane_res[s] = eq.inplane_residuals
+        ch = eq.channels
+        v3x[s] = ch["v_3x"]
+        power[s] = m.f_xa[s] * ch["v_3x"]
+        adh[s] = [(ch[f"f_{w}x"], ch[f"f_{w}y"], z[k]) for k, w in enumerate(("11", "12", "21", "22"))]
+    m.v_3x = pyo.Expression(m.s, rule=lambda m, s: v3x[s], doc="longitudinal speed of O3 in {B3} [m/s]")
+
+    # ---- the spatial DAE (39) ------------------------------------------------------------
+    first = sigma[0]
+    m.ode_q = pyo.Constraint(STATE_NAMES, m.s, rule=lambda m, k, s: pyo.Constraint.Skip if s == first
+                             else m.q1_dot[s] * m.component(f"d{k}_ds")[s] == m.component(f"{k}_dot")[s])
+    m.ode_qdot = pyo.Constraint(range(1, 7), m.s, rule=lambda m, k, s: pyo.Constraint.Skip if s == first
+                                else m.q1_dot[s] * m.component(f"dq{k}_dot_ds")[s] == qdd[s][k - 1])
+    m.ode_t = pyo.Constraint(m.s, rule=lambda m, s: pyo.Constraint.Skip if s == first
+                             else m.q1_dot[s] * m.dt_ds[s] == 1.0)
+    # algebraic equations (35) and (36)
+    m.loads_eq = pyo.Constraint(range(4), m.s, rule=lambda m, k, s: load_res[s][k] == 0)
+    m.inplane_eq = pyo.Constraint(range(3), m.s, rule=lambda m, k, s: inplane_res[s][k] == 0)
+
+    # ---- path constraints ----------------------------------------------------------------
+    m.power_limit = pyo.Constraint(m.s, rule=lambda m, s: power[s] <= p.P_max)
+    ratio = p.mu_y0 / p.mu_x0
+
+    def adherence(m, k, s):
+        fx, fy, fz = adh[s][k]
+        D = veh.peak_force(p, fz)
+        return (ratio * fx) ** 2 + fy ** 2 <= D ** 2
+    m.adherence = pyo.Constraint(range(4), m.s, rule=adherence)
+    m.speed_min = pyo.Constraint(m.s, rule=lambda m, s: v3x[s] >= cfg.v_min)
+
+    # ---- boundary conditions ---------------------------------------------------------------
+    last = sigma[-1]
+    # the controls at s = 0 (not a collocation point) are those of the first element
+    m.controls_at_start = pyo.Constraint(("f_xa", "f_xb", "delta"), rule=lambda m, c:
+                                         m.component(c)[first] == m.component(c)[sigma[1]])
+    m.t[first].fix(0.0)
+    if cfg.periodic:
+        names = STATE_NAMES + RATE_NAMES
+        m.periodic = pyo.Constraint(names, rule=lambda m, k: m.component(k)[last] == m.component(k)[first])
+    m.initial_speed = None
+    if not cfg.periodic and cfg.initial_speed != "free":
+        if cfg.initial_speed == "quasi-steady":
+            from .speed_profile import quasi_steady_speed
+            if track.closed:
+                s_lap = np.linspace(0.0, track.length, int(track.length / 5.0) + 1)
+                tl = track.evaluate(s_lap)
+                v_lap = quasi_steady_speed(p, s_lap, tl.omega, tl.rotation, closed=True)
+                v0 = float(np.interp(np.mod(cfg.start, track.length), s_lap, v_lap))
+            else:
+                tl = track.evaluate(np.array([cfg.start]))
+                v0 = float(quasi_steady_speed(p, np.array([cfg.start]), tl.omega, tl.rotation, closed=False)[0])
+        else:
+            v0 = float(cfg.initial_speed)
+        m.initial_speed = v0
+        m.q1_dot[first].fix(v0)
+
+    # ---- objective (41) ---------------------------------------------------------------------
+    elems = [s for s in sigma if s in set(m.s.get_finite_elements())]
+    m.lap_time = pyo.Expression(expr=m.t[last] - m.t[first], doc="sector (lap) time [s]")
+    # controls are constant in each element: take their value at the element's last point
+    ctrl_pts = [sigma[idx[e] + 1] for e in elems[:-1]]
+    m.steer_penalty = pyo.Expression(expr=sum((m.delta[b] - m.delta[a]) ** 2
+                                              for a, b in zip(ctrl_pts[:-1], ctrl_pts[1:])))
+    h = np.diff(elems)
+    m.complementarity_penalty = pyo.Expression(expr=sum(-m.f_xa[c] * m.f_xb[c] * hh / L
+                                                        for c, hh in zip(ctrl_pts, h)))
+    m.objective = pyo.Objective(expr=m.lap_time + cfg.K_delta * m.steer_penalty
+                                + cfg.K_f * m.complementarity_penalty, sense=pyo.minimize)
+    _set_scaling(m)
+    m.build_time_s = time.perf_counter() - t0
+    return m
+
+
+def _set_scaling(m) -> None:
+    """Scaling factors (exported to IPOPT's user-scaling) from typical magnitudes."""
+    p = m.vehicle
+    sf = m.scaling_factor = pyo.Suffix(direction=pyo.Suffix.EXPORT)
+    F = 1.0 / (p.m * p.gravity / 4)       # per-wheel forces
+    typical = {"q2": 1.0, "q3": 10.0, "q4": 100.0, "q5": 100.0, "q6": 100.0, "q1_dot": 0.05,
+               "q2_dot": 1.0, "q3_dot": 2.0, "q4_dot": 10.0, "q5_dot": 10.0, "q6_dot": 10.0,
+               "t": 1.0 / max(1.0, m.sector_length / 30.0), "f_xa": F, "f_xb": F, "delta": 10.0,
+               "f_11z": F, "f_12z": F, "f_21z": F, "f_22z": F, "f_3x": F / 4, "f_3y": F / 4,
+               "m_3z": F / 4}
+    L = m.sector_length
+    first = m.s.first()
+    for name, f in typical.items():
+        var = m.component(name)
+        for v in var.values():
+            if not v.fixed:
+                sf[v] = f
+        dv = m.component(f"d{name}_ds")
+        if dv is not None:   # d/ds of a state: its scale over a few metres (unused at s=0)
+            for s, v in dv.items():
+                if s != first:
+                    sf[v] = f * (L / 30.0 if name == "t" else 10.0)
+    qdd_scale = {1: 0.1, 2: 0.1, 3: 0.5, 4: 0.1, 5: 0.1, 6: 0.1}
+    for (k, s), c in m.ode_qdot.items():
+        sf[c] = qdd_scale[k] * 0.5
+    for (k, s), c in m.ode_q.items():
+        sf[c] = typical[f"{k}_dot"] * 0.5
+    for c in m.ode_t.values():
+        sf[c] = 1.0
+    for c in m.loads_eq.values():
+        sf[c] = F
+    for (k, s), c in m.inplane_eq.items():
+        sf[c] = F / 4
+    for c in m.power_limit.values():
+        sf[c] = 1.0 / p.P_max
+    for c in m.adherence.values():
+        sf[c] = F * F
+    for c in m.speed_min.values():
+        sf[c] = 0.05
+    sf[m.objective] = 1.0 / max(1.0, L / 30.0)

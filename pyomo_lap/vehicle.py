@@ -1,0 +1,519 @@
+r"""Vehicle parameters and the car's equations: suspension, aerodynamics, tyres, loads.
+
+Everything here evaluates on floats, Pyomo expressions or CasADi symbols (see
+:mod:`pyomo_lap.backend`). Equation numbers refer to Bartali et al., *A Lie group-based race
+car model ...* (preprint ``000``).
+
+Vertical loads (eqs 26-30, rederived)
+-------------------------------------
+The printed eqs (26)-(29) add the longitudinal transfer to all four wheels and count the
+downforce twice (MODEL_NOTES, inconsistencies 1-2). Here the four loads are built so that they
+are *statically equivalent* to the structural wrench :math:`W_{3J}^3 = [\cdot,\cdot,f_{3z},
+m_{3x}, m_{3y},\cdot]` of eq (24), which already contains gravity, inertia and the
+aerodynamic wrench, with contact points at :math:`x = a_1, -a_2`, :math:`y = \pm t_i/2`:
+
+.. math::
+
+    F_1 = \frac{a_2 f_{3z} - m_{3y}}{l},\quad F_2 = \frac{a_1 f_{3z} + m_{3y}}{l},\quad
+    \Delta F_i = \frac{1}{t_i}\Big[\frac{k_{\phi i}}{k_\phi}\big(-m_{3x} - Y_1 h_{q1}
+    - Y_2 h_{q2}\big) + Y_i h_{qi}\Big],
+
+    f_{i1z} = F_i/2 - \Delta F_i \ (\text{left}),\qquad f_{i2z} = F_i/2 + \Delta F_i\ (\text{right}).
+
+:math:`\Delta F_i` is Guiggiani's lateral load transfer of eq (30) (the split between axles by
+roll stiffness and no-roll-centre heights); summed over the axles it gives back
+:math:`m_{3x}`. So :math:`\sum f_{ijz} = f_{3z}`, :math:`\sum f_{ijz} y_{ij} = m_{3x}`,
+:math:`-\sum f_{ijz} x_{ij} = m_{3y}` hold exactly.
+
+The structural wrench is taken as :math:`[0,0,f_{3z},m_{3x},m_{3y},0]` (eq 22a): on a track
+with :math:`\Omega_x, \Omega_y \neq 0` the constraint wrench of joints 1-3 also has small
+in-plane parts, which the paper neglects and so does this model (MODEL_NOTES, item 4).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from . import chain as chain_mod
+from . import lie
+from .backend import add, atan, cos, mul, sin, sub, total
+
+__all__ = ["VehicleParameters", "load_vehicle", "available_vehicles", "models_dir",
+           "CarEquations", "car_equations", "tyre_lateral_force", "peak_force",
+           "build_chain", "ALGEBRAIC", "CONTROLS"]
+
+ALGEBRAIC = ("f_11z", "f_12z", "f_21z", "f_22z", "f_3x", "f_3y", "m_3z")
+"""Names of the seven algebraic variables z of sec. 4 (N, N, N, N, N, N, N m)."""
+CONTROLS = ("f_xa", "f_xb", "delta")
+"""Names of the controls u of sec. 4: traction force [N] >= 0, braking force [N] <= 0,
+road-wheel steer angle [rad]."""
+
+
+def models_dir() -> Path:
+    """Folder holding the vehicle files (``<repo>/models``)."""
+    return Path(__file__).resolve().parents[1] / "models"
+
+
+def available_vehicles() -> list:
+    """Names of the vehicle files shipped in :func:`models_dir`."""
+    return sorted(p.stem for p in models_dir().glob("*.toml"))
+
+
+@dataclasses.dataclass(frozen=True)
+class VehicleParameters:
+    """Parameters of the car (SI units). See ``models/fsae.toml`` for the meaning and the
+    source of each value.
+
+    Attributes
+    ----------
+    name : str
+    m, m_u : float
+        Total and unsprung mass [kg].
+    Ixx, Iyy, Izz : float
+        Principal moments of the sprung body about G6 [kg m^2].
+    a1, a2, t1, t2 : float
+        Distances of the axles from G and tracks [m].
+    h : float
+        Height of G6 above the road [m].
+    hq1, hq2 : float
+        No-roll centre heights, front and rear [m] (Guiggiani's q_1, q_2).
+    wheel_radius, width : float
+        [m].
+    S, Cx, Cz1, Cz2, rho : float
+        Frontal area [m^2], coefficients [-], air density [kg/m^3].
+    k1, k2 : float
+        Wheel rates per wheel, front and rear [N/m].
+    c1, c2 : float
+        Damping per wheel [N s/m].
+    P_max : float
+        Maximum power [W].
+    brake_ratio : float
+        Front share k_b of the braking force [-].
+    Fz0, mu_y0, mu_x0, pD2, C, E, pK1, pK2 : float
+        Tyre model, see :func:`tyre_lateral_force`.
+    fz_min : float
+        Minimum vertical load per wheel in the OCP [N].
+    delta_max : float
+        Road-wheel steer limit [rad].
+    """
+
+    name: str
+    m: float
+    m_u: float
+    Ixx: float
+    Iyy: float
+    Izz: float
+    a1: float
+    a2: float
+    t1: float
+    t2: float
+    h: float
+    hq1: float
+    hq2: float
+    wheel_radius: float
+    width: float
+    S: float
+    Cx: float
+    Cz1: float
+    Cz2: float
+    rho: float
+    k1: float
+    k2: float
+    c1: float
+    c2: float
+    P_max: float
+    brake_ratio: float
+    Fz0: float
+    mu_y0: float
+    mu_x0: float
+    pD2: float
+    C: float
+    E: float
+    pK1: float
+    pK2: float
+    fz_min: float
+    delta_max: float
+    gravity: float = chain_mod.GRAVITY
+    description: str = ""
+
+    # derived quantities -----------------------------------------------------------
+    @property
+    def l(self) -> float:
+        """Wheelbase a1 + a2 [m]."""
+        return self.a1 + self.a2
+
+    @property
+    def m_s(self) -> float:
+        """Sprung mass [kg]."""
+        return self.m - self.m_u
+
+    @property
+    def h_vip(self) -> float:
+        """Height of the VIP (O4 = O5 = O6) above the road: the no-roll axis at x = 0 [m]."""
+        return (self.a2 * self.hq1 + self.a1 * self.hq2) / self.l
+
+    @property
+    def unsprung_inertia(self) -> tuple:
+        """Principal moments of the unsprung body about its centre [kg m^2]: four point masses
+        at the wheel centres, split front/rear as a2:a1 so that their centre is above O3."""
+        mu1 = self.m_u * self.a2 / self.l / 2  # each front wheel
+        mu2 = self.m_u * self.a1 / self.l / 2
+        ixx = 2 * mu1 * (self.t1 / 2) ** 2 + 2 * mu2 * (self.t2 / 2) ** 2
+        iyy = 2 * mu1 * self.a1 ** 2 + 2 * mu2 * self.a2 ** 2
+        return (ixx, iyy, ixx + iyy)
+
+    @property
+    def suspension(self) -> dict:
+        """Equivalent stiffness and damping, eq (19): keys ``k, c`` [N/m, N s/m],
+        ``k_theta, c_theta`` (pitch), ``k_phi, c_phi`` (roll) [N m/rad, N m s/rad] and the
+        roll stiffness of each axle ``k_phi1, k_phi2`` [N m/rad]."""
+        k1, k2, c1, c2 = self.k1, self.k2, self.c1, self.c2
+        return {
+            "k": 2 * k1 + 2 * k2,
+            "c": 2 * c1 + 2 * c2,
+            "k_theta": 2 * k1 * self.a1 ** 2 + 2 * k2 * self.a2 ** 2,
+            "c_theta": 2 * c1 * self.a1 ** 2 + 2 * c2 * self.a2 ** 2,
+            "k_phi1": 2 * k1 / 4 * self.t1 ** 2,
+            "k_phi2": 2 * k2 / 4 * self.t2 ** 2,
+            "k_phi": 2 * k1 / 4 * self.t1 ** 2 + 2 * k2 / 4 * self.t2 ** 2,
+            "c_phi": 2 * c1 / 4 * self.t1 ** 2 + 2 * c2 / 4 * self.t2 ** 2,
+        }
+
+    @property
+    def static_loads(self) -> tuple:
+        """Static vertical load per wheel on flat ground [N]: (front, rear) = m g (l - a_i)/(2l)."""
+        g = self.gravity
+        return (self.m * g * self.a2 / (2 * self.l), self.m * g * self.a1 / (2 * self.l))
+
+    def as_dict(self) -> dict:
+        """All parameters as a flat dict (for export)."""
+        return dataclasses.asdict(self)
+
+
+_SECTIONS = {
+    "mass": {"total": "m", "unsprung": "m_u", "Ixx": "Ixx", "Iyy": "Iyy", "Izz": "Izz"},
+    "geometry": {k: k for k in ("a1", "a2", "t1", "t2", "h", "hq1", "hq2", "wheel_radius", "width")},
+    "aero": {k: k for k in ("S", "Cx", "Cz1", "Cz2", "rho")},
+    "suspension": {k: k for k in ("k1", "k2", "c1", "c2")},
+    "powertrain": {"P_max": "P_max", "brake_ratio": "brake_ratio"},
+    "tyre": {k: k for k in ("Fz0", "mu_y0", "mu_x0", "pD2", "C", "E", "pK1", "pK2", "fz_min")},
+    "steering": {"delta_max": "delta_max"},
+}
+
+
+def load_vehicle(name_or_path) -> VehicleParameters:
+    """Read a vehicle file (TOML, the layout of ``models/fsae.toml``).
+
+    Parameters
+    ----------
+    name_or_path : str or Path
+        A name from :func:`available_vehicles` or a path to a ``.toml`` file.
+
+    Returns
+    -------
+    VehicleParameters
+
+    Raises
+    ------
+    ValueError
+        Unknown name (the message lists the known ones), a missing or unknown field, a value
+        that is not a number, or a value out of its physical range; the message names the
+        file, the field and the value.
+    """
+    path = Path(name_or_path)
+    if path.suffix != ".toml":
+        path = models_dir() / f"{name_or_path}.toml"
+        if not path.exists():
+            raise ValueError(f"unknown vehicle {str(name_or_path)!r}: known vehicles are "
+                             f"{available_vehicles()} (or give the path to a .toml file)")
+    if not path.exists():
+        raise ValueError(f"vehicle file {str(path)!r} does not exist")
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{path}: not a valid TOML file: {exc}") from None
+    kw = {"name": str(data.get("name", path.stem)), "description": str(data.get("description", ""))}
+    for section, fields in _SECTIONS.items():
+        sec = data.get(section)
+        if not isinstance(sec, dict):
+            raise ValueError(f"{path}: missing section [{section}]")
+        unknown = set(sec) - set(fields)
+        if unknown:
+            raise ValueError(f"{path}: unknown field(s) {sorted(unknown)} in [{section}]; "
+                             f"expected {sorted(fields)}")
+        for key, attr in fields.items():
+            if key not in sec:
+                raise ValueError(f"{path}: missing field {section}.{key}")
+            val = sec[key]
+            if isinstance(val, bool) or not isinstance(val, (int, float)) or not math.isfinite(val):
+                raise ValueError(f"{path}: {section}.{key} = {val!r} is not a finite number")
+            kw[attr] = float(val)
+    unknown_sections = set(data) - set(_SECTIONS) - {"name", "description"}
+    if unknown_sections:
+        raise ValueError(f"{path}: unknown section(s) {sorted(unknown_sections)}")
+    p = VehicleParameters(**kw)
+    _check_ranges(p, path)
+    return p
+
+
+def _check_ranges(p: VehicleParameters, path) -> None:
+    positive = ["m", "Ixx", "Iyy", "Izz", "a1", "a2", "t1", "t2", "h", "wheel_radius", "width",
+                "S", "Cx", "rho", "k1", "k2", "c1", "c2", "P_max", "Fz0", "mu_y0", "mu_x0",
+                "C", "pK1", "pK2", "delta_max"]
+    for f in positive:
+        v = getattr(p, f)
+        if not v > 0:
+            raise ValueError(f"{path}: {f} = {v!r}, expected > 0")
+    checks = [
+        ("m_u", 0 < p.m_u < p.m, f"0 < m_u < total mass {p.m}"),
+        ("brake_ratio", 0 <= p.brake_ratio <= 1, "0 <= k_b <= 1"),
+        ("hq1", 0 <= p.hq1 < p.h, f"0 <= hq1 < h = {p.h}"),
+        ("hq2", 0 <= p.hq2 < p.h, f"0 <= hq2 < h = {p.h}"),
+        ("fz_min", 0 <= p.fz_min < min(p.static_loads), "0 <= fz_min < static wheel load"),
+        ("mu_y0", p.mu_y0 < 4, "mu_y0 < 4"),
+        ("mu_x0", p.mu_x0 < 4, "mu_x0 < 4"),
+        ("delta_max", p.delta_max < 1.2, "delta_max < 1.2 rad"),
+        ("Cz1", p.Cz1 >= 0, "Cz1 >= 0"), ("Cz2", p.Cz2 >= 0, "Cz2 >= 0"),
+    ]
+    for f, ok, expected in checks:
+        if not ok:
+            raise ValueError(f"{path}: {f} = {getattr(p, f)!r}, expected {expected}")
+    i = (p.Ixx, p.Iyy, p.Izz)
+    if not (i[0] + i[1] >= i[2] and i[1] + i[2] >= i[0] and i[0] + i[2] >= i[1]):
+        raise ValueError(f"{path}: inertias (Ixx, Iyy, Izz) = {i} violate the triangle inequality")
+
+
+def build_chain(p: VehicleParameters) -> chain_mod.Chain:
+    """The six-joint chain of the car (sec. 2.2): VIP at :attr:`VehicleParameters.h_vip`,
+    unsprung mass at wheel-centre height, G6 at ``h`` above the road at zero heave."""
+    return chain_mod.vehicle_chain(
+        h_vip=p.h_vip, unsprung_mass=p.m_u, unsprung_com_height=p.wheel_radius,
+        unsprung_inertia=p.unsprung_inertia, sprung_mass=p.m_s,
+        sprung_com_height=p.h - p.h_vip, sprung_inertia=(p.Ixx, p.Iyy, p.Izz),
+        gravity=p.gravity)
+
+
+def peak_force(p: VehicleParameters, fz):
+    """Peak lateral force D(f_z) = mu_y0 (1 + pD2 (f_z - Fz0)/Fz0) f_z [N] (Magic Formula D)."""
+    return mul(p.mu_y0, mul(add(1.0 - p.pD2, mul(p.pD2 / p.Fz0, fz)), fz))
+
+
+def tyre_lateral_force(p: VehicleParameters, alpha, fz):
+    r"""Pacejka Magic Formula lateral force with load dependence, eq (32).
+
+    .. math::
+        f_y = D \sin\big(C \arctan(B\alpha - E(B\alpha - \arctan B\alpha))\big),\quad
+        D = \mu_{y0}\Big(1 + p_{D2}\frac{f_z - F_{z0}}{F_{z0}}\Big) f_z,\quad
+        B = \frac{p_{K1} F_{z0}\sin(2\arctan(f_z/(p_{K2}F_{z0})))}{C D}
+
+    Parameters
+    ----------
+    p : VehicleParameters
+    alpha : scalar
+        Slip angle [rad] (positive gives a positive force, eq 33).
+    fz : scalar
+        Vertical load [N], > 0.
+
+    Returns
+    -------
+    scalar
+        Lateral force in the wheel frame [N].
+    """
+    D = peak_force(p, fz)
+    c_alpha = mul(p.pK1 * p.Fz0, sin(mul(2.0, atan(mul(1.0 / (p.pK2 * p.Fz0), fz)))))
+    Ba = c_alpha * alpha / (p.C * D)
+    if p.E == 0:
+        arg = atan(Ba)
+    else:
+        arg = atan(sub(Ba, mul(p.E, sub(Ba, atan(Ba)))))
+    return D * sin(mul(p.C, arg))
+
+
+@dataclasses.dataclass
+class CarEquations:
+    """The car's dynamics at one point, from :func:`car_equations`.
+
+    Attributes
+    ----------
+    qdd : list of 6
+        q̈1..q̈6 from the ABA [m/s^2, m/s^2, rad/s^2, m/s^2, rad/s^2, rad/s^2].
+    load_residuals : list of 4
+        ``f_ijz - f~_ijz`` for (11, 12, 21, 22), eq (35) as rederived above [N].
+    inplane_residuals : list of 3
+        ``f_3x - (X1+X2)``, ``f_3y - (Y1+Y2)``, ``m_3z - m_z(tyres)``, eq (36) [N, N, N m].
+    channels : dict
+        Named intermediate quantities (slip angles, tyre forces, W3J, speeds, aero...).
+    kin : chain.Kinematics
+    aba : chain.ABAResult
+    """
+
+    qdd: list
+    load_residuals: list
+    inplane_residuals: list
+    channels: dict
+    kin: object
+    aba: object
+
+
+def car_equations(p: VehicleParameters, chain: chain_mod.Chain, track: chain_mod.TrackJoint,
+                  q: Sequence, qd: Sequence, u: Sequence, z: Sequence,
+                  namer: Optional[Callable] = None) -> CarEquations:
+    r"""All equations of the car at one point of the track.
+
+    Parameters
+    ----------
+    p : VehicleParameters
+    chain : chain.Chain
+        From :func:`build_chain`.
+    track : chain.TrackJoint
+        Track joint at the current q1.
+    q, qd : sequences of 6 scalars
+        q1..q6 and q̇1..q̇6.
+    u : sequence of 3 scalars
+        Controls ``(f_xa [N] >= 0, f_xb [N] <= 0, delta [rad])``.
+    z : sequence of 7 scalars
+        Algebraic variables ``(f_11z, f_12z, f_21z, f_22z [N], f_3x, f_3y [N], m_3z [N m])``.
+    namer : callable, optional
+        ``namer(tag, value)`` returning a named stand-in (Pyomo ``Expression``).
+
+    Returns
+    -------
+    CarEquations
+
+    Notes
+    -----
+    Suspension torques eq (18)-(19); aerodynamic wrench eq (20) in {B3} moved to {B6} with
+    :math:`W^6 = \mathrm{Ad}_{g_{3,6}}^T W^3`; slip angles eq (33) (small-angle form);
+    longitudinal forces eq (34); lateral forces eq (32); axle forces eq (31); in-plane
+    resultant eq (36) with the exact yaw moment of the four tyre forces about O3 (the paper's
+    eq 36c drops the term :math:`(t_1/2)(f_{11y}-f_{12y})\sin\delta`); vertical loads as in the
+    module docstring.
+    """
+    nm = namer or (lambda tag, v: v)
+    f_xa, f_xb, delta = u
+    f11z, f12z, f21z, f22z, f3x, f3y, m3z = z
+    susp = p.suspension
+    # eq (18)
+    tau = [0, 0, 0,
+           sub(mul(-susp["k"], q[3]), mul(susp["c"], qd[3])),
+           sub(mul(-susp["k_theta"], q[4]), mul(susp["c_theta"], qd[4])),
+           sub(mul(-susp["k_phi"], q[5]), mul(susp["c_phi"], qd[5]))]
+    kin = chain_mod.forward_kinematics(chain, track, q, qd, namer=nm)
+    V3 = kin.V[3]
+    v3x, v3y, w3z = V3[0], V3[1], V3[5]
+    # eq (20): aerodynamic wrench at O3 in {B3}, moved to {B6}
+    qdyn = nm("aero_q", mul(0.5 * p.rho * p.S, mul(v3x, v3x)))
+    f_drag = mul(-p.Cx, qdyn)
+    f_down = mul(-(p.Cz1 + p.Cz2), qdyn)
+    m_aero = mul(-(p.Cz2 * p.a2 - p.Cz1 * p.a1), qdyn)
+    W6E3 = [f_drag, 0, f_down, 0, m_aero, 0]
+    g36 = kin.posture(3, 6)
+    W6E6 = lie.Ad_T_apply(g36, W6E3)
+    W3E3 = [f3x, f3y, 0, 0, 0, m3z]
+    res = chain_mod.aba(chain, track, kin, qd, tau, {3: W3E3, 6: W6E6}, namer=nm)
+    # eq (33): slip angles (small-angle form; v3x is kept away from zero by the OCP)
+    inv_vx = 1 / v3x
+    alpha1 = nm("alpha_1", sub(delta, mul(add(v3y, mul(p.a1, w3z)), inv_vx)))
+    alpha2 = nm("alpha_2", mul(sub(mul(p.a2, w3z), v3y), inv_vx))
+    # eq (34)
+    f1x = mul(0.5 * p.brake_ratio, f_xb)
+    f2x = add(mul(0.5 * (1 - p.brake_ratio), f_xb), mul(0.5, f_xa))
+    # eq (32)
+    f11y = nm("f_11y", tyre_lateral_force(p, alpha1, f11z))
+    f12y = nm("f_12y", tyre_lateral_force(p, alpha1, f12z))
+    f21y = nm("f_21y", tyre_lateral_force(p, alpha2, f21z))
+    f22y = nm("f_22y", tyre_lateral_force(p, alpha2, f22z))
+    cd, sd = cos(delta), sin(delta)
+    # eq (31) and (36)
+    Y1 = nm("Y_1", add(mul(add(f11y, f12y), cd), mul(mul(2.0, f1x), sd)))
+    Y2 = nm("Y_2", add(f21y, f22y))
+    X1 = sub(mul(mul(2.0, f1x), cd), mul(add(f11y, f12y), sd))
+    X2 = mul(2.0, f2x)
+    mz_tyres = total([mul(p.a1, Y1), mul(-p.a2, Y2), mul(0.5 * p.t1, mul(sub(f11y, f12y), sd))])
+    inplane = [sub(f3x, add(X1, X2)), sub(f3y, add(Y1, Y2)), sub(m3z, mz_tyres)]
+    # vertical loads statically equivalent to W3J (module docstring)
+    W3J = res.W3J
+    fz3, mx3, my3 = W3J[2], W3J[3], W3J[4]
+    l = p.l
+    F1 = add(mul(p.a2 / l, fz3), mul(-1.0 / l, my3))
+    F2 = add(mul(p.a1 / l, fz3), mul(1.0 / l, my3))
+    share1 = susp["k_phi1"] / susp["k_phi"]
+    share2 = susp["k_phi2"] / susp["k_phi"]
+    roll_moment = nm("roll_moment", total([mul(-1.0, mx3), mul(-p.hq1, Y1), mul(-p.hq2, Y2)]))
+    dF1 = add(mul(share1 / p.t1, roll_moment), mul(p.hq1 / p.t1, Y1))
+    dF2 = add(mul(share2 / p.t2, roll_moment), mul(p.hq2 / p.t2, Y2))
+    loads = [sub(mul(0.5, F1), dF1), add(mul(0.5, F1), dF1),
+             sub(mul(0.5, F2), dF2), add(mul(0.5, F2), dF2)]
+    load_res = [sub(fz, ld) for fz, ld in zip((f11z, f12z, f21z, f22z), loads)]
+    channels = {
+        "v_3x": v3x, "v_3y": v3y, "omega_3z": w3z, "alpha_1": alpha1, "alpha_2": alpha2,
+        "f_11x": f1x, "f_12x": f1x, "f_21x": f2x, "f_22x": f2x,
+        "f_11y": f11y, "f_12y": f12y, "f_21y": f21y, "f_22y": f22y, "Y_1": Y1, "Y_2": Y2,
+        "f_3z": fz3, "m_3x": mx3, "m_3y": my3, "f_drag": f_drag, "f_down": f_down,
+        "tau_4": tau[3], "tau_5": tau[4], "tau_6": tau[5],
+        "delta_F1": dF1, "delta_F2": dF2,
+    }
+    return CarEquations(qdd=res.qdd, load_residuals=load_res, inplane_residuals=inplane,
+                        channels=channels, kin=kin, aba=res)
+
+
+def solve_algebraic(p: VehicleParameters, chain: chain_mod.Chain, track: chain_mod.TrackJoint,
+                    q, qd, u, z0=None, tol: float = 1e-9, max_iter: int = 50):
+    """Solve the seven algebraic equations (35)-(36) for z with floats (Newton with a
+    finite-difference Jacobian, from a static guess).
+
+    Parameters
+    ----------
+    p, chain, track, q, qd, u
+        As in :func:`car_equations` (floats).
+    z0 : sequence of 7 floats, optional
+        Initial guess; default static loads and zero in-plane forces.
+    tol : float
+        Tolerance on the residual norm [N].
+    max_iter : int
+
+    Returns
+    -------
+    (z, CarEquations)
+
+    Raises
+    ------
+    RuntimeError
+        If Newton does not converge.
+    """
+    import numpy as np
+
+    if z0 is None:
+        s1, s2 = p.static_loads
+        z0 = [s1, s1, s2, s2, 0.0, 0.0, 0.0]
+    z = np.array(z0, dtype=float)
+
+    def F(zz):
+        e = car_equations(p, chain, track, q, qd, u, list(zz))
+        return np.array([float(x) for x in e.load_residuals + e.inplane_residuals]), e
+
+    r, e = F(z)
+    for _ in range(max_iter):
+        if np.linalg.norm(r) < tol:
+            return list(z), e
+        Jm = np.empty((7, 7))
+        for j in range(7):
+            dz = np.zeros(7)
+            dz[j] = 1e-4 * max(1.0, abs(z[j]))
+            Jm[:, j] = (F(z + dz)[0] - r) / dz[j]
+        step = np.linalg.solve(Jm, -r)
+        lam = 1.0
+        for _ in range(20):
+            zn = z + lam * step
+            zn[:4] = np.maximum(zn[:4], 1.0)
+            rn, en = F(zn)
+            if np.linalg.norm(rn) < np.linalg.norm(r):
+                break
+            lam *= 0.5
+        z, r, e = zn, rn, en
+    if np.linalg.norm(r) < tol * 1e3:
+        return list(z), e
+    raise RuntimeError(f"algebraic loop did not converge: |residual| = {np.linalg.norm(r):.3g} N")

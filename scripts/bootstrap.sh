@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Set up the development environment of pyomo_lap (idempotent, fast when already done):
+#   1. create .venv with python3 (>= 3.10),
+#   2. pip install -e '.[test]' into it (redone only when setup.cfg/pyproject.toml change),
+#   3. make sure an `ipopt` executable exists (on PATH or in .venv/bin); if not, build one from
+#      Debian packages with scripts/install_ipopt.sh .venv/bin,
+#   4. export PATH="<repo>/.venv/bin:$PATH" so Pyomo's SolverFactory('ipopt') finds it.
+#
+# Usage: `source scripts/bootstrap.sh` (leaves you in the repo root with PATH exported), or
+#        `bash scripts/bootstrap.sh` (set up only).
+# Environment: PYTHON=/path/to/python3 picks the interpreter for the venv;
+#              PYOMO_LAP_SKIP_IPOPT=1 skips step 3.
+
+_pyomo_lap_say() { echo "[bootstrap] $*"; }
+
+_pyomo_lap_bootstrap() {
+  local root
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd) || return 1
+  cd "$root" || return 1
+  local venv="$root/.venv"
+  local stamp="$venv/.pyomo_lap_bootstrap"
+
+  # --- 1. virtual environment ------------------------------------------------------------
+  if [ ! -x "$venv/bin/python" ]; then
+    local py=${PYTHON:-}
+    if [ -z "$py" ]; then
+      local cand
+      for cand in python3 python3.13 python3.12 python3.11 python3.10; do
+        if command -v "$cand" >/dev/null 2>&1 \
+          && "$cand" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
+          py=$(command -v "$cand"); break
+        fi
+      done
+    fi
+    if [ -z "$py" ] || ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
+      echo "error: pyomo_lap needs Python >= 3.10 (python3 not found or too old)." >&2
+      echo "       Install it (e.g. 'apt-get install python3 python3-venv' on Debian/Ubuntu)" >&2
+      echo "       or point PYTHON=/path/to/python3.x at one." >&2
+      return 1
+    fi
+    _pyomo_lap_say "creating .venv with $py ($("$py" -c 'import platform; print(platform.python_version())'))"
+    rm -rf "$venv"
+    if ! "$py" -m venv "$venv" >/dev/null 2>&1; then
+      rm -rf "$venv"
+      # Debian/Ubuntu ship venv/ensurepip separately (python3-venv / python3.X-venv).
+      if command -v apt-get >/dev/null 2>&1; then
+        local pyver sudo=""
+        pyver=$("$py" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
+        [ "$(id -u)" = 0 ] || sudo="sudo"
+        _pyomo_lap_say "python venv module missing; installing python3-venv / python$pyver-venv with apt-get"
+        export DEBIAN_FRONTEND=noninteractive
+        $sudo apt-get update -qq || true
+        $sudo apt-get install -y -qq --no-install-recommends "python$pyver-venv" >/dev/null 2>&1 \
+          || $sudo apt-get install -y -qq --no-install-recommends python3-venv >/dev/null \
+          || { echo "error: could not install python3-venv with apt-get" >&2; return 1; }
+        "$py" -m venv "$venv" || { rm -rf "$venv"; echo "error: '$py -m venv' failed" >&2; return 1; }
+      else
+        echo "error: '$py -m venv .venv' failed; install Python's venv module and retry." >&2
+        return 1
+      fi
+    fi
+  fi
+
+  # --- 2. the package and its dependencies -------------------------------------------------
+  local want have=""
+  want=$(cat setup.cfg pyproject.toml 2>/dev/null | sha256sum | cut -d' ' -f1)
+  [ -f "$stamp" ] && have=$(cat "$stamp")
+  if [ "$want" != "$have" ]; then
+    _pyomo_lap_say "installing pyomo_lap and its dependencies into .venv (pip install -e '.[test]') ..."
+    local log="$venv/pip-install.log"
+    if ! PIP_DISABLE_PIP_VERSION_CHECK=1 "$venv/bin/python" -m pip install -q --progress-bar off \
+        -e '.[test]' >"$log" 2>&1; then
+      tail -n 40 "$log" >&2
+      echo "error: pip install failed (full log: $log)" >&2
+      return 1
+    fi
+    echo "$want" >"$stamp"
+    _pyomo_lap_say "python packages ready ($("$venv/bin/python" -c '
+from importlib.metadata import version as v
+print(", ".join(f"{p} {v(p)}" for p in ("pyomo", "idaes-pse", "numpy", "scipy", "pandas")))' 2>/dev/null))"
+  fi
+
+  # --- 3. IPOPT ------------------------------------------------------------------------------
+  export PATH="$venv/bin:$PATH"
+  if [ "${PYOMO_LAP_SKIP_IPOPT:-0}" != 1 ]; then
+    local ipopt_exe
+    ipopt_exe=$(command -v ipopt 2>/dev/null || true)
+    if [ -z "$ipopt_exe" ]; then
+      _pyomo_lap_say "no 'ipopt' on PATH or in .venv/bin; building it from Debian packages (scripts/install_ipopt.sh)"
+      bash "$root/scripts/install_ipopt.sh" "$venv/bin" || {
+        echo "error: could not install IPOPT (see README, section 'Installation and IPOPT')." >&2
+        return 1
+      }
+    fi
+  fi
+  return 0
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  # executed: set up, report, exit
+  _pyomo_lap_bootstrap || exit 1
+  echo "[bootstrap] ready: $(command -v ipopt || echo 'ipopt not installed')"
+else
+  # sourced: set up and leave the caller in the repo root with PATH exported
+  _pyomo_lap_bootstrap || { unset -f _pyomo_lap_bootstrap _pyomo_lap_say; return 1; }
+  unset -f _pyomo_lap_bootstrap _pyomo_lap_say
+fi

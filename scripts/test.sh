@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Test command: set up on first use (scripts/bootstrap.sh), then run pytest with ARGS.
+# Usage: bash scripts/test.sh [PYTEST ARGS]    (pytest's exit code is returned unchanged)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/bootstrap.sh"
+exec "$PWD/.venv/bin/python" -m pytest "$@"
