@@ -30,12 +30,11 @@ __all__ = ["solve_sector", "model_size"]
 
 
 def model_size(m) -> dict:
-    """Number of active variables and constraints the NLP will have (fixed variables and
-    variables that appear in no active constraint are not counted)."""
-    from pyomo.core.expr.visitor import identify_variables  # noqa: F401
-    from pyomo.util.model_size import build_model_size_report
-    rep = build_model_size_report(m)
-    return {"n_variables": int(rep.activated.variables), "n_constraints": int(rep.activated.constraints)}
+    """Counts of the model's unfixed variables and active constraints (cheap; the NLP that
+    the solver sees may drop variables that appear in no constraint)."""
+    nv = sum(1 for v in m.component_data_objects(pyo.Var, descend_into=True) if not v.fixed)
+    nc = sum(1 for _ in m.component_data_objects(pyo.Constraint, active=True, descend_into=True))
+    return {"n_variables": nv, "n_constraints": nc}
 
 
 def _sha256(path: Path) -> str:
@@ -112,8 +111,8 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
         "solver_status": rep.status,
         "solver_message": rep.message,
         "optimal": rep.ok,
-        "n_variables": size["n_variables"],
-        "n_constraints": size["n_constraints"],
+        "n_variables": rep.n_variables if rep.n_variables is not None else size["n_variables"],
+        "n_constraints": rep.n_constraints if rep.n_constraints is not None else size["n_constraints"],
         "iterations": rep.iterations,
         "build_time_s": m.build_time_s,
         "init_time_s": init_s,
@@ -129,7 +128,7 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
         "solver": solver,
         "objective": float(pyo.value(m.objective)),
         "pyomo_lap_version": __version__,
-        "pyomo_version": pyo.version.version,
+        "pyomo_version": _pyomo_version(),
         "python": platform.python_version(),
         "track_source": getattr(tr, "provenance", {}).get("file") if isinstance(getattr(tr, "provenance", None), dict) else None,
     }
@@ -148,3 +147,8 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     echo(f"sector time {summary['lap_time_s']:.3f} s over {m.sector_length:.0f} m "
          f"(mean {summary['mean_speed_kmh']:.1f} km/h, max {summary['max_speed_kmh']:.1f} km/h)")
     return m, rep, df, summary
+
+
+def _pyomo_version() -> str:
+    from pyomo.version import version
+    return version

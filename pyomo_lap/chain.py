@@ -139,7 +139,9 @@ class ABAResult:
         Body accelerations :math:`\\dot V_k^k` including the fictitious gravity
         acceleration of eq (23a).
     M_hat, b_hat : dict int -> 6x6 / 6
-        Articulated-body inertias and bias forces (Step 2).
+        Articulated-body inertias and bias forces (Step 2) of bodies 2..6 (and of body 1
+        when it carries inertia or an external wrench; otherwise only the products with
+        J_1^1 are needed and they are evaluated in frame 2).
     W3J : list of 6
         Structural wrench on body 3 through joint 3, in {B3} [N, N m], eq (24).
     """
@@ -313,28 +315,35 @@ def aba(chain: Chain, track: TrackJoint, kin: Kinematics, qd: Sequence, tau: Seq
     # Step 2
     M_hat = {6: chain.inertia.get(6) or [[0] * 6 for _ in range(6)]}
     b_hat = {6: _name_vec(nm, "b_hat6", b[6])}
-    U, d, u, c = {}, {}, {}, {}
+    U, d, inv_d, u, c, Mbar, bbar = {}, {}, {}, {}, {}, {}, {}
+    # body 1 (massless, no external wrench) is only needed through J^T M_hat1 J and
+    # J^T b_hat1, which are evaluated in frame 2 below instead of forming M_hat1
+    lean_root = 1 not in chain.inertia and 1 not in wrench_ext
     for l in range(6, 1, -1):
         k = l - 1
         X = chain.joints[l].axis
         Ml, bl = M_hat[l], b_hat[l]
         U[l] = _name_vec(nm, f"U{l}", lie.matvec(Ml, X))
-        d[l] = nm(f"d{l}", lie.dot(X, U[l])) if not is_number(lie.dot(X, U[l])) else lie.dot(X, U[l])
+        dl = lie.dot(X, U[l])
+        d[l] = dl if is_number(dl) else nm(f"d{l}", dl)
+        inv_d[l] = 1.0 / d[l] if is_number(d[l]) else nm(f"inv_d{l}", 1 / d[l])
         u[l] = nm(f"u{l}", sub(tau[l - 1], lie.dot(X, bl)))
         Xq = [mul(x, qd[l - 1]) for x in X]
         c[l] = _name_vec(nm, f"c{l}", [neg(x) for x in lie.ad_apply(Xq, V[l])])
-        inv_d = 1.0 / d[l] if is_number(d[l]) else 1 / d[l]
-        Mbar = [[sub(Ml[i][j], mul(mul(U[l][i], U[l][j]), inv_d)) for j in range(6)]
-                for i in range(6)]
-        Mbar = _name_sym(nm, f"Mbar{l}", Mbar)
-        Mbc = lie.matvec(Mbar, c[l])
-        ud = mul(u[l], inv_d)
-        bbar = [total([bl[i], Mbc[i], mul(U[l][i], ud)]) for i in range(6)]
-        Mk = lie.congruence_to_parent(kin.g[l], Mbar)
+        Mb = [[sub(Ml[i][j], mul(mul(U[l][i], U[l][j]), inv_d[l])) for j in range(6)]
+              for i in range(6)]
+        Mbar[l] = _name_sym(nm, f"Mbar{l}", Mb)
+        Mbc = lie.matvec(Mbar[l], c[l])
+        ud = mul(u[l], inv_d[l])
+        bbar[l] = [total([bl[i], Mbc[i], mul(U[l][i], ud)]) for i in range(6)]
+        if k == 1 and lean_root:
+            bbar[l] = _name_vec(nm, f"b_bar{l}", bbar[l])
+            break
+        Mk = lie.congruence_to_parent(kin.g[l], Mbar[l])
         if k in chain.inertia:
             Mk = [[add(a, bb) for a, bb in zip(ra, rb)] for ra, rb in zip(Mk, chain.inertia[k])]
         M_hat[k] = _name_sym(nm, f"M_hat{k}", Mk)
-        bk = [add(a, bb) for a, bb in zip(b[k], lie.Ad_inv_T_apply(kin.g[l], bbar))]
+        bk = [add(a, bb) for a, bb in zip(b[k], lie.Ad_inv_T_apply(kin.g[l], bbar[l]))]
         b_hat[k] = _name_vec(nm, f"b_hat{k}", bk)
     # Step 3, track joint
     R = track.R
@@ -343,16 +352,25 @@ def aba(chain: Chain, track: TrackJoint, kin: Kinematics, qd: Sequence, tau: Seq
     qd1sq = mul(qd[0], qd[0])
     a1 = [add(x, mul(dj, qd1sq)) for x, dj in zip(a0, track.dJ)]
     J = list(track.J)
-    MJ = lie.matvec(M_hat[1], J)
-    num = sub(tau[0], add(lie.dot(MJ, a1), lie.dot(J, b_hat[1])))
+    if lean_root:
+        # J^T M_hat1 y = (A J)^T Mbar2 (A y) and J^T b_hat1 = (A J)^T bbar2, A = Ad_{g12}^-1
+        J2 = lie.Ad_inv_apply(kin.g[2], J)
+        MJ2 = lie.matvec(Mbar[2], J2)
+        a12 = lie.Ad_inv_apply(kin.g[2], a1)
+        num = sub(tau[0], add(lie.dot(MJ2, a12), lie.dot(J2, bbar[2])))
+        den = lie.dot(J2, MJ2)
+    else:
+        MJ = lie.matvec(M_hat[1], J)
+        num = sub(tau[0], add(lie.dot(MJ, a1), lie.dot(J, b_hat[1])))
+        den = lie.dot(J, MJ)
     qdd = [0] * 6
-    qdd[0] = nm("qdd1", num / lie.dot(J, MJ))
+    qdd[0] = nm("qdd1", num / den)
     Vdot = {1: [add(x, mul(j, qdd[0])) for x, j in zip(a1, J)]}
     for l in range(2, 7):
         k = l - 1
         al = [add(x, y) for x, y in zip(lie.Ad_inv_apply(kin.g[l], Vdot[k]), c[l])]
         al = _name_vec(nm, f"a{l}", al)
-        ql = mul(sub(u[l], lie.dot(U[l], al)), 1.0 / d[l] if is_number(d[l]) else 1 / d[l])
+        ql = mul(sub(u[l], lie.dot(U[l], al)), inv_d[l])
         qdd[l - 1] = nm(f"qdd{l}", ql)
         X = chain.joints[l].axis
         Vdot[l] = [add(x, mul(xx, qdd[l - 1])) for x, xx in zip(al, X)]

@@ -63,7 +63,9 @@ OCP_CONFIG.declare("periodic", ConfigValue(default=False, domain=bool,
 OCP_CONFIG.declare("initial_speed", ConfigValue(default="quasi-steady",
                    domain=lambda x: x if x in ("quasi-steady", "free") else float(x),
                    description="open sector: speed q1_dot at the start [m/s], 'quasi-steady' "
-                               "(the flying-lap estimate there) or 'free'"))
+                               "(the flying-lap estimate there) or 'free'; the other rates start "
+                               "at zero and the suspension settled (zero heave, pitch and roll "
+                               "accelerations)"))
 OCP_CONFIG.declare("piecewise_constant_controls", ConfigValue(default=True, domain=bool,
                    description="controls constant within each finite element"))
 OCP_CONFIG.declare("K_delta", ConfigValue(default=1.0, domain=NonNegativeFloat,
@@ -295,6 +297,13 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
             v0 = float(cfg.initial_speed)
         m.initial_speed = v0
         m.q1_dot[first].fix(v0)
+    if not cfg.periodic:
+        # the car enters an open sector settled: no lateral, yaw, heave, pitch or roll rates and
+        # no heave, pitch or roll acceleration (otherwise the optimizer starts with stored
+        # spring or lateral kinetic energy it can turn into speed)
+        for k in ("q2_dot", "q3_dot", "q4_dot", "q5_dot", "q6_dot"):
+            m.component(k)[first].fix(0.0)
+        m.settled_start = pyo.Constraint(range(4, 7), rule=lambda m, k: qdd[first][k - 1] == 0)
 
     # ---- objective (41) ---------------------------------------------------------------------
     elems = [s for s in sigma if s in set(m.s.get_finite_elements())]
@@ -352,4 +361,7 @@ def _set_scaling(m) -> None:
         sf[c] = F * F
     for c in m.speed_min.values():
         sf[c] = 0.05
+    if m.component("settled_start") is not None:
+        for c in m.settled_start.values():
+            sf[c] = 0.1
     sf[m.objective] = 1.0 / max(1.0, L / 30.0)

@@ -20,7 +20,7 @@ __all__ = ["SolveReport", "solve_model", "ensure_solver", "SolverNotFoundError",
 DEFAULT_IPOPT_OPTIONS = {
     "nlp_scaling_method": "user-scaling",   # the model's scaling_factor suffix
     "linear_solver": "mumps",
-    "mu_strategy": "adaptive",
+    "mu_strategy": "monotone",              # 'adaptive' raised mu far from a good start
     "tol": 1e-6,
     "acceptable_tol": 1e-4,
     "max_iter": 3000,
@@ -59,6 +59,8 @@ class SolveReport:
     solver : str
     log : str
         Solver output.
+    n_variables, n_constraints : int or None
+        Size of the NLP as the solver saw it (IPOPT's log).
     """
 
     ok: bool
@@ -69,6 +71,8 @@ class SolveReport:
     solve_time_s: float
     solver: str
     log: str = ""
+    n_variables: Optional[int] = None
+    n_constraints: Optional[int] = None
 
 
 def _venv_bin() -> Path:
@@ -142,7 +146,7 @@ def solve_model(m, solver: str = "ipopt", options: Optional[dict] = None, tee: b
     except Exception as exc:  # the solver crashed or returned an error code
         log = Path(logfile).read_text(errors="replace") if os.path.exists(logfile) else ""
         return SolveReport(False, "error", "error", f"{type(exc).__name__}: {exc}", _iterations(log),
-                           time.perf_counter() - t0, solver, log)
+                           time.perf_counter() - t0, solver, log, *_sizes(log))
     finally:
         pass
     elapsed = time.perf_counter() - t0
@@ -153,9 +157,18 @@ def solve_model(m, solver: str = "ipopt", options: Optional[dict] = None, tee: b
     if ok or (load_partial and len(res.solution) > 0):
         m.solutions.load_from(res)
     return SolveReport(ok, str(tc), str(res.solver.status), str(res.solver.message or ""),
-                       _iterations(log), elapsed, solver, log)
+                       _iterations(log), elapsed, solver, log, *_sizes(log))
 
 
 def _iterations(log: str) -> Optional[int]:
     hit = re.findall(r"Number of Iterations\.*:\s*(\d+)", log)
     return int(hit[-1]) if hit else None
+
+
+def _sizes(log: str):
+    nv = re.findall(r"Total number of variables\.*:\s*(\d+)", log)
+    ne = re.findall(r"Total number of equality constraints\.*:\s*(\d+)", log)
+    ni = re.findall(r"Total number of inequality constraints\.*:\s*(\d+)", log)
+    if not (nv and ne and ni):
+        return None, None
+    return int(nv[-1]), int(ne[-1]) + int(ni[-1])

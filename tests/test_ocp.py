@@ -1,0 +1,121 @@
+"""The optimal control problem: structure (unit) and a short sector solved by IPOPT
+(integration), checked against invariants that do not come from the solver itself."""
+import json
+import math
+
+import numpy as np
+import pyomo.environ as pyo
+import pytest
+from click.testing import CliRunner
+
+from pyomo_lap import build_model, initialize_model, load_track, load_vehicle, solve_model
+from pyomo_lap.results import read_trajectory, trajectory_dataframe
+
+
+@pytest.fixture(scope="module")
+def setup():
+    return load_track("nordschleife"), load_vehicle("fsae")
+
+
+@pytest.mark.unit
+def test_model_structure(setup):
+    tr, p = setup
+    nfe, ncp = 8, 3
+    m = build_model(tr, p, start=1000.0, length=80.0, nfe=nfe, ncp=ncp)
+    n = nfe * ncp + 1
+    assert len(m.s) == n
+    assert len(m.loads_eq) == 4 * n and len(m.inplane_eq) == 3 * n
+    assert len(m.ode_q) == 5 * (n - 1) and len(m.ode_qdot) == 6 * (n - 1)
+    # components are reachable by the field's names
+    for name in ("q2", "q3", "q4", "q5", "q6", "q1_dot", "f_xa", "f_xb", "delta",
+                 "f_11z", "f_12z", "f_21z", "f_22z", "f_3x", "f_3y", "m_3z", "t"):
+        assert m.component(name) is not None
+    # track limits: q2 within the edges minus half the car's width
+    s = m.s.at(3)
+    assert m.q2[s].ub == pytest.approx(4.0 - p.width / 2)
+    assert m.q2[s].lb == pytest.approx(-(4.0 - p.width / 2))
+    # the initial guess satisfies the algebraic loop closely
+    info = initialize_model(m)
+    assert info["max_algebraic_residual"] < 1.0
+
+
+@pytest.mark.unit
+def test_bad_sector_is_refused_before_solving(setup):
+    tr, p = setup
+    with pytest.raises(ValueError, match="periodic"):
+        build_model(tr, p, start=0.0, length=1000.0, nfe=10, periodic=True)
+    with pytest.raises(ValueError, match="length"):
+        build_model(tr, p, start=0.0, length=-5.0, nfe=10)
+
+
+@pytest.mark.integration
+def test_short_sector_solves_and_is_physical(setup):
+    tr, p = setup
+    m = build_model(tr, p, start=500.0, length=400.0, nfe=40, ncp=3)
+    initialize_model(m)
+    rep = solve_model(m)
+    assert rep.ok, rep.termination_condition
+    df = trajectory_dataframe(m)
+    # time is the integral of ds / q1_dot (independent quadrature of the solved speeds)
+    t_quad = np.trapezoid(1.0 / df["q1_dot"].to_numpy(), df["s_sector"].to_numpy())
+    assert df["t"].iloc[-1] == pytest.approx(t_quad, rel=2e-3)
+    assert pyo.value(m.lap_time) == pytest.approx(df["t"].iloc[-1])
+    # path constraints hold
+    assert (df["power"] <= p.P_max * (1 + 1e-6)).all()
+    half = 4.0 - p.width / 2
+    assert df["q2"].abs().max() <= half + 1e-6
+    assert df[["f_11z", "f_12z", "f_21z", "f_22z"]].min().min() >= p.fz_min - 1e-6
+    assert df["delta"].abs().max() <= p.delta_max + 1e-9
+    # the four loads add up to f3z (static equivalence) and the algebraic loop is closed
+    fz_sum = df[["f_11z", "f_12z", "f_21z", "f_22z"]].sum(axis=1)
+    assert np.allclose(fz_sum, df["f_3z"], rtol=1e-6, atol=1e-3)
+    assert df["load_residual_max"].max() < 1e-3
+    # energy: the work of the traction force cannot be smaller than the kinetic energy gained
+    # plus drag losses plus potential energy gained (brakes, tyres and dampers only dissipate)
+    v = df["speed"].to_numpy()
+    z = df["z_vip"].to_numpy()
+    s = df["s_sector"].to_numpy()
+    dsdt = df["q1_dot"].to_numpy()
+    work = np.trapezoid(df["power"].to_numpy() / dsdt, s)
+    drag = np.trapezoid(-df["f_drag"].to_numpy() * df["v_3x"].to_numpy() / dsdt, s)
+    dE = 0.5 * p.m * (v[-1] ** 2 - v[0] ** 2) + p.m * p.gravity * (z[-1] - z[0])
+    assert work >= dE + drag - 0.02 * abs(work)
+    # mean speed within what this car can do
+    assert 10.0 < 400.0 / pyo.value(m.lap_time) < 42.0
+
+
+@pytest.mark.integration
+def test_cli_solve_writes_results(tmp_path):
+    from pyomo_lap.cli import main
+    out = tmp_path / "res"
+    r = CliRunner().invoke(main, ["solve", "--length", "300", "--nfe", "30", "--start", "2000",
+                                  "--out", str(out), "--quiet"])
+    assert r.exit_code == 0, r.output
+    summary = json.loads((out / "summary.json").read_text())
+    for key in ("lap_time_s", "termination_condition", "n_variables", "n_constraints",
+                "iterations", "build_time_s", "solve_time_s", "nfe", "ncp", "length_m",
+                "track", "vehicle"):
+        assert key in summary
+    assert summary["termination_condition"] == "optimal"
+    assert summary["nfe"] == 30 and summary["length_m"] == 300.0
+    df = read_trajectory(out / "trajectory.csv")
+    assert len(df) == 30 * 3 + 1
+    assert math.isclose(df["t"].iloc[-1], summary["lap_time_s"], rel_tol=1e-9)
+    import openpyxl
+    wb = openpyxl.load_workbook(out / "results.xlsx", read_only=True)
+    assert {"summary", "channels", "vehicle"} <= set(wb.sheetnames)
+    header = [c.value for c in next(wb["channels"].iter_rows(max_row=1))]
+    assert "q2 [m]" in header and "f_11z [N]" in header
+
+
+@pytest.mark.unit
+def test_cli_rejects_bad_arguments(tmp_path):
+    from pyomo_lap.cli import main
+    runner = CliRunner()
+    r = runner.invoke(main, ["solve", "--nfe", "0", "--out", str(tmp_path / "x")])
+    assert r.exit_code == 2 and "--nfe" in r.output
+    r = runner.invoke(main, ["solve", "--track", "no_such_track", "--out", str(tmp_path / "x")])
+    assert r.exit_code == 2 and "nordschleife" in r.output
+    r = runner.invoke(main, ["solve", "--vehicle", "no_such_car", "--out", str(tmp_path / "x")])
+    assert r.exit_code == 2 and "fsae" in r.output
+    assert not (tmp_path / "x").exists()
