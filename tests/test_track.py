@@ -13,7 +13,7 @@ import pytest
 from pyomo_lap.track import Track, TrackPoints, available_tracks, load_track
 
 REPO = Path(__file__).resolve().parents[1]
-RAW = Path("/work/shared/data/tracks/zaggyai")
+RAW = Path(__file__).resolve().parents[1] / "data" / "tracks" / "raw" / "zaggyai"
 GP_FILE = RAW / "9273312051716dfa2493534ddf9c03e3--n-rburgring.json"
 LOOP_FILE = RAW / "fb7dff20890fd8af44d0a7cf8538cbae--n-rburgring.json"
 BTG_FILE = RAW / "1faf22819f42e158cda4a10763939bb0--n-rburgring-btg.json"

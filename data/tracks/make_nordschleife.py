@@ -4,7 +4,7 @@ Usage (from the repository root):
 
     python data/tracks/make_nordschleife.py [RAW_DIR]
 
-RAW_DIR defaults to $PYOMO_LAP_RAW_TRACKS or /work/shared/data/tracks/zaggyai and must
+RAW_DIR defaults to $PYOMO_LAP_RAW_TRACKS or data/tracks/raw/zaggyai (the copy kept in this repository) and must
 contain the three zaggyai/track_data JSON files listed in data/tracks/README.md.
 The processing is deterministic; all parameters are in
 pyomo_lap.track_build.NORDSCHLEIFE_PARAMS.
@@ -22,7 +22,7 @@ from pyomo_lap.track_build import build_nordschleife  # noqa: E402
 
 def main(argv):
     raw = Path(argv[1]) if len(argv) > 1 else Path(
-        os.environ.get("PYOMO_LAP_RAW_TRACKS", "/work/shared/data/tracks/zaggyai"))
+        os.environ.get("PYOMO_LAP_RAW_TRACKS", str(Path(__file__).resolve().parent / "raw" / "zaggyai")))
     t0 = time.perf_counter()
     track, meta = build_nordschleife(raw, HERE)
     print(f"built in {time.perf_counter() - t0:.2f} s: {track}")
