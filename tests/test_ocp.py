@@ -119,3 +119,29 @@ def test_cli_rejects_bad_arguments(tmp_path):
     r = runner.invoke(main, ["solve", "--vehicle", "no_such_car", "--out", str(tmp_path / "x")])
     assert r.exit_code == 2 and "fsae" in r.output
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.integration
+def test_periodic_lap_on_a_flat_circle():
+    """A closed lap on a flat circle (counter-clockwise, radius 60 m): with periodicity the
+    optimum is steady cornering on the inner (left) edge, at nearly constant speed."""
+    from pyomo_lap import Track
+    R = 60.0
+    u = np.linspace(0, 2 * np.pi, 400, endpoint=False)
+    pts = np.c_[R * np.cos(u), R * np.sin(u), np.zeros_like(u)]
+    tr = Track.from_points(pts, closed=True, smoothing=0, name="circle60")
+    p = load_vehicle("fsae")
+    m = build_model(tr, p, nfe=30, ncp=3, periodic=True)
+    initialize_model(m)
+    rep = solve_model(m)
+    assert rep.ok, rep.termination_condition
+    df = trajectory_dataframe(m)
+    first, last = df.iloc[0], df.iloc[-1]
+    for k in ("q2", "q3", "q4", "q5", "q6", "q1_dot", "q2_dot", "q3_dot"):
+        assert last[k] == pytest.approx(first[k], abs=1e-6)
+    inner = 4.0 - p.width / 2
+    assert df["q2"].min() > inner - 0.05           # hugs the inner edge all the way
+    v = df["speed"].to_numpy()
+    assert v.std() / v.mean() < 0.01               # steady state
+    # a left turn: positive lateral acceleration and roll to the right (q6 > 0)
+    assert (df["a_y"] > 0).all() and (df["q6"] > 0).all()
