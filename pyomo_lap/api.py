@@ -104,12 +104,14 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     echo(f"  initial guess in {init_s:.1f} s (quasi-steady estimate {info['estimated_time_s']:.2f} s)")
     echo(f"solving with {solver} ...")
     rep = solve_model(m, solver=solver, options=solver_options, tee=tee)
-    echo(f"  {rep.termination_condition} after {rep.iterations} iterations, {rep.solve_time_s:.1f} s")
+    echo(f"  {rep.termination_condition} ({rep.exit_message or rep.message}) after "
+         f"{rep.iterations} iterations, {rep.solve_time_s:.1f} s")
     summary = {
         "lap_time_s": float(pyo.value(m.lap_time)),
         "termination_condition": rep.termination_condition,
         "solver_status": rep.status,
         "solver_message": rep.message,
+        "ipopt_exit": rep.exit_message,
         "optimal": rep.ok,
         "n_variables": rep.n_variables if rep.n_variables is not None else size["n_variables"],
         "n_constraints": rep.n_constraints if rep.n_constraints is not None else size["n_constraints"],

@@ -21,7 +21,7 @@ DEFAULT_IPOPT_OPTIONS = {
     "nlp_scaling_method": "user-scaling",   # the model's scaling_factor suffix
     "linear_solver": "mumps",
     "mu_strategy": "monotone",              # 'adaptive' raised mu far from a good start
-    "tol": 1e-6,
+    "tol": 1e-5,                            # scaled NLP error; the lap time is then converged to ~1e-5
     "acceptable_tol": 1e-4,
     "max_iter": 3000,
     "print_level": 5,
@@ -61,6 +61,9 @@ class SolveReport:
         Solver output.
     n_variables, n_constraints : int or None
         Size of the NLP as the solver saw it (IPOPT's log).
+    exit_message : str
+        IPOPT's ``EXIT:`` line, e.g. ``Optimal Solution Found.`` or ``Solved To Acceptable
+        Level.`` (Pyomo reports both as ``optimal``).
     """
 
     ok: bool
@@ -73,6 +76,7 @@ class SolveReport:
     log: str = ""
     n_variables: Optional[int] = None
     n_constraints: Optional[int] = None
+    exit_message: str = ""
 
 
 def _venv_bin() -> Path:
@@ -144,20 +148,17 @@ def solve_model(m, solver: str = "ipopt", options: Optional[dict] = None, tee: b
     except KeyboardInterrupt:
         raise
     except Exception as exc:  # the solver crashed or returned an error code
-        log = Path(logfile).read_text(errors="replace") if os.path.exists(logfile) else ""
+        log = _read_and_remove(logfile)
         return SolveReport(False, "error", "error", f"{type(exc).__name__}: {exc}", _iterations(log),
-                           time.perf_counter() - t0, solver, log, *_sizes(log))
-    finally:
-        pass
+                           time.perf_counter() - t0, solver, log, *_sizes(log), _exit_line(log))
     elapsed = time.perf_counter() - t0
-    log = Path(logfile).read_text(errors="replace")
-    os.unlink(logfile)
+    log = _read_and_remove(logfile)
     tc = res.solver.termination_condition
     ok = tc in (TerminationCondition.optimal, TerminationCondition.locallyOptimal)
     if ok or (load_partial and len(res.solution) > 0):
         m.solutions.load_from(res)
     return SolveReport(ok, str(tc), str(res.solver.status), str(res.solver.message or ""),
-                       _iterations(log), elapsed, solver, log, *_sizes(log))
+                       _iterations(log), elapsed, solver, log, *_sizes(log), _exit_line(log))
 
 
 def _iterations(log: str) -> Optional[int]:
@@ -172,3 +173,20 @@ def _sizes(log: str):
     if not (nv and ne and ni):
         return None, None
     return int(nv[-1]), int(ne[-1]) + int(ni[-1])
+
+
+def _read_and_remove(path: str) -> str:
+    try:
+        return Path(path).read_text(errors="replace")
+    except OSError:
+        return ""
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def _exit_line(log: str) -> str:
+    hit = re.findall(r"EXIT:\s*(.*)", log)
+    return hit[-1].strip() if hit else ""

@@ -145,3 +145,19 @@ def test_periodic_lap_on_a_flat_circle():
     assert v.std() / v.mean() < 0.01               # steady state
     # a left turn: positive lateral acceleration and roll to the right (q6 > 0)
     assert (df["a_y"] > 0).all() and (df["q6"] > 0).all()
+
+
+@pytest.mark.integration
+def test_failed_solve_keeps_earlier_results(tmp_path):
+    """An iteration limit is reported, the partial point goes to OUT.failed marked as
+    partial, and an earlier OUT is left untouched."""
+    from pyomo_lap import solve_sector
+    out = tmp_path / "results"
+    out.mkdir()
+    (out / "summary.json").write_text('{"lap_time_s": 1.0}')
+    with pytest.raises(RuntimeError, match="maxIterations"):
+        solve_sector(start=3000.0, length=100.0, nfe=10, ncp=2, solver_options={"max_iter": 2},
+                     out_dir=out, echo=lambda *a: None)
+    assert (out / "summary.json").read_text() == '{"lap_time_s": 1.0}'
+    failed = json.loads((tmp_path / "results.failed" / "summary.json").read_text())
+    assert failed["partial"] is True and failed["termination_condition"] == "maxIterations"
