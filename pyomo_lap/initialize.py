@@ -94,3 +94,57 @@ def initialize_model(m, fixed_point_iterations: int = 4) -> dict:
             m.component(f"d{name}_ds")[s].set_value(float(e.qdd[k]) / qd[0])
         m.dt_ds[s].set_value(1.0 / qd[0])
     return {"status": "ok", "estimated_time_s": float(t[-1]), "max_algebraic_residual": max_res}
+
+
+def initialize_from_solution(m, source) -> dict:
+    """Initialize a model from a solved model on another mesh of the same sector (mesh
+    continuation): every variable indexed by the track coordinate is interpolated linearly in
+    ``s``.
+
+    Parameters
+    ----------
+    m : pyomo.environ.ConcreteModel
+        Target model (from :func:`pyomo_lap.ocp.build_model`).
+    source : pyomo.environ.ConcreteModel
+        Solved model on the same sector (any ``nfe``, ``ncp``, scheme).
+
+    Returns
+    -------
+    dict
+        ``{"status": "ok", "variables": count}``.
+
+    Raises
+    ------
+    ValueError
+        If the two models do not cover the same sector.
+    """
+    if abs(m.sector_length - source.sector_length) > 1e-9 or \
+            abs(m.options.start - source.options.start) > 1e-9:
+        raise ValueError(f"source sector [{source.options.start}, +{source.sector_length}] m "
+                         f"differs from the target's [{m.options.start}, +{m.sector_length}] m")
+    s_src = np.array(sorted(source.s))
+    s_dst = np.array(sorted(m.s))
+    count = 0
+    for var in source.component_objects(pyo.Var, descend_into=False):
+        if not var.is_indexed() or var.index_set() is not source.s:
+            continue
+        target = m.component(var.local_name)
+        if target is None:
+            continue
+        vals = np.array([pyo.value(var[s], exception=False) if var[s].value is not None else np.nan
+                         for s in s_src], dtype=float)
+        ok = np.isfinite(vals)
+        if ok.sum() < 2:
+            continue
+        new = np.interp(s_dst, s_src[ok], vals[ok])
+        for s, v in zip(s_dst, new):
+            vd = target[s]
+            if vd.fixed:
+                continue
+            if vd.lb is not None:
+                v = max(v, vd.lb)
+            if vd.ub is not None:
+                v = min(v, vd.ub)
+            vd.set_value(float(v), skip_validation=True)
+            count += 1
+    return {"status": "ok", "variables": count}

@@ -161,3 +161,22 @@ def test_failed_solve_keeps_earlier_results(tmp_path):
     assert (out / "summary.json").read_text() == '{"lap_time_s": 1.0}'
     failed = json.loads((tmp_path / "results.failed" / "summary.json").read_text())
     assert failed["partial"] is True and failed["termination_condition"] == "maxIterations"
+
+
+@pytest.mark.unit
+def test_mesh_continuation_interpolates_in_s(setup):
+    from pyomo_lap.initialize import initialize_from_solution
+    tr, p = setup
+    coarse = build_model(tr, p, start=1500.0, length=100.0, nfe=5, ncp=3)
+    fine = build_model(tr, p, start=1500.0, length=100.0, nfe=20, ncp=2)
+    for s in coarse.s:                       # a known linear profile
+        coarse.q2[s].set_value(0.01 * s)
+        coarse.q1_dot[s].set_value(20.0 + 0.05 * s)
+    initialize_from_solution(fine, coarse)
+    for s in fine.s:
+        assert fine.q2[s].value == pytest.approx(0.01 * s)
+        if not fine.q1_dot[s].fixed:
+            assert fine.q1_dot[s].value == pytest.approx(20.0 + 0.05 * s)
+    other = build_model(tr, p, start=1000.0, length=100.0, nfe=5)
+    with pytest.raises(ValueError, match="sector"):
+        initialize_from_solution(other, coarse)
