@@ -38,9 +38,23 @@ def model_size(m) -> dict:
 
 
 def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    h.update(Path(path).read_bytes())
-    return h.hexdigest()
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _input_files(tr, vehicle) -> dict:
+    """Paths and SHA-256 of the track and vehicle files the run read (when they are files)."""
+    from .vehicle import models_dir
+    out = {}
+    src = (getattr(tr, "provenance", None) or {}).get("source_file")
+    if src and Path(src).exists():
+        out["track_file"] = str(src)
+        out["track_file_sha256"] = _sha256(src)
+    if isinstance(vehicle, (str, Path)):
+        vp = Path(vehicle) if Path(vehicle).suffix == ".toml" else models_dir() / f"{vehicle}.toml"
+        if vp.exists():
+            out["vehicle_file"] = str(vp)
+            out["vehicle_file_sha256"] = _sha256(vp)
+    return out
 
 
 def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
@@ -132,7 +146,7 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
         "pyomo_lap_version": __version__,
         "pyomo_version": _pyomo_version(),
         "python": platform.python_version(),
-        "track_source": getattr(tr, "provenance", {}).get("file") if isinstance(getattr(tr, "provenance", None), dict) else None,
+        **_input_files(tr, vehicle),
     }
     df = trajectory_dataframe(m)
     summary["max_speed_kmh"] = float(df["speed_kmh"].max())

@@ -98,6 +98,11 @@ def test_cli_solve_writes_results(tmp_path):
         assert key in summary
     assert summary["termination_condition"] == "optimal"
     assert summary["nfe"] == 30 and summary["length_m"] == 300.0
+    import hashlib
+    from pathlib import Path
+    for kind in ("track", "vehicle"):   # the inputs can be traced
+        f = Path(summary[f"{kind}_file"])
+        assert hashlib.sha256(f.read_bytes()).hexdigest() == summary[f"{kind}_file_sha256"]
     df = read_trajectory(out / "trajectory.csv")
     assert len(df) == 30 * 3 + 1
     assert math.isclose(df["t"].iloc[-1], summary["lap_time_s"], rel_tol=1e-9)
