@@ -216,15 +216,14 @@ def vehicle_chain(*, h_vip: float, unsprung_mass: float, unsprung_com_height: fl
 
 
 def _name_vec(nm: Namer, tag: str, v):
-    return [x if (is_number(x)) else nm(f"{tag}_{i}", x) for i, x in enumerate(v)]
+    return [nm(f"{tag}_{i}", x) for i, x in enumerate(v)]
 
 
 def _name_sym(nm: Namer, tag: str, M):
     out = [[0] * 6 for _ in range(6)]
     for i in range(6):
         for j in range(i, 6):
-            x = M[i][j]
-            out[i][j] = x if is_number(x) else nm(f"{tag}_{i}{j}", x)
+            out[i][j] = nm(f"{tag}_{i}{j}", M[i][j])
             out[j][i] = out[i][j]
     return out
 
@@ -325,8 +324,8 @@ def aba(chain: Chain, track: TrackJoint, kin: Kinematics, qd: Sequence, tau: Seq
         Ml, bl = M_hat[l], b_hat[l]
         U[l] = _name_vec(nm, f"U{l}", lie.matvec(Ml, X))
         dl = lie.dot(X, U[l])
-        d[l] = dl if is_number(dl) else nm(f"d{l}", dl)
-        inv_d[l] = 1.0 / d[l] if is_number(d[l]) else nm(f"inv_d{l}", 1 / d[l])
+        d[l] = nm(f"d{l}", dl)
+        inv_d[l] = nm(f"inv_d{l}", 1.0 / d[l] if is_number(d[l]) else 1 / d[l])
         u[l] = nm(f"u{l}", sub(tau[l - 1], lie.dot(X, bl)))
         Xq = [mul(x, qd[l - 1]) for x in X]
         c[l] = _name_vec(nm, f"c{l}", [neg(x) for x in lie.ad_apply(Xq, V[l])])

@@ -73,7 +73,16 @@ def initialize_model(m, fixed_point_iterations: int = 4) -> dict:
             e = veh.car_equations(p, chain, joints[i], q, qd, u, z)
             z = [max(p.fz_min, z[k] - float(e.load_residuals[k])) for k in range(4)] + \
                 [z[4 + k] - float(e.inplane_residuals[k]) for k in range(3)]
-        e = veh.car_equations(p, chain, joints[i], q, qd, u, z)
+        recorded = {}
+
+        def record(tag, value, _rec=recorded):
+            _rec[tag] = value
+            return value
+        e = veh.car_equations(p, chain, joints[i], q, qd, u, z, namer=record)
+        for tag, value in recorded.items():   # lifted intermediates (OCP option 'lift')
+            comp = m.car.component(tag)
+            if comp is not None and comp.ctype is pyo.Var:
+                comp[s].set_value(float(value))
         max_res = max(max_res, max(abs(float(r)) for r in e.load_residuals + e.inplane_residuals))
         vals = dict(zip(STATE_NAMES, q[1:]))
         vals.update(zip(RATE_NAMES, qd))

@@ -74,6 +74,9 @@ OCP_CONFIG.declare("K_f", ConfigValue(default=1e-5, domain=NonNegativeFloat,
                    description="weight of the complementarity penalty mean(-f_xa f_xb) [s/N^2], eq (41)"))
 OCP_CONFIG.declare("v_min", ConfigValue(default=5.0, domain=NonNegativeFloat,
                    description="lower bound on v_3x and q1_dot [m/s] (slip angles (33) divide by v_3x)"))
+OCP_CONFIG.declare("lift", ConfigValue(default=(), domain=tuple,
+                   description="tags of ABA/car intermediates made variables with defining equality "
+                               "constraints (e.g. ('qdd', 'W3J')) instead of named expressions"))
 OCP_CONFIG.declare("track_margin", ConfigValue(default=0.0, domain=NonNegativeFloat,
                    description="extra distance kept from each track edge [m]"))
 
@@ -102,13 +105,22 @@ def track_joints(tp) -> list:
 class _Namer:
     """Turns tagged intermediates into entries of IndexedExpressions on a block."""
 
-    def __init__(self, block, index_set):
+    def __init__(self, block, index_set, lift=()):
         self.block = block
         self.index_set = index_set
         self.pending = {}
+        self.lift = tuple(lift)
 
     def at(self, s):
         def name(tag, value):
+            if self.lift and not is_number(value) and tag.startswith(self.lift):
+                var = self.block.component(tag)
+                if var is None:
+                    var = pyo.Var(self.index_set, initialize=0.0)
+                    self.block.add_component(tag, var)
+                    self.block.add_component(f"{tag}_def", pyo.Constraint(self.index_set))
+                self.block.component(f"{tag}_def")[s] = var[s] == value
+                return var[s]
             comp = self.block.component(tag)
             if is_number(value):
                 if comp is None:
@@ -230,7 +242,7 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
 
     # ---- physics at every point (named Expressions in m.car) ----------------------------
     m.car = pyo.Block()
-    namer = _Namer(m.car, m.s)
+    namer = _Namer(m.car, m.s, lift=cfg.lift)
     chain = veh.build_chain(p)
     qdd, load_res, inplane_res, adh, power, v3x = {}, {}, {}, {}, {}, {}
     for s in m.s:

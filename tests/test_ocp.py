@@ -185,3 +185,17 @@ def test_mesh_continuation_interpolates_in_s(setup):
     other = build_model(tr, p, start=1000.0, length=100.0, nfe=5)
     with pytest.raises(ValueError, match="sector"):
         initialize_from_solution(other, coarse)
+
+
+@pytest.mark.unit
+def test_lifted_intermediates_are_initialized_consistently(setup):
+    """OCP option 'lift': the chosen intermediates become variables with defining equations;
+    the cold-start guess satisfies those definitions."""
+    tr, p = setup
+    m = build_model(tr, p, start=1500.0, length=60.0, nfe=4, ncp=3, lift=("qdd", "W3J"))
+    assert m.car.qdd1.ctype is pyo.Var and m.car.W3J_2.ctype is pyo.Var
+    initialize_model(m)
+    for c in (m.car.qdd1_def, m.car.W3J_2_def):
+        for s, con in list(c.items())[:2]:   # pyo.value re-walks nested named expressions: slow
+            body = pyo.value(con.body)
+            assert body == pytest.approx(0.0, abs=1e-6 * max(1.0, abs(pyo.value(con.upper))))
