@@ -318,9 +318,9 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
         m.settled_start = pyo.Constraint(range(4, 7), rule=lambda m, k: qdd[first][k - 1] == 0)
 
     # ---- objective (41) ---------------------------------------------------------------------
-    elems = [s for s in sigma if s in set(m.s.get_finite_elements())]
+    elems = sorted(m.s.get_finite_elements())
     m.lap_time = pyo.Expression(expr=m.t[last] - m.t[first], doc="sector (lap) time [s]")
-    # controls are constant in each element: take their value at the element's last point
+    # controls are constant in each element: take their value at its first collocation point
     ctrl_pts = [sigma[idx[e] + 1] for e in elems[:-1]]
     m.steer_penalty = pyo.Expression(expr=sum((m.delta[b] - m.delta[a]) ** 2
                                               for a, b in zip(ctrl_pts[:-1], ctrl_pts[1:])))
