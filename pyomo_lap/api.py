@@ -104,6 +104,9 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     tr = track if isinstance(track, Track) else load_track(track)
     p = vehicle if isinstance(vehicle, VehicleParameters) else load_vehicle(vehicle)
     ensure_solver(solver)  # fail before building when the solver is missing
+    if out_dir is not None:
+        from .results import check_output_dir
+        out_dir = check_output_dir(out_dir)   # fail before building when OUT is unusable
     echo(f"track {tr.name}: {tr.length:.1f} m ({'closed' if tr.closed else 'open'}); vehicle {p.name}")
     echo(f"building the model: sector {start:.0f} m + {length if length is not None else tr.length - start:.0f} m, "
          f"nfe={nfe}, ncp={ncp}, {scheme} ...")
@@ -151,15 +154,17 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     df = trajectory_dataframe(m)
     summary["max_speed_kmh"] = float(df["speed_kmh"].max())
     summary["mean_speed_kmh"] = float(3.6 * m.sector_length / summary["lap_time_s"]) if summary["lap_time_s"] > 0 else None
+    where = None
     if out_dir is not None:
         where = write_results(out_dir, df, summary, p.as_dict(), partial=not rep.ok)
         echo(f"results written to {where}/ (trajectory.csv, results.xlsx, summary.json)")
     if not rep.ok:
+        kept = (f"; partial results, marked as such, are in {where}/ and {out_dir}/ was left "
+                "untouched" if where is not None else "")
         raise RuntimeError(
             f"the solver did not find an optimal solution: {rep.termination_condition} "
-            f"({rep.message}); partial results, marked as such, are in {Path(out_dir).name}.failed/ "
-            f"and {out_dir}/ was left untouched. Hint: refine or coarsen the mesh (--nfe), "
-            f"shorten the sector, or raise max_iter.")
+            f"({rep.exit_message or rep.message}){kept}. Hint: refine or coarsen the mesh "
+            f"(--nfe), shorten the sector, or raise max_iter.")
     echo(f"sector time {summary['lap_time_s']:.3f} s over {m.sector_length:.0f} m "
          f"(mean {summary['mean_speed_kmh']:.1f} km/h, max {summary['max_speed_kmh']:.1f} km/h)")
     return m, rep, df, summary

@@ -325,7 +325,7 @@ def aba(chain: Chain, track: TrackJoint, kin: Kinematics, qd: Sequence, tau: Seq
         U[l] = _name_vec(nm, f"U{l}", lie.matvec(Ml, X))
         dl = lie.dot(X, U[l])
         d[l] = nm(f"d{l}", dl)
-        inv_d[l] = nm(f"inv_d{l}", 1.0 / d[l] if is_number(d[l]) else 1 / d[l])
+        inv_d[l] = nm(f"inv_d{l}", 1.0 / d[l])
         u[l] = nm(f"u{l}", sub(tau[l - 1], lie.dot(X, bl)))
         Xq = [mul(x, qd[l - 1]) for x in X]
         c[l] = _name_vec(nm, f"c{l}", [neg(x) for x in lie.ad_apply(Xq, V[l])])

@@ -5,7 +5,7 @@ code, before any model is built.
 """
 from __future__ import annotations
 
-import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -49,13 +49,16 @@ def solve(track, vehicle, start, length, nfe, ncp, scheme, initial_speed, solver
     """Solve the minimum-time problem on a sector and write trajectory.csv, results.xlsx and
     summary.json to OUT."""
     from .api import solve_sector  # heavy imports after argument parsing
+    from .solve import SolverNotFoundError
 
     if nfe < 2 or nfe > 100000:
         _fail(f"--nfe {nfe}: expected an integer between 2 and 100000")
     if ncp < 1 or ncp > 10:
         _fail(f"--ncp {ncp}: expected an integer between 1 and 10")
-    if length <= 0:
-        _fail(f"--length {length}: expected a positive length in metres")
+    if not math.isfinite(length) or length <= 0:
+        _fail(f"--length {length}: expected a positive, finite length in metres")
+    if not math.isfinite(start) or start < 0:
+        _fail(f"--start {start}: expected a finite distance >= 0 m from the track's start")
     try:
         isp = initial_speed if initial_speed in ("quasi-steady", "free") else float(initial_speed)
     except ValueError:
@@ -66,7 +69,7 @@ def solve(track, vehicle, start, length, nfe, ncp, scheme, initial_speed, solver
                      tee=not quiet, echo=click.echo)
     except KeyboardInterrupt:
         _fail(f"interrupted; nothing was written to {out_dir}", code=130)
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, SolverNotFoundError) as exc:
         _fail(str(exc))
     except RuntimeError as exc:
         _fail(str(exc), code=1)

@@ -44,9 +44,7 @@ def initialize_model(m, fixed_point_iterations: int = 4) -> dict:
     sigma = np.array(sorted(m.s))
     closed = bool(m.options.periodic)
     v = quasi_steady_speed(p, sigma, tp.omega, tp.rotation, closed=closed,
-                           v_start=m.initial_speed)
-    if m.initial_speed is not None:
-        v[0] = m.initial_speed
+                           v_start=m.initial_speed, v_min=m.options.v_min)
     invv = 1.0 / v
     t = np.concatenate([[0.0], np.cumsum(0.5 * (invv[1:] + invv[:-1]) * np.diff(sigma))])
     susp = p.suspension

@@ -165,7 +165,12 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
     t0 = time.perf_counter()
     cfg = OCP_CONFIG(config or {})
     cfg.set_value(kwargs)
+    if not (np.isfinite(cfg.start) and 0 <= cfg.start < track.length):
+        raise ValueError(f"start = {cfg.start!r} m: expected 0 <= start < {track.length:.1f} m "
+                         f"(the length of track {track.name!r})")
     L = track.length - cfg.start if cfg.length is None else cfg.length
+    if not np.isfinite(L):
+        raise ValueError(f"length = {cfg.length!r} m: expected a finite sector length")
     if not L > 0:
         raise ValueError(f"sector length must be > 0 m, got length={cfg.length!r} "
                          f"(start={cfg.start} m, track length {track.length:.1f} m)")
@@ -226,7 +231,6 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
     m.track_points = tp
     joints = track_joints(tp)
     idx = {s: i for i, s in enumerate(sigma)}
-    m.point_index = idx
 
     # track limits on q2 (half the car's width and a margin inside each edge)
     half = 0.5 * p.width + cfg.track_margin
@@ -307,6 +311,9 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
                 v0 = float(quasi_steady_speed(p, np.array([cfg.start]), tl.omega, tl.rotation, closed=False)[0])
         else:
             v0 = float(cfg.initial_speed)
+            if not (np.isfinite(v0) and cfg.v_min <= v0 <= m.q1_dot[first].ub):
+                raise ValueError(f"initial_speed = {cfg.initial_speed!r} m/s: expected a speed "
+                                 f"between v_min = {cfg.v_min} and {m.q1_dot[first].ub} m/s")
         m.initial_speed = v0
         m.q1_dot[first].fix(v0)
     if not cfg.periodic:

@@ -22,7 +22,7 @@ from . import lie
 from . import vehicle as veh
 from .ocp import RATE_NAMES, STATE_NAMES, track_joints
 
-__all__ = ["trajectory_dataframe", "UNITS", "write_results", "read_trajectory"]
+__all__ = ["trajectory_dataframe", "UNITS", "write_results", "read_trajectory", "check_output_dir"]
 
 UNITS = {
     "s": "m", "s_sector": "m", "t": "s", "q1": "m", "q2": "m", "q3": "rad", "q4": "m",
@@ -116,14 +116,60 @@ def read_trajectory(path) -> pd.DataFrame:
     return df.rename(columns={c: c.split(" [")[0] for c in df.columns})
 
 
+def _is_replaceable(folder: Path) -> bool:
+    """A folder may be replaced only if it is empty or holds earlier pyomo_lap results."""
+    if not folder.exists():
+        return True
+    if not folder.is_dir():
+        return False
+    entries = list(folder.iterdir())
+    if not entries:
+        return True
+    summary = folder / "summary.json"
+    if not summary.exists():
+        return False
+    try:
+        return "pyomo_lap_version" in json.loads(summary.read_text())
+    except (OSError, ValueError):
+        return False
+
+
+def check_output_dir(out_dir) -> Path:
+    """Check before any work that results can be written to ``out_dir``.
+
+    Raises
+    ------
+    ValueError
+        ``out_dir`` has no name (``.``, ``/``), or exists and holds files that are not
+        pyomo_lap results (they are never deleted).
+    OSError
+        Its parent folder cannot be created or written (the message names it).
+    """
+    out_dir = Path(out_dir).expanduser().resolve()
+    if not out_dir.name:
+        raise ValueError(f"output folder {str(out_dir)!r} has no name; give a folder such as 'results'")
+    if out_dir.exists() and not _is_replaceable(out_dir):
+        raise ValueError(f"output folder {str(out_dir)!r} exists and holds files that are not "
+                         "pyomo_lap results; choose another --out (nothing was touched)")
+    parent = out_dir.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        probe = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.probe-", dir=parent))
+        probe.rmdir()
+    except OSError as exc:
+        raise OSError(f"cannot write results next to {str(out_dir)!r}: {exc.strerror or exc}") from None
+    return out_dir
+
+
 def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict | None = None,
                   partial: bool = False) -> Path:
     """Write ``trajectory.csv``, ``results.xlsx`` and ``summary.json`` atomically.
 
     The files are written into a temporary folder next to ``out_dir`` and moved into place
-    only when complete; an existing ``out_dir`` is replaced only then. With ``partial=True``
-    (a failed solve) nothing existing is touched: the files go to ``<out_dir>.failed`` and the
-    summary says ``"partial": true``.
+    only when complete; an existing ``out_dir`` is replaced only then, and only if it is empty
+    or holds earlier pyomo_lap results (anything else is refused, never deleted). With
+    ``partial=True`` (a failed solve) nothing existing is touched: the files go to
+    ``<out_dir>.failed`` and the summary says ``"partial": true``.
 
     Parameters
     ----------
@@ -143,16 +189,21 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
 
     Raises
     ------
+    ValueError
+        The destination exists and is not a pyomo_lap results folder.
     OSError
         The destination cannot be written (the message names it).
     """
-    out_dir = Path(out_dir)
+    out_dir = check_output_dir(out_dir)
     target = out_dir.with_name(out_dir.name + ".failed") if partial else out_dir
-    parent = target.resolve().parent
-    parent.mkdir(parents=True, exist_ok=True)
+    if target.exists() and not _is_replaceable(target):
+        raise ValueError(f"{str(target)!r} exists and holds files that are not pyomo_lap results; "
+                         "nothing was written")
+    parent = target.parent
     summary = dict(summary, partial=bool(partial))
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=parent))
     try:
+        os.chmod(tmp, 0o755)
         _with_units(df).to_csv(tmp / "trajectory.csv", index=False, float_format="%.10g")
         with open(tmp / "summary.json", "w") as fh:
             json.dump(summary, fh, indent=2, default=_json_default)
@@ -168,7 +219,12 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
         if target.exists():
             old = parent / f".{target.name}.old-{os.getpid()}"
             os.replace(target, old)
-        os.replace(tmp, target)
+        try:
+            os.replace(tmp, target)
+        except OSError:
+            if old is not None:
+                os.replace(old, target)   # put the earlier results back
+            raise
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
     except BaseException:

@@ -45,7 +45,9 @@ class SolveReport:
     Attributes
     ----------
     ok : bool
-        True when the solver reported an optimal solution.
+        True when the solver reported an optimal solution (for IPOPT also "Solved To
+        Acceptable Level", which Pyomo reports as optimal; :attr:`exit_message` tells them
+        apart).
     termination_condition : str
         Pyomo's termination condition (``optimal``, ``maxIterations``, ``infeasible`` ...).
     status : str

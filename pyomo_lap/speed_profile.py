@@ -3,7 +3,8 @@
 Used for the initial guess of the OCP and for the entry speed of an open sector. It is an
 estimate, not the model: a point mass on the centreline whose grip is ``mu`` times the normal
 load (gravity along the road normal, normal-curvature effect, downforce), whose lateral
-demand is ``v^2 Omega_z`` plus the lateral component of gravity, and whose longitudinal
+demand is ``v^2 Omega_z`` (the lateral component of gravity on banked roads is neglected:
+an estimate on the safe side for well-banked curves), and whose longitudinal
 acceleration is limited by power, drag, grade and the friction ellipse. Forward and backward
 passes as in the classic "GGV" lap simulators.
 """
@@ -33,7 +34,8 @@ def quasi_steady_speed(p: VehicleParameters, s: np.ndarray, omega: np.ndarray,
     closed : bool
         True: the profile is periodic (s covers a whole lap, last point = first point).
     v_start : float, optional
-        Fixed speed at s[0] [m/s] (open profiles); None leaves it free.
+        Speed at s[0] [m/s] (open profiles), e.g. the fixed entry speed of a sector; the
+        rest of the profile follows from it. None: the grip limit there.
     grip_factor : float
         Fraction of the tyres' peak friction used (margin for load transfer) [-].
     v_min : float
@@ -75,7 +77,7 @@ def quasi_steady_speed(p: VehicleParameters, s: np.ndarray, omega: np.ndarray,
     passes = 2 if closed else 1
     for _ in range(passes):
         if v_start is not None and not closed:
-            v[0] = min(v[0], v_start)
+            v[0] = v_start
         for i in range(n - 1):   # forward
             a = ax_limit(v[i], i, +1)
             v[i + 1] = min(v[i + 1], np.sqrt(max(v[i] ** 2 + 2 * a * ds[i], v_min ** 2)))

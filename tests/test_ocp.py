@@ -123,7 +123,22 @@ def test_cli_rejects_bad_arguments(tmp_path):
     assert r.exit_code == 2 and "nordschleife" in r.output
     r = runner.invoke(main, ["solve", "--vehicle", "no_such_car", "--out", str(tmp_path / "x")])
     assert r.exit_code == 2 and "fsae" in r.output
+    r = runner.invoke(main, ["solve", "--start", "1e9", "--out", str(tmp_path / "x")])
+    assert r.exit_code == 2 and "start" in r.output
+    r = runner.invoke(main, ["solve", "--length", "inf", "--out", str(tmp_path / "x")])
+    assert r.exit_code == 2 and "--length" in r.output
+    r = runner.invoke(main, ["solve", "--initial-speed", "-3", "--length", "100", "--nfe", "5",
+                             "--out", str(tmp_path / "x")])
+    assert r.exit_code == 2 and "initial_speed" in r.output
     assert not (tmp_path / "x").exists()
+    # a folder holding other files is refused before anything is built, and left untouched
+    foreign = tmp_path / "thesis"
+    foreign.mkdir()
+    (foreign / "chapter1.tex").write_text("keep me")
+    r = runner.invoke(main, ["solve", "--length", "100", "--nfe", "5", "--out", str(foreign)])
+    assert r.exit_code == 2 and "not pyomo_lap results" in r.output
+    assert (foreign / "chapter1.tex").read_text() == "keep me"
+    assert "building" not in r.output
 
 
 @pytest.mark.integration
@@ -159,11 +174,12 @@ def test_failed_solve_keeps_earlier_results(tmp_path):
     from pyomo_lap import solve_sector
     out = tmp_path / "results"
     out.mkdir()
-    (out / "summary.json").write_text('{"lap_time_s": 1.0}')
+    earlier = '{"lap_time_s": 1.0, "pyomo_lap_version": "0.1.0"}'
+    (out / "summary.json").write_text(earlier)
     with pytest.raises(RuntimeError, match="maxIterations"):
         solve_sector(start=3000.0, length=100.0, nfe=10, ncp=2, solver_options={"max_iter": 2},
                      out_dir=out, echo=lambda *a: None)
-    assert (out / "summary.json").read_text() == '{"lap_time_s": 1.0}'
+    assert (out / "summary.json").read_text() == earlier
     failed = json.loads((tmp_path / "results.failed" / "summary.json").read_text())
     assert failed["partial"] is True and failed["termination_condition"] == "maxIterations"
 
