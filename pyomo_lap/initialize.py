@@ -19,7 +19,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from . import vehicle as veh
-from .ocp import RATE_NAMES, STATE_NAMES, track_joints
+from .ocp import RATE_NAMES, STATE_NAMES
 from .speed_profile import quasi_steady_speed
 
 __all__ = ["initialize_model"]
@@ -58,8 +58,7 @@ def initialize_model(m, fixed_point_iterations: int = 4) -> dict:
     f_xa = np.clip(fx, 0.0, p.P_max / v)
     f_xb = np.minimum(fx, 0.0)
     delta = np.clip(p.l * tp.omega[:, 2], -0.9 * p.delta_max, 0.9 * p.delta_max)
-    chain = veh.build_chain(p)
-    joints = track_joints(tp)
+    chain, joints = m.chain, m.track_joints
     max_res = 0.0
     s1, s2 = p.static_loads
     for i, s in enumerate(sigma):

@@ -308,7 +308,7 @@ def spatial_inertia(mass, com, inertia_com):
     return top + bot
 
 
-def congruence_to_parent(g, M, name=None):
+def congruence_to_parent(g, M):
     """``A^T M A`` with ``A = Ad_{g^{-1}}``: a symmetric 6x6 inertia of a child body moved to
     its parent frame, ``g = g_{parent, child}`` (Step 2, line 7: ``A*_{kl} M A_{lk}``).
 

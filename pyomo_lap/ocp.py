@@ -229,7 +229,7 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
     sigma = np.array(sorted(m.s))
     tp = _sector_points(track, cfg.start, L, sigma)
     m.track_points = tp
-    joints = track_joints(tp)
+    joints = m.track_joints = track_joints(tp)
     idx = {s: i for i, s in enumerate(sigma)}
 
     # track limits on q2 (half the car's width and a margin inside each edge)
@@ -247,7 +247,7 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
     # ---- physics at every point (named Expressions in m.car) ----------------------------
     m.car = pyo.Block()
     namer = _Namer(m.car, m.s, lift=cfg.lift)
-    chain = veh.build_chain(p)
+    chain = m.chain = veh.build_chain(p)
     qdd, load_res, inplane_res, adh, power, v3x = {}, {}, {}, {}, {}, {}
     for s in m.s:
         i = idx[s]
@@ -261,7 +261,7 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
         inplane_res[s] = eq.inplane_residuals
         ch = eq.channels
         v3x[s] = ch["v_3x"]
-        power[s] = m.f_xa[s] * ch["v_3x"]
+        power[s] = ch["power"]
         adh[s] = [(ch[f"f_{w}x"], ch[f"f_{w}y"], z[k]) for k, w in enumerate(("11", "12", "21", "22"))]
     m.v_3x = pyo.Expression(m.s, rule=lambda m, s: v3x[s], doc="longitudinal speed of O3 in {B3} [m/s]")
 

@@ -20,7 +20,7 @@ import pyomo.environ as pyo
 
 from . import lie
 from . import vehicle as veh
-from .ocp import RATE_NAMES, STATE_NAMES, track_joints
+from .ocp import RATE_NAMES, STATE_NAMES
 
 __all__ = ["trajectory_dataframe", "UNITS", "write_results", "read_trajectory", "check_output_dir"]
 
@@ -64,8 +64,7 @@ def trajectory_dataframe(m) -> pd.DataFrame:
     """
     p = m.vehicle
     tp = m.track_points
-    chain = veh.build_chain(p)
-    joints = track_joints(tp)
+    chain, joints = m.chain, m.track_joints
     sigma = sorted(m.s)
     elems = list(m.s.get_finite_elements())
     rows = []
@@ -93,7 +92,6 @@ def trajectory_dataframe(m) -> pd.DataFrame:
         row["speed"] = math.hypot(ch["v_3x"], ch["v_3y"])
         row["speed_kmh"] = 3.6 * row["speed"]
         row["a_x"], row["a_y"], row["a_z"] = acc
-        row["power"] = val["f_xa"] * ch["v_3x"]
         row["x_vip"], row["y_vip"], row["z_vip"] = (float(x) for x in g06[1])
         row["x_spine"], row["y_spine"], row["z_spine"] = (float(x) for x in tp.position[i])
         row["width_left"], row["width_right"] = float(tp.width_left[i]), float(tp.width_right[i])

@@ -171,15 +171,17 @@ class VehicleParameters:
         ``k_theta, c_theta`` (pitch), ``k_phi, c_phi`` (roll) [N m/rad, N m s/rad] and the
         roll stiffness of each axle ``k_phi1, k_phi2`` [N m/rad]."""
         k1, k2, c1, c2 = self.k1, self.k2, self.c1, self.c2
+        k_phi1 = 2 * k1 / 4 * self.t1 ** 2
+        k_phi2 = 2 * k2 / 4 * self.t2 ** 2
         return {
             "k": 2 * k1 + 2 * k2,
             "c": 2 * c1 + 2 * c2,
             "k_theta": 2 * k1 * self.a1 ** 2 + 2 * k2 * self.a2 ** 2,
             "c_theta": 2 * c1 * self.a1 ** 2 + 2 * c2 * self.a2 ** 2,
-            "k_phi1": 2 * k1 / 4 * self.t1 ** 2,
-            "k_phi2": 2 * k2 / 4 * self.t2 ** 2,
-            "k_phi": 2 * k1 / 4 * self.t1 ** 2 + 2 * k2 / 4 * self.t2 ** 2,
-            "c_phi": 2 * c1 / 4 * self.t1 ** 2 + 2 * c2 / 4 * self.t2 ** 2,
+            "k_phi1": k_phi1,
+            "k_phi2": k_phi2,
+            "k_phi": k_phi1 + k_phi2,
+                "c_phi": 2 * c1 / 4 * self.t1 ** 2 + 2 * c2 / 4 * self.t2 ** 2,
         }
 
     @property
@@ -454,7 +456,7 @@ def car_equations(p: VehicleParameters, chain: chain_mod.Chain, track: chain_mod
         "f_11y": f11y, "f_12y": f12y, "f_21y": f21y, "f_22y": f22y, "Y_1": Y1, "Y_2": Y2,
         "f_3z": fz3, "m_3x": mx3, "m_3y": my3, "f_drag": f_drag, "f_down": f_down,
         "tau_4": tau[3], "tau_5": tau[4], "tau_6": tau[5],
-        "delta_F1": dF1, "delta_F2": dF2,
+        "delta_F1": dF1, "delta_F2": dF2, "power": mul(f_xa, v3x),
     }
     return CarEquations(qdd=res.qdd, load_residuals=load_res, inplane_residuals=inplane,
                         channels=channels, kin=kin, aba=res)
