@@ -93,6 +93,9 @@ def total(terms):
 def _dispatch(name, x):
     if is_number(x):
         return getattr(math, name)(x)
+    tape_function = getattr(x, "tape_function", None)
+    if tape_function is not None:      # a pyomo_lap.tape.Node being recorded
+        return tape_function(name)
     mod = type(x).__module__
     if mod.startswith("casadi"):
         import casadi  # optional dependency (benchmarks only)

@@ -58,48 +58,75 @@ def initialize_model(m, fixed_point_iterations: int = 4) -> dict:
     f_xa = np.clip(fx, 0.0, p.P_max / v)
     f_xb = np.minimum(fx, 0.0)
     delta = np.clip(p.l * tp.omega[:, 2], -0.9 * p.delta_max, 0.9 * p.delta_max)
-    chain, joints = m.chain, m.track_joints
-    max_res = 0.0
+    # step 4: the algebraic loop, all points at once on the recorded car equations
+    tape, outs = m.car_tape, m.car_outputs
+    n = len(sigma)
+    zeros = np.zeros(n)
+    q = [zeros, zeros, sag, zeros, zeros]                      # q2..q6
+    qd = [v, zeros, zeros, zeros, zeros, zeros]                # q1_dot..q6_dot
+    u = [f_xa, f_xb, delta]
     s1, s2 = p.static_loads
-    for i, s in enumerate(sigma):
-        q = [0.0, 0.0, 0.0, float(sag[i]), 0.0, 0.0]
-        qd = [float(v[i]), 0.0, 0.0, 0.0, 0.0, 0.0]
-        u = [float(f_xa[i]), float(f_xb[i]), float(delta[i])]
-        z = [s1, s1, s2, s2, float(fx[i]), 0.0, 0.0]
-        for _ in range(fixed_point_iterations):
-            e = veh.car_equations(p, chain, joints[i], q, qd, u, z)
-            z = [max(p.fz_min, z[k] - float(e.load_residuals[k])) for k in range(4)] + \
-                [z[4 + k] - float(e.inplane_residuals[k]) for k in range(3)]
-        recorded = {}
+    z = [np.full(n, s1), np.full(n, s1), np.full(n, s2), np.full(n, s2), fx.copy(), zeros, zeros]
+    inputs = _track_inputs(m)
 
-        def record(tag, value, _rec=recorded):
-            _rec[tag] = value
-            return value
-        e = veh.car_equations(p, chain, joints[i], q, qd, u, z, namer=record)
-        for tag, value in recorded.items():   # lifted intermediates (OCP option 'lift')
-            comp = m.car.component(tag)
-            if comp is not None and comp.ctype is pyo.Var:
-                comp[s].set_value(float(value))
-        max_res = max(max_res, max(abs(float(r)) for r in e.load_residuals + e.inplane_residuals))
-        vals = dict(zip(STATE_NAMES, q[1:]))
-        vals.update(zip(RATE_NAMES, qd))
-        vals.update(t=float(t[i]), f_xa=u[0], f_xb=u[1], delta=u[2])
-        vals.update(zip(veh.ALGEBRAIC, z))
-        for name, val in vals.items():
-            var = m.component(name)[s]
-            if not var.fixed:
-                lb, ub = var.lb, var.ub
-                if lb is not None:
-                    val = max(val, lb)
-                if ub is not None:
-                    val = min(val, ub)
-                var.set_value(val, skip_validation=True)
-        for k, name in enumerate(STATE_NAMES):
-            m.component(f"d{name}_ds")[s].set_value(qd[k + 1] / qd[0])
-        for k, name in enumerate(RATE_NAMES):
-            m.component(f"d{name}_ds")[s].set_value(float(e.qdd[k]) / qd[0])
-        m.dt_ds[s].set_value(1.0 / qd[0])
+    def evaluate(tagged=False):
+        for k in range(5):
+            inputs[f"q[{k}]"] = q[k]
+        for k in range(6):
+            inputs[f"qd[{k}]"] = qd[k]
+        for k in range(3):
+            inputs[f"u[{k}]"] = u[k]
+        for k in range(7):
+            inputs[f"z[{k}]"] = z[k]
+        return tape.evaluate(inputs, outs["qdd"] + outs["load_res"] + outs["inplane"], tagged=tagged)
+
+    for _ in range(fixed_point_iterations):
+        r = [np.broadcast_to(x, (n,)) for x in evaluate()]
+        z = [np.maximum(p.fz_min, z[k] - r[6 + k]) for k in range(4)] + \
+            [z[4 + k] - r[10 + k] for k in range(3)]
+    r, tags = evaluate(tagged=True)
+    r = [np.broadcast_to(np.asarray(x, dtype=float), (n,)) for x in r]
+    max_res = float(max(np.max(np.abs(x)) for x in r[6:13]))
+    for tag, value in tags.items():   # lifted intermediates (OCP option 'lift')
+        comp = m.car.component(tag)
+        if comp is not None and comp.ctype is pyo.Var:
+            value = np.broadcast_to(np.asarray(value, dtype=float), (n,))
+            for i, s in enumerate(sigma):
+                comp[s].set_value(float(value[i]))
+    vals = dict(zip(STATE_NAMES, q))
+    vals.update(zip(RATE_NAMES, qd))
+    vals.update(t=t, f_xa=u[0], f_xb=u[1], delta=u[2])
+    vals.update(zip(veh.ALGEBRAIC, z))
+    for name, arr in vals.items():
+        var = m.component(name)
+        arr = np.broadcast_to(np.asarray(arr, dtype=float), (n,))
+        for i, s in enumerate(sigma):
+            vd = var[s]
+            if vd.fixed:
+                continue
+            val = float(arr[i])
+            if vd.lb is not None:
+                val = max(val, vd.lb)
+            if vd.ub is not None:
+                val = min(val, vd.ub)
+            vd.set_value(val, skip_validation=True)
+    rates = dict(zip(STATE_NAMES, qd[1:]))
+    rates.update(zip(RATE_NAMES, r[0:6]))
+    for name, arr in rates.items():
+        dv = m.component(f"d{name}_ds")
+        arr = np.broadcast_to(np.asarray(arr, dtype=float), (n,))
+        for i, s in enumerate(sigma):
+            dv[s].set_value(float(arr[i] / v[i]))
+    for i, s in enumerate(sigma):
+        m.dt_ds[s].set_value(1.0 / float(v[i]))
     return {"status": "ok", "estimated_time_s": float(t[-1]), "max_algebraic_residual": max_res}
+
+
+def _track_inputs(m) -> dict:
+    """The track-joint numbers of every point, keyed as the car tape's inputs (arrays)."""
+    from .ocp import _tape_inputs
+    per_point = [_tape_inputs(j) for j in m.track_joints]
+    return {k: np.array([d[k] for d in per_point]) for k in per_point[0]}
 
 
 def initialize_from_solution(m, source) -> dict:

@@ -88,6 +88,52 @@ def _sector_points(track, start, length, sigma):
     return track.evaluate(s_track)
 
 
+def record_car_equations(p, chain):
+    """Record :func:`pyomo_lap.vehicle.car_equations` once on :class:`pyomo_lap.tape.Node`
+    symbols.
+
+    Inputs of the tape: ``q[0..4]`` (q2..q6), ``qd[0..5]`` (q̇1..q̇6), ``u[0..2]``
+    (f_xa, f_xb, delta), ``z[0..6]`` (the algebraic variables) and the track joint's numbers
+    ``R[0..8]`` (row-major), ``Om[0..2]`` (Omega), ``dOm[0..2]`` (dOmega/ds), ``p[0..2]``.
+
+    Returns
+    -------
+    (Tape, dict)
+        The tape (uses counted) and its output nodes: ``qdd`` (6), ``load_res`` (4),
+        ``inplane`` (3), ``v3x``, ``power``, ``fx`` (4 wheels), ``fy`` (4 wheels).
+    """
+    from .tape import record
+
+    def fn(namer, x):
+        R = [x["R"][3 * r:3 * r + 3] for r in range(3)]
+        tj = TrackJoint(R=R, J=[1.0, 0, 0] + x["Om"], dJ=[0, 0, 0] + x["dOm"], p=x["p"])
+        e = veh.car_equations(p, chain, tj, [0.0] + x["q"], x["qd"], x["u"], x["z"], namer=namer)
+        ch = e.channels
+        return {"qdd": list(e.qdd), "load_res": list(e.load_residuals),
+                "inplane": list(e.inplane_residuals), "v3x": ch["v_3x"], "power": ch["power"],
+                "fx": [ch[f"f_{w}x"] for w in ("11", "12", "21", "22")],
+                "fy": [ch[f"f_{w}y"] for w in ("11", "12", "21", "22")]}
+
+    tape, outs = record(fn, {"q": 5, "qd": 6, "u": 3, "z": 7, "R": 9, "Om": 3, "dOm": 3, "p": 3})
+    flat = outs["qdd"] + outs["load_res"] + outs["inplane"] + [outs["v3x"], outs["power"]] \
+        + outs["fx"] + outs["fy"]
+    tape.count_uses(flat)
+    return tape, outs
+
+
+def _tape_inputs(tj) -> dict:
+    """The track-joint numbers of one point, keyed as the tape's inputs."""
+    d = {}
+    for r in range(3):
+        for c in range(3):
+            d[f"R[{3 * r + c}]"] = float(tj.R[r][c])
+    for k in range(3):
+        d[f"Om[{k}]"] = float(tj.J[3 + k])
+        d[f"dOm[{k}]"] = float(tj.dJ[3 + k])
+        d[f"p[{k}]"] = float(tj.p[k])
+    return d
+
+
 def track_joints(tp) -> list:
     """TrackJoint objects (numbers) for each point of a :class:`~pyomo_lap.track.TrackPoints`.
 
@@ -245,24 +291,45 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
         m.q2[s].setub(hi)
 
     # ---- physics at every point (named Expressions in m.car) ----------------------------
+    # The car equations are recorded once on symbols (pyomo_lap.tape: common subexpressions
+    # merged) and replayed at every point on the point's variables and track numbers.
     m.car = pyo.Block()
     namer = _Namer(m.car, m.s, lift=cfg.lift)
     chain = m.chain = veh.build_chain(p)
+    tape, outs = record_car_equations(p, chain)
+    m.car_tape, m.car_outputs = tape, outs
+    shared = sorted(i for i in range(len(tape.nodes))
+                    if tape.live[i] and tape.uses[i] > 1 and i not in tape.tags
+                    and tape.nodes[i].op not in ("input", "neg"))
+    m.car.cse_index = pyo.Set(initialize=shared, doc="tape index of a shared subexpression")
+    m.car.cse = pyo.Expression(m.s, m.car.cse_index, doc="common subexpressions of the car equations")
+    cse = m.car.cse
+    flat_outs = outs["qdd"] + outs["load_res"] + outs["inplane"] + [outs["v3x"], outs["power"]] \
+        + outs["fx"] + outs["fy"]
     qdd, load_res, inplane_res, adh, power, v3x = {}, {}, {}, {}, {}, {}
     for s in m.s:
         i = idx[s]
-        q = (0.0, m.q2[s], m.q3[s], m.q4[s], m.q5[s], m.q6[s])
-        qd = tuple(m.component(r)[s] for r in RATE_NAMES)
-        uu = (m.f_xa[s], m.f_xb[s], m.delta[s])
+        inputs = _tape_inputs(joints[i])
+        for k, name in enumerate(STATE_NAMES):
+            inputs[f"q[{k}]"] = m.component(name)[s]
+        for k, name in enumerate(RATE_NAMES):
+            inputs[f"qd[{k}]"] = m.component(name)[s]
+        for k, name in enumerate(("f_xa", "f_xb", "delta")):
+            inputs[f"u[{k}]"] = m.component(name)[s]
         z = tuple(m.component(n)[s] for n in veh.ALGEBRAIC)
-        eq = veh.car_equations(p, chain, joints[i], q, qd, uu, z, namer=namer.at(s))
-        qdd[s] = eq.qdd
-        load_res[s] = eq.load_residuals
-        inplane_res[s] = eq.inplane_residuals
-        ch = eq.channels
-        v3x[s] = ch["v_3x"]
-        power[s] = ch["power"]
-        adh[s] = [(ch[f"f_{w}x"], ch[f"f_{w}y"], z[k]) for k, w in enumerate(("11", "12", "21", "22"))]
+        for k in range(7):
+            inputs[f"z[{k}]"] = z[k]
+
+        def share(k, value, _s=s):
+            cse[_s, k] = value
+            return cse[_s, k]
+        vals = tape.replay(inputs, flat_outs, name=namer.at(s), share=share)
+        qdd[s] = vals[0:6]
+        load_res[s] = vals[6:10]
+        inplane_res[s] = vals[10:13]
+        v3x[s], power[s] = vals[13], vals[14]
+        fx, fy = vals[15:19], vals[19:23]
+        adh[s] = [(fx[k], fy[k], z[k]) for k in range(4)]
     m.v_3x = pyo.Expression(m.s, rule=lambda m, s: v3x[s], doc="longitudinal speed of O3 in {B3} [m/s]")
 
     # ---- the spatial DAE (39) ------------------------------------------------------------
