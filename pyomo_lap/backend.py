@@ -21,19 +21,26 @@ __all__ = [
 ]
 
 
+_NUMBER_TYPES = {float: True, int: True}   # type -> is a number (cache of the ABC check)
+
+
 def is_number(x) -> bool:
     """True for a plain numeric constant (Python or NumPy scalar)."""
-    return isinstance(x, numbers.Number)
+    t = type(x)
+    r = _NUMBER_TYPES.get(t)
+    if r is None:
+        r = _NUMBER_TYPES[t] = isinstance(x, numbers.Number)
+    return r
 
 
 def is_zero(x) -> bool:
     """True for a numeric constant equal to zero (a structural zero)."""
-    return isinstance(x, numbers.Number) and x == 0
+    return is_number(x) and x == 0
 
 
 def is_one(x) -> bool:
     """True for a numeric constant equal to one."""
-    return isinstance(x, numbers.Number) and x == 1
+    return is_number(x) and x == 1
 
 
 def mul(a, b):

@@ -35,8 +35,12 @@ def main():
               help="vehicle name (models/*.toml) or a .toml file")
 @click.option("--start", default=0.0, show_default=True, type=float, help="sector start [m]")
 @click.option("--length", default=2000.0, show_default=True, type=float, help="sector length [m]")
-@click.option("--nfe", default=400, show_default=True, type=int, help="finite elements N")
-@click.option("--ncp", default=3, show_default=True, type=int, help="collocation points per element")
+@click.option("--full-lap", is_flag=True,
+              help="the whole closed lap, periodic in every state (default N = 2000, ncp = 2)")
+@click.option("--nfe", default=None, type=int,
+              help="finite elements N  [default: 400, or 2000 with --full-lap]")
+@click.option("--ncp", default=None, type=int,
+              help="collocation points per element  [default: 3, or 2 with --full-lap]")
 @click.option("--scheme", default="LAGRANGE-RADAU", show_default=True,
               type=click.Choice(["LAGRANGE-RADAU", "LAGRANGE-LEGENDRE"]), help="collocation scheme")
 @click.option("--initial-speed", default="quasi-steady", show_default=True,
@@ -45,11 +49,22 @@ def main():
 @click.option("--out", "out_dir", default="results", show_default=True,
               type=click.Path(file_okay=False), help="output folder")
 @click.option("--quiet", is_flag=True, help="do not stream the solver's iterations")
-def solve(track, vehicle, start, length, nfe, ncp, scheme, initial_speed, solver, out_dir, quiet):
-    """Solve the minimum-time problem on a sector and write trajectory.csv, results.xlsx and
-    summary.json to OUT."""
+def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_speed, solver, out_dir,
+          quiet):
+    """Solve the minimum-time problem on a sector (or, with --full-lap, the closed lap) and
+    write trajectory.csv, results.xlsx and summary.json to OUT."""
     from .api import solve_sector  # heavy imports after argument parsing
     from .solve import SolverNotFoundError
+
+    ctx = click.get_current_context()
+    if full_lap:
+        given = [f"--{n}" for n in ("start", "length", "initial_speed")
+                 if ctx.get_parameter_source(n) is not click.core.ParameterSource.DEFAULT]
+        if given:
+            _fail(f"--full-lap solves the whole closed lap; it cannot be combined with "
+                  f"{', '.join(g.replace('_', '-') for g in given)}")
+    nfe = nfe if nfe is not None else (2000 if full_lap else 400)
+    ncp = ncp if ncp is not None else (2 if full_lap else 3)
 
     if nfe < 2 or nfe > 100000:
         _fail(f"--nfe {nfe}: expected an integer between 2 and 100000")
@@ -64,7 +79,8 @@ def solve(track, vehicle, start, length, nfe, ncp, scheme, initial_speed, solver
     except ValueError:
         _fail(f"--initial-speed {initial_speed!r}: expected a speed in m/s, 'quasi-steady' or 'free'")
     try:
-        solve_sector(track=track, vehicle=vehicle, start=start, length=length, nfe=nfe, ncp=ncp,
+        solve_sector(track=track, vehicle=vehicle, start=0.0 if full_lap else start,
+                     length=None if full_lap else length, periodic=full_lap, nfe=nfe, ncp=ncp,
                      scheme=scheme, initial_speed=isp, solver=solver, out_dir=Path(out_dir),
                      tee=not quiet, echo=click.echo)
     except KeyboardInterrupt:

@@ -88,6 +88,10 @@ def _sector_points(track, start, length, sigma):
     return track.evaluate(s_track)
 
 
+USER_TAGS = ("qdd", "W3J", "V3", "V6", "a3", "alpha_", "f_", "Y_", "aero_q", "roll_moment")
+"""Tags of the car equations kept as named Expressions ``m.car.<tag>[s]`` (prefixes)."""
+
+
 def record_car_equations(p, chain):
     """Record :func:`pyomo_lap.vehicle.car_equations` once on :class:`pyomo_lap.tape.Node`
     symbols.
@@ -119,6 +123,33 @@ def record_car_equations(p, chain):
         + outs["fx"] + outs["fy"]
     tape.count_uses(flat)
     return tape, outs
+
+
+def _shared_nodes(tape) -> list:
+    """Nodes of the car tape written as common subexpressions ``m.car.cse[s, k]``.
+
+    A node used more than once is named unless it is a single cheap operation (``+ - *`` on
+    named nodes, inputs or constants) used at most three times: repeating such a node costs
+    the AMPL solver library less than a defined variable, and every named expression costs
+    Pyomo's NL writer time and memory (it keeps, for each, the set of named expressions it
+    depends on)."""
+    from .tape import Node
+
+    local = [0] * len(tape.nodes)
+    out = []
+    for i, node in enumerate(tape.nodes):
+        if not tape.live[i] or node.op == "input":
+            continue
+        size = 1 + sum(local[a.index] for a in node.args if isinstance(a, Node))
+        named = i in tape.tags or (
+            tape.uses[i] > 1 and node.op != "neg"
+            and (size > 1 or tape.uses[i] > 3 or node.op not in ("add", "sub", "mul")))
+        if named:
+            if i not in tape.tags:
+                out.append(i)
+            size = 0
+        local[i] = size
+    return out
 
 
 def _tape_inputs(tj) -> dict:
@@ -298,9 +329,11 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
     chain = m.chain = veh.build_chain(p)
     tape, outs = record_car_equations(p, chain)
     m.car_tape, m.car_outputs = tape, outs
-    shared = sorted(i for i in range(len(tape.nodes))
-                    if tape.live[i] and tape.uses[i] > 1 and i not in tape.tags
-                    and tape.nodes[i].op not in ("input", "neg"))
+    # named as m.car.<tag>[s]: the quantities users ask for; the other tags of the model code
+    # (articulated-body inertias, U, d, ...) are shared subexpressions like any other
+    tape.tags = {i: t for i, t in tape.tags.items() if t.startswith(USER_TAGS)}
+    shared = _shared_nodes(tape)
+    shared_set = set(shared)
     m.car.cse_index = pyo.Set(initialize=shared, doc="tape index of a shared subexpression")
     m.car.cse = pyo.Expression(m.s, m.car.cse_index, doc="common subexpressions of the car equations")
     cse = m.car.cse
@@ -323,7 +356,7 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
         def share(k, value, _s=s):
             cse[_s, k] = value
             return cse[_s, k]
-        vals = tape.replay(inputs, flat_outs, name=namer.at(s), share=share)
+        vals = tape.replay(inputs, flat_outs, name=namer.at(s), share=share, shared=shared_set)
         qdd[s] = vals[0:6]
         load_res[s] = vals[6:10]
         inplane_res[s] = vals[10:13]

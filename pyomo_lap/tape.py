@@ -194,7 +194,8 @@ class Tape:
 
     # replay --------------------------------------------------------------------------------
     def replay(self, inputs: Dict[str, object], outputs: Sequence,
-               name: Optional[Callable] = None, share: Optional[Callable] = None) -> list:
+               name: Optional[Callable] = None, share: Optional[Callable] = None,
+               shared: Optional[set] = None) -> list:
         """Evaluate the live part of the tape with the backend's operations.
 
         Parameters
@@ -206,7 +207,9 @@ class Tape:
         name : callable, optional
             ``name(tag, value) -> value``, called for tagged nodes (the namer of the model).
         share : callable, optional
-            ``share(index, value) -> value``, called for untagged nodes used more than once.
+            ``share(index, value) -> value``, called for the untagged nodes in ``shared``
+            (default: every untagged node used more than once).
+        shared : set of int, optional
 
         Returns
         -------
@@ -222,11 +225,12 @@ class Tape:
                 continue
             args = [vals[a.index] if isinstance(a, Node) else a for a in node.args]
             v = _BACKEND[node.op](*args)
-            if not isinstance(v, numbers.Number):
+            if not bk.is_number(v):
                 tag = self.tags.get(i)
                 if tag is not None and name is not None:
                     v = name(tag, v)
-                elif share is not None and self.uses[i] > 1 and node.op != "neg":
+                elif share is not None and (i in shared if shared is not None
+                                            else self.uses[i] > 1 and node.op != "neg"):
                     v = share(i, v)
             vals[i] = v
         return [vals[o.index] if isinstance(o, Node) else o for o in outputs]
