@@ -191,7 +191,12 @@ def _interp_missing(u, y, closed, period):
 
 def detect_closed(P: np.ndarray, abs_tol: Optional[float] = None) -> bool:
     """True if the polyline's last point is within ``abs_tol`` (default 1e-6 of the extent)
-    of the first, or the closing gap is at most 2.5 x the median spacing."""
+    of the first, or the closing gap is at most 2.5 x the median spacing. Distances in 3D
+    when every z is known (a spiral ramp ending above its start is not a loop), else in plan
+    view."""
+    P = np.asarray(P, float)
+    if P.shape[1] == 3 and not np.all(np.isfinite(P[:, 2])):
+        P = P[:, :2]
     d = np.linalg.norm(np.diff(P, axis=0), axis=1)
     med = float(np.median(d)) if len(d) else 0.0
     gap = float(np.linalg.norm(P[-1] - P[0]))
@@ -336,7 +341,8 @@ def check_points(points, closed: Optional[bool] = None, *, attrs: Optional[dict]
         stop()
 
     # 2. duplicated points ------------------------------------------------------------------
-    if closed is not False and float(np.linalg.norm(W.P[-1, :2] - W.P[0, :2])) < DUPLICATE_TOL:
+    ends = W.P[[0, -1]] if np.all(np.isfinite(W.P[[0, -1], 2])) else W.P[[0, -1], :2]
+    if closed is not False and float(np.linalg.norm(ends[1] - ends[0])) < DUPLICATE_TOL:
         W.keep(np.arange(len(W.P)) < len(W.P) - 1)   # the closing point of a loop: a convention
         closed = True if closed is None else closed
     step = np.linalg.norm(np.diff(W.P[:, :2], axis=0), axis=1)
@@ -353,7 +359,7 @@ def check_points(points, closed: Optional[bool] = None, *, attrs: Optional[dict]
 
     # 3. position spikes ----------------------------------------------------------------------
     P2 = W.P[:, :2]
-    is_closed_guess = bool(closed) if closed is not None else detect_closed(W.P[:, :2], closed_abs_tol)
+    is_closed_guess = bool(closed) if closed is not None else detect_closed(W.P, closed_abs_tol)
     if len(W.P) >= 5:
         prv, nxt = np.roll(P2, 1, axis=0), np.roll(P2, -1, axis=0)
         d1 = np.linalg.norm(P2 - prv, axis=1)           # segment before each point
@@ -375,7 +381,7 @@ def check_points(points, closed: Optional[bool] = None, *, attrs: Optional[dict]
 
     # 4. loop closure ------------------------------------------------------------------------------
     if closed is None:
-        closed = detect_closed(W.P[:, :2], closed_abs_tol)
+        closed = detect_closed(W.P, closed_abs_tol)
     elif closed:
         P2 = W.P[:, :2]
         seg = np.linalg.norm(np.diff(P2, axis=0), axis=1)
@@ -608,7 +614,9 @@ def check_track(track, *, source: Optional[str] = None, max_grade: float = MAX_G
             if abs(zi - zj) < BRIDGE_CLEARANCE:
                 si = L_s[i] + ti * (L_s[i + 1] - L_s[i])
                 sj = L_s[j] + tj * (L_s[j + 1] - L_s[j])
-                xy = P2[i] + ti * (P2[(i + 1) % n] - P2[i])
+                if track.closed:
+                    si, sj = sorted((si % track.length, sj % track.length))
+                xy = np.round(P2[i] + ti * (P2[(i + 1) % n] - P2[i]), 1) + 0.0   # no "-0.0"
                 crossings.append((si, sj, xy, abs(zi - zj)))
         if crossings:
             desc = "; ".join(f"s = {a:.1f} m and s = {b:.1f} m at (x, y) = ({xy[0]:.1f}, {xy[1]:.1f}) m, "
