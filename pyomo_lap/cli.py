@@ -96,6 +96,9 @@ def solve(track, vehicle, start, length, nfe, ncp, scheme, initial_speed, solver
         _fail(f"--length {length}: expected a positive, finite length in metres")
     if not math.isfinite(start) or start < 0:
         _fail(f"--start {start}: expected a finite distance >= 0 m from the track's start")
+    if length / nfe < 0.1:
+        _fail(f"--nfe {nfe} on a {length:g} m sector gives elements of {length / nfe:.3g} m: "
+              "expected elements of at least 0.1 m (fewer elements or a longer sector)")
     if max_iter is not None and not 1 <= max_iter <= 10 ** 7:
         _fail(f"--max-iter {max_iter}: expected an integer between 1 and 10000000")
     try:
