@@ -618,7 +618,8 @@ class Track:
         source = f"track file {path}"
         chk = track_checks.check_points(P, closed, source=source, repair=repair,
                                         max_grade=max_grade, z_missing_ok=True,
-                                        elevation_checks=False, closed_abs_tol=1.0)
+                                        elevation_checks=False, closed_abs_tol=1.0,
+                                        columns=("lon", "lat", "elev"))
         P, closed = chk.points, chk.closed
         s_new, Pn, L, info = tb.process_points(
             P, closed, smoothing, z_smoothing, spacing=spacing, hampel=hampel,

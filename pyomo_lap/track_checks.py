@@ -30,6 +30,7 @@ kind                   detected when                                            
 ``bad_width``          a half-width <= 0 or > 100 m                                    none
 ``bad_banking``        |banking| > pi/4 rad (degrees given for radians?)               none
 ``too_short``          the track is shorter than 20 m (coordinates not in metres?)     none
+``too_long``           the points' polyline is longer than 200 km                      none
 ``steep_grade``        |grade| of the built track > max_grade (default 35 %)           none
 ``self_intersection``  the centreline crosses itself in plan view with less than 2 m   none
                        of height between the two branches (no bridge)
@@ -52,7 +53,7 @@ __all__ = ["Finding", "TrackDataError", "TrackRepairWarning", "CheckedPoints", "
 
 KINDS = ("missing_value", "too_few_points", "duplicate_points", "position_spike",
          "unclosed_loop", "elevation_zero", "elevation_spike", "elevation_step", "bad_width", "bad_banking",
-         "too_short", "steep_grade", "self_intersection", "narrower_than_car", "sector_past_end")
+         "too_short", "too_long", "steep_grade", "self_intersection", "narrower_than_car", "sector_past_end")
 """Kinds of :class:`Finding`."""
 
 MAX_GRADE = 0.35
@@ -68,6 +69,7 @@ MAX_GLITCH_RUN = 5          # longest run of points between an up- and a down-ju
 MAX_HALF_WIDTH = 100.0      # [m]
 MAX_BANKING = math.pi / 4   # [rad]
 MIN_LENGTH = 20.0           # [m]
+MAX_LENGTH = 2.0e5          # [m] (the Isle of Man TT course is 60.7 km)
 BRIDGE_CLEARANCE = 2.0      # [m] height difference that makes a plan-view crossing a bridge
 MAX_LISTED = 5              # rows listed per finding
 
@@ -191,12 +193,9 @@ def _interp_missing(u, y, closed, period):
 
 def detect_closed(P: np.ndarray, abs_tol: Optional[float] = None) -> bool:
     """True if the polyline's last point is within ``abs_tol`` (default 1e-6 of the extent)
-    of the first, or the closing gap is at most 2.5 x the median spacing. Distances in 3D
-    when every z is known (a spiral ramp ending above its start is not a loop), else in plan
-    view."""
-    P = np.asarray(P, float)
-    if P.shape[1] == 3 and not np.all(np.isfinite(P[:, 2])):
-        P = P[:, :2]
+    of the first, or the closing gap is at most 2.5 x the median spacing, in plan view
+    (an elevation glitch at an end does not open a loop)."""
+    P = np.asarray(P, float)[:, :2]
     d = np.linalg.norm(np.diff(P, axis=0), axis=1)
     med = float(np.median(d)) if len(d) else 0.0
     gap = float(np.linalg.norm(P[-1] - P[0]))
@@ -230,8 +229,8 @@ def check_points(points, closed: Optional[bool] = None, *, attrs: Optional[dict]
                  labels: Optional[Sequence[str]] = None, cells: Optional[dict] = None,
                  source: str = "track points", repair: bool = False,
                  max_grade: float = MAX_GRADE, z_missing_ok: bool = False,
-                 elevation_checks: bool = True, closed_abs_tol: Optional[float] = None
-                 ) -> CheckedPoints:
+                 elevation_checks: bool = True, closed_abs_tol: Optional[float] = None,
+                 columns: Optional[Sequence[str]] = None) -> CheckedPoints:
     """Check raw spine points (and repair them where a repair is well defined).
 
     Parameters
@@ -261,6 +260,9 @@ def check_points(points, closed: Optional[bool] = None, *, attrs: Optional[dict]
         Run the elevation-glitch checks (off for loaders that filter outliers themselves).
     closed_abs_tol : float, optional
         Passed to :func:`detect_closed`.
+    columns : (str, str, str), optional
+        Names of the file's columns behind x, y, z for the messages (e.g. ``('lon', 'lat',
+        'elev')``).
 
     Returns
     -------
@@ -299,23 +301,27 @@ def check_points(points, closed: Optional[bool] = None, *, attrs: Optional[dict]
         raise TrackDataError(source, findings)
 
     # 1. missing / non-numeric values --------------------------------------------------------
-    names = {0: "x", 1: "y", 2: "z"}
-    lost_xy = np.zeros(len(W.P), bool)
-    for j, col in names.items():
-        bad = ~np.isfinite(W.P[:, j])
-        if not bad.any() or (j == 2 and z_missing_ok):
+    shown = dict(zip("xyz", columns or ("x", "y", "z")))   # column names as the file has them
+    bad_x, bad_y = ~np.isfinite(W.P[:, 0]), ~np.isfinite(W.P[:, 1])
+    groups = [(bad_x & bad_y, ("x", "y")), (bad_x & ~bad_y, ("x",)), (bad_y & ~bad_x, ("y",))]
+    if not z_missing_ok:
+        groups.append((~np.isfinite(W.P[:, 2]), ("z",)))
+    for bad, cols in groups:
+        if not bad.any():
             continue
         idx = np.flatnonzero(bad)
-        raw = cells.get(col, {})
+        raw = cells.get(cols[0], {})
         vals = {i: raw.get(i, "nan") for i in idx}
-        what = (f"column {col!r}: missing or invalid value in {len(idx)} row(s): "
-                f"{_list(W.labels, idx, vals)}; expected a finite number in metres")
-        if j < 2:
-            lost_xy |= bad
+        names = " and ".join(repr(shown[c]) for c in cols)
+        what = (f"column{'s' if len(cols) > 1 else ''} {names}: missing or invalid value in "
+                f"{len(idx)} row(s): {_list(W.labels, idx, vals)}; expected a finite number"
+                f"{' in metres' if columns is None else ''}")
+        if cols != ("z",):
             add("missing_value", what, "the point is dropped")
         else:
             ok = np.isfinite(W.P[:, 2])
             add("missing_value", what, "interpolated along the track" if ok.sum() >= 2 else "")
+    lost_xy = bad_x | bad_y
     for k, a in W.attrs.items():
         bad = ~np.isfinite(a)
         if not bad.any() or k not in ("width_left", "width_right", "banking"):
@@ -333,7 +339,14 @@ def check_points(points, closed: Optional[bool] = None, *, attrs: Optional[dict]
         stop()
     if any(not f.repairable for f in findings):
         stop()   # cannot go on without the missing values
-    extent = float(np.ptp(W.P[:, :2], axis=0).max())
+    with np.errstate(over="ignore", invalid="ignore"):   # absurd coordinates: inf, refused
+        extent = float(np.ptp(W.P[:, :2], axis=0).max())
+        polyline = float(np.linalg.norm(np.diff(W.P[:, :2], axis=0), axis=1).sum())
+    if not polyline <= MAX_LENGTH:
+        add("too_long", f"the points span {extent:.4g} m and their polyline is {polyline:.4g} m "
+            f"long; expected a track of at most {MAX_LENGTH / 1e3:g} km (coordinates in metres? "
+            "a glitch far away?)")
+        stop()
     if extent < MIN_LENGTH / math.pi:
         add("too_short", f"the points span only {extent:.3g} m; expected a track of at least "
             f"{MIN_LENGTH:g} m in metres (latitude and longitude must be projected, e.g. with "
@@ -359,7 +372,9 @@ def check_points(points, closed: Optional[bool] = None, *, attrs: Optional[dict]
 
     # 3. position spikes ----------------------------------------------------------------------
     P2 = W.P[:, :2]
-    is_closed_guess = bool(closed) if closed is not None else detect_closed(W.P, closed_abs_tol)
+    # (a loop whose first or last point is a spike does not look closed until it is removed)
+    is_closed_guess = bool(closed) if closed is not None else any(
+        detect_closed(Q, closed_abs_tol) for Q in (W.P, W.P[1:], W.P[:-1]))
     if len(W.P) >= 5:
         prv, nxt = np.roll(P2, 1, axis=0), np.roll(P2, -1, axis=0)
         d1 = np.linalg.norm(P2 - prv, axis=1)           # segment before each point
