@@ -35,6 +35,14 @@ def _on_sigterm(signum, frame):
     raise KeyboardInterrupt
 
 
+def _state(folder: Path):
+    """What identifies the content of a results folder (its summary), or None."""
+    try:
+        return (folder / "summary.json").read_bytes()
+    except OSError:
+        return None
+
+
 def _unexpected(exc: BaseException):
     """An error that is not a reported failure: one line, no traceback (unless asked)."""
     if os.environ.get("PYOMO_LAP_DEBUG"):
@@ -108,6 +116,7 @@ def solve(track, vehicle, start, length, nfe, ncp, scheme, initial_speed, solver
     if not isinstance(isp, str) and not (math.isfinite(isp) and isp > 0):
         _fail(f"--initial-speed {initial_speed}: expected a positive speed in m/s, "
               "'quasi-steady' or 'free'")
+    before = _state(Path(out_dir))
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     t0 = time.perf_counter()
     try:
@@ -123,8 +132,10 @@ def solve(track, vehicle, start, length, nfe, ncp, scheme, initial_speed, solver
               f"stopped, nothing was written and {out_dir}/ was left untouched. Hint: run "
               "again; a shorter sector or a coarser mesh (--nfe) solves faster", code=_SIGNAL["code"])
     except KeyboardInterrupt:
-        _fail(f"interrupted by {_SIGNAL['name']} after {time.perf_counter() - t0:.1f} s; nothing "
-              f"was written and {out_dir}/ was left untouched", code=_SIGNAL["code"])
+        done = ("nothing was written and {out}/ was left untouched" if _state(Path(out_dir)) == before
+                else "the complete results had already been written to {out}/")
+        _fail(f"interrupted by {_SIGNAL['name']} after {time.perf_counter() - t0:.1f} s; "
+              + done.format(out=out_dir), code=_SIGNAL["code"])
     except (SolveFailedError, ResultsNotWrittenError) as exc:
         _fail(str(exc), code=1)
     except (ValueError, OSError, SolverNotFoundError) as exc:
