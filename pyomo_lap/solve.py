@@ -306,6 +306,10 @@ def solve_model(m, solver: str = "ipopt", options: Optional[dict] = None, tee: b
     log = _read_and_remove(logfile)
     tc = res.solver.termination_condition
     ok = tc in (TerminationCondition.optimal, TerminationCondition.locallyOptimal)
+    if pyomo_log.getvalue().strip():   # kept in the report; passed on after a good solve
+        log += "\n--- Pyomo's messages ---\n" + pyomo_log.getvalue()
+        if ok:
+            logging.getLogger(__name__).warning(pyomo_log.getvalue().strip())
     if ok or (load_partial and len(res.solution) > 0):
         with LoggingIntercept(io.StringIO(), "pyomo", logging.WARNING):  # "warning status"
             m.solutions.load_from(res)
