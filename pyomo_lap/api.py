@@ -161,8 +161,10 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     rep = solve_model(m, solver=solver, options=solver_options, tee=tee)
     echo(f"  {rep.termination_condition} ({rep.exit_message or rep.message}) after "
          f"{rep.iterations} iterations, {rep.solve_time_s:.1f} s")
+    lap = pyo.value(m.lap_time, exception=False)   # None if a failed solve left no values
+    objective = pyo.value(m.objective, exception=False)
     summary = {
-        "lap_time_s": float(pyo.value(m.lap_time)),
+        "lap_time_s": float(lap) if lap is not None else None,
         "termination_condition": rep.termination_condition,
         "outcome": rep.kind,
         "solver_hint": rep.hint,
@@ -185,7 +187,7 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
         "track": tr.name,
         "vehicle": p.name,
         "solver": solver,
-        "objective": float(pyo.value(m.objective)),
+        "objective": float(objective) if objective is not None else None,
         "pyomo_lap_version": __version__,
         "pyomo_version": _pyomo_version(),
         "python": platform.python_version(),
@@ -201,7 +203,8 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
                                + (f", {out_dir}/ was left untouched" if out_dir else ""),
                                rep) from None
     summary["max_speed_kmh"] = float(df["speed_kmh"].max())
-    summary["mean_speed_kmh"] = float(3.6 * m.sector_length / summary["lap_time_s"]) if summary["lap_time_s"] > 0 else None
+    summary["mean_speed_kmh"] = (float(3.6 * m.sector_length / lap)
+                                 if lap is not None and lap > 0 else None)
     where = None
     if out_dir is not None:
         where = _write_or_fallback(out_dir, df, summary, p.as_dict(), rep, echo)
