@@ -258,6 +258,9 @@ def test_latitude_longitude_instead_of_metres(tmp_path):
     ll = np.c_[50.3 + 1e-3 * np.cos(u), 6.9 + 1e-3 * np.sin(u), np.full_like(u, 320.0)]
     err = refused(write_csv(tmp_path / "latlon.csv", ll), repair=True)
     assert err.findings[0].kind == "too_short" and "metres" in str(err)
+    # millimetres for metres on a 2 km ring: a 2000 km track
+    err = refused(write_csv(tmp_path / "mm.csv", circle(r=318e3)), repair=True)
+    assert err.findings[0].kind == "too_long" and "at most 200 km" in str(err)
 
 
 # ------------------------------------------------------------------ self-intersections
