@@ -8,17 +8,18 @@ in the track parameter q1 and solved by direct collocation (pyomo.dae) and IPOPT
 __version__ = "0.1.0"
 
 from .track import Track, TrackPoints, load_track, available_tracks  # noqa: E402
-from .vehicle import VehicleParameters, load_vehicle, available_vehicles  # noqa: E402
+from .track_checks import TrackDataError  # noqa: E402
+from .vehicle import VehicleParameters, VehicleFileError, load_vehicle, available_vehicles  # noqa: E402
 from .ocp import build_model, OCP_CONFIG  # noqa: E402
 from .initialize import initialize_model  # noqa: E402
-from .solve import solve_model, SolveReport, SolverNotFoundError  # noqa: E402
+from .solve import solve_model, SolveReport, SolverNotFoundError, SolveInterrupted  # noqa: E402
 from .results import trajectory_dataframe, write_results, read_trajectory  # noqa: E402
-from .api import solve_sector  # noqa: E402
+from .api import solve_sector, SolveFailedError  # noqa: E402
 
 __all__ = [
-    "Track", "TrackPoints", "load_track", "available_tracks",
-    "VehicleParameters", "load_vehicle", "available_vehicles",
+    "Track", "TrackPoints", "load_track", "available_tracks", "TrackDataError",
+    "VehicleParameters", "VehicleFileError", "load_vehicle", "available_vehicles",
     "build_model", "OCP_CONFIG", "initialize_model", "solve_model", "SolveReport",
-    "SolverNotFoundError", "trajectory_dataframe", "write_results", "read_trajectory",
-    "solve_sector", "__version__",
+    "SolverNotFoundError", "SolveInterrupted", "SolveFailedError", "trajectory_dataframe",
+    "write_results", "read_trajectory", "solve_sector", "__version__",
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import platform
 import time
+import warnings
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -26,7 +27,23 @@ from .solve import solve_model
 from .track import load_track
 from .vehicle import load_vehicle
 
-__all__ = ["solve_sector", "model_size"]
+__all__ = ["solve_sector", "model_size", "SolveFailedError", "ResultsNotWrittenError"]
+
+
+class ResultsNotWrittenError(OSError):
+    """The results of a solve could not be written where asked; the message names the
+    fallback folder where they were saved instead."""
+
+
+class SolveFailedError(RuntimeError):
+    """The solver did not find an optimal solution. ``report`` is the
+    :class:`~pyomo_lap.solve.SolveReport`; ``partial_dir`` the folder holding the partial
+    results (marked ``"partial": true``), or None."""
+
+    def __init__(self, message: str, report=None, partial_dir=None):
+        super().__init__(message)
+        self.report = report
+        self.partial_dir = partial_dir
 
 
 def model_size(m) -> dict:
@@ -62,7 +79,7 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
                  scheme: str = "LAGRANGE-RADAU", initial_speed="quasi-steady",
                  periodic: bool = False, solver: str = "ipopt", solver_options: Optional[dict] = None,
                  out_dir: Optional[Path] = Path("results"), tee: bool = False,
-                 echo: Callable[[str], None] = print):
+                 echo: Callable[[str], None] = print, repair_track: bool = False):
     """Build, initialize and solve the minimum-time problem on a sector, and export.
 
     Parameters
@@ -84,6 +101,9 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
         Stream the solver output.
     echo : callable
         Progress messages.
+    repair_track : bool
+        Repair the track data where a repair is well defined (and shorten a sector that runs
+        past the end of an open track); every repair is reported through ``echo``.
 
     Returns
     -------
@@ -92,17 +112,35 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     Raises
     ------
     ValueError
-        Bad track, vehicle or options (before any solve).
-    RuntimeError
-        The solver did not reach an optimal solution (after writing partial results to
+        Bad track, vehicle or options (before any solve); :class:`TrackDataError` and
+        :class:`VehicleFileError` list every problem of the data.
+    SolverNotFoundError
+        The solver is not installed (before any build).
+    SolveFailedError (a RuntimeError)
+        The solver did not reach an optimal solution: the message says what happened, the
+        solver's status and a hint (after writing partial results, marked as such, to
         ``<out_dir>.failed``; an existing ``out_dir`` is left untouched).
+    SolveInterrupted (a KeyboardInterrupt)
+        Ctrl-C during the solve; nothing is written, ``out_dir`` is left untouched.
+    ResultsNotWrittenError (an OSError)
+        The results could not be written to ``out_dir`` (after saving them to a fallback
+        folder that the message names: a solved result is never lost).
     """
+    from . import track_checks
     from .solve import ensure_solver
     from .track import Track
     from .vehicle import VehicleParameters
 
-    tr = track if isinstance(track, Track) else load_track(track)
+    with warnings.catch_warnings():      # the repairs are reported through echo instead
+        warnings.simplefilter("ignore", track_checks.TrackRepairWarning)
+        tr = track if isinstance(track, Track) else load_track(track, repair=repair_track)
+        start, length, fixes = track_checks.check_sector(tr, start, length, repair=repair_track)
+    for f in getattr(tr, "findings", []):
+        echo(f"track repaired: {f}")
     p = vehicle if isinstance(vehicle, VehicleParameters) else load_vehicle(vehicle)
+    for f in fixes:
+        echo(f"sector repaired: {f}")
+    track_checks.check_vehicle_fits(tr, p, start, length)
     ensure_solver(solver)  # fail before building when the solver is missing
     if out_dir is not None:
         from .results import check_output_dir
@@ -123,9 +161,13 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     rep = solve_model(m, solver=solver, options=solver_options, tee=tee)
     echo(f"  {rep.termination_condition} ({rep.exit_message or rep.message}) after "
          f"{rep.iterations} iterations, {rep.solve_time_s:.1f} s")
+    lap = pyo.value(m.lap_time, exception=False)   # None if a failed solve left no values
+    objective = pyo.value(m.objective, exception=False)
     summary = {
-        "lap_time_s": float(pyo.value(m.lap_time)),
+        "lap_time_s": float(lap) if lap is not None else None,
         "termination_condition": rep.termination_condition,
+        "outcome": rep.kind,
+        "solver_hint": rep.hint,
         "solver_status": rep.status,
         "solver_message": rep.message,
         "ipopt_exit": rep.exit_message,
@@ -145,29 +187,55 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
         "track": tr.name,
         "vehicle": p.name,
         "solver": solver,
-        "objective": float(pyo.value(m.objective)),
+        "objective": float(objective) if objective is not None else None,
         "pyomo_lap_version": __version__,
         "pyomo_version": _pyomo_version(),
         "python": platform.python_version(),
         **_input_files(tr, vehicle),
     }
-    df = trajectory_dataframe(m)
+    try:
+        df = trajectory_dataframe(m)
+    except Exception as exc:
+        if rep.ok:
+            raise
+        raise SolveFailedError(f"{solver}: {rep.describe()}. The last point could not be "
+                               f"evaluated ({type(exc).__name__}: {exc}); nothing was written"
+                               + (f", {out_dir}/ was left untouched" if out_dir else ""),
+                               rep) from None
     summary["max_speed_kmh"] = float(df["speed_kmh"].max())
-    summary["mean_speed_kmh"] = float(3.6 * m.sector_length / summary["lap_time_s"]) if summary["lap_time_s"] > 0 else None
+    summary["mean_speed_kmh"] = (float(3.6 * m.sector_length / lap)
+                                 if lap is not None and lap > 0 else None)
     where = None
     if out_dir is not None:
-        where = write_results(out_dir, df, summary, p.as_dict(), partial=not rep.ok)
-        echo(f"results written to {where}/ (trajectory.csv, results.xlsx, summary.json)")
+        where = _write_or_fallback(out_dir, df, summary, p.as_dict(), rep, echo)
     if not rep.ok:
-        kept = (f"; partial results, marked as such, are in {where}/ and {out_dir}/ was left "
-                "untouched" if where is not None else "")
-        raise RuntimeError(
-            f"the solver did not find an optimal solution: {rep.termination_condition} "
-            f"({rep.exit_message or rep.message}){kept}. Hint: refine or coarsen the mesh "
-            f"(--nfe), shorten the sector, or raise max_iter.")
+        kept = (f" Partial results (the last point, marked \"partial\": true) are in {where}/; "
+                f"{out_dir}/ was left untouched." if where is not None else "")
+        raise SolveFailedError(f"{solver} did not find an optimal solution: {rep.describe()}.{kept}",
+                               rep, where)
     echo(f"sector time {summary['lap_time_s']:.3f} s over {m.sector_length:.0f} m "
          f"(mean {summary['mean_speed_kmh']:.1f} km/h, max {summary['max_speed_kmh']:.1f} km/h)")
     return m, rep, df, summary
+
+
+def _write_or_fallback(out_dir: Path, df, summary: dict, params: dict, rep, echo) -> Path:
+    """write_results, and when that fails (disk full, folder removed, permissions), the same
+    files in a fresh folder of the temporary directory: a result is never lost."""
+    import tempfile
+    try:
+        where = write_results(out_dir, df, summary, params, partial=not rep.ok)
+    except OSError as exc:
+        fallback = Path(tempfile.mkdtemp(prefix=f"pyomo_lap-{out_dir.name}-"))
+        where = write_results(fallback / out_dir.name, df, summary, params, partial=not rep.ok)
+        msg = (f"could not write the results to {out_dir}: {exc}; they were saved to {where}/ "
+               "instead")
+        if rep.ok:
+            raise ResultsNotWrittenError(msg) from None
+        echo(msg)
+        return where
+    echo(f"{'results' if rep.ok else 'partial results'} written to {where}/ "
+         "(trajectory.csv, results.xlsx, summary.json)")
+    return where
 
 
 def _pyomo_version() -> str:

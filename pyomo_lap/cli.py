@@ -6,8 +6,11 @@ code, before any model is built.
 from __future__ import annotations
 
 import math
+import os
+import signal
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import click
@@ -20,6 +23,32 @@ __all__ = ["main"]
 def _fail(msg: str, code: int = 2):
     click.secho(f"error: {msg}", fg="red", err=True)
     sys.exit(code)
+
+
+_SIGNAL = {"name": "SIGINT (Ctrl-C)", "code": 130}
+
+
+def _on_sigterm(signum, frame):
+    """SIGTERM (a scheduler's kill, `kill PID`) is handled like Ctrl-C: the solver is
+    stopped, temporary files are removed, and nothing existing is touched."""
+    _SIGNAL.update(name="SIGTERM", code=143)
+    raise KeyboardInterrupt
+
+
+def _state(folder: Path):
+    """What identifies the content of a results folder (its summary), or None."""
+    try:
+        return (folder / "summary.json").read_bytes()
+    except OSError:
+        return None
+
+
+def _unexpected(exc: BaseException):
+    """An error that is not a reported failure: one line, no traceback (unless asked)."""
+    if os.environ.get("PYOMO_LAP_DEBUG"):
+        raise exc
+    _fail(f"unexpected {type(exc).__name__}: {exc} (this is a bug in pyomo_lap; run again with "
+          "PYOMO_LAP_DEBUG=1 to see the traceback and please report it)", code=3)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -49,12 +78,27 @@ def main():
 @click.option("--out", "out_dir", default="results", show_default=True,
               type=click.Path(file_okay=False), help="output folder")
 @click.option("--quiet", is_flag=True, help="do not stream the solver's iterations")
+@click.option("--max-iter", type=int, default=None,
+              help="solver iteration limit (default: pyomo_lap.solve.DEFAULT_IPOPT_OPTIONS)")
+@click.option("--repair-track", is_flag=True,
+              help="repair the track data where a repair is well defined (missing values, "
+                   "duplicates, glitches, a small gap in a loop, a sector past the end of an "
+                   "open track); every repair is reported")
 def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_speed, solver, out_dir,
-          quiet):
+          quiet, max_iter, repair_track):
     """Solve the minimum-time problem on a sector (or, with --full-lap, the closed lap) and
-    write trajectory.csv, results.xlsx and summary.json to OUT."""
-    from .api import solve_sector  # heavy imports after argument parsing
-    from .solve import SolverNotFoundError
+    write trajectory.csv, results.xlsx and summary.json to OUT.
+
+    Exit codes: 0 solved; 1 the solver failed (partial results in OUT.failed, OUT untouched)
+    or the results could not be written to OUT (saved elsewhere, named); 2 bad input or
+    missing solver (nothing built); 3 unexpected error; 130 / 143 interrupted by SIGINT
+    (Ctrl-C) / SIGTERM (nothing written).
+    """
+    try:
+        from .api import ResultsNotWrittenError, SolveFailedError, solve_sector  # heavy imports
+        from .solve import SolveInterrupted, SolverNotFoundError
+    except KeyboardInterrupt:
+        _fail("interrupted while starting; nothing was done", code=130)
 
     ctx = click.get_current_context()
     if full_lap:
@@ -74,21 +118,90 @@ def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_spe
         _fail(f"--length {length}: expected a positive, finite length in metres")
     if not math.isfinite(start) or start < 0:
         _fail(f"--start {start}: expected a finite distance >= 0 m from the track's start")
+    if length / nfe < 0.1:
+        _fail(f"--nfe {nfe} on a {length:g} m sector gives elements of {length / nfe:.3g} m: "
+              "expected elements of at least 0.1 m (fewer elements or a longer sector)")
+    if max_iter is not None and not 1 <= max_iter <= 10 ** 7:
+        _fail(f"--max-iter {max_iter}: expected an integer between 1 and 10000000")
     try:
         isp = initial_speed if initial_speed in ("quasi-steady", "free") else float(initial_speed)
     except ValueError:
         _fail(f"--initial-speed {initial_speed!r}: expected a speed in m/s, 'quasi-steady' or 'free'")
+    if not isinstance(isp, str) and not (math.isfinite(isp) and isp > 0):
+        _fail(f"--initial-speed {initial_speed}: expected a positive speed in m/s, "
+              "'quasi-steady' or 'free'")
+    before = _state(Path(out_dir))
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    t0 = time.perf_counter()
     try:
         solve_sector(track=track, vehicle=vehicle, start=0.0 if full_lap else start,
                      length=None if full_lap else length, periodic=full_lap, nfe=nfe, ncp=ncp,
                      scheme=scheme, initial_speed=isp, solver=solver, out_dir=Path(out_dir),
-                     tee=not quiet, echo=click.echo)
+                     tee=not quiet, echo=click.echo, repair_track=repair_track,
+                     solver_options=None if max_iter is None else {"max_iter": max_iter})
+    except SolveInterrupted as exc:
+        r = exc.report
+        its = f", {r.iterations} iterations" if r.iterations is not None else ""
+        _fail(f"interrupted by {_SIGNAL['name']} while {solver} was solving ({r.solve_time_s:.1f} s"
+              f"{its}; termination condition {r.termination_condition}); the solver was "
+              f"stopped, nothing was written and {out_dir}/ was left untouched. Hint: run "
+              "again; a shorter sector or a coarser mesh (--nfe) solves faster", code=_SIGNAL["code"])
     except KeyboardInterrupt:
-        _fail(f"interrupted; nothing was written to {out_dir}", code=130)
+        done = ("nothing was written and {out}/ was left untouched" if _state(Path(out_dir)) == before
+                else "the complete results had already been written to {out}/")
+        _fail(f"interrupted by {_SIGNAL['name']} after {time.perf_counter() - t0:.1f} s; "
+              + done.format(out=out_dir), code=_SIGNAL["code"])
+    except (SolveFailedError, ResultsNotWrittenError) as exc:
+        _fail(str(exc), code=1)
     except (ValueError, OSError, SolverNotFoundError) as exc:
         _fail(str(exc))
-    except RuntimeError as exc:
-        _fail(str(exc), code=1)
+    except Exception as exc:  # noqa: BLE001 - reported in one line, never a traceback
+        _unexpected(exc)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@main.command()
+@click.option("--track", default="nordschleife", show_default=True,
+              help="track name (see `pyomo-lap tracks`) or a .csv / .json file")
+@click.option("--vehicle", default="fsae", show_default=True,
+              help="vehicle name (models/*.toml) or a .toml file")
+@click.option("--repair-track", is_flag=True, help="as for `solve`: repair and report")
+def check(track, vehicle, repair_track):
+    """Check a track and a vehicle file (and that the car fits the track) without solving.
+    Exit code 0 when both can be used, 2 otherwise; every problem is listed."""
+    try:
+        from . import track_checks
+        from .track import load_track
+        from .vehicle import load_vehicle
+        problems = []
+        tr = p = None
+        try:
+            with warnings.catch_warnings():   # the repairs are listed below
+                warnings.simplefilter("ignore", track_checks.TrackRepairWarning)
+                tr = load_track(track, repair=repair_track)
+            for f in tr.findings:
+                click.echo(f"track repaired: {f}")
+            click.echo(f"track {tr.name}: {tr.length:.1f} m, {'closed' if tr.closed else 'open'}: ok")
+        except (ValueError, OSError) as exc:
+            problems.append(str(exc))
+        try:
+            p = load_vehicle(vehicle)
+            click.echo(f"vehicle {p.name}: {p.m:g} kg, {p.P_max / 1e3:g} kW: ok")
+        except (ValueError, OSError) as exc:
+            problems.append(str(exc))
+        if tr is not None and p is not None:
+            try:
+                track_checks.check_vehicle_fits(tr, p)
+                click.echo(f"the car ({p.width:.2f} m) fits the track everywhere")
+            except ValueError as exc:
+                problems.append(str(exc))
+    except KeyboardInterrupt:
+        _fail("interrupted", code=130)
+    except Exception as exc:  # noqa: BLE001
+        _unexpected(exc)
+    if problems:
+        _fail("\n".join(problems))
 
 
 @main.command()

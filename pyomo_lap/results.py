@@ -138,18 +138,30 @@ def check_output_dir(out_dir) -> Path:
     Raises
     ------
     ValueError
-        ``out_dir`` has no name (``.``, ``/``), or exists and holds files that are not
-        pyomo_lap results (they are never deleted).
+        ``out_dir`` (or ``<out_dir>.failed``) has no name (``.``, ``/``), or exists and
+        holds files that are not pyomo_lap results (they are never deleted).
     OSError
         Its parent folder cannot be created or written (the message names it).
     """
     out_dir = Path(out_dir).expanduser().resolve()
     if not out_dir.name:
         raise ValueError(f"output folder {str(out_dir)!r} has no name; give a folder such as 'results'")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"output folder {str(out_dir)!r} is a file; choose another --out "
+                         "(nothing was touched)")
     if out_dir.exists() and not _is_replaceable(out_dir):
         raise ValueError(f"output folder {str(out_dir)!r} exists and holds files that are not "
                          "pyomo_lap results; choose another --out (nothing was touched)")
+    failed = out_dir.with_name(out_dir.name + ".failed")
+    if failed.exists() and not _is_replaceable(failed):
+        raise ValueError(f"{str(failed)!r} (where a failed run keeps its partial results) exists "
+                         "and holds files that are not pyomo_lap results; move it or choose "
+                         "another --out (nothing was touched)")
     parent = out_dir.parent
+    blocker = next((a for a in [parent, *parent.parents] if a.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise ValueError(f"cannot write results to {str(out_dir)!r}: {str(blocker)!r} is a file, "
+                         "not a folder; choose another --out (nothing was touched)")
     try:
         parent.mkdir(parents=True, exist_ok=True)
         probe = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.probe-", dir=parent))
@@ -213,18 +225,16 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
                 pd.DataFrame({"parameter": list(vehicle_params),
                               "value": [_cell(v) for v in vehicle_params.values()]}
                              ).to_excel(xw, sheet_name="vehicle", index=False)
-        old = None
-        if target.exists():
-            old = parent / f".{target.name}.old-{os.getpid()}"
-            os.replace(target, old)
+        old = parent / f".{target.name}.old-{os.getpid()}"
         try:
+            if target.exists():
+                os.replace(target, old)
             os.replace(tmp, target)
-        except OSError:
-            if old is not None:
+        except BaseException:   # an error or Ctrl-C between the two moves
+            if old.exists() and not target.exists():
                 os.replace(old, target)   # put the earlier results back
             raise
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -3,6 +3,8 @@ plain report of what happened."""
 from __future__ import annotations
 
 import dataclasses
+import io
+import logging
 import os
 import re
 import sys
@@ -12,10 +14,11 @@ from pathlib import Path
 from typing import Optional
 
 import pyomo.environ as pyo
+from pyomo.common.log import LoggingIntercept
 from pyomo.opt import TerminationCondition
 
 __all__ = ["SolveReport", "solve_model", "ensure_solver", "SolverNotFoundError",
-           "DEFAULT_IPOPT_OPTIONS"]
+           "SolveInterrupted", "DEFAULT_IPOPT_OPTIONS", "diagnose"]
 
 DEFAULT_IPOPT_OPTIONS = {
     "nlp_scaling_method": "user-scaling",   # the model's scaling_factor suffix
@@ -36,6 +39,16 @@ INSTALL_HINT = (
 
 class SolverNotFoundError(RuntimeError):
     """The requested solver is not available."""
+
+
+class SolveInterrupted(KeyboardInterrupt):
+    """The solve was interrupted (Ctrl-C, SIGINT). ``report`` says what is known (time,
+    iterations seen); the model keeps its previous values; the solver process is stopped
+    and its temporary files removed."""
+
+    def __init__(self, report: "SolveReport"):
+        self.report = report
+        super().__init__(report.describe())
 
 
 @dataclasses.dataclass
@@ -66,6 +79,12 @@ class SolveReport:
     exit_message : str
         IPOPT's ``EXIT:`` line, e.g. ``Optimal Solution Found.`` or ``Solved To Acceptable
         Level.`` (Pyomo reports both as ``optimal``).
+    kind : str
+        ``optimal``, ``acceptable``, ``iteration_limit``, ``infeasible``,
+        ``restoration_failed``, ``evaluation_error``, ``interrupted``, ``time_limit``,
+        ``bad_option``, ``solver_error`` or ``failed`` (from :func:`diagnose`).
+    explanation, hint : str
+        What happened in plain words, and what to try (empty when optimal).
     """
 
     ok: bool
@@ -79,6 +98,113 @@ class SolveReport:
     n_variables: Optional[int] = None
     n_constraints: Optional[int] = None
     exit_message: str = ""
+    kind: str = ""
+    explanation: str = ""
+    hint: str = ""
+
+    def __post_init__(self):
+        if not self.kind:
+            self.kind, self.explanation, self.hint = diagnose(self)
+
+    def describe(self) -> str:
+        """One paragraph: what happened, the solver's status and, on a failure, a hint."""
+        facts = [f"termination condition {self.termination_condition}",
+                 f"solver status {self.status}"]
+        if self.exit_message:
+            facts.append(f"IPOPT: {self.exit_message!r}")
+        if self.iterations is not None:
+            facts.append(f"{self.iterations} iterations")
+        facts.append(f"{self.solve_time_s:.1f} s")
+        text = f"{self.explanation} ({', '.join(facts)})"
+        return text + (f". Hint: {self.hint}" if self.hint else "")
+
+
+_HINTS = {
+    "iteration_limit": (
+        "the solver stopped at its iteration limit before converging",
+        "raise the limit (--max-iter N; Python: solver_options={'max_iter': N}), or solve a "
+        "coarser mesh (--nfe) or a shorter sector first and start from it "
+        "(pyomo_lap.initialize.initialize_from_solution)"),
+    "infeasible": (
+        "the solver converged to a point of local infeasibility: the constraints cannot all "
+        "hold near this point",
+        "check the entry speed (--initial-speed; 'free' lets the optimizer choose it), that "
+        "the car fits the track (widths, --vehicle width), the vehicle's grip, power and "
+        "steering limit, and any constraint you added"),
+    "restoration_failed": (
+        "the solver's restoration phase failed to get back to a feasible point",
+        "this usually means a poor start or a badly conditioned problem near it: try another "
+        "mesh (--nfe), a shorter sector, --initial-speed free, or check the vehicle data"),
+    "evaluation_error": (
+        "the model produced NaN or infinity (a function or derivative could not be evaluated)",
+        "check the vehicle data (loads, tyre parameters) and the track (grades, curvature); "
+        "try another mesh (--nfe) or a shorter sector"),
+    "interrupted": (
+        "the solve was interrupted by the user",
+        "nothing was lost: earlier results are untouched; run again when ready"),
+    "time_limit": (
+        "the solver stopped at its time limit",
+        "raise the limit (max_cpu_time) or solve a coarser mesh first"),
+    "bad_option": (
+        "the solver refused an option",
+        "check the option's name and value; IPOPT's AMPL interface takes only some options "
+        "on the command line, pass others through an options file by prefixing them with "
+        "OF_ (e.g. OF_max_resto_iter)"),
+    "solver_error": (
+        "the solver stopped with an error",
+        "read the solver's log (run without --quiet); try another mesh (--nfe), a shorter "
+        "sector or --initial-speed free"),
+    "failed": (
+        "the solver did not report an optimal solution",
+        "read the solver's log (run without --quiet)"),
+}
+
+
+def diagnose(report) -> tuple:
+    """Classify a solve from its termination condition, IPOPT's ``EXIT:`` line and log.
+
+    Parameters
+    ----------
+    report : SolveReport
+        (``termination_condition``, ``status``, ``exit_message``, ``message``, ``log``).
+
+    Returns
+    -------
+    (kind, explanation, hint) : tuple of str
+        ``kind`` as in :attr:`SolveReport.kind`; ``hint`` is '' when optimal.
+    """
+    tc = str(report.termination_condition)
+    ex = (report.exit_message or "").lower()
+    msg = (report.message or "").lower()
+    log = report.log or ""
+    if report.ok or tc in ("optimal", "locallyOptimal", "globallyOptimal"):
+        if "acceptable" in ex:
+            return ("acceptable", "the solver reached an acceptable (not the requested) "
+                    "tolerance", "")
+        return "optimal", "the solver found an optimal solution", ""
+    detail = re.findall(r"(Unknown keyword \S+|Exception message: .*)", log)
+    if "unknown keyword" in log.lower() or "OPTION_INVALID" in log:
+        kind = "bad_option"
+    elif "restoration" in ex and "fail" in ex:
+        kind = "restoration_failed"
+    elif "invalid number" in ex or "invalid number" in msg:
+        kind = "evaluation_error"
+    elif "requested by user" in ex or tc in ("userInterrupt", "interrupted"):
+        kind = "interrupted"
+    elif tc in ("maxTimeLimit", "maxEvaluations") or "cpu time" in ex or "wallclock" in ex:
+        kind = "time_limit"     # (Pyomo reports IPOPT's CPU-time limit as maxIterations)
+    elif tc == "maxIterations" or "maximum number of iterations" in ex:
+        kind = "iteration_limit"
+    elif tc in ("infeasible", "locallyInfeasible", "globallyInfeasible") or "infeasib" in ex:
+        kind = "infeasible"
+    elif tc in ("error", "internalSolverError", "solverFailure") or ex:
+        kind = "solver_error"
+    else:
+        kind = "failed"
+    explanation, hint = _HINTS[kind]
+    if kind == "bad_option" and detail:
+        explanation += ": " + detail[0].replace("Exception message: ", "").strip()
+    return kind, explanation, hint
 
 
 def _venv_bin() -> Path:
@@ -94,17 +220,19 @@ def ensure_solver(name: str = "ipopt"):
     SolverNotFoundError
         With installation hints, when the solver cannot be found.
     """
-    opt = pyo.SolverFactory(name)
     available = False
-    try:
-        available = bool(opt.available(exception_flag=False))
-    except Exception:  # some plugins raise instead of returning False
-        available = False
-    if not available and name == "ipopt":
-        exe = _venv_bin() / "ipopt"
-        if exe.exists():
-            opt = pyo.SolverFactory(name, executable=str(exe))
+    # Pyomo logs (with a traceback) a name it does not know: captured, the error says it
+    with LoggingIntercept(io.StringIO(), "pyomo", logging.WARNING):
+        try:
+            opt = pyo.SolverFactory(name)
             available = bool(opt.available(exception_flag=False))
+        except Exception:  # some plugins raise instead of returning False
+            available = False
+        if not available and name == "ipopt":
+            exe = _venv_bin() / "ipopt"
+            if exe.exists():
+                opt = pyo.SolverFactory(name, executable=str(exe))
+                available = bool(opt.available(exception_flag=False))
     if not available:
         hint = INSTALL_HINT if "ipopt" in name else "Check the solver name and its installation."
         raise SolverNotFoundError(f"solver {name!r} is not available. {hint}")
@@ -135,8 +263,16 @@ def solve_model(m, solver: str = "ipopt", options: Optional[dict] = None, tee: b
     Raises
     ------
     SolverNotFoundError
-    KeyboardInterrupt
-        Passed on after the interruption (the model keeps its previous values).
+    SolveInterrupted (a KeyboardInterrupt)
+        Ctrl-C during the solve: the solver process is stopped, its temporary files are
+        removed and the model keeps its previous values; ``exc.report`` tells the time and
+        the iterations seen.
+
+    Notes
+    -----
+    Failures are not raised but reported: ``report.ok`` is False and ``report.kind``,
+    ``report.describe()`` say what happened (iteration limit, local infeasibility,
+    restoration failure, evaluation error, bad option, ...), with a hint.
     """
     opt = ensure_solver(solver)
     opts = dict(DEFAULT_IPOPT_OPTIONS) if "ipopt" in solver else {}
@@ -144,28 +280,71 @@ def solve_model(m, solver: str = "ipopt", options: Optional[dict] = None, tee: b
     opt.options.update(opts)
     fd, logfile = tempfile.mkstemp(prefix="pyomo_lap_", suffix=".log")
     os.close(fd)
+    depth = _tempfile_depth()
+    pyomo_log = io.StringIO()
     t0 = time.perf_counter()
     try:
-        res = opt.solve(m, tee=tee, load_solutions=False, logfile=logfile)
+        # Pyomo's own log lines about a failed solve (the whole solver log, again) are
+        # captured: the report says what happened, and tee shows the solver's output
+        with LoggingIntercept(pyomo_log, "pyomo", logging.WARNING):
+            res = opt.solve(m, tee=tee, load_solutions=False, logfile=logfile)
     except KeyboardInterrupt:
-        raise
-    except Exception as exc:  # the solver crashed or returned an error code
+        elapsed = time.perf_counter() - t0
+        _drop_tempfiles(depth)
         log = _read_and_remove(logfile)
-        return SolveReport(False, "error", "error", f"{type(exc).__name__}: {exc}", _iterations(log),
-                           time.perf_counter() - t0, solver, log, *_sizes(log), _exit_line(log))
+        raise SolveInterrupted(SolveReport(
+            False, "userInterrupt", "aborted", "interrupted (SIGINT)", _iterations(log, True),
+            elapsed, solver, log, *_sizes(log), _exit_line(log), kind="interrupted",
+            explanation=_HINTS["interrupted"][0], hint=_HINTS["interrupted"][1])) from None
+    except Exception as exc:  # the solver crashed or returned an error code
+        _drop_tempfiles(depth)
+        log = _read_and_remove(logfile) or pyomo_log.getvalue()
+        return SolveReport(False, "error", "error", f"{type(exc).__name__}: {exc}",
+                           _iterations(log, True), time.perf_counter() - t0, solver, log,
+                           *_sizes(log), _exit_line(log))
     elapsed = time.perf_counter() - t0
     log = _read_and_remove(logfile)
     tc = res.solver.termination_condition
     ok = tc in (TerminationCondition.optimal, TerminationCondition.locallyOptimal)
+    if pyomo_log.getvalue().strip():   # kept in the report; passed on after a good solve
+        log += "\n--- Pyomo's messages ---\n" + pyomo_log.getvalue()
+        if ok:
+            logging.getLogger(__name__).warning(pyomo_log.getvalue().strip())
     if ok or (load_partial and len(res.solution) > 0):
-        m.solutions.load_from(res)
+        with LoggingIntercept(io.StringIO(), "pyomo", logging.WARNING):  # "warning status"
+            m.solutions.load_from(res)
     return SolveReport(ok, str(tc), str(res.solver.status), str(res.solver.message or ""),
-                       _iterations(log), elapsed, solver, log, *_sizes(log), _exit_line(log))
+                       _iterations(log, not ok), elapsed, solver, log, *_sizes(log),
+                       _exit_line(log))
 
 
-def _iterations(log: str) -> Optional[int]:
+def _tempfile_depth() -> int:
+    from pyomo.common.tempfiles import TempfileManager
+    return len(getattr(TempfileManager, "_context_stack", None) or [])
+
+
+def _drop_tempfiles(depth: int) -> None:
+    """Remove the temporary files (NL, solution, options) of a solve that did not return:
+    Pyomo pops its temporary-file context only after a solve completes."""
+    from pyomo.common.tempfiles import TempfileManager
+    try:
+        while _tempfile_depth() > depth:
+            TempfileManager.pop(remove=True)
+    except Exception:  # never hide the original problem behind a clean-up failure
+        pass
+
+
+def _iterations(log: str, from_table: bool = False) -> Optional[int]:
+    """IPOPT's iteration count: its summary line or, with ``from_table`` when there is
+    none (an interrupted or crashed solve), the last row of the iteration table."""
     hit = re.findall(r"Number of Iterations\.*:\s*(\d+)", log)
-    return int(hit[-1]) if hit else None
+    if hit:
+        return int(hit[-1])
+    if from_table:
+        rows = re.findall(r"^\s*(\d+)r?\s+[-+]?\d\.\d+e[-+]\d+\s", log, flags=re.MULTILINE)
+        if rows:
+            return int(rows[-1])
+    return None
 
 
 def _sizes(log: str):

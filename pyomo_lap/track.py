@@ -39,7 +39,10 @@ from pathlib import Path
 import numpy as np
 from scipy.interpolate import make_interp_spline
 
-__all__ = ["TrackPoints", "Track", "load_track", "available_tracks", "data_dir"]
+from . import track_checks
+from .track_checks import MAX_GRADE, TrackDataError
+
+__all__ = ["TrackPoints", "Track", "load_track", "available_tracks", "data_dir", "TrackDataError"]
 
 DEFAULT_HALF_WIDTH = 4.0  # [m], used when the data have no widths
 
@@ -233,6 +236,7 @@ class Track:
         self.closed = bool(closed)
         self.name = str(name)
         self.provenance = dict(provenance or {})
+        self.findings = []   # repairs made by the loader (pyomo_lap.track_checks.Finding)
         self._s_samples = s
 
     def __repr__(self) -> str:
@@ -390,15 +394,18 @@ class Track:
     def from_points(cls, points, closed: bool, width_left=None, width_right=None, banking=None,
                     smoothing: float | None = None, z_smoothing: float | None = None,
                     spacing: float | None = None, name: str = "track",
-                    provenance: dict | None = None) -> "Track":
-        """Smooth arbitrary spine points and build an arc-length parametrised track.
+                    provenance: dict | None = None, repair: bool = False,
+                    max_grade: float = MAX_GRADE) -> "Track":
+        """Check, smooth and resample arbitrary spine points into an arc-length parametrised
+        track.
 
         Parameters
         ----------
         points : array_like (n, 3)
             Spine points x, y, z in {G} [m], in driving order.  Closed: the last point
             may repeat the first.
-        closed : bool
+        closed : bool or None
+            True: a closed loop (it must close); False: open; None: detected.
         width_left, width_right, banking : scalar or (n,) arrays, optional
             Per-point values [m, m, rad], mapped to the new s by the arc length of
             the points (linear, then the quintic spline of the track).
@@ -411,12 +418,34 @@ class Track:
         spacing : float, optional
             Arc-length spacing of the internal samples [m] (default: min(2, median
             spacing / 2), at least 0.05).
+        repair : bool
+            Repair the problems of the points where a repair is well defined (see
+            :mod:`pyomo_lap.track_checks`); the repairs are reported.
+        max_grade : float
+            Steepest plausible grade [-].
 
         Raises
         ------
-        ValueError
-            Fewer than 4 distinct points, non-finite values.
+        TrackDataError (a ValueError)
+            Bad points (missing values, duplicates, glitches, a loop that does not close,
+            fewer than 4 points, ...) or a bad result (too steep, self-intersecting);
+            every problem is listed (see :mod:`pyomo_lap.track_checks`).
         """
+        chk = track_checks.check_points(
+            points, closed, attrs=dict(width_left=width_left, width_right=width_right,
+                                       banking=banking),
+            source=f"track {name!r}", repair=repair, max_grade=max_grade)
+        a = chk.attrs
+        tr = cls._build_from_points(chk.points, chk.closed, a.get("width_left"), a.get("width_right"),
+                                    a.get("banking"), smoothing, z_smoothing, spacing, name, provenance)
+        return _finish(tr, chk.findings, f"track {name!r}", max_grade)
+
+    @classmethod
+    def _build_from_points(cls, points, closed: bool, width_left=None, width_right=None,
+                           banking=None, smoothing: float | None = None,
+                           z_smoothing: float | None = None, spacing: float | None = None,
+                           name: str = "track", provenance: dict | None = None) -> "Track":
+        """:meth:`from_points` without the checks (points already checked)."""
         from . import track_build as tb
 
         P = np.asarray(points, float)
@@ -468,13 +497,19 @@ class Track:
 
     @classmethod
     def from_csv(cls, path, name: str | None = None, closed: bool | None = None,
-                 smoothing: float | None = None, provenance: dict | None = None) -> "Track":
+                 smoothing: float | None = None, provenance: dict | None = None,
+                 repair: bool = False, max_grade: float = MAX_GRADE) -> "Track":
         """Load a track from a CSV file.
 
         Columns (header row, case-insensitive): ``x, y, z`` [m] required (aliases
         ``x_m, y_m, z_m``); optional ``width_left, width_right`` [m] (aliases
         ``width_left_m, width_right_m``) and ``banking`` [rad] (alias ``banking_rad``);
-        optional ``s`` / ``s_m`` [m].
+        optional ``s`` / ``s_m`` [m]. Lines starting with ``#`` are comments.
+
+        The points are checked first (:func:`pyomo_lap.track_checks.check_points`: missing
+        values, duplicates, glitches, loop closure, widths, banking) and the built track
+        after (:func:`~pyomo_lap.track_checks.check_track`: length, grades,
+        self-intersections).
 
         If an ``s`` column is present, uniformly spaced and consistent with the
         chord lengths (a processed file such as ``data/tracks/nordschleife.csv``) and
@@ -486,25 +521,35 @@ class Track:
         path : str or Path
         name : str, optional (default: file stem)
         closed : bool, optional
-            None: closed if the last point repeats the first (within 1e-6 of the track
-            extent) or the closing gap is at most 2.5 x the median point spacing.
+            True: a closed loop (it must close); False: open; None: closed if the last
+            point repeats the first (within 1e-6 of the track extent) or the closing gap is
+            at most 2.5 x the median point spacing.
         smoothing : float, optional
             See :meth:`from_points`.
+        repair : bool
+            Repair the problems where a repair is well defined (reported).
+        max_grade : float
+            Steepest plausible grade [-].
 
         Raises
         ------
+        FileNotFoundError
+            No such file.
         ValueError
-            Missing required column, empty / NaN / non-numeric cell (file, column, row
-            and value are named), fewer than 4 points.
+            Unreadable file, missing required column.
+        TrackDataError (a ValueError)
+            Bad data; every problem is listed with the file, the rows (and lines), the
+            values and what was expected.
         """
         path = Path(path)
-        cols, data = _read_csv_columns(path)
-        n = len(data["x"])
-        if n < 4:
-            raise ValueError(f"{path}: need at least 4 points, got {n}")
+        source = f"track file {path}"
+        cols, data, cells, labels = _read_csv_columns(path)
         P = np.column_stack([data["x"], data["y"], data["z"]])
-        if closed is None:
-            closed = _detect_closed(P)
+        attrs = {k: data[k] for k in ("width_left", "width_right", "banking", "s") if k in data}
+        chk = track_checks.check_points(P, closed, attrs=attrs, labels=labels, cells=cells,
+                                        source=source, repair=repair, max_grade=max_grade)
+        P, closed, data = chk.points, chk.closed, chk.attrs
+        n = len(P)
         name = name or path.stem
         prov = dict(provenance or {})
         prov.setdefault("source_file", str(path))
@@ -515,17 +560,21 @@ class Track:
             h = float(np.median(ds)) if len(ds) else 0.0
             if (h > 0 and np.all(np.abs(ds - h) <= 1e-6 * max(h, 1.0) + 1e-6)
                     and np.all(np.abs(chord - ds) <= 0.01 * h)):
-                return cls(s, P, data.get("width_left"), data.get("width_right"),
-                           data.get("banking"), closed, name, prov)
-        return cls.from_points(P, closed, data.get("width_left"), data.get("width_right"),
-                               data.get("banking"), smoothing=smoothing, name=name, provenance=prov)
+                tr = cls(s, P, data.get("width_left"), data.get("width_right"),
+                         data.get("banking"), closed, name, prov)
+                return _finish(tr, chk.findings, source, max_grade)
+        tr = cls._build_from_points(P, closed, data.get("width_left"), data.get("width_right"),
+                                    data.get("banking"), smoothing=smoothing, name=name,
+                                    provenance=prov)
+        return _finish(tr, chk.findings, source, max_grade)
 
     @classmethod
     def from_zaggy_json(cls, path, name: str | None = None, closed: bool | None = None,
                         smoothing: float = 30.0, z_smoothing: float = 400.0,
                         spacing: float = 2.0, origin=None,
                         hampel=(250.0, 3.0, 8.0), robust_iterations: int = 5,
-                        half_width: float = DEFAULT_HALF_WIDTH) -> "Track":
+                        half_width: float = DEFAULT_HALF_WIDTH, repair: bool = False,
+                        max_grade: float = MAX_GRADE) -> "Track":
         """Load a raw zaggyai/track_data JSON file (lat/lon in 1e-7 deg, elev in mm).
 
         Processing (same functions and defaults as the bundled Nordschleife, see
@@ -535,7 +584,10 @@ class Track:
         Hampel filter ``hampel = (half window [m], n_sigma, min threshold [m])``,
         robust (bisquare IRLS) smoothing at cut-off ``z_smoothing`` [m], gaps longer
         than 300 m filled linearly; resampling at uniform 3D arc length ``spacing``.
-        Constant half-width ``half_width`` [m], banking 0.
+        Constant half-width ``half_width`` [m], banking 0. The points are checked before
+        (:func:`pyomo_lap.track_checks.check_points`, without the elevation-glitch checks,
+        which the processing replaces) and the built track after
+        (:func:`~pyomo_lap.track_checks.check_track`).
 
         Parameters
         ----------
@@ -544,11 +596,17 @@ class Track:
         closed : bool, optional (None: closed if first and last point coincide
             within 1 m or the gap is at most 2.5 x the median spacing)
         origin : (lat, lon) in degrees, optional
+        repair : bool
+            Repair the problems where a repair is well defined (reported).
+        max_grade : float
+            Steepest plausible grade of the result [-].
 
         Raises
         ------
         ValueError
-            Malformed file, fewer than 4 points.
+            Malformed file.
+        TrackDataError (a ValueError)
+            Bad data (see :meth:`from_csv`).
         """
         from . import track_build as tb
 
@@ -557,10 +615,12 @@ class Track:
         lat0, lon0 = origin if origin is not None else d["start_finish"]
         x, y = tb.project_geodetic(d["lat"], d["lon"], lat0, lon0)
         P = np.column_stack([x, y, d["elev"]])
-        if closed is None:
-            closed = _detect_closed(P[:, :2], abs_tol=1.0)
-        if closed and np.linalg.norm(P[-1, :2] - P[0, :2]) < 1e-6:
-            P = P[:-1]
+        source = f"track file {path}"
+        chk = track_checks.check_points(P, closed, source=source, repair=repair,
+                                        max_grade=max_grade, z_missing_ok=True,
+                                        elevation_checks=False, closed_abs_tol=1.0,
+                                        columns=("lon", "lat", "elev"))
+        P, closed = chk.points, chk.closed
         s_new, Pn, L, info = tb.process_points(
             P, closed, smoothing, z_smoothing, spacing=spacing, hampel=hampel,
             robust_iterations=robust_iterations)
@@ -573,27 +633,56 @@ class Track:
                                     **{k: v for k, v in info.items()
                                        if not isinstance(v, np.ndarray)}))
         nm = name or f"{d['name']} {d['short_name']}".strip()
-        return cls(s_new, Pn, half_width, half_width, 0.0, closed, nm, prov)
+        tr = cls(s_new, Pn, half_width, half_width, 0.0, closed, nm, prov)
+        return _finish(tr, chk.findings, source, max_grade)
 
 
 # ---------------------------------------------------------------------------
 def _detect_closed(P: np.ndarray, abs_tol: float | None = None) -> bool:
-    d = np.linalg.norm(np.diff(P, axis=0), axis=1)
-    med = float(np.median(d)) if len(d) else 0.0
-    gap = float(np.linalg.norm(P[-1] - P[0]))
-    extent = float(np.ptp(P, axis=0).max()) if len(P) else 0.0
-    tol = 1e-6 * max(extent, 1.0) if abs_tol is None else abs_tol
-    return gap <= tol or gap <= 2.5 * med
+    return track_checks.detect_closed(P, abs_tol)
+
+
+def _finish(track: "Track", findings: list, source: str, max_grade: float) -> "Track":
+    """Check the built track and record the repairs made to its points."""
+    track_checks.check_track(track, source=source, max_grade=max_grade)
+    track.findings = list(findings)
+    if findings:
+        track.provenance["repairs"] = [str(f) for f in findings]
+    return track
 
 
 def _read_csv_columns(path: Path):
-    """Read a track CSV into float arrays keyed by canonical column names."""
+    """Read a track CSV into float arrays keyed by canonical column names.
+
+    Returns
+    -------
+    header : list of str
+    data : dict of (n,) float arrays, NaN where a cell is empty or not a number
+    cells : dict ``{column: {row index: cell text}}`` of those cells
+    labels : list of str, ``'row k (line l)'`` for each data row
+
+    Raises
+    ------
+    FileNotFoundError, ValueError
+        No file; not a text file; empty; a required column missing (accepted names listed).
+    """
     if not path.is_file():
         raise FileNotFoundError(f"track file not found: {path}")
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        rows = [r for r in csv.reader(fh) if r and not r[0].lstrip().startswith("#")]
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            reader = csv.reader(fh)
+            rows, lines = [], []
+            for r in reader:
+                if r and "".join(r).strip() and not r[0].lstrip().startswith("#"):
+                    rows.append(r)
+                    lines.append(reader.line_num)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"track file {path}: not a text (UTF-8) CSV file: {exc.reason}") from None
+    except csv.Error as exc:
+        raise ValueError(f"track file {path}: not a readable CSV file: {exc}") from None
     if not rows:
-        raise ValueError(f"{path}: empty file")
+        raise ValueError(f"track file {path}: empty file (expected a header row x,y,z and one "
+                         "row per point)")
     header = [h.strip().lower() for h in rows[0]]
     idx = {}
     for key, aliases in _COLUMN_ALIASES.items():
@@ -603,10 +692,11 @@ def _read_csv_columns(path: Path):
                 break
     for req in ("x", "y", "z"):
         if req not in idx:
-            raise ValueError(f"{path}: missing required column {req!r} "
+            raise ValueError(f"track file {path}: missing required column {req!r} "
                              f"(accepted names: {', '.join(_COLUMN_ALIASES[req])}); "
                              f"header is {rows[0]}")
     out = {k: np.empty(len(rows) - 1) for k in idx}
+    cells = {}
     for i, row in enumerate(rows[1:]):
         for k, j in idx.items():
             cell = row[j].strip() if j < len(row) else ""
@@ -615,10 +705,11 @@ def _read_csv_columns(path: Path):
             except ValueError:
                 v = math.nan
             if not math.isfinite(v):
-                raise ValueError(f"{path}: column {header[j]!r}, row {i + 1} (line {i + 2}): "
-                                 f"invalid value {cell!r}")
+                cells.setdefault(k, {})[i] = cell
+                v = math.nan
             out[k][i] = v
-    return header, out
+    labels = [f"row {i + 1} (line {ln})" for i, ln in enumerate(lines[1:])]
+    return header, out, cells, labels
 
 
 def _write_track_csv(path, s, P, wl, wr, nu) -> None:
@@ -643,8 +734,9 @@ def available_tracks() -> list[str]:
     return sorted(p.stem for p in d.glob("*.csv")) if d.is_dir() else []
 
 
-def load_track(name_or_path) -> Track:
-    """Load a bundled track by name or a track file by path.
+def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE) -> Track:
+    """Load a bundled track by name or a track file by path, checked (see
+    :mod:`pyomo_lap.track_checks`).
 
     Parameters
     ----------
@@ -652,6 +744,12 @@ def load_track(name_or_path) -> Track:
         A bundled name (see :func:`available_tracks`, e.g. ``'nordschleife'``), a
         ``.csv`` path (:meth:`Track.from_csv`) or a zaggyai ``.json`` path
         (:meth:`Track.from_zaggy_json`).
+    repair : bool
+        Repair the problems of the data where a repair is well defined; the repairs are
+        reported (a :class:`~pyomo_lap.track_checks.TrackRepairWarning` each, and
+        ``track.findings``, ``track.provenance['repairs']``).
+    max_grade : float
+        Steepest plausible grade [-].
 
     Returns
     -------
@@ -660,18 +758,25 @@ def load_track(name_or_path) -> Track:
     Raises
     ------
     ValueError
-        Unknown name (the message lists the known names).
+        Unknown name (the message lists the known names), a file of another type.
     FileNotFoundError
         A path that does not exist.
+    TrackDataError (a ValueError)
+        Bad data; every problem is listed.
     """
     p = Path(name_or_path)
     suffix = p.suffix.lower()
     if suffix in (".csv", ".json") or p.exists():
         if not p.exists():
             raise FileNotFoundError(f"track file not found: {p}")
+        if p.is_dir():
+            raise ValueError(f"track {str(p)!r} is a folder; expected a .csv or .json file")
         if suffix == ".json":
-            return Track.from_zaggy_json(p)
-        return Track.from_csv(p)
+            return Track.from_zaggy_json(p, repair=repair, max_grade=max_grade)
+        if suffix != ".csv":
+            raise ValueError(f"track file {p}: unknown type {suffix or '(no suffix)'!r}; expected "
+                             ".csv (x, y, z columns) or .json (zaggyai format)")
+        return Track.from_csv(p, repair=repair, max_grade=max_grade)
     key = str(name_or_path).strip().lower()
     known = available_tracks()
     if key not in known:
@@ -685,5 +790,6 @@ def load_track(name_or_path) -> Track:
         with open(meta_path, encoding="utf-8") as fh:
             meta = json.load(fh)
         closed = meta.get("closed")
-    tr = Track.from_csv(csv_path, name=meta.get("name", key), closed=closed, provenance=meta)
+    tr = Track.from_csv(csv_path, name=meta.get("name", key), closed=closed, provenance=meta,
+                        repair=repair, max_grade=max_grade)
     return tr

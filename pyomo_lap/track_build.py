@@ -87,19 +87,31 @@ def read_zaggy_json(path) -> ZaggyData:
         If the file lacks ``pts`` or has fewer than 4 points.
     """
     path = Path(path)
-    with open(path, encoding="utf-8") as fh:
-        d = json.load(fh)
-    pts = d.get("pts")
-    if not isinstance(pts, list) or len(pts) < 4:
-        raise ValueError(f"{path}: expected a 'pts' list with at least 4 points")
     try:
-        lat = np.array([p["lat"] for p in pts], float) * LATLON_SCALE
-        lon = np.array([p["lon"] for p in pts], float) * LATLON_SCALE
-        elev = np.array([p.get("elev", 0) for p in pts], float) * EARTH_ELEV_SCALE
-    except KeyError as exc:  # pragma: no cover - malformed file
-        raise ValueError(f"{path}: point without key {exc}") from None
+        with open(path, encoding="utf-8") as fh:
+            d = json.load(fh)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"track file {path}: not a valid JSON file: {exc}") from None
+    pts = d.get("pts") if isinstance(d, dict) else None
+    if not isinstance(pts, list) or len(pts) < 4:
+        raise ValueError(f"track file {path}: expected a 'pts' list with at least 4 points")
+    for i, p in enumerate(pts):
+        if not isinstance(p, dict) or "lat" not in p or "lon" not in p:
+            raise ValueError(f"track file {path}: point {i} is {p!r}; expected "
+                             "{'lat': ..., 'lon': ..., 'elev': ...} (1e-7 degree, mm)")
+    try:
+        lat = np.array([p["lat"] if p["lat"] is not None else np.nan for p in pts], float) * LATLON_SCALE
+        lon = np.array([p["lon"] if p["lon"] is not None else np.nan for p in pts], float) * LATLON_SCALE
+        elev = np.array([p.get("elev", 0) if p.get("elev") is not None else 0 for p in pts],
+                        float) * EARTH_ELEV_SCALE
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"track file {path}: a lat, lon or elev value is not a number ({exc})") from None
     elev[elev == 0.0] = np.nan
     sf = d.get("start_finish") or {"lat": pts[0]["lat"], "lon": pts[0]["lon"]}
+    if not (isinstance(sf, dict) and isinstance(sf.get("lat"), (int, float))
+            and isinstance(sf.get("lon"), (int, float))):
+        raise ValueError(f"track file {path}: start_finish is {sf!r}; expected "
+                         "{'lat': ..., 'lon': ...} (1e-7 degree)")
     return ZaggyData(
         name=d.get("name", path.stem),
         short_name=d.get("short_name", ""),

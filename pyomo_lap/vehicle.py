@@ -32,16 +32,15 @@ in-plane parts, which the paper neglects and so does this model (MODEL_NOTES, it
 from __future__ import annotations
 
 import dataclasses
-import math
-import tomllib
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from . import chain as chain_mod
 from . import lie
 from .backend import add, atan, cos, mul, sin, sub, total
+from .vehicle_schema import VehicleFileError, VehicleParameters, read_vehicle_file
 
-__all__ = ["VehicleParameters", "load_vehicle", "available_vehicles", "models_dir",
+__all__ = ["VehicleParameters", "VehicleFileError", "load_vehicle", "available_vehicles", "models_dir",
            "CarEquations", "car_equations", "tyre_lateral_force", "peak_force",
            "build_chain", "ALGEBRAIC", "CONTROLS"]
 
@@ -62,152 +61,9 @@ def available_vehicles() -> list:
     return sorted(p.stem for p in models_dir().glob("*.toml"))
 
 
-@dataclasses.dataclass(frozen=True)
-class VehicleParameters:
-    """Parameters of the car (SI units). See ``models/fsae.toml`` for the meaning and the
-    source of each value.
-
-    Attributes
-    ----------
-    name : str
-    m, m_u : float
-        Total and unsprung mass [kg].
-    Ixx, Iyy, Izz : float
-        Principal moments of the sprung body about G6 [kg m^2].
-    a1, a2, t1, t2 : float
-        Distances of the axles from G and tracks [m].
-    h : float
-        Height of G6 above the road [m].
-    hq1, hq2 : float
-        No-roll centre heights, front and rear [m] (Guiggiani's q_1, q_2).
-    wheel_radius, width : float
-        [m].
-    S, Cx, Cz1, Cz2, rho : float
-        Frontal area [m^2], coefficients [-], air density [kg/m^3].
-    k1, k2 : float
-        Wheel rates per wheel, front and rear [N/m].
-    c1, c2 : float
-        Damping per wheel [N s/m].
-    P_max : float
-        Maximum power [W].
-    brake_ratio : float
-        Front share k_b of the braking force [-].
-    Fz0, mu_y0, mu_x0, pD2, C, E, pK1, pK2 : float
-        Tyre model, see :func:`tyre_lateral_force`.
-    fz_min : float
-        Minimum vertical load per wheel in the OCP [N].
-    delta_max : float
-        Road-wheel steer limit [rad].
-    """
-
-    name: str
-    m: float
-    m_u: float
-    Ixx: float
-    Iyy: float
-    Izz: float
-    a1: float
-    a2: float
-    t1: float
-    t2: float
-    h: float
-    hq1: float
-    hq2: float
-    wheel_radius: float
-    width: float
-    S: float
-    Cx: float
-    Cz1: float
-    Cz2: float
-    rho: float
-    k1: float
-    k2: float
-    c1: float
-    c2: float
-    P_max: float
-    brake_ratio: float
-    Fz0: float
-    mu_y0: float
-    mu_x0: float
-    pD2: float
-    C: float
-    E: float
-    pK1: float
-    pK2: float
-    fz_min: float
-    delta_max: float
-    gravity: float = chain_mod.GRAVITY
-    description: str = ""
-
-    # derived quantities -----------------------------------------------------------
-    @property
-    def l(self) -> float:
-        """Wheelbase a1 + a2 [m]."""
-        return self.a1 + self.a2
-
-    @property
-    def m_s(self) -> float:
-        """Sprung mass [kg]."""
-        return self.m - self.m_u
-
-    @property
-    def h_vip(self) -> float:
-        """Height of the VIP (O4 = O5 = O6) above the road: the no-roll axis at x = 0 [m]."""
-        return (self.a2 * self.hq1 + self.a1 * self.hq2) / self.l
-
-    @property
-    def unsprung_inertia(self) -> tuple:
-        """Principal moments of the unsprung body about its centre [kg m^2]: four point masses
-        at the wheel centres, split front/rear as a2:a1 so that their centre is above O3."""
-        mu1 = self.m_u * self.a2 / self.l / 2  # each front wheel
-        mu2 = self.m_u * self.a1 / self.l / 2
-        ixx = 2 * mu1 * (self.t1 / 2) ** 2 + 2 * mu2 * (self.t2 / 2) ** 2
-        iyy = 2 * mu1 * self.a1 ** 2 + 2 * mu2 * self.a2 ** 2
-        return (ixx, iyy, ixx + iyy)
-
-    @property
-    def suspension(self) -> dict:
-        """Equivalent stiffness and damping, eq (19): keys ``k, c`` [N/m, N s/m],
-        ``k_theta, c_theta`` (pitch), ``k_phi, c_phi`` (roll) [N m/rad, N m s/rad] and the
-        roll stiffness of each axle ``k_phi1, k_phi2`` [N m/rad]."""
-        k1, k2, c1, c2 = self.k1, self.k2, self.c1, self.c2
-        k_phi1 = 2 * k1 / 4 * self.t1 ** 2
-        k_phi2 = 2 * k2 / 4 * self.t2 ** 2
-        return {
-            "k": 2 * k1 + 2 * k2,
-            "c": 2 * c1 + 2 * c2,
-            "k_theta": 2 * k1 * self.a1 ** 2 + 2 * k2 * self.a2 ** 2,
-            "c_theta": 2 * c1 * self.a1 ** 2 + 2 * c2 * self.a2 ** 2,
-            "k_phi1": k_phi1,
-            "k_phi2": k_phi2,
-            "k_phi": k_phi1 + k_phi2,
-                "c_phi": 2 * c1 / 4 * self.t1 ** 2 + 2 * c2 / 4 * self.t2 ** 2,
-        }
-
-    @property
-    def static_loads(self) -> tuple:
-        """Static vertical load per wheel on flat ground [N]: (front, rear) = m g (l - a_i)/(2l)."""
-        g = self.gravity
-        return (self.m * g * self.a2 / (2 * self.l), self.m * g * self.a1 / (2 * self.l))
-
-    def as_dict(self) -> dict:
-        """All parameters as a flat dict (for export)."""
-        return dataclasses.asdict(self)
-
-
-_SECTIONS = {
-    "mass": {"total": "m", "unsprung": "m_u", "Ixx": "Ixx", "Iyy": "Iyy", "Izz": "Izz"},
-    "geometry": {k: k for k in ("a1", "a2", "t1", "t2", "h", "hq1", "hq2", "wheel_radius", "width")},
-    "aero": {k: k for k in ("S", "Cx", "Cz1", "Cz2", "rho")},
-    "suspension": {k: k for k in ("k1", "k2", "c1", "c2")},
-    "powertrain": {"P_max": "P_max", "brake_ratio": "brake_ratio"},
-    "tyre": {k: k for k in ("Fz0", "mu_y0", "mu_x0", "pD2", "C", "E", "pK1", "pK2", "fz_min")},
-    "steering": {"delta_max": "delta_max"},
-}
-
-
 def load_vehicle(name_or_path) -> VehicleParameters:
-    """Read a vehicle file (TOML, the layout of ``models/fsae.toml``).
+    """Read a vehicle file (TOML, the layout of ``models/fsae.toml``), validated by the
+    schema of :mod:`pyomo_lap.vehicle_schema`.
 
     Parameters
     ----------
@@ -221,71 +77,20 @@ def load_vehicle(name_or_path) -> VehicleParameters:
     Raises
     ------
     ValueError
-        Unknown name (the message lists the known ones), a missing or unknown field, a value
-        that is not a number, or a value out of its physical range; the message names the
-        file, the field and the value.
+        Unknown name (the message lists the known ones).
+    VehicleFileError (a ValueError)
+        A missing file, invalid TOML, a missing or unknown section or key, a value that is not
+        a finite number, out of its range or inconsistent with another value; every problem
+        is listed, naming the file, the ``[section] key``, the value and what was expected.
     """
     path = Path(name_or_path)
-    if path.suffix != ".toml":
+    if path.suffix.lower() != ".toml":
         path = models_dir() / f"{name_or_path}.toml"
         if not path.exists():
             raise ValueError(f"unknown vehicle {str(name_or_path)!r}: known vehicles are "
-                             f"{available_vehicles()} (or give the path to a .toml file)")
-    if not path.exists():
-        raise ValueError(f"vehicle file {str(path)!r} does not exist")
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"{path}: not a valid TOML file: {exc}") from None
-    kw = {"name": str(data.get("name", path.stem)), "description": str(data.get("description", ""))}
-    for section, fields in _SECTIONS.items():
-        sec = data.get(section)
-        if not isinstance(sec, dict):
-            raise ValueError(f"{path}: missing section [{section}]")
-        unknown = set(sec) - set(fields)
-        if unknown:
-            raise ValueError(f"{path}: unknown field(s) {sorted(unknown)} in [{section}]; "
-                             f"expected {sorted(fields)}")
-        for key, attr in fields.items():
-            if key not in sec:
-                raise ValueError(f"{path}: missing field {section}.{key}")
-            val = sec[key]
-            if isinstance(val, bool) or not isinstance(val, (int, float)) or not math.isfinite(val):
-                raise ValueError(f"{path}: {section}.{key} = {val!r} is not a finite number")
-            kw[attr] = float(val)
-    unknown_sections = set(data) - set(_SECTIONS) - {"name", "description"}
-    if unknown_sections:
-        raise ValueError(f"{path}: unknown section(s) {sorted(unknown_sections)}")
-    p = VehicleParameters(**kw)
-    _check_ranges(p, path)
-    return p
-
-
-def _check_ranges(p: VehicleParameters, path) -> None:
-    positive = ["m", "Ixx", "Iyy", "Izz", "a1", "a2", "t1", "t2", "h", "wheel_radius", "width",
-                "S", "Cx", "rho", "k1", "k2", "c1", "c2", "P_max", "Fz0", "mu_y0", "mu_x0",
-                "C", "pK1", "pK2", "delta_max"]
-    for f in positive:
-        v = getattr(p, f)
-        if not v > 0:
-            raise ValueError(f"{path}: {f} = {v!r}, expected > 0")
-    checks = [
-        ("m_u", 0 < p.m_u < p.m, f"0 < m_u < total mass {p.m}"),
-        ("brake_ratio", 0 <= p.brake_ratio <= 1, "0 <= k_b <= 1"),
-        ("hq1", 0 <= p.hq1 < p.h, f"0 <= hq1 < h = {p.h}"),
-        ("hq2", 0 <= p.hq2 < p.h, f"0 <= hq2 < h = {p.h}"),
-        ("fz_min", 0 <= p.fz_min < min(p.static_loads), "0 <= fz_min < static wheel load"),
-        ("mu_y0", p.mu_y0 < 4, "mu_y0 < 4"),
-        ("mu_x0", p.mu_x0 < 4, "mu_x0 < 4"),
-        ("delta_max", p.delta_max < 1.2, "delta_max < 1.2 rad"),
-        ("Cz1", p.Cz1 >= 0, "Cz1 >= 0"), ("Cz2", p.Cz2 >= 0, "Cz2 >= 0"),
-    ]
-    for f, ok, expected in checks:
-        if not ok:
-            raise ValueError(f"{path}: {f} = {getattr(p, f)!r}, expected {expected}")
-    i = (p.Ixx, p.Iyy, p.Izz)
-    if not (i[0] + i[1] >= i[2] and i[1] + i[2] >= i[0] and i[0] + i[2] >= i[1]):
-        raise ValueError(f"{path}: inertias (Ixx, Iyy, Izz) = {i} violate the triangle inequality")
+                             f"{', '.join(available_vehicles()) or '(none)'} "
+                             "(or give the path to a .toml file)")
+    return read_vehicle_file(path)
 
 
 def build_chain(p: VehicleParameters) -> chain_mod.Chain:

@@ -129,7 +129,7 @@ def test_cli_rejects_bad_arguments(tmp_path):
     assert r.exit_code == 2 and "--length" in r.output
     r = runner.invoke(main, ["solve", "--initial-speed", "-3", "--length", "100", "--nfe", "5",
                              "--out", str(tmp_path / "x")])
-    assert r.exit_code == 2 and "initial_speed" in r.output
+    assert r.exit_code == 2 and "initial-speed" in r.output
     assert not (tmp_path / "x").exists()
     # a folder holding other files is refused before anything is built, and left untouched
     foreign = tmp_path / "thesis"

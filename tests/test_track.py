@@ -318,10 +318,11 @@ def test_csv_user_file_with_widths_and_banking(tmp_path):
 @pytest.mark.unit
 def test_csv_errors(tmp_path):
     f = tmp_path / "bad.csv"
-    write_csv(f, ["x", "y", "z"], [(0, 0, 0), (1, 0, 0), (2, "nan", 0), (3, 1, 0), (4, 2, 0)])
+    # (points 10 m apart: a track shorter than 20 m is refused as well)
+    write_csv(f, ["x", "y", "z"], [(0, 0, 0), (10, 0, 0), (20, "nan", 0), (30, 10, 0), (40, 20, 0)])
     with pytest.raises(ValueError, match=r"bad\.csv.*'y'.*row 3.*'nan'"):
         Track.from_csv(f)
-    write_csv(f, ["x", "y", "z"], [(0, 0, 0), (1, 0, 0), (2, "", 0), (3, 1, 0), (4, 2, 0)])
+    write_csv(f, ["x", "y", "z"], [(0, 0, 0), (10, 0, 0), (20, "", 0), (30, 10, 0), (40, 20, 0)])
     with pytest.raises(ValueError, match=r"'y'.*row 3"):
         Track.from_csv(f)
     write_csv(f, ["x", "y"], [(0, 0), (1, 0), (2, 1), (3, 1)])
