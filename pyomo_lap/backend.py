@@ -21,19 +21,28 @@ __all__ = [
 ]
 
 
+_NUMERIC_TYPE = {int: True, float: True, bool: True}
+"""Cache ``type -> isinstance(x, numbers.Number)``: the ABC check is slow and these helpers
+run hundreds of thousands of times per float evaluation of the car (simulation, defects)."""
+
+
 def is_number(x) -> bool:
     """True for a plain numeric constant (Python or NumPy scalar)."""
-    return isinstance(x, numbers.Number)
+    t = type(x)
+    r = _NUMERIC_TYPE.get(t)
+    if r is None:
+        r = _NUMERIC_TYPE[t] = isinstance(x, numbers.Number)
+    return r
 
 
 def is_zero(x) -> bool:
     """True for a numeric constant equal to zero (a structural zero)."""
-    return isinstance(x, numbers.Number) and x == 0
+    return is_number(x) and x == 0
 
 
 def is_one(x) -> bool:
     """True for a numeric constant equal to one."""
-    return isinstance(x, numbers.Number) and x == 1
+    return is_number(x) and x == 1
 
 
 def mul(a, b):
