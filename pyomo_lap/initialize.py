@@ -10,15 +10,18 @@ Steps (each returns nothing and writes into the model's variables):
    and grade, split into traction (capped by power) and braking; steer from the kinematic
    (Ackermann) angle ``l * Omega_z``;
 4. algebraic variables: a fixed-point iteration of the load and in-plane equations
-   (35)-(36) evaluated with floats by the same code that builds the Pyomo model;
+   (35)-(36) (:func:`pyomo_lap.vehicle.solve_loop`) evaluated with floats by the same code
+   that builds the Pyomo model (traced once into CasADi, :mod:`pyomo_lap.numeric`);
 5. derivative variables: the right-hand sides of the spatial DAE (39) at the guess.
 """
 from __future__ import annotations
 
 import numpy as np
 import pyomo.environ as pyo
+from pyomo.dae import DerivativeVar
 
 from . import vehicle as veh
+from .numeric import CarFunctions, track_vector
 from .ocp import RATE_NAMES, STATE_NAMES
 from .speed_profile import quasi_steady_speed
 
@@ -59,28 +62,35 @@ def initialize_model(m, fixed_point_iterations: int = 4) -> dict:
     f_xb = np.minimum(fx, 0.0)
     delta = np.clip(p.l * tp.omega[:, 2], -0.9 * p.delta_max, 0.9 * p.delta_max)
     chain, joints = m.chain, m.track_joints
+    car = CarFunctions(p)        # the same car equations, traced once for fast float evaluation
+    lifted = bool(m.options.lift)
     max_res = 0.0
     s1, s2 = p.static_loads
     for i, s in enumerate(sigma):
         q = [0.0, 0.0, 0.0, float(sag[i]), 0.0, 0.0]
         qd = [float(v[i]), 0.0, 0.0, 0.0, 0.0, 0.0]
         u = [float(f_xa[i]), float(f_xb[i]), float(delta[i])]
-        z = [s1, s1, s2, s2, float(fx[i]), 0.0, 0.0]
-        for _ in range(fixed_point_iterations):
-            e = veh.car_equations(p, chain, joints[i], q, qd, u, z)
-            z = [max(p.fz_min, z[k] - float(e.load_residuals[k])) for k in range(4)] + \
-                [z[4 + k] - float(e.inplane_residuals[k]) for k in range(3)]
-        recorded = {}
+        trk = track_vector(joints[i])
 
-        def record(tag, value, _rec=recorded):
-            _rec[tag] = value
-            return value
-        e = veh.car_equations(p, chain, joints[i], q, qd, u, z, namer=record)
-        for tag, value in recorded.items():   # lifted intermediates (OCP option 'lift')
-            comp = m.car.component(tag)
-            if comp is not None and comp.ctype is pyo.Var:
-                comp[s].set_value(float(value))
-        max_res = max(max_res, max(abs(float(r)) for r in e.load_residuals + e.inplane_residuals))
+        def residual(zz, _trk=trk, _q=q, _qd=qd, _u=u):
+            return car.evaluate(_trk, _q, _qd, _u, zz)[1]
+        # step 4: a fixed number of fixed-point (Picard) steps z <- z - r(z)
+        z = veh.solve_loop(residual, [s1, s1, s2, s2, float(fx[i]), 0.0, 0.0], None, tol=0.0,
+                           max_iter=fixed_point_iterations, floor=p.fz_min, line_search=False,
+                           raise_on_failure=False).tolist()
+        qdd, res = car.evaluate(trk, q, qd, u, z)
+        if lifted:   # values of the lifted intermediates (OCP option 'lift')
+            recorded = {}
+
+            def record(tag, value, _rec=recorded):
+                _rec[tag] = value
+                return value
+            veh.car_equations(p, chain, joints[i], q, qd, u, z, namer=record)
+            for tag, value in recorded.items():
+                comp = m.car.component(tag)
+                if comp is not None and comp.ctype is pyo.Var:
+                    comp[s].set_value(float(value))
+        max_res = max(max_res, float(np.max(np.abs(res))))
         vals = dict(zip(STATE_NAMES, q[1:]))
         vals.update(zip(RATE_NAMES, qd))
         vals.update(t=float(t[i]), f_xa=u[0], f_xb=u[1], delta=u[2])
@@ -97,15 +107,15 @@ def initialize_model(m, fixed_point_iterations: int = 4) -> dict:
         for k, name in enumerate(STATE_NAMES):
             m.component(f"d{name}_ds")[s].set_value(qd[k + 1] / qd[0])
         for k, name in enumerate(RATE_NAMES):
-            m.component(f"d{name}_ds")[s].set_value(float(e.qdd[k]) / qd[0])
+            m.component(f"d{name}_ds")[s].set_value(float(qdd[k]) / qd[0])
         m.dt_ds[s].set_value(1.0 / qd[0])
     return {"status": "ok", "estimated_time_s": float(t[-1]), "max_algebraic_residual": max_res}
 
 
 def initialize_from_solution(m, source) -> dict:
     """Initialize a model from a solved model on another mesh of the same sector (mesh
-    continuation): every variable indexed by the track coordinate is interpolated linearly in
-    ``s``.
+    continuation): every variable (and derivative variable) indexed by the track coordinate
+    is interpolated linearly in ``s``.
 
     Parameters
     ----------
@@ -131,7 +141,7 @@ def initialize_from_solution(m, source) -> dict:
     s_src = np.array(sorted(source.s))
     s_dst = np.array(sorted(m.s))
     count = 0
-    for var in source.component_objects(pyo.Var, descend_into=False):
+    for var in source.component_objects((pyo.Var, DerivativeVar), descend_into=False):
         if not var.is_indexed() or var.index_set() is not source.s:
             continue
         target = m.component(var.local_name)
