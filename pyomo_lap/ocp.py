@@ -77,6 +77,10 @@ OCP_CONFIG.declare("v_min", ConfigValue(default=5.0, domain=NonNegativeFloat,
 OCP_CONFIG.declare("lift", ConfigValue(default=(), domain=tuple,
                    description="tags of ABA/car intermediates made variables with defining equality "
                                "constraints (e.g. ('qdd', 'W3J')) instead of named expressions"))
+OCP_CONFIG.declare("element_boundaries", ConfigValue(default=None, domain=lambda x: None if x is None else tuple(float(v) for v in x),
+                   description="finite-element boundaries in the sector [m], from 0 to the sector length "
+                               "(a non-uniform mesh, e.g. from pyomo_lap.defects.refine_mesh); nfe is then "
+                               "their number minus one"))
 OCP_CONFIG.declare("track_margin", ConfigValue(default=0.0, domain=NonNegativeFloat,
                    description="extra distance kept from each track edge [m]"))
 
@@ -180,6 +184,16 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
     if cfg.periodic and (not track.closed or abs(L - track.length) > 1e-6):
         raise ValueError("periodic=True needs a closed track and a sector of one whole lap "
                          f"(length {track.length:.1f} m), got length={L:.1f} m")
+    bounds = None
+    if cfg.element_boundaries is not None:
+        bounds = np.round(np.asarray(cfg.element_boundaries, dtype=float), 6)
+        if (len(bounds) < 2 or not np.all(np.isfinite(bounds)) or abs(bounds[0]) > 1e-6
+                or abs(bounds[-1] - L) > 1e-6 or np.any(np.diff(bounds) < 0.1)):
+            raise ValueError(f"element_boundaries must increase from 0 to the sector length {L:.6f} m "
+                             f"in steps of at least 0.1 m, got {len(bounds)} values "
+                             f"[{bounds[0] if len(bounds) else ''} ... {bounds[-1] if len(bounds) else ''}]")
+        bounds[0], bounds[-1] = 0.0, L
+        cfg.nfe = len(bounds) - 1
     if L / cfg.nfe < 0.1:
         raise ValueError(f"nfe={cfg.nfe} is too many for a {L:.1f} m sector (elements < 0.1 m)")
     p = vehicle
@@ -189,7 +203,8 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
     m.vehicle = p
     m.track = track
     m.sector_length = L
-    m.s = ContinuousSet(bounds=(0.0, L), doc="distance along the spine from the sector start, q1 [m]")
+    m.s = ContinuousSet(bounds=(0.0, L), initialize=None if bounds is None else bounds.tolist(),
+                        doc="distance along the spine from the sector start, q1 [m]")
 
     # ---- variables ---------------------------------------------------------------------
     m.q2 = pyo.Var(m.s, initialize=0.0, units=u.m, doc="lateral offset of O3 from the spine, + left [m]")
