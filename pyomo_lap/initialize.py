@@ -25,7 +25,8 @@ from .numeric import CarFunctions, track_vector
 from .ocp import RATE_NAMES, STATE_NAMES
 from .speed_profile import quasi_steady_speed
 
-__all__ = ["initialize_model"]
+__all__ = ["initialize_model", "initialize_from_solution", "initialize_from_trajectory",
+           "cold_start_profile"]
 
 
 def initialize_model(m, fixed_point_iterations: int = 4) -> dict:
@@ -42,25 +43,14 @@ def initialize_model(m, fixed_point_iterations: int = 4) -> dict:
     dict
         ``{"status": "ok", "estimated_time_s": float, "max_algebraic_residual": float}``.
     """
+    if m.options.model == "single-track":
+        from .single_track import initialize_single_track
+        return initialize_single_track(m)
     p = m.vehicle
-    tp = m.track_points
     sigma = np.array(sorted(m.s))
-    closed = bool(m.options.periodic)
-    v = quasi_steady_speed(p, sigma, tp.omega, tp.rotation, closed=closed,
-                           v_start=m.initial_speed, v_min=m.options.v_min)
-    invv = 1.0 / v
-    t = np.concatenate([[0.0], np.cumsum(0.5 * (invv[1:] + invv[:-1]) * np.diff(sigma))])
-    susp = p.suspension
-    kd = 0.5 * p.rho * p.S * (p.Cz1 + p.Cz2)
-    kx = 0.5 * p.rho * p.S * p.Cx
-    sag = -(p.m_s * p.gravity + kd * v ** 2) / susp["k"]
-    dvds = np.gradient(v, sigma)
-    ax = v * dvds
-    g_t = p.gravity * tp.rotation[:, 2, 0]
-    fx = p.m * (ax + g_t) + kx * v ** 2
-    f_xa = np.clip(fx, 0.0, p.P_max / v)
-    f_xb = np.minimum(fx, 0.0)
-    delta = np.clip(p.l * tp.omega[:, 2], -0.9 * p.delta_max, 0.9 * p.delta_max)
+    prof = cold_start_profile(m)
+    v, t, sag, fx = prof["v"], prof["t"], prof["sag"], prof["fx"]
+    f_xa, f_xb, delta = prof["f_xa"], prof["f_xb"], prof["delta"]
     chain, joints = m.chain, m.track_joints
     car = CarFunctions(p)        # the same car equations, traced once for fast float evaluation
     lifted = bool(m.options.lift)
@@ -112,6 +102,38 @@ def initialize_model(m, fixed_point_iterations: int = 4) -> dict:
     return {"status": "ok", "estimated_time_s": float(t[-1]), "max_algebraic_residual": max_res}
 
 
+def cold_start_profile(m) -> dict:
+    """Steps 1-3 of the cold start (module docstring) for a model of either vehicle model.
+
+    Returns
+    -------
+    dict of (n,) arrays over the sorted points of ``m.s``
+        ``v`` speed [m/s], ``t`` time [s], ``sag`` static plus aerodynamic heave [m], ``fx``
+        point-mass longitudinal force [N], ``f_xa``, ``f_xb`` [N], ``delta`` kinematic steer
+        [rad].
+    """
+    p = m.vehicle
+    tp = m.track_points
+    sigma = np.array(sorted(m.s))
+    closed = bool(m.options.periodic)
+    v = quasi_steady_speed(p, sigma, tp.omega, tp.rotation, closed=closed,
+                           v_start=m.initial_speed, v_min=m.options.v_min)
+    invv = 1.0 / v
+    t = np.concatenate([[0.0], np.cumsum(0.5 * (invv[1:] + invv[:-1]) * np.diff(sigma))])
+    susp = p.suspension
+    kd = 0.5 * p.rho * p.S * (p.Cz1 + p.Cz2)
+    kx = 0.5 * p.rho * p.S * p.Cx
+    sag = -(p.m_s * p.gravity + kd * v ** 2) / susp["k"]
+    dvds = np.gradient(v, sigma)
+    ax = v * dvds
+    g_t = p.gravity * tp.rotation[:, 2, 0]
+    fx = p.m * (ax + g_t) + kx * v ** 2
+    f_xa = np.clip(fx, 0.0, p.P_max / v)
+    f_xb = np.minimum(fx, 0.0)
+    delta = np.clip(p.l * tp.omega[:, 2], -0.9 * p.delta_max, 0.9 * p.delta_max)
+    return {"v": v, "t": t, "sag": sag, "fx": fx, "f_xa": f_xa, "f_xb": f_xb, "delta": delta}
+
+
 def initialize_from_solution(m, source) -> dict:
     """Initialize a model from a solved model on another mesh of the same sector (mesh
     continuation): every variable (and derivative variable) indexed by the track coordinate
@@ -161,6 +183,59 @@ def initialize_from_solution(m, source) -> dict:
                 v = max(v, vd.lb)
             if vd.ub is not None:
                 v = min(v, vd.ub)
+            vd.set_value(float(v), skip_validation=True)
+            count += 1
+    return {"status": "ok", "variables": count}
+
+
+def initialize_from_trajectory(m, df) -> dict:
+    """Initialize a model from a trajectory table of a solved model of the same sector (e.g. a
+    results folder's ``trajectory.csv`` read with :func:`pyomo_lap.results.read_trajectory`),
+    on the same or another mesh: states, controls, algebraic variables and time are
+    interpolated linearly in ``s_sector``; the derivative variables follow from the
+    trajectory's rates and accelerations (``dq_k/ds = q_k_dot / q1_dot``,
+    ``dq_k_dot/ds = q_k_ddot / q1_dot``, ``dt/ds = 1 / q1_dot``), so on the same mesh the
+    model holds the solution exactly (to the table's precision).
+
+    Parameters
+    ----------
+    m : pyomo.environ.ConcreteModel
+        From :func:`pyomo_lap.ocp.build_model`.
+    df : pandas.DataFrame
+        Columns ``s_sector``, the states, ``q<k>_ddot``, controls, algebraic variables, ``t``.
+
+    Returns
+    -------
+    dict
+        ``{"status": "ok", "variables": count}``.
+
+    Raises
+    ------
+    ValueError
+        A missing column, or a table that does not cover the model's sector.
+    """
+    s_src = df["s_sector"].to_numpy(dtype=float)
+    if abs(s_src[0]) > 1e-6 or abs(s_src[-1] - m.sector_length) > 1e-3:
+        raise ValueError(f"trajectory covers [{s_src[0]}, {s_src[-1]}] m of the sector, the model "
+                         f"[0, {m.sector_length}] m")
+    names = STATE_NAMES + RATE_NAMES + ("t",) + veh.CONTROLS + veh.ALGEBRAIC
+    missing = [c for c in names + tuple(f"q{k}_ddot" for k in range(1, 7)) if c not in df.columns]
+    if missing:
+        raise ValueError(f"trajectory lacks column(s) {missing}")
+    s_dst = np.array(sorted(m.s))
+    col = {c: np.interp(s_dst, s_src, df[c].to_numpy(dtype=float)) for c in df.columns
+           if c in names or c.endswith("_ddot")}
+    v1 = col["q1_dot"]
+    deriv = {f"d{k}_ds": col[f"{k}_dot"] / v1 for k in STATE_NAMES}
+    deriv.update({f"dq{k}_dot_ds": col[f"q{k}_ddot"] / v1 for k in range(1, 7)})
+    deriv["dt_ds"] = 1.0 / v1
+    count = 0
+    for name, vals in list(((n, col[n]) for n in names)) + list(deriv.items()):
+        var = m.component(name)
+        for s, v in zip(s_dst, vals):
+            vd = var[s]
+            if vd.fixed:
+                continue
             vd.set_value(float(v), skip_validation=True)
             count += 1
     return {"status": "ok", "variables": count}
