@@ -221,7 +221,8 @@ class CarFunctions:
         ------
         AlgebraicLoopError
             No convergence, or a vertical load at or below zero at the solution (wheel lift:
-            outside the model).
+            outside the model; not checked with ``tyres=False``, where the loads do not act
+            back on the motion).
         """
         z0 = self.static_guess if z0 is None else np.asarray(z0, float)
         n_loads = 4 if self.model == "full" else 2
@@ -237,13 +238,15 @@ class CarFunctions:
                 residual(zz)
             return cache["jac"]
 
+        # without tyres the loads do not act back on the motion: no floor, no lift check
+        floor = 1.0 if self.tyres else -np.inf
         try:
             z = veh.solve_loop(residual, z0, jacobian, tol=tol, max_iter=max_iter,
-                               n_loads=n_loads, floor=1.0)
+                               n_loads=n_loads, floor=floor)
         except RuntimeError as exc:
             raise AlgebraicLoopError(str(exc)) from None
         if cache.get("z") is not z:
             residual(z)
-        if np.any(z[:n_loads] <= 1.0 + 1e-9):
+        if self.tyres and np.any(z[:n_loads] <= 1.0 + 1e-9):
             raise AlgebraicLoopError(f"a wheel lifts: vertical loads {np.round(z[:n_loads], 1)} N")
         return z, cache["qdd"]
