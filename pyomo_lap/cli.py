@@ -41,11 +41,18 @@ def main():
               type=click.Choice(["LAGRANGE-RADAU", "LAGRANGE-LEGENDRE"]), help="collocation scheme")
 @click.option("--initial-speed", default="quasi-steady", show_default=True,
               help="speed at the sector start [m/s], 'quasi-steady' or 'free'")
+@click.option("--model", default="full", show_default=True,
+              type=click.Choice(["full", "single-track"]),
+              help="vehicle model: the six-joint Lie-group car or the single-track (bicycle, Fiala tyres)")
+@click.option("--initial-guess", default="cold", show_default=True,
+              type=click.Choice(["cold", "single-track"]),
+              help="full model: start from the single-track solution on the same mesh")
 @click.option("--solver", default="ipopt", show_default=True, help="Pyomo solver name")
 @click.option("--out", "out_dir", default="results", show_default=True,
               type=click.Path(file_okay=False), help="output folder")
 @click.option("--quiet", is_flag=True, help="do not stream the solver's iterations")
-def solve(track, vehicle, start, length, nfe, ncp, scheme, initial_speed, solver, out_dir, quiet):
+def solve(track, vehicle, start, length, nfe, ncp, scheme, initial_speed, model, initial_guess,
+          solver, out_dir, quiet):
     """Solve the minimum-time problem on a sector and write trajectory.csv, results.xlsx and
     summary.json to OUT."""
     from .api import solve_sector  # heavy imports after argument parsing
@@ -65,7 +72,8 @@ def solve(track, vehicle, start, length, nfe, ncp, scheme, initial_speed, solver
         _fail(f"--initial-speed {initial_speed!r}: expected a speed in m/s, 'quasi-steady' or 'free'")
     try:
         solve_sector(track=track, vehicle=vehicle, start=start, length=length, nfe=nfe, ncp=ncp,
-                     scheme=scheme, initial_speed=isp, solver=solver, out_dir=Path(out_dir),
+                     scheme=scheme, initial_speed=isp, model=model, initial_guess=initial_guess,
+                     solver=solver, out_dir=Path(out_dir),
                      tee=not quiet, echo=click.echo)
     except KeyboardInterrupt:
         _fail(f"interrupted; nothing was written to {out_dir}", code=130)
@@ -73,6 +81,21 @@ def solve(track, vehicle, start, length, nfe, ncp, scheme, initial_speed, solver
         _fail(str(exc))
     except RuntimeError as exc:
         _fail(str(exc), code=1)
+
+
+@main.command()
+@click.option("--out", "out_dir", default="results", show_default=True,
+              type=click.Path(file_okay=False), help="results folder of `pyomo-lap solve`")
+@click.option("--no-feedback", is_flag=True, help="skip the replay with steering feedback")
+@click.option("--shooting", is_flag=True, help="also the local error of each element by shooting")
+def validate(out_dir, no_feedback, shooting):
+    """Replay the optimal controls in the time-domain simulation and measure the collocation
+    defects of a solved sector; writes validation.json and defects.csv to OUT."""
+    from .validate import validate_results
+    try:
+        validate_results(out_dir, feedback=not no_feedback, shooting=shooting, echo=click.echo)
+    except (ValueError, OSError) as exc:
+        _fail(str(exc))
 
 
 @main.command()

@@ -179,7 +179,7 @@ def replay(source, track, vehicle, *, feedback: Union[bool, dict] = False,
            tolerances: Optional[dict] = None, start: Optional[float] = None,
            basis: str = "s", s_end: Optional[float] = None, method: str = "RK45",
            rtol: float = 1e-6, car: Optional[CarFunctions] = None,
-           explain: bool = True) -> ReplayReport:
+           explain: bool = True, initial_offset: Optional[dict] = None) -> ReplayReport:
     r"""Drive the simulation with the optimal controls of a solved sector and compare.
 
     Parameters
@@ -208,6 +208,9 @@ def replay(source, track, vehicle, *, feedback: Union[bool, dict] = False,
     car : CarFunctions, optional
     explain : bool
         Compute the eigenvalues of the linearized dynamics around the parting point to say why.
+    initial_offset : dict, optional
+        Added to the optimum's initial state, e.g. ``{"q2": 0.3}`` (a disturbance, to see the
+        feedback at work).
 
     Returns
     -------
@@ -236,6 +239,11 @@ def replay(source, track, vehicle, *, feedback: Union[bool, dict] = False,
                             vehicle=vehicle, **opts)
     r0 = df.iloc[0]
     x0 = np.array([start] + [r0[f"q{k}"] for k in range(2, n + 1)] + [r0[f"q{k}_dot"] for k in range(1, n + 1)])
+    names0 = state_names(n)
+    for k, dv in (initial_offset or {}).items():
+        if k not in names0[1:]:
+            raise ValueError(f"initial_offset: unknown state {k!r}; expected one of {names0[1:]}")
+        x0[names0.index(k)] += float(dv)
     z0 = r0[list(ALGEBRAIC)].to_numpy(float)
     s_stop = s_ref[-1] if s_end is None else float(s_end)
     t_span = float(df["t"].iloc[-1] - df["t"].iloc[0])
