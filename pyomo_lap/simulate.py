@@ -32,7 +32,6 @@ The run stops at the end of the sector (``s_end``), at ``t_end``, when the car s
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Callable, Optional, Sequence
 
 import numpy as np

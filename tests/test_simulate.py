@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import _solved_sector as sector
-from pyomo_lap import load_track, load_vehicle
+from pyomo_lap import load_vehicle
 from pyomo_lap import vehicle as veh
 from pyomo_lap.chain import TrackJoint
 from pyomo_lap.numeric import CarFunctions, track_vector
