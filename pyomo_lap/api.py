@@ -77,7 +77,8 @@ def _input_files(tr, vehicle) -> dict:
 def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
                  length: Optional[float] = 2000.0, nfe: int = 400, ncp: int = 3,
                  scheme: str = "LAGRANGE-RADAU", initial_speed="quasi-steady",
-                 periodic: bool = False, solver: str = "ipopt", solver_options: Optional[dict] = None,
+                 periodic: bool = False, model: str = "full", initial_guess: str = "cold",
+                 solver: str = "ipopt", solver_options: Optional[dict] = None,
                  out_dir: Optional[Path] = Path("results"), tee: bool = False,
                  echo: Callable[[str], None] = print, repair_track: bool = False):
     """Build, initialize and solve the minimum-time problem on a sector, and export.
@@ -92,6 +93,11 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     initial_speed : float, 'quasi-steady' or 'free'
     periodic : bool
         Closed lap (needs a whole closed track).
+    model : {'full', 'single-track'}
+        Vehicle model (:mod:`pyomo_lap.single_track` for the second).
+    initial_guess : {'cold', 'single-track'}
+        Full model only: ``'single-track'`` solves the single-track model on the same mesh
+        first and starts from it (:func:`pyomo_lap.single_track.warm_start_full`).
     solver : str
         Pyomo solver name.
     solver_options : dict, optional
@@ -131,6 +137,10 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     from .track import Track
     from .vehicle import VehicleParameters
 
+    if model not in ("full", "single-track"):
+        raise ValueError(f"model = {model!r}: expected 'full' or 'single-track'")
+    if initial_guess not in ("cold", "single-track"):
+        raise ValueError(f"initial_guess = {initial_guess!r}: expected 'cold' or 'single-track'")
     with warnings.catch_warnings():      # the repairs are reported through echo instead
         warnings.simplefilter("ignore", track_checks.TrackRepairWarning)
         tr = track if isinstance(track, Track) else load_track(track, repair=repair_track)
@@ -149,12 +159,28 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     echo(f"building the model: sector {start:.0f} m + {length if length is not None else tr.length - start:.0f} m, "
          f"nfe={nfe}, ncp={ncp}, {scheme} ...")
     m = build_model(tr, p, start=start, length=length, nfe=nfe, ncp=ncp, scheme=scheme,
-                    initial_speed=initial_speed, periodic=periodic)
+                    initial_speed=initial_speed, periodic=periodic, model=model)
     size = model_size(m)
     echo(f"  built in {m.build_time_s:.1f} s: {size['n_variables']} variables, "
          f"{size['n_constraints']} constraints, {len(m.s)} points")
     t0 = time.perf_counter()
     info = initialize_model(m)
+    warm = None
+    if initial_guess == "single-track" and model == "full":
+        from .single_track import warm_start_full
+        echo("  initial guess from the single-track model on the same mesh ...")
+        ms = build_model(tr, p, start=start, length=length, nfe=nfe, ncp=ncp, scheme=scheme,
+                         initial_speed=initial_speed, periodic=periodic, model="single-track")
+        initialize_model(ms)
+        rs = solve_model(ms, solver=solver, options=solver_options)
+        if not rs.ok:
+            raise RuntimeError(f"the single-track model for the initial guess did not solve: "
+                               f"{rs.termination_condition}")
+        warm = {"single_track_time_s": float(pyo.value(ms.lap_time)),
+                "single_track_iterations": rs.iterations, "single_track_solve_time_s": rs.solve_time_s}
+        warm_start_full(m, ms)
+        echo(f"  single-track sector time {warm['single_track_time_s']:.3f} s "
+             f"({rs.iterations} iterations, {rs.solve_time_s:.1f} s)")
     init_s = time.perf_counter() - t0
     echo(f"  initial guess in {init_s:.1f} s (quasi-steady estimate {info['estimated_time_s']:.2f} s)")
     echo(f"solving with {solver} ...")
@@ -183,6 +209,9 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
         "start_m": start,
         "length_m": m.sector_length,
         "periodic": periodic,
+        "model": model,
+        "initial_guess": initial_guess,
+        **({"warm_start": warm} if warm else {}),
         "initial_speed_mps": m.initial_speed,
         "track": tr.name,
         "vehicle": p.name,

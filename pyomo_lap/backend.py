@@ -21,15 +21,17 @@ __all__ = [
 ]
 
 
-_NUMBER_TYPES = {float: True, int: True}   # type -> is a number (cache of the ABC check)
+_NUMERIC_TYPE = {int: True, float: True, bool: True}
+"""Cache ``type -> isinstance(x, numbers.Number)``: the ABC check is slow and these helpers
+run hundreds of thousands of times per float evaluation of the car (simulation, defects)."""
 
 
 def is_number(x) -> bool:
     """True for a plain numeric constant (Python or NumPy scalar)."""
     t = type(x)
-    r = _NUMBER_TYPES.get(t)
+    r = _NUMERIC_TYPE.get(t)
     if r is None:
-        r = _NUMBER_TYPES[t] = isinstance(x, numbers.Number)
+        r = _NUMERIC_TYPE[t] = isinstance(x, numbers.Number)
     return r
 
 

@@ -78,6 +78,12 @@ class Chain:
     inertia: Dict[int, list]
     gravity: float = GRAVITY
 
+    @property
+    def n_joints(self) -> int:
+        """Number of joints n, the track joint included (6 for the car of sec. 2.2; 3 for a
+        rigid car on the road, joints 1-3 only)."""
+        return max(self.joints)
+
 
 @dataclasses.dataclass(frozen=True)
 class TrackJoint:
@@ -118,9 +124,10 @@ class Kinematics:
     V: dict
 
     def posture(self, k_from: int, k_to: int):
-        """Posture :math:`g_{i,j}` for ``0 <= i < j <= 6`` as a product of relative postures."""
-        if not 0 <= k_from < k_to <= 6:
-            raise ValueError(f"need 0 <= k_from < k_to <= 6, got {k_from}, {k_to}")
+        """Posture :math:`g_{i,j}` for ``0 <= i < j <= n`` as a product of relative postures."""
+        n = len(self.g)
+        if not 0 <= k_from < k_to <= n:
+            raise ValueError(f"need 0 <= k_from < k_to <= {n}, got {k_from}, {k_to}")
         g = self.g[k_from + 1]
         for k in range(k_from + 2, k_to + 1):
             g = lie.compose(g, self.g[k])
@@ -237,7 +244,7 @@ def forward_kinematics(chain: Chain, track: TrackJoint, q: Sequence, qd: Sequenc
     chain : Chain
     track : TrackJoint
         Track joint at the current ``q1``.
-    q, qd : sequences of 6 scalars
+    q, qd : sequences of n scalars (n = ``chain.n_joints``, 6 for the car)
         Joint coordinates q1..q6 [m, m, rad, m, rad, rad] and their rates (q1 itself is
         only used through ``track``).
     namer : callable, optional
@@ -248,11 +255,12 @@ def forward_kinematics(chain: Chain, track: TrackJoint, q: Sequence, qd: Sequenc
     Kinematics
     """
     nm = namer or _identity_namer
-    if len(q) != 6 or len(qd) != 6:
-        raise ValueError(f"q and qd must have 6 entries (q1..q6), got {len(q)} and {len(qd)}")
+    n = chain.n_joints
+    if len(q) != n or len(qd) != n:
+        raise ValueError(f"q and qd must have {n} entries (q1..q{n}), got {len(q)} and {len(qd)}")
     g = {1: ([list(r) for r in track.R], list(track.p))}
     V = {1: [mul(j, qd[0]) for j in track.J]}
-    for k in range(2, 7):
+    for k in range(2, n + 1):
         jt = chain.joints[k]
         gk = lie.compose(jt.offset, lie.exp_twist(jt.axis, q[k - 1]))
         g[k] = gk
@@ -272,10 +280,10 @@ def aba(chain: Chain, track: TrackJoint, kin: Kinematics, qd: Sequence, tau: Seq
     track : TrackJoint
     kin : Kinematics
         Output of :func:`forward_kinematics` for the same state.
-    qd : sequence of 6 scalars
-        Joint rates q̇1..q̇6.
-    tau : sequence of 6 scalars
-        Joint forces/torques τ1..τ6 [N, N, N m, N, N m, N m] (τ1 = τ2 = τ3 = 0 for the car;
+    qd : sequence of n scalars
+        Joint rates q̇1..q̇n (n = ``chain.n_joints``, 6 for the car).
+    tau : sequence of n scalars
+        Joint forces/torques τ1..τn [N, N, N m, N, N m, N m] (τ1 = τ2 = τ3 = 0 for the car;
         τ4..τ6 from springs and dampers, eq 18).
     wrench_ext : mapping int -> 6 scalars
         External wrenches :math:`W_{kE}^k` on the bodies, each in its own frame [N, N m]
@@ -303,7 +311,8 @@ def aba(chain: Chain, track: TrackJoint, kin: Kinematics, qd: Sequence, tau: Seq
     V = kin.V
     # bias forces of the bodies, eq (14)
     b = {}
-    for k in range(1, 7):
+    n = chain.n_joints
+    for k in range(1, n + 1):
         Mk = chain.inertia.get(k)
         bk = [0] * 6
         if Mk is not None:
@@ -312,13 +321,13 @@ def aba(chain: Chain, track: TrackJoint, kin: Kinematics, qd: Sequence, tau: Seq
             bk = [sub(a, w) for a, w in zip(bk, wrench_ext[k])]
         b[k] = bk
     # Step 2
-    M_hat = {6: chain.inertia.get(6) or [[0] * 6 for _ in range(6)]}
-    b_hat = {6: _name_vec(nm, "b_hat6", b[6])}
+    M_hat = {n: chain.inertia.get(n) or [[0] * 6 for _ in range(6)]}
+    b_hat = {n: _name_vec(nm, f"b_hat{n}", b[n])}
     U, d, inv_d, u, c, Mbar, bbar = {}, {}, {}, {}, {}, {}, {}
     # body 1 (massless, no external wrench) is only needed through J^T M_hat1 J and
     # J^T b_hat1, which are evaluated in frame 2 below instead of forming M_hat1
     lean_root = 1 not in chain.inertia and 1 not in wrench_ext
-    for l in range(6, 1, -1):
+    for l in range(n, 1, -1):
         k = l - 1
         X = chain.joints[l].axis
         Ml, bl = M_hat[l], b_hat[l]
@@ -362,10 +371,10 @@ def aba(chain: Chain, track: TrackJoint, kin: Kinematics, qd: Sequence, tau: Seq
         MJ = lie.matvec(M_hat[1], J)
         num = sub(tau[0], add(lie.dot(MJ, a1), lie.dot(J, b_hat[1])))
         den = lie.dot(J, MJ)
-    qdd = [0] * 6
+    qdd = [0] * n
     qdd[0] = nm("qdd1", num / den)
     Vdot = {1: [add(x, mul(j, qdd[0])) for x, j in zip(a1, J)]}
-    for l in range(2, 7):
+    for l in range(2, n + 1):
         k = l - 1
         al = [add(x, y) for x, y in zip(lie.Ad_inv_apply(kin.g[l], Vdot[k]), c[l])]
         al = _name_vec(nm, f"a{l}", al)

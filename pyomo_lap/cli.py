@@ -74,6 +74,12 @@ def main():
               type=click.Choice(["LAGRANGE-RADAU", "LAGRANGE-LEGENDRE"]), help="collocation scheme")
 @click.option("--initial-speed", default="quasi-steady", show_default=True,
               help="speed at the sector start [m/s], 'quasi-steady' or 'free'")
+@click.option("--model", default="full", show_default=True,
+              type=click.Choice(["full", "single-track"]),
+              help="vehicle model: the six-joint Lie-group car or the single-track (bicycle, Fiala tyres)")
+@click.option("--initial-guess", default="cold", show_default=True,
+              type=click.Choice(["cold", "single-track"]),
+              help="full model: start from the single-track solution on the same mesh")
 @click.option("--solver", default="ipopt", show_default=True, help="Pyomo solver name")
 @click.option("--out", "out_dir", default="results", show_default=True,
               type=click.Path(file_okay=False), help="output folder")
@@ -84,8 +90,8 @@ def main():
               help="repair the track data where a repair is well defined (missing values, "
                    "duplicates, glitches, a small gap in a loop, a sector past the end of an "
                    "open track); every repair is reported")
-def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_speed, solver, out_dir,
-          quiet, max_iter, repair_track):
+def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_speed, model,
+          initial_guess, solver, out_dir, quiet, max_iter, repair_track):
     """Solve the minimum-time problem on a sector (or, with --full-lap, the closed lap) and
     write trajectory.csv, results.xlsx and summary.json to OUT.
 
@@ -136,7 +142,8 @@ def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_spe
     try:
         solve_sector(track=track, vehicle=vehicle, start=0.0 if full_lap else start,
                      length=None if full_lap else length, periodic=full_lap, nfe=nfe, ncp=ncp,
-                     scheme=scheme, initial_speed=isp, solver=solver, out_dir=Path(out_dir),
+                     scheme=scheme, initial_speed=isp, model=model,
+                     initial_guess=initial_guess, solver=solver, out_dir=Path(out_dir),
                      tee=not quiet, echo=click.echo, repair_track=repair_track,
                      solver_options=None if max_iter is None else {"max_iter": max_iter})
     except SolveInterrupted as exc:
@@ -202,6 +209,21 @@ def check(track, vehicle, repair_track):
         _unexpected(exc)
     if problems:
         _fail("\n".join(problems))
+
+
+@main.command()
+@click.option("--out", "out_dir", default="results", show_default=True,
+              type=click.Path(file_okay=False), help="results folder of `pyomo-lap solve`")
+@click.option("--no-feedback", is_flag=True, help="skip the replay with steering feedback")
+@click.option("--shooting", is_flag=True, help="also the local error of each element by shooting")
+def validate(out_dir, no_feedback, shooting):
+    """Replay the optimal controls in the time-domain simulation and measure the collocation
+    defects of a solved sector; writes validation.json and defects.csv to OUT."""
+    from .validate import validate_results
+    try:
+        validate_results(out_dir, feedback=not no_feedback, shooting=shooting, echo=click.echo)
+    except (ValueError, OSError) as exc:
+        _fail(str(exc))
 
 
 @main.command()

@@ -10,19 +10,23 @@ Steps (each returns nothing and writes into the model's variables):
    and grade, split into traction (capped by power) and braking; steer from the kinematic
    (Ackermann) angle ``l * Omega_z``;
 4. algebraic variables: a fixed-point iteration of the load and in-plane equations
-   (35)-(36) evaluated with floats by the same code that builds the Pyomo model;
+   (35)-(36) (:func:`pyomo_lap.vehicle.solve_loop`) evaluated with floats by the same code
+   that builds the Pyomo model (traced once into CasADi, :mod:`pyomo_lap.numeric`);
 5. derivative variables: the right-hand sides of the spatial DAE (39) at the guess.
 """
 from __future__ import annotations
 
 import numpy as np
 import pyomo.environ as pyo
+from pyomo.dae import DerivativeVar
 
 from . import vehicle as veh
+from .numeric import CarFunctions, track_vector
 from .ocp import RATE_NAMES, STATE_NAMES
 from .speed_profile import quasi_steady_speed
 
-__all__ = ["initialize_model"]
+__all__ = ["initialize_model", "initialize_from_solution", "initialize_from_trajectory",
+           "cold_start_profile"]
 
 
 def initialize_model(m, fixed_point_iterations: int = 4) -> dict:
@@ -38,6 +42,75 @@ def initialize_model(m, fixed_point_iterations: int = 4) -> dict:
     -------
     dict
         ``{"status": "ok", "estimated_time_s": float, "max_algebraic_residual": float}``.
+    """
+    if m.options.model == "single-track":
+        from .single_track import initialize_single_track
+        return initialize_single_track(m)
+    p = m.vehicle
+    sigma = np.array(sorted(m.s))
+    prof = cold_start_profile(m)
+    v, t, sag, fx = prof["v"], prof["t"], prof["sag"], prof["fx"]
+    f_xa, f_xb, delta = prof["f_xa"], prof["f_xb"], prof["delta"]
+    chain, joints = m.chain, m.track_joints
+    car = CarFunctions(p)        # the same car equations, traced once for fast float evaluation
+    lifted = bool(m.options.lift)
+    max_res = 0.0
+    s1, s2 = p.static_loads
+    for i, s in enumerate(sigma):
+        q = [0.0, 0.0, 0.0, float(sag[i]), 0.0, 0.0]
+        qd = [float(v[i]), 0.0, 0.0, 0.0, 0.0, 0.0]
+        u = [float(f_xa[i]), float(f_xb[i]), float(delta[i])]
+        trk = track_vector(joints[i])
+
+        def residual(zz, _trk=trk, _q=q, _qd=qd, _u=u):
+            return car.evaluate(_trk, _q, _qd, _u, zz)[1]
+        # step 4: a fixed number of fixed-point (Picard) steps z <- z - r(z)
+        z = veh.solve_loop(residual, [s1, s1, s2, s2, float(fx[i]), 0.0, 0.0], None, tol=0.0,
+                           max_iter=fixed_point_iterations, floor=p.fz_min, line_search=False,
+                           raise_on_failure=False).tolist()
+        qdd, res = car.evaluate(trk, q, qd, u, z)
+        if lifted:   # values of the lifted intermediates (OCP option 'lift')
+            recorded = {}
+
+            def record(tag, value, _rec=recorded):
+                _rec[tag] = value
+                return value
+            veh.car_equations(p, chain, joints[i], q, qd, u, z, namer=record)
+            for tag, value in recorded.items():
+                comp = m.car.component(tag)
+                if comp is not None and comp.ctype is pyo.Var:
+                    comp[s].set_value(float(value))
+        max_res = max(max_res, float(np.max(np.abs(res))))
+        vals = dict(zip(STATE_NAMES, q[1:]))
+        vals.update(zip(RATE_NAMES, qd))
+        vals.update(t=float(t[i]), f_xa=u[0], f_xb=u[1], delta=u[2])
+        vals.update(zip(veh.ALGEBRAIC, z))
+        for name, val in vals.items():
+            var = m.component(name)[s]
+            if not var.fixed:
+                lb, ub = var.lb, var.ub
+                if lb is not None:
+                    val = max(val, lb)
+                if ub is not None:
+                    val = min(val, ub)
+                var.set_value(val, skip_validation=True)
+        for k, name in enumerate(STATE_NAMES):
+            m.component(f"d{name}_ds")[s].set_value(qd[k + 1] / qd[0])
+        for k, name in enumerate(RATE_NAMES):
+            m.component(f"d{name}_ds")[s].set_value(float(qdd[k]) / qd[0])
+        m.dt_ds[s].set_value(1.0 / qd[0])
+    return {"status": "ok", "estimated_time_s": float(t[-1]), "max_algebraic_residual": max_res}
+
+
+def cold_start_profile(m) -> dict:
+    """Steps 1-3 of the cold start (module docstring) for a model of either vehicle model.
+
+    Returns
+    -------
+    dict of (n,) arrays over the sorted points of ``m.s``
+        ``v`` speed [m/s], ``t`` time [s], ``sag`` static plus aerodynamic heave [m], ``fx``
+        point-mass longitudinal force [N], ``f_xa``, ``f_xb`` [N], ``delta`` kinematic steer
+        [rad].
     """
     p = m.vehicle
     tp = m.track_points
@@ -58,81 +131,13 @@ def initialize_model(m, fixed_point_iterations: int = 4) -> dict:
     f_xa = np.clip(fx, 0.0, p.P_max / v)
     f_xb = np.minimum(fx, 0.0)
     delta = np.clip(p.l * tp.omega[:, 2], -0.9 * p.delta_max, 0.9 * p.delta_max)
-    # step 4: the algebraic loop, all points at once on the recorded car equations
-    tape, outs = m.car_tape, m.car_outputs
-    n = len(sigma)
-    zeros = np.zeros(n)
-    q = [zeros, zeros, sag, zeros, zeros]                      # q2..q6
-    qd = [v, zeros, zeros, zeros, zeros, zeros]                # q1_dot..q6_dot
-    u = [f_xa, f_xb, delta]
-    s1, s2 = p.static_loads
-    z = [np.full(n, s1), np.full(n, s1), np.full(n, s2), np.full(n, s2), fx.copy(), zeros, zeros]
-    inputs = _track_inputs(m)
-
-    def evaluate(tagged=False):
-        for k in range(5):
-            inputs[f"q[{k}]"] = q[k]
-        for k in range(6):
-            inputs[f"qd[{k}]"] = qd[k]
-        for k in range(3):
-            inputs[f"u[{k}]"] = u[k]
-        for k in range(7):
-            inputs[f"z[{k}]"] = z[k]
-        return tape.evaluate(inputs, outs["qdd"] + outs["load_res"] + outs["inplane"], tagged=tagged)
-
-    for _ in range(fixed_point_iterations):
-        r = [np.broadcast_to(x, (n,)) for x in evaluate()]
-        z = [np.maximum(p.fz_min, z[k] - r[6 + k]) for k in range(4)] + \
-            [z[4 + k] - r[10 + k] for k in range(3)]
-    r, tags = evaluate(tagged=True)
-    r = [np.broadcast_to(np.asarray(x, dtype=float), (n,)) for x in r]
-    max_res = float(max(np.max(np.abs(x)) for x in r[6:13]))
-    for tag, value in tags.items():   # lifted intermediates (OCP option 'lift')
-        comp = m.car.component(tag)
-        if comp is not None and comp.ctype is pyo.Var:
-            value = np.broadcast_to(np.asarray(value, dtype=float), (n,))
-            for i, s in enumerate(sigma):
-                comp[s].set_value(float(value[i]))
-    vals = dict(zip(STATE_NAMES, q))
-    vals.update(zip(RATE_NAMES, qd))
-    vals.update(t=t, f_xa=u[0], f_xb=u[1], delta=u[2])
-    vals.update(zip(veh.ALGEBRAIC, z))
-    for name, arr in vals.items():
-        var = m.component(name)
-        arr = np.broadcast_to(np.asarray(arr, dtype=float), (n,))
-        for i, s in enumerate(sigma):
-            vd = var[s]
-            if vd.fixed:
-                continue
-            val = float(arr[i])
-            if vd.lb is not None:
-                val = max(val, vd.lb)
-            if vd.ub is not None:
-                val = min(val, vd.ub)
-            vd.set_value(val, skip_validation=True)
-    rates = dict(zip(STATE_NAMES, qd[1:]))
-    rates.update(zip(RATE_NAMES, r[0:6]))
-    for name, arr in rates.items():
-        dv = m.component(f"d{name}_ds")
-        arr = np.broadcast_to(np.asarray(arr, dtype=float), (n,))
-        for i, s in enumerate(sigma):
-            dv[s].set_value(float(arr[i] / v[i]))
-    for i, s in enumerate(sigma):
-        m.dt_ds[s].set_value(1.0 / float(v[i]))
-    return {"status": "ok", "estimated_time_s": float(t[-1]), "max_algebraic_residual": max_res}
-
-
-def _track_inputs(m) -> dict:
-    """The track-joint numbers of every point, keyed as the car tape's inputs (arrays)."""
-    from .ocp import _tape_inputs
-    per_point = [_tape_inputs(j) for j in m.track_joints]
-    return {k: np.array([d[k] for d in per_point]) for k in per_point[0]}
+    return {"v": v, "t": t, "sag": sag, "fx": fx, "f_xa": f_xa, "f_xb": f_xb, "delta": delta}
 
 
 def initialize_from_solution(m, source) -> dict:
     """Initialize a model from a solved model on another mesh of the same sector (mesh
-    continuation): every variable indexed by the track coordinate is interpolated linearly in
-    ``s``.
+    continuation): every variable (and derivative variable) indexed by the track coordinate
+    is interpolated linearly in ``s``.
 
     Parameters
     ----------
@@ -158,7 +163,7 @@ def initialize_from_solution(m, source) -> dict:
     s_src = np.array(sorted(source.s))
     s_dst = np.array(sorted(m.s))
     count = 0
-    for var in source.component_objects(pyo.Var, descend_into=False):
+    for var in source.component_objects((pyo.Var, DerivativeVar), descend_into=False):
         if not var.is_indexed() or var.index_set() is not source.s:
             continue
         target = m.component(var.local_name)
@@ -178,6 +183,59 @@ def initialize_from_solution(m, source) -> dict:
                 v = max(v, vd.lb)
             if vd.ub is not None:
                 v = min(v, vd.ub)
+            vd.set_value(float(v), skip_validation=True)
+            count += 1
+    return {"status": "ok", "variables": count}
+
+
+def initialize_from_trajectory(m, df) -> dict:
+    """Initialize a model from a trajectory table of a solved model of the same sector (e.g. a
+    results folder's ``trajectory.csv`` read with :func:`pyomo_lap.results.read_trajectory`),
+    on the same or another mesh: states, controls, algebraic variables and time are
+    interpolated linearly in ``s_sector``; the derivative variables follow from the
+    trajectory's rates and accelerations (``dq_k/ds = q_k_dot / q1_dot``,
+    ``dq_k_dot/ds = q_k_ddot / q1_dot``, ``dt/ds = 1 / q1_dot``), so on the same mesh the
+    model holds the solution exactly (to the table's precision).
+
+    Parameters
+    ----------
+    m : pyomo.environ.ConcreteModel
+        From :func:`pyomo_lap.ocp.build_model`.
+    df : pandas.DataFrame
+        Columns ``s_sector``, the states, ``q<k>_ddot``, controls, algebraic variables, ``t``.
+
+    Returns
+    -------
+    dict
+        ``{"status": "ok", "variables": count}``.
+
+    Raises
+    ------
+    ValueError
+        A missing column, or a table that does not cover the model's sector.
+    """
+    s_src = df["s_sector"].to_numpy(dtype=float)
+    if abs(s_src[0]) > 1e-6 or abs(s_src[-1] - m.sector_length) > 1e-3:
+        raise ValueError(f"trajectory covers [{s_src[0]}, {s_src[-1]}] m of the sector, the model "
+                         f"[0, {m.sector_length}] m")
+    names = STATE_NAMES + RATE_NAMES + ("t",) + veh.CONTROLS + veh.ALGEBRAIC
+    missing = [c for c in names + tuple(f"q{k}_ddot" for k in range(1, 7)) if c not in df.columns]
+    if missing:
+        raise ValueError(f"trajectory lacks column(s) {missing}")
+    s_dst = np.array(sorted(m.s))
+    col = {c: np.interp(s_dst, s_src, df[c].to_numpy(dtype=float)) for c in df.columns
+           if c in names or c.endswith("_ddot")}
+    v1 = col["q1_dot"]
+    deriv = {f"d{k}_ds": col[f"{k}_dot"] / v1 for k in STATE_NAMES}
+    deriv.update({f"dq{k}_dot_ds": col[f"q{k}_ddot"] / v1 for k in range(1, 7)})
+    deriv["dt_ds"] = 1.0 / v1
+    count = 0
+    for name, vals in list(((n, col[n]) for n in names)) + list(deriv.items()):
+        var = m.component(name)
+        for s, v in zip(s_dst, vals):
+            vd = var[s]
+            if vd.fixed:
+                continue
             vd.set_value(float(v), skip_validation=True)
             count += 1
     return {"status": "ok", "variables": count}

@@ -41,12 +41,16 @@ from . import vehicle as veh
 from .backend import is_number
 from .chain import TrackJoint
 
-__all__ = ["OCP_CONFIG", "build_model", "STATE_NAMES", "RATE_NAMES", "track_joints"]
+__all__ = ["OCP_CONFIG", "build_model", "STATE_NAMES", "RATE_NAMES", "track_joints",
+           "sector_mesh", "entry_speed"]
 
 STATE_NAMES = ("q2", "q3", "q4", "q5", "q6")
 RATE_NAMES = ("q1_dot", "q2_dot", "q3_dot", "q4_dot", "q5_dot", "q6_dot")
 
 OCP_CONFIG = ConfigDict("pyomo_lap OCP options")
+OCP_CONFIG.declare("model", ConfigValue(default="full", domain=In(["full", "single-track"]),
+                   description="vehicle model: 'full' (the six-joint Lie-group car) or 'single-track' "
+                               "(rigid nonlinear bicycle with Fiala tyres, pyomo_lap.single_track)"))
 OCP_CONFIG.declare("start", ConfigValue(default=0.0, domain=float,
                    description="track coordinate of the sector start [m]"))
 OCP_CONFIG.declare("length", ConfigValue(default=None, domain=lambda x: None if x is None else float(x),
@@ -77,6 +81,10 @@ OCP_CONFIG.declare("v_min", ConfigValue(default=5.0, domain=NonNegativeFloat,
 OCP_CONFIG.declare("lift", ConfigValue(default=(), domain=tuple,
                    description="tags of ABA/car intermediates made variables with defining equality "
                                "constraints (e.g. ('qdd', 'W3J')) instead of named expressions"))
+OCP_CONFIG.declare("element_boundaries", ConfigValue(default=None, domain=lambda x: None if x is None else tuple(float(v) for v in x),
+                   description="finite-element boundaries in the sector [m], from 0 to the sector length "
+                               "(a non-uniform mesh, e.g. from pyomo_lap.defects.refine_mesh); nfe is then "
+                               "their number minus one"))
 OCP_CONFIG.declare("track_margin", ConfigValue(default=0.0, domain=NonNegativeFloat,
                    description="extra distance kept from each track edge [m]"))
 
@@ -179,6 +187,74 @@ def track_joints(tp) -> list:
     return out
 
 
+def sector_mesh(track, cfg):
+    """Check the sector options against the track and return ``(L, bounds)``: the sector
+    length [m] and the element boundaries (None: uniform, ``cfg.nfe`` elements; when
+    ``element_boundaries`` is given, ``cfg.nfe`` is set to their number minus one).
+
+    Raises
+    ------
+    ValueError
+        Sector outside an open track, periodic on a sector that is not a whole closed lap,
+        bad element boundaries, too short a sector for the mesh.
+    """
+    if not (np.isfinite(cfg.start) and 0 <= cfg.start < track.length):
+        raise ValueError(f"start = {cfg.start!r} m: expected 0 <= start < {track.length:.1f} m "
+                         f"(the length of track {track.name!r})")
+    L = track.length - cfg.start if cfg.length is None else cfg.length
+    if not np.isfinite(L):
+        raise ValueError(f"length = {cfg.length!r} m: expected a finite sector length")
+    if not L > 0:
+        raise ValueError(f"sector length must be > 0 m, got length={cfg.length!r} "
+                         f"(start={cfg.start} m, track length {track.length:.1f} m)")
+    if not track.closed and cfg.start + L > track.length + 1e-6:
+        raise ValueError(f"sector [{cfg.start}, {cfg.start + L}] m runs past the end of the open "
+                         f"track {track.name!r} (length {track.length:.1f} m)")
+    if cfg.periodic and (not track.closed or abs(L - track.length) > 1e-6):
+        raise ValueError("periodic=True needs a closed track and a sector of one whole lap "
+                         f"(length {track.length:.1f} m), got length={L:.1f} m")
+    bounds = None
+    if cfg.element_boundaries is not None:
+        bounds = np.round(np.asarray(cfg.element_boundaries, dtype=float), 6)
+        if (len(bounds) < 2 or not np.all(np.isfinite(bounds)) or abs(bounds[0]) > 1e-6
+                or abs(bounds[-1] - L) > 1e-6 or np.any(np.diff(bounds) < 0.1)):
+            raise ValueError(f"element_boundaries must increase from 0 to the sector length {L:.6f} m "
+                             f"in steps of at least 0.1 m, got {len(bounds)} values "
+                             f"[{bounds[0] if len(bounds) else ''} ... {bounds[-1] if len(bounds) else ''}]")
+        bounds[0], bounds[-1] = 0.0, L
+        cfg.nfe = len(bounds) - 1
+    if L / cfg.nfe < 0.1:
+        raise ValueError(f"nfe={cfg.nfe} is too many for a {L:.1f} m sector (elements < 0.1 m)")
+    return L, bounds
+
+
+def entry_speed(track, p, cfg, v_max: float) -> float:
+    """Speed q1_dot [m/s] at the start of an open sector: the quasi-steady flying-lap estimate
+    there (:func:`pyomo_lap.speed_profile.quasi_steady_speed`) or ``cfg.initial_speed``.
+
+    Raises
+    ------
+    ValueError
+        A given speed outside ``[v_min, v_max]``.
+    """
+    if cfg.initial_speed == "quasi-steady":
+        from .speed_profile import quasi_steady_speed
+        if track.closed:
+            s_lap = np.linspace(0.0, track.length, int(track.length / 5.0) + 1)
+            tl = track.evaluate(s_lap)
+            v_lap = quasi_steady_speed(p, s_lap, tl.omega, tl.rotation, closed=True)
+            v0 = float(np.interp(np.mod(cfg.start, track.length), s_lap, v_lap))
+        else:
+            tl = track.evaluate(np.array([cfg.start]))
+            v0 = float(quasi_steady_speed(p, np.array([cfg.start]), tl.omega, tl.rotation, closed=False)[0])
+    else:
+        v0 = float(cfg.initial_speed)
+        if not (np.isfinite(v0) and cfg.v_min <= v0 <= v_max):
+            raise ValueError(f"initial_speed = {cfg.initial_speed!r} m/s: expected a speed "
+                             f"between v_min = {cfg.v_min} and {v_max} m/s")
+    return v0
+
+
 class _Namer:
     """Turns tagged intermediates into entries of IndexedExpressions on a block."""
 
@@ -242,23 +318,10 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
     t0 = time.perf_counter()
     cfg = OCP_CONFIG(config or {})
     cfg.set_value(kwargs)
-    if not (np.isfinite(cfg.start) and 0 <= cfg.start < track.length):
-        raise ValueError(f"start = {cfg.start!r} m: expected 0 <= start < {track.length:.1f} m "
-                         f"(the length of track {track.name!r})")
-    L = track.length - cfg.start if cfg.length is None else cfg.length
-    if not np.isfinite(L):
-        raise ValueError(f"length = {cfg.length!r} m: expected a finite sector length")
-    if not L > 0:
-        raise ValueError(f"sector length must be > 0 m, got length={cfg.length!r} "
-                         f"(start={cfg.start} m, track length {track.length:.1f} m)")
-    if not track.closed and cfg.start + L > track.length + 1e-6:
-        raise ValueError(f"sector [{cfg.start}, {cfg.start + L}] m runs past the end of the open "
-                         f"track {track.name!r} (length {track.length:.1f} m)")
-    if cfg.periodic and (not track.closed or abs(L - track.length) > 1e-6):
-        raise ValueError("periodic=True needs a closed track and a sector of one whole lap "
-                         f"(length {track.length:.1f} m), got length={L:.1f} m")
-    if L / cfg.nfe < 0.1:
-        raise ValueError(f"nfe={cfg.nfe} is too many for a {L:.1f} m sector (elements < 0.1 m)")
+    if cfg.model == "single-track":
+        from .single_track import build_single_track_model
+        return build_single_track_model(track, vehicle, cfg, t0)
+    L, bounds = sector_mesh(track, cfg)
     p = vehicle
     u = pyo.units
     m = pyo.ConcreteModel(name=f"pyomo_lap {track.name} {cfg.start:.0f}+{L:.0f} m")
@@ -266,7 +329,8 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
     m.vehicle = p
     m.track = track
     m.sector_length = L
-    m.s = ContinuousSet(bounds=(0.0, L), doc="distance along the spine from the sector start, q1 [m]")
+    m.s = ContinuousSet(bounds=(0.0, L), initialize=None if bounds is None else bounds.tolist(),
+                        doc="distance along the spine from the sector start, q1 [m]")
 
     # ---- variables ---------------------------------------------------------------------
     m.q2 = pyo.Var(m.s, initialize=0.0, units=u.m, doc="lateral offset of O3 from the spine, + left [m]")
@@ -399,21 +463,7 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
         m.periodic = pyo.Constraint(names, rule=lambda m, k: m.component(k)[last] == m.component(k)[first])
     m.initial_speed = None
     if not cfg.periodic and cfg.initial_speed != "free":
-        if cfg.initial_speed == "quasi-steady":
-            from .speed_profile import quasi_steady_speed
-            if track.closed:
-                s_lap = np.linspace(0.0, track.length, int(track.length / 5.0) + 1)
-                tl = track.evaluate(s_lap)
-                v_lap = quasi_steady_speed(p, s_lap, tl.omega, tl.rotation, closed=True)
-                v0 = float(np.interp(np.mod(cfg.start, track.length), s_lap, v_lap))
-            else:
-                tl = track.evaluate(np.array([cfg.start]))
-                v0 = float(quasi_steady_speed(p, np.array([cfg.start]), tl.omega, tl.rotation, closed=False)[0])
-        else:
-            v0 = float(cfg.initial_speed)
-            if not (np.isfinite(v0) and cfg.v_min <= v0 <= m.q1_dot[first].ub):
-                raise ValueError(f"initial_speed = {cfg.initial_speed!r} m/s: expected a speed "
-                                 f"between v_min = {cfg.v_min} and {m.q1_dot[first].ub} m/s")
+        v0 = entry_speed(track, p, cfg, m.q1_dot[first].ub)
         m.initial_speed = v0
         m.q1_dot[first].fix(v0)
     if not cfg.periodic:

@@ -62,6 +62,9 @@ def trajectory_dataframe(m) -> pd.DataFrame:
         ``a_y``, ``a_z``), slip angles, tyre forces, W3J, aero forces, power, the global
         position of the vehicle invariant point and of the spine, track data.
     """
+    if m.options.model == "single-track":
+        from .single_track import trajectory_dataframe as single_track_dataframe
+        return single_track_dataframe(m)
     p = m.vehicle
     tp = m.track_points
     chain, joints = m.chain, m.track_joints

@@ -42,7 +42,7 @@ from .vehicle_schema import VehicleFileError, VehicleParameters, read_vehicle_fi
 
 __all__ = ["VehicleParameters", "VehicleFileError", "load_vehicle", "available_vehicles", "models_dir",
            "CarEquations", "car_equations", "tyre_lateral_force", "peak_force",
-           "build_chain", "ALGEBRAIC", "CONTROLS"]
+           "build_chain", "ALGEBRAIC", "CONTROLS", "solve_loop", "solve_algebraic"]
 
 ALGEBRAIC = ("f_11z", "f_12z", "f_21z", "f_22z", "f_3x", "f_3y", "m_3z")
 """Names of the seven algebraic variables z of sec. 4 (N, N, N, N, N, N, N m)."""
@@ -267,10 +267,74 @@ def car_equations(p: VehicleParameters, chain: chain_mod.Chain, track: chain_mod
                         channels=channels, kin=kin, aba=res)
 
 
+def solve_loop(residual: Callable, z0, jacobian: Optional[Callable] = None, *, tol: float = 1e-9,
+               max_iter: int = 50, n_loads: int = 4, floor: float = 1.0, line_search: bool = True,
+               raise_on_failure: bool = True):
+    """Newton's method for an algebraic loop ``r(z) = 0`` whose first ``n_loads`` unknowns are
+    vertical loads (kept above ``floor``). Shared by :func:`solve_algebraic`, the float
+    evaluation of :mod:`pyomo_lap.numeric` and the cold-start guess of
+    :mod:`pyomo_lap.initialize`.
+
+    Parameters
+    ----------
+    residual : callable
+        ``residual(z) -> r``, (n,) [N, N m].
+    z0 : sequence of n floats
+        Initial guess.
+    jacobian : callable, optional
+        ``jacobian(z) -> J`` (n, n), called at the accepted iterates only. None: fixed-point
+        (Picard) steps ``z <- z - r``, which suit residuals of the form ``z - F(z)`` such as
+        eqs (35)-(36) when the loop gain is small.
+    tol : float
+        Tolerance on the residual's 2-norm [N].
+    max_iter : int
+        Most steps.
+    n_loads : int
+        Number of leading unknowns that are vertical loads [N].
+    floor : float
+        Lower bound imposed on the loads after each step [N].
+    line_search : bool
+        Halve the step until the residual norm decreases (at most 20 times).
+    raise_on_failure : bool
+        False: return the last iterate when not converged.
+
+    Returns
+    -------
+    ndarray (n,)
+
+    Raises
+    ------
+    RuntimeError
+        If ``raise_on_failure`` and the 2-norm of the residual is not below ``1e3 tol`` after
+        ``max_iter`` steps.
+    """
+    import numpy as np
+
+    z = np.array(z0, dtype=float)
+    r = np.asarray(residual(z), float)
+    for _ in range(max_iter):
+        if np.linalg.norm(r) < tol:
+            return z
+        step = -r if jacobian is None else np.linalg.solve(jacobian(z), -r)
+        lam = 1.0
+        for _ in range(20 if line_search else 1):
+            zn = z + lam * step
+            zn[:n_loads] = np.maximum(zn[:n_loads], floor)
+            rn = np.asarray(residual(zn), float)
+            if not line_search or np.linalg.norm(rn) < np.linalg.norm(r):
+                break
+            lam *= 0.5
+        z, r = zn, rn
+    if np.linalg.norm(r) < tol * 1e3 or not raise_on_failure:
+        return z
+    raise RuntimeError(f"algebraic loop did not converge: |residual| = {np.linalg.norm(r):.3g} N")
+
+
 def solve_algebraic(p: VehicleParameters, chain: chain_mod.Chain, track: chain_mod.TrackJoint,
                     q, qd, u, z0=None, tol: float = 1e-9, max_iter: int = 50):
     """Solve the seven algebraic equations (35)-(36) for z with floats (Newton with a
-    finite-difference Jacobian, from a static guess).
+    finite-difference Jacobian, from a static guess). For many evaluations use the much faster
+    :class:`pyomo_lap.numeric.CarFunctions` (same equations, exact Jacobian).
 
     Parameters
     ----------
@@ -296,31 +360,19 @@ def solve_algebraic(p: VehicleParameters, chain: chain_mod.Chain, track: chain_m
     if z0 is None:
         s1, s2 = p.static_loads
         z0 = [s1, s1, s2, s2, 0.0, 0.0, 0.0]
-    z = np.array(z0, dtype=float)
 
     def F(zz):
         e = car_equations(p, chain, track, q, qd, u, list(zz))
-        return np.array([float(x) for x in e.load_residuals + e.inplane_residuals]), e
+        return np.array([float(x) for x in e.load_residuals + e.inplane_residuals])
 
-    r, e = F(z)
-    for _ in range(max_iter):
-        if np.linalg.norm(r) < tol:
-            return list(z), e
+    def jac(zz):   # forward differences
+        r = F(zz)
         Jm = np.empty((7, 7))
         for j in range(7):
             dz = np.zeros(7)
-            dz[j] = 1e-4 * max(1.0, abs(z[j]))
-            Jm[:, j] = (F(z + dz)[0] - r) / dz[j]
-        step = np.linalg.solve(Jm, -r)
-        lam = 1.0
-        for _ in range(20):
-            zn = z + lam * step
-            zn[:4] = np.maximum(zn[:4], 1.0)
-            rn, en = F(zn)
-            if np.linalg.norm(rn) < np.linalg.norm(r):
-                break
-            lam *= 0.5
-        z, r, e = zn, rn, en
-    if np.linalg.norm(r) < tol * 1e3:
-        return list(z), e
-    raise RuntimeError(f"algebraic loop did not converge: |residual| = {np.linalg.norm(r):.3g} N")
+            dz[j] = 1e-4 * max(1.0, abs(zz[j]))
+            Jm[:, j] = (F(zz + dz) - r) / dz[j]
+        return Jm
+
+    z = solve_loop(F, z0, jac, tol=tol, max_iter=max_iter)
+    return list(z), car_equations(p, chain, track, q, qd, u, list(z))

@@ -1,0 +1,135 @@
+"""Defects of collocation solutions and mesh refinement (item 3): the residual vanishes at the
+collocation points, falls at the polynomial order between them on an exact trajectory, the
+shooting error agrees, and refinement re-solves warm-started on a finer mesh."""
+import numpy as np
+import pandas as pd
+import pytest
+
+import _solved_sector as sector
+from pyomo_lap import Track, build_model, load_vehicle
+from pyomo_lap.defects import DEFECT_STATES, collocation_defects, refine_mesh
+from pyomo_lap.numeric import CarFunctions
+from pyomo_lap.simulate import FunctionControls, TrackLookup, simulate
+from pyomo_lap.vehicle import ALGEBRAIC
+
+RADAU3 = np.array([(4 - 6 ** 0.5) / 10, (4 + 6 ** 0.5) / 10, 1.0])   # Radau IIA nodes, ncp = 3
+
+
+def exact_table(sim, car, track, u, start, length, nfe):
+    """A 'collocation solution' built from an exact trajectory: the simulated states sampled at
+    the Radau points of a uniform mesh, laid out as a trajectory table."""
+    h = length / nfe
+    s_sec = [0.0] + [e * h + c * h for e in range(nfe) for c in RADAU3]
+    el = [0] + [e + 1 for e in range(nfe) for _ in RADAU3]
+    X = sim.at_s(start + np.array(s_sec))
+    look = TrackLookup(track)
+    rows = []
+    z = None
+    for k, s in enumerate(s_sec):
+        x = X[k]
+        z, qdd = car.solve(look(start + s)[0], x[:6], x[6:12], u, z)
+        row = {"s": start + s, "s_sector": s, "element": el[k], "t": x[12]}
+        row.update({f"q{i}": x[i - 1] for i in range(2, 7)})
+        row.update({f"q{i}_dot": x[5 + i] for i in range(1, 7)})
+        row.update(f_xa=u[0], f_xb=u[1], delta=u[2])
+        row.update(dict(zip(ALGEBRAIC, z)))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def wavy_track(length=400.0, kappa=0.01, wavelength=80.0, height=1.0, z_wavelength=100.0):
+    """Open 3D track: plan curvature kappa sin(2 pi s / wavelength), elevation
+    height sin(2 pi s / z_wavelength) (s: horizontal distance), samples at 3D arc length."""
+    sig = np.linspace(0.0, length, 8001)
+    psi = -kappa * wavelength / (2 * np.pi) * np.cos(2 * np.pi * sig / wavelength)
+    d = sig[1] - sig[0]
+    x = np.concatenate([[0.0], np.cumsum(0.5 * (np.cos(psi[1:]) + np.cos(psi[:-1])) * d)])
+    y = np.concatenate([[0.0], np.cumsum(0.5 * (np.sin(psi[1:]) + np.sin(psi[:-1])) * d)])
+    z = height * np.sin(2 * np.pi * sig / z_wavelength)
+    P = np.c_[x, y, z]
+    s = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(P, axis=0), axis=1))])
+    return Track(s[::4], P[::4], closed=False, name="wavy")
+
+
+@pytest.mark.integration
+def test_defect_converges_at_the_polynomial_order_on_an_exact_trajectory():
+    """Sampled from an exact solution (a time-domain run with constant controls along a 3D track
+    whose curvature and elevation wave, after the start transients have died out),
+    each element's polynomial misses the dynamics by O(h^ncp) between the points: the
+    integrated defect eta falls like h^(ncp+1) = h^4 when the mesh is halved (measured 11-31
+    for the twelve states), and shooting from each element's start lands on the element's end
+    (the samples are exact)."""
+    p = load_vehicle("fsae")
+    car = CarFunctions(p)
+    tr = wavy_track()
+    drag = 0.5 * p.rho * p.S * p.Cx * 18.0 ** 2
+    u = np.array([drag, 0.0, 0.0])
+    x0 = [0.0, 0.0, 0.0, -0.018, 0.0, 0.0, 18.0, 0, 0, 0, 0, 0]
+    sim = simulate(tr, p, FunctionControls(lambda t, x: u), x0, t_end=20.0, s_end=105.0,
+                   car=car, rtol=1e-9, method="DOP853", max_step=0.1)
+    assert sim.status == "end", sim.message
+    eta = []
+    for nfe in (6, 12):
+        df = exact_table(sim, car, tr, u, 40.0, 60.0, nfe)
+        rep = collocation_defects(df, tr, p, ncp=3, start=40.0, car=car, shooting=(nfe == 6))
+        if nfe == 6:
+            el = rep.elements
+        eta.append(rep.elements[[f"eta_{k}" for k in DEFECT_STATES]].to_numpy().max(axis=0))
+    ratio = eta[0] / eta[1]
+    checked = 0
+    for k, st in enumerate(DEFECT_STATES):
+        if eta[0][k] > 1e-8 * rep.weights[st]:
+            assert ratio[k] > 10.0, (st, ratio[k])         # 2^4 = 16 in the asymptotic range
+            checked += 1
+    assert checked >= 10
+    assert np.nanmax(np.abs(el["shoot_q2"])) < 1e-6 and np.nanmax(np.abs(el["shoot_t"])) < 1e-8
+
+
+@pytest.mark.integration
+def test_defects_of_a_solved_sector():
+    """At the collocation points the DAE holds to the solver's tolerance; between them it does
+    not exactly; shooting each element from its start gives local errors well below the replay
+    tolerances."""
+    tr, p, m, rep, df = sector.solved("full")
+    d = collocation_defects(m, tr, p, shooting=True)
+    el = d.elements
+    assert len(el) == sector.NFE and (el["eps"] > 0).all()
+    node = np.array([d.node_residual[k] for k in DEFECT_STATES])
+    between = np.array([el[f"eta_{k}"].max() / el["h"].max() for k in DEFECT_STATES])
+    assert node.max() < 1e-4
+    assert (between > 10 * node).sum() >= 9                    # most states: real defects between
+    assert np.nanmax(np.abs(el["shoot_q2"])) < 2e-3            # m per element
+    assert np.nanmax(np.abs(el["shoot_q1_dot"])) < 2e-2        # m/s per element
+    assert np.nanmax(np.abs(el["shoot_t"])) < 1e-3             # s per element
+    # the same from the table read back from a results file
+    d2 = collocation_defects(df, tr, p, ncp=3, start=sector.START)
+    assert d2.elements["eps"].to_numpy() == pytest.approx(el["eps"].to_numpy(), rel=1e-6)
+
+
+@pytest.mark.integration
+def test_refine_mesh_splits_and_resolves_warm_started():
+    tr, p, m, rep, df = sector.solved("full")
+    d = collocation_defects(m, tr, p)
+    eps = d.elements["eps"].to_numpy()
+    tol = float(np.sort(eps)[-3]) * 0.999          # the three worst elements
+    res = refine_mesh(m, tol, defects=d)
+    assert set(res.split) == set(d.elements["element"][eps > tol])
+    assert len(res.boundaries) - 1 == sector.NFE + sum(k - 1 for k in res.split.values())
+    assert res.solve_report.ok
+    assert res.solve_report.iterations < rep.iterations       # warm start from the solution
+    assert res.after.elements["eps"].max() < eps.max()
+    assert res.lap_time_after == pytest.approx(res.lap_time_before, rel=3e-3)
+    # the new mesh is finer exactly where it was split
+    h_new = np.diff(res.boundaries)
+    assert h_new.min() == pytest.approx(sector.LENGTH / sector.NFE / max(res.split.values()), rel=1e-6)
+
+
+@pytest.mark.unit
+def test_element_boundaries_are_checked():
+    from pyomo_lap import load_track
+    tr, p = load_track("nordschleife"), load_vehicle("fsae")
+    m = build_model(tr, p, start=100.0, length=50.0, element_boundaries=[0, 10, 15, 30, 50], ncp=2)
+    assert sorted(m.s.get_finite_elements()) == [0, 10, 15, 30, 50]
+    for bad in ([0, 10, 5, 50], [0, 10, 40], [1, 20, 50], [0, 25.0, 25.05, 50]):
+        with pytest.raises(ValueError, match="element_boundaries"):
+            build_model(tr, p, start=100.0, length=50.0, element_boundaries=bad)

@@ -1,0 +1,145 @@
+"""The direct simulation model and the replay of a solved sector (items 1-2): the traced float
+evaluation against the Python one, control laws, replay agreement, the parting report and the
+path-following feedback."""
+import math
+
+import numpy as np
+import pytest
+
+import _solved_sector as sector
+from pyomo_lap import load_vehicle
+from pyomo_lap import vehicle as veh
+from pyomo_lap.chain import TrackJoint
+from pyomo_lap.numeric import CarFunctions, track_vector
+from pyomo_lap.replay import replay
+from pyomo_lap.simulate import PiecewiseControls, controls_from_trajectory, simulate
+
+
+@pytest.mark.unit
+def test_traced_equations_equal_the_python_evaluation():
+    """CarFunctions (CasADi trace of car_equations) gives the same q-double-dot, residuals and
+    algebraic solution as car_equations / solve_algebraic evaluated on Python floats."""
+    p = load_vehicle("fsae")
+    chain = veh.build_chain(p)
+    cf = CarFunctions(p)
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        th, ps, nu = rng.uniform(-0.1, 0.1, 3)
+        R = (np.array([[math.cos(ps), -math.sin(ps), 0], [math.sin(ps), math.cos(ps), 0], [0, 0, 1]])
+             @ np.array([[math.cos(th), 0, -math.sin(th)], [0, 1, 0], [math.sin(th), 0, math.cos(th)]])
+             @ np.array([[1, 0, 0], [0, math.cos(nu), -math.sin(nu)], [0, math.sin(nu), math.cos(nu)]]))
+        tj = TrackJoint(R=R.tolist(), J=[1.0, 0, 0, *rng.uniform(-0.01, 0.01, 3)],
+                        dJ=[0, 0, 0, *rng.uniform(-1e-3, 1e-3, 3)])
+        q = [0.0, rng.uniform(-2, 2), rng.uniform(-0.03, 0.03), rng.uniform(-0.03, -0.01),
+             rng.uniform(-0.005, 0.005), rng.uniform(-0.005, 0.005)]
+        qd = [rng.uniform(15, 40), *rng.uniform(-0.1, 0.1, 5)]
+        u = [rng.uniform(0, 800), rng.uniform(-800, 0), rng.uniform(-0.03, 0.03)]
+        z_py, e = veh.solve_algebraic(p, chain, tj, q, qd, u)
+        z_ca, qdd = cf.solve(track_vector(tj), q, qd, u)
+        assert z_ca == pytest.approx(z_py, rel=1e-8, abs=1e-6)
+        assert qdd == pytest.approx([float(x) for x in e.qdd], rel=1e-8, abs=1e-9)
+        ch = cf.channels(track_vector(tj), q, qd, u, z_ca)
+        assert ch["alpha_1"] == pytest.approx(float(e.channels["alpha_1"]), rel=1e-9)
+
+
+@pytest.mark.unit
+def test_control_laws_and_inputs_are_checked():
+    with pytest.raises(ValueError, match="basis"):
+        PiecewiseControls("x", [0, 1], [[0, 0, 0]])
+    with pytest.raises(ValueError, match="N\\+1"):
+        PiecewiseControls("s", [0, 1, 2], [[0, 0, 0]])
+    with pytest.raises(ValueError, match="increase"):
+        PiecewiseControls("t", [0, 2, 1], [[0, 0, 0], [1, 0, 0]])
+    pc = PiecewiseControls("s", [0, 10, 20], [[1, 0, 0], [2, 0, 0]])
+    assert [pc.segment(b) for b in (-5, 0, 9.9, 10, 25)] == [0, 0, 0, 1, 1]
+    p = load_vehicle("fsae")
+    s = np.linspace(0, 500, 101)
+    from pyomo_lap import Track
+    tr = Track(s, np.c_[s, 0 * s, 0 * s], closed=False)
+    with pytest.raises(ValueError, match="x0 must be 12"):
+        simulate(tr, p, lambda t, x: (0, 0, 0), [0.0] * 11, t_end=1.0)
+    with pytest.raises(ValueError, match="t_end"):
+        simulate(tr, p, lambda t, x: (0, 0, 0), [0.0] * 6 + [10.0] + [0.0] * 5, t_end=0.0)
+
+
+@pytest.mark.integration
+def test_controls_from_trajectory_follow_the_elements():
+    tr, p, m, rep, df = sector.solved("full")
+    pc = controls_from_trajectory(df, "s", start=sector.START)
+    elems = sorted(m.s.get_finite_elements())
+    assert pc.breaks == pytest.approx(sector.START + np.array(elems))
+    for j, (a, b) in enumerate(zip(elems[:-1], elems[1:])):
+        inside = df[(df["s_sector"] > a) & (df["s_sector"] <= b)]
+        assert np.allclose(inside[["f_xa", "f_xb", "delta"]].to_numpy(), pc.values[j])
+    pt = controls_from_trajectory(df, "t")
+    assert pt.breaks[-1] == pytest.approx(df["t"].iloc[-1])
+
+
+@pytest.mark.integration
+def test_open_loop_replay_agrees_with_the_optimum():
+    """The optimal controls, integrated in time (as functions of distance, and of time), keep
+    every state within the default tolerances over the short sector."""
+    tr, p, m, rep, df = sector.solved("full")
+    for basis in ("s", "t"):
+        r = replay(df, tr, p, basis=basis, explain=False)
+        assert r.simulation.status == "end", r.simulation.message
+        assert r.first_to_part is None, r.reason
+        assert r.agree_until_s == pytest.approx(sector.START + sector.LENGTH)
+        assert r.max_deviation["q2"] < 0.05 and abs(r.comparison["t_dev"].iloc[-1]) < 0.01
+        # the sector time of the simulation is the optimum's
+        assert r.comparison["t_sim"].iloc[-1] == pytest.approx(df["t"].iloc[-1], abs=0.01)
+
+
+@pytest.mark.integration
+def test_replay_reports_when_and_why_states_part():
+    """With a tight lateral tolerance the report names the first state to part, where, and the
+    reason; the table agrees with it."""
+    tr, p, m, rep, df = sector.solved("full")
+    r = replay(df, tr, p, tolerances={"q2": 2e-3}, explain=True)
+    assert r.first_to_part == "q2"
+    s_part = r.first_exceedance["q2"]
+    c = r.comparison
+    before = c[c["s"] < s_part]
+    assert (before["q2_dev"].abs() <= 2e-3).all()
+    assert abs(c.loc[c["s"] == s_part, "q2_dev"].iloc[0]) > 2e-3
+    assert r.agree_until_s < s_part <= sector.START + sector.LENGTH
+    assert "q2" in r.reason and "eigenvalue" in r.reason
+
+
+@pytest.mark.integration
+def test_path_following_feedback_recovers_a_disturbance():
+    """Started with a heading error of 0.02 rad, the open-loop car drifts off the optimal line
+    (nothing steers it back: the lateral position integrates the heading); with the steering
+    feedback it comes back to within a few centimetres by the sector end."""
+    tr, p, m, rep, df = sector.solved("full")
+    ol = replay(df, tr, p, initial_offset={"q3": 0.02}, explain=False)
+    fb = replay(df, tr, p, initial_offset={"q3": 0.02}, feedback=True, explain=False)
+    assert abs(ol.comparison["q2_dev"].iloc[-1]) > 0.3
+    assert abs(fb.comparison["q2_dev"].iloc[-1]) < 0.05
+    assert fb.steer_correction_max > 0.005                  # it did steer
+    assert fb.simulation.status == "end"
+    with pytest.raises(ValueError, match="unknown state"):
+        replay(df, tr, p, initial_offset={"q9": 1.0})
+
+
+@pytest.mark.integration
+def test_cli_validate_a_results_folder(tmp_path):
+    """`pyomo-lap validate` replays and measures the defects of a results folder."""
+    import json
+    from click.testing import CliRunner
+    from pyomo_lap.cli import main
+    from pyomo_lap.results import write_results
+    tr, p, m, rep, df = sector.solved("full")
+    summary = {"lap_time_s": float(df["t"].iloc[-1]), "track": "nordschleife", "vehicle": "fsae",
+               "start_m": sector.START, "ncp": 3, "scheme": "LAGRANGE-RADAU", "model": "full",
+               "pyomo_lap_version": "test"}
+    out = write_results(tmp_path / "res", df, summary)
+    r = CliRunner().invoke(main, ["validate", "--out", str(out), "--no-feedback"])
+    assert r.exit_code == 0, r.output
+    v = json.loads((out / "validation.json").read_text())
+    assert v["replay_open_loop"]["first_to_part"] is None
+    assert v["defects"]["n_elements"] == sector.NFE and (out / "defects.csv").exists()
+    summary["model"] = "single-track"
+    (out / "summary.json").write_text(json.dumps(summary))
+    r = CliRunner().invoke(main, ["validate", "--out", str(out)])
+    assert r.exit_code == 2 and "single-track" in r.output
