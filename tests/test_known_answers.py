@@ -347,7 +347,7 @@ def test_energy_conserved_without_damping_tyres_and_aero():
     kinetic + gravitational + spring energy; kinetic energy from the body twists of the forward
     kinematics, heights from the postures (nothing of the ABA)."""
     from pyomo_lap import load_track
-    p = dataclasses.replace(load_vehicle("fsae"), c1=0.0, c2=0.0, rho=0.0)
+    p = load_vehicle("fsae").replace(c1=0.0, c2=0.0, rho=0.0)
     cf = CarFunctions(p, tyres=False)
     tr = load_track("nordschleife")
     s0 = 1280.0
@@ -390,7 +390,7 @@ def test_static_sag_and_loads_by_simulation():
     """Dropped with an undeflected suspension on a flat straight (no air, no drive), the car
     settles at q4 = -m_s g / k, q5 = q6 = 0, and wheel loads m g a2/(2l) front, m g a1/(2l)
     rear."""
-    p = dataclasses.replace(load_vehicle("fsae"), rho=0.0)
+    p = load_vehicle("fsae").replace(rho=0.0)
     cf = CarFunctions(p)
     tr = straight()
     x0 = [10.0, 0, 0, 0.0, 0.0, 0.0, 10.0, 0, 0, 0, 0, 0]
