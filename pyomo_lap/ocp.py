@@ -139,7 +139,7 @@ class _Namer:
 
 
 def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = None,
-                **kwargs) -> pyo.ConcreteModel:
+                progress=None, **kwargs) -> pyo.ConcreteModel:
     """Build and discretize the minimum-time OCP on a sector of a track.
 
     Parameters
@@ -148,6 +148,9 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
     vehicle : VehicleParameters
     config : dict, optional
         Options of :data:`OCP_CONFIG` (keyword arguments override them).
+    progress : callable, optional
+        ``progress(label, done, total)``, called after the physics of each point is built
+        (see :mod:`pyomo_lap.progress`).
 
     Returns
     -------
@@ -263,6 +266,8 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
         v3x[s] = ch["v_3x"]
         power[s] = ch["power"]
         adh[s] = [(ch[f"f_{w}x"], ch[f"f_{w}y"], z[k]) for k, w in enumerate(("11", "12", "21", "22"))]
+        if progress is not None:
+            progress("building the model", i + 1, len(sigma))
     m.v_3x = pyo.Expression(m.s, rule=lambda m, s: v3x[s], doc="longitudinal speed of O3 in {B3} [m/s]")
 
     # ---- the spatial DAE (39) ------------------------------------------------------------
