@@ -186,11 +186,8 @@ def figure_controls(df, summary, vehicle=None):
     ax.set_ylabel("force [kN]")
     ax.legend(loc="best", fontsize=8)
     ax2.plot(s, np.degrees(df["delta"]), color="tab:blue")
-    if vehicle and "delta_max" in vehicle:
-        lim = np.degrees(float(vehicle["delta_max"]))
-        ax2.axhline(lim, color="0.5", ls=":", lw=0.8)
-        ax2.axhline(-lim, color="0.5", ls=":", lw=0.8)
-    ax2.set_ylabel("steer angle delta [deg]")
+    ax2.axhline(0.0, color="0.6", lw=0.8)
+    ax2.set_ylabel("steer angle delta [deg] (+ left)")
     ax2.set_xlabel("s [m]")
     _title(ax, summary, "Controls")
     return fig
@@ -240,6 +237,9 @@ def figure_gg(df, summary, vehicle=None):
     ax.axvline(0.0, color="0.6", lw=0.8)
     ax.set_xlabel("lateral a_y [g] (+ left)")
     ax.set_ylabel("longitudinal a_x [g]")
+    r = 1.1 * max(float(np.abs(df["a_x"]).max()), float(np.abs(df["a_y"]).max())) / g0
+    ax.set_xlim(-r, r)
+    ax.set_ylim(-r, r)
     ax.set_aspect("equal")
     _title(ax, summary, "GG diagram")
     return fig
