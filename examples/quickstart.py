@@ -34,8 +34,7 @@ def main(out_dir="results_quickstart", start=1150.0, length=300.0, nfe=30, ncp=3
     df = trajectory_dataframe(m)          # pandas, one row per collocation point
     summary = {"lap_time_s": pyo.value(m.lap_time), "termination_condition": report.termination_condition,
                "iterations": report.iterations, "track": track.name, "vehicle": car.name,
-               "start_m": start, "length_m": length, "nfe": nfe, "ncp": ncp, "solver": solver,
-               "pyomo_lap_version": __import__("pyomo_lap").__version__}
+               "start_m": start, "length_m": length, "nfe": nfe, "ncp": ncp, "solver": solver}
     folder = write_results(out_dir, df, summary, car.as_dict())
     figures = plot_results(folder)
     print(f"results in {folder}/, figures in {figures[0].parent}/")

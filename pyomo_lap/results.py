@@ -321,6 +321,8 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
                          "nothing was written")
     parent = target.parent
     summary = dict(summary, partial=bool(partial))
+    from . import __version__
+    summary.setdefault("pyomo_lap_version", __version__)   # marks the folder as pyomo_lap results
     sectors = sector_times(df, n_sectors)
     if "sectors" not in summary:
         summary["sectors"] = sector_records(sectors)
