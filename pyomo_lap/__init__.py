@@ -15,11 +15,13 @@ from .initialize import initialize_model  # noqa: E402
 from .solve import solve_model, SolveReport, SolverNotFoundError, SolveInterrupted  # noqa: E402
 from .results import trajectory_dataframe, write_results, read_trajectory  # noqa: E402
 from .api import solve_sector, SolveFailedError  # noqa: E402
+from .plots import plot_results  # noqa: E402  (matplotlib is imported when plotting)
+from .compare import compare_runs  # noqa: E402
 
 __all__ = [
     "Track", "TrackPoints", "load_track", "available_tracks", "TrackDataError",
     "VehicleParameters", "VehicleFileError", "load_vehicle", "available_vehicles",
     "build_model", "OCP_CONFIG", "initialize_model", "solve_model", "SolveReport",
     "SolverNotFoundError", "SolveInterrupted", "SolveFailedError", "trajectory_dataframe",
-    "write_results", "read_trajectory", "solve_sector", "__version__",
+    "write_results", "read_trajectory", "solve_sector", "plot_results", "compare_runs", "__version__",
 ]

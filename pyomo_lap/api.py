@@ -58,6 +58,30 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def _provenance(p, solver_name: str) -> dict:
+    """What else is needed to trace a result: the parameters' hash, code and solver versions."""
+    import json
+    import subprocess
+    from datetime import datetime, timezone
+    out = {"vehicle_parameters_sha256": hashlib.sha256(
+        json.dumps(p.as_dict(), sort_keys=True, default=str).encode()).hexdigest()}
+    try:
+        out["pyomo_lap_git_commit"] = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent, capture_output=True,
+            text=True, timeout=5, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    try:
+        from .solve import ensure_solver
+        ver = ensure_solver(solver_name).version()
+        if ver:
+            out["solver_version"] = ".".join(str(v) for v in ver)
+    except Exception:  # not every interface reports a version
+        pass
+    out["created_utc"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return out
+
+
 def _input_files(tr, vehicle) -> dict:
     """Paths and SHA-256 of the track and vehicle files the run read (when they are files)."""
     from .vehicle import models_dir
@@ -80,7 +104,8 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
                  periodic: bool = False, model: str = "full", initial_guess: str = "cold",
                  solver: str = "ipopt", solver_options: Optional[dict] = None,
                  out_dir: Optional[Path] = Path("results"), tee: bool = False,
-                 echo: Callable[[str], None] = print, repair_track: bool = False):
+                 echo: Callable[[str], None] = print, repair_track: bool = False,
+                 n_sectors: int = 3, progress=None):
     """Build, initialize and solve the minimum-time problem on a sector, and export.
 
     Parameters
@@ -110,6 +135,11 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     repair_track : bool
         Repair the track data where a repair is well defined (and shorten a sector that runs
         past the end of an open track); every repair is reported through ``echo``.
+    n_sectors : int
+        Sectors of equal length timed in the summary (:func:`pyomo_lap.results.sector_times`).
+    progress : callable, optional
+        ``progress(label, done, total)`` for the model build and the channel evaluation
+        (default: :func:`pyomo_lap.progress.echo_progress` through ``echo``).
 
     Returns
     -------
@@ -158,8 +188,12 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     echo(f"track {tr.name}: {tr.length:.1f} m ({'closed' if tr.closed else 'open'}); vehicle {p.name}")
     echo(f"building the model: sector {start:.0f} m + {length if length is not None else tr.length - start:.0f} m, "
          f"nfe={nfe}, ncp={ncp}, {scheme} ...")
+    if progress is None:
+        from .progress import echo_progress
+        progress = echo_progress(echo)
     m = build_model(tr, p, start=start, length=length, nfe=nfe, ncp=ncp, scheme=scheme,
-                    initial_speed=initial_speed, periodic=periodic, model=model)
+                    initial_speed=initial_speed, periodic=periodic, model=model,
+                    progress=progress)
     size = model_size(m)
     echo(f"  built in {m.build_time_s:.1f} s: {size['n_variables']} variables, "
          f"{size['n_constraints']} constraints, {len(m.s)} points")
@@ -216,14 +250,16 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
         "track": tr.name,
         "vehicle": p.name,
         "solver": solver,
+        "solver_options": dict(solver_options or {}),
         "objective": float(objective) if objective is not None else None,
         "pyomo_lap_version": __version__,
         "pyomo_version": _pyomo_version(),
         "python": platform.python_version(),
         **_input_files(tr, vehicle),
+        **_provenance(p, solver),
     }
     try:
-        df = trajectory_dataframe(m)
+        df = trajectory_dataframe(m, progress=progress)
     except Exception as exc:
         if rep.ok:
             raise
@@ -232,30 +268,38 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
                                + (f", {out_dir}/ was left untouched" if out_dir else ""),
                                rep) from None
     summary["max_speed_kmh"] = float(df["speed_kmh"].max())
+    from .results import sector_records, sector_times
+    summary["sectors"] = sector_records(sector_times(df, n_sectors))
     summary["mean_speed_kmh"] = (float(3.6 * m.sector_length / lap)
                                  if lap is not None and lap > 0 else None)
     where = None
     if out_dir is not None:
-        where = _write_or_fallback(out_dir, df, summary, p.as_dict(), rep, echo)
+        echo("exporting ...")
+        where = _write_or_fallback(out_dir, df, summary, p.as_dict(), rep, echo, n_sectors)
+        echo(f"results written to {where}/ (trajectory.csv, trajectory.parquet, results.xlsx, "
+             "summary.json)")
     if not rep.ok:
         kept = (f" Partial results (the last point, marked \"partial\": true) are in {where}/; "
                 f"{out_dir}/ was left untouched." if where is not None else "")
         raise SolveFailedError(f"{solver} did not find an optimal solution: {rep.describe()}.{kept}",
                                rep, where)
     echo(f"sector time {summary['lap_time_s']:.3f} s over {m.sector_length:.0f} m "
-         f"(mean {summary['mean_speed_kmh']:.1f} km/h, max {summary['max_speed_kmh']:.1f} km/h)")
+         f"(mean {summary['mean_speed_kmh']:.1f} km/h, max {summary['max_speed_kmh']:.1f} km/h); "
+         "sectors " + ", ".join(f"{x['time_s']:.3f}" for x in summary["sectors"]) + " s")
     return m, rep, df, summary
 
 
-def _write_or_fallback(out_dir: Path, df, summary: dict, params: dict, rep, echo) -> Path:
+def _write_or_fallback(out_dir: Path, df, summary: dict, params: dict, rep, echo,
+                       n_sectors: int = 3) -> Path:
     """write_results, and when that fails (disk full, folder removed, permissions), the same
     files in a fresh folder of the temporary directory: a result is never lost."""
     import tempfile
     try:
-        where = write_results(out_dir, df, summary, params, partial=not rep.ok)
+        where = write_results(out_dir, df, summary, params, partial=not rep.ok, n_sectors=n_sectors)
     except OSError as exc:
         fallback = Path(tempfile.mkdtemp(prefix=f"pyomo_lap-{out_dir.name}-"))
-        where = write_results(fallback / out_dir.name, df, summary, params, partial=not rep.ok)
+        where = write_results(fallback / out_dir.name, df, summary, params, partial=not rep.ok,
+                              n_sectors=n_sectors)
         msg = (f"could not write the results to {out_dir}: {exc}; they were saved to {where}/ "
                "instead")
         if rep.ok:

@@ -1,4 +1,4 @@
-"""Command-line interface: ``pyomo-lap solve``.
+"""Command-line interface: ``pyomo-lap solve | plot | compare | diagnose | tracks | vehicles``.
 
 Built on click. Errors in the inputs are reported as one clear line and a non-zero exit
 code, before any model is built.
@@ -80,7 +80,12 @@ def main():
 @click.option("--initial-guess", default="cold", show_default=True,
               type=click.Choice(["cold", "single-track"]),
               help="full model: start from the single-track solution on the same mesh")
-@click.option("--solver", default="ipopt", show_default=True, help="Pyomo solver name")
+@click.option("--solver", default="ipopt", show_default=True,
+              help="Pyomo solver name (tested: ipopt, ipopt_v2 = Pyomo's newer IPOPT interface)")
+@click.option("--solver-option", "solver_option", multiple=True, metavar="KEY=VALUE",
+              help="solver option passed through to the solver (repeatable), e.g. max_iter=500")
+@click.option("--sectors", default=3, show_default=True, type=int,
+              help="number of equal sectors timed in the summary")
 @click.option("--out", "out_dir", default="results", show_default=True,
               type=click.Path(file_okay=False), help="output folder")
 @click.option("--quiet", is_flag=True, help="do not stream the solver's iterations")
@@ -91,9 +96,9 @@ def main():
                    "duplicates, glitches, a small gap in a loop, a sector past the end of an "
                    "open track); every repair is reported")
 def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_speed, model,
-          initial_guess, solver, out_dir, quiet, max_iter, repair_track):
+          initial_guess, solver, solver_option, sectors, out_dir, quiet, max_iter, repair_track):
     """Solve the minimum-time problem on a sector (or, with --full-lap, the closed lap) and
-    write trajectory.csv, results.xlsx and summary.json to OUT.
+    write trajectory.csv, trajectory.parquet, results.xlsx and summary.json to OUT.
 
     Exit codes: 0 solved; 1 the solver failed (partial results in OUT.failed, OUT untouched)
     or the results could not be written to OUT (saved elsewhere, named); 2 bad input or
@@ -102,7 +107,9 @@ def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_spe
     """
     try:
         from .api import ResultsNotWrittenError, SolveFailedError, solve_sector  # heavy imports
-        from .solve import SolveInterrupted, SolverNotFoundError
+        from .progress import click_progress
+        from .solve import (SolveInterrupted, SolverNotFoundError, ensure_solver,
+                            parse_solver_options)
     except KeyboardInterrupt:
         _fail("interrupted while starting; nothing was done", code=130)
 
@@ -129,6 +136,18 @@ def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_spe
               "expected elements of at least 0.1 m (fewer elements or a longer sector)")
     if max_iter is not None and not 1 <= max_iter <= 10 ** 7:
         _fail(f"--max-iter {max_iter}: expected an integer between 1 and 10000000")
+    if sectors < 1 or sectors > 1000:
+        _fail(f"--sectors {sectors}: expected an integer between 1 and 1000")
+    try:
+        options = parse_solver_options(solver_option)
+    except ValueError as exc:
+        _fail(f"--solver-option: {exc}")
+    if max_iter is not None:
+        options["max_iter"] = max_iter
+    try:
+        ensure_solver(solver)
+    except SolverNotFoundError as exc:
+        _fail(f"--solver {solver}: {exc}")
     try:
         isp = initial_speed if initial_speed in ("quasi-steady", "free") else float(initial_speed)
     except ValueError:
@@ -145,7 +164,7 @@ def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_spe
                      scheme=scheme, initial_speed=isp, model=model,
                      initial_guess=initial_guess, solver=solver, out_dir=Path(out_dir),
                      tee=not quiet, echo=click.echo, repair_track=repair_track,
-                     solver_options=None if max_iter is None else {"max_iter": max_iter})
+                     solver_options=options or None, n_sectors=sectors, progress=click_progress())
     except SolveInterrupted as exc:
         r = exc.report
         its = f", {r.iterations} iterations" if r.iterations is not None else ""
@@ -224,6 +243,101 @@ def validate(out_dir, no_feedback, shooting):
         validate_results(out_dir, feedback=not no_feedback, shooting=shooting, echo=click.echo)
     except (ValueError, OSError) as exc:
         _fail(str(exc))
+
+
+@main.command()
+@click.argument("results_dir", type=click.Path(exists=True, file_okay=False))
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="output folder  [default: RESULTS_DIR/plots]")
+@click.option("--pdf", is_flag=True, help="also write all figures to plots.pdf")
+@click.option("--reference", default=None, type=click.Path(exists=True, file_okay=False),
+              help="a second results folder: speed and time delta against it")
+@click.option("--figure", "figures", multiple=True,
+              help="only this figure (repeatable): track_map, racing_line, elevation, speed, "
+                   "controls, attitudes, power, gg, vertical_loads")
+def plot(results_dir, out_dir, pdf, reference, figures):
+    """Write the figures of a results folder as PNG (and PDF with --pdf)."""
+    from .plots import plot_results
+    try:
+        files = plot_results(results_dir, out_dir=out_dir, formats=("png", "pdf") if pdf else ("png",),
+                             figures=list(figures) or None, reference_dir=reference, echo=click.echo)
+    except (ValueError, OSError, KeyError) as exc:
+        _fail(str(exc))
+    click.echo(f"{len(files)} files written to {Path(files[0]).parent}/")
+
+
+@main.command()
+@click.argument("run_a", type=click.Path(exists=True, file_okay=False))
+@click.argument("run_b", type=click.Path(exists=True, file_okay=False))
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="output folder  [default: RUN_B/compare_<name of RUN_A>]")
+@click.option("--sectors", default=3, show_default=True, type=int,
+              help="equal parts of the common stretch timed in the table")
+@click.option("--pdf", is_flag=True, help="also write compare.pdf")
+def compare(run_a, run_b, out_dir, sectors, pdf):
+    """Time delta of RUN_B against RUN_A along the track (table, CSV and plot)."""
+    from .compare import compare_runs
+    if sectors < 1 or sectors > 1000:
+        _fail(f"--sectors {sectors}: expected an integer between 1 and 1000")
+    try:
+        res = compare_runs(run_a, run_b, out_dir=out_dir, n_sectors=sectors,
+                           formats=("png", "pdf") if pdf else ("png",), echo=click.echo)
+    except (ValueError, OSError, KeyError) as exc:
+        _fail(str(exc))
+    tab = res["sectors"]
+    a, b = Path(run_a).name, Path(run_b).name
+    click.echo(f"{'sector':>6} {'from [m]':>9} {'to [m]':>9} {a[:12]:>12} {b[:12]:>12} {'delta [s]':>10}")
+    for _, r in tab.iterrows():
+        click.echo(f"{int(r['sector']):>6} {r['s_start [m]']:>9.1f} {r['s_end [m]']:>9.1f} "
+                   f"{r['time_A [s]']:>12.3f} {r['time_B [s]']:>12.3f} {r['delta [s]']:>+10.3f}")
+    click.echo(f"{'total':>6} {tab['s_start [m]'].iloc[0]:>9.1f} {tab['s_end [m]'].iloc[-1]:>9.1f} "
+               f"{tab['time_A [s]'].sum():>12.3f} {tab['time_B [s]'].sum():>12.3f} "
+               f"{res['delta_t_s']:>+10.3f}")
+    click.echo(f"(delta > 0: {b} is behind {a})")
+
+
+@main.command()
+@click.option("--track", default="nordschleife", show_default=True, help="track name or file")
+@click.option("--vehicle", default="fsae", show_default=True, help="vehicle name or .toml file")
+@click.option("--start", default=500.0, show_default=True, type=float, help="sector start [m]")
+@click.option("--length", default=100.0, show_default=True, type=float, help="sector length [m]")
+@click.option("--nfe", default=5, show_default=True, type=int, help="finite elements")
+@click.option("--ncp", default=2, show_default=True, type=int, help="collocation points per element")
+@click.option("--solve", "do_solve", is_flag=True, help="solve first and diagnose the optimum")
+@click.option("--solver", default="ipopt", show_default=True, help="Pyomo solver name for --solve")
+@click.option("--no-numerical", is_flag=True, help="structural checks only")
+@click.option("--report", default=None, type=click.Path(dir_okay=False),
+              help="also write the toolbox's reports to this file")
+def diagnose(track, vehicle, start, length, nfe, ncp, do_solve, solver, no_numerical, report):
+    """Run the IDAES diagnostics toolbox (structural and numerical checks) and a units check
+    on the model of a short sector."""
+    from .diagnose import diagnose as run
+    from .solve import SolverNotFoundError
+    if nfe < 1 or nfe > 200:
+        _fail(f"--nfe {nfe}: expected an integer between 1 and 200 (diagnose a short sector)")
+    if ncp < 1 or ncp > 10:
+        _fail(f"--ncp {ncp}: expected an integer between 1 and 10")
+    if not math.isfinite(length) or length <= 0:
+        _fail(f"--length {length}: expected a positive, finite length in metres")
+    buf = __import__("io").StringIO()
+
+    class _Tee:
+        def write(self, text):
+            buf.write(text)
+            click.echo(text, nl=False)
+
+    try:
+        res = run(track=track, vehicle=vehicle, start=start, length=length, nfe=nfe, ncp=ncp,
+                  numerical=not no_numerical, solve=do_solve, solver=solver, stream=_Tee(),
+                  echo=click.echo)
+    except (ValueError, OSError, SolverNotFoundError) as exc:
+        _fail(str(exc))
+    if report:
+        Path(report).write_text(buf.getvalue())
+        click.echo(f"report written to {report}")
+    warnings = res["structural_warnings"] + res["numerical_warnings"]
+    click.echo(f"{len(warnings)} warnings; degrees of freedom after fixing the controls: "
+               f"{res['degrees_of_freedom']}; units consistent in: {', '.join(res['units']['checked'])}")
 
 
 @main.command()

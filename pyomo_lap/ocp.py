@@ -292,7 +292,7 @@ class _Namer:
 
 
 def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = None,
-                **kwargs) -> pyo.ConcreteModel:
+                progress=None, **kwargs) -> pyo.ConcreteModel:
     """Build and discretize the minimum-time OCP on a sector of a track.
 
     Parameters
@@ -301,6 +301,9 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
     vehicle : VehicleParameters
     config : dict, optional
         Options of :data:`OCP_CONFIG` (keyword arguments override them).
+    progress : callable, optional
+        ``progress(label, done, total)``, called after the physics of each point is built
+        (see :mod:`pyomo_lap.progress`).
 
     Returns
     -------
@@ -359,7 +362,8 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
 
     states = {k: m.component(k) for k in STATE_NAMES + RATE_NAMES + ("t",)}
     for name, var in states.items():
-        m.add_component(f"d{name}_ds", DerivativeVar(var, wrt=m.s, doc=f"d{name}/dq1"))
+        m.add_component(f"d{name}_ds", DerivativeVar(var, wrt=m.s, units=u.get_units(var) / u.m,
+                                                     doc=f"d{name}/dq1"))
 
     # ---- discretization -----------------------------------------------------------------
     disc = pyo.TransformationFactory("dae.collocation")
@@ -427,6 +431,8 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
         v3x[s], power[s] = vals[13], vals[14]
         fx, fy = vals[15:19], vals[19:23]
         adh[s] = [(fx[k], fy[k], z[k]) for k in range(4)]
+        if progress is not None:
+            progress("building the model", i + 1, len(sigma))
     m.v_3x = pyo.Expression(m.s, rule=lambda m, s: v3x[s], doc="longitudinal speed of O3 in {B3} [m/s]")
 
     # ---- the spatial DAE (39) ------------------------------------------------------------
@@ -484,8 +490,12 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
     h = np.diff(elems)
     m.complementarity_penalty = pyo.Expression(expr=sum(-m.f_xa[c] * m.f_xb[c] * hh / L
                                                         for c, hh in zip(ctrl_pts, h)))
-    m.objective = pyo.Objective(expr=m.lap_time + cfg.K_delta * m.steer_penalty
-                                + cfg.K_f * m.complementarity_penalty, sense=pyo.minimize)
+    m.K_delta = pyo.Param(initialize=cfg.K_delta, units=u.s / u.rad ** 2,
+                          doc="weight of the steering-jump penalty [s/rad^2], eq (41)")
+    m.K_f = pyo.Param(initialize=cfg.K_f, units=u.s / u.N ** 2,
+                      doc="weight of the complementarity penalty [s/N^2], eq (41)")
+    m.objective = pyo.Objective(expr=m.lap_time + m.K_delta * m.steer_penalty
+                                + m.K_f * m.complementarity_penalty, sense=pyo.minimize)
     _set_scaling(m)
     m.build_time_s = time.perf_counter() - t0
     return m

@@ -1,5 +1,6 @@
 """Results of a solved model: a pandas DataFrame of channels and the export to
-``trajectory.csv``, ``results.xlsx`` and ``summary.json``.
+``trajectory.csv``, ``trajectory.parquet``, ``results.xlsx`` (sheets ``summary``, ``channels``,
+``sectors``, ``vehicle``, ``track``) and ``summary.json``.
 
 Channels are recomputed with floats from the solved variables through the same model code
 (:func:`pyomo_lap.vehicle.car_equations`), never by ``pyomo.value`` of the nested named
@@ -22,7 +23,8 @@ from . import lie
 from . import vehicle as veh
 from .ocp import RATE_NAMES, STATE_NAMES
 
-__all__ = ["trajectory_dataframe", "UNITS", "write_results", "read_trajectory", "check_output_dir"]
+__all__ = ["trajectory_dataframe", "UNITS", "write_results", "read_trajectory", "check_output_dir",
+           "sector_times", "TRACK_COLUMNS", "read_summary", "read_parquet_units"]
 
 UNITS = {
     "s": "m", "s_sector": "m", "t": "s", "q1": "m", "q2": "m", "q3": "rad", "q4": "m",
@@ -41,17 +43,20 @@ UNITS = {
     "x_vip": "m", "y_vip": "m", "z_vip": "m", "x_spine": "m", "y_spine": "m", "z_spine": "m",
     "width_left": "m", "width_right": "m", "Omega_x": "1/m", "Omega_y": "1/m", "Omega_z": "1/m",
     "load_residual_max": "N", "element": "-",
+    "v_point_mass": "m/s", "t_point_mass": "s",
 }
 """Unit of every channel of :func:`trajectory_dataframe`."""
 
 
-def trajectory_dataframe(m) -> pd.DataFrame:
+def trajectory_dataframe(m, progress=None) -> pd.DataFrame:
     """One row per collocation point of a solved model.
 
     Parameters
     ----------
     m : pyomo.environ.ConcreteModel
         From :func:`pyomo_lap.ocp.build_model`, with a solution loaded.
+    progress : callable, optional
+        ``progress(label, done, total)`` after each point (see :mod:`pyomo_lap.progress`).
 
     Returns
     -------
@@ -60,7 +65,10 @@ def trajectory_dataframe(m) -> pd.DataFrame:
         sector start), time, ``q1..q6`` and rates, joint accelerations, controls, the seven
         algebraic variables, speeds, accelerations of O3 in {B3} without gravity (``a_x``,
         ``a_y``, ``a_z``), slip angles, tyre forces, W3J, aero forces, power, the global
-        position of the vehicle invariant point and of the spine, track data.
+        position of the vehicle invariant point and of the spine, track data, and the
+        quasi-steady point-mass estimate of the initial guess (``v_point_mass``,
+        ``t_point_mass``, :func:`pyomo_lap.speed_profile.quasi_steady_speed`) as a reference
+        for time-delta plots.
     """
     if m.options.model == "single-track":
         from .single_track import trajectory_dataframe as single_track_dataframe
@@ -102,9 +110,71 @@ def trajectory_dataframe(m) -> pd.DataFrame:
         row["load_residual_max"] = max(abs(float(r)) for r in e.load_residuals)
         row["element"] = int(np.searchsorted(elems, s, side="left"))
         rows.append(row)
+        if progress is not None:
+            progress("evaluating the channels", i + 1, len(sigma))
     df = pd.DataFrame(rows)
+    from .speed_profile import quasi_steady_speed
+    sig = np.asarray(sigma, dtype=float)
+    v_pm = quasi_steady_speed(p, sig, tp.omega, tp.rotation, closed=bool(m.options.periodic),
+                              v_start=m.initial_speed, v_min=m.options.v_min)
+    df["v_point_mass"] = v_pm
+    df["t_point_mass"] = np.concatenate([[0.0], np.cumsum(0.5 * (1 / v_pm[1:] + 1 / v_pm[:-1]) * np.diff(sig))])
     cols = [c for c in UNITS if c in df.columns] + [c for c in df.columns if c not in UNITS]
     return df[cols]
+
+
+TRACK_COLUMNS = ("s", "x_spine", "y_spine", "z_spine", "width_left", "width_right",
+                 "Omega_x", "Omega_y", "Omega_z")
+"""Channels that describe the track itself (sheet ``track`` of ``results.xlsx``)."""
+
+
+def sector_times(df: pd.DataFrame, n_sectors: int = 3) -> pd.DataFrame:
+    """Split the sector into ``n_sectors`` parts of equal length and time each one.
+
+    The time at each boundary is interpolated linearly in ``s`` between the collocation
+    points (the time state ``t`` is continuous).
+
+    Parameters
+    ----------
+    df : DataFrame
+        From :func:`trajectory_dataframe` (columns ``s``, ``s_sector``, ``t``).
+    n_sectors : int
+        Number of sectors (>= 1).
+
+    Returns
+    -------
+    DataFrame
+        One row per sector: ``sector``, ``s_start [m]``, ``s_end [m]`` (track coordinate),
+        ``length [m]``, ``t_start [s]``, ``time [s]``, ``mean_speed [km/h]``.
+
+    Raises
+    ------
+    ValueError
+        ``n_sectors`` < 1.
+    """
+    if int(n_sectors) != n_sectors or n_sectors < 1:
+        raise ValueError(f"n_sectors = {n_sectors!r}: expected an integer >= 1")
+    s = df["s_sector"].to_numpy(dtype=float)
+    t = df["t"].to_numpy(dtype=float)
+    edges = np.linspace(s[0], s[-1], int(n_sectors) + 1)
+    t_edges = np.interp(edges, s, t)
+    s0 = float(df["s"].iloc[0]) - float(s[0])
+    rows = []
+    for k in range(int(n_sectors)):
+        length = edges[k + 1] - edges[k]
+        dt = t_edges[k + 1] - t_edges[k]
+        rows.append({"sector": k + 1, "s_start [m]": s0 + edges[k], "s_end [m]": s0 + edges[k + 1],
+                     "length [m]": length, "t_start [s]": t_edges[k], "time [s]": dt,
+                     "mean_speed [km/h]": 3.6 * length / dt if dt > 0 else float("nan")})
+    return pd.DataFrame(rows)
+
+
+def sector_records(sectors: pd.DataFrame) -> list:
+    """:func:`sector_times` as a JSON-ready list of dicts (``sector``, ``s_start_m``,
+    ``s_end_m``, ``time_s``)."""
+    return [{"sector": int(r["sector"]), "s_start_m": float(r["s_start [m]"]),
+             "s_end_m": float(r["s_end [m]"]), "time_s": float(r["time [s]"])}
+            for _, r in sectors.iterrows()]
 
 
 def _with_units(df: pd.DataFrame) -> pd.DataFrame:
@@ -112,9 +182,48 @@ def _with_units(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def read_trajectory(path) -> pd.DataFrame:
-    """Read a ``trajectory.csv`` back, with plain column names (units stripped)."""
-    df = pd.read_csv(path)
+    """Read the channels back, with plain column names (units stripped).
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``trajectory.csv``, a ``trajectory.parquet`` or a results folder (its parquet file
+        if present, else its CSV file).
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file, or a folder without a trajectory file.
+    """
+    path = Path(path)
+    if path.is_dir():
+        for name in ("trajectory.parquet", "trajectory.csv"):
+            if (path / name).exists():
+                path = path / name
+                break
+        else:
+            raise FileNotFoundError(f"{str(path)!r} holds no trajectory.parquet or trajectory.csv: "
+                                    "is it a pyomo_lap results folder?")
+    if not path.exists():
+        raise FileNotFoundError(f"no such file: {str(path)!r}")
+    df = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
     return df.rename(columns={c: c.split(" [")[0] for c in df.columns})
+
+
+def read_summary(path) -> dict:
+    """The ``summary.json`` of a results folder (``path`` is the folder or the file).
+
+    Raises
+    ------
+    FileNotFoundError
+        No summary.json there.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / "summary.json"
+    if not path.exists():
+        raise FileNotFoundError(f"no summary.json at {str(path)!r}: is it a pyomo_lap results folder?")
+    return json.loads(path.read_text())
 
 
 def _is_replaceable(folder: Path) -> bool:
@@ -175,14 +284,22 @@ def check_output_dir(out_dir) -> Path:
 
 
 def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict | None = None,
-                  partial: bool = False) -> Path:
-    """Write ``trajectory.csv``, ``results.xlsx`` and ``summary.json`` atomically.
+                  partial: bool = False, n_sectors: int = 3, echo=None) -> Path:
+    """Write ``trajectory.csv``, ``trajectory.parquet``, ``results.xlsx`` and ``summary.json``
+    atomically.
 
     The files are written into a temporary folder next to ``out_dir`` and moved into place
     only when complete; an existing ``out_dir`` is replaced only then, and only if it is empty
     or holds earlier pyomo_lap results (anything else is refused, never deleted). With
     ``partial=True`` (a failed solve) nothing existing is touched: the files go to
     ``<out_dir>.failed`` and the summary says ``"partial": true``.
+
+    ``results.xlsx`` has the sheets ``summary`` (one row per quantity, grouped as inputs,
+    provenance, solver, results, with the sector times), ``channels`` (one row per point, units
+    in the headers), ``sectors`` (:func:`sector_times`), ``vehicle`` (all parameters) and
+    ``track`` (the track at every point: :data:`TRACK_COLUMNS`). ``trajectory.parquet`` holds
+    the channels with plain names and their units in the schema metadata (key
+    ``pyomo_lap.units``, JSON), and the summary under ``pyomo_lap.summary``.
 
     Parameters
     ----------
@@ -194,6 +311,10 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
     vehicle_params : dict, optional
         Written as a sheet of the workbook.
     partial : bool
+    n_sectors : int
+        Sectors for :func:`sector_times` (added to the summary unless it has ``sectors``).
+    echo : callable, optional
+        Progress messages (one per file).
 
     Returns
     -------
@@ -207,6 +328,7 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
     OSError
         The destination cannot be written (the message names it).
     """
+    echo = echo or (lambda *_: None)
     out_dir = check_output_dir(out_dir)
     target = out_dir.with_name(out_dir.name + ".failed") if partial else out_dir
     if target.exists() and not _is_replaceable(target):
@@ -214,20 +336,31 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
                          "nothing was written")
     parent = target.parent
     summary = dict(summary, partial=bool(partial))
+    from . import __version__
+    summary.setdefault("pyomo_lap_version", __version__)   # marks the folder as pyomo_lap results
+    sectors = sector_times(df, n_sectors)
+    if "sectors" not in summary:
+        summary["sectors"] = sector_records(sectors)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=parent))
     try:
         os.chmod(tmp, 0o755)
+        echo("  writing trajectory.csv")
         _with_units(df).to_csv(tmp / "trajectory.csv", index=False, float_format="%.10g")
+        echo("  writing trajectory.parquet")
+        _write_parquet(tmp / "trajectory.parquet", df, summary)
         with open(tmp / "summary.json", "w") as fh:
             json.dump(summary, fh, indent=2, default=_json_default)
+        echo("  writing results.xlsx")
         with pd.ExcelWriter(tmp / "results.xlsx", engine="openpyxl") as xw:
-            pd.DataFrame({"quantity": list(summary), "value": [_cell(v) for v in summary.values()]}
-                         ).to_excel(xw, sheet_name="summary", index=False)
+            _summary_sheet(summary).to_excel(xw, sheet_name="summary", index=False)
             _with_units(df).to_excel(xw, sheet_name="channels", index=False)
+            sectors.to_excel(xw, sheet_name="sectors", index=False)
             if vehicle_params:
                 pd.DataFrame({"parameter": list(vehicle_params),
                               "value": [_cell(v) for v in vehicle_params.values()]}
                              ).to_excel(xw, sheet_name="vehicle", index=False)
+            tcols = [c for c in TRACK_COLUMNS if c in df.columns]
+            _with_units(df[tcols]).to_excel(xw, sheet_name="track", index=False)
         old = parent / f".{target.name}.old-{os.getpid()}"
         try:
             if target.exists():
@@ -242,6 +375,52 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return target
+
+
+_SUMMARY_GROUPS = (
+    ("inputs", ("track", "vehicle", "start_m", "length_m", "nfe", "ncp", "scheme", "n_points",
+                "periodic", "initial_speed_mps", "solver", "solver_options")),
+    ("provenance", ("track_file", "track_file_sha256", "vehicle_file", "vehicle_file_sha256",
+                    "vehicle_parameters_sha256", "pyomo_lap_version", "pyomo_lap_git_commit",
+                    "pyomo_version", "solver_version", "python", "created_utc")),
+    ("solver", ("termination_condition", "solver_status", "solver_message", "ipopt_exit",
+                "optimal", "partial", "iterations", "n_variables", "n_constraints",
+                "build_time_s", "init_time_s", "solve_time_s")),
+    ("results", ("lap_time_s", "objective", "mean_speed_kmh", "max_speed_kmh")),
+)
+
+
+def _summary_sheet(summary: dict) -> pd.DataFrame:
+    """The summary as rows (group, quantity, value), sector times as rows of their own."""
+    rows, seen = [], set()
+    for group, keys in _SUMMARY_GROUPS:
+        for k in keys:
+            if k in summary:
+                rows.append((group, k, _cell(summary[k])))
+                seen.add(k)
+    for sec in summary.get("sectors", []):
+        rows.append(("sector times", f"sector {sec['sector']} time [s] "
+                     f"({sec['s_start_m']:.0f}-{sec['s_end_m']:.0f} m)", sec["time_s"]))
+    seen.add("sectors")
+    rows += [("other", k, _cell(v)) for k, v in summary.items() if k not in seen]
+    return pd.DataFrame(rows, columns=["group", "quantity", "value"])
+
+
+def _write_parquet(path: Path, df: pd.DataFrame, summary: dict) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    meta = dict(table.schema.metadata or {})
+    meta[b"pyomo_lap.units"] = json.dumps({c: UNITS[c] for c in df.columns if c in UNITS}).encode()
+    meta[b"pyomo_lap.summary"] = json.dumps(summary, default=_json_default).encode()
+    pq.write_table(table.replace_schema_metadata(meta), path)
+
+
+def read_parquet_units(path) -> dict:
+    """Units of the channels stored in a ``trajectory.parquet`` (its schema metadata)."""
+    import pyarrow.parquet as pq
+    meta = pq.read_schema(path).metadata or {}
+    return json.loads(meta.get(b"pyomo_lap.units", b"{}"))
 
 
 def _cell(v):

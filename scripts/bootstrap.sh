@@ -4,7 +4,9 @@
 #   2. pip install -e '.[test]' into it (redone only when setup.cfg/pyproject.toml change),
 #   3. make sure an `ipopt` executable exists (on PATH or in .venv/bin); if not, build one from
 #      Debian packages with scripts/install_ipopt.sh .venv/bin,
-#   4. export PATH="<repo>/.venv/bin:$PATH" so Pyomo's SolverFactory('ipopt') finds it.
+#   4. export PATH="<repo>/.venv/bin:$PATH" so Pyomo's SolverFactory('ipopt') finds it,
+#   5. build PyNumero's ASL interface into .venv/lib (scripts/install_pynumero.sh) for the
+#      numerical checks of `pyomo-lap diagnose` (a failure here only warns).
 #
 # Usage: `source scripts/bootstrap.sh` (leaves you in the repo root with PATH exported), or
 #        `bash scripts/bootstrap.sh` (set up only).
@@ -92,6 +94,13 @@ print(", ".join(f"{p} {v(p)}" for p in ("pyomo", "idaes-pse", "numpy", "scipy", 
         return 1
       }
     fi
+  fi
+
+  # --- 5. PyNumero's ASL interface (numerical diagnostics) -----------------------------------
+  if [ ! -f "$venv/lib/libpynumero_ASL.so" ] && [ "${PYOMO_LAP_SKIP_IPOPT:-0}" != 1 ]; then
+    _pyomo_lap_say "building PyNumero's ASL interface for 'pyomo-lap diagnose' (scripts/install_pynumero.sh)"
+    bash "$root/scripts/install_pynumero.sh" "$venv/bin/python" "$venv/lib" >/dev/null 2>&1 \
+      || _pyomo_lap_say "warning: could not build libpynumero_ASL.so; 'pyomo-lap diagnose' will skip its numerical checks"
   fi
   return 0
 }

@@ -1,0 +1,45 @@
+"""Quick start: build, initialize, solve, look at the results.
+
+Solves a short sector of the Nordschleife (a left-right sequence at 1150 m), writes the
+results folder (CSV, Parquet, Excel, JSON) and its figures.
+
+    python examples/quickstart.py [OUT_DIR]          # default OUT_DIR: results_quickstart
+"""
+import sys
+
+import pyomo.environ as pyo
+
+from pyomo_lap import (build_model, initialize_model, load_track, load_vehicle, solve_model,
+                       trajectory_dataframe, write_results)
+from pyomo_lap.plots import plot_results
+
+
+def main(out_dir="results_quickstart", start=1150.0, length=300.0, nfe=30, ncp=3,
+         solver="ipopt", tee=True):
+    """Run the example; returns the model, the solve report, the channels and the folder."""
+    track = load_track("nordschleife")
+    car = load_vehicle("fsae")
+    m = build_model(track, car, start=start, length=length, nfe=nfe, ncp=ncp)   # a Pyomo model
+    initialize_model(m)                                                          # cold start
+    report = solve_model(m, solver=solver, tee=tee)
+    if not report.ok:
+        raise RuntimeError(f"not solved: {report.termination_condition}")
+    print(f"sector time {pyo.value(m.lap_time):.3f} s, {report.iterations} iterations")
+
+    # components carry the field's names
+    s_mid = sorted(m.s)[len(m.s) // 2]
+    print(f"at s = {s_mid:.1f} m: q2 = {m.q2[s_mid].value:.2f} m, f_xa = {m.f_xa[s_mid].value:.0f} N, "
+          f"delta = {m.delta[s_mid].value:.4f} rad, f_11z = {m.f_11z[s_mid].value:.0f} N")
+
+    df = trajectory_dataframe(m)          # pandas, one row per collocation point
+    summary = {"lap_time_s": pyo.value(m.lap_time), "termination_condition": report.termination_condition,
+               "iterations": report.iterations, "track": track.name, "vehicle": car.name,
+               "start_m": start, "length_m": length, "nfe": nfe, "ncp": ncp, "solver": solver}
+    folder = write_results(out_dir, df, summary, car.as_dict())
+    figures = plot_results(folder)
+    print(f"results in {folder}/, figures in {figures[0].parent}/")
+    return m, report, df, folder
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "results_quickstart")

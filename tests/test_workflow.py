@@ -1,0 +1,280 @@
+"""The engineer's workflow: solver swapping, export, plots, comparing runs, diagnostics, units,
+progress and the scripting examples. One short sector is solved once per solver interface
+(module-scoped fixtures) and shared by the export, plot and compare tests."""
+import hashlib
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyomo.environ as pyo
+import pytest
+from click.testing import CliRunner
+
+from pyomo_lap import __version__, build_model, load_track, load_vehicle
+from pyomo_lap.cli import main
+from pyomo_lap.results import UNITS, read_parquet_units, read_summary, read_trajectory
+
+ROOT = Path(__file__).resolve().parents[1]
+SECTOR = dict(start=1150.0, length=200.0, nfe=15, ncp=2)   # a left-right sequence, ~10 s to solve
+EXAMPLE = dict(start=1150.0, length=150.0, nfe=10, ncp=2)  # the examples, a few seconds each
+
+
+def _example(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The same sector solved through the API with 'ipopt' and through the CLI with
+    'ipopt_v2' (Pyomo's newer interface) and a passed-through option."""
+    from pyomo_lap import solve_sector
+    base = tmp_path_factory.mktemp("runs")
+    solve_sector(out_dir=base / "A", echo=lambda *a: None, **SECTOR)
+    r = CliRunner().invoke(main, ["solve", "--start", "1150", "--length", "200", "--nfe", "15",
+                                  "--ncp", "2", "--solver", "ipopt_v2", "--solver-option",
+                                  "max_iter=400", "--out", str(base / "B"), "--quiet"])
+    assert r.exit_code == 0, r.output
+    return base / "A", base / "B"
+
+
+# ---- solver swapping --------------------------------------------------------------------------
+
+@pytest.mark.integration
+def test_two_solver_interfaces_solve_the_same_problem(runs):
+    a, b = (read_summary(x) for x in runs)
+    assert a["solver"] == "ipopt" and b["solver"] == "ipopt_v2"
+    assert a["termination_condition"] == b["termination_condition"] == "optimal"
+    assert b["solver_options"] == {"max_iter": 400}            # passed through, as a number
+    assert b["iterations"] is not None and 0 < b["iterations"] <= 400
+    # two interfaces, two NL writers, one optimum (IPOPT tol 1e-5 on the scaled problem)
+    assert b["lap_time_s"] == pytest.approx(a["lap_time_s"], rel=2e-3)
+
+
+@pytest.mark.unit
+def test_missing_or_unknown_solver_says_how_to_install(tmp_path):
+    from pyomo_lap.solve import SolverNotFoundError, ensure_solver
+    with pytest.raises(SolverNotFoundError, match="not a solver Pyomo knows.*ipopt_v2.*conda install"):
+        ensure_solver("no_such_solver")
+    with pytest.raises(SolverNotFoundError, match="not available.*install"):
+        ensure_solver("conopt")          # known to Pyomo, not installed here
+    r = CliRunner().invoke(main, ["solve", "--solver", "no_such_solver", "--length", "100",
+                                  "--nfe", "5", "--out", str(tmp_path / "x")])
+    assert r.exit_code == 2 and "--solver no_such_solver" in r.output and "ipopt" in r.output
+    assert "building" not in r.output and not (tmp_path / "x").exists()
+
+
+@pytest.mark.unit
+def test_solver_options_parse_and_bad_ones_are_refused(tmp_path):
+    from pyomo_lap.solve import parse_solver_options
+    assert parse_solver_options(["max_iter=5", "tol=1e-6", "linear_solver=mumps", "x= 2 "]) == \
+        {"max_iter": 5, "tol": 1e-6, "linear_solver": "mumps", "x": 2}
+    with pytest.raises(ValueError, match="'max_iter'.*KEY=VALUE"):
+        parse_solver_options(["max_iter"])
+    r = CliRunner().invoke(main, ["solve", "--solver-option", "=3", "--out", str(tmp_path / "x")])
+    assert r.exit_code == 2 and "--solver-option" in r.output
+
+
+# ---- export -----------------------------------------------------------------------------------
+
+@pytest.mark.integration
+def test_export_sheets_formats_sector_times_and_provenance(runs):
+    import openpyxl
+    a = runs[0]
+    summary = read_summary(a)
+    wb = openpyxl.load_workbook(a / "results.xlsx", read_only=True)
+    assert {"summary", "channels", "sectors", "vehicle", "track"} <= set(wb.sheetnames)
+    header = [c.value for c in next(wb["track"].iter_rows(max_row=1))]
+    assert header[:4] == ["s [m]", "x_spine [m]", "y_spine [m]", "z_spine [m]"]
+    sheet = pd.read_excel(a / "results.xlsx", sheet_name="summary")
+    assert {"inputs", "provenance", "solver", "results", "sector times"} <= set(sheet["group"])
+    # CSV (units in the headers) and Parquet (units in the metadata) hold the same numbers
+    csv = pd.read_csv(a / "trajectory.csv")
+    assert "q2 [m]" in csv.columns and "f_11z [N]" in csv.columns
+    pq = pd.read_parquet(a / "trajectory.parquet")
+    assert np.allclose(pq["q2"], csv["q2 [m]"], rtol=1e-9) and np.allclose(pq["t"], csv["t [s]"], rtol=1e-9)
+    units = read_parquet_units(a / "trajectory.parquet")
+    assert units["f_11z"] == "N" and units["q1_dot"] == "m/s" and units == {c: UNITS[c] for c in units}
+    # sector times: add up to the sector time, and each agrees with an independent quadrature
+    # of dt = ds / q1_dot over the points inside it
+    sec = summary["sectors"]
+    assert len(sec) == 3
+    assert sum(x["time_s"] for x in sec) == pytest.approx(summary["lap_time_s"], rel=1e-9)
+    df = read_trajectory(a)
+    s_track = df["s"].iloc[0] + df["s_sector"]
+    for x in sec:
+        grid = np.linspace(x["s_start_m"], x["s_end_m"], 400)
+        quad = np.trapezoid(np.interp(grid, s_track, 1.0 / df["q1_dot"]), grid)
+        assert x["time_s"] == pytest.approx(quad, rel=2e-3)
+    # provenance: every number can be traced to the input files and the code
+    for kind in ("track", "vehicle"):
+        f = Path(summary[f"{kind}_file"])
+        assert hashlib.sha256(f.read_bytes()).hexdigest() == summary[f"{kind}_file_sha256"]
+    params = load_vehicle("fsae").as_dict()
+    assert summary["vehicle_parameters_sha256"] == hashlib.sha256(
+        json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()
+    assert summary["pyomo_lap_version"] == __version__
+    assert summary["solver_version"].split(".")[0].isdigit() and "created_utc" in summary
+
+
+# ---- plots ------------------------------------------------------------------------------------
+
+@pytest.mark.integration
+def test_plot_command_writes_every_figure(runs, tmp_path):
+    from pyomo_lap.plots import FIGURES
+    out = tmp_path / "plots"
+    r = CliRunner().invoke(main, ["plot", str(runs[0]), "--out", str(out), "--pdf",
+                                  "--reference", str(runs[1])])
+    assert r.exit_code == 0, r.output
+    for name in FIGURES:
+        png = out / f"{name}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000, name
+    assert (out / "plots.pdf").read_bytes()[:5] == b"%PDF-"
+    r = CliRunner().invoke(main, ["plot", str(runs[0]), "--figure", "no_such_figure"])
+    assert r.exit_code == 2 and "track_map" in r.output
+
+
+@pytest.mark.unit
+def test_plan_view_edges_and_racing_line_are_where_they_should_be():
+    """On a straight along x, the left edge is at +width_left in y, the right edge at
+    -width_right, and the racing line at q2 (the left normal of the direction of travel)."""
+    from pyomo_lap.plots import edges_xy
+    s = np.linspace(0.0, 100.0, 11)
+    df = pd.DataFrame({"s": s, "s_sector": s, "x_spine": s, "y_spine": 5.0 + 0 * s,
+                       "width_left": 4.0, "width_right": 3.0, "q2": np.linspace(-2.0, 2.0, 11)})
+    g = edges_xy(df)
+    assert np.allclose(g["left"][:, 1], 9.0) and np.allclose(g["right"][:, 1], 2.0)
+    assert np.allclose(g["line"][:, 1], 5.0 + df["q2"]) and np.allclose(g["line"][:, 0], s)
+
+
+# ---- comparing runs ---------------------------------------------------------------------------
+
+@pytest.mark.unit
+def test_time_delta_of_two_constant_speed_runs_is_the_closed_form():
+    """A at 20 m/s over 0-300 m, B at 25 m/s over 100-400 m: on the overlap 100-300 m,
+    delta(s) = (s - 100)/25 - (s - 100)/20."""
+    from pyomo_lap.compare import delta_along_track, sector_deltas
+
+    def run(s0, s1, v, n):
+        s = np.linspace(s0, s1, n)
+        return pd.DataFrame({"s": s, "s_sector": s - s0, "t": (s - s0) / v, "speed_kmh": 3.6 * v,
+                             "q2": 0.0})
+    d = delta_along_track(run(0, 300, 20.0, 31), run(100, 400, 25.0, 17))
+    x = d["s [m]"].to_numpy()
+    assert x[0] == pytest.approx(100.0) and x[-1] == pytest.approx(300.0)
+    assert np.allclose(d["delta_t [s]"], (x - 100) / 25 - (x - 100) / 20, atol=1e-12)
+    tab = sector_deltas(d, 4)
+    assert np.allclose(tab["delta [s]"], 50 / 25 - 50 / 20)
+    with pytest.raises(ValueError, match="do not overlap"):
+        delta_along_track(run(0, 100, 20.0, 5), run(200, 300, 20.0, 5))
+
+
+@pytest.mark.integration
+def test_compare_command_table_and_plot(runs):
+    a, b = runs
+    r = CliRunner().invoke(main, ["compare", str(a), str(b), "--sectors", "2"])
+    assert r.exit_code == 0, r.output
+    out = b / "compare_A"
+    d = pd.read_csv(out / "compare.csv")
+    same = read_summary(b)["lap_time_s"] - read_summary(a)["lap_time_s"]
+    assert d["delta_t [s]"].iloc[-1] == pytest.approx(same, abs=1e-9)   # same sector: same delta
+    assert (out / "compare.png").stat().st_size > 10_000
+    assert len(pd.read_csv(out / "compare_sectors.csv")) == 2 and "total" in r.output
+
+
+# ---- diagnostics and units --------------------------------------------------------------------
+
+@pytest.mark.integration
+def test_idaes_diagnostics_on_the_squared_model():
+    import io
+    from idaes.core.util.diagnostics_tools.diagnostics_toolbox import DiagnosticsToolbox
+    from pyomo_lap.diagnose import diagnose
+    res = diagnose(start=500.0, length=60.0, nfe=3, ncp=2, stream=io.StringIO(), echo=lambda *a: None)
+    assert res["degrees_of_freedom"] == 0
+    assert not any("Structural singularity" in w for w in res["structural_warnings"])
+    assert "Jacobian Condition Number" in res["numerical"]          # numerical checks ran
+    # the checks can fail: drop one load equation and the toolbox finds the singularity
+    m = res["model"]
+    m.loads_eq[0, sorted(m.s)[2]].deactivate()
+    buf = io.StringIO()
+    DiagnosticsToolbox(m).report_structural_issues(stream=buf)
+    assert "Structural singularity" in buf.getvalue()
+
+
+@pytest.mark.unit
+def test_units_are_declared_and_consistent():
+    from pyomo.core.base.units_container import UnitsError
+    from pyomo.util.check_units import assert_units_equivalent
+    from pyomo_lap.diagnose import check_units
+    m = build_model(load_track("nordschleife"), load_vehicle("fsae"), start=500.0, length=50.0,
+                    nfe=3, ncp=2)
+    res = check_units(m)
+    assert {"ode_q", "ode_t", "objective"} <= set(res["checked"]) and not res["vars_without_units"]
+    # the model's units agree with the exported channel units (declared independently)
+    ureg = pyo.units._pint_registry
+    for name in ("q2", "q3", "q1_dot", "q3_dot", "t", "f_xa", "delta", "f_11z", "m_3z"):
+        have = pyo.units.get_units(m.component(name))._get_pint_unit()
+        want = ureg.parse_expression(UNITS[name].replace("^", "**").replace("N m", "N*m")).units
+        assert have.dimensionality == want.dimensionality, name
+    assert_units_equivalent(m.dt_ds, pyo.units.s / pyo.units.m)
+    # and the check can fail
+    first, last = m.s.first(), m.s.last()
+    m.bad = pyo.Constraint(expr=m.q2[first] == m.t[last])
+    with pytest.raises(UnitsError):
+        check_units(m, components=("bad",))
+
+
+# ---- progress ---------------------------------------------------------------------------------
+
+@pytest.mark.unit
+def test_progress_is_reported_while_building():
+    from pyomo_lap.progress import echo_progress
+    calls, lines = [], []
+    m = build_model(load_track("nordschleife"), load_vehicle("fsae"), start=500.0, length=50.0,
+                    nfe=4, ncp=2, progress=lambda *a: calls.append(a))
+    assert [c[1] for c in calls] == list(range(1, len(m.s) + 1))
+    assert {c[0] for c in calls} == {"building the model"} and calls[-1][2] == len(m.s)
+    prog = echo_progress(lines.append, steps=4)
+    for i in range(1, 101):
+        prog("step", i, 100)
+    assert [ln.split(": ")[1].split(" %")[0] for ln in lines] == ["25", "50", "75", "100"]
+
+
+# ---- the scripting examples -------------------------------------------------------------------
+
+@pytest.mark.integration
+def test_example_quickstart(tmp_path):
+    m, rep, df, folder = _example("quickstart").main(out_dir=tmp_path / "qs", tee=False, **EXAMPLE)
+    assert rep.ok and (folder / "results.xlsx").exists() and (folder / "plots" / "track_map.png").exists()
+    assert df["t"].iloc[-1] == pytest.approx(pyo.value(m.lap_time))
+
+
+@pytest.mark.integration
+def test_example_energy_budget():
+    r = _example("energy_budget").main(**EXAMPLE)
+    from pyomo_lap.results import trajectory_dataframe
+    df = trajectory_dataframe(r["model"])
+    # independent of the example's own sums: integrate the exported power channel over time
+    energy = np.trapezoid(df["power"], df["t"])
+    assert energy <= r["e_max"] * (1 + 1e-2)
+    assert r["e_max"] < r["e_free"]
+    assert r["t_budget"] >= r["t_free"] - 1e-4        # a tighter problem is not faster
+
+
+@pytest.mark.integration
+def test_example_speed_limit_and_objective():
+    ex = _example("speed_limit_and_objective")
+    m, rep = ex.main(zone=(60.0, 100.0), v_max=25.0, **EXAMPLE)
+    assert rep.ok and rep.solver == "ipopt_v2"
+    from pyomo_lap.results import trajectory_dataframe
+    df = trajectory_dataframe(m)
+    zone = df[(df["s_sector"] >= 60.0) & (df["s_sector"] <= 100.0)]
+    assert zone["q1_dot"].max() <= 25.0 + 1e-6
+    assert (df["f_11z"] + df["f_12z"]).min() >= 400.0 - 1e-3
+    assert m.cool_tyres.active and not m.objective.active
+    assert pyo.value(m.lap_time) >= 40.0 / 25.0                   # the zone alone takes that long
