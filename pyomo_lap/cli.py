@@ -108,8 +108,7 @@ def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_spe
     try:
         from .api import ResultsNotWrittenError, SolveFailedError, solve_sector  # heavy imports
         from .progress import click_progress
-        from .solve import (SolveInterrupted, SolverNotFoundError, ensure_solver,
-                            parse_solver_options)
+        from .solve import SolveInterrupted, SolverNotFoundError, parse_solver_options
     except KeyboardInterrupt:
         _fail("interrupted while starting; nothing was done", code=130)
 
@@ -144,10 +143,6 @@ def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_spe
         _fail(f"--solver-option: {exc}")
     if max_iter is not None:
         options["max_iter"] = max_iter
-    try:
-        ensure_solver(solver)
-    except SolverNotFoundError as exc:
-        _fail(f"--solver {solver}: {exc}")
     try:
         isp = initial_speed if initial_speed in ("quasi-steady", "free") else float(initial_speed)
     except ValueError:

@@ -338,8 +338,10 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
     summary = dict(summary, partial=bool(partial))
     from . import __version__
     summary.setdefault("pyomo_lap_version", __version__)   # marks the folder as pyomo_lap results
-    sectors = sector_times(df, n_sectors)
-    if "sectors" not in summary:
+    # a table without the track coordinate and time (a partial export) has no sector times
+    sectors = (sector_times(df, n_sectors) if {"s_sector", "t"} <= set(df.columns)
+               else pd.DataFrame())
+    if "sectors" not in summary and len(sectors):
         summary["sectors"] = sector_records(sectors)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=parent))
     try:

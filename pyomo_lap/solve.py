@@ -363,6 +363,9 @@ def solve_model(m, solver: str = "ipopt", options: Optional[dict] = None, tee: b
     opts.update(options or {})
     new = _new_interface(opt)
     if new is not None:
+        exe = _venv_bin() / "ipopt"
+        if "ipopt" in solver and exe.exists() and not new.available():
+            new.config.executable = str(exe)     # .venv/bin/ipopt, venv not activated
         return _solve_new_interface(m, new, solver, opts, tee, load_partial)
     opt.options.update(opts)
     fd, logfile = tempfile.mkstemp(prefix="pyomo_lap_", suffix=".log")

@@ -118,7 +118,7 @@ CASES = [
     (["--out", "{d}/thesis"], 2, ["thesis", "not pyomo_lap results", "nothing was touched"]),
     (["--out", "{d}/res2"], 2, ["res2.failed", "not pyomo_lap results"]),
     # solver, unknown option
-    (["--solver", "no_such_solver"], 2, ["solver 'no_such_solver' is not available"]),
+    (["--solver", "no_such_solver"], 2, ["solver 'no_such_solver' is not a solver Pyomo knows"]),
     (["--colour", "red"], 2, ["No such option", "--colour"]),
 ]
 

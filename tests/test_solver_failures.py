@@ -192,7 +192,7 @@ def test_missing_solver_is_reported_before_building(tmp_path, no_ipopt):
 def test_unknown_solver_name(tmp_path):
     r = CliRunner().invoke(main, ["solve", "--solver", "no_such_solver", "--length", "100",
                                   "--out", str(tmp_path / "x")])
-    assert r.exit_code == 2 and "solver 'no_such_solver' is not available" in r.output
+    assert r.exit_code == 2 and "solver 'no_such_solver' is not a solver Pyomo knows" in r.output
     assert "Traceback" not in r.output and "building" not in r.output
 
 

@@ -65,7 +65,7 @@ def test_missing_or_unknown_solver_says_how_to_install(tmp_path):
         ensure_solver("conopt")          # known to Pyomo, not installed here
     r = CliRunner().invoke(main, ["solve", "--solver", "no_such_solver", "--length", "100",
                                   "--nfe", "5", "--out", str(tmp_path / "x")])
-    assert r.exit_code == 2 and "--solver no_such_solver" in r.output and "ipopt" in r.output
+    assert r.exit_code == 2 and "solver 'no_such_solver'" in r.output and "ipopt" in r.output
     assert "building" not in r.output and not (tmp_path / "x").exists()
 
 
