@@ -97,16 +97,17 @@ def run_pyomo(track, car, nfe, ncp, full_lap, start, length, tee=False, max_iter
 
 
 def run_casadi(m):
-    """The CasADi twin of a built and initialized pyomo_lap model (same mesh and guess)."""
+    """The CasADi twin of a built and initialized pyomo_lap model (same mesh, scaling and
+    initial guess): :mod:`pyomo_lap.casadi_ocp`."""
     from pyomo_lap.casadi_ocp import build_casadi_nlp, solve_casadi
 
     t0 = time.perf_counter()
     nlp = build_casadi_nlp(m)
     build_s = time.perf_counter() - t0
-    out = solve_casadi(nlp)
-    out = dict(out) if not isinstance(out, dict) else out
-    out.setdefault("build_s", build_s)
-    return out
+    rep = solve_casadi(nlp)
+    return {"build_s": build_s, "solve_s": rep.solve_s, "iterations": rep.iterations,
+            "lap_time_s": rep.lap_time_s, "return_status": rep.return_status,
+            "eval_s": (rep.t_proc or {}).get("functions"), "n_variables": rep.n_variables}
 
 
 def main(argv=None):
@@ -135,6 +136,7 @@ def main(argv=None):
                 "casadi_iterations": c.get("iterations"), "casadi_lap_time_s": c.get("lap_time_s"),
                 "casadi_status": c.get("return_status"),
             })
+            row["casadi_eval_cpu_s"] = c.get("eval_s")
             pyomo_build = row["build_s"] + row["init_s"]
             pyomo_solve = row["nl_write_s"] + row["ipopt_s"]
             row["ratio_build"] = pyomo_build / row["casadi_build_s"]
