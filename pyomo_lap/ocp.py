@@ -399,7 +399,9 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
     m.car_tape, m.car_outputs = tape, outs
     # named as m.car.<tag>[s]: the quantities users ask for; the other tags of the model code
     # (articulated-body inertias, U, d, ...) are shared subexpressions like any other
-    tape.tags = {i: t for i, t in tape.tags.items() if t.startswith(USER_TAGS)}
+    # (with the option 'lift', every tag of the model code can be lifted, so all are kept)
+    if not cfg.lift:
+        tape.tags = {i: t for i, t in tape.tags.items() if t.startswith(USER_TAGS)}
     shared = _shared_nodes(tape)
     shared_set = set(shared)
     m.car.cse_index = pyo.Set(initialize=shared, doc="tape index of a shared subexpression")
