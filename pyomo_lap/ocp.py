@@ -38,7 +38,7 @@ from pyomo.common.config import ConfigDict, ConfigValue, In, NonNegativeFloat, P
 from pyomo.dae import ContinuousSet, DerivativeVar
 
 from . import vehicle as veh
-from .backend import is_number
+from .backend import add, is_number, mul, sub
 from .chain import TrackJoint
 
 __all__ = ["OCP_CONFIG", "build_model", "STATE_NAMES", "RATE_NAMES", "track_joints",
@@ -85,6 +85,17 @@ OCP_CONFIG.declare("element_boundaries", ConfigValue(default=None, domain=lambda
                    description="finite-element boundaries in the sector [m], from 0 to the sector length "
                                "(a non-uniform mesh, e.g. from pyomo_lap.defects.refine_mesh); nfe is then "
                                "their number minus one"))
+OCP_CONFIG.declare("adherence", ConfigValue(default="below-peak", domain=In(["below-peak", "squared"]),
+                   description="form of the tyres' adherence constraints (friction ellipse): "
+                               "'below-peak' |mu_y/mu_x f_x| <= D cos(theta), two rows a tyre, each "
+                               "tyre at or below the peak of its Magic Formula; 'squared' the paper's "
+                               "(mu_y/mu_x f_x)^2 + f_y^2 <= D^2 (degenerate at the peak; see "
+                               "pyomo_lap.ocp.adherence_rows)"))
+OCP_CONFIG.declare("named_subexpressions", ConfigValue(default=True, domain=bool,
+                   description="write shared subexpressions of the car equations as named "
+                               "Expressions m.car.cse[s, k] (the NL writer makes them defined "
+                               "variables, which the AMPL solver library evaluates once); False "
+                               "shares the expression objects without naming them (faster to build)"))
 OCP_CONFIG.declare("track_margin", ConfigValue(default=0.0, domain=NonNegativeFloat,
                    description="extra distance kept from each track edge [m]"))
 
@@ -100,37 +111,224 @@ USER_TAGS = ("qdd", "W3J", "V3", "V6", "a3", "alpha_", "f_", "Y_", "aero_q", "ro
 """Tags of the car equations kept as named Expressions ``m.car.<tag>[s]`` (prefixes)."""
 
 
-def record_car_equations(p, chain):
-    """Record :func:`pyomo_lap.vehicle.car_equations` once on :class:`pyomo_lap.tape.Node`
-    symbols.
+DERIVATIVE_NAMES = tuple(f"d{k}_ds" for k in STATE_NAMES + RATE_NAMES) + ("dt_ds",)
+"""Names of the ``DerivativeVar`` components (d/dq1 of the states and of the time)."""
 
-    Inputs of the tape: ``q[0..4]`` (q2..q6), ``qd[0..5]`` (q̇1..q̇6), ``u[0..2]``
-    (f_xa, f_xb, delta), ``z[0..6]`` (the algebraic variables) and the track joint's numbers
-    ``R[0..8]`` (row-major), ``Om[0..2]`` (Omega), ``dOm[0..2]`` (dOmega/ds), ``p[0..2]``.
+POINT_VARIABLES = STATE_NAMES + RATE_NAMES + veh.CONTROLS + veh.ALGEBRAIC + DERIVATIVE_NAMES
+"""The model variables of one point that the rows of :func:`record_point_rows` depend on
+(33 names, in the order of the tape's inputs)."""
+
+TRACK_INPUTS = tuple(f"R[{k}]" for k in range(9)) + tuple(f"Om[{k}]" for k in range(3)) \
+    + tuple(f"dOm[{k}]" for k in range(3))
+"""The track numbers of one point the rows depend on: :math:`R_{0,1}` row by row,
+:math:`\Omega` and :math:`d\Omega/ds` (eq 12 with :math:`|p_{,q1}| = 1`)."""
+
+WHEELS = ("11", "12", "21", "22")
+
+
+@dataclasses.dataclass
+class RowFamily:
+    """One family of per-point rows: the entries of a ``Constraint`` component.
+
+    Attributes
+    ----------
+    name : str
+        Name of the component on the model (``ode_qdot``, ``adherence`` ...).
+    keys : tuple
+        First index of each row of the family (``None`` for a component indexed by ``s``
+        only; the component is then indexed ``[s]``, otherwise ``[key, s]``, or ``[key]`` for
+        ``where == "first"``).
+    outputs : tuple of int
+        Position of each row's body among :attr:`PointRows.outputs`.
+    lower, upper : tuple of (float or None)
+        Bounds of each row.
+    where : str
+        ``"all"`` points, ``"interior"`` (all but the first: the DAE is not collocated at
+        ``s = 0``), or ``"first"`` (the first point only).
+    """
+
+    name: str
+    keys: tuple
+    outputs: tuple
+    lower: tuple
+    upper: tuple
+    where: str = "all"
+
+
+@dataclasses.dataclass
+class PointRows:
+    """The rows of the OCP at one point, recorded once on a :class:`pyomo_lap.tape.Tape`.
+
+    Every row body is a function of the point's variables (:data:`POINT_VARIABLES`, in the
+    model: ``m.<name>[s]``) and of the track numbers there (:data:`TRACK_INPUTS`). The Pyomo
+    builder replays the tape at every point (:func:`build_model`); the fast solver path
+    (:mod:`pyomo_lap.lap_solver`) turns the same tape into one compiled CasADi function
+    mapped over the points, and checks before each solve that the model still holds these
+    rows.
+
+    Attributes
+    ----------
+    tape : pyomo_lap.tape.Tape
+    outputs : list
+        Row bodies (tape nodes), in family order.
+    families : list of RowFamily
+    variables, track_inputs : tuple of str
+    built : list of (ConstraintData, expression, point, output)
+        Set by :func:`build_model`: every row as built (its relational expression object),
+        the index of its point in :attr:`points` and of its body in :attr:`outputs`.
+    named : list of (ExpressionData, expression, point)
+        Set by :func:`build_model`: the named expressions ``m.car.*`` as built.
+    components : dict
+        ``name -> Var`` component of each of :attr:`variables`, as built.
+    track_values : ndarray (n_points, 15)
+        The track numbers at each point (columns :attr:`track_inputs`).
+    points : list of float
+        The points ``s`` of the mesh, sorted [m].
+    """
+
+    tape: object
+    outputs: list
+    families: list
+    variables: tuple = POINT_VARIABLES
+    track_inputs: tuple = TRACK_INPUTS
+    built: list = dataclasses.field(default_factory=list, repr=False)
+    named: list = dataclasses.field(default_factory=list, repr=False)
+    components: dict = dataclasses.field(default_factory=dict, repr=False)
+    track_values: object = dataclasses.field(default=None, repr=False)
+    points: list = dataclasses.field(default_factory=list, repr=False)
+
+    def casadi_function(self, name: str = "point_rows"):
+        """``casadi.Function`` ``(w[33], track[15]) -> rows`` (see :func:`pyomo_lap.tape.casadi_function`)."""
+        from .tape import casadi_function
+        return casadi_function(self.tape, self.outputs, {"w": self.variables, "track": self.track_inputs},
+                               name=name)
+
+
+def record_point_rows(p, chain, cfg) -> PointRows:
+    """Record the rows of the OCP at one point, once, on :class:`pyomo_lap.tape.Node` symbols.
+
+    Rows (sec. 3.2 and 4; every body is written ``body`` with constant bounds):
+
+    * ``ode_q[k]`` (k = q2..q6): :math:`\dot q_1\, dq_k/ds - \dot q_k = 0`, eq (39);
+    * ``ode_qdot[k]`` (k = 1..6): :math:`\dot q_1\, d\dot q_k/ds - \ddot q_k = 0` with
+      :math:`\ddot q` from the ABA;
+    * ``ode_t``: :math:`\dot q_1\, dt/ds = 1`;
+    * ``loads_eq[k]`` (35) and ``inplane_eq[k]`` (36): residuals = 0;
+    * ``power_limit``: :math:`f_{xa} v_{3x} \le P_{max}`;
+    * ``adherence[w, sense]``: the friction ellipse of each tyre (see ``adherence`` in
+      :data:`OCP_CONFIG`);
+    * ``speed_min``: :math:`v_{3x} \ge v_{min}`;
+    * ``settled_start[k]`` (k = 4..6, open sectors): :math:`\ddot q_k = 0` at the start.
+
+    Parameters
+    ----------
+    p : VehicleParameters
+    chain : chain.Chain
+    cfg : ConfigDict
+        :data:`OCP_CONFIG` values (``adherence``, ``v_min``, ``periodic``).
 
     Returns
     -------
-    (Tape, dict)
-        The tape (uses counted) and its output nodes: ``qdd`` (6), ``load_res`` (4),
-        ``inplane`` (3), ``v3x``, ``power``, ``fx`` (4 wheels), ``fy`` (4 wheels).
+    PointRows
     """
     from .tape import record
 
-    def fn(namer, x):
-        R = [x["R"][3 * r:3 * r + 3] for r in range(3)]
-        tj = TrackJoint(R=R, J=[1.0, 0, 0] + x["Om"], dJ=[0, 0, 0] + x["dOm"], p=x["p"])
-        e = veh.car_equations(p, chain, tj, [0.0] + x["q"], x["qd"], x["u"], x["z"], namer=namer)
-        ch = e.channels
-        return {"qdd": list(e.qdd), "load_res": list(e.load_residuals),
-                "inplane": list(e.inplane_residuals), "v3x": ch["v_3x"], "power": ch["power"],
-                "fx": [ch[f"f_{w}x"] for w in ("11", "12", "21", "22")],
-                "fy": [ch[f"f_{w}y"] for w in ("11", "12", "21", "22")]}
+    groups = {"x": len(POINT_VARIABLES), "track": len(TRACK_INPUTS)}
+    rows = []          # (family, key, node, lower, upper, where)
 
-    tape, outs = record(fn, {"q": 5, "qd": 6, "u": 3, "z": 7, "R": 9, "Om": 3, "dOm": 3, "p": 3})
-    flat = outs["qdd"] + outs["load_res"] + outs["inplane"] + [outs["v3x"], outs["power"]] \
-        + outs["fx"] + outs["fy"]
-    tape.count_uses(flat)
-    return tape, outs
+    def fn(namer, x):
+        v = dict(zip(POINT_VARIABLES, x["x"]))
+        t = x["track"]
+        tj = TrackJoint(R=[t[0:3], t[3:6], t[6:9]], J=[1.0, 0, 0] + t[9:12],
+                        dJ=[0, 0, 0] + t[12:15], p=[0.0, 0.0, 0.0])
+        q = [0.0] + [v[k] for k in STATE_NAMES]
+        qd = [v[k] for k in RATE_NAMES]
+        u = [v[k] for k in veh.CONTROLS]
+        z = [v[k] for k in veh.ALGEBRAIC]
+        e = veh.car_equations(p, chain, tj, q, qd, u, z, namer=namer)
+        ch = e.channels
+        q1d = v["q1_dot"]
+        for k in STATE_NAMES:
+            rows.append(("ode_q", k, sub(mul(q1d, v[f"d{k}_ds"]), v[f"{k}_dot"]), 0.0, 0.0, "interior"))
+        for k in range(1, 7):
+            rows.append(("ode_qdot", k, sub(mul(q1d, v[f"dq{k}_dot_ds"]), e.qdd[k - 1]), 0.0, 0.0,
+                         "interior"))
+        rows.append(("ode_t", None, mul(q1d, v["dt_ds"]), 1.0, 1.0, "interior"))
+        for k in range(4):
+            rows.append(("loads_eq", k, e.load_residuals[k], 0.0, 0.0, "all"))
+        for k in range(3):
+            rows.append(("inplane_eq", k, e.inplane_residuals[k], 0.0, 0.0, "all"))
+        rows.append(("power_limit", None, ch["power"], None, p.P_max, "all"))
+        for key, body in adherence_rows(p, ch, cfg.adherence):
+            rows.append(("adherence", key, body, None, 0.0, "all"))
+        rows.append(("speed_min", None, ch["v_3x"], cfg.v_min, None, "all"))
+        if not cfg.periodic:
+            for k in range(4, 7):
+                rows.append(("settled_start", k, e.qdd[k - 1], 0.0, 0.0, "first"))
+        return [r[2] for r in rows]
+
+    tape, outs = record(fn, groups)
+    # the tape's inputs are named x[i] / track[i]: rename them after the model's components
+    names = {f"x[{i}]": n for i, n in enumerate(POINT_VARIABLES)}
+    names.update({f"track[{i}]": n for i, n in enumerate(TRACK_INPUTS)})
+    for node in tape.nodes:
+        if node.op == "input":
+            node.args = (names[node.args[0]],)
+    tape.input_names = [names[n] for n in tape.input_names]
+    tape.count_uses(outs)
+    families = []
+    for fam in dict.fromkeys(r[0] for r in rows):
+        idx = [i for i, r in enumerate(rows) if r[0] == fam]
+        families.append(RowFamily(fam, tuple(rows[i][1] for i in idx), tuple(idx),
+                                  tuple(rows[i][3] for i in idx), tuple(rows[i][4] for i in idx),
+                                  rows[idx[0]][5]))
+    return PointRows(tape=tape, outputs=list(outs), families=families)
+
+
+def adherence_rows(p, ch, form: str) -> list:
+    r"""Bodies (``<= 0``) of the adherence constraints of the four tyres.
+
+    ``form = "squared"`` is the friction ellipse as the paper writes it,
+    :math:`(\mu_y/\mu_x\, f_x)^2 + f_y^2 - D^2 \le 0`, one row per tyre (key ``(w, 0)``).
+    With the Magic Formula :math:`f_y = D\sin\theta` (eq 32) this is
+    :math:`(\mu_y/\mu_x f_x)^2 \le D^2\cos^2\theta`, whose gradient vanishes when a tyre is
+    at the peak of its lateral characteristic with no longitudinal force: the constraint is
+    active there with a zero gradient, the multipliers are unbounded and IPOPT crawls.
+
+    ``form = "below-peak"`` (default) writes the same ellipse as
+    :math:`\pm\mu_y/\mu_x\, f_x - D\cos\theta \le 0` (keys ``(w, +1)``, ``(w, -1)``),
+    which has a nonzero gradient everywhere and also keeps each tyre at or below the peak
+    of its lateral characteristic (:math:`\cos\theta \ge 0`). A row that the control
+    bounds make redundant is left out: a front tyre that only brakes
+    (:math:`f_x = k_b f_{xb}/2 \le 0`) has only the ``-1`` row.
+
+    Parameters
+    ----------
+    p : VehicleParameters
+    ch : dict
+        Channels of :func:`pyomo_lap.vehicle.car_equations` (``f_<w>x``, ``f_<w>y``,
+        ``D_<w>``, ``theta_<w>``).
+    form : {"below-peak", "squared"}
+
+    Returns
+    -------
+    list of ((wheel, sense), body)
+    """
+    from .backend import cos
+    ratio = p.mu_y0 / p.mu_x0
+    out = []
+    for w in WHEELS:
+        fx, D = ch[f"f_{w}x"], ch[f"D_{w}"]
+        if form == "squared":
+            body = sub(add(mul(mul(ratio, fx), mul(ratio, fx)), mul(ch[f"f_{w}y"], ch[f"f_{w}y"])),
+                       mul(D, D))
+            out.append(((w, 0), body))
+            continue
+        cap = mul(D, cos(ch[f"theta_{w}"]))
+        senses = (-1,) if w.startswith("1") and 0.0 <= p.brake_ratio else (1, -1)
+        for sense in senses:
+            out.append(((w, sense), sub(mul(sense * ratio, fx), cap)))
+    return out
 
 
 def _shared_nodes(tape) -> list:
@@ -160,17 +358,104 @@ def _shared_nodes(tape) -> list:
     return out
 
 
-def _tape_inputs(tj) -> dict:
-    """The track-joint numbers of one point, keyed as the tape's inputs."""
-    d = {}
-    for r in range(3):
-        for c in range(3):
-            d[f"R[{3 * r + c}]"] = float(tj.R[r][c])
+_FAMILY_DOCS = {
+    "ode_q": "spatial DAE (39), kinematics: q1_dot dq_k/ds - q_k_dot = 0 [m/s, rad/s]",
+    "ode_qdot": "spatial DAE (39), dynamics: q1_dot dq_k_dot/ds - q_k_ddot(ABA) = 0 [m/s^2, rad/s^2]",
+    "ode_t": "time: q1_dot dt/ds = 1",
+    "loads_eq": "vertical loads, eq (35): f_ijz - f~_ijz = 0 [N]",
+    "inplane_eq": "in-plane tyre resultant, eq (36) [N, N, N m]",
+    "power_limit": "traction power f_xa v_3x <= P_max [W]",
+    "adherence": "friction ellipse of each tyre (see pyomo_lap.ocp.adherence_rows) [N]",
+    "speed_min": "v_3x >= v_min [m/s] (slip angles (33) divide by v_3x)",
+    "settled_start": "open sector: the car enters settled, q_k_ddot = 0 (k = 4..6) at the start",
+}
+
+
+def track_numbers(tp) -> dict:
+    """The track numbers of :data:`TRACK_INPUTS` at the points of a
+    :class:`~pyomo_lap.track.TrackPoints`, as ``name -> (n,) array``."""
+    n = len(tp.s)
+    R = np.asarray(tp.rotation, dtype=float).reshape(n, 9)
+    out = {f"R[{k}]": R[:, k] for k in range(9)}
     for k in range(3):
-        d[f"Om[{k}]"] = float(tj.J[3 + k])
-        d[f"dOm[{k}]"] = float(tj.dJ[3 + k])
-        d[f"p[{k}]"] = float(tj.p[k])
-    return d
+        out[f"Om[{k}]"] = np.asarray(tp.omega[:, k], dtype=float)
+        out[f"dOm[{k}]"] = np.asarray(tp.domega_ds[:, k], dtype=float)
+    return out
+
+
+def _replay(m, rec: PointRows, tp, sigma, named: bool, progress) -> list:
+    """The row bodies at every point as Pyomo expressions (:class:`pyomo_lap.tape.PyomoReplay`).
+
+    The points are grouped by which track numbers are exactly zero; the tape is specialized
+    to each group (:func:`pyomo_lap.tape.specialize`), so a zero never enters an expression.
+    Tagged quantities of the model code (:data:`USER_TAGS`) become ``m.car.<tag>[s]``; with
+    ``named``, the other nodes used more than once (:func:`_shared_nodes`) become
+    ``m.car.cse[s, k]`` (``k``: the node's index on the recorded tape).
+
+    Returns
+    -------
+    list (one entry per point) of lists (one entry per output of ``rec``)
+    """
+    from .tape import PyomoReplay, specialize
+    tape = rec.tape
+    tape.tags = {i: t for i, t in tape.tags.items() if t.startswith(USER_TAGS)}
+    n = len(sigma)
+    numbers = track_numbers(tp)
+    zero = np.stack([numbers[k] == 0.0 for k in TRACK_INPUTS], axis=1)
+    patterns, inverse = np.unique(zero, axis=0, return_inverse=True)
+    inverse = np.asarray(inverse).reshape(-1)
+    groups = []
+    keys = set()
+    for g, pat in enumerate(patterns):
+        consts = {k: 0.0 for k, z in zip(TRACK_INPUTS, pat) if z}
+        spec, outs, origin = specialize(tape, rec.outputs, consts)
+        shared = {i: origin[i] for i in _shared_nodes(spec)} if named else {}
+        keys.update(shared.values())
+        replay = PyomoReplay(spec, outs, POINT_VARIABLES, shared=shared)
+        pts = np.flatnonzero(inverse == g)
+        nums = replay.numeric_values({k: numbers[k][pts] for k in replay.numeric_inputs}, len(pts))
+        groups.append((replay, pts, nums))
+    namer = _Namer(m.car, m.s)
+    if named:
+        m.car.cse_index = pyo.Set(initialize=sorted(keys), doc="tape index of a shared subexpression")
+        m.car.cse = pyo.Expression(m.s, m.car.cse_index, doc="common subexpressions of the car equations")
+    cse = m.car.component("cse")
+    comps = [m.component(name) for name in POINT_VARIABLES]
+    values = [None] * n
+    done = 0
+    for replay, pts, nums in groups:
+        for row, i in zip(nums.tolist(), pts.tolist()):
+            s = sigma[i]
+            if named:
+                def share(k, value, _s=s):
+                    cse[_s, k] = value
+                    return cse[_s, k]
+            else:
+                def share(k, value):
+                    return value
+            values[i] = replay.build([c[s] for c in comps], row, namer.at(s), share)
+            done += 1
+            if progress is not None:
+                progress("building the model", done, n)
+    return values
+
+
+def _replay_lifted(m, rec: PointRows, tp, sigma, lift, progress) -> list:
+    """As :func:`_replay`, for the option ``lift``: every tag of the model code that starts
+    with one of ``lift`` becomes a variable ``m.car.<tag>[s]`` with its defining equation
+    ``m.car.<tag>_def[s]`` (slow path through :meth:`pyomo_lap.tape.Tape.replay`)."""
+    tape = rec.tape
+    numbers = track_numbers(tp)
+    namer = _Namer(m.car, m.s, lift=lift)
+    comps = [m.component(name) for name in POINT_VARIABLES]
+    values = []
+    for i, s in enumerate(sigma):
+        inputs = {k: float(numbers[k][i]) for k in TRACK_INPUTS}
+        inputs.update({name: c[s] for name, c in zip(POINT_VARIABLES, comps)})
+        values.append(tape.replay(inputs, rec.outputs, name=namer.at(s), share=lambda k, v: v))
+        if progress is not None:
+            progress("building the model", i + 1, len(sigma))
+    return values
 
 
 def track_joints(tp) -> list:
@@ -389,76 +674,60 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
         m.q2[s].setlb(lo)
         m.q2[s].setub(hi)
 
-    # ---- physics at every point (named Expressions in m.car) ----------------------------
-    # The car equations are recorded once on symbols (pyomo_lap.tape: common subexpressions
-    # merged) and replayed at every point on the point's variables and track numbers.
+    # ---- the rows at every point ---------------------------------------------------------
+    # The rows of one point are recorded once on symbols (pyomo_lap.tape: common
+    # subexpressions merged) and replayed at every point on the point's variables and track
+    # numbers; the quantities users ask for are named Expressions m.car.<tag>[s].
     m.car = pyo.Block()
-    namer = _Namer(m.car, m.s, lift=cfg.lift)
     chain = m.chain = veh.build_chain(p)
-    tape, outs = record_car_equations(p, chain)
-    m.car_tape, m.car_outputs = tape, outs
-    # named as m.car.<tag>[s]: the quantities users ask for; the other tags of the model code
-    # (articulated-body inertias, U, d, ...) are shared subexpressions like any other
-    # (with the option 'lift', every tag of the model code can be lifted, so all are kept)
-    if not cfg.lift:
-        tape.tags = {i: t for i, t in tape.tags.items() if t.startswith(USER_TAGS)}
-    shared = _shared_nodes(tape)
-    shared_set = set(shared)
-    m.car.cse_index = pyo.Set(initialize=shared, doc="tape index of a shared subexpression")
-    m.car.cse = pyo.Expression(m.s, m.car.cse_index, doc="common subexpressions of the car equations")
-    cse = m.car.cse
-    flat_outs = outs["qdd"] + outs["load_res"] + outs["inplane"] + [outs["v3x"], outs["power"]] \
-        + outs["fx"] + outs["fy"]
-    qdd, load_res, inplane_res, adh, power, v3x = {}, {}, {}, {}, {}, {}
-    for s in m.s:
-        i = idx[s]
-        inputs = _tape_inputs(joints[i])
-        for k, name in enumerate(STATE_NAMES):
-            inputs[f"q[{k}]"] = m.component(name)[s]
-        for k, name in enumerate(RATE_NAMES):
-            inputs[f"qd[{k}]"] = m.component(name)[s]
-        for k, name in enumerate(("f_xa", "f_xb", "delta")):
-            inputs[f"u[{k}]"] = m.component(name)[s]
-        z = tuple(m.component(n)[s] for n in veh.ALGEBRAIC)
-        for k in range(7):
-            inputs[f"z[{k}]"] = z[k]
-
-        def share(k, value, _s=s):
-            cse[_s, k] = value
-            return cse[_s, k]
-        vals = tape.replay(inputs, flat_outs, name=namer.at(s), share=share, shared=shared_set)
-        qdd[s] = vals[0:6]
-        load_res[s] = vals[6:10]
-        inplane_res[s] = vals[10:13]
-        v3x[s], power[s] = vals[13], vals[14]
-        fx, fy = vals[15:19], vals[19:23]
-        adh[s] = [(fx[k], fy[k], z[k]) for k in range(4)]
-        if progress is not None:
-            progress("building the model", i + 1, len(sigma))
-    m.v_3x = pyo.Expression(m.s, rule=lambda m, s: v3x[s], doc="longitudinal speed of O3 in {B3} [m/s]")
-
-    # ---- the spatial DAE (39) ------------------------------------------------------------
+    rec = m.point_rows = record_point_rows(p, chain, cfg)
+    if cfg.lift:
+        values = _replay_lifted(m, rec, tp, sigma, cfg.lift, progress)
+    else:
+        values = _replay(m, rec, tp, sigma, cfg.named_subexpressions, progress)
     first = sigma[0]
-    m.ode_q = pyo.Constraint(STATE_NAMES, m.s, rule=lambda m, k, s: pyo.Constraint.Skip if s == first
-                             else m.q1_dot[s] * m.component(f"d{k}_ds")[s] == m.component(f"{k}_dot")[s])
-    m.ode_qdot = pyo.Constraint(range(1, 7), m.s, rule=lambda m, k, s: pyo.Constraint.Skip if s == first
-                                else m.q1_dot[s] * m.component(f"dq{k}_dot_ds")[s] == qdd[s][k - 1])
-    m.ode_t = pyo.Constraint(m.s, rule=lambda m, s: pyo.Constraint.Skip if s == first
-                             else m.q1_dot[s] * m.dt_ds[s] == 1.0)
-    # algebraic equations (35) and (36)
-    m.loads_eq = pyo.Constraint(range(4), m.s, rule=lambda m, k, s: load_res[s][k] == 0)
-    m.inplane_eq = pyo.Constraint(range(3), m.s, rule=lambda m, k, s: inplane_res[s][k] == 0)
-
-    # ---- path constraints ----------------------------------------------------------------
-    m.power_limit = pyo.Constraint(m.s, rule=lambda m, s: power[s] <= p.P_max)
-    ratio = p.mu_y0 / p.mu_x0
-
-    def adherence(m, k, s):
-        fx, fy, fz = adh[s][k]
-        D = veh.peak_force(p, fz)
-        return (ratio * fx) ** 2 + fy ** 2 <= D ** 2
-    m.adherence = pyo.Constraint(range(4), m.s, rule=adherence)
-    m.speed_min = pyo.Constraint(m.s, rule=lambda m, s: v3x[s] >= cfg.v_min)
+    where = {"all": sigma, "interior": sigma[1:], "first": sigma[:1]}
+    built = rec.built = []        # (ConstraintData, its expression, point, output) as built
+    for fam in rec.families:
+        pts = where[fam.where]
+        if fam.where == "first":
+            index = list(fam.keys)
+        elif fam.keys == (None,):
+            index = list(pts)
+        else:
+            index = [(k, s) if not isinstance(k, tuple) else k + (s,) for k in fam.keys for s in pts]
+        con = pyo.Constraint(index, doc=_FAMILY_DOCS.get(fam.name))
+        m.add_component(fam.name, con)
+        for j, key in enumerate(fam.keys):
+            lo, up, out = fam.lower[j], fam.upper[j], fam.outputs[j]
+            for s in pts:
+                i = idx[s]
+                body = values[i][out]
+                if is_number(body):
+                    continue
+                if fam.where == "first":
+                    ix = key
+                elif key is None:
+                    ix = s
+                else:
+                    ix = key + (s,) if isinstance(key, tuple) else (key, s)
+                con[ix] = (lo, body, up)
+                if not cfg.lift:     # lifted rows are not the recorded ones
+                    c = con[ix]
+                    built.append((c, c.expr, i, out))
+    # what the fast solver path checks before it uses the recorded rows instead of these
+    # expressions: the variable components, the named expressions and the track numbers
+    rec.components = {name: m.component(name) for name in POINT_VARIABLES}
+    rec.named = []
+    for e in m.car.component_data_objects(pyo.Expression, descend_into=True):
+        ix = e.index()
+        rec.named.append((e, e.expr, idx[ix[0] if isinstance(ix, tuple) else ix]))
+    numbers = track_numbers(tp)
+    rec.track_values = np.stack([numbers[k] for k in TRACK_INPUTS], axis=1)
+    rec.points = list(sigma)
+    v3x_out = next(f.outputs[0] for f in rec.families if f.name == "speed_min")
+    m.v_3x = pyo.Expression(m.s, rule=lambda m, s: values[idx[s]][v3x_out],
+                            doc="longitudinal speed of O3 in {B3} [m/s]")
 
     # ---- boundary conditions ---------------------------------------------------------------
     last = sigma[-1]
@@ -480,7 +749,6 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
         # spring or lateral kinetic energy it can turn into speed)
         for k in ("q2_dot", "q3_dot", "q4_dot", "q5_dot", "q6_dot"):
             m.component(k)[first].fix(0.0)
-        m.settled_start = pyo.Constraint(range(4, 7), rule=lambda m, k: qdd[first][k - 1] == 0)
 
     # ---- objective (41) ---------------------------------------------------------------------
     elems = sorted(m.s.get_finite_elements())
@@ -539,7 +807,7 @@ def _set_scaling(m) -> None:
     for c in m.power_limit.values():
         sf[c] = 1.0 / p.P_max
     for c in m.adherence.values():
-        sf[c] = F * F
+        sf[c] = F * F if m.options.adherence == "squared" else F
     for c in m.speed_min.values():
         sf[c] = 0.05
     if m.component("settled_start") is not None:

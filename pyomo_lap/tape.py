@@ -307,3 +307,274 @@ def record(fn: Callable, input_names: Dict[str, int]):
     inputs = {k: [tape.input(f"{k}[{i}]") for i in range(n)] for k, n in input_names.items()}
     result = fn(tape.tag, inputs)
     return tape, result
+
+
+# ------------------------------------------------------------------------------------------
+# specialization, fast replay into Pyomo expressions, CasADi functions
+# ------------------------------------------------------------------------------------------
+
+def specialize(tape: "Tape", outputs: Sequence, constants: Dict[str, float]):
+    """Re-record the live part of a tape with some inputs replaced by constants.
+
+    The operations fold as during recording (:meth:`Tape.op`): a product with an input that
+    is 0 at some points of the mesh (say ``R[7]`` on a track without banking) disappears
+    from the specialized tape, so the expressions replayed from it carry no such term.
+
+    Parameters
+    ----------
+    tape : Tape
+        With uses counted (:meth:`Tape.count_uses`).
+    outputs : sequence
+        Nodes (or constants) of ``tape`` to keep.
+    constants : dict
+        ``input name -> value`` of the inputs to replace.
+
+    Returns
+    -------
+    (Tape, list, list)
+        The new tape (uses counted), its outputs, and ``origin``: for each node of the new
+        tape the index of the first node of ``tape`` that maps onto it.
+    """
+    new = Tape()
+    mapping: Dict[int, object] = {}
+    origin: List[int] = []
+    for i, node in enumerate(tape.nodes):
+        if not tape.live[i]:
+            continue
+        if node.op == "input":
+            name = node.args[0]
+            if name in constants:
+                mapping[i] = float(constants[name])
+            else:
+                mapping[i] = new.input(name)
+                origin.append(i)
+            continue
+        args = [mapping[a.index] if isinstance(a, Node) else a for a in node.args]
+        n_before = len(new.nodes)
+        v = new.op(node.op, *args)
+        if len(new.nodes) > n_before:
+            origin.extend([i] * (len(new.nodes) - n_before))
+        tag = tape.tags.get(i)
+        if tag is not None:
+            new.tag(tag, v)
+        mapping[i] = v
+    outs = [mapping[o.index] if isinstance(o, Node) else o for o in outputs]
+    new.count_uses(outs)
+    return new, outs, origin
+
+
+class PyomoReplay:
+    """A tape compiled into a Python function that builds the Pyomo expressions of one point.
+
+    The tape's nodes fall into two kinds: *numeric* nodes depend only on the inputs given as
+    numbers (the track at the point) and are evaluated with NumPy for all points at once
+    (:meth:`numeric_values`); *symbolic* nodes depend on a Pyomo variable and become one
+    expression node each, built by straight-line generated code that calls Pyomo's
+    expression classes directly (``ProductExpression``, ``SumExpression``, ...), without the
+    operator dispatch of ``a * b`` (the dispatch is most of the cost of building a model).
+    The expressions are the ones :meth:`Tape.replay` builds through :mod:`pyomo_lap.backend`,
+    except that constants are not folded any further than in the tape (specialize the tape
+    first, :func:`specialize`, to drop the terms of inputs that are zero).
+
+    Parameters
+    ----------
+    tape : Tape
+        With uses counted.
+    outputs : sequence
+        Nodes (or constants) whose expressions :meth:`build` returns.
+    symbolic_inputs : sequence of str
+        Names of the inputs given as Pyomo variables (in the order :meth:`build` takes them);
+        every other input is numeric.
+    shared : dict, optional
+        ``node index -> key`` of untagged nodes to pass through ``share(key, expr)``.
+    """
+
+    def __init__(self, tape: "Tape", outputs: Sequence, symbolic_inputs: Sequence[str],
+                 shared: Optional[Dict[int, object]] = None):
+        self.tape = tape
+        self.outputs = list(outputs)
+        self.symbolic_inputs = list(symbolic_inputs)
+        shared = shared or {}
+        sym_pos = {n: k for k, n in enumerate(self.symbolic_inputs)}
+        nodes = tape.nodes
+        numeric = [False] * len(nodes)
+        self.numeric_inputs: List[str] = []
+        for i, node in enumerate(nodes):
+            if not tape.live[i]:
+                continue
+            if node.op == "input":
+                numeric[i] = node.args[0] not in sym_pos
+                if numeric[i]:
+                    self.numeric_inputs.append(node.args[0])
+            else:
+                numeric[i] = all(not isinstance(a, Node) or numeric[a.index] for a in node.args)
+        self._numeric = numeric
+        # numeric nodes needed by symbolic nodes or by the outputs get a column of N
+        needed = set()
+        for i, node in enumerate(nodes):
+            if tape.live[i] and not numeric[i] and node.op != "input":
+                needed.update(a.index for a in node.args if isinstance(a, Node) and numeric[a.index])
+        needed.update(o.index for o in self.outputs if isinstance(o, Node) and numeric[o.index])
+        self._columns = sorted(needed)
+        col = {i: k for k, i in enumerate(self._columns)}
+
+        def ref(a):
+            if not isinstance(a, Node):
+                return repr(float(a))
+            if numeric[a.index]:
+                return f"N[{col[a.index]}]"
+            return f"n{a.index}"
+
+        def is_var(a):
+            return isinstance(a, Node) and a.op == "input" and not numeric[a.index]
+
+        def neg(a):
+            return f"M((-1.0, {ref(a)}))" if is_var(a) else f"G(({ref(a)},))"
+
+        lines = ["def _build(V, N, name, share):"]
+        for k, n in enumerate(self.symbolic_inputs):
+            for i, node in enumerate(nodes):
+                if node.op == "input" and node.args[0] == n and tape.live[i]:
+                    lines.append(f"    n{i} = V[{k}]")
+        for i, node in enumerate(nodes):
+            if not tape.live[i] or node.op == "input" or numeric[i]:
+                continue
+            op, args = node.op, node.args
+            if op == "mul":
+                a, b = args
+                if not isinstance(a, Node) or numeric[a.index]:
+                    a, b = b, a
+                if not isinstance(b, Node) or numeric[b.index]:      # symbolic * number
+                    e = f"M(({ref(b)}, {ref(a)}))" if is_var(a) else f"P(({ref(b)}, {ref(a)}))"
+                else:
+                    e = f"P(({ref(a)}, {ref(b)}))"
+            elif op == "add":
+                e = f"S([{ref(args[0])}, {ref(args[1])}])"
+            elif op == "sub":
+                a, b = args
+                if not isinstance(b, Node) or numeric[b.index]:
+                    e = f"S([{ref(a)}, -{ref(b)}])"
+                else:
+                    e = f"S([{ref(a)}, {neg(b)}])"
+            elif op == "neg":
+                e = neg(args[0])
+            elif op == "div":
+                a, b = args
+                if not isinstance(b, Node) or numeric[b.index]:
+                    e = f"P((1.0 / {ref(b)}, {ref(a)}))"
+                else:
+                    e = f"D(({ref(a)}, {ref(b)}))"
+            elif op == "pow":
+                e = f"W(({ref(args[0])}, {ref(args[1])}))"
+            else:
+                e = f"U(({ref(args[0])},), {op!r}, _{op})"
+            lines.append(f"    n{i} = {e}")
+            tag = tape.tags.get(i)
+            if tag is not None:
+                lines.append(f"    n{i} = name({tag!r}, n{i})")
+            elif i in shared:
+                lines.append(f"    n{i} = share({shared[i]!r}, n{i})")
+        lines.append("    return [" + ", ".join(ref(o) for o in self.outputs) + "]")
+        from pyomo.core.expr.numeric_expr import (
+            DivisionExpression, MonomialTermExpression, NegationExpression, PowExpression,
+            ProductExpression, SumExpression, UnaryFunctionExpression)
+        env = {"P": ProductExpression, "M": MonomialTermExpression, "S": SumExpression,
+               "G": NegationExpression, "D": DivisionExpression, "W": PowExpression,
+               "U": UnaryFunctionExpression}
+        env.update({f"_{f}": getattr(math, f) for f in _FUNCS})
+        self.source = "\n".join(lines)
+        exec(compile(self.source, "<pyomo_lap.tape.PyomoReplay>", "exec"), env)
+        self._build = env["_build"]
+
+    def numeric_values(self, inputs: Dict[str, np.ndarray], n: int) -> np.ndarray:
+        """Values of the numeric nodes the expressions need, for ``n`` points.
+
+        Parameters
+        ----------
+        inputs : dict
+            ``input name -> (n,) array`` for every numeric input.
+        n : int
+            Number of points.
+
+        Returns
+        -------
+        ndarray (n, k)
+            One row per point, to pass to :meth:`build`.
+        """
+        tape = self.tape
+        vals: Dict[int, np.ndarray] = {}
+        for i, node in enumerate(tape.nodes):
+            if not tape.live[i] or not self._numeric[i]:
+                continue
+            if node.op == "input":
+                vals[i] = np.broadcast_to(np.asarray(inputs[node.args[0]], dtype=float), (n,))
+                continue
+            args = [vals[a.index] if isinstance(a, Node) else a for a in node.args]
+            vals[i] = _NUMPY[node.op](*args)
+        out = np.empty((n, len(self._columns)))
+        for k, i in enumerate(self._columns):
+            out[:, k] = vals[i]
+        return out
+
+    def build(self, variables: Sequence, numbers: Sequence[float], name: Callable,
+              share: Callable) -> list:
+        """The outputs' Pyomo expressions at one point.
+
+        Parameters
+        ----------
+        variables : sequence
+            Pyomo variables, in the order of ``symbolic_inputs``.
+        numbers : sequence of float
+            The point's row of :meth:`numeric_values` (as Python floats).
+        name : callable
+            ``name(tag, expr) -> expr``, called for tagged nodes.
+        share : callable
+            ``share(key, expr) -> expr``, called for the nodes in ``shared``.
+        """
+        return self._build(variables, numbers, name, share)
+
+
+_CASADI_OPS = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b, "neg": lambda a: -a, "pow": lambda a, b: a ** b,
+}
+
+
+def casadi_function(tape: "Tape", outputs: Sequence, groups: Dict[str, Sequence[str]],
+                    name: str = "tape"):
+    """The tape as a ``casadi.Function`` of SX symbols, one vector argument per group of
+    inputs, one vector output (the ``outputs`` in order).
+
+    Parameters
+    ----------
+    tape : Tape
+    outputs : sequence
+        Nodes or constants.
+    groups : dict
+        ``argument name -> input names`` (ordered); every live input of the tape must be in
+        one group.
+    name : str
+
+    Returns
+    -------
+    casadi.Function
+    """
+    import casadi as ca
+    syms = {g: ca.SX.sym(g, len(names)) for g, names in groups.items()}
+    where = {}
+    for g, names in groups.items():
+        for k, n in enumerate(names):
+            where[n] = syms[g][k]
+    vals: Dict[int, object] = {}
+    for i, node in enumerate(tape.nodes):
+        if not tape.live[i]:
+            continue
+        if node.op == "input":
+            vals[i] = where[node.args[0]]
+            continue
+        args = [vals[a.index] if isinstance(a, Node) else a for a in node.args]
+        f = _CASADI_OPS.get(node.op)
+        vals[i] = f(*args) if f is not None else getattr(ca, node.op)(*args)
+    out = [vals[o.index] if isinstance(o, Node) else ca.SX(float(o)) for o in outputs]
+    return ca.Function(name, [syms[g] for g in groups], [ca.vertcat(*out)],
+                       list(groups), ["out"])

@@ -41,7 +41,7 @@ from .backend import add, atan, cos, mul, sin, sub, total
 from .vehicle_schema import VehicleFileError, VehicleParameters, read_vehicle_file
 
 __all__ = ["VehicleParameters", "VehicleFileError", "load_vehicle", "available_vehicles", "models_dir",
-           "CarEquations", "car_equations", "tyre_lateral_force", "peak_force",
+           "CarEquations", "car_equations", "tyre_lateral_force", "tyre_lateral_angle", "peak_force",
            "build_chain", "ALGEBRAIC", "CONTROLS", "solve_loop", "solve_algebraic"]
 
 ALGEBRAIC = ("f_11z", "f_12z", "f_21z", "f_22z", "f_3x", "f_3y", "m_3z")
@@ -129,6 +129,30 @@ def tyre_lateral_force(p: VehicleParameters, alpha, fz):
     scalar
         Lateral force in the wheel frame [N].
     """
+    D, theta = tyre_lateral_angle(p, alpha, fz)
+    return D * sin(theta)
+
+
+def tyre_lateral_angle(p: VehicleParameters, alpha, fz):
+    r"""Peak force and argument of the sine of the Magic Formula, eq (32):
+    :math:`f_y = D \sin\theta`, :math:`\theta = C \arctan(B\alpha - E(B\alpha - \arctan B\alpha))`.
+
+    The lateral force peaks (:math:`f_y = \pm D`) at :math:`\theta = \pm\pi/2`; the slip
+    angles below the peak are those with :math:`\cos\theta > 0`.
+
+    Parameters
+    ----------
+    p : VehicleParameters
+    alpha : scalar
+        Slip angle [rad].
+    fz : scalar
+        Vertical load [N], > 0.
+
+    Returns
+    -------
+    (D, theta) : scalars
+        Peak force [N] and the angle [rad].
+    """
     D = peak_force(p, fz)
     c_alpha = mul(p.pK1 * p.Fz0, sin(mul(2.0, atan(mul(1.0 / (p.pK2 * p.Fz0), fz)))))
     Ba = c_alpha * alpha / (p.C * D)
@@ -136,7 +160,7 @@ def tyre_lateral_force(p: VehicleParameters, alpha, fz):
         arg = atan(Ba)
     else:
         arg = atan(sub(Ba, mul(p.E, sub(Ba, atan(Ba)))))
-    return D * sin(mul(p.C, arg))
+    return D, mul(p.C, arg)
 
 
 @dataclasses.dataclass
@@ -229,10 +253,9 @@ def car_equations(p: VehicleParameters, chain: chain_mod.Chain, track: chain_mod
     f1x = mul(0.5 * p.brake_ratio, f_xb)
     f2x = add(mul(0.5 * (1 - p.brake_ratio), f_xb), mul(0.5, f_xa))
     # eq (32)
-    f11y = nm("f_11y", tyre_lateral_force(p, alpha1, f11z))
-    f12y = nm("f_12y", tyre_lateral_force(p, alpha1, f12z))
-    f21y = nm("f_21y", tyre_lateral_force(p, alpha2, f21z))
-    f22y = nm("f_22y", tyre_lateral_force(p, alpha2, f22z))
+    tyres = {w: tyre_lateral_angle(p, a, fz) for w, a, fz in
+             (("11", alpha1, f11z), ("12", alpha1, f12z), ("21", alpha2, f21z), ("22", alpha2, f22z))}
+    f11y, f12y, f21y, f22y = (nm(f"f_{w}y", mul(D, sin(th))) for w, (D, th) in tyres.items())
     cd, sd = cos(delta), sin(delta)
     # eq (31) and (36)
     Y1 = nm("Y_1", add(mul(add(f11y, f12y), cd), mul(mul(2.0, f1x), sd)))
@@ -263,6 +286,9 @@ def car_equations(p: VehicleParameters, chain: chain_mod.Chain, track: chain_mod
         "tau_4": tau[3], "tau_5": tau[4], "tau_6": tau[5],
         "delta_F1": dF1, "delta_F2": dF2, "power": mul(f_xa, v3x),
     }
+    for w, (D, th) in tyres.items():
+        channels[f"D_{w}"] = D
+        channels[f"theta_{w}"] = th
     return CarEquations(qdd=res.qdd, load_residuals=load_res, inplane_residuals=inplane,
                         channels=channels, kin=kin, aba=res)
 

@@ -1,0 +1,157 @@
+"""Compile CasADi functions to machine code once, and keep them in a cache.
+
+CasADi evaluates an ``SX`` function in its virtual machine; the C code CasADi generates for
+the same function, compiled, runs about ten times faster. :func:`compile_functions` generates
+that code for a set of functions, compiles it with the machine's C compiler into a shared
+library, loads it back (``casadi.external``) and keeps the library in a cache folder keyed by
+a hash of the code, so the next solve of the same model (same car equations, same vehicle
+parameters) loads it at once. Without a C compiler, or when compiling fails, the functions are
+evaluated in CasADi's virtual machine instead (slower, same results) and a warning says why.
+
+Cache folder: ``$PYOMO_LAP_CACHE`` if set, else ``$XDG_CACHE_HOME/pyomo_lap`` or
+``~/.cache/pyomo_lap``. Compiler: ``$CC`` if set, else ``cc``, ``gcc`` or ``clang`` on PATH.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+from typing import Dict, Optional, Sequence
+
+__all__ = ["compile_functions", "cache_dir", "find_compiler", "CompiledFunctions"]
+
+_FLAGS = ("-O1", "-fPIC", "-shared")
+_LOCK = threading.Lock()
+
+
+def cache_dir() -> Path:
+    """Folder of the compiled libraries (created on first use)."""
+    env = os.environ.get("PYOMO_LAP_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pyomo_lap"
+
+
+def find_compiler() -> Optional[str]:
+    """The C compiler to use, or None."""
+    cc = os.environ.get("CC")
+    if cc:
+        return shutil.which(cc.split()[0]) and cc
+    for name in ("cc", "gcc", "clang"):
+        if shutil.which(name):
+            return name
+    return None
+
+
+class CompiledFunctions(dict):
+    """``name -> casadi.Function`` with how they are evaluated.
+
+    Attributes
+    ----------
+    compiled : bool
+        True when the functions run as compiled code, False in CasADi's virtual machine.
+    library : Path or None
+        The shared library.
+    reason : str
+        Why they are not compiled (empty when they are).
+    compile_s : float
+        Seconds spent compiling (0 when the library came from the cache).
+    """
+
+    compiled = False
+    library = None
+    reason = ""
+    compile_s = 0.0
+
+
+def compile_functions(functions: Sequence, name: str, mode: str = "auto") -> CompiledFunctions:
+    """Compiled versions of CasADi functions.
+
+    Parameters
+    ----------
+    functions : sequence of casadi.Function
+        SX functions with distinct names.
+    name : str
+        Prefix of the library file (``<name>-<hash>.so``).
+    mode : {"auto", "compile", "vm"}
+        ``auto``: compile when a C compiler is found, else the virtual machine (with a
+        warning); ``compile``: compile or raise; ``vm``: never compile.
+
+    Returns
+    -------
+    CompiledFunctions
+
+    Raises
+    ------
+    RuntimeError
+        ``mode="compile"`` and no compiler was found or compiling failed.
+    ValueError
+        An unknown ``mode``.
+    """
+    import time
+
+    import casadi as ca
+
+    if mode not in ("auto", "compile", "vm"):
+        raise ValueError(f"mode = {mode!r}: expected 'auto', 'compile' or 'vm'")
+    out = CompiledFunctions({f.name(): f for f in functions})
+    if mode == "vm":
+        out.reason = "compilation switched off (mode 'vm')"
+        return out
+    cc = find_compiler()
+    if cc is None:
+        out.reason = "no C compiler found (set CC or install gcc)"
+        if mode == "compile":
+            raise RuntimeError(f"cannot compile the model functions: {out.reason}")
+        warnings.warn(f"pyomo_lap: {out.reason}; the model functions run in CasADi's virtual "
+                      "machine (slower)", RuntimeWarning, stacklevel=2)
+        return out
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="pyomo_lap_cg_") as tmp:
+        src = Path(tmp) / f"{name}.c"
+        cg = ca.CodeGenerator(src.name, {"with_header": False})
+        for f in functions:
+            cg.add(f)
+        cwd = os.getcwd()
+        try:
+            os.chdir(tmp)
+            cg.generate()
+        finally:
+            os.chdir(cwd)
+        code = src.read_bytes()
+        key = hashlib.sha256(code + " ".join((cc,) + _FLAGS).encode() + sys.platform.encode()).hexdigest()[:20]
+        suffix = ".dll" if sys.platform == "win32" else ".dylib" if sys.platform == "darwin" else ".so"
+        folder = cache_dir()
+        lib = folder / f"{name}-{key}{suffix}"
+        with _LOCK:
+            if not lib.exists():
+                try:
+                    folder.mkdir(parents=True, exist_ok=True)
+                    tmp_lib = Path(tmp) / lib.name
+                    res = subprocess.run(cc.split() + list(_FLAGS) + [str(src), "-o", str(tmp_lib), "-lm"],
+                                         capture_output=True, text=True)
+                    if res.returncode != 0:
+                        raise RuntimeError(f"{cc} failed: {res.stderr.strip()[-500:]}")
+                    part = folder / f".{lib.name}.{os.getpid()}.part"
+                    shutil.copyfile(tmp_lib, part)
+                    os.replace(part, lib)
+                    out.compile_s = time.perf_counter() - t0
+                except (OSError, RuntimeError) as exc:
+                    out.reason = f"compiling failed ({exc})"
+                    if mode == "compile":
+                        raise RuntimeError(f"cannot compile the model functions: {out.reason}") from exc
+                    warnings.warn(f"pyomo_lap: {out.reason}; the model functions run in CasADi's "
+                                  "virtual machine (slower)", RuntimeWarning, stacklevel=2)
+                    return out
+    for f in functions:
+        out[f.name()] = ca.external(f.name(), str(lib))
+    out.compiled = True
+    out.library = lib
+    return out

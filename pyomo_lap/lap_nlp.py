@@ -1,0 +1,659 @@
+r"""A built Pyomo model as the arrays and callbacks of a nonlinear program, evaluated by
+compiled CasADi functions.
+
+This is the translation step of the fast solver path (:mod:`pyomo_lap.lap_solver`). It takes
+any Pyomo model with one objective and continuous variables; what it makes fast is the
+structure of a pyomo_lap model:
+
+* **recorded rows.** The rows the OCP builder made from its per-point tape
+  (:class:`pyomo_lap.ocp.PointRows`: the spatial DAE, loads, in-plane equations and path
+  constraints at every point) are evaluated by *one* CasADi function of a point's 33
+  variables and 15 track numbers, traced from the same tape that built the Pyomo
+  expressions, compiled to machine code (:mod:`pyomo_lap.casadi_compile`) and mapped over
+  the points; its Jacobian and the Hessian of its Lagrangian are per-point functions too.
+  Before it uses them, the translation checks that the model still holds exactly these
+  rows: each row's expression object and each named expression ``m.car.*`` must be the one
+  the builder made (a row that a user replaced, or whose point has a replaced named
+  expression, is translated from its Pyomo expression instead, see below), and at a sample of
+  points (every point with ``verify_points="all"``) the Pyomo expressions, evaluated with
+  floats at the model's current values, must give the same residuals as the compiled
+  function to 1e-9 relative; otherwise :class:`RecordedRowsMismatch` is raised and nothing is
+  solved.
+* **linear rows** (pyomo.dae's collocation equations, the control interpolation, the
+  boundary conditions, and linear rows a user added): a constant sparse matrix, read with
+  Pyomo's own linear-representation walker.
+* **any other row and the objective**: walked into CasADi ``SX`` expressions
+  (:func:`pyomo_lap.casadi_ocp.pyomo_to_casadi`), differentiated by CasADi. A node the walker
+  cannot translate raises :class:`NotImplementedError` that names the constraint.
+
+Fixed variables are constants; a variable enters the NLP only if a row or the objective
+depends on it (as Pyomo's NL writer does). Scaling factors come from the model's
+``scaling_factor`` suffixes and are handed to IPOPT's user scaling.
+
+Conventions: ``x`` is the vector of unscaled decision variables, ``g(x)`` the unscaled row
+bodies with bounds ``g_lb <= g(x) <= g_ub``; the Lagrangian is
+:math:`\sigma f(x) + \lambda^T g(x)` (IPOPT's). The Hessian is returned as its lower triangle.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+import pyomo.environ as pyo
+import scipy.sparse as sp
+
+__all__ = ["LapNLP", "RecordedRowsMismatch", "evaluate_expression"]
+
+_INF = 1e20
+
+
+class RecordedRowsMismatch(RuntimeError):
+    """The model's expressions and the recorded rows give different residuals: the fast
+    path refuses to solve (the message names the row, the point and both values)."""
+
+
+# --------------------------------------------------------------------------------------------
+# float evaluation of Pyomo expressions (linear in the size of the DAG)
+# --------------------------------------------------------------------------------------------
+
+def evaluate_expression(expr, memo: Optional[dict] = None) -> float:
+    """Value of a Pyomo expression at the current variable values, visiting each named
+    expression once (``pyomo.environ.value`` re-walks a named expression at every use, which
+    costs exponential time on the nested expressions of the car).
+
+    Parameters
+    ----------
+    expr : Pyomo expression, variable, parameter or number
+    memo : dict, optional
+        ``id(named expression) -> value``, shared between calls at the same point.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        A variable without a value.
+    """
+    from pyomo.common.numeric_types import native_numeric_types
+    memo = {} if memo is None else memo
+
+    def leaf(e):
+        if type(e) in native_numeric_types:
+            return float(e)
+        v = e.value
+        if v is None:
+            raise ValueError(f"{e.name} has no value")
+        return float(v)
+
+    if type(expr) in native_numeric_types or not expr.is_expression_type():
+        return leaf(expr)
+    # iterative post-order walk; a frame is [node, its arguments, values so far]
+    stack = [[expr, expr.args, []]]
+    while True:
+        node, args, vals = stack[-1]
+        k = len(vals)
+        if k < len(args):
+            child = args[k]
+            if type(child) in native_numeric_types or not child.is_expression_type():
+                vals.append(leaf(child))
+            elif child.is_named_expression_type() and id(child) in memo:
+                vals.append(memo[id(child)])
+            else:
+                stack.append([child, child.args, []])
+            continue
+        stack.pop()
+        if node.is_named_expression_type():
+            result = vals[0]
+            memo[id(node)] = result
+        else:
+            result = node._apply_operation(vals)
+        if not stack:
+            return float(result)
+        stack[-1][2].append(result)
+
+
+# --------------------------------------------------------------------------------------------
+# the NLP
+# --------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class TranslationReport:
+    """What the translation did (numbers of rows by kind, times, checks)."""
+
+    n_variables: int = 0
+    n_constraints: int = 0
+    n_recorded_rows: int = 0
+    n_linear_rows: int = 0
+    n_generic_rows: int = 0
+    jac_nnz: int = 0
+    hess_nnz: int = 0
+    translate_s: float = 0.0
+    compile_s: float = 0.0
+    verify_s: float = 0.0
+    compiled: bool = False
+    compile_reason: str = ""
+    verified_points: int = 0
+    max_verify_error: float = 0.0
+    fallback: str = ""
+    generic_families: Dict[str, int] = dataclasses.field(default_factory=dict)
+
+
+class LapNLP:
+    """A Pyomo model as an NLP: bounds, sparsity, and evaluation callbacks (see module doc).
+
+    Parameters
+    ----------
+    model : pyomo.environ.ConcreteModel
+        Any model with exactly one active objective and continuous variables; a model from
+        :func:`pyomo_lap.ocp.build_model` gets the compiled per-point evaluation.
+    compile : {"auto", "compile", "vm"}
+        How the per-point functions run (:func:`pyomo_lap.casadi_compile.compile_functions`).
+    threads : int, optional
+        Threads of the mapped per-point functions (default: the number of CPUs, at most 4).
+    verify_points : int or "all"
+        Points at which the recorded rows are checked against the Pyomo expressions.
+
+    Attributes
+    ----------
+    variables : list of VarData
+        The decision variables, in the order of ``x``.
+    constraints : list of ConstraintData
+        The rows, in the order of ``g``.
+    x0, x_lb, x_ub : ndarray (n,)
+    g_lb, g_ub : ndarray (m,)
+    jac_rows, jac_cols : ndarray (nnz_jac,)
+    hess_rows, hess_cols : ndarray (nnz_hess,)
+        Lower triangle (row >= col).
+    x_scaling, g_scaling : ndarray or None
+    obj_scaling : float
+    sense : int
+        1 to minimize, -1 to maximize (the callbacks always minimize ``sense * f``).
+    report : TranslationReport
+
+    Raises
+    ------
+    ValueError
+        Not exactly one active objective; a discrete variable; a fixed variable without a
+        value.
+    NotImplementedError
+        A node the translation does not know (named with its constraint).
+    RecordedRowsMismatch
+        See the module docstring.
+    """
+
+    def __init__(self, model, compile: str = "auto", threads: Optional[int] = None,
+                 verify_points=8):
+        import os
+
+        import casadi as ca
+
+        t0 = time.perf_counter()
+        self.model = model
+        self.report = rep = TranslationReport()
+        threads = threads or min(4, os.cpu_count() or 1)
+        objs = list(model.component_data_objects(pyo.Objective, active=True, descend_into=True))
+        if len(objs) != 1:
+            raise ValueError(f"the model has {len(objs)} active objectives; the solver needs exactly one")
+        self.pyomo_objective = obj = objs[0]
+        self.sense = 1 if obj.sense == pyo.minimize else -1
+        cons = list(model.component_data_objects(pyo.Constraint, active=True, descend_into=True))
+        active = {id(c) for c in cons}
+
+        self._var_index: Dict[int, int] = {}
+        self._vars: List = []            # every referenced variable (fixed or not)
+
+        def var_id(vd) -> int:
+            k = self._var_index.get(id(vd))
+            if k is None:
+                k = self._var_index[id(vd)] = len(self._vars)
+                self._vars.append(vd)
+            return k
+
+        # ---- recorded rows ------------------------------------------------------------------
+        rec, why = self._recorded_rows(model)
+        rep.fallback = why
+        recorded = []                    # (ConstraintData, point, output)
+        recorded_ids = set()
+        if rec is not None:
+            bad_points = {i for e, ex, i in rec.named if e.expr is not ex}
+            for c, ex, i, out in rec.built:
+                if id(c) in active and c.expr is ex and i not in bad_points:
+                    recorded.append((c, i, out))
+                    recorded_ids.add(id(c))
+            if bad_points:
+                rep.fallback = (f"named expressions m.car.* were changed at {len(bad_points)} "
+                                "point(s); their rows are translated from their expressions")
+        generic = [c for c in cons if id(c) not in recorded_ids]
+        for c in generic:
+            fam = c.parent_component().local_name
+            rep.generic_families[fam] = rep.generic_families.get(fam, 0) + 1
+
+        # ---- per-point functions ------------------------------------------------------------
+        self._point = None
+        if recorded:
+            self._setup_points(rec, recorded, var_id, compile, threads)
+
+        # ---- linear and other rows ----------------------------------------------------------
+        lin_rows, lin_cols, lin_vals, lin_const, lin_cons = [], [], [], [], []
+        nl_cons, nl_exprs = [], []
+        gen_syms: Dict[int, object] = {}
+        cache: dict = {}
+
+        def leaf(vd):
+            if vd.fixed:
+                if vd.value is None:
+                    raise ValueError(f"fixed variable {vd.name} has no value")
+                return float(vd.value)
+            k = var_id(vd)
+            s = gen_syms.get(k)
+            if s is None:
+                s = gen_syms[k] = ca.SX.sym(f"x{k}")
+            return s
+
+        from .casadi_ocp import pyomo_to_casadi
+        lin_visitor = _linear_visitor()
+        for c in generic:
+            lin = _simple_linear(c.body)
+            if lin is None:
+                repn = lin_visitor.walk_expression(c.body)
+                if repn.nonlinear is None:
+                    lin = (float(repn.constant),
+                           [(lin_visitor.var_map[v], float(a)) for v, a in repn.linear.items()])
+            if lin is not None:
+                const, terms = lin
+                r = len(lin_cons)
+                for vd, a in terms:
+                    if vd.fixed:
+                        const += a * float(vd.value)
+                    elif a != 0.0:
+                        lin_rows.append(r)
+                        lin_cols.append(var_id(vd))
+                        lin_vals.append(a)
+                lin_const.append(const)
+                lin_cons.append(c)
+                continue
+            try:
+                nl_exprs.append(pyomo_to_casadi(c.body, leaf, cache))
+            except NotImplementedError as exc:
+                raise NotImplementedError(f"constraint {c.name}: {exc}") from None
+            nl_cons.append(c)
+        try:
+            f_expr = pyomo_to_casadi(obj.expr, leaf, cache)
+        except NotImplementedError as exc:
+            raise NotImplementedError(f"objective {obj.name}: {exc}") from None
+
+        # ---- decision variables -----------------------------------------------------------------
+        for vd in self._vars:
+            if not vd.is_continuous():
+                raise ValueError(f"variable {vd.name} is not continuous ({vd.domain}); the solver "
+                                 "solves nonlinear programs in continuous variables only")
+        n = len(self._vars)
+        fixed = np.array([vd.fixed for vd in self._vars], dtype=bool)
+        if fixed.any():   # fixed variables enter the point functions as constants
+            raise AssertionError("internal: a fixed variable was registered")
+        self.variables = self._vars
+        self.n = n
+        self.x0 = np.array([vd.value if vd.value is not None else 0.0 for vd in self._vars], float)
+        self.x_lb = np.array([_bound(vd.lb, -_INF) for vd in self._vars], float)
+        self.x_ub = np.array([_bound(vd.ub, _INF) for vd in self._vars], float)
+        self.x0 = np.clip(self.x0, self.x_lb, self.x_ub)
+
+        # ---- rows: recorded, linear, nonlinear ------------------------------------------------
+        n_rec = len(recorded)
+        self._lin = sp.csr_matrix((lin_vals, (lin_rows, lin_cols)), shape=(len(lin_cons), n))
+        self._lin_const = np.array(lin_const, dtype=float)
+        self.constraints = [c for c, _, _ in recorded] + lin_cons + nl_cons
+        m_rows = len(self.constraints)
+        self.m = m_rows
+        self.g_lb = np.array([_bound(c.lb, -_INF) for c in self.constraints], float)
+        self.g_ub = np.array([_bound(c.ub, _INF) for c in self.constraints], float)
+        self._rec_slice = slice(0, n_rec)
+        self._lin_slice = slice(n_rec, n_rec + len(lin_cons))
+        self._nl_slice = slice(n_rec + len(lin_cons), m_rows)
+
+        # ---- the generic function: objective and nonlinear rows, with derivatives ------------
+        ids = np.array(sorted(gen_syms), dtype=np.int64)
+        xg = ca.vertcat(*[gen_syms[k] for k in ids]) if ids.size else ca.SX(0, 1)
+        G = ca.vertcat(*[ca.SX(e) for e in nl_exprs]) if nl_exprs else ca.SX(0, 1)
+        fx = ca.SX(f_expr) * self.sense
+        lam = ca.SX.sym("lam", G.numel())
+        sigma = ca.SX.sym("sigma")
+        JG = ca.jacobian(G, xg)
+        gradf = ca.gradient(fx, xg)
+        Hg = ca.tril(ca.hessian(sigma * fx + ca.dot(lam, G), xg)[0])
+        self._gen_ids = ids
+        self._fun_f = ca.Function("f", [xg], [fx, gradf])
+        self._fun_g = ca.Function("g", [xg], [G])
+        self._fun_jg = ca.Function("jg", [xg], [JG.nz[:] if JG.nnz() else ca.SX(0, 1)])
+        self._fun_hg = ca.Function("hg", [xg, sigma, lam], [Hg.nz[:] if Hg.nnz() else ca.SX(0, 1)])
+        jr, jc = JG.sparsity().get_triplet()
+        hr, hc = Hg.sparsity().get_triplet()
+        self._jg_rows = np.asarray(jr, dtype=np.int64) + self._nl_slice.start
+        self._jg_cols = ids[np.asarray(jc, dtype=np.int64)] if len(jc) else np.zeros(0, np.int64)
+        hg_r = ids[np.asarray(hr, dtype=np.int64)] if len(hr) else np.zeros(0, np.int64)
+        hg_c = ids[np.asarray(hc, dtype=np.int64)] if len(hc) else np.zeros(0, np.int64)
+
+        # ---- Jacobian structure ---------------------------------------------------------------
+        lin_coo = self._lin.tocoo()
+        parts_r = [lin_coo.row.astype(np.int64) + self._lin_slice.start, self._jg_rows]
+        parts_c = [lin_coo.col.astype(np.int64), self._jg_cols]
+        if self._point is not None:
+            parts_r.insert(0, self._point["jac_rows"])
+            parts_c.insert(0, self._point["jac_cols"])
+        self.jac_rows = np.concatenate(parts_r).astype(np.int32)
+        self.jac_cols = np.concatenate(parts_c).astype(np.int32)
+        self._lin_vals = lin_coo.data.astype(float)
+        n_pj = self._point["jac_rows"].size if self._point is not None else 0
+        self._jac_lin = slice(n_pj, n_pj + self._lin_vals.size)
+        self._jac_gen = slice(n_pj + self._lin_vals.size, self.jac_rows.size)
+
+        # ---- Hessian structure (lower triangle, duplicates merged) ---------------------------
+        hr_all = [np.maximum(hg_r, hg_c), ]
+        hc_all = [np.minimum(hg_r, hg_c), ]
+        if self._point is not None:
+            hr_all.insert(0, self._point["hess_rows"])
+            hc_all.insert(0, self._point["hess_cols"])
+        R = np.concatenate(hr_all)
+        C = np.concatenate(hc_all)
+        keys = R * n + C
+        uniq, inv = np.unique(keys, return_inverse=True)
+        self.hess_rows = (uniq // max(n, 1)).astype(np.int32)
+        self.hess_cols = (uniq % max(n, 1)).astype(np.int32)
+        self._hess_dest = inv.astype(np.int64)
+        self._n_ph = self._point["hess_rows"].size if self._point is not None else 0
+
+        # ---- scaling --------------------------------------------------------------------------
+        self.x_scaling, self.g_scaling, self.obj_scaling = self._scaling(model)
+
+        rep.n_variables, rep.n_constraints = n, m_rows
+        rep.n_recorded_rows, rep.n_linear_rows, rep.n_generic_rows = n_rec, len(lin_cons), len(nl_cons)
+        rep.jac_nnz, rep.hess_nnz = int(self.jac_rows.size), int(self.hess_rows.size)
+        self._cache_x = None
+        # ---- the check of the recorded rows ----------------------------------------------------
+        if self._point is not None:
+            tv = time.perf_counter()
+            self._verify(verify_points)
+            rep.verify_s = time.perf_counter() - tv
+        rep.translate_s = time.perf_counter() - t0 - rep.verify_s
+
+    # ------------------------------------------------------------------------------------------
+    @staticmethod
+    def _recorded_rows(model):
+        """The model's :class:`~pyomo_lap.ocp.PointRows` if it can be used, else (None, why)."""
+        rec = getattr(model, "point_rows", None)
+        if rec is None or not getattr(rec, "built", None):
+            return None, ("the model has no recorded rows (not built by pyomo_lap.ocp.build_model, "
+                          "or built with the option 'lift'): every row is translated from its "
+                          "expression")
+        for name, comp in rec.components.items():
+            if model.component(name) is not comp:
+                return None, (f"the variable component {name!r} was replaced after the model was "
+                              "built: every row is translated from its expression")
+        return rec, ""
+
+    def _setup_points(self, rec, recorded, var_id, compile_mode, threads):
+        """Per-point functions and the maps between their arrays and the NLP's."""
+        import casadi as ca
+
+        from .casadi_compile import compile_functions
+        F = rec.casadi_function("point_rows")
+        w = ca.SX.sym("w", F.size1_in(0))
+        t = ca.SX.sym("t", F.size1_in(1))
+        out = F(w, t)
+        n_out = out.numel()
+        J = ca.jacobian(out, w)
+        lam = ca.SX.sym("lam", n_out)
+        H = ca.tril(ca.hessian(ca.dot(lam, out), w)[0])
+        FJ = ca.Function("point_fj", [w, t], [out, J.nz[:]])
+        FH = ca.Function("point_h", [w, t, lam], [H.nz[:]])
+        tc = time.perf_counter()
+        funs = compile_functions([FJ, FH], "pyomo_lap_point", mode=compile_mode)
+        self.report.compile_s = time.perf_counter() - tc
+        self.report.compiled = funs.compiled
+        self.report.compile_reason = funs.reason
+        jr, jc = (np.asarray(a, dtype=np.int64) for a in J.sparsity().get_triplet())
+        hr, hc = (np.asarray(a, dtype=np.int64) for a in H.sparsity().get_triplet())
+        n_in = F.size1_in(0)
+        N = len(rec.points)
+        # which point inputs the active recorded rows depend on
+        R_ = np.array([r for r in range(len(recorded))], dtype=np.int64)
+        I_ = np.array([i for _, i, _ in recorded], dtype=np.int64)
+        O_ = np.array([o for _, _, o in recorded], dtype=np.int64)
+        A = np.zeros((N, n_out), dtype=bool)
+        A[I_, O_] = True
+        S = np.zeros((n_out, n_in), dtype=np.int64)
+        S[jr, jc] = 1
+        needed = (A.astype(np.int64) @ S) > 0              # (N, n_in)
+        comps = [rec.components[name] for name in rec.variables]
+        W0 = np.zeros((n_in, N))
+        XIDX = np.full((N, n_in), -1, dtype=np.int64)
+        for k, comp in enumerate(comps):
+            for i, s in enumerate(rec.points):
+                vd = comp[s]
+                if vd.value is not None:
+                    W0[k, i] = vd.value
+                if needed[i, k]:
+                    if vd.fixed:
+                        if vd.value is None:
+                            raise ValueError(f"fixed variable {vd.name} has no value")
+                    else:
+                        XIDX[i, k] = var_id(vd)
+        # W = W0 with the decision variables written in
+        dec = np.argwhere(XIDX.T >= 0)                     # (k, i) pairs
+        wpos = dec[:, 0] * N + dec[:, 1]
+        wx = XIDX.T[dec[:, 0], dec[:, 1]]
+        # Jacobian entries of the recorded rows
+        order = np.argsort(jr, kind="stable")
+        ptr = np.searchsorted(jr[order], np.arange(n_out + 1))
+        counts = ptr[O_ + 1] - ptr[O_]
+        rep_r = np.repeat(R_, counts)
+        rep_i = np.repeat(I_, counts)
+        starts = np.repeat(ptr[O_], counts)
+        within = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+        e = order[starts + within]                         # entry of J.nz
+        xcol = XIDX[rep_i, jc[e]]
+        keep = xcol >= 0
+        jac_src = (e * N + rep_i)[keep]
+        # Hessian entries: every point with a recorded row
+        pts = np.flatnonzero(A.any(axis=1))
+        P = np.repeat(pts, hr.size)
+        E = np.tile(np.arange(hr.size), pts.size)
+        xa = XIDX[P, hr[E]]
+        xb = XIDX[P, hc[E]]
+        keep_h = (xa >= 0) & (xb >= 0)
+        self._point = {
+            "FJ": funs["point_fj"].map(N, "thread", threads) if threads > 1 else funs["point_fj"].map(N),
+            "FH": funs["point_h"].map(N, "thread", threads) if threads > 1 else funs["point_h"].map(N),
+            "N": N, "n_out": n_out, "W0": W0, "wpos": wpos, "wx": wx,
+            "T": np.ascontiguousarray(rec.track_values.T),
+            "rows_out": O_, "rows_pt": I_,
+            "jac_rows": rep_r[keep],
+            "jac_cols": xcol[keep], "jac_src": jac_src,
+            "hess_rows": np.maximum(xa, xb)[keep_h], "hess_cols": np.minimum(xa, xb)[keep_h],
+            "hess_src": (E * N + P)[keep_h],
+            "points_sampled": pts,
+            "recorded": recorded, "rec": rec,
+        }
+
+    def _scaling(self, model):
+        factors = {}
+        for suf in model.component_data_objects(pyo.Suffix, active=True, descend_into=True):
+            if suf.local_name == "scaling_factor":
+                for comp, v in suf.items():
+                    factors[id(comp)] = v
+        if not factors:
+            return None, None, 1.0
+
+        def get(obj):
+            v = factors.get(id(obj))
+            if v is None:
+                v = factors.get(id(obj.parent_component()), 1.0)
+            v = float(v)
+            if not (math.isfinite(v) and v > 0):
+                raise ValueError(f"scaling_factor of {obj.name} is {v!r}; expected a finite number > 0")
+            return v
+        xs = np.array([get(v) for v in self.variables], dtype=float)
+        gs = np.array([get(c) for c in self.constraints], dtype=float)
+        return xs, gs, get(self.pyomo_objective)
+
+    # ------------------------------------------------------------------------------------------
+    def _point_inputs(self, x):
+        P = self._point
+        W = P["W0"].copy()
+        W.ravel()[P["wpos"]] = x[P["wx"]]
+        return W
+
+    def _point_eval(self, x):
+        if self._cache_x is not None and np.array_equal(x, self._cache_x):
+            return self._cache
+        P = self._point
+        W = self._point_inputs(x)
+        out, jac = P["FJ"](W, P["T"])
+        self._cache = (np.asarray(out), np.asarray(jac))
+        self._cache_x = np.array(x, copy=True)
+        return self._cache
+
+    def _gen(self, x):
+        return x[self._gen_ids]
+
+    # callbacks --------------------------------------------------------------------------------
+    def objective(self, x) -> float:
+        """``sense * f(x)``."""
+        return float(self._fun_f(self._gen(x))[0])
+
+    def gradient(self, x, out) -> None:
+        """Gradient of ``sense * f`` into ``out`` (n,)."""
+        out[:] = 0.0
+        if self._gen_ids.size:
+            out[self._gen_ids] = np.asarray(self._fun_f(self._gen(x))[1]).ravel()
+
+    def constraints_eval(self, x, out) -> None:
+        """``g(x)`` into ``out`` (m,)."""
+        if self._point is not None:
+            o, _ = self._point_eval(x)
+            P = self._point
+            out[self._rec_slice] = o[P["rows_out"], P["rows_pt"]]
+        out[self._lin_slice] = self._lin @ x + self._lin_const
+        if self._nl_slice.stop > self._nl_slice.start:
+            out[self._nl_slice] = np.asarray(self._fun_g(self._gen(x))).ravel()
+
+    def jacobian(self, x, out) -> None:
+        """Values of the Jacobian entries (``jac_rows``, ``jac_cols``) into ``out``."""
+        k = 0
+        if self._point is not None:
+            _, j = self._point_eval(x)
+            src = self._point["jac_src"]
+            out[:src.size] = j.ravel()[src]
+            k = src.size
+        out[self._jac_lin] = self._lin_vals
+        if self._jac_gen.stop > self._jac_gen.start:
+            out[self._jac_gen] = np.asarray(self._fun_jg(self._gen(x))).ravel()
+
+    def hessian(self, x, obj_factor, lam, out) -> None:
+        """Values of the lower-triangle entries of :math:`\\sigma \\nabla^2 f + \\sum \\lambda_i
+        \\nabla^2 g_i` (``hess_rows``, ``hess_cols``) into ``out``."""
+        parts = []
+        if self._point is not None:
+            P = self._point
+            L = np.zeros((P["n_out"], P["N"]))
+            L[P["rows_out"], P["rows_pt"]] = lam[self._rec_slice]
+            h = np.asarray(P["FH"](self._point_inputs(x), P["T"], L))
+            parts.append(h.ravel()[P["hess_src"]])
+        hg = np.asarray(self._fun_hg(self._gen(x), obj_factor, lam[self._nl_slice])).ravel()
+        parts.append(hg)
+        vals = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        out[:] = np.bincount(self._hess_dest, weights=vals, minlength=out.size)
+
+    # ------------------------------------------------------------------------------------------
+    def _verify(self, verify_points) -> None:
+        """Compare the recorded rows with the Pyomo expressions at a sample of points."""
+        P = self._point
+        recorded = P["recorded"]
+        pts = P["points_sampled"]
+        if verify_points != "all":
+            k = max(2, int(verify_points))
+            pts = np.unique(pts[np.linspace(0, pts.size - 1, min(k, pts.size)).round().astype(int)])
+        W = P["W0"].copy()
+        # the current values (not clipped to bounds) of the decision variables
+        cur = np.array([vd.value if vd.value is not None else 0.0 for vd in self.variables], float)
+        W.ravel()[P["wpos"]] = cur[P["wx"]]
+        out = np.asarray(P["FJ"](W, P["T"])[0])
+        sample = set(pts.tolist())
+        by_point: Dict[int, list] = {}
+        for c, i, o in recorded:
+            if i in sample:
+                by_point.setdefault(i, []).append((c, o))
+        sf = self.g_scaling
+        row_of = {id(c): r for r, (c, _, _) in enumerate(recorded)}
+        worst = 0.0
+        for i in pts.tolist():
+            memo: dict = {}
+            for c, o in by_point.get(i, []):
+                a = evaluate_expression(c.body, memo)
+                b = float(out[o, i])
+                typical = 1.0 / sf[row_of[id(c)]] if sf is not None else 1.0
+                err = abs(a - b) / max(abs(a), abs(b), typical)
+                worst = max(worst, err)
+                if not err <= 1e-9:
+                    raise RecordedRowsMismatch(
+                        f"row {c.name}: the model's expression gives {a!r}, the recorded rows "
+                        f"{b!r} (relative difference {err:.2e} > 1e-9) at the current values; "
+                        "the fast path will not solve a model it cannot reproduce (solve with "
+                        "the 'ipopt' solver, or rebuild the model)")
+        self.report.verified_points = int(len(pts))
+        self.report.max_verify_error = worst
+
+    # ------------------------------------------------------------------------------------------
+    def load(self, x, mult_g=None, mult_x_L=None, mult_x_U=None) -> None:
+        """Write a solution into the model's variables."""
+        for vd, v in zip(self.variables, np.asarray(x, dtype=float).tolist()):
+            vd.set_value(v, skip_validation=True)
+
+
+def _bound(b, default):
+    if b is None:
+        return default
+    b = float(b)
+    return max(min(b, _INF), -_INF)
+
+
+def _linear_visitor():
+    from pyomo.repn.linear import LinearRepnVisitor
+    from pyomo.repn.util import FileDeterminism, FileDeterminism_to_SortComponents, VarRecorder
+    rec = VarRecorder({}, FileDeterminism_to_SortComponents(FileDeterminism.ORDERED))
+    return LinearRepnVisitor({}, var_recorder=rec)
+
+
+def _simple_linear(body):
+    """``(constant, [(var, coef)])`` for the shapes pyomo.dae writes (a variable, a monomial, a
+    LinearExpression, a sum of these and numbers), else None."""
+    from pyomo.common.numeric_types import native_numeric_types
+    from pyomo.core.expr.numeric_expr import (LinearExpression, MonomialTermExpression,
+                                              NegationExpression, SumExpression)
+    const = 0.0
+    terms = []
+    stack = [(body, 1.0)]
+    while stack:
+        e, a = stack.pop()
+        t = type(e)
+        if t in native_numeric_types:
+            const += a * e
+        elif t is MonomialTermExpression:
+            c, v = e.args
+            if type(c) not in native_numeric_types or v.is_expression_type():
+                return None
+            terms.append((v, a * c))
+        elif t is LinearExpression or t is SumExpression:
+            stack.extend((arg, a) for arg in e.args)
+        elif t is NegationExpression:
+            stack.append((e.args[0], -a))
+        elif not e.is_expression_type() and e.is_variable_type():
+            terms.append((e, a))
+        else:
+            return None
+    return const, terms
