@@ -13,6 +13,7 @@ from .vehicle import VehicleParameters, VehicleFileError, load_vehicle, availabl
 from .ocp import build_model, OCP_CONFIG  # noqa: E402
 from .initialize import initialize_model  # noqa: E402
 from .solve import solve_model, SolveReport, SolverNotFoundError, SolveInterrupted  # noqa: E402
+from . import lap_solver  # noqa: E402,F401  (registers the solver 'lap_ipopt' with Pyomo)
 from .results import trajectory_dataframe, write_results, read_trajectory  # noqa: E402
 from .api import solve_sector, SolveFailedError  # noqa: E402
 from .plots import plot_results  # noqa: E402  (matplotlib is imported when plotting)

@@ -102,7 +102,7 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
                  length: Optional[float] = 2000.0, nfe: int = 400, ncp: int = 3,
                  scheme: str = "LAGRANGE-RADAU", initial_speed="quasi-steady",
                  periodic: bool = False, model: str = "full", initial_guess: str = "cold",
-                 solver: str = "ipopt", solver_options: Optional[dict] = None,
+                 solver: str = "lap_ipopt", solver_options: Optional[dict] = None,
                  out_dir: Optional[Path] = Path("results"), tee: bool = False,
                  echo: Callable[[str], None] = print, repair_track: bool = False,
                  n_sectors: int = 3, progress=None):
@@ -124,7 +124,7 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
         Full model only: ``'single-track'`` solves the single-track model on the same mesh
         first and starts from it (:func:`pyomo_lap.single_track.warm_start_full`).
     solver : str
-        Pyomo solver name.
+        Pyomo solver name: ``lap_ipopt`` (default, the fast path), ``ipopt`` (the ASL path)...
     solver_options : dict, optional
     out_dir : Path or None
         Where to write the results (None: do not write).

@@ -80,8 +80,10 @@ def main():
 @click.option("--initial-guess", default="cold", show_default=True,
               type=click.Choice(["cold", "single-track"]),
               help="full model: start from the single-track solution on the same mesh")
-@click.option("--solver", default="ipopt", show_default=True,
-              help="Pyomo solver name (tested: ipopt, ipopt_v2 = Pyomo's newer IPOPT interface)")
+@click.option("--solver", default="lap_ipopt", show_default=True,
+              help="Pyomo solver name (tested: lap_ipopt = the fast path, IPOPT 3.14 on compiled "
+                   "functions; ipopt = the ASL path, IPOPT's AMPL executable; ipopt_v2 = Pyomo's "
+                   "newer interface to the same executable)")
 @click.option("--solver-option", "solver_option", multiple=True, metavar="KEY=VALUE",
               help="solver option passed through to the solver (repeatable), e.g. max_iter=500")
 @click.option("--sectors", default=3, show_default=True, type=int,
@@ -299,7 +301,7 @@ def compare(run_a, run_b, out_dir, sectors, pdf):
 @click.option("--nfe", default=5, show_default=True, type=int, help="finite elements")
 @click.option("--ncp", default=2, show_default=True, type=int, help="collocation points per element")
 @click.option("--solve", "do_solve", is_flag=True, help="solve first and diagnose the optimum")
-@click.option("--solver", default="ipopt", show_default=True, help="Pyomo solver name for --solve")
+@click.option("--solver", default="lap_ipopt", show_default=True, help="Pyomo solver name for --solve")
 @click.option("--no-numerical", is_flag=True, help="structural checks only")
 @click.option("--report", default=None, type=click.Path(dir_okay=False),
               help="also write the toolbox's reports to this file")

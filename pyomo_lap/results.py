@@ -2,14 +2,15 @@
 ``trajectory.csv``, ``trajectory.parquet``, ``results.xlsx`` (sheets ``summary``, ``channels``,
 ``sectors``, ``vehicle``, ``track``) and ``summary.json``.
 
-Channels are recomputed with floats from the solved variables through the same model code
+Channels are recomputed from the solved variables through the same model code
 (:func:`pyomo_lap.vehicle.car_equations`), never by ``pyomo.value`` of the nested named
-expressions (which Pyomo would evaluate without sharing them).
+expressions (which Pyomo would evaluate without sharing them): the model code is recorded once
+per car on a :class:`pyomo_lap.tape.Tape` and the tape is evaluated with NumPy over all the
+points at once (:meth:`pyomo_lap.tape.Tape.evaluate`).
 """
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 import tempfile
@@ -48,6 +49,183 @@ UNITS = {
 """Unit of every channel of :func:`trajectory_dataframe`."""
 
 
+_VALUE_NAMES = STATE_NAMES + RATE_NAMES + ("t",) + veh.CONTROLS + veh.ALGEBRAIC
+"""Model variables read at every point by :func:`trajectory_dataframe` (in column order)."""
+
+_CHANNEL_TAPES: dict = {}
+"""``(vehicle parameters, repr(chain), general) -> _ChannelTape``: the recorded channels of a
+car (a few entries; no model is referenced)."""
+_CHANNEL_TAPES_MAX = 8
+
+
+class _ChannelTape:
+    """The numbers of one row of :func:`trajectory_dataframe` recorded once on a
+    :class:`pyomo_lap.tape.Tape` (see :func:`_channel_tape`).
+
+    Attributes
+    ----------
+    tape : pyomo_lap.tape.Tape
+        Holding only the nodes the outputs need (uses counted).
+    outputs : list
+        Tape nodes or constants.
+    slots : dict
+        ``name -> slice`` of :attr:`outputs`: ``channels`` (in the order of
+        :attr:`channel_names`), ``qdd`` (6), ``acc`` (3), ``vip`` (3), ``load_residuals``.
+    channel_names : list of str
+        Keys of ``CarEquations.channels``, in their order.
+    general : bool
+        The track joint's ``J[0:3]`` and ``dJ[0:3]`` are inputs (otherwise the constants
+        ``[1, 0, 0]`` and ``[0, 0, 0]`` of a track parametrised by arc length).
+    """
+
+    def __init__(self, tape, outputs, slots, channel_names, general):
+        self.tape, self.outputs, self.slots = tape, outputs, slots
+        self.channel_names, self.general = channel_names, general
+
+
+def _channel_tape(p, chain, general: bool = False) -> _ChannelTape:
+    """Record :func:`pyomo_lap.vehicle.car_equations` once on tape symbols and return the
+    numbers of a row of :func:`trajectory_dataframe` (cached per car).
+
+    Inputs of the tape: ``x[k]`` the point's variables (:data:`_VALUE_NAMES` minus ``t``),
+    ``R[k]`` (row by row), ``Om[k]``, ``dOm[k]``, ``p[k]`` and, when ``general``, ``J[k]``
+    and ``dJ[k]`` (k = 0..2) of the track joint.
+    """
+    from . import tape as tape_mod
+    from .backend import add, mul, sub
+    from .chain import TrackJoint
+
+    try:
+        key = (p, repr(chain), bool(general))
+        hash(key)
+    except TypeError:       # unhashable parameters: record every time
+        key = None
+    hit = _CHANNEL_TAPES.get(key) if key is not None else None
+    if hit is not None:
+        return hit
+
+    names = STATE_NAMES + RATE_NAMES + veh.CONTROLS + veh.ALGEBRAIC
+    sizes = {"x": len(names), "R": 9, "Om": 3, "dOm": 3, "p": 3}
+    if general:
+        sizes.update({"J": 3, "dJ": 3})
+    info = {}
+
+    def fn(namer, x):
+        v = dict(zip(names, x["x"]))
+        R = x["R"]
+        J = list(x["J"]) if general else [1.0, 0, 0]
+        dJ = list(x["dJ"]) if general else [0, 0, 0]
+        tj = TrackJoint(R=[R[0:3], R[3:6], R[6:9]], J=J + list(x["Om"]),
+                        dJ=dJ + list(x["dOm"]), p=list(x["p"]))
+        q = [0.0] + [v[k] for k in STATE_NAMES]
+        qd = [v[k] for k in RATE_NAMES]
+        u = [v[k] for k in veh.CONTROLS]
+        z = [v[k] for k in veh.ALGEBRAIC]
+        e = veh.car_equations(p, chain, tj, q, qd, u, z)
+        # acceleration of O3 without gravity: vdot + w x v - R03^T g (g = [0, 0, gravity])
+        V3, Vd3 = e.kin.V[3], e.aba.Vdot[3]
+        wxv = lie.cross(V3[3:], V3[:3])
+        R03 = e.kin.posture(0, 3)[0]
+        acc = [sub(add(Vd3[k], wxv[k]), mul(R03[2][k], p.gravity)) for k in range(3)]
+        info["channel_names"] = list(e.channels)
+        groups = {"channels": list(e.channels.values()), "qdd": list(e.qdd[:6]), "acc": acc,
+                  "vip": list(e.kin.posture(0, 6)[1]), "load_residuals": list(e.load_residuals)}
+        return groups
+
+    tape, groups = tape_mod.record(fn, sizes)
+    outputs, slots = [], {}
+    for g, values in groups.items():
+        slots[g] = slice(len(outputs), len(outputs) + len(values))
+        outputs.extend(values)
+    tape.count_uses(outputs)
+    # keep only the live nodes (Tape.evaluate evaluates every node of the tape)
+    tape, outputs, _ = tape_mod.specialize(tape, outputs, {})
+    out = _ChannelTape(tape, outputs, slots, info["channel_names"], general)
+    if key is not None:
+        if len(_CHANNEL_TAPES) >= _CHANNEL_TAPES_MAX:
+            _CHANNEL_TAPES.pop(next(iter(_CHANNEL_TAPES)))
+        _CHANNEL_TAPES[key] = out
+    return out
+
+
+def _point_values(m, name: str, sigma: list) -> np.ndarray:
+    """Values of ``m.<name>[s]`` at every ``s`` of ``sigma`` (float array)."""
+    comp = m.component(name)
+    if comp is None:
+        raise AttributeError(f"the model has no component {name!r}")
+    if comp.ctype is pyo.Var:
+        data = [comp[s] for s in sigma]
+        vals = [d.value for d in data]
+        for d, x in zip(data, vals):
+            if x is None:
+                # the message of pyomo.value for a variable without a value
+                pyo.value(d)
+        return np.array(vals, dtype=float)
+    return np.array([float(pyo.value(comp[s])) for s in sigma], dtype=float)
+
+
+def _full_dataframe(m, progress=None) -> pd.DataFrame:
+    """:func:`trajectory_dataframe` of the full model, all points at once (NumPy over the tape
+    of :func:`_channel_tape`)."""
+    p = m.vehicle
+    tp = m.track_points
+    joints = m.track_joints
+    sigma = sorted(m.s)
+    n = len(sigma)
+    if progress is not None:
+        progress("evaluating the channels", 0, n)
+    elems = list(m.s.get_finite_elements())
+    val = {name: _point_values(m, name, sigma) for name in _VALUE_NAMES}
+    R = np.array([j.R for j in joints], dtype=float).reshape(n, 9)
+    J = np.array([j.J for j in joints], dtype=float).reshape(n, 6)
+    dJ = np.array([j.dJ for j in joints], dtype=float).reshape(n, 6)
+    pos = np.array([j.p for j in joints], dtype=float).reshape(n, 3)
+    general = not (np.all(J[:, :3] == [1.0, 0.0, 0.0]) and np.all(dJ[:, :3] == 0.0))
+    ct = _channel_tape(p, m.chain, general)
+    inputs = {}
+    for k, name in enumerate(STATE_NAMES + RATE_NAMES + veh.CONTROLS + veh.ALGEBRAIC):
+        inputs[f"x[{k}]"] = val[name]
+    for k in range(9):
+        inputs[f"R[{k}]"] = R[:, k]
+    for k in range(3):
+        inputs[f"Om[{k}]"] = J[:, 3 + k]
+        inputs[f"dOm[{k}]"] = dJ[:, 3 + k]
+        inputs[f"p[{k}]"] = pos[:, k]
+        if general:
+            inputs[f"J[{k}]"] = J[:, k]
+            inputs[f"dJ[{k}]"] = dJ[:, k]
+    raw = ct.tape.evaluate(inputs, ct.outputs)
+    # constants (structural zeros ...) broadcast to a column
+    out = [np.array(np.broadcast_to(np.asarray(x, dtype=float), (n,))) for x in raw]
+
+    def group(g):
+        return out[ct.slots[g]]
+
+    s_track = np.asarray(tp.s, dtype=float)
+    cols = {"s": s_track.copy(), "s_sector": np.asarray(sigma, dtype=float), "q1": s_track.copy()}
+    cols.update(val)
+    cols.update({f"q{k + 1}_ddot": x for k, x in enumerate(group("qdd"))})
+    ch = dict(zip(ct.channel_names, group("channels")))
+    cols.update(ch)
+    cols["speed"] = np.hypot(ch["v_3x"], ch["v_3y"])
+    cols["speed_kmh"] = 3.6 * cols["speed"]
+    cols["a_x"], cols["a_y"], cols["a_z"] = group("acc")
+    cols["x_vip"], cols["y_vip"], cols["z_vip"] = group("vip")
+    position = np.asarray(tp.position, dtype=float)
+    cols["x_spine"], cols["y_spine"], cols["z_spine"] = (position[:, k] for k in range(3))
+    cols["width_left"] = np.asarray(tp.width_left, dtype=float)
+    cols["width_right"] = np.asarray(tp.width_right, dtype=float)
+    omega = np.asarray(tp.omega, dtype=float)
+    cols["Omega_x"], cols["Omega_y"], cols["Omega_z"] = (omega[:, k] for k in range(3))
+    res = group("load_residuals")
+    cols["load_residual_max"] = np.max(np.abs(np.vstack(res)), axis=0)
+    cols["element"] = np.searchsorted(np.asarray(elems, dtype=float), np.asarray(sigma, dtype=float),
+                                      side="left").astype(np.int64)
+    if progress is not None:
+        progress("evaluating the channels", n, n)
+    return pd.DataFrame(cols)
+
+
 def trajectory_dataframe(m, progress=None) -> pd.DataFrame:
     """One row per collocation point of a solved model.
 
@@ -56,7 +234,8 @@ def trajectory_dataframe(m, progress=None) -> pd.DataFrame:
     m : pyomo.environ.ConcreteModel
         From :func:`pyomo_lap.ocp.build_model`, with a solution loaded.
     progress : callable, optional
-        ``progress(label, done, total)`` after each point (see :mod:`pyomo_lap.progress`).
+        ``progress(label, done, total)``, called before (``done = 0``) and after the
+        evaluation of all points at once (see :mod:`pyomo_lap.progress`).
 
     Returns
     -------
@@ -73,50 +252,18 @@ def trajectory_dataframe(m, progress=None) -> pd.DataFrame:
     if m.options.model == "single-track":
         from .single_track import trajectory_dataframe as single_track_dataframe
         return single_track_dataframe(m)
-    p = m.vehicle
-    tp = m.track_points
-    chain, joints = m.chain, m.track_joints
-    sigma = sorted(m.s)
-    elems = list(m.s.get_finite_elements())
-    rows = []
-    for i, s in enumerate(sigma):
-        val = {n: float(pyo.value(m.component(n)[s])) for n in
-               STATE_NAMES + RATE_NAMES + ("t",) + veh.CONTROLS + veh.ALGEBRAIC}
-        q = [0.0] + [val[n] for n in STATE_NAMES]
-        qd = [val[n] for n in RATE_NAMES]
-        u = [val[n] for n in veh.CONTROLS]
-        z = [val[n] for n in veh.ALGEBRAIC]
-        e = veh.car_equations(p, chain, joints[i], q, qd, u, z)
-        ch = {k: float(v) for k, v in e.channels.items()}
-        # acceleration of O3 without gravity: vdot + w x v - R03^T g
-        V3 = [float(x) for x in e.kin.V[3]]
-        Vd3 = [float(x) for x in e.aba.Vdot[3]]
-        wxv = lie.cross(V3[3:], V3[:3])
-        R03 = np.array(e.kin.posture(0, 3)[0], dtype=float)
-        g3 = R03.T @ np.array([0.0, 0.0, p.gravity])
-        acc = [Vd3[k] + float(wxv[k]) - g3[k] for k in range(3)]
-        g06 = e.kin.posture(0, 6)
-        row = {"s": float(tp.s[i]), "s_sector": float(s), "q1": float(tp.s[i])}
-        row.update(val)
-        row.update({f"q{k + 1}_ddot": float(e.qdd[k]) for k in range(6)})
-        row.update(ch)
-        row["speed"] = math.hypot(ch["v_3x"], ch["v_3y"])
-        row["speed_kmh"] = 3.6 * row["speed"]
-        row["a_x"], row["a_y"], row["a_z"] = acc
-        row["x_vip"], row["y_vip"], row["z_vip"] = (float(x) for x in g06[1])
-        row["x_spine"], row["y_spine"], row["z_spine"] = (float(x) for x in tp.position[i])
-        row["width_left"], row["width_right"] = float(tp.width_left[i]), float(tp.width_right[i])
-        row["Omega_x"], row["Omega_y"], row["Omega_z"] = (float(x) for x in tp.omega[i])
-        row["load_residual_max"] = max(abs(float(r)) for r in e.load_residuals)
-        row["element"] = int(np.searchsorted(elems, s, side="left"))
-        rows.append(row)
-        if progress is not None:
-            progress("evaluating the channels", i + 1, len(sigma))
-    df = pd.DataFrame(rows)
+    from .gc_pause import gc_paused
     from .speed_profile import quasi_steady_speed
-    sig = np.asarray(sigma, dtype=float)
-    v_pm = quasi_steady_speed(p, sig, tp.omega, tp.rotation, closed=bool(m.options.periodic),
-                              v_start=m.initial_speed, v_min=m.options.v_min)
+    # the collector's full passes walk every object of the model (~1.3 s per pass for 600
+    # points), and recording the tape allocates enough to trigger one
+    with gc_paused():
+        df = _full_dataframe(m, progress)
+        p = m.vehicle
+        tp = m.track_points
+        sigma = sorted(m.s)
+        sig = np.asarray(sigma, dtype=float)
+        v_pm = quasi_steady_speed(p, sig, tp.omega, tp.rotation, closed=bool(m.options.periodic),
+                                  v_start=m.initial_speed, v_min=m.options.v_min)
     df["v_point_mass"] = v_pm
     df["t_point_mass"] = np.concatenate([[0.0], np.cumsum(0.5 * (1 / v_pm[1:] + 1 / v_pm[:-1]) * np.diff(sig))])
     cols = [c for c in UNITS if c in df.columns] + [c for c in df.columns if c not in UNITS]

@@ -207,7 +207,7 @@ def build_single_track_model(track, vehicle: veh.VehicleParameters, cfg, t0: Opt
     ValueError
         As :func:`pyomo_lap.ocp.build_model`.
     """
-    from .ocp import _Namer, _sector_points, entry_speed, sector_mesh, track_joints
+    from .ocp import _Namer, _sector_points, add_objective, entry_speed, sector_mesh, track_joints
     t0 = time.perf_counter() if t0 is None else t0
     L, bounds = sector_mesh(track, cfg)
     if cfg.lift:
@@ -299,16 +299,7 @@ def build_single_track_model(track, vehicle: veh.VehicleParameters, cfg, t0: Opt
     if not cfg.periodic:
         for k in ("q2_dot", "q3_dot"):
             m.component(k)[first].fix(0.0)
-    elems = sorted(m.s.get_finite_elements())
-    m.lap_time = pyo.Expression(expr=m.t[last] - m.t[first], doc="sector (lap) time [s]")
-    ctrl_pts = [sigma[idx[e] + 1] for e in elems[:-1]]
-    m.steer_penalty = pyo.Expression(expr=sum((m.delta[b] - m.delta[a]) ** 2
-                                              for a, b in zip(ctrl_pts[:-1], ctrl_pts[1:])))
-    h = np.diff(elems)
-    m.complementarity_penalty = pyo.Expression(expr=sum(-m.f_xa[c] * m.f_xb[c] * hh / L
-                                                        for c, hh in zip(ctrl_pts, h)))
-    m.objective = pyo.Objective(expr=m.lap_time + cfg.K_delta * m.steer_penalty
-                                + cfg.K_f * m.complementarity_penalty, sense=pyo.minimize)
+    add_objective(m, cfg)
     _set_scaling(m)
     m.build_time_s = time.perf_counter() - t0
     return m
@@ -348,7 +339,8 @@ def _set_scaling(m) -> None:
         sf[c] = (F / 2) ** 2
     for c in m.speed_min.values():
         sf[c] = 0.05
-    sf[m.objective] = 1.0 / max(1.0, L / 30.0)
+    from .ocp import OBJECTIVE_SCALE
+    sf[m.objective] = OBJECTIVE_SCALE / max(1.0, L / 30.0)   # see pyomo_lap.ocp._set_scaling
 
 
 # ------------------------------------------------------------------------------ initial guess, results

@@ -32,10 +32,17 @@ __all__ = ["SolveReport", "solve_model", "ensure_solver", "SolverNotFoundError",
            "SolveInterrupted", "DEFAULT_IPOPT_OPTIONS", "diagnose", "TESTED_SOLVERS",
            "parse_solver_options"]
 
-TESTED_SOLVERS = ("ipopt", "ipopt_v2")
+TESTED_SOLVERS = ("lap_ipopt", "ipopt", "ipopt_v2")
 """Solver names (Pyomo ``SolverFactory`` names) that the test suite solves the OCP with."""
 
-DEFAULT_IPOPT_OPTIONS = {
+DEFAULT_SOLVER = "lap_ipopt"
+"""The solver of :func:`solve_model`, :func:`pyomo_lap.api.solve_sector` and ``pyomo-lap
+solve`` unless another is named: the fast path (:mod:`pyomo_lap.lap_solver`)."""
+
+ASL_SOLVERS = ("ipopt", "ipopt_v2")
+"""Pyomo's interfaces to the ``ipopt`` executable (NL file, AMPL solver library)."""
+
+DEFAULT_IPOPT_OPTIONS = {   # for the ASL path; lap_ipopt has its own (LAP_IPOPT_OPTIONS)
     "nlp_scaling_method": "user-scaling",   # the model's scaling_factor suffix
     "linear_solver": "mumps",
     "mu_strategy": "monotone",              # 'adaptive' raised mu far from a good start
@@ -47,9 +54,11 @@ DEFAULT_IPOPT_OPTIONS = {
 """IPOPT options used unless the caller overrides them."""
 
 INSTALL_HINT = (
-    "Install IPOPT with one of: `bash scripts/bootstrap.sh` (builds it from Debian packages into "
-    ".venv/bin), `conda install -c conda-forge ipopt`, or `idaes get-extensions`; or put any "
-    "`ipopt` executable on PATH. Tested solver names: " + ", ".join(TESTED_SOLVERS) + ".")
+    "The default solver lap_ipopt needs only the casadi wheel (`pip install casadi`, part of "
+    "pyomo_lap's requirements). The ASL path (ipopt, ipopt_v2) needs an `ipopt` executable: "
+    "`bash scripts/install_ipopt.sh .venv/bin` (builds it from Debian packages), "
+    "`conda install -c conda-forge ipopt`, or `idaes get-extensions`; or put any `ipopt` "
+    "executable on PATH. Tested solver names: " + ", ".join(TESTED_SOLVERS) + ".")
 
 
 class SolverNotFoundError(RuntimeError):
@@ -94,6 +103,9 @@ class SolveReport:
     exit_message : str
         IPOPT's ``EXIT:`` line, e.g. ``Optimal Solution Found.`` or ``Solved To Acceptable
         Level.`` (Pyomo reports both as ``optimal``).
+    details : dict
+        Solver-specific figures (``lap_ipopt``: ``ipopt_s``, ``translate_s``, ``compile_s``,
+        ``verify_s``, ``function_s`` and ``function_calls`` by callback, ``translation``).
     kind : str
         ``optimal``, ``acceptable``, ``iteration_limit``, ``infeasible``,
         ``restoration_failed``, ``evaluation_error``, ``interrupted``, ``time_limit``,
@@ -116,6 +128,7 @@ class SolveReport:
     kind: str = ""
     explanation: str = ""
     hint: str = ""
+    details: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         if not self.kind:
@@ -283,6 +296,12 @@ def ensure_solver(name: str = "ipopt"):
                     available = bool(opt.available(exception_flag=False))
             except Exception:
                 available = False
+    if not available and name == DEFAULT_SOLVER:
+        raise SolverNotFoundError(
+            f"solver {name!r} is not available: it needs the casadi wheel, which ships the IPOPT "
+            "library it uses (`pip install casadi`; `bash scripts/bootstrap.sh` installs it), or "
+            "PYOMO_LAP_IPOPT_LIBRARY pointing at an IPOPT 3.14 library. The ASL path "
+            "(--solver ipopt) works without it.")
     if not available:
         hint = INSTALL_HINT if name in ("ipopt", "ipopt_v2") else (
             "It needs the cyipopt Python package built against an Ipopt library "
@@ -322,7 +341,7 @@ def parse_solver_options(pairs) -> dict:
     return out
 
 
-def solve_model(m, solver: str = "ipopt", options: Optional[dict] = None, tee: bool = False,
+def solve_model(m, solver: str = DEFAULT_SOLVER, options: Optional[dict] = None, tee: bool = False,
                 load_partial: bool = True) -> SolveReport:
     """Solve a model and report plainly.
 
@@ -330,10 +349,13 @@ def solve_model(m, solver: str = "ipopt", options: Optional[dict] = None, tee: b
     ----------
     m : pyomo.environ.ConcreteModel
     solver : str
-        Pyomo solver name (``ipopt`` by default; ``ipopt_v2`` is Pyomo's newer IPOPT interface).
+        Pyomo solver name: ``lap_ipopt`` (default, the fast path), ``ipopt`` (the classic
+        ASL path), ``ipopt_v2`` (Pyomo's newer interface to the same executable), or any
+        other name Pyomo knows.
     options : dict, optional
-        Solver options passed through unchanged; for IPOPT (any name containing ``ipopt``)
-        they update :data:`DEFAULT_IPOPT_OPTIONS`.
+        Solver options passed through unchanged; for the ASL path they update
+        :data:`DEFAULT_IPOPT_OPTIONS`, for ``lap_ipopt`` its own defaults
+        (:data:`pyomo_lap.lap_solver.LAP_IPOPT_OPTIONS`).
     tee : bool
         Stream the solver's output (iterations) to stdout.
     load_partial : bool
@@ -359,7 +381,7 @@ def solve_model(m, solver: str = "ipopt", options: Optional[dict] = None, tee: b
     restoration failure, evaluation error, bad option, ...), with a hint.
     """
     opt = ensure_solver(solver)
-    opts = dict(DEFAULT_IPOPT_OPTIONS) if "ipopt" in solver else {}
+    opts = dict(DEFAULT_IPOPT_OPTIONS) if solver in ASL_SOLVERS else {}
     opts.update(options or {})
     new = _new_interface(opt)
     if new is not None:
@@ -434,12 +456,27 @@ def _solve_new_interface(m, opt, solver, opts, tee, load_partial) -> SolveReport
     from pyomo.contrib.solver.common.results import (SolutionStatus, legacy_solver_status_map,
                                                      legacy_termination_condition_map)
     from pyomo.contrib.solver.common.results import TerminationCondition as TC
+    from .gc_pause import gc_paused
     t0 = time.perf_counter()
     try:
-        res = opt.solve(m, tee=tee, load_solutions=False, raise_exception_on_nonoptimal_result=False,
-                        solver_options=opts)
-    except KeyboardInterrupt:
-        raise
+        with gc_paused():
+            res = opt.solve(m, tee=tee, load_solutions=False,
+                            raise_exception_on_nonoptimal_result=False, solver_options=opts)
+    except KeyboardInterrupt as exc:
+        log = getattr(exc, "solver_log", "") or ""
+        partial = getattr(exc, "ipopt_result", None)
+        raise SolveInterrupted(SolveReport(
+            False, "userInterrupt", "aborted", "interrupted (SIGINT)",
+            getattr(partial, "iterations", None) if partial is not None else _iterations(log, True),
+            time.perf_counter() - t0, solver, log, *_sizes(log), _exit_line(log),
+            kind="interrupted", explanation=_HINTS["interrupted"][0],
+            hint=_HINTS["interrupted"][1])) from None
+    except (NotImplementedError, ValueError) as exc:
+        # the model could not be translated (lap_ipopt) or an option was refused: say so
+        # plainly, as a failed solve, before anything ran
+        return SolveReport(False, "error", "error", f"{type(exc).__name__}: {exc}", None,
+                           time.perf_counter() - t0, solver, str(exc), None, None, "",
+                           kind="bad_option" if "option" in str(exc) else "solver_error")
     except Exception as exc:  # the solver crashed or returned an error code
         return SolveReport(False, "error", "error", f"{type(exc).__name__}: {exc}", None,
                            time.perf_counter() - t0, solver, "", None, None, "")
@@ -450,11 +487,21 @@ def _solve_new_interface(m, opt, solver, opts, tee, load_partial) -> SolveReport
         SolutionStatus.optimal, SolutionStatus.feasible)
     if ok or (load_partial and res.solution_status != SolutionStatus.noSolution):
         res.solution_loader.load_vars()
+        if ok:       # duals (suffix 'dual'), reduced costs ('rc'), IPOPT's bound multipliers
+            try:
+                res.solution_loader.load_import_suffixes()
+            except (NotImplementedError, AttributeError):
+                pass
     legacy_tc = legacy_termination_condition_map.get(tc, tc)
     status = legacy_solver_status_map.get(tc, "unknown")
     iters = res.extra_info.iteration_count if "iteration_count" in res.extra_info else None
-    return SolveReport(ok, str(legacy_tc), str(status), str(tc.name), iters if iters is not None
-                       else _iterations(log), elapsed, solver, log, *_sizes(log), _exit_line(log))
+    report = SolveReport(ok, str(legacy_tc), str(status), str(tc.name), iters if iters is not None
+                         else _iterations(log), elapsed, solver, log, *_sizes(log), _exit_line(log))
+    report.details = {k: res.extra_info[k] for k in ("ipopt_s", "translate_s", "compile_s",
+                                                     "verify_s", "function_s", "function_calls",
+                                                     "translation")
+                      if k in res.extra_info}
+    return report
 
 
 def _iterations(log: str, from_table: bool = False) -> Optional[int]:

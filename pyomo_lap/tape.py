@@ -110,6 +110,7 @@ class Tape:
     tags: Dict[int, str] = field(default_factory=dict)
     uses: List[int] = field(default_factory=list)
     input_names: List[str] = field(default_factory=list)
+    live: List[bool] = field(default_factory=list)
 
     def input(self, name: str) -> Node:
         n = Node(self, "input", (name,), len(self.nodes))
@@ -252,7 +253,10 @@ class Tape:
         list (and dict if ``tagged``)
         """
         vals = [None] * len(self.nodes)
+        live = self.live if len(self.live) == len(self.nodes) else None
         for i, node in enumerate(self.nodes):
+            if live is not None and not live[i]:
+                continue       # dead node (uses counted): not needed by any output
             if node.op == "input":
                 vals[i] = inputs[node.args[0]]
                 continue
@@ -260,7 +264,7 @@ class Tape:
             vals[i] = _NUMPY[node.op](*args)
         out = [vals[o.index] if isinstance(o, Node) else o for o in outputs]
         if tagged:
-            return out, {tag: vals[i] for i, tag in self.tags.items()}
+            return out, {tag: vals[i] for i, tag in self.tags.items() if vals[i] is not None}
         return out
 
     @property
@@ -303,9 +307,11 @@ def record(fn: Callable, input_names: Dict[str, int]):
     input_names : dict
         ``name -> length`` of each input vector.
     """
-    tape = Tape()
-    inputs = {k: [tape.input(f"{k}[{i}]") for i in range(n)] for k, n in input_names.items()}
-    result = fn(tape.tag, inputs)
+    from .gc_pause import gc_paused
+    with gc_paused():     # thousands of cyclic Node <-> Tape objects: no full collections
+        tape = Tape()
+        inputs = {k: [tape.input(f"{k}[{i}]") for i in range(n)] for k, n in input_names.items()}
+        result = fn(tape.tag, inputs)
     return tape, result
 
 

@@ -1,0 +1,164 @@
+"""``trajectory_dataframe`` (all points at once, NumPy over the recorded tape) against the
+former per-point evaluation of the model code with Python floats."""
+import math
+
+import numpy as np
+import pandas as pd
+import pyomo.environ as pyo
+import pytest
+
+from pyomo_lap import build_model, initialize_model, load_track, load_vehicle
+from pyomo_lap import lie
+from pyomo_lap import results
+from pyomo_lap import vehicle as veh
+from pyomo_lap.ocp import RATE_NAMES, STATE_NAMES
+from pyomo_lap.results import UNITS, trajectory_dataframe
+
+
+def reference_dataframe(m) -> pd.DataFrame:
+    """The former body of ``trajectory_dataframe`` (full model): ``car_equations`` with
+    floats at every point."""
+    p = m.vehicle
+    tp = m.track_points
+    chain, joints = m.chain, m.track_joints
+    sigma = sorted(m.s)
+    elems = list(m.s.get_finite_elements())
+    rows = []
+    for i, s in enumerate(sigma):
+        val = {n: float(pyo.value(m.component(n)[s])) for n in
+               STATE_NAMES + RATE_NAMES + ("t",) + veh.CONTROLS + veh.ALGEBRAIC}
+        q = [0.0] + [val[n] for n in STATE_NAMES]
+        qd = [val[n] for n in RATE_NAMES]
+        u = [val[n] for n in veh.CONTROLS]
+        z = [val[n] for n in veh.ALGEBRAIC]
+        e = veh.car_equations(p, chain, joints[i], q, qd, u, z)
+        ch = {k: float(v) for k, v in e.channels.items()}
+        V3 = [float(x) for x in e.kin.V[3]]
+        Vd3 = [float(x) for x in e.aba.Vdot[3]]
+        wxv = lie.cross(V3[3:], V3[:3])
+        R03 = np.array(e.kin.posture(0, 3)[0], dtype=float)
+        g3 = R03.T @ np.array([0.0, 0.0, p.gravity])
+        acc = [Vd3[k] + float(wxv[k]) - g3[k] for k in range(3)]
+        g06 = e.kin.posture(0, 6)
+        row = {"s": float(tp.s[i]), "s_sector": float(s), "q1": float(tp.s[i])}
+        row.update(val)
+        row.update({f"q{k + 1}_ddot": float(e.qdd[k]) for k in range(6)})
+        row.update(ch)
+        row["speed"] = math.hypot(ch["v_3x"], ch["v_3y"])
+        row["speed_kmh"] = 3.6 * row["speed"]
+        row["a_x"], row["a_y"], row["a_z"] = acc
+        row["x_vip"], row["y_vip"], row["z_vip"] = (float(x) for x in g06[1])
+        row["x_spine"], row["y_spine"], row["z_spine"] = (float(x) for x in tp.position[i])
+        row["width_left"], row["width_right"] = float(tp.width_left[i]), float(tp.width_right[i])
+        row["Omega_x"], row["Omega_y"], row["Omega_z"] = (float(x) for x in tp.omega[i])
+        row["load_residual_max"] = max(abs(float(r)) for r in e.load_residuals)
+        row["element"] = int(np.searchsorted(elems, s, side="left"))
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    from pyomo_lap.speed_profile import quasi_steady_speed
+    sig = np.asarray(sigma, dtype=float)
+    v_pm = quasi_steady_speed(p, sig, tp.omega, tp.rotation, closed=bool(m.options.periodic),
+                              v_start=m.initial_speed, v_min=m.options.v_min)
+    df["v_point_mass"] = v_pm
+    df["t_point_mass"] = np.concatenate([[0.0], np.cumsum(0.5 * (1 / v_pm[1:] + 1 / v_pm[:-1]) * np.diff(sig))])
+    cols = [c for c in UNITS if c in df.columns] + [c for c in df.columns if c not in UNITS]
+    return df[cols]
+
+
+@pytest.fixture(scope="module")
+def model():
+    m = build_model(load_track("nordschleife"), load_vehicle("fsae"), start=500, length=150,
+                    nfe=10, ncp=2)
+    initialize_model(m)
+    return m
+
+
+def assert_same_frame(new: pd.DataFrame, ref: pd.DataFrame):
+    assert list(new.columns) == list(ref.columns)
+    assert list(new.dtypes) == list(ref.dtypes)
+    assert new.index.equals(ref.index)
+    for c in ref.columns:
+        a, b = new[c].to_numpy(), ref[c].to_numpy()
+        if c == "element":
+            np.testing.assert_array_equal(a, b)
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12, err_msg=c)
+
+
+@pytest.mark.unit
+def test_vectorized_equals_per_point(model):
+    ref = reference_dataframe(model)
+    new = trajectory_dataframe(model)
+    assert len(new) == len(sorted(model.s))
+    assert_same_frame(new, ref)
+
+
+@pytest.mark.unit
+def test_perturbed_values_and_cache(model):
+    """Away from the initial guess (every variable moved), and a second call through the
+    cached tape."""
+    m = model
+    names = STATE_NAMES + RATE_NAMES + veh.CONTROLS + veh.ALGEBRAIC
+    saved = {n: {s: m.component(n)[s].value for s in m.s} for n in names}
+    rng = np.random.default_rng(1)
+    try:
+        for n in names:
+            for s in m.s:
+                v = m.component(n)[s]
+                x = v.value
+                v.set_value(x * (1 + 0.05 * rng.standard_normal()) + 0.01 * rng.standard_normal(),
+                            skip_validation=True)
+        results._CHANNEL_TAPES.clear()
+        first = trajectory_dataframe(m)
+        assert len(results._CHANNEL_TAPES) == 1
+        second = trajectory_dataframe(m)
+        assert len(results._CHANNEL_TAPES) == 1
+        ref = reference_dataframe(m)
+        assert_same_frame(first, ref)
+        assert_same_frame(second, ref)
+    finally:
+        for n, d in saved.items():
+            for s, x in d.items():
+                m.component(n)[s].set_value(x, skip_validation=True)
+
+
+@pytest.mark.unit
+def test_progress_called_without_per_point_calls(model):
+    calls = []
+    trajectory_dataframe(model, progress=lambda label, done, total: calls.append((label, done, total)))
+    n = len(sorted(model.s))
+    assert calls and len(calls) <= 3
+    assert calls[-1] == ("evaluating the channels", n, n)
+
+
+@pytest.mark.unit
+def test_missing_value_raises(model):
+    m = model
+    s = sorted(m.s)[3]
+    v = m.component("q3")[s]
+    x = v.value
+    try:
+        v.set_value(None)
+        with pytest.raises(ValueError):
+            trajectory_dataframe(m)
+    finally:
+        v.set_value(x, skip_validation=True)
+
+
+@pytest.mark.unit
+def test_general_track_joint(model):
+    """A track joint with ``J[0:3] != [1, 0, 0]`` (q1 not the arc length) goes through the
+    general tape (``J`` and ``dJ`` as inputs)."""
+    import dataclasses
+    m = model
+    joints = m.track_joints
+    try:
+        m.track_joints = [dataclasses.replace(j, J=[1.02, 0.0, 0.01] + list(j.J[3:]),
+                                              dJ=[0.001, 0.0, 0.0] + list(j.dJ[3:]))
+                          for j in joints]
+        ref = reference_dataframe(m)
+        new = trajectory_dataframe(m)
+        assert_same_frame(new, ref)
+        assert any(key[2] for key in results._CHANNEL_TAPES)
+    finally:
+        m.track_joints = joints
