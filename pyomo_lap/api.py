@@ -99,7 +99,7 @@ def _input_files(tr, vehicle) -> dict:
 
 
 def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
-                 length: Optional[float] = 2000.0, nfe: int = 400, ncp: int = 3,
+                 length: Optional[float] = 2000.0, nfe: Optional[int] = None, ncp: int = 2,
                  scheme: str = "LAGRANGE-RADAU", initial_speed="quasi-steady",
                  periodic: bool = False, model: str = "full", initial_guess: str = "cold",
                  solver: str = "lap_ipopt", solver_options: Optional[dict] = None,
@@ -114,7 +114,8 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     vehicle : str, Path or VehicleParameters
     start, length : float
         Sector [m] (``length=None``: to the end of the track).
-    nfe, ncp, scheme : collocation mesh (see :data:`pyomo_lap.ocp.OCP_CONFIG`).
+    nfe, ncp, scheme : collocation mesh (see :data:`pyomo_lap.ocp.OCP_CONFIG`); ``nfe=None``:
+        elements of about 10 m (``OCP_CONFIG.element_length``).
     initial_speed : float, 'quasi-steady' or 'free'
     periodic : bool
         Closed lap (needs a whole closed track).
@@ -187,13 +188,15 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
         out_dir = check_output_dir(out_dir)   # fail before building when OUT is unusable
     echo(f"track {tr.name}: {tr.length:.1f} m ({'closed' if tr.closed else 'open'}); vehicle {p.name}")
     echo(f"building the model: sector {start:.0f} m + {length if length is not None else tr.length - start:.0f} m, "
-         f"nfe={nfe}, ncp={ncp}, {scheme} ...")
+         f"nfe={nfe if nfe is not None else 'auto (10 m elements)'}, ncp={ncp}, {scheme} ...")
     if progress is None:
         from .progress import echo_progress
         progress = echo_progress(echo)
+    from .solve import ASL_SOLVERS
     m = build_model(tr, p, start=start, length=length, nfe=nfe, ncp=ncp, scheme=scheme,
                     initial_speed=initial_speed, periodic=periodic, model=model,
-                    progress=progress)
+                    named_subexpressions=solver in ASL_SOLVERS, progress=progress)
+    nfe = m.options.nfe
     size = model_size(m)
     echo(f"  built in {m.build_time_s:.1f} s: {size['n_variables']} variables, "
          f"{size['n_constraints']} constraints, {len(m.s)} points")

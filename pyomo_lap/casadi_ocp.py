@@ -1,63 +1,45 @@
-r"""The same OCP built and solved with CasADi, for benchmarks against the Pyomo route.
+r"""The same NLP built and solved with CasADi, for benchmarks against the other solver paths.
 
-Given a model built by :func:`pyomo_lap.ocp.build_model` and initialized by
-:func:`pyomo_lap.initialize.initialize_model`, :func:`build_casadi_nlp` writes the *same*
-nonlinear program with CasADi symbols and :func:`solve_casadi` solves it with the IPOPT that
-ships with CasADi:
+Given a built and initialized pyomo_lap model (or any Pyomo model the fast path can translate),
+:func:`build_casadi_nlp` writes the *same* nonlinear program with CasADi symbols and
+:func:`solve_casadi` solves it with CasADi's own IPOPT interface (``nlpsol``), which derives
+the Jacobian and the Hessian by CasADi's automatic differentiation. "The same" is by
+construction: the NLP is taken from :class:`pyomo_lap.lap_nlp.LapNLP`, the translation of the
+fast solver path:
 
-* the decision variables are the model's unfixed variables that appear in an active constraint
-  or the objective (states, rates, time, controls, algebraic variables and the
-  ``DerivativeVar`` entries, at every point of ``m.s``), with the model's bounds and current
-  values as the initial guess; fixed variables enter as constants. This is the set of columns
-  Pyomo's NL writer gives IPOPT (``dx/ds`` at ``s = 0`` is in no constraint and is left out);
-* the constraints are the model's active constraints, one row each, in the order of
-  ``m.component_data_objects(Constraint, active=True)``, with the same body and bounds
-  (``lower <= body <= upper`` as Pyomo normalizes them);
-* the car's physics (``ode_qdot``, ``loads_eq``, ``inplane_eq``, ``power_limit``,
-  ``adherence``, ``speed_min``, ``settled_start``) comes from the same Lie-group/ABA code,
-  :func:`pyomo_lap.vehicle.car_equations`, evaluated once on ``casadi.SX`` symbols into a
-  per-point :class:`casadi.Function` that is ``map``-ped over the points of ``m.s``;
-* the collocation equations (``*_disc_eq``, ``*_cont_eq``) come from the collocation matrices
-  of ``m.s.get_discretization_info()`` (the ones pyomo.dae used), the control interpolation
-  equations (``*_interpolation_constraints``) from pyomo.dae's rule; the kinematic ODEs from
-  their one-line formulas; any other active constraint (``controls_at_start``, ``periodic``,
-  constraints a user added) and the objective by converting their Pyomo expressions to
-  ``casadi.SX`` (:func:`pyomo_to_casadi`);
+* the decision variables are the model's unfixed variables that a row or the objective depends
+  on, with the model's bounds and current values; fixed variables are constants;
+* the rows are the model's active constraints: the recorded per-point rows as one CasADi
+  function of a point's variables and track numbers (traced from the tape that built the
+  Pyomo expressions), ``map``-ped over the points; the linear rows as a sparse matrix; the
+  other rows and the objective converted from their Pyomo expressions
+  (:func:`pyomo_to_casadi`);
 * IPOPT's user-scaling is made explicit: with the model's ``scaling_factor`` suffix
   :math:`d_x, d_g, d_f`, CasADi's IPOPT solves in :math:`\tilde x = d_x x` the problem
   :math:`\min d_f f(\tilde x/d_x)` s.t. :math:`d_g\,g_L \le d_g\,g(\tilde x/d_x) \le d_g\,g_U`,
-  :math:`d_x x_L \le \tilde x \le d_x x_U`, with ``nlp_scaling_method = none``; this is the
-  scaled problem IPOPT builds internally from the suffix in the Pyomo route.
+  :math:`d_x x_L \le \tilde x \le d_x x_U`, with ``nlp_scaling_method = none``: the scaled
+  problem IPOPT builds internally from the suffix on the other paths.
 
-CasADi is an optional dependency (``pip install pyomo_lap[benchmark]``); it is imported only
-inside the functions of this module.
+The difference from the fast path (:mod:`pyomo_lap.lap_solver`) is only in who evaluates the
+derivatives (CasADi's automatic differentiation of the mapped function here, compiled
+per-point Jacobian and Hessian functions there) and in the interface to the same IPOPT 3.14
+library.
+
+CasADi is imported only inside the functions of this module.
 """
 from __future__ import annotations
 
-import bisect
 import dataclasses
-import math
 import time
 from typing import Optional
 
 import numpy as np
 import pyomo.environ as pyo
 import scipy.sparse
-from pyomo.dae import DerivativeVar
 
-from . import vehicle as veh
-from .chain import TrackJoint
-from .ocp import RATE_NAMES, STATE_NAMES
 
 __all__ = ["CasadiNLP", "CasadiSolveReport", "build_casadi_nlp", "solve_casadi",
            "load_solution", "pyomo_to_casadi", "casadi_ipopt_options"]
-
-_INPUTS = STATE_NAMES + RATE_NAMES + veh.CONTROLS + veh.ALGEBRAIC   # 5 + 6 + 3 + 7 = 21
-# rows of the per-point physics output: qdd (6), load residuals (4), in-plane residuals (3),
-# power, v_3x, adherence bodies (4)
-_OUT_QDD, _OUT_LOAD, _OUT_INPLANE, _OUT_POWER, _OUT_V3X, _OUT_ADH, _N_OUT = 0, 6, 10, 13, 14, 15, 19
-_WHEELS = ("11", "12", "21", "22")
-
 
 def _casadi():
     try:
@@ -154,7 +136,7 @@ def pyomo_to_casadi(expr, leaf, cache: Optional[dict] = None, functions=None):
 
 @dataclasses.dataclass
 class CasadiNLP:
-    """The OCP as a CasADi NLP (scaled), from :func:`build_casadi_nlp`.
+    """The NLP as CasADi expressions (scaled), from :func:`build_casadi_nlp`.
 
     Attributes
     ----------
@@ -177,6 +159,8 @@ class CasadiNLP:
     model : pyomo.environ.ConcreteModel
     build_s, build_cpu_s : float
         Wall and CPU time of :func:`build_casadi_nlp` (the symbolic NLP) [s].
+    sense : int
+        1 to minimize, -1 to maximize (``f`` is ``sense`` times the model's objective).
     solvers : dict
         ``nlpsol`` objects created by :func:`solve_casadi`, by their options.
     """
@@ -196,9 +180,7 @@ class CasadiNLP:
     model: object
     build_s: float
     build_cpu_s: float = 0.0
-    _perm: np.ndarray = dataclasses.field(repr=False, default=None)
-    _fixed_values: np.ndarray = dataclasses.field(repr=False, default=None)
-    _t_ids: tuple = dataclasses.field(repr=False, default=None)
+    sense: int = 1
     solvers: dict = dataclasses.field(repr=False, default_factory=dict)
     _functions: dict = dataclasses.field(repr=False, default_factory=dict)
 
@@ -212,15 +194,17 @@ class CasadiNLP:
         """Number of constraint rows (equalities and inequalities)."""
         return int(self.lbg.size)
 
-    def entry_values(self, x) -> np.ndarray:
-        """Values of every model variable entry (decision or fixed) for unscaled ``x``."""
-        x = np.asarray(x, dtype=float).ravel()
-        return np.concatenate([x, self._fixed_values])[self._perm]
-
     def lap_time(self, x) -> float:
-        """``t`` at the last point minus ``t`` at the first for unscaled ``x`` [s]."""
-        v = self.entry_values(x)
-        return float(v[self._t_ids[1]] - v[self._t_ids[0]])
+        """``m.lap_time`` for unscaled ``x`` (other variables at their values) [s]."""
+        from .lap_nlp import evaluate_expression
+        saved = [v.value for v in self.variables]
+        try:
+            for v, val in zip(self.variables, np.asarray(x, dtype=float).tolist()):
+                v.set_value(val, skip_validation=True)
+            return evaluate_expression(self.model.lap_time)
+        finally:
+            for v, val in zip(self.variables, saved):
+                v.set_value(val, skip_validation=True)
 
     def _function(self, name):
         if name not in self._functions:
@@ -235,62 +219,14 @@ class CasadiNLP:
         return np.asarray(self._function("g")(xs)).ravel() / self.g_scale
 
     def objective_value(self, x=None) -> float:
-        """Unscaled objective at unscaled ``x`` (default: the initial guess)."""
+        """Unscaled objective of the model at unscaled ``x`` (default: the initial guess)."""
         xs = self.x0 if x is None else self.x_scale * np.asarray(x, dtype=float).ravel()
-        return float(self._function("f")(xs)) / self.f_scale
+        return float(self._function("f")(xs)) / self.f_scale * self.sense
 
 
-def _point_function(p: veh.VehicleParameters, chain, track_params: np.ndarray):
-    """The car's equations at one point as a CasADi function of the 21 point inputs
-    (:data:`_INPUTS`) and of the track joint's varying numbers.
-
-    ``track_params`` is ``(N, 21)``: R (row-major 9), J (6), dJ (6) at each point. Columns that
-    are the same at every point stay plain numbers in the function (so the structural zeros of
-    ``J = [1, 0, 0, Omega]`` are kept, as in the Pyomo model); the others become inputs.
-    Returns ``(function, varying_columns)``."""
-    ca = _casadi()
-    const = np.all(track_params == track_params[0], axis=0)
-    varying = np.flatnonzero(~const)
-    w = ca.SX.sym("w", len(_INPUTS))
-    trk = ca.SX.sym("track", len(varying))
-    tv = [float(x) for x in track_params[0]]
-    for j, col in enumerate(varying):
-        tv[col] = trk[j]
-    tj = TrackJoint(R=[tv[0:3], tv[3:6], tv[6:9]], J=tv[9:15], dJ=tv[15:21])
-    q = (0.0,) + tuple(w[k] for k in range(5))
-    qd = tuple(w[5 + k] for k in range(6))
-    u = tuple(w[11 + k] for k in range(3))
-    z = tuple(w[14 + k] for k in range(7))
-    eq = veh.car_equations(p, chain, tj, q, qd, u, z, namer=None)
-    ch = eq.channels
-    ratio = p.mu_y0 / p.mu_x0
-    # adherence body as Pyomo normalizes (ratio fx)^2 + fy^2 <= D^2: lhs - rhs <= 0
-    adh = [(ratio * ch[f"f_{wh}x"]) ** 2 + ch[f"f_{wh}y"] ** 2 - veh.peak_force(p, z[k]) ** 2
-           for k, wh in enumerate(_WHEELS)]
-    out = list(eq.qdd) + list(eq.load_residuals) + list(eq.inplane_residuals) + \
-        [ch["power"], ch["v_3x"]] + adh
-    assert len(out) == _N_OUT
-    return ca.Function("car_point", [w, trk], [ca.vertcat(*out)], ["w", "track"], ["out"]), varying
-
-
-class _Rows:
-    """Accumulates constraint rows: model constraint, bounds, and a recipe for the body."""
-
-    def __init__(self):
-        self.cons, self.lb, self.ub, self.blocks = [], [], [], []
-
-    def add(self, cons, lb, ub, recipe):
-        n = len(cons)
-        if n == 0:
-            return
-        self.cons.extend(cons)
-        self.lb.append(np.broadcast_to(np.asarray(lb, dtype=float), (n,)))
-        self.ub.append(np.broadcast_to(np.asarray(ub, dtype=float), (n,)))
-        self.blocks.append((n, recipe))
-
-
-def build_casadi_nlp(m, mode: str = "MX", map_parallelization: str = "serial") -> CasadiNLP:
-    """Build the CasADi twin of a built and initialized pyomo_lap model.
+def build_casadi_nlp(m, mode: str = "MX", map_parallelization: str = "serial",
+                     lap_nlp=None) -> CasadiNLP:
+    """Build the CasADi twin of a built and initialized model.
 
     Parameters
     ----------
@@ -298,10 +234,13 @@ def build_casadi_nlp(m, mode: str = "MX", map_parallelization: str = "serial") -
         From :func:`pyomo_lap.ocp.build_model`, with values (e.g. from
         :func:`pyomo_lap.initialize.initialize_model` or a solution).
     mode : {'MX', 'SX'}
-        Symbol type of the NLP. With ``'MX'`` the per-point physics stays one mapped function
-        call in the expression graph; with ``'SX'`` it is inlined at every point.
+        Symbol type of the NLP. With ``'MX'`` the per-point function stays one mapped call in
+        the expression graph; with ``'SX'`` it is inlined at every point (small models only).
     map_parallelization : {'serial', 'openmp', 'thread'}
         How the per-point function is mapped over the points (``casadi.Function.map``).
+    lap_nlp : pyomo_lap.lap_nlp.LapNLP, optional
+        The translation to use (default: made here, with its per-point functions in CasADi's
+        virtual machine; the twin uses only its structure and the uncompiled row function).
 
     Returns
     -------
@@ -310,295 +249,63 @@ def build_casadi_nlp(m, mode: str = "MX", map_parallelization: str = "serial") -
     Raises
     ------
     ValueError
-        Bad ``mode``; a model with several active objectives; a non-positive scaling factor.
+        Bad ``mode``; see also :class:`pyomo_lap.lap_nlp.LapNLP`.
     NotImplementedError
-        A model built with the ``lift`` option (lifted intermediates are variables of
-        ``m.car``) or an expression the converter does not know.
+        An expression the translation does not know (named with its constraint).
     """
+    from .lap_nlp import LapNLP
     ca = _casadi()
     if mode not in ("MX", "SX"):
         raise ValueError(f"mode = {mode!r}: expected 'MX' or 'SX'")
     t0, c0 = time.perf_counter(), time.process_time()
-    if tuple(m.options.lift):
-        raise NotImplementedError(f"models built with lift={tuple(m.options.lift)!r} are not "
-                                  "supported by the CasADi twin (build with lift=())")
-    p = m.vehicle
-    sigma = list(m.s)
-    N = len(sigma)
-    pos = {s: i for i, s in enumerate(sigma)}
-    sf_suffix = m.component("scaling_factor")
-    sf_get = (lambda c: sf_suffix.get(c, 1.0)) if sf_suffix is not None else (lambda c: 1.0)
-
-    # ---- every variable entry of the model gets a global id ---------------------------------
-    entries = []           # VarData
-    ids_of = {}            # id(VarData) -> global id
-    comp_ids = {}          # name of a component indexed by m.s -> (N,) global ids
-    for comp in m.component_objects((pyo.Var, DerivativeVar), descend_into=True):
-        if comp.is_indexed() and comp.index_set() is m.s:
-            arr = np.empty(N, dtype=np.int64)
-            for i, s in enumerate(sigma):
-                vd = comp[s]
-                arr[i] = len(entries)
-                ids_of[id(vd)] = len(entries)
-                entries.append(vd)
-            if comp.parent_block() is m:
-                comp_ids[comp.local_name] = arr
-        else:
-            for vd in comp.values():
-                ids_of[id(vd)] = len(entries)
-                entries.append(vd)
-    M = len(entries)
-    referenced = np.zeros(M, dtype=bool)   # appears in a constraint or the objective
-    rows = _Rows()
-
-    # ---- per-point physics ------------------------------------------------------------------
-    in_ids = np.stack([comp_ids[n] for n in _INPUTS], axis=1)          # (N, 21)
-    referenced[in_ids.ravel()] = True
-    joints = m.track_joints
-    track_params = np.array([[float(x) for r in tj.R for x in r] + [float(x) for x in tj.J]
-                             + [float(x) for x in tj.dJ] for tj in joints])       # (N, 21)
-    point_fn, varying = _point_function(p, m.chain, track_params)
-
-    def out_index(row, s_list):
-        """Index into vec(OUT) ((19, N) column-major) of output ``row`` at the points."""
-        return np.array([pos[s] * _N_OUT + row for s in s_list], dtype=np.int64)
-
-    cfg = m.options
-    disc = m.s.get_discretization_info()
-    fe_pos = sorted(pos[s] for s in m.s.get_finite_elements())
-
-    def lower_element(idx):
-        return fe_pos[bisect.bisect_left(fe_pos, idx) - 1]
-
-    generic = []   # ConstraintData converted from their Pyomo expression
-
-    for con in m.component_objects(pyo.Constraint, active=True, descend_into=True):
-        name = con.local_name
-        datas = [c for c in con.values() if c.active]
-        if not datas:
-            continue
-        keys = [c.index() for c in datas]
-        top = con.parent_block() is m
-        # the spatial DAE (39): q1_dot * dx/ds - rhs, as in ocp.py
-        if top and name == "ode_q":
-            a = np.array([comp_ids["q1_dot"][pos[s]] for k, s in keys])
-            b = np.array([comp_ids[f"d{k}_ds"][pos[s]] for k, s in keys])
-            c = np.array([comp_ids[f"{k}_dot"][pos[s]] for k, s in keys])
-            referenced[np.r_[a, b, c]] = True
-            rows.add(datas, 0.0, 0.0, ("ode", a, b, c, None))
-        elif top and name == "ode_qdot":
-            a = np.array([comp_ids["q1_dot"][pos[s]] for k, s in keys])
-            b = np.array([comp_ids[f"dq{k}_dot_ds"][pos[s]] for k, s in keys])
-            o = np.array([pos[s] * _N_OUT + _OUT_QDD + k - 1 for k, s in keys])
-            referenced[np.r_[a, b]] = True
-            rows.add(datas, 0.0, 0.0, ("ode", a, b, None, o))
-        elif top and name == "ode_t":
-            a = np.array([comp_ids["q1_dot"][pos[s]] for s in keys])
-            b = np.array([comp_ids["dt_ds"][pos[s]] for s in keys])
-            referenced[np.r_[a, b]] = True
-            rows.add(datas, 1.0, 1.0, ("ode", a, b, None, None))
-        # the car's rows: entries of the mapped physics output
-        elif top and name in ("loads_eq", "inplane_eq"):
-            base = _OUT_LOAD if name == "loads_eq" else _OUT_INPLANE
-            o = np.array([pos[s] * _N_OUT + base + k for k, s in keys])
-            rows.add(datas, 0.0, 0.0, ("out", o))
-        elif top and name == "power_limit":
-            rows.add(datas, -np.inf, p.P_max, ("out", out_index(_OUT_POWER, keys)))
-        elif top and name == "adherence":
-            o = np.array([pos[s] * _N_OUT + _OUT_ADH + k for k, s in keys])
-            rows.add(datas, -np.inf, 0.0, ("out", o))
-        elif top and name == "speed_min":
-            rows.add(datas, cfg.v_min, np.inf, ("out", out_index(_OUT_V3X, keys)))
-        elif top and name == "settled_start":
-            o = np.array([pos[sigma[0]] * _N_OUT + _OUT_QDD + k - 1 for k in keys])
-            rows.add(datas, 0.0, 0.0, ("out", o))
-        # pyomo.dae's linear equations, from the collocation matrices
-        elif top and name.endswith(("_disc_eq", "_cont_eq")) and (lin := _collocation_rows(
-                m, name, keys, pos, sigma, comp_ids, disc, lower_element)) is not None:
-            referenced[lin[1]] = True
-            rows.add(datas, 0.0, 0.0, ("linear",) + lin)
-        elif top and name.endswith("_interpolation_constraints") and (lin := _interpolation_rows(
-                m, name, len(datas), comp_ids, disc, fe_pos)) is not None:
-            referenced[lin[1]] = True
-            rows.add(datas, 0.0, 0.0, ("linear",) + lin)
-        else:   # anything else: converted from its Pyomo expression
-            generic.extend(datas)
-            rows.add(datas, [c.lb if c.lb is not None else -np.inf for c in datas],
-                     [c.ub if c.ub is not None else np.inf for c in datas], ("generic",))
-
-    # ---- objective and the other constraints, converted from their Pyomo expressions -------
-    objs = list(m.component_data_objects(pyo.Objective, active=True, descend_into=True))
-    if len(objs) != 1:
-        raise ValueError(f"the model has {len(objs)} active objectives, expected exactly one")
-    obj = objs[0]
-    gen_syms = {}          # global id -> SX symbol
-
-    def leaf(vd):
-        if vd.fixed:
-            return float(vd.value)
-        k = ids_of.get(id(vd))
-        if k is None:
-            raise ValueError(f"variable {vd.name} is not on the model")
-        if k not in gen_syms:
-            gen_syms[k] = ca.SX.sym(f"v{k}")
-        return gen_syms[k]
-
-    cache = {}
-    gen_exprs = [pyomo_to_casadi(c.body, leaf, cache) for c in generic]
-    f_expr = pyomo_to_casadi(obj.expr, leaf, cache)
-    if obj.sense == pyo.maximize:
-        f_expr = -f_expr
-    gen_ids = np.array(sorted(gen_syms), dtype=np.int64)
-    referenced[gen_ids] = True
-    gen_fn = ca.Function("pyomo_exprs", [ca.vertcat(*[gen_syms[k] for k in gen_ids])],
-                         [ca.vertcat(*[ca.SX(e) for e in gen_exprs]) if gen_exprs else ca.SX(0, 1),
-                          ca.SX(f_expr)])
-
-    # ---- decision variables -------------------------------------------------------------
-    fixed = np.array([vd.fixed for vd in entries], dtype=bool)
-    decision = np.flatnonzero(referenced & ~fixed)
-    others = np.flatnonzero(~(referenced & ~fixed))
-    perm = np.empty(M, dtype=np.int64)
-    perm[decision] = np.arange(decision.size)
-    perm[others] = decision.size + np.arange(others.size)
-    values = np.array([vd.value if vd.value is not None else 0.0 for vd in entries], dtype=float)
-    fixed_values = values[others]
-    variables = [entries[k] for k in decision]
-    x_scale = np.array([sf_get(vd) for vd in variables], dtype=float)
-    lb = np.array([vd.lb if vd.lb is not None else -np.inf for vd in variables], dtype=float)
-    ub = np.array([vd.ub if vd.ub is not None else np.inf for vd in variables], dtype=float)
-    g_scale = np.array([sf_get(c) for c in rows.cons], dtype=float)
-    f_scale = float(sf_get(obj))
-    for what, arr in (("variable", x_scale), ("constraint", g_scale), ("objective", [f_scale])):
-        bad = [i for i, v in enumerate(np.atleast_1d(arr)) if not (np.isfinite(v) and v > 0)]
-        if bad:
-            who = (variables if what == "variable" else rows.cons if what == "constraint"
-                   else [obj])[bad[0]]
-            raise ValueError(f"scaling_factor of {what} {who.name} is {np.atleast_1d(arr)[bad[0]]!r}; "
-                             "expected a finite number > 0")
-
-    # ---- symbolic NLP -----------------------------------------------------------------------
+    nlp = lap_nlp if lap_nlp is not None else LapNLP(m, compile="vm")
+    n = nlp.n
+    x_scale = nlp.x_scaling if nlp.x_scaling is not None else np.ones(n)
+    g_scale = nlp.g_scaling if nlp.g_scaling is not None else np.ones(nlp.m)
+    f_scale = float(nlp.obj_scaling)
     Sym = ca.SX if mode == "SX" else ca.MX
-    y = Sym.sym("x", decision.size)
-    x_unscaled = y * ca.DM(1.0 / x_scale)
-    v_all = ca.vertcat(x_unscaled, ca.DM(fixed_values))[perm.tolist()]
-
-    def take(ids):
-        return v_all[np.asarray(ids, dtype=np.int64).tolist()]
-
-    w_in = ca.reshape(take(in_ids.ravel()), len(_INPUTS), N)
-    trk = ca.DM(track_params[:, varying].T) if varying.size else ca.DM(0, N)
-    mapped = point_fn.map(N, map_parallelization)
-    OUT = mapped(w_in, trk)
-    out_vec = ca.vec(OUT)
-    gen_out = gen_fn(take(gen_ids)) if gen_ids.size else gen_fn(ca.DM(0, 1))
-    g_blocks = []
-    n_gen = 0
-    for n, recipe in rows.blocks:
-        kind = recipe[0]
-        if kind == "ode":
-            _, a, b, c, o = recipe
-            e = take(a) * take(b)
-            if c is not None:
-                e = e - take(c)
-            if o is not None:
-                e = e - out_vec[o.tolist()]
-        elif kind == "out":
-            e = out_vec[recipe[1].tolist()]
-        elif kind == "linear":
-            _, r, cols, vals = recipe
-            A = ca.DM(scipy.sparse.csc_matrix((vals, (r, cols)), shape=(n, M)))
-            e = ca.mtimes(A, v_all)
-        else:
-            e = gen_out[0][n_gen:n_gen + n]
-            n_gen += n
-        g_blocks.append(e)
-    g = ca.vertcat(*g_blocks) * ca.DM(g_scale)
-    f = gen_out[1] * f_scale
-    lbg = np.concatenate(rows.lb) if rows.lb else np.zeros(0)
-    ubg = np.concatenate(rows.ub) if rows.ub else np.zeros(0)
-    t_ids = (int(comp_ids["t"][0]), int(comp_ids["t"][-1]))
-    nlp = CasadiNLP(
+    y = Sym.sym("x", n)
+    x = y * ca.DM(1.0 / x_scale)
+    blocks = []
+    P = nlp._point
+    if P is not None:
+        F = P["rec"].casadi_function("point_rows")
+        N, n_in = P["N"], P["W0"].shape[0]
+        W0 = P["W0"].copy()
+        W0.ravel()[P["wpos"]] = 0.0
+        # the point inputs, (n_in, N): W0 plus the decision variables placed by a 0/1 matrix
+        # (rows: positions in W0 flattened row-major)
+        place = scipy.sparse.csc_matrix((np.ones(P["wpos"].size), (P["wpos"], P["wx"])),
+                                        shape=(n_in * N, n))
+        Wflat = ca.DM(W0.ravel()) + ca.mtimes(ca.DM(place), x)
+        W = ca.reshape(Wflat, N, n_in).T           # CasADi reshapes column-major
+        out = F.map(N, map_parallelization)(W, ca.DM(P["T"]))
+        flat = ca.vec(out)                         # column-major: entry j + n_out * point
+        blocks.append(flat[(P["rows_pt"] * P["n_out"] + P["rows_out"]).tolist()])
+    if nlp._lin.shape[0]:
+        blocks.append(ca.mtimes(ca.DM(nlp._lin.tocsc()), x) + ca.DM(nlp._lin_const))
+    xg = x[nlp._gen_ids.tolist()] if nlp._gen_ids.size else Sym(0, 1)
+    if nlp._nl_slice.stop > nlp._nl_slice.start:
+        blocks.append(nlp._fun_g(xg))
+    g = ca.vertcat(*blocks) * ca.DM(g_scale) if blocks else Sym(0, 1)
+    f = nlp._fun_f(xg)[0] * f_scale
+    out_nlp = CasadiNLP(
         mode=mode, nlp={"x": y, "f": f, "g": g},
-        x0=x_scale * values[decision], lbx=x_scale * lb, ubx=x_scale * ub,
-        lbg=g_scale * lbg, ubg=g_scale * ubg, x_scale=x_scale, g_scale=g_scale,
-        f_scale=f_scale, variables=variables, constraints=rows.cons, model=m,
-        build_s=0.0, _perm=perm, _fixed_values=fixed_values, _t_ids=t_ids)
-    nlp.build_s = time.perf_counter() - t0
-    nlp.build_cpu_s = time.process_time() - c0
-    return nlp
+        x0=x_scale * nlp.x0, lbx=x_scale * _inf(nlp.x_lb), ubx=x_scale * _inf(nlp.x_ub),
+        lbg=g_scale * _inf(nlp.g_lb), ubg=g_scale * _inf(nlp.g_ub), x_scale=x_scale,
+        g_scale=g_scale, f_scale=f_scale, variables=list(nlp.variables),
+        constraints=list(nlp.constraints), model=m, build_s=0.0, sense=nlp.sense)
+    out_nlp.build_s = time.perf_counter() - t0
+    out_nlp.build_cpu_s = time.process_time() - c0
+    return out_nlp
 
 
-def _collocation_rows(m, name, keys, pos, sigma, comp_ids, disc, lower_element):
-    """Sparse rows (row, column, value) of the pyomo.dae collocation equations of one
-    ``DerivativeVar`` (``<dv>_disc_eq``) or continuity equations of one state
-    (``<state>_<s>_cont_eq``, Legendre), mirroring ``pyomo.dae.plugins.colloc`` and
-    ``pyomo.dae.misc.add_continuity_equations``. None when the name is not recognized."""
-    ncp = disc["ncp"]
-    scheme = disc["scheme"]
-    rows, cols, vals = [], [], []
-    if name.endswith("_disc_eq"):
-        dvname = name[: -len("_disc_eq")]
-        dv = m.component(dvname)
-        if not isinstance(dv, DerivativeVar) or dvname not in comp_ids:
-            return None
-        state = dv.get_state_var().local_name
-        if state not in comp_ids or len(dv.get_continuousset_list()) != 1:
-            return None   # second derivatives: not used by the OCP
-        adot = disc["adot"]
-        d_ids, x_ids = comp_ids[dvname], comp_ids[state]
-        span = ncp if scheme == "LAGRANGE-RADAU" else ncp + 1
-        for r, s in enumerate(keys):
-            idx = pos[s]
-            low = lower_element(idx)
-            inv_h = 1.0 / (sigma[low + span] - sigma[low])
-            rows.append(r)
-            cols.append(d_ids[idx])
-            vals.append(1.0)
-            for j in range(ncp + 1):
-                rows.append(r)
-                cols.append(x_ids[low + j])
-                vals.append(-adot[j][idx - low] * inv_h)
-    else:
-        cs = m.s.local_name
-        suffix = f"_{cs}_cont_eq"
-        state = name[: -len(suffix)] if name.endswith(suffix) else None
-        if state not in comp_ids or disc["afinal"] is None:
-            return None
-        afinal = disc["afinal"]
-        x_ids = comp_ids[state]
-        for r, s in enumerate(keys):
-            idx = pos[s]
-            low = lower_element(idx)
-            rows.append(r)
-            cols.append(x_ids[idx])
-            vals.append(1.0)
-            for j in range(ncp + 1):
-                rows.append(r)
-                cols.append(x_ids[low + j])
-                vals.append(-afinal[j])
-    return np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64), np.array(vals)
-
-
-def _interpolation_rows(m, name, n, comp_ids, disc, fe_pos):
-    """Sparse rows of pyomo.dae's ``reduce_collocation_points(var, ncp=1)`` equations
-    ``var[t_ik] == var[t_i,ncp]`` (k = 1..ncp-1 in each element, in pyomo.dae's order).
-    None when the constraint list does not have that shape."""
-    var = name[: -len("_interpolation_constraints")]
-    ncp = disc["ncp"]
-    if var not in comp_ids or n != (len(fe_pos) - 1) * (ncp - 1):
-        return None
-    ids = comp_ids[var]
-    rows, cols, vals = [], [], []
-    r = 0
-    for i in range(len(fe_pos) - 1):
-        base = fe_pos[i]
-        for k in range(1, ncp):
-            rows += [r, r]
-            cols += [ids[base + k], ids[base + ncp]]
-            vals += [1.0, -1.0]
-            r += 1
-    return np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64), np.array(vals)
+def _inf(a):
+    """LapNLP's +-1e20 bounds as +-inf."""
+    a = np.asarray(a, dtype=float).copy()
+    a[a <= -1e19] = -np.inf
+    a[a >= 1e19] = np.inf
+    return a
 
 
 # --------------------------------------------------------------------------------------------
@@ -606,10 +313,11 @@ def _interpolation_rows(m, name, n, comp_ids, disc, fe_pos):
 # --------------------------------------------------------------------------------------------
 
 def casadi_ipopt_options(options: Optional[dict] = None) -> dict:
-    """IPOPT options for the CasADi route: :data:`pyomo_lap.solve.DEFAULT_IPOPT_OPTIONS` with
-    ``nlp_scaling_method = none`` (the scaling is in the NLP itself), updated by ``options``."""
-    from .solve import DEFAULT_IPOPT_OPTIONS
-    opts = dict(DEFAULT_IPOPT_OPTIONS)
+    """IPOPT options for the CasADi route: those of the fast path
+    (:data:`pyomo_lap.lap_solver.LAP_IPOPT_OPTIONS`) with ``nlp_scaling_method = none`` (the
+    scaling is in the NLP itself), updated by ``options``."""
+    from .lap_solver import LAP_IPOPT_OPTIONS
+    opts = dict(LAP_IPOPT_OPTIONS)
     opts["nlp_scaling_method"] = "none"
     opts.update(options or {})
     return opts
@@ -744,7 +452,7 @@ def solve_casadi(nlp: CasadiNLP, options: Optional[dict] = None, tee: bool = Fal
     status = str(st.get("return_status", ""))
     return CasadiSolveReport(
         ok=bool(st.get("success", False)), return_status=status,
-        lap_time_s=nlp.lap_time(x), objective=float(sol["f"]) / nlp.f_scale,
+        lap_time_s=nlp.lap_time(x), objective=float(sol["f"]) / nlp.f_scale * nlp.sense,
         iterations=int(st.get("iter_count", -1)), build_s=nlp.build_s + nlpsol_s,
         build_cpu_s=nlp.build_cpu_s + nlpsol_cpu_s, nlpsol_s=nlpsol_s, solve_s=solve_s, solve_cpu_s=solve_cpu_s, t_wall=t_wall,
         t_proc=t_proc, n_variables=nlp.n_variables,

@@ -65,11 +65,11 @@ def main():
 @click.option("--start", default=0.0, show_default=True, type=float, help="sector start [m]")
 @click.option("--length", default=2000.0, show_default=True, type=float, help="sector length [m]")
 @click.option("--full-lap", is_flag=True,
-              help="the whole closed lap, periodic in every state (default N = 2000, ncp = 2)")
+              help="the whole closed lap, periodic in every state")
 @click.option("--nfe", default=None, type=int,
-              help="finite elements N  [default: 400, or 2000 with --full-lap]")
-@click.option("--ncp", default=None, type=int,
-              help="collocation points per element  [default: 3, or 2 with --full-lap]")
+              help="finite elements N  [default: elements of about 10 m: 200 on 2 km, 2073 on the full lap]")
+@click.option("--ncp", default=2, show_default=True, type=int,
+              help="collocation points per element")
 @click.option("--scheme", default="LAGRANGE-RADAU", show_default=True,
               type=click.Choice(["LAGRANGE-RADAU", "LAGRANGE-LEGENDRE"]), help="collocation scheme")
 @click.option("--initial-speed", default="quasi-steady", show_default=True,
@@ -121,10 +121,7 @@ def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_spe
         if given:
             _fail(f"--full-lap solves the whole closed lap; it cannot be combined with "
                   f"{', '.join(g.replace('_', '-') for g in given)}")
-    nfe = nfe if nfe is not None else (2000 if full_lap else 400)
-    ncp = ncp if ncp is not None else (2 if full_lap else 3)
-
-    if nfe < 2 or nfe > 100000:
+    if nfe is not None and (nfe < 2 or nfe > 100000):
         _fail(f"--nfe {nfe}: expected an integer between 2 and 100000")
     if ncp < 1 or ncp > 10:
         _fail(f"--ncp {ncp}: expected an integer between 1 and 10")
@@ -132,7 +129,7 @@ def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_spe
         _fail(f"--length {length}: expected a positive, finite length in metres")
     if not math.isfinite(start) or start < 0:
         _fail(f"--start {start}: expected a finite distance >= 0 m from the track's start")
-    if length / nfe < 0.1:
+    if nfe is not None and not full_lap and length / nfe < 0.1:
         _fail(f"--nfe {nfe} on a {length:g} m sector gives elements of {length / nfe:.3g} m: "
               "expected elements of at least 0.1 m (fewer elements or a longer sector)")
     if max_iter is not None and not 1 <= max_iter <= 10 ** 7:

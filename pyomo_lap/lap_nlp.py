@@ -60,15 +60,17 @@ class RecordedRowsMismatch(RuntimeError):
 # --------------------------------------------------------------------------------------------
 
 def evaluate_expression(expr, memo: Optional[dict] = None) -> float:
-    """Value of a Pyomo expression at the current variable values, visiting each named
-    expression once (``pyomo.environ.value`` re-walks a named expression at every use, which
-    costs exponential time on the nested expressions of the car).
+    """Value of a Pyomo expression at the current variable values, visiting each node of the
+    expression DAG once (``pyomo.environ.value`` re-walks a named expression, or a
+    subexpression object shared by several parents, at every use, which costs exponential time
+    on the nested expressions of the car).
 
     Parameters
     ----------
     expr : Pyomo expression, variable, parameter or number
     memo : dict, optional
-        ``id(named expression) -> value``, shared between calls at the same point.
+        ``id(expression node) -> value``, shared between calls at the same variable values
+        (the expressions must stay alive while it is used).
 
     Returns
     -------
@@ -101,17 +103,19 @@ def evaluate_expression(expr, memo: Optional[dict] = None) -> float:
             child = args[k]
             if type(child) in native_numeric_types or not child.is_expression_type():
                 vals.append(leaf(child))
-            elif child.is_named_expression_type() and id(child) in memo:
-                vals.append(memo[id(child)])
+                continue
+            hit = memo.get(id(child))
+            if hit is not None:
+                vals.append(hit)
             else:
                 stack.append([child, child.args, []])
             continue
         stack.pop()
         if node.is_named_expression_type():
             result = vals[0]
-            memo[id(node)] = result
         else:
             result = node._apply_operation(vals)
+        memo[id(node)] = result
         if not stack:
             return float(result)
         stack[-1][2].append(result)

@@ -207,7 +207,7 @@ def build_single_track_model(track, vehicle: veh.VehicleParameters, cfg, t0: Opt
     ValueError
         As :func:`pyomo_lap.ocp.build_model`.
     """
-    from .ocp import _Namer, _sector_points, add_objective, entry_speed, sector_mesh, track_joints
+    from .ocp import _Namer, _sector_points, add_objective, fast_element_lookup, entry_speed, sector_mesh, track_joints
     t0 = time.perf_counter() if t0 is None else t0
     L, bounds = sector_mesh(track, cfg)
     if cfg.lift:
@@ -218,6 +218,7 @@ def build_single_track_model(track, vehicle: veh.VehicleParameters, cfg, t0: Opt
     m.options, m.vehicle, m.track, m.sector_length = cfg, p, track, L
     m.s = ContinuousSet(bounds=(0.0, L), initialize=None if bounds is None else bounds.tolist(),
                         doc="distance along the spine from the sector start, q1 [m]")
+    fast_element_lookup(m.s)
     m.q2 = pyo.Var(m.s, initialize=0.0, units=u.m, doc="lateral offset of O3 from the spine, + left [m]")
     m.q3 = pyo.Var(m.s, initialize=0.0, bounds=(-1.0, 1.0), units=u.rad, doc="yaw relative to the track frame [rad]")
     m.q1_dot = pyo.Var(m.s, initialize=20.0, bounds=(cfg.v_min, 150.0), units=u.m / u.s, doc="dq1/dt [m/s]")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -41,10 +42,17 @@ _FUNCS = ("sin", "cos", "atan", "sqrt", "tanh")
 class Node:
     """A symbol of a recording (see :class:`Tape`). Arithmetic builds new nodes."""
 
-    __slots__ = ("tape", "op", "args", "index", "__weakref__")
+    __slots__ = ("_tape", "op", "args", "index", "__weakref__")
 
     def __init__(self, tape, op, args, index):
-        self.tape, self.op, self.args, self.index = tape, op, args, index
+        # the tape is held weakly: no Node <-> Tape reference cycle, so a tape is freed by
+        # reference counting alone (pyomo_lap.gc_pause)
+        self._tape, self.op, self.args, self.index = weakref.ref(tape), op, args, index
+
+    @property
+    def tape(self):
+        """The :class:`Tape` this node was recorded on."""
+        return self._tape()
 
     # arithmetic -------------------------------------------------------------------------
     def __add__(self, o):
