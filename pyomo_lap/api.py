@@ -192,7 +192,11 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     if progress is None:
         from .progress import echo_progress
         progress = echo_progress(echo)
-    from .solve import ASL_SOLVERS
+    from .solve import ASL_SOLVERS, DEFAULT_SOLVER
+    if solver == DEFAULT_SOLVER and model == "full":
+        # the compiled per-point functions of this car: the C compiler runs while Pyomo builds
+        from .lap_nlp import prefetch_point_functions
+        prefetch_point_functions(p, {"periodic": periodic, "initial_speed": initial_speed})
     m = build_model(tr, p, start=start, length=length, nfe=nfe, ncp=ncp, scheme=scheme,
                     initial_speed=initial_speed, periodic=periodic, model=model,
                     named_subexpressions=solver in ASL_SOLVERS, progress=progress)
@@ -261,6 +265,26 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
         **_input_files(tr, vehicle),
         **_provenance(p, solver),
     }
+    from .solve import log_statistics
+    stats = log_statistics(rep.log or "")
+    summary["nlp"] = {k: stats[k] for k in ("n_variables", "n_equalities", "n_inequalities",
+                                            "jac_nnz", "hess_nnz") if k in stats}
+    timing = {"build_s": m.build_time_s, "dae_transformation_s": getattr(m, "dae_time_s", None),
+              "init_s": init_s, "solve_s": rep.solve_time_s}
+    timing.update({k: stats[k] for k in ("ipopt_internal_s", "ipopt_eval_s",
+                                         "inertia_corrections") if k in stats})
+    d = rep.details or {}
+    for k in ("translate_s", "compile_s", "verify_s", "ipopt_s"):
+        if k in d:
+            timing[k] = d[k]
+    if "function_s" in d:
+        timing["function_s"] = dict(d["function_s"])
+        timing["function_calls"] = dict(d["function_calls"])
+        timing.setdefault("ipopt_eval_s", sum(d["function_s"].values()))
+        if "ipopt_s" in d:      # IPOPT's own work: the solve minus the function evaluations
+            timing.setdefault("ipopt_internal_s", d["ipopt_s"] - timing["ipopt_eval_s"])
+    summary["timing"] = timing
+    t_out = time.perf_counter()
     try:
         df = trajectory_dataframe(m, progress=progress)
     except Exception as exc:
@@ -276,11 +300,10 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     summary["mean_speed_kmh"] = (float(3.6 * m.sector_length / lap)
                                  if lap is not None and lap > 0 else None)
     where = None
+    timing["channels_s"] = time.perf_counter() - t_out
     if out_dir is not None:
         echo("exporting ...")
         where = _write_or_fallback(out_dir, df, summary, p.as_dict(), rep, echo, n_sectors)
-        echo(f"results written to {where}/ (trajectory.csv, trajectory.parquet, results.xlsx, "
-             "summary.json)")
     if not rep.ok:
         kept = (f" Partial results (the last point, marked \"partial\": true) are in {where}/; "
                 f"{out_dir}/ was left untouched." if where is not None else "")
@@ -310,7 +333,7 @@ def _write_or_fallback(out_dir: Path, df, summary: dict, params: dict, rep, echo
         echo(msg)
         return where
     echo(f"{'results' if rep.ok else 'partial results'} written to {where}/ "
-         "(trajectory.csv, results.xlsx, summary.json)")
+         "(trajectory.csv, trajectory.parquet, results.xlsx, summary.json)")
     return where
 
 

@@ -71,15 +71,22 @@ class CompiledFunctions(dict):
     compile_s = 0.0
 
 
+_IN_FLIGHT: Dict[Path, threading.Event] = {}
+
+
 def compile_functions(functions: Sequence, name: str, mode: str = "auto") -> CompiledFunctions:
     """Compiled versions of CasADi functions.
+
+    Each function becomes its own C file and shared library ``<name>-<function>-<hash>``; the
+    libraries missing from the cache are compiled in parallel (one compiler process each), and a
+    library that another thread of this process is compiling is waited for.
 
     Parameters
     ----------
     functions : sequence of casadi.Function
         SX functions with distinct names.
     name : str
-        Prefix of the library file (``<name>-<hash>.so``).
+        Prefix of the library files.
     mode : {"auto", "compile", "vm"}
         ``auto``: compile when a C compiler is found, else the virtual machine (with a
         warning); ``compile``: compile or raise; ``vm``: never compile.
@@ -114,44 +121,65 @@ def compile_functions(functions: Sequence, name: str, mode: str = "auto") -> Com
                       "machine (slower)", RuntimeWarning, stacklevel=2)
         return out
     t0 = time.perf_counter()
+    suffix = ".dll" if sys.platform == "win32" else ".dylib" if sys.platform == "darwin" else ".so"
+    folder = cache_dir()
+    libs, jobs, waits = {}, [], []
     with tempfile.TemporaryDirectory(prefix="pyomo_lap_cg_") as tmp:
-        src = Path(tmp) / f"{name}.c"
-        cg = ca.CodeGenerator(src.name, {"with_header": False})
         for f in functions:
+            src = Path(tmp) / f"{f.name()}.c"
+            cg = ca.CodeGenerator(src.name, {"with_header": False})
             cg.add(f)
-        cwd = os.getcwd()
-        try:
-            os.chdir(tmp)
-            cg.generate()
-        finally:
-            os.chdir(cwd)
-        code = src.read_bytes()
-        key = hashlib.sha256(code + " ".join((cc,) + _FLAGS).encode() + sys.platform.encode()).hexdigest()[:20]
-        suffix = ".dll" if sys.platform == "win32" else ".dylib" if sys.platform == "darwin" else ".so"
-        folder = cache_dir()
-        lib = folder / f"{name}-{key}{suffix}"
-        with _LOCK:
-            if not lib.exists():
-                try:
-                    folder.mkdir(parents=True, exist_ok=True)
-                    tmp_lib = Path(tmp) / lib.name
-                    res = subprocess.run(cc.split() + list(_FLAGS) + [str(src), "-o", str(tmp_lib), "-lm"],
-                                         capture_output=True, text=True)
-                    if res.returncode != 0:
-                        raise RuntimeError(f"{cc} failed: {res.stderr.strip()[-500:]}")
-                    part = folder / f".{lib.name}.{os.getpid()}.part"
-                    shutil.copyfile(tmp_lib, part)
-                    os.replace(part, lib)
-                    out.compile_s = time.perf_counter() - t0
-                except (OSError, RuntimeError) as exc:
-                    out.reason = f"compiling failed ({exc})"
-                    if mode == "compile":
-                        raise RuntimeError(f"cannot compile the model functions: {out.reason}") from exc
-                    warnings.warn(f"pyomo_lap: {out.reason}; the model functions run in CasADi's "
-                                  "virtual machine (slower)", RuntimeWarning, stacklevel=2)
-                    return out
-    for f in functions:
-        out[f.name()] = ca.external(f.name(), str(lib))
+            cwd = os.getcwd()
+            try:
+                os.chdir(tmp)
+                cg.generate()
+            finally:
+                os.chdir(cwd)
+            key = hashlib.sha256(src.read_bytes() + " ".join((cc,) + _FLAGS).encode()
+                                 + sys.platform.encode()).hexdigest()[:20]
+            lib = folder / f"{name}-{f.name()}-{key}{suffix}"
+            libs[f.name()] = lib
+            with _LOCK:
+                if lib.exists():
+                    continue
+                event = _IN_FLIGHT.get(lib)
+                if event is not None:
+                    waits.append(event)
+                    continue
+                _IN_FLIGHT[lib] = threading.Event()
+            tmp_lib = Path(tmp) / lib.name
+            jobs.append((lib, tmp_lib, subprocess.Popen(
+                cc.split() + list(_FLAGS) + [str(src), "-o", str(tmp_lib), "-lm"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)))
+        failure = None
+        for lib, tmp_lib, proc in jobs:
+            _, err = proc.communicate()
+            try:
+                if proc.returncode != 0:
+                    raise RuntimeError(f"{cc} failed: {err.strip()[-500:]}")
+                folder.mkdir(parents=True, exist_ok=True)
+                part = folder / f".{lib.name}.{os.getpid()}.part"
+                shutil.copyfile(tmp_lib, part)
+                os.replace(part, lib)
+            except (OSError, RuntimeError) as exc:
+                failure = failure or exc
+            finally:
+                with _LOCK:
+                    _IN_FLIGHT.pop(lib).set()
+        for event in waits:
+            event.wait()
+    missing = [n for n, lib in libs.items() if not lib.exists()]
+    if failure is not None or missing:
+        out.reason = f"compiling failed ({failure or 'no library for ' + ', '.join(missing)})"
+        if mode == "compile":
+            raise RuntimeError(f"cannot compile the model functions: {out.reason}")
+        warnings.warn(f"pyomo_lap: {out.reason}; the model functions run in CasADi's virtual "
+                      "machine (slower)", RuntimeWarning, stacklevel=2)
+        return out
+    if jobs:
+        out.compile_s = time.perf_counter() - t0
+    for fname, lib in libs.items():
+        out[fname] = ca.external(fname, str(lib))
     out.compiled = True
-    out.library = lib
+    out.library = folder
     return out

@@ -356,6 +356,8 @@ class CasadiSolveReport:
         (IPOPT's own work: linear solver, line search).
     t_proc : dict
         The same as CPU times [s].
+    n_calls : dict
+        Number of calls of each function (``nlp_g``, ``nlp_jac_g``, ``nlp_hess_l`` ...).
     n_variables, n_constraints, jac_nnz, hess_nnz : int
         Size of the NLP; nonzeros of the constraint Jacobian and of the lower triangle of the
         Lagrangian Hessian.
@@ -383,6 +385,7 @@ class CasadiSolveReport:
     hess_nnz: int
     x: np.ndarray = dataclasses.field(repr=False)
     lam_g: np.ndarray = dataclasses.field(repr=False)
+    n_calls: dict = dataclasses.field(default_factory=dict)
 
 
 def solve_casadi(nlp: CasadiNLP, options: Optional[dict] = None, tee: bool = False,
@@ -441,6 +444,8 @@ def solve_casadi(nlp: CasadiNLP, options: Optional[dict] = None, tee: bool = Fal
     t_proc = {k[len("t_proc_"):]: float(v) for k, v in st.items()
               if k.startswith("t_proc_") and isinstance(v, (int, float)) and
               st.get("n_call_" + k[len("t_proc_"):], 1)}
+    n_calls = {k[len("n_call_"):]: int(v) for k, v in st.items()
+               if k.startswith("n_call_") and isinstance(v, (int, float))}
     t_proc["functions"] = sum(t_proc.values())
     t_proc["total"] = solve_cpu_s
     t_proc["ipopt_rest"] = solve_cpu_s - t_proc["functions"]
@@ -454,7 +459,8 @@ def solve_casadi(nlp: CasadiNLP, options: Optional[dict] = None, tee: bool = Fal
         ok=bool(st.get("success", False)), return_status=status,
         lap_time_s=nlp.lap_time(x), objective=float(sol["f"]) / nlp.f_scale * nlp.sense,
         iterations=int(st.get("iter_count", -1)), build_s=nlp.build_s + nlpsol_s,
-        build_cpu_s=nlp.build_cpu_s + nlpsol_cpu_s, nlpsol_s=nlpsol_s, solve_s=solve_s, solve_cpu_s=solve_cpu_s, t_wall=t_wall,
+        build_cpu_s=nlp.build_cpu_s + nlpsol_cpu_s, nlpsol_s=nlpsol_s, solve_s=solve_s,
+        solve_cpu_s=solve_cpu_s, t_wall=t_wall, n_calls=n_calls,
         t_proc=t_proc, n_variables=nlp.n_variables,
         n_constraints=nlp.n_constraints, jac_nnz=int(jac.nnz()), hess_nnz=hess_nnz, x=x,
         lam_g=np.asarray(sol["lam_g"]).ravel())

@@ -45,7 +45,8 @@ import numpy as np
 import pyomo.environ as pyo
 import scipy.sparse as sp
 
-__all__ = ["LapNLP", "RecordedRowsMismatch", "evaluate_expression"]
+__all__ = ["LapNLP", "ReducedNLP", "RecordedRowsMismatch", "evaluate_expression",
+           "point_functions", "prefetch_point_functions"]
 
 _INF = 1e20
 
@@ -122,6 +123,79 @@ def evaluate_expression(expr, memo: Optional[dict] = None) -> float:
 
 
 # --------------------------------------------------------------------------------------------
+# the per-point functions, compiled (in the background while the model is built)
+# --------------------------------------------------------------------------------------------
+
+def point_functions(rec, compile_mode: str = "auto") -> dict:
+    """The per-point functions of recorded rows (:class:`pyomo_lap.ocp.PointRows`), compiled.
+
+    ``point_f(w, track) -> rows``, ``point_fj(w, track) -> (rows, Jacobian values)`` and
+    ``point_h(w, track, lam) -> lower-triangle values of`` :math:`\sum_j \lambda_j \nabla^2_w
+    r_j`, the derivatives by CasADi's automatic differentiation of the function traced from
+    the tape (:meth:`pyomo_lap.ocp.PointRows.casadi_function`).
+
+    Returns
+    -------
+    dict
+        ``functions`` (:class:`pyomo_lap.casadi_compile.CompiledFunctions`), ``F`` (the
+        uncompiled row function), ``n_out``, ``jac_sparsity`` and ``hess_sparsity`` (row and
+        column index arrays of the Jacobian and of the Hessian's lower triangle).
+    """
+    import casadi as ca
+
+    from .casadi_compile import compile_functions
+    F = rec.casadi_function("point_rows")
+    w = ca.SX.sym("w", F.size1_in(0))
+    t = ca.SX.sym("t", F.size1_in(1))
+    out = F(w, t)
+    n_out = out.numel()
+    J = ca.jacobian(out, w)
+    lam = ca.SX.sym("lam", n_out)
+    H = ca.tril(ca.hessian(ca.dot(lam, out), w)[0])
+    funs = compile_functions([ca.Function("point_f", [w, t], [out]),
+                              ca.Function("point_fj", [w, t], [out, J.nz[:]]),
+                              ca.Function("point_h", [w, t, lam], [H.nz[:]])],
+                             "pyomo_lap_point", mode=compile_mode)
+    return {"functions": funs, "F": F, "n_out": n_out,
+            "jac_sparsity": tuple(np.asarray(a, dtype=np.int64) for a in J.sparsity().get_triplet()),
+            "hess_sparsity": tuple(np.asarray(a, dtype=np.int64) for a in H.sparsity().get_triplet())}
+
+
+def prefetch_point_functions(vehicle, config=None):
+    """Start compiling, in a background thread, the per-point functions of the model that
+    :func:`pyomo_lap.ocp.build_model` will build with ``vehicle`` and ``config``, so that
+    the C compiler runs while Pyomo builds the model (the solve then finds the libraries in
+    the cache). Nothing happens without a C compiler.
+
+    Returns
+    -------
+    threading.Thread or None
+    """
+    import threading
+
+    from .casadi_compile import find_compiler
+    if find_compiler() is None:
+        return None
+
+    def work():
+        import warnings
+
+        from . import vehicle as veh
+        from .ocp import OCP_CONFIG, record_point_rows
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                point_functions(record_point_rows(vehicle, veh.build_chain(vehicle),
+                                                  OCP_CONFIG(config or {})), "auto")
+        except Exception:   # the solve will compile (and report) for itself
+            pass
+
+    thread = threading.Thread(target=work, name="pyomo_lap-compile", daemon=True)
+    thread.start()
+    return thread
+
+
+# --------------------------------------------------------------------------------------------
 # the NLP
 # --------------------------------------------------------------------------------------------
 
@@ -145,6 +219,8 @@ class TranslationReport:
     max_verify_error: float = 0.0
     fallback: str = ""
     generic_families: Dict[str, int] = dataclasses.field(default_factory=dict)
+    eliminated: int = 0
+    presolve_s: float = 0.0
 
 
 class LapNLP:
@@ -402,26 +478,16 @@ class LapNLP:
 
     def _setup_points(self, rec, recorded, var_id, compile_mode, threads):
         """Per-point functions and the maps between their arrays and the NLP's."""
-        import casadi as ca
-
-        from .casadi_compile import compile_functions
-        F = rec.casadi_function("point_rows")
-        w = ca.SX.sym("w", F.size1_in(0))
-        t = ca.SX.sym("t", F.size1_in(1))
-        out = F(w, t)
-        n_out = out.numel()
-        J = ca.jacobian(out, w)
-        lam = ca.SX.sym("lam", n_out)
-        H = ca.tril(ca.hessian(ca.dot(lam, out), w)[0])
-        FJ = ca.Function("point_fj", [w, t], [out, J.nz[:]])
-        FH = ca.Function("point_h", [w, t, lam], [H.nz[:]])
         tc = time.perf_counter()
-        funs = compile_functions([FJ, FH], "pyomo_lap_point", mode=compile_mode)
+        pf = point_functions(rec, compile_mode)
+        funs = pf["functions"]
         self.report.compile_s = time.perf_counter() - tc
         self.report.compiled = funs.compiled
         self.report.compile_reason = funs.reason
-        jr, jc = (np.asarray(a, dtype=np.int64) for a in J.sparsity().get_triplet())
-        hr, hc = (np.asarray(a, dtype=np.int64) for a in H.sparsity().get_triplet())
+        jr, jc = pf["jac_sparsity"]
+        hr, hc = pf["hess_sparsity"]
+        n_out = pf["n_out"]
+        F = pf["F"]
         n_in = F.size1_in(0)
         N = len(rec.points)
         # which point inputs the active recorded rows depend on
@@ -471,8 +537,9 @@ class LapNLP:
         xb = XIDX[P, hc[E]]
         keep_h = (xa >= 0) & (xb >= 0)
         self._point = {
-            "FJ": funs["point_fj"].map(N, "thread", threads) if threads > 1 else funs["point_fj"].map(N),
-            "FH": funs["point_h"].map(N, "thread", threads) if threads > 1 else funs["point_h"].map(N),
+            "F": _mapped(funs["point_f"], N, threads),
+            "FJ": _mapped(funs["point_fj"], N, threads),
+            "FH": _mapped(funs["point_h"], N, threads),
             "N": N, "n_out": n_out, "W0": W0, "wpos": wpos, "wx": wx,
             "T": np.ascontiguousarray(rec.track_values.T),
             "rows_out": O_, "rows_pt": I_,
@@ -512,13 +579,21 @@ class LapNLP:
         W.ravel()[P["wpos"]] = x[P["wx"]]
         return W
 
-    def _point_eval(self, x):
-        if self._cache_x is not None and np.array_equal(x, self._cache_x):
+    def _point_eval(self, x, jacobian: bool = False):
+        """Row values (n_out, N) and, with ``jacobian``, Jacobian values (nnz, N) of the
+        point function at ``x``; the last point's results are kept (IPOPT asks for the rows
+        and then the Jacobian at the same point; at trial points of its line search, only the
+        rows)."""
+        same = self._cache_x is not None and np.array_equal(x, self._cache_x)
+        if same and (not jacobian or self._cache[1] is not None):
             return self._cache
         P = self._point
         W = self._point_inputs(x)
-        out, jac = P["FJ"](W, P["T"])
-        self._cache = (np.asarray(out), np.asarray(jac))
+        if jacobian:
+            out, jac = P["FJ"](W, P["T"])
+            self._cache = (np.asarray(out), np.asarray(jac))
+        else:
+            self._cache = (np.asarray(P["F"](W, P["T"])), None)
         self._cache_x = np.array(x, copy=True)
         return self._cache
 
@@ -550,7 +625,7 @@ class LapNLP:
         """Values of the Jacobian entries (``jac_rows``, ``jac_cols``) into ``out``."""
         k = 0
         if self._point is not None:
-            _, j = self._point_eval(x)
+            _, j = self._point_eval(x, jacobian=True)
             src = self._point["jac_src"]
             out[:src.size] = j.ravel()[src]
             k = src.size
@@ -586,7 +661,7 @@ class LapNLP:
         # the current values (not clipped to bounds) of the decision variables
         cur = np.array([vd.value if vd.value is not None else 0.0 for vd in self.variables], float)
         W.ravel()[P["wpos"]] = cur[P["wx"]]
-        out = np.asarray(P["FJ"](W, P["T"])[0])
+        out = np.asarray(P["F"](W, P["T"]))
         sample = set(pts.tolist())
         by_point: Dict[int, list] = {}
         for c, i, o in recorded:
@@ -613,10 +688,27 @@ class LapNLP:
         self.report.max_verify_error = worst
 
     # ------------------------------------------------------------------------------------------
+    @property
+    def full(self):
+        """The problem itself (:class:`ReducedNLP` has a reduced one)."""
+        return self
+
+    def full_x(self, x) -> np.ndarray:
+        return np.asarray(x, dtype=float)
+
+    def full_multipliers(self, x, mult_g, mult_x_L, mult_x_U):
+        """``(x, mult_g, mult_x_L, mult_x_U)`` unchanged (see :meth:`ReducedNLP.full_multipliers`)."""
+        return np.asarray(x, dtype=float), mult_g, mult_x_L, mult_x_U
+
     def load(self, x, mult_g=None, mult_x_L=None, mult_x_U=None) -> None:
         """Write a solution into the model's variables."""
         for vd, v in zip(self.variables, np.asarray(x, dtype=float).tolist()):
             vd.set_value(v, skip_validation=True)
+
+
+def _mapped(f, n: int, threads: int):
+    """``f`` mapped over ``n`` points, on ``threads`` threads when more than one."""
+    return f.map(n, "thread", threads) if threads > 1 else f.map(n)
 
 
 def _bound(b, default):
@@ -661,3 +753,185 @@ def _simple_linear(body):
         else:
             return None
     return const, terms
+
+
+# --------------------------------------------------------------------------------------------
+# presolve: the derivative variables of pyomo.dae eliminated
+# --------------------------------------------------------------------------------------------
+
+class ReducedNLP:
+    r"""A :class:`LapNLP` with pyomo.dae's derivative variables eliminated.
+
+    pyomo.dae writes the collocation of a state :math:`x` as a variable :math:`dx/ds` per point
+    and a linear equation per point defining it from the state values of the element,
+    :math:`dx/ds(s_i) = \sum_j a_{ij} x_j / h`. Such a variable (an entry of a
+    ``DerivativeVar`` without bounds, defined by exactly one linear equality) is replaced by
+    that combination everywhere: ``x_full = T x + c`` with a constant sparse ``T``. The NLP
+    IPOPT sees then has 12 variables and 12 equations fewer per point (a third of the KKT
+    system of the OCP), the same solutions and the same multipliers for the other rows; the
+    eliminated rows' multipliers are recovered from the stationarity of the Lagrangian in the
+    eliminated variable (:meth:`full_multipliers`).
+
+    Attributes, callbacks and conventions are those of :class:`LapNLP` (for the reduced
+    problem); :attr:`full` is the original.
+    """
+
+    def __init__(self, nlp: "LapNLP"):
+        from pyomo.dae import DerivativeVar
+        t0 = time.perf_counter()
+        self.full = nlp
+        self.sense = nlp.sense
+        n, m = nlp.n, nlp.m
+        lin = nlp._lin.tocsr()
+        r0 = nlp._lin_slice.start
+        free = (nlp.x_lb <= -_INF / 2) & (nlp.x_ub >= _INF / 2)
+        cand = free & np.array([isinstance(v.parent_component(), DerivativeVar)
+                                for v in nlp.variables], dtype=bool)
+        chosen_row, chosen_var = [], []
+        taken = np.zeros(n, dtype=bool)
+        eq = nlp.g_lb[nlp._lin_slice] == nlp.g_ub[nlp._lin_slice]
+        for r in np.flatnonzero(eq):
+            cols = lin.indices[lin.indptr[r]:lin.indptr[r + 1]]
+            c = cols[cand[cols]]
+            if c.size == 1 and not taken[c[0]]:
+                taken[c[0]] = True
+                chosen_row.append(r)
+                chosen_var.append(int(c[0]))
+        elim = np.array(chosen_var, dtype=np.int64)
+        elim_rows = np.array(chosen_row, dtype=np.int64) + r0
+        kept = np.flatnonzero(~taken)
+        red = np.full(n, -1, dtype=np.int64)
+        red[kept] = np.arange(kept.size)
+        # T and c: x_full = T x_red + c
+        Ti, Tj, Tv = [kept], [np.arange(kept.size)], [np.ones(kept.size)]
+        c = np.zeros(n)
+        self._elim_coef = np.empty(elim.size)
+        for k, (r, v) in enumerate(zip(chosen_row, chosen_var)):
+            lo, hi = lin.indptr[r], lin.indptr[r + 1]
+            cols, vals = lin.indices[lo:hi], lin.data[lo:hi]
+            a_v = float(vals[cols == v][0])
+            self._elim_coef[k] = a_v
+            others = cols != v
+            Ti.append(np.full(int(others.sum()), v))
+            Tj.append(red[cols[others]])
+            Tv.append(-vals[others] / a_v)
+            c[v] = (nlp.g_lb[r0 + r] - nlp._lin_const[r]) / a_v
+        Ti, Tj, Tv = (np.concatenate(a) for a in (Ti, Tj, Tv))
+        self._T = sp.csr_matrix((Tv, (Ti, Tj)), shape=(n, kept.size))
+        self._TT = self._T.T.tocsr()
+        self._c = c
+        self._kept, self._elim, self._elim_rows = kept, elim, elim_rows
+        rows_kept = np.setdiff1d(np.arange(m), elim_rows)
+        self._rows_kept = rows_kept
+        newrow = np.full(m, -1, dtype=np.int64)
+        newrow[rows_kept] = np.arange(rows_kept.size)
+        # ---- problem data --------------------------------------------------------------
+        self.n, self.m = int(kept.size), int(rows_kept.size)
+        self.variables = [nlp.variables[k] for k in kept]
+        self.constraints = [nlp.constraints[r] for r in rows_kept]
+        self.x0, self.x_lb, self.x_ub = nlp.x0[kept], nlp.x_lb[kept], nlp.x_ub[kept]
+        self.g_lb, self.g_ub = nlp.g_lb[rows_kept], nlp.g_ub[rows_kept]
+        self.x_scaling = nlp.x_scaling[kept] if nlp.x_scaling is not None else None
+        self.g_scaling = nlp.g_scaling[rows_kept] if nlp.g_scaling is not None else None
+        self.obj_scaling = nlp.obj_scaling
+        # ---- Jacobian: J_red = J_full[kept rows] T, as a linear map of the values ---------
+        T = self._T
+        jr, jc = nlp.jac_rows.astype(np.int64), nlp.jac_cols.astype(np.int64)
+        e = np.flatnonzero(newrow[jr] >= 0)
+        rr, cc = newrow[jr[e]], jc[e]
+        cnt = np.diff(T.indptr)[cc]
+        src = np.repeat(e, cnt)
+        tr = np.repeat(rr, cnt)
+        pos = np.repeat(T.indptr[cc], cnt) + (np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt))
+        tc, w = T.indices[pos].astype(np.int64), T.data[pos]
+        keys = tr * self.n + tc
+        uniq, dest = np.unique(keys, return_inverse=True)
+        self.jac_rows = (uniq // self.n).astype(np.int32)
+        self.jac_cols = (uniq % self.n).astype(np.int32)
+        self._MJ = sp.csr_matrix((w, (dest, src)), shape=(uniq.size, jr.size))
+        # ---- Hessian: H_red = T^T H_full T (lower triangles), a linear map of the values ----
+        hr, hc = nlp.hess_rows.astype(np.int64), nlp.hess_cols.astype(np.int64)
+        # vectorized: pairs of the T rows of k = hr[e] and l = hc[e]
+        nk, nl = np.diff(T.indptr)[hr], np.diff(T.indptr)[hc]
+        npairs = nk * nl
+        E = np.repeat(np.arange(hr.size), npairs)
+        within = np.arange(npairs.sum()) - np.repeat(np.cumsum(npairs) - npairs, npairs)
+        ik = within // np.repeat(nl, npairs)
+        il = within % np.repeat(nl, npairs)
+        pk = T.indptr[hr[E]] + ik
+        pl = T.indptr[hc[E]] + il
+        i_, j_ = T.indices[pk].astype(np.int64), T.indices[pl].astype(np.int64)
+        ww = T.data[pk] * T.data[pl]
+        diag_e = hr[E] == hc[E]
+        # k == l: every ordered pair (i, j) with i >= j once; k != l: each pair once into the
+        # lower triangle, twice on the diagonal
+        keep = ~diag_e | (i_ >= j_)
+        ww = np.where(~diag_e & (i_ == j_), 2.0 * ww, ww)
+        a_, b_ = np.maximum(i_, j_)[keep], np.minimum(i_, j_)[keep]
+        keys = a_ * self.n + b_
+        uniq, dest = np.unique(keys, return_inverse=True)
+        self.hess_rows = (uniq // self.n).astype(np.int32)
+        self.hess_cols = (uniq % self.n).astype(np.int32)
+        self._MH = sp.csr_matrix((ww[keep], (dest, E[keep])), shape=(uniq.size, hr.size))
+        self._jf = np.empty(jr.size)
+        self._hf = np.empty(hr.size)
+        self._gf = np.empty(m)
+        self._gradf = np.empty(n)
+        self._lam = np.zeros(m)
+        self.report = nlp.report
+        self.report.eliminated = int(elim.size)
+        self.report.presolve_s = time.perf_counter() - t0
+        self.report.n_variables, self.report.n_constraints = self.n, self.m
+        self.report.jac_nnz, self.report.hess_nnz = int(self.jac_rows.size), int(self.hess_rows.size)
+
+    # ------------------------------------------------------------------------------------------
+    def full_x(self, x) -> np.ndarray:
+        """The values of every variable of :attr:`full` (n_full,) for reduced ``x``."""
+        return self._T @ np.asarray(x, dtype=float) + self._c
+
+    def objective(self, x) -> float:
+        return self.full.objective(self.full_x(x))
+
+    def gradient(self, x, out) -> None:
+        self.full.gradient(self.full_x(x), self._gradf)
+        out[:] = self._TT @ self._gradf
+
+    def constraints_eval(self, x, out) -> None:
+        self.full.constraints_eval(self.full_x(x), self._gf)
+        out[:] = self._gf[self._rows_kept]
+
+    def jacobian(self, x, out) -> None:
+        self.full.jacobian(self.full_x(x), self._jf)
+        out[:] = self._MJ @ self._jf
+
+    def hessian(self, x, obj_factor, lam, out) -> None:
+        self._lam[self._rows_kept] = lam
+        self.full.hessian(self.full_x(x), obj_factor, self._lam, self._hf)
+        out[:] = self._MH @ self._hf
+
+    def full_multipliers(self, x, mult_g, mult_x_L, mult_x_U):
+        """Multipliers of the full problem: the kept rows' as given, the eliminated rows'
+        from :math:`\\partial L/\\partial v = 0` in each eliminated variable :math:`v`
+        (which has no bounds), i.e. :math:`\\lambda_r = -(\\partial f/\\partial v +
+        \\sum_{k \\ne r} \\lambda_k \\partial g_k/\\partial v) / a_{rv}`.
+
+        Returns
+        -------
+        (x_full, mult_g_full, mult_x_L_full, mult_x_U_full)
+        """
+        nlp = self.full
+        xf = self.full_x(x)
+        lam = np.zeros(nlp.m)
+        lam[self._rows_kept] = mult_g
+        grad = np.empty(nlp.n)
+        nlp.gradient(xf, grad)
+        jv = np.empty(nlp.jac_rows.size)
+        nlp.jacobian(xf, jv)
+        J = sp.csc_matrix((jv, (nlp.jac_rows, nlp.jac_cols)), shape=(nlp.m, nlp.n))
+        jt_lam = J.T @ lam               # the eliminated rows' lambdas are still 0 here
+        lam[self._elim_rows] = -(grad[self._elim] + jt_lam[self._elim]) / self._elim_coef
+        zl = np.zeros(nlp.n)
+        zu = np.zeros(nlp.n)
+        zl[self._kept] = mult_x_L
+        zu[self._kept] = mult_x_U
+        return xf, lam, zl, zu

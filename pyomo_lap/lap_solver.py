@@ -24,6 +24,7 @@ minimization, the dual of a row is :math:`\partial f^*/\partial b` of its bound
 """
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import sys
@@ -48,7 +49,7 @@ SOLVER_NAME = "lap_ipopt"
 
 LAP_IPOPT_OPTIONS = {
     "linear_solver": "mumps",
-    "mumps_pivot_order": 5,         # METIS nested dissection: 2-3x less fill than AMD here
+    "mumps_pivot_order": 6,         # QAMD: the fastest MUMPS ordering measured on these KKT systems
     "mu_strategy": "monotone",
     "tol": 1e-5,
     "acceptable_tol": 1e-4,
@@ -73,6 +74,58 @@ _STATUS = {
 }
 
 
+@contextlib.contextmanager
+def _tuned_process(enabled: bool = True):
+    """Process settings for a large IPOPT solve, restored afterwards (Linux, glibc):
+
+    * glibc's allocator keeps freed memory and does not use ``mmap`` for large blocks
+      (``mallopt``: ``M_MMAP_MAX = 0``, ``M_TRIM_THRESHOLD`` 2 GB, ``M_TOP_PAD`` 256 MB).
+      MUMPS allocates and frees its work space at every factorization; by default each large
+      block is a fresh ``mmap`` whose pages the kernel zeroes again: 8 of the 61 s of IPOPT's
+      own time on the full lap were system time, 1 s with these settings;
+    * the OpenBLAS of the casadi wheel (MUMPS's dense kernels) runs on one thread: its second
+      thread spun on the second core (more system time, no gain in wall time) while the
+      per-point functions run their own threads.
+    """
+    if not enabled or not sys.platform.startswith("linux"):
+        yield
+        return
+    import ctypes
+    import ctypes.util
+    restore = []
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+        mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+        M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_MAX = -1, -2, -4
+        for param, value, default in ((M_MMAP_MAX, 0, 65536),
+                                      (M_TRIM_THRESHOLD, 2_000_000_000, 128 * 1024),
+                                      (M_TOP_PAD, 256 * 1024 * 1024, 128 * 1024)):
+            if mallopt(param, value):
+                restore.append(lambda p=param, d=default: mallopt(p, d))
+        restore.append(lambda: libc.malloc_trim(0))
+    except (OSError, AttributeError):
+        pass
+    try:
+        from .ipopt_lib import find_ipopt_library
+        for lib in sorted(find_ipopt_library().parent.glob("libcasadi-tp-openblas.so*")):
+            blas = ctypes.CDLL(str(lib))
+            before = blas.openblas_get_num_threads()
+            blas.openblas_set_num_threads(1)
+            restore.append(lambda b=blas, n=before: b.openblas_set_num_threads(n))
+            break
+    except Exception:   # another BLAS, or none: nothing to tune
+        pass
+    try:
+        yield
+    finally:
+        for undo in reversed(restore):
+            try:
+                undo()
+            except Exception:
+                pass
+
+
 class LapIpoptConfig(SolverConfig):
     """Options of :class:`LapIpopt` (besides Pyomo's common solver options)."""
 
@@ -88,6 +141,15 @@ class LapIpoptConfig(SolverConfig):
             default=8, domain=lambda v: v if v == "all" else int(v),
             description="points at which the recorded rows are checked against the model's "
                         "expressions before the solve, or 'all'"))
+        self.eliminate_derivatives: bool = self.declare("eliminate_derivatives", ConfigValue(
+            default=True, domain=bool,
+            description="eliminate pyomo.dae's derivative variables and their collocation "
+                        "equations before IPOPT sees the problem (pyomo_lap.lap_nlp.ReducedNLP): "
+                        "the same solutions and duals, a third fewer unknowns in the KKT system"))
+        self.tune_process: bool = self.declare("tune_process", ConfigValue(
+            default=True, domain=bool,
+            description="during the solve, keep freed memory in the allocator and run the BLAS "
+                        "on one thread (see pyomo_lap.lap_solver._tuned_process)"))
         self.eval_threads: int = self.declare("eval_threads", ConfigValue(
             default=0, domain=NonNegativeInt,
             description="threads of the per-point functions (0: the number of CPUs, at most 4)"))
@@ -207,6 +269,9 @@ class LapIpopt(SolverBase):
         StaleFlagManager.mark_all_as_stale()
         nlp = LapNLP(model, compile=config.compile, threads=config.eval_threads or None,
                      verify_points=config.verify_points)
+        if config.eliminate_derivatives:
+            from .lap_nlp import ReducedNLP
+            nlp = ReducedNLP(nlp)
         timers = {k: 0.0 for k in ("f", "grad_f", "g", "jac_g", "h")}
         counts = {k: 0 for k in timers}
 
@@ -251,7 +316,8 @@ class LapIpopt(SolverBase):
         t_solve = time.perf_counter()
         try:
             try:
-                res = prob.solve(nlp.x0)
+                with _tuned_process(config.tune_process):
+                    res = prob.solve(nlp.x0)
             finally:
                 log = Path(logfile).read_text(errors="replace") if os.path.exists(logfile) else ""
                 try:
@@ -277,8 +343,8 @@ class LapIpopt(SolverBase):
         results.extra_info.verify_s = nlp.report.verify_s
         finite = np.all(np.isfinite(res.x))
         if finite:
-            results.solution_loader = LapSolutionLoader(model, nlp, res.x, res.mult_g, res.mult_x_L,
-                                                        res.mult_x_U, nlp.sense)
+            xf, lam, zl, zu = nlp.full_multipliers(res.x, res.mult_g, res.mult_x_L, res.mult_x_U)
+            results.solution_loader = LapSolutionLoader(model, nlp.full, xf, lam, zl, zu, nlp.sense)
             results.incumbent_objective = float(res.obj) * nlp.sense
         else:
             from pyomo.contrib.solver.common.solution_loader import NoSolutionSolutionLoader

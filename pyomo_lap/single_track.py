@@ -239,10 +239,12 @@ def build_single_track_model(track, vehicle: veh.VehicleParameters, cfg, t0: Opt
     for name in STATE_NAMES + RATE_NAMES + ("t",):
         m.add_component(f"d{name}_ds", DerivativeVar(m.component(name), wrt=m.s, doc=f"d{name}/dq1"))
     disc = pyo.TransformationFactory("dae.collocation")
+    t_dae = time.perf_counter()
     disc.apply_to(m, wrt=m.s, nfe=cfg.nfe, ncp=cfg.ncp, scheme=cfg.scheme)
     if cfg.piecewise_constant_controls and cfg.ncp > 1:
         for c in ("f_xa", "f_xb", "delta"):
             disc.reduce_collocation_points(m, var=m.component(c), ncp=1, contset=m.s)
+    m.dae_time_s = time.perf_counter() - t_dae      # pyomo.dae's share of the build
     sigma = np.array(sorted(m.s))
     tp = m.track_points = _sector_points(track, cfg.start, L, sigma)
     joints = m.track_joints = track_joints(tp)

@@ -30,6 +30,7 @@ from pyomo.opt import TerminationCondition
 
 __all__ = ["SolveReport", "solve_model", "ensure_solver", "SolverNotFoundError",
            "SolveInterrupted", "DEFAULT_IPOPT_OPTIONS", "diagnose", "TESTED_SOLVERS",
+           "log_statistics", "DEFAULT_SOLVER", "ASL_SOLVERS",
            "parse_solver_options"]
 
 TESTED_SOLVERS = ("lap_ipopt", "ipopt", "ipopt_v2")
@@ -502,6 +503,44 @@ def _solve_new_interface(m, opt, solver, opts, tee, load_partial) -> SolveReport
                                                      "translation")
                       if k in res.extra_info}
     return report
+
+
+def log_statistics(log: str) -> dict:
+    """Figures of an IPOPT log (3.11 or 3.14): NLP size, iterations, time split.
+
+    Returns
+    -------
+    dict
+        Any of ``n_variables``, ``n_equalities``, ``n_inequalities``, ``jac_nnz`` (equality
+        plus inequality Jacobian), ``hess_nnz`` (lower triangle), ``iterations``,
+        ``ipopt_internal_s`` (IPOPT's own work: linear algebra, line search [s], CPU time in
+        3.11, wall time in 3.14), ``ipopt_eval_s`` (function evaluations [s]),
+        ``inertia_corrections`` (iterations whose ``lg(rg)`` column shows a regularization:
+        each costs at least one more factorization) that the log holds.
+    """
+    out = {}
+    pats = {
+        "n_variables": r"Total number of variables\.*:\s*(\d+)",
+        "n_equalities": r"Total number of equality constraints\.*:\s*(\d+)",
+        "n_inequalities": r"Total number of inequality constraints\.*:\s*(\d+)",
+        "jac_eq": r"nonzeros in equality constraint Jacobian\.*:\s*(\d+)",
+        "jac_ineq": r"nonzeros in inequality constraint Jacobian\.*:\s*(\d+)",
+        "hess_nnz": r"nonzeros in Lagrangian Hessian\.*:\s*(\d+)",
+        "iterations": r"Number of Iterations\.*:\s*(\d+)",
+        "ipopt_internal_s": r"Total (?:CPU )?sec(?:ond)?s in IPOPT \(w/o function evaluations\)\s*=\s*([\d.]+)",
+        "ipopt_eval_s": r"Total (?:CPU )?sec(?:ond)?s in NLP function evaluations\s*=\s*([\d.]+)",
+    }
+    for key, pat in pats.items():
+        hit = re.findall(pat, log)
+        if hit:
+            out[key] = float(hit[-1]) if key.endswith("_s") else int(hit[-1])
+    if "jac_eq" in out or "jac_ineq" in out:
+        out["jac_nnz"] = out.pop("jac_eq", 0) + out.pop("jac_ineq", 0)
+    rows = re.findall(r"^\s*\d+r?\s+[-+]?\d\.\d+e[-+]\d+\s+\S+\s+\S+\s+\S+\s+\S+\s+(\S+)\s",
+                      log, flags=re.MULTILINE)
+    if rows:
+        out["inertia_corrections"] = sum(1 for r in rows if r != "-")
+    return out
 
 
 def _iterations(log: str, from_table: bool = False) -> Optional[int]:

@@ -2,16 +2,18 @@
 # Set up the development environment of pyomo_lap (idempotent, fast when already done):
 #   1. create .venv with python3 (>= 3.10),
 #   2. pip install -e '.[test]' into it (redone only when setup.cfg/pyproject.toml change),
-#   3. make sure an `ipopt` executable exists (on PATH or in .venv/bin); if not, build one from
-#      Debian packages with scripts/install_ipopt.sh .venv/bin,
-#   4. export PATH="<repo>/.venv/bin:$PATH" so Pyomo's SolverFactory('ipopt') finds it,
-#   5. build PyNumero's ASL interface into .venv/lib (scripts/install_pynumero.sh) for the
-#      numerical checks of `pyomo-lap diagnose` (a failure here only warns).
+#   3. check that the IPOPT library of the casadi wheel loads (the default solver path);
+#      with PYOMO_LAP_ASL=1 also make sure an `ipopt` executable exists for the optional ASL
+#      path (on PATH or in .venv/bin; if not, build one from Debian packages with
+#      scripts/install_ipopt.sh .venv/bin) and build PyNumero's ASL interface into .venv/lib
+#      (scripts/install_pynumero.sh) for `pyomo-lap diagnose` (a failure there only warns),
+#   4. export PATH="<repo>/.venv/bin:$PATH" so Pyomo's SolverFactory('ipopt') finds it.
 #
 # Usage: `source scripts/bootstrap.sh` (leaves you in the repo root with PATH exported), or
 #        `bash scripts/bootstrap.sh` (set up only).
 # Environment: PYTHON=/path/to/python3 picks the interpreter for the venv;
-#              PYOMO_LAP_SKIP_IPOPT=1 skips step 3.
+#              PYOMO_LAP_ASL=1 also sets up the ASL path (step 3);
+#              PYOMO_LAP_SKIP_IPOPT=1 skips the ASL part of step 3.
 
 _pyomo_lap_say() { echo "[bootstrap] $*"; }
 
@@ -76,31 +78,39 @@ _pyomo_lap_bootstrap() {
       echo "error: pip install failed (full log: $log)" >&2
       return 1
     fi
+    if ! "$venv/bin/python" -c 'from pyomo_lap.ipopt_lib import load_ipopt_library; load_ipopt_library()' 2>/dev/null; then
+      echo "error: the IPOPT library of the casadi wheel could not be loaded (see README, 'Installation')" >&2
+      return 1
+    fi
     echo "$want" >"$stamp"
     _pyomo_lap_say "python packages ready ($("$venv/bin/python" -c '
 from importlib.metadata import version as v
 print(", ".join(f"{p} {v(p)}" for p in ("pyomo", "idaes-pse", "numpy", "scipy", "pandas")))' 2>/dev/null))"
   fi
 
-  # --- 3. IPOPT ------------------------------------------------------------------------------
+  # --- 3. the solvers -------------------------------------------------------------------------
+  # The default solver path (lap_ipopt) uses the IPOPT 3.14 library of the casadi wheel
+  # installed in step 2: nothing more is needed (a C compiler, if there is one, makes its
+  # functions faster). The optional ASL path (--solver ipopt / ipopt_v2) needs an `ipopt`
+  # executable; with PYOMO_LAP_ASL=1 (scripts/test.sh and scripts/benchmark.sh set it) it is
+  # built from Debian packages when none is found (this step alone needs apt-get and root).
   export PATH="$venv/bin:$PATH"
-  if [ "${PYOMO_LAP_SKIP_IPOPT:-0}" != 1 ]; then
+  if [ "${PYOMO_LAP_ASL:-0}" = 1 ] && [ "${PYOMO_LAP_SKIP_IPOPT:-0}" != 1 ]; then
     local ipopt_exe
     ipopt_exe=$(command -v ipopt 2>/dev/null || true)
     if [ -z "$ipopt_exe" ]; then
-      _pyomo_lap_say "no 'ipopt' on PATH or in .venv/bin; building it from Debian packages (scripts/install_ipopt.sh)"
+      _pyomo_lap_say "no 'ipopt' executable for the ASL path; building it from Debian packages (scripts/install_ipopt.sh)"
       bash "$root/scripts/install_ipopt.sh" "$venv/bin" || {
-        echo "error: could not install IPOPT (see README, section 'Installation and IPOPT')." >&2
+        echo "error: could not install IPOPT's executable for the ASL path (see README, 'Installation')." >&2
         return 1
       }
     fi
-  fi
-
-  # --- 5. PyNumero's ASL interface (numerical diagnostics) -----------------------------------
-  if [ ! -f "$venv/lib/libpynumero_ASL.so" ] && [ "${PYOMO_LAP_SKIP_IPOPT:-0}" != 1 ]; then
-    _pyomo_lap_say "building PyNumero's ASL interface for 'pyomo-lap diagnose' (scripts/install_pynumero.sh)"
-    bash "$root/scripts/install_pynumero.sh" "$venv/bin/python" "$venv/lib" >/dev/null 2>&1 \
-      || _pyomo_lap_say "warning: could not build libpynumero_ASL.so; 'pyomo-lap diagnose' will skip its numerical checks"
+    # PyNumero's ASL interface (numerical diagnostics of `pyomo-lap diagnose`)
+    if [ ! -f "$venv/lib/libpynumero_ASL.so" ]; then
+      _pyomo_lap_say "building PyNumero's ASL interface for 'pyomo-lap diagnose' (scripts/install_pynumero.sh)"
+      bash "$root/scripts/install_pynumero.sh" "$venv/bin/python" "$venv/lib" >/dev/null 2>&1 \
+        || _pyomo_lap_say "warning: could not build libpynumero_ASL.so; 'pyomo-lap diagnose' will skip its numerical checks"
+    fi
   fi
   return 0
 }
@@ -108,7 +118,7 @@ print(", ".join(f"{p} {v(p)}" for p in ("pyomo", "idaes-pse", "numpy", "scipy", 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   # executed: set up, report, exit
   _pyomo_lap_bootstrap || exit 1
-  echo "[bootstrap] ready: $(command -v ipopt || echo 'ipopt not installed')"
+  echo "[bootstrap] ready (ASL path: $(command -v ipopt || echo 'ipopt executable not installed; PYOMO_LAP_ASL=1 builds it'))"
 else
   # sourced: set up and leave the caller in the repo root with PATH exported
   _pyomo_lap_bootstrap || { unset -f _pyomo_lap_bootstrap _pyomo_lap_say; return 1; }

@@ -2,5 +2,6 @@
 # Test command: set up on first use (scripts/bootstrap.sh), then run pytest with ARGS.
 # Usage: bash scripts/test.sh [PYTEST ARGS]    (pytest's exit code is returned unchanged)
 set -euo pipefail
+export PYOMO_LAP_ASL=${PYOMO_LAP_ASL:-1}     # the tests also cover the optional ASL path
 source "$(dirname "${BASH_SOURCE[0]}")/bootstrap.sh"
 exec "$PWD/.venv/bin/python" -m pytest "$@"
