@@ -192,14 +192,14 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     if progress is None:
         from .progress import echo_progress
         progress = echo_progress(echo)
-    from .solve import ASL_SOLVERS, DEFAULT_SOLVER
+    from .solve import DEFAULT_SOLVER
     if solver == DEFAULT_SOLVER and model == "full":
         # the compiled per-point functions of this car: the C compiler runs while Pyomo builds
         from .lap_nlp import prefetch_point_functions
         prefetch_point_functions(p, {"periodic": periodic, "initial_speed": initial_speed})
     m = build_model(tr, p, start=start, length=length, nfe=nfe, ncp=ncp, scheme=scheme,
                     initial_speed=initial_speed, periodic=periodic, model=model,
-                    named_subexpressions=solver in ASL_SOLVERS, progress=progress)
+                    named_subexpressions=solver != DEFAULT_SOLVER, progress=progress)
     nfe = m.options.nfe
     size = model_size(m)
     echo(f"  built in {m.build_time_s:.1f} s: {size['n_variables']} variables, "

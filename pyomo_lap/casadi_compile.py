@@ -129,12 +129,7 @@ def compile_functions(functions: Sequence, name: str, mode: str = "auto") -> Com
             src = Path(tmp) / f"{f.name()}.c"
             cg = ca.CodeGenerator(src.name, {"with_header": False})
             cg.add(f)
-            cwd = os.getcwd()
-            try:
-                os.chdir(tmp)
-                cg.generate()
-            finally:
-                os.chdir(cwd)
+            cg.generate(tmp + os.sep)     # never chdir: other threads share the working directory
             key = hashlib.sha256(src.read_bytes() + " ".join((cc,) + _FLAGS).encode()
                                  + sys.platform.encode()).hexdigest()[:20]
             lib = folder / f"{name}-{f.name()}-{key}{suffix}"

@@ -57,9 +57,10 @@ def _casadi():
 def pyomo_to_casadi(expr, leaf, cache: Optional[dict] = None, functions=None):
     """Convert a Pyomo expression into a CasADi expression (or a float).
 
-    Walks the expression tree without recursion; each named ``Expression`` is converted once
-    and reused (``cache``), so deeply nested named expressions cost linear time (Pyomo's own
-    ``value()`` re-evaluates them at each use).
+    Walks the expression without recursion; each node (a named ``Expression`` or a
+    subexpression object shared by several parents) is converted once and reused
+    (``cache``), so the expression DAG costs linear time (Pyomo's own ``value()`` re-evaluates
+    a shared node at each use).
 
     Parameters
     ----------
@@ -67,7 +68,7 @@ def pyomo_to_casadi(expr, leaf, cache: Optional[dict] = None, functions=None):
     leaf : callable
         ``leaf(var_data)`` returning the stand-in of an (unfixed or fixed) variable.
     cache : dict, optional
-        ``id(named expression) -> converted value``, shared between calls.
+        ``id(expression node) -> (node, converted value)``, shared between calls.
     functions : module, optional
         Where the intrinsic functions (``sin``, ``cos``, ``atan``, ``sqrt``, ``exp`` ...) are
         taken from: ``casadi`` (default) or :mod:`math` (float evaluation).
@@ -82,52 +83,100 @@ def pyomo_to_casadi(expr, leaf, cache: Optional[dict] = None, functions=None):
         For an expression node without a CasADi counterpart (e.g. ``Expr_if``).
     """
     from pyomo.common.numeric_types import native_numeric_types
-    from pyomo.core.expr.numeric_expr import UnaryFunctionExpression, AbsExpression
-    from pyomo.core.expr.visitor import StreamBasedExpressionVisitor
+    from pyomo.core.expr import numeric_expr as ne
 
     if functions is None:
         functions = _casadi()
     cache = {} if cache is None else cache
     fabs = getattr(functions, "fabs", abs)
+    to_float = functions is not _casadi_module()
+    if to_float:
+        def add_all(vals):
+            return sum(vals)
+    else:
+        ca = functions
 
-    class _Visitor(StreamBasedExpressionVisitor):
-        def initializeWalker(self, e):
-            descend, result = self.beforeChild(None, e, 0)
-            if not descend:
-                return False, result
-            return True, e
+        def add_all(vals):
+            sym = [v for v in vals if not isinstance(v, (int, float))]
+            const = sum(v for v in vals if isinstance(v, (int, float)))
+            if not sym:
+                return const
+            out = ca.sum1(ca.vertcat(*sym)) if len(sym) > 1 else sym[0]
+            return out + const if const else out
 
-        def beforeChild(self, node, child, child_idx):
-            if type(child) in native_numeric_types:
-                return False, child
-            if child.is_expression_type():
-                if child.is_named_expression_type() and id(child) in cache:
-                    return False, cache[id(child)]
-                return True, None
-            if child.is_variable_type():
-                return False, leaf(child)
-            return False, pyo.value(child)   # Param, constant component
+    binary = {ne.ProductExpression: lambda a: a[0] * a[1],
+              ne.MonomialTermExpression: lambda a: a[0] * a[1],
+              ne.DivisionExpression: lambda a: a[0] / a[1],
+              ne.PowExpression: lambda a: a[0] ** a[1],
+              ne.NegationExpression: lambda a: -a[0],
+              ne.SumExpression: add_all, ne.LinearExpression: add_all}
 
-        def exitNode(self, node, data):
-            if node.is_named_expression_type():
-                cache[id(node)] = data[0]
-                return data[0]
-            if isinstance(node, AbsExpression):
-                return fabs(data[0])
-            if isinstance(node, UnaryFunctionExpression):
-                name = node.getname()
-                fn = getattr(functions, name, None)
-                if fn is None:
-                    raise NotImplementedError(f"function {name!r} has no counterpart in "
-                                              f"{getattr(functions, '__name__', functions)}")
-                return fn(data[0])
-            try:
-                return node._apply_operation(data)
-            except Exception as exc:
-                raise NotImplementedError(f"cannot convert the Pyomo node {type(node).__name__} "
-                                          f"({node}) : {exc}") from exc
+    def convert(node, vals):
+        t = type(node)
+        f = binary.get(t)
+        if f is not None:
+            return f(vals)
+        if node.is_named_expression_type():
+            return vals[0]
+        if isinstance(node, ne.AbsExpression):
+            return fabs(vals[0])
+        if isinstance(node, ne.UnaryFunctionExpression):
+            name = node.getname()
+            fn = getattr(functions, name, None)
+            if fn is None:
+                raise NotImplementedError(f"function {name!r} has no counterpart in "
+                                          f"{getattr(functions, '__name__', functions)}")
+            return fn(vals[0])
+        try:
+            return node._apply_operation(vals)
+        except Exception as exc:
+            raise NotImplementedError(f"cannot convert the Pyomo node {type(node).__name__} "
+                                      f"({node}) : {exc}") from exc
 
-    return _Visitor().walk_expression(expr)
+    def leaf_value(e):
+        if type(e) in native_numeric_types:
+            return e
+        if e.is_variable_type():
+            return leaf(e)
+        return pyo.value(e)    # Param, constant component
+
+    if type(expr) in native_numeric_types or not expr.is_expression_type():
+        return leaf_value(expr)
+    hit = cache.get(id(expr))
+    if hit is not None and hit[0] is expr:
+        return hit[1]
+    # iterative post-order walk, a frame is [node, its arguments, values so far]; every node
+    # is kept in the cache with its value (a temporary node, such as a constraint body built
+    # on access, could otherwise be freed and its id reused)
+    stack = [[expr, expr.args, []]]
+    while True:
+        node, args, vals = stack[-1]
+        k = len(vals)
+        if k < len(args):
+            child = args[k]
+            if type(child) in native_numeric_types or not child.is_expression_type():
+                vals.append(leaf_value(child))
+                continue
+            hit = cache.get(id(child))
+            if hit is not None and hit[0] is child:
+                vals.append(hit[1])
+            else:
+                stack.append([child, child.args, []])
+            continue
+        stack.pop()
+        result = convert(node, vals)
+        cache[id(node)] = (node, result)
+        if not stack:
+            return result
+        stack[-1][2].append(result)
+
+
+def _casadi_module():
+    try:
+        import casadi
+        return casadi
+    except ImportError:  # pragma: no cover
+        return None
 
 
 # --------------------------------------------------------------------------------------------

@@ -981,22 +981,33 @@ class IpoptProblem:
 
     @contextmanager
     def _sigint_as_flag(self, enabled: bool) -> Iterator[None]:
-        """While IPOPT runs, Ctrl-C only sets a flag (checked at each iteration) instead of
-        raising KeyboardInterrupt at a random point of a callback."""
-        previous = None
+        """While IPOPT runs, Ctrl-C (SIGINT with Python's default handler) and a signal whose
+        handler is a Python function (e.g. a SIGTERM handler that raises KeyboardInterrupt)
+        only set a flag, checked at each iteration, instead of raising at a random point of a
+        callback; the original handler of such a signal is called once IPOPT has stopped
+        (:meth:`solve`)."""
+        previous = {}
+        self._deferred = []
         if enabled and threading.current_thread() is threading.main_thread():
-            try:
-                if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-                    def on_sigint(signum, frame):
-                        self._sigint = True
-                    previous = signal.signal(signal.SIGINT, on_sigint)
-            except (ValueError, OSError):  # pragma: no cover - no signals here
-                previous = None
+            def on_signal(signum, frame):
+                self._sigint = True
+                self._deferred.append(signum)
+            for sig in (signal.SIGINT, getattr(signal, "SIGTERM", None)):
+                if sig is None:
+                    continue
+                try:
+                    handler = signal.getsignal(sig)
+                    if handler is signal.default_int_handler or (
+                            callable(handler) and sig != signal.SIGINT):
+                        previous[sig] = signal.signal(sig, on_signal)
+                except (ValueError, OSError):  # pragma: no cover - no signals here
+                    pass
+        self._previous_handlers = dict(previous)
         try:
             yield
         finally:
-            if previous is not None:
-                signal.signal(signal.SIGINT, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
     def solve(self, x0, mult_g=None, mult_x_L=None, mult_x_U=None, *,
               catch_sigint: bool = True) -> IpoptResult:
@@ -1089,6 +1100,15 @@ class IpoptProblem:
         exc, self._exc = self._exc, None
         if exc is None and self._sigint:
             exc = KeyboardInterrupt()
+            # a deferred signal: its own handler runs now (the CLI's SIGTERM handler raises)
+            for signum in dict.fromkeys(getattr(self, "_deferred", [])):
+                handler = getattr(self, "_previous_handlers", {}).get(signum)
+                if callable(handler) and handler is not signal.default_int_handler:
+                    try:
+                        handler(signum, None)
+                    except BaseException as raised:  # noqa: BLE001 - passed on below
+                        exc = raised
+                    break
         if exc is not None:
             try:
                 exc.ipopt_result = result  # type: ignore[attr-defined]

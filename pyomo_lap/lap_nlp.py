@@ -19,9 +19,8 @@ structure of a pyomo_lap model:
   floats at the model's current values, must give the same residuals as the compiled
   function to 1e-9 relative; otherwise :class:`RecordedRowsMismatch` is raised and nothing is
   solved.
-* **linear rows** (pyomo.dae's collocation equations, the control interpolation, the
-  boundary conditions, and linear rows a user added): a constant sparse matrix, read with
-  Pyomo's own linear-representation walker.
+* **linear rows** of the shapes pyomo.dae's collocation equations and the boundary conditions
+  have (sums of variables times numbers): a constant sparse matrix.
 * **any other row and the objective**: walked into CasADi ``SX`` expressions
   (:func:`pyomo_lap.casadi_ocp.pyomo_to_casadi`), differentiated by CasADi. A node the walker
   cannot translate raises :class:`NotImplementedError` that names the constraint.
@@ -70,8 +69,8 @@ def evaluate_expression(expr, memo: Optional[dict] = None) -> float:
     ----------
     expr : Pyomo expression, variable, parameter or number
     memo : dict, optional
-        ``id(expression node) -> value``, shared between calls at the same variable values
-        (the expressions must stay alive while it is used).
+        ``id(expression node) -> (node, value)``, shared between calls at the same variable
+        values.
 
     Returns
     -------
@@ -106,8 +105,8 @@ def evaluate_expression(expr, memo: Optional[dict] = None) -> float:
                 vals.append(leaf(child))
                 continue
             hit = memo.get(id(child))
-            if hit is not None:
-                vals.append(hit)
+            if hit is not None and hit[0] is child:
+                vals.append(hit[1])
             else:
                 stack.append([child, child.args, []])
             continue
@@ -116,7 +115,7 @@ def evaluate_expression(expr, memo: Optional[dict] = None) -> float:
             result = vals[0]
         else:
             result = node._apply_operation(vals)
-        memo[id(node)] = result
+        memo[id(node)] = (node, result)     # the node is kept: its id cannot be reused
         if not stack:
             return float(result)
         stack[-1][2].append(result)
@@ -127,7 +126,7 @@ def evaluate_expression(expr, memo: Optional[dict] = None) -> float:
 # --------------------------------------------------------------------------------------------
 
 def point_functions(rec, compile_mode: str = "auto") -> dict:
-    """The per-point functions of recorded rows (:class:`pyomo_lap.ocp.PointRows`), compiled.
+    r"""The per-point functions of recorded rows (:class:`pyomo_lap.ocp.PointRows`), compiled.
 
     ``point_f(w, track) -> rows``, ``point_fj(w, track) -> (rows, Jacobian values)`` and
     ``point_h(w, track, lam) -> lower-triangle values of`` :math:`\sum_j \lambda_j \nabla^2_w
@@ -336,14 +335,11 @@ class LapNLP:
             return s
 
         from .casadi_ocp import pyomo_to_casadi
-        lin_visitor = _linear_visitor()
         for c in generic:
+            # the linear shapes pyomo.dae and the boundary conditions write go into a sparse
+            # matrix; any other row (linear or not) is walked into CasADi, which
+            # differentiates it (a linear row has no Hessian entries)
             lin = _simple_linear(c.body)
-            if lin is None:
-                repn = lin_visitor.walk_expression(c.body)
-                if repn.nonlinear is None:
-                    lin = (float(repn.constant),
-                           [(lin_visitor.var_map[v], float(a)) for v, a in repn.linear.items()])
             if lin is not None:
                 const, terms = lin
                 r = len(lin_cons)
@@ -379,8 +375,9 @@ class LapNLP:
         self.variables = self._vars
         self.n = n
         self.x0 = np.array([vd.value if vd.value is not None else 0.0 for vd in self._vars], float)
-        self.x_lb = np.array([_bound(vd.lb, -_INF) for vd in self._vars], float)
-        self.x_ub = np.array([_bound(vd.ub, _INF) for vd in self._vars], float)
+        bounds = [vd.bounds for vd in self._vars]
+        self.x_lb = np.array([_bound(b[0], -_INF) for b in bounds], float)
+        self.x_ub = np.array([_bound(b[1], _INF) for b in bounds], float)
         self.x0 = np.clip(self.x0, self.x_lb, self.x_ub)
 
         # ---- rows: recorded, linear, nonlinear ------------------------------------------------
@@ -390,8 +387,20 @@ class LapNLP:
         self.constraints = [c for c, _, _ in recorded] + lin_cons + nl_cons
         m_rows = len(self.constraints)
         self.m = m_rows
-        self.g_lb = np.array([_bound(c.lb, -_INF) for c in self.constraints], float)
-        self.g_ub = np.array([_bound(c.ub, _INF) for c in self.constraints], float)
+        # the recorded rows' bounds are their family's (the row's expression object is the
+        # one built, so its bounds are too); the others are read from the model
+        rec_lb, rec_ub = np.full(n_rec, -_INF), np.full(n_rec, _INF)
+        if n_rec:
+            lo_of, up_of = {}, {}
+            for fam in rec.families:
+                for j, out in enumerate(fam.outputs):
+                    lo_of[out], up_of[out] = fam.lower[j], fam.upper[j]
+            outs = [o for _, _, o in recorded]
+            rec_lb = np.array([_bound(lo_of[o], -_INF) for o in outs], float)
+            rec_ub = np.array([_bound(up_of[o], _INF) for o in outs], float)
+        other = self.constraints[n_rec:]
+        self.g_lb = np.concatenate([rec_lb, [_bound(c.lb, -_INF) for c in other]])
+        self.g_ub = np.concatenate([rec_ub, [_bound(c.ub, _INF) for c in other]])
         self._rec_slice = slice(0, n_rec)
         self._lin_slice = slice(n_rec, n_rec + len(lin_cons))
         self._nl_slice = slice(n_rec + len(lin_cons), m_rows)
@@ -716,13 +725,6 @@ def _bound(b, default):
         return default
     b = float(b)
     return max(min(b, _INF), -_INF)
-
-
-def _linear_visitor():
-    from pyomo.repn.linear import LinearRepnVisitor
-    from pyomo.repn.util import FileDeterminism, FileDeterminism_to_SortComponents, VarRecorder
-    rec = VarRecorder({}, FileDeterminism_to_SortComponents(FileDeterminism.ORDERED))
-    return LinearRepnVisitor({}, var_recorder=rec)
 
 
 def _simple_linear(body):

@@ -18,9 +18,10 @@ count are loaded back into Pyomo, so everything downstream works unchanged.
 The solver is registered with Pyomo's newer solver factory (``pyomo.contrib.solver``), which
 also registers a wrapper with the classic ``pyomo.environ.SolverFactory``.
 
-Sign conventions (those of Pyomo's ``ipopt`` interface, checked in the tests): for a
-minimization, the dual of a row is :math:`\partial f^*/\partial b` of its bound
-:math:`b` (``-`` IPOPT's multiplier); ``ipopt_zL_out >= 0`` and ``ipopt_zU_out <= 0``.
+Sign conventions (those of Pyomo's ``ipopt`` interface, checked in the tests): the dual of a
+row is :math:`\partial f^*/\partial b`, the sensitivity of the optimal objective to the row's
+bound :math:`b`; ``rc`` likewise for a variable's active bound; for a minimization
+``ipopt_zL_out >= 0`` and ``ipopt_zU_out <= 0`` (the other way round for a maximization).
 """
 from __future__ import annotations
 
@@ -172,7 +173,7 @@ class LapSolutionLoader(SolutionLoader):
         return 1
 
     def get_solution_ids(self):
-        return [0]
+        return [None]
 
     def get_vars(self, vars_to_load: Optional[Sequence] = None):
         from pyomo.common.collections import ComponentMap
@@ -286,6 +287,8 @@ class LapIpopt(SolverBase):
             return wrapper
 
         options = dict(LAP_IPOPT_OPTIONS)
+        if config.time_limit is not None:           # Pyomo's common option, as IPOPT's
+            options["max_wall_time"] = float(config.time_limit)
         options.update(config.solver_options.value() if hasattr(config.solver_options, "value")
                        else dict(config.solver_options))
         tee = bool(config.tee)

@@ -99,13 +99,14 @@ OCP_CONFIG.declare("adherence", ConfigValue(default="below-peak", domain=In(["be
                                "tyre at or below the peak of its Magic Formula; 'squared' the paper's "
                                "(mu_y/mu_x f_x)^2 + f_y^2 <= D^2 (degenerate at the peak; see "
                                "pyomo_lap.ocp.adherence_rows)"))
-OCP_CONFIG.declare("named_subexpressions", ConfigValue(default=False, domain=bool,
+OCP_CONFIG.declare("named_subexpressions", ConfigValue(default=True, domain=bool,
                    description="write shared subexpressions of the car equations as named "
                                "Expressions m.car.cse[s, k] (the NL writer makes them defined "
-                               "variables, which the AMPL solver library evaluates once: worth it "
-                               "for the ASL path, pyomo_lap.api.solve_sector sets it for the ipopt "
-                               "solvers); False (default) shares the expression objects without "
-                               "naming them (faster to build; the lap_ipopt path does not use them)"))
+                               "variables, which the AMPL solver library evaluates once; Pyomo's "
+                               "own walkers need them to stay fast); False shares the expression "
+                               "objects without naming them: faster to build, fine for lap_ipopt "
+                               "(pyomo_lap.api.solve_sector uses it for that solver), but Pyomo's "
+                               "NL writer and value() then expand the shared parts"))
 OCP_CONFIG.declare("track_margin", ConfigValue(default=0.0, domain=NonNegativeFloat,
                    description="extra distance kept from each track edge [m]"))
 

@@ -2,8 +2,11 @@ r"""Replay of a solved sector: drive the time-domain simulation (:mod:`pyomo_lap
 with the optimal controls and compare the states with the optimum.
 
 The optimum comes from direct collocation: its states satisfy the DAE only at the collocation
-points, and its controls are constant per finite element. Integrated in time with those
-controls (open loop, as functions of the track distance ``q1``), an exact solution of the DAE
+points, and its controls are values at the collocation points (by default; the profile they
+stand for is, per finite element, the polynomial through them) or constants per finite element
+(``piecewise_constant_controls=True``), see :func:`pyomo_lap.simulate.controls_from_trajectory`.
+Integrated in time with those controls (open loop, as functions of the track distance ``q1``),
+an exact solution of the DAE
 follows the optimum as long as (i) the collocation error between the points is small and (ii)
 the car does not amplify it. A race car at its limits is open-loop unstable or close to it (in
 yaw, and always in the lateral position, which integrates the heading error), so the replay
@@ -179,7 +182,8 @@ def replay(source, track, vehicle, *, feedback: Union[bool, dict] = False,
            tolerances: Optional[dict] = None, start: Optional[float] = None,
            basis: str = "s", s_end: Optional[float] = None, method: str = "RK45",
            rtol: float = 1e-6, car: Optional[CarFunctions] = None,
-           explain: bool = True, initial_offset: Optional[dict] = None) -> ReplayReport:
+           explain: bool = True, initial_offset: Optional[dict] = None,
+           scheme: Optional[str] = None, interpolation: Optional[str] = None) -> ReplayReport:
     r"""Drive the simulation with the optimal controls of a solved sector and compare.
 
     Parameters
@@ -211,6 +215,12 @@ def replay(source, track, vehicle, *, feedback: Union[bool, dict] = False,
     initial_offset : dict, optional
         Added to the optimum's initial state, e.g. ``{"q2": 0.3}`` (a disturbance, to see the
         feedback at work).
+    scheme : {'LAGRANGE-RADAU', 'LAGRANGE-LEGENDRE'}, optional
+        Collocation scheme of a trajectory table (a model knows its own; default Radau).
+    interpolation : {'auto', 'polynomial', 'constant'}, optional
+        How the controls between the collocation points are taken
+        (:func:`pyomo_lap.simulate.controls_from_trajectory`); a model says it by its option
+        ``piecewise_constant_controls``, a table by default ``'auto'``.
 
     Returns
     -------
@@ -221,6 +231,11 @@ def replay(source, track, vehicle, *, feedback: Union[bool, dict] = False,
     ValueError
         A trajectory without the needed columns.
     """
+    if not isinstance(source, pd.DataFrame):
+        opts = source.options
+        scheme = scheme or opts.scheme
+        if interpolation is None:
+            interpolation = "constant" if opts.piecewise_constant_controls else "polynomial"
     df = _trajectory(source)
     tol = dict(DEFAULT_TOLERANCES)
     tol.update(tolerances or {})
@@ -229,7 +244,8 @@ def replay(source, track, vehicle, *, feedback: Union[bool, dict] = False,
     n = 6
     car = car or CarFunctions(vehicle)
     s_ref = start + df["s_sector"].to_numpy(float)
-    ctl = controls_from_trajectory(df, basis=basis, start=start)
+    ctl = controls_from_trajectory(df, basis=basis, start=start, interpolation=interpolation or "auto",
+                                   scheme=scheme or "LAGRANGE-RADAU")
     use_fb = bool(feedback)
     if use_fb:
         opts = dict(feedback) if isinstance(feedback, dict) else {}

@@ -18,9 +18,14 @@ Controls are ``u = (f_xa [N], f_xb [N], delta [rad])`` given by a control law
 ``u(t, x, segment)``:
 
 * :class:`PiecewiseControls`: constant per segment of time or of track distance, e.g. the
-  element-wise constant controls of a solved OCP (:func:`controls_from_trajectory`). The
-  integration restarts at every segment boundary (a time, or an event ``q1 = s_k``), so the
-  integrator never steps over a jump of the controls;
+  element-wise constant controls of an OCP built with ``piecewise_constant_controls=True``
+  (:func:`controls_from_trajectory`). The integration restarts at every segment boundary (a
+  time, or an event ``q1 = s_k``), so the integrator never steps over a jump of the controls;
+* :class:`CollocationControls`: per segment, the Lagrange polynomial through values at given
+  nodes, e.g. the controls of an OCP with a control value at every collocation point (the
+  default): in each finite element, the polynomial of degree ``ncp - 1`` through the element's
+  collocation values (discontinuous at the element boundaries, where the integration restarts
+  as for :class:`PiecewiseControls`);
 * :class:`FunctionControls`: any function ``u(t, x)``;
 * :class:`PathFollowing`: piecewise feed-forward controls plus a steering feedback that keeps
   the car on a reference path (see :mod:`pyomo_lap.replay`).
@@ -39,7 +44,7 @@ from scipy.integrate import solve_ivp
 
 from .numeric import AlgebraicLoopError, CarFunctions
 
-__all__ = ["simulate", "SimulationResult", "PiecewiseControls", "FunctionControls",
+__all__ = ["simulate", "SimulationResult", "PiecewiseControls", "CollocationControls", "FunctionControls",
            "PathFollowing", "TrackLookup", "state_names", "controls_from_trajectory"]
 
 
@@ -127,6 +132,92 @@ class PiecewiseControls:
         return self.values[segment]
 
 
+def lagrange_weights(nodes, x) -> np.ndarray:
+    """Lagrange basis polynomials through ``nodes`` evaluated at ``x``: ``(len(x), len(nodes))``
+    (row ``i`` holds the basis polynomials ``l_j(x_i)``, so ``L @ values`` interpolates)."""
+    nodes = np.asarray(nodes, float)
+    x = np.atleast_1d(np.asarray(x, float))
+    L = np.ones((len(x), len(nodes)))
+    for j, xj in enumerate(nodes):
+        for k, xk in enumerate(nodes):
+            if k != j:
+                L[:, j] *= (x - xk) / (xj - xk)
+    return L
+
+
+@dataclasses.dataclass
+class CollocationControls:
+    """Controls given on each segment by the Lagrange polynomial through values at nodes.
+
+    The controls of a solved OCP with a value at every collocation point
+    (``piecewise_constant_controls=False``): on finite element ``j`` the OCP's dynamics see the
+    control values ``u_jk`` at the element's collocation points ``c_jk`` only; the control
+    profile they stand for is the polynomial of degree ``ncp - 1`` through them, within the
+    element (as pyomo.dae's ``reduce_collocation_points`` interpolates a variable over an
+    element; with it, the Radau collocation equations are one step of the Radau IIA
+    Runge-Kutta method on a control that is smooth within the step). The profile may jump at
+    the element boundaries; the simulation restarts there (see :class:`PiecewiseControls`).
+
+    Attributes
+    ----------
+    basis : {'s', 't'}
+        Segments of the track coordinate ``q1`` [m] or of time [s].
+    breaks : ndarray (N+1,)
+        Increasing segment boundaries [m or s].
+    nodes : ndarray (N, K)
+        Positions of the values on each segment [m or s], distinct within a segment (they
+        may lie on its boundaries, e.g. the Radau point at the element end).
+    values : ndarray (N, K, 3)
+        ``f_xa [N], f_xb [N], delta [rad]`` at the nodes.
+
+    The polynomial of segment ``k`` is used over the whole segment, and a little beyond it
+    (the integrator's stages near a boundary); before the first and after the last boundary
+    the controls at those boundaries hold.
+
+    Raises
+    ------
+    ValueError
+        Bad basis, shapes, boundaries that do not increase, or repeated nodes in a segment.
+    """
+
+    basis: str
+    breaks: np.ndarray
+    nodes: np.ndarray
+    values: np.ndarray
+
+    def __post_init__(self):
+        self.breaks = np.asarray(self.breaks, float)
+        self.nodes = np.asarray(self.nodes, float)
+        self.values = np.asarray(self.values, float)
+        if self.basis not in ("s", "t"):
+            raise ValueError(f"basis = {self.basis!r}: expected 's' (track distance) or 't' (time)")
+        if self.values.ndim != 3 or self.values.shape[2] != 3 or self.nodes.shape != self.values.shape[:2]:
+            raise ValueError(f"values must have shape (N, K, 3) and nodes (N, K), got "
+                             f"{self.values.shape} and {self.nodes.shape}")
+        if self.breaks.shape != (len(self.values) + 1,):
+            raise ValueError(f"breaks must have N+1 = {len(self.values) + 1} entries, got "
+                             f"{self.breaks.shape}")
+        if np.any(np.diff(self.breaks) <= 0):
+            raise ValueError("breaks must increase strictly")
+        if self.nodes.shape[1] > 1 and np.any(np.diff(np.sort(self.nodes, axis=1), axis=1) <= 0):
+            raise ValueError("the nodes of a segment must be distinct")
+
+    def segment(self, b: float) -> int:
+        """Index of the segment holding ``b`` (time or distance)."""
+        k = int(np.searchsorted(self.breaks, b, side="right")) - 1
+        return min(max(k, 0), len(self.values) - 1)
+
+    def at(self, b, segment: Optional[int] = None) -> np.ndarray:
+        """Controls at ``b`` [m or s] from the polynomial of ``segment`` (default: the segment
+        holding ``b``)."""
+        b = min(max(float(b), self.breaks[0]), self.breaks[-1])
+        k = self.segment(b) if segment is None else segment
+        return lagrange_weights(self.nodes[k], [b])[0] @ self.values[k]
+
+    def __call__(self, t, x, segment: int):
+        return self.at(x[0] if self.basis == "s" else t, segment)
+
+
 class FunctionControls:
     """Controls given by a function ``u(t, x) -> (f_xa, f_xb, delta)``, continuous in time.
 
@@ -164,7 +255,7 @@ class PathFollowing:
 
     Parameters
     ----------
-    feedforward : PiecewiseControls
+    feedforward : PiecewiseControls or CollocationControls
         The open-loop controls (e.g. of a solved OCP).
     s_ref : (M,) increasing track coordinates [m]
     q2_ref, q3_ref : (M,)
@@ -183,7 +274,7 @@ class PathFollowing:
         For the steering limit, the mass and the power limit.
     """
 
-    def __init__(self, feedforward: PiecewiseControls, s_ref, q2_ref, q3_ref, gain: float = 0.05,
+    def __init__(self, feedforward, s_ref, q2_ref, q3_ref, gain: float = 0.05,
                  preview_time: float = 0.3, preview_min: float = 3.0, v_ref=None,
                  k_v: float = 0.0, vehicle=None):
         self.ff = feedforward
@@ -213,7 +304,7 @@ class PathFollowing:
         return self.gain * (e_y + L * e_psi)
 
     def __call__(self, t, x, segment: int):
-        f_xa, f_xb, delta = self.ff.values[segment]
+        f_xa, f_xb, delta = self.ff(t, x, segment)
         delta = delta + self.correction(x)
         p = self.vehicle
         if p is not None:
@@ -228,8 +319,16 @@ class PathFollowing:
         return np.array([f_xa, f_xb, delta])
 
 
-def controls_from_trajectory(df, basis: str = "s", start: Optional[float] = None) -> PiecewiseControls:
-    """The element-wise constant controls of a solved OCP as :class:`PiecewiseControls`.
+def controls_from_trajectory(df, basis: str = "s", start: Optional[float] = None,
+                             interpolation: str = "auto", scheme: str = "LAGRANGE-RADAU"):
+    """The controls of a solved OCP as a control law of :func:`simulate`.
+
+    The OCP's dynamics see the controls at the collocation points only. With a control value
+    at every collocation point (``piecewise_constant_controls=False``, the default) the profile
+    they stand for is, on each finite element, the Lagrange polynomial through the element's
+    collocation values (degree ``ncp - 1``; :class:`CollocationControls`). With controls
+    constant per element (``piecewise_constant_controls=True``, the paper's :math:`u_i`) the
+    polynomial is that constant; it is then returned as :class:`PiecewiseControls`.
 
     Parameters
     ----------
@@ -239,39 +338,71 @@ def controls_from_trajectory(df, basis: str = "s", start: Optional[float] = None
         ``f_xa``, ``f_xb``, ``delta``; element ``j >= 1`` holds the points in
         :math:`(e_{j-1}, e_j]`).
     basis : {'s', 't'}
-        Segments in track distance (boundaries ``start + e_j``) or in time (``t(e_j)``).
+        Segments in track distance (boundaries ``start + e_j``, polynomials in ``q1``) or in
+        time (``t(e_j)``, polynomials in ``t``).
     start : float, optional
         Track coordinate of the sector start [m] (default ``s[0]`` of ``df``).
+    interpolation : {'auto', 'polynomial', 'constant'}
+        ``'polynomial'``: :class:`CollocationControls`; ``'constant'``: the value at the
+        element's first point held over the element (:class:`PiecewiseControls`); ``'auto'``:
+        ``'constant'`` when the controls are constant within every element (to 1e-7 of each
+        control's largest magnitude, as the equality constraints of piecewise-constant
+        controls hold after a solve and a CSV round trip), else ``'polynomial'``.
+    scheme : {'LAGRANGE-RADAU', 'LAGRANGE-LEGENDRE'}
+        The collocation scheme: for Radau all points of an element are collocation points; for
+        Legendre the element's end point is not (its control enters no dynamics) and is left
+        out of the polynomial.
 
     Returns
     -------
-    PiecewiseControls
+    CollocationControls or PiecewiseControls
 
     Raises
     ------
     ValueError
-        Missing columns or an element count that does not match.
+        Missing columns, an unknown option, or an element count that does not match.
     """
     need = {"s_sector", "t", "element", "f_xa", "f_xb", "delta"}
     missing = need - set(df.columns)
     if missing:
         raise ValueError(f"trajectory lacks column(s) {sorted(missing)}")
+    if basis not in ("s", "t"):
+        raise ValueError(f"basis = {basis!r}: expected 's' or 't'")
+    if interpolation not in ("auto", "polynomial", "constant"):
+        raise ValueError(f"interpolation = {interpolation!r}: expected 'auto', 'polynomial' or 'constant'")
+    if scheme not in ("LAGRANGE-RADAU", "LAGRANGE-LEGENDRE"):
+        raise ValueError(f"scheme = {scheme!r}: expected 'LAGRANGE-RADAU' or 'LAGRANGE-LEGENDRE'")
     if start is None:
         start = float(df["s"].iloc[0]) if "s" in df.columns else 0.0
     el = df["element"].to_numpy().astype(int)
     s = df["s_sector"].to_numpy(float)
     t = df["t"].to_numpy(float)
+    U = df[["f_xa", "f_xb", "delta"]].to_numpy(float)
     n = int(el.max())
-    ends = np.array([np.flatnonzero(el == j)[-1] for j in range(1, n + 1)])
-    firsts = np.array([np.flatnonzero(el == j)[0] for j in range(1, n + 1)])
-    values = df[["f_xa", "f_xb", "delta"]].to_numpy(float)[firsts]
+    members = [np.flatnonzero(el == j) for j in range(1, n + 1)]
+    if any(len(idx) == 0 for idx in members):
+        raise ValueError(f"trajectory has no points in element(s) "
+                         f"{[j for j, idx in enumerate(members, 1) if len(idx) == 0]}")
+    ends = np.array([idx[-1] for idx in members])
     if basis == "s":
+        x = start + s
         breaks = start + np.concatenate([[s[0]], s[ends]])
-    elif basis == "t":
-        breaks = np.concatenate([[t[0]], t[ends]])
     else:
-        raise ValueError(f"basis = {basis!r}: expected 's' or 't'")
-    return PiecewiseControls(basis, breaks, values)
+        x = t
+        breaks = np.concatenate([[t[0]], t[ends]])
+    if scheme == "LAGRANGE-LEGENDRE":
+        members = [idx[:-1] if len(idx) > 1 else idx for idx in members]
+    if interpolation == "auto":
+        scale = np.maximum(np.max(np.abs(U), axis=0), 1e-12)
+        spread = max(float(np.max(np.ptp(U[idx], axis=0) / scale)) for idx in members)
+        interpolation = "constant" if spread <= 1e-7 else "polynomial"
+    if interpolation == "constant":
+        return PiecewiseControls(basis, breaks, U[[idx[0] for idx in members]])
+    K = {len(idx) for idx in members}
+    if len(K) != 1:
+        raise ValueError(f"elements with different numbers of collocation points {sorted(K)}")
+    sel = np.array(members)
+    return CollocationControls(basis, breaks, x[sel], U[sel])
 
 
 # ------------------------------------------------------------------------------ results

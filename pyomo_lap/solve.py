@@ -57,7 +57,8 @@ DEFAULT_IPOPT_OPTIONS = {   # for the ASL path; lap_ipopt has its own (LAP_IPOPT
 INSTALL_HINT = (
     "The default solver lap_ipopt needs only the casadi wheel (`pip install casadi`, part of "
     "pyomo_lap's requirements). The ASL path (ipopt, ipopt_v2) needs an `ipopt` executable: "
-    "`bash scripts/install_ipopt.sh .venv/bin` (builds it from Debian packages), "
+    "`PYOMO_LAP_ASL=1 bash scripts/bootstrap.sh` (builds it from Debian packages into "
+    ".venv/bin), "
     "`conda install -c conda-forge ipopt`, or `idaes get-extensions`; or put any `ipopt` "
     "executable on PATH. Tested solver names: " + ", ".join(TESTED_SOLVERS) + ".")
 
@@ -475,9 +476,13 @@ def _solve_new_interface(m, opt, solver, opts, tee, load_partial) -> SolveReport
     except (NotImplementedError, ValueError) as exc:
         # the model could not be translated (lap_ipopt) or an option was refused: say so
         # plainly, as a failed solve, before anything ran
+        kind = "bad_option" if "option" in str(exc) else "solver_error"
         return SolveReport(False, "error", "error", f"{type(exc).__name__}: {exc}", None,
                            time.perf_counter() - t0, solver, str(exc), None, None, "",
-                           kind="bad_option" if "option" in str(exc) else "solver_error")
+                           kind=kind, explanation=f"{_HINTS[kind][0]}: {exc}",
+                           hint=_HINTS[kind][1] if kind == "solver_error" else
+                           "check the option's name and value (IPOPT's options: "
+                           "https://coin-or.github.io/Ipopt/OPTIONS.html)")
     except Exception as exc:  # the solver crashed or returned an error code
         return SolveReport(False, "error", "error", f"{type(exc).__name__}: {exc}", None,
                            time.perf_counter() - t0, solver, "", None, None, "")
@@ -495,6 +500,8 @@ def _solve_new_interface(m, opt, solver, opts, tee, load_partial) -> SolveReport
                 pass
     legacy_tc = legacy_termination_condition_map.get(tc, tc)
     status = legacy_solver_status_map.get(tc, "unknown")
+    if solver == DEFAULT_SOLVER and tc in (TC.iterationLimit, TC.locallyInfeasible, TC.maxTimeLimit):
+        status = "warning"     # as Pyomo's classic ipopt reports these (the same words either path)
     iters = res.extra_info.iteration_count if "iteration_count" in res.extra_info else None
     report = SolveReport(ok, str(legacy_tc), str(status), str(tc.name), iters if iters is not None
                          else _iterations(log), elapsed, solver, log, *_sizes(log), _exit_line(log))

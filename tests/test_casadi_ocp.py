@@ -152,7 +152,7 @@ def test_same_optimum_as_pyomo_ipopt(setup):
     initialize_model(m)
     nlp = build_casadi_nlp(m, mode="SX")
     tight = {"tol": 1e-9, "acceptable_tol": 1e-8}
-    rep = solve_model(m, options=tight)
+    rep = solve_model(m, solver="ipopt", options=tight)      # the ASL path: Pyomo's NL file
     assert rep.ok, rep.termination_condition
     res = solve_casadi(nlp, options=tight)
     assert res.ok, res.return_status

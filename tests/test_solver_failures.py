@@ -54,10 +54,12 @@ def tiny_model():
 
 # ------------------------------------------------------------------ iteration limit (CLI)
 @pytest.mark.integration
-def test_iteration_limit_is_reported_and_partial_results_are_marked(tmp_path):
+@pytest.mark.parametrize("solver", ["lap_ipopt", "ipopt"])
+def test_iteration_limit_is_reported_and_partial_results_are_marked(tmp_path, solver):
     out = earlier_results(tmp_path / "results")
     r = CliRunner().invoke(main, ["solve", "--start", "3000", "--length", "60", "--nfe", "6",
-                                  "--ncp", "2", "--max-iter", "3", "--out", str(out), "--quiet"])
+                                  "--ncp", "2", "--max-iter", "3", "--out", str(out), "--quiet",
+                                  "--solver", solver])
     assert r.exit_code == 1, r.output
     assert isinstance(r.exception, SystemExit)                # no traceback
     msg = r.output
@@ -76,7 +78,8 @@ def test_iteration_limit_is_reported_and_partial_results_are_marked(tmp_path):
     assert bool(xl.set_index("quantity").loc["partial", "value"]) is True
     # a second failed run replaces the partial results (they are pyomo_lap's), not OUT
     r = CliRunner().invoke(main, ["solve", "--start", "3000", "--length", "60", "--nfe", "6",
-                                  "--ncp", "2", "--max-iter", "2", "--out", str(out), "--quiet"])
+                                  "--ncp", "2", "--max-iter", "2", "--out", str(out), "--quiet",
+                                  "--solver", solver])
     assert r.exit_code == 1
     assert json.loads((failed / "summary.json").read_text())["iterations"] == 2
     assert_untouched(out)
@@ -84,13 +87,14 @@ def test_iteration_limit_is_reported_and_partial_results_are_marked(tmp_path):
 
 # ------------------------------------------------------------------ infeasible, restoration failure
 @pytest.mark.integration
-def test_infeasible_car_model_is_reported():
+@pytest.mark.parametrize("solver", ["lap_ipopt", "ipopt"])
+def test_infeasible_car_model_is_reported(solver):
     tr, p = load_track("nordschleife"), load_vehicle("fsae")
     m = build_model(tr, p, start=3000.0, length=60.0, nfe=6, ncp=2)
     initialize_model(m)
     # an impossible constraint: the exit speed below the model's minimum speed
     m.impossible = pyo.Constraint(expr=m.q1_dot[m.s.last()] <= 0.5 * m.options.v_min)
-    rep = solve_model(m)
+    rep = solve_model(m, solver=solver)
     assert not rep.ok and rep.kind == "infeasible"
     assert rep.termination_condition == "infeasible"
     assert "local infeasibility" in rep.exit_message
@@ -101,10 +105,23 @@ def test_infeasible_car_model_is_reported():
 
 
 @pytest.mark.integration
+def test_step_computation_error_is_reported_by_lap_ipopt():
+    """IPOPT 3.14 asked to start in its restoration phase at a feasible point stops at once:
+    EXIT: Error in step computation! (3.11 fails the restoration instead, below)."""
+    rep = solve_model(tiny_model(), solver="lap_ipopt", options={"start_with_resto": "yes"})
+    assert not rep.ok and rep.kind == "solver_error"
+    assert rep.exit_message == "Error in step computation!"
+    text = rep.describe()
+    assert "stopped with an error" in text and "solver status error" in text
+    assert "Hint:" in text and "--nfe" in text
+
+
+@pytest.mark.integration
 def test_restoration_failure_is_reported():
-    """IPOPT asked to start in its restoration phase at a feasible point fails it
-    ("Restoration phase is called at almost feasible point"): EXIT: Restoration Failed!"""
-    rep = solve_model(tiny_model(), options={"OF_start_with_resto": "yes"})
+    """IPOPT 3.11 asked to start in its restoration phase at a feasible point fails it
+    ("Restoration phase is called at almost feasible point"): EXIT: Restoration Failed!
+    (The AMPL executable takes this option only through an options file: prefix OF_.)"""
+    rep = solve_model(tiny_model(), solver="ipopt", options={"OF_start_with_resto": "yes"})
     assert not rep.ok and rep.kind == "restoration_failed"
     assert rep.exit_message == "Restoration Failed!"
     text = rep.describe()
@@ -119,14 +136,29 @@ def test_evaluation_error_and_bad_options_are_reported():
     m.x = pyo.Var(initialize=1.0)
     m.c = pyo.Constraint(expr=pyo.sqrt(m.x) == -1.0)     # IPOPT steps to x < 0: sqrt NaN
     m.o = pyo.Objective(expr=m.x)
-    rep = solve_model(m, options={"nlp_scaling_method": "gradient-based"})
+    rep = solve_model(m, solver="ipopt", options={"nlp_scaling_method": "gradient-based"})
     assert rep.kind == "evaluation_error" and "NaN" in rep.describe()
     for opts, words in (({"no_such_option": 1}, 'Unknown keyword "no_such_option"'),
                         ({"OF_no_such_option": 1}, '"no_such_option". It is not a valid option'),
                         ({"OF_max_iter": "many"}, 'Integer value expected')):
-        rep = solve_model(tiny_model(), options=opts)
+        rep = solve_model(tiny_model(), solver="ipopt", options=opts)
         assert not rep.ok and rep.kind == "bad_option", rep.log
         assert words in rep.describe() and "OF_" in rep.hint
+
+
+@pytest.mark.integration
+def test_evaluation_error_and_bad_options_are_reported_by_lap_ipopt():
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(initialize=1.0)
+    m.c = pyo.Constraint(expr=pyo.sqrt(m.x) == -1.0)     # IPOPT steps to x < 0: sqrt NaN
+    m.o = pyo.Objective(expr=m.x)
+    rep = solve_model(m, solver="lap_ipopt", options={"nlp_scaling_method": "gradient-based"})
+    assert not rep.ok and rep.kind in ("evaluation_error", "restoration_failed", "infeasible"), rep
+    for opts, words in (({"no_such_option": 1}, "'no_such_option'"),
+                        ({"max_iter": "many"}, "'max_iter'")):
+        rep = solve_model(tiny_model(), solver="lap_ipopt", options=opts)
+        assert not rep.ok and rep.kind == "bad_option", rep
+        assert words in rep.describe() and "refused" in rep.describe()
 
 
 @pytest.mark.unit
@@ -178,14 +210,27 @@ def no_ipopt(tmp_path, monkeypatch):
 @pytest.mark.unit
 def test_missing_solver_is_reported_before_building(tmp_path, no_ipopt):
     out = earlier_results(tmp_path / "results")
-    r = CliRunner().invoke(main, ["solve", "--length", "100", "--nfe", "5", "--out", str(out)])
+    r = CliRunner().invoke(main, ["solve", "--length", "100", "--nfe", "5", "--out", str(out),
+                                  "--solver", "ipopt"])
     assert r.exit_code == 2 and isinstance(r.exception, SystemExit)
     assert "solver 'ipopt' is not available" in r.output
     assert "conda install -c conda-forge ipopt" in r.output and "bootstrap.sh" in r.output
     assert "building" not in r.output
     assert_untouched(out)
     with pytest.raises(SolverNotFoundError):
-        solve_model(tiny_model())
+        solve_model(tiny_model(), solver="ipopt")
+
+
+@pytest.mark.unit
+def test_missing_ipopt_library_is_reported_before_building(tmp_path, monkeypatch):
+    from pyomo.contrib.solver.common.base import Availability
+    monkeypatch.setattr("pyomo_lap.lap_solver.LapIpopt.available", lambda self: Availability.NotFound)
+    out = earlier_results(tmp_path / "results")
+    r = CliRunner().invoke(main, ["solve", "--length", "100", "--nfe", "5", "--out", str(out)])
+    assert r.exit_code == 2 and isinstance(r.exception, SystemExit)
+    assert "solver 'lap_ipopt' is not available" in r.output and "casadi" in r.output
+    assert "--solver ipopt" in r.output and "building" not in r.output
+    assert_untouched(out)
 
 
 @pytest.mark.unit
@@ -231,7 +276,8 @@ def _interrupted_solve(tmp_path, sig, whole_group):
                                            os.environ.get("PYTHONPATH", "")]))
     env.pop("PYOMO_LAP_DEBUG", None)
     proc = subprocess.Popen([sys.executable, "-m", "pyomo_lap.cli", "solve", "--start", "3000",
-                             "--length", "60", "--nfe", "4", "--ncp", "2", "--out", str(out)],
+                             "--length", "60", "--nfe", "4", "--ncp", "2", "--out", str(out),
+                             "--solver", "ipopt"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             cwd=tmp_path, start_new_session=True)
     try:
@@ -274,6 +320,51 @@ def test_sigterm_stops_the_solver_and_keeps_earlier_results(tmp_path):
     """A scheduler's `kill PID` reaches only the Python process: the solver must be stopped."""
     rc, stdout, stderr, out, tmpdir, pid = _interrupted_solve(tmp_path, signal.SIGTERM, False)
     _assert_clean_interruption(rc, stdout, stderr, out, tmpdir, pid, 143, "SIGTERM")
+
+
+def _interrupted_lap_ipopt(tmp_path, sig, whole_group):
+    """`pyomo-lap solve` (default solver lap_ipopt, IPOPT in this process) on a sector long
+    enough to take a few seconds; ``sig`` is sent once IPOPT's iteration table appears."""
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    out = earlier_results(tmp_path / "results")
+    env = dict(os.environ, TMPDIR=str(tmpdir),
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]),
+                                           os.environ.get("PYTHONPATH", "")]))
+    env.pop("PYOMO_LAP_DEBUG", None)
+    proc = subprocess.Popen([sys.executable, "-u", "-m", "pyomo_lap.cli", "solve", "--length",
+                             "2000", "--nfe", "400", "--out", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            cwd=tmp_path, start_new_session=True)
+    try:
+        t0 = time.time()
+        seen = ""
+        while "iter    objective" not in seen:
+            line = proc.stdout.readline()
+            assert line or proc.poll() is None, seen
+            seen += line
+            assert time.time() - t0 < 120, "the solve did not start"
+        time.sleep(0.3)
+        (os.killpg if whole_group else os.kill)(proc.pid, sig)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:   # pragma: no cover - only if the test fails
+            os.killpg(proc.pid, signal.SIGKILL)
+    return proc.returncode, seen + stdout, stderr, out, tmpdir
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("sig, whole_group, code, name", [
+    (signal.SIGINT, True, 130, "SIGINT (Ctrl-C)"), (signal.SIGTERM, False, 143, "SIGTERM")])
+def test_interrupted_lap_ipopt_keeps_earlier_results(tmp_path, sig, whole_group, code, name):
+    rc, stdout, stderr, out, tmpdir = _interrupted_lap_ipopt(tmp_path, sig, whole_group)
+    assert rc == code, (rc, stdout[-2000:], stderr)
+    assert f"interrupted by {name} while lap_ipopt was solving" in stderr
+    assert "termination condition userInterrupt" in stderr and "nothing was written" in stderr
+    assert "Traceback" not in stdout + stderr
+    assert_untouched(out)
+    assert not (out.parent / "results.failed").exists()
+    assert list(tmpdir.iterdir()) == []            # IPOPT's log file is removed
 
 
 # ------------------------------------------------------------------ no result is ever lost
