@@ -12,7 +12,7 @@ from pyomo_lap import vehicle as veh
 from pyomo_lap.chain import TrackJoint
 from pyomo_lap.numeric import CarFunctions, track_vector
 from pyomo_lap.replay import replay
-from pyomo_lap.simulate import PiecewiseControls, controls_from_trajectory, simulate
+from pyomo_lap.simulate import CollocationControls, PiecewiseControls, controls_from_trajectory, simulate
 
 
 @pytest.mark.unit
@@ -52,6 +52,19 @@ def test_control_laws_and_inputs_are_checked():
         PiecewiseControls("t", [0, 2, 1], [[0, 0, 0], [1, 0, 0]])
     pc = PiecewiseControls("s", [0, 10, 20], [[1, 0, 0], [2, 0, 0]])
     assert [pc.segment(b) for b in (-5, 0, 9.9, 10, 25)] == [0, 0, 0, 1, 1]
+    with pytest.raises(ValueError, match="shape"):
+        CollocationControls("s", [0, 1], [[0.5, 1.0]], [[[0, 0, 0]]])
+    with pytest.raises(ValueError, match="distinct"):
+        CollocationControls("s", [0, 1], [[0.5, 0.5]], [[[0, 0, 0], [1, 0, 0]]])
+    # a linear law on [0, 10], a constant one on [10, 20]; held outside [0, 20]
+    cc = CollocationControls("s", [0, 10, 20], [[5, 10], [15, 20]],
+                             [[[0, 0, 0], [10, -1, 0.1]], [[3, 0, 0], [3, 0, 0]]])
+    x = np.zeros(12)
+    for b, seg, want in ((2.5, 0, [-5, 0.5, -0.05]), (10.0, 0, [10, -1, 0.1]), (10.0, 1, [3, 0, 0]),
+                         (-3.0, 0, [-10, 1, -0.1]), (30.0, 1, [3, 0, 0])):
+        x[0] = b
+        assert cc(0.0, x, seg) == pytest.approx(want)
+    assert [cc.segment(b) for b in (-5, 0, 9.9, 10, 25)] == [0, 0, 0, 1, 1]
     p = load_vehicle("fsae")
     s = np.linspace(0, 500, 101)
     from pyomo_lap import Track
@@ -64,15 +77,56 @@ def test_control_laws_and_inputs_are_checked():
 
 @pytest.mark.integration
 def test_controls_from_trajectory_follow_the_elements():
+    """Controls at every collocation point (the default OCP): on each element the control law is
+    the polynomial through the element's collocation values (degree ncp - 1 = 2 here, checked
+    against numpy's polyfit), and it may jump at the element boundaries; element-constant
+    controls give the element-constant law of before."""
     tr, p, m, rep, df = sector.solved("full")
+    assert not m.options.piecewise_constant_controls and m.options.ncp == 3
     pc = controls_from_trajectory(df, "s", start=sector.START)
+    assert isinstance(pc, CollocationControls)
     elems = sorted(m.s.get_finite_elements())
     assert pc.breaks == pytest.approx(sector.START + np.array(elems))
+    cols = ["f_xa", "f_xb", "delta"]
+    varied = 0
     for j, (a, b) in enumerate(zip(elems[:-1], elems[1:])):
         inside = df[(df["s_sector"] > a) & (df["s_sector"] <= b)]
-        assert np.allclose(inside[["f_xa", "f_xb", "delta"]].to_numpy(), pc.values[j])
+        s_abs = sector.START + inside["s_sector"].to_numpy()
+        u = inside[cols].to_numpy()
+        assert len(inside) == 3
+        for sk, uk in zip(s_abs, u):                         # through the collocation values
+            assert pc(0.0, np.r_[sk, np.zeros(11)], j) == pytest.approx(uk, rel=1e-9, abs=1e-9)
+        for frac in (0.0, 0.3, 0.8):                          # between them: the quadratic
+            sq = sector.START + a + frac * (b - a)
+            want = [np.polyval(np.polyfit(s_abs - sector.START - a, u[:, k], 2), sq - sector.START - a)
+                    for k in range(3)]
+            got = pc(0.0, np.r_[sq, np.zeros(11)], pc.segment(sq) if frac > 0 else j)
+            assert got == pytest.approx(want, rel=1e-6, abs=1e-6 * np.abs(u).max())
+        varied += np.ptp(u[:, 2]) > 1e-4
+    assert varied >= 8                   # the steering does vary within the elements
     pt = controls_from_trajectory(df, "t")
+    assert isinstance(pt, CollocationControls)
     assert pt.breaks[-1] == pytest.approx(df["t"].iloc[-1])
+    k = len(df) // 2
+    j = int(df["element"].iloc[k]) - 1
+    assert pt(df["t"].iloc[k], None, j) == pytest.approx(df[cols].iloc[k].to_numpy(), rel=1e-9, abs=1e-9)
+    # element-constant controls (as piecewise_constant_controls=True makes them): constant law
+    dc = df.copy()
+    first = dc.groupby("element")[cols].transform("first")
+    dc[cols] = first.to_numpy()
+    pcc = controls_from_trajectory(dc, "s", start=sector.START)
+    assert isinstance(pcc, PiecewiseControls)
+    for j, (a, b) in enumerate(zip(elems[:-1], elems[1:])):
+        row = df[df["s_sector"] > a].iloc[0]
+        assert pcc.values[j] == pytest.approx(row[cols].to_numpy(float))
+    poly = controls_from_trajectory(dc, "s", start=sector.START, interpolation="polynomial")
+    sq = sector.START + 0.5 * (elems[3] + elems[4])
+    assert poly(0.0, np.r_[sq, np.zeros(11)], 3) == pytest.approx(pcc.values[3], rel=1e-12, abs=1e-12)
+    # Legendre: the element end is not a collocation point and stays out of the polynomial
+    leg = controls_from_trajectory(df, "s", start=sector.START, scheme="LAGRANGE-LEGENDRE")
+    assert leg.nodes.shape == (sector.NFE, 2)
+    with pytest.raises(ValueError, match="interpolation"):
+        controls_from_trajectory(df, "s", interpolation="linear")
 
 
 @pytest.mark.integration
