@@ -9,10 +9,12 @@ dynamics. Two measures of how far it is from doing so:
   polynomial :math:`x_j(s)` through the element's start and its collocation points (exactly
   the polynomial pyomo.dae's Lagrange collocation uses). At Gauss points between the
   collocation points the algebraic loop is solved at :math:`x_j(s)` with the element's
-  controls, and the residual of the spatial DAE (39)
+  controls :math:`u_j(s)` (the polynomial of degree ``ncp - 1`` through the controls at the
+  element's collocation points, :class:`pyomo_lap.simulate.CollocationControls`: a constant
+  for piecewise-constant controls), and the residual of the spatial DAE (39)
 
   .. math::
-      r_i(s) = \frac{dx_{j,i}}{ds}(s) - \frac{f_i(x_j(s), u_j, z(s))}{\dot q_1(s)}
+      r_i(s) = \frac{dx_{j,i}}{ds}(s) - \frac{f_i(x_j(s), u_j(s), z(s))}{\dot q_1(s)}
 
   (:math:`f = (\dot q_2..\dot q_6, \ddot q_1..\ddot q_6, 1)`) is integrated over the element:
   :math:`\eta_{j,i} = \int_{e_j} |r_i|\,ds` is the error the element's polynomial makes in
@@ -20,9 +22,9 @@ dynamics. Two measures of how far it is from doing so:
   :math:`\varepsilon_j = \max_i \eta_{j,i} / (1 + \max_k |x_i(s_k)|)` (Betts, *Practical
   Methods for Optimal Control*, sec. 4.7);
 * **shooting** (``shooting=True``): from the state at each element's start the time-domain
-  simulation (:mod:`pyomo_lap.simulate`) with the element's controls is integrated to the
-  element's end; the difference from the collocation state there is the element's local
-  error [state unit] (and the time difference, [s]).
+  simulation (:mod:`pyomo_lap.simulate`) with the element's controls :math:`u_j(s)` is
+  integrated to the element's end; the difference from the collocation state there is the
+  element's local error [state unit] (and the time difference, [s]).
 
 :func:`refine_mesh` splits the elements whose scaled error exceeds a tolerance, builds the
 model on the new mesh (OCP option ``element_boundaries``), initializes it from the solved one
@@ -229,20 +231,22 @@ def collocation_defects(source, track, vehicle, *, ncp: Optional[int] = None,
         h = b - a
         xi_nodes = (s[nodes] - a) / h
         Xn = X[nodes]
-        u = U[nodes[-1]]
-        # residual at the collocation points (not the element start)
+        # residual at the collocation points (not the element start), each with its controls
         Ln, dLn = _lagrange(xi_nodes, xi_nodes[1:])
         for k, node in enumerate(nodes[1:]):
-            f, _ = rhs_spatial(tv_nodes[node], X[node], u, Z[node])
+            f, _ = rhs_spatial(tv_nodes[node], X[node], U[node], Z[node])
             node_res = np.maximum(node_res, np.abs(dLn[k] @ Xn / h - f))
         L, dL = _lagrange(xi_nodes, gx)
         xs = L @ Xn
         dxs = dL @ Xn / h
+        # the controls between the collocation points: their polynomial (degree ncp - 1)
+        Lu, _ = _lagrange(xi_nodes[1:], gx)
+        us = Lu @ U[nodes[1:]]
         res = np.zeros((ng, len(DEFECT_STATES)))
         zg = Z[nodes[1]]
         for g in range(ng):
             try:
-                f, zg = rhs_spatial(tv_eval[(j - 1) * ng + g], xs[g], u, zg)
+                f, zg = rhs_spatial(tv_eval[(j - 1) * ng + g], xs[g], us[g], zg)
                 res[g] = dxs[g] - f
             except AlgebraicLoopError:
                 res[g] = np.nan
@@ -264,16 +268,18 @@ def collocation_defects(source, track, vehicle, *, ncp: Optional[int] = None,
 
 
 def _shooting(elements, df, track, vehicle, car, start, node_sets, el):
-    from .simulate import PiecewiseControls, simulate
+    from .simulate import CollocationControls, simulate
     s = df["s_sector"].to_numpy(float)
+    U = df[["f_xa", "f_xb", "delta"]].to_numpy(float)
     cols = {st: np.full(len(elements), np.nan) for st in DEFECT_STATES}
     for j in range(1, len(elements) + 1):
         i0 = node_sets[j - 1][0]
         i1 = np.flatnonzero(el == j)[-1]
         r0, r1 = df.iloc[i0], df.iloc[i1]
         x0 = np.r_[start + s[i0], [r0[f"q{k}"] for k in range(2, 7)], [r0[f"q{k}_dot"] for k in range(1, 7)]]
-        u = df[["f_xa", "f_xb", "delta"]].to_numpy(float)[i1]
-        ctl = PiecewiseControls("s", [start + s[i0] - 1.0, start + s[i1] + 1.0], [u])
+        pts = node_sets[j - 1][1:]            # the element's collocation points
+        ctl = CollocationControls("s", [start + s[i0] - 1.0, start + s[i1] + 1.0],
+                                  [start + s[pts]], [U[pts]])
         try:
             sim = simulate(track, vehicle, ctl, x0, t_end=10.0 * (r1["t"] - r0["t"]) + 1.0,
                            s_end=start + s[i1], z0=r0[list(car.algebraic)].to_numpy(float),
@@ -294,9 +300,11 @@ def initialize_from_collocation(new, old, car: Optional[CarFunctions] = None) ->
     """Initialize a model on a refined Radau mesh from a solved one: states and their
     derivative variables from the old collocation polynomials (so on a split element the new
     collocation equations hold exactly and the dynamics residual at the new points is the old
-    solution's defect), controls of the old element, and the algebraic loop solved at every
-    new point. Better than linear interpolation (:func:`pyomo_lap.initialize.initialize_from_solution`)
-    inside split elements, where it would break the collocation equations.
+    solution's defect), controls from the old element's control polynomial (through its
+    collocation values; constant for piecewise-constant controls), and the algebraic loop
+    solved at every new point. Better than linear interpolation
+    (:func:`pyomo_lap.initialize.initialize_from_solution`) inside split elements, where it
+    would break the collocation equations.
 
     Parameters
     ----------
@@ -342,8 +350,9 @@ def initialize_from_collocation(new, old, car: Optional[CarFunctions] = None) ->
         for n in diff:
             out[n][here] = L @ vals[n][nodes]
             dout[n][here] = dL @ vals[n][nodes] / h
+        Lu, _ = _lagrange((so[pts] - a) / h, (sn[here] - a) / h)
         for n in CONTROLS:
-            out[n][here] = vals[n][pts[0]]
+            out[n][here] = Lu @ vals[n][pts]
         for n in ALGEBRAIC:
             out[n][here] = np.interp(sn[here], so, vals[n])
     tv = track_vectors(new.track_points)

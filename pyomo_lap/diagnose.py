@@ -25,6 +25,13 @@ Two choices make the toolbox usable on this model:
    that must be well-posed for any control. The inequality (path) constraints are
    deactivated for the toolbox: they are not part of that square system of equations (and
    would make the Jacobian rectangular).
+3. **Equations as equations.** :func:`pyomo_lap.ocp.build_model` writes every row as
+   ``lower <= body <= upper``, the equalities with ``lower == upper`` (a ``RangedExpression``
+   that Pyomo treats as an equality). Pyomo's incidence analysis, which the toolbox's
+   structural checks use, takes only ``EqualityExpression`` objects as equations and leaves
+   the others out of the Dulmage-Mendelsohn partition: the dynamics, the load and in-plane
+   equations would look missing and the model structurally singular.
+   :func:`equalities_as_equations` rewrites them as ``body == value`` first.
 
 :func:`check_units` checks the units of the model's optimal-control layer with Pyomo's
 ``assert_units_consistent`` (see its docstring for what it covers and what it cannot).
@@ -39,7 +46,7 @@ from typing import Optional
 
 import pyomo.environ as pyo
 
-__all__ = ["diagnose", "square_up", "check_units", "pynumero_available",
+__all__ = ["diagnose", "square_up", "equalities_as_equations", "check_units", "pynumero_available",
            "UNIT_CHECKED_COMPONENTS", "PYNUMERO_HINT"]
 
 PYNUMERO_HINT = ("the numerical checks need PyNumero's ASL library (libpynumero_ASL.so): build it "
@@ -96,6 +103,31 @@ def square_up(m) -> list:
                 v.fix()
                 fixed.append(v)
     return fixed
+
+
+def equalities_as_equations(m) -> int:
+    """Rewrite the active equality constraints written as ``lower <= body <= upper`` with
+    ``lower == upper`` as ``body == upper``.
+
+    Pyomo reports such a constraint as an equality (``equality`` is True), but its incidence
+    analysis (``pyomo.contrib.incidence_analysis``, used by the IDAES toolbox for degrees of
+    freedom and the Dulmage-Mendelsohn partition) keeps only constraints whose expression is
+    an ``EqualityExpression`` when inequalities are excluded. The rows of
+    :func:`pyomo_lap.ocp.build_model` are written with both bounds, so without this the
+    toolbox leaves every dynamics, load and in-plane equation out of its partition.
+
+    Returns
+    -------
+    int
+        The number of constraints rewritten.
+    """
+    from pyomo.core.expr.relational_expr import EqualityExpression
+    count = 0
+    for c in m.component_data_objects(pyo.Constraint, active=True, descend_into=True):
+        if c.equality and not isinstance(c.expr, EqualityExpression):
+            c.set_value(c.body == pyo.value(c.upper))
+            count += 1
+    return count
 
 
 def check_units(m, components=UNIT_CHECKED_COMPONENTS) -> dict:
@@ -228,7 +260,7 @@ def diagnose(track="nordschleife", vehicle="fsae", start: float = 500.0, length:
     echo(f"  consistent: {', '.join(units['checked'])}")
     fixed = square_up(m)
     dof = degrees_of_freedom(m)
-    echo(f"fixed {len(fixed)} degrees of freedom (controls per element, entry q2 and q3): "
+    echo(f"fixed {len(fixed)} degrees of freedom (the control values, entry q2 and q3): "
          f"{dof} left")
     inequalities = [c for c in m.component_data_objects(pyo.Constraint, active=True, descend_into=True)
                     if not c.equality]
@@ -236,6 +268,8 @@ def diagnose(track="nordschleife", vehicle="fsae", start: float = 500.0, length:
         c.deactivate()
     echo(f"deactivated {len(inequalities)} inequality (path) constraints: the toolbox checks the "
          "square system of equations")
+    n_eq = equalities_as_equations(m)
+    echo(f"wrote {n_eq} equality rows as equations (Pyomo's incidence analysis sees only those)")
     # the toolbox logs every inconsistent-units expression of the physics at ERROR level: keep
     # them out of the terminal (its report counts them)
     import logging

@@ -758,7 +758,7 @@ def _build_model(track, vehicle, config, progress, kwargs):
                     ix = s
                 else:
                     ix = key + (s,) if isinstance(key, tuple) else (key, s)
-                con[ix] = (lo, body, up)
+                con[ix] = (body == lo) if lo is not None and lo == up else (lo, body, up)
                 if not cfg.lift:     # lifted rows are not the recorded ones
                     c = con[ix]
                     built.append((c, c.expr, i, out))

@@ -6,13 +6,13 @@ points, and its controls are values at the collocation points (by default; the p
 stand for is, per finite element, the polynomial through them) or constants per finite element
 (``piecewise_constant_controls=True``), see :func:`pyomo_lap.simulate.controls_from_trajectory`.
 Integrated in time with those controls (open loop, as functions of the track distance ``q1``),
-an exact solution of the DAE
-follows the optimum as long as (i) the collocation error between the points is small and (ii)
-the car does not amplify it. A race car at its limits is open-loop unstable or close to it (in
-yaw, and always in the lateral position, which integrates the heading error), so the replay
-and the optimum part sooner or later; :func:`replay` reports when (the first track distance
-where a state leaves its tolerance), by how much, and why (which state, how fast the deviation
-grows, whether the car was unstable there: :func:`stability_along`).
+an exact solution of the DAE follows the optimum as long as (i) the collocation error between
+the points is small and (ii) the car does not amplify it. A race car at its limits is
+open-loop unstable or close to it (in yaw, and always in the lateral position, which
+integrates the heading error), so the replay and the optimum part sooner or later;
+:func:`replay` reports when (the first track distance where a state leaves its tolerance), by
+how much, and why (which state, how fast the deviation grows, whether the car was unstable
+there: :func:`stability_along`).
 
 With ``feedback=True`` (or a dict of :class:`pyomo_lap.simulate.PathFollowing` options) a
 path-following steering feedback keeps the car on the optimal path, so a whole sector can be

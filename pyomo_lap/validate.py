@@ -80,23 +80,24 @@ def validate_results(folder, feedback: bool = True, shooting: bool = False,
     df = read_trajectory(folder / "trajectory.csv")
     start = float(summary.get("start_m", df["s"].iloc[0]))
     car = CarFunctions(p)
+    scheme = summary.get("scheme", "LAGRANGE-RADAU")
     out = {"results": str(folder), "lap_time_s": summary.get("lap_time_s")}
     t0 = time.perf_counter()
     echo("replaying the optimal controls open loop ...")
-    r = replay(df, tr, p, start=start, car=car)
+    r = replay(df, tr, p, start=start, car=car, scheme=scheme)
     out["replay_open_loop"] = r.summary()
     echo(f"  states agree within tolerance up to s = {r.agree_until_s:.1f} m "
          f"(t = {r.agree_until_t:.2f} s); {r.reason}")
     if feedback:
         echo("replaying with path-following steering ...")
-        rf = replay(df, tr, p, start=start, car=car, feedback=True, explain=False)
+        rf = replay(df, tr, p, start=start, car=car, feedback=True, explain=False, scheme=scheme)
         out["replay_feedback"] = rf.summary()
         echo(f"  max |q2 dev| {rf.max_deviation['q2']:.4f} m, steering correction RMS "
              f"{rf.steer_correction_rms:.2e} rad (max {rf.steer_correction_max:.2e} rad), "
              f"sector time {rf.comparison['t_dev'].iloc[-1]:+.4f} s")
     echo("collocation defects ...")
     d = collocation_defects(df, tr, p, ncp=int(summary.get("ncp", 3)),
-                            scheme=summary.get("scheme", "LAGRANGE-RADAU"), start=start,
+                            scheme=scheme, start=start,
                             shooting=shooting, car=car)
     out["defects"] = d.summary()
     echo(f"  scaled defect max {d.summary()['eps_max']:.3g} (element at s = "
