@@ -188,8 +188,12 @@ def main(argv=None):
     a = ap.parse_args(argv)
     import pandas as pd
 
+    from pyomo.contrib.solver.solvers.ipopt import ipopt_command_line_options
+
     from pyomo_lap.lap_solver import LAP_IPOPT_OPTIONS
-    same = [f"{k}={v}" for k, v in LAP_IPOPT_OPTIONS.items()]
+    # the AMPL executable takes some options only through an options file (prefix OF_)
+    same = [f"{'' if k in ipopt_command_line_options else 'OF_'}{k}={v}"
+            for k, v in LAP_IPOPT_OPTIONS.items()]
     jobs = ["default", "full-lap"] if a.job == "both" else [a.job]
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} "
           f"{os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (1, 5, 15 min) at the start", flush=True)

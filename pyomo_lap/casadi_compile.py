@@ -24,10 +24,19 @@ import warnings
 from pathlib import Path
 from typing import Dict, Optional, Sequence
 
-__all__ = ["compile_functions", "cache_dir", "find_compiler", "CompiledFunctions"]
+__all__ = ["compile_functions", "cache_dir", "find_compiler", "CompiledFunctions",
+           "library_suffix", "COMPILER_FLAGS"]
 
 _FLAGS = ("-O1", "-fPIC", "-shared")
 _LOCK = threading.Lock()
+
+
+COMPILER_FLAGS = _FLAGS
+
+
+def library_suffix() -> str:
+    """File suffix of a shared library on this platform."""
+    return ".dll" if sys.platform == "win32" else ".dylib" if sys.platform == "darwin" else ".so"
 
 
 def cache_dir() -> Path:
@@ -74,7 +83,8 @@ class CompiledFunctions(dict):
 _IN_FLIGHT: Dict[Path, threading.Event] = {}
 
 
-def compile_functions(functions: Sequence, name: str, mode: str = "auto") -> CompiledFunctions:
+def compile_functions(functions: Sequence, name: str, mode: str = "auto",
+                      key: Optional[str] = None) -> CompiledFunctions:
     """Compiled versions of CasADi functions.
 
     Each function becomes its own C file and shared library ``<name>-<function>-<hash>``; the
@@ -90,6 +100,9 @@ def compile_functions(functions: Sequence, name: str, mode: str = "auto") -> Com
     mode : {"auto", "compile", "vm"}
         ``auto``: compile when a C compiler is found, else the virtual machine (with a
         warning); ``compile``: compile or raise; ``vm``: never compile.
+    key : str, optional
+        Cache key of the set (``<name>-<function>-<key>``), e.g. a hash of what the functions
+        were made from; default: a hash of each function's C code.
 
     Returns
     -------
@@ -130,9 +143,9 @@ def compile_functions(functions: Sequence, name: str, mode: str = "auto") -> Com
             cg = ca.CodeGenerator(src.name, {"with_header": False})
             cg.add(f)
             cg.generate(tmp + os.sep)     # never chdir: other threads share the working directory
-            key = hashlib.sha256(src.read_bytes() + " ".join((cc,) + _FLAGS).encode()
-                                 + sys.platform.encode()).hexdigest()[:20]
-            lib = folder / f"{name}-{f.name()}-{key}{suffix}"
+            fkey = key or hashlib.sha256(src.read_bytes() + " ".join((cc,) + _FLAGS).encode()
+                                         + sys.platform.encode()).hexdigest()[:20]
+            lib = folder / f"{name}-{f.name()}-{fkey}{suffix}"
             libs[f.name()] = lib
             with _LOCK:
                 if lib.exists():

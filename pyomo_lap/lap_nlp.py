@@ -131,18 +131,39 @@ def point_functions(rec, compile_mode: str = "auto") -> dict:
     ``point_f(w, track) -> rows``, ``point_fj(w, track) -> (rows, Jacobian values)`` and
     ``point_h(w, track, lam) -> lower-triangle values of`` :math:`\sum_j \lambda_j \nabla^2_w
     r_j`, the derivatives by CasADi's automatic differentiation of the function traced from
-    the tape (:meth:`pyomo_lap.ocp.PointRows.casadi_function`).
+    the tape (:meth:`pyomo_lap.ocp.PointRows.casadi_function`). The compiled libraries and
+    the sparsity patterns are cached under a hash of the tape (its operations and constants,
+    i.e. the car and the OCP's options), so a later solve of the same car loads them without
+    differentiating or generating code again.
 
     Returns
     -------
     dict
-        ``functions`` (:class:`pyomo_lap.casadi_compile.CompiledFunctions`), ``F`` (the
-        uncompiled row function), ``n_out``, ``jac_sparsity`` and ``hess_sparsity`` (row and
-        column index arrays of the Jacobian and of the Hessian's lower triangle).
+        ``functions`` (:class:`pyomo_lap.casadi_compile.CompiledFunctions`), ``n_in``,
+        ``n_out``, ``jac_sparsity`` and ``hess_sparsity`` (row and column index arrays of the
+        Jacobian and of the Hessian's lower triangle).
     """
     import casadi as ca
 
-    from .casadi_compile import compile_functions
+    from .casadi_compile import (COMPILER_FLAGS, CompiledFunctions, cache_dir, compile_functions,
+                                 find_compiler, library_suffix)
+    names = ("point_f", "point_fj", "point_h")
+    key = None
+    cc = find_compiler() if compile_mode != "vm" else None
+    if cc is not None:
+        key = _tape_key(rec, cc + " ".join(COMPILER_FLAGS) + ca.__version__)
+        folder = cache_dir()
+        meta = folder / f"pyomo_lap_point-{key}.npz"
+        libs = [folder / f"pyomo_lap_point-{n}-{key}{library_suffix()}" for n in names]
+        if meta.exists() and all(lib.exists() for lib in libs):
+            try:
+                d = np.load(meta)
+                funs = CompiledFunctions({n: ca.external(n, str(lib)) for n, lib in zip(names, libs)})
+                funs.compiled, funs.library = True, folder
+                return {"functions": funs, "n_in": int(d["n_in"]), "n_out": int(d["n_out"]),
+                        "jac_sparsity": (d["jr"], d["jc"]), "hess_sparsity": (d["hr"], d["hc"])}
+            except Exception:   # a damaged cache entry: made again below
+                pass
     F = rec.casadi_function("point_rows")
     w = ca.SX.sym("w", F.size1_in(0))
     t = ca.SX.sym("t", F.size1_in(1))
@@ -154,10 +175,41 @@ def point_functions(rec, compile_mode: str = "auto") -> dict:
     funs = compile_functions([ca.Function("point_f", [w, t], [out]),
                               ca.Function("point_fj", [w, t], [out, J.nz[:]]),
                               ca.Function("point_h", [w, t, lam], [H.nz[:]])],
-                             "pyomo_lap_point", mode=compile_mode)
-    return {"functions": funs, "F": F, "n_out": n_out,
-            "jac_sparsity": tuple(np.asarray(a, dtype=np.int64) for a in J.sparsity().get_triplet()),
-            "hess_sparsity": tuple(np.asarray(a, dtype=np.int64) for a in H.sparsity().get_triplet())}
+                             "pyomo_lap_point", mode=compile_mode, key=key)
+    jr, jc = (np.asarray(a, dtype=np.int64) for a in J.sparsity().get_triplet())
+    hr, hc = (np.asarray(a, dtype=np.int64) for a in H.sparsity().get_triplet())
+    if key is not None and funs.compiled:
+        import os
+        part = cache_dir() / f".pyomo_lap_point-{key}.{os.getpid()}.npz"
+        try:
+            np.savez(part, n_in=F.size1_in(0), n_out=n_out, jr=jr, jc=jc, hr=hr, hc=hc)
+            os.replace(part, cache_dir() / f"pyomo_lap_point-{key}.npz")
+        except OSError:
+            pass
+    return {"functions": funs, "n_in": F.size1_in(0), "n_out": n_out,
+            "jac_sparsity": (jr, jc), "hess_sparsity": (hr, hc)}
+
+
+def _tape_key(rec, salt: str) -> str:
+    """A hash of the recorded rows: every live operation with its arguments and constants,
+    the outputs and the inputs' names (with ``salt``: the compiler, its flags, CasADi)."""
+    import hashlib
+
+    from .tape import Node
+    tape = rec.tape
+    h = hashlib.sha256(salt.encode())
+    parts = []
+    for i, node in enumerate(tape.nodes):
+        if not tape.live[i]:
+            continue
+        args = ",".join(f"n{a.index}" if isinstance(a, Node) else repr(float(a)) if not
+                        isinstance(a, str) else a for a in node.args)
+        parts.append(f"{i}:{node.op}({args})")
+    parts.append("out:" + ",".join(f"n{o.index}" if isinstance(o, Node) else repr(float(o))
+                                   for o in rec.outputs))
+    parts.append("in:" + ",".join(rec.variables) + "|" + ",".join(rec.track_inputs))
+    h.update(";".join(parts).encode())
+    return h.hexdigest()[:20]
 
 
 def prefetch_point_functions(vehicle, config=None):
@@ -496,8 +548,7 @@ class LapNLP:
         jr, jc = pf["jac_sparsity"]
         hr, hc = pf["hess_sparsity"]
         n_out = pf["n_out"]
-        F = pf["F"]
-        n_in = F.size1_in(0)
+        n_in = pf["n_in"]
         N = len(rec.points)
         # which point inputs the active recorded rows depend on
         R_ = np.array([r for r in range(len(recorded))], dtype=np.int64)

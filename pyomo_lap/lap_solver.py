@@ -156,6 +156,10 @@ class LapIpoptConfig(SolverConfig):
             description="threads of the per-point functions (0: the number of CPUs, at most 4)"))
 
 
+_OWN_OPTIONS = ("compile", "verify_points", "eliminate_derivatives", "tune_process", "eval_threads")
+"""Options of :class:`LapIpoptConfig` that may be given among the solver options."""
+
+
 class LapSolutionLoader(SolutionLoader):
     """Primal and dual values of a :class:`LapIpopt` solve."""
 
@@ -267,6 +271,13 @@ class LapIpopt(SolverBase):
         results.solver_name = self.name
         results.solver_version = self.version()
         config = self.config(value=kwds, preserve_implicit=True)
+        # this solver's own options may also come with the IPOPT options (the CLI's
+        # --solver-option, Pyomo's legacy `options`): take them out of those
+        user = dict(config.solver_options.value() if hasattr(config.solver_options, "value")
+                    else config.solver_options)
+        for key in _OWN_OPTIONS:
+            if key in user:
+                config[key] = user.pop(key)
         StaleFlagManager.mark_all_as_stale()
         nlp = LapNLP(model, compile=config.compile, threads=config.eval_threads or None,
                      verify_points=config.verify_points)
@@ -289,8 +300,7 @@ class LapIpopt(SolverBase):
         options = dict(LAP_IPOPT_OPTIONS)
         if config.time_limit is not None:           # Pyomo's common option, as IPOPT's
             options["max_wall_time"] = float(config.time_limit)
-        options.update(config.solver_options.value() if hasattr(config.solver_options, "value")
-                       else dict(config.solver_options))
+        options.update(user)
         tee = bool(config.tee)
         iterations = {"n": -1}
 
