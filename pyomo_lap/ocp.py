@@ -454,6 +454,11 @@ def _replay(m, rec: PointRows, tp, sigma, named: bool, progress) -> list:
         m.car.cse = pyo.Expression(m.s, m.car.cse_index, doc="common subexpressions of the car equations")
     cse = m.car.component("cse")
     comps = [m.component(name) for name in POINT_VARIABLES]
+    columns = []          # the variables of each component at every point, in point order
+    for c in comps:
+        keys, datas = zip(*c.items()) if len(c) == n else ((), ())
+        columns.append(list(datas) if list(keys) == list(sigma) else [c[s] for s in sigma])
+    point_vars = list(zip(*columns))
     values = [None] * n
     done = 0
     for replay, pts, nums in groups:
@@ -461,12 +466,11 @@ def _replay(m, rec: PointRows, tp, sigma, named: bool, progress) -> list:
             s = sigma[i]
             if named:
                 def share(k, value, _s=s):
-                    cse[_s, k] = value
-                    return cse[_s, k]
+                    return _set_new(cse, (_s, k), value)
             else:
                 def share(k, value):
                     return value
-            values[i] = replay.build([c[s] for c in comps], row, namer.at(s), share)
+            values[i] = replay.build(point_vars[i], row, namer.at(s), share)
             done += 1
             if progress is not None:
                 progress("building the model", done, n)
@@ -584,6 +588,7 @@ class _Namer:
         self.block = block
         self.index_set = index_set
         self.pending = {}
+        self.comps = {}
         self.lift = tuple(lift)
 
     def at(self, s):
@@ -596,7 +601,7 @@ class _Namer:
                     self.block.add_component(f"{tag}_def", pyo.Constraint(self.index_set))
                 self.block.component(f"{tag}_def")[s] = var[s] == value
                 return var[s]
-            comp = self.block.component(tag)
+            comp = self.comps.get(tag)
             if is_number(value):
                 if comp is None:
                     self.pending.setdefault(tag, {})[s] = value
@@ -604,13 +609,23 @@ class _Namer:
                     comp[s] = value
                 return value
             if comp is None:
-                comp = pyo.Expression(self.index_set)
+                comp = self.comps[tag] = pyo.Expression(self.index_set)
                 self.block.add_component(tag, comp)
                 for ss, v in self.pending.pop(tag, {}).items():
                     comp[ss] = v
-            comp[s] = value
-            return comp[s]
+            return _set_new(comp, s, value)
         return name
+
+
+def _set_new(comp, index, value):
+    """``comp[index] = value`` for a new entry of an indexed component, returning the entry
+    (Pyomo's ``_setitem_when_not_present`` does both in one step: a model has about 40 such
+    entries per point; the public route looks the index up twice)."""
+    setter = getattr(comp, "_setitem_when_not_present", None)
+    if setter is not None:
+        return setter(index, value)
+    comp[index] = value
+    return comp[index]
 
 
 def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = None,
@@ -758,9 +773,8 @@ def _build_model(track, vehicle, config, progress, kwargs):
                     ix = s
                 else:
                     ix = key + (s,) if isinstance(key, tuple) else (key, s)
-                con[ix] = (body == lo) if lo is not None and lo == up else (lo, body, up)
+                c = _set_new(con, ix, (body == lo) if lo is not None and lo == up else (lo, body, up))
                 if not cfg.lift:     # lifted rows are not the recorded ones
-                    c = con[ix]
                     built.append((c, c.expr, i, out))
     # what the fast solver path checks before it uses the recorded rows instead of these
     # expressions: the variable components, the named expressions and the track numbers
