@@ -319,16 +319,16 @@ def build_casadi_nlp(m, mode: str = "MX", map_parallelization: str = "serial",
     P = nlp._point
     if P is not None:
         F = P["rec"].casadi_function("point_rows")
-        N, n_in = P["N"], P["W0"].shape[0]
+        N, n_in = P["N"], P["W0"].shape[1]
         W0 = P["W0"].copy()
         W0.ravel()[P["wpos"]] = 0.0
         # the point inputs, (n_in, N): W0 plus the decision variables placed by a 0/1 matrix
-        # (rows: positions in W0 flattened row-major)
+        # (W0 is point-major (N, n_in): flattened, it is the column-major (n_in, N))
         place = scipy.sparse.csc_matrix((np.ones(P["wpos"].size), (P["wpos"], P["wx"])),
                                         shape=(n_in * N, n))
         Wflat = ca.DM(W0.ravel()) + ca.mtimes(ca.DM(place), x)
-        W = ca.reshape(Wflat, N, n_in).T           # CasADi reshapes column-major
-        out = F.map(N, map_parallelization)(W, ca.DM(P["T"]))
+        W = ca.reshape(Wflat, n_in, N)             # CasADi reshapes column-major
+        out = F.map(N, map_parallelization)(W, ca.DM(P["T"].T))
         flat = ca.vec(out)                         # column-major: entry j + n_out * point
         blocks.append(flat[(P["rows_pt"] * P["n_out"] + P["rows_out"]).tolist()])
     if nlp._lin.shape[0]:
