@@ -771,6 +771,7 @@ def _build_model(track, vehicle, config, progress, kwargs):
     first = sigma[0]
     where = {"all": sigma, "interior": sigma[1:], "first": sigma[:1]}
     built = rec.built = []        # (ConstraintData, its expression, point, output) as built
+    record_built = not cfg.lift   # lifted rows are not the recorded ones
     for fam in rec.families:
         pts = where[fam.where]
         if fam.where == "first":
@@ -795,7 +796,7 @@ def _build_model(track, vehicle, config, progress, kwargs):
                 else:
                     ix = key + (s,) if isinstance(key, tuple) else (key, s)
                 c = _set_new(con, ix, (body == lo) if lo is not None and lo == up else (lo, body, up))
-                if not cfg.lift:     # lifted rows are not the recorded ones
+                if record_built:
                     built.append((c, c.expr, i, out))
     # what the fast solver path checks before it uses the recorded rows instead of these
     # expressions: the variable components, the named expressions and the track numbers

@@ -10,6 +10,8 @@ passes as in the classic "GGV" lap simulators.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .vehicle import VehicleParameters
@@ -61,32 +63,39 @@ def quasi_steady_speed(p: VehicleParameters, s: np.ndarray, omega: np.ndarray,
         v_lat = np.where(den > 1e-9, np.sqrt(np.maximum(mu * m * g_n, 0) / den), v_top)
     v_lat = np.clip(v_lat, v_min, v_top)
 
+    # the passes are a scalar recurrence: Python floats and lists (numpy scalars cost ~10x)
+    gn, kn, ka, gt = g_n.tolist(), kappa_n.tolist(), np.abs(kappa).tolist(), g_loc[:, 0].tolist()
+    P_max, sqrt = float(p.P_max), math.sqrt
+
     def ax_limit(v, i, sign):
-        normal = m * (g_n[i] + v * v * kappa_n[i]) + kd * v * v
-        lat = m * v * v * abs(kappa[i])
+        v2 = v * v
+        normal = m * (gn[i] + v2 * kn[i]) + kd * v2
+        lat = m * v2 * ka[i]
         grip = mu * max(normal, 0.0)
-        rem = grip * np.sqrt(max(0.0, 1 - min(1.0, (lat / grip) ** 2))) if grip > 0 else 0.0
+        rem = grip * sqrt(max(0.0, 1 - min(1.0, (lat / grip) ** 2))) if grip > 0 else 0.0
         if sign > 0:   # accelerating: power and rear-axle grip (about half the load)
-            fx = min(p.P_max / max(v, 1.0), 0.6 * rem)
-            return (fx - kx * v * v) / m - g_loc[i, 0]
-        return (rem + kx * v * v) / m + g_loc[i, 0]   # braking (positive deceleration)
+            fx = min(P_max / max(v, 1.0), 0.6 * rem)
+            return (fx - kx * v2) / m - gt[i]
+        return (rem + kx * v2) / m + gt[i]   # braking (positive deceleration)
 
     n = len(s)
-    ds = np.diff(s)
-    v = v_lat.copy()
+    ds = np.diff(s).tolist()
+    v = v_lat.tolist()
+    vmin2 = v_min ** 2
     passes = 2 if closed else 1
     for _ in range(passes):
         if v_start is not None and not closed:
-            v[0] = v_start
+            v[0] = float(v_start)
         for i in range(n - 1):   # forward
             a = ax_limit(v[i], i, +1)
-            v[i + 1] = min(v[i + 1], np.sqrt(max(v[i] ** 2 + 2 * a * ds[i], v_min ** 2)))
+            v[i + 1] = min(v[i + 1], sqrt(max(v[i] ** 2 + 2 * a * ds[i], vmin2)))
         if closed:
             v[0] = min(v[0], v[-1])
     for _ in range(passes):
         for i in range(n - 1, 0, -1):   # backward
             a = ax_limit(v[i], i, -1)
-            v[i - 1] = min(v[i - 1], np.sqrt(max(v[i] ** 2 + 2 * a * ds[i - 1], v_min ** 2)))
+            v[i - 1] = min(v[i - 1], sqrt(max(v[i] ** 2 + 2 * a * ds[i - 1], vmin2)))
         if closed:
             v[-1] = min(v[-1], v[0])
+    v = np.asarray(v, dtype=float)
     return np.maximum(v, v_min)

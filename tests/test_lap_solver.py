@@ -643,3 +643,63 @@ def test_eliminated_derivatives_give_the_same_solution_and_duals():
     assert worst < 1e-5, worst
     # the collocation rows (eliminated) do carry multipliers: the check is not vacuous
     assert max(abs(a.dual[c]) for c in a.dq2_dot_ds_disc_eq.values()) > 1e-3
+
+
+@pytest.mark.unit
+def test_quadratic_objectives_are_read_exactly_and_others_refused():
+    """The quadratic reader of the objective (sparse products instead of a CasADi call per
+    node) against Pyomo's own evaluation at random points; non-quadratic shapes give None
+    (they go through the general translation)."""
+    from pyomo_lap.lap_nlp import _quadratic
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(range(4))
+    m.z = pyo.Var(initialize=0.3)
+    m.z.fix()
+    m.p = pyo.Param(initialize=1.5, mutable=True)
+    x = m.x
+    quadratic = [
+        (x[0] - 2 * x[1]) ** 2 / m.p + 3 * x[0] * x[1] - x[2] + m.z * x[3] ** 2,
+        -(x[0] + 1) * (x[1] - 2) + 4.0,
+        m.p ** 2 * x[0] - x[0] * x[0] + sum((x[k + 1] - x[k]) ** 2 for k in range(3)),
+        m.z ** 3 + (x[3] * m.z) * x[2],
+    ]
+    others = [x[0] ** 3, pyo.exp(x[0]), x[0] / x[1], x[0] * x[1] * x[2], x[0] ** m.z, x[0] ** 0.5]
+    rng = np.random.default_rng(3)
+    for e in quadratic:
+        c, lin, pairs = _quadratic(e)
+        for _ in range(3):
+            for k in range(4):
+                x[k].set_value(float(rng.normal()))
+            got = (c + sum(a * v.value for v, a in lin.values())
+                   + sum(q * vi.value * vj.value for vi, vj, q in pairs.values()))
+            assert got == pytest.approx(pyo.value(e), rel=1e-12, abs=1e-12)
+    for e in others:
+        assert _quadratic(e) is None, str(e)
+
+
+@pytest.mark.integration
+def test_quadratic_objective_path_matches_the_general_translation(track, vehicle, monkeypatch):
+    """The objective read as a quadratic and the objective walked into CasADi give the same
+    value, gradient and Hessian of the Lagrangian at a random point."""
+    import scipy.sparse as sps
+
+    import pyomo_lap.lap_nlp as ln
+    m = build_model(track, vehicle, **SECTOR, named_subexpressions=False)
+    initialize_model(m)
+    a = LapNLP(m)
+    monkeypatch.setattr(ln, "_quadratic", lambda e: None)
+    b = LapNLP(m)
+    rng = np.random.default_rng(5)
+    x = a.x0 + 0.05 * rng.normal(size=a.n)
+    assert a.objective(x) == pytest.approx(b.objective(x), rel=1e-13)
+    ga, gb = np.zeros(a.n), np.zeros(b.n)
+    a.gradient(x, ga)
+    b.gradient(x, gb)
+    assert np.allclose(ga, gb, rtol=1e-12, atol=1e-14)
+    lam = rng.normal(size=a.m)
+    ha, hb = np.zeros(a.hess_rows.size), np.zeros(b.hess_rows.size)
+    a.hessian(x, 0.7, lam, ha)
+    b.hessian(x, 0.7, lam, hb)
+    Ha = sps.coo_matrix((ha, (a.hess_rows, a.hess_cols)), shape=(a.n, a.n)).toarray()
+    Hb = sps.coo_matrix((hb, (b.hess_rows, b.hess_cols)), shape=(b.n, b.n)).toarray()
+    assert np.allclose(Ha, Hb, rtol=1e-12, atol=1e-9)
