@@ -492,10 +492,11 @@ class SimulationResult:
             return out
         spl = CubicHermiteSpline(t, x, xd, axis=0)
         q1 = x[:, 0]
-        inside = (s_query >= q1[0]) & (s_query <= q1[-1])
+        # a run that stops at s_end ends there to the event tolerance: 1 um counts as inside
+        inside = (s_query >= q1[0] - 1e-6) & (s_query <= q1[-1] + 1e-6)
         if not np.all(np.diff(q1) > 0):
             inside &= False
-        tq = np.interp(s_query[inside], q1, t)
+        tq = np.interp(np.clip(s_query[inside], q1[0], q1[-1]), q1, t)
         for _ in range(3):   # Newton on q1(t) = s
             xs = spl(tq)
             tq = np.clip(tq - (xs[:, 0] - s_query[inside]) / np.maximum(xs[:, n], 1e-6), t[0], t[-1])
