@@ -17,7 +17,7 @@ from . import lap_solver  # noqa: E402,F401  (registers the solver 'lap_ipopt' w
 from .results import trajectory_dataframe, write_results, read_trajectory  # noqa: E402
 from .api import solve_sector, SolveFailedError  # noqa: E402
 from .plots import plot_results  # noqa: E402  (matplotlib is imported when plotting)
-from .compare import compare_runs  # noqa: E402
+from .plots import compare_runs  # noqa: E402
 
 __all__ = [
     "Track", "TrackPoints", "load_track", "available_tracks", "TrackDataError",

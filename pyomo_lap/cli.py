@@ -270,7 +270,7 @@ def plot(results_dir, out_dir, pdf, reference, figures):
 @click.option("--pdf", is_flag=True, help="also write compare.pdf")
 def compare(run_a, run_b, out_dir, sectors, pdf):
     """Time delta of RUN_B against RUN_A along the track (table, CSV and plot)."""
-    from .compare import compare_runs
+    from .plots import compare_runs
     if sectors < 1 or sectors > 1000:
         _fail(f"--sectors {sectors}: expected an integer between 1 and 1000")
     try:

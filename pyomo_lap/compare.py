@@ -7,18 +7,16 @@ interpolated linearly in ``s`` and restarted at zero at the start of the overlap
 
 is positive where B has lost time on A since ``s_0``. Its value at the end of the overlap is
 the difference of the sector times over the overlap.
+
+The numbers only; the figures and the writer of a comparison folder
+(:func:`pyomo_lap.plots.compare_runs`, ``pyomo-lap compare``) are in :mod:`pyomo_lap.plots`.
 """
 from __future__ import annotations
-
-from pathlib import Path
-from typing import Optional
 
 import numpy as np
 import pandas as pd
 
-from .results import read_summary, read_trajectory
-
-__all__ = ["delta_along_track", "compare_runs", "sector_deltas", "figure_compare"]
+__all__ = ["delta_along_track", "sector_deltas"]
 
 
 def _s_abs(df: pd.DataFrame) -> np.ndarray:
@@ -91,89 +89,3 @@ def sector_deltas(delta: pd.DataFrame, n_sectors: int = 3) -> pd.DataFrame:
              "time_A [s]": ta[k + 1] - ta[k], "time_B [s]": tb[k + 1] - tb[k],
              "delta [s]": (tb[k + 1] - tb[k]) - (ta[k + 1] - ta[k])} for k in range(int(n_sectors))]
     return pd.DataFrame(rows)
-
-
-def figure_compare(delta: pd.DataFrame, label_a: str = "A", label_b: str = "B"):
-    """Speed of both runs, time delta and lateral offsets along the track."""
-    from .plots import _plt
-    plt = _plt()
-    s = delta["s [m]"]
-    fig, axs = plt.subplots(3, 1, figsize=(10, 8), sharex=True,
-                            gridspec_kw={"height_ratios": [2, 1.3, 1]})
-    axs[0].plot(s, delta["speed_A [km/h]"], color="tab:blue", label=label_a)
-    axs[0].plot(s, delta["speed_B [km/h]"], color="tab:orange", label=label_b)
-    axs[0].set_ylabel("speed [km/h]")
-    axs[0].legend(loc="best", fontsize=8)
-    axs[1].plot(s, delta["delta_t [s]"], color="tab:purple")
-    axs[1].axhline(0.0, color="0.6", lw=0.8)
-    axs[1].set_ylabel(f"t({label_b}) - t({label_a}) [s]")
-    axs[2].plot(s, delta["q2_A [m]"], color="tab:blue")
-    axs[2].plot(s, delta["q2_B [m]"], color="tab:orange")
-    axs[2].set_ylabel("q2 [m]")
-    axs[2].set_xlabel("s [m]")
-    final = float(delta["delta_t [s]"].iloc[-1])
-    axs[0].set_title(f"{label_b} against {label_a}: {final:+.3f} s over "
-                     f"{float(s.iloc[0]):.0f}-{float(s.iloc[-1]):.0f} m (> 0: {label_b} is behind)",
-                     fontsize=10)
-    fig.tight_layout()
-    return fig
-
-
-def compare_runs(dir_a, dir_b, out_dir=None, n_sectors: int = 3, formats=("png",),
-                 echo=None) -> dict:
-    """Compare two results folders and write ``compare.csv``, ``compare_sectors.csv`` and
-    ``compare.png`` (and ``compare.pdf`` on request).
-
-    Parameters
-    ----------
-    dir_a, dir_b : str or Path
-        Results folders (A is the reference).
-    out_dir : str or Path, optional
-        Where to write (default ``<dir_b>/compare_<name of A>``).
-    n_sectors : int
-        Equal parts of the overlap timed in the sector table.
-    formats : sequence of str
-        ``"png"`` and/or ``"pdf"``.
-    echo : callable, optional
-        Progress messages.
-
-    Returns
-    -------
-    dict
-        ``delta`` (DataFrame of :func:`delta_along_track`), ``sectors`` (DataFrame of
-        :func:`sector_deltas`), ``delta_t_s`` (final delta), ``files`` (paths written).
-
-    Raises
-    ------
-    FileNotFoundError
-        A folder is not a results folder.
-    ValueError
-        The runs are on different tracks or do not overlap; bad ``formats``.
-    """
-    echo = echo or (lambda *_: None)
-    formats = tuple(formats)
-    if not formats or any(f not in ("png", "pdf") for f in formats):
-        raise ValueError(f"formats = {formats!r}: expected 'png' and/or 'pdf'")
-    dir_a, dir_b = Path(dir_a), Path(dir_b)
-    sum_a, sum_b = read_summary(dir_a), read_summary(dir_b)
-    if sum_a.get("track") != sum_b.get("track"):
-        raise ValueError(f"the runs are on different tracks: {sum_a.get('track')!r} ({dir_a}) and "
-                         f"{sum_b.get('track')!r} ({dir_b})")
-    delta = delta_along_track(read_trajectory(dir_a), read_trajectory(dir_b))
-    sectors = sector_deltas(delta, n_sectors)
-    out = Path(out_dir) if out_dir is not None else dir_b / f"compare_{dir_a.name}"
-    out.mkdir(parents=True, exist_ok=True)
-    files = []
-    delta.to_csv(out / "compare.csv", index=False, float_format="%.10g")
-    sectors.to_csv(out / "compare_sectors.csv", index=False, float_format="%.10g")
-    files += [out / "compare.csv", out / "compare_sectors.csv"]
-    fig = figure_compare(delta, dir_a.name, dir_b.name)
-    for fmt in formats:
-        fig.savefig(out / f"compare.{fmt}", dpi=120)
-        files.append(out / f"compare.{fmt}")
-    from .plots import _plt
-    _plt().close(fig)
-    for f in files:
-        echo(f"  wrote {f}")
-    return {"delta": delta, "sectors": sectors, "delta_t_s": float(delta["delta_t [s]"].iloc[-1]),
-            "files": files}

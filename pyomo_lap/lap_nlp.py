@@ -22,7 +22,7 @@ structure of a pyomo_lap model:
 * **linear rows** of the shapes pyomo.dae's collocation equations and the boundary conditions
   have (sums of variables times numbers): a constant sparse matrix.
 * **any other row and the objective**: walked into CasADi ``SX`` expressions
-  (:func:`pyomo_lap.casadi_ocp.pyomo_to_casadi`), differentiated by CasADi. A node the walker
+  (:func:`pyomo_lap.casadi_expr.pyomo_to_casadi`), differentiated by CasADi. A node the walker
   cannot translate raises :class:`NotImplementedError` that names the constraint.
 
 Fixed variables are constants; a variable enters the NLP only if a row or the objective
@@ -389,7 +389,7 @@ class LapNLP:
                 s = gen_syms[k] = ca.SX.sym(f"x{k}")
             return s
 
-        from .casadi_ocp import pyomo_to_casadi
+        from .casadi_expr import pyomo_to_casadi
         lin_bounds, nl_bounds = [], []
         for c in generic:
             # the linear shapes pyomo.dae and the boundary conditions write go into a sparse
