@@ -27,7 +27,8 @@ from .solve import solve_model
 from .track import load_track
 from .vehicle import load_vehicle
 
-__all__ = ["solve_sector", "model_size", "SolveFailedError", "ResultsNotWrittenError"]
+__all__ = ["solve_sector", "model_size", "SolveFailedError", "ResultsNotWrittenError",
+           "result_line"]
 
 
 class ResultsNotWrittenError(OSError):
@@ -83,19 +84,30 @@ def _provenance(p, solver_name: str) -> dict:
 
 
 def _input_files(tr, vehicle) -> dict:
-    """Paths and SHA-256 of the track and vehicle files the run read (when they are files)."""
+    """Absolute, resolved paths and SHA-256 of the track and vehicle files the run read (when
+    they are files)."""
     from .vehicle import models_dir
     out = {}
     src = (getattr(tr, "provenance", None) or {}).get("source_file")
     if src and Path(src).exists():
-        out["track_file"] = str(src)
+        out["track_file"] = str(Path(src).resolve())
         out["track_file_sha256"] = _sha256(src)
     if isinstance(vehicle, (str, Path)):
         vp = Path(vehicle) if Path(vehicle).suffix == ".toml" else models_dir() / f"{vehicle}.toml"
         if vp.exists():
-            out["vehicle_file"] = str(vp)
+            out["vehicle_file"] = str(vp.resolve())
             out["vehicle_file_sha256"] = _sha256(vp)
     return out
+
+
+def result_line(summary: dict, periodic: bool) -> str:
+    """The last line of a solve: ``'lap time ...'`` for a closed lap (``periodic``),
+    ``'sector time ...'`` for a sector, with the distance, mean and top speed and the times
+    of the timed sectors."""
+    what = "lap time" if periodic else "sector time"
+    return (f"{what} {summary['lap_time_s']:.3f} s over {summary['length_m']:.0f} m "
+            f"(mean {summary['mean_speed_kmh']:.1f} km/h, max {summary['max_speed_kmh']:.1f} km/h); "
+            "sectors " + ", ".join(f"{x['time_s']:.3f}" for x in summary["sectors"]) + " s")
 
 
 def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
@@ -113,7 +125,8 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     track : str, Path or Track
     vehicle : str, Path or VehicleParameters
     start, length : float
-        Sector [m] (``length=None``: to the end of the track).
+        Sector [m] (``length=None``: to the end of the track). On a closed track a sector
+        is at most one lap (``periodic=True`` for the lap itself).
     nfe, ncp, scheme : collocation mesh (see :data:`pyomo_lap.ocp.OCP_CONFIG`); ``nfe=None``:
         elements of about 10 m (``OCP_CONFIG.element_length``).
     initial_speed : float, 'quasi-steady' or 'free'
@@ -149,7 +162,8 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     Raises
     ------
     ValueError
-        Bad track, vehicle or options (before any solve); :class:`TrackDataError` and
+        Bad track, vehicle or options (before any solve), a sector longer than one lap of a
+        closed track; :class:`TrackDataError` and
         :class:`VehicleFileError` list every problem of the data.
     SolverNotFoundError
         The solver is not installed (before any build).
@@ -220,7 +234,7 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
         warm = {"single_track_time_s": float(pyo.value(ms.lap_time)),
                 "single_track_iterations": rs.iterations, "single_track_solve_time_s": rs.solve_time_s}
         warm_start_full(m, ms)
-        echo(f"  single-track sector time {warm['single_track_time_s']:.3f} s "
+        echo(f"  single-track {'lap' if periodic else 'sector'} time {warm['single_track_time_s']:.3f} s "
              f"({rs.iterations} iterations, {rs.solve_time_s:.1f} s)")
     init_s = time.perf_counter() - t0
     echo(f"  initial guess in {init_s:.1f} s (quasi-steady estimate {info['estimated_time_s']:.2f} s)")
@@ -309,9 +323,7 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
                 f"{out_dir}/ was left untouched." if where is not None else "")
         raise SolveFailedError(f"{solver} did not find an optimal solution: {rep.describe()}.{kept}",
                                rep, where)
-    echo(f"sector time {summary['lap_time_s']:.3f} s over {m.sector_length:.0f} m "
-         f"(mean {summary['mean_speed_kmh']:.1f} km/h, max {summary['max_speed_kmh']:.1f} km/h); "
-         "sectors " + ", ".join(f"{x['time_s']:.3f}" for x in summary["sectors"]) + " s")
+    echo(result_line(summary, periodic))
     return m, rep, df, summary
 
 
@@ -332,8 +344,8 @@ def _write_or_fallback(out_dir: Path, df, summary: dict, params: dict, rep, echo
             raise ResultsNotWrittenError(msg) from None
         echo(msg)
         return where
-    echo(f"{'results' if rep.ok else 'partial results'} written to {where}/ "
-         "(trajectory.csv, trajectory.parquet, results.xlsx, summary.json)")
+    files = sorted(p.name for p in Path(where).iterdir() if p.is_file())
+    echo(f"{'results' if rep.ok else 'partial results'} written to {where}/ ({', '.join(files)})")
     return where
 
 

@@ -174,7 +174,11 @@ def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_spe
     except (SolveFailedError, ResultsNotWrittenError) as exc:
         _fail(str(exc), code=1)
     except (ValueError, OSError, SolverNotFoundError) as exc:
-        _fail(str(exc))
+        msg = str(exc)
+        if (any(getattr(f, "kind", "") == "longer_than_lap" for f in getattr(exc, "findings", []))
+                and ctx.get_parameter_source("length") is click.core.ParameterSource.DEFAULT):
+            msg += f" (--length was not given: its default is {length:g} m)"
+        _fail(msg)
     except Exception as exc:  # noqa: BLE001 - reported in one line, never a traceback
         _unexpected(exc)
     finally:

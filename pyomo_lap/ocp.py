@@ -517,8 +517,9 @@ def sector_mesh(track, cfg):
     Raises
     ------
     ValueError
-        Sector outside an open track, periodic on a sector that is not a whole closed lap,
-        bad element boundaries, too short a sector for the mesh.
+        Sector outside an open track, longer than one lap of a closed track, periodic on a
+        sector that is not a whole closed lap, bad element boundaries, too short a sector for
+        the mesh.
     """
     if not (np.isfinite(cfg.start) and 0 <= cfg.start < track.length):
         raise ValueError(f"start = {cfg.start!r} m: expected 0 <= start < {track.length:.1f} m "
@@ -529,6 +530,11 @@ def sector_mesh(track, cfg):
     if not L > 0:
         raise ValueError(f"sector length must be > 0 m, got length={cfg.length!r} "
                          f"(start={cfg.start} m, track length {track.length:.1f} m)")
+    if track.closed and L > track.length + 1e-6 * max(1.0, track.length):
+        raise ValueError(f"sector length {L:.1f} m: longer than one lap of the closed loop "
+                         f"{track.name!r}, which is {track.length:.1f} m long; expected a length "
+                         f"<= {track.length:.1f} m (a sector is at most one lap; the whole lap: "
+                         "periodic=True, length=None)")
     if not track.closed and cfg.start + L > track.length + 1e-6:
         raise ValueError(f"sector [{cfg.start}, {cfg.start + L}] m runs past the end of the open "
                          f"track {track.name!r} (length {track.length:.1f} m)")
@@ -653,8 +659,8 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
     Raises
     ------
     ValueError
-        Sector outside an open track, periodic on a sector that is not a whole closed lap,
-        too short a sector for the mesh.
+        Sector outside an open track, longer than one lap of a closed track, periodic on a
+        sector that is not a whole closed lap, too short a sector for the mesh.
     """
     from .gc_pause import gc_paused
     with gc_paused():

@@ -31,7 +31,7 @@ from pyomo.opt import TerminationCondition
 __all__ = ["SolveReport", "solve_model", "ensure_solver", "SolverNotFoundError",
            "SolveInterrupted", "DEFAULT_IPOPT_OPTIONS", "diagnose", "TESTED_SOLVERS",
            "log_statistics", "DEFAULT_SOLVER", "ASL_SOLVERS",
-           "parse_solver_options"]
+           "parse_solver_options", "decode_solver_message"]
 
 TESTED_SOLVERS = ("lap_ipopt", "ipopt", "ipopt_v2")
 """Solver names (Pyomo ``SolverFactory`` names) that the test suite solves the OCP with."""
@@ -75,6 +75,18 @@ class SolveInterrupted(KeyboardInterrupt):
     def __init__(self, report: "SolveReport"):
         self.report = report
         super().__init__(report.describe())
+
+
+_ESCAPE = re.compile(r"\\x([0-9A-Fa-f]{2})")
+
+
+def decode_solver_message(text) -> str:
+    """A solver message with its ``\\xHH`` escapes decoded: AMPL solution files escape the
+    colon, which Pyomo passes on (``'Ipopt 3.11.9\\x3a Optimal Solution Found'`` ->
+    ``'Ipopt 3.11.9: Optimal Solution Found'``). Other text is unchanged."""
+    if not text:
+        return "" if text is None else str(text)
+    return _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), str(text))
 
 
 @dataclasses.dataclass
@@ -133,6 +145,8 @@ class SolveReport:
     details: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
+        self.message = decode_solver_message(self.message)
+        self.exit_message = decode_solver_message(self.exit_message)
         if not self.kind:
             self.kind, self.explanation, self.hint = diagnose(self)
 

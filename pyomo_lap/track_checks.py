@@ -36,6 +36,7 @@ kind                   detected when                                            
                        of height between the two branches (no bridge)
 ``narrower_than_car``  left + right width < car width + 2 margins (per sector)         none
 ``sector_past_end``    start + length beyond the end of an open track                  the sector is shortened to end at the track's end
+``longer_than_lap``    a sector longer than one lap of a closed loop                   none (a whole lap: ``--full-lap``, ``periodic=True``)
 =====================  ==============================================================  =====================================================
 """
 from __future__ import annotations
@@ -53,7 +54,8 @@ __all__ = ["Finding", "TrackDataError", "TrackRepairWarning", "CheckedPoints", "
 
 KINDS = ("missing_value", "too_few_points", "duplicate_points", "position_spike",
          "unclosed_loop", "elevation_zero", "elevation_spike", "elevation_step", "bad_width", "bad_banking",
-         "too_short", "too_long", "steep_grade", "self_intersection", "narrower_than_car", "sector_past_end")
+         "too_short", "too_long", "steep_grade", "self_intersection", "narrower_than_car", "sector_past_end",
+         "longer_than_lap")
 """Kinds of :class:`Finding`."""
 
 MAX_GRADE = 0.35
@@ -684,8 +686,9 @@ def check_sector(track, start: float, length: Optional[float], *, repair: bool =
     Raises
     ------
     TrackDataError
-        ``start`` outside the track, a non-positive or non-finite length, or (without
-        ``repair``) a sector past the end of an open track.
+        ``start`` outside the track, a non-positive or non-finite length, a sector longer
+        than one lap of a closed loop (the message gives the loop's length; never repaired),
+        or (without ``repair``) a sector past the end of an open track.
     """
     src = f"track {track.name!r}"
     L = track.length
@@ -697,6 +700,11 @@ def check_sector(track, start: float, length: Optional[float], *, repair: bool =
     if not (math.isfinite(length) and length > 0):
         raise TrackDataError(src, [Finding("sector_past_end", f"length = {length!r} m: expected "
                                                               "a positive, finite sector length")])
+    if track.closed and length > L + 1e-6 * max(1.0, L):
+        raise TrackDataError(src, [Finding(
+            "longer_than_lap", f"sector length {length:.1f} m: longer than one lap of the closed "
+            f"loop, which is {L:.1f} m long; expected a length <= {L:.1f} m (a sector is at most "
+            "one lap; the whole lap: --full-lap, Python: periodic=True, length=None)")])
     if not track.closed and start + length > L + 1e-6:
         f = Finding("sector_past_end",
                     f"the sector {start:.1f} m + {length:.1f} m ends at {start + length:.1f} m, past "

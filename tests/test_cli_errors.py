@@ -103,8 +103,10 @@ CASES = [
     (["--track", "{d}/folder.csv"], 2, ["folder.csv", "is a folder"]),
     (["--track", "{d}/route.gpx"], 2, ["route.gpx", "unknown type '.gpx'"]),
     (["--track", "{d}/nan.csv"], 2, ["nan.csv", "column 'y'", "row 8 (line 9) 'nan'", "--repair-track"]),
-    (["--track", "{d}/narrow.csv"], 2, ["narrower than the car 'fsae'", "1.40 m wide",
-                                        "1.00 m at s ="]),
+    (["--track", "{d}/narrow.csv", "--length", "300"], 2, ["narrower than the car 'fsae'",
+                                                           "1.40 m wide", "1.00 m at s ="]),
+    (["--track", "{d}/narrow.csv", "--length", "1000"], 2, ["longer than one lap",
+                                                            "which is 628.", "--full-lap"]),
     # vehicle
     (["--vehicle", "ferrari"], 2, ["unknown vehicle 'ferrari'", "known vehicles are fsae"]),
     (["--vehicle", "{d}/missing.toml"], 2, ["missing.toml", "file not found"]),
@@ -152,7 +154,8 @@ def test_repairs_are_reported_before_anything_is_built(files):
     """--repair-track repairs the track and shortens the sector, says so, then goes on (here
     to a missing solver, which stops it before building)."""
     r = CliRunner().invoke(main, ["solve", "--track", str(files / "nan.csv"), "--repair-track",
-                                  "--solver", "no_such_solver", "--out", str(files / "results")])
+                                  "--length", "300", "--solver", "no_such_solver",
+                                  "--out", str(files / "results")])
     assert r.exit_code == 2
     assert "track repaired: column 'y'" in r.output and "the point is dropped" in r.output
     r = CliRunner().invoke(main, ["solve", "--track", str(files / "open.csv"), "--repair-track",
