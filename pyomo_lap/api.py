@@ -28,7 +28,7 @@ from .track import load_track
 from .vehicle import load_vehicle
 
 __all__ = ["solve_sector", "model_size", "SolveFailedError", "ResultsNotWrittenError",
-           "result_line"]
+           "track_data_lines", "result_line"]
 
 
 class ResultsNotWrittenError(OSError):
@@ -100,6 +100,17 @@ def _input_files(tr, vehicle) -> dict:
     return out
 
 
+def track_data_lines(tr) -> list:
+    """What was done to a track's data and which values were assumed, one short line each
+    (``'track data: elevation outliers dropped: 1 at s = 499 m (largest 300 m at s = 499 m)'``,
+    ``'track: width = 4 m each side assumed: ...'``); the full records are in
+    ``tr.processing_steps`` and ``tr.assumptions``."""
+    from .track_report import assumption_lines, step_lines
+    prov = getattr(tr, "provenance", None) or {}
+    return ([f"track data: {line}" for line in step_lines(prov.get("processing_steps", []))]
+            + [f"track: {line}" for line in assumption_lines(prov.get("assumptions", []))])
+
+
 def result_line(summary: dict, periodic: bool) -> str:
     """The last line of a solve: ``'lap time ...'`` for a closed lap (``periodic``),
     ``'sector time ...'`` for a sector, with the distance, mean and top speed and the times
@@ -117,7 +128,7 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
                  solver: str = "lap_ipopt", solver_options: Optional[dict] = None,
                  out_dir: Optional[Path] = Path("results"), tee: bool = False,
                  echo: Callable[[str], None] = print, repair_track: bool = False,
-                 n_sectors: int = 3, progress=None):
+                 n_sectors: int = 3, progress=None, track_width: Optional[float] = None):
     """Build, initialize and solve the minimum-time problem on a sector, and export.
 
     Parameters
@@ -154,16 +165,22 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     progress : callable, optional
         ``progress(label, done, total)`` for the model build and the channel evaluation
         (default: :func:`pyomo_lap.progress.echo_progress` through ``echo``).
+    track_width : float, optional
+        Total width of the track [m], half each side, replacing the data's widths (only
+        with a track name or file: see :func:`pyomo_lap.track.load_track`).
 
     Returns
     -------
     (model, SolveReport, DataFrame or None, summary dict)
+        The summary (``summary.json``) holds, besides the results, what was done to the
+        track's data (``track_processing``), the values assumed (``track_assumptions``), the
+        repairs (``track_repairs``) and the absolute paths of the input files.
 
     Raises
     ------
     ValueError
         Bad track, vehicle or options (before any solve), a sector longer than one lap of a
-        closed track; :class:`TrackDataError` and
+        closed track, ``track_width`` with a :class:`Track`; :class:`TrackDataError` and
         :class:`VehicleFileError` list every problem of the data.
     SolverNotFoundError
         The solver is not installed (before any build).
@@ -186,12 +203,20 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
         raise ValueError(f"model = {model!r}: expected 'full' or 'single-track'")
     if initial_guess not in ("cold", "single-track"):
         raise ValueError(f"initial_guess = {initial_guess!r}: expected 'cold' or 'single-track'")
+    if isinstance(track, Track) and track_width is not None:
+        raise ValueError(f"track_width = {track_width!r} m with a Track object: expected a track "
+                         "name or file (for a Track, give its widths when building it)")
     with warnings.catch_warnings():      # the repairs are reported through echo instead
         warnings.simplefilter("ignore", track_checks.TrackRepairWarning)
-        tr = track if isinstance(track, Track) else load_track(track, repair=repair_track)
-        start, length, fixes = track_checks.check_sector(tr, start, length, repair=repair_track)
+        tr = (track if isinstance(track, Track) else
+              load_track(track, repair=repair_track, track_width=track_width))
     for f in getattr(tr, "findings", []):
         echo(f"track repaired: {f}")
+    for line in track_data_lines(tr):
+        echo(line)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", track_checks.TrackRepairWarning)
+        start, length, fixes = track_checks.check_sector(tr, start, length, repair=repair_track)
     p = vehicle if isinstance(vehicle, VehicleParameters) else load_vehicle(vehicle)
     for f in fixes:
         echo(f"sector repaired: {f}")
@@ -278,6 +303,10 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
         "python": platform.python_version(),
         **_input_files(tr, vehicle),
         **_provenance(p, solver),
+        "track_width_m": track_width,
+        "track_processing": list(getattr(tr, "processing_steps", [])),
+        "track_assumptions": list(getattr(tr, "assumptions", [])),
+        "track_repairs": [str(f) for f in getattr(tr, "findings", [])],
     }
     from .solve import log_statistics
     stats = log_statistics(rep.log or "")

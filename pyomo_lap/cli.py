@@ -57,6 +57,22 @@ def main():
     """Minimum-lap-time planning on 3D tracks (Lie-group race-car model, pyomo.dae, IPOPT)."""
 
 
+TRACK_WIDTH = click.option(
+    "--track-width", "track_width", type=float, default=None, metavar="METRES",
+    help="total width of the track [m], half each side of the centreline; replaces the "
+         "widths of the track data  [default: the data's widths; 4 m each side for data "
+         "without widths, which is reported]")
+
+
+def _track_width(value):
+    """--track-width checked: the half-width [m] or None; a bad value stops with exit 2."""
+    from .track_checks import check_track_width
+    try:
+        return check_track_width(value, "--track-width")
+    except ValueError as exc:
+        _fail(str(exc))
+
+
 @main.command()
 @click.option("--track", default="nordschleife", show_default=True,
               help="track name (see `pyomo-lap tracks`) or a .csv / .json file")
@@ -97,8 +113,10 @@ def main():
               help="repair the track data where a repair is well defined (missing values, "
                    "duplicates, glitches, a small gap in a loop, a sector past the end of an "
                    "open track); every repair is reported")
+@TRACK_WIDTH
 def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_speed, model,
-          initial_guess, solver, solver_option, sectors, out_dir, quiet, max_iter, repair_track):
+          initial_guess, solver, solver_option, sectors, out_dir, quiet, max_iter, repair_track,
+          track_width):
     """Solve the minimum-time problem on a sector (or, with --full-lap, the closed lap) and
     write trajectory.csv, trajectory.parquet, results.xlsx and summary.json to OUT.
 
@@ -136,6 +154,7 @@ def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_spe
         _fail(f"--max-iter {max_iter}: expected an integer between 1 and 10000000")
     if sectors < 1 or sectors > 1000:
         _fail(f"--sectors {sectors}: expected an integer between 1 and 1000")
+    _track_width(track_width)
     try:
         options = parse_solver_options(solver_option)
     except ValueError as exc:
@@ -158,7 +177,8 @@ def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_spe
                      scheme=scheme, initial_speed=isp, model=model,
                      initial_guess=initial_guess, solver=solver, out_dir=Path(out_dir),
                      tee=not quiet, echo=click.echo, repair_track=repair_track,
-                     solver_options=options or None, n_sectors=sectors, progress=click_progress())
+                     solver_options=options or None, n_sectors=sectors, progress=click_progress(),
+                     track_width=track_width)
     except SolveInterrupted as exc:
         r = exc.report
         its = f", {r.iterations} iterations" if r.iterations is not None else ""
@@ -191,22 +211,34 @@ def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_spe
 @click.option("--vehicle", default="fsae", show_default=True,
               help="vehicle name (models/*.toml) or a .toml file")
 @click.option("--repair-track", is_flag=True, help="as for `solve`: repair and report")
-def check(track, vehicle, repair_track):
+@TRACK_WIDTH
+def check(track, vehicle, repair_track, track_width):
     """Check a track and a vehicle file (and that the car fits the track) without solving.
-    Exit code 0 when both can be used, 2 otherwise; every problem is listed."""
+    Lists what was done to the track's data (a table: elevations missing, outliers dropped,
+    gaps filled, smoothing, merged points) and every value assumed because the data lack it
+    (widths, banking). Exit code 0 when both can be used, 2 otherwise; every problem is
+    listed."""
+    _track_width(track_width)
     try:
         from . import track_checks
         from .track import load_track
+        from .track_report import assumption_lines, format_steps_table
         from .vehicle import load_vehicle
         problems = []
         tr = p = None
         try:
             with warnings.catch_warnings():   # the repairs are listed below
                 warnings.simplefilter("ignore", track_checks.TrackRepairWarning)
-                tr = load_track(track, repair=repair_track)
+                tr = load_track(track, repair=repair_track, track_width=track_width)
             for f in tr.findings:
                 click.echo(f"track repaired: {f}")
             click.echo(f"track {tr.name}: {tr.length:.1f} m, {'closed' if tr.closed else 'open'}: ok")
+            if tr.processing_steps:
+                click.echo("what was done to the track data (where: arc length s on the "
+                           "loaded track):")
+                click.echo(format_steps_table(tr.processing_steps))
+            for line in assumption_lines(tr.assumptions):
+                click.echo(f"track: {line}")
         except (ValueError, OSError) as exc:
             problems.append(str(exc))
         try:
@@ -217,7 +249,9 @@ def check(track, vehicle, repair_track):
         if tr is not None and p is not None:
             try:
                 track_checks.check_vehicle_fits(tr, p)
-                click.echo(f"the car ({p.width:.2f} m) fits the track everywhere")
+                assumed = any(a["quantity"].startswith("width") for a in tr.assumptions)
+                click.echo(f"the car ({p.width:.2f} m) fits the track everywhere"
+                           + (" (with the assumed widths above)" if assumed else ""))
             except ValueError as exc:
                 problems.append(str(exc))
     except KeyboardInterrupt:

@@ -443,8 +443,11 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
 
     ``results.xlsx`` has the sheets ``summary`` (one row per quantity, grouped as inputs,
     provenance, solver, results, with the sector times), ``channels`` (one row per point, units
-    in the headers), ``sectors`` (:func:`sector_times`), ``vehicle`` (all parameters) and
-    ``track`` (the track at every point: :data:`TRACK_COLUMNS`). ``trajectory.parquet`` holds
+    in the headers), ``sectors`` (:func:`sector_times`), ``vehicle`` (all parameters),
+    ``track`` (the track at every point: :data:`TRACK_COLUMNS`) and ``provenance`` (the input
+    files, then one row per step of the track data's processing, assumed value and repair:
+    the summary's ``track_processing``, ``track_assumptions``, ``track_repairs``, see
+    :func:`pyomo_lap.track_report.provenance_rows`). ``trajectory.parquet`` holds
     the channels with plain names and their units in the schema metadata (key
     ``pyomo_lap.units``, JSON), and the summary under ``pyomo_lap.summary``.
 
@@ -510,6 +513,7 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
                              ).to_excel(xw, sheet_name="vehicle", index=False)
             tcols = [c for c in TRACK_COLUMNS if c in df.columns]
             _write_rows(xw, "track", _with_units(df[tcols]))
+            _provenance_sheet(summary).to_excel(xw, sheet_name="provenance", index=False)
         old = parent / f".{target.name}.old-{os.getpid()}"
         try:
             if target.exists():
@@ -528,7 +532,7 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
 
 _SUMMARY_GROUPS = (
     ("inputs", ("track", "vehicle", "start_m", "length_m", "nfe", "ncp", "scheme", "n_points",
-                "periodic", "initial_speed_mps", "solver", "solver_options")),
+                "periodic", "initial_speed_mps", "solver", "solver_options", "track_width_m")),
     ("provenance", ("track_file", "track_file_sha256", "vehicle_file", "vehicle_file_sha256",
                     "vehicle_parameters_sha256", "pyomo_lap_version", "pyomo_lap_git_commit",
                     "pyomo_version", "solver_version", "python", "created_utc")),
@@ -551,9 +555,24 @@ def _write_rows(xw, name: str, frame: pd.DataFrame) -> None:
         ws.write_row(i, 0, row)
 
 
+_TRACK_DATA_KEYS = ("track_processing", "track_assumptions", "track_repairs")
+"""Summary keys written to the ``provenance`` sheet, one row per record."""
+
+
+def _provenance_sheet(summary: dict) -> pd.DataFrame:
+    """The input files and what was done to the track's data, one row each."""
+    from .track_report import provenance_rows
+    files = {k: summary[k] for k in ("track_file", "track_file_sha256", "vehicle_file",
+                                     "vehicle_file_sha256") if k in summary}
+    return provenance_rows(summary.get("track_processing", []),
+                           summary.get("track_assumptions", []),
+                           summary.get("track_repairs", []), files)
+
+
 def _summary_sheet(summary: dict) -> pd.DataFrame:
-    """The summary as rows (group, quantity, value), sector times as rows of their own."""
-    rows, seen = [], set()
+    """The summary as rows (group, quantity, value), sector times as rows of their own (the
+    track data's records are on the ``provenance`` sheet)."""
+    rows, seen = [], set(_TRACK_DATA_KEYS)
     for group, keys in _SUMMARY_GROUPS:
         for k in keys:
             if k in summary:

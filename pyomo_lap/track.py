@@ -45,6 +45,11 @@ from .track_checks import MAX_GRADE, TrackDataError
 __all__ = ["TrackPoints", "Track", "load_track", "available_tracks", "data_dir", "TrackDataError"]
 
 DEFAULT_HALF_WIDTH = 4.0  # [m], used when the data have no widths
+DEFAULT_BANKING = 0.0     # [rad], used when the data have no banking
+
+SET_WIDTH = ("--track-width METRES (the total, half each side; Python: track_width=...) or "
+             "width_left_m, width_right_m columns in a CSV track file")
+SET_BANKING = "a banking_rad column in a CSV track file (Track.to_csv writes one)"
 
 _COLUMN_ALIASES = {
     "s": ("s_m", "s"),
@@ -180,9 +185,9 @@ class Track:
         points : array_like (M, 3)
             Spine points in {G} [m], smooth (they are interpolated, not smoothed).
         width_left, width_right : array_like (M,) or float, optional
-            Half-widths [m] (default 4.0 m each).
+            Half-widths [m] (default 4.0 m each, recorded in ``provenance['assumptions']``).
         banking : array_like (M,) or float, optional
-            Banking nu [rad] (default 0).
+            Banking nu [rad] (default 0, recorded in ``provenance['assumptions']``).
         closed : bool
         name : str
         provenance : dict, optional
@@ -236,8 +241,23 @@ class Track:
         self.closed = bool(closed)
         self.name = str(name)
         self.provenance = dict(provenance or {})
+        assumed = _default_assumptions(width_left is None, width_right is None, banking is None)
+        if assumed:
+            self.provenance["assumptions"] = list(self.provenance.get("assumptions", [])) + assumed
         self.findings = []   # repairs made by the loader (pyomo_lap.track_checks.Finding)
         self._s_samples = s
+
+    @property
+    def processing_steps(self) -> list:
+        """What the loader did to the data: records of
+        :func:`pyomo_lap.track_report.step` (``provenance['processing_steps']``)."""
+        return list(self.provenance.get("processing_steps", []))
+
+    @property
+    def assumptions(self) -> list:
+        """Values the data do not give and a default replaced: records of
+        :func:`pyomo_lap.track_report.assumption` (``provenance['assumptions']``)."""
+        return list(self.provenance.get("assumptions", []))
 
     def __repr__(self) -> str:
         return (f"Track(name={self.name!r}, length={self.length:.3f} m, closed={self.closed}, "
@@ -470,6 +490,7 @@ class Track:
                                                grid_spacing=min(spacing, 1.0))
         # map per-point attributes via the horizontal arc length of the raw points
         sig = info.pop("sigma_of_raw_points")
+        steps = info.pop("steps", [])
         Lh = info["horizontal_length"]
 
         def remap(v, default):
@@ -492,13 +513,15 @@ class Track:
         prov.setdefault("processing", {}).update(
             dict(smoothing_cutoff_m=smoothing, z_smoothing_cutoff_m=z_smoothing, spacing_m=spacing,
                  **{k: v for k, v in info.items() if not isinstance(v, np.ndarray)}))
+        prov["processing_steps"] = list(prov.get("processing_steps", [])) + steps
         return cls(s_new, Pn, remap(width_left, None), remap(width_right, None),
                    remap(banking, None), closed, name, prov)
 
     @classmethod
     def from_csv(cls, path, name: str | None = None, closed: bool | None = None,
                  smoothing: float | None = None, provenance: dict | None = None,
-                 repair: bool = False, max_grade: float = MAX_GRADE) -> "Track":
+                 repair: bool = False, max_grade: float = MAX_GRADE,
+                 track_width: float | None = None) -> "Track":
         """Load a track from a CSV file.
 
         Columns (header row, case-insensitive): ``x, y, z`` [m] required (aliases
@@ -530,19 +553,29 @@ class Track:
             Repair the problems where a repair is well defined (reported).
         max_grade : float
             Steepest plausible grade [-].
+        track_width : float, optional
+            Total width of the track [m], half of it each side of the centreline; it
+            replaces the file's widths (recorded as the processing step ``widths_set``).
+            Without it the file's ``width_left`` / ``width_right`` are used, and a missing
+            one is 4.0 m (recorded in ``provenance['assumptions']``).
+
+        What the loader did to the data (smoothing, merged points) is recorded in
+        ``provenance['processing_steps']`` (:mod:`pyomo_lap.track_report`).
 
         Raises
         ------
         FileNotFoundError
             No such file.
         ValueError
-            Unreadable file, missing required column.
+            Unreadable file, missing required column, a ``track_width`` that is not a
+            positive width in metres.
         TrackDataError (a ValueError)
             Bad data; every problem is listed with the file, the rows (and lines), the
             values and what was expected.
         """
         path = Path(path)
         source = f"track file {path}"
+        half = track_checks.check_track_width(track_width)
         cols, data, cells, labels = _read_csv_columns(path)
         P = np.column_stack([data["x"], data["y"], data["z"]])
         attrs = {k: data[k] for k in ("width_left", "width_right", "banking", "s") if k in data}
@@ -552,7 +585,13 @@ class Track:
         n = len(P)
         name = name or path.stem
         prov = dict(provenance or {})
-        prov.setdefault("source_file", str(path))
+        prov.setdefault("source_file", str(path.resolve()))
+        wl, wr = data.get("width_left"), data.get("width_right")
+        if half is not None:
+            had = [k for k in ("width_left", "width_right") if k in data]
+            prov["processing_steps"] = list(prov.get("processing_steps", [])) + [
+                _widths_set_step(track_width, had)]
+            wl = wr = half
         s = data.get("s")
         if s is not None and smoothing is None and n >= 6:
             ds = np.diff(s)
@@ -560,12 +599,10 @@ class Track:
             h = float(np.median(ds)) if len(ds) else 0.0
             if (h > 0 and np.all(np.abs(ds - h) <= 1e-6 * max(h, 1.0) + 1e-6)
                     and np.all(np.abs(chord - ds) <= 0.01 * h)):
-                tr = cls(s, P, data.get("width_left"), data.get("width_right"),
-                         data.get("banking"), closed, name, prov)
+                tr = cls(s, P, wl, wr, data.get("banking"), closed, name, prov)
                 return _finish(tr, chk.findings, source, max_grade)
-        tr = cls._build_from_points(P, closed, data.get("width_left"), data.get("width_right"),
-                                    data.get("banking"), smoothing=smoothing, name=name,
-                                    provenance=prov)
+        tr = cls._build_from_points(P, closed, wl, wr, data.get("banking"), smoothing=smoothing,
+                                    name=name, provenance=prov)
         return _finish(tr, chk.findings, source, max_grade)
 
     @classmethod
@@ -573,8 +610,9 @@ class Track:
                         smoothing: float = 30.0, z_smoothing: float = 400.0,
                         spacing: float = 2.0, origin=None,
                         hampel=(250.0, 3.0, 8.0), robust_iterations: int = 5,
-                        half_width: float = DEFAULT_HALF_WIDTH, repair: bool = False,
-                        max_grade: float = MAX_GRADE) -> "Track":
+                        half_width: float | None = None, repair: bool = False,
+                        max_grade: float = MAX_GRADE,
+                        track_width: float | None = None) -> "Track":
         """Load a raw zaggyai/track_data JSON file (lat/lon in 1e-7 deg, elev in mm).
 
         Processing (same functions and defaults as the bundled Nordschleife, see
@@ -584,18 +622,29 @@ class Track:
         Hampel filter ``hampel = (half window [m], n_sigma, min threshold [m])``,
         robust (bisquare IRLS) smoothing at cut-off ``z_smoothing`` [m], gaps longer
         than 300 m filled linearly; resampling at uniform 3D arc length ``spacing``.
-        Constant half-width ``half_width`` [m], banking 0. The points are checked before
+        Constant widths (the format has none), banking 0. The points are checked before
         (:func:`pyomo_lap.track_checks.check_points`, without the elevation-glitch checks,
         which the processing replaces) and the built track after
         (:func:`~pyomo_lap.track_checks.check_track`).
 
+        Every step of the processing that changed the data (missing elevations, outliers
+        dropped, gaps filled, elevations down-weighted, smoothing) is recorded in
+        ``provenance['processing_steps']`` and every assumed value (widths, banking, a flat
+        track when the file has no elevation) in ``provenance['assumptions']``
+        (:mod:`pyomo_lap.track_report`).
+
         Parameters
         ----------
         path : str or Path
-        name : str, optional (default: the file's ``name`` and ``short_name``)
+        name : str, optional (default: the file's ``name`` followed by the words of its
+            ``short_name`` that do not repeat it, :func:`pyomo_lap.track_build.display_name`)
         closed : bool, optional (None: closed if first and last point coincide
             within 1 m or the gap is at most 2.5 x the median spacing)
         origin : (lat, lon) in degrees, optional
+        half_width : float, optional
+            Half-width each side [m]; or
+        track_width : float, optional
+            Total width [m], split evenly. Neither given: 4.0 m each side, an assumed value.
         repair : bool
             Repair the problems where a repair is well defined (reported).
         max_grade : float
@@ -604,13 +653,21 @@ class Track:
         Raises
         ------
         ValueError
-            Malformed file.
+            Malformed file; ``half_width`` and ``track_width`` both given, or not a positive
+            width in metres.
         TrackDataError (a ValueError)
             Bad data (see :meth:`from_csv`).
         """
         from . import track_build as tb
 
         path = Path(path)
+        if half_width is not None and track_width is not None:
+            raise ValueError(f"half_width = {half_width!r} m and track_width = {track_width!r} m: "
+                             "expected one of them (track_width = 2 x half_width)")
+        if half_width is not None:
+            track_width = 2.0 * track_checks.check_track_width(half_width, "half_width",
+                                                               per_side=True)
+        half = track_checks.check_track_width(track_width)
         d = tb.read_zaggy_json(path)
         lat0, lon0 = origin if origin is not None else d["start_finish"]
         x, y = tb.project_geodetic(d["lat"], d["lon"], lat0, lon0)
@@ -625,19 +682,57 @@ class Track:
             P, closed, smoothing, z_smoothing, spacing=spacing, hampel=hampel,
             robust_iterations=robust_iterations)
         info.pop("sigma_of_raw_points", None)
-        prov = dict(source_file=str(path), sha256=tb.sha256_file(path),
+        steps = info.pop("steps", [])
+        if half is not None:
+            steps.append(_widths_set_step(track_width, []))
+        prov = dict(source_file=str(path.resolve()), sha256=tb.sha256_file(path),
                     projection=tb.projection_string(lat0, lon0),
                     processing=dict(smoothing_cutoff_m=smoothing, z_smoothing_cutoff_m=z_smoothing,
                                     spacing_m=spacing, hampel=list(hampel),
                                     robust_iterations=robust_iterations,
                                     **{k: v for k, v in info.items()
-                                       if not isinstance(v, np.ndarray)}))
-        nm = name or f"{d['name']} {d['short_name']}".strip()
-        tr = cls(s_new, Pn, half_width, half_width, 0.0, closed, nm, prov)
+                                       if not isinstance(v, np.ndarray)}),
+                    processing_steps=steps)
+        if info.get("n_z_samples", 0) == 0:
+            from .track_report import assumption
+            prov["assumptions"] = [assumption(
+                "elevation", 0.0, "m", "the file has no elevation (every elev is 0, which "
+                "means missing): the track is flat", "elevations in the file (elev in mm) or "
+                "a CSV track file with a z column")]
+        nm = name or tb.display_name(d["name"], d["short_name"])
+        tr = cls(s_new, Pn, half, half, None, closed, nm, prov)
         return _finish(tr, chk.findings, source, max_grade)
 
 
 # ---------------------------------------------------------------------------
+def _default_assumptions(no_left: bool, no_right: bool, no_banking: bool) -> list:
+    """Records of the defaults the constructor used (:func:`pyomo_lap.track_report.assumption`)."""
+    from .track_report import assumption
+    out = []
+    if no_left and no_right:
+        out.append(assumption("width", DEFAULT_HALF_WIDTH, "m each side", "the data have no "
+                              f"widths (total {2 * DEFAULT_HALF_WIDTH:g} m)", SET_WIDTH))
+    elif no_left or no_right:
+        side = "width_left" if no_left else "width_right"
+        out.append(assumption(side, DEFAULT_HALF_WIDTH, "m", f"the data have no {side}",
+                              SET_WIDTH))
+    if no_banking:
+        out.append(assumption("banking", DEFAULT_BANKING, "rad", "the data have no banking "
+                              "(a flat cross-section)", SET_BANKING))
+    return out
+
+
+def _widths_set_step(track_width: float, replaced: list) -> dict:
+    """The record of widths set by ``track_width`` (replacing the file's, if it has some)."""
+    from .track_report import step
+    what = (f"replacing the file's {' and '.join(replaced)}" if replaced else
+            "the data have none")
+    return step("widths_set", f"widths set by track_width = {track_width:g} m: "
+                f"{track_width / 2:g} m each side of the centreline ({what})",
+                method=f"track_width = {track_width:g} m", size=track_width / 2,
+                unit="m each side")
+
+
 def _detect_closed(P: np.ndarray, abs_tol: float | None = None) -> bool:
     return track_checks.detect_closed(P, abs_tol)
 
@@ -734,7 +829,8 @@ def available_tracks() -> list[str]:
     return sorted(p.stem for p in d.glob("*.csv")) if d.is_dir() else []
 
 
-def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE) -> Track:
+def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
+               track_width: float | None = None) -> Track:
     """Load a bundled track by name or a track file by path, checked (see
     :mod:`pyomo_lap.track_checks`).
 
@@ -750,15 +846,24 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE)
         ``track.findings``, ``track.provenance['repairs']``).
     max_grade : float
         Steepest plausible grade [-].
+    track_width : float, optional
+        Total width of the track [m], half each side of the centreline, replacing the
+        widths of the data (see :meth:`Track.from_csv`). Without it, data without widths get
+        4.0 m each side, recorded in ``track.assumptions``.
 
     Returns
     -------
     Track
+        ``track.processing_steps`` and ``track.assumptions`` say what the loader did to the
+        data and which values it assumed (:mod:`pyomo_lap.track_report`); for a bundled
+        track also what was assumed when it was built (its ``.json``: ``width_note``,
+        ``banking_note``).
 
     Raises
     ------
     ValueError
-        Unknown name (the message lists the known names), a file of another type.
+        Unknown name (the message lists the known names), a file of another type, a
+        ``track_width`` that is not a positive width in metres.
     FileNotFoundError
         A path that does not exist.
     TrackDataError (a ValueError)
@@ -772,11 +877,12 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE)
         if p.is_dir():
             raise ValueError(f"track {str(p)!r} is a folder; expected a .csv or .json file")
         if suffix == ".json":
-            return Track.from_zaggy_json(p, repair=repair, max_grade=max_grade)
+            return Track.from_zaggy_json(p, repair=repair, max_grade=max_grade,
+                                         track_width=track_width)
         if suffix != ".csv":
             raise ValueError(f"track file {p}: unknown type {suffix or '(no suffix)'!r}; expected "
                              ".csv (x, y, z columns) or .json (zaggyai format)")
-        return Track.from_csv(p, repair=repair, max_grade=max_grade)
+        return Track.from_csv(p, repair=repair, max_grade=max_grade, track_width=track_width)
     key = str(name_or_path).strip().lower()
     known = available_tracks()
     if key not in known:
@@ -791,5 +897,18 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE)
             meta = json.load(fh)
         closed = meta.get("closed")
     tr = Track.from_csv(csv_path, name=meta.get("name", key), closed=closed, provenance=meta,
-                        repair=repair, max_grade=max_grade)
+                        repair=repair, max_grade=max_grade, track_width=track_width)
+    # the values assumed when the bundled file was built (its widths and banking are columns)
+    from .track_report import assumption
+    notes = []
+    if track_width is None and meta.get("width_note"):
+        w = tr.evaluate(0.0)
+        notes.append(assumption("width", float(w.width_left[0]), "m each side",
+                                f"when the bundled file was built: {meta['width_note']}", SET_WIDTH))
+    if meta.get("banking_note"):
+        notes.append(assumption("banking", DEFAULT_BANKING, "rad",
+                                f"when the bundled file was built: {meta['banking_note']}",
+                                SET_BANKING))
+    if notes:
+        tr.provenance["assumptions"] = tr.assumptions + notes
     return tr

@@ -40,6 +40,7 @@ from scipy.interpolate import make_interp_spline, PchipInterpolator
 __all__ = [
     "ZaggyData",
     "read_zaggy_json",
+    "display_name",
     "project_geodetic",
     "voronoi_weights",
     "hampel_filter",
@@ -63,7 +64,8 @@ class ZaggyData(dict):
 
     Keys: ``name``, ``short_name``, ``lat``, ``lon`` (n,) [deg],
     ``elev`` (n,) [m] (``nan`` where the file has 0 = missing),
-    ``start_finish`` (lat, lon) [deg].
+    ``start_finish`` (lat, lon) [deg], ``start_finish_given`` (False: the file has none and
+    the first point stands for it).
     """
 
 
@@ -107,6 +109,7 @@ def read_zaggy_json(path) -> ZaggyData:
     except (TypeError, ValueError) as exc:
         raise ValueError(f"track file {path}: a lat, lon or elev value is not a number ({exc})") from None
     elev[elev == 0.0] = np.nan
+    sf_given = bool(d.get("start_finish"))
     sf = d.get("start_finish") or {"lat": pts[0]["lat"], "lon": pts[0]["lon"]}
     if not (isinstance(sf, dict) and isinstance(sf.get("lat"), (int, float))
             and isinstance(sf.get("lon"), (int, float))):
@@ -119,7 +122,49 @@ def read_zaggy_json(path) -> ZaggyData:
         lon=lon,
         elev=elev,
         start_finish=(sf["lat"] * LATLON_SCALE, sf["lon"] * LATLON_SCALE),
+        start_finish_given=sf_given,
     )
+
+
+def _word_key(word: str) -> str:
+    """A word without accents, case and punctuation (``'Nürburgring,'`` -> ``'nurburgring'``)."""
+    import unicodedata
+    plain = unicodedata.normalize("NFKD", word).encode("ascii", "ignore").decode()
+    return "".join(c for c in plain.lower() if c.isalnum())
+
+
+def _same_word(a: str, b: str) -> bool:
+    """Equal, or one an abbreviation of the other (a prefix of at least 3 letters, or a
+    common start of at least 5: 'Nurburgr', 'Nurburn' for 'Nurburgring')."""
+    if not a or not b:
+        return a == b
+    if a == b or (min(len(a), len(b)) >= 3 and (a.startswith(b) or b.startswith(a))):
+        return True
+    common = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        common += 1
+    return common >= 5
+
+
+def display_name(name: str, short_name: str = "") -> str:
+    """The name of a track for messages and results: ``name`` followed by the words of
+    ``short_name`` that do not repeat (or abbreviate) one of its words, each word once.
+
+    >>> display_name("WeatherTech Raceway Laguna Seca", "Laguna Seca WeatherTech")
+    'WeatherTech Raceway Laguna Seca'
+    >>> display_name("Nürburgring", "Nurburgr GP")
+    'Nürburgring GP'
+    """
+    words, keys = [], []
+    for w in f"{name or ''} {short_name or ''}".split():
+        k = _word_key(w)
+        if k and any(_same_word(k, other) for other in keys):
+            continue
+        words.append(w)
+        keys.append(k)
+    return " ".join(words)
 
 
 def projection_string(lat0: float, lon0: float) -> str:
@@ -407,12 +452,13 @@ def process_points(points, closed: bool, xy_cutoff: float, z_cutoff: float | Non
                    max_gap: float | None = 300.0, robust_iterations: int = 0):
     """Smooth and resample a 3D polyline into uniform arc-length samples.
 
-    Steps: chord-length parameter; horizontal (x, y) smoothing with
-    :func:`penalized_smooth` at cut-off ``xy_cutoff`` (0: quintic interpolation
-    instead); horizontal arc length sigma of the smoothed plan view; z smoothed in
-    sigma at cut-off ``z_cutoff`` (default: ``xy_cutoff``) with samples whose z is
-    nan ignored (gaps are filled by the smoother, i.e. a natural quintic spline);
-    3D quintic spline in sigma; resampling at uniform 3D arc length.
+    Steps: consecutive points at the same plan-view position merged; chord-length
+    parameter; horizontal (x, y) smoothing with :func:`penalized_smooth` at cut-off
+    ``xy_cutoff`` (0: quintic interpolation instead); horizontal arc length sigma of the
+    smoothed plan view; z in sigma by :func:`smooth_elevation` at cut-off ``z_cutoff``
+    (default: ``xy_cutoff``; samples whose z is nan ignored, optional Hampel filter, gaps
+    longer than ``max_gap`` filled, optional robust passes); 3D quintic spline in sigma;
+    resampling at uniform 3D arc length.
 
     Parameters
     ----------
@@ -421,18 +467,31 @@ def process_points(points, closed: bool, xy_cutoff: float, z_cutoff: float | Non
     xy_cutoff, z_cutoff : float [m], cut-off wavelengths (0 = interpolate)
     spacing : output arc-length spacing [m]
     grid_spacing : smoothing grid spacing [m] (default min(1, spacing/2, median spacing/2), >= 0.05)
+    z_points : (m,3) array [m], optional
+        Elevations from other points (e.g. another survey of the same road), matched to the
+        plan view by nearest distance; farther than ``z_points_max_distance`` [m]: not used.
+    hampel, max_gap, robust_iterations : see :func:`smooth_elevation`
 
     Returns
     -------
-    s : (M,) [m], P : (M,3) [m], length : float [m], info : dict
+    s : (M,) [m]
+    P : (M,3) [m]
+    length : float [m]
+    info : dict
+        Figures of the processing (see :func:`smooth_elevation`), ``sigma_of_raw_points``
+        (an array) and ``steps``: what was done to the data, as records of
+        :func:`pyomo_lap.track_report.step` located on the arc length ``s`` of the result.
     """
     P = np.asarray(points, float)
     if P.ndim != 2 or P.shape[1] != 3:
         raise ValueError(f"points must have shape (n,3), got {P.shape}")
+    n_in = len(P)
     keep = np.concatenate([[True], np.linalg.norm(np.diff(P[:, :2], axis=0), axis=1) > 1e-9])
+    merged_into = np.cumsum(keep)[~keep] - 1      # index (among the kept points) of each merge
     P = P[keep]
     if closed and np.linalg.norm(P[-1, :2] - P[0, :2]) < 1e-9:
         P = P[:-1]
+        merged_into = np.append(np.where(merged_into >= len(P), 0, merged_into), 0)
     if len(P) < 4:
         raise ValueError(f"need at least 4 distinct points, got {len(P)}")
     xy = P[:, :2]
@@ -466,6 +525,7 @@ def process_points(points, closed: bool, xy_cutoff: float, z_cutoff: float | Non
     sig_pts = np.interp(u, utab, stab)
     idx = np.clip(np.searchsorted(sig, sig_pts), 0, len(sig) - 1)
     dist = np.linalg.norm(xy - spl_xy(u), axis=1)
+    off_line = _distance_to_polyline(XYs, xy, closed)   # how far smoothing moved each point
     # 2. elevation
     if z_points is not None:
         ZP = np.asarray(z_points, float)
@@ -473,16 +533,36 @@ def process_points(points, closed: bool, xy_cutoff: float, z_cutoff: float | Non
         _, zidx = tree.query(ZP[:, :2])
         zsig = _project_on_polyline(XYs, sig, ZP[:, :2], zidx, closed, Lh)
         zdist = np.linalg.norm(ZP[:, :2] - XYs[zidx], axis=1)
-        z = np.where(zdist <= z_points_max_distance, ZP[:, 2], np.nan)
+        far = np.isfinite(ZP[:, 2]) & (zdist > z_points_max_distance)
+        z = np.where(far, np.nan, ZP[:, 2])
+        missing = ~np.isfinite(ZP[:, 2])
     else:
         zsig, z = sig_pts, P[:, 2].copy()
+        far = np.zeros(len(z), bool)
+        missing = ~np.isfinite(z)
     zc = xy_cutoff if z_cutoff is None else z_cutoff
     Zs, zinfo = smooth_elevation(zsig, z, closed, Lh, sig, zc, grid_spacing, hampel, max_gap,
                                   robust_iterations=robust_iterations)
     # 3. 3D curve in sigma, resampled at 3D arc length
     P3 = np.column_stack([XYs, Zs])
     spl3 = curve_spline(sig, P3, closed, Lh)
-    s, Pout, L = resample_arclength(spl3, 0.0, Lh if closed else sig[-1], spacing, closed)
+    send = Lh if closed else sig[-1]
+    s, Pout, L = resample_arclength(spl3, 0.0, send, spacing, closed)
+    # sigma -> s of the result (for the report of what was done, located on s)
+    ub3, sb3 = _arclength_table(spl3, 0.0, send, max(int(np.ceil(send / (0.25 * spacing))), 64))
+
+    def to_s(g):
+        g = np.asarray(g, float)
+        if not closed:
+            return np.interp(g, ub3, sb3)
+        k = np.floor(g / Lh)
+        return np.interp(g - k * Lh, ub3, sb3) + k * sb3[-1]
+
+    steps = _processing_steps(
+        to_s, L, closed, n_in=n_in, merged_at=sig_pts[merged_into] if len(merged_into) else [],
+        missing_at=zsig[missing], n_z=len(z), far_at=zsig[far], z_max_distance=z_points_max_distance,
+        xy_cutoff=xy_cutoff, xy_at=sig_pts, z_cutoff=zc, zinfo=zinfo, hampel=hampel,
+        max_gap=max_gap, robust_iterations=robust_iterations, off_line=off_line)
     info = dict(
         n_raw=int(len(P)),
         raw_length=float(period if closed else u[-1]),
@@ -493,9 +573,121 @@ def process_points(points, closed: bool, xy_cutoff: float, z_cutoff: float | Non
         xy_residual_max=float(np.max(dist)),
         grid_spacing=float(grid_spacing),
     )
-    info.update(zinfo)
+    info.update({k: v for k, v in zinfo.items()
+                 if k not in ("z_outliers", "z_downweighted_at", "z_downweighted_residual")})
+    info["n_z_missing"] = int(missing.sum())
+    if z_points is not None:
+        info["n_z_too_far"] = int(far.sum())
     info["sigma_of_raw_points"] = sig_pts
+    info["steps"] = steps
     return s, Pout, L, info
+
+
+def _distance_to_polyline(Q: np.ndarray, pts: np.ndarray, closed: bool) -> np.ndarray:
+    """Distance [m] of each point (n,2) from the polyline Q (M,2) (closed: Q[-1] -> Q[0] too),
+    through the two segments at the nearest vertex."""
+    from scipy.spatial import cKDTree
+
+    M = len(Q)
+    _, idx = cKDTree(Q).query(pts)
+    best = np.linalg.norm(pts - Q[idx], axis=1)
+    for a in (idx - 1, idx):
+        b = a + 1
+        if closed:
+            a, b = np.mod(a, M), np.mod(b, M)
+        else:
+            ok = (a >= 0) & (b < M)
+            a, b = np.clip(a, 0, M - 1), np.clip(b, 0, M - 1)
+        d = Q[b] - Q[a]
+        dd = np.maximum(np.sum(d * d, axis=1), 1e-300)
+        t = np.clip(np.sum((pts - Q[a]) * d, axis=1) / dd, 0.0, 1.0)
+        dist = np.linalg.norm(pts - (Q[a] + t[:, None] * d), axis=1)
+        if not closed:
+            dist = np.where(ok, dist, np.inf)
+        best = np.minimum(best, dist)
+    return best
+
+
+def _processing_steps(to_s, L, closed, *, n_in, merged_at, missing_at, n_z, far_at,
+                      z_max_distance, xy_cutoff, off_line, xy_at, z_cutoff, zinfo, hampel,
+                      max_gap, robust_iterations) -> list:
+    """The records of what :func:`process_points` did (:func:`pyomo_lap.track_report.step`),
+    each located on the arc length s of the result (``to_s`` maps sigma to s)."""
+    from .track_report import step
+
+    def pts(at):
+        sv = np.mod(to_s(at), L) if closed else to_s(at)
+        return [(v, v) for v in np.sort(sv)]
+
+    out = []
+    if len(merged_at):
+        out.append(step("points_merged", f"{len(merged_at)} of {n_in} points at the plan-view "
+                        "position of the previous one (or a loop's last point repeating its "
+                        "first) merged with it", method="same plan-view position",
+                        count=len(merged_at), where_m=pts(merged_at)))
+    if len(missing_at):
+        out.append(step("elevation_missing", f"{len(missing_at)} of {n_z} points have no "
+                        "elevation (an empty value, or 0 in a zaggyai file, which means "
+                        "missing): their elevation comes from the neighbouring ones",
+                        method="no value, or 0 in a zaggyai file", count=len(missing_at),
+                        where_m=pts(missing_at)))
+    if len(far_at):
+        out.append(step("elevation_unmatched", f"{len(far_at)} of {n_z} elevation points "
+                        f"farther than {z_max_distance:g} m from the plan view are not used",
+                        method=f"> {z_max_distance:g} m off the plan view", count=len(far_at),
+                        where_m=pts(far_at)))
+    outl = zinfo.get("z_outliers", [])
+    if outl:
+        hw, ns_, mt = hampel
+        k = int(np.argmax([abs(o["deviation"]) for o in outl]))
+        out.append(step(
+            "outliers_dropped", f"{len(outl)} of {zinfo['n_z_samples']} elevations dropped: "
+            f"farther from the median of the elevations within {hw:g} m than max({ns_:g} x "
+            f"1.4826 x their median absolute deviation, {mt:g} m) (Hampel filter); the "
+            "largest is the distance from that median",
+            method=f"Hampel: +-{hw:g} m, {ns_:g} sigma, >= {mt:g} m", count=len(outl),
+            where_m=pts([o["at"] for o in outl]), size=abs(outl[k]["deviation"]),
+            size_at_m=float(pts([outl[k]["at"]])[0][0])))
+    gaps = zinfo.get("z_filled_gaps", [])
+    if gaps:
+        a = to_s([g["start"] for g in gaps])
+        b = to_s([g["end"] for g in gaps])
+        lengths = b - a
+        k = int(np.argmax(lengths))
+        where = [(x % L if closed else x, y % L if closed else y) for x, y in zip(a, b)]
+        out.append(step(
+            "gap_filled", f"{len(gaps)} stretch(es) without elevation longer than {max_gap:g} m "
+            "filled with points every 10 m on the straight line between the medians of the "
+            "elevations within 100 m of each end; the largest is the longest stretch",
+            method=f"straight line over gaps > {max_gap:g} m", count=len(gaps), where_m=where, size=lengths[k], size_at_m=where[k][0]))
+    dw = zinfo.get("z_downweighted_at", [])
+    if dw:
+        r = np.abs(zinfo["z_downweighted_residual"])
+        k = int(np.argmax(r))
+        out.append(step(
+            "outliers_downweighted", f"{len(dw)} elevations count less than half in the robust "
+            f"smoother ({robust_iterations} bisquare passes): about 3 x the scale of the "
+            "residuals or more from the smooth profile; the largest is the distance from it",
+            method=f"robust smoother, {robust_iterations} passes", count=len(dw), where_m=pts(dw), size=r[k], size_at_m=float(pts([dw[k]])[0][0])))
+    if xy_cutoff and xy_cutoff > 0 and len(off_line):
+        k = int(np.argmax(off_line))
+        out.append(step(
+            "smoothing_plan_view", f"plan view smoothed (cut-off wavelength {xy_cutoff:g} m): "
+            f"the {len(off_line)} points are {np.sqrt(np.mean(off_line ** 2)):.3g} m (rms) from "
+            "the centreline; the largest is the farthest",
+            method=f"cut-off {xy_cutoff:.3g} m, rms {np.sqrt(np.mean(off_line ** 2)):.2g} m",
+            count=len(off_line),
+            where_m=[(0.0, L)], size=off_line[k], size_at_m=float(pts([xy_at[k]])[0][0])))
+    if z_cutoff and z_cutoff > 0 and "z_change_max" in zinfo:
+        out.append(step(
+            "smoothing_elevation", f"elevation smoothed (cut-off wavelength {z_cutoff:g} m): "
+            f"it moved the kept elevations by {zinfo['z_change_rms']:.3g} m (rms); the largest "
+            "is the largest change",
+            method=f"cut-off {z_cutoff:.3g} m, rms {zinfo['z_change_rms']:.2g} m",
+            count=zinfo["n_z_samples"] - len(outl),
+            where_m=[(0.0, L)], size=zinfo["z_change_max"],
+            size_at_m=float(pts([zinfo["z_change_max_at"]])[0][0])))
+    return out
 
 
 def _window_median(su, zs, u0, width, closed, period):
@@ -533,7 +725,15 @@ def smooth_elevation(us, z, closed, period, sig_out, cutoff, grid_spacing, hampe
     Returns
     -------
     Z : (K,) smoothed elevation at sig_out [m]; zeros if no sample has an elevation
-    info : dict (n_z_samples, n_outliers, longest_gap, z residual statistics)
+    info : dict
+        ``n_z_samples``, ``n_z_outliers``, ``z_longest_gap`` [m], ``z_filled_gaps`` (list of
+        dicts ``start``, ``end`` [m of us], ``length`` [m], ``z_start``, ``z_end`` [m]),
+        ``z_robust_downweighted``, ``z_residual_rms`` / ``z_residual_max`` [m] (over the
+        samples the smoother saw, pseudo-samples included) and, for the report of what was
+        done (:mod:`pyomo_lap.track_report`): ``z_outliers`` (list of dicts ``at`` [m of
+        us], ``z``, ``median``, ``deviation`` [m]), ``z_downweighted_at`` and
+        ``z_downweighted_residual`` (lists, [m]), ``z_change_rms``, ``z_change_max`` and
+        ``z_change_max_at`` [m]: how far the result is from the kept samples of the data.
     """
     us = np.asarray(us, float)
     z = np.asarray(z, float)
@@ -545,9 +745,12 @@ def smooth_elevation(us, z, closed, period, sig_out, cutoff, grid_spacing, hampe
     su, zs = us[ok][order], z[ok][order]
     if hampel is not None and len(su) >= 8:
         hw, ns, mt = hampel
-        out, _ = hampel_filter(su, zs, hw, ns, mt, closed, period)
+        out, med = hampel_filter(su, zs, hw, ns, mt, closed, period)
         info["n_z_outliers"] = int(out.sum())
+        info["z_outliers"] = [dict(at=float(su[i]), z=float(zs[i]), median=float(med[i]),
+                                   deviation=float(zs[i] - med[i])) for i in np.flatnonzero(out)]
         su, zs = su[~out], zs[~out]
+    real = np.ones(len(su), bool)      # samples of the data (not the pseudo-samples of a fill)
     gaps = np.diff(np.concatenate([su, [su[0] + period]])) if closed else np.diff(su)
     info["z_longest_gap"] = float(gaps.max()) if len(gaps) else 0.0
     if max_gap is not None and len(su) >= 2:
@@ -564,15 +767,17 @@ def smooth_elevation(us, z, closed, period, sig_out, cutoff, grid_spacing, hampe
             add_u.append(uu)
             add_z.append(za + (zb - za) * (uu - ua) / (ub - ua))
             info.setdefault("z_filled_gaps", []).append(
-                dict(start=float(ua), end=float(ub), z_start=float(za), z_end=float(zb)))
+                dict(start=float(ua), end=float(ub), length=float(ub - ua), z_start=float(za),
+                     z_end=float(zb)))
         if add_u:
             uu = np.concatenate(add_u)
             if closed:
                 uu = np.mod(uu, period)
             su = np.concatenate([su, uu])
             zs = np.concatenate([zs, np.concatenate(add_z)])
+            real = np.concatenate([real, np.zeros(len(uu), bool)])
             o = np.argsort(su, kind="stable")
-            su, zs = su[o], zs[o]
+            su, zs, real = su[o], zs[o], real[o]
     if len(su) < 4:
         return np.interp(sig_out, su, zs, period=period if closed else None), info
     if cutoff and cutoff > 0:
@@ -588,7 +793,8 @@ def smooth_elevation(us, z, closed, period, sig_out, cutoff, grid_spacing, hampe
             scale = max(1.4826 * np.median(np.abs(r - np.median(r))), robust_min_scale)
             q = r / (4.685 * scale)
             w = w0 * np.where(np.abs(q) < 1.0, (1.0 - q**2) ** 2, 0.0)
-        info["z_robust_downweighted"] = int(np.count_nonzero(w < 0.5 * w0))
+        low = w < 0.5 * w0
+        info["z_robust_downweighted"] = int(np.count_nonzero(low))
         if closed:
             spl = curve_spline(ug, Zg, True, period)
             Z = spl(np.mod(sig_out, period))
@@ -599,6 +805,15 @@ def smooth_elevation(us, z, closed, period, sig_out, cutoff, grid_spacing, hampe
             res = zs - spl(su)
         info["z_residual_rms"] = float(np.sqrt(np.mean(res**2)))
         info["z_residual_max"] = float(np.max(np.abs(res)))
+        sel = low & real
+        info["z_downweighted_at"] = [float(v) for v in su[sel]]
+        info["z_downweighted_residual"] = [float(v) for v in res[sel]]
+        if real.any():
+            r_real = np.abs(res[real])
+            k = int(np.argmax(r_real))
+            info["z_change_rms"] = float(np.sqrt(np.mean(r_real**2)))
+            info["z_change_max"] = float(r_real[k])
+            info["z_change_max_at"] = float(su[real][k])
     else:
         if closed:
             Z = curve_spline(su, zs, True, period)(np.mod(sig_out, period))
@@ -723,6 +938,7 @@ def build_nordschleife(raw_dir, out_dir=None, params: dict | None = None):
         hampel=(prm["hampel_half_window_m"], prm["hampel_n_sigma"], prm["hampel_min_threshold_m"]),
         max_gap=prm["max_gap_m"], robust_iterations=prm["robust_iterations"])
     info.pop("sigma_of_raw_points", None)
+    steps = info.pop("steps", [])
     hw = prm["half_width_m"]
     track = Track(s, P, hw, hw, prm["banking_rad"], closed=True, name="nordschleife")
     # figures of the result
@@ -761,6 +977,7 @@ def build_nordschleife(raw_dir, out_dir=None, params: dict | None = None):
                     used=dict(loop="plan view (x, y)", btg="elevations", gp="not used (no overlap with "
                               "the Nordschleife loop: nearest points 57 m apart)")),
         processing=dict(prm, **{k: v for k, v in info.items() if not isinstance(v, np.ndarray)}),
+        processing_steps=steps,
         width_note="the data have no widths: constant 4.0 m each side (8.0 m total)",
         banking_note="the data have no banking: 0",
     )

@@ -50,7 +50,7 @@ import numpy as np
 
 __all__ = ["Finding", "TrackDataError", "TrackRepairWarning", "CheckedPoints", "KINDS",
            "MAX_GRADE", "check_points", "check_track", "check_sector", "check_vehicle_fits",
-           "detect_closed"]
+           "check_track_width", "detect_closed"]
 
 KINDS = ("missing_value", "too_few_points", "duplicate_points", "position_spike",
          "unclosed_loop", "elevation_zero", "elevation_spike", "elevation_step", "bad_width", "bad_banking",
@@ -533,6 +533,43 @@ def check_points(points, closed: Optional[bool] = None, *, attrs: Optional[dict]
         stop()
     _warn(source, findings)
     return CheckedPoints(W.P, W.attrs, W.labels, bool(closed), findings)
+
+
+def check_track_width(value, name: str = "track_width", per_side: bool = False):
+    """Check a track width given by the user (``--track-width``, ``track_width=``).
+
+    Parameters
+    ----------
+    value : float or None
+        The total width [m] (``per_side``: the width on each side of the centreline).
+    name : str
+        Named in the message (e.g. ``'--track-width'``).
+    per_side : bool
+
+    Returns
+    -------
+    float or None
+        The half-width each side [m] (None if ``value`` is None).
+
+    Raises
+    ------
+    ValueError
+        Not a finite number, not > 0, or a half-width above 100 m; the message names ``name``,
+        the value and what was expected.
+    """
+    if value is None:
+        return None
+    limit = MAX_HALF_WIDTH if per_side else 2 * MAX_HALF_WIDTH
+    what, note = (("the width each side of the centreline", "") if per_side else
+                  ("the track's total width", " (half of it each side of the centreline)"))
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        v = math.nan
+    if isinstance(value, bool) or not (math.isfinite(v) and 0 < v <= limit):
+        raise ValueError(f"{name} = {value!r}: expected {what} in metres, > 0 m and at most "
+                         f"{limit:g} m{note}")
+    return v if per_side else v / 2.0
 
 
 def _warn(source, findings):

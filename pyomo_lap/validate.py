@@ -18,10 +18,11 @@ def _inputs(summary: dict):
     from .vehicle import load_vehicle
     track = summary.get("track_file") or summary["track"]
     vehicle = summary.get("vehicle_file") or summary["vehicle"]
+    width = summary.get("track_width_m")     # --track-width of the run, if given
     try:
-        tr = load_track(track)
+        tr = load_track(track, track_width=width)
     except (ValueError, FileNotFoundError):
-        tr = load_track(summary["track"])
+        tr = load_track(summary["track"], track_width=width)
     try:
         p = load_vehicle(vehicle)
     except ValueError:
