@@ -818,9 +818,10 @@ def _write_track_csv(path, s, P, wl, wr, nu) -> None:
 
 # ---------------------------------------------------------------------------
 def data_dir() -> Path:
-    """Data directory: ``$PYOMO_LAP_DATA`` or ``<repo>/data``."""
-    env = os.environ.get("PYOMO_LAP_DATA")
-    return Path(env) if env else Path(__file__).resolve().parents[1] / "data"
+    """Data directory (holds ``tracks/``): ``$PYOMO_LAP_DATA``, the checkout's ``data/`` or,
+    after ``pip install .``, its installed copy (:func:`pyomo_lap.paths.data_dir`)."""
+    from .paths import data_dir as _data_dir
+    return _data_dir()
 
 
 def available_tracks() -> list[str]:

@@ -52,8 +52,10 @@ road-wheel steer angle [rad]."""
 
 
 def models_dir() -> Path:
-    """Folder holding the vehicle files (``<repo>/models``)."""
-    return Path(__file__).resolve().parents[1] / "models"
+    """Folder holding the bundled vehicle files: the checkout's ``models/`` or, after
+    ``pip install .``, its installed copy (:func:`pyomo_lap.paths.models_dir`)."""
+    from .paths import models_dir as _models_dir
+    return _models_dir()
 
 
 def available_vehicles() -> list:
