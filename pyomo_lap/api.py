@@ -121,6 +121,9 @@ def result_line(summary: dict, periodic: bool) -> str:
             "sectors " + ", ".join(f"{x['time_s']:.3f}" for x in summary["sectors"]) + " s")
 
 
+_OWN_ARGUMENTS = ("model", "start", "length", "nfe", "ncp", "scheme", "periodic", "initial_speed")
+
+
 def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
                  length: Optional[float] = 2000.0, nfe: Optional[int] = None, ncp: int = 2,
                  scheme: str = "LAGRANGE-RADAU", initial_speed="quasi-steady",
@@ -128,7 +131,8 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
                  solver: str = "lap_ipopt", solver_options: Optional[dict] = None,
                  out_dir: Optional[Path] = Path("results"), tee: bool = False,
                  echo: Callable[[str], None] = print, repair_track: bool = False,
-                 n_sectors: int = 3, progress=None, track_width: Optional[float] = None):
+                 n_sectors: int = 3, progress=None, track_width: Optional[float] = None,
+                 ocp_options: Optional[dict] = None):
     """Build, initialize and solve the minimum-time problem on a sector, and export.
 
     Parameters
@@ -168,6 +172,11 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     track_width : float, optional
         Total width of the track [m], half each side, replacing the data's widths (only
         with a track name or file: see :func:`pyomo_lap.track.load_track`).
+    ocp_options : dict, optional
+        Further options of the optimal control problem (:data:`pyomo_lap.ocp.OCP_CONFIG`, the
+        README's option table), e.g. ``{"adherence": "squared", "element_length": 5.0}``;
+        the options that have their own argument here are refused
+        (:func:`pyomo_lap.options.check_ocp_options`).
 
     Returns
     -------
@@ -199,6 +208,8 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     from .track import Track
     from .vehicle import VehicleParameters
 
+    from .options import check_ocp_options
+    ocp_options = check_ocp_options(ocp_options)    # before anything is loaded or built
     if model not in ("full", "single-track"):
         raise ValueError(f"model = {model!r}: expected 'full' or 'single-track'")
     if initial_guess not in ("cold", "single-track"):
@@ -235,10 +246,12 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     if solver == DEFAULT_SOLVER and model == "full":
         # the compiled per-point functions of this car: the C compiler runs while Pyomo builds
         from .lap_nlp import prefetch_point_functions
-        prefetch_point_functions(p, {"periodic": periodic, "initial_speed": initial_speed})
+        prefetch_point_functions(p, {"periodic": periodic, "initial_speed": initial_speed,
+                                     **ocp_options})
     m = build_model(tr, p, start=start, length=length, nfe=nfe, ncp=ncp, scheme=scheme,
                     initial_speed=initial_speed, periodic=periodic, model=model,
-                    named_subexpressions=solver != DEFAULT_SOLVER, progress=progress)
+                    named_subexpressions=solver != DEFAULT_SOLVER, progress=progress,
+                    **ocp_options)
     nfe = m.options.nfe
     size = model_size(m)
     echo(f"  built in {m.build_time_s:.1f} s: {size['n_variables']} variables, "
@@ -250,7 +263,8 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
         from .single_track import warm_start_full
         echo("  initial guess from the single-track model on the same mesh ...")
         ms = build_model(tr, p, start=start, length=length, nfe=nfe, ncp=ncp, scheme=scheme,
-                         initial_speed=initial_speed, periodic=periodic, model="single-track")
+                         initial_speed=initial_speed, periodic=periodic, model="single-track",
+                         **ocp_options)
         initialize_model(ms)
         rs = solve_model(ms, solver=solver, options=solver_options)
         if not rs.ok:
@@ -285,6 +299,9 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
         "init_time_s": init_s,
         "solve_time_s": rep.solve_time_s,
         "nfe": nfe, "ncp": ncp, "scheme": scheme,
+        "ocp_options": {k: (list(v) if isinstance(v, tuple) else v)
+                        for k, v in (m.options.value() if hasattr(m, "options") else {}).items()
+                        if k in ocp_options or k not in _OWN_ARGUMENTS},
         "n_points": len(m.s),
         "start_m": start,
         "length_m": m.sector_length,

@@ -102,6 +102,11 @@ def _track_width(value):
                    "newer interface to the same executable)")
 @click.option("--solver-option", "solver_option", multiple=True, metavar="KEY=VALUE",
               help="solver option passed through to the solver (repeatable), e.g. max_iter=500")
+@click.option("--ocp-option", "ocp_option", multiple=True, metavar="KEY=VALUE",
+              help="another option of the optimal control problem (repeatable), e.g. "
+                   "adherence=squared, element_length=5, piecewise_constant_controls=true, "
+                   "K_delta=2; the list with defaults and units: README, 'Options of the "
+                   "optimal control problem' (python -m pyomo_lap.options)")
 @click.option("--sectors", default=3, show_default=True, type=int,
               help="number of equal sectors timed in the summary")
 @click.option("--out", "out_dir", default="results", show_default=True,
@@ -115,8 +120,8 @@ def _track_width(value):
                    "open track); every repair is reported")
 @TRACK_WIDTH
 def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_speed, model,
-          initial_guess, solver, solver_option, sectors, out_dir, quiet, max_iter, repair_track,
-          track_width):
+          initial_guess, solver, solver_option, ocp_option, sectors, out_dir, quiet, max_iter,
+          repair_track, track_width):
     """Solve the minimum-time problem on a sector (or, with --full-lap, the closed lap) and
     write trajectory.csv, trajectory.parquet, results.xlsx and summary.json to OUT.
 
@@ -161,6 +166,17 @@ def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_spe
         _fail(f"--solver-option: {exc}")
     if max_iter is not None:
         options["max_iter"] = max_iter
+    from .options import check_ocp_options, parse_option_value
+    ocp = {}
+    for item in ocp_option:
+        key, sep, val = str(item).partition("=")
+        if not sep or not key.strip():
+            _fail(f"--ocp-option {item!r}: expected KEY=VALUE, e.g. adherence=squared")
+        ocp[key.strip()] = parse_option_value(val)
+    try:
+        ocp = check_ocp_options(ocp)
+    except ValueError as exc:
+        _fail(f"--ocp-option: {exc}")
     try:
         isp = initial_speed if initial_speed in ("quasi-steady", "free") else float(initial_speed)
     except ValueError:
@@ -178,7 +194,7 @@ def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_spe
                      initial_guess=initial_guess, solver=solver, out_dir=Path(out_dir),
                      tee=not quiet, echo=click.echo, repair_track=repair_track,
                      solver_options=options or None, n_sectors=sectors, progress=click_progress(),
-                     track_width=track_width)
+                     track_width=track_width, ocp_options=ocp)
     except SolveInterrupted as exc:
         r = exc.report
         its = f", {r.iterations} iterations" if r.iterations is not None else ""

@@ -1,0 +1,98 @@
+"""The OCP's options from their one declaration (pyomo_lap.ocp.OCP_CONFIG): validation for the
+API and the CLI, the README's table, and that a given option reaches the model."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from pyomo_lap.options import CLI_OWNED, check_ocp_options, options_table, parse_option_value
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.unit
+def test_readme_holds_the_generated_table():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    m = re.search(r"<!-- options-table:start -->\n(.*?)<!-- options-table:end -->", text, re.S)
+    assert m, "README lacks the options table markers"
+    assert m.group(1) == options_table()
+    from pyomo_lap.ocp import OCP_CONFIG
+    for key in OCP_CONFIG.keys():          # every declared option is documented
+        assert f"| `{key}` |" in m.group(1)
+
+
+@pytest.mark.unit
+def test_values_are_converted_and_checked_by_their_domains():
+    assert parse_option_value("true") is True and parse_option_value("False") is False
+    assert parse_option_value("5") == 5 and parse_option_value("2.5e-3") == 2.5e-3
+    assert parse_option_value("qdd,W3J") == ("qdd", "W3J")
+    assert parse_option_value("squared") == "squared"
+    got = check_ocp_options({"adherence": "squared", "K_delta": 2, "lift": ("qdd",)})
+    assert got == {"adherence": "squared", "K_delta": 2.0, "lift": ("qdd",)}
+    assert isinstance(got["K_delta"], float)
+    assert check_ocp_options(None) == {}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("options, words", [
+    ({"adherance": "squared"}, ["'adherance'", "unknown", "adherence", "element_length"]),
+    ({"adherence": "cubic"}, ["adherence", "'cubic'", "below-peak", "squared"]),
+    ({"K_f": -1.0}, ["K_f", "-1.0", "non-negative"]),
+    ({"nfe": 10}, ["'nfe'", "its own argument"]),
+])
+def test_bad_options_are_refused_naming_the_option_and_value(options, words):
+    with pytest.raises(ValueError) as err:
+        check_ocp_options(options)
+    for w in words:
+        assert w in str(err.value), (w, str(err.value))
+
+
+@pytest.mark.unit
+def test_every_option_owned_by_an_argument_is_declared():
+    from pyomo_lap.ocp import OCP_CONFIG
+    assert all(k in OCP_CONFIG for k in CLI_OWNED)
+
+
+@pytest.mark.component
+@pytest.mark.parametrize("args, words", [
+    (["--ocp-option", "adherence"], ["--ocp-option", "KEY=VALUE"]),
+    (["--ocp-option", "adherence=cubic"], ["adherence", "cubic"]),
+    (["--ocp-option", "ncp=3"], ["'ncp'", "its own argument"]),
+])
+def test_cli_refuses_bad_ocp_options_before_building(args, words, tmp_path):
+    from pyomo_lap.cli import main
+    res = CliRunner().invoke(main, ["solve", *args, "--out", str(tmp_path / "r")])
+    assert res.exit_code == 2, res.output
+    for w in words:
+        assert w in res.output, (w, res.output)
+    assert "building" not in res.output and not (tmp_path / "r").exists()
+
+
+@pytest.mark.integration
+def test_ocp_options_reach_the_model_and_the_summary(tmp_path):
+    """adherence='squared' writes one adherence row a tyre where 'below-peak' writes up to two
+    (counted on the built models), element_length sets the mesh; the summary records them."""
+    import json
+
+    import pyomo.environ as pyo
+
+    from pyomo_lap import build_model, load_track, load_vehicle, solve_sector
+    tr, p = load_track("nordschleife"), load_vehicle("fsae")
+
+    def n_adherence(**kw):
+        m = build_model(tr, p, start=500, length=60, element_length=6.0, **kw)
+        return m, sum(1 for _ in m.adherence.values())
+    m1, below = n_adherence()
+    m2, squared = n_adherence(adherence="squared")
+    assert squared < below <= 2 * squared
+    m, rep, df, summary = solve_sector(start=500, length=60, out_dir=tmp_path / "r", echo=lambda *_: None,
+                                       ocp_options={"adherence": "squared", "element_length": 6.0})
+    assert rep.ok and summary["nfe"] == 10
+    assert sum(1 for _ in m.adherence.values()) == squared
+    saved = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert saved["ocp_options"]["adherence"] == "squared"
+    assert saved["ocp_options"]["element_length"] == 6.0
+    assert pyo.value(m.lap_time) > 0
