@@ -13,6 +13,12 @@ Steps (each returns nothing and writes into the model's variables):
    (35)-(36) (:func:`pyomo_lap.vehicle.solve_loop`) evaluated with floats by the same code
    that builds the Pyomo model (traced once into CasADi, :mod:`pyomo_lap.numeric`);
 5. derivative variables: the right-hand sides of the spatial DAE (39) at the guess.
+
+Steps 1-3 (:func:`cold_start_profile`) are the same for every vehicle model; steps 4-5 are
+the model's own (``initialize`` of its :class:`~pyomo_lap.vehicle_model.VehicleModel`: the
+full model's :func:`pyomo_lap.full_model.initialize_full_model`, the single-track model's
+:func:`pyomo_lap.single_track.initialize_single_track`), reached through
+:func:`initialize_model`. This module imports no vehicle model.
 """
 from __future__ import annotations
 
@@ -20,86 +26,36 @@ import numpy as np
 import pyomo.environ as pyo
 from pyomo.dae import DerivativeVar
 
-from . import vehicle as veh
-from .numeric import CarFunctions, track_vector
-from .ocp import RATE_NAMES, STATE_NAMES
 from .speed_profile import quasi_steady_speed
 
 __all__ = ["initialize_model", "initialize_from_solution", "initialize_from_trajectory",
            "cold_start_profile"]
 
 
-def initialize_model(m, fixed_point_iterations: int = 4) -> dict:
-    """Write a cold-start initial guess into a model from :func:`pyomo_lap.ocp.build_model`.
+def initialize_model(m, **kwargs) -> dict:
+    """Write a cold-start initial guess into a model from :func:`pyomo_lap.ocp.build_model`:
+    the ``initialize`` of the model's vehicle model (``m.vehicle_model``, a
+    :class:`~pyomo_lap.vehicle_model.VehicleModel`): for the full model
+    :func:`pyomo_lap.full_model.initialize_full_model` (the steps above), for the
+    single-track model :func:`pyomo_lap.single_track.initialize_single_track`.
 
     Parameters
     ----------
     m : pyomo.environ.ConcreteModel
-    fixed_point_iterations : int
-        Iterations of the algebraic loop per point.
+    **kwargs
+        Passed on (full model: ``fixed_point_iterations``, iterations of the algebraic loop
+        per point, default 4).
 
     Returns
     -------
     dict
         ``{"status": "ok", "estimated_time_s": float, "max_algebraic_residual": float}``.
     """
-    if m.options.model == "single-track":
-        from .single_track import initialize_single_track
-        return initialize_single_track(m)
-    p = m.vehicle
-    sigma = np.array(sorted(m.s))
-    prof = cold_start_profile(m)
-    v, t, sag, fx = prof["v"], prof["t"], prof["sag"], prof["fx"]
-    f_xa, f_xb, delta = prof["f_xa"], prof["f_xb"], prof["delta"]
-    chain, joints = m.chain, m.track_joints
-    car = CarFunctions(p)        # the same car equations, traced once for fast float evaluation
-    lifted = bool(m.options.lift)
-    max_res = 0.0
-    s1, s2 = p.static_loads
-    for i, s in enumerate(sigma):
-        q = [0.0, 0.0, 0.0, float(sag[i]), 0.0, 0.0]
-        qd = [float(v[i]), 0.0, 0.0, 0.0, 0.0, 0.0]
-        u = [float(f_xa[i]), float(f_xb[i]), float(delta[i])]
-        trk = track_vector(joints[i])
-
-        def residual(zz, _trk=trk, _q=q, _qd=qd, _u=u):
-            return car.evaluate(_trk, _q, _qd, _u, zz)[1]
-        # step 4: a fixed number of fixed-point (Picard) steps z <- z - r(z)
-        z = veh.solve_loop(residual, [s1, s1, s2, s2, float(fx[i]), 0.0, 0.0], None, tol=0.0,
-                           max_iter=fixed_point_iterations, floor=p.fz_min, line_search=False,
-                           raise_on_failure=False).tolist()
-        qdd, res = car.evaluate(trk, q, qd, u, z)
-        if lifted:   # values of the lifted intermediates (OCP option 'lift')
-            recorded = {}
-
-            def record(tag, value, _rec=recorded):
-                _rec[tag] = value
-                return value
-            veh.car_equations(p, chain, joints[i], q, qd, u, z, namer=record)
-            for tag, value in recorded.items():
-                comp = m.car.component(tag)
-                if comp is not None and comp.ctype is pyo.Var:
-                    comp[s].set_value(float(value))
-        max_res = max(max_res, float(np.max(np.abs(res))))
-        vals = dict(zip(STATE_NAMES, q[1:]))
-        vals.update(zip(RATE_NAMES, qd))
-        vals.update(t=float(t[i]), f_xa=u[0], f_xb=u[1], delta=u[2])
-        vals.update(zip(veh.ALGEBRAIC, z))
-        for name, val in vals.items():
-            var = m.component(name)[s]
-            if not var.fixed:
-                lb, ub = var.lb, var.ub
-                if lb is not None:
-                    val = max(val, lb)
-                if ub is not None:
-                    val = min(val, ub)
-                var.set_value(val, skip_validation=True)
-        for k, name in enumerate(STATE_NAMES):
-            m.component(f"d{name}_ds")[s].set_value(qd[k + 1] / qd[0])
-        for k, name in enumerate(RATE_NAMES):
-            m.component(f"d{name}_ds")[s].set_value(float(qdd[k]) / qd[0])
-        m.dt_ds[s].set_value(1.0 / qd[0])
-    return {"status": "ok", "estimated_time_s": float(t[-1]), "max_algebraic_residual": max_res}
+    vm = getattr(m, "vehicle_model", None)
+    if vm is None:
+        raise ValueError("the model has no vehicle model (m.vehicle_model): build it with "
+                         "pyomo_lap.ocp.build_model")
+    return vm.initialize(m, **kwargs)
 
 
 def cold_start_profile(m) -> dict:
@@ -218,16 +174,19 @@ def initialize_from_trajectory(m, df) -> dict:
     if abs(s_src[0]) > 1e-6 or abs(s_src[-1] - m.sector_length) > 1e-3:
         raise ValueError(f"trajectory covers [{s_src[0]}, {s_src[-1]}] m of the sector, the model "
                          f"[0, {m.sector_length}] m")
-    names = STATE_NAMES + RATE_NAMES + ("t",) + veh.CONTROLS + veh.ALGEBRAIC
-    missing = [c for c in names + tuple(f"q{k}_ddot" for k in range(1, 7)) if c not in df.columns]
+    vm = m.vehicle_model
+    states, rates = vm.states, vm.rates
+    names = states + rates + ("t",) + vm.controls + vm.algebraics
+    missing = [c for c in names + tuple(f"q{k}_ddot" for k in range(1, len(rates) + 1))
+               if c not in df.columns]
     if missing:
         raise ValueError(f"trajectory lacks column(s) {missing}")
     s_dst = np.array(sorted(m.s))
     col = {c: np.interp(s_dst, s_src, df[c].to_numpy(dtype=float)) for c in df.columns
            if c in names or c.endswith("_ddot")}
     v1 = col["q1_dot"]
-    deriv = {f"d{k}_ds": col[f"{k}_dot"] / v1 for k in STATE_NAMES}
-    deriv.update({f"dq{k}_dot_ds": col[f"q{k}_ddot"] / v1 for k in range(1, 7)})
+    deriv = {f"d{k}_ds": col[f"{k}_dot"] / v1 for k in states}
+    deriv.update({f"dq{k}_dot_ds": col[f"q{k}_ddot"] / v1 for k in range(1, len(rates) + 1)})
     deriv["dt_ds"] = 1.0 / v1
     count = 0
     for name, vals in list(((n, col[n]) for n in names)) + list(deriv.items()):

@@ -23,6 +23,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from . import single_track_car as st
 from . import vehicle as veh
 from .chain import TrackJoint
 
@@ -82,7 +83,7 @@ class CarFunctions:
     model : {'full', 'single-track'}
         ``'full'``: :func:`pyomo_lap.vehicle.car_equations` on the six-joint chain
         (q, q̇ of length 6, z of length 7). ``'single-track'``:
-        :func:`pyomo_lap.single_track.single_track_equations` (q, q̇ of length 3, z of
+        :func:`pyomo_lap.single_track_car.single_track_equations` (q, q̇ of length 3, z of
         length 5).
     tyres : bool
         False: the in-plane tyre wrench is switched off (``f_3x = f_3y = m_3z = 0`` are
@@ -101,11 +102,9 @@ class CarFunctions:
         import casadi as ca
 
         if model == "full":
-            from .vehicle import build_chain
-            chain = build_chain(p)
+            chain = veh.build_chain(p)
             eqs, n_q, algebraic = veh.car_equations, 6, veh.ALGEBRAIC
         elif model == "single-track":
-            from . import single_track as st
             chain = st.build_chain(p)
             eqs, n_q, algebraic = st.single_track_equations, 3, st.ALGEBRAIC
         else:

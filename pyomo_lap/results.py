@@ -249,9 +249,9 @@ def trajectory_dataframe(m, progress=None) -> pd.DataFrame:
         ``t_point_mass``, :func:`pyomo_lap.speed_profile.quasi_steady_speed`) as a reference
         for time-delta plots.
     """
-    if m.options.model == "single-track":
-        from .single_track import trajectory_dataframe as single_track_dataframe
-        return single_track_dataframe(m)
+    vm = getattr(m, "vehicle_model", None)
+    if vm is not None and vm.trajectory is not None:   # the model's own table (single-track)
+        return vm.trajectory(m)
     from .gc_pause import gc_paused
     from .speed_profile import quasi_steady_speed
     # the collector's full passes walk every object of the model (~1.3 s per pass for 600

@@ -43,156 +43,34 @@ q3_dot, t, f_xa, f_xb, delta, f_3x, f_3y, m_3z``); the algebraic loads are the a
 from __future__ import annotations
 
 import time
-from typing import Callable, Optional, Sequence
+from typing import Optional
 
 import numpy as np
 import pyomo.environ as pyo
 from pyomo.dae import ContinuousSet, DerivativeVar
 
-from . import chain as chain_mod
-from . import lie
 from . import vehicle as veh
-from .backend import add, atan, cos, is_number, mul, sin, sqrt, sub, total
+from .full_model import RATE_NAMES as FULL_RATES, STATE_NAMES as FULL_STATES
+from .initialize import cold_start_profile, initialize_from_solution, initialize_model
+from .numeric import AlgebraicLoopError, CarFunctions, track_vector
+from .ocp_common import (OBJECTIVE_SCALE, _Namer, _sector_points, add_objective, entry_speed,
+                         fast_element_lookup, sector_mesh, track_joints)
+from .single_track_car import (_ABS_EPS2, ALGEBRAIC, RATE_NAMES, STATE_NAMES,  # noqa: F401
+                               _clip_unit, build_chain, fiala_axle, single_track_equations)
+from .vehicle_model import VehicleModel
 
 __all__ = ["ALGEBRAIC", "STATE_NAMES", "RATE_NAMES", "build_chain", "fiala_axle",
            "single_track_equations", "build_single_track_model", "initialize_single_track",
-           "trajectory_dataframe", "warm_start_full"]
-
-ALGEBRAIC = ("f_1z", "f_2z", "f_3x", "f_3y", "m_3z")
-"""Algebraic variables: front and rear axle loads [N], in-plane tyre wrench on the car
-[N, N, N m]."""
-STATE_NAMES = ("q2", "q3")
-RATE_NAMES = ("q1_dot", "q2_dot", "q3_dot")
-_ABS_EPS2 = 1e-10   # |v| ~ sqrt(v^2 + eps^2): a smooth absolute value for the NLP
-
-
-def build_chain(p: veh.VehicleParameters) -> chain_mod.Chain:
-    """Joints 1-3 of the car's chain with one rigid body: the whole car at zero suspension
-    deflection (sprung mass at ``h``, unsprung at wheel-centre height, inertias added about
-    O3)."""
-    full = veh.build_chain(p)
-
-    def diag(v):
-        return [[float(v[0]), 0, 0], [0, float(v[1]), 0], [0, 0, float(v[2])]]
-    Ms = lie.spatial_inertia(p.m_s, (0, 0, p.h), diag((p.Ixx, p.Iyy, p.Izz)))
-    Mu = lie.spatial_inertia(p.m_u, (0, 0, p.wheel_radius), diag(p.unsprung_inertia))
-    M = [[Ms[i][j] + Mu[i][j] for j in range(6)] for i in range(6)]
-    return chain_mod.Chain(joints={2: full.joints[2], 3: full.joints[3]}, inertia={3: M},
-                           gravity=p.gravity)
-
-
-def _clip_unit(v):
-    """Clip to [-1, 1] for numbers and CasADi symbols (the tyre slides beyond); Pyomo
-    expressions are returned unchanged: the OCP keeps ``|v| <= 1`` by a constraint."""
-    if is_number(v):
-        return min(1.0, max(-1.0, v))
-    if type(v).__module__.startswith("casadi"):
-        import casadi
-        return casadi.fmin(1.0, casadi.fmax(-1.0, v))
-    return v
-
-
-def fiala_axle(p: veh.VehicleParameters, alpha, fz_axle):
-    r"""Fiala lateral force of an axle (seed ``004``) with the full model's tyre data.
-
-    Parameters
-    ----------
-    p : VehicleParameters
-    alpha : scalar
-        Slip angle [rad] (positive: positive force).
-    fz_axle : scalar
-        Axle load [N], > 0.
-
-    Returns
-    -------
-    (f_y [N], C [N/rad], D [N], upsilon [-])
-        Force, cornering stiffness :math:`2 C_\alpha(f_z/2)`, peak force :math:`2 D(f_z/2)`
-        and the sliding measure :math:`\upsilon = C\tan\alpha / (3D)` (the tyre slides at
-        :math:`|\upsilon| = 1`; beyond, the force stays :math:`\pm D`).
-    """
-    fw = mul(0.5, fz_axle)
-    C = mul(2.0 * p.pK1 * p.Fz0, sin(mul(2.0, atan(mul(1.0 / (p.pK2 * p.Fz0), fw)))))
-    D = mul(2.0, veh.peak_force(p, fw))
-    ups = C * (sin(alpha) / cos(alpha)) / (3.0 * D)
-    v = _clip_unit(ups)
-    av = sqrt(v * v + _ABS_EPS2)
-    fy = D * (3.0 * v - 3.0 * v * av + v * v * v)
-    return fy, C, D, ups
-
-
-def single_track_equations(p: veh.VehicleParameters, chain: chain_mod.Chain,
-                           track: chain_mod.TrackJoint, q: Sequence, qd: Sequence, u: Sequence,
-                           z: Sequence, namer: Optional[Callable] = None) -> veh.CarEquations:
-    r"""All equations of the single-track car at one point (the analogue of
-    :func:`pyomo_lap.vehicle.car_equations`).
-
-    Parameters
-    ----------
-    p : VehicleParameters
-    chain : chain.Chain
-        From :func:`build_chain`.
-    track : chain.TrackJoint
-    q, qd : sequences of 3 scalars
-        q1..q3 [m, m, rad] and rates (q1 enters only through ``track``).
-    u : sequence of 3 scalars
-        ``(f_xa [N] >= 0, f_xb [N] <= 0, delta [rad])``; front axle force ``k_b f_xb``, rear
-        ``(1 - k_b) f_xb + f_xa`` (eq 34 summed over each axle).
-    z : sequence of 5 scalars
-        ``(f_1z, f_2z [N], f_3x, f_3y [N], m_3z [N m])``.
-    namer : callable, optional
-
-    Returns
-    -------
-    CarEquations
-        ``qdd`` (3), ``load_residuals`` (2), ``inplane_residuals`` (3), ``channels``.
-    """
-    nm = namer or (lambda tag, v: v)
-    f_xa, f_xb, delta = u
-    f1z, f2z, f3x, f3y, m3z = z
-    kin = chain_mod.forward_kinematics(chain, track, q, qd, namer=nm)
-    V3 = kin.V[3]
-    v3x, v3y, w3z = V3[0], V3[1], V3[5]
-    qdyn = nm("aero_q", mul(0.5 * p.rho * p.S, mul(v3x, v3x)))
-    f_drag = mul(-p.Cx, qdyn)
-    f_down = mul(-(p.Cz1 + p.Cz2), qdyn)
-    m_aero = mul(-(p.Cz2 * p.a2 - p.Cz1 * p.a1), qdyn)
-    W3E = [add(f3x, f_drag), f3y, f_down, 0, m_aero, m3z]
-    res = chain_mod.aba(chain, track, kin, qd, [0, 0, 0], {3: W3E}, namer=nm)
-    inv_vx = 1 / v3x
-    alpha1 = nm("alpha_1", sub(delta, atan(mul(add(v3y, mul(p.a1, w3z)), inv_vx))))
-    alpha2 = nm("alpha_2", atan(mul(sub(mul(p.a2, w3z), v3y), inv_vx)))
-    f1x = mul(p.brake_ratio, f_xb)
-    f2x = add(mul(1.0 - p.brake_ratio, f_xb), f_xa)
-    fy1, C1, D1, u1 = fiala_axle(p, alpha1, f1z)
-    fy2, C2, D2, u2 = fiala_axle(p, alpha2, f2z)
-    fy1, fy2 = nm("f_1y", fy1), nm("f_2y", fy2)
-    cd, sd = cos(delta), sin(delta)
-    Y1 = nm("Y_1", add(mul(fy1, cd), mul(f1x, sd)))
-    X1 = sub(mul(f1x, cd), mul(fy1, sd))
-    inplane = [sub(f3x, add(X1, f2x)), sub(f3y, add(Y1, fy2)),
-               sub(m3z, total([mul(p.a1, Y1), mul(-p.a2, fy2)]))]
-    W3J = res.W3J
-    fz3, mx3, my3 = W3J[2], W3J[3], W3J[4]
-    l = p.l
-    F1 = add(mul(p.a2 / l, fz3), mul(-1.0 / l, my3))
-    F2 = add(mul(p.a1 / l, fz3), mul(1.0 / l, my3))
-    loads = [sub(f1z, F1), sub(f2z, F2)]
-    channels = {
-        "v_3x": v3x, "v_3y": v3y, "omega_3z": w3z, "alpha_1": alpha1, "alpha_2": alpha2,
-        "f_1x": f1x, "f_2x": f2x, "f_1y": fy1, "f_2y": fy2, "Y_1": Y1, "Y_2": fy2,
-        "C_1": C1, "C_2": C2, "D_1": D1, "D_2": D2, "upsilon_1": u1, "upsilon_2": u2,
-        "f_3z": fz3, "m_3x": mx3, "m_3y": my3, "f_drag": f_drag, "f_down": f_down,
-        "power": mul(f_xa, v3x),
-    }
-    return veh.CarEquations(qdd=res.qdd, load_residuals=loads, inplane_residuals=inplane,
-                            channels=channels, kin=kin, aba=res)
+           "trajectory_dataframe", "warm_start_full", "SINGLE_TRACK_MODEL"]
 
 
 # ------------------------------------------------------------------------------ the OCP
-def build_single_track_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[float] = None):
+def build_single_track_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[float] = None,
+                             progress=None):
     """Build and discretize the minimum-time OCP of the single-track model on a sector.
 
-    Called by :func:`pyomo_lap.ocp.build_model` with option ``model='single-track'``; same
+    The ``build`` of :data:`SINGLE_TRACK_MODEL`, called by :func:`pyomo_lap.ocp.build_model`
+    with option ``model='single-track'`` (``progress`` is not called); same
     options, mesh, objective (41), power limit, track limits and entry conditions as the full
     model. Differences: states ``q2, q3, q1_dot..q3_dot, t``; algebraic ``f_1z, f_2z, f_3x,
     f_3y, m_3z``; adherence per axle (friction ellipse) and the Fiala range
@@ -207,7 +85,6 @@ def build_single_track_model(track, vehicle: veh.VehicleParameters, cfg, t0: Opt
     ValueError
         As :func:`pyomo_lap.ocp.build_model`.
     """
-    from .ocp import _Namer, _sector_points, add_objective, fast_element_lookup, entry_speed, sector_mesh, track_joints
     t0 = time.perf_counter() if t0 is None else t0
     L, bounds = sector_mesh(track, cfg)
     if cfg.lift:
@@ -304,6 +181,7 @@ def build_single_track_model(track, vehicle: veh.VehicleParameters, cfg, t0: Opt
             m.component(k)[first].fix(0.0)
     add_objective(m, cfg)
     _set_scaling(m)
+    m.vehicle_model = SINGLE_TRACK_MODEL
     m.build_time_s = time.perf_counter() - t0
     return m
 
@@ -342,24 +220,24 @@ def _set_scaling(m) -> None:
         sf[c] = (F / 2) ** 2
     for c in m.speed_min.values():
         sf[c] = 0.05
-    from .ocp import OBJECTIVE_SCALE
-    sf[m.objective] = OBJECTIVE_SCALE / max(1.0, L / 30.0)   # see pyomo_lap.ocp._set_scaling
+    sf[m.objective] = OBJECTIVE_SCALE / max(1.0, L / 30.0)   # see pyomo_lap.full_model._set_scaling
 
 
 # ------------------------------------------------------------------------------ initial guess, results
-def initialize_single_track(m) -> dict:
+def initialize_single_track(m, **kwargs) -> dict:
     """Cold-start guess for a single-track model, by the steps of
     :func:`pyomo_lap.initialize.initialize_model` (quasi-steady speed profile on the
     centreline, point-mass controls, kinematic steer, algebraic loop solved by Newton with
-    the traced equations, derivative variables from the DAE).
+    the traced equations, derivative variables from the DAE). The ``initialize`` of
+    :data:`SINGLE_TRACK_MODEL`; keyword arguments of
+    :func:`~pyomo_lap.initialize.initialize_model` for the full model
+    (``fixed_point_iterations``) are ignored.
 
     Returns
     -------
     dict
         ``{"status", "estimated_time_s", "max_algebraic_residual"}``.
     """
-    from .initialize import cold_start_profile
-    from .numeric import CarFunctions, track_vector
     p = m.vehicle
     prof = cold_start_profile(m)
     car = CarFunctions(p, model="single-track")
@@ -401,7 +279,6 @@ def trajectory_dataframe(m):
     import math
 
     import pandas as pd
-    from .numeric import CarFunctions, track_vector
     p = m.vehicle
     tp = m.track_points
     car = CarFunctions(p, model="single-track")
@@ -454,9 +331,6 @@ def warm_start_full(m_full, m_single) -> dict:
     ValueError
         ``m_full`` is not a full model, or the sectors differ.
     """
-    from .initialize import initialize_from_solution, initialize_model
-    from .numeric import AlgebraicLoopError, CarFunctions, track_vector
-    from .ocp import RATE_NAMES as FULL_RATES, STATE_NAMES as FULL_STATES
     if m_full.options.model != "full" or m_single.options.model != "single-track":
         raise ValueError("warm_start_full needs a full model and a solved single-track model")
     initialize_model(m_full)
@@ -526,3 +400,13 @@ def warm_start_full(m_full, m_single) -> dict:
         for k, name in enumerate(FULL_RATES):
             m_full.component(f"d{name}_ds")[s].set_value(float(QDD[i, k]) / v1)
     return {"status": "ok", "points": len(sigma), "unsettled": bad}
+
+
+SINGLE_TRACK_MODEL = VehicleModel(
+    name="single-track",
+    description="rigid nonlinear bicycle with Fiala tyres (pyomo_lap.single_track)",
+    states=STATE_NAMES, rates=RATE_NAMES, controls=veh.CONTROLS, algebraics=ALGEBRAIC,
+    build=build_single_track_model, initialize=initialize_single_track,
+    trajectory=trajectory_dataframe)
+"""The single-track model as a :class:`~pyomo_lap.vehicle_model.VehicleModel` (registry key
+``"single-track"``)."""
