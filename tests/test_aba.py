@@ -432,7 +432,7 @@ class ExpressionNamer:
         return np.array([self._eval(e, subs) for e in exprs])
 
 
-@pytest.mark.unit
+@pytest.mark.component
 def test_aba_with_pyomo_variables_matches_float_evaluation():
     rng = np.random.default_rng(41)
     chn = make_chain()

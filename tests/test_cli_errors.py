@@ -196,7 +196,7 @@ def test_unexpected_errors_are_one_line_unless_debugging(files, monkeypatch):
     assert isinstance(r.exception, ZeroDivisionError)
 
 
-@pytest.mark.unit
+@pytest.mark.component
 def test_real_process_prints_one_line_and_exits_2(files):
     """The installed entry point (a real process): stderr is one error line, no traceback."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]),

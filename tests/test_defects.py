@@ -51,7 +51,7 @@ def wavy_track(length=400.0, kappa=0.01, wavelength=80.0, height=1.0, z_waveleng
     return Track(s[::4], P[::4], closed=False, name="wavy")
 
 
-@pytest.mark.integration
+@pytest.mark.component
 def test_defect_converges_at_the_polynomial_order_on_an_exact_trajectory():
     """Sampled from an exact solution (a time-domain run with constant controls along a 3D track
     whose curvature and elevation wave, after the start transients have died out),
@@ -124,7 +124,7 @@ def test_refine_mesh_splits_and_resolves_warm_started():
     assert h_new.min() == pytest.approx(sector.LENGTH / sector.NFE / max(res.split.values()), rel=1e-6)
 
 
-@pytest.mark.unit
+@pytest.mark.component
 def test_element_boundaries_are_checked():
     from pyomo_lap import load_track
     tr, p = load_track("nordschleife"), load_vehicle("fsae")

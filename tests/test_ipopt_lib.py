@@ -20,7 +20,7 @@ import pytest
 from pyomo_lap import ipopt_lib
 from pyomo_lap.ipopt_lib import IpoptProblem
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.component
 
 X_STAR = np.array([1.00000000, 4.74299963, 3.82114998, 1.37940829])
 F_STAR = 17.0140173

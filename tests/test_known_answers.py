@@ -70,7 +70,7 @@ def mf_lateral(p, alpha, fz):
 
 
 # ------------------------------------------------------------------------------ straight line
-@pytest.mark.integration
+@pytest.mark.unit
 def test_power_limited_acceleration_matches_scalar_ode(car):
     """From 8 m/s on a flat straight with f_xa = min(P/v, F_grip(v)): the speed follows
     m v' = f_xa - 1/2 rho S Cx v^2 (both masses move with q1), and in the grip-limited phase
@@ -231,7 +231,7 @@ def steady_state(p, R, v, nu=0.0):
     return {"q3": q3, "delta": delta, "f_xa": f_xa, "q4": q4, "q5": q5, "q6": q6, "fz": y[6:]}
 
 
-@pytest.mark.integration
+@pytest.mark.unit
 @pytest.mark.parametrize("R, v, nu", [(50.0, 15.0, 0.0), (50.0, 15.0, -0.15)],
                          ids=["flat circle", "banked circle"])
 def test_steady_cornering_matches_independent_steady_state(car, R, v, nu):
@@ -314,7 +314,7 @@ def test_crest_and_dip_vertical_load(car, crest):
     assert (sum(z[:4]) < flat) == crest          # lighter over the crest, heavier in the dip
 
 
-@pytest.mark.integration
+@pytest.mark.unit
 def test_driving_over_a_crest(car):
     """Time domain over a crest at constant speed (traction balancing drag and grade): at the
     top the loads agree with the closed form within the heave transient."""
@@ -341,7 +341,7 @@ def test_driving_over_a_crest(car):
 
 
 # ------------------------------------------------------------------------------ energy
-@pytest.mark.integration
+@pytest.mark.unit
 def test_energy_conserved_without_damping_tyres_and_aero():
     """No dampers, no tyre forces, no air: the chain on a 3D piece of the Nordschleife keeps
     kinetic + gravitational + spring energy; kinetic energy from the body twists of the forward
@@ -385,7 +385,7 @@ def test_energy_conserved_without_damping_tyres_and_aero():
 
 
 # ------------------------------------------------------------------------------ static
-@pytest.mark.integration
+@pytest.mark.unit
 def test_static_sag_and_loads_by_simulation():
     """Dropped with an undeflected suspension on a flat straight (no air, no drive), the car
     settles at q4 = -m_s g / k, q5 = q6 = 0, and wheel loads m g a2/(2l) front, m g a1/(2l)

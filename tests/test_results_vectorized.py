@@ -85,7 +85,7 @@ def assert_same_frame(new: pd.DataFrame, ref: pd.DataFrame):
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12, err_msg=c)
 
 
-@pytest.mark.unit
+@pytest.mark.component
 def test_vectorized_equals_per_point(model):
     ref = reference_dataframe(model)
     new = trajectory_dataframe(model)
@@ -93,7 +93,7 @@ def test_vectorized_equals_per_point(model):
     assert_same_frame(new, ref)
 
 
-@pytest.mark.unit
+@pytest.mark.component
 def test_perturbed_values_and_cache(model):
     """Away from the initial guess (every variable moved), and a second call through the
     cached tape."""
@@ -122,7 +122,7 @@ def test_perturbed_values_and_cache(model):
                 m.component(n)[s].set_value(x, skip_validation=True)
 
 
-@pytest.mark.unit
+@pytest.mark.component
 def test_progress_called_without_per_point_calls(model):
     calls = []
     trajectory_dataframe(model, progress=lambda label, done, total: calls.append((label, done, total)))
@@ -131,7 +131,7 @@ def test_progress_called_without_per_point_calls(model):
     assert calls[-1] == ("evaluating the channels", n, n)
 
 
-@pytest.mark.unit
+@pytest.mark.component
 def test_missing_value_raises(model):
     m = model
     s = sorted(m.s)[3]
@@ -145,7 +145,7 @@ def test_missing_value_raises(model):
         v.set_value(x, skip_validation=True)
 
 
-@pytest.mark.unit
+@pytest.mark.component
 def test_general_track_joint(model):
     """A track joint with ``J[0:3] != [1, 0, 0]`` (q1 not the arc length) goes through the
     general tape (``J`` and ``dJ`` as inputs)."""
