@@ -52,7 +52,7 @@ def _edges(names):
 def test_imports_run_one_way():
     # lower layers first: a module imports only modules before it in this list
     layers = ["vehicle_model", "ocp_common", "initialize", "single_track_car", "numeric",
-              "full_model", "single_track", "ocp"]
+              "full_model", "single_track", "point_mass", "ocp"]
     edges = _edges(layers)
     for name, targets in edges.items():
         for t in targets:
@@ -72,3 +72,27 @@ def test_model_given_as_an_object_builds_and_initializes():
     assert m2.vehicle_model is SINGLE_TRACK_MODEL and m2.options.model == "single-track"
     m3 = pyomo_lap.build_model(track, p, start=0.0, length=60.0, nfe=3)
     assert m3.vehicle_model is FULL_MODEL and m3.point_rows.built
+
+
+@pytest.mark.integration
+def test_point_mass_model_solves_a_sector_faster_than_the_single_track_car():
+    """The third model of docs/vehicle_models.md, written only against the interface: a
+    point mass with a friction circle has no yaw dynamics and no slip, so on the same sector
+    it is faster than the single-track car, but not by much (the same grip and power)."""
+    import pyomo.environ as pyo
+
+    from pyomo_lap.point_mass import POINT_MASS_MODEL
+    track, p = pyomo_lap.load_track("nordschleife"), pyomo_lap.load_vehicle("fsae")
+    times = {}
+    for model in (POINT_MASS_MODEL, "single-track"):
+        m = pyomo_lap.build_model(track, p, start=0.0, length=1000.0, model=model)
+        assert pyomo_lap.initialize_model(m)["status"] == "ok"
+        rep = pyomo_lap.solve_model(m)
+        assert rep.ok, rep.message
+        times[m.vehicle_model.name] = pyo.value(m.lap_time)
+        if m.vehicle_model is POINT_MASS_MODEL:
+            t = [pyo.value(m.t[s]) for s in sorted(m.s)]
+            assert all(b > a for a, b in zip(t, t[1:]))
+            for s in m.s:      # within the track limits
+                assert m.q2[s].lb - 1e-6 <= pyo.value(m.q2[s]) <= m.q2[s].ub + 1e-6
+    assert 0.95 * times["single-track"] < times["point-mass"] < times["single-track"]
