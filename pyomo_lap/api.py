@@ -210,8 +210,9 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
 
     from .options import check_ocp_options
     ocp_options = check_ocp_options(ocp_options)    # before anything is loaded or built
-    if model not in ("full", "single-track"):
-        raise ValueError(f"model = {model!r}: expected 'full' or 'single-track'")
+    from .ocp import VEHICLE_MODELS
+    if model not in VEHICLE_MODELS:
+        raise ValueError(f"model = {model!r}: expected one of {', '.join(map(repr, VEHICLE_MODELS))}")
     if initial_guess not in ("cold", "single-track"):
         raise ValueError(f"initial_guess = {initial_guess!r}: expected 'cold' or 'single-track'")
     if isinstance(track, Track) and track_width is not None:

@@ -91,7 +91,7 @@ def _track_width(value):
 @click.option("--initial-speed", default="quasi-steady", show_default=True,
               help="speed at the sector start [m/s], 'quasi-steady' or 'free'")
 @click.option("--model", default="full", show_default=True,
-              type=click.Choice(["full", "single-track"]),
+              type=click.Choice(["full", "single-track"]),     # = list(ocp.VEHICLE_MODELS), tested
               help="vehicle model: the six-joint Lie-group car or the single-track (bicycle, Fiala tyres)")
 @click.option("--initial-guess", default="cold", show_default=True,
               type=click.Choice(["cold", "single-track"]),

@@ -96,3 +96,13 @@ def test_ocp_options_reach_the_model_and_the_summary(tmp_path):
     assert saved["ocp_options"]["adherence"] == "squared"
     assert saved["ocp_options"]["element_length"] == 6.0
     assert pyo.value(m.lap_time) > 0
+
+
+@pytest.mark.unit
+def test_cli_model_choices_are_the_registry():
+    """The CLI lists the models literally (importing the OCP would slow every --help); they must
+    be the registry's keys."""
+    from pyomo_lap.cli import solve
+    from pyomo_lap.ocp import VEHICLE_MODELS
+    opt = next(p for p in solve.params if p.name == "model")
+    assert list(opt.type.choices) == list(VEHICLE_MODELS)
