@@ -24,7 +24,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 
 import numpy as np
 import pyomo.environ as pyo
@@ -140,7 +139,7 @@ def reference(track, vehicle):
 # 1. registration
 # --------------------------------------------------------------------------------------------
 
-@pytest.mark.unit
+@pytest.mark.component
 def test_registered_with_both_factories_and_reports_ipopt_3_14():
     opt = pyo.SolverFactory("lap_ipopt")
     assert opt.available() is True
@@ -204,7 +203,7 @@ def central_difference(make, perturb, h=1e-4):
     return (vals[0] - vals[1]) / (2 * h)
 
 
-@pytest.mark.integration
+@pytest.mark.component
 @pytest.mark.parametrize("sense", ["minimize", "maximize"])
 def test_generic_nlp_matches_classic_ipopt_and_sensitivities(sense):
     sense = pyo.minimize if sense == "minimize" else pyo.maximize
@@ -419,7 +418,7 @@ def test_replaced_row_and_named_expression_fall_back(track, vehicle, reference):
 # 6. a corrupted tape is refused
 # --------------------------------------------------------------------------------------------
 
-@pytest.mark.integration
+@pytest.mark.component
 def test_corrupted_tape_raises_recorded_rows_mismatch(track, vehicle):
     m = sector(track, vehicle, dual=False)
     rec = m.point_rows
@@ -460,7 +459,7 @@ def expr_if_model(condition):
     return m
 
 
-@pytest.mark.unit
+@pytest.mark.component
 def test_expr_if_on_a_variable_is_refused_naming_the_constraint():
     m = expr_if_model("variable")
     with pytest.raises(NotImplementedError, match=r"constraint c\b"):
@@ -472,7 +471,7 @@ def test_expr_if_on_a_variable_is_refused_naming_the_constraint():
     assert m.x.value == 1.0 and m.y.value == 1.0
 
 
-@pytest.mark.integration
+@pytest.mark.component
 @pytest.mark.parametrize("p", [1.0, -1.0])
 def test_expr_if_on_a_fixed_variable_is_translated_correctly(p):
     a, b = expr_if_model("fixed"), expr_if_model("fixed")
@@ -548,6 +547,9 @@ CTRL_C_SCRIPT = textwrap.dedent("""
     sys.exit(3)
 """)
 
+HANG_GUARD_S = 600.0
+"""[s] a child process that takes longer has hung: no test asserts how fast anything is."""
+
 ITERATION_ROW = re.compile(r"^\s*\d+r?\s+[-+]?\d\.\d+e[-+]\d+\s")
 
 
@@ -556,31 +558,35 @@ def test_ctrl_c_stops_the_solve_cleanly():
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen([sys.executable, "-c", CTRL_C_SCRIPT], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=env)
-    watchdog = threading.Timer(60.0, proc.kill)
+    watchdog = threading.Timer(HANG_GUARD_S, proc.kill)    # only if something hangs
     watchdog.start()
-    lines, sent, marker_at, marker = [], None, None, None
+    lines, sent, marker = [], False, None
     try:
         for line in proc.stdout:
             lines.append(line)
-            if sent is None and ITERATION_ROW.match(line):
+            if not sent and ITERATION_ROW.match(line):
                 proc.send_signal(signal.SIGINT)
-                sent = time.monotonic()
+                sent = True
             if line.startswith("INTERRUPTED-MARKER"):
-                marker_at, marker = time.monotonic(), line.split()
-        rc = proc.wait(timeout=30)
+                marker = line.split()
+        rc = proc.wait(timeout=HANG_GUARD_S)
     finally:
         watchdog.cancel()
         if proc.poll() is None:
             proc.kill()
     out = "".join(lines)
-    assert sent is not None, out[-3000:]
+    assert sent, out[-3000:]
     assert marker is not None, out[-3000:]
     assert rc == 0, out[-3000:]
-    assert marker_at - sent < 3.0
     _, kind, iterations, unchanged = marker
     assert kind == "interrupted"
     assert unchanged == "True"                   # the model kept its values
-    assert iterations != "None" and int(iterations) < 10
+    # stopped long before convergence (the uninterrupted solve takes 40 iterations); that
+    # IPOPT stops at the iteration after the signal is tested in-process, without a child
+    # process or a clock: test_ipopt_lib.py::test_sigint_during_solve_stops_cleanly
+    rows = [ln for ln in out.splitlines() if ITERATION_ROW.match(ln)]
+    assert iterations != "None" and int(iterations) < 20
+    assert int(ITERATION_ROW.match(rows[-1]).group(0).split()[0].rstrip("r")) == int(iterations)
     assert "EXIT: Optimal" not in out
 
 
@@ -677,7 +683,7 @@ def test_quadratic_objectives_are_read_exactly_and_others_refused():
         assert _quadratic(e) is None, str(e)
 
 
-@pytest.mark.integration
+@pytest.mark.component
 def test_quadratic_objective_path_matches_the_general_translation(track, vehicle, monkeypatch):
     """The objective read as a quadratic and the objective walked into CasADi give the same
     value, gradient and Hessian of the Lagrangian at a random point."""
