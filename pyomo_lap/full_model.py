@@ -41,8 +41,8 @@ from .backend import add, is_number, mul, sub
 from .chain import TrackJoint
 from .initialize import cold_start_profile
 from .numeric import CarFunctions, track_vector
-from .ocp_common import (OBJECTIVE_SCALE, _Namer, _sector_points, _set_new, add_objective,
-                         entry_speed, fast_element_lookup, sector_mesh, track_joints)
+from .ocp_common import (discretize_on_track, OBJECTIVE_SCALE, _Namer, _set_new, add_objective,
+                         entry_speed, fast_element_lookup, sector_mesh)
 from .vehicle_model import VehicleModel
 
 __all__ = ["FULL_MODEL", "STATE_NAMES", "RATE_NAMES", "build_full_model", "initialize_full_model",
@@ -462,30 +462,8 @@ def build_full_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[fl
                                                      doc=f"d{name}/dq1"))
 
     # ---- discretization -----------------------------------------------------------------
-    disc = pyo.TransformationFactory("dae.collocation")
-    t_dae = time.perf_counter()
-    disc.apply_to(m, wrt=m.s, nfe=cfg.nfe, ncp=cfg.ncp, scheme=cfg.scheme)
-    if cfg.piecewise_constant_controls and cfg.ncp > 1:
-        for c in ("f_xa", "f_xb", "delta"):
-            disc.reduce_collocation_points(m, var=m.component(c), ncp=1, contset=m.s)
-    m.dae_time_s = time.perf_counter() - t_dae      # pyomo.dae's share of the build
-    sigma = np.array(sorted(m.s))
-    tp = _sector_points(track, cfg.start, L, sigma)
-    m.track_points = tp
-    joints = m.track_joints = track_joints(tp)
-    idx = {s: i for i, s in enumerate(sigma)}
-
-    # track limits on q2 (half the car's width and a margin inside each edge)
-    half = 0.5 * p.width + cfg.track_margin
-    for s in m.s:
-        i = idx[s]
-        lo, hi = -(tp.width_right[i] - half), tp.width_left[i] - half
-        if not lo < hi:
-            raise ValueError(f"track {track.name!r} at s={cfg.start + s:.1f} m is narrower "
-                             f"({tp.width_left[i] + tp.width_right[i]:.2f} m) than the car "
-                             f"plus margins ({2 * half:.2f} m)")
-        m.q2[s].setlb(lo)
-        m.q2[s].setub(hi)
+    sigma, tp, idx = discretize_on_track(m, track, p, cfg, L, ("f_xa", "f_xb", "delta"))
+    joints = m.track_joints
 
     # ---- the rows at every point ---------------------------------------------------------
     # The rows of one point are recorded once on symbols (pyomo_lap.tape: common

@@ -19,7 +19,7 @@ import pyomo.environ as pyo
 from .backend import is_number
 from .chain import TrackJoint
 
-__all__ = ["sector_mesh", "track_joints", "fast_element_lookup", "entry_speed", "add_objective",
+__all__ = ["discretize_on_track", "sector_mesh", "track_joints", "fast_element_lookup", "entry_speed", "add_objective",
            "OBJECTIVE_SCALE", "pyomo_units"]
 
 
@@ -251,3 +251,60 @@ def add_objective(m, cfg) -> None:
 
 OBJECTIVE_SCALE = 1000.0
 """The scaled objective is about this number (see :func:`pyomo_lap.full_model._set_scaling`)."""
+
+
+def discretize_on_track(m, track, vehicle, cfg, length: float, controls) -> tuple:
+    """pyomo.dae's collocation of ``m`` over ``m.s``, then the track at its points and the
+    track limits on ``q2``: the steps every vehicle model's build shares.
+
+    Sets ``m.dae_time_s`` (pyomo.dae's share of the build [s]), ``m.track_points`` (the
+    track numbers at the points, :class:`pyomo_lap.track.TrackPoints`) and
+    ``m.track_joints``; bounds ``m.q2[s]`` to the track's width minus half the car's width
+    and ``cfg.track_margin`` each side.
+
+    Parameters
+    ----------
+    m : ConcreteModel
+        With the ContinuousSet ``m.s`` [m], the variables (``q2`` among them) and their
+        ``DerivativeVar`` s declared.
+    track, vehicle : Track, VehicleParameters
+    cfg : OCP_CONFIG value (``nfe``, ``ncp``, ``scheme``, ``start``,
+        ``piecewise_constant_controls``, ``track_margin``)
+    length : float
+        Sector length [m].
+    controls : sequence of str
+        The control variables (one value per element with piecewise-constant controls).
+
+    Returns
+    -------
+    (sigma (n,) ndarray of the points [m], TrackPoints, {point: index})
+
+    Raises
+    ------
+    ValueError
+        The track is narrower than the car plus margins somewhere (the message says where).
+    """
+    import time
+    disc = pyo.TransformationFactory("dae.collocation")
+    t_dae = time.perf_counter()
+    disc.apply_to(m, wrt=m.s, nfe=cfg.nfe, ncp=cfg.ncp, scheme=cfg.scheme)
+    if cfg.piecewise_constant_controls and cfg.ncp > 1:
+        for c in controls:
+            disc.reduce_collocation_points(m, var=m.component(c), ncp=1, contset=m.s)
+    m.dae_time_s = time.perf_counter() - t_dae      # pyomo.dae's share of the build
+    sigma = np.array(sorted(m.s))
+    tp = m.track_points = _sector_points(track, cfg.start, length, sigma)
+    m.track_joints = track_joints(tp)
+    idx = {s: i for i, s in enumerate(sigma)}
+    # track limits on q2 (half the car's width and a margin inside each edge)
+    half = 0.5 * vehicle.width + cfg.track_margin
+    for s in m.s:
+        i = idx[s]
+        lo, hi = -(tp.width_right[i] - half), tp.width_left[i] - half
+        if not lo < hi:
+            raise ValueError(f"track {track.name!r} at s={cfg.start + s:.1f} m is narrower "
+                             f"({tp.width_left[i] + tp.width_right[i]:.2f} m) than the car "
+                             f"plus margins ({2 * half:.2f} m)")
+        m.q2[s].setlb(lo)
+        m.q2[s].setub(hi)
+    return sigma, tp, idx

@@ -31,8 +31,8 @@ import pyomo.environ as pyo
 from pyomo.dae import ContinuousSet, DerivativeVar
 
 from .initialize import cold_start_profile
-from .ocp_common import (OBJECTIVE_SCALE, _sector_points, add_objective, entry_speed,
-                         fast_element_lookup, sector_mesh, track_joints)
+from .ocp_common import (discretize_on_track, OBJECTIVE_SCALE, add_objective, entry_speed,
+                         fast_element_lookup, sector_mesh)
 from .vehicle_model import VehicleModel
 
 __all__ = ["POINT_MASS_MODEL", "build_point_mass_model", "initialize_point_mass"]
@@ -65,27 +65,7 @@ def build_point_mass_model(track, vehicle, cfg, t0: Optional[float] = None, prog
                       doc="kinematic steer angle [rad]: lateral force m v^2 delta / l")
     for name in STATE_NAMES + RATE_NAMES + ("t",):
         m.add_component(f"d{name}_ds", DerivativeVar(m.component(name), wrt=m.s, doc=f"d{name}/dq1"))
-    disc = pyo.TransformationFactory("dae.collocation")
-    t_dae = time.perf_counter()
-    disc.apply_to(m, wrt=m.s, nfe=cfg.nfe, ncp=cfg.ncp, scheme=cfg.scheme)
-    if cfg.piecewise_constant_controls and cfg.ncp > 1:
-        for c in CONTROLS:
-            disc.reduce_collocation_points(m, var=m.component(c), ncp=1, contset=m.s)
-    m.dae_time_s = time.perf_counter() - t_dae
-    sigma = np.array(sorted(m.s))
-    tp = m.track_points = _sector_points(track, cfg.start, L, sigma)
-    m.track_joints = track_joints(tp)
-    idx = {s: i for i, s in enumerate(sigma)}
-    half = 0.5 * p.width + cfg.track_margin
-    for s in m.s:
-        i = idx[s]
-        lo, hi = -(tp.width_right[i] - half), tp.width_left[i] - half
-        if not lo < hi:
-            raise ValueError(f"track {track.name!r} at s={cfg.start + s:.1f} m is narrower "
-                             f"({tp.width_left[i] + tp.width_right[i]:.2f} m) than the car "
-                             f"plus margins ({2 * half:.2f} m)")
-        m.q2[s].setlb(lo)
-        m.q2[s].setub(hi)
+    sigma, tp, idx = discretize_on_track(m, track, p, cfg, L, CONTROLS)
     kappa = {s: float(tp.omega[idx[s], 2]) for s in sigma}
     dkappa = {s: float(tp.domega_ds[idx[s], 2]) for s in sigma}
     grade = {s: float(tp.rotation[idx[s], 2, 0]) for s in sigma}

@@ -53,8 +53,8 @@ from . import vehicle as veh
 from .full_model import RATE_NAMES as FULL_RATES, STATE_NAMES as FULL_STATES
 from .initialize import cold_start_profile, initialize_from_solution, initialize_model
 from .numeric import AlgebraicLoopError, CarFunctions, track_vector
-from .ocp_common import (OBJECTIVE_SCALE, _Namer, _sector_points, add_objective, entry_speed,
-                         fast_element_lookup, sector_mesh, track_joints)
+from .ocp_common import (discretize_on_track, OBJECTIVE_SCALE, _Namer, add_objective, entry_speed,
+                         fast_element_lookup, sector_mesh)
 from .single_track_car import (_ABS_EPS2, ALGEBRAIC, RATE_NAMES, STATE_NAMES,  # noqa: F401
                                _clip_unit, build_chain, fiala_axle, single_track_equations)
 from .vehicle_model import VehicleModel
@@ -115,27 +115,8 @@ def build_single_track_model(track, vehicle: veh.VehicleParameters, cfg, t0: Opt
     m.m_3z = pyo.Var(m.s, initialize=0.0, units=u.N * u.m, doc="tyre yaw moment about O3 [N m]")
     for name in STATE_NAMES + RATE_NAMES + ("t",):
         m.add_component(f"d{name}_ds", DerivativeVar(m.component(name), wrt=m.s, doc=f"d{name}/dq1"))
-    disc = pyo.TransformationFactory("dae.collocation")
-    t_dae = time.perf_counter()
-    disc.apply_to(m, wrt=m.s, nfe=cfg.nfe, ncp=cfg.ncp, scheme=cfg.scheme)
-    if cfg.piecewise_constant_controls and cfg.ncp > 1:
-        for c in ("f_xa", "f_xb", "delta"):
-            disc.reduce_collocation_points(m, var=m.component(c), ncp=1, contset=m.s)
-    m.dae_time_s = time.perf_counter() - t_dae      # pyomo.dae's share of the build
-    sigma = np.array(sorted(m.s))
-    tp = m.track_points = _sector_points(track, cfg.start, L, sigma)
-    joints = m.track_joints = track_joints(tp)
-    idx = {s: i for i, s in enumerate(sigma)}
-    half = 0.5 * p.width + cfg.track_margin
-    for s in m.s:
-        i = idx[s]
-        lo, hi = -(tp.width_right[i] - half), tp.width_left[i] - half
-        if not lo < hi:
-            raise ValueError(f"track {track.name!r} at s={cfg.start + s:.1f} m is narrower "
-                             f"({tp.width_left[i] + tp.width_right[i]:.2f} m) than the car "
-                             f"plus margins ({2 * half:.2f} m)")
-        m.q2[s].setlb(lo)
-        m.q2[s].setub(hi)
+    sigma, tp, idx = discretize_on_track(m, track, p, cfg, L, ("f_xa", "f_xb", "delta"))
+    joints = m.track_joints
     m.car = pyo.Block()
     namer = _Namer(m.car, m.s)
     chain = m.chain = build_chain(p)
