@@ -11,7 +11,7 @@ from typing import Optional
 
 import pyomo.environ as pyo
 
-__all__ = ["pyomo_to_casadi"]
+__all__ = ["pyomo_to_casadi", "walk_dag"]
 
 
 def _casadi():
@@ -113,15 +113,35 @@ def pyomo_to_casadi(expr, leaf, cache: Optional[dict] = None, functions=None):
             return leaf(e)
         return pyo.value(e)    # Param, constant component
 
+    return walk_dag(expr, leaf_value, convert, cache)
+
+
+def walk_dag(expr, leaf_value, convert, cache: dict):
+    """Post-order walk of a Pyomo expression DAG that visits each node once.
+
+    Parameters
+    ----------
+    expr : Pyomo expression, variable, parameter or number
+    leaf_value : callable
+        ``leaf_value(x)`` for a number, variable or parameter (a non-expression).
+    convert : callable
+        ``convert(node, values of its arguments)`` for an expression node.
+    cache : dict
+        ``id(node) -> (node, value)``, shared between calls at the same leaf values; every
+        node is kept with its value (a temporary node, such as a constraint body built on
+        access, could otherwise be freed and its id reused).
+
+    Returns
+    -------
+    The value of ``expr``. Iterative (no recursion limit on deep expressions).
+    """
+    from pyomo.common.numeric_types import native_numeric_types
     if type(expr) in native_numeric_types or not expr.is_expression_type():
         return leaf_value(expr)
     hit = cache.get(id(expr))
     if hit is not None and hit[0] is expr:
         return hit[1]
-    # iterative post-order walk, a frame is [node, its arguments, values so far]; every node
-    # is kept in the cache with its value (a temporary node, such as a constraint body built
-    # on access, could otherwise be freed and its id reused)
-    stack = [[expr, expr.args, []]]
+    stack = [[expr, expr.args, []]]      # a frame: [node, its arguments, values so far]
     while True:
         node, args, vals = stack[-1]
         k = len(vals)

@@ -84,7 +84,7 @@ def evaluate_expression(expr, memo: Optional[dict] = None) -> float:
     ValueError
         A variable without a value.
     """
-    from pyomo.common.numeric_types import native_numeric_types
+    from .casadi_expr import walk_dag
     memo = {} if memo is None else memo
 
     def leaf(e):
@@ -95,33 +95,10 @@ def evaluate_expression(expr, memo: Optional[dict] = None) -> float:
             raise ValueError(f"{e.name} has no value")
         return float(v)
 
-    if type(expr) in native_numeric_types or not expr.is_expression_type():
-        return leaf(expr)
-    # iterative post-order walk; a frame is [node, its arguments, values so far]
-    stack = [[expr, expr.args, []]]
-    while True:
-        node, args, vals = stack[-1]
-        k = len(vals)
-        if k < len(args):
-            child = args[k]
-            if type(child) in native_numeric_types or not child.is_expression_type():
-                vals.append(leaf(child))
-                continue
-            hit = memo.get(id(child))
-            if hit is not None and hit[0] is child:
-                vals.append(hit[1])
-            else:
-                stack.append([child, child.args, []])
-            continue
-        stack.pop()
-        if node.is_named_expression_type():
-            result = vals[0]
-        else:
-            result = node._apply_operation(vals)
-        memo[id(node)] = (node, result)     # the node is kept: its id cannot be reused
-        if not stack:
-            return float(result)
-        stack[-1][2].append(result)
+    def combine(node, vals):
+        return vals[0] if node.is_named_expression_type() else node._apply_operation(vals)
+
+    return float(walk_dag(expr, leaf, combine, memo))
 
 
 # --------------------------------------------------------------------------------------------
