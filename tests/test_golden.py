@@ -1,0 +1,148 @@
+"""Golden lap times: the default job (``pyomo-lap solve``) and the full Nordschleife lap
+(``pyomo-lap solve --full-lap``), run through the command line as a user runs them.
+
+The recorded values, with the commit, solver, options, tolerance and a fingerprint of the
+inputs and of the NLP, are in ``tests/golden/lap_times.json``. They are the code's own
+output, so each run is also checked against what does not come from the solver:
+
+Trusted (a failure means a bug in the model, the solver path or the export):
+
+* the lap time is at least the energy bound of ``_independent.speed_and_time_bounds``, and
+  the car's speed never exceeds its speed bound: power, drag, mass and the track's grades and
+  width only; they hold for any car model sharing these numbers and are loose (~20 %);
+* the exported time equals the integral of ds / q1_dot by a cubic spline through the exported
+  points (not the collocation's quadrature): 1e-4 relative, the spline's own error on these
+  meshes being ~1e-5;
+* every tyre force lies within its friction ellipse with the Magic-Formula peak written in
+  ``_independent`` from the vehicle file; power, track limits and minimum loads hold;
+* the full lap is periodic: every state and rate ends where it started.
+
+Plausibility only (not a bound): the quasi-steady point-mass estimate of the same track
+(``pyomo_lap.speed_profile``, 85 % of the tyres' nominal peak friction, on the centreline).
+The full model uses the track's width (a larger radius in every bend), more than the nominal
+friction at light loads (load sensitivity pD2 < 0) and loses grip to load transfer, so the
+point mass is neither a lower nor an upper bound; the two agree within 4 % on these jobs, and
+a window of +-10 % catches gross errors that the loose energy bound would miss.
+"""
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import _independent as ind
+from pyomo_lap import load_track, load_vehicle
+from pyomo_lap.cli import main
+from pyomo_lap.results import read_summary, read_trajectory
+
+GOLDEN = json.loads((Path(__file__).parent / "golden" / "lap_times.json").read_text())
+STATES = ("q2", "q3", "q4", "q5", "q6", "q1_dot", "q2_dot", "q3_dot", "q4_dot", "q5_dot", "q6_dot")
+
+
+def _solve(args, out):
+    r = CliRunner().invoke(main, ["solve", *args, "--out", str(out), "--quiet"])
+    assert r.exit_code == 0, r.output
+    return read_summary(out), read_trajectory(out)
+
+
+def _check_fingerprint(job, summary):
+    """The run is the job the golden value was derived from; else the value must be re-derived."""
+    from pyomo_lap.lap_solver import LAP_IPOPT_OPTIONS
+    rec = GOLDEN["jobs"][job]
+    have = {
+        "solver": summary["solver"], "solver_options (user)": summary["solver_options"],
+        "LAP_IPOPT_OPTIONS": dict(LAP_IPOPT_OPTIONS),
+        "track_file_sha256": summary["track_file_sha256"],
+        "vehicle_file_sha256": summary["vehicle_file_sha256"],
+        "mesh": {k: summary[k] for k in rec["mesh"]},
+        "ocp_options": {k: summary["ocp_options"].get(k) for k in GOLDEN["ocp_options"]},
+        "nlp": {k: summary["nlp"][k] for k in rec["nlp"]},
+    }
+    want = {
+        "solver": GOLDEN["solver"], "solver_options (user)": {},
+        "LAP_IPOPT_OPTIONS": GOLDEN["solver_options"],
+        "track_file_sha256": GOLDEN["inputs"]["track_file_sha256"],
+        "vehicle_file_sha256": GOLDEN["inputs"]["vehicle_file_sha256"],
+        "mesh": rec["mesh"], "ocp_options": GOLDEN["ocp_options"], "nlp": rec["nlp"],
+    }
+    changed = {k: (want[k], have[k]) for k in want if have[k] != want[k]}
+    if changed:
+        pytest.fail(f"{rec['command']}: not the job its golden value was derived from "
+                    f"(recorded, now): {changed}; if the change is intended, re-derive the golden "
+                    "value in tests/golden/lap_times.json (see its 'about')")
+
+
+def _check_lap_time(job, summary):
+    golden = GOLDEN["jobs"][job]["lap_time_s"]
+    assert summary["lap_time_s"] == pytest.approx(golden, rel=GOLDEN["rel_tol"]), (
+        f"{GOLDEN['jobs'][job]['command']}: lap time {summary['lap_time_s']!r} s, golden {golden!r} s "
+        f"(recorded at {GOLDEN['commit'][:7]}); if a change of the model or the solver is meant to "
+        "move it, re-derive the golden value in tests/golden/lap_times.json (see its 'about')")
+
+
+def _check_against_independent(summary, df, p, track, closed):
+    T = summary["lap_time_s"]
+    s, q1_dot = df["s_sector"].to_numpy(), df["q1_dot"].to_numpy()
+    # the exported time channel and lap time against a quadrature of the exported speeds
+    assert df["t"].iloc[-1] - df["t"].iloc[0] == pytest.approx(T, rel=1e-12)
+    assert ind.time_by_quadrature(s, q1_dot) == pytest.approx(T, rel=1e-4)
+    # the energy bounds
+    b = ind.speed_and_time_bounds(p, track, summary["start_m"], summary["length_m"])
+    assert df["v_3x"].max() <= b.v_max, (df["v_3x"].max(), b)
+    assert T >= b.t_min, (T, b)
+    # tyres, power, track limits, minimum loads
+    use = ind.friction_ellipse_use(p, df)
+    assert use.max() <= 1.0 + 1e-6, use.max()
+    assert df["power"].max() <= p.P_max * (1 + 1e-6)
+    assert (df["q2"] <= df["width_left"] - p.width / 2 + 1e-6).all()
+    assert (df["q2"] >= -(df["width_right"] - p.width / 2) - 1e-6).all()
+    assert df[["f_11z", "f_12z", "f_21z", "f_22z"]].min().min() >= p.fz_min - 1e-6
+    # plausibility: the quasi-steady point mass on the centreline (not a bound, see above)
+    from pyomo_lap.speed_profile import quasi_steady_speed
+    s_pm = np.linspace(summary["start_m"], summary["start_m"] + summary["length_m"],
+                       int(summary["length_m"] / 2.0) + 1)
+    tp = track.evaluate(np.mod(s_pm, track.length) if closed else s_pm)
+    v_pm = quasi_steady_speed(p, s_pm, tp.omega, tp.rotation, closed,
+                              v_start=None if closed else float(q1_dot[0]))
+    t_pm = float(np.trapezoid(1.0 / v_pm, s_pm))
+    assert 0.9 < T / t_pm < 1.1, (T, t_pm)
+    return b
+
+
+@pytest.fixture(scope="module")
+def inputs():
+    return load_vehicle("fsae"), load_track("nordschleife")
+
+
+@pytest.mark.performance
+def test_default_job_lap_time(tmp_path, inputs):
+    """`pyomo-lap solve`: Nordschleife 0-2000 m, fsae, 200 elements of 10 m, Radau ncp = 2,
+    lap_ipopt; its sector time against the golden value and the independent checks."""
+    p, track = inputs
+    summary, df = _solve([], tmp_path / "default")
+    _check_fingerprint("default", summary)
+    assert summary["termination_condition"] == "optimal"
+    assert summary["ipopt_exit"] == "Optimal Solution Found."       # not 'acceptable'
+    _check_lap_time("default", summary)
+    b = _check_against_independent(summary, df, p, track, closed=False)
+    assert df["q1_dot"].iloc[0] <= b.v_max          # the energy bound needs the entry below it
+
+
+@pytest.mark.performance
+def test_full_lap_lap_time(tmp_path, inputs):
+    """`pyomo-lap solve --full-lap`: the closed 20.7 km lap, periodic, 2073 elements; its lap
+    time against the golden value and the independent checks."""
+    p, track = inputs
+    summary, df = _solve(["--full-lap"], tmp_path / "lap")
+    _check_fingerprint("full_lap", summary)
+    assert summary["termination_condition"] == "optimal"
+    assert summary["ipopt_exit"] == "Optimal Solution Found."
+    assert summary["length_m"] == pytest.approx(track.length, rel=1e-9)   # the whole lap
+    _check_lap_time("full_lap", summary)
+    _check_against_independent(summary, df, p, track, closed=True)
+    first, last = df.iloc[0], df.iloc[-1]
+    for k in STATES:
+        assert last[k] == pytest.approx(first[k], abs=1e-6), k
+    assert math.isclose(df["s_sector"].iloc[-1], track.length, rel_tol=1e-9)
