@@ -33,6 +33,13 @@ def time_by_quadrature(s, q1_dot) -> float:
     return float(CubicSpline(s, 1.0 / q1_dot).integrate(s[0], s[-1]))
 
 
+def time_along(s, q1_dot) -> np.ndarray:
+    """The same integral from s[0] to every point of ``s`` [s] (the spline's antiderivative)."""
+    s, q1_dot = np.asarray(s, float), np.asarray(q1_dot, float)
+    F = CubicSpline(s, 1.0 / q1_dot).antiderivative()
+    return F(s) - F(s[0])
+
+
 @dataclass
 class Bounds:
     v_max: float
