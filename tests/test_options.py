@@ -56,7 +56,7 @@ def test_every_option_owned_by_an_argument_is_declared():
     assert all(k in OCP_CONFIG for k in CLI_OWNED)
 
 
-@pytest.mark.component
+@pytest.mark.unit
 @pytest.mark.parametrize("args, words", [
     (["--ocp-option", "adherence"], ["--ocp-option", "KEY=VALUE"]),
     (["--ocp-option", "adherence=cubic"], ["adherence", "cubic"]),
