@@ -48,6 +48,14 @@ SUFFIXES = ("dual", "rc", "ipopt_zL_out", "ipopt_zU_out")
 # helpers
 # --------------------------------------------------------------------------------------------
 
+
+def _sigint_as_in_a_terminal():
+    """In the child: Ctrl-C handled as in a terminal, even when this test run was started with
+    SIGINT ignored (nohup, a background job), which children would otherwise inherit."""
+    import signal as _signal
+    _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+
+
 def float_value(expr, memo=None):
     """Value of a Pyomo expression at the current variable values, computed here (not with
     the package's evaluators): an iterative post-order walk that visits each node of the
@@ -557,7 +565,8 @@ ITERATION_ROW = re.compile(r"^\s*\d+r?\s+[-+]?\d\.\d+e[-+]\d+\s")
 def test_ctrl_c_stops_the_solve_cleanly():
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen([sys.executable, "-c", CTRL_C_SCRIPT], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env)
+                            stderr=subprocess.STDOUT, text=True, env=env,
+                            preexec_fn=_sigint_as_in_a_terminal)
     watchdog = threading.Timer(HANG_GUARD_S, proc.kill)    # only if something hangs
     watchdog.start()
     lines, sent, marker = [], False, None

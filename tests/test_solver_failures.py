@@ -30,6 +30,13 @@ HANG_GUARD_S = 600.0
 """[s] a child process that takes longer has hung: no test asserts how fast anything is."""
 
 
+def _sigint_as_in_a_terminal():
+    """In the child: Ctrl-C handled as in a terminal, even when this test run was started with
+    SIGINT ignored (nohup, a background job), which children would otherwise inherit."""
+    import signal as _signal
+    _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+
+
 def earlier_results(folder: Path) -> Path:
     """A results folder of an earlier good run."""
     folder.mkdir(parents=True)
@@ -281,7 +288,8 @@ def _interrupted_solve(tmp_path, sig, whole_group):
                              "--length", "60", "--nfe", "4", "--ncp", "2", "--out", str(out),
                              "--solver", "ipopt"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            cwd=tmp_path, start_new_session=True)
+                            cwd=tmp_path, start_new_session=True,
+                            preexec_fn=_sigint_as_in_a_terminal)
     try:
         t0 = time.time()
         while not marker.exists():
@@ -337,7 +345,8 @@ def _interrupted_lap_ipopt(tmp_path, sig, whole_group):
     proc = subprocess.Popen([sys.executable, "-u", "-m", "pyomo_lap.cli", "solve", "--length",
                              "2000", "--nfe", "400", "--out", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            cwd=tmp_path, start_new_session=True)
+                            cwd=tmp_path, start_new_session=True,
+                            preexec_fn=_sigint_as_in_a_terminal)
     try:
         t0 = time.time()
         seen = ""
