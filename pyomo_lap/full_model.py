@@ -41,7 +41,7 @@ from .backend import add, is_number, mul, sub
 from .chain import TrackJoint
 from .initialize import cold_start_profile
 from .numeric import CarFunctions, track_vector
-from .ocp_common import (discretize_on_track, OBJECTIVE_SCALE, _Namer, _set_new, add_objective,
+from .ocp_common import (discretize_on_track, scale_variables, OBJECTIVE_SCALE, _Namer, _set_new, add_objective,
                          entry_speed, fast_element_lookup, sector_mesh)
 from .vehicle_model import VehicleModel
 
@@ -560,17 +560,7 @@ def _set_scaling(m) -> None:
                "f_11z": F, "f_12z": F, "f_21z": F, "f_22z": F, "f_3x": F / 4, "f_3y": F / 4,
                "m_3z": F / 4}
     L = m.sector_length
-    first = m.s.first()
-    for name, f in typical.items():
-        var = m.component(name)
-        for v in var.values():
-            if not v.fixed:
-                sf[v] = f
-        dv = m.component(f"d{name}_ds")
-        if dv is not None:   # d/ds of a state: its scale over a few metres (unused at s=0)
-            for s, v in dv.items():
-                if s != first:
-                    sf[v] = f * (L / 30.0 if name == "t" else 10.0)
+    scale_variables(m, sf, typical)
     qdd_scale = {1: 0.1, 2: 0.1, 3: 0.5, 4: 0.1, 5: 0.1, 6: 0.1}
     for (k, s), c in m.ode_qdot.items():
         sf[c] = qdd_scale[k] * 0.5

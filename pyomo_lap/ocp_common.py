@@ -19,7 +19,7 @@ import pyomo.environ as pyo
 from .backend import is_number
 from .chain import TrackJoint
 
-__all__ = ["discretize_on_track", "sector_mesh", "track_joints", "fast_element_lookup", "entry_speed", "add_objective",
+__all__ = ["discretize_on_track", "scale_variables", "sector_mesh", "track_joints", "fast_element_lookup", "entry_speed", "add_objective",
            "OBJECTIVE_SCALE", "pyomo_units"]
 
 
@@ -308,3 +308,31 @@ def discretize_on_track(m, track, vehicle, cfg, length: float, controls) -> tupl
         m.q2[s].setlb(lo)
         m.q2[s].setub(hi)
     return sigma, tp, idx
+
+
+def scale_variables(m, sf, typical: dict) -> None:
+    """Scaling factors of the variables from their typical magnitudes, shared by the vehicle
+    models: ``sf[v] = typical[name]`` for every unfixed entry of ``m.<name>``, and for the
+    derivative ``m.d<name>_ds`` (a state's change over a few metres; the entry at the first
+    point is not used by the collocation) ``typical[name] * 10`` (``t``: ``* L / 30``).
+
+    Parameters
+    ----------
+    m : ConcreteModel
+        A built model (``m.s``, ``m.sector_length`` [m]).
+    sf : Suffix
+        The model's ``scaling_factor`` suffix.
+    typical : dict
+        ``{variable name: scaling factor}`` (1 / the typical magnitude in SI units).
+    """
+    L = m.sector_length
+    first = m.s.first()
+    for name, f in typical.items():
+        for v in m.component(name).values():
+            if not v.fixed:
+                sf[v] = f
+        dv = m.component(f"d{name}_ds")
+        if dv is not None:
+            for s, v in dv.items():
+                if s != first:
+                    sf[v] = f * (L / 30.0 if name == "t" else 10.0)

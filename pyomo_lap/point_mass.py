@@ -31,7 +31,7 @@ import pyomo.environ as pyo
 from pyomo.dae import ContinuousSet, DerivativeVar
 
 from .initialize import cold_start_profile
-from .ocp_common import (discretize_on_track, OBJECTIVE_SCALE, add_objective, entry_speed,
+from .ocp_common import (discretize_on_track, scale_variables, OBJECTIVE_SCALE, add_objective, entry_speed,
                          fast_element_lookup, sector_mesh)
 from .vehicle_model import VehicleModel
 
@@ -123,16 +123,7 @@ def _set_scaling(m) -> None:
     L = m.sector_length
     typical = {"q2": 1.0, "q1_dot": 0.05, "q2_dot": 1.0, "t": 1.0 / max(1.0, L / 30.0),
                "f_xa": F, "f_xb": F, "delta": 10.0}
-    first = m.s.first()
-    for name, f in typical.items():
-        for v in m.component(name).values():
-            if not v.fixed:
-                sf[v] = f
-        dv = m.component(f"d{name}_ds")
-        if dv is not None:
-            for s, v in dv.items():
-                if s != first:
-                    sf[v] = f * (L / 30.0 if name == "t" else 10.0)
+    scale_variables(m, sf, typical)
     for (k, s), c in m.ode.items():
         sf[c] = {"q2": 0.5, "q1_dot": 0.05, "q2_dot": 0.05, "t": 1.0}[k]
     for c in m.friction.values():

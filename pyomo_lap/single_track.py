@@ -53,7 +53,7 @@ from . import vehicle as veh
 from .full_model import RATE_NAMES as FULL_RATES, STATE_NAMES as FULL_STATES
 from .initialize import cold_start_profile, initialize_from_solution, initialize_model
 from .numeric import AlgebraicLoopError, CarFunctions, track_vector
-from .ocp_common import (discretize_on_track, OBJECTIVE_SCALE, _Namer, add_objective, entry_speed,
+from .ocp_common import (discretize_on_track, scale_variables, OBJECTIVE_SCALE, _Namer, add_objective, entry_speed,
                          fast_element_lookup, sector_mesh)
 from .single_track_car import (_ABS_EPS2, ALGEBRAIC, RATE_NAMES, STATE_NAMES,  # noqa: F401
                                _clip_unit, build_chain, fiala_axle, single_track_equations)
@@ -175,16 +175,7 @@ def _set_scaling(m) -> None:
     typical = {"q2": 1.0, "q3": 10.0, "q1_dot": 0.05, "q2_dot": 1.0, "q3_dot": 2.0,
                "t": 1.0 / max(1.0, L / 30.0), "f_xa": F, "f_xb": F, "delta": 10.0,
                "f_1z": F / 2, "f_2z": F / 2, "f_3x": F / 4, "f_3y": F / 4, "m_3z": F / 4}
-    first = m.s.first()
-    for name, f in typical.items():
-        for v in m.component(name).values():
-            if not v.fixed:
-                sf[v] = f
-        dv = m.component(f"d{name}_ds")
-        if dv is not None:
-            for s, v in dv.items():
-                if s != first:
-                    sf[v] = f * (L / 30.0 if name == "t" else 10.0)
+    scale_variables(m, sf, typical)
     for (k, s), c in m.ode_qdot.items():
         sf[c] = {1: 0.1, 2: 0.1, 3: 0.5}[k] * 0.5
     for (k, s), c in m.ode_q.items():
