@@ -41,8 +41,9 @@ from .backend import add, is_number, mul, sub
 from .chain import TrackJoint
 from .initialize import cold_start_profile
 from .numeric import CarFunctions, track_vector
-from .ocp_common import (discretize_on_track, scale_variables, OBJECTIVE_SCALE, _Namer, _set_new, add_objective,
-                         entry_speed, fast_element_lookup, sector_mesh)
+from .ocp_common import (OBJECTIVE_SCALE, add_boundary_conditions, add_objective,
+                         discretize_on_track, fast_element_lookup, _Namer, scale_variables,
+                         sector_mesh, _set_new)
 from .vehicle_model import VehicleModel
 
 __all__ = ["FULL_MODEL", "STATE_NAMES", "RATE_NAMES", "build_full_model", "initialize_full_model",
@@ -462,8 +463,7 @@ def build_full_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[fl
                                                      doc=f"d{name}/dq1"))
 
     # ---- discretization -----------------------------------------------------------------
-    sigma, tp, idx = discretize_on_track(m, track, p, cfg, L, ("f_xa", "f_xb", "delta"))
-    joints = m.track_joints
+    sigma, tp, idx = discretize_on_track(m, track, p, cfg, L, veh.CONTROLS)
 
     # ---- the rows at every point ---------------------------------------------------------
     # The rows of one point are recorded once on symbols (pyomo_lap.tape: common
@@ -476,7 +476,6 @@ def build_full_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[fl
         values = _replay_lifted(m, rec, tp, sigma, cfg.lift, progress)
     else:
         values = _replay(m, rec, tp, sigma, cfg.named_subexpressions, progress)
-    first = sigma[0]
     where = {"all": sigma, "interior": sigma[1:], "first": sigma[:1]}
     built = rec.built = []        # (ConstraintData, its expression, point, output) as built
     record_built = not cfg.lift   # lifted rows are not the recorded ones
@@ -520,26 +519,9 @@ def build_full_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[fl
     m.v_3x = pyo.Expression(m.s, rule=lambda m, s: values[idx[s]][v3x_out],
                             doc="longitudinal speed of O3 in {B3} [m/s]")
 
-    # ---- boundary conditions ---------------------------------------------------------------
-    last = sigma[-1]
-    # the controls at s = 0 (not a collocation point) are those of the first element
-    m.controls_at_start = pyo.Constraint(("f_xa", "f_xb", "delta"), rule=lambda m, c:
-                                         m.component(c)[first] == m.component(c)[sigma[1]])
-    m.t[first].fix(0.0)
-    if cfg.periodic:
-        names = STATE_NAMES + RATE_NAMES
-        m.periodic = pyo.Constraint(names, rule=lambda m, k: m.component(k)[last] == m.component(k)[first])
-    m.initial_speed = None
-    if not cfg.periodic and cfg.initial_speed != "free":
-        v0 = entry_speed(track, p, cfg, m.q1_dot[first].ub)
-        m.initial_speed = v0
-        m.q1_dot[first].fix(v0)
-    if not cfg.periodic:
-        # the car enters an open sector settled: no lateral, yaw, heave, pitch or roll rates and
-        # no heave, pitch or roll acceleration (otherwise the optimizer starts with stored
-        # spring or lateral kinetic energy it can turn into speed)
-        for k in ("q2_dot", "q3_dot", "q4_dot", "q5_dot", "q6_dot"):
-            m.component(k)[first].fix(0.0)
+    # ---- boundary conditions (the zero heave, pitch and roll accelerations of a settled
+    # start are the recorded rows 'settled_start') --------------------------------------------
+    add_boundary_conditions(m, track, p, cfg, STATE_NAMES, RATE_NAMES, veh.CONTROLS)
 
     # ---- objective (41) ---------------------------------------------------------------------
     add_objective(m, cfg)

@@ -12,6 +12,7 @@ This module imports no vehicle model (:mod:`pyomo_lap.full_model`,
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pyomo.environ as pyo
@@ -19,7 +20,7 @@ import pyomo.environ as pyo
 from .backend import is_number
 from .chain import TrackJoint
 
-__all__ = ["discretize_on_track", "scale_variables", "sector_mesh", "track_joints", "fast_element_lookup", "entry_speed", "add_objective",
+__all__ = ["add_boundary_conditions", "discretize_on_track", "scale_variables", "sector_mesh", "track_joints", "fast_element_lookup", "entry_speed", "add_objective",
            "OBJECTIVE_SCALE", "pyomo_units"]
 
 
@@ -284,7 +285,6 @@ def discretize_on_track(m, track, vehicle, cfg, length: float, controls) -> tupl
     ValueError
         The track is narrower than the car plus margins somewhere (the message says where).
     """
-    import time
     disc = pyo.TransformationFactory("dae.collocation")
     t_dae = time.perf_counter()
     disc.apply_to(m, wrt=m.s, nfe=cfg.nfe, ncp=cfg.ncp, scheme=cfg.scheme)
@@ -336,3 +336,41 @@ def scale_variables(m, sf, typical: dict) -> None:
             for s, v in dv.items():
                 if s != first:
                     sf[v] = f * (L / 30.0 if name == "t" else 10.0)
+
+
+def add_boundary_conditions(m, track, vehicle, cfg, states, rates, controls) -> None:
+    """The boundary conditions every vehicle model shares.
+
+    * the controls at ``s = 0`` (not a collocation point) are those of the first element
+      (``m.controls_at_start``); the time starts at 0;
+    * a closed lap (``cfg.periodic``): every state and rate at the end equals its value at the
+      start (``m.periodic``; the time is not periodic);
+    * an open sector: the speed ``q1_dot`` at the start is fixed to
+      :func:`entry_speed` (unless ``cfg.initial_speed == "free"``; ``m.initial_speed`` [m/s],
+      else None), and the car enters settled: every other rate is zero at the start
+      (otherwise the optimizer starts with stored lateral or spring energy it can turn into
+      speed).
+
+    Parameters
+    ----------
+    m : ConcreteModel
+        A discretized model (``m.s``, ``m.t``, the states, rates and controls).
+    track, vehicle, cfg : the model's Track, VehicleParameters and OCP options
+    states, rates, controls : sequences of str
+        The model's variable names; ``rates[0]`` is ``"q1_dot"``.
+    """
+    sigma = sorted(m.s)
+    first, last = sigma[0], sigma[-1]
+    m.controls_at_start = pyo.Constraint(tuple(controls), rule=lambda m, c:
+                                         m.component(c)[first] == m.component(c)[sigma[1]])
+    m.t[first].fix(0.0)
+    if cfg.periodic:
+        m.periodic = pyo.Constraint(tuple(states) + tuple(rates), rule=lambda m, k:
+                                    m.component(k)[last] == m.component(k)[first])
+    m.initial_speed = None
+    if not cfg.periodic and cfg.initial_speed != "free":
+        m.initial_speed = entry_speed(track, vehicle, cfg, m.q1_dot[first].ub)
+        m.q1_dot[first].fix(m.initial_speed)
+    if not cfg.periodic:
+        for k in rates[1:]:
+            m.component(k)[first].fix(0.0)

@@ -31,8 +31,8 @@ import pyomo.environ as pyo
 from pyomo.dae import ContinuousSet, DerivativeVar
 
 from .initialize import cold_start_profile
-from .ocp_common import (discretize_on_track, scale_variables, OBJECTIVE_SCALE, add_objective, entry_speed,
-                         fast_element_lookup, sector_mesh)
+from .ocp_common import (OBJECTIVE_SCALE, add_boundary_conditions, add_objective,
+                         discretize_on_track, fast_element_lookup, scale_variables, sector_mesh)
 from .vehicle_model import VehicleModel
 
 __all__ = ["POINT_MASS_MODEL", "build_point_mass_model", "initialize_point_mass"]
@@ -75,7 +75,7 @@ def build_point_mass_model(track, vehicle, cfg, t0: Optional[float] = None, prog
     def f_n(m, s):
         return p.m * m.q1_dot[s] ** 2 * m.delta[s] / p.l
     m.f_n = pyo.Expression(m.s, rule=f_n, doc="lateral force [N]")
-    first, last = sigma[0], sigma[-1]
+    first = sigma[0]
 
     def ode(m, k, s):
         if s == first:
@@ -97,18 +97,7 @@ def build_point_mass_model(track, vehicle, cfg, t0: Optional[float] = None, prog
                                 <= (p.mu_y0 * (p.m * p.gravity + kz * m.q1_dot[s] ** 2)) ** 2,
                                 doc="friction circle [N^2]")
     m.power_limit = pyo.Constraint(m.s, rule=lambda m, s: m.f_xa[s] * m.q1_dot[s] <= p.P_max)
-    m.controls_at_start = pyo.Constraint(CONTROLS, rule=lambda m, c:
-                                         m.component(c)[first] == m.component(c)[sigma[1]])
-    m.t[first].fix(0.0)
-    if cfg.periodic:
-        m.periodic = pyo.Constraint(STATE_NAMES + RATE_NAMES,
-                                    rule=lambda m, k: m.component(k)[last] == m.component(k)[first])
-    m.initial_speed = None
-    if not cfg.periodic and cfg.initial_speed != "free":
-        m.initial_speed = entry_speed(track, p, cfg, m.q1_dot[first].ub)
-        m.q1_dot[first].fix(m.initial_speed)
-    if not cfg.periodic:
-        m.q2_dot[first].fix(0.0)
+    add_boundary_conditions(m, track, p, cfg, STATE_NAMES, RATE_NAMES, CONTROLS)
     add_objective(m, cfg)
     _set_scaling(m)
     m.vehicle_model = POINT_MASS_MODEL

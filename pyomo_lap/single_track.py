@@ -53,8 +53,9 @@ from . import vehicle as veh
 from .full_model import RATE_NAMES as FULL_RATES, STATE_NAMES as FULL_STATES
 from .initialize import cold_start_profile, initialize_from_solution, initialize_model
 from .numeric import AlgebraicLoopError, CarFunctions, track_vector
-from .ocp_common import (discretize_on_track, scale_variables, OBJECTIVE_SCALE, _Namer, add_objective, entry_speed,
-                         fast_element_lookup, sector_mesh)
+from .ocp_common import (OBJECTIVE_SCALE, add_boundary_conditions, add_objective,
+                         discretize_on_track, fast_element_lookup, _Namer, scale_variables,
+                         sector_mesh)
 from .single_track_car import (_ABS_EPS2, ALGEBRAIC, RATE_NAMES, STATE_NAMES,  # noqa: F401
                                _clip_unit, build_chain, fiala_axle, single_track_equations)
 from .vehicle_model import VehicleModel
@@ -115,7 +116,7 @@ def build_single_track_model(track, vehicle: veh.VehicleParameters, cfg, t0: Opt
     m.m_3z = pyo.Var(m.s, initialize=0.0, units=u.N * u.m, doc="tyre yaw moment about O3 [N m]")
     for name in STATE_NAMES + RATE_NAMES + ("t",):
         m.add_component(f"d{name}_ds", DerivativeVar(m.component(name), wrt=m.s, doc=f"d{name}/dq1"))
-    sigma, tp, idx = discretize_on_track(m, track, p, cfg, L, ("f_xa", "f_xb", "delta"))
+    sigma, _, idx = discretize_on_track(m, track, p, cfg, L, ("f_xa", "f_xb", "delta"))
     joints = m.track_joints
     m.car = pyo.Block()
     namer = _Namer(m.car, m.s)
@@ -128,7 +129,7 @@ def build_single_track_model(track, vehicle: veh.VehicleParameters, cfg, t0: Opt
         z = tuple(m.component(n)[s] for n in ALGEBRAIC)
         eqs[s] = single_track_equations(p, chain, joints[idx[s]], q, qd, uu, z, namer=namer.at(s))
     m.v_3x = pyo.Expression(m.s, rule=lambda m, s: eqs[s].channels["v_3x"], doc="longitudinal speed of O3 [m/s]")
-    first, last = sigma[0], sigma[-1]
+    first = sigma[0]
     m.ode_q = pyo.Constraint(STATE_NAMES, m.s, rule=lambda m, k, s: pyo.Constraint.Skip if s == first
                              else m.q1_dot[s] * m.component(f"d{k}_ds")[s] == m.component(f"{k}_dot")[s])
     m.ode_qdot = pyo.Constraint(range(1, 4), m.s, rule=lambda m, k, s: pyo.Constraint.Skip if s == first
@@ -147,19 +148,7 @@ def build_single_track_model(track, vehicle: veh.VehicleParameters, cfg, t0: Opt
     m.fiala_range = pyo.Constraint((1, 2), m.s, rule=lambda m, k, s:
                                    eqs[s].channels[f"upsilon_{k}"] ** 2 <= 1.0)
     m.speed_min = pyo.Constraint(m.s, rule=lambda m, s: eqs[s].channels["v_3x"] >= cfg.v_min)
-    m.controls_at_start = pyo.Constraint(("f_xa", "f_xb", "delta"), rule=lambda m, c:
-                                         m.component(c)[first] == m.component(c)[sigma[1]])
-    m.t[first].fix(0.0)
-    if cfg.periodic:
-        m.periodic = pyo.Constraint(STATE_NAMES + RATE_NAMES,
-                                    rule=lambda m, k: m.component(k)[last] == m.component(k)[first])
-    m.initial_speed = None
-    if not cfg.periodic and cfg.initial_speed != "free":
-        m.initial_speed = entry_speed(track, p, cfg, m.q1_dot[first].ub)
-        m.q1_dot[first].fix(m.initial_speed)
-    if not cfg.periodic:
-        for k in ("q2_dot", "q3_dot"):
-            m.component(k)[first].fix(0.0)
+    add_boundary_conditions(m, track, p, cfg, STATE_NAMES, RATE_NAMES, ("f_xa", "f_xb", "delta"))
     add_objective(m, cfg)
     _set_scaling(m)
     m.vehicle_model = SINGLE_TRACK_MODEL
