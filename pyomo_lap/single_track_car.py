@@ -112,10 +112,7 @@ def single_track_equations(p: veh.VehicleParameters, chain: chain_mod.Chain,
     kin = chain_mod.forward_kinematics(chain, track, q, qd, namer=nm)
     V3 = kin.V[3]
     v3x, v3y, w3z = V3[0], V3[1], V3[5]
-    qdyn = nm("aero_q", mul(0.5 * p.rho * p.S, mul(v3x, v3x)))
-    f_drag = mul(-p.Cx, qdyn)
-    f_down = mul(-(p.Cz1 + p.Cz2), qdyn)
-    m_aero = mul(-(p.Cz2 * p.a2 - p.Cz1 * p.a1), qdyn)
+    f_drag, f_down, m_aero = veh.aero_forces(p, v3x, nm)    # eq (20), as the full car
     W3E = [add(f3x, f_drag), f3y, f_down, 0, m_aero, m3z]
     res = chain_mod.aba(chain, track, kin, qd, [0, 0, 0], {3: W3E}, namer=nm)
     inv_vx = 1 / v3x

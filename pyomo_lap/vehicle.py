@@ -42,7 +42,7 @@ from .vehicle_schema import VehicleFileError, VehicleParameters, read_vehicle_fi
 
 __all__ = ["VehicleParameters", "VehicleFileError", "load_vehicle", "available_vehicles", "models_dir",
            "CarEquations", "car_equations", "tyre_lateral_force", "tyre_lateral_angle", "peak_force",
-           "build_chain", "ALGEBRAIC", "CONTROLS", "solve_loop", "solve_algebraic"]
+           "build_chain", "aero_forces", "ALGEBRAIC", "CONTROLS", "solve_loop", "solve_algebraic"]
 
 ALGEBRAIC = ("f_11z", "f_12z", "f_21z", "f_22z", "f_3x", "f_3y", "m_3z")
 """Names of the seven algebraic variables z of sec. 4 (N, N, N, N, N, N, N m)."""
@@ -191,6 +191,28 @@ class CarEquations:
     aba: object
 
 
+def aero_forces(p: VehicleParameters, v3x, namer: Optional[Callable] = None):
+    """Drag, downforce and aerodynamic pitch moment at O3 in {B3}, eq (20).
+
+    Parameters
+    ----------
+    p : VehicleParameters
+    v3x : scalar
+        Longitudinal speed of O3 in {B3} [m/s] (float, Pyomo or CasADi).
+    namer : callable, optional
+        ``namer(tag, value)``; the dynamic pressure times the reference area is tagged
+        ``"aero_q"`` [N].
+
+    Returns
+    -------
+    (f_drag [N] along x3, f_down [N] along z3, m_aero [N m] about y3)
+    """
+    nm = namer or (lambda tag, v: v)
+    qdyn = nm("aero_q", mul(0.5 * p.rho * p.S, mul(v3x, v3x)))
+    return (mul(-p.Cx, qdyn), mul(-(p.Cz1 + p.Cz2), qdyn),
+            mul(-(p.Cz2 * p.a2 - p.Cz1 * p.a1), qdyn))
+
+
 def car_equations(p: VehicleParameters, chain: chain_mod.Chain, track: chain_mod.TrackJoint,
                   q: Sequence, qd: Sequence, u: Sequence, z: Sequence,
                   namer: Optional[Callable] = None) -> CarEquations:
@@ -238,10 +260,7 @@ def car_equations(p: VehicleParameters, chain: chain_mod.Chain, track: chain_mod
     V3 = kin.V[3]
     v3x, v3y, w3z = V3[0], V3[1], V3[5]
     # eq (20): aerodynamic wrench at O3 in {B3}, moved to {B6}
-    qdyn = nm("aero_q", mul(0.5 * p.rho * p.S, mul(v3x, v3x)))
-    f_drag = mul(-p.Cx, qdyn)
-    f_down = mul(-(p.Cz1 + p.Cz2), qdyn)
-    m_aero = mul(-(p.Cz2 * p.a2 - p.Cz1 * p.a1), qdyn)
+    f_drag, f_down, m_aero = aero_forces(p, v3x, nm)
     W6E3 = [f_drag, 0, f_down, 0, m_aero, 0]
     g36 = kin.posture(3, 6)
     W6E6 = lie.Ad_T_apply(g36, W6E3)
