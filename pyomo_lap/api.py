@@ -122,6 +122,8 @@ def result_line(summary: dict, periodic: bool) -> str:
 
 
 _OWN_ARGUMENTS = ("model", "start", "length", "nfe", "ncp", "scheme", "periodic", "initial_speed")
+"""OCP options that solve_sector has as arguments and the summary records at its top level
+(the summary's ``ocp_options`` holds the others)."""
 
 
 def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
@@ -301,8 +303,7 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
         "solve_time_s": rep.solve_time_s,
         "nfe": nfe, "ncp": ncp, "scheme": scheme,
         "ocp_options": {k: (list(v) if isinstance(v, tuple) else v)
-                        for k, v in (m.options.value() if hasattr(m, "options") else {}).items()
-                        if k in ocp_options or k not in _OWN_ARGUMENTS},
+                        for k, v in m.options.value().items() if k not in _OWN_ARGUMENTS},
         "n_points": len(m.s),
         "start_m": start,
         "length_m": m.sector_length,

@@ -166,15 +166,9 @@ def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_spe
         _fail(f"--solver-option: {exc}")
     if max_iter is not None:
         options["max_iter"] = max_iter
-    from .options import check_ocp_options, parse_option_value
-    ocp = {}
-    for item in ocp_option:
-        key, sep, val = str(item).partition("=")
-        if not sep or not key.strip():
-            _fail(f"--ocp-option {item!r}: expected KEY=VALUE, e.g. adherence=squared")
-        ocp[key.strip()] = parse_option_value(val)
+    from .options import check_ocp_options, parse_ocp_options
     try:
-        ocp = check_ocp_options(ocp)
+        ocp = check_ocp_options(parse_ocp_options(ocp_option))
     except ValueError as exc:
         _fail(f"--ocp-option: {exc}")
     try:

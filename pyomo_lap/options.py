@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-__all__ = ["check_ocp_options", "options_table", "parse_option_value", "CLI_OWNED"]
+__all__ = ["check_ocp_options", "options_table", "parse_ocp_options", "parse_option_value",
+           "CLI_OWNED"]
 
 CLI_OWNED = ("model", "start", "length", "nfe", "ncp", "scheme", "periodic", "initial_speed",
              "named_subexpressions")
@@ -37,6 +38,24 @@ def parse_option_value(text: str):
         except ValueError:
             continue
     return t
+
+
+def parse_ocp_options(items) -> dict:
+    """``["KEY=VALUE", ...]`` (``pyomo-lap solve --ocp-option``) as a dict, each value read by
+    :func:`parse_option_value`; check it with :func:`check_ocp_options`.
+
+    Raises
+    ------
+    ValueError
+        An item without ``=`` or with an empty key (the message names the item).
+    """
+    out = {}
+    for item in items or ():
+        key, sep, val = str(item).partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{item!r}: expected KEY=VALUE, e.g. adherence=squared")
+        out[key.strip()] = parse_option_value(val)
+    return out
 
 
 def check_ocp_options(options: Optional[dict], owned: Iterable[str] = CLI_OWNED) -> dict:

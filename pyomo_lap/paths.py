@@ -41,7 +41,7 @@ def _find(env: str, name: str, marker: str) -> Path:
     if value:
         return Path(value)
     here = _REPO / name
-    if (here / marker).exists() if marker else here.is_dir():
+    if (here / marker).exists():
         return here
     for share in _share_candidates():
         if (share / name / marker).exists():
