@@ -52,8 +52,7 @@ SUFFIXES = ("dual", "rc", "ipopt_zL_out", "ipopt_zU_out")
 def _sigint_as_in_a_terminal():
     """In the child: Ctrl-C handled as in a terminal, even when this test run was started with
     SIGINT ignored (nohup, a background job), which children would otherwise inherit."""
-    import signal as _signal
-    _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def float_value(expr, memo=None):

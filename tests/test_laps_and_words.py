@@ -4,24 +4,14 @@ for a lap and 'sector time' for a sector, absolute paths of the input files."""
 import math
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from _tracks import write_ring_csv
 from pyomo_lap import load_track, load_vehicle
 from pyomo_lap import track_checks as tc
 from pyomo_lap.cli import main
 from pyomo_lap.track_checks import TrackDataError
-
-
-def write_ring_csv(path, columns=None, n=200, r=100.0):
-    """A closed circle x, y, z (+ constant columns), counter-clockwise, gently undulating."""
-    u = np.linspace(0, 2 * np.pi, n, endpoint=False)
-    cols = dict(x=r * np.cos(u), y=r * np.sin(u), z=300 + 3 * np.sin(u))
-    cols.update({k: np.full(n, v) for k, v in (columns or {}).items()})
-    pd.DataFrame(cols).to_csv(path, index=False)
-    return path
 
 
 # ------------------------------------------------------------------ a sector is at most one lap

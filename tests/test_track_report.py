@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from _tracks import write_ring_csv
 from pyomo_lap import Track, load_track
 from pyomo_lap import track_checks as tc
 from pyomo_lap.cli import main
@@ -120,15 +121,6 @@ def in_track_frame(track):
 def dense(track, step=0.05):
     s = np.arange(0.0, track.length, step)
     return s, track.evaluate(s)
-
-
-def write_ring_csv(path, columns=None, n=200, r=100.0):
-    """A closed circle x, y, z (+ constant columns), counter-clockwise, gently undulating."""
-    u = np.linspace(0, 2 * np.pi, n, endpoint=False)
-    cols = dict(x=r * np.cos(u), y=r * np.sin(u), z=300 + 3 * np.sin(u))
-    cols.update({k: np.full(n, v) for k, v in (columns or {}).items()})
-    pd.DataFrame(cols).to_csv(path, index=False)
-    return path
 
 
 # ------------------------------------------------------------------ the raw file's processing
