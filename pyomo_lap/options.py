@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Iterable, Optional
 
 __all__ = ["check_ocp_options", "options_table", "parse_ocp_options", "parse_option_value",
-           "CLI_OWNED"]
+           "key_value_pairs", "CLI_OWNED"]
 
 CLI_OWNED = ("model", "start", "length", "nfe", "ncp", "scheme", "periodic", "initial_speed",
              "named_subexpressions")
@@ -40,6 +40,22 @@ def parse_option_value(text: str):
     return t
 
 
+def key_value_pairs(items, what: str = "", example: str = "adherence=squared"):
+    """``(key, value text)`` of each ``"KEY=VALUE"`` item (keys and values stripped).
+
+    Raises
+    ------
+    ValueError
+        An item without ``=`` or with an empty key: ``"<what><item>: expected KEY=VALUE,
+        e.g. <example>"``.
+    """
+    for item in items or ():
+        key, sep, val = str(item).partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{what}{item!r}: expected KEY=VALUE, e.g. {example}")
+        yield key.strip(), val.strip()
+
+
 def parse_ocp_options(items) -> dict:
     """``["KEY=VALUE", ...]`` (``pyomo-lap solve --ocp-option``) as a dict, each value read by
     :func:`parse_option_value`; check it with :func:`check_ocp_options`.
@@ -49,13 +65,7 @@ def parse_ocp_options(items) -> dict:
     ValueError
         An item without ``=`` or with an empty key (the message names the item).
     """
-    out = {}
-    for item in items or ():
-        key, sep, val = str(item).partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"{item!r}: expected KEY=VALUE, e.g. adherence=squared")
-        out[key.strip()] = parse_option_value(val)
-    return out
+    return {key: parse_option_value(val) for key, val in key_value_pairs(items)}
 
 
 def check_ocp_options(options: Optional[dict], owned: Iterable[str] = CLI_OWNED) -> dict:

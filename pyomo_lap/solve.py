@@ -340,12 +340,9 @@ def parse_solver_options(pairs) -> dict:
     ValueError
         An item without ``=`` or with an empty key (the message names the item).
     """
+    from .options import key_value_pairs
     out = {}
-    for item in pairs or ():
-        key, sep, val = str(item).partition("=")
-        key, val = key.strip(), val.strip()
-        if not sep or not key:
-            raise ValueError(f"solver option {item!r}: expected KEY=VALUE, e.g. max_iter=500")
+    for key, val in key_value_pairs(pairs, "solver option ", "max_iter=500"):
         for conv in (int, float):
             try:
                 out[key] = conv(val)
