@@ -26,13 +26,11 @@ import argparse
 import json
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from speed import ROOT, _cli, _run  # noqa: E402
+from speed import ROOT, _cli, _run
 
 RAW = ROOT / "data" / "tracks" / "raw" / "zaggyai"
 NORDSCHLEIFE_RAW = {"fb7dff20890fd8af44d0a7cf8538cbae", "1faf22819f42e158cda4a10763939bb0",
@@ -75,7 +73,7 @@ def main(argv=None):
 
     from pyomo.contrib.solver.solvers.ipopt import ipopt_command_line_options
 
-    from pyomo_lap.lap_solver import LAP_IPOPT_OPTIONS
+    from pyomo_lap.solvers.lap_solver import LAP_IPOPT_OPTIONS
     same = [f"{'' if k in ipopt_command_line_options else 'OF_'}{k}={v}"
             for k, v in LAP_IPOPT_OPTIONS.items()]
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the start",

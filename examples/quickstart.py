@@ -11,7 +11,7 @@ import pyomo.environ as pyo
 
 from pyomo_lap import (build_model, initialize_model, load_track, load_vehicle, solve_model,
                        trajectory_dataframe, write_results)
-from pyomo_lap.plots import plot_results
+from pyomo_lap.post.plots import plot_results
 
 
 def main(out_dir="results_quickstart", start=1150.0, length=300.0, nfe=30, ncp=3,

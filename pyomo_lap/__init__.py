@@ -7,17 +7,17 @@ in the track parameter q1 and solved by direct collocation (pyomo.dae) and IPOPT
 """
 __version__ = "0.1.0"
 
-from .track import Track, TrackPoints, load_track, available_tracks  # noqa: E402
-from .track_checks import TrackDataError  # noqa: E402
-from .vehicle import VehicleParameters, VehicleFileError, load_vehicle, available_vehicles  # noqa: E402
-from .ocp import build_model, OCP_CONFIG  # noqa: E402
-from .initialize import initialize_model  # noqa: E402
-from .solve import solve_model, SolveReport, SolverNotFoundError, SolveInterrupted  # noqa: E402
-from . import lap_solver  # noqa: E402,F401  (registers the solver 'lap_ipopt' with Pyomo)
-from .results import trajectory_dataframe, write_results, read_trajectory  # noqa: E402
+from .track.geometry import Track, TrackPoints, load_track, available_tracks  # noqa: E402
+from .track.checks import TrackDataError  # noqa: E402
+from .vehicle.car import VehicleParameters, VehicleFileError, load_vehicle, available_vehicles  # noqa: E402
+from .ocp.build import build_model, OCP_CONFIG  # noqa: E402
+from .ocp.initialize import initialize_model  # noqa: E402
+from .solvers.solve import solve_model, SolveReport, SolverNotFoundError, SolveInterrupted  # noqa: E402
+from .solvers import lap_solver  # noqa: E402,F401  (registers the solver 'lap_ipopt' with Pyomo)
+from .post.results import trajectory_dataframe, write_results, read_trajectory  # noqa: E402
 from .api import solve_sector, SolveFailedError  # noqa: E402
-from .plots import plot_results  # noqa: E402  (matplotlib is imported when plotting)
-from .plots import compare_runs  # noqa: E402
+from .post.plots import plot_results  # noqa: E402  (matplotlib is imported when plotting)
+from .post.plots import compare_runs  # noqa: E402
 
 __all__ = [
     "Track", "TrackPoints", "load_track", "available_tracks", "TrackDataError",

@@ -20,12 +20,12 @@ from typing import Callable, Optional
 import pyomo.environ as pyo
 
 from . import __version__
-from .initialize import initialize_model
-from .ocp import build_model
-from .results import trajectory_dataframe, write_results
-from .solve import solve_model
-from .track import load_track
-from .vehicle import load_vehicle
+from .ocp.initialize import initialize_model
+from .ocp.build import build_model
+from .post.results import trajectory_dataframe, write_results
+from .solvers.solve import solve_model
+from .track.geometry import load_track
+from .vehicle.car import load_vehicle
 
 __all__ = ["solve_sector", "model_size", "SolveFailedError", "ResultsNotWrittenError",
            "track_data_lines", "result_line"]
@@ -38,7 +38,7 @@ class ResultsNotWrittenError(OSError):
 
 class SolveFailedError(RuntimeError):
     """The solver did not find an optimal solution. ``report`` is the
-    :class:`~pyomo_lap.solve.SolveReport`; ``partial_dir`` the folder holding the partial
+    :class:`~pyomo_lap.solvers.solve.SolveReport`; ``partial_dir`` the folder holding the partial
     results (marked ``"partial": true``), or None."""
 
     def __init__(self, message: str, report=None, partial_dir=None):
@@ -73,7 +73,7 @@ def _provenance(p, solver_name: str) -> dict:
     except (OSError, subprocess.SubprocessError):
         pass
     try:
-        from .solve import ensure_solver
+        from .solvers.solve import ensure_solver
         ver = ensure_solver(solver_name).version()
         if ver:
             out["solver_version"] = ".".join(str(v) for v in ver)
@@ -86,7 +86,7 @@ def _provenance(p, solver_name: str) -> dict:
 def _input_files(tr, vehicle) -> dict:
     """Absolute, resolved paths and SHA-256 of the track and vehicle files the run read (when
     they are files)."""
-    from .vehicle import models_dir
+    from .vehicle.car import models_dir
     out = {}
     src = (getattr(tr, "provenance", None) or {}).get("source_file")
     if src and Path(src).exists():
@@ -105,7 +105,7 @@ def track_data_lines(tr) -> list:
     (``'track data: elevation outliers dropped: 1 at s = 499 m (largest 300 m at s = 499 m)'``,
     ``'track: width = 4 m each side assumed: ...'``); the full records are in
     ``tr.processing_steps`` and ``tr.assumptions``."""
-    from .track_report import assumption_lines, step_lines
+    from .track.report import assumption_lines, step_lines
     prov = getattr(tr, "provenance", None) or {}
     return ([f"track data: {line}" for line in step_lines(prov.get("processing_steps", []))]
             + [f"track: {line}" for line in assumption_lines(prov.get("assumptions", []))])
@@ -144,16 +144,16 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     start, length : float
         Sector [m] (``length=None``: to the end of the track). On a closed track a sector
         is at most one lap (``periodic=True`` for the lap itself).
-    nfe, ncp, scheme : collocation mesh (see :data:`pyomo_lap.ocp.OCP_CONFIG`); ``nfe=None``:
+    nfe, ncp, scheme : collocation mesh (see :data:`pyomo_lap.ocp.build.OCP_CONFIG`); ``nfe=None``:
         elements of about 10 m (``OCP_CONFIG.element_length``).
     initial_speed : float, 'quasi-steady' or 'free'
     periodic : bool
         Closed lap (needs a whole closed track).
     model : {'full', 'single-track'}
-        Vehicle model (:mod:`pyomo_lap.single_track` for the second).
+        Vehicle model (:mod:`pyomo_lap.ocp.single_track` for the second).
     initial_guess : {'cold', 'single-track'}
         Full model only: ``'single-track'`` solves the single-track model on the same mesh
-        first and starts from it (:func:`pyomo_lap.single_track.warm_start_full`).
+        first and starts from it (:func:`pyomo_lap.ocp.single_track.warm_start_full`).
     solver : str
         Pyomo solver name: ``lap_ipopt`` (default, the fast path), ``ipopt`` (the ASL path)...
     solver_options : dict, optional
@@ -167,18 +167,18 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
         Repair the track data where a repair is well defined (and shorten a sector that runs
         past the end of an open track); every repair is reported through ``echo``.
     n_sectors : int
-        Sectors of equal length timed in the summary (:func:`pyomo_lap.results.sector_times`).
+        Sectors of equal length timed in the summary (:func:`pyomo_lap.post.results.sector_times`).
     progress : callable, optional
         ``progress(label, done, total)`` for the model build and the channel evaluation
-        (default: :func:`pyomo_lap.progress.echo_progress` through ``echo``).
+        (default: :func:`pyomo_lap.util.progress.echo_progress` through ``echo``).
     track_width : float, optional
         Total width of the track [m], half each side, replacing the data's widths (only
-        with a track name or file: see :func:`pyomo_lap.track.load_track`).
+        with a track name or file: see :func:`pyomo_lap.track.geometry.load_track`).
     ocp_options : dict, optional
-        Further options of the optimal control problem (:data:`pyomo_lap.ocp.OCP_CONFIG`, the
+        Further options of the optimal control problem (:data:`pyomo_lap.ocp.build.OCP_CONFIG`, the
         README's option table), e.g. ``{"adherence": "squared", "element_length": 5.0}``;
         the options that have their own argument here are refused
-        (:func:`pyomo_lap.options.check_ocp_options`).
+        (:func:`pyomo_lap.ocp.options.check_ocp_options`).
 
     Returns
     -------
@@ -205,14 +205,14 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
         The results could not be written to ``out_dir`` (after saving them to a fallback
         folder that the message names: a solved result is never lost).
     """
-    from . import track_checks
-    from .solve import ensure_solver
-    from .track import Track
-    from .vehicle import VehicleParameters
+    from .track import checks as track_checks
+    from .solvers.solve import ensure_solver
+    from .track.geometry import Track
+    from .vehicle.car import VehicleParameters
 
-    from .options import check_ocp_options
+    from .ocp.options import check_ocp_options
     ocp_options = check_ocp_options(ocp_options)    # before anything is loaded or built
-    from .ocp import VEHICLE_MODELS
+    from .ocp.build import VEHICLE_MODELS
     if model not in VEHICLE_MODELS:
         raise ValueError(f"model = {model!r}: expected one of {', '.join(map(repr, VEHICLE_MODELS))}")
     if initial_guess not in ("cold", "single-track"):
@@ -237,18 +237,18 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     track_checks.check_vehicle_fits(tr, p, start, length)
     ensure_solver(solver)  # fail before building when the solver is missing
     if out_dir is not None:
-        from .results import check_output_dir
+        from .post.results import check_output_dir
         out_dir = check_output_dir(out_dir)   # fail before building when OUT is unusable
     echo(f"track {tr.name}: {tr.length:.1f} m ({'closed' if tr.closed else 'open'}); vehicle {p.name}")
     echo(f"building the model: sector {start:.0f} m + {length if length is not None else tr.length - start:.0f} m, "
          f"nfe={nfe if nfe is not None else 'auto (10 m elements)'}, ncp={ncp}, {scheme} ...")
     if progress is None:
-        from .progress import echo_progress
+        from .util.progress import echo_progress
         progress = echo_progress(echo)
-    from .solve import DEFAULT_SOLVER
+    from .solvers.solve import DEFAULT_SOLVER
     if solver == DEFAULT_SOLVER and model == "full":
         # the compiled per-point functions of this car: the C compiler runs while Pyomo builds
-        from .lap_nlp import prefetch_point_functions
+        from .solvers.lap_nlp import prefetch_point_functions
         prefetch_point_functions(p, {"periodic": periodic, "initial_speed": initial_speed,
                                      **ocp_options})
     m = build_model(tr, p, start=start, length=length, nfe=nfe, ncp=ncp, scheme=scheme,
@@ -263,7 +263,7 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     info = initialize_model(m)
     warm = None
     if initial_guess == "single-track" and model == "full":
-        from .single_track import warm_start_full
+        from .ocp.single_track import warm_start_full
         echo("  initial guess from the single-track model on the same mesh ...")
         ms = build_model(tr, p, start=start, length=length, nfe=nfe, ncp=ncp, scheme=scheme,
                          initial_speed=initial_speed, periodic=periodic, model="single-track",
@@ -327,7 +327,7 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
         "track_assumptions": list(getattr(tr, "assumptions", [])),
         "track_repairs": [str(f) for f in getattr(tr, "findings", [])],
     }
-    from .solve import log_statistics
+    from .solvers.solve import log_statistics
     stats = log_statistics(rep.log or "")
     summary["nlp"] = {k: stats[k] for k in ("n_variables", "n_equalities", "n_inequalities",
                                             "jac_nnz", "hess_nnz") if k in stats}
@@ -357,7 +357,7 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
                                + (f", {out_dir}/ was left untouched" if out_dir else ""),
                                rep) from None
     summary["max_speed_kmh"] = float(df["speed_kmh"].max())
-    from .results import sector_records, sector_times
+    from .post.results import sector_records, sector_times
     summary["sectors"] = sector_records(sector_times(df, n_sectors))
     summary["mean_speed_kmh"] = (float(3.6 * m.sector_length / lap)
                                  if lap is not None and lap > 0 else None)

@@ -66,7 +66,7 @@ TRACK_WIDTH = click.option(
 
 def _track_width(value):
     """--track-width checked: the half-width [m] or None; a bad value stops with exit 2."""
-    from .track_checks import check_track_width
+    from .track.checks import check_track_width
     try:
         return check_track_width(value, "--track-width")
     except ValueError as exc:
@@ -106,14 +106,14 @@ def _track_width(value):
               help="another option of the optimal control problem (repeatable), e.g. "
                    "adherence=squared, element_length=5, piecewise_constant_controls=true, "
                    "K_delta=2; the list with defaults and units: README, 'Options of the "
-                   "optimal control problem' (python -m pyomo_lap.options)")
+                   "optimal control problem' (python -m pyomo_lap.ocp.options)")
 @click.option("--sectors", default=3, show_default=True, type=int,
               help="number of equal sectors timed in the summary")
 @click.option("--out", "out_dir", default="results", show_default=True,
               type=click.Path(file_okay=False), help="output folder")
 @click.option("--quiet", is_flag=True, help="do not stream the solver's iterations")
 @click.option("--max-iter", type=int, default=None,
-              help="solver iteration limit (default: pyomo_lap.solve.DEFAULT_IPOPT_OPTIONS)")
+              help="solver iteration limit (default: pyomo_lap.solvers.solve.DEFAULT_IPOPT_OPTIONS)")
 @click.option("--repair-track", is_flag=True,
               help="repair the track data where a repair is well defined (missing values, "
                    "duplicates, glitches, a small gap in a loop, a sector past the end of an "
@@ -132,8 +132,8 @@ def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_spe
     """
     try:
         from .api import ResultsNotWrittenError, SolveFailedError, solve_sector  # heavy imports
-        from .progress import click_progress
-        from .solve import SolveInterrupted, SolverNotFoundError, parse_solver_options
+        from .util.progress import click_progress
+        from .solvers.solve import SolveInterrupted, SolverNotFoundError, parse_solver_options
     except KeyboardInterrupt:
         _fail("interrupted while starting; nothing was done", code=130)
 
@@ -166,7 +166,7 @@ def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_spe
         _fail(f"--solver-option: {exc}")
     if max_iter is not None:
         options["max_iter"] = max_iter
-    from .options import check_ocp_options, parse_ocp_options
+    from .ocp.options import check_ocp_options, parse_ocp_options
     try:
         ocp = check_ocp_options(parse_ocp_options(ocp_option))
     except ValueError as exc:
@@ -230,10 +230,10 @@ def check(track, vehicle, repair_track, track_width):
     listed."""
     _track_width(track_width)
     try:
-        from . import track_checks
-        from .track import load_track
-        from .track_report import assumption_lines, format_steps_table
-        from .vehicle import load_vehicle
+        from .track import checks as track_checks
+        from .track.geometry import load_track
+        from .track.report import assumption_lines, format_steps_table
+        from .vehicle.car import load_vehicle
         problems = []
         tr = p = None
         try:
@@ -280,7 +280,7 @@ def check(track, vehicle, repair_track, track_width):
 def validate(out_dir, no_feedback, shooting):
     """Replay the optimal controls in the time-domain simulation and measure the collocation
     defects of a solved sector; writes validation.json and defects.csv to OUT."""
-    from .validate import validate_results
+    from .post.validate import validate_results
     try:
         validate_results(out_dir, feedback=not no_feedback, shooting=shooting, echo=click.echo)
     except (ValueError, OSError) as exc:
@@ -299,7 +299,7 @@ def validate(out_dir, no_feedback, shooting):
                    "controls, attitudes, power, gg, vertical_loads")
 def plot(results_dir, out_dir, pdf, reference, figures):
     """Write the figures of a results folder as PNG (and PDF with --pdf)."""
-    from .plots import plot_results
+    from .post.plots import plot_results
     try:
         files = plot_results(results_dir, out_dir=out_dir, formats=("png", "pdf") if pdf else ("png",),
                              figures=list(figures) or None, reference_dir=reference, echo=click.echo)
@@ -318,7 +318,7 @@ def plot(results_dir, out_dir, pdf, reference, figures):
 @click.option("--pdf", is_flag=True, help="also write compare.pdf")
 def compare(run_a, run_b, out_dir, sectors, pdf):
     """Time delta of RUN_B against RUN_A along the track (table, CSV and plot)."""
-    from .plots import compare_runs
+    from .post.plots import compare_runs
     if sectors < 1 or sectors > 1000:
         _fail(f"--sectors {sectors}: expected an integer between 1 and 1000")
     try:
@@ -353,8 +353,8 @@ def compare(run_a, run_b, out_dir, sectors, pdf):
 def diagnose(track, vehicle, start, length, nfe, ncp, do_solve, solver, no_numerical, report):
     """Run the IDAES diagnostics toolbox (structural and numerical checks) and a units check
     on the model of a short sector."""
-    from .diagnose import diagnose as run
-    from .solve import SolverNotFoundError
+    from .post.diagnose import diagnose as run
+    from .solvers.solve import SolverNotFoundError
     if nfe < 1 or nfe > 200:
         _fail(f"--nfe {nfe}: expected an integer between 1 and 200 (diagnose a short sector)")
     if ncp < 1 or ncp > 10:
@@ -385,7 +385,7 @@ def diagnose(track, vehicle, start, length, nfe, ncp, do_solve, solver, no_numer
 @main.command()
 def tracks():
     """List the tracks shipped with the package."""
-    from .track import available_tracks
+    from .track.geometry import available_tracks
     for name in available_tracks():
         click.echo(name)
 
@@ -393,7 +393,7 @@ def tracks():
 @main.command()
 def vehicles():
     """List the vehicle files shipped with the package."""
-    from .vehicle import available_vehicles
+    from .vehicle.car import available_vehicles
     for name in available_vehicles():
         click.echo(name)
 

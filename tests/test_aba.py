@@ -1,7 +1,7 @@
-r"""Unit tests of :mod:`pyomo_lap.chain`: forward kinematics and the Articulated-Body Algorithm.
+r"""Unit tests of :mod:`pyomo_lap.spatial.chain`: forward kinematics and the Articulated-Body Algorithm.
 
 The reference dynamics here is written from scratch in plain NumPy and shares nothing with
-``pyomo_lap.lie`` / ``pyomo_lap.chain`` except the *description* of the chain:
+``pyomo_lap.spatial.lie`` / ``pyomo_lap.spatial.chain`` except the *description* of the chain:
 
 * poses ``g_{0,k}(q)`` are 4x4 homogeneous matrices of an analytic 3D test track (a climbing
   helix with variable banking, parametrised by arc length) and of the joints of
@@ -27,7 +27,7 @@ import pytest
 import pyomo.environ as pyo
 from pyomo.core.expr.visitor import replace_expressions
 
-from pyomo_lap import chain as ch
+from pyomo_lap.spatial import chain as ch
 
 G_ACC = 9.81
 

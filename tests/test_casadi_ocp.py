@@ -1,4 +1,4 @@
-"""The CasADi twin of the OCP (pyomo_lap.casadi_ocp): the same NLP as the Pyomo model, row by
+"""The CasADi twin of the OCP (pyomo_lap.solvers.casadi_ocp): the same NLP as the Pyomo model, row by
 row at the initial guess (unit), and the same optimum as the Pyomo route through IPOPT
 (integration).
 
@@ -16,7 +16,7 @@ import pyomo.environ as pyo
 import pytest
 
 from pyomo_lap import build_model, initialize_model, load_track, load_vehicle, solve_model
-from pyomo_lap.casadi_ocp import build_casadi_nlp, load_solution, pyomo_to_casadi, solve_casadi
+from pyomo_lap.solvers.casadi_ocp import build_casadi_nlp, load_solution, pyomo_to_casadi, solve_casadi
 
 CAR_FAMILIES = {"ode_qdot", "loads_eq", "inplane_eq", "power_limit", "adherence", "speed_min",
                 "settled_start"}
@@ -134,7 +134,7 @@ def test_package_imports_without_casadi():
     """CasADi is optional: pyomo_lap (and this module) import without it, and building the
     twin says what to install."""
     code = ("import sys; sys.modules['casadi'] = None\n"
-            "import pyomo_lap, pyomo_lap.casadi_ocp as c\n"
+            "import pyomo_lap, pyomo_lap.solvers.casadi_ocp as c\n"
             "try:\n    c.build_casadi_nlp(None)\nexcept ImportError as e:\n    print('ERR', e)\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from pyomo_lap.cli import main
-from pyomo_lap.vehicle import models_dir
+from pyomo_lap.vehicle.car import models_dir
 
 EARLIER = '{"lap_time_s": 51.0, "pyomo_lap_version": "0.1.0"}'
 

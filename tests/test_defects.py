@@ -7,10 +7,10 @@ import pytest
 
 import _solved_sector as sector
 from pyomo_lap import Track, build_model, load_vehicle
-from pyomo_lap.defects import DEFECT_STATES, collocation_defects, refine_mesh
-from pyomo_lap.numeric import CarFunctions
-from pyomo_lap.simulate import FunctionControls, TrackLookup, simulate
-from pyomo_lap.vehicle import ALGEBRAIC
+from pyomo_lap.post.defects import DEFECT_STATES, collocation_defects, refine_mesh
+from pyomo_lap.vehicle.numeric import CarFunctions
+from pyomo_lap.post.simulate import FunctionControls, TrackLookup, simulate
+from pyomo_lap.vehicle.car import ALGEBRAIC
 
 RADAU3 = np.array([(4 - 6 ** 0.5) / 10, (4 + 6 ** 0.5) / 10, 1.0])   # Radau IIA nodes, ncp = 3
 

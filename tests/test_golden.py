@@ -18,7 +18,7 @@ Trusted (a failure means a bug in the model, the solver path or the export):
 * the full lap is periodic: every state and rate ends where it started.
 
 Plausibility only (not a bound): the quasi-steady point-mass estimate of the same track
-(``pyomo_lap.speed_profile``, 85 % of the tyres' nominal peak friction, on the centreline).
+(``pyomo_lap.vehicle.speed_profile``, 85 % of the tyres' nominal peak friction, on the centreline).
 The full model uses the track's width (a larger radius in every bend), more than the nominal
 friction at light loads (load sensitivity pD2 < 0) and loses grip to load transfer, so the
 point mass is neither a lower nor an upper bound; the two agree within 4 % on these jobs, and
@@ -35,7 +35,7 @@ from click.testing import CliRunner
 import _independent as ind
 from pyomo_lap import load_track, load_vehicle
 from pyomo_lap.cli import main
-from pyomo_lap.results import read_summary, read_trajectory
+from pyomo_lap.post.results import read_summary, read_trajectory
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "lap_times.json").read_text())
 STATES = ("q2", "q3", "q4", "q5", "q6", "q1_dot", "q2_dot", "q3_dot", "q4_dot", "q5_dot", "q6_dot")
@@ -49,7 +49,7 @@ def _solve(args, out):
 
 def _check_fingerprint(job, summary):
     """The run is the job the golden value was derived from; else the value must be re-derived."""
-    from pyomo_lap.lap_solver import LAP_IPOPT_OPTIONS
+    from pyomo_lap.solvers.lap_solver import LAP_IPOPT_OPTIONS
     rec = GOLDEN["jobs"][job]
     have = {
         "solver": summary["solver"], "solver_options (user)": summary["solver_options"],
@@ -102,7 +102,7 @@ def _check_against_independent(summary, df, p, track, closed):
     assert (df["q2"] >= -(df["width_right"] - p.width / 2) - 1e-6).all()
     assert df[["f_11z", "f_12z", "f_21z", "f_22z"]].min().min() >= p.fz_min - 1e-6
     # plausibility: the quasi-steady point mass on the centreline (not a bound, see above)
-    from pyomo_lap.speed_profile import quasi_steady_speed
+    from pyomo_lap.vehicle.speed_profile import quasi_steady_speed
     s_pm = np.linspace(summary["start_m"], summary["start_m"] + summary["length_m"],
                        int(summary["length_m"] / 2.0) + 1)
     tp = track.evaluate(np.mod(s_pm, track.length) if closed else s_pm)

@@ -1,4 +1,4 @@
-"""Tests of :mod:`pyomo_lap.ipopt_lib`, the ctypes binding to IPOPT's C interface.
+"""Tests of :mod:`pyomo_lap.solvers.ipopt_lib`, the ctypes binding to IPOPT's C interface.
 
 The test problem is HS071, the example of IPOPT's documentation::
 
@@ -17,8 +17,8 @@ import signal
 import numpy as np
 import pytest
 
-from pyomo_lap import ipopt_lib
-from pyomo_lap.ipopt_lib import IpoptProblem
+from pyomo_lap.solvers import ipopt_lib
+from pyomo_lap.solvers.ipopt_lib import IpoptProblem
 
 pytestmark = pytest.mark.component
 

@@ -19,10 +19,10 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import brentq, fsolve
 
 from pyomo_lap import Track, load_vehicle
-from pyomo_lap import chain as chain_mod
-from pyomo_lap.numeric import CarFunctions
-from pyomo_lap.simulate import FunctionControls, TrackLookup, simulate
-from pyomo_lap.vehicle import build_chain
+from pyomo_lap.spatial import chain as chain_mod
+from pyomo_lap.vehicle.numeric import CarFunctions
+from pyomo_lap.post.simulate import FunctionControls, TrackLookup, simulate
+from pyomo_lap.vehicle.car import build_chain
 
 G = 9.81
 

@@ -9,9 +9,9 @@ from click.testing import CliRunner
 
 from _tracks import write_ring_csv
 from pyomo_lap import load_track, load_vehicle
-from pyomo_lap import track_checks as tc
+from pyomo_lap.track import checks as tc
 from pyomo_lap.cli import main
-from pyomo_lap.track_checks import TrackDataError
+from pyomo_lap.track.checks import TrackDataError
 
 
 # ------------------------------------------------------------------ a sector is at most one lap
@@ -45,7 +45,7 @@ def test_a_sector_longer_than_the_loop_is_refused(tmp_path):
 # ------------------------------------------------------------------ words
 @pytest.mark.unit
 def test_solver_messages_are_decoded():
-    from pyomo_lap.solve import SolveReport, decode_solver_message
+    from pyomo_lap.solvers.solve import SolveReport, decode_solver_message
     assert decode_solver_message("Ipopt 3.11.9\\x3a Optimal Solution Found") == \
         "Ipopt 3.11.9: Optimal Solution Found"
     assert decode_solver_message("a\\x3ab\\x2C c") == "a:b, c"
@@ -69,7 +69,7 @@ def test_the_last_line_says_lap_time_for_a_lap_and_sector_time_for_a_sector():
 @pytest.mark.unit
 def test_input_files_are_absolute_resolved_paths(tmp_path, monkeypatch):
     from pyomo_lap.api import _input_files
-    from pyomo_lap.vehicle import models_dir
+    from pyomo_lap.vehicle.car import models_dir
     (tmp_path / "sub").mkdir()
     write_ring_csv(tmp_path / "ring.csv")
     (tmp_path / "car.toml").write_text((models_dir() / "fsae.toml").read_text())

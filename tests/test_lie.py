@@ -1,4 +1,4 @@
-"""Unit tests of :mod:`pyomo_lap.lie` (SE(3)/se(3) with twists ``[v; w]``, linear part first).
+"""Unit tests of :mod:`pyomo_lap.spatial.lie` (SE(3)/se(3) with twists ``[v; w]``, linear part first).
 
 The reference values are built independently in plain NumPy from the *definitions*:
 
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import pyomo.environ as pyo
 
-from pyomo_lap import lie
+from pyomo_lap.spatial import lie
 
 RTOL = 1e-12
 ATOL = 1e-12

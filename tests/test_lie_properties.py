@@ -1,4 +1,4 @@
-"""Property-based tests (hypothesis) of every function of :mod:`pyomo_lap.lie`, against
+"""Property-based tests (hypothesis) of every function of :mod:`pyomo_lap.spatial.lie`, against
 references built here from the definitions in plain NumPy / SciPy (never from the module's
 block formulas):
 
@@ -15,7 +15,7 @@ import scipy.linalg
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyomo_lap import lie
+from pyomo_lap.spatial import lie
 
 PROPS = settings(max_examples=40, deadline=None, derandomize=True, database=None)
 

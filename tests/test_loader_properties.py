@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from pyomo_lap import Track, load_track
-from pyomo_lap.track_checks import TrackDataError, TrackRepairWarning
+from pyomo_lap.track.checks import TrackDataError, TrackRepairWarning
 
 SETTINGS = dict(deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,

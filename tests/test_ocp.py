@@ -10,7 +10,7 @@ from click.testing import CliRunner
 import _independent as ind
 from _independent import time_by_quadrature
 from pyomo_lap import build_model, initialize_model, load_track, load_vehicle, solve_model
-from pyomo_lap.results import read_trajectory, trajectory_dataframe
+from pyomo_lap.post.results import read_trajectory, trajectory_dataframe
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +162,7 @@ def test_periodic_lap_on_a_flat_circle():
     the lap on the optimum's path in its time. The free parametrization holds every
     element-constant one (with the same objective), so its objective cannot be worse."""
     from pyomo_lap import Track
-    from pyomo_lap.replay import replay
+    from pyomo_lap.post.replay import replay
     R = 60.0
     u = np.linspace(0, 2 * np.pi, 400, endpoint=False)
     pts = np.c_[R * np.cos(u), R * np.sin(u), np.zeros_like(u)]
@@ -219,7 +219,7 @@ def test_failed_solve_keeps_earlier_results(tmp_path):
 
 @pytest.mark.component
 def test_mesh_continuation_interpolates_in_s(setup):
-    from pyomo_lap.initialize import initialize_from_solution
+    from pyomo_lap.ocp.initialize import initialize_from_solution
     tr, p = setup
     coarse = build_model(tr, p, start=1500.0, length=100.0, nfe=5, ncp=3)
     fine = build_model(tr, p, start=1500.0, length=100.0, nfe=20, ncp=2)

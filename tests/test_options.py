@@ -1,4 +1,4 @@
-"""The OCP's options from their one declaration (pyomo_lap.ocp.OCP_CONFIG): validation for the
+"""The OCP's options from their one declaration (pyomo_lap.ocp.build.OCP_CONFIG): validation for the
 API and the CLI, the README's table, and that a given option reaches the model."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from pyomo_lap.options import CLI_OWNED, check_ocp_options, options_table, parse_option_value
+from pyomo_lap.ocp.options import CLI_OWNED, check_ocp_options, options_table, parse_option_value
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -19,7 +19,7 @@ def test_readme_holds_the_generated_table():
     m = re.search(r"<!-- options-table:start -->\n(.*?)<!-- options-table:end -->", text, re.S)
     assert m, "README lacks the options table markers"
     assert m.group(1) == options_table()
-    from pyomo_lap.ocp import OCP_CONFIG
+    from pyomo_lap.ocp.build import OCP_CONFIG
     for key in OCP_CONFIG.keys():          # every declared option is documented
         assert f"| `{key}` |" in m.group(1)
 
@@ -52,7 +52,7 @@ def test_bad_options_are_refused_naming_the_option_and_value(options, words):
 
 @pytest.mark.unit
 def test_every_option_owned_by_an_argument_is_declared():
-    from pyomo_lap.ocp import OCP_CONFIG
+    from pyomo_lap.ocp.build import OCP_CONFIG
     assert all(k in OCP_CONFIG for k in CLI_OWNED)
 
 
@@ -103,6 +103,6 @@ def test_cli_model_choices_are_the_registry():
     """The CLI lists the models literally (importing the OCP would slow every --help); they must
     be the registry's keys."""
     from pyomo_lap.cli import solve
-    from pyomo_lap.ocp import VEHICLE_MODELS
+    from pyomo_lap.ocp.build import VEHICLE_MODELS
     opt = next(p for p in solve.params if p.name == "model")
     assert list(opt.type.choices) == list(VEHICLE_MODELS)

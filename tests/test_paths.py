@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import pyomo_lap.paths as paths
+import pyomo_lap.util.paths as paths
 
 ROOT = Path(__file__).resolve().parents[1]
 

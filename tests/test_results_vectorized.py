@@ -8,11 +8,11 @@ import pyomo.environ as pyo
 import pytest
 
 from pyomo_lap import build_model, initialize_model, load_track, load_vehicle
-from pyomo_lap import lie
-from pyomo_lap import results
-from pyomo_lap import vehicle as veh
-from pyomo_lap.ocp import RATE_NAMES, STATE_NAMES
-from pyomo_lap.results import UNITS, trajectory_dataframe
+from pyomo_lap.spatial import lie
+from pyomo_lap.post import results
+from pyomo_lap.vehicle import car as veh
+from pyomo_lap.ocp.build import RATE_NAMES, STATE_NAMES
+from pyomo_lap.post.results import UNITS, trajectory_dataframe
 
 
 def reference_dataframe(m) -> pd.DataFrame:
@@ -55,7 +55,7 @@ def reference_dataframe(m) -> pd.DataFrame:
         row["element"] = int(np.searchsorted(elems, s, side="left"))
         rows.append(row)
     df = pd.DataFrame(rows)
-    from pyomo_lap.speed_profile import quasi_steady_speed
+    from pyomo_lap.vehicle.speed_profile import quasi_steady_speed
     sig = np.asarray(sigma, dtype=float)
     v_pm = quasi_steady_speed(p, sig, tp.omega, tp.rotation, closed=bool(m.options.periodic),
                               v_start=m.initial_speed, v_min=m.options.v_min)

@@ -8,11 +8,11 @@ import pytest
 
 import _solved_sector as sector
 from pyomo_lap import load_vehicle
-from pyomo_lap import vehicle as veh
-from pyomo_lap.chain import TrackJoint
-from pyomo_lap.numeric import CarFunctions, track_vector
-from pyomo_lap.replay import replay
-from pyomo_lap.simulate import CollocationControls, PiecewiseControls, controls_from_trajectory, simulate
+from pyomo_lap.vehicle import car as veh
+from pyomo_lap.spatial.chain import TrackJoint
+from pyomo_lap.vehicle.numeric import CarFunctions, track_vector
+from pyomo_lap.post.replay import replay
+from pyomo_lap.post.simulate import CollocationControls, PiecewiseControls, controls_from_trajectory, simulate
 
 
 @pytest.mark.unit
@@ -182,7 +182,7 @@ def test_cli_validate_a_results_folder(tmp_path):
     import json
     from click.testing import CliRunner
     from pyomo_lap.cli import main
-    from pyomo_lap.results import write_results
+    from pyomo_lap.post.results import write_results
     tr, p, m, rep, df = sector.solved("full")
     summary = {"lap_time_s": float(df["t"].iloc[-1]), "track": "nordschleife", "vehicle": "fsae",
                "start_m": sector.START, "ncp": 3, "scheme": "LAGRANGE-RADAU", "model": "full",

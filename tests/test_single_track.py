@@ -11,8 +11,8 @@ from scipy.optimize import fsolve
 
 import _solved_sector as sector
 from pyomo_lap import Track, build_model, load_vehicle, solve_model
-from pyomo_lap.numeric import CarFunctions
-from pyomo_lap.simulate import TrackLookup
+from pyomo_lap.vehicle.numeric import CarFunctions
+from pyomo_lap.post.simulate import TrackLookup
 
 G = 9.81
 
@@ -115,7 +115,7 @@ def test_single_track_solution_warm_starts_the_full_model():
     """Initialized from the single-track optimum (suspension settled, loads solved at every
     point) the full model solves to the same optimum as from its cold start."""
     import pyomo.environ as pyo
-    from pyomo_lap.single_track import warm_start_full
+    from pyomo_lap.ocp.single_track import warm_start_full
     tr, p, ms, reps, dfs = sector.solved("single-track")
     _, _, mf, repf, dff = sector.solved("full")
     m = build_model(tr, p, start=sector.START, length=sector.LENGTH, nfe=sector.NFE, ncp=3)

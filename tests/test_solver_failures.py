@@ -19,10 +19,10 @@ import pytest
 from click.testing import CliRunner
 
 from pyomo_lap import build_model, initialize_model, load_track, load_vehicle, solve_model
-from pyomo_lap import results as res_mod
+from pyomo_lap.post import results as res_mod
 from pyomo_lap.api import ResultsNotWrittenError, _write_or_fallback
 from pyomo_lap.cli import main
-from pyomo_lap.solve import SolveReport, SolverNotFoundError
+from pyomo_lap.solvers.solve import SolveReport, SolverNotFoundError
 
 EARLIER = '{"lap_time_s": 51.0, "pyomo_lap_version": "0.1.0", "note": "yesterday"}'
 VENV_BIN = Path(sys.executable).parent
@@ -208,7 +208,7 @@ def no_ipopt(tmp_path, monkeypatch):
     empty = tmp_path / "empty_bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
-    monkeypatch.setattr("pyomo_lap.solve._venv_bin", lambda: empty)
+    monkeypatch.setattr("pyomo_lap.solvers.solve._venv_bin", lambda: empty)
     Executable.rehash()
     yield
     monkeypatch.undo()
@@ -232,7 +232,7 @@ def test_missing_solver_is_reported_before_building(tmp_path, no_ipopt):
 @pytest.mark.unit
 def test_missing_ipopt_library_is_reported_before_building(tmp_path, monkeypatch):
     from pyomo.contrib.solver.common.base import Availability
-    monkeypatch.setattr("pyomo_lap.lap_solver.LapIpopt.available", lambda self: Availability.NotFound)
+    monkeypatch.setattr("pyomo_lap.solvers.lap_solver.LapIpopt.available", lambda self: Availability.NotFound)
     out = earlier_results(tmp_path / "results")
     r = CliRunner().invoke(main, ["solve", "--length", "100", "--nfe", "5", "--out", str(out)])
     assert r.exit_code == 2 and isinstance(r.exception, SystemExit)

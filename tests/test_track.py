@@ -1,4 +1,4 @@
-"""Tests of pyomo_lap.track (spine, frames, Omega) and the bundled Nordschleife.
+"""Tests of pyomo_lap.track.geometry (spine, frames, Omega) and the bundled Nordschleife.
 
 Every expected value is a closed form or an independent computation (finite
 differences, pyproj directly, the raw files), never a number printed by the code.
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pyomo_lap.track import Track, TrackPoints, available_tracks, load_track
+from pyomo_lap.track.geometry import Track, TrackPoints, available_tracks, load_track
 
 REPO = Path(__file__).resolve().parents[1]
 RAW = Path(__file__).resolve().parents[1] / "data" / "tracks" / "raw" / "zaggyai"
@@ -386,7 +386,7 @@ def test_data_dir_override(tmp_path, monkeypatch):
 def test_bundled_track_is_read_not_built_and_evaluated_vectorized():
     """What makes loading and evaluating the bundled track cheap, checked by counting
     calls instead of timing them (no wall-clock assertion): load_track reads the processed
-    CSV and never runs the build from the raw files (pyomo_lap.track_build, the zaggyai
+    CSV and never runs the build from the raw files (pyomo_lap.track.build, the zaggyai
     loader), and evaluate makes the same Python calls for 2000 points as for 10 (the
     per-point work is NumPy's). The vectorized values equal those of single points."""
     import collections
@@ -396,7 +396,7 @@ def test_bundled_track_is_read_not_built_and_evaluated_vectorized():
 
     def profile(frame, event, arg):
         if event == "call" and "pyomo_lap" in frame.f_code.co_filename:
-            calls[(Path(frame.f_code.co_filename).name, frame.f_code.co_name)] += 1
+            calls["/".join(Path(frame.f_code.co_filename).parts[-2:]), frame.f_code.co_name] += 1
 
     def counted(f, *args):
         calls.clear()
@@ -408,8 +408,8 @@ def test_bundled_track_is_read_not_built_and_evaluated_vectorized():
         return out, dict(calls)
 
     tr, loading = counted(load_track, "nordschleife")
-    assert ("track.py", "from_csv") in loading
-    assert not any(name == "track_build.py" or fn == "from_zaggy_json" for name, fn in loading)
+    assert ("track/geometry.py", "from_csv") in loading
+    assert not any(name == "track/build.py" or fn == "from_zaggy_json" for name, fn in loading)
     _, few = counted(tr.evaluate, np.linspace(0.0, tr.length, 10))
     s = np.linspace(0.0, tr.length, 2000)
     many_points, many = counted(tr.evaluate, s)

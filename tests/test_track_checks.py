@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from pyomo_lap import Track, load_track, load_vehicle
-from pyomo_lap import track_checks as tc
-from pyomo_lap.track_checks import TrackDataError, TrackRepairWarning
+from pyomo_lap.track import checks as tc
+from pyomo_lap.track.checks import TrackDataError, TrackRepairWarning
 
 R = 100.0           # [m] test circle radius
 N = 200             # points on it (3.14 m apart)

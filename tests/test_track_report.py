@@ -19,9 +19,9 @@ from click.testing import CliRunner
 
 from _tracks import write_ring_csv
 from pyomo_lap import Track, load_track
-from pyomo_lap import track_checks as tc
+from pyomo_lap.track import checks as tc
 from pyomo_lap.cli import main
-from pyomo_lap.track_build import display_name
+from pyomo_lap.track.build import display_name
 
 # ------------------------------------------------------------------ the raw file's geometry
 LAT0, LON0 = 47.3, 8.5          # [deg] where the test track lies
@@ -333,7 +333,7 @@ def test_solve_says_the_steps_and_assumptions_before_building(raw, tmp_path):
 
 @pytest.mark.unit
 def test_results_provenance_sheet_lists_every_step_and_assumption(tmp_path, stadium_track):
-    from pyomo_lap.results import read_summary, write_results
+    from pyomo_lap.post.results import read_summary, write_results
     tr = stadium_track
     summary = dict(lap_time_s=1.0, track_file=tr.provenance["source_file"],
                    track_processing=tr.processing_steps, track_assumptions=tr.assumptions,

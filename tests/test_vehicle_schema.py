@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from pyomo_lap import vehicle as veh
-from pyomo_lap.vehicle_schema import SECTIONS, VehicleFileError, VehicleParameters
+from pyomo_lap.vehicle import car as veh
+from pyomo_lap.vehicle.schema import SECTIONS, VehicleFileError, VehicleParameters
 
 FSAE = veh.models_dir() / "fsae.toml"
 FSAE_TEXT = FSAE.read_text()

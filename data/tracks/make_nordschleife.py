@@ -7,7 +7,7 @@ Usage (from the repository root):
 RAW_DIR defaults to $PYOMO_LAP_RAW_TRACKS or data/tracks/raw/zaggyai (the copy kept in this repository) and must
 contain the three zaggyai/track_data JSON files listed in data/tracks/README.md.
 The processing is deterministic; all parameters are in
-pyomo_lap.track_nordschleife.NORDSCHLEIFE_PARAMS.
+pyomo_lap.track.nordschleife.NORDSCHLEIFE_PARAMS.
 """
 import os
 import sys
@@ -15,9 +15,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1]))
 
-from pyomo_lap.track_nordschleife import build_nordschleife  # noqa: E402
+from pyomo_lap.track.nordschleife import build_nordschleife
 
 
 def main(argv):

@@ -1,0 +1,201 @@
+r"""The minimum-lap-time optimal control problem: its options (:data:`OCP_CONFIG`), the
+registry of vehicle models (:data:`VEHICLE_MODELS`) and the builder (:func:`build_model`).
+
+The independent variable is the arc length along the track spine, :math:`q_1 = s` (on the
+model, ``m.s`` runs from 0 to the sector length; the track coordinate is ``start + s``). The
+objective (41) is the sector time plus penalties on steering jumps and on simultaneous
+traction and braking (:func:`pyomo_lap.ocp.common.add_objective`).
+
+:func:`build_model` parses the options and hands them to the vehicle model's ``build``
+(:class:`~pyomo_lap.ocp.vehicle_model.VehicleModel`):
+
+* ``"full"`` (:data:`pyomo_lap.ocp.full_model.FULL_MODEL`): the six-joint Lie-group car; the
+  formulation (states, controls, algebraic variables, the spatial DAE (39), the path
+  constraints, the recorded per-point rows ``m.point_rows``) is described in
+  :mod:`pyomo_lap.ocp.full_model`;
+* ``"single-track"`` (:data:`pyomo_lap.ocp.single_track.SINGLE_TRACK_MODEL`): the rigid
+  nonlinear bicycle with Fiala tyres.
+
+A third model is one module that defines a :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel`
+and one line in :data:`VEHICLE_MODELS` (``docs/vehicle_models.md``).
+
+The names this module exported before the split (``record_point_rows``, ``PointRows``,
+``add_objective``, ``sector_mesh`` ...) are re-exported from :mod:`pyomo_lap.ocp.full_model`
+and :mod:`pyomo_lap.ocp.common`. Imports run one way: :mod:`pyomo_lap.ocp.common` and
+:mod:`pyomo_lap.ocp.vehicle_model` below the models, the models below this module.
+"""
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+import pyomo.environ as pyo
+from pyomo.common.config import ConfigDict, ConfigValue, In, NonNegativeFloat, PositiveInt
+
+from ..vehicle import car as veh
+from .full_model import (  # noqa: F401  (re-exported: the names of pyomo_lap.ocp.build before the split)
+    DERIVATIVE_NAMES, FULL_MODEL, POINT_VARIABLES, RATE_NAMES, STATE_NAMES, TRACK_INPUTS, USER_TAGS,
+    WHEELS, _FAMILY_DOCS, PointRows, RowFamily, _replay, _replay_lifted, _set_scaling, _shared_nodes,
+    adherence_rows, build_full_model, record_point_rows, track_numbers)
+from .common import (  # noqa: F401  (re-exported)
+    OBJECTIVE_SCALE, _Namer, _sector_points, _set_new, add_objective, entry_speed,
+    fast_element_lookup, pyomo_units, sector_mesh, track_joints)
+from .single_track import SINGLE_TRACK_MODEL
+from .vehicle_model import VehicleModel
+
+__all__ = ["OCP_CONFIG", "build_model", "STATE_NAMES", "RATE_NAMES", "track_joints",
+           "sector_mesh", "entry_speed", "VEHICLE_MODELS", "VehicleModel", "vehicle_model"]
+
+VEHICLE_MODELS = {
+    FULL_MODEL.name: FULL_MODEL,
+    SINGLE_TRACK_MODEL.name: SINGLE_TRACK_MODEL,
+}
+"""The registry of vehicle models: OCP option ``model`` (and the CLI's ``--model``) ->
+:class:`~pyomo_lap.ocp.vehicle_model.VehicleModel`. A third model: one line here."""
+
+
+class _VehicleModelDomain:
+    """Domain of the option ``model``: a key of :data:`VEHICLE_MODELS`, or a
+    :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel` object (a registered one is stored as its
+    key)."""
+
+    def __call__(self, value):
+        if isinstance(value, VehicleModel):
+            return value.name if VEHICLE_MODELS.get(value.name) is value else value
+        return In(list(VEHICLE_MODELS))(value)
+
+    def domain_name(self):
+        return In(list(VEHICLE_MODELS)).domain_name()
+
+
+_vehicle_model_domain = _VehicleModelDomain()
+
+
+def vehicle_model(model) -> VehicleModel:
+    """The :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel` of an option value ``model`` (a
+    key of :data:`VEHICLE_MODELS` or a ``VehicleModel``).
+
+    Raises
+    ------
+    ValueError
+        A name that is not a key of :data:`VEHICLE_MODELS`.
+    """
+    if isinstance(model, VehicleModel):
+        return model
+    try:
+        return VEHICLE_MODELS[model]
+    except (KeyError, TypeError):
+        raise ValueError(f"model = {model!r}: expected one of {sorted(VEHICLE_MODELS)} "
+                         "or a pyomo_lap.ocp.vehicle_model.VehicleModel") from None
+
+
+OCP_CONFIG = ConfigDict("pyomo_lap OCP options")
+OCP_CONFIG.declare("model", ConfigValue(default="full", domain=_vehicle_model_domain,
+                   description="vehicle model: 'full' (the six-joint Lie-group car) or 'single-track' "
+                               "(rigid nonlinear bicycle with Fiala tyres, pyomo_lap.ocp.single_track)"))
+OCP_CONFIG.declare("start", ConfigValue(default=0.0, domain=float,
+                   description="track coordinate of the sector start [m]"))
+OCP_CONFIG.declare("length", ConfigValue(default=None, domain=lambda x: None if x is None else float(x),
+                   description="sector length [m]; None: the whole track (from start)"))
+OCP_CONFIG.declare("nfe", ConfigValue(default=None, domain=lambda x: None if x is None else PositiveInt(x),
+                   description="number of finite elements N; None: the sector length divided by "
+                               "element_length, rounded up"))
+OCP_CONFIG.declare("element_length", ConfigValue(default=10.0, domain=float,
+                   description="length of the finite elements when nfe is None [m]; 10 m with "
+                               "ncp = 2 is within 0.02 % of the mesh-converged lap time on the "
+                               "Nordschleife (README, 'Mesh study')"))
+OCP_CONFIG.declare("ncp", ConfigValue(default=2, domain=PositiveInt,
+                   description="collocation points per finite element"))
+OCP_CONFIG.declare("scheme", ConfigValue(default="LAGRANGE-RADAU",
+                   domain=In(["LAGRANGE-RADAU", "LAGRANGE-LEGENDRE"]),
+                   description="pyomo.dae orthogonal collocation scheme"))
+OCP_CONFIG.declare("periodic", ConfigValue(default=False, domain=bool,
+                   description="closed lap: all states at the end equal those at the start"))
+OCP_CONFIG.declare("initial_speed", ConfigValue(default="quasi-steady",
+                   domain=lambda x: x if x in ("quasi-steady", "free") else float(x),
+                   description="open sector: speed q1_dot at the start [m/s], 'quasi-steady' "
+                               "(the flying-lap estimate there) or 'free'; the other rates start "
+                               "at zero and the suspension settled (zero heave, pitch and roll "
+                               "accelerations)"))
+OCP_CONFIG.declare("piecewise_constant_controls", ConfigValue(default=False, domain=bool,
+                   description="controls constant within each finite element (True, the paper's "
+                               "u_i) or a value at every collocation point (False, default: the lap "
+                               "time converges with the mesh much faster, README 'Mesh study')"))
+OCP_CONFIG.declare("K_delta", ConfigValue(default=1.0, domain=NonNegativeFloat,
+                   description="weight of the steering-jump penalty sum (delta_{i+1}-delta_i)^2 [s/rad^2], eq (41)"))
+OCP_CONFIG.declare("K_f", ConfigValue(default=1e-5, domain=NonNegativeFloat,
+                   description="weight of the complementarity penalty mean(-f_xa f_xb) [s/N^2], eq (41)"))
+OCP_CONFIG.declare("v_min", ConfigValue(default=5.0, domain=NonNegativeFloat,
+                   description="lower bound on v_3x and q1_dot [m/s] (slip angles (33) divide by v_3x)"))
+OCP_CONFIG.declare("lift", ConfigValue(default=(), domain=tuple,
+                   description="tags of ABA/car intermediates made variables with defining equality "
+                               "constraints (e.g. ('qdd', 'W3J')) instead of named expressions"))
+OCP_CONFIG.declare("element_boundaries", ConfigValue(default=None, domain=lambda x: None if x is None else tuple(float(v) for v in x),
+                   description="finite-element boundaries in the sector [m], from 0 to the sector length "
+                               "(a non-uniform mesh, e.g. from pyomo_lap.post.defects.refine_mesh); nfe is then "
+                               "their number minus one"))
+OCP_CONFIG.declare("adherence", ConfigValue(default="below-peak", domain=In(["below-peak", "squared"]),
+                   description="form of the tyres' adherence constraints (friction ellipse): "
+                               "'below-peak' |mu_y/mu_x f_x| <= D cos(theta), two rows a tyre, each "
+                               "tyre at or below the peak of its Magic Formula; 'squared' the paper's "
+                               "(mu_y/mu_x f_x)^2 + f_y^2 <= D^2 (degenerate at the peak; see "
+                               "pyomo_lap.ocp.build.adherence_rows)"))
+OCP_CONFIG.declare("named_subexpressions", ConfigValue(default=True, domain=bool,
+                   description="write shared subexpressions of the car equations as named "
+                               "Expressions m.car.cse[s, k] (the NL writer makes them defined "
+                               "variables, which the AMPL solver library evaluates once; Pyomo's "
+                               "own walkers need them to stay fast); False shares the expression "
+                               "objects without naming them: faster to build, fine for lap_ipopt "
+                               "(pyomo_lap.api.solve_sector uses it for that solver), but Pyomo's "
+                               "NL writer and value() then expand the shared parts"))
+OCP_CONFIG.declare("track_margin", ConfigValue(default=0.0, domain=NonNegativeFloat,
+                   description="extra distance kept from each track edge [m]"))
+
+
+
+def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = None,
+                progress=None, **kwargs) -> pyo.ConcreteModel:
+    """Build and discretize the minimum-time OCP on a sector of a track.
+
+    Parameters
+    ----------
+    track : pyomo_lap.track.geometry.Track
+    vehicle : VehicleParameters
+    config : dict, optional
+        Options of :data:`OCP_CONFIG` (keyword arguments override them). The option
+        ``model`` names the vehicle model in :data:`VEHICLE_MODELS` (``"full"``,
+        ``"single-track"``) or is a :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel` object.
+    progress : callable, optional
+        ``progress(label, done, total)``, called after the physics of each point is built
+        (see :mod:`pyomo_lap.util.progress`).
+
+    Returns
+    -------
+    pyomo.environ.ConcreteModel
+        Discretized, with variables not yet initialized (see
+        :func:`pyomo_lap.ocp.initialize.initialize_model`). ``m.vehicle_model`` is the
+        :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel`, ``m.options`` holds the options,
+        ``m.track_points`` the track at every point of ``m.s``, ``m.build_time_s`` the time
+        [s] (of which ``m.dae_time_s`` in pyomo.dae's transformation).
+
+    Raises
+    ------
+    ValueError
+        Sector outside an open track, longer than one lap of a closed track, periodic on a
+        sector that is not a whole closed lap, too short a sector for the mesh; a model name
+        not in :data:`VEHICLE_MODELS`.
+    """
+    from ..util.gc_pause import gc_paused
+    with gc_paused():
+        return _build_model(track, vehicle, config, progress, kwargs)
+
+
+def _build_model(track, vehicle, config, progress, kwargs):
+    t0 = time.perf_counter()
+    pyomo_units()
+    cfg = OCP_CONFIG(config or {})
+    cfg.set_value(kwargs)
+    vm = vehicle_model(cfg.model)
+    m = vm.build(track, vehicle, cfg, t0=t0, progress=progress)
+    m.vehicle_model = vm
+    return m

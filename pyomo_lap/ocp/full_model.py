@@ -1,0 +1,651 @@
+r"""The minimum-lap-time optimal control problem as a pyomo.dae model (sec. 3.2 and 4).
+
+The independent variable is the arc length along the track spine, :math:`q_1 = s` (on the
+model, ``m.s`` runs from 0 to the sector length; the track coordinate is ``start + s``).
+
+* states :math:`x = (q_2..q_6,\ \dot q_1..\dot q_6)` and the time ``t``;
+* controls :math:`u = (f_{xa}, f_{xb}, \delta)`, piecewise constant per finite element by
+  default (as the paper's :math:`u_i`);
+* algebraic variables :math:`z = (f_{11z}, f_{12z}, f_{21z}, f_{22z}, f_{3x}, f_{3y}, m_{3z})`.
+
+The spatial DAE (39), multiplied through by :math:`\dot q_1 > 0`:
+
+.. math::
+    \dot q_1 \frac{dq_k}{ds} = \dot q_k\ (k = 2..6),\quad
+    \dot q_1 \frac{d\dot q_k}{ds} = \ddot q_k(x, u, z)\ (k = 1..6),\quad
+    \dot q_1 \frac{dt}{ds} = 1,
+
+with :math:`\ddot q` from the ABA (:mod:`pyomo_lap.spatial.chain`), the four load equations (35)
+and the three in-plane equations (36) (:mod:`pyomo_lap.vehicle.car`). Path constraints: power
+:math:`f_{xa} v_{3x} \le P_{max}`, the friction ellipse of each tyre, the track limits on
+:math:`q_2`, steering bounds, :math:`f_{ijz} \ge f_{z,min}`, :math:`v_{3x} \ge v_{min}`.
+Objective (41): the sector time :math:`t(L)` plus a penalty on steering jumps between
+elements and a relaxation of the complementarity :math:`f_{xa} f_{xb} = 0`.
+
+All physics per point are named ``Expression`` components of the block ``m.car``
+(``m.car.qdd1[s]``, ``m.car.W3J_2[s]`` (= f_3z), ``m.car.alpha_1[s]``, ``m.car.f_11y[s]``...),
+so users can reach them and the NL writer shares them.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Optional
+
+import numpy as np
+import pyomo.environ as pyo
+from pyomo.dae import ContinuousSet, DerivativeVar
+
+from ..vehicle import car as veh
+from ..spatial.backend import add, is_number, mul, sub
+from ..spatial.chain import TrackJoint
+from .initialize import cold_start_profile
+from ..vehicle.numeric import CarFunctions, track_vector
+from .common import (OBJECTIVE_SCALE, add_boundary_conditions, add_objective,
+                         discretize_on_track, fast_element_lookup, _Namer, scale_variables,
+                         sector_mesh, _set_new)
+from .vehicle_model import VehicleModel
+
+__all__ = ["FULL_MODEL", "STATE_NAMES", "RATE_NAMES", "build_full_model", "initialize_full_model",
+           "record_point_rows", "adherence_rows", "PointRows", "RowFamily"]
+
+STATE_NAMES = ("q2", "q3", "q4", "q5", "q6")
+RATE_NAMES = ("q1_dot", "q2_dot", "q3_dot", "q4_dot", "q5_dot", "q6_dot")
+
+USER_TAGS = ("qdd", "W3J", "V3", "V6", "a3", "alpha_", "f_", "Y_", "aero_q", "roll_moment")
+"""Tags of the car equations kept as named Expressions ``m.car.<tag>[s]`` (prefixes)."""
+
+
+DERIVATIVE_NAMES = tuple(f"d{k}_ds" for k in STATE_NAMES + RATE_NAMES) + ("dt_ds",)
+"""Names of the ``DerivativeVar`` components (d/dq1 of the states and of the time)."""
+
+POINT_VARIABLES = STATE_NAMES + RATE_NAMES + veh.CONTROLS + veh.ALGEBRAIC + DERIVATIVE_NAMES
+"""The model variables of one point that the rows of :func:`record_point_rows` depend on
+(33 names, in the order of the tape's inputs)."""
+
+TRACK_INPUTS = tuple(f"R[{k}]" for k in range(9)) + tuple(f"Om[{k}]" for k in range(3)) \
+    + tuple(f"dOm[{k}]" for k in range(3))
+r"""The track numbers of one point the rows depend on: :math:`R_{0,1}` row by row,
+:math:`\Omega` and :math:`d\Omega/ds` (eq 12 with :math:`|p_{,q1}| = 1`)."""
+
+WHEELS = ("11", "12", "21", "22")
+
+
+@dataclasses.dataclass
+class RowFamily:
+    """One family of per-point rows: the entries of a ``Constraint`` component.
+
+    Attributes
+    ----------
+    name : str
+        Name of the component on the model (``ode_qdot``, ``adherence`` ...).
+    keys : tuple
+        First index of each row of the family (``None`` for a component indexed by ``s``
+        only; the component is then indexed ``[s]``, otherwise ``[key, s]``, or ``[key]`` for
+        ``where == "first"``).
+    outputs : tuple of int
+        Position of each row's body among :attr:`PointRows.outputs`.
+    lower, upper : tuple of (float or None)
+        Bounds of each row.
+    where : str
+        ``"all"`` points, ``"interior"`` (all but the first: the DAE is not collocated at
+        ``s = 0``), or ``"first"`` (the first point only).
+    """
+
+    name: str
+    keys: tuple
+    outputs: tuple
+    lower: tuple
+    upper: tuple
+    where: str = "all"
+
+
+@dataclasses.dataclass
+class PointRows:
+    """The rows of the OCP at one point, recorded once on a :class:`pyomo_lap.spatial.tape.Tape`.
+
+    Every row body is a function of the point's variables (:data:`POINT_VARIABLES`, in the
+    model: ``m.<name>[s]``) and of the track numbers there (:data:`TRACK_INPUTS`). The Pyomo
+    builder replays the tape at every point (:func:`build_model`); the fast solver path
+    (:mod:`pyomo_lap.solvers.lap_solver`) turns the same tape into one compiled CasADi function
+    mapped over the points, and checks before each solve that the model still holds these
+    rows.
+
+    Attributes
+    ----------
+    tape : pyomo_lap.spatial.tape.Tape
+    outputs : list
+        Row bodies (tape nodes), in family order.
+    families : list of RowFamily
+    variables, track_inputs : tuple of str
+    built : list of (ConstraintData, expression, point, output)
+        Set by :func:`build_model`: every row as built (its relational expression object),
+        the index of its point in :attr:`points` and of its body in :attr:`outputs`.
+    named : list of (ExpressionData, expression, point)
+        Set by :func:`build_model`: the named expressions ``m.car.*`` as built.
+    components : dict
+        ``name -> Var`` component of each of :attr:`variables`, as built.
+    track_values : ndarray (n_points, 15)
+        The track numbers at each point (columns :attr:`track_inputs`).
+    points : list of float
+        The points ``s`` of the mesh, sorted [m].
+    """
+
+    tape: object
+    outputs: list
+    families: list
+    variables: tuple = POINT_VARIABLES
+    track_inputs: tuple = TRACK_INPUTS
+    built: list = dataclasses.field(default_factory=list, repr=False)
+    named: list = dataclasses.field(default_factory=list, repr=False)
+    components: dict = dataclasses.field(default_factory=dict, repr=False)
+    track_values: object = dataclasses.field(default=None, repr=False)
+    points: list = dataclasses.field(default_factory=list, repr=False)
+
+    def casadi_function(self, name: str = "point_rows"):
+        """``casadi.Function`` ``(w[33], track[15]) -> rows`` (see :func:`pyomo_lap.spatial.tape.casadi_function`)."""
+        from ..spatial.tape import casadi_function
+        return casadi_function(self.tape, self.outputs, {"w": self.variables, "track": self.track_inputs},
+                               name=name)
+
+
+def record_point_rows(p, chain, cfg) -> PointRows:
+    r"""Record the rows of the OCP at one point, once, on :class:`pyomo_lap.spatial.tape.Node` symbols.
+
+    Rows (sec. 3.2 and 4; every body is written ``body`` with constant bounds):
+
+    * ``ode_q[k]`` (k = q2..q6): :math:`\dot q_1\, dq_k/ds - \dot q_k = 0`, eq (39);
+    * ``ode_qdot[k]`` (k = 1..6): :math:`\dot q_1\, d\dot q_k/ds - \ddot q_k = 0` with
+      :math:`\ddot q` from the ABA;
+    * ``ode_t``: :math:`\dot q_1\, dt/ds = 1`;
+    * ``loads_eq[k]`` (35) and ``inplane_eq[k]`` (36): residuals = 0;
+    * ``power_limit``: :math:`f_{xa} v_{3x} \le P_{max}`;
+    * ``adherence[w, sense]``: the friction ellipse of each tyre (see ``adherence`` in
+      :data:`OCP_CONFIG`);
+    * ``speed_min``: :math:`v_{3x} \ge v_{min}`;
+    * ``settled_start[k]`` (k = 4..6, open sectors): :math:`\ddot q_k = 0` at the start.
+
+    Parameters
+    ----------
+    p : VehicleParameters
+    chain : chain.Chain
+    cfg : ConfigDict
+        :data:`OCP_CONFIG` values (``adherence``, ``v_min``, ``periodic``).
+
+    Returns
+    -------
+    PointRows
+    """
+    from ..spatial.tape import record
+
+    groups = {"x": len(POINT_VARIABLES), "track": len(TRACK_INPUTS)}
+    rows = []          # (family, key, node, lower, upper, where)
+
+    def fn(namer, x):
+        v = dict(zip(POINT_VARIABLES, x["x"]))
+        t = x["track"]
+        tj = TrackJoint(R=[t[0:3], t[3:6], t[6:9]], J=[1.0, 0, 0] + t[9:12],
+                        dJ=[0, 0, 0] + t[12:15], p=[0.0, 0.0, 0.0])
+        q = [0.0] + [v[k] for k in STATE_NAMES]
+        qd = [v[k] for k in RATE_NAMES]
+        u = [v[k] for k in veh.CONTROLS]
+        z = [v[k] for k in veh.ALGEBRAIC]
+        e = veh.car_equations(p, chain, tj, q, qd, u, z, namer=namer)
+        ch = e.channels
+        q1d = v["q1_dot"]
+        for k in STATE_NAMES:
+            rows.append(("ode_q", k, sub(mul(q1d, v[f"d{k}_ds"]), v[f"{k}_dot"]), 0.0, 0.0, "interior"))
+        for k in range(1, 7):
+            rows.append(("ode_qdot", k, sub(mul(q1d, v[f"dq{k}_dot_ds"]), e.qdd[k - 1]), 0.0, 0.0,
+                         "interior"))
+        rows.append(("ode_t", None, mul(q1d, v["dt_ds"]), 1.0, 1.0, "interior"))
+        for k in range(4):
+            rows.append(("loads_eq", k, e.load_residuals[k], 0.0, 0.0, "all"))
+        for k in range(3):
+            rows.append(("inplane_eq", k, e.inplane_residuals[k], 0.0, 0.0, "all"))
+        rows.append(("power_limit", None, ch["power"], None, p.P_max, "all"))
+        for key, body in adherence_rows(p, ch, cfg.adherence):
+            rows.append(("adherence", key, body, None, 0.0, "all"))
+        rows.append(("speed_min", None, ch["v_3x"], cfg.v_min, None, "all"))
+        if not cfg.periodic:
+            for k in range(4, 7):
+                rows.append(("settled_start", k, e.qdd[k - 1], 0.0, 0.0, "first"))
+        return [r[2] for r in rows]
+
+    tape, outs = record(fn, groups)
+    # the tape's inputs are named x[i] / track[i]: rename them after the model's components
+    names = {f"x[{i}]": n for i, n in enumerate(POINT_VARIABLES)}
+    names.update({f"track[{i}]": n for i, n in enumerate(TRACK_INPUTS)})
+    for node in tape.nodes:
+        if node.op == "input":
+            node.args = (names[node.args[0]],)
+    tape.input_names = [names[n] for n in tape.input_names]
+    tape.count_uses(outs)
+    families = []
+    for fam in dict.fromkeys(r[0] for r in rows):
+        idx = [i for i, r in enumerate(rows) if r[0] == fam]
+        families.append(RowFamily(fam, tuple(rows[i][1] for i in idx), tuple(idx),
+                                  tuple(rows[i][3] for i in idx), tuple(rows[i][4] for i in idx),
+                                  rows[idx[0]][5]))
+    return PointRows(tape=tape, outputs=list(outs), families=families)
+
+
+def adherence_rows(p, ch, form: str) -> list:
+    r"""Bodies (``<= 0``) of the adherence constraints of the four tyres.
+
+    ``form = "squared"`` is the friction ellipse as the paper writes it,
+    :math:`(\mu_y/\mu_x\, f_x)^2 + f_y^2 - D^2 \le 0`, one row per tyre (key ``(w, 0)``).
+    With the Magic Formula :math:`f_y = D\sin\theta` (eq 32) this is
+    :math:`(\mu_y/\mu_x f_x)^2 \le D^2\cos^2\theta`, whose gradient vanishes when a tyre is
+    at the peak of its lateral characteristic with no longitudinal force: the constraint is
+    active there with a zero gradient, the multipliers are unbounded and IPOPT crawls.
+
+    ``form = "below-peak"`` (default) writes the same ellipse as
+    :math:`\pm\mu_y/\mu_x\, f_x - D\cos\theta \le 0` (keys ``(w, +1)``, ``(w, -1)``),
+    which has a nonzero gradient everywhere and also keeps each tyre at or below the peak
+    of its lateral characteristic (:math:`\cos\theta \ge 0`). A row that the control
+    bounds make redundant is left out: a front tyre that only brakes
+    (:math:`f_x = k_b f_{xb}/2 \le 0`) has only the ``-1`` row.
+
+    Parameters
+    ----------
+    p : VehicleParameters
+    ch : dict
+        Channels of :func:`pyomo_lap.vehicle.car.car_equations` (``f_<w>x``, ``f_<w>y``,
+        ``D_<w>``, ``theta_<w>``).
+    form : {"below-peak", "squared"}
+
+    Returns
+    -------
+    list of ((wheel, sense), body)
+    """
+    from ..spatial.backend import cos
+    ratio = p.mu_y0 / p.mu_x0
+    out = []
+    for w in WHEELS:
+        fx, D = ch[f"f_{w}x"], ch[f"D_{w}"]
+        if form == "squared":
+            body = sub(add(mul(mul(ratio, fx), mul(ratio, fx)), mul(ch[f"f_{w}y"], ch[f"f_{w}y"])),
+                       mul(D, D))
+            out.append(((w, 0), body))
+            continue
+        cap = mul(D, cos(ch[f"theta_{w}"]))
+        senses = (-1,) if w.startswith("1") and 0.0 <= p.brake_ratio else (1, -1)
+        for sense in senses:
+            out.append(((w, sense), sub(mul(sense * ratio, fx), cap)))
+    return out
+
+
+def _shared_nodes(tape) -> list:
+    """Nodes of the car tape written as common subexpressions ``m.car.cse[s, k]``.
+
+    A node used more than once is named unless it is a single cheap operation (``+ - *`` on
+    named nodes, inputs or constants) used at most three times: repeating such a node costs
+    the AMPL solver library less than a defined variable, and every named expression costs
+    Pyomo's NL writer time and memory (it keeps, for each, the set of named expressions it
+    depends on)."""
+    from ..spatial.tape import Node
+
+    local = [0] * len(tape.nodes)
+    out = []
+    for i, node in enumerate(tape.nodes):
+        if not tape.live[i] or node.op == "input":
+            continue
+        size = 1 + sum(local[a.index] for a in node.args if isinstance(a, Node))
+        named = i in tape.tags or (
+            tape.uses[i] > 1 and node.op != "neg"
+            and (size > 1 or tape.uses[i] > 3 or node.op not in ("add", "sub", "mul")))
+        if named:
+            if i not in tape.tags:
+                out.append(i)
+            size = 0
+        local[i] = size
+    return out
+
+
+_FAMILY_DOCS = {
+    "ode_q": "spatial DAE (39), kinematics: q1_dot dq_k/ds - q_k_dot = 0 [m/s, rad/s]",
+    "ode_qdot": "spatial DAE (39), dynamics: q1_dot dq_k_dot/ds - q_k_ddot(ABA) = 0 [m/s^2, rad/s^2]",
+    "ode_t": "time: q1_dot dt/ds = 1",
+    "loads_eq": "vertical loads, eq (35): f_ijz - f~_ijz = 0 [N]",
+    "inplane_eq": "in-plane tyre resultant, eq (36) [N, N, N m]",
+    "power_limit": "traction power f_xa v_3x <= P_max [W]",
+    "adherence": "friction ellipse of each tyre (see pyomo_lap.ocp.build.adherence_rows) [N]",
+    "speed_min": "v_3x >= v_min [m/s] (slip angles (33) divide by v_3x)",
+    "settled_start": "open sector: the car enters settled, q_k_ddot = 0 (k = 4..6) at the start",
+}
+
+
+def track_numbers(tp) -> dict:
+    """The track numbers of :data:`TRACK_INPUTS` at the points of a
+    :class:`~pyomo_lap.track.geometry.TrackPoints`, as ``name -> (n,) array``."""
+    n = len(tp.s)
+    R = np.asarray(tp.rotation, dtype=float).reshape(n, 9)
+    out = {f"R[{k}]": R[:, k] for k in range(9)}
+    for k in range(3):
+        out[f"Om[{k}]"] = np.asarray(tp.omega[:, k], dtype=float)
+        out[f"dOm[{k}]"] = np.asarray(tp.domega_ds[:, k], dtype=float)
+    return out
+
+
+def _replay(m, rec: PointRows, tp, sigma, named: bool, progress) -> list:
+    """The row bodies at every point as Pyomo expressions (:class:`pyomo_lap.spatial.tape.PyomoReplay`).
+
+    The points are grouped by which track numbers are exactly zero; the tape is specialized
+    to each group (:func:`pyomo_lap.spatial.tape.specialize`), so a zero never enters an expression.
+    Tagged quantities of the model code (:data:`USER_TAGS`) become ``m.car.<tag>[s]``; with
+    ``named``, the other nodes used more than once (:func:`_shared_nodes`) become
+    ``m.car.cse[s, k]`` (``k``: the node's index on the recorded tape).
+
+    Returns
+    -------
+    list (one entry per point) of lists (one entry per output of ``rec``)
+    """
+    from ..spatial.tape import PyomoReplay, specialize
+    tape = rec.tape
+    tape.tags = {i: t for i, t in tape.tags.items() if t.startswith(USER_TAGS)}
+    n = len(sigma)
+    numbers = track_numbers(tp)
+    zero = np.stack([numbers[k] == 0.0 for k in TRACK_INPUTS], axis=1)
+    patterns, inverse = np.unique(zero, axis=0, return_inverse=True)
+    inverse = np.asarray(inverse).reshape(-1)
+    groups = []
+    keys = set()
+    for g, pat in enumerate(patterns):
+        consts = {k: 0.0 for k, z in zip(TRACK_INPUTS, pat) if z}
+        spec, outs, origin = specialize(tape, rec.outputs, consts)
+        shared = {i: origin[i] for i in _shared_nodes(spec)} if named else {}
+        keys.update(shared.values())
+        replay = PyomoReplay(spec, outs, POINT_VARIABLES, shared=shared)
+        pts = np.flatnonzero(inverse == g)
+        nums = replay.numeric_values({k: numbers[k][pts] for k in replay.numeric_inputs}, len(pts))
+        groups.append((replay, pts, nums))
+    namer = _Namer(m.car, m.s)
+    if named:
+        m.car.cse_index = pyo.Set(initialize=sorted(keys), doc="tape index of a shared subexpression")
+        m.car.cse = pyo.Expression(m.s, m.car.cse_index, doc="common subexpressions of the car equations")
+    cse = m.car.component("cse")
+    comps = [m.component(name) for name in POINT_VARIABLES]
+    columns = []          # the variables of each component at every point, in point order
+    for c in comps:
+        keys, datas = zip(*c.items()) if len(c) == n else ((), ())
+        columns.append(list(datas) if list(keys) == list(sigma) else [c[s] for s in sigma])
+    point_vars = list(zip(*columns))
+    values = [None] * n
+    done = 0
+    for replay, pts, nums in groups:
+        for row, i in zip(nums.tolist(), pts.tolist()):
+            s = sigma[i]
+            if named:
+                def share(k, value, _s=s):
+                    return _set_new(cse, (_s, k), value)
+            else:
+                def share(k, value):
+                    return value
+            values[i] = replay.build(point_vars[i], row, namer.at(s), share)
+            done += 1
+            if progress is not None:
+                progress("building the model", done, n)
+    return values
+
+
+def _replay_lifted(m, rec: PointRows, tp, sigma, lift, progress) -> list:
+    """As :func:`_replay`, for the option ``lift``: every tag of the model code that starts
+    with one of ``lift`` becomes a variable ``m.car.<tag>[s]`` with its defining equation
+    ``m.car.<tag>_def[s]`` (slow path through :meth:`pyomo_lap.spatial.tape.Tape.replay`)."""
+    tape = rec.tape
+    numbers = track_numbers(tp)
+    namer = _Namer(m.car, m.s, lift=lift)
+    comps = [m.component(name) for name in POINT_VARIABLES]
+    values = []
+    for i, s in enumerate(sigma):
+        inputs = {k: float(numbers[k][i]) for k in TRACK_INPUTS}
+        inputs.update({name: c[s] for name, c in zip(POINT_VARIABLES, comps)})
+        values.append(tape.replay(inputs, rec.outputs, name=namer.at(s), share=lambda k, v: v))
+        if progress is not None:
+            progress("building the model", i + 1, len(sigma))
+    return values
+
+
+
+def build_full_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[float] = None,
+                     progress=None) -> pyo.ConcreteModel:
+    """Build and discretize the minimum-time OCP of the full model on a sector (the
+    ``build`` of :data:`FULL_MODEL`; called by :func:`pyomo_lap.ocp.build.build_model`, which
+    parses the options into ``cfg``, a copy of :data:`pyomo_lap.ocp.build.OCP_CONFIG`).
+
+    Returns
+    -------
+    pyomo.environ.ConcreteModel
+        As :func:`pyomo_lap.ocp.build.build_model`.
+    """
+    t0 = time.perf_counter() if t0 is None else t0
+    L, bounds = sector_mesh(track, cfg)
+    p = vehicle
+    u = pyo.units
+    m = pyo.ConcreteModel(name=f"pyomo_lap {track.name} {cfg.start:.0f}+{L:.0f} m")
+    m.options = cfg
+    m.vehicle = p
+    m.track = track
+    m.sector_length = L
+    m.s = ContinuousSet(bounds=(0.0, L), initialize=None if bounds is None else bounds.tolist(),
+                        doc="distance along the spine from the sector start, q1 [m]")
+    fast_element_lookup(m.s)
+
+    # ---- variables ---------------------------------------------------------------------
+    m.q2 = pyo.Var(m.s, initialize=0.0, units=u.m, doc="lateral offset of O3 from the spine, + left [m]")
+    m.q3 = pyo.Var(m.s, initialize=0.0, bounds=(-1.0, 1.0), units=u.rad, doc="yaw relative to the track frame [rad]")
+    m.q4 = pyo.Var(m.s, initialize=0.0, bounds=(-0.2, 0.2), units=u.m, doc="heave of the VIP [m]")
+    m.q5 = pyo.Var(m.s, initialize=0.0, bounds=(-0.3, 0.3), units=u.rad, doc="pitch [rad], + nose down")
+    m.q6 = pyo.Var(m.s, initialize=0.0, bounds=(-0.3, 0.3), units=u.rad, doc="roll [rad], + right side down")
+    m.q1_dot = pyo.Var(m.s, initialize=20.0, bounds=(cfg.v_min, 150.0), units=u.m / u.s, doc="dq1/dt [m/s]")
+    m.q2_dot = pyo.Var(m.s, initialize=0.0, units=u.m / u.s, doc="dq2/dt [m/s]")
+    m.q3_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq3/dt [rad/s]")
+    m.q4_dot = pyo.Var(m.s, initialize=0.0, units=u.m / u.s, doc="dq4/dt [m/s]")
+    m.q5_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq5/dt [rad/s]")
+    m.q6_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq6/dt [rad/s]")
+    m.t = pyo.Var(m.s, initialize=0.0, units=u.s, doc="time [s]")
+    fmax = 3 * p.m * p.gravity * max(p.mu_x0, p.mu_y0)
+    m.f_xa = pyo.Var(m.s, initialize=0.0, bounds=(0.0, fmax), units=u.N, doc="traction force, rear axle, eq (34) [N]")
+    m.f_xb = pyo.Var(m.s, initialize=0.0, bounds=(-fmax, 0.0), units=u.N, doc="braking force, split by k_b, eq (34) [N]")
+    m.delta = pyo.Var(m.s, initialize=0.0, bounds=(-p.delta_max, p.delta_max), units=u.rad, doc="road-wheel steer angle [rad]")
+    fz_max = 20 * p.m * p.gravity
+    for name in ("f_11z", "f_12z", "f_21z", "f_22z"):
+        m.add_component(name, pyo.Var(m.s, initialize=p.m * p.gravity / 4, bounds=(p.fz_min, fz_max),
+                                      units=u.N, doc=f"vertical load {name[2:4]} (axle, side) [N]"))
+    m.f_3x = pyo.Var(m.s, initialize=0.0, units=u.N, doc="in-plane tyre force on body 3, x3 [N], eq (36a)")
+    m.f_3y = pyo.Var(m.s, initialize=0.0, units=u.N, doc="in-plane tyre force on body 3, y3 [N], eq (36b)")
+    m.m_3z = pyo.Var(m.s, initialize=0.0, units=u.N * u.m, doc="tyre yaw moment about O3 [N m], eq (36c)")
+
+    states = {k: m.component(k) for k in STATE_NAMES + RATE_NAMES + ("t",)}
+    for name, var in states.items():
+        m.add_component(f"d{name}_ds", DerivativeVar(var, wrt=m.s, units=u.get_units(var) / u.m,
+                                                     doc=f"d{name}/dq1"))
+
+    # ---- discretization -----------------------------------------------------------------
+    sigma, tp, idx = discretize_on_track(m, track, p, cfg, L, veh.CONTROLS)
+
+    # ---- the rows at every point ---------------------------------------------------------
+    # The rows of one point are recorded once on symbols (pyomo_lap.spatial.tape: common
+    # subexpressions merged) and replayed at every point on the point's variables and track
+    # numbers; the quantities users ask for are named Expressions m.car.<tag>[s].
+    m.car = pyo.Block()
+    chain = m.chain = veh.build_chain(p)
+    rec = m.point_rows = record_point_rows(p, chain, cfg)
+    if cfg.lift:
+        values = _replay_lifted(m, rec, tp, sigma, cfg.lift, progress)
+    else:
+        values = _replay(m, rec, tp, sigma, cfg.named_subexpressions, progress)
+    where = {"all": sigma, "interior": sigma[1:], "first": sigma[:1]}
+    built = rec.built = []        # (ConstraintData, its expression, point, output) as built
+    record_built = not cfg.lift   # lifted rows are not the recorded ones
+    for fam in rec.families:
+        pts = where[fam.where]
+        if fam.where == "first":
+            index = list(fam.keys)
+        elif fam.keys == (None,):
+            index = list(pts)
+        else:
+            index = [(k, s) if not isinstance(k, tuple) else k + (s,) for k in fam.keys for s in pts]
+        con = pyo.Constraint(index, doc=_FAMILY_DOCS.get(fam.name))
+        m.add_component(fam.name, con)
+        for j, key in enumerate(fam.keys):
+            lo, up, out = fam.lower[j], fam.upper[j], fam.outputs[j]
+            for s in pts:
+                i = idx[s]
+                body = values[i][out]
+                if is_number(body):
+                    continue
+                if fam.where == "first":
+                    ix = key
+                elif key is None:
+                    ix = s
+                else:
+                    ix = key + (s,) if isinstance(key, tuple) else (key, s)
+                c = _set_new(con, ix, (body == lo) if lo is not None and lo == up else (lo, body, up))
+                if record_built:
+                    built.append((c, c.expr, i, out))
+    # what the fast solver path checks before it uses the recorded rows instead of these
+    # expressions: the variable components, the named expressions and the track numbers
+    rec.components = {name: m.component(name) for name in POINT_VARIABLES}
+    rec.named = []
+    for e in m.car.component_data_objects(pyo.Expression, descend_into=True):
+        ix = e.index()
+        rec.named.append((e, e.expr, idx[ix[0] if isinstance(ix, tuple) else ix]))
+    numbers = track_numbers(tp)
+    rec.track_values = np.stack([numbers[k] for k in TRACK_INPUTS], axis=1)
+    rec.points = list(sigma)
+    v3x_out = next(f.outputs[0] for f in rec.families if f.name == "speed_min")
+    m.v_3x = pyo.Expression(m.s, rule=lambda m, s: values[idx[s]][v3x_out],
+                            doc="longitudinal speed of O3 in {B3} [m/s]")
+
+    # ---- boundary conditions (the zero heave, pitch and roll accelerations of a settled
+    # start are the recorded rows 'settled_start') --------------------------------------------
+    add_boundary_conditions(m, track, p, cfg, STATE_NAMES, RATE_NAMES, veh.CONTROLS)
+
+    # ---- objective (41) ---------------------------------------------------------------------
+    add_objective(m, cfg)
+    _set_scaling(m)
+    m.vehicle_model = FULL_MODEL
+    m.build_time_s = time.perf_counter() - t0
+    return m
+
+
+def _set_scaling(m) -> None:
+    """Scaling factors (exported to IPOPT's user-scaling) from typical magnitudes."""
+    p = m.vehicle
+    sf = m.scaling_factor = pyo.Suffix(direction=pyo.Suffix.EXPORT)
+    F = 1.0 / (p.m * p.gravity / 4)       # per-wheel forces
+    typical = {"q2": 1.0, "q3": 10.0, "q4": 100.0, "q5": 100.0, "q6": 100.0, "q1_dot": 0.05,
+               "q2_dot": 1.0, "q3_dot": 2.0, "q4_dot": 10.0, "q5_dot": 10.0, "q6_dot": 10.0,
+               "t": 1.0 / max(1.0, m.sector_length / 30.0), "f_xa": F, "f_xb": F, "delta": 10.0,
+               "f_11z": F, "f_12z": F, "f_21z": F, "f_22z": F, "f_3x": F / 4, "f_3y": F / 4,
+               "m_3z": F / 4}
+    L = m.sector_length
+    scale_variables(m, sf, typical)
+    qdd_scale = {1: 0.1, 2: 0.1, 3: 0.5, 4: 0.1, 5: 0.1, 6: 0.1}
+    for (k, s), c in m.ode_qdot.items():
+        sf[c] = qdd_scale[k] * 0.5
+    for (k, s), c in m.ode_q.items():
+        sf[c] = typical[f"{k}_dot"] * 0.5
+    for c in m.ode_t.values():
+        sf[c] = 1.0
+    for c in m.loads_eq.values():
+        sf[c] = F
+    for (k, s), c in m.inplane_eq.items():
+        sf[c] = F / 4
+    for c in m.power_limit.values():
+        sf[c] = 1.0 / p.P_max
+    for c in m.adherence.values():
+        sf[c] = F * F if m.options.adherence == "squared" else F
+    for c in m.speed_min.values():
+        sf[c] = 0.05
+    if m.component("settled_start") is not None:
+        for c in m.settled_start.values():
+            sf[c] = 0.1
+    # the objective is scaled to about 1000 (the sector time divided by the time it takes at
+    # 30 m/s, times 1000). With an objective of order one (as before), the log-barrier terms
+    # of the ~3 active inequalities per point, mu * sum(log(slack)), still moved the optimum
+    # by 0.5-1 % at IPOPT's final barrier parameter, and IPOPT needed 120-180 iterations; scaled
+    # to 1000, the same solve takes about 30 iterations and ends within 1e-5 of the optimum
+    # (README, "Scaling and solver options")
+    sf[m.objective] = OBJECTIVE_SCALE / max(1.0, L / 30.0)
+
+
+def initialize_full_model(m, fixed_point_iterations: int = 4) -> dict:
+    """Cold-start initial guess of a full model (the steps of :mod:`pyomo_lap.ocp.initialize`);
+    :func:`pyomo_lap.ocp.initialize.initialize_model` calls it for a full model.
+
+    Parameters
+    ----------
+    m : pyomo.environ.ConcreteModel
+    fixed_point_iterations : int
+        Iterations of the algebraic loop per point.
+
+    Returns
+    -------
+    dict
+        ``{"status": "ok", "estimated_time_s": float, "max_algebraic_residual": float}``.
+    """
+    p = m.vehicle
+    sigma = np.array(sorted(m.s))
+    prof = cold_start_profile(m)
+    v, t, sag, fx = prof["v"], prof["t"], prof["sag"], prof["fx"]
+    f_xa, f_xb, delta = prof["f_xa"], prof["f_xb"], prof["delta"]
+    chain, joints = m.chain, m.track_joints
+    car = CarFunctions(p)        # the same car equations, traced once for fast float evaluation
+    lifted = bool(m.options.lift)
+    max_res = 0.0
+    s1, s2 = p.static_loads
+    for i, s in enumerate(sigma):
+        q = [0.0, 0.0, 0.0, float(sag[i]), 0.0, 0.0]
+        qd = [float(v[i]), 0.0, 0.0, 0.0, 0.0, 0.0]
+        u = [float(f_xa[i]), float(f_xb[i]), float(delta[i])]
+        trk = track_vector(joints[i])
+
+        def residual(zz, _trk=trk, _q=q, _qd=qd, _u=u):
+            return car.evaluate(_trk, _q, _qd, _u, zz)[1]
+        # step 4: a fixed number of fixed-point (Picard) steps z <- z - r(z)
+        z = veh.solve_loop(residual, [s1, s1, s2, s2, float(fx[i]), 0.0, 0.0], None, tol=0.0,
+                           max_iter=fixed_point_iterations, floor=p.fz_min, line_search=False,
+                           raise_on_failure=False).tolist()
+        qdd, res = car.evaluate(trk, q, qd, u, z)
+        if lifted:   # values of the lifted intermediates (OCP option 'lift')
+            recorded = {}
+
+            def record(tag, value, _rec=recorded):
+                _rec[tag] = value
+                return value
+            veh.car_equations(p, chain, joints[i], q, qd, u, z, namer=record)
+            for tag, value in recorded.items():
+                comp = m.car.component(tag)
+                if comp is not None and comp.ctype is pyo.Var:
+                    comp[s].set_value(float(value))
+        max_res = max(max_res, float(np.max(np.abs(res))))
+        vals = dict(zip(STATE_NAMES, q[1:]))
+        vals.update(zip(RATE_NAMES, qd))
+        vals.update(t=float(t[i]), f_xa=u[0], f_xb=u[1], delta=u[2])
+        vals.update(zip(veh.ALGEBRAIC, z))
+        for name, val in vals.items():
+            var = m.component(name)[s]
+            if not var.fixed:
+                lb, ub = var.lb, var.ub
+                if lb is not None:
+                    val = max(val, lb)
+                if ub is not None:
+                    val = min(val, ub)
+                var.set_value(val, skip_validation=True)
+        for k, name in enumerate(STATE_NAMES):
+            m.component(f"d{name}_ds")[s].set_value(qd[k + 1] / qd[0])
+        for k, name in enumerate(RATE_NAMES):
+            m.component(f"d{name}_ds")[s].set_value(float(qdd[k]) / qd[0])
+        m.dt_ds[s].set_value(1.0 / qd[0])
+    return {"status": "ok", "estimated_time_s": float(t[-1]), "max_algebraic_residual": max_res}
+
+
+FULL_MODEL = VehicleModel(
+    name="full",
+    description="the six-joint Lie-group car (pyomo_lap.vehicle.car, pyomo_lap.spatial.chain)",
+    states=STATE_NAMES, rates=RATE_NAMES, controls=veh.CONTROLS, algebraics=veh.ALGEBRAIC,
+    build=build_full_model, initialize=initialize_full_model)
+"""The full model as a :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel` (registry key ``"full"``)."""

@@ -1,0 +1,200 @@
+"""Initial guess for the OCP, from a cold start (no earlier solution needed).
+
+Steps (each returns nothing and writes into the model's variables):
+
+1. speed: the quasi-steady point-mass speed profile along the centreline
+   (:func:`pyomo_lap.vehicle.speed_profile.quasi_steady_speed`), honouring a fixed entry speed;
+2. states: on the centreline (``q2 = q3 = 0``), static heave sag plus the aerodynamic sag,
+   no pitch or roll, rates zero except ``q1_dot``; time by quadrature of ``1/q1_dot``;
+3. controls: the longitudinal force a point mass needs for the profile's acceleration, drag
+   and grade, split into traction (capped by power) and braking; steer from the kinematic
+   (Ackermann) angle ``l * Omega_z``;
+4. algebraic variables: a fixed-point iteration of the load and in-plane equations
+   (35)-(36) (:func:`pyomo_lap.vehicle.car.solve_loop`) evaluated with floats by the same code
+   that builds the Pyomo model (traced once into CasADi, :mod:`pyomo_lap.vehicle.numeric`);
+5. derivative variables: the right-hand sides of the spatial DAE (39) at the guess.
+
+Steps 1-3 (:func:`cold_start_profile`) are the same for every vehicle model; steps 4-5 are
+the model's own (``initialize`` of its :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel`: the
+full model's :func:`pyomo_lap.ocp.full_model.initialize_full_model`, the single-track model's
+:func:`pyomo_lap.ocp.single_track.initialize_single_track`), reached through
+:func:`initialize_model`. This module imports no vehicle model.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyomo.environ as pyo
+from pyomo.dae import DerivativeVar
+
+from ..vehicle.speed_profile import quasi_steady_speed
+
+__all__ = ["initialize_model", "initialize_from_solution", "initialize_from_trajectory",
+           "cold_start_profile"]
+
+
+def initialize_model(m, **kwargs) -> dict:
+    """Write a cold-start initial guess into a model from :func:`pyomo_lap.ocp.build.build_model`:
+    the ``initialize`` of the model's vehicle model (``m.vehicle_model``, a
+    :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel`): for the full model
+    :func:`pyomo_lap.ocp.full_model.initialize_full_model` (the steps above), for the
+    single-track model :func:`pyomo_lap.ocp.single_track.initialize_single_track`.
+
+    Parameters
+    ----------
+    m : pyomo.environ.ConcreteModel
+    **kwargs
+        Passed on (full model: ``fixed_point_iterations``, iterations of the algebraic loop
+        per point, default 4).
+
+    Returns
+    -------
+    dict
+        ``{"status": "ok", "estimated_time_s": float, "max_algebraic_residual": float}``.
+    """
+    vm = getattr(m, "vehicle_model", None)
+    if vm is None:
+        raise ValueError("the model has no vehicle model (m.vehicle_model): build it with "
+                         "pyomo_lap.ocp.build.build_model")
+    return vm.initialize(m, **kwargs)
+
+
+def cold_start_profile(m) -> dict:
+    """Steps 1-3 of the cold start (module docstring) for a model of either vehicle model.
+
+    Returns
+    -------
+    dict of (n,) arrays over the sorted points of ``m.s``
+        ``v`` speed [m/s], ``t`` time [s], ``sag`` static plus aerodynamic heave [m], ``fx``
+        point-mass longitudinal force [N], ``f_xa``, ``f_xb`` [N], ``delta`` kinematic steer
+        [rad].
+    """
+    p = m.vehicle
+    tp = m.track_points
+    sigma = np.array(sorted(m.s))
+    closed = bool(m.options.periodic)
+    v = quasi_steady_speed(p, sigma, tp.omega, tp.rotation, closed=closed,
+                           v_start=m.initial_speed, v_min=m.options.v_min)
+    invv = 1.0 / v
+    t = np.concatenate([[0.0], np.cumsum(0.5 * (invv[1:] + invv[:-1]) * np.diff(sigma))])
+    susp = p.suspension
+    kd = 0.5 * p.rho * p.S * (p.Cz1 + p.Cz2)
+    kx = 0.5 * p.rho * p.S * p.Cx
+    sag = -(p.m_s * p.gravity + kd * v ** 2) / susp["k"]
+    dvds = np.gradient(v, sigma)
+    ax = v * dvds
+    g_t = p.gravity * tp.rotation[:, 2, 0]
+    fx = p.m * (ax + g_t) + kx * v ** 2
+    f_xa = np.clip(fx, 0.0, p.P_max / v)
+    f_xb = np.minimum(fx, 0.0)
+    delta = np.clip(p.l * tp.omega[:, 2], -0.9 * p.delta_max, 0.9 * p.delta_max)
+    return {"v": v, "t": t, "sag": sag, "fx": fx, "f_xa": f_xa, "f_xb": f_xb, "delta": delta}
+
+
+def initialize_from_solution(m, source) -> dict:
+    """Initialize a model from a solved model on another mesh of the same sector (mesh
+    continuation): every variable (and derivative variable) indexed by the track coordinate
+    is interpolated linearly in ``s``.
+
+    Parameters
+    ----------
+    m : pyomo.environ.ConcreteModel
+        Target model (from :func:`pyomo_lap.ocp.build.build_model`).
+    source : pyomo.environ.ConcreteModel
+        Solved model on the same sector (any ``nfe``, ``ncp``, scheme).
+
+    Returns
+    -------
+    dict
+        ``{"status": "ok", "variables": count}``.
+
+    Raises
+    ------
+    ValueError
+        If the two models do not cover the same sector.
+    """
+    if abs(m.sector_length - source.sector_length) > 1e-9 or \
+            abs(m.options.start - source.options.start) > 1e-9:
+        raise ValueError(f"source sector [{source.options.start}, +{source.sector_length}] m "
+                         f"differs from the target's [{m.options.start}, +{m.sector_length}] m")
+    s_src = np.array(sorted(source.s))
+    s_dst = np.array(sorted(m.s))
+    count = 0
+    for var in source.component_objects((pyo.Var, DerivativeVar), descend_into=False):
+        if not var.is_indexed() or var.index_set() is not source.s:
+            continue
+        target = m.component(var.local_name)
+        if target is None:
+            continue
+        vals = np.array([pyo.value(var[s], exception=False) if var[s].value is not None else np.nan
+                         for s in s_src], dtype=float)
+        ok = np.isfinite(vals)
+        if ok.sum() < 2:
+            continue
+        new = np.interp(s_dst, s_src[ok], vals[ok])
+        for s, v in zip(s_dst, new):
+            vd = target[s]
+            if vd.fixed:
+                continue
+            if vd.lb is not None:
+                v = max(v, vd.lb)
+            if vd.ub is not None:
+                v = min(v, vd.ub)
+            vd.set_value(float(v), skip_validation=True)
+            count += 1
+    return {"status": "ok", "variables": count}
+
+
+def initialize_from_trajectory(m, df) -> dict:
+    """Initialize a model from a trajectory table of a solved model of the same sector (e.g. a
+    results folder's ``trajectory.csv`` read with :func:`pyomo_lap.post.results.read_trajectory`),
+    on the same or another mesh: states, controls, algebraic variables and time are
+    interpolated linearly in ``s_sector``; the derivative variables follow from the
+    trajectory's rates and accelerations (``dq_k/ds = q_k_dot / q1_dot``,
+    ``dq_k_dot/ds = q_k_ddot / q1_dot``, ``dt/ds = 1 / q1_dot``), so on the same mesh the
+    model holds the solution exactly (to the table's precision).
+
+    Parameters
+    ----------
+    m : pyomo.environ.ConcreteModel
+        From :func:`pyomo_lap.ocp.build.build_model`.
+    df : pandas.DataFrame
+        Columns ``s_sector``, the states, ``q<k>_ddot``, controls, algebraic variables, ``t``.
+
+    Returns
+    -------
+    dict
+        ``{"status": "ok", "variables": count}``.
+
+    Raises
+    ------
+    ValueError
+        A missing column, or a table that does not cover the model's sector.
+    """
+    s_src = df["s_sector"].to_numpy(dtype=float)
+    if abs(s_src[0]) > 1e-6 or abs(s_src[-1] - m.sector_length) > 1e-3:
+        raise ValueError(f"trajectory covers [{s_src[0]}, {s_src[-1]}] m of the sector, the model "
+                         f"[0, {m.sector_length}] m")
+    vm = m.vehicle_model
+    states, rates = vm.states, vm.rates
+    names = states + rates + ("t",) + vm.controls + vm.algebraics
+    missing = [c for c in names + tuple(f"q{k}_ddot" for k in range(1, len(rates) + 1))
+               if c not in df.columns]
+    if missing:
+        raise ValueError(f"trajectory lacks column(s) {missing}")
+    s_dst = np.array(sorted(m.s))
+    col = {c: np.interp(s_dst, s_src, df[c].to_numpy(dtype=float)) for c in df.columns
+           if c in names or c.endswith("_ddot")}
+    v1 = col["q1_dot"]
+    deriv = {f"d{k}_ds": col[f"{k}_dot"] / v1 for k in states}
+    deriv.update({f"dq{k}_dot_ds": col[f"q{k}_ddot"] / v1 for k in range(1, len(rates) + 1)})
+    deriv["dt_ds"] = 1.0 / v1
+    count = 0
+    for name, vals in list(((n, col[n]) for n in names)) + list(deriv.items()):
+        var = m.component(name)
+        for s, v in zip(s_dst, vals):
+            vd = var[s]
+            if vd.fixed:
+                continue
+            vd.set_value(float(v), skip_validation=True)
+            count += 1
+    return {"status": "ok", "variables": count}

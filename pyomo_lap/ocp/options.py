@@ -1,0 +1,140 @@
+"""The options of the optimal control problem, from their one declaration.
+
+:data:`pyomo_lap.ocp.build.OCP_CONFIG` (a Pyomo ``ConfigDict``: name, default, domain, description
+with the unit) is the single source of the OCP's options. This module derives from it:
+
+* :func:`check_ocp_options`: the validation of user-given options, used by
+  :func:`pyomo_lap.api.solve_sector` (``ocp_options=``) and ``pyomo-lap solve --ocp-option
+  KEY=VALUE`` before anything is built;
+* :func:`options_table`: the option table of the README (``python -m pyomo_lap.ocp.options``
+  prints it; a test checks that the README holds exactly this table).
+"""
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+__all__ = ["check_ocp_options", "options_table", "parse_ocp_options", "parse_option_value",
+           "key_value_pairs", "CLI_OWNED"]
+
+CLI_OWNED = ("model", "start", "length", "nfe", "ncp", "scheme", "periodic", "initial_speed",
+             "named_subexpressions")
+"""OCP options that ``pyomo-lap solve`` and :func:`pyomo_lap.api.solve_sector` set from their
+own arguments (``--model``, ``--start``, ... ``--full-lap`` for ``periodic``; the solver
+decides ``named_subexpressions``); ``ocp_options`` holds the others."""
+
+
+def parse_option_value(text: str):
+    """A command-line value: ``true``/``false`` -> bool, integers and floats -> numbers,
+    ``a,b,c`` -> a tuple of these, anything else stays a string."""
+    t = str(text).strip()
+    if "," in t:
+        return tuple(parse_option_value(v) for v in t.split(",") if v.strip())
+    low = t.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for conv in (int, float):
+        try:
+            return conv(t)
+        except ValueError:
+            continue
+    return t
+
+
+def key_value_pairs(items, what: str = "", example: str = "adherence=squared"):
+    """``(key, value text)`` of each ``"KEY=VALUE"`` item (keys and values stripped).
+
+    Raises
+    ------
+    ValueError
+        An item without ``=`` or with an empty key: ``"<what><item>: expected KEY=VALUE,
+        e.g. <example>"``.
+    """
+    for item in items or ():
+        key, sep, val = str(item).partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{what}{item!r}: expected KEY=VALUE, e.g. {example}")
+        yield key.strip(), val.strip()
+
+
+def parse_ocp_options(items) -> dict:
+    """``["KEY=VALUE", ...]`` (``pyomo-lap solve --ocp-option``) as a dict, each value read by
+    :func:`parse_option_value`; check it with :func:`check_ocp_options`.
+
+    Raises
+    ------
+    ValueError
+        An item without ``=`` or with an empty key (the message names the item).
+    """
+    return {key: parse_option_value(val) for key, val in key_value_pairs(items)}
+
+
+def check_ocp_options(options: Optional[dict], owned: Iterable[str] = CLI_OWNED) -> dict:
+    """Validate OCP options against :data:`pyomo_lap.ocp.build.OCP_CONFIG`.
+
+    Parameters
+    ----------
+    options : dict or None
+        ``{name: value}``.
+    owned : iterable of str
+        Names that must not be given here (set by other arguments).
+
+    Returns
+    -------
+    dict
+        The options converted by their domains.
+
+    Raises
+    ------
+    ValueError
+        An unknown name (the message lists the valid ones), a name set elsewhere, or a value
+        outside its domain (the message names the option, the value and what was expected).
+    """
+    from .build import OCP_CONFIG
+    out = {}
+    owned = set(owned)
+    valid = [k for k in OCP_CONFIG.keys() if k not in owned]
+    for key, value in (options or {}).items():
+        if key in owned:
+            raise ValueError(f"OCP option {key!r} is set by its own argument (--{key.replace('_', '-')}"
+                             f" / {key}=), not among the OCP options")
+        if key not in OCP_CONFIG:
+            raise ValueError(f"OCP option {key!r}: unknown; expected one of {', '.join(valid)}")
+        cfg = OCP_CONFIG()
+        try:
+            cfg[key] = value
+        except (ValueError, TypeError) as exc:
+            desc = OCP_CONFIG.get(key)._description or ""
+            raise ValueError(f"OCP option {key} = {value!r}: not accepted ({_first_line(exc)}); "
+                             f"expected {desc}") from None
+        out[key] = cfg[key]
+    return out
+
+
+def _first_line(exc) -> str:
+    text = str(exc).strip().splitlines()[-1].strip() if str(exc).strip() else type(exc).__name__
+    return text[len("Error:"):].strip() if text.startswith("Error:") else text
+
+
+def _domain(cv) -> str:
+    d = cv.domain_name() or ""
+    if d.startswith("<"):         # a lambda: the description says it
+        return "see description"
+    return d.replace("|", "\\|")
+
+
+def options_table(skip: Iterable[str] = ()) -> str:
+    """The OCP options as a Markdown table: name, default, domain, description."""
+    from .build import OCP_CONFIG
+    skip = set(skip)
+    rows = ["| option | default | domain | description |", "|---|---|---|---|"]
+    for key in OCP_CONFIG.keys():
+        if key in skip:
+            continue
+        cv = OCP_CONFIG.get(key)
+        desc = " ".join((cv._description or "").split()).replace("|", "\\|")
+        rows.append(f"| `{key}` | `{cv.value()!r}` | {_domain(cv)} | {desc} |")
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":     # pragma: no cover
+    print(options_table(), end="")

@@ -1,0 +1,373 @@
+r"""Single-track (nonlinear bicycle) model with Fiala tyres: a second vehicle model in the same
+optimal-control machinery.
+
+The model of seed ``004`` lumps the two wheels of each axle into one and keeps the chassis
+rigid. Here it is built from the same pieces as the full model:
+
+* **chain**: joints 1-3 of the car's chain (track joint, lateral offset ``q2``, relative yaw
+  ``q3``), :func:`build_chain`, with one rigid body, the whole car (sprung and unsprung
+  masses at zero suspension deflection, their spatial inertias added about O3). The ABA of
+  :mod:`pyomo_lap.spatial.chain` gives :math:`\ddot q_1..\ddot q_3` and the structural wrench
+  :math:`W_{3J}` on any 3D track, so slope, banking and crests enter exactly as in the full
+  model. On a flat track this is the seed's planar bicycle, written in the track coordinates
+  instead of :math:`(U_x, U_y, r)` (the seed's listing has the sign of :math:`r U_y` in
+  :math:`\dot U_x` wrong; the Newton-Euler form used here has :math:`\dot U_x = F_x/m + r U_y`,
+  :math:`\dot U_y = F_y/m - r U_x`);
+* **loads**: the axle loads statically equivalent to :math:`W_{3J}` (front
+  :math:`(a_2 f_{3z} - m_{3y})/l`, rear :math:`(a_1 f_{3z} + m_{3y})/l`): longitudinal load
+  transfer, aerodynamic loads, normal curvature; no lateral transfer (one wheel per axle);
+* **tyres** (seed ``004``): Fiala lateral force of each axle,
+
+  .. math::
+      f_{iy} = D_i\,(3\upsilon - 3\upsilon|\upsilon| + \upsilon^3),\quad
+      \upsilon = \frac{C_i \tan\alpha_i}{3 D_i},\quad |\upsilon| \le 1,
+
+  (the seed's polynomial, written for a force that is positive for a positive slip angle as
+  in eq (33); the tyre slides at :math:`|\upsilon| = 1`), with the exact slip angles
+  :math:`\alpha_1 = \delta - \arctan\frac{v_{3y} + a_1\omega_{3z}}{v_{3x}}`,
+  :math:`\alpha_2 = \arctan\frac{a_2\omega_{3z} - v_{3y}}{v_{3x}}`. The axle's cornering
+  stiffness and peak force are those of two tyres of the full model at half the axle load,
+  :math:`C_i = 2 C_\alpha(f_{iz}/2)`, :math:`D_i = 2 D(f_{iz}/2)` (eq 32), so both models
+  share the tyre data. Combined slip: as in the full model, the lateral force is the
+  pure-slip one and each axle obeys the friction ellipse
+  :math:`(\mu_y/\mu_x f_{ix})^2 + f_{iy}^2 \le D_i^2` as a path constraint (the seed derates
+  the peak instead, :math:`\sqrt{(\mu F_z)^2 - F_x^2}`; the ellipse keeps the comparison with
+  the full model about the chassis, not the tyre model);
+* longitudinal forces, aerodynamics, power limit, objective and mesh as in the full model.
+
+Variables keep the full model's names where they mean the same (``q2, q3, q1_dot, q2_dot,
+q3_dot, t, f_xa, f_xb, delta, f_3x, f_3y, m_3z``); the algebraic loads are the axle loads
+``f_1z, f_2z``. A solved single-track model is a warm start for the full model
+(:func:`warm_start_full`).
+"""
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+import numpy as np
+import pyomo.environ as pyo
+from pyomo.dae import ContinuousSet, DerivativeVar
+
+from ..vehicle import car as veh
+from .full_model import RATE_NAMES as FULL_RATES, STATE_NAMES as FULL_STATES
+from .initialize import cold_start_profile, initialize_from_solution, initialize_model
+from ..vehicle.numeric import AlgebraicLoopError, CarFunctions, track_vector
+from .common import (OBJECTIVE_SCALE, add_boundary_conditions, add_objective,
+                         discretize_on_track, fast_element_lookup, _Namer, scale_variables,
+                         sector_mesh)
+from ..vehicle.single_track_car import (_ABS_EPS2, ALGEBRAIC, RATE_NAMES, STATE_NAMES,  # noqa: F401
+                               _clip_unit, build_chain, fiala_axle, single_track_equations)
+from .vehicle_model import VehicleModel
+
+__all__ = ["ALGEBRAIC", "STATE_NAMES", "RATE_NAMES", "build_chain", "fiala_axle",
+           "single_track_equations", "build_single_track_model", "initialize_single_track",
+           "trajectory_dataframe", "warm_start_full", "SINGLE_TRACK_MODEL"]
+
+
+# ------------------------------------------------------------------------------ the OCP
+def build_single_track_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[float] = None,
+                             progress=None):
+    """Build and discretize the minimum-time OCP of the single-track model on a sector.
+
+    The ``build`` of :data:`SINGLE_TRACK_MODEL`, called by :func:`pyomo_lap.ocp.build.build_model`
+    with option ``model='single-track'`` (``progress`` is not called); same
+    options, mesh, objective (41), power limit, track limits and entry conditions as the full
+    model. Differences: states ``q2, q3, q1_dot..q3_dot, t``; algebraic ``f_1z, f_2z, f_3x,
+    f_3y, m_3z``; adherence per axle (friction ellipse) and the Fiala range
+    ``|upsilon_i| <= 1`` (constraint ``fiala_range``).
+
+    Returns
+    -------
+    pyomo.environ.ConcreteModel
+
+    Raises
+    ------
+    ValueError
+        As :func:`pyomo_lap.ocp.build.build_model`.
+    """
+    t0 = time.perf_counter() if t0 is None else t0
+    L, bounds = sector_mesh(track, cfg)
+    if cfg.lift:
+        raise ValueError("option 'lift' is not available for the single-track model")
+    p = vehicle
+    u = pyo.units
+    m = pyo.ConcreteModel(name=f"pyomo_lap single-track {track.name} {cfg.start:.0f}+{L:.0f} m")
+    m.options, m.vehicle, m.track, m.sector_length = cfg, p, track, L
+    m.s = ContinuousSet(bounds=(0.0, L), initialize=None if bounds is None else bounds.tolist(),
+                        doc="distance along the spine from the sector start, q1 [m]")
+    fast_element_lookup(m.s)
+    m.q2 = pyo.Var(m.s, initialize=0.0, units=u.m, doc="lateral offset of O3 from the spine, + left [m]")
+    m.q3 = pyo.Var(m.s, initialize=0.0, bounds=(-1.0, 1.0), units=u.rad, doc="yaw relative to the track frame [rad]")
+    m.q1_dot = pyo.Var(m.s, initialize=20.0, bounds=(cfg.v_min, 150.0), units=u.m / u.s, doc="dq1/dt [m/s]")
+    m.q2_dot = pyo.Var(m.s, initialize=0.0, units=u.m / u.s, doc="dq2/dt [m/s]")
+    m.q3_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq3/dt [rad/s]")
+    m.t = pyo.Var(m.s, initialize=0.0, units=u.s, doc="time [s]")
+    fmax = 3 * p.m * p.gravity * max(p.mu_x0, p.mu_y0)
+    m.f_xa = pyo.Var(m.s, initialize=0.0, bounds=(0.0, fmax), units=u.N, doc="traction force, rear axle [N]")
+    m.f_xb = pyo.Var(m.s, initialize=0.0, bounds=(-fmax, 0.0), units=u.N, doc="braking force, split by k_b [N]")
+    m.delta = pyo.Var(m.s, initialize=0.0, bounds=(-p.delta_max, p.delta_max), units=u.rad, doc="road-wheel steer angle [rad]")
+    fz_max = 20 * p.m * p.gravity
+    for name in ("f_1z", "f_2z"):
+        m.add_component(name, pyo.Var(m.s, initialize=p.m * p.gravity / 2, bounds=(2 * p.fz_min, fz_max),
+                                      units=u.N, doc=f"vertical load of axle {name[2]} [N]"))
+    m.f_3x = pyo.Var(m.s, initialize=0.0, units=u.N, doc="in-plane tyre force on the car, x3 [N]")
+    m.f_3y = pyo.Var(m.s, initialize=0.0, units=u.N, doc="in-plane tyre force on the car, y3 [N]")
+    m.m_3z = pyo.Var(m.s, initialize=0.0, units=u.N * u.m, doc="tyre yaw moment about O3 [N m]")
+    for name in STATE_NAMES + RATE_NAMES + ("t",):
+        m.add_component(f"d{name}_ds", DerivativeVar(m.component(name), wrt=m.s, doc=f"d{name}/dq1"))
+    sigma, _, idx = discretize_on_track(m, track, p, cfg, L, ("f_xa", "f_xb", "delta"))
+    joints = m.track_joints
+    m.car = pyo.Block()
+    namer = _Namer(m.car, m.s)
+    chain = m.chain = build_chain(p)
+    eqs = {}
+    for s in m.s:
+        q = (0.0, m.q2[s], m.q3[s])
+        qd = tuple(m.component(r)[s] for r in RATE_NAMES)
+        uu = (m.f_xa[s], m.f_xb[s], m.delta[s])
+        z = tuple(m.component(n)[s] for n in ALGEBRAIC)
+        eqs[s] = single_track_equations(p, chain, joints[idx[s]], q, qd, uu, z, namer=namer.at(s))
+    m.v_3x = pyo.Expression(m.s, rule=lambda m, s: eqs[s].channels["v_3x"], doc="longitudinal speed of O3 [m/s]")
+    first = sigma[0]
+    m.ode_q = pyo.Constraint(STATE_NAMES, m.s, rule=lambda m, k, s: pyo.Constraint.Skip if s == first
+                             else m.q1_dot[s] * m.component(f"d{k}_ds")[s] == m.component(f"{k}_dot")[s])
+    m.ode_qdot = pyo.Constraint(range(1, 4), m.s, rule=lambda m, k, s: pyo.Constraint.Skip if s == first
+                                else m.q1_dot[s] * m.component(f"dq{k}_dot_ds")[s] == eqs[s].qdd[k - 1])
+    m.ode_t = pyo.Constraint(m.s, rule=lambda m, s: pyo.Constraint.Skip if s == first
+                             else m.q1_dot[s] * m.dt_ds[s] == 1.0)
+    m.loads_eq = pyo.Constraint(range(2), m.s, rule=lambda m, k, s: eqs[s].load_residuals[k] == 0)
+    m.inplane_eq = pyo.Constraint(range(3), m.s, rule=lambda m, k, s: eqs[s].inplane_residuals[k] == 0)
+    m.power_limit = pyo.Constraint(m.s, rule=lambda m, s: eqs[s].channels["power"] <= p.P_max)
+    ratio = p.mu_y0 / p.mu_x0
+
+    def adherence(m, k, s):
+        ch = eqs[s].channels
+        return (ratio * ch[f"f_{k}x"]) ** 2 + ch[f"f_{k}y"] ** 2 <= ch[f"D_{k}"] ** 2
+    m.adherence = pyo.Constraint((1, 2), m.s, rule=adherence)
+    m.fiala_range = pyo.Constraint((1, 2), m.s, rule=lambda m, k, s:
+                                   eqs[s].channels[f"upsilon_{k}"] ** 2 <= 1.0)
+    m.speed_min = pyo.Constraint(m.s, rule=lambda m, s: eqs[s].channels["v_3x"] >= cfg.v_min)
+    add_boundary_conditions(m, track, p, cfg, STATE_NAMES, RATE_NAMES, ("f_xa", "f_xb", "delta"))
+    add_objective(m, cfg)
+    _set_scaling(m)
+    m.vehicle_model = SINGLE_TRACK_MODEL
+    m.build_time_s = time.perf_counter() - t0
+    return m
+
+
+def _set_scaling(m) -> None:
+    p = m.vehicle
+    sf = m.scaling_factor = pyo.Suffix(direction=pyo.Suffix.EXPORT)
+    F = 1.0 / (p.m * p.gravity / 4)
+    L = m.sector_length
+    typical = {"q2": 1.0, "q3": 10.0, "q1_dot": 0.05, "q2_dot": 1.0, "q3_dot": 2.0,
+               "t": 1.0 / max(1.0, L / 30.0), "f_xa": F, "f_xb": F, "delta": 10.0,
+               "f_1z": F / 2, "f_2z": F / 2, "f_3x": F / 4, "f_3y": F / 4, "m_3z": F / 4}
+    scale_variables(m, sf, typical)
+    for (k, s), c in m.ode_qdot.items():
+        sf[c] = {1: 0.1, 2: 0.1, 3: 0.5}[k] * 0.5
+    for (k, s), c in m.ode_q.items():
+        sf[c] = typical[f"{k}_dot"] * 0.5
+    for c in m.ode_t.values():
+        sf[c] = 1.0
+    for c in m.loads_eq.values():
+        sf[c] = F / 2
+    for c in m.inplane_eq.values():
+        sf[c] = F / 4
+    for c in m.power_limit.values():
+        sf[c] = 1.0 / p.P_max
+    for c in m.adherence.values():
+        sf[c] = (F / 2) ** 2
+    for c in m.speed_min.values():
+        sf[c] = 0.05
+    sf[m.objective] = OBJECTIVE_SCALE / max(1.0, L / 30.0)   # see pyomo_lap.ocp.full_model._set_scaling
+
+
+# ------------------------------------------------------------------------------ initial guess, results
+def initialize_single_track(m, **kwargs) -> dict:
+    """Cold-start guess for a single-track model, by the steps of
+    :func:`pyomo_lap.ocp.initialize.initialize_model` (quasi-steady speed profile on the
+    centreline, point-mass controls, kinematic steer, algebraic loop solved by Newton with
+    the traced equations, derivative variables from the DAE). The ``initialize`` of
+    :data:`SINGLE_TRACK_MODEL`; keyword arguments of
+    :func:`~pyomo_lap.ocp.initialize.initialize_model` for the full model
+    (``fixed_point_iterations``) are ignored.
+
+    Returns
+    -------
+    dict
+        ``{"status", "estimated_time_s", "max_algebraic_residual"}``.
+    """
+    p = m.vehicle
+    prof = cold_start_profile(m)
+    car = CarFunctions(p, model="single-track")
+    sigma = np.array(sorted(m.s))
+    max_res = 0.0
+    z = None
+    for i, s in enumerate(sigma):
+        v = float(prof["v"][i])
+        q, qd = [0.0, 0.0, 0.0], [v, 0.0, 0.0]
+        u = [float(prof["f_xa"][i]), float(prof["f_xb"][i]), float(prof["delta"][i])]
+        trk = track_vector(m.track_joints[i])
+        z, qdd = car.solve(trk, q, qd, u, z)
+        max_res = max(max_res, float(np.max(np.abs(car.evaluate(trk, q, qd, u, z)[1]))))
+        vals = {"q2": 0.0, "q3": 0.0, "q1_dot": v, "q2_dot": 0.0, "q3_dot": 0.0,
+                "t": float(prof["t"][i]), "f_xa": u[0], "f_xb": u[1], "delta": u[2]}
+        vals.update(zip(ALGEBRAIC, z))
+        for name, val in vals.items():
+            var = m.component(name)[s]
+            if not var.fixed:
+                if var.lb is not None:
+                    val = max(val, var.lb)
+                if var.ub is not None:
+                    val = min(val, var.ub)
+                var.set_value(val, skip_validation=True)
+        m.dq2_ds[s].set_value(0.0)
+        m.dq3_ds[s].set_value(0.0)
+        for k in range(3):
+            m.component(f"dq{k + 1}_dot_ds")[s].set_value(float(qdd[k]) / v)
+        m.dt_ds[s].set_value(1.0 / v)
+    return {"status": "ok", "estimated_time_s": float(prof["t"][-1]), "max_algebraic_residual": max_res}
+
+
+def trajectory_dataframe(m):
+    """One row per collocation point of a solved single-track model: ``s``, ``s_sector``,
+    ``t``, ``q1..q3`` and rates, ``q<k>_ddot``, controls, the algebraic variables, the
+    channels of :func:`single_track_equations`, ``speed``, ``speed_kmh``, ``element`` and
+    track data (units as :data:`pyomo_lap.post.results.UNITS`; ``f_1z, f_2z, f_1x, f_2x, f_1y,
+    f_2y, C_i, D_i`` in N or N/rad)."""
+    import math
+
+    import pandas as pd
+    p = m.vehicle
+    tp = m.track_points
+    car = CarFunctions(p, model="single-track")
+    sigma = sorted(m.s)
+    elems = list(m.s.get_finite_elements())
+    rows = []
+    for i, s in enumerate(sigma):
+        val = {n: float(pyo.value(m.component(n)[s])) for n in
+               STATE_NAMES + RATE_NAMES + ("t",) + veh.CONTROLS + ALGEBRAIC}
+        q = [0.0, val["q2"], val["q3"]]
+        qd = [val[n] for n in RATE_NAMES]
+        u = [val[n] for n in veh.CONTROLS]
+        z = [val[n] for n in ALGEBRAIC]
+        trk = track_vector(m.track_joints[i])
+        qdd, res = car.evaluate(trk, q, qd, u, z)
+        ch = car.channels(trk, q, qd, u, z)
+        row = {"s": float(tp.s[i]), "s_sector": float(s), "q1": float(tp.s[i])}
+        row.update(val)
+        row.update({f"q{k + 1}_ddot": float(qdd[k]) for k in range(3)})
+        row.update(ch)
+        row["speed"] = math.hypot(ch["v_3x"], ch["v_3y"])
+        row["speed_kmh"] = 3.6 * row["speed"]
+        row["x_spine"], row["y_spine"], row["z_spine"] = (float(x) for x in tp.position[i])
+        row["Omega_x"], row["Omega_y"], row["Omega_z"] = (float(x) for x in tp.omega[i])
+        row["load_residual_max"] = float(np.max(np.abs(res[:2])))
+        row["element"] = int(np.searchsorted(elems, s, side="left"))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def warm_start_full(m_full, m_single) -> dict:
+    """Initialize a full model from a solved single-track model of the same sector.
+
+    Steps: (1) the cold start of :func:`pyomo_lap.ocp.initialize.initialize_model`;
+    (2) every variable the two models share (``q2, q3, q1_dot, q2_dot, q3_dot, t``, controls,
+    ``f_3x, f_3y, m_3z`` and their derivatives) interpolated from the single-track solution
+    (:func:`pyomo_lap.ocp.initialize.initialize_from_solution`); (3) at every point, heave,
+    pitch and roll settled under the single-track motion (zero suspension accelerations) and
+    the seven algebraic variables solved, by Newton on the traced full equations;
+    (4) suspension rates and the derivative variables made consistent.
+
+    Returns
+    -------
+    dict
+        ``{"status": "ok", "points": n, "unsettled": k}`` (points where step 3 failed and the
+        cold-start values were kept).
+
+    Raises
+    ------
+    ValueError
+        ``m_full`` is not a full model, or the sectors differ.
+    """
+    if m_full.options.model != "full" or m_single.options.model != "single-track":
+        raise ValueError("warm_start_full needs a full model and a solved single-track model")
+    initialize_model(m_full)
+    initialize_from_solution(m_full, m_single)
+    p = m_full.vehicle
+    car = CarFunctions(p)
+    sigma = np.array(sorted(m_full.s))
+    Q = np.zeros((len(sigma), 6))
+    QD = np.zeros((len(sigma), 6))
+    Z = np.zeros((len(sigma), 7))
+    QDD = np.zeros((len(sigma), 6))
+    bad = 0
+    z = None
+    for i, s in enumerate(sigma):
+        q = np.array([0.0] + [pyo.value(m_full.component(n)[s]) for n in FULL_STATES])
+        qd = np.array([pyo.value(m_full.component(n)[s]) for n in FULL_RATES])
+        qd[3:] = 0.0
+        u = np.array([pyo.value(m_full.component(n)[s]) for n in veh.CONTROLS])
+        trk = track_vector(m_full.track_joints[i])
+
+        def settle(y, _trk=trk, _q=q, _qd=qd, _u=u):
+            qq = _q.copy()
+            qq[3:] = y[7:]
+            qdd, r = car.evaluate(_trk, qq, _qd, _u, y[:7])
+            return np.r_[r, 1e3 * qdd[3:]]
+
+        def jac(y):
+            J = np.zeros((10, 10))
+            f0 = settle(y)
+            for j in range(10):
+                dy = np.zeros(10)
+                dy[j] = 1e-6 * max(1.0, abs(y[j]))
+                J[:, j] = (settle(y + dy) - f0) / dy[j]
+            return J
+        zq = car.static_guess if z is None else z
+        try:
+            y = veh.solve_loop(settle, np.r_[zq, q[3:]], jac, tol=1e-6, max_iter=30)
+            z = y[:7]
+            q[3:] = y[7:]
+        except RuntimeError:
+            bad += 1
+            z = np.array([pyo.value(m_full.component(n)[s]) for n in veh.ALGEBRAIC])
+        try:
+            z, qdd = car.solve(trk, q, qd, u, z)
+        except AlgebraicLoopError:
+            qdd = np.zeros(6)
+        Q[i], QD[i], Z[i], QDD[i] = q, qd, z, qdd
+    # suspension rates along the path: q_k_dot = q1_dot dq_k/ds
+    for k in (3, 4, 5):
+        QD[:, k] = QD[:, 0] * np.gradient(Q[:, k], sigma)
+    QD[0, 3:] = 0.0 if m_full.component("q4_dot")[sigma[0]].fixed else QD[0, 3:]
+    for i, s in enumerate(sigma):
+        vals = dict(zip(FULL_STATES, Q[i, 1:]))
+        vals.update(zip(FULL_RATES[3:], QD[i, 3:]))
+        vals.update(zip(veh.ALGEBRAIC, Z[i]))
+        for name, val in vals.items():
+            var = m_full.component(name)[s]
+            if not var.fixed:
+                if var.lb is not None:
+                    val = max(val, var.lb)
+                if var.ub is not None:
+                    val = min(val, var.ub)
+                var.set_value(float(val), skip_validation=True)
+        v1 = QD[i, 0]
+        for k, name in enumerate(FULL_STATES):
+            m_full.component(f"d{name}_ds")[s].set_value(float(QD[i, k + 1]) / v1)
+        for k, name in enumerate(FULL_RATES):
+            m_full.component(f"d{name}_ds")[s].set_value(float(QDD[i, k]) / v1)
+    return {"status": "ok", "points": len(sigma), "unsettled": bad}
+
+
+SINGLE_TRACK_MODEL = VehicleModel(
+    name="single-track",
+    description="rigid nonlinear bicycle with Fiala tyres (pyomo_lap.ocp.single_track)",
+    states=STATE_NAMES, rates=RATE_NAMES, controls=veh.CONTROLS, algebraics=ALGEBRAIC,
+    build=build_single_track_model, initialize=initialize_single_track,
+    trajectory=trajectory_dataframe)
+"""The single-track model as a :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel` (registry key
+``"single-track"``)."""

@@ -1,0 +1,84 @@
+"""The vehicle-model interface of the optimal control problem.
+
+:func:`pyomo_lap.ocp.build.build_model` builds the minimum-time OCP of a *vehicle model*: a
+:class:`VehicleModel` object, found by its name in the registry
+:data:`pyomo_lap.ocp.build.VEHICLE_MODELS` (the OCP option ``model``, the CLI's ``--model``) or
+given directly (``build_model(track, vehicle, model=<VehicleModel>)``).
+:func:`pyomo_lap.ocp.initialize.initialize_model` writes the model's initial guess by the object
+stored on the built model (``m.vehicle_model``).
+
+Two models implement it: the full six-joint car (:data:`pyomo_lap.ocp.full_model.FULL_MODEL`)
+and the single-track car (:data:`pyomo_lap.ocp.single_track.SINGLE_TRACK_MODEL`). A third model
+is one new module that defines a :class:`VehicleModel` and one line in
+:data:`pyomo_lap.ocp.build.VEHICLE_MODELS` (``docs/vehicle_models.md``).
+
+This module imports nothing of the package: every layer may import it.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Optional
+
+__all__ = ["VehicleModel"]
+
+
+@dataclasses.dataclass(frozen=True)
+class VehicleModel:
+    """One vehicle model of the OCP.
+
+    The variables of a built model are indexed by ``m.s`` (the distance from the sector
+    start, ``q1``) and named as listed here; the time ``m.t[s]`` and the derivative
+    variables ``m.d<name>_ds`` of the states, rates and the time belong to every model.
+
+    Attributes
+    ----------
+    name : str
+        Registry key (the OCP option ``model``), e.g. ``"full"``.
+    description : str
+        One line for help texts.
+    states : tuple of str
+        Joint coordinates besides ``q1 = s`` (``("q2", "q3")`` ...); each has a rate.
+    rates : tuple of str
+        Joint rates, ``q1_dot`` first; ``m.d<rate>_ds`` are their derivatives.
+    controls : tuple of str
+        Control variables (``("f_xa", "f_xb", "delta")`` for both built-in models: the
+        objective (41), :func:`pyomo_lap.ocp.common.add_objective`, uses these three).
+    algebraics : tuple of str
+        Algebraic unknowns solved with the dynamics at every point (loads, tyre forces ...).
+    build : callable
+        ``build(track, vehicle, cfg, t0=None, progress=None) -> pyomo.environ.ConcreteModel``:
+        the discretized OCP on the sector ``cfg.start, cfg.length`` with the options ``cfg``
+        (a copy of :data:`pyomo_lap.ocp.build.OCP_CONFIG` with the user's values): the
+        ``ContinuousSet`` ``m.s``, the variables with their bounds, the per-point equations
+        (the spatial DAE, the algebraic equations, the path constraints), the boundary
+        conditions, the objective (:func:`pyomo_lap.ocp.common.add_objective`) and the
+        scaling factors (``m.scaling_factor``). The model also carries ``m.options``
+        (``cfg``), ``m.vehicle``, ``m.track``, ``m.sector_length``, ``m.track_points``,
+        ``m.track_joints``, ``m.initial_speed`` (None or the fixed entry speed),
+        ``m.dae_time_s`` and ``m.build_time_s`` (``t0``: the build's start,
+        ``time.perf_counter()``); ``progress(label, done, total)`` may be called while the
+        points are built. The shared steps are in :mod:`pyomo_lap.ocp.common`.
+    initialize : callable
+        ``initialize(m, **kwargs) -> dict``: write the initial guess (a cold start: no earlier
+        solution needed) into a model built by ``build``; returns at least
+        ``{"status": "ok", "estimated_time_s": float}``. Reached through
+        :func:`pyomo_lap.ocp.initialize.initialize_model`.
+    trajectory : callable, optional
+        ``trajectory(m) -> pandas.DataFrame``: one row per point of a solved model (used by
+        :func:`pyomo_lap.post.results.trajectory_dataframe`); None: the full model's table.
+    """
+
+    name: str
+    description: str
+    states: tuple
+    rates: tuple
+    controls: tuple
+    algebraics: tuple
+    build: Callable
+    initialize: Callable
+    trajectory: Optional[Callable] = None
+
+    @property
+    def variables(self) -> tuple:
+        """All variables indexed by ``m.s``: states, rates, time, controls, algebraics."""
+        return self.states + self.rates + ("t",) + self.controls + self.algebraics

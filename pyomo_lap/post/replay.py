@@ -1,0 +1,347 @@
+r"""Replay of a solved sector: drive the time-domain simulation (:mod:`pyomo_lap.post.simulate`)
+with the optimal controls and compare the states with the optimum.
+
+The optimum comes from direct collocation: its states satisfy the DAE only at the collocation
+points, and its controls are values at the collocation points (by default; the profile they
+stand for is, per finite element, the polynomial through them) or constants per finite element
+(``piecewise_constant_controls=True``), see :func:`pyomo_lap.post.simulate.controls_from_trajectory`.
+Integrated in time with those controls (open loop, as functions of the track distance ``q1``),
+an exact solution of the DAE follows the optimum as long as (i) the collocation error between
+the points is small and (ii) the car does not amplify it. A race car at its limits is
+open-loop unstable or close to it (in yaw, and always in the lateral position, which
+integrates the heading error), so the replay and the optimum part sooner or later;
+:func:`replay` reports when (the first track distance where a state leaves its tolerance), by
+how much, and why (which state, how fast the deviation grows, whether the car was unstable
+there: :func:`stability_along`).
+
+With ``feedback=True`` (or a dict of :class:`pyomo_lap.post.simulate.PathFollowing` options) a
+path-following steering feedback keeps the car on the optimal path, so a whole sector can be
+replayed; the size of the steering correction it needs is then the measure of agreement.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional, Union
+
+import numpy as np
+import pandas as pd
+
+from ..vehicle.numeric import CarFunctions
+from .simulate import PathFollowing, SimulationResult, controls_from_trajectory, simulate, state_names
+from ..vehicle.car import ALGEBRAIC
+
+__all__ = ["replay", "ReplayReport", "DEFAULT_TOLERANCES", "stability_along"]
+
+DEFAULT_TOLERANCES = {
+    "q2": 0.05, "q3": 0.005, "q4": 1e-3, "q5": 1e-3, "q6": 1e-3,
+    "q1_dot": 0.05, "q2_dot": 0.05, "q3_dot": 0.02, "q4_dot": 0.01, "q5_dot": 0.02,
+    "q6_dot": 0.02, "t": 0.01,
+}
+"""Agreement tolerances of a replay, per state [m, rad, m, rad, rad, m/s, m/s, rad/s, m/s,
+rad/s, rad/s, s]: 5 cm of lateral position, 0.3 degree of yaw, 1 mm / 1 mrad of the
+suspension, 5 cm/s of speed, 10 ms of time."""
+
+
+@dataclasses.dataclass
+class ReplayReport:
+    """Result of :func:`replay`.
+
+    Attributes
+    ----------
+    simulation : SimulationResult
+    comparison : pandas.DataFrame
+        At every point of the optimum the simulation reached: ``s`` [m], the optimum's ``t``,
+        and for each state ``<name>_opt``, ``<name>_sim``, ``<name>_dev`` (sim minus optimum);
+        ``t_dev`` [s]; with feedback also ``steer_correction`` [rad].
+    first_exceedance : dict
+        State name -> track coordinate [m] where ``|dev|`` first exceeds its tolerance (NaN:
+        never within the replayed range).
+    tolerances : dict
+    agree_until_s, agree_until_t : float
+        Track coordinate [m] and time of the optimum [s] up to which *all* states agree within
+        tolerance (the sector end if they never part).
+    first_to_part : str or None
+        The state that leaves its tolerance first.
+    max_deviation : dict
+        State name -> max |dev| over the replayed range.
+    reason : str
+        Why they part (or that they do not), in words.
+    feedback : bool
+    steer_correction_rms, steer_correction_max : float
+        With feedback: RMS and max |steering correction| [rad] over the sector.
+    """
+
+    simulation: SimulationResult
+    comparison: pd.DataFrame
+    first_exceedance: dict
+    tolerances: dict
+    agree_until_s: float
+    agree_until_t: float
+    first_to_part: Optional[str]
+    max_deviation: dict
+    reason: str
+    feedback: bool
+    steer_correction_rms: float = float("nan")
+    steer_correction_max: float = float("nan")
+
+    def summary(self) -> dict:
+        """Plain numbers for JSON/tables."""
+        return {
+            "feedback": self.feedback, "status": self.simulation.status,
+            "agree_until_s_m": self.agree_until_s, "agree_until_t_s": self.agree_until_t,
+            "first_to_part": self.first_to_part,
+            "max_deviation": {k: float(v) for k, v in self.max_deviation.items()},
+            "first_exceedance_s_m": {k: float(v) for k, v in self.first_exceedance.items()},
+            "steer_correction_rms_rad": self.steer_correction_rms,
+            "steer_correction_max_rad": self.steer_correction_max,
+            "reason": self.reason, "wall_time_s": self.simulation.wall_time_s,
+        }
+
+
+def _trajectory(source):
+    if isinstance(source, pd.DataFrame):
+        return source
+    from .results import trajectory_dataframe
+    return trajectory_dataframe(source)
+
+
+def _adherence_use(df, p) -> np.ndarray:
+    """Largest friction-ellipse use over the four tyres at each point [-] (1 = at the limit)."""
+    from ..vehicle.car import peak_force
+    ratio = p.mu_y0 / p.mu_x0
+    use = np.zeros(len(df))
+    for w in ("11", "12", "21", "22"):
+        D = np.array([peak_force(p, float(f)) for f in df[f"f_{w}z"]])
+        use = np.maximum(use, np.hypot(ratio * df[f"f_{w}x"].to_numpy(), df[f"f_{w}y"].to_numpy()) / D)
+    return use
+
+
+def stability_along(df, track, vehicle, every: int = 1, car: Optional[CarFunctions] = None,
+                    start: Optional[float] = None) -> pd.DataFrame:
+    r"""Eigenvalues of the linearized time-domain dynamics along a trajectory, with the
+    controls and the track point frozen: :math:`A = \partial \dot x / \partial x` over the
+    states other than ``q1`` at each chosen point (central differences; the algebraic loop is
+    solved at each perturbed state).
+
+    Parameters
+    ----------
+    df : DataFrame of a solved model (:func:`pyomo_lap.post.results.trajectory_dataframe`).
+    track, vehicle
+    every : int
+        Use every ``every``-th point.
+    car : CarFunctions, optional
+    start : float, optional
+        Track coordinate of the sector start (default ``df['s'][0]``).
+
+    Returns
+    -------
+    DataFrame
+        ``s`` [m], ``t`` [s], ``max_real`` (largest real part of the eigenvalues [1/s]; > 0:
+        an unstable mode, time to grow by e = 1/max_real), ``mode`` (the states that dominate
+        that mode's eigenvector), ``adherence_use`` (largest friction-ellipse use of the four
+        tyres [-]).
+    """
+    from .simulate import TrackLookup
+    car = car or CarFunctions(vehicle)
+    look = TrackLookup(track)
+    n = car.n_q
+    names = state_names(n)
+    if start is None:
+        start = float(df["s"].iloc[0])
+    s_abs = start + df["s_sector"].to_numpy(float)
+    use = _adherence_use(df, vehicle) if "f_11x" in df.columns else np.full(len(df), np.nan)
+    rows = []
+    zcols = list(car.algebraic)
+    for i in range(0, len(df), every):
+        r = df.iloc[i]
+        x = np.array([s_abs[i]] + [r[f"q{k}"] for k in range(2, n + 1)] + [r[f"q{k}_dot"] for k in range(1, n + 1)])
+        u = np.array([r["f_xa"], r["f_xb"], r["delta"]])
+        z = r[zcols].to_numpy(float)
+
+        def f(xx):
+            zz, qdd = car.solve(look(xx[0])[0], xx[:n], xx[n:], u, z)
+            return np.concatenate([xx[n:], qdd])
+        idx = list(range(1, 2 * n))          # q1 left out: the track point is frozen
+        A = np.zeros((2 * n - 1, 2 * n - 1))
+        for c, j in enumerate(idx):
+            h = 1e-6 * max(1.0, abs(x[j]))
+            e = np.zeros(2 * n)
+            e[j] = h
+            A[:, c] = ((f(x + e) - f(x - e)) / (2 * h))[idx]
+        lam, vec = np.linalg.eig(A)
+        k = int(np.argmax(lam.real))
+        v = np.abs(vec[:, k])
+        mode = "+".join(names[idx[j]] for j in np.argsort(v)[::-1][:2])
+        rows.append({"s": s_abs[i], "t": float(r["t"]), "max_real": float(lam.real[k]),
+                     "max_imag": float(abs(lam.imag[k])), "mode": mode,
+                     "adherence_use": float(use[i])})
+    return pd.DataFrame(rows)
+
+
+def replay(source, track, vehicle, *, feedback: Union[bool, dict] = False,
+           tolerances: Optional[dict] = None, start: Optional[float] = None,
+           basis: str = "s", s_end: Optional[float] = None, method: str = "RK45",
+           rtol: float = 1e-6, car: Optional[CarFunctions] = None,
+           explain: bool = True, initial_offset: Optional[dict] = None,
+           scheme: Optional[str] = None, interpolation: Optional[str] = None) -> ReplayReport:
+    r"""Drive the simulation with the optimal controls of a solved sector and compare.
+
+    Parameters
+    ----------
+    source : pyomo model or pandas.DataFrame
+        A solved model from :func:`pyomo_lap.ocp.build.build_model` or its trajectory
+        (:func:`pyomo_lap.post.results.trajectory_dataframe`, or ``trajectory.csv`` read with
+        :func:`pyomo_lap.post.results.read_trajectory`).
+    track : Track
+        The track the model was built on.
+    vehicle : VehicleParameters
+    feedback : bool or dict
+        False: open loop. True or a dict of :class:`~pyomo_lap.post.simulate.PathFollowing`
+        keyword arguments (``gain`` [rad/m], ``preview_time`` [s], ``preview_min`` [m],
+        ``k_v`` [1/s]): steering feedback towards the optimal path.
+    tolerances : dict, optional
+        Per-state tolerances (default :data:`DEFAULT_TOLERANCES`; missing keys take the
+        default).
+    start : float, optional
+        Track coordinate of the sector start [m] (default: ``s`` of the first point).
+    basis : {'s', 't'}
+        Controls as functions of track distance (default) or of time.
+    s_end : float, optional
+        Stop there (default: the sector end).
+    method, rtol : integrator settings (:func:`pyomo_lap.post.simulate.simulate`).
+    car : CarFunctions, optional
+    explain : bool
+        Compute the eigenvalues of the linearized dynamics around the parting point to say why.
+    initial_offset : dict, optional
+        Added to the optimum's initial state, e.g. ``{"q2": 0.3}`` (a disturbance, to see the
+        feedback at work).
+    scheme : {'LAGRANGE-RADAU', 'LAGRANGE-LEGENDRE'}, optional
+        Collocation scheme of a trajectory table (a model knows its own; default Radau).
+    interpolation : {'auto', 'polynomial', 'constant'}, optional
+        How the controls between the collocation points are taken
+        (:func:`pyomo_lap.post.simulate.controls_from_trajectory`); a model says it by its option
+        ``piecewise_constant_controls``, a table by default ``'auto'``.
+
+    Returns
+    -------
+    ReplayReport
+
+    Raises
+    ------
+    ValueError
+        A trajectory without the needed columns.
+    """
+    if not isinstance(source, pd.DataFrame):
+        opts = source.options
+        scheme = scheme or opts.scheme
+        if interpolation is None:
+            interpolation = "constant" if opts.piecewise_constant_controls else "polynomial"
+    df = _trajectory(source)
+    tol = dict(DEFAULT_TOLERANCES)
+    tol.update(tolerances or {})
+    if start is None:
+        start = float(df["s"].iloc[0]) if "s" in df.columns else 0.0
+    n = 6
+    car = car or CarFunctions(vehicle)
+    s_ref = start + df["s_sector"].to_numpy(float)
+    ctl = controls_from_trajectory(df, basis=basis, start=start, interpolation=interpolation or "auto",
+                                   scheme=scheme or "LAGRANGE-RADAU")
+    use_fb = bool(feedback)
+    if use_fb:
+        opts = dict(feedback) if isinstance(feedback, dict) else {}
+        if opts.get("k_v", 0) > 0:
+            opts.setdefault("v_ref", df["q1_dot"].to_numpy(float))
+        ctl = PathFollowing(ctl, s_ref, df["q2"].to_numpy(float), df["q3"].to_numpy(float),
+                            vehicle=vehicle, **opts)
+    r0 = df.iloc[0]
+    x0 = np.array([start] + [r0[f"q{k}"] for k in range(2, n + 1)] + [r0[f"q{k}_dot"] for k in range(1, n + 1)])
+    names0 = state_names(n)
+    for k, dv in (initial_offset or {}).items():
+        if k not in names0[1:]:
+            raise ValueError(f"initial_offset: unknown state {k!r}; expected one of {names0[1:]}")
+        x0[names0.index(k)] += float(dv)
+    z0 = r0[list(ALGEBRAIC)].to_numpy(float)
+    s_stop = s_ref[-1] if s_end is None else float(s_end)
+    t_span = float(df["t"].iloc[-1] - df["t"].iloc[0])
+    sim = simulate(track, vehicle, ctl, x0, t_end=df["t"].iloc[0] + 3.0 * t_span + 10.0,
+                   s_end=s_stop, z0=z0, method=method, rtol=rtol, car=car)
+    # comparison at the optimum's points
+    keep = s_ref <= min(s_stop, sim.x[-1, 0]) + 1e-9
+    xs = sim.at_s(s_ref[keep])
+    names = state_names(n)
+    comp = {"s": s_ref[keep], "t_opt": df["t"].to_numpy(float)[keep]}
+    for k, name in enumerate(names[1:], start=1):
+        opt = df[name].to_numpy(float)[keep]
+        comp[f"{name}_opt"] = opt
+        comp[f"{name}_sim"] = xs[:, k]
+        comp[f"{name}_dev"] = xs[:, k] - opt
+    comp["t_sim"] = xs[:, -1] - xs[0, -1] + df["t"].iloc[0]
+    comp["t_dev"] = comp["t_sim"] - comp["t_opt"]
+    if use_fb:
+        comp["steer_correction"] = np.array([ctl.correction(np.r_[xx[:2 * n]]) if np.all(np.isfinite(xx))
+                                             else np.nan for xx in xs])
+    comp = pd.DataFrame(comp)
+    first, maxdev = {}, {}
+    for name in list(names[1:]) + ["t"]:
+        d = np.abs(comp[f"{name}_dev"].to_numpy())
+        maxdev[name] = float(np.nanmax(d)) if np.any(np.isfinite(d)) else float("nan")
+        over = np.flatnonzero(d > tol[name])
+        first[name] = float(comp["s"].iloc[over[0]]) if len(over) else float("nan")
+    parted = {k: v for k, v in first.items() if np.isfinite(v)}
+    if parted:
+        who = min(parted, key=parted.get)
+        s_part = parted[who]
+        i_part = int(np.searchsorted(comp["s"].to_numpy(), s_part))
+        agree_s = float(comp["s"].iloc[max(i_part - 1, 0)])
+        agree_t = float(comp["t_opt"].iloc[max(i_part - 1, 0)])
+    else:
+        who, s_part = None, float("nan")
+        agree_s = float(comp["s"].iloc[-1])
+        agree_t = float(comp["t_opt"].iloc[-1])
+    reason = _explain(sim, comp, who, s_part, tol, df, track, vehicle, car, start, explain)
+    rep = ReplayReport(simulation=sim, comparison=comp, first_exceedance=first, tolerances=tol,
+                       agree_until_s=agree_s, agree_until_t=agree_t, first_to_part=who,
+                       max_deviation=maxdev, reason=reason, feedback=use_fb)
+    if use_fb:
+        c = comp["steer_correction"].to_numpy()
+        rep.steer_correction_rms = float(np.sqrt(np.nanmean(c ** 2)))
+        rep.steer_correction_max = float(np.nanmax(np.abs(c)))
+    return rep
+
+
+def _explain(sim, comp, who, s_part, tol, df, track, vehicle, car, start, explain) -> str:
+    parts = []
+    if sim.status != "end":
+        parts.append(f"the simulation ended early ({sim.status}): {sim.message}")
+    if who is None:
+        parts.append(f"all states stay within tolerance over the replayed range "
+                     f"({comp['s'].iloc[0]:.0f}-{comp['s'].iloc[-1]:.0f} m)")
+        return "; ".join(parts)
+    d = comp[f"{who}_dev"].abs().to_numpy()
+    s = comp["s"].to_numpy()
+    i = int(np.searchsorted(s, s_part))
+    # growth of the deviation over the 100 m before parting (e-folding length)
+    j = int(np.searchsorted(s, s_part - 100.0))
+    grow = ""
+    if d[j] > 0 and d[i] > d[j]:
+        efold = (s[i] - s[j]) / np.log(d[i] / d[j])
+        grow = f", growing by a factor e every {efold:.0f} m over the last 100 m"
+    parts.append(f"{who} leaves its tolerance {tol[who]:g} first, at s = {s_part:.1f} m "
+                 f"(t = {comp['t_opt'].iloc[i]:.2f} s){grow}")
+    if explain:
+        lo = max(0, i - 40)
+        sub = df.iloc[lo:i + 1:4]
+        st = stability_along(sub, track, vehicle, car=car, start=start)
+        k = int(np.argmax(st["max_real"].to_numpy()))
+        lam = st["max_real"].iloc[k]
+        use = st["adherence_use"].to_numpy()
+        if lam > 1e-3:
+            parts.append(f"before it the car is open-loop unstable: largest real eigenvalue "
+                         f"{lam:.2f} 1/s at s = {st['s'].iloc[k]:.0f} m (mode {st['mode'].iloc[k]}), "
+                         f"tyres used up to {np.nanmax(use):.0%} of their grip")
+        else:
+            parts.append(f"the linearized car is not unstable there (largest real eigenvalue "
+                         f"{lam:.3f} 1/s, tyres used up to {np.nanmax(use):.0%}): the deviation "
+                         "is the accumulated collocation error, carried by the neutral lateral "
+                         "position and heading")
+    return "; ".join(parts)

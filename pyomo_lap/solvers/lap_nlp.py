@@ -1,0 +1,1146 @@
+r"""A built Pyomo model as the arrays and callbacks of a nonlinear program, evaluated by
+compiled CasADi functions.
+
+This is the translation step of the fast solver path (:mod:`pyomo_lap.solvers.lap_solver`). It takes
+any Pyomo model with one objective and continuous variables; what it makes fast is the
+structure of a pyomo_lap model:
+
+* **recorded rows.** The rows the OCP builder made from its per-point tape
+  (:class:`pyomo_lap.ocp.build.PointRows`: the spatial DAE, loads, in-plane equations and path
+  constraints at every point) are evaluated by *one* CasADi function of a point's 33
+  variables and 15 track numbers, traced from the same tape that built the Pyomo
+  expressions, compiled to machine code (:mod:`pyomo_lap.util.casadi_compile`) and mapped over
+  the points; its Jacobian and the Hessian of its Lagrangian are per-point functions too.
+  Before it uses them, the translation checks that the model still holds exactly these
+  rows: each row's expression object and each named expression ``m.car.*`` must be the one
+  the builder made (a row that a user replaced, or whose point has a replaced named
+  expression, is translated from its Pyomo expression instead, see below), and at a sample of
+  points (every point with ``verify_points="all"``) the Pyomo expressions, evaluated with
+  floats at the model's current values, must give the same residuals as the compiled
+  function to 1e-9 relative; otherwise :class:`RecordedRowsMismatch` is raised and nothing is
+  solved.
+* **linear rows** of the shapes pyomo.dae's collocation equations and the boundary conditions
+  have (sums of variables times numbers): a constant sparse matrix.
+* **any other row and the objective**: walked into CasADi ``SX`` expressions
+  (:func:`pyomo_lap.solvers.casadi_expr.pyomo_to_casadi`), differentiated by CasADi. A node the walker
+  cannot translate raises :class:`NotImplementedError` that names the constraint.
+
+Fixed variables are constants; a variable enters the NLP only if a row or the objective
+depends on it (as Pyomo's NL writer does). Scaling factors come from the model's
+``scaling_factor`` suffixes and are handed to IPOPT's user scaling.
+
+Conventions: ``x`` is the vector of unscaled decision variables, ``g(x)`` the unscaled row
+bodies with bounds ``g_lb <= g(x) <= g_ub``; the Lagrangian is
+:math:`\sigma f(x) + \lambda^T g(x)` (IPOPT's). The Hessian is returned as its lower triangle.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+import pyomo.environ as pyo
+import scipy.sparse as sp
+from pyomo.common.numeric_types import native_numeric_types
+from pyomo.core.expr.numeric_expr import (LinearExpression, MonomialTermExpression,
+                                          NegationExpression, SumExpression)
+
+__all__ = ["LapNLP", "ReducedNLP", "RecordedRowsMismatch", "evaluate_expression",
+           "point_functions", "prefetch_point_functions"]
+
+_INF = 1e20
+
+
+class RecordedRowsMismatch(RuntimeError):
+    """The model's expressions and the recorded rows give different residuals: the fast
+    path refuses to solve (the message names the row, the point and both values)."""
+
+
+# --------------------------------------------------------------------------------------------
+# float evaluation of Pyomo expressions (linear in the size of the DAG)
+# --------------------------------------------------------------------------------------------
+
+def evaluate_expression(expr, memo: Optional[dict] = None) -> float:
+    """Value of a Pyomo expression at the current variable values, visiting each node of the
+    expression DAG once (``pyomo.environ.value`` re-walks a named expression, or a
+    subexpression object shared by several parents, at every use, which costs exponential time
+    on the nested expressions of the car).
+
+    Parameters
+    ----------
+    expr : Pyomo expression, variable, parameter or number
+    memo : dict, optional
+        ``id(expression node) -> (node, value)``, shared between calls at the same variable
+        values.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        A variable without a value.
+    """
+    from .casadi_expr import walk_dag
+    memo = {} if memo is None else memo
+
+    def leaf(e):
+        if type(e) in native_numeric_types:
+            return float(e)
+        v = e.value
+        if v is None:
+            raise ValueError(f"{e.name} has no value")
+        return float(v)
+
+    def combine(node, vals):
+        return vals[0] if node.is_named_expression_type() else node._apply_operation(vals)
+
+    return float(walk_dag(expr, leaf, combine, memo))
+
+
+# --------------------------------------------------------------------------------------------
+# the per-point functions, compiled (in the background while the model is built)
+# --------------------------------------------------------------------------------------------
+
+def point_functions(rec, compile_mode: str = "auto") -> dict:
+    r"""The per-point functions of recorded rows (:class:`pyomo_lap.ocp.build.PointRows`), compiled.
+
+    ``point_f(w, track) -> rows``, ``point_fj(w, track) -> (rows, Jacobian values)`` and
+    ``point_h(w, track, lam) -> lower-triangle values of`` :math:`\sum_j \lambda_j \nabla^2_w
+    r_j`, the derivatives by CasADi's automatic differentiation of the function traced from
+    the tape (:meth:`pyomo_lap.ocp.build.PointRows.casadi_function`). The compiled libraries and
+    the sparsity patterns are cached under a hash of the tape (its operations and constants,
+    i.e. the car and the OCP's options), so a later solve of the same car loads them without
+    differentiating or generating code again.
+
+    Returns
+    -------
+    dict
+        ``functions`` (:class:`pyomo_lap.util.casadi_compile.CompiledFunctions`), ``n_in``,
+        ``n_out``, ``jac_sparsity`` and ``hess_sparsity`` (row and column index arrays of the
+        Jacobian and of the Hessian's lower triangle).
+    """
+    import casadi as ca
+
+    from ..util.casadi_compile import (COMPILER_FLAGS, CompiledFunctions, cache_dir, compile_functions,
+                                 find_compiler, library_suffix)
+    names = ("point_f", "point_fj", "point_h")
+    key = None
+    cc = find_compiler() if compile_mode != "vm" else None
+    if cc is not None:
+        key = _tape_key(rec, cc + " ".join(COMPILER_FLAGS) + ca.__version__)
+        folder = cache_dir()
+        meta = folder / f"pyomo_lap_point-{key}.npz"
+        libs = [folder / f"pyomo_lap_point-{n}-{key}{library_suffix()}" for n in names]
+        if meta.exists() and all(lib.exists() for lib in libs):
+            try:
+                d = np.load(meta)
+                funs = CompiledFunctions({n: ca.external(n, str(lib)) for n, lib in zip(names, libs)})
+                funs.compiled, funs.library = True, folder
+                return {"functions": funs, "n_in": int(d["n_in"]), "n_out": int(d["n_out"]),
+                        "jac_sparsity": (d["jr"], d["jc"]), "hess_sparsity": (d["hr"], d["hc"])}
+            except Exception:   # a damaged cache entry: made again below
+                pass
+    F = rec.casadi_function("point_rows")
+    w = ca.SX.sym("w", F.size1_in(0))
+    t = ca.SX.sym("t", F.size1_in(1))
+    out = F(w, t)
+    n_out = out.numel()
+    J = ca.jacobian(out, w)
+    lam = ca.SX.sym("lam", n_out)
+    H = ca.tril(ca.hessian(ca.dot(lam, out), w)[0])
+    funs = compile_functions([ca.Function("point_f", [w, t], [out]),
+                              ca.Function("point_fj", [w, t], [out, J.nz[:]]),
+                              ca.Function("point_h", [w, t, lam], [H.nz[:]])],
+                             "pyomo_lap_point", mode=compile_mode, key=key)
+    jr, jc = (np.asarray(a, dtype=np.int64) for a in J.sparsity().get_triplet())
+    hr, hc = (np.asarray(a, dtype=np.int64) for a in H.sparsity().get_triplet())
+    if key is not None and funs.compiled:
+        import os
+        part = cache_dir() / f".pyomo_lap_point-{key}.{os.getpid()}.npz"
+        try:
+            np.savez(part, n_in=F.size1_in(0), n_out=n_out, jr=jr, jc=jc, hr=hr, hc=hc)
+            os.replace(part, cache_dir() / f"pyomo_lap_point-{key}.npz")
+        except OSError:
+            pass
+    return {"functions": funs, "n_in": F.size1_in(0), "n_out": n_out,
+            "jac_sparsity": (jr, jc), "hess_sparsity": (hr, hc)}
+
+
+def _tape_key(rec, salt: str) -> str:
+    """A hash of the recorded rows: every live operation with its arguments and constants,
+    the outputs and the inputs' names (with ``salt``: the compiler, its flags, CasADi)."""
+    import hashlib
+
+    from ..spatial.tape import Node
+    tape = rec.tape
+    h = hashlib.sha256(salt.encode())
+    parts = []
+    for i, node in enumerate(tape.nodes):
+        if not tape.live[i]:
+            continue
+        args = ",".join(f"n{a.index}" if isinstance(a, Node) else repr(float(a)) if not
+                        isinstance(a, str) else a for a in node.args)
+        parts.append(f"{i}:{node.op}({args})")
+    parts.append("out:" + ",".join(f"n{o.index}" if isinstance(o, Node) else repr(float(o))
+                                   for o in rec.outputs))
+    parts.append("in:" + ",".join(rec.variables) + "|" + ",".join(rec.track_inputs))
+    h.update(";".join(parts).encode())
+    return h.hexdigest()[:20]
+
+
+def prefetch_point_functions(vehicle, config=None):
+    """Start compiling, in a background thread, the per-point functions of the model that
+    :func:`pyomo_lap.ocp.build.build_model` will build with ``vehicle`` and ``config``, so that
+    the C compiler runs while Pyomo builds the model (the solve then finds the libraries in
+    the cache). Nothing happens without a C compiler.
+
+    Returns
+    -------
+    threading.Thread or None
+    """
+    import threading
+
+    from ..util.casadi_compile import find_compiler
+    if find_compiler() is None:
+        return None
+
+    def work():
+        import warnings
+
+        from ..vehicle import car as veh
+        from ..ocp.build import OCP_CONFIG, record_point_rows
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                point_functions(record_point_rows(vehicle, veh.build_chain(vehicle),
+                                                  OCP_CONFIG(config or {})), "auto")
+        except Exception:   # the solve will compile (and report) for itself
+            pass
+
+    thread = threading.Thread(target=work, name="pyomo_lap-compile", daemon=True)
+    thread.start()
+    return thread
+
+
+# --------------------------------------------------------------------------------------------
+# the NLP
+# --------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class TranslationReport:
+    """What the translation did (numbers of rows by kind, times, checks)."""
+
+    n_variables: int = 0
+    n_constraints: int = 0
+    n_recorded_rows: int = 0
+    n_linear_rows: int = 0
+    n_generic_rows: int = 0
+    jac_nnz: int = 0
+    hess_nnz: int = 0
+    translate_s: float = 0.0
+    compile_s: float = 0.0
+    verify_s: float = 0.0
+    compiled: bool = False
+    compile_reason: str = ""
+    verified_points: int = 0
+    max_verify_error: float = 0.0
+    fallback: str = ""
+    generic_families: Dict[str, int] = dataclasses.field(default_factory=dict)
+    eliminated: int = 0
+    presolve_s: float = 0.0
+
+
+class LapNLP:
+    """A Pyomo model as an NLP: bounds, sparsity, and evaluation callbacks (see module doc).
+
+    Parameters
+    ----------
+    model : pyomo.environ.ConcreteModel
+        Any model with exactly one active objective and continuous variables; a model from
+        :func:`pyomo_lap.ocp.build.build_model` gets the compiled per-point evaluation.
+    compile : {"auto", "compile", "vm"}
+        How the per-point functions run (:func:`pyomo_lap.util.casadi_compile.compile_functions`).
+    threads : int, optional
+        Threads of the mapped per-point functions (default: the number of CPUs, at most 4).
+    verify_points : int or "all"
+        Points at which the recorded rows are checked against the Pyomo expressions.
+
+    Attributes
+    ----------
+    variables : list of VarData
+        The decision variables, in the order of ``x``.
+    constraints : list of ConstraintData
+        The rows, in the order of ``g``.
+    x0, x_lb, x_ub : ndarray (n,)
+    g_lb, g_ub : ndarray (m,)
+    jac_rows, jac_cols : ndarray (nnz_jac,)
+    hess_rows, hess_cols : ndarray (nnz_hess,)
+        Lower triangle (row >= col).
+    x_scaling, g_scaling : ndarray or None
+    obj_scaling : float
+    sense : int
+        1 to minimize, -1 to maximize (the callbacks always minimize ``sense * f``).
+    report : TranslationReport
+
+    Raises
+    ------
+    ValueError
+        Not exactly one active objective; a discrete variable; a fixed variable without a
+        value.
+    NotImplementedError
+        A node the translation does not know (named with its constraint).
+    RecordedRowsMismatch
+        See the module docstring.
+    """
+
+    def __init__(self, model, compile: str = "auto", threads: Optional[int] = None,
+                 verify_points=8):
+        import os
+
+        import casadi as ca
+
+        t0 = time.perf_counter()
+        self.model = model
+        self.report = rep = TranslationReport()
+        threads = threads or min(4, os.cpu_count() or 1)
+        objs = list(model.component_data_objects(pyo.Objective, active=True, descend_into=True))
+        if len(objs) != 1:
+            raise ValueError(f"the model has {len(objs)} active objectives; the solver needs exactly one")
+        self.pyomo_objective = obj = objs[0]
+        self.sense = 1 if obj.sense == pyo.minimize else -1
+        cons = list(model.component_data_objects(pyo.Constraint, active=True, descend_into=True))
+        active = {id(c) for c in cons}
+
+        self._var_index: Dict[int, int] = {}
+        self._vars: List = []            # every referenced variable (fixed or not)
+
+        def var_id(vd) -> int:
+            k = self._var_index.get(id(vd))
+            if k is None:
+                k = self._var_index[id(vd)] = len(self._vars)
+                self._vars.append(vd)
+            return k
+
+        # ---- recorded rows ------------------------------------------------------------------
+        rec, why = self._recorded_rows(model)
+        rep.fallback = why
+        recorded = []                    # (ConstraintData, point, output)
+        recorded_ids = set()
+        if rec is not None:
+            bad_points = {i for e, ex, i in rec.named if e.expr is not ex}
+            for c, ex, i, out in rec.built:
+                if id(c) in active and c.expr is ex and i not in bad_points:
+                    recorded.append((c, i, out))
+                    recorded_ids.add(id(c))
+            if bad_points:
+                rep.fallback = (f"named expressions m.car.* were changed at {len(bad_points)} "
+                                "point(s); their rows are translated from their expressions")
+        generic = [c for c in cons if id(c) not in recorded_ids]
+        for c in generic:
+            fam = c.parent_component().local_name
+            rep.generic_families[fam] = rep.generic_families.get(fam, 0) + 1
+
+        # ---- per-point functions ------------------------------------------------------------
+        self._point = None
+        if recorded:
+            self._setup_points(rec, recorded, var_id, compile, threads)
+
+        # ---- linear and other rows ----------------------------------------------------------
+        lin_rows, lin_cols, lin_vals, lin_const, lin_cons = [], [], [], [], []
+        nl_cons, nl_exprs = [], []
+        gen_syms: Dict[int, object] = {}
+        cache: dict = {}
+
+        def leaf(vd):
+            if vd.fixed:
+                if vd.value is None:
+                    raise ValueError(f"fixed variable {vd.name} has no value")
+                return float(vd.value)
+            k = var_id(vd)
+            s = gen_syms.get(k)
+            if s is None:
+                s = gen_syms[k] = ca.SX.sym(f"x{k}")
+            return s
+
+        from .casadi_expr import pyomo_to_casadi
+        lin_bounds, nl_bounds = [], []
+        for c in generic:
+            # the linear shapes pyomo.dae and the boundary conditions write go into a sparse
+            # matrix; any other row (linear or not) is walked into CasADi, which
+            # differentiates it (a linear row has no Hessian entries)
+            lo, body, up = c.to_bounded_expression(evaluate_bounds=True)
+            lin = _simple_linear(body)
+            if lin is not None:
+                const, terms = lin
+                r = len(lin_cons)
+                for vd, a in terms:
+                    if vd.fixed:
+                        const += a * float(vd.value)
+                    elif a != 0.0:
+                        lin_rows.append(r)
+                        lin_cols.append(var_id(vd))
+                        lin_vals.append(a)
+                lin_const.append(const)
+                lin_cons.append(c)
+                lin_bounds.append((lo, up))
+                continue
+            try:
+                nl_exprs.append(pyomo_to_casadi(body, leaf, cache))
+            except NotImplementedError as exc:
+                raise NotImplementedError(f"constraint {c.name}: {exc}") from None
+            nl_cons.append(c)
+            nl_bounds.append((lo, up))
+        quad = _quadratic(obj.expr)
+        if quad is not None:
+            f_expr = _casadi_quadratic(quad, leaf)
+        else:
+            try:
+                f_expr = pyomo_to_casadi(obj.expr, leaf, cache)
+            except NotImplementedError as exc:
+                raise NotImplementedError(f"objective {obj.name}: {exc}") from None
+
+        # ---- decision variables -----------------------------------------------------------------
+        for vd in self._vars:
+            if not vd.is_continuous():
+                raise ValueError(f"variable {vd.name} is not continuous ({vd.domain}); the solver "
+                                 "solves nonlinear programs in continuous variables only")
+        n = len(self._vars)
+        fixed = np.array([vd.fixed for vd in self._vars], dtype=bool)
+        if fixed.any():   # fixed variables enter the point functions as constants
+            raise AssertionError("internal: a fixed variable was registered")
+        self.variables = self._vars
+        self.n = n
+        self.x0 = np.array([vd.value if vd.value is not None else 0.0 for vd in self._vars], float)
+        bounds = [vd.bounds for vd in self._vars]
+        self.x_lb = _bounds([b[0] for b in bounds], -_INF)
+        self.x_ub = _bounds([b[1] for b in bounds], _INF)
+        self.x0 = np.clip(self.x0, self.x_lb, self.x_ub)
+
+        # ---- rows: recorded, linear, nonlinear ------------------------------------------------
+        n_rec = len(recorded)
+        self._lin = sp.csr_matrix((lin_vals, (lin_rows, lin_cols)), shape=(len(lin_cons), n))
+        self._lin_const = np.array(lin_const, dtype=float)
+        self.constraints = [c for c, _, _ in recorded] + lin_cons + nl_cons
+        m_rows = len(self.constraints)
+        self.m = m_rows
+        # the recorded rows' bounds are their family's (the row's expression object is the
+        # one built, so its bounds are too); the others are read from the model
+        rec_lb, rec_ub = np.full(n_rec, -_INF), np.full(n_rec, _INF)
+        if n_rec:
+            lo_of, up_of = {}, {}
+            for fam in rec.families:
+                for j, out in enumerate(fam.outputs):
+                    lo_of[out], up_of[out] = fam.lower[j], fam.upper[j]
+            outs = [o for _, _, o in recorded]
+            rec_lb = _bounds([lo_of[o] for o in outs], -_INF)
+            rec_ub = _bounds([up_of[o] for o in outs], _INF)
+        other = lin_bounds + nl_bounds
+        self.g_lb = np.concatenate([rec_lb, _bounds([lo for lo, _ in other], -_INF)])
+        self.g_ub = np.concatenate([rec_ub, _bounds([up for _, up in other], _INF)])
+        self._rec_slice = slice(0, n_rec)
+        self._lin_slice = slice(n_rec, n_rec + len(lin_cons))
+        self._nl_slice = slice(n_rec + len(lin_cons), m_rows)
+
+        # ---- the generic function: objective and nonlinear rows, with derivatives ------------
+        ids = np.array(sorted(gen_syms), dtype=np.int64)
+        xg = ca.vertcat(*[gen_syms[k] for k in ids]) if ids.size else ca.SX(0, 1)
+        G = ca.vertcat(*[ca.SX(e) for e in nl_exprs]) if nl_exprs else ca.SX(0, 1)
+        fx = ca.SX(f_expr) * self.sense
+        lam = ca.SX.sym("lam", G.numel())
+        sigma = ca.SX.sym("sigma")
+        JG = ca.jacobian(G, xg)
+        gradf = ca.gradient(fx, xg)
+        Hg = ca.tril(ca.hessian(sigma * fx + ca.dot(lam, G), xg)[0])
+        self._gen_ids = ids
+        self._fun_f = ca.Function("f", [xg], [fx, gradf])
+        self._fun_g = ca.Function("g", [xg], [G])
+        self._fun_jg = ca.Function("jg", [xg], [JG.nz[:] if JG.nnz() else ca.SX(0, 1)])
+        self._fun_hg = ca.Function("hg", [xg, sigma, lam], [Hg.nz[:] if Hg.nnz() else ca.SX(0, 1)])
+        jr, jc = JG.sparsity().get_triplet()
+        hr, hc = Hg.sparsity().get_triplet()
+        self._jg_rows = np.asarray(jr, dtype=np.int64) + self._nl_slice.start
+        self._jg_cols = ids[np.asarray(jc, dtype=np.int64)] if len(jc) else np.zeros(0, np.int64)
+        hg_r = ids[np.asarray(hr, dtype=np.int64)] if len(hr) else np.zeros(0, np.int64)
+        hg_c = ids[np.asarray(hc, dtype=np.int64)] if len(hc) else np.zeros(0, np.int64)
+
+        # ---- Jacobian structure ---------------------------------------------------------------
+        lin_coo = self._lin.tocoo()
+        parts_r = [lin_coo.row.astype(np.int64) + self._lin_slice.start, self._jg_rows]
+        parts_c = [lin_coo.col.astype(np.int64), self._jg_cols]
+        if self._point is not None:
+            parts_r.insert(0, self._point["jac_rows"])
+            parts_c.insert(0, self._point["jac_cols"])
+        self.jac_rows = np.concatenate(parts_r).astype(np.int32)
+        self.jac_cols = np.concatenate(parts_c).astype(np.int32)
+        self._lin_vals = lin_coo.data.astype(float)
+        n_pj = self._point["jac_rows"].size if self._point is not None else 0
+        self._jac_lin = slice(n_pj, n_pj + self._lin_vals.size)
+        self._jac_gen = slice(n_pj + self._lin_vals.size, self.jac_rows.size)
+
+        # ---- Hessian structure (lower triangle, duplicates merged) ---------------------------
+        hr_all = [np.maximum(hg_r, hg_c), ]
+        hc_all = [np.minimum(hg_r, hg_c), ]
+        if self._point is not None:
+            hr_all.insert(0, self._point["hess_rows"])
+            hc_all.insert(0, self._point["hess_cols"])
+        R = np.concatenate(hr_all)
+        C = np.concatenate(hc_all)
+        keys = R * n + C
+        uniq, inv = np.unique(keys, return_inverse=True)
+        self.hess_rows = (uniq // max(n, 1)).astype(np.int32)
+        self.hess_cols = (uniq % max(n, 1)).astype(np.int32)
+        self._hess_dest = inv.astype(np.int64)
+        self._n_ph = self._point["hess_rows"].size if self._point is not None else 0
+
+        # ---- scaling --------------------------------------------------------------------------
+        self.x_scaling, self.g_scaling, self.obj_scaling = self._scaling(model)
+
+        rep.n_variables, rep.n_constraints = n, m_rows
+        rep.n_recorded_rows, rep.n_linear_rows, rep.n_generic_rows = n_rec, len(lin_cons), len(nl_cons)
+        rep.jac_nnz, rep.hess_nnz = int(self.jac_rows.size), int(self.hess_rows.size)
+        self._cache_x = None
+        # ---- the check of the recorded rows ----------------------------------------------------
+        if self._point is not None:
+            tv = time.perf_counter()
+            self._verify(verify_points)
+            rep.verify_s = time.perf_counter() - tv
+        rep.translate_s = time.perf_counter() - t0 - rep.verify_s
+
+    # ------------------------------------------------------------------------------------------
+    @staticmethod
+    def _recorded_rows(model):
+        """The model's :class:`~pyomo_lap.ocp.build.PointRows` if it can be used, else (None, why)."""
+        rec = getattr(model, "point_rows", None)
+        if rec is None or not getattr(rec, "built", None):
+            return None, ("the model has no recorded rows (not built by pyomo_lap.ocp.build.build_model, "
+                          "or built with the option 'lift'): every row is translated from its "
+                          "expression")
+        for name, comp in rec.components.items():
+            if model.component(name) is not comp:
+                return None, (f"the variable component {name!r} was replaced after the model was "
+                              "built: every row is translated from its expression")
+        return rec, ""
+
+    def _setup_points(self, rec, recorded, var_id, compile_mode, threads):
+        """Per-point functions and the maps between their arrays and the NLP's."""
+        tc = time.perf_counter()
+        pf = point_functions(rec, compile_mode)
+        funs = pf["functions"]
+        self.report.compile_s = time.perf_counter() - tc
+        self.report.compiled = funs.compiled
+        self.report.compile_reason = funs.reason
+        jr, jc = pf["jac_sparsity"]
+        hr, hc = pf["hess_sparsity"]
+        n_out = pf["n_out"]
+        n_in = pf["n_in"]
+        N = len(rec.points)
+        # which point inputs the active recorded rows depend on
+        R_ = np.array([r for r in range(len(recorded))], dtype=np.int64)
+        I_ = np.array([i for _, i, _ in recorded], dtype=np.int64)
+        O_ = np.array([o for _, _, o in recorded], dtype=np.int64)
+        A = np.zeros((N, n_out), dtype=bool)
+        A[I_, O_] = True
+        S = np.zeros((n_out, n_in), dtype=np.int64)
+        S[jr, jc] = 1
+        needed = (A.astype(np.int64) @ S) > 0              # (N, n_in)
+        comps = [rec.components[name] for name in rec.variables]
+        W0 = np.zeros((N, n_in))        # point-major: CasADi's column-major (n_in, N)
+        XIDX = np.full((N, n_in), -1, dtype=np.int64)
+        for k, comp in enumerate(comps):
+            for i, s in enumerate(rec.points):
+                vd = comp[s]
+                if vd.value is not None:
+                    W0[i, k] = vd.value
+                if needed[i, k]:
+                    if vd.fixed:
+                        if vd.value is None:
+                            raise ValueError(f"fixed variable {vd.name} has no value")
+                    else:
+                        XIDX[i, k] = var_id(vd)
+        # W = W0 with the decision variables written in
+        dec = np.argwhere(XIDX >= 0)                       # (i, k) pairs
+        wpos = dec[:, 0] * n_in + dec[:, 1]
+        wx = XIDX[dec[:, 0], dec[:, 1]]
+        # Jacobian entries of the recorded rows
+        order = np.argsort(jr, kind="stable")
+        ptr = np.searchsorted(jr[order], np.arange(n_out + 1))
+        counts = ptr[O_ + 1] - ptr[O_]
+        rep_r = np.repeat(R_, counts)
+        rep_i = np.repeat(I_, counts)
+        starts = np.repeat(ptr[O_], counts)
+        within = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+        e = order[starts + within]                         # entry of J.nz
+        xcol = XIDX[rep_i, jc[e]]
+        keep = xcol >= 0
+        jac_src = (rep_i * jr.size + e)[keep]
+        # Hessian entries: every point with a recorded row
+        pts = np.flatnonzero(A.any(axis=1))
+        P = np.repeat(pts, hr.size)
+        E = np.tile(np.arange(hr.size), pts.size)
+        xa = XIDX[P, hr[E]]
+        xb = XIDX[P, hc[E]]
+        keep_h = (xa >= 0) & (xb >= 0)
+        T = np.ascontiguousarray(rec.track_values, dtype=float)       # (N, 15)
+        W = W0.copy()
+        L = np.zeros((N, n_out))
+        out_f, out_fj = np.zeros((N, n_out)), np.zeros((N, n_out))
+        jac = np.zeros((N, jr.size))
+        hess = np.zeros((N, hr.size))
+        self._point = {
+            "F": _Buffered(_mapped(funs["point_f"], N, threads), [W, T], [out_f]),
+            "FJ": _Buffered(_mapped(funs["point_fj"], N, threads), [W, T], [out_fj, jac]),
+            "FH": _Buffered(_mapped(funs["point_h"], N, threads), [W, T, L], [hess]),
+            "W": W, "L": L,
+            "N": N, "n_out": n_out, "W0": W0, "wpos": wpos, "wx": wx, "T": T,
+            "rows_out": O_, "rows_pt": I_,
+            "jac_rows": rep_r[keep],
+            "jac_cols": xcol[keep], "jac_src": jac_src,
+            "hess_rows": np.maximum(xa, xb)[keep_h], "hess_cols": np.minimum(xa, xb)[keep_h],
+            "hess_src": (P * hr.size + E)[keep_h],
+            "points_sampled": pts,
+            "recorded": recorded, "rec": rec,
+        }
+
+    def _scaling(self, model):
+        factors = {}
+        for suf in model.component_data_objects(pyo.Suffix, active=True, descend_into=True):
+            if suf.local_name == "scaling_factor":
+                for comp, v in suf.items():
+                    factors[id(comp)] = v
+        if not factors:
+            return None, None, 1.0
+
+        def get(objs):
+            fget = factors.get
+            vals = [fget(id(o)) for o in objs]
+            for k, v in enumerate(vals):
+                if v is None:
+                    vals[k] = fget(id(objs[k].parent_component()), 1.0)
+            arr = np.array(vals, dtype=float)
+            bad = np.flatnonzero(~(np.isfinite(arr) & (arr > 0)))
+            if bad.size:
+                raise ValueError(f"scaling_factor of {objs[bad[0]].name} is {vals[bad[0]]!r}; "
+                                 "expected a finite number > 0")
+            return arr
+        return (get(self.variables), get(self.constraints),
+                float(get([self.pyomo_objective])[0]))
+
+    # ------------------------------------------------------------------------------------------
+    def _point_inputs(self, x):
+        """Write the point inputs of ``x`` into the bound buffer ``W`` (N, n_in)."""
+        P = self._point
+        W = P["W"]
+        W[...] = P["W0"]
+        W.ravel()[P["wpos"]] = x[P["wx"]]
+        return W
+
+    def _point_eval(self, x, jacobian: bool = False):
+        """Row values (N, n_out) and, with ``jacobian``, Jacobian values (N, nnz) of the
+        point function at ``x`` (views of the bound buffers); the last point's results are
+        kept (IPOPT asks for the rows and then the Jacobian at the same point; at trial points
+        of its line search, only the rows)."""
+        same = self._cache_x is not None and np.array_equal(x, self._cache_x)
+        if same and (not jacobian or self._cache[1] is not None):
+            return self._cache
+        P = self._point
+        self._point_inputs(x)
+        if jacobian:
+            self._cache = tuple(P["FJ"]())
+        else:
+            self._cache = (P["F"]()[0], None)
+        self._cache_x = np.array(x, copy=True)
+        return self._cache
+
+    def _gen(self, x):
+        return x[self._gen_ids]
+
+    # callbacks --------------------------------------------------------------------------------
+    def objective(self, x) -> float:
+        """``sense * f(x)``."""
+        return float(self._fun_f(self._gen(x))[0])
+
+    def gradient(self, x, out) -> None:
+        """Gradient of ``sense * f`` into ``out`` (n,)."""
+        out[:] = 0.0
+        if self._gen_ids.size:
+            out[self._gen_ids] = np.asarray(self._fun_f(self._gen(x))[1]).ravel()
+
+    def constraints_eval(self, x, out) -> None:
+        """``g(x)`` into ``out`` (m,)."""
+        if self._point is not None:
+            o, _ = self._point_eval(x)
+            P = self._point
+            out[self._rec_slice] = o[P["rows_pt"], P["rows_out"]]
+        out[self._lin_slice] = self._lin @ x + self._lin_const
+        if self._nl_slice.stop > self._nl_slice.start:
+            out[self._nl_slice] = np.asarray(self._fun_g(self._gen(x))).ravel()
+
+    def jacobian(self, x, out) -> None:
+        """Values of the Jacobian entries (``jac_rows``, ``jac_cols``) into ``out``."""
+        k = 0
+        if self._point is not None:
+            _, j = self._point_eval(x, jacobian=True)
+            src = self._point["jac_src"]
+            out[:src.size] = j.ravel()[src]
+            k = src.size
+        out[self._jac_lin] = self._lin_vals
+        if self._jac_gen.stop > self._jac_gen.start:
+            out[self._jac_gen] = np.asarray(self._fun_jg(self._gen(x))).ravel()
+
+    def hessian(self, x, obj_factor, lam, out) -> None:
+        """Values of the lower-triangle entries of :math:`\\sigma \\nabla^2 f + \\sum \\lambda_i
+        \\nabla^2 g_i` (``hess_rows``, ``hess_cols``) into ``out``."""
+        parts = []
+        if self._point is not None:
+            P = self._point
+            P["L"][P["rows_pt"], P["rows_out"]] = lam[self._rec_slice]
+            self._point_inputs(x)
+            h = P["FH"]()[0]
+            parts.append(h.ravel()[P["hess_src"]])
+            self._cache_x = None      # W was rewritten
+        hg = np.asarray(self._fun_hg(self._gen(x), obj_factor, lam[self._nl_slice])).ravel()
+        parts.append(hg)
+        vals = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        out[:] = np.bincount(self._hess_dest, weights=vals, minlength=out.size)
+
+    # ------------------------------------------------------------------------------------------
+    def _verify(self, verify_points) -> None:
+        """Compare the recorded rows with the Pyomo expressions at a sample of points."""
+        P = self._point
+        recorded = P["recorded"]
+        pts = P["points_sampled"]
+        if verify_points != "all":
+            k = max(2, int(verify_points))
+            pts = np.unique(pts[np.linspace(0, pts.size - 1, min(k, pts.size)).round().astype(int)])
+        # the current values (not clipped to bounds) of the decision variables
+        cur = np.array([vd.value if vd.value is not None else 0.0 for vd in self.variables], float)
+        self._point_inputs(cur)
+        out = P["F"]()[0].copy()
+        self._cache_x = None
+        sample = set(pts.tolist())
+        by_point: Dict[int, list] = {}
+        for c, i, o in recorded:
+            if i in sample:
+                by_point.setdefault(i, []).append((c, o))
+        sf = self.g_scaling
+        row_of = {id(c): r for r, (c, _, _) in enumerate(recorded)}
+        worst = 0.0
+        for i in pts.tolist():
+            memo: dict = {}
+            for c, o in by_point.get(i, []):
+                a = evaluate_expression(c.body, memo)
+                b = float(out[i, o])
+                typical = 1.0 / sf[row_of[id(c)]] if sf is not None else 1.0
+                err = abs(a - b) / max(abs(a), abs(b), typical)
+                worst = max(worst, err)
+                if not err <= 1e-9:
+                    raise RecordedRowsMismatch(
+                        f"row {c.name}: the model's expression gives {a!r}, the recorded rows "
+                        f"{b!r} (relative difference {err:.2e} > 1e-9) at the current values; "
+                        "the fast path will not solve a model it cannot reproduce (solve with "
+                        "the 'ipopt' solver, or rebuild the model)")
+        self.report.verified_points = int(len(pts))
+        self.report.max_verify_error = worst
+
+    # ------------------------------------------------------------------------------------------
+    @property
+    def full(self):
+        """The problem itself (:class:`ReducedNLP` has a reduced one)."""
+        return self
+
+    def full_x(self, x) -> np.ndarray:
+        return np.asarray(x, dtype=float)
+
+    def full_multipliers(self, x, mult_g, mult_x_L, mult_x_U):
+        """``(x, mult_g, mult_x_L, mult_x_U)`` unchanged (see :meth:`ReducedNLP.full_multipliers`)."""
+        return np.asarray(x, dtype=float), mult_g, mult_x_L, mult_x_U
+
+    def load(self, x, mult_g=None, mult_x_L=None, mult_x_U=None) -> None:
+        """Write a solution into the model's variables."""
+        for vd, v in zip(self.variables, np.asarray(x, dtype=float).tolist()):
+            vd.set_value(v, skip_validation=True)
+
+
+class _Buffered:
+    """A CasADi function bound to NumPy arrays (``casadi.Function.buffer``): a call writes the
+    results straight into the output arrays, with no conversion (converting a mapped
+    function's (279, 4147) result to NumPy took 67 ms, the evaluation itself 9 ms). The
+    arrays are point-major (N, n) C-ordered: CasADi's column-major (n, N)."""
+
+    def __init__(self, f, inputs, outputs):
+        self._buf, self._eval = f.buffer()
+        self.inputs, self.outputs = inputs, outputs
+        for k, a in enumerate(inputs):
+            assert a.flags.c_contiguous and a.dtype == np.float64
+            self._buf.set_arg(k, memoryview(a.reshape(-1)))
+        for k, a in enumerate(outputs):
+            assert a.flags.c_contiguous and a.dtype == np.float64
+            self._buf.set_res(k, memoryview(a.reshape(-1)))
+
+    def __call__(self):
+        self._eval()
+        return self.outputs
+
+
+def _mapped(f, n: int, threads: int):
+    """``f`` mapped over ``n`` points, on ``threads`` threads when more than one."""
+    return f.map(n, "thread", threads) if threads > 1 else f.map(n)
+
+
+def _bound(b, default):
+    if b is None:
+        return default
+    b = float(b)
+    return max(min(b, _INF), -_INF)
+
+
+class _NotQuadratic(Exception):
+    pass
+
+
+def _quadratic(expr):
+    """``(constant, {id: (var, a)}, {(id_i, id_j): (var_i, var_j, q)})`` with
+    ``expr = constant + sum a x + sum q x_i x_j`` (each unordered pair once), for an expression
+    of degree at most 2 in the unfixed variables (sums, products, squares, divisions by
+    constants, named expressions, parameters and fixed variables), else None.
+
+    The objectives of :func:`pyomo_lap.ocp.build.add_objective` are of this shape; translated as
+    sparse vectors and matrices, they cost a few sparse products instead of a CasADi call per
+    node of the Pyomo expression (70 ms on the default job).
+    """
+    from pyomo.core.expr.numeric_expr import (DivisionExpression, PowExpression,
+                                              ProductExpression)
+
+    def const(c):
+        return [c, {}, {}]
+
+    def iadd(p, q, f=1.0):
+        """p += f q (in place)."""
+        p[0] += f * q[0]
+        lin, quad = p[1], p[2]
+        for k, (v, a) in q[1].items():
+            b = lin.get(k)
+            lin[k] = (v, a * f if b is None else b[1] + a * f)
+        for k, (vi, vj, a) in q[2].items():
+            b = quad.get(k)
+            quad[k] = (vi, vj, a * f if b is None else b[2] + a * f)
+        return p
+
+    def scale(p, f):
+        return [p[0] * f, {k: (v, a * f) for k, (v, a) in p[1].items()},
+                {k: (vi, vj, a * f) for k, (vi, vj, a) in p[2].items()}]
+
+    def mul(p, q):
+        if not p[1] and not p[2]:
+            return scale(q, p[0])
+        if not q[1] and not q[2]:
+            return scale(p, q[0])
+        if p[2] or q[2]:
+            raise _NotQuadratic
+        out = iadd(scale(p, q[0]), [0.0, q[1], {}], p[0])
+        quad = out[2]
+        for ki, (vi, a) in p[1].items():
+            for kj, (vj, b) in q[1].items():
+                key, pair = ((ki, kj), (vi, vj)) if ki <= kj else ((kj, ki), (vj, vi))
+                old = quad.get(key)
+                quad[key] = (pair[0], pair[1], a * b if old is None else old[2] + a * b)
+        return out
+
+    def walk(e):
+        t = type(e)
+        if t in native_numeric_types:
+            return const(float(e))
+        if not e.is_potentially_variable():
+            return const(float(pyo.value(e)))
+        if not e.is_expression_type():          # a variable
+            if e.fixed:
+                return const(float(e.value))
+            return [0.0, {id(e): (e, 1.0)}, {}]
+        if e.is_named_expression_type():
+            return walk(e.expr)
+        if t is SumExpression or t is LinearExpression:
+            acc = const(0.0)
+            for a in e.args:
+                iadd(acc, walk(a))
+            return acc
+        if t is NegationExpression:
+            return scale(walk(e.args[0]), -1.0)
+        if t is MonomialTermExpression or t is ProductExpression:
+            return mul(walk(e.args[0]), walk(e.args[1]))
+        if t is DivisionExpression:
+            den = walk(e.args[1])
+            if den[1] or den[2] or den[0] == 0.0:
+                raise _NotQuadratic
+            return scale(walk(e.args[0]), 1.0 / den[0])
+        if t is PowExpression:
+            ex = e.args[1]
+            if type(ex) not in native_numeric_types and ex.is_potentially_variable():
+                raise _NotQuadratic
+            ex = float(pyo.value(ex))
+            base = walk(e.args[0])
+            if ex == 0.0:
+                return const(1.0)
+            if ex == 1.0:
+                return base
+            if ex == 2.0:
+                return mul(base, base)
+            if not base[1] and not base[2]:
+                return const(base[0] ** ex)
+            raise _NotQuadratic
+        raise _NotQuadratic
+
+    try:
+        return walk(expr)
+    except (_NotQuadratic, RecursionError, ZeroDivisionError, OverflowError):
+        return None
+
+
+def _casadi_quadratic(quad, leaf):
+    """The CasADi expression of a :func:`_quadratic` result ``c + a^T x + x^T Q x`` on the
+    symbols ``leaf(var)``, built with two sparse products."""
+    import casadi as ca
+    c, lin, pairs = quad
+    pos: Dict[int, int] = {}
+    syms = []
+    for k, v in [(k, v) for k, (v, _) in lin.items()] + \
+            [kv for k, (vi, vj, _) in pairs.items() for kv in ((k[0], vi), (k[1], vj))]:
+        if k not in pos:
+            pos[k] = len(syms)
+            syms.append(leaf(v))
+    if not syms:
+        return ca.SX(c)
+    X = ca.vertcat(*syms)
+    n = len(syms)
+    a = np.zeros(n)
+    for k, (_, coef) in lin.items():
+        a[pos[k]] += coef
+    f = c + ca.dot(ca.DM(a), X)
+    if pairs:
+        rows = [pos[k[0]] for k in pairs]
+        cols = [pos[k[1]] for k in pairs]
+        Q = ca.DM.triplet(rows, cols, ca.DM([q for _, _, q in pairs.values()]), n, n)
+        f = f + ca.dot(X, ca.mtimes(Q, X))
+    return f
+
+
+def _bounds(values, default) -> np.ndarray:
+    """:func:`_bound` of each of ``values`` (None -> ``default``), as an array."""
+    a = np.array([default if b is None else b for b in values], dtype=float)
+    return np.clip(a, -_INF, _INF)
+
+
+def _simple_linear(body):
+    """``(constant, [(var, coef)])`` for the shapes pyomo.dae writes (a variable, a monomial, a
+    LinearExpression, a sum of these and numbers), else None."""
+    const = 0.0
+    terms = []
+    stack = [(body, 1.0)]
+    while stack:
+        e, a = stack.pop()
+        t = type(e)
+        if t in native_numeric_types:
+            const += a * e
+        elif t is MonomialTermExpression:
+            c, v = e.args
+            if type(c) not in native_numeric_types or v.is_expression_type():
+                return None
+            terms.append((v, a * c))
+        elif t is LinearExpression or t is SumExpression:
+            stack.extend((arg, a) for arg in e.args)
+        elif t is NegationExpression:
+            stack.append((e.args[0], -a))
+        elif not e.is_expression_type() and e.is_variable_type():
+            terms.append((e, a))
+        else:
+            return None
+    return const, terms
+
+
+# --------------------------------------------------------------------------------------------
+# presolve: the derivative variables of pyomo.dae eliminated
+# --------------------------------------------------------------------------------------------
+
+class ReducedNLP:
+    r"""A :class:`LapNLP` with pyomo.dae's derivative variables eliminated.
+
+    pyomo.dae writes the collocation of a state :math:`x` as a variable :math:`dx/ds` per point
+    and a linear equation per point defining it from the state values of the element,
+    :math:`dx/ds(s_i) = \sum_j a_{ij} x_j / h`. Such a variable (an entry of a
+    ``DerivativeVar`` without bounds, defined by exactly one linear equality) is replaced by
+    that combination everywhere: ``x_full = T x + c`` with a constant sparse ``T``. The NLP
+    IPOPT sees then has 12 variables and 12 equations fewer per point (a third of the KKT
+    system of the OCP), the same solutions and the same multipliers for the other rows; the
+    eliminated rows' multipliers are recovered from the stationarity of the Lagrangian in the
+    eliminated variable (:meth:`full_multipliers`).
+
+    Attributes, callbacks and conventions are those of :class:`LapNLP` (for the reduced
+    problem); :attr:`full` is the original.
+    """
+
+    def __init__(self, nlp: "LapNLP"):
+        from pyomo.dae import DerivativeVar
+        t0 = time.perf_counter()
+        self.full = nlp
+        self.sense = nlp.sense
+        n, m = nlp.n, nlp.m
+        lin = nlp._lin.tocsr(copy=True)
+        r0 = nlp._lin_slice.start
+        free = (nlp.x_lb <= -_INF / 2) & (nlp.x_ub >= _INF / 2)
+        cand = free & np.array([isinstance(v.parent_component(), DerivativeVar)
+                                for v in nlp.variables], dtype=bool)
+        # the rows that define a candidate: linear equalities with exactly one candidate
+        # column; a candidate defined by several rows goes with the first of them
+        lin.sum_duplicates()
+        eq = nlp.g_lb[nlp._lin_slice] == nlp.g_ub[nlp._lin_slice]
+        row_of_nz = np.repeat(np.arange(lin.shape[0]), np.diff(lin.indptr))
+        is_cand = cand[lin.indices]
+        n_cand = np.bincount(row_of_nz[is_cand], minlength=lin.shape[0])
+        pick = is_cand & eq[row_of_nz] & (n_cand[row_of_nz] == 1)
+        var_of, first = np.unique(lin.indices[pick], return_index=True)
+        chosen_row = row_of_nz[pick][first]
+        order = np.argsort(chosen_row, kind="stable")
+        chosen_row, chosen_var = chosen_row[order], var_of[order]
+        taken = np.zeros(n, dtype=bool)
+        taken[chosen_var] = True
+        elim = chosen_var.astype(np.int64)
+        elim_rows = chosen_row.astype(np.int64) + r0
+        kept = np.flatnonzero(~taken)
+        red = np.full(n, -1, dtype=np.int64)
+        red[kept] = np.arange(kept.size)
+        # T and c: x_full = T x_red + c; the row of the k-th eliminated v reads
+        # a_v v + sum_j a_j x_j + const = g  ->  v = (g - const - sum_j a_j x_j) / a_v
+        S = lin[chosen_row].tocoo()
+        k_of, cols, vals = S.row.astype(np.int64), S.col.astype(np.int64), S.data
+        own = cols == elim[k_of]
+        a = np.zeros(elim.size)
+        a[k_of[own]] = vals[own]
+        self._elim_coef = a
+        oth = ~own
+        Ti = [kept, elim[k_of[oth]]]
+        Tj = [np.arange(kept.size), red[cols[oth]]]
+        Tv = [np.ones(kept.size), -vals[oth] / a[k_of[oth]]]
+        c = np.zeros(n)
+        c[elim] = (nlp.g_lb[r0 + chosen_row] - nlp._lin_const[chosen_row]) / a
+        Ti, Tj, Tv = (np.concatenate(a) for a in (Ti, Tj, Tv))
+        self._T = sp.csr_matrix((Tv, (Ti, Tj)), shape=(n, kept.size))
+        self._TT = self._T.T.tocsr()
+        self._c = c
+        self._kept, self._elim, self._elim_rows = kept, elim, elim_rows
+        rows_kept = np.setdiff1d(np.arange(m), elim_rows)
+        self._rows_kept = rows_kept
+        newrow = np.full(m, -1, dtype=np.int64)
+        newrow[rows_kept] = np.arange(rows_kept.size)
+        # ---- problem data --------------------------------------------------------------
+        self.n, self.m = int(kept.size), int(rows_kept.size)
+        self.variables = [nlp.variables[k] for k in kept]
+        self.constraints = [nlp.constraints[r] for r in rows_kept]
+        self.x0, self.x_lb, self.x_ub = nlp.x0[kept], nlp.x_lb[kept], nlp.x_ub[kept]
+        self.g_lb, self.g_ub = nlp.g_lb[rows_kept], nlp.g_ub[rows_kept]
+        self.x_scaling = nlp.x_scaling[kept] if nlp.x_scaling is not None else None
+        self.g_scaling = nlp.g_scaling[rows_kept] if nlp.g_scaling is not None else None
+        self.obj_scaling = nlp.obj_scaling
+        # ---- Jacobian: J_red = J_full[kept rows] T, as a linear map of the values ---------
+        T = self._T
+        jr, jc = nlp.jac_rows.astype(np.int64), nlp.jac_cols.astype(np.int64)
+        e = np.flatnonzero(newrow[jr] >= 0)
+        rr, cc = newrow[jr[e]], jc[e]
+        cnt = np.diff(T.indptr)[cc]
+        src = np.repeat(e, cnt)
+        tr = np.repeat(rr, cnt)
+        pos = np.repeat(T.indptr[cc], cnt) + (np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt))
+        tc, w = T.indices[pos].astype(np.int64), T.data[pos]
+        keys = tr * self.n + tc
+        uniq, dest = np.unique(keys, return_inverse=True)
+        self.jac_rows = (uniq // self.n).astype(np.int32)
+        self.jac_cols = (uniq % self.n).astype(np.int32)
+        self._MJ = sp.csr_matrix((w, (dest, src)), shape=(uniq.size, jr.size))
+        # ---- Hessian: H_red = T^T H_full T (lower triangles), a linear map of the values ----
+        hr, hc = nlp.hess_rows.astype(np.int64), nlp.hess_cols.astype(np.int64)
+        # vectorized: pairs of the T rows of k = hr[e] and l = hc[e]
+        nk, nl = np.diff(T.indptr)[hr], np.diff(T.indptr)[hc]
+        npairs = nk * nl
+        E = np.repeat(np.arange(hr.size), npairs)
+        within = np.arange(npairs.sum()) - np.repeat(np.cumsum(npairs) - npairs, npairs)
+        ik = within // np.repeat(nl, npairs)
+        il = within % np.repeat(nl, npairs)
+        pk = T.indptr[hr[E]] + ik
+        pl = T.indptr[hc[E]] + il
+        i_, j_ = T.indices[pk].astype(np.int64), T.indices[pl].astype(np.int64)
+        ww = T.data[pk] * T.data[pl]
+        diag_e = hr[E] == hc[E]
+        # k == l: every ordered pair (i, j) with i >= j once; k != l: each pair once into the
+        # lower triangle, twice on the diagonal
+        keep = ~diag_e | (i_ >= j_)
+        ww = np.where(~diag_e & (i_ == j_), 2.0 * ww, ww)
+        a_, b_ = np.maximum(i_, j_)[keep], np.minimum(i_, j_)[keep]
+        keys = a_ * self.n + b_
+        uniq, dest = np.unique(keys, return_inverse=True)
+        self.hess_rows = (uniq // self.n).astype(np.int32)
+        self.hess_cols = (uniq % self.n).astype(np.int32)
+        self._MH = sp.csr_matrix((ww[keep], (dest, E[keep])), shape=(uniq.size, hr.size))
+        self._jf = np.empty(jr.size)
+        self._hf = np.empty(hr.size)
+        self._gf = np.empty(m)
+        self._gradf = np.empty(n)
+        self._lam = np.zeros(m)
+        self.report = nlp.report
+        self.report.eliminated = int(elim.size)
+        self.report.presolve_s = time.perf_counter() - t0
+        self.report.n_variables, self.report.n_constraints = self.n, self.m
+        self.report.jac_nnz, self.report.hess_nnz = int(self.jac_rows.size), int(self.hess_rows.size)
+
+    # ------------------------------------------------------------------------------------------
+    def full_x(self, x) -> np.ndarray:
+        """The values of every variable of :attr:`full` (n_full,) for reduced ``x``."""
+        return self._T @ np.asarray(x, dtype=float) + self._c
+
+    def objective(self, x) -> float:
+        return self.full.objective(self.full_x(x))
+
+    def gradient(self, x, out) -> None:
+        self.full.gradient(self.full_x(x), self._gradf)
+        out[:] = self._TT @ self._gradf
+
+    def constraints_eval(self, x, out) -> None:
+        self.full.constraints_eval(self.full_x(x), self._gf)
+        out[:] = self._gf[self._rows_kept]
+
+    def jacobian(self, x, out) -> None:
+        self.full.jacobian(self.full_x(x), self._jf)
+        out[:] = self._MJ @ self._jf
+
+    def hessian(self, x, obj_factor, lam, out) -> None:
+        self._lam[self._rows_kept] = lam
+        self.full.hessian(self.full_x(x), obj_factor, self._lam, self._hf)
+        out[:] = self._MH @ self._hf
+
+    def full_multipliers(self, x, mult_g, mult_x_L, mult_x_U):
+        """Multipliers of the full problem: the kept rows' as given, the eliminated rows'
+        from :math:`\\partial L/\\partial v = 0` in each eliminated variable :math:`v`
+        (which has no bounds), i.e. :math:`\\lambda_r = -(\\partial f/\\partial v +
+        \\sum_{k \\ne r} \\lambda_k \\partial g_k/\\partial v) / a_{rv}`.
+
+        Returns
+        -------
+        (x_full, mult_g_full, mult_x_L_full, mult_x_U_full)
+        """
+        nlp = self.full
+        xf = self.full_x(x)
+        lam = np.zeros(nlp.m)
+        lam[self._rows_kept] = mult_g
+        grad = np.empty(nlp.n)
+        nlp.gradient(xf, grad)
+        jv = np.empty(nlp.jac_rows.size)
+        nlp.jacobian(xf, jv)
+        J = sp.csc_matrix((jv, (nlp.jac_rows, nlp.jac_cols)), shape=(nlp.m, nlp.n))
+        jt_lam = J.T @ lam               # the eliminated rows' lambdas are still 0 here
+        lam[self._elim_rows] = -(grad[self._elim] + jt_lam[self._elim]) / self._elim_coef
+        zl = np.zeros(nlp.n)
+        zu = np.zeros(nlp.n)
+        zl[self._kept] = mult_x_L
+        zu[self._kept] = mult_x_U
+        return xf, lam, zl, zu

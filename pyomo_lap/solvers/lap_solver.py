@@ -1,0 +1,375 @@
+r"""``lap_ipopt``: the fast solver path, a Pyomo solver like any other.
+
+>>> import pyomo.environ as pyo
+>>> import pyomo_lap                                   # registers the solver
+>>> opt = pyo.SolverFactory("lap_ipopt")               # doctest: +SKIP
+>>> results = opt.solve(m, tee=True)                   # doctest: +SKIP
+
+It takes a built Pyomo model, with whatever constraints, objective, fixed variables and bounds
+the user changed, translates it into a nonlinear program whose rows are evaluated by compiled
+CasADi functions (:class:`pyomo_lap.solvers.lap_nlp.LapNLP`: the recorded per-point rows of a pyomo_lap
+model as one mapped function, the rest from their Pyomo expressions), and solves it with IPOPT
+3.14 (MUMPS with METIS ordering) from the ``casadi`` wheel through IPOPT's C interface
+(:mod:`pyomo_lap.solvers.ipopt_lib`): no NL file, no AMPL solver library, nothing to compile by hand.
+Primal values, constraint duals (suffix ``dual``), reduced costs (``rc``) and IPOPT's bound
+multipliers (``ipopt_zL_out``, ``ipopt_zU_out``), the termination condition and the iteration
+count are loaded back into Pyomo, so everything downstream works unchanged.
+
+The solver is registered with Pyomo's newer solver factory (``pyomo.contrib.solver``), which
+also registers a wrapper with the classic ``pyomo.environ.SolverFactory``.
+
+Sign conventions (those of Pyomo's ``ipopt`` interface, checked in the tests): the dual of a
+row is :math:`\partial f^*/\partial b`, the sensitivity of the optimal objective to the row's
+bound :math:`b`; ``rc`` likewise for a variable's active bound; for a minimization
+``ipopt_zL_out >= 0`` and ``ipopt_zU_out <= 0`` (the other way round for a maximization).
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, Optional, Sequence
+
+import numpy as np
+from pyomo.common.config import ConfigValue, In, NonNegativeInt
+from pyomo.contrib.solver.common.base import Availability, SolverBase
+from pyomo.contrib.solver.common.config import SolverConfig
+from pyomo.contrib.solver.common.factory import SolverFactory
+from pyomo.contrib.solver.common.results import Results, SolutionStatus, TerminationCondition
+from pyomo.contrib.solver.common.solution_loader import SolutionLoader
+from pyomo.contrib.solver.common.util import NoSolutionError
+from pyomo.core.staleflag import StaleFlagManager
+
+__all__ = ["LapIpopt", "LAP_IPOPT_OPTIONS", "SOLVER_NAME"]
+
+SOLVER_NAME = "lap_ipopt"
+
+LAP_IPOPT_OPTIONS = {
+    "linear_solver": "mumps",
+    "mumps_pivot_order": 6,         # QAMD: the fastest MUMPS ordering measured on these KKT systems
+    "mu_strategy": "monotone",
+    "tol": 1e-5,
+    "acceptable_tol": 1e-4,
+    "max_iter": 3000,
+}
+"""IPOPT options of :class:`LapIpopt` unless the caller overrides them (see the README)."""
+
+# IPOPT return status -> (termination condition, solution status, EXIT line of the log)
+_STATUS = {
+    0: (TerminationCondition.convergenceCriteriaSatisfied, SolutionStatus.optimal),
+    1: (TerminationCondition.convergenceCriteriaSatisfied, SolutionStatus.feasible),
+    2: (TerminationCondition.locallyInfeasible, SolutionStatus.infeasible),
+    3: (TerminationCondition.error, SolutionStatus.infeasible),
+    4: (TerminationCondition.unbounded, SolutionStatus.infeasible),
+    5: (TerminationCondition.interrupted, SolutionStatus.infeasible),
+    6: (TerminationCondition.convergenceCriteriaSatisfied, SolutionStatus.feasible),
+    -1: (TerminationCondition.iterationLimit, SolutionStatus.infeasible),
+    -2: (TerminationCondition.error, SolutionStatus.infeasible),
+    -3: (TerminationCondition.error, SolutionStatus.infeasible),
+    -4: (TerminationCondition.maxTimeLimit, SolutionStatus.infeasible),
+    -5: (TerminationCondition.maxTimeLimit, SolutionStatus.infeasible),
+}
+
+
+@contextlib.contextmanager
+def _tuned_process(enabled: bool = True):
+    """Process settings for a large IPOPT solve, restored afterwards (Linux, glibc):
+
+    * glibc's allocator keeps freed memory and does not use ``mmap`` for large blocks
+      (``mallopt``: ``M_MMAP_MAX = 0``, ``M_TRIM_THRESHOLD`` 2 GB, ``M_TOP_PAD`` 256 MB).
+      MUMPS allocates and frees its work space at every factorization; by default each large
+      block is a fresh ``mmap`` whose pages the kernel zeroes again: 8 of the 61 s of IPOPT's
+      own time on the full lap were system time, 1 s with these settings;
+    * the OpenBLAS of the casadi wheel (MUMPS's dense kernels) runs on one thread: its second
+      thread spun on the second core (more system time, no gain in wall time) while the
+      per-point functions run their own threads.
+    """
+    if not enabled or not sys.platform.startswith("linux"):
+        yield
+        return
+    import ctypes
+    import ctypes.util
+    restore = []
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+        mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+        M_TRIM_THRESHOLD, M_TOP_PAD, M_MMAP_MAX = -1, -2, -4
+        for param, value, default in ((M_MMAP_MAX, 0, 65536),
+                                      (M_TRIM_THRESHOLD, 2_000_000_000, 128 * 1024),
+                                      (M_TOP_PAD, 256 * 1024 * 1024, 128 * 1024)):
+            if mallopt(param, value):
+                restore.append(lambda p=param, d=default: mallopt(p, d))
+        restore.append(lambda: libc.malloc_trim(0))
+    except (OSError, AttributeError):
+        pass
+    try:
+        from .ipopt_lib import find_ipopt_library
+        for lib in sorted(find_ipopt_library().parent.glob("libcasadi-tp-openblas.so*")):
+            blas = ctypes.CDLL(str(lib))
+            before = blas.openblas_get_num_threads()
+            blas.openblas_set_num_threads(1)
+            restore.append(lambda b=blas, n=before: b.openblas_set_num_threads(n))
+            break
+    except Exception:   # another BLAS, or none: nothing to tune
+        pass
+    try:
+        yield
+    finally:
+        for undo in reversed(restore):
+            try:
+                undo()
+            except Exception:
+                pass
+
+
+class LapIpoptConfig(SolverConfig):
+    """Options of :class:`LapIpopt` (besides Pyomo's common solver options)."""
+
+    def __init__(self, description=None, doc=None, implicit=False, implicit_domain=None,
+                 visibility=0):
+        super().__init__(description=description, doc=doc, implicit=implicit,
+                         implicit_domain=implicit_domain, visibility=visibility)
+        self.compile: str = self.declare("compile", ConfigValue(
+            default="auto", domain=In(["auto", "compile", "vm"]),
+            description="how the per-point functions run: 'compile' to machine code (cached), "
+                        "'vm' in CasADi's virtual machine, 'auto' compile when a C compiler is found"))
+        self.verify_points = self.declare("verify_points", ConfigValue(
+            default=8, domain=lambda v: v if v == "all" else int(v),
+            description="points at which the recorded rows are checked against the model's "
+                        "expressions before the solve, or 'all'"))
+        self.eliminate_derivatives: bool = self.declare("eliminate_derivatives", ConfigValue(
+            default=True, domain=bool,
+            description="eliminate pyomo.dae's derivative variables and their collocation "
+                        "equations before IPOPT sees the problem (pyomo_lap.solvers.lap_nlp.ReducedNLP): "
+                        "the same solutions and duals, a third fewer unknowns in the KKT system"))
+        self.tune_process: bool = self.declare("tune_process", ConfigValue(
+            default=True, domain=bool,
+            description="during the solve, keep freed memory in the allocator and run the BLAS "
+                        "on one thread (see pyomo_lap.solvers.lap_solver._tuned_process)"))
+        self.eval_threads: int = self.declare("eval_threads", ConfigValue(
+            default=0, domain=NonNegativeInt,
+            description="threads of the per-point functions (0: the number of CPUs, at most 4)"))
+
+
+_OWN_OPTIONS = ("compile", "verify_points", "eliminate_derivatives", "tune_process", "eval_threads")
+"""Options of :class:`LapIpoptConfig` that may be given among the solver options."""
+
+
+class LapSolutionLoader(SolutionLoader):
+    """Primal and dual values of a :class:`LapIpopt` solve."""
+
+    def __init__(self, model, nlp, x, mult_g, mult_x_L, mult_x_U, sense: int):
+        self._pyomo_model = model
+        self._nlp = nlp
+        self._x = np.asarray(x, dtype=float)
+        # Pyomo's sign convention (that of its ipopt interface): minus IPOPT's multipliers,
+        # of the original objective's sense
+        self._duals = -np.asarray(mult_g, dtype=float) * sense
+        self._zl = np.asarray(mult_x_L, dtype=float) * sense
+        self._zu = -np.asarray(mult_x_U, dtype=float) * sense
+
+    def get_number_of_solutions(self) -> int:
+        return 1
+
+    def get_solution_ids(self):
+        return [None]
+
+    def get_vars(self, vars_to_load: Optional[Sequence] = None):
+        from pyomo.common.collections import ComponentMap
+        vals = ComponentMap(zip(self._nlp.variables, self._x.tolist()))
+        if vars_to_load is None:
+            return vals
+        return ComponentMap((v, vals[v]) for v in vars_to_load if v in vals)
+
+    def load_vars(self, vars_to_load: Optional[Sequence] = None) -> None:
+        if vars_to_load is None:
+            for v, val in zip(self._nlp.variables, self._x.tolist()):
+                v.set_value(val, skip_validation=True)
+        else:
+            for v, val in self.get_vars(vars_to_load).items():
+                v.set_value(val, skip_validation=True)
+        StaleFlagManager.mark_all_as_stale(delayed=True)
+
+    def get_duals(self, cons_to_load: Optional[Sequence] = None) -> Dict:
+        duals = dict(zip(self._nlp.constraints, self._duals.tolist()))
+        if cons_to_load is None:
+            return duals
+        return {c: duals[c] for c in cons_to_load if c in duals}
+
+    def get_reduced_costs(self, vars_to_load: Optional[Sequence] = None):
+        from pyomo.common.collections import ComponentMap
+        rc = ComponentMap(zip(self._nlp.variables, (self._zl + self._zu).tolist()))
+        if vars_to_load is None:
+            return rc
+        return ComponentMap((v, rc[v]) for v in vars_to_load if v in rc)
+
+    def load_import_suffixes(self) -> None:
+        suffixes = self._collect_and_clear_import_suffixes()
+        if "dual" in suffixes:
+            suffixes["dual"].update(self.get_duals())
+        if "rc" in suffixes:
+            suffixes["rc"].update(self.get_reduced_costs())
+        if "ipopt_zL_out" in suffixes:
+            suffixes["ipopt_zL_out"].update(zip(self._nlp.variables, self._zl.tolist()))
+        if "ipopt_zU_out" in suffixes:
+            suffixes["ipopt_zU_out"].update(zip(self._nlp.variables, self._zu.tolist()))
+
+
+@SolverFactory.register(SOLVER_NAME, doc="IPOPT 3.14 on the model evaluated by compiled CasADi "
+                        "functions (pyomo_lap's fast path)")
+class LapIpopt(SolverBase):
+    """IPOPT 3.14 on a Pyomo model evaluated by compiled CasADi functions (module docstring).
+
+    ``solve(model, tee=False, load_solutions=True, solver_options=None, ...)`` returns a
+    :class:`pyomo.contrib.solver.common.results.Results`; ``results.solver_log`` is IPOPT's
+    log, ``results.extra_info`` holds ``iteration_count``, ``ipopt_status``, the translation
+    report (sizes, times, checks) and the time split of the solve (``ipopt_s``,
+    ``function_s`` by callback, ``translate_s``, ``compile_s``).
+
+    Raises
+    ------
+    NotImplementedError, ValueError, pyomo_lap.solvers.lap_nlp.RecordedRowsMismatch
+        Before solving, when the model cannot be translated (see
+        :class:`pyomo_lap.solvers.lap_nlp.LapNLP`).
+    KeyboardInterrupt
+        Ctrl-C during the solve: IPOPT is stopped cleanly and the model keeps its values.
+    """
+
+    CONFIG = LapIpoptConfig()
+
+    def __init__(self, **kwds):
+        super().__init__(**kwds)
+
+    def available(self) -> Availability:
+        try:
+            from .ipopt_lib import load_ipopt_library
+            load_ipopt_library()
+            import casadi  # noqa: F401
+        except Exception:
+            return Availability.NotFound
+        return Availability.FullLicense
+
+    def version(self):
+        from .ipopt_lib import ipopt_version
+        try:
+            return ipopt_version()
+        except Exception:
+            return None
+
+    def solve(self, model, **kwds) -> Results:
+        from .ipopt_lib import IpoptProblem
+        from .lap_nlp import LapNLP
+
+        start = time.perf_counter()
+        results = Results()
+        results.timing_info.start_timestamp = datetime.datetime.now(datetime.timezone.utc)
+        results.solver_name = self.name
+        results.solver_version = self.version()
+        config = self.config(value=kwds, preserve_implicit=True)
+        # this solver's own options may also come with the IPOPT options (the CLI's
+        # --solver-option, Pyomo's legacy `options`): take them out of those
+        user = dict(config.solver_options.value() if hasattr(config.solver_options, "value")
+                    else config.solver_options)
+        for key in _OWN_OPTIONS:
+            if key in user:
+                config[key] = user.pop(key)
+        StaleFlagManager.mark_all_as_stale()
+        nlp = LapNLP(model, compile=config.compile, threads=config.eval_threads or None,
+                     verify_points=config.verify_points)
+        if config.eliminate_derivatives:
+            from .lap_nlp import ReducedNLP
+            nlp = ReducedNLP(nlp)
+        timers = {k: 0.0 for k in ("f", "grad_f", "g", "jac_g", "h")}
+        counts = {k: 0 for k in timers}
+
+        def timed(key, fn):
+            def wrapper(*args):
+                t = time.perf_counter()
+                try:
+                    return fn(*args)
+                finally:
+                    timers[key] += time.perf_counter() - t
+                    counts[key] += 1
+            return wrapper
+
+        options = dict(LAP_IPOPT_OPTIONS)
+        if config.time_limit is not None:           # Pyomo's common option, as IPOPT's
+            options["max_wall_time"] = float(config.time_limit)
+        options.update(user)
+        tee = bool(config.tee)
+        iterations = {"n": -1}
+
+        def intermediate(info):
+            iterations["n"] = info["iter_count"]
+            return None
+
+        prob = IpoptProblem(nlp.n, nlp.m, nlp.x_lb, nlp.x_ub, nlp.g_lb, nlp.g_ub, nlp.jac_rows,
+                            nlp.jac_cols, nlp.hess_rows, nlp.hess_cols,
+                            objective=timed("f", nlp.objective),
+                            gradient=timed("grad_f", nlp.gradient),
+                            constraints=timed("g", nlp.constraints_eval),
+                            jacobian=timed("jac_g", nlp.jacobian),
+                            hessian=timed("h", nlp.hessian), intermediate=intermediate)
+        if nlp.x_scaling is not None and "nlp_scaling_method" not in options:
+            prob.set_scaling(nlp.obj_scaling, nlp.x_scaling, nlp.g_scaling)
+            options["nlp_scaling_method"] = "user-scaling"
+        print_level = int(options.pop("print_level", 5))
+        options["print_level"] = print_level if tee else 0
+        options.setdefault("sb", "yes")     # no banner
+        for key, val in options.items():
+            prob.add_option(key, val)
+        fd, logfile = tempfile.mkstemp(prefix="pyomo_lap_ipopt_", suffix=".log")
+        os.close(fd)
+        prob.set_output_file(logfile, print_level=max(print_level, 5))
+        t_solve = time.perf_counter()
+        try:
+            try:
+                with _tuned_process(config.tune_process):
+                    res = prob.solve(nlp.x0)
+            finally:
+                log = Path(logfile).read_text(errors="replace") if os.path.exists(logfile) else ""
+                try:
+                    os.unlink(logfile)
+                except OSError:
+                    pass
+        except KeyboardInterrupt as exc:
+            exc.solver_log = log
+            raise
+        ipopt_s = time.perf_counter() - t_solve
+        tc, ss = _STATUS.get(res.status, (TerminationCondition.error, SolutionStatus.noSolution))
+        results.termination_condition = tc
+        results.solution_status = ss
+        results.solver_log = log
+        results.extra_info.iteration_count = res.iterations
+        results.extra_info.ipopt_status = res.status_name
+        results.extra_info.translation = nlp.report
+        results.extra_info.function_s = dict(timers)
+        results.extra_info.function_calls = dict(counts)
+        results.extra_info.ipopt_s = ipopt_s
+        results.extra_info.translate_s = nlp.report.translate_s
+        results.extra_info.compile_s = nlp.report.compile_s
+        results.extra_info.verify_s = nlp.report.verify_s
+        finite = np.all(np.isfinite(res.x))
+        if finite:
+            xf, lam, zl, zu = nlp.full_multipliers(res.x, res.mult_g, res.mult_x_L, res.mult_x_U)
+            results.solution_loader = LapSolutionLoader(model, nlp.full, xf, lam, zl, zu, nlp.sense)
+            results.incumbent_objective = float(res.obj) * nlp.sense
+        else:
+            from pyomo.contrib.solver.common.solution_loader import NoSolutionSolutionLoader
+            results.solution_loader = NoSolutionSolutionLoader(model, "IPOPT returned no finite point")
+            results.solution_status = SolutionStatus.noSolution
+        if config.raise_exception_on_nonoptimal_result and ss != SolutionStatus.optimal:
+            from pyomo.contrib.solver.common.util import NoOptimalSolutionError
+            raise NoOptimalSolutionError()
+        if config.load_solutions:
+            if results.solution_status == SolutionStatus.noSolution:
+                raise NoSolutionError()
+            results.solution_loader.load_solution()
+        results.solver_config = config
+        results.timing_info.wall_time = time.perf_counter() - start
+        return results

@@ -1,0 +1,600 @@
+"""Solving a built model through Pyomo, with solver look-up, default IPOPT options and a
+plain report of what happened.
+
+Any name Pyomo's ``SolverFactory`` knows can be given. Two NLP interfaces are tested here:
+
+* ``ipopt`` - Pyomo's classic shell interface to the ``ipopt`` executable (the default);
+* ``ipopt_v2`` - Pyomo's newer interface (:mod:`pyomo.contrib.solver`, ``Ipopt``), which
+  writes the NL file with its own writer, scales the model from the ``scaling_factor``
+  suffix itself and parses IPOPT's log.
+
+Names that Pyomo registers for its newer interfaces (``ipopt_v2``, ``highs``, ...) are solved
+through that interface directly, the others through the classic one.
+"""
+from __future__ import annotations
+
+import dataclasses
+import io
+import logging
+import os
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Optional
+
+import pyomo.environ as pyo
+from pyomo.common.log import LoggingIntercept
+from pyomo.opt import TerminationCondition
+
+__all__ = ["SolveReport", "solve_model", "ensure_solver", "SolverNotFoundError",
+           "SolveInterrupted", "DEFAULT_IPOPT_OPTIONS", "diagnose", "TESTED_SOLVERS",
+           "log_statistics", "DEFAULT_SOLVER", "ASL_SOLVERS",
+           "parse_solver_options", "decode_solver_message"]
+
+TESTED_SOLVERS = ("lap_ipopt", "ipopt", "ipopt_v2")
+"""Solver names (Pyomo ``SolverFactory`` names) that the test suite solves the OCP with."""
+
+DEFAULT_SOLVER = "lap_ipopt"
+"""The solver of :func:`solve_model`, :func:`pyomo_lap.api.solve_sector` and ``pyomo-lap
+solve`` unless another is named: the fast path (:mod:`pyomo_lap.solvers.lap_solver`)."""
+
+ASL_SOLVERS = ("ipopt", "ipopt_v2")
+"""Pyomo's interfaces to the ``ipopt`` executable (NL file, AMPL solver library)."""
+
+DEFAULT_IPOPT_OPTIONS = {   # for the ASL path; lap_ipopt has its own (LAP_IPOPT_OPTIONS)
+    "nlp_scaling_method": "user-scaling",   # the model's scaling_factor suffix
+    "linear_solver": "mumps",
+    "mu_strategy": "monotone",              # 'adaptive' raised mu far from a good start
+    "tol": 1e-5,                            # scaled NLP error; the lap time is then converged to ~1e-5
+    "acceptable_tol": 1e-4,
+    "max_iter": 3000,
+    "print_level": 5,
+}
+"""IPOPT options used unless the caller overrides them."""
+
+INSTALL_HINT = (
+    "The default solver lap_ipopt needs only the casadi wheel (`pip install casadi`, part of "
+    "pyomo_lap's requirements). The ASL path (ipopt, ipopt_v2) needs an `ipopt` executable: "
+    "`PYOMO_LAP_ASL=1 bash scripts/bootstrap.sh` (builds it from Debian packages into "
+    ".venv/bin), "
+    "`conda install -c conda-forge ipopt`, or `idaes get-extensions`; or put any `ipopt` "
+    "executable on PATH. Tested solver names: " + ", ".join(TESTED_SOLVERS) + ".")
+
+
+class SolverNotFoundError(RuntimeError):
+    """The requested solver is not available."""
+
+
+class SolveInterrupted(KeyboardInterrupt):
+    """The solve was interrupted (Ctrl-C, SIGINT). ``report`` says what is known (time,
+    iterations seen); the model keeps its previous values; the solver process is stopped
+    and its temporary files removed."""
+
+    def __init__(self, report: "SolveReport"):
+        self.report = report
+        super().__init__(report.describe())
+
+
+_ESCAPE = re.compile(r"\\x([0-9A-Fa-f]{2})")
+
+
+def decode_solver_message(text) -> str:
+    """A solver message with its ``\\xHH`` escapes decoded: AMPL solution files escape the
+    colon, which Pyomo passes on (``'Ipopt 3.11.9\\x3a Optimal Solution Found'`` ->
+    ``'Ipopt 3.11.9: Optimal Solution Found'``). Other text is unchanged."""
+    if not text:
+        return "" if text is None else str(text)
+    return _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), str(text))
+
+
+@dataclasses.dataclass
+class SolveReport:
+    """What a solve did.
+
+    Attributes
+    ----------
+    ok : bool
+        True when the solver reported an optimal solution (for IPOPT also "Solved To
+        Acceptable Level", which Pyomo reports as optimal; :attr:`exit_message` tells them
+        apart).
+    termination_condition : str
+        Pyomo's termination condition (``optimal``, ``maxIterations``, ``infeasible`` ...).
+    status : str
+        Pyomo's solver status.
+    message : str
+        The solver's own message.
+    iterations : int or None
+        Iteration count read from the solver log (IPOPT).
+    solve_time_s : float
+        Wall-clock time of the solve call [s].
+    solver : str
+    log : str
+        Solver output.
+    n_variables, n_constraints : int or None
+        Size of the NLP as the solver saw it (IPOPT's log).
+    exit_message : str
+        IPOPT's ``EXIT:`` line, e.g. ``Optimal Solution Found.`` or ``Solved To Acceptable
+        Level.`` (Pyomo reports both as ``optimal``).
+    details : dict
+        Solver-specific figures (``lap_ipopt``: ``ipopt_s``, ``translate_s``, ``compile_s``,
+        ``verify_s``, ``function_s`` and ``function_calls`` by callback, ``translation``).
+    kind : str
+        ``optimal``, ``acceptable``, ``iteration_limit``, ``infeasible``,
+        ``restoration_failed``, ``evaluation_error``, ``interrupted``, ``time_limit``,
+        ``bad_option``, ``solver_error`` or ``failed`` (from :func:`diagnose`).
+    explanation, hint : str
+        What happened in plain words, and what to try (empty when optimal).
+    """
+
+    ok: bool
+    termination_condition: str
+    status: str
+    message: str
+    iterations: Optional[int]
+    solve_time_s: float
+    solver: str
+    log: str = ""
+    n_variables: Optional[int] = None
+    n_constraints: Optional[int] = None
+    exit_message: str = ""
+    kind: str = ""
+    explanation: str = ""
+    hint: str = ""
+    details: dict = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        self.message = decode_solver_message(self.message)
+        self.exit_message = decode_solver_message(self.exit_message)
+        if not self.kind:
+            self.kind, self.explanation, self.hint = diagnose(self)
+
+    def describe(self) -> str:
+        """One paragraph: what happened, the solver's status and, on a failure, a hint."""
+        facts = [f"termination condition {self.termination_condition}",
+                 f"solver status {self.status}"]
+        if self.exit_message:
+            facts.append(f"IPOPT: {self.exit_message!r}")
+        if self.iterations is not None:
+            facts.append(f"{self.iterations} iterations")
+        facts.append(f"{self.solve_time_s:.1f} s")
+        text = f"{self.explanation} ({', '.join(facts)})"
+        return text + (f". Hint: {self.hint}" if self.hint else "")
+
+
+_HINTS = {
+    "iteration_limit": (
+        "the solver stopped at its iteration limit before converging",
+        "raise the limit (--max-iter N; Python: solver_options={'max_iter': N}), or solve a "
+        "coarser mesh (--nfe) or a shorter sector first and start from it "
+        "(pyomo_lap.ocp.initialize.initialize_from_solution)"),
+    "infeasible": (
+        "the solver converged to a point of local infeasibility: the constraints cannot all "
+        "hold near this point",
+        "check the entry speed (--initial-speed; 'free' lets the optimizer choose it), that "
+        "the car fits the track (widths, --vehicle width), the vehicle's grip, power and "
+        "steering limit, and any constraint you added"),
+    "restoration_failed": (
+        "the solver's restoration phase failed to get back to a feasible point",
+        "this usually means a poor start or a badly conditioned problem near it: try another "
+        "mesh (--nfe), a shorter sector, --initial-speed free, or check the vehicle data"),
+    "evaluation_error": (
+        "the model produced NaN or infinity (a function or derivative could not be evaluated)",
+        "check the vehicle data (loads, tyre parameters) and the track (grades, curvature); "
+        "try another mesh (--nfe) or a shorter sector"),
+    "interrupted": (
+        "the solve was interrupted by the user",
+        "nothing was lost: earlier results are untouched; run again when ready"),
+    "time_limit": (
+        "the solver stopped at its time limit",
+        "raise the limit (max_cpu_time) or solve a coarser mesh first"),
+    "bad_option": (
+        "the solver refused an option",
+        "check the option's name and value; IPOPT's AMPL interface takes only some options "
+        "on the command line, pass others through an options file by prefixing them with "
+        "OF_ (e.g. OF_max_resto_iter)"),
+    "solver_error": (
+        "the solver stopped with an error",
+        "read the solver's log (run without --quiet); try another mesh (--nfe), a shorter "
+        "sector or --initial-speed free"),
+    "failed": (
+        "the solver did not report an optimal solution",
+        "read the solver's log (run without --quiet)"),
+}
+
+
+def diagnose(report) -> tuple:
+    """Classify a solve from its termination condition, IPOPT's ``EXIT:`` line and log.
+
+    Parameters
+    ----------
+    report : SolveReport
+        (``termination_condition``, ``status``, ``exit_message``, ``message``, ``log``).
+
+    Returns
+    -------
+    (kind, explanation, hint) : tuple of str
+        ``kind`` as in :attr:`SolveReport.kind`; ``hint`` is '' when optimal.
+    """
+    tc = str(report.termination_condition)
+    ex = (report.exit_message or "").lower()
+    msg = (report.message or "").lower()
+    log = report.log or ""
+    if report.ok or tc in ("optimal", "locallyOptimal", "globallyOptimal"):
+        if "acceptable" in ex:
+            return ("acceptable", "the solver reached an acceptable (not the requested) "
+                    "tolerance", "")
+        return "optimal", "the solver found an optimal solution", ""
+    detail = re.findall(r"(Unknown keyword \S+|Exception message: .*)", log)
+    if "unknown keyword" in log.lower() or "OPTION_INVALID" in log:
+        kind = "bad_option"
+    elif "restoration" in ex and "fail" in ex:
+        kind = "restoration_failed"
+    elif "invalid number" in ex or "invalid number" in msg:
+        kind = "evaluation_error"
+    elif "requested by user" in ex or tc in ("userInterrupt", "interrupted"):
+        kind = "interrupted"
+    elif tc in ("maxTimeLimit", "maxEvaluations") or "cpu time" in ex or "wallclock" in ex:
+        kind = "time_limit"     # (Pyomo reports IPOPT's CPU-time limit as maxIterations)
+    elif tc == "maxIterations" or "maximum number of iterations" in ex:
+        kind = "iteration_limit"
+    elif tc in ("infeasible", "locallyInfeasible", "globallyInfeasible") or "infeasib" in ex:
+        kind = "infeasible"
+    elif tc in ("error", "internalSolverError", "solverFailure") or ex:
+        kind = "solver_error"
+    else:
+        kind = "failed"
+    explanation, hint = _HINTS[kind]
+    if kind == "bad_option" and detail:
+        explanation += ": " + detail[0].replace("Exception message: ", "").strip()
+    return kind, explanation, hint
+
+
+def _venv_bin() -> Path:
+    return Path(sys.prefix) / "bin"
+
+
+def _new_interface(opt):
+    """The :mod:`pyomo.contrib.solver` object behind a legacy wrapper, or None."""
+    try:
+        from pyomo.contrib.solver.common.base import LegacySolverWrapper
+        from pyomo.contrib.solver.common.factory import SolverFactory as NewSolverFactory
+    except ImportError:  # pragma: no cover - older Pyomo
+        return None
+    if not isinstance(opt, LegacySolverWrapper):
+        return None
+    for name, cls in NewSolverFactory._cls.items():
+        if type(opt) is not cls and isinstance(opt, cls):
+            return NewSolverFactory(name)
+    return None
+
+
+def ensure_solver(name: str = "ipopt"):
+    """Return a Pyomo solver object, finding ``.venv/bin/ipopt`` even when the virtual
+    environment is not activated.
+
+    Parameters
+    ----------
+    name : str
+        A Pyomo ``SolverFactory`` name (``ipopt``, ``ipopt_v2``, ...).
+
+    Raises
+    ------
+    SolverNotFoundError
+        With installation hints, when Pyomo knows no such solver or cannot find it.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise SolverNotFoundError(f"solver name {name!r}: expected a Pyomo solver name such as "
+                                  f"{' or '.join(TESTED_SOLVERS)}")
+    with LoggingIntercept(io.StringIO(), "pyomo", logging.WARNING):
+        opt = pyo.SolverFactory(name)
+    from pyomo.opt.base.solvers import UnknownSolver
+    if opt is None or isinstance(opt, UnknownSolver):
+        raise SolverNotFoundError(
+            f"solver {name!r} is not a solver Pyomo knows (see `pyomo help --solvers`). "
+            f"NLP solvers tested with pyomo_lap: {', '.join(TESTED_SOLVERS)}. {INSTALL_HINT}")
+    available = False
+    try:
+        available = bool(opt.available(exception_flag=False))
+    except Exception:  # some plugins raise instead of returning False
+        available = False
+    if not available and name in ("ipopt", "ipopt_v2"):
+        exe = _venv_bin() / "ipopt"
+        if exe.exists():
+            try:
+                opt = pyo.SolverFactory(name, executable=str(exe))
+                new = _new_interface(opt)
+                if new is not None:
+                    new.config.executable = str(exe)
+                    available = bool(new.available())
+                else:
+                    available = bool(opt.available(exception_flag=False))
+            except Exception:
+                available = False
+    if not available and name == DEFAULT_SOLVER:
+        raise SolverNotFoundError(
+            f"solver {name!r} is not available: it needs the casadi wheel, which ships the IPOPT "
+            "library it uses (`pip install casadi`; `bash scripts/bootstrap.sh` installs it), or "
+            "PYOMO_LAP_IPOPT_LIBRARY pointing at an IPOPT 3.14 library. The ASL path "
+            "(--solver ipopt) works without it.")
+    if not available:
+        hint = INSTALL_HINT if name in ("ipopt", "ipopt_v2") else (
+            "It needs the cyipopt Python package built against an Ipopt library "
+            "(`pip install cyipopt` or `conda install -c conda-forge cyipopt`), or use one of "
+            f"{', '.join(TESTED_SOLVERS)}. {INSTALL_HINT}") if name == "cyipopt" else (
+            "Pyomo knows it, but cannot find it on this machine: install it (and put its "
+            f"executable on PATH), or use one of {', '.join(TESTED_SOLVERS)}. {INSTALL_HINT}")
+        raise SolverNotFoundError(f"solver {name!r} is not available. {hint}")
+    return opt
+
+
+def parse_solver_options(pairs) -> dict:
+    """Turn ``["KEY=VALUE", ...]`` into a dict of solver options.
+
+    Values that read as integers or floats become numbers (``max_iter=500`` -> 500,
+    ``tol=1e-6`` -> 1e-06), everything else stays a string (``linear_solver=mumps``).
+
+    Raises
+    ------
+    ValueError
+        An item without ``=`` or with an empty key (the message names the item).
+    """
+    from ..ocp.options import key_value_pairs
+    out = {}
+    for key, val in key_value_pairs(pairs, "solver option ", "max_iter=500"):
+        for conv in (int, float):
+            try:
+                out[key] = conv(val)
+                break
+            except ValueError:
+                continue
+        else:
+            out[key] = val
+    return out
+
+
+def solve_model(m, solver: str = DEFAULT_SOLVER, options: Optional[dict] = None, tee: bool = False,
+                load_partial: bool = True) -> SolveReport:
+    """Solve a model and report plainly.
+
+    Parameters
+    ----------
+    m : pyomo.environ.ConcreteModel
+    solver : str
+        Pyomo solver name: ``lap_ipopt`` (default, the fast path), ``ipopt`` (the classic
+        ASL path), ``ipopt_v2`` (Pyomo's newer interface to the same executable), or any
+        other name Pyomo knows.
+    options : dict, optional
+        Solver options passed through unchanged; for the ASL path they update
+        :data:`DEFAULT_IPOPT_OPTIONS`, for ``lap_ipopt`` its own defaults
+        (:data:`pyomo_lap.solvers.lap_solver.LAP_IPOPT_OPTIONS`).
+    tee : bool
+        Stream the solver's output (iterations) to stdout.
+    load_partial : bool
+        Load the solver's last point into the model also when it did not converge (the
+        report says it is not optimal).
+
+    Returns
+    -------
+    SolveReport
+
+    Raises
+    ------
+    SolverNotFoundError
+    SolveInterrupted (a KeyboardInterrupt)
+        Ctrl-C during the solve: the solver process is stopped, its temporary files are
+        removed and the model keeps its previous values; ``exc.report`` tells the time and
+        the iterations seen.
+
+    Notes
+    -----
+    Failures are not raised but reported: ``report.ok`` is False and ``report.kind``,
+    ``report.describe()`` say what happened (iteration limit, local infeasibility,
+    restoration failure, evaluation error, bad option, ...), with a hint.
+    """
+    opt = ensure_solver(solver)
+    opts = dict(DEFAULT_IPOPT_OPTIONS) if solver in ASL_SOLVERS else {}
+    opts.update(options or {})
+    new = _new_interface(opt)
+    if new is not None:
+        exe = _venv_bin() / "ipopt"
+        if "ipopt" in solver and exe.exists() and not new.available():
+            new.config.executable = str(exe)     # .venv/bin/ipopt, venv not activated
+        return _solve_new_interface(m, new, solver, opts, tee, load_partial)
+    opt.options.update(opts)
+    fd, logfile = tempfile.mkstemp(prefix="pyomo_lap_", suffix=".log")
+    os.close(fd)
+    depth = _tempfile_depth()
+    pyomo_log = io.StringIO()
+    t0 = time.perf_counter()
+    try:
+        # Pyomo's own log lines about a failed solve (the whole solver log, again) are
+        # captured: the report says what happened, and tee shows the solver's output
+        with LoggingIntercept(pyomo_log, "pyomo", logging.WARNING):
+            try:
+                res = opt.solve(m, tee=tee, load_solutions=False, logfile=logfile)
+            except NotImplementedError:   # interfaces that take no log file (appsi_ipopt ...)
+                res = opt.solve(m, tee=tee, load_solutions=False)
+    except KeyboardInterrupt:
+        elapsed = time.perf_counter() - t0
+        _drop_tempfiles(depth)
+        log = _read_and_remove(logfile)
+        raise SolveInterrupted(SolveReport(
+            False, "userInterrupt", "aborted", "interrupted (SIGINT)", _iterations(log, True),
+            elapsed, solver, log, *_sizes(log), _exit_line(log), kind="interrupted",
+            explanation=_HINTS["interrupted"][0], hint=_HINTS["interrupted"][1])) from None
+    except Exception as exc:  # the solver crashed or returned an error code
+        _drop_tempfiles(depth)
+        log = _read_and_remove(logfile) or pyomo_log.getvalue()
+        return SolveReport(False, "error", "error", f"{type(exc).__name__}: {exc}",
+                           _iterations(log, True), time.perf_counter() - t0, solver, log,
+                           *_sizes(log), _exit_line(log))
+    elapsed = time.perf_counter() - t0
+    log = _read_and_remove(logfile)
+    tc = res.solver.termination_condition
+    ok = tc in (TerminationCondition.optimal, TerminationCondition.locallyOptimal)
+    if pyomo_log.getvalue().strip():   # kept in the report; passed on after a good solve
+        log += "\n--- Pyomo's messages ---\n" + pyomo_log.getvalue()
+        if ok:
+            logging.getLogger(__name__).warning(pyomo_log.getvalue().strip())
+    if ok or (load_partial and len(res.solution) > 0):
+        with LoggingIntercept(io.StringIO(), "pyomo", logging.WARNING):  # "warning status"
+            m.solutions.load_from(res)
+    return SolveReport(ok, str(tc), str(res.solver.status), str(res.solver.message or ""),
+                       _iterations(log, not ok), elapsed, solver, log, *_sizes(log),
+                       _exit_line(log))
+
+
+def _tempfile_depth() -> int:
+    from pyomo.common.tempfiles import TempfileManager
+    return len(getattr(TempfileManager, "_context_stack", None) or [])
+
+
+def _drop_tempfiles(depth: int) -> None:
+    """Remove the temporary files (NL, solution, options) of a solve that did not return:
+    Pyomo pops its temporary-file context only after a solve completes."""
+    from pyomo.common.tempfiles import TempfileManager
+    try:
+        while _tempfile_depth() > depth:
+            TempfileManager.pop(remove=True)
+    except Exception:  # never hide the original problem behind a clean-up failure
+        pass
+
+
+def _solve_new_interface(m, opt, solver, opts, tee, load_partial) -> SolveReport:
+    """Solve through a :mod:`pyomo.contrib.solver` interface; the report uses the classic
+    names of the termination conditions (``optimal``, ``maxIterations``...) so that runs made
+    with either interface read alike."""
+    from pyomo.contrib.solver.common.results import (SolutionStatus, legacy_solver_status_map,
+                                                     legacy_termination_condition_map)
+    from pyomo.contrib.solver.common.results import TerminationCondition as TC
+    from ..util.gc_pause import gc_paused
+    t0 = time.perf_counter()
+    try:
+        with gc_paused():
+            res = opt.solve(m, tee=tee, load_solutions=False,
+                            raise_exception_on_nonoptimal_result=False, solver_options=opts)
+    except KeyboardInterrupt as exc:
+        log = getattr(exc, "solver_log", "") or ""
+        partial = getattr(exc, "ipopt_result", None)
+        raise SolveInterrupted(SolveReport(
+            False, "userInterrupt", "aborted", "interrupted (SIGINT)",
+            getattr(partial, "iterations", None) if partial is not None else _iterations(log, True),
+            time.perf_counter() - t0, solver, log, *_sizes(log), _exit_line(log),
+            kind="interrupted", explanation=_HINTS["interrupted"][0],
+            hint=_HINTS["interrupted"][1])) from None
+    except (NotImplementedError, ValueError) as exc:
+        # the model could not be translated (lap_ipopt) or an option was refused: say so
+        # plainly, as a failed solve, before anything ran
+        kind = "bad_option" if "option" in str(exc) else "solver_error"
+        return SolveReport(False, "error", "error", f"{type(exc).__name__}: {exc}", None,
+                           time.perf_counter() - t0, solver, str(exc), None, None, "",
+                           kind=kind, explanation=f"{_HINTS[kind][0]}: {exc}",
+                           hint=_HINTS[kind][1] if kind == "solver_error" else
+                           "check the option's name and value (IPOPT's options: "
+                           "https://coin-or.github.io/Ipopt/OPTIONS.html)")
+    except Exception as exc:  # the solver crashed or returned an error code
+        return SolveReport(False, "error", "error", f"{type(exc).__name__}: {exc}", None,
+                           time.perf_counter() - t0, solver, "", None, None, "")
+    elapsed = time.perf_counter() - t0
+    log = getattr(res, "solver_log", "") or ""
+    tc = res.termination_condition
+    ok = tc == TC.convergenceCriteriaSatisfied and res.solution_status in (
+        SolutionStatus.optimal, SolutionStatus.feasible)
+    if ok or (load_partial and res.solution_status != SolutionStatus.noSolution):
+        res.solution_loader.load_vars()
+        if ok:       # duals (suffix 'dual'), reduced costs ('rc'), IPOPT's bound multipliers
+            try:
+                res.solution_loader.load_import_suffixes()
+            except (NotImplementedError, AttributeError):
+                pass
+    legacy_tc = legacy_termination_condition_map.get(tc, tc)
+    status = legacy_solver_status_map.get(tc, "unknown")
+    if solver == DEFAULT_SOLVER and tc in (TC.iterationLimit, TC.locallyInfeasible, TC.maxTimeLimit):
+        status = "warning"     # as Pyomo's classic ipopt reports these (the same words either path)
+    iters = res.extra_info.iteration_count if "iteration_count" in res.extra_info else None
+    report = SolveReport(ok, str(legacy_tc), str(status), str(tc.name), iters if iters is not None
+                         else _iterations(log), elapsed, solver, log, *_sizes(log), _exit_line(log))
+    report.details = {k: res.extra_info[k] for k in ("ipopt_s", "translate_s", "compile_s",
+                                                     "verify_s", "function_s", "function_calls",
+                                                     "translation")
+                      if k in res.extra_info}
+    return report
+
+
+def log_statistics(log: str) -> dict:
+    """Figures of an IPOPT log (3.11 or 3.14): NLP size, iterations, time split.
+
+    Returns
+    -------
+    dict
+        Any of ``n_variables``, ``n_equalities``, ``n_inequalities``, ``jac_nnz`` (equality
+        plus inequality Jacobian), ``hess_nnz`` (lower triangle), ``iterations``,
+        ``ipopt_internal_s`` (IPOPT's own work: linear algebra, line search [s], CPU time in
+        3.11, wall time in 3.14), ``ipopt_eval_s`` (function evaluations [s]),
+        ``inertia_corrections`` (iterations whose ``lg(rg)`` column shows a regularization:
+        each costs at least one more factorization) that the log holds.
+    """
+    out = {}
+    pats = {
+        "n_variables": r"Total number of variables\.*:\s*(\d+)",
+        "n_equalities": r"Total number of equality constraints\.*:\s*(\d+)",
+        "n_inequalities": r"Total number of inequality constraints\.*:\s*(\d+)",
+        "jac_eq": r"nonzeros in equality constraint Jacobian\.*:\s*(\d+)",
+        "jac_ineq": r"nonzeros in inequality constraint Jacobian\.*:\s*(\d+)",
+        "hess_nnz": r"nonzeros in Lagrangian Hessian\.*:\s*(\d+)",
+        "iterations": r"Number of Iterations\.*:\s*(\d+)",
+        "ipopt_internal_s": r"Total (?:CPU )?sec(?:ond)?s in IPOPT \(w/o function evaluations\)\s*=\s*([\d.]+)",
+        "ipopt_eval_s": r"Total (?:CPU )?sec(?:ond)?s in NLP function evaluations\s*=\s*([\d.]+)",
+    }
+    for key, pat in pats.items():
+        hit = re.findall(pat, log)
+        if hit:
+            out[key] = float(hit[-1]) if key.endswith("_s") else int(hit[-1])
+    if "jac_eq" in out or "jac_ineq" in out:
+        out["jac_nnz"] = out.pop("jac_eq", 0) + out.pop("jac_ineq", 0)
+    rows = re.findall(r"^\s*\d+r?\s+[-+]?\d\.\d+e[-+]\d+\s+\S+\s+\S+\s+\S+\s+\S+\s+(\S+)\s",
+                      log, flags=re.MULTILINE)
+    if rows:
+        out["inertia_corrections"] = sum(1 for r in rows if r != "-")
+    return out
+
+
+def _iterations(log: str, from_table: bool = False) -> Optional[int]:
+    """IPOPT's iteration count: its summary line or, with ``from_table`` when there is
+    none (an interrupted or crashed solve), the last row of the iteration table."""
+    hit = re.findall(r"Number of Iterations\.*:\s*(\d+)", log)
+    if hit:
+        return int(hit[-1])
+    if from_table:
+        rows = re.findall(r"^\s*(\d+)r?\s+[-+]?\d\.\d+e[-+]\d+\s", log, flags=re.MULTILINE)
+        if rows:
+            return int(rows[-1])
+    return None
+
+
+def _sizes(log: str):
+    nv = re.findall(r"Total number of variables\.*:\s*(\d+)", log)
+    ne = re.findall(r"Total number of equality constraints\.*:\s*(\d+)", log)
+    ni = re.findall(r"Total number of inequality constraints\.*:\s*(\d+)", log)
+    if not (nv and ne and ni):
+        return None, None
+    return int(nv[-1]), int(ne[-1]) + int(ni[-1])
+
+
+def _read_and_remove(path: str) -> str:
+    try:
+        return Path(path).read_text(errors="replace")
+    except OSError:
+        return ""
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def _exit_line(log: str) -> str:
+    hit = re.findall(r"EXIT:\s*(.*)", log)
+    return hit[-1].strip() if hit else ""

@@ -1,0 +1,7 @@
+"""Spatial algebra written once over scalars (floats, Pyomo expressions, CasADi symbols).
+
+:mod:`.backend` (scalar arithmetic with structural zeros), :mod:`.lie` (SE(3), se(3): exp,
+``Ad``, ``ad``, ``Ad*``, ``ad*``, spatial inertia), :mod:`.chain` (the reduced car's six-joint
+chain and its ABA), :mod:`.tape` (one point's equations recorded once and replayed).
+Imports nothing else of :mod:`pyomo_lap`.
+"""

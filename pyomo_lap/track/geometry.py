@@ -1,0 +1,915 @@
+"""3D ribbon track: spine, track frame {S} and its geometric angular velocity.
+
+Implements the track parametrisation of Bartali, Gabiccini, Grabovic, Guiggiani,
+"A Lie group-based race car model ...", sec. 2.1, eqs. (7)-(12):
+
+* spine ``C(s) = p(s)`` in the ground frame {G} (x east, y north, z up) [m],
+  parametrised by arc length ``s`` (so ``|p'| = 1`` and ``J_1^1 =
+  [1, 0, 0, Omega_x, Omega_y, Omega_z]``, eq. 12b);
+* intermediate frame {H} = [t v w]: ``t = p'/|p'|``, ``v = unit(k_G x t_h)``
+  (horizontal, pointing left), ``w = t x v``;
+* track frame {S} = [t n m]: {H} rotated about ``t`` by the banking ``nu``:
+  ``n = cos(nu) v + sin(nu) w``, ``m = -sin(nu) v + cos(nu) w``;
+  ``R_{G,S} = [t n m]`` (eq. 9);
+* geometric angular velocity ``hat(Omega) = R^T dR/ds`` (eq. 11).  With heading
+  ``psi`` (angle of the horizontal tangent from east, counter-clockwise) and
+  slope ``theta = asin(t_z)``, ``R_{G,S} = Rz(psi) Ry(-theta) Rx(nu)`` and::
+
+      Omega_x = psi' sin(theta) + nu'                                  (geodesic torsion)
+      Omega_y = -theta' cos(nu) + psi' cos(theta) sin(nu)              (-normal curvature)
+      Omega_z = theta' sin(nu) + psi' cos(theta) cos(nu)               (geodesic curvature)
+
+  ``psi', theta', psi'', theta''`` are computed analytically from ``p', p'', p'''``
+  of the quintic spline, so ``dOmega/ds`` is analytic too.
+
+The spine is a quintic (C^4) interpolating B-spline of points sampled at
+uniform arc length (periodic for closed tracks); widths and banking are quintic
+splines of ``s`` as well.  Raw or user data are smoothed and resampled by
+:mod:`pyomo_lap.track.build`.
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+from scipy.interpolate import make_interp_spline
+
+from . import checks as track_checks
+from .checks import MAX_GRADE, TrackDataError
+
+__all__ = ["TrackPoints", "Track", "load_track", "available_tracks", "data_dir", "TrackDataError"]
+
+DEFAULT_HALF_WIDTH = 4.0  # [m], used when the data have no widths
+DEFAULT_BANKING = 0.0     # [rad], used when the data have no banking
+
+SET_WIDTH = ("--track-width METRES (the total, half each side; Python: track_width=...) or "
+             "width_left_m, width_right_m columns in a CSV track file")
+SET_BANKING = "a banking_rad column in a CSV track file (Track.to_csv writes one)"
+
+_COLUMN_ALIASES = {
+    "s": ("s_m", "s"),
+    "x": ("x_m", "x"),
+    "y": ("y_m", "y"),
+    "z": ("z_m", "z"),
+    "width_left": ("width_left_m", "width_left", "w_left", "wl"),
+    "width_right": ("width_right_m", "width_right", "w_right", "wr"),
+    "banking": ("banking_rad", "banking", "bank", "nu"),
+}
+
+
+# ---------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class TrackPoints:
+    """The track evaluated at ``n`` values of the arc length ``s``.
+
+    Attributes
+    ----------
+    s : ndarray (n,)
+        Arc length along the spine [m] (wrapped to [0, length) on closed tracks).
+    position : ndarray (n, 3)
+        Spine point ``C(s)`` in {G} [m].
+    rotation : ndarray (n, 3, 3)
+        ``R_{G,S} = [t n m]`` (columns t, n, m in {G}), eq. (9).
+    omega : ndarray (n, 3)
+        ``Omega^S = [Omega_x, Omega_y, Omega_z]`` [1/m], ``hat(Omega) = R^T dR/ds``, eq. (11).
+    domega_ds : ndarray (n, 3)
+        ``dOmega/ds`` [1/m^2].
+    width_left, width_right : ndarray (n,)
+        Distance from the spine to the left / right edge along ``n`` [m].
+    banking : ndarray (n,)
+        Banking angle ``nu`` [rad] (positive: rotation about ``t``, left edge up).
+    heading : ndarray (n,)
+        ``psi``, angle of the horizontal tangent from east, counter-clockwise [rad].
+    slope : ndarray (n,)
+        ``theta = asin(t_z)`` [rad] (positive uphill).
+    speed : ndarray (n,)
+        ``|dp/ds|`` (1 up to the arc-length parametrisation error) [-].
+    """
+
+    s: np.ndarray
+    position: np.ndarray
+    rotation: np.ndarray
+    omega: np.ndarray
+    domega_ds: np.ndarray
+    width_left: np.ndarray
+    width_right: np.ndarray
+    banking: np.ndarray
+    heading: np.ndarray
+    slope: np.ndarray
+    speed: np.ndarray
+
+    @property
+    def tangent(self) -> np.ndarray:
+        """(n,3) unit tangent t in {G}."""
+        return self.rotation[:, :, 0]
+
+    @property
+    def normal(self) -> np.ndarray:
+        """(n,3) lateral unit vector n in {G} (points left)."""
+        return self.rotation[:, :, 1]
+
+    @property
+    def binormal(self) -> np.ndarray:
+        """(n,3) unit vector m = t x n in {G} (points 'up' out of the road surface)."""
+        return self.rotation[:, :, 2]
+
+    @property
+    def grade(self) -> np.ndarray:
+        """(n,) road grade dz/d(horizontal distance) = tan(theta) [-]."""
+        return np.tan(self.slope)
+
+    @property
+    def J1(self) -> np.ndarray:
+        """(n,6) track-joint Jacobian ``J_1^1 = [1, 0, 0, Omega_x, Omega_y, Omega_z]`` (eq. 12b, |p'| = 1)."""
+        n = len(self.s)
+        out = np.zeros((n, 6))
+        out[:, 0] = 1.0
+        out[:, 3:] = self.omega
+        return out
+
+    @property
+    def dJ1_ds(self) -> np.ndarray:
+        """(n,6) ``dJ_1^1/ds = [0, 0, 0, dOmega/ds]`` [1/m^2]."""
+        out = np.zeros((len(self.s), 6))
+        out[:, 3:] = self.domega_ds
+        return out
+
+    @property
+    def curvature_radius(self) -> np.ndarray:
+        """(n,) horizontal-plane-free radius ``1/|Omega_z|`` of geodesic curvature [m] (inf if straight)."""
+        with np.errstate(divide="ignore"):
+            return 1.0 / np.abs(self.omega[:, 2])
+
+
+# ---------------------------------------------------------------------------
+def _as_1d(s) -> np.ndarray:
+    a = np.asarray(s, dtype=float)
+    return a.reshape(-1) if a.ndim != 1 else a
+
+
+class Track:
+    """A 3D ribbon track parametrised by spine arc length ``s`` in [0, length].
+
+    Construct with :meth:`from_arclength_samples` (already smooth points at
+    uniform arc length), :meth:`from_points` (arbitrary points, smoothed and
+    resampled), :meth:`from_csv` or :meth:`from_zaggy_json`; or with
+    :func:`load_track`.
+
+    Attributes
+    ----------
+    name : str
+    length : float
+        Spine length L [m].
+    closed : bool
+        Closed loop (all quantities periodic in s with period L) or open.
+    provenance : dict
+        Where the data came from and how they were processed.
+    """
+
+    def __init__(self, s, points, width_left=None, width_right=None, banking=None,
+                 closed: bool = True, name: str = "track", provenance: dict | None = None):
+        """Build a track from samples of an arc-length parametrised spine.
+
+        Parameters
+        ----------
+        s : array_like (M,)
+            Strictly increasing arc length of the samples [m], starting at 0.  Closed
+            tracks: the last sample must *not* repeat the first; the period is
+            ``L = s[-1] + (s[-1] - s[-2])`` unless a repeated closing sample is given
+            (then it is dropped and ``L`` is its ``s``).  Open tracks: ``L = s[-1]``.
+        points : array_like (M, 3)
+            Spine points in {G} [m], smooth (they are interpolated, not smoothed).
+        width_left, width_right : array_like (M,) or float, optional
+            Half-widths [m] (default 4.0 m each, recorded in ``provenance['assumptions']``).
+        banking : array_like (M,) or float, optional
+            Banking nu [rad] (default 0, recorded in ``provenance['assumptions']``).
+        closed : bool
+        name : str
+        provenance : dict, optional
+
+        Raises
+        ------
+        ValueError
+            On shape mismatch, fewer than 6 samples, non-increasing s, non-finite values.
+        """
+        s = np.asarray(s, float)
+        P = np.asarray(points, float)
+        if P.ndim != 2 or P.shape[1] != 3 or len(s) != len(P):
+            raise ValueError(f"points must be (M,3) with M = len(s); got {P.shape} and {s.shape}")
+        if len(s) < 6:
+            raise ValueError(f"need at least 6 samples, got {len(s)}")
+        if not (np.all(np.isfinite(s)) and np.all(np.isfinite(P))):
+            raise ValueError("s and points must be finite")
+        if np.any(np.diff(s) <= 0):
+            raise ValueError("s must be strictly increasing")
+
+        def col(v, default):
+            if v is None:
+                v = default
+            a = np.asarray(v, float)
+            if a.ndim == 0:
+                a = np.full(len(s), float(a))
+            if a.shape != s.shape or not np.all(np.isfinite(a)):
+                raise ValueError("width_left/width_right/banking must be scalars or finite (M,) arrays")
+            return a
+
+        wl = col(width_left, DEFAULT_HALF_WIDTH)
+        wr = col(width_right, DEFAULT_HALF_WIDTH)
+        nu = col(banking, 0.0)
+        s = s - s[0]
+        if closed:
+            if np.linalg.norm(P[-1] - P[0]) < 1e-9 * max(1.0, s[-1]):
+                L = s[-1]
+                s, P, wl, wr, nu = s[:-1], P[:-1], wl[:-1], wr[:-1], nu[:-1]
+            else:
+                L = s[-1] + (s[-1] - s[-2])
+            ss = np.concatenate([s, [L]])
+            close = lambda a: np.concatenate([a, a[:1]], axis=0)  # noqa: E731
+            self._p = make_interp_spline(ss, close(P), k=5, bc_type="periodic")
+            self._aux = make_interp_spline(ss, close(np.column_stack([wl, wr, nu])), k=5,
+                                           bc_type="periodic")
+        else:
+            L = s[-1]
+            self._p = make_interp_spline(s, P, k=5)
+            self._aux = make_interp_spline(s, np.column_stack([wl, wr, nu]), k=5)
+        self.length = float(L)
+        self.closed = bool(closed)
+        self.name = str(name)
+        self.provenance = dict(provenance or {})
+        assumed = _default_assumptions(width_left is None, width_right is None, banking is None)
+        if assumed:
+            self.provenance["assumptions"] = list(self.provenance.get("assumptions", [])) + assumed
+        self.findings = []   # repairs made by the loader (pyomo_lap.track.checks.Finding)
+        self._s_samples = s
+
+    @property
+    def processing_steps(self) -> list:
+        """What the loader did to the data: records of
+        :func:`pyomo_lap.track.report.step` (``provenance['processing_steps']``)."""
+        return list(self.provenance.get("processing_steps", []))
+
+    @property
+    def assumptions(self) -> list:
+        """Values the data do not give and a default replaced: records of
+        :func:`pyomo_lap.track.report.assumption` (``provenance['assumptions']``)."""
+        return list(self.provenance.get("assumptions", []))
+
+    def __repr__(self) -> str:
+        return (f"Track(name={self.name!r}, length={self.length:.3f} m, closed={self.closed}, "
+                f"samples={len(self._s_samples)})")
+
+    # ------------------------------------------------------------------ evaluation
+    def _wrap(self, s) -> np.ndarray:
+        s = _as_1d(s)
+        if not np.all(np.isfinite(s)):
+            raise ValueError("s must be finite")
+        if self.closed:
+            return np.mod(s, self.length)
+        tol = 1e-9 * max(1.0, self.length)
+        bad = (s < -tol) | (s > self.length + tol)
+        if np.any(bad):
+            v = s[bad][0]
+            raise ValueError(f"s = {float(v):.9g} m is outside [0, {self.length:.6f}] m of open "
+                             f"track {self.name!r}")
+        return np.clip(s, 0.0, self.length)
+
+    def evaluate(self, s) -> TrackPoints:
+        """Evaluate spine, frame and angular velocity at arc lengths ``s``.
+
+        Parameters
+        ----------
+        s : array_like, scalar or (n,)
+            Arc length [m].  Closed track: wrapped modulo ``length``.
+
+        Returns
+        -------
+        TrackPoints
+            All arrays with leading dimension n.
+
+        Raises
+        ------
+        ValueError
+            Open track and some ``s`` outside ``[0, length]``; non-finite ``s``.
+
+        Notes
+        -----
+        ``Omega`` follows eq. (11) via the closed form in the module docstring;
+        derivatives are with respect to the spline parameter, which equals the
+        arc length up to ``| |p'| - 1 |`` (about 1e-6 for the bundled tracks).
+        """
+        s = self._wrap(s)
+        d1 = self._p(s, 1)
+        d2 = self._p(s, 2)
+        d3 = self._p(s, 3)
+        P = self._p(s)
+        aux = self._aux(s)
+        aux1 = self._aux(s, 1)
+        aux2 = self._aux(s, 2)
+        wl, wr, nu = aux[:, 0], aux[:, 1], aux[:, 2]
+        nu1, nu2 = aux1[:, 2], aux2[:, 2]
+
+        x1, y1, z1 = d1.T
+        x2, y2, z2 = d2.T
+        x3, y3, z3 = d3.T
+        r2 = x1 * x1 + y1 * y1
+        if np.any(r2 <= 1e-24):
+            raise ValueError("vertical spine tangent: heading undefined")
+        r = np.sqrt(r2)
+        speed2 = r2 + z1 * z1
+        speed = np.sqrt(speed2)
+        # heading psi and derivatives
+        psi = np.arctan2(y1, x1)
+        cr = x1 * y2 - y1 * x2          # cross
+        dt = x1 * x2 + y1 * y2          # r r'
+        psi1 = cr / r2
+        psi2 = (x1 * y3 - y1 * x3) / r2 - 2.0 * cr * dt / (r2 * r2)
+        # slope theta = atan2(z', r) and derivatives
+        theta = np.arctan2(z1, r)
+        r_1 = dt / r
+        r_2 = (x2 * x2 + y2 * y2 + x1 * x3 + y1 * y3) / r - dt * dt / (r2 * r)
+        num = r * z2 - z1 * r_1
+        num1 = r * z3 - z1 * r_2
+        den1 = 2.0 * (x1 * x2 + y1 * y2 + z1 * z2)
+        theta1 = num / speed2
+        theta2 = (num1 * speed2 - num * den1) / (speed2 * speed2)
+
+        st, ct = np.sin(theta), np.cos(theta)
+        sn, cn = np.sin(nu), np.cos(nu)
+        sp_, cp_ = np.sin(psi), np.cos(psi)
+        om = np.column_stack([
+            psi1 * st + nu1,
+            -theta1 * cn + psi1 * ct * sn,
+            theta1 * sn + psi1 * ct * cn,
+        ])
+        dom = np.column_stack([
+            psi2 * st + psi1 * ct * theta1 + nu2,
+            -theta2 * cn + theta1 * sn * nu1 + psi2 * ct * sn - psi1 * st * theta1 * sn
+            + psi1 * ct * cn * nu1,
+            theta2 * sn + theta1 * cn * nu1 + psi2 * ct * cn - psi1 * st * theta1 * cn
+            - psi1 * ct * sn * nu1,
+        ])
+        t = d1 / speed[:, None]
+        v = np.column_stack([-sp_, cp_, np.zeros_like(psi)])
+        w = np.column_stack([-st * cp_, -st * sp_, ct])
+        nvec = cn[:, None] * v + sn[:, None] * w
+        mvec = -sn[:, None] * v + cn[:, None] * w
+        R = np.stack([t, nvec, mvec], axis=2)
+        return TrackPoints(s=s, position=P, rotation=R, omega=om, domega_ds=dom,
+                           width_left=wl, width_right=wr, banking=nu,
+                           heading=psi, slope=theta, speed=speed)
+
+    def global_position(self, s, lateral_offset, vertical_offset=0.0) -> np.ndarray:
+        """Point ``C(s) + q2 n(s) + h m(s)`` in {G}.
+
+        Parameters
+        ----------
+        s : array_like (n,) [m]
+        lateral_offset : array_like (n,) or scalar
+            ``q2``, offset along n (positive left) [m].
+        vertical_offset : array_like (n,) or scalar
+            ``h``, offset along m [m].
+
+        Returns
+        -------
+        ndarray (n, 3) [m]
+
+        Raises
+        ------
+        ValueError
+            As :meth:`evaluate`.
+        """
+        tp = self.evaluate(s)
+        q2 = np.broadcast_to(np.asarray(lateral_offset, float), tp.s.shape)
+        h = np.broadcast_to(np.asarray(vertical_offset, float), tp.s.shape)
+        return tp.position + q2[:, None] * tp.normal + h[:, None] * tp.binormal
+
+    def sample_s(self, spacing: float) -> np.ndarray:
+        """Uniform grid of s with about ``spacing`` [m]: [0, L) closed, [0, L] open."""
+        if self.closed:
+            M = max(int(round(self.length / spacing)), 1)
+            return np.arange(M) * (self.length / M)
+        M = max(int(math.ceil(self.length / spacing)), 1)
+        return np.linspace(0.0, self.length, M + 1)
+
+    def to_csv(self, path, spacing: float = 2.0) -> None:
+        """Write ``s_m,x_m,y_m,z_m,width_left_m,width_right_m,banking_rad`` samples (1e-6 m)."""
+        s = self.sample_s(spacing)
+        tp = self.evaluate(s)
+        _write_track_csv(path, s, tp.position, tp.width_left, tp.width_right, tp.banking)
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_arclength_samples(cls, s, points, width_left=None, width_right=None, banking=None,
+                               closed: bool = True, name: str = "track",
+                               provenance: dict | None = None) -> "Track":
+        """Alias of the constructor (samples already smooth and at arc length)."""
+        return cls(s, points, width_left, width_right, banking, closed, name, provenance)
+
+    @classmethod
+    def from_points(cls, points, closed: bool, width_left=None, width_right=None, banking=None,
+                    smoothing: float | None = None, z_smoothing: float | None = None,
+                    spacing: float | None = None, name: str = "track",
+                    provenance: dict | None = None, repair: bool = False,
+                    max_grade: float = MAX_GRADE) -> "Track":
+        """Check, smooth and resample arbitrary spine points into an arc-length parametrised
+        track.
+
+        Parameters
+        ----------
+        points : array_like (n, 3)
+            Spine points x, y, z in {G} [m], in driving order.  Closed: the last point
+            may repeat the first.
+        closed : bool or None
+            True: a closed loop (it must close); False: open; None: detected.
+        width_left, width_right, banking : scalar or (n,) arrays, optional
+            Per-point values [m, m, rad], mapped to the new s by the arc length of
+            the points (linear, then the quintic spline of the track).
+        smoothing : float, optional
+            Cut-off wavelength [m] of the plan-view smoother (see
+            :mod:`pyomo_lap.track.build`); ``0`` = interpolate exactly (quintic
+            spline through the points); ``None`` = light: 3 x the median spacing.
+        z_smoothing : float, optional
+            Same for the elevation (default: ``smoothing``).
+        spacing : float, optional
+            Arc-length spacing of the internal samples [m] (default: min(2, median
+            spacing / 2), at least 0.05).
+        repair : bool
+            Repair the problems of the points where a repair is well defined (see
+            :mod:`pyomo_lap.track.checks`); the repairs are reported.
+        max_grade : float
+            Steepest plausible grade [-].
+
+        Raises
+        ------
+        TrackDataError (a ValueError)
+            Bad points (missing values, duplicates, glitches, a loop that does not close,
+            fewer than 4 points, ...) or a bad result (too steep, self-intersecting);
+            every problem is listed (see :mod:`pyomo_lap.track.checks`).
+        """
+        chk = track_checks.check_points(
+            points, closed, attrs=dict(width_left=width_left, width_right=width_right,
+                                       banking=banking),
+            source=f"track {name!r}", repair=repair, max_grade=max_grade)
+        a = chk.attrs
+        tr = cls._build_from_points(chk.points, chk.closed, a.get("width_left"), a.get("width_right"),
+                                    a.get("banking"), smoothing, z_smoothing, spacing, name, provenance)
+        return _finish(tr, chk.findings, f"track {name!r}", max_grade)
+
+    @classmethod
+    def _build_from_points(cls, points, closed: bool, width_left=None, width_right=None,
+                           banking=None, smoothing: float | None = None,
+                           z_smoothing: float | None = None, spacing: float | None = None,
+                           name: str = "track", provenance: dict | None = None) -> "Track":
+        """:meth:`from_points` without the checks (points already checked)."""
+        from . import build as tb
+
+        P = np.asarray(points, float)
+        if P.ndim != 2 or P.shape[1] != 3:
+            raise ValueError(f"points must have shape (n,3), got {P.shape}")
+        if not np.all(np.isfinite(P)):
+            raise ValueError("points must be finite")
+        if closed and len(P) > 1 and np.linalg.norm(P[-1] - P[0]) < 1e-9:
+            P = P[:-1]
+            trim = True
+        else:
+            trim = False
+        if len(P) < 4:
+            raise ValueError(f"need at least 4 points, got {len(P)}")
+        dd = np.linalg.norm(np.diff(P, axis=0), axis=1)
+        med = float(np.median(dd[dd > 0])) if np.any(dd > 0) else 1.0
+        if smoothing is None:
+            smoothing = 3.0 * med
+        if spacing is None:
+            spacing = float(np.clip(min(2.0, med / 2.0), 0.05, None))
+        s_new, Pn, L, info = tb.process_points(P, closed, smoothing, z_smoothing, spacing=spacing,
+                                               grid_spacing=min(spacing, 1.0))
+        # map per-point attributes via the horizontal arc length of the raw points
+        sig = info.pop("sigma_of_raw_points")
+        steps = info.pop("steps", [])
+        Lh = info["horizontal_length"]
+
+        def remap(v, default):
+            if v is None:
+                return default
+            a = np.asarray(v, float)
+            if a.ndim == 0:
+                return float(a)
+            if trim:
+                a = a[:-1]
+            if a.shape != (len(P),):
+                raise ValueError(f"per-point attribute has shape {a.shape}, expected ({len(P)},)")
+            frac = s_new / L
+            o = np.argsort(sig)
+            if closed:
+                return np.interp(frac * Lh, sig[o], a[o], period=Lh)
+            return np.interp(frac * Lh, sig[o], a[o])
+
+        prov = dict(provenance or {})
+        prov.setdefault("processing", {}).update(
+            dict(smoothing_cutoff_m=smoothing, z_smoothing_cutoff_m=z_smoothing, spacing_m=spacing,
+                 **{k: v for k, v in info.items() if not isinstance(v, np.ndarray)}))
+        prov["processing_steps"] = list(prov.get("processing_steps", [])) + steps
+        return cls(s_new, Pn, remap(width_left, None), remap(width_right, None),
+                   remap(banking, None), closed, name, prov)
+
+    @classmethod
+    def from_csv(cls, path, name: str | None = None, closed: bool | None = None,
+                 smoothing: float | None = None, provenance: dict | None = None,
+                 repair: bool = False, max_grade: float = MAX_GRADE,
+                 track_width: float | None = None) -> "Track":
+        """Load a track from a CSV file.
+
+        Columns (header row, case-insensitive): ``x, y, z`` [m] required (aliases
+        ``x_m, y_m, z_m``); optional ``width_left, width_right`` [m] (aliases
+        ``width_left_m, width_right_m``) and ``banking`` [rad] (alias ``banking_rad``);
+        optional ``s`` / ``s_m`` [m]. Lines starting with ``#`` are comments.
+
+        The points are checked first (:func:`pyomo_lap.track.checks.check_points`: missing
+        values, duplicates, glitches, loop closure, widths, banking) and the built track
+        after (:func:`~pyomo_lap.track.checks.check_track`: length, grades,
+        self-intersections).
+
+        If an ``s`` column is present, uniformly spaced and consistent with the
+        chord lengths (a processed file such as ``data/tracks/nordschleife.csv``) and
+        ``smoothing`` is None, the points are interpolated as they are (fast path).
+        Otherwise they go through :meth:`from_points` (light smoothing by default).
+
+        Parameters
+        ----------
+        path : str or Path
+        name : str, optional (default: file stem)
+        closed : bool, optional
+            True: a closed loop (it must close); False: open; None: closed if the last
+            point repeats the first (within 1e-6 of the track extent) or the closing gap is
+            at most 2.5 x the median point spacing.
+        smoothing : float, optional
+            See :meth:`from_points`.
+        repair : bool
+            Repair the problems where a repair is well defined (reported).
+        max_grade : float
+            Steepest plausible grade [-].
+        track_width : float, optional
+            Total width of the track [m], half of it each side of the centreline; it
+            replaces the file's widths (recorded as the processing step ``widths_set``).
+            Without it the file's ``width_left`` / ``width_right`` are used, and a missing
+            one is 4.0 m (recorded in ``provenance['assumptions']``).
+
+        What the loader did to the data (smoothing, merged points) is recorded in
+        ``provenance['processing_steps']`` (:mod:`pyomo_lap.track.report`).
+
+        Raises
+        ------
+        FileNotFoundError
+            No such file.
+        ValueError
+            Unreadable file, missing required column, a ``track_width`` that is not a
+            positive width in metres.
+        TrackDataError (a ValueError)
+            Bad data; every problem is listed with the file, the rows (and lines), the
+            values and what was expected.
+        """
+        path = Path(path)
+        source = f"track file {path}"
+        half = track_checks.check_track_width(track_width)
+        cols, data, cells, labels = _read_csv_columns(path)
+        P = np.column_stack([data["x"], data["y"], data["z"]])
+        attrs = {k: data[k] for k in ("width_left", "width_right", "banking", "s") if k in data}
+        chk = track_checks.check_points(P, closed, attrs=attrs, labels=labels, cells=cells,
+                                        source=source, repair=repair, max_grade=max_grade)
+        P, closed, data = chk.points, chk.closed, chk.attrs
+        n = len(P)
+        name = name or path.stem
+        prov = dict(provenance or {})
+        prov.setdefault("source_file", str(path.resolve()))
+        wl, wr = data.get("width_left"), data.get("width_right")
+        if half is not None:
+            had = [k for k in ("width_left", "width_right") if k in data]
+            prov["processing_steps"] = list(prov.get("processing_steps", [])) + [
+                _widths_set_step(track_width, had)]
+            wl = wr = half
+        s = data.get("s")
+        if s is not None and smoothing is None and n >= 6:
+            ds = np.diff(s)
+            chord = np.linalg.norm(np.diff(P, axis=0), axis=1)
+            h = float(np.median(ds)) if len(ds) else 0.0
+            if (h > 0 and np.all(np.abs(ds - h) <= 1e-6 * max(h, 1.0) + 1e-6)
+                    and np.all(np.abs(chord - ds) <= 0.01 * h)):
+                tr = cls(s, P, wl, wr, data.get("banking"), closed, name, prov)
+                return _finish(tr, chk.findings, source, max_grade)
+        tr = cls._build_from_points(P, closed, wl, wr, data.get("banking"), smoothing=smoothing,
+                                    name=name, provenance=prov)
+        return _finish(tr, chk.findings, source, max_grade)
+
+    @classmethod
+    def from_zaggy_json(cls, path, name: str | None = None, closed: bool | None = None,
+                        smoothing: float = 30.0, z_smoothing: float = 400.0,
+                        spacing: float = 2.0, origin=None,
+                        hampel=(250.0, 3.0, 8.0), robust_iterations: int = 5,
+                        half_width: float | None = None, repair: bool = False,
+                        max_grade: float = MAX_GRADE,
+                        track_width: float | None = None) -> "Track":
+        """Load a raw zaggyai/track_data JSON file (lat/lon in 1e-7 deg, elev in mm).
+
+        Processing (same functions and defaults as the bundled Nordschleife, see
+        ``data/tracks/README.md``): azimuthal equidistant projection centred at
+        ``origin`` (default: the file's start/finish) with pyproj; plan-view
+        smoothing at cut-off ``smoothing`` [m]; elevations of 0 treated as missing,
+        Hampel filter ``hampel = (half window [m], n_sigma, min threshold [m])``,
+        robust (bisquare IRLS) smoothing at cut-off ``z_smoothing`` [m], gaps longer
+        than 300 m filled linearly; resampling at uniform 3D arc length ``spacing``.
+        Constant widths (the format has none), banking 0. The points are checked before
+        (:func:`pyomo_lap.track.checks.check_points`, without the elevation-glitch checks,
+        which the processing replaces) and the built track after
+        (:func:`~pyomo_lap.track.checks.check_track`).
+
+        Every step of the processing that changed the data (missing elevations, outliers
+        dropped, gaps filled, elevations down-weighted, smoothing) is recorded in
+        ``provenance['processing_steps']`` and every assumed value (widths, banking, a flat
+        track when the file has no elevation) in ``provenance['assumptions']``
+        (:mod:`pyomo_lap.track.report`).
+
+        Parameters
+        ----------
+        path : str or Path
+        name : str, optional (default: the file's ``name`` followed by the words of its
+            ``short_name`` that do not repeat it, :func:`pyomo_lap.track.build.display_name`)
+        closed : bool, optional (None: closed if first and last point coincide
+            within 1 m or the gap is at most 2.5 x the median spacing)
+        origin : (lat, lon) in degrees, optional
+        half_width : float, optional
+            Half-width each side [m]; or
+        track_width : float, optional
+            Total width [m], split evenly. Neither given: 4.0 m each side, an assumed value.
+        repair : bool
+            Repair the problems where a repair is well defined (reported).
+        max_grade : float
+            Steepest plausible grade of the result [-].
+
+        Raises
+        ------
+        ValueError
+            Malformed file; ``half_width`` and ``track_width`` both given, or not a positive
+            width in metres.
+        TrackDataError (a ValueError)
+            Bad data (see :meth:`from_csv`).
+        """
+        from . import build as tb
+
+        path = Path(path)
+        if half_width is not None and track_width is not None:
+            raise ValueError(f"half_width = {half_width!r} m and track_width = {track_width!r} m: "
+                             "expected one of them (track_width = 2 x half_width)")
+        if half_width is not None:
+            track_width = 2.0 * track_checks.check_track_width(half_width, "half_width",
+                                                               per_side=True)
+        half = track_checks.check_track_width(track_width)
+        d = tb.read_zaggy_json(path)
+        lat0, lon0 = origin if origin is not None else d["start_finish"]
+        x, y = tb.project_geodetic(d["lat"], d["lon"], lat0, lon0)
+        P = np.column_stack([x, y, d["elev"]])
+        source = f"track file {path}"
+        chk = track_checks.check_points(P, closed, source=source, repair=repair,
+                                        max_grade=max_grade, z_missing_ok=True,
+                                        elevation_checks=False, closed_abs_tol=1.0,
+                                        columns=("lon", "lat", "elev"))
+        P, closed = chk.points, chk.closed
+        s_new, Pn, L, info = tb.process_points(
+            P, closed, smoothing, z_smoothing, spacing=spacing, hampel=hampel,
+            robust_iterations=robust_iterations)
+        info.pop("sigma_of_raw_points", None)
+        steps = info.pop("steps", [])
+        if half is not None:
+            steps.append(_widths_set_step(track_width, []))
+        prov = dict(source_file=str(path.resolve()), sha256=tb.sha256_file(path),
+                    projection=tb.projection_string(lat0, lon0),
+                    processing=dict(smoothing_cutoff_m=smoothing, z_smoothing_cutoff_m=z_smoothing,
+                                    spacing_m=spacing, hampel=list(hampel),
+                                    robust_iterations=robust_iterations,
+                                    **{k: v for k, v in info.items()
+                                       if not isinstance(v, np.ndarray)}),
+                    processing_steps=steps)
+        if info.get("n_z_samples", 0) == 0:
+            from .report import assumption
+            prov["assumptions"] = [assumption(
+                "elevation", 0.0, "m", "the file has no elevation (every elev is 0, which "
+                "means missing): the track is flat", "elevations in the file (elev in mm) or "
+                "a CSV track file with a z column")]
+        nm = name or tb.display_name(d["name"], d["short_name"])
+        tr = cls(s_new, Pn, half, half, None, closed, nm, prov)
+        return _finish(tr, chk.findings, source, max_grade)
+
+
+# ---------------------------------------------------------------------------
+def _default_assumptions(no_left: bool, no_right: bool, no_banking: bool) -> list:
+    """Records of the defaults the constructor used (:func:`pyomo_lap.track.report.assumption`)."""
+    from .report import assumption
+    out = []
+    if no_left and no_right:
+        out.append(assumption("width", DEFAULT_HALF_WIDTH, "m each side", "the data have no "
+                              f"widths (total {2 * DEFAULT_HALF_WIDTH:g} m)", SET_WIDTH))
+    elif no_left or no_right:
+        side = "width_left" if no_left else "width_right"
+        out.append(assumption(side, DEFAULT_HALF_WIDTH, "m", f"the data have no {side}",
+                              SET_WIDTH))
+    if no_banking:
+        out.append(assumption("banking", DEFAULT_BANKING, "rad", "the data have no banking "
+                              "(a flat cross-section)", SET_BANKING))
+    return out
+
+
+def _widths_set_step(track_width: float, replaced: list) -> dict:
+    """The record of widths set by ``track_width`` (replacing the file's, if it has some)."""
+    from .report import step
+    what = (f"replacing the file's {' and '.join(replaced)}" if replaced else
+            "the data have none")
+    return step("widths_set", f"widths set by track_width = {track_width:g} m: "
+                f"{track_width / 2:g} m each side of the centreline ({what})",
+                method=f"track_width = {track_width:g} m", size=track_width / 2,
+                unit="m each side")
+
+
+def _detect_closed(P: np.ndarray, abs_tol: float | None = None) -> bool:
+    return track_checks.detect_closed(P, abs_tol)
+
+
+def _finish(track: "Track", findings: list, source: str, max_grade: float) -> "Track":
+    """Check the built track and record the repairs made to its points."""
+    track_checks.check_track(track, source=source, max_grade=max_grade)
+    track.findings = list(findings)
+    if findings:
+        track.provenance["repairs"] = [str(f) for f in findings]
+    return track
+
+
+def _read_csv_columns(path: Path):
+    """Read a track CSV into float arrays keyed by canonical column names.
+
+    Returns
+    -------
+    header : list of str
+    data : dict of (n,) float arrays, NaN where a cell is empty or not a number
+    cells : dict ``{column: {row index: cell text}}`` of those cells
+    labels : list of str, ``'row k (line l)'`` for each data row
+
+    Raises
+    ------
+    FileNotFoundError, ValueError
+        No file; not a text file; empty; a required column missing (accepted names listed).
+    """
+    if not path.is_file():
+        raise FileNotFoundError(f"track file not found: {path}")
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            reader = csv.reader(fh)
+            rows, lines = [], []
+            for r in reader:
+                if r and "".join(r).strip() and not r[0].lstrip().startswith("#"):
+                    rows.append(r)
+                    lines.append(reader.line_num)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"track file {path}: not a text (UTF-8) CSV file: {exc.reason}") from None
+    except csv.Error as exc:
+        raise ValueError(f"track file {path}: not a readable CSV file: {exc}") from None
+    if not rows:
+        raise ValueError(f"track file {path}: empty file (expected a header row x,y,z and one "
+                         "row per point)")
+    header = [h.strip().lower() for h in rows[0]]
+    idx = {}
+    for key, aliases in _COLUMN_ALIASES.items():
+        for a in aliases:
+            if a in header:
+                idx[key] = header.index(a)
+                break
+    for req in ("x", "y", "z"):
+        if req not in idx:
+            raise ValueError(f"track file {path}: missing required column {req!r} "
+                             f"(accepted names: {', '.join(_COLUMN_ALIASES[req])}); "
+                             f"header is {rows[0]}")
+    out = {k: np.empty(len(rows) - 1) for k in idx}
+    cells = {}
+    for i, row in enumerate(rows[1:]):
+        for k, j in idx.items():
+            cell = row[j].strip() if j < len(row) else ""
+            try:
+                v = float(cell)
+            except ValueError:
+                v = math.nan
+            if not math.isfinite(v):
+                cells.setdefault(k, {})[i] = cell
+                v = math.nan
+            out[k][i] = v
+    labels = [f"row {i + 1} (line {ln})" for i, ln in enumerate(lines[1:])]
+    return header, out, cells, labels
+
+
+def _write_track_csv(path, s, P, wl, wr, nu) -> None:
+    path = Path(path)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        fh.write("s_m,x_m,y_m,z_m,width_left_m,width_right_m,banking_rad\n")
+        for k in range(len(s)):
+            fh.write(f"{s[k]:.6f},{P[k, 0]:.6f},{P[k, 1]:.6f},{P[k, 2]:.6f},"
+                     f"{wl[k]:.4f},{wr[k]:.4f},{nu[k]:.6f}\n")
+
+
+# ---------------------------------------------------------------------------
+def data_dir() -> Path:
+    """Data directory (holds ``tracks/``): ``$PYOMO_LAP_DATA``, the checkout's ``data/`` or,
+    after ``pip install .``, its installed copy (:func:`pyomo_lap.util.paths.data_dir`)."""
+    from ..util.paths import data_dir as _data_dir
+    return _data_dir()
+
+
+def available_tracks() -> list[str]:
+    """Names of the bundled tracks (``<data>/tracks/<name>.csv``), sorted."""
+    d = data_dir() / "tracks"
+    return sorted(p.stem for p in d.glob("*.csv")) if d.is_dir() else []
+
+
+def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
+               track_width: float | None = None) -> Track:
+    """Load a bundled track by name or a track file by path, checked (see
+    :mod:`pyomo_lap.track.checks`).
+
+    Parameters
+    ----------
+    name_or_path : str or Path
+        A bundled name (see :func:`available_tracks`, e.g. ``'nordschleife'``), a
+        ``.csv`` path (:meth:`Track.from_csv`) or a zaggyai ``.json`` path
+        (:meth:`Track.from_zaggy_json`).
+    repair : bool
+        Repair the problems of the data where a repair is well defined; the repairs are
+        reported (a :class:`~pyomo_lap.track.checks.TrackRepairWarning` each, and
+        ``track.findings``, ``track.provenance['repairs']``).
+    max_grade : float
+        Steepest plausible grade [-].
+    track_width : float, optional
+        Total width of the track [m], half each side of the centreline, replacing the
+        widths of the data (see :meth:`Track.from_csv`). Without it, data without widths get
+        4.0 m each side, recorded in ``track.assumptions``.
+
+    Returns
+    -------
+    Track
+        ``track.processing_steps`` and ``track.assumptions`` say what the loader did to the
+        data and which values it assumed (:mod:`pyomo_lap.track.report`); for a bundled
+        track also what was assumed when it was built (its ``.json``: ``width_note``,
+        ``banking_note``).
+
+    Raises
+    ------
+    ValueError
+        Unknown name (the message lists the known names), a file of another type, a
+        ``track_width`` that is not a positive width in metres.
+    FileNotFoundError
+        A path that does not exist.
+    TrackDataError (a ValueError)
+        Bad data; every problem is listed.
+    """
+    p = Path(name_or_path)
+    suffix = p.suffix.lower()
+    if suffix in (".csv", ".json") or p.exists():
+        if not p.exists():
+            raise FileNotFoundError(f"track file not found: {p}")
+        if p.is_dir():
+            raise ValueError(f"track {str(p)!r} is a folder; expected a .csv or .json file")
+        if suffix == ".json":
+            return Track.from_zaggy_json(p, repair=repair, max_grade=max_grade,
+                                         track_width=track_width)
+        if suffix != ".csv":
+            raise ValueError(f"track file {p}: unknown type {suffix or '(no suffix)'!r}; expected "
+                             ".csv (x, y, z columns) or .json (zaggyai format)")
+        return Track.from_csv(p, repair=repair, max_grade=max_grade, track_width=track_width)
+    key = str(name_or_path).strip().lower()
+    known = available_tracks()
+    if key not in known:
+        raise ValueError(f"unknown track {name_or_path!r}; known tracks: {', '.join(known) or '(none)'}"
+                         " (or pass a .csv / .json path)")
+    csv_path = data_dir() / "tracks" / f"{key}.csv"
+    meta_path = csv_path.with_suffix(".json")
+    meta = {}
+    closed = None
+    if meta_path.is_file():
+        with open(meta_path, encoding="utf-8") as fh:
+            meta = json.load(fh)
+        closed = meta.get("closed")
+    tr = Track.from_csv(csv_path, name=meta.get("name", key), closed=closed, provenance=meta,
+                        repair=repair, max_grade=max_grade, track_width=track_width)
+    # the values assumed when the bundled file was built (its widths and banking are columns)
+    from .report import assumption
+    notes = []
+    if track_width is None and meta.get("width_note"):
+        w = tr.evaluate(0.0)
+        notes.append(assumption("width", float(w.width_left[0]), "m each side",
+                                f"when the bundled file was built: {meta['width_note']}", SET_WIDTH))
+    if meta.get("banking_note"):
+        notes.append(assumption("banking", DEFAULT_BANKING, "rad",
+                                f"when the bundled file was built: {meta['banking_note']}",
+                                SET_BANKING))
+    if notes:
+        tr.provenance["assumptions"] = tr.assumptions + notes
+    return tr

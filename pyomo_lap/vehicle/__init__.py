@@ -1,0 +1,6 @@
+"""The vehicle: parameters and their schema (:mod:`.schema`), the full Lie-group car's
+equations (:mod:`.car`), the single-track car's (:mod:`.single_track_car`), their CasADi
+traces for float evaluation (:mod:`.numeric`) and the quasi-steady point-mass speed
+(:mod:`.speed_profile`). Imports :mod:`pyomo_lap.spatial` and :mod:`pyomo_lap.util` only.
+"""
+from .car import VehicleParameters, VehicleFileError, available_vehicles, load_vehicle  # noqa: F401

@@ -1,0 +1,425 @@
+r"""Vehicle parameters and the car's equations: suspension, aerodynamics, tyres, loads.
+
+Everything here evaluates on floats, Pyomo expressions or CasADi symbols (see
+:mod:`pyomo_lap.spatial.backend`). Equation numbers refer to Bartali et al., *A Lie group-based race
+car model ...* (preprint ``000``).
+
+Vertical loads (eqs 26-30, rederived)
+-------------------------------------
+The printed eqs (26)-(29) add the longitudinal transfer to all four wheels and count the
+downforce twice (MODEL_NOTES, inconsistencies 1-2). Here the four loads are built so that they
+are *statically equivalent* to the structural wrench :math:`W_{3J}^3 = [\cdot,\cdot,f_{3z},
+m_{3x}, m_{3y},\cdot]` of eq (24), which already contains gravity, inertia and the
+aerodynamic wrench, with contact points at :math:`x = a_1, -a_2`, :math:`y = \pm t_i/2`:
+
+.. math::
+
+    F_1 = \frac{a_2 f_{3z} - m_{3y}}{l},\quad F_2 = \frac{a_1 f_{3z} + m_{3y}}{l},\quad
+    \Delta F_i = \frac{1}{t_i}\Big[\frac{k_{\phi i}}{k_\phi}\big(-m_{3x} - Y_1 h_{q1}
+    - Y_2 h_{q2}\big) + Y_i h_{qi}\Big],
+
+    f_{i1z} = F_i/2 - \Delta F_i \ (\text{left}),\qquad f_{i2z} = F_i/2 + \Delta F_i\ (\text{right}).
+
+:math:`\Delta F_i` is Guiggiani's lateral load transfer of eq (30) (the split between axles by
+roll stiffness and no-roll-centre heights); summed over the axles it gives back
+:math:`m_{3x}`. So :math:`\sum f_{ijz} = f_{3z}`, :math:`\sum f_{ijz} y_{ij} = m_{3x}`,
+:math:`-\sum f_{ijz} x_{ij} = m_{3y}` hold exactly.
+
+The structural wrench is taken as :math:`[0,0,f_{3z},m_{3x},m_{3y},0]` (eq 22a): on a track
+with :math:`\Omega_x, \Omega_y \neq 0` the constraint wrench of joints 1-3 also has small
+in-plane parts, which the paper neglects and so does this model (MODEL_NOTES, item 4).
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from ..spatial import chain as chain_mod
+from ..spatial import lie
+from ..spatial.backend import add, atan, cos, mul, sin, sub, total
+from .schema import VehicleFileError, VehicleParameters, read_vehicle_file
+
+__all__ = ["VehicleParameters", "VehicleFileError", "load_vehicle", "available_vehicles", "models_dir",
+           "CarEquations", "car_equations", "tyre_lateral_force", "tyre_lateral_angle", "peak_force",
+           "build_chain", "aero_forces", "ALGEBRAIC", "CONTROLS", "solve_loop", "solve_algebraic"]
+
+ALGEBRAIC = ("f_11z", "f_12z", "f_21z", "f_22z", "f_3x", "f_3y", "m_3z")
+"""Names of the seven algebraic variables z of sec. 4 (N, N, N, N, N, N, N m)."""
+CONTROLS = ("f_xa", "f_xb", "delta")
+"""Names of the controls u of sec. 4: traction force [N] >= 0, braking force [N] <= 0,
+road-wheel steer angle [rad]."""
+
+
+def models_dir() -> Path:
+    """Folder holding the bundled vehicle files: the checkout's ``models/`` or, after
+    ``pip install .``, its installed copy (:func:`pyomo_lap.util.paths.models_dir`)."""
+    from ..util.paths import models_dir as _models_dir
+    return _models_dir()
+
+
+def available_vehicles() -> list:
+    """Names of the vehicle files shipped in :func:`models_dir`."""
+    return sorted(p.stem for p in models_dir().glob("*.toml"))
+
+
+def load_vehicle(name_or_path) -> VehicleParameters:
+    """Read a vehicle file (TOML, the layout of ``models/fsae.toml``), validated by the
+    schema of :mod:`pyomo_lap.vehicle.schema`.
+
+    Parameters
+    ----------
+    name_or_path : str or Path
+        A name from :func:`available_vehicles` or a path to a ``.toml`` file.
+
+    Returns
+    -------
+    VehicleParameters
+
+    Raises
+    ------
+    ValueError
+        Unknown name (the message lists the known ones).
+    VehicleFileError (a ValueError)
+        A missing file, invalid TOML, a missing or unknown section or key, a value that is not
+        a finite number, out of its range or inconsistent with another value; every problem
+        is listed, naming the file, the ``[section] key``, the value and what was expected.
+    """
+    path = Path(name_or_path)
+    if path.suffix.lower() != ".toml":
+        path = models_dir() / f"{name_or_path}.toml"
+        if not path.exists():
+            raise ValueError(f"unknown vehicle {str(name_or_path)!r}: known vehicles are "
+                             f"{', '.join(available_vehicles()) or '(none)'} "
+                             "(or give the path to a .toml file)")
+    return read_vehicle_file(path)
+
+
+def build_chain(p: VehicleParameters) -> chain_mod.Chain:
+    """The six-joint chain of the car (sec. 2.2): VIP at :attr:`VehicleParameters.h_vip`,
+    unsprung mass at wheel-centre height, G6 at ``h`` above the road at zero heave."""
+    return chain_mod.vehicle_chain(
+        h_vip=p.h_vip, unsprung_mass=p.m_u, unsprung_com_height=p.wheel_radius,
+        unsprung_inertia=p.unsprung_inertia, sprung_mass=p.m_s,
+        sprung_com_height=p.h - p.h_vip, sprung_inertia=(p.Ixx, p.Iyy, p.Izz),
+        gravity=p.gravity)
+
+
+def peak_force(p: VehicleParameters, fz):
+    """Peak lateral force D(f_z) = mu_y0 (1 + pD2 (f_z - Fz0)/Fz0) f_z [N] (Magic Formula D)."""
+    return mul(p.mu_y0, mul(add(1.0 - p.pD2, mul(p.pD2 / p.Fz0, fz)), fz))
+
+
+def tyre_lateral_force(p: VehicleParameters, alpha, fz):
+    r"""Pacejka Magic Formula lateral force with load dependence, eq (32).
+
+    .. math::
+        f_y = D \sin\big(C \arctan(B\alpha - E(B\alpha - \arctan B\alpha))\big),\quad
+        D = \mu_{y0}\Big(1 + p_{D2}\frac{f_z - F_{z0}}{F_{z0}}\Big) f_z,\quad
+        B = \frac{p_{K1} F_{z0}\sin(2\arctan(f_z/(p_{K2}F_{z0})))}{C D}
+
+    Parameters
+    ----------
+    p : VehicleParameters
+    alpha : scalar
+        Slip angle [rad] (positive gives a positive force, eq 33).
+    fz : scalar
+        Vertical load [N], > 0.
+
+    Returns
+    -------
+    scalar
+        Lateral force in the wheel frame [N].
+    """
+    D, theta = tyre_lateral_angle(p, alpha, fz)
+    return D * sin(theta)
+
+
+def tyre_lateral_angle(p: VehicleParameters, alpha, fz):
+    r"""Peak force and argument of the sine of the Magic Formula, eq (32):
+    :math:`f_y = D \sin\theta`, :math:`\theta = C \arctan(B\alpha - E(B\alpha - \arctan B\alpha))`.
+
+    The lateral force peaks (:math:`f_y = \pm D`) at :math:`\theta = \pm\pi/2`; the slip
+    angles below the peak are those with :math:`\cos\theta > 0`.
+
+    Parameters
+    ----------
+    p : VehicleParameters
+    alpha : scalar
+        Slip angle [rad].
+    fz : scalar
+        Vertical load [N], > 0.
+
+    Returns
+    -------
+    (D, theta) : scalars
+        Peak force [N] and the angle [rad].
+    """
+    D = peak_force(p, fz)
+    c_alpha = mul(p.pK1 * p.Fz0, sin(mul(2.0, atan(mul(1.0 / (p.pK2 * p.Fz0), fz)))))
+    Ba = c_alpha * alpha / (p.C * D)
+    if p.E == 0:
+        arg = atan(Ba)
+    else:
+        arg = atan(sub(Ba, mul(p.E, sub(Ba, atan(Ba)))))
+    return D, mul(p.C, arg)
+
+
+@dataclasses.dataclass
+class CarEquations:
+    """The car's dynamics at one point, from :func:`car_equations`.
+
+    Attributes
+    ----------
+    qdd : list of 6
+        q̈1..q̈6 from the ABA [m/s^2, m/s^2, rad/s^2, m/s^2, rad/s^2, rad/s^2].
+    load_residuals : list of 4
+        ``f_ijz - f~_ijz`` for (11, 12, 21, 22), eq (35) as rederived above [N].
+    inplane_residuals : list of 3
+        ``f_3x - (X1+X2)``, ``f_3y - (Y1+Y2)``, ``m_3z - m_z(tyres)``, eq (36) [N, N, N m].
+    channels : dict
+        Named intermediate quantities (slip angles, tyre forces, W3J, speeds, aero...).
+    kin : chain.Kinematics
+    aba : chain.ABAResult
+    """
+
+    qdd: list
+    load_residuals: list
+    inplane_residuals: list
+    channels: dict
+    kin: object
+    aba: object
+
+
+def aero_forces(p: VehicleParameters, v3x, namer: Optional[Callable] = None):
+    """Drag, downforce and aerodynamic pitch moment at O3 in {B3}, eq (20).
+
+    Parameters
+    ----------
+    p : VehicleParameters
+    v3x : scalar
+        Longitudinal speed of O3 in {B3} [m/s] (float, Pyomo or CasADi).
+    namer : callable, optional
+        ``namer(tag, value)``; the dynamic pressure times the reference area is tagged
+        ``"aero_q"`` [N].
+
+    Returns
+    -------
+    (f_drag [N] along x3, f_down [N] along z3, m_aero [N m] about y3)
+    """
+    nm = namer or (lambda tag, v: v)
+    qdyn = nm("aero_q", mul(0.5 * p.rho * p.S, mul(v3x, v3x)))
+    return (mul(-p.Cx, qdyn), mul(-(p.Cz1 + p.Cz2), qdyn),
+            mul(-(p.Cz2 * p.a2 - p.Cz1 * p.a1), qdyn))
+
+
+def car_equations(p: VehicleParameters, chain: chain_mod.Chain, track: chain_mod.TrackJoint,
+                  q: Sequence, qd: Sequence, u: Sequence, z: Sequence,
+                  namer: Optional[Callable] = None) -> CarEquations:
+    r"""All equations of the car at one point of the track.
+
+    Parameters
+    ----------
+    p : VehicleParameters
+    chain : chain.Chain
+        From :func:`build_chain`.
+    track : chain.TrackJoint
+        Track joint at the current q1.
+    q, qd : sequences of 6 scalars
+        q1..q6 and q̇1..q̇6.
+    u : sequence of 3 scalars
+        Controls ``(f_xa [N] >= 0, f_xb [N] <= 0, delta [rad])``.
+    z : sequence of 7 scalars
+        Algebraic variables ``(f_11z, f_12z, f_21z, f_22z [N], f_3x, f_3y [N], m_3z [N m])``.
+    namer : callable, optional
+        ``namer(tag, value)`` returning a named stand-in (Pyomo ``Expression``).
+
+    Returns
+    -------
+    CarEquations
+
+    Notes
+    -----
+    Suspension torques eq (18)-(19); aerodynamic wrench eq (20) in {B3} moved to {B6} with
+    :math:`W^6 = \mathrm{Ad}_{g_{3,6}}^T W^3`; slip angles eq (33) (small-angle form);
+    longitudinal forces eq (34); lateral forces eq (32); axle forces eq (31); in-plane
+    resultant eq (36) with the exact yaw moment of the four tyre forces about O3 (the paper's
+    eq 36c drops the term :math:`(t_1/2)(f_{11y}-f_{12y})\sin\delta`); vertical loads as in the
+    module docstring.
+    """
+    nm = namer or (lambda tag, v: v)
+    f_xa, f_xb, delta = u
+    f11z, f12z, f21z, f22z, f3x, f3y, m3z = z
+    susp = p.suspension
+    # eq (18)
+    tau = [0, 0, 0,
+           sub(mul(-susp["k"], q[3]), mul(susp["c"], qd[3])),
+           sub(mul(-susp["k_theta"], q[4]), mul(susp["c_theta"], qd[4])),
+           sub(mul(-susp["k_phi"], q[5]), mul(susp["c_phi"], qd[5]))]
+    kin = chain_mod.forward_kinematics(chain, track, q, qd, namer=nm)
+    V3 = kin.V[3]
+    v3x, v3y, w3z = V3[0], V3[1], V3[5]
+    # eq (20): aerodynamic wrench at O3 in {B3}, moved to {B6}
+    f_drag, f_down, m_aero = aero_forces(p, v3x, nm)
+    W6E3 = [f_drag, 0, f_down, 0, m_aero, 0]
+    g36 = kin.posture(3, 6)
+    W6E6 = lie.Ad_T_apply(g36, W6E3)
+    W3E3 = [f3x, f3y, 0, 0, 0, m3z]
+    res = chain_mod.aba(chain, track, kin, qd, tau, {3: W3E3, 6: W6E6}, namer=nm)
+    # eq (33): slip angles (small-angle form; v3x is kept away from zero by the OCP)
+    inv_vx = 1 / v3x
+    alpha1 = nm("alpha_1", sub(delta, mul(add(v3y, mul(p.a1, w3z)), inv_vx)))
+    alpha2 = nm("alpha_2", mul(sub(mul(p.a2, w3z), v3y), inv_vx))
+    # eq (34)
+    f1x = mul(0.5 * p.brake_ratio, f_xb)
+    f2x = add(mul(0.5 * (1 - p.brake_ratio), f_xb), mul(0.5, f_xa))
+    # eq (32)
+    tyres = {w: tyre_lateral_angle(p, a, fz) for w, a, fz in
+             (("11", alpha1, f11z), ("12", alpha1, f12z), ("21", alpha2, f21z), ("22", alpha2, f22z))}
+    f11y, f12y, f21y, f22y = (nm(f"f_{w}y", mul(D, sin(th))) for w, (D, th) in tyres.items())
+    cd, sd = cos(delta), sin(delta)
+    # eq (31) and (36)
+    Y1 = nm("Y_1", add(mul(add(f11y, f12y), cd), mul(mul(2.0, f1x), sd)))
+    Y2 = nm("Y_2", add(f21y, f22y))
+    X1 = sub(mul(mul(2.0, f1x), cd), mul(add(f11y, f12y), sd))
+    X2 = mul(2.0, f2x)
+    mz_tyres = total([mul(p.a1, Y1), mul(-p.a2, Y2), mul(0.5 * p.t1, mul(sub(f11y, f12y), sd))])
+    inplane = [sub(f3x, add(X1, X2)), sub(f3y, add(Y1, Y2)), sub(m3z, mz_tyres)]
+    # vertical loads statically equivalent to W3J (module docstring)
+    W3J = res.W3J
+    fz3, mx3, my3 = W3J[2], W3J[3], W3J[4]
+    l = p.l
+    F1 = add(mul(p.a2 / l, fz3), mul(-1.0 / l, my3))
+    F2 = add(mul(p.a1 / l, fz3), mul(1.0 / l, my3))
+    share1 = susp["k_phi1"] / susp["k_phi"]
+    share2 = susp["k_phi2"] / susp["k_phi"]
+    roll_moment = nm("roll_moment", total([mul(-1.0, mx3), mul(-p.hq1, Y1), mul(-p.hq2, Y2)]))
+    dF1 = add(mul(share1 / p.t1, roll_moment), mul(p.hq1 / p.t1, Y1))
+    dF2 = add(mul(share2 / p.t2, roll_moment), mul(p.hq2 / p.t2, Y2))
+    loads = [sub(mul(0.5, F1), dF1), add(mul(0.5, F1), dF1),
+             sub(mul(0.5, F2), dF2), add(mul(0.5, F2), dF2)]
+    load_res = [sub(fz, ld) for fz, ld in zip((f11z, f12z, f21z, f22z), loads)]
+    channels = {
+        "v_3x": v3x, "v_3y": v3y, "omega_3z": w3z, "alpha_1": alpha1, "alpha_2": alpha2,
+        "f_11x": f1x, "f_12x": f1x, "f_21x": f2x, "f_22x": f2x,
+        "f_11y": f11y, "f_12y": f12y, "f_21y": f21y, "f_22y": f22y, "Y_1": Y1, "Y_2": Y2,
+        "f_3z": fz3, "m_3x": mx3, "m_3y": my3, "f_drag": f_drag, "f_down": f_down,
+        "tau_4": tau[3], "tau_5": tau[4], "tau_6": tau[5],
+        "delta_F1": dF1, "delta_F2": dF2, "power": mul(f_xa, v3x),
+    }
+    for w, (D, th) in tyres.items():
+        channels[f"D_{w}"] = D
+        channels[f"theta_{w}"] = th
+    return CarEquations(qdd=res.qdd, load_residuals=load_res, inplane_residuals=inplane,
+                        channels=channels, kin=kin, aba=res)
+
+
+def solve_loop(residual: Callable, z0, jacobian: Optional[Callable] = None, *, tol: float = 1e-9,
+               max_iter: int = 50, n_loads: int = 4, floor: float = 1.0, line_search: bool = True,
+               raise_on_failure: bool = True):
+    """Newton's method for an algebraic loop ``r(z) = 0`` whose first ``n_loads`` unknowns are
+    vertical loads (kept above ``floor``). Shared by :func:`solve_algebraic`, the float
+    evaluation of :mod:`pyomo_lap.vehicle.numeric` and the cold-start guess of
+    :mod:`pyomo_lap.ocp.initialize`.
+
+    Parameters
+    ----------
+    residual : callable
+        ``residual(z) -> r``, (n,) [N, N m].
+    z0 : sequence of n floats
+        Initial guess.
+    jacobian : callable, optional
+        ``jacobian(z) -> J`` (n, n), called at the accepted iterates only. None: fixed-point
+        (Picard) steps ``z <- z - r``, which suit residuals of the form ``z - F(z)`` such as
+        eqs (35)-(36) when the loop gain is small.
+    tol : float
+        Tolerance on the residual's 2-norm [N].
+    max_iter : int
+        Most steps.
+    n_loads : int
+        Number of leading unknowns that are vertical loads [N].
+    floor : float
+        Lower bound imposed on the loads after each step [N].
+    line_search : bool
+        Halve the step until the residual norm decreases (at most 20 times).
+    raise_on_failure : bool
+        False: return the last iterate when not converged.
+
+    Returns
+    -------
+    ndarray (n,)
+
+    Raises
+    ------
+    RuntimeError
+        If ``raise_on_failure`` and the 2-norm of the residual is not below ``1e3 tol`` after
+        ``max_iter`` steps.
+    """
+    import numpy as np
+
+    z = np.array(z0, dtype=float)
+    r = np.asarray(residual(z), float)
+    for _ in range(max_iter):
+        if np.linalg.norm(r) < tol:
+            return z
+        step = -r if jacobian is None else np.linalg.solve(jacobian(z), -r)
+        lam = 1.0
+        for _ in range(20 if line_search else 1):
+            zn = z + lam * step
+            zn[:n_loads] = np.maximum(zn[:n_loads], floor)
+            rn = np.asarray(residual(zn), float)
+            if not line_search or np.linalg.norm(rn) < np.linalg.norm(r):
+                break
+            lam *= 0.5
+        z, r = zn, rn
+    if np.linalg.norm(r) < tol * 1e3 or not raise_on_failure:
+        return z
+    raise RuntimeError(f"algebraic loop did not converge: |residual| = {np.linalg.norm(r):.3g} N")
+
+
+def solve_algebraic(p: VehicleParameters, chain: chain_mod.Chain, track: chain_mod.TrackJoint,
+                    q, qd, u, z0=None, tol: float = 1e-9, max_iter: int = 50):
+    """Solve the seven algebraic equations (35)-(36) for z with floats (Newton with a
+    finite-difference Jacobian, from a static guess). For many evaluations use the much faster
+    :class:`pyomo_lap.vehicle.numeric.CarFunctions` (same equations, exact Jacobian).
+
+    Parameters
+    ----------
+    p, chain, track, q, qd, u
+        As in :func:`car_equations` (floats).
+    z0 : sequence of 7 floats, optional
+        Initial guess; default static loads and zero in-plane forces.
+    tol : float
+        Tolerance on the residual norm [N].
+    max_iter : int
+
+    Returns
+    -------
+    (z, CarEquations)
+
+    Raises
+    ------
+    RuntimeError
+        If Newton does not converge.
+    """
+    import numpy as np
+
+    if z0 is None:
+        s1, s2 = p.static_loads
+        z0 = [s1, s1, s2, s2, 0.0, 0.0, 0.0]
+
+    def F(zz):
+        e = car_equations(p, chain, track, q, qd, u, list(zz))
+        return np.array([float(x) for x in e.load_residuals + e.inplane_residuals])
+
+    def jac(zz):   # forward differences
+        r = F(zz)
+        Jm = np.empty((7, 7))
+        for j in range(7):
+            dz = np.zeros(7)
+            dz[j] = 1e-4 * max(1.0, abs(zz[j]))
+            Jm[:, j] = (F(zz + dz) - r) / dz[j]
+        return Jm
+
+    z = solve_loop(F, z0, jac, tol=tol, max_iter=max_iter)
+    return list(z), car_equations(p, chain, track, q, qd, u, list(z))

@@ -1,0 +1,433 @@
+"""The vehicle schema: :class:`VehicleParameters` (a pydantic v2 model) and the vehicle-file
+reader.
+
+Every parameter is a field with its unit in the description, a plausible range (wide enough
+for any race car, narrow enough to catch a wrong unit: millimetres for metres, kW for W,
+degrees for radians, N/mm for N/m) and, where the physics needs it, a check against other
+fields (unsprung mass below the total, inertias that satisfy the triangle inequality,
+no-roll centres below the centre of mass, minimum wheel load below the static load, a static
+sag that fits the heave range of the model).
+
+Vehicle files are TOML with the sections and keys of ``models/fsae.toml`` (:data:`SECTIONS`);
+unknown sections or keys, missing keys, strings, booleans, ``nan`` and ``inf`` are refused.
+Every problem in a file is reported at once, each naming the file, the ``[section] key``, the
+value and what was expected (:class:`VehicleFileError`).
+
+``VehicleParameters.model_json_schema()`` gives the JSON schema of the flat parameters
+(descriptions, units, ranges).
+"""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+
+from ..spatial.chain import GRAVITY
+
+__all__ = ["VehicleParameters", "VehicleFileError", "read_vehicle_file", "SECTIONS",
+           "MAX_STATIC_SAG"]
+
+MAX_STATIC_SAG = 0.1
+"""Largest accepted static heave sag of the sprung mass, m_s g / (2 k1 + 2 k2) [m]. The OCP
+bounds the heave q4 to +-0.2 m; a sag above 0.1 m means wheel rates in the wrong unit."""
+
+
+def _f(description: str, unit: str, **ranges):
+    """A float field with its unit and range (pydantic ``Field``)."""
+    return Field(description=f"{description} [{unit}]", json_schema_extra={"unit": unit}, **ranges)
+
+
+class VehicleParameters(BaseModel):
+    """Parameters of the car (SI units), validated on construction.
+
+    Field descriptions carry the units; ``VehicleParameters.model_fields[name].description``
+    and ``model_json_schema()`` list them with their ranges. See ``models/fsae.toml`` for the
+    meaning and the source of each value of the bundled car.
+
+    Attributes
+    ----------
+    name : str
+    m, m_u : float
+        Total and unsprung mass [kg].
+    Ixx, Iyy, Izz : float
+        Principal moments of the sprung body about G6 [kg m^2].
+    a1, a2, t1, t2 : float
+        Distances of the axles from G and tracks [m].
+    h : float
+        Height of G6 above the road [m].
+    hq1, hq2 : float
+        No-roll centre heights, front and rear [m] (Guiggiani's q_1, q_2).
+    wheel_radius, width : float
+        [m].
+    S, Cx, Cz1, Cz2, rho : float
+        Frontal area [m^2], coefficients [-], air density [kg/m^3].
+    k1, k2 : float
+        Wheel rates per wheel, front and rear [N/m].
+    c1, c2 : float
+        Damping per wheel [N s/m].
+    P_max : float
+        Maximum power [W].
+    brake_ratio : float
+        Front share k_b of the braking force [-].
+    Fz0, mu_y0, mu_x0, pD2, C, E, pK1, pK2 : float
+        Tyre model, see :func:`pyomo_lap.vehicle.car.tyre_lateral_force`.
+    fz_min : float
+        Minimum vertical load per wheel in the OCP [N].
+    delta_max : float
+        Road-wheel steer limit [rad].
+    gravity : float
+        [m/s^2].
+
+    Raises
+    ------
+    pydantic.ValidationError (a ValueError)
+        On construction with a value of the wrong type, out of its range, or inconsistent
+        with another field; every problem is listed with the field, the value and the
+        expected range.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
+
+    name: str = Field(min_length=1, description="name of the car")
+    gravity: float = _f("gravitational acceleration", "m/s^2", ge=9.7, le=9.9, default=GRAVITY)
+    m: float = _f("total mass", "kg", gt=0.0, le=1.0e4)
+    m_u: float = _f("unsprung mass (wheels, uprights, brakes, half the links); < total mass",
+                    "kg", gt=0.0)
+    Ixx: float = _f("roll moment of inertia of the sprung body about G6", "kg m^2", gt=0.0, le=1.0e5)
+    Iyy: float = _f("pitch moment of inertia of the sprung body about G6", "kg m^2", gt=0.0, le=1.0e5)
+    Izz: float = _f("yaw moment of inertia of the sprung body about G6; Ixx, Iyy, Izz satisfy "
+                    "the triangle inequality", "kg m^2", gt=0.0, le=1.0e5)
+    a1: float = _f("distance from G to the front axle", "m", gt=0.0, le=10.0)
+    a2: float = _f("distance from G to the rear axle", "m", gt=0.0, le=10.0)
+    t1: float = _f("front track", "m", gt=0.0, le=5.0)
+    t2: float = _f("rear track", "m", gt=0.0, le=5.0)
+    h: float = _f("height of G6 (sprung mass centre) above the road", "m", gt=0.0, le=3.0)
+    hq1: float = _f("front no-roll centre height; < h", "m", ge=0.0)
+    hq2: float = _f("rear no-roll centre height; < h", "m", ge=0.0)
+    wheel_radius: float = _f("loaded wheel radius", "m", gt=0.0, le=1.5)
+    width: float = _f("overall width, used for the track limits; >= the wider track", "m",
+                      gt=0.0, le=5.0)
+    S: float = _f("frontal area", "m^2", gt=0.0, le=20.0)
+    Cx: float = _f("drag coefficient", "-", gt=0.0, le=3.0)
+    Cz1: float = _f("front downforce coefficient", "-", ge=0.0, le=10.0)
+    Cz2: float = _f("rear downforce coefficient", "-", ge=0.0, le=10.0)
+    rho: float = _f("air density (0: no aerodynamic forces)", "kg/m^3", ge=0.0, le=1.5)
+    k1: float = _f("front wheel rate, per wheel", "N/m", gt=0.0, le=1.0e7)
+    k2: float = _f("rear wheel rate, per wheel; static sag m_s g/(2 k1 + 2 k2) <= "
+                   f"{MAX_STATIC_SAG} m", "N/m", gt=0.0, le=1.0e7)
+    c1: float = _f("front damping, per wheel (0: undamped)", "N s/m", ge=0.0, le=1.0e6)
+    c2: float = _f("rear damping, per wheel (0: undamped)", "N s/m", ge=0.0, le=1.0e6)
+    P_max: float = _f("maximum power (W, not kW)", "W", ge=1.0e3, le=2.0e6)
+    brake_ratio: float = _f("front share k_b of the braking force", "-", ge=0.0, le=1.0)
+    Fz0: float = _f("nominal tyre load of the Magic Formula", "N", gt=0.0, le=1.0e5)
+    mu_y0: float = _f("peak lateral friction coefficient at Fz0", "-", ge=0.1, le=3.0)
+    mu_x0: float = _f("peak longitudinal friction coefficient at Fz0", "-", ge=0.1, le=3.0)
+    pD2: float = _f("load sensitivity of the friction coefficient", "-", ge=-1.0, le=1.0)
+    C: float = _f("Magic Formula shape factor", "-", gt=0.0, le=2.0)
+    E: float = _f("Magic Formula curvature factor", "-", ge=-10.0, le=1.0)
+    pK1: float = _f("cornering stiffness at Fz0 divided by Fz0, per rad (peak of "
+                    "pK1 Fz0 sin(2 atan(f_z/(pK2 Fz0))))", "1/rad", gt=0.0, le=500.0)
+    pK2: float = _f("load, in Fz0, at which the cornering stiffness peaks", "-", gt=0.0, le=50.0)
+    fz_min: float = _f("minimum vertical load per wheel in the OCP; < static wheel load", "N",
+                       ge=0.0)
+    delta_max: float = _f("road-wheel steer limit (radians, not degrees)", "rad", gt=0.0, lt=1.2)
+    description: str = Field(default="", description="free text")
+
+    # cross-field checks (fields are validated in declaration order; info.data holds the
+    # earlier fields that passed their own checks) ---------------------------------------
+    @field_validator("m_u")
+    @classmethod
+    def _unsprung_below_total(cls, v: float, info: ValidationInfo) -> float:
+        m = info.data.get("m")
+        if m is not None and not v < m:
+            raise ValueError(f"expected less than the total mass, {m!r} kg")
+        return v
+
+    @field_validator("Izz")
+    @classmethod
+    def _triangle_inequality(cls, v: float, info: ValidationInfo) -> float:
+        ixx, iyy = info.data.get("Ixx"), info.data.get("Iyy")
+        if ixx is not None and iyy is not None:
+            i = (ixx, iyy, v)
+            if not (i[0] + i[1] >= i[2] and i[1] + i[2] >= i[0] and i[0] + i[2] >= i[1]):
+                raise ValueError(f"(Ixx, Iyy, Izz) = {i} violate the triangle inequality of "
+                                 "principal moments of inertia (each <= the sum of the others)")
+        return v
+
+    @field_validator("hq1", "hq2")
+    @classmethod
+    def _roll_centre_below_g(cls, v: float, info: ValidationInfo) -> float:
+        h = info.data.get("h")
+        if h is not None and not v < h:
+            raise ValueError(f"expected below the centre of mass, < h = {h!r} m")
+        return v
+
+    @field_validator("width")
+    @classmethod
+    def _width_covers_tracks(cls, v: float, info: ValidationInfo) -> float:
+        t = [info.data[k] for k in ("t1", "t2") if k in info.data]
+        if t and not v >= max(t):
+            raise ValueError(f"expected at least the wider track max(t1, t2) = {max(t)!r} m "
+                             "(the overall width includes the tyres)")
+        return v
+
+    @field_validator("k2")
+    @classmethod
+    def _static_sag(cls, v: float, info: ValidationInfo) -> float:
+        d = info.data
+        if all(k in d for k in ("m", "m_u", "k1", "gravity")):
+            sag = (d["m"] - d["m_u"]) * d["gravity"] / (2 * d["k1"] + 2 * v)
+            if sag > MAX_STATIC_SAG:
+                raise ValueError(
+                    f"static sag m_s g / (2 k1 + 2 k2) = {sag:.3g} m with k1 = {d['k1']!r}, "
+                    f"expected <= {MAX_STATIC_SAG} m: wheel rates are in N/m (1 N/mm = 1000 N/m)")
+        return v
+
+    @field_validator("fz_min")
+    @classmethod
+    def _fz_min_below_static_load(cls, v: float, info: ValidationInfo) -> float:
+        d = info.data
+        if all(k in d for k in ("m", "a1", "a2", "gravity")):
+            l = d["a1"] + d["a2"]
+            static = min(d["m"] * d["gravity"] * d["a2"] / (2 * l),
+                         d["m"] * d["gravity"] * d["a1"] / (2 * l))
+            if not v < static:
+                raise ValueError(f"expected less than the smaller static wheel load "
+                                 f"{static:.1f} N")
+        return v
+
+    # derived quantities -----------------------------------------------------------------
+    @property
+    def l(self) -> float:  # noqa: E743
+        """Wheelbase a1 + a2 [m]."""
+        return self.a1 + self.a2
+
+    @property
+    def m_s(self) -> float:
+        """Sprung mass [kg]."""
+        return self.m - self.m_u
+
+    @property
+    def h_vip(self) -> float:
+        """Height of the VIP (O4 = O5 = O6) above the road: the no-roll axis at x = 0 [m]."""
+        return (self.a2 * self.hq1 + self.a1 * self.hq2) / self.l
+
+    @property
+    def unsprung_inertia(self) -> tuple:
+        """Principal moments of the unsprung body about its centre [kg m^2]: four point masses
+        at the wheel centres, split front/rear as a2:a1 so that their centre is above O3."""
+        mu1 = self.m_u * self.a2 / self.l / 2  # each front wheel
+        mu2 = self.m_u * self.a1 / self.l / 2
+        ixx = 2 * mu1 * (self.t1 / 2) ** 2 + 2 * mu2 * (self.t2 / 2) ** 2
+        iyy = 2 * mu1 * self.a1 ** 2 + 2 * mu2 * self.a2 ** 2
+        return (ixx, iyy, ixx + iyy)
+
+    @property
+    def suspension(self) -> dict:
+        """Equivalent stiffness and damping, eq (19): keys ``k, c`` [N/m, N s/m],
+        ``k_theta, c_theta`` (pitch), ``k_phi, c_phi`` (roll) [N m/rad, N m s/rad] and the
+        roll stiffness of each axle ``k_phi1, k_phi2`` [N m/rad]."""
+        k1, k2, c1, c2 = self.k1, self.k2, self.c1, self.c2
+        k_phi1 = 2 * k1 / 4 * self.t1 ** 2
+        k_phi2 = 2 * k2 / 4 * self.t2 ** 2
+        return {
+            "k": 2 * k1 + 2 * k2,
+            "c": 2 * c1 + 2 * c2,
+            "k_theta": 2 * k1 * self.a1 ** 2 + 2 * k2 * self.a2 ** 2,
+            "c_theta": 2 * c1 * self.a1 ** 2 + 2 * c2 * self.a2 ** 2,
+            "k_phi1": k_phi1,
+            "k_phi2": k_phi2,
+            "k_phi": k_phi1 + k_phi2,
+            "c_phi": 2 * c1 / 4 * self.t1 ** 2 + 2 * c2 / 4 * self.t2 ** 2,
+        }
+
+    @property
+    def static_loads(self) -> tuple:
+        """Static vertical load per wheel on flat ground [N]: (front, rear) = m g (l - a_i)/(2l)."""
+        g = self.gravity
+        return (self.m * g * self.a2 / (2 * self.l), self.m * g * self.a1 / (2 * self.l))
+
+    def as_dict(self) -> dict:
+        """All parameters as a flat dict (for export)."""
+        return self.model_dump()
+
+    def replace(self, **changes) -> "VehicleParameters":
+        """A copy with some fields changed, validated again (``model_copy`` does not
+        validate)."""
+        return type(self)(**{**self.model_dump(), **changes})
+
+
+# ---------------------------------------------------------------------------------------
+# vehicle files
+# ---------------------------------------------------------------------------------------
+SECTIONS = {
+    "mass": {"total": "m", "unsprung": "m_u", "Ixx": "Ixx", "Iyy": "Iyy", "Izz": "Izz"},
+    "geometry": {k: k for k in ("a1", "a2", "t1", "t2", "h", "hq1", "hq2", "wheel_radius", "width")},
+    "aero": {k: k for k in ("S", "Cx", "Cz1", "Cz2", "rho")},
+    "suspension": {k: k for k in ("k1", "k2", "c1", "c2")},
+    "powertrain": {"P_max": "P_max", "brake_ratio": "brake_ratio"},
+    "tyre": {k: k for k in ("Fz0", "mu_y0", "mu_x0", "pD2", "C", "E", "pK1", "pK2", "fz_min")},
+    "steering": {"delta_max": "delta_max"},
+}
+"""Layout of a vehicle file: ``{section: {key: VehicleParameters field}}``."""
+
+_TOP_LEVEL = ("name", "description")
+_LOCATION = {attr: (sec, key) for sec, keys in SECTIONS.items() for key, attr in keys.items()}
+
+
+class VehicleFileError(ValueError):
+    """A vehicle file that cannot be used. ``problems`` lists one line per problem, each
+    naming the file, the ``[section] key``, the value and what was expected."""
+
+    def __init__(self, path, problems: list):
+        self.path = str(path)
+        self.problems = list(problems)
+        if len(self.problems) == 1:
+            msg = f"vehicle file {self.path}: {self.problems[0]}"
+        else:
+            msg = (f"vehicle file {self.path}: {len(self.problems)} problems:\n"
+                   + "\n".join(f"  - {p}" for p in self.problems))
+        super().__init__(msg)
+
+
+def _where(loc: tuple) -> str:
+    """``('mass', 'total')`` -> ``[mass] total``; a flat field name -> its file location."""
+    loc = tuple(str(x) for x in loc)
+    if len(loc) == 1 and loc[0] in _LOCATION:
+        loc = _LOCATION[loc[0]]
+    if len(loc) == 2:
+        return f"[{loc[0]}] {loc[1]}"
+    if len(loc) == 1:
+        return loc[0] if loc[0] in _TOP_LEVEL else f"[{loc[0]}]"
+    return ".".join(loc) or "(file)"
+
+
+def _describe(attr: Optional[str]) -> str:
+    info = VehicleParameters.model_fields.get(attr) if attr else None
+    return f" ({info.description})" if info is not None and info.description else ""
+
+
+_BOUND_WORDS = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<",
+                "less_than_equal": "<="}
+
+
+def _expected(err: dict, attr: Optional[str]) -> str:
+    """What was expected, from a pydantic error dict."""
+    t, ctx = err["type"], err.get("ctx") or {}
+    if t in _BOUND_WORDS:
+        info = VehicleParameters.model_fields.get(attr) if attr else None
+        lo = hi = None
+        for meta in (info.metadata if info is not None else []):
+            for key, word in (("gt", ">"), ("ge", ">=")):
+                if getattr(meta, key, None) is not None:
+                    lo = f"{word} {getattr(meta, key):g}"
+            for key, word in (("lt", "<"), ("le", "<=")):
+                if getattr(meta, key, None) is not None:
+                    hi = f"{word} {getattr(meta, key):g}"
+        if lo and hi:
+            return f"expected a value {lo} and {hi}"
+        bound = next(iter(ctx.values())) if ctx else "?"
+        return f"expected a value {_BOUND_WORDS[t]} {bound}"
+    if t in ("float_type", "float_parsing", "int_type"):
+        return "expected a number"
+    if t == "finite_number":
+        return "expected a finite number"
+    if t in ("string_type", "string_too_short"):
+        return "expected a non-empty string in quotes"
+    if t == "value_error":
+        return str(ctx.get("error", err["msg"]))
+    return err["msg"]
+
+
+def _format(err: dict, data: dict) -> str:
+    loc = tuple(err["loc"])
+    t = err["type"]
+    if len(loc) == 1 and loc[0] in _LOCATION:
+        attr = loc[0]
+    elif len(loc) == 2 and loc[0] in SECTIONS:
+        attr = SECTIONS[loc[0]].get(loc[1])
+    else:
+        attr = None
+    where = _where(loc)
+    if t == "missing":
+        if len(loc) == 1 and loc[0] in SECTIONS:
+            return f"missing section {where} (keys {', '.join(SECTIONS[loc[0]])})"
+        return f"missing field {where}{_describe(attr)}"
+    if t == "extra_forbidden":
+        if len(loc) == 1:
+            what = (f"unknown section {where}" if isinstance(err.get("input"), dict) else
+                    f"unknown top-level key {loc[0]} = {err.get('input')!r}")
+            return (f"{what}; expected the sections {', '.join(f'[{s}]' for s in SECTIONS)} "
+                    f"and the keys {', '.join(_TOP_LEVEL)}")
+        allowed = ", ".join(SECTIONS.get(loc[0], {}))
+        return f"unknown field {where} = {err.get('input')!r}; expected one of: {allowed} (a typo?)"
+    if t in ("model_type", "dict_type"):
+        return f"{where} = {err.get('input')!r}: expected a table (a [section] with keys)"
+    return f"{where} = {err.get('input')!r}: {_expected(err, attr)}{_describe(attr)}"
+
+
+def _section_model(section: str):
+    from pydantic import create_model
+    fields = {key: (float, Field(description=VehicleParameters.model_fields[attr].description))
+              for key, attr in SECTIONS[section].items()}
+    return create_model(f"{section.capitalize()}Section",
+                        __config__=ConfigDict(extra="forbid", strict=True, allow_inf_nan=False),
+                        **fields)
+
+
+def _file_model():
+    from pydantic import create_model
+    fields = {sec: (_section_model(sec), ...) for sec in SECTIONS}
+    fields["name"] = (Optional[str], None)
+    fields["description"] = (str, "")
+    return create_model("VehicleFile", __config__=ConfigDict(extra="forbid", strict=True),
+                        **fields)
+
+
+_VehicleFile = _file_model()
+
+
+def read_vehicle_file(path) -> VehicleParameters:
+    """Read and validate a vehicle file (TOML, layout :data:`SECTIONS`).
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Returns
+    -------
+    VehicleParameters
+        ``name`` defaults to the file stem.
+
+    Raises
+    ------
+    VehicleFileError (a ValueError)
+        The file is missing, not TOML, has unknown or missing sections or keys, a value that
+        is not a finite number, out of its range or inconsistent with another value. All
+        problems are listed, each with the file, the ``[section] key``, the value and what
+        was expected.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise VehicleFileError(path, ["file not found" if not path.exists() else "not a file"])
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise VehicleFileError(path, [f"not a text (UTF-8) file: {exc.reason}"]) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise VehicleFileError(path, [f"not a valid TOML file: {exc}"]) from None
+    try:
+        parsed = _VehicleFile.model_validate(data)
+    except ValidationError as exc:
+        raise VehicleFileError(path, [_format(e, data) for e in exc.errors()]) from None
+    kw = {"name": parsed.name or path.stem, "description": parsed.description}
+    for sec in SECTIONS:
+        section = getattr(parsed, sec)
+        for key, attr in SECTIONS[sec].items():
+            kw[attr] = getattr(section, key)
+    try:
+        return VehicleParameters(**kw)
+    except ValidationError as exc:
+        raise VehicleFileError(path, [_format(e, data) for e in exc.errors()]) from None

@@ -1,0 +1,138 @@
+"""The package's layout: one subpackage per role, imports run one way (docs/architecture.md)."""
+import ast
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / "pyomo_lap"
+
+LAYER = {"util": 0, "spatial": 1, "vehicle": 2, "track": 2, "ocp": 3, "solvers": 4, "post": 5,
+         "api": 6, "cli": 7, "__init__": 8}
+"""Rank of each subpackage (or top-level module): a module may import its own subpackage and
+lower ranks only; ``vehicle`` and ``track`` are peers that do not import each other."""
+
+
+def _module_name(path: Path, pkg: Path = PKG) -> str:
+    rel = path.relative_to(pkg.parent).with_suffix("")
+    parts = list(rel.parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, pkg: Path = PKG):
+    """Every pyomo_lap module a file imports (top level and inside functions), absolute names.
+    ``from pyomo_lap import __version__`` is not counted: the version is set at the top of
+    ``pyomo_lap/__init__.py`` before it imports anything."""
+    name = _module_name(path, pkg)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            if mod.split(".")[0] != "pyomo_lap":
+                continue
+            for alias in node.names:
+                if mod == "pyomo_lap" and alias.name == "__version__":
+                    continue
+                full = f"{mod}.{alias.name}"
+                out.append(full if _exists(full, pkg) else mod)
+        elif isinstance(node, ast.Import):
+            out += [a.name for a in node.names if a.name.split(".")[0] == "pyomo_lap"]
+    return out
+
+
+def _exists(dotted: str, pkg: Path = PKG) -> bool:
+    p = pkg.parent.joinpath(*dotted.split("."))
+    return p.with_suffix(".py").exists() or (p / "__init__.py").exists()
+
+
+def _role(dotted: str) -> str:
+    parts = dotted.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _graph(pkg: Path = PKG):
+    return {_module_name(p, pkg): _imports(p, pkg) for p in pkg.rglob("*.py")}
+
+
+def _wrong_way(pkg: Path = PKG):
+    bad = []
+    for mod, targets in _graph(pkg).items():
+        src = _role(mod)
+        for t in targets:
+            dst = _role(t)
+            if dst != src and LAYER[dst] >= LAYER[src]:
+                bad.append(f"{mod} imports {t} ({src} -> {dst})")
+    return bad
+
+
+@pytest.mark.unit
+def test_every_module_lives_in_a_role():
+    top = sorted(p.name for p in PKG.glob("*.py"))
+    assert top == ["__init__.py", "api.py", "cli.py"], top
+    roles = sorted(p.name for p in PKG.iterdir() if (p / "__init__.py").exists())
+    assert set(roles) == set(LAYER) - {"api", "cli", "__init__"}, roles
+
+
+@pytest.mark.unit
+def test_imports_run_one_way():
+    bad = _wrong_way()
+    assert not bad, "\n".join(bad)
+
+
+def _circles(pkg: Path = PKG):
+    graph = {m: {t for t in ts if t != m} for m, ts in _graph(pkg).items()}
+    # a subpackage's __init__ re-exporting its own modules is not a circle
+    state, cycles = {}, []
+
+    def visit(m, stack):
+        state[m] = 1
+        for t in graph.get(m, ()):
+            if t in graph and t.startswith(m + "."):
+                continue
+            if state.get(t) == 1:
+                cycles.append(" -> ".join(stack[stack.index(t):] + [t]) if t in stack else f"{m}->{t}")
+            elif t in graph and not state.get(t):
+                visit(t, stack + [t])
+        state[m] = 2
+
+    for m in graph:
+        if not state.get(m):
+            visit(m, [m])
+    return cycles
+
+
+@pytest.mark.unit
+def test_no_import_circle_between_modules():
+    """Not even inside one role, nor through imports inside functions."""
+    cycles = _circles()
+    assert not cycles, "\n".join(cycles)
+
+
+@pytest.mark.unit
+def test_the_checkers_see_a_wrong_way_import_and_a_circle(tmp_path):
+    """The checks can fail: in a small copy of the layout, a spatial module importing the ocp
+    layer inside a function, a track module importing the vehicle layer, and two ocp modules
+    importing each other (one inside a function) are reported."""
+    pkg = tmp_path / "pyomo_lap"
+    for sub in ("spatial", "ocp", "track", "vehicle"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("__version__ = '0'\n")
+    (pkg / "ocp" / "build.py").write_text("from ..spatial import lie\n")
+    (pkg / "spatial" / "lie.py").write_text("from .. import __version__\n"
+                                            "def f():\n    from ..ocp.build import g\n")
+    (pkg / "vehicle" / "car.py").write_text("")
+    (pkg / "track" / "geometry.py").write_text("import pyomo_lap.vehicle.car\n")
+    (pkg / "ocp" / "common.py").write_text("def f():\n    from .build import g\n")
+    (pkg / "ocp" / "build.py").write_text("from ..spatial import lie\nfrom .common import f\n")
+    circles = {frozenset(c.split(" -> ")) for c in _circles(pkg)}
+    assert {"pyomo_lap.ocp.build", "pyomo_lap.ocp.common"} in circles
+    assert {"pyomo_lap.spatial.lie", "pyomo_lap.ocp.build"} in circles
+    assert sorted(_wrong_way(pkg)) == [
+        "pyomo_lap.spatial.lie imports pyomo_lap.ocp.build (spatial -> ocp)",
+        "pyomo_lap.track.geometry imports pyomo_lap.vehicle.car (track -> vehicle)"]
