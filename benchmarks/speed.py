@@ -144,7 +144,7 @@ print("JSON" + json.dumps({
     "ipopt_exit": rep.return_status,
     "nlp": {"n_variables": rep.n_variables, "n_equalities": rep.n_constraints,
             "jac_nnz": rep.jac_nnz, "hess_nnz": rep.hess_nnz},
-    "timing": {"build_s": m.build_time_s, "dae_transformation_s": m.dae_time_s, "init_s": init_s,
+    "timing": {"build_s": m.problem.build_time_s, "dae_transformation_s": m.problem.dae_time_s, "init_s": init_s,
                "translate_s": twin_s + rep.nlpsol_s, "solve_s": twin_s + rep.nlpsol_s + rep.solve_s,
                "ipopt_internal_s": rep.t_wall["ipopt_rest"], "ipopt_eval_s": rep.t_wall["functions"],
                "function_s": {"g": rep.t_wall.get("nlp_g", 0), "jac_g": rep.t_wall.get("nlp_jac_g", 0),

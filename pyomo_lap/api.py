@@ -255,9 +255,9 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
                     initial_speed=initial_speed, periodic=periodic, model=model,
                     named_subexpressions=solver != DEFAULT_SOLVER, progress=progress,
                     **ocp_options)
-    nfe = m.options.nfe
+    nfe = m.problem.options.nfe
     size = model_size(m)
-    echo(f"  built in {m.build_time_s:.1f} s: {size['n_variables']} variables, "
+    echo(f"  built in {m.problem.build_time_s:.1f} s: {size['n_variables']} variables, "
          f"{size['n_constraints']} constraints, {len(m.s)} points")
     t0 = time.perf_counter()
     info = initialize_model(m)
@@ -298,20 +298,20 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
         "n_variables": rep.n_variables if rep.n_variables is not None else size["n_variables"],
         "n_constraints": rep.n_constraints if rep.n_constraints is not None else size["n_constraints"],
         "iterations": rep.iterations,
-        "build_time_s": m.build_time_s,
+        "build_time_s": m.problem.build_time_s,
         "init_time_s": init_s,
         "solve_time_s": rep.solve_time_s,
         "nfe": nfe, "ncp": ncp, "scheme": scheme,
         "ocp_options": {k: (list(v) if isinstance(v, tuple) else v)
-                        for k, v in m.options.value().items() if k not in _OWN_ARGUMENTS},
+                        for k, v in m.problem.options.value().items() if k not in _OWN_ARGUMENTS},
         "n_points": len(m.s),
         "start_m": start,
-        "length_m": m.sector_length,
+        "length_m": m.problem.sector_length,
         "periodic": periodic,
         "model": model,
         "initial_guess": initial_guess,
         **({"warm_start": warm} if warm else {}),
-        "initial_speed_mps": m.initial_speed,
+        "initial_speed_mps": m.problem.initial_speed,
         "track": tr.name,
         "vehicle": p.name,
         "solver": solver,
@@ -331,7 +331,7 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     stats = log_statistics(rep.log or "")
     summary["nlp"] = {k: stats[k] for k in ("n_variables", "n_equalities", "n_inequalities",
                                             "jac_nnz", "hess_nnz") if k in stats}
-    timing = {"build_s": m.build_time_s, "dae_transformation_s": getattr(m, "dae_time_s", None),
+    timing = {"build_s": m.problem.build_time_s, "dae_transformation_s": m.problem.dae_time_s,
               "init_s": init_s, "solve_s": rep.solve_time_s}
     timing.update({k: stats[k] for k in ("ipopt_internal_s", "ipopt_eval_s",
                                          "inertia_corrections") if k in stats})
@@ -359,7 +359,7 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     summary["max_speed_kmh"] = float(df["speed_kmh"].max())
     from .post.results import sector_records, sector_times
     summary["sectors"] = sector_records(sector_times(df, n_sectors))
-    summary["mean_speed_kmh"] = (float(3.6 * m.sector_length / lap)
+    summary["mean_speed_kmh"] = (float(3.6 * m.problem.sector_length / lap)
                                  if lap is not None and lap > 0 else None)
     where = None
     timing["channels_s"] = time.perf_counter() - t_out

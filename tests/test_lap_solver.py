@@ -378,7 +378,7 @@ def test_user_constraint_objective_and_fixed_control(track, vehicle, reference):
     tr = rep_a.details["translation"]
     assert tr.generic_families.get("cap") == 1
     assert tr.n_generic_rows >= 1                 # the cap is nonlinear: not a linear row
-    n_built = sum(1 for c, _, _, _ in a.point_rows.built if c.active)
+    n_built = sum(1 for c, _, _, _ in a.problem.point_rows.built if c.active)
     assert tr.n_recorded_rows == n_built          # the recorded rows are still all compiled
 
 
@@ -393,7 +393,7 @@ def test_replaced_row_and_named_expression_fall_back(track, vehicle, reference):
     # from their Pyomo expressions takes about a minute (see the report of these tests)
     m = sector(track, vehicle, named=True)
     S = list(m.s)
-    rec = m.point_rows
+    rec = m.problem.point_rows
     point_of = {s: i for i, s in enumerate(rec.points)}
     c = m.ode_qdot[3, S[7]]
     c.set_value((c.lower, c.body * 1.0, c.upper))            # new expression object, same row
@@ -428,7 +428,7 @@ def test_replaced_row_and_named_expression_fall_back(track, vehicle, reference):
 @pytest.mark.component
 def test_corrupted_tape_raises_recorded_rows_mismatch(track, vehicle):
     m = sector(track, vehicle, dual=False)
-    rec = m.point_rows
+    rec = m.problem.point_rows
     fam = next(f for f in rec.families if f.name == "adherence")
     o1, o2 = fam.outputs[2], fam.outputs[3]                  # ('21', +1) and ('21', -1)
     rows = {(i, o): cd for cd, _, i, o in rec.built if o in (o1, o2)}
@@ -610,7 +610,7 @@ def test_verify_all_points_and_results_object(track, vehicle, reference):
     assert res.termination_condition == TerminationCondition.convergenceCriteriaSatisfied
     assert res.solution_status == SolutionStatus.optimal
     tr = res.extra_info.translation
-    points_with_rows = {i for c, _, i, _ in m.point_rows.built if c.active}
+    points_with_rows = {i for c, _, i, _ in m.problem.point_rows.built if c.active}
     assert len(points_with_rows) == len(m.s) == 21
     assert tr.verified_points == len(points_with_rows)
     assert tr.max_verify_error <= 1e-9

@@ -18,9 +18,9 @@ from pyomo_lap.post.results import UNITS, trajectory_dataframe
 def reference_dataframe(m) -> pd.DataFrame:
     """The former body of ``trajectory_dataframe`` (full model): ``car_equations`` with
     floats at every point."""
-    p = m.vehicle
-    tp = m.track_points
-    chain, joints = m.chain, m.track_joints
+    p = m.problem.vehicle
+    tp = m.problem.track_points
+    chain, joints = m.problem.chain, m.problem.track_joints
     sigma = sorted(m.s)
     elems = list(m.s.get_finite_elements())
     rows = []
@@ -57,8 +57,8 @@ def reference_dataframe(m) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     from pyomo_lap.vehicle.speed_profile import quasi_steady_speed
     sig = np.asarray(sigma, dtype=float)
-    v_pm = quasi_steady_speed(p, sig, tp.omega, tp.rotation, closed=bool(m.options.periodic),
-                              v_start=m.initial_speed, v_min=m.options.v_min)
+    v_pm = quasi_steady_speed(p, sig, tp.omega, tp.rotation, closed=bool(m.problem.options.periodic),
+                              v_start=m.problem.initial_speed, v_min=m.problem.options.v_min)
     df["v_point_mass"] = v_pm
     df["t_point_mass"] = np.concatenate([[0.0], np.cumsum(0.5 * (1 / v_pm[1:] + 1 / v_pm[:-1]) * np.diff(sig))])
     cols = [c for c in UNITS if c in df.columns] + [c for c in df.columns if c not in UNITS]
@@ -150,15 +150,17 @@ def test_general_track_joint(model):
     """A track joint with ``J[0:3] != [1, 0, 0]`` (q1 not the arc length) goes through the
     general tape (``J`` and ``dJ`` as inputs)."""
     import dataclasses
+
+    from pyomo_lap.ocp.vehicle_model import update_problem
     m = model
-    joints = m.track_joints
+    original = m.problem
     try:
-        m.track_joints = [dataclasses.replace(j, J=[1.02, 0.0, 0.01] + list(j.J[3:]),
-                                              dJ=[0.001, 0.0, 0.0] + list(j.dJ[3:]))
-                          for j in joints]
+        update_problem(m, track_joints=[dataclasses.replace(j, J=[1.02, 0.0, 0.01] + list(j.J[3:]),
+                                                            dJ=[0.001, 0.0, 0.0] + list(j.dJ[3:]))
+                                        for j in original.track_joints])
         ref = reference_dataframe(m)
         new = trajectory_dataframe(m)
         assert_same_frame(new, ref)
         assert any(key[2] for key in results._CHANNEL_TAPES)
     finally:
-        m.track_joints = joints
+        m.problem = original

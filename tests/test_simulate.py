@@ -82,7 +82,7 @@ def test_controls_from_trajectory_follow_the_elements():
     against numpy's polyfit), and it may jump at the element boundaries; element-constant
     controls give the element-constant law of before."""
     tr, p, m, rep, df = sector.solved("full")
-    assert not m.options.piecewise_constant_controls and m.options.ncp == 3
+    assert not m.problem.options.piecewise_constant_controls and m.problem.options.ncp == 3
     pc = controls_from_trajectory(df, "s", start=sector.START)
     assert isinstance(pc, CollocationControls)
     elems = sorted(m.s.get_finite_elements())

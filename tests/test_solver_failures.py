@@ -101,7 +101,7 @@ def test_infeasible_car_model_is_reported(solver):
     m = build_model(tr, p, start=3000.0, length=60.0, nfe=6, ncp=2)
     initialize_model(m)
     # an impossible constraint: the exit speed below the model's minimum speed
-    m.impossible = pyo.Constraint(expr=m.q1_dot[m.s.last()] <= 0.5 * m.options.v_min)
+    m.impossible = pyo.Constraint(expr=m.q1_dot[m.s.last()] <= 0.5 * m.problem.options.v_min)
     rep = solve_model(m, solver=solver)
     assert not rep.ok and rep.kind == "infeasible"
     assert rep.termination_condition == "infeasible"

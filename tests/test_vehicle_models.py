@@ -9,7 +9,7 @@ import pyomo_lap
 from pyomo_lap.ocp.full_model import FULL_MODEL
 from pyomo_lap.ocp.build import OCP_CONFIG, VEHICLE_MODELS, vehicle_model
 from pyomo_lap.ocp.single_track import SINGLE_TRACK_MODEL
-from pyomo_lap.ocp.vehicle_model import VehicleModel
+from pyomo_lap.ocp.vehicle_model import ProblemData, VehicleModel
 
 
 
@@ -34,14 +34,27 @@ def test_model_given_as_an_object_builds_and_initializes():
     track, p = pyomo_lap.load_track("nordschleife"), pyomo_lap.load_vehicle("fsae")
     other = dataclasses.replace(SINGLE_TRACK_MODEL, name="my-bicycle")
     m = pyomo_lap.build_model(track, p, start=0.0, length=60.0, nfe=3, model=other)
-    assert m.vehicle_model is other and m.options.model is other
+    assert m.problem.vehicle_model is other and m.problem.options.model is other
     assert m.component("f_1z") is not None and m.component("f_11z") is None
     res = pyomo_lap.initialize_model(m)
     assert res["status"] == "ok" and res["estimated_time_s"] > 0
     m2 = pyomo_lap.build_model(track, p, start=0.0, length=60.0, nfe=3, model="single-track")
-    assert m2.vehicle_model is SINGLE_TRACK_MODEL and m2.options.model == "single-track"
+    assert m2.problem.vehicle_model is SINGLE_TRACK_MODEL and m2.problem.options.model == "single-track"
     m3 = pyomo_lap.build_model(track, p, start=0.0, length=60.0, nfe=3)
-    assert m3.vehicle_model is FULL_MODEL and m3.point_rows.built
+    assert m3.problem.vehicle_model is FULL_MODEL and m3.problem.point_rows.built
+    # the model's own state is one frozen, typed object; none of the former loose attributes
+    for mdl in (m, m2, m3):
+        assert isinstance(mdl.problem, ProblemData)
+        assert mdl.problem.sector_length == pytest.approx(60.0) and mdl.problem.options.nfe == 3
+        assert mdl.problem.track is track and mdl.problem.vehicle is p
+        assert len(mdl.problem.track_points.s) == len(mdl.s) == len(mdl.problem.track_joints)
+        assert 0 < mdl.problem.dae_time_s < mdl.problem.build_time_s
+        for name in ("options", "vehicle", "track", "sector_length", "track_points", "track_joints",
+                     "chain", "point_rows", "initial_speed", "build_time_s", "dae_time_s",
+                     "vehicle_model"):
+            assert name not in vars(mdl), name
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            mdl.problem.sector_length = 1.0
 
 
 @pytest.mark.integration
@@ -59,8 +72,8 @@ def test_point_mass_model_solves_a_sector_faster_than_the_single_track_car():
         assert pyomo_lap.initialize_model(m)["status"] == "ok"
         rep = pyomo_lap.solve_model(m)
         assert rep.ok, rep.message
-        times[m.vehicle_model.name] = pyo.value(m.lap_time)
-        if m.vehicle_model is POINT_MASS_MODEL:
+        times[m.problem.vehicle_model.name] = pyo.value(m.lap_time)
+        if m.problem.vehicle_model is POINT_MASS_MODEL:
             t = [pyo.value(m.t[s]) for s in sorted(m.s)]
             assert all(b > a for a, b in zip(t, t[1:]))
             for s in m.s:      # within the track limits

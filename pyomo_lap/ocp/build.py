@@ -11,7 +11,7 @@ traction and braking (:func:`pyomo_lap.ocp.common.add_objective`).
 
 * ``"full"`` (:data:`pyomo_lap.ocp.full_model.FULL_MODEL`): the six-joint Lie-group car; the
   formulation (states, controls, algebraic variables, the spatial DAE (39), the path
-  constraints, the recorded per-point rows ``m.point_rows``) is described in
+  constraints, the recorded per-point rows ``m.problem.point_rows``) is described in
   :mod:`pyomo_lap.ocp.full_model`;
 * ``"single-track"`` (:data:`pyomo_lap.ocp.single_track.SINGLE_TRACK_MODEL`): the rigid
   nonlinear bicycle with Fiala tyres.
@@ -41,7 +41,7 @@ from .common import (  # noqa: F401  (re-exported)
     OBJECTIVE_SCALE, _Namer, _sector_points, _set_new, add_objective, entry_speed,
     fast_element_lookup, pyomo_units, sector_mesh, track_joints)
 from .single_track import SINGLE_TRACK_MODEL
-from .vehicle_model import VehicleModel
+from .vehicle_model import VehicleModel, update_problem
 
 __all__ = ["OCP_CONFIG", "build_model", "STATE_NAMES", "RATE_NAMES", "track_joints",
            "sector_mesh", "entry_speed", "VEHICLE_MODELS", "VehicleModel", "vehicle_model"]
@@ -173,10 +173,10 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
     -------
     pyomo.environ.ConcreteModel
         Discretized, with variables not yet initialized (see
-        :func:`pyomo_lap.ocp.initialize.initialize_model`). ``m.vehicle_model`` is the
-        :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel`, ``m.options`` holds the options,
-        ``m.track_points`` the track at every point of ``m.s``, ``m.build_time_s`` the time
-        [s] (of which ``m.dae_time_s`` in pyomo.dae's transformation).
+        :func:`pyomo_lap.ocp.initialize.initialize_model`). ``m.problem.vehicle_model`` is the
+        :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel`, ``m.problem.options`` holds the options,
+        ``m.problem.track_points`` the track at every point of ``m.s``, ``m.problem.build_time_s`` the time
+        [s] (of which ``m.problem.dae_time_s`` in pyomo.dae's transformation).
 
     Raises
     ------
@@ -197,5 +197,5 @@ def _build_model(track, vehicle, config, progress, kwargs):
     cfg.set_value(kwargs)
     vm = vehicle_model(cfg.model)
     m = vm.build(track, vehicle, cfg, t0=t0, progress=progress)
-    m.vehicle_model = vm
+    update_problem(m, vehicle_model=vm)
     return m

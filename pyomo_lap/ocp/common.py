@@ -19,6 +19,7 @@ import pyomo.environ as pyo
 
 from ..spatial.backend import is_number
 from ..spatial.chain import TrackJoint
+from .vehicle_model import update_problem
 
 __all__ = ["add_boundary_conditions", "discretize_on_track", "scale_variables", "sector_mesh", "track_joints", "fast_element_lookup", "entry_speed", "add_objective",
            "OBJECTIVE_SCALE", "pyomo_units"]
@@ -234,7 +235,7 @@ def add_objective(m, cfg) -> None:
     else:
         ctrl_pts = sigma[1:]
         h = np.diff(sigma)
-    L = m.sector_length
+    L = m.problem.sector_length
     m.lap_time = pyo.Expression(expr=m.t[last] - m.t[first], doc="sector (lap) time [s]")
     m.steer_penalty = pyo.Expression(expr=sum((m.delta[b] - m.delta[a]) ** 2
                                               for a, b in zip(ctrl_pts[:-1], ctrl_pts[1:])),
@@ -258,9 +259,9 @@ def discretize_on_track(m, track, vehicle, cfg, length: float, controls) -> tupl
     """pyomo.dae's collocation of ``m`` over ``m.s``, then the track at its points and the
     track limits on ``q2``: the steps every vehicle model's build shares.
 
-    Sets ``m.dae_time_s`` (pyomo.dae's share of the build [s]), ``m.track_points`` (the
+    Sets ``m.problem.dae_time_s`` (pyomo.dae's share of the build [s]), ``m.problem.track_points`` (the
     track numbers at the points, :class:`pyomo_lap.track.geometry.TrackPoints`) and
-    ``m.track_joints``; bounds ``m.q2[s]`` to the track's width minus half the car's width
+    ``m.problem.track_joints``; bounds ``m.q2[s]`` to the track's width minus half the car's width
     and ``cfg.track_margin`` each side.
 
     Parameters
@@ -291,10 +292,10 @@ def discretize_on_track(m, track, vehicle, cfg, length: float, controls) -> tupl
     if cfg.piecewise_constant_controls and cfg.ncp > 1:
         for c in controls:
             disc.reduce_collocation_points(m, var=m.component(c), ncp=1, contset=m.s)
-    m.dae_time_s = time.perf_counter() - t_dae      # pyomo.dae's share of the build
+    dae_time_s = time.perf_counter() - t_dae      # pyomo.dae's share of the build
     sigma = np.array(sorted(m.s))
-    tp = m.track_points = _sector_points(track, cfg.start, length, sigma)
-    m.track_joints = track_joints(tp)
+    tp = _sector_points(track, cfg.start, length, sigma)
+    update_problem(m, dae_time_s=dae_time_s, track_points=tp, track_joints=track_joints(tp))
     idx = {s: i for i, s in enumerate(sigma)}
     # track limits on q2 (half the car's width and a margin inside each edge)
     half = 0.5 * vehicle.width + cfg.track_margin
@@ -319,13 +320,13 @@ def scale_variables(m, sf, typical: dict) -> None:
     Parameters
     ----------
     m : ConcreteModel
-        A built model (``m.s``, ``m.sector_length`` [m]).
+        A built model (``m.s``, ``m.problem.sector_length`` [m]).
     sf : Suffix
         The model's ``scaling_factor`` suffix.
     typical : dict
         ``{variable name: scaling factor}`` (1 / the typical magnitude in SI units).
     """
-    L = m.sector_length
+    L = m.problem.sector_length
     first = m.s.first()
     for name, f in typical.items():
         for v in m.component(name).values():
@@ -346,7 +347,7 @@ def add_boundary_conditions(m, track, vehicle, cfg, states, rates, controls) -> 
     * a closed lap (``cfg.periodic``): every state and rate at the end equals its value at the
       start (``m.periodic``; the time is not periodic);
     * an open sector: the speed ``q1_dot`` at the start is fixed to
-      :func:`entry_speed` (unless ``cfg.initial_speed == "free"``; ``m.initial_speed`` [m/s],
+      :func:`entry_speed` (unless ``cfg.initial_speed == "free"``; ``m.problem.initial_speed`` [m/s],
       else None), and the car enters settled: every other rate is zero at the start
       (otherwise the optimizer starts with stored lateral or spring energy it can turn into
       speed).
@@ -367,10 +368,9 @@ def add_boundary_conditions(m, track, vehicle, cfg, states, rates, controls) -> 
     if cfg.periodic:
         m.periodic = pyo.Constraint(tuple(states) + tuple(rates), rule=lambda m, k:
                                     m.component(k)[last] == m.component(k)[first])
-    m.initial_speed = None
     if not cfg.periodic and cfg.initial_speed != "free":
-        m.initial_speed = entry_speed(track, vehicle, cfg, m.q1_dot[first].ub)
-        m.q1_dot[first].fix(m.initial_speed)
+        update_problem(m, initial_speed=entry_speed(track, vehicle, cfg, m.q1_dot[first].ub))
+        m.q1_dot[first].fix(m.problem.initial_speed)
     if not cfg.periodic:
         for k in rates[1:]:
             m.component(k)[first].fix(0.0)

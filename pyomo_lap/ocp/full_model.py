@@ -44,7 +44,7 @@ from ..vehicle.numeric import CarFunctions, track_vector
 from .common import (OBJECTIVE_SCALE, add_boundary_conditions, add_objective,
                          discretize_on_track, fast_element_lookup, _Namer, scale_variables,
                          sector_mesh, _set_new)
-from .vehicle_model import VehicleModel
+from .vehicle_model import ProblemData, VehicleModel, update_problem
 
 __all__ = ["FULL_MODEL", "STATE_NAMES", "RATE_NAMES", "build_full_model", "initialize_full_model",
            "record_point_rows", "adherence_rows", "PointRows", "RowFamily"]
@@ -424,10 +424,7 @@ def build_full_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[fl
     p = vehicle
     u = pyo.units
     m = pyo.ConcreteModel(name=f"pyomo_lap {track.name} {cfg.start:.0f}+{L:.0f} m")
-    m.options = cfg
-    m.vehicle = p
-    m.track = track
-    m.sector_length = L
+    m.problem = ProblemData(vehicle_model=FULL_MODEL, options=cfg, vehicle=p, track=track, sector_length=L)
     m.s = ContinuousSet(bounds=(0.0, L), initialize=None if bounds is None else bounds.tolist(),
                         doc="distance along the spine from the sector start, q1 [m]")
     fast_element_lookup(m.s)
@@ -470,8 +467,9 @@ def build_full_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[fl
     # subexpressions merged) and replayed at every point on the point's variables and track
     # numbers; the quantities users ask for are named Expressions m.car.<tag>[s].
     m.car = pyo.Block()
-    chain = m.chain = veh.build_chain(p)
-    rec = m.point_rows = record_point_rows(p, chain, cfg)
+    chain = veh.build_chain(p)
+    rec = record_point_rows(p, chain, cfg)
+    update_problem(m, chain=chain, point_rows=rec)
     if cfg.lift:
         values = _replay_lifted(m, rec, tp, sigma, cfg.lift, progress)
     else:
@@ -526,22 +524,21 @@ def build_full_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[fl
     # ---- objective (41) ---------------------------------------------------------------------
     add_objective(m, cfg)
     _set_scaling(m)
-    m.vehicle_model = FULL_MODEL
-    m.build_time_s = time.perf_counter() - t0
+    update_problem(m, build_time_s=time.perf_counter() - t0)
     return m
 
 
 def _set_scaling(m) -> None:
     """Scaling factors (exported to IPOPT's user-scaling) from typical magnitudes."""
-    p = m.vehicle
+    p = m.problem.vehicle
     sf = m.scaling_factor = pyo.Suffix(direction=pyo.Suffix.EXPORT)
     F = 1.0 / (p.m * p.gravity / 4)       # per-wheel forces
     typical = {"q2": 1.0, "q3": 10.0, "q4": 100.0, "q5": 100.0, "q6": 100.0, "q1_dot": 0.05,
                "q2_dot": 1.0, "q3_dot": 2.0, "q4_dot": 10.0, "q5_dot": 10.0, "q6_dot": 10.0,
-               "t": 1.0 / max(1.0, m.sector_length / 30.0), "f_xa": F, "f_xb": F, "delta": 10.0,
+               "t": 1.0 / max(1.0, m.problem.sector_length / 30.0), "f_xa": F, "f_xb": F, "delta": 10.0,
                "f_11z": F, "f_12z": F, "f_21z": F, "f_22z": F, "f_3x": F / 4, "f_3y": F / 4,
                "m_3z": F / 4}
-    L = m.sector_length
+    L = m.problem.sector_length
     scale_variables(m, sf, typical)
     qdd_scale = {1: 0.1, 2: 0.1, 3: 0.5, 4: 0.1, 5: 0.1, 6: 0.1}
     for (k, s), c in m.ode_qdot.items():
@@ -557,7 +554,7 @@ def _set_scaling(m) -> None:
     for c in m.power_limit.values():
         sf[c] = 1.0 / p.P_max
     for c in m.adherence.values():
-        sf[c] = F * F if m.options.adherence == "squared" else F
+        sf[c] = F * F if m.problem.options.adherence == "squared" else F
     for c in m.speed_min.values():
         sf[c] = 0.05
     if m.component("settled_start") is not None:
@@ -587,14 +584,14 @@ def initialize_full_model(m, fixed_point_iterations: int = 4) -> dict:
     dict
         ``{"status": "ok", "estimated_time_s": float, "max_algebraic_residual": float}``.
     """
-    p = m.vehicle
+    p = m.problem.vehicle
     sigma = np.array(sorted(m.s))
     prof = cold_start_profile(m)
     v, t, sag, fx = prof["v"], prof["t"], prof["sag"], prof["fx"]
     f_xa, f_xb, delta = prof["f_xa"], prof["f_xb"], prof["delta"]
-    chain, joints = m.chain, m.track_joints
+    chain, joints = m.problem.chain, m.problem.track_joints
     car = CarFunctions(p)        # the same car equations, traced once for fast float evaluation
-    lifted = bool(m.options.lift)
+    lifted = bool(m.problem.options.lift)
     max_res = 0.0
     s1, s2 = p.static_loads
     for i, s in enumerate(sigma):

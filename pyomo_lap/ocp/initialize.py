@@ -34,7 +34,7 @@ __all__ = ["initialize_model", "initialize_from_solution", "initialize_from_traj
 
 def initialize_model(m, **kwargs) -> dict:
     """Write a cold-start initial guess into a model from :func:`pyomo_lap.ocp.build.build_model`:
-    the ``initialize`` of the model's vehicle model (``m.vehicle_model``, a
+    the ``initialize`` of the model's vehicle model (``m.problem.vehicle_model``, a
     :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel`): for the full model
     :func:`pyomo_lap.ocp.full_model.initialize_full_model` (the steps above), for the
     single-track model :func:`pyomo_lap.ocp.single_track.initialize_single_track`.
@@ -51,9 +51,9 @@ def initialize_model(m, **kwargs) -> dict:
     dict
         ``{"status": "ok", "estimated_time_s": float, "max_algebraic_residual": float}``.
     """
-    vm = getattr(m, "vehicle_model", None)
+    vm = getattr(getattr(m, "problem", None), "vehicle_model", None)
     if vm is None:
-        raise ValueError("the model has no vehicle model (m.vehicle_model): build it with "
+        raise ValueError("the model has no vehicle model (m.problem.vehicle_model): build it with "
                          "pyomo_lap.ocp.build.build_model")
     return vm.initialize(m, **kwargs)
 
@@ -68,12 +68,12 @@ def cold_start_profile(m) -> dict:
         point-mass longitudinal force [N], ``f_xa``, ``f_xb`` [N], ``delta`` kinematic steer
         [rad].
     """
-    p = m.vehicle
-    tp = m.track_points
+    p = m.problem.vehicle
+    tp = m.problem.track_points
     sigma = np.array(sorted(m.s))
-    closed = bool(m.options.periodic)
+    closed = bool(m.problem.options.periodic)
     v = quasi_steady_speed(p, sigma, tp.omega, tp.rotation, closed=closed,
-                           v_start=m.initial_speed, v_min=m.options.v_min)
+                           v_start=m.problem.initial_speed, v_min=m.problem.options.v_min)
     invv = 1.0 / v
     t = np.concatenate([[0.0], np.cumsum(0.5 * (invv[1:] + invv[:-1]) * np.diff(sigma))])
     susp = p.suspension
@@ -112,10 +112,10 @@ def initialize_from_solution(m, source) -> dict:
     ValueError
         If the two models do not cover the same sector.
     """
-    if abs(m.sector_length - source.sector_length) > 1e-9 or \
-            abs(m.options.start - source.options.start) > 1e-9:
-        raise ValueError(f"source sector [{source.options.start}, +{source.sector_length}] m "
-                         f"differs from the target's [{m.options.start}, +{m.sector_length}] m")
+    if abs(m.problem.sector_length - source.problem.sector_length) > 1e-9 or \
+            abs(m.problem.options.start - source.problem.options.start) > 1e-9:
+        raise ValueError(f"source sector [{source.problem.options.start}, +{source.problem.sector_length}] m "
+                         f"differs from the target's [{m.problem.options.start}, +{m.problem.sector_length}] m")
     s_src = np.array(sorted(source.s))
     s_dst = np.array(sorted(m.s))
     count = 0
@@ -171,10 +171,10 @@ def initialize_from_trajectory(m, df) -> dict:
         A missing column, or a table that does not cover the model's sector.
     """
     s_src = df["s_sector"].to_numpy(dtype=float)
-    if abs(s_src[0]) > 1e-6 or abs(s_src[-1] - m.sector_length) > 1e-3:
+    if abs(s_src[0]) > 1e-6 or abs(s_src[-1] - m.problem.sector_length) > 1e-3:
         raise ValueError(f"trajectory covers [{s_src[0]}, {s_src[-1]}] m of the sector, the model "
-                         f"[0, {m.sector_length}] m")
-    vm = m.vehicle_model
+                         f"[0, {m.problem.sector_length}] m")
+    vm = m.problem.vehicle_model
     states, rates = vm.states, vm.rates
     names = states + rates + ("t",) + vm.controls + vm.algebraics
     missing = [c for c in names + tuple(f"q{k}_ddot" for k in range(1, len(rates) + 1))

@@ -33,7 +33,7 @@ from pyomo.dae import ContinuousSet, DerivativeVar
 from .initialize import cold_start_profile
 from .common import (OBJECTIVE_SCALE, add_boundary_conditions, add_objective,
                          discretize_on_track, fast_element_lookup, scale_variables, sector_mesh)
-from .vehicle_model import VehicleModel
+from .vehicle_model import ProblemData, VehicleModel, update_problem
 
 __all__ = ["POINT_MASS_MODEL", "build_point_mass_model", "initialize_point_mass"]
 
@@ -50,7 +50,7 @@ def build_point_mass_model(track, vehicle, cfg, t0: Optional[float] = None, prog
     L, bounds = sector_mesh(track, cfg)
     p = vehicle
     m = pyo.ConcreteModel(name=f"pyomo_lap point-mass {track.name} {cfg.start:.0f}+{L:.0f} m")
-    m.options, m.vehicle, m.track, m.sector_length = cfg, p, track, L
+    m.problem = ProblemData(vehicle_model=POINT_MASS_MODEL, options=cfg, vehicle=p, track=track, sector_length=L)
     m.s = ContinuousSet(bounds=(0.0, L), initialize=None if bounds is None else bounds.tolist(),
                         doc="distance along the spine from the sector start, q1 [m]")
     fast_element_lookup(m.s)
@@ -100,16 +100,15 @@ def build_point_mass_model(track, vehicle, cfg, t0: Optional[float] = None, prog
     add_boundary_conditions(m, track, p, cfg, STATE_NAMES, RATE_NAMES, CONTROLS)
     add_objective(m, cfg)
     _set_scaling(m)
-    m.vehicle_model = POINT_MASS_MODEL
-    m.build_time_s = time.perf_counter() - t0
+    update_problem(m, build_time_s=time.perf_counter() - t0)
     return m
 
 
 def _set_scaling(m) -> None:
-    p = m.vehicle
+    p = m.problem.vehicle
     sf = m.scaling_factor = pyo.Suffix(direction=pyo.Suffix.EXPORT)
     F = 1.0 / (p.m * p.gravity)
-    L = m.sector_length
+    L = m.problem.sector_length
     typical = {"q2": 1.0, "q1_dot": 0.05, "q2_dot": 1.0, "t": 1.0 / max(1.0, L / 30.0),
                "f_xa": F, "f_xb": F, "delta": 10.0}
     scale_variables(m, sf, typical)

@@ -58,7 +58,7 @@ from .common import (OBJECTIVE_SCALE, add_boundary_conditions, add_objective,
                          sector_mesh)
 from ..vehicle.single_track_car import (_ABS_EPS2, ALGEBRAIC, RATE_NAMES, STATE_NAMES,  # noqa: F401
                                _clip_unit, build_chain, fiala_axle, single_track_equations)
-from .vehicle_model import VehicleModel
+from .vehicle_model import ProblemData, VehicleModel, update_problem
 
 __all__ = ["ALGEBRAIC", "STATE_NAMES", "RATE_NAMES", "build_chain", "fiala_axle",
            "single_track_equations", "build_single_track_model", "initialize_single_track",
@@ -93,7 +93,7 @@ def build_single_track_model(track, vehicle: veh.VehicleParameters, cfg, t0: Opt
     p = vehicle
     u = pyo.units
     m = pyo.ConcreteModel(name=f"pyomo_lap single-track {track.name} {cfg.start:.0f}+{L:.0f} m")
-    m.options, m.vehicle, m.track, m.sector_length = cfg, p, track, L
+    m.problem = ProblemData(vehicle_model=SINGLE_TRACK_MODEL, options=cfg, vehicle=p, track=track, sector_length=L)
     m.s = ContinuousSet(bounds=(0.0, L), initialize=None if bounds is None else bounds.tolist(),
                         doc="distance along the spine from the sector start, q1 [m]")
     fast_element_lookup(m.s)
@@ -117,10 +117,11 @@ def build_single_track_model(track, vehicle: veh.VehicleParameters, cfg, t0: Opt
     for name in STATE_NAMES + RATE_NAMES + ("t",):
         m.add_component(f"d{name}_ds", DerivativeVar(m.component(name), wrt=m.s, doc=f"d{name}/dq1"))
     sigma, _, idx = discretize_on_track(m, track, p, cfg, L, ("f_xa", "f_xb", "delta"))
-    joints = m.track_joints
+    joints = m.problem.track_joints
     m.car = pyo.Block()
     namer = _Namer(m.car, m.s)
-    chain = m.chain = build_chain(p)
+    chain = build_chain(p)
+    update_problem(m, chain=chain)
     eqs = {}
     for s in m.s:
         q = (0.0, m.q2[s], m.q3[s])
@@ -151,16 +152,15 @@ def build_single_track_model(track, vehicle: veh.VehicleParameters, cfg, t0: Opt
     add_boundary_conditions(m, track, p, cfg, STATE_NAMES, RATE_NAMES, ("f_xa", "f_xb", "delta"))
     add_objective(m, cfg)
     _set_scaling(m)
-    m.vehicle_model = SINGLE_TRACK_MODEL
-    m.build_time_s = time.perf_counter() - t0
+    update_problem(m, build_time_s=time.perf_counter() - t0)
     return m
 
 
 def _set_scaling(m) -> None:
-    p = m.vehicle
+    p = m.problem.vehicle
     sf = m.scaling_factor = pyo.Suffix(direction=pyo.Suffix.EXPORT)
     F = 1.0 / (p.m * p.gravity / 4)
-    L = m.sector_length
+    L = m.problem.sector_length
     typical = {"q2": 1.0, "q3": 10.0, "q1_dot": 0.05, "q2_dot": 1.0, "q3_dot": 2.0,
                "t": 1.0 / max(1.0, L / 30.0), "f_xa": F, "f_xb": F, "delta": 10.0,
                "f_1z": F / 2, "f_2z": F / 2, "f_3x": F / 4, "f_3y": F / 4, "m_3z": F / 4}
@@ -199,7 +199,7 @@ def initialize_single_track(m, **kwargs) -> dict:
     dict
         ``{"status", "estimated_time_s", "max_algebraic_residual"}``.
     """
-    p = m.vehicle
+    p = m.problem.vehicle
     prof = cold_start_profile(m)
     car = CarFunctions(p, model="single-track")
     sigma = np.array(sorted(m.s))
@@ -209,7 +209,7 @@ def initialize_single_track(m, **kwargs) -> dict:
         v = float(prof["v"][i])
         q, qd = [0.0, 0.0, 0.0], [v, 0.0, 0.0]
         u = [float(prof["f_xa"][i]), float(prof["f_xb"][i]), float(prof["delta"][i])]
-        trk = track_vector(m.track_joints[i])
+        trk = track_vector(m.problem.track_joints[i])
         z, qdd = car.solve(trk, q, qd, u, z)
         max_res = max(max_res, float(np.max(np.abs(car.evaluate(trk, q, qd, u, z)[1]))))
         vals = {"q2": 0.0, "q3": 0.0, "q1_dot": v, "q2_dot": 0.0, "q3_dot": 0.0,
@@ -240,8 +240,8 @@ def trajectory_dataframe(m):
     import math
 
     import pandas as pd
-    p = m.vehicle
-    tp = m.track_points
+    p = m.problem.vehicle
+    tp = m.problem.track_points
     car = CarFunctions(p, model="single-track")
     sigma = sorted(m.s)
     elems = list(m.s.get_finite_elements())
@@ -253,7 +253,7 @@ def trajectory_dataframe(m):
         qd = [val[n] for n in RATE_NAMES]
         u = [val[n] for n in veh.CONTROLS]
         z = [val[n] for n in ALGEBRAIC]
-        trk = track_vector(m.track_joints[i])
+        trk = track_vector(m.problem.track_joints[i])
         qdd, res = car.evaluate(trk, q, qd, u, z)
         ch = car.channels(trk, q, qd, u, z)
         row = {"s": float(tp.s[i]), "s_sector": float(s), "q1": float(tp.s[i])}
@@ -292,11 +292,11 @@ def warm_start_full(m_full, m_single) -> dict:
     ValueError
         ``m_full`` is not a full model, or the sectors differ.
     """
-    if m_full.options.model != "full" or m_single.options.model != "single-track":
+    if m_full.problem.options.model != "full" or m_single.problem.options.model != "single-track":
         raise ValueError("warm_start_full needs a full model and a solved single-track model")
     initialize_model(m_full)
     initialize_from_solution(m_full, m_single)
-    p = m_full.vehicle
+    p = m_full.problem.vehicle
     car = CarFunctions(p)
     sigma = np.array(sorted(m_full.s))
     Q = np.zeros((len(sigma), 6))
@@ -310,7 +310,7 @@ def warm_start_full(m_full, m_single) -> dict:
         qd = np.array([pyo.value(m_full.component(n)[s]) for n in FULL_RATES])
         qd[3:] = 0.0
         u = np.array([pyo.value(m_full.component(n)[s]) for n in veh.CONTROLS])
-        trk = track_vector(m_full.track_joints[i])
+        trk = track_vector(m_full.problem.track_joints[i])
 
         def settle(y, _trk=trk, _q=q, _qd=qd, _u=u):
             qq = _q.copy()

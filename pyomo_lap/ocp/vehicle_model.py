@@ -5,7 +5,8 @@
 :data:`pyomo_lap.ocp.build.VEHICLE_MODELS` (the OCP option ``model``, the CLI's ``--model``) or
 given directly (``build_model(track, vehicle, model=<VehicleModel>)``).
 :func:`pyomo_lap.ocp.initialize.initialize_model` writes the model's initial guess by the object
-stored on the built model (``m.vehicle_model``).
+stored on the built model (``m.problem.vehicle_model``). Everything a built model carries
+besides its Pyomo components is in one typed place, ``m.problem`` (a :class:`ProblemData`).
 
 Two models implement it: the full six-joint car (:data:`pyomo_lap.ocp.full_model.FULL_MODEL`)
 and the single-track car (:data:`pyomo_lap.ocp.single_track.SINGLE_TRACK_MODEL`). A third model
@@ -19,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Optional
 
-__all__ = ["VehicleModel"]
+__all__ = ["VehicleModel", "ProblemData", "update_problem"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,12 +53,10 @@ class VehicleModel:
         ``ContinuousSet`` ``m.s``, the variables with their bounds, the per-point equations
         (the spatial DAE, the algebraic equations, the path constraints), the boundary
         conditions, the objective (:func:`pyomo_lap.ocp.common.add_objective`) and the
-        scaling factors (``m.scaling_factor``). The model also carries ``m.options``
-        (``cfg``), ``m.vehicle``, ``m.track``, ``m.sector_length``, ``m.track_points``,
-        ``m.track_joints``, ``m.initial_speed`` (None or the fixed entry speed),
-        ``m.dae_time_s`` and ``m.build_time_s`` (``t0``: the build's start,
-        ``time.perf_counter()``); ``progress(label, done, total)`` may be called while the
-        points are built. The shared steps are in :mod:`pyomo_lap.ocp.common`.
+        scaling factors (``m.scaling_factor``). The model also carries ``m.problem``, a
+        :class:`ProblemData` (``t0``: the build's start, ``time.perf_counter()``, for its
+        ``build_time_s``); ``progress(label, done, total)`` may be called while the points
+        are built. The shared steps are in :mod:`pyomo_lap.ocp.common`.
     initialize : callable
         ``initialize(m, **kwargs) -> dict``: write the initial guess (a cold start: no earlier
         solution needed) into a model built by ``build``; returns at least
@@ -82,3 +81,68 @@ class VehicleModel:
     def variables(self) -> tuple:
         """All variables indexed by ``m.s``: states, rates, time, controls, algebraics."""
         return self.states + self.rates + ("t",) + self.controls + self.algebraics
+
+
+@dataclasses.dataclass(frozen=True)
+class ProblemData:
+    """What a built model was built from and for: ``m.problem``, its one non-Pyomo attribute.
+
+    Frozen: the builders set it in stages with :func:`update_problem` (each stage a new
+    object); after :func:`pyomo_lap.ocp.build.build_model` returns it does not change.
+
+    Attributes
+    ----------
+    vehicle_model : VehicleModel
+        The model's equations, initial guess and channels.
+    options : pyomo.common.config.ConfigDict
+        The OCP options (a copy of :data:`pyomo_lap.ocp.build.OCP_CONFIG` with the user's
+        values): sector start, length, mesh, scheme, boundary conditions ...
+    vehicle : pyomo_lap.vehicle.schema.VehicleParameters
+        The car's parameters (SI).
+    track : pyomo_lap.track.geometry.Track
+        The whole track the sector lies on.
+    sector_length : float
+        Length of the sector [m] (``q1`` runs from 0 to it; ``m.s`` in the sector's frame).
+    track_points : pyomo_lap.track.geometry.TrackPoints or None
+        The track evaluated at every point of ``m.s`` (shape ``(len(m.s), ...)`` arrays).
+    track_joints : list of pyomo_lap.spatial.chain.TrackJoint or None
+        The track joint (frame, Ω, dΩ/ds as numbers) at every point of ``m.s``.
+    initial_speed : float or None
+        The entry speed fixed at ``s = 0`` [m/s]; None when free or on a periodic lap.
+    chain : pyomo_lap.spatial.chain.Chain or None
+        The six-joint chain of the car (models built on it).
+    point_rows : object or None
+        The per-point rows recorded on a tape (:func:`pyomo_lap.ocp.full_model.record_point_rows`;
+        the full model only), used by the solver path ``lap_ipopt``.
+    dae_time_s : float
+        Wall time of pyomo.dae's transformation [s].
+    build_time_s : float
+        Wall time of the whole build [s] (includes ``dae_time_s``).
+    """
+
+    vehicle_model: Optional[VehicleModel]
+    options: object
+    vehicle: object
+    track: object
+    sector_length: float
+    track_points: object = None
+    track_joints: object = None
+    initial_speed: Optional[float] = None
+    chain: object = None
+    point_rows: object = None
+    dae_time_s: float = 0.0
+    build_time_s: float = 0.0
+
+
+def update_problem(m, **fields) -> ProblemData:
+    """Set ``m.problem`` to a copy of it with ``fields`` changed (the builders' stages).
+
+    Raises
+    ------
+    TypeError
+        A field that :class:`ProblemData` does not have.
+    AttributeError
+        ``m`` has no ``problem`` yet.
+    """
+    m.problem = dataclasses.replace(m.problem, **fields)
+    return m.problem

@@ -139,8 +139,8 @@ def _from_source(source, ncp, scheme, start):
         return df, ncp, scheme, start
     from .results import trajectory_dataframe
     m = source
-    return (trajectory_dataframe(m), m.options.ncp, m.options.scheme,
-            m.options.start if start is None else start)
+    return (trajectory_dataframe(m), m.problem.options.ncp, m.problem.options.scheme,
+            m.problem.options.start if start is None else start)
 
 
 def collocation_defects(source, track, vehicle, *, ncp: Optional[int] = None,
@@ -326,11 +326,11 @@ def initialize_from_collocation(new, old, car: Optional[CarFunctions] = None) ->
     from ..ocp.build import RATE_NAMES, STATE_NAMES
     from ..vehicle.car import ALGEBRAIC, CONTROLS
     for mm in (new, old):
-        if mm.options.scheme != "LAGRANGE-RADAU" or mm.options.model != "full":
+        if mm.problem.options.scheme != "LAGRANGE-RADAU" or mm.problem.options.model != "full":
             raise ValueError("initialize_from_collocation needs full models with LAGRANGE-RADAU")
-    if abs(new.sector_length - old.sector_length) > 1e-9 or new.options.start != old.options.start:
+    if abs(new.problem.sector_length - old.problem.sector_length) > 1e-9 or new.problem.options.start != old.problem.options.start:
         raise ValueError("the two models do not cover the same sector")
-    car = car or CarFunctions(old.vehicle)
+    car = car or CarFunctions(old.problem.vehicle)
     so = np.array(sorted(old.s))
     fe = np.array(sorted(old.s.get_finite_elements()))
     sn = np.array(sorted(new.s))
@@ -355,7 +355,7 @@ def initialize_from_collocation(new, old, car: Optional[CarFunctions] = None) ->
             out[n][here] = Lu @ vals[n][pts]
         for n in ALGEBRAIC:
             out[n][here] = np.interp(sn[here], so, vals[n])
-    tv = track_vectors(new.track_points)
+    tv = track_vectors(new.problem.track_points)
     fails = 0
     for i in range(len(sn)):
         q = np.r_[0.0, [out[n][i] for n in STATE_NAMES]]
@@ -471,13 +471,13 @@ def refine_mesh(m, tol: Optional[float] = None, *, defects: Optional[DefectRepor
 
     if max_split < 2:
         raise ValueError(f"max_split = {max_split!r}: expected >= 2")
-    before = defects or collocation_defects(m, m.track, m.vehicle)
+    before = defects or collocation_defects(m, m.problem.track, m.problem.vehicle)
     eps = before.elements["eps"].to_numpy()
     if tol is None:
         tol = 10.0 * float(np.median(eps))
     if not (np.isfinite(tol) and tol > 0):
         raise ValueError(f"tol = {tol!r}: expected a positive number")
-    ncp = m.options.ncp
+    ncp = m.problem.options.ncp
     bounds = [0.0]
     split = {}
     for row in before.elements.itertuples():
@@ -488,11 +488,11 @@ def refine_mesh(m, tol: Optional[float] = None, *, defects: Optional[DefectRepor
         for i in range(1, k + 1):
             bounds.append(row.s_start + (row.s_end - row.s_start) * i / k)
     bounds = np.array(bounds)
-    bounds[-1] = m.sector_length
-    opts = {k: m.options[k] for k in m.options}
+    bounds[-1] = m.problem.sector_length
+    opts = {k: m.problem.options[k] for k in m.problem.options}
     opts["element_boundaries"] = tuple(bounds)
-    new = build_model(m.track, m.vehicle, **opts)
-    if m.options.scheme == "LAGRANGE-RADAU":
+    new = build_model(m.problem.track, m.problem.vehicle, **opts)
+    if m.problem.options.scheme == "LAGRANGE-RADAU":
         initialize_from_collocation(new, m)
     else:
         initialize_from_solution(new, m)
@@ -504,7 +504,7 @@ def refine_mesh(m, tol: Optional[float] = None, *, defects: Optional[DefectRepor
         rep = solve_model(new, solver=solver, options=opts, tee=tee)
         lap_after = float(pyo.value(new.lap_time))
         if rep.ok:
-            after = collocation_defects(new, new.track, new.vehicle)
+            after = collocation_defects(new, new.problem.track, new.problem.vehicle)
     return RefinementResult(model=new, boundaries=bounds, split=split, before=before, after=after,
                             lap_time_before=lap_before, lap_time_after=lap_after,
                             solve_report=rep)

@@ -87,7 +87,7 @@ def square_up(m) -> list:
     idx = {s: i for i, s in enumerate(sigma)}
     elems = sorted(m.s.get_finite_elements())
     ctrl_pts = [sigma[idx[e] + 1] for e in elems[:-1]]
-    if not m.options.piecewise_constant_controls:
+    if not m.problem.options.piecewise_constant_controls:
         ctrl_pts = sigma[1:]
     fixed = []
     for name in ("f_xa", "f_xb", "delta"):
@@ -96,7 +96,7 @@ def square_up(m) -> list:
             if not var[s].fixed:
                 var[s].fix()
                 fixed.append(var[s])
-    if not m.options.periodic:
+    if not m.problem.options.periodic:
         for name in ("q2", "q3"):
             v = m.component(name)[sigma[0]]
             if not v.fixed:

@@ -232,7 +232,7 @@ def replay(source, track, vehicle, *, feedback: Union[bool, dict] = False,
         A trajectory without the needed columns.
     """
     if not isinstance(source, pd.DataFrame):
-        opts = source.options
+        opts = source.problem.options
         scheme = scheme or opts.scheme
         if interpolation is None:
             interpolation = "constant" if opts.piecewise_constant_controls else "polynomial"

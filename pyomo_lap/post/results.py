@@ -167,9 +167,9 @@ def _point_values(m, name: str, sigma: list) -> np.ndarray:
 def _full_dataframe(m, progress=None) -> pd.DataFrame:
     """:func:`trajectory_dataframe` of the full model, all points at once (NumPy over the tape
     of :func:`_channel_tape`)."""
-    p = m.vehicle
-    tp = m.track_points
-    joints = m.track_joints
+    p = m.problem.vehicle
+    tp = m.problem.track_points
+    joints = m.problem.track_joints
     sigma = sorted(m.s)
     n = len(sigma)
     if progress is not None:
@@ -181,7 +181,7 @@ def _full_dataframe(m, progress=None) -> pd.DataFrame:
     dJ = np.array([j.dJ for j in joints], dtype=float).reshape(n, 6)
     pos = np.array([j.p for j in joints], dtype=float).reshape(n, 3)
     general = not (np.all(J[:, :3] == [1.0, 0.0, 0.0]) and np.all(dJ[:, :3] == 0.0))
-    ct = _channel_tape(p, m.chain, general)
+    ct = _channel_tape(p, m.problem.chain, general)
     inputs = {}
     for k, name in enumerate(STATE_NAMES + RATE_NAMES + veh.CONTROLS + veh.ALGEBRAIC):
         inputs[f"x[{k}]"] = val[name]
@@ -249,7 +249,7 @@ def trajectory_dataframe(m, progress=None) -> pd.DataFrame:
         ``t_point_mass``, :func:`pyomo_lap.vehicle.speed_profile.quasi_steady_speed`) as a reference
         for time-delta plots.
     """
-    vm = getattr(m, "vehicle_model", None)
+    vm = getattr(getattr(m, "problem", None), "vehicle_model", None)
     if vm is not None and vm.trajectory is not None:   # the model's own table (single-track)
         return vm.trajectory(m)
     from ..util.gc_pause import gc_paused
@@ -258,12 +258,12 @@ def trajectory_dataframe(m, progress=None) -> pd.DataFrame:
     # points), and recording the tape allocates enough to trigger one
     with gc_paused():
         df = _full_dataframe(m, progress)
-        p = m.vehicle
-        tp = m.track_points
+        p = m.problem.vehicle
+        tp = m.problem.track_points
         sigma = sorted(m.s)
         sig = np.asarray(sigma, dtype=float)
-        v_pm = quasi_steady_speed(p, sig, tp.omega, tp.rotation, closed=bool(m.options.periodic),
-                                  v_start=m.initial_speed, v_min=m.options.v_min)
+        v_pm = quasi_steady_speed(p, sig, tp.omega, tp.rotation, closed=bool(m.problem.options.periodic),
+                                  v_start=m.problem.initial_speed, v_min=m.problem.options.v_min)
     df["v_point_mass"] = v_pm
     df["t_point_mass"] = np.concatenate([[0.0], np.cumsum(0.5 * (1 / v_pm[1:] + 1 / v_pm[:-1]) * np.diff(sig))])
     cols = [c for c in UNITS if c in df.columns] + [c for c in df.columns if c not in UNITS]

@@ -514,7 +514,7 @@ class LapNLP:
     @staticmethod
     def _recorded_rows(model):
         """The model's :class:`~pyomo_lap.ocp.build.PointRows` if it can be used, else (None, why)."""
-        rec = getattr(model, "point_rows", None)
+        rec = getattr(getattr(model, "problem", None), "point_rows", None)
         if rec is None or not getattr(rec, "built", None):
             return None, ("the model has no recorded rows (not built by pyomo_lap.ocp.build.build_model, "
                           "or built with the option 'lift'): every row is translated from its "
