@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 import pyomo.environ as pyo
+from pyomo.common.config import ConfigDict, ConfigValue, document_kwargs_from_configdict
 
 from . import __version__
 from .ocp.initialize import initialize_model
@@ -25,9 +26,11 @@ from .ocp.build import build_model
 from .post.results import trajectory_dataframe, write_results
 from .solvers.solve import solve_model
 from .track.geometry import load_track
+from .util.domains import (Anything, DictOrNone, IntBetween, OneOf, PathOrNone,
+                           error_text)
 from .vehicle.car import load_vehicle
 
-__all__ = ["solve_sector", "model_size", "SolveFailedError", "ResultsNotWrittenError",
+__all__ = ["solve_sector", "SOLVE_CONFIG", "job_options", "model_size", "SolveFailedError", "ResultsNotWrittenError",
            "track_data_lines", "result_line"]
 
 
@@ -121,64 +124,120 @@ def result_line(summary: dict, periodic: bool) -> str:
             "sectors " + ", ".join(f"{x['time_s']:.3f}" for x in summary["sectors"]) + " s")
 
 
-_OWN_ARGUMENTS = ("model", "start", "length", "nfe", "ncp", "scheme", "periodic", "initial_speed")
+from .ocp.options import CLI_OWNED  # noqa: E402
+
+OWN_OCP_OPTIONS = tuple(k for k in CLI_OWNED if k != "named_subexpressions")
+"""The OCP options that are also options of the job (:data:`SOLVE_CONFIG`); the solver decides
+``named_subexpressions``."""
 """OCP options that solve_sector has as arguments and the summary records at its top level
 (the summary's ``ocp_options`` holds the others)."""
 
 
-def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
-                 length: Optional[float] = 2000.0, nfe: Optional[int] = None, ncp: int = 2,
-                 scheme: str = "LAGRANGE-RADAU", initial_speed="quasi-steady",
-                 periodic: bool = False, model: str = "full", initial_guess: str = "cold",
-                 solver: str = "lap_ipopt", solver_options: Optional[dict] = None,
-                 out_dir: Optional[Path] = Path("results"), tee: bool = False,
-                 echo: Callable[[str], None] = print, repair_track: bool = False,
-                 n_sectors: int = 3, progress=None, track_width: Optional[float] = None,
-                 ocp_options: Optional[dict] = None):
+class _TrackWidth:
+    """The total width of the track [m] or None (:func:`pyomo_lap.track.checks.check_track_width`)."""
+
+    cli_type = float
+
+    def __call__(self, x):
+        from .track.checks import check_track_width
+        if x is None:
+            return None
+        try:
+            return 2.0 * check_track_width(x)
+        except ValueError as exc:       # its message without the "name = value: " prefix
+            raise ValueError(str(exc).split(": ", 1)[-1]) from None
+
+    def domain_name(self) -> str:
+        return "float in (0, 200] or None"
+
+
+def _solve_config() -> ConfigDict:
+    from .ocp.build import OCP_CONFIG
+    c = ConfigDict(description="the options of one job (solve_sector, pyomo-lap solve)")
+    c.declare("track", ConfigValue(default="nordschleife", domain=Anything("str, Path or Track"),
+              description="track name (see `pyomo-lap tracks`) or a .csv / .json file (in "
+                          "Python also a Track)"))
+    c.declare("vehicle", ConfigValue(default="fsae", domain=Anything("str, Path or VehicleParameters"),
+              description="vehicle name (models/*.toml) or a .toml file (in Python also a "
+                          "VehicleParameters)"))
+    for name in OWN_OCP_OPTIONS:
+        cv = OCP_CONFIG.get(name)     # declared once, in OCP_CONFIG: domain and description
+        c.declare(name, ConfigValue(default=2000.0 if name == "length" else cv.value(),
+                                    domain=cv._domain, description=cv._description))
+    c.declare("initial_guess", ConfigValue(default="cold", domain=OneOf(["cold", "single-track"]),
+              description="full model: 'single-track' solves the single-track model on the same "
+                          "mesh first and starts from it (pyomo_lap.ocp.single_track.warm_start_full)"))
+    c.declare("solver", ConfigValue(default="lap_ipopt", domain=str,
+              description="Pyomo solver name (tested: lap_ipopt = the fast path, IPOPT 3.14 on "
+                          "compiled functions; ipopt = the ASL path, IPOPT's AMPL executable; "
+                          "ipopt_v2 = Pyomo's newer interface to the same executable)"))
+    c.declare("solver_options", ConfigValue(default=None, domain=DictOrNone(),
+              description="options passed through to the solver, e.g. {'max_iter': 500}"))
+    c.declare("ocp_options", ConfigValue(default=None, domain=DictOrNone(),
+              description="the other options of the optimal control problem (README, 'Options of "
+                          "the optimal control problem'), e.g. {'adherence': 'squared'}"))
+    c.declare("n_sectors", ConfigValue(default=3, domain=IntBetween(1, 1000),
+              description="number of equal sectors timed in the summary"))
+    c.declare("out_dir", ConfigValue(default=Path("results"), domain=PathOrNone(),
+              description="output folder (None: nothing is written)"))
+    c.declare("tee", ConfigValue(default=False, domain=bool,
+              description="stream the solver's iterations (the command line streams them unless "
+                          "--quiet is given)"))
+    c.declare("repair_track", ConfigValue(default=False, domain=bool,
+              description="repair the track data where a repair is well defined (missing values, "
+                          "duplicates, glitches, a small gap in a loop, a sector past the end of "
+                          "an open track); every repair is reported"))
+    c.declare("track_width", ConfigValue(default=None, domain=_TrackWidth(),
+              description="total width of the track [m], half each side of the centreline; "
+                          "replaces the widths of the track data (default: the data's widths; "
+                          "4 m each side for data without widths, which is reported)"))
+    return c
+
+
+SOLVE_CONFIG = _solve_config()
+"""The one declaration of a job's options: :func:`solve_sector` takes them as keywords,
+``pyomo-lap solve`` derives its command-line options from them (:mod:`pyomo_lap.cli`), and the
+README's table of them is generated from it (``pyomo-lap options --markdown``). The options
+of the optimal control problem among them (``start`` ... ``model``) are those of
+:data:`pyomo_lap.ocp.build.OCP_CONFIG` (the default ``length`` here is 2000 m)."""
+
+
+def job_options(config: Optional[dict] = None, **kwargs) -> ConfigDict:
+    """The job's options checked against :data:`SOLVE_CONFIG` (``config`` then ``kwargs``).
+
+    Raises
+    ------
+    ValueError
+        ``option = value: expected ...`` for a value outside the option's domain, or an
+        unknown option with the list of the known ones.
+    """
+    cfg = SOLVE_CONFIG()
+    for key, value in {**(config or {}), **kwargs}.items():
+        if key not in cfg:
+            raise ValueError(f"unknown option {key!r}: expected one of {', '.join(SOLVE_CONFIG.keys())}")
+        try:
+            cfg[key] = value
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"{key} = {value!r}: {error_text(exc)}") from None
+    return cfg
+
+
+@document_kwargs_from_configdict(SOLVE_CONFIG)
+def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] = print,
+                 progress=None, **kwargs):
     """Build, initialize and solve the minimum-time problem on a sector, and export.
 
     Parameters
     ----------
-    track : str, Path or Track
-    vehicle : str, Path or VehicleParameters
-    start, length : float
-        Sector [m] (``length=None``: to the end of the track). On a closed track a sector
-        is at most one lap (``periodic=True`` for the lap itself).
-    nfe, ncp, scheme : collocation mesh (see :data:`pyomo_lap.ocp.build.OCP_CONFIG`); ``nfe=None``:
-        elements of about 10 m (``OCP_CONFIG.element_length``).
-    initial_speed : float, 'quasi-steady' or 'free'
-    periodic : bool
-        Closed lap (needs a whole closed track).
-    model : {'full', 'single-track'}
-        Vehicle model (:mod:`pyomo_lap.ocp.single_track` for the second).
-    initial_guess : {'cold', 'single-track'}
-        Full model only: ``'single-track'`` solves the single-track model on the same mesh
-        first and starts from it (:func:`pyomo_lap.ocp.single_track.warm_start_full`).
-    solver : str
-        Pyomo solver name: ``lap_ipopt`` (default, the fast path), ``ipopt`` (the ASL path)...
-    solver_options : dict, optional
-    out_dir : Path or None
-        Where to write the results (None: do not write).
-    tee : bool
-        Stream the solver output.
+    config : dict, optional
+        Options (:data:`SOLVE_CONFIG`, listed below as keyword arguments); keywords given
+        directly override them. On a closed track a sector is at most one lap
+        (``periodic=True, length=None`` for the lap itself).
     echo : callable
-        Progress messages.
-    repair_track : bool
-        Repair the track data where a repair is well defined (and shorten a sector that runs
-        past the end of an open track); every repair is reported through ``echo``.
-    n_sectors : int
-        Sectors of equal length timed in the summary (:func:`pyomo_lap.post.results.sector_times`).
+        ``echo(str)`` for progress messages.
     progress : callable, optional
         ``progress(label, done, total)`` for the model build and the channel evaluation
         (default: :func:`pyomo_lap.util.progress.echo_progress` through ``echo``).
-    track_width : float, optional
-        Total width of the track [m], half each side, replacing the data's widths (only
-        with a track name or file: see :func:`pyomo_lap.track.geometry.load_track`).
-    ocp_options : dict, optional
-        Further options of the optimal control problem (:data:`pyomo_lap.ocp.build.OCP_CONFIG`, the
-        README's option table), e.g. ``{"adherence": "squared", "element_length": 5.0}``;
-        the options that have their own argument here are refused
-        (:func:`pyomo_lap.ocp.options.check_ocp_options`).
 
     Returns
     -------
@@ -190,9 +249,10 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     Raises
     ------
     ValueError
-        Bad track, vehicle or options (before any solve), a sector longer than one lap of a
-        closed track, ``track_width`` with a :class:`Track`; :class:`TrackDataError` and
-        :class:`VehicleFileError` list every problem of the data.
+        An unknown option or a value outside its domain (the message names the option, the
+        value and what was expected); bad track, vehicle or options (before any solve), a
+        sector longer than one lap of a closed track, ``track_width`` with a :class:`Track`;
+        :class:`TrackDataError` and :class:`VehicleFileError` list every problem of the data.
     SolverNotFoundError
         The solver is not installed (before any build).
     SolveFailedError (a RuntimeError)
@@ -205,6 +265,13 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
         The results could not be written to ``out_dir`` (after saving them to a fallback
         folder that the message names: a solved result is never lost).
     """
+    cfg = job_options(config, **kwargs)
+    track, vehicle, model, initial_guess = cfg.track, cfg.vehicle, cfg.model, cfg.initial_guess
+    start, length, periodic, initial_speed = cfg.start, cfg.length, cfg.periodic, cfg.initial_speed
+    nfe, ncp, scheme = cfg.nfe, cfg.ncp, cfg.scheme
+    solver, solver_options, ocp_options = cfg.solver, cfg.solver_options, cfg.ocp_options
+    n_sectors, out_dir, tee = cfg.n_sectors, cfg.out_dir, cfg.tee
+    repair_track, track_width = cfg.repair_track, cfg.track_width
     from .track import checks as track_checks
     from .solvers.solve import ensure_solver
     from .track.geometry import Track
@@ -213,10 +280,8 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
     from .ocp.options import check_ocp_options
     ocp_options = check_ocp_options(ocp_options)    # before anything is loaded or built
     from .ocp.build import VEHICLE_MODELS
-    if model not in VEHICLE_MODELS:
+    if model not in VEHICLE_MODELS:     # a VehicleModel object: build_model takes it, not this job
         raise ValueError(f"model = {model!r}: expected one of {', '.join(map(repr, VEHICLE_MODELS))}")
-    if initial_guess not in ("cold", "single-track"):
-        raise ValueError(f"initial_guess = {initial_guess!r}: expected 'cold' or 'single-track'")
     if isinstance(track, Track) and track_width is not None:
         raise ValueError(f"track_width = {track_width!r} m with a Track object: expected a track "
                          "name or file (for a Track, give its widths when building it)")
@@ -303,7 +368,7 @@ def solve_sector(track="nordschleife", vehicle="fsae", start: float = 0.0,
         "solve_time_s": rep.solve_time_s,
         "nfe": nfe, "ncp": ncp, "scheme": scheme,
         "ocp_options": {k: (list(v) if isinstance(v, tuple) else v)
-                        for k, v in m.problem.options.value().items() if k not in _OWN_ARGUMENTS},
+                        for k, v in m.problem.options.value().items() if k not in OWN_OCP_OPTIONS},
         "n_points": len(m.s),
         "start_m": start,
         "length_m": m.problem.sector_length,

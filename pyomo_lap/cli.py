@@ -5,7 +5,6 @@ code, before any model is built.
 """
 from __future__ import annotations
 
-import math
 import os
 import signal
 import sys
@@ -57,71 +56,107 @@ def main():
     """Minimum-lap-time planning on 3D tracks (Lie-group race-car model, pyomo.dae, IPOPT)."""
 
 
-TRACK_WIDTH = click.option(
-    "--track-width", "track_width", type=float, default=None, metavar="METRES",
-    help="total width of the track [m], half each side of the centreline; replaces the "
-         "widths of the track data  [default: the data's widths; 4 m each side for data "
-         "without widths, which is reported]")
+_SPELLING = {
+    # job option of SOLVE_CONFIG -> how the command line spells it, where not --<name>
+    "periodic": (("--full-lap", "periodic"), {"is_flag": True, "help": "the whole closed lap, "
+                 "periodic in every state (from the track's start; no --start, --length, "
+                 "--initial-speed)"}),
+    "solver_options": (("--solver-option", "solver_options"), {
+        "multiple": True, "metavar": "KEY=VALUE",
+        "help": "solver option passed through to the solver (repeatable), e.g. max_iter=500"}),
+    "ocp_options": (("--ocp-option", "ocp_options"), {
+        "multiple": True, "metavar": "KEY=VALUE",
+        "help": "another option of the optimal control problem (repeatable), e.g. "
+                "adherence=squared, element_length=5, piecewise_constant_controls=true, "
+                "K_delta=2; the list with defaults and units: README, 'Options' "
+                "(pyomo-lap options)"}),
+    "n_sectors": (("--sectors", "n_sectors"), {}),
+    "track_width": (("--track-width", "track_width"), {"metavar": "METRES"}),
+    "out_dir": (("--out", "out_dir"), {"type": click.Path(file_okay=False)}),
+    "tee": (("--quiet", "quiet"), {"is_flag": True, "help": "do not stream the solver's iterations"}),
+}
 
 
-def _track_width(value):
-    """--track-width checked: the half-width [m] or None; a bad value stops with exit 2."""
-    from .track.checks import check_track_width
-    try:
-        return check_track_width(value, "--track-width")
-    except ValueError as exc:
-        _fail(str(exc))
+def _flag(name: str) -> str:
+    return _SPELLING[name][0][0] if name in _SPELLING else "--" + name.replace("_", "-")
+
+
+def _click_type(cv):
+    """The click type of a job option, from its domain (choices) or its default."""
+    from .util.domains import EntrySpeed, FiniteFloat, IntBetween
+    d = cv._domain
+    if getattr(d, "cli_type", None) is not None:
+        return d.cli_type
+    choices = getattr(d, "choices", None) or getattr(d, "values", None)
+    if choices:
+        return click.Choice(list(choices))
+    if isinstance(d, IntBetween):
+        return int
+    if isinstance(d, FiniteFloat):
+        return float
+    if isinstance(d, EntrySpeed) or d is str:
+        return str
+    return None
+
+
+def job_options(*names, **defaults):
+    """Decorator: the click options of the job options ``names``, derived from
+    :data:`pyomo_lap.api.SOLVE_CONFIG` (the one declaration: default, type, choices, help);
+    ``defaults`` overrides a default for one command (e.g. ``diagnose``'s short sector)."""
+    from .api import SOLVE_CONFIG
+
+    def decorate(f):
+        for name in reversed(names):
+            cv = SOLVE_CONFIG.get(name)
+            decls, extra = _SPELLING.get(name, (("--" + name.replace("_", "-"), name), {}))
+            kw = {"help": " ".join((cv._description or "").split()), **extra}
+            if isinstance(cv.value(), bool) and "is_flag" not in kw:
+                kw["is_flag"] = True
+            if not kw.get("is_flag") and not kw.get("multiple"):
+                default = defaults.get(name, cv.value())
+                kw.setdefault("type", _click_type(cv))
+                kw["default"] = None if default is None else (str(default) if kw["type"] is str
+                                                              else default)
+                kw["show_default"] = default is not None
+            f = click.option(*decls, **kw)(f)
+        return f
+    return decorate
+
+
+def _shown(value) -> str:
+    """A value as the user typed it: numbers bare, other words quoted."""
+    if isinstance(value, str):
+        try:
+            float(value)
+            return value
+        except ValueError:
+            return repr(value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _checked(values: dict):
+    """The job's options checked one by one against SOLVE_CONFIG; a bad value stops with exit
+    2 and ``--flag value: expected ...``."""
+    from .api import SOLVE_CONFIG
+    from .util.domains import error_text
+    cfg = SOLVE_CONFIG()
+    for name, value in values.items():
+        try:
+            cfg[name] = value
+        except (ValueError, TypeError) as exc:
+            _fail(f"{_flag(name)} {_shown(value)}: {error_text(exc)}")
+    return cfg
 
 
 @main.command()
-@click.option("--track", default="nordschleife", show_default=True,
-              help="track name (see `pyomo-lap tracks`) or a .csv / .json file")
-@click.option("--vehicle", default="fsae", show_default=True,
-              help="vehicle name (models/*.toml) or a .toml file")
-@click.option("--start", default=0.0, show_default=True, type=float, help="sector start [m]")
-@click.option("--length", default=2000.0, show_default=True, type=float, help="sector length [m]")
-@click.option("--full-lap", is_flag=True,
-              help="the whole closed lap, periodic in every state")
-@click.option("--nfe", default=None, type=int,
-              help="finite elements N  [default: elements of about 10 m: 200 on 2 km, 2073 on the full lap]")
-@click.option("--ncp", default=2, show_default=True, type=int,
-              help="collocation points per element")
-@click.option("--scheme", default="LAGRANGE-RADAU", show_default=True,
-              type=click.Choice(["LAGRANGE-RADAU", "LAGRANGE-LEGENDRE"]), help="collocation scheme")
-@click.option("--initial-speed", default="quasi-steady", show_default=True,
-              help="speed at the sector start [m/s], 'quasi-steady' or 'free'")
-@click.option("--model", default="full", show_default=True,
-              type=click.Choice(["full", "single-track"]),     # = list(ocp.VEHICLE_MODELS), tested
-              help="vehicle model: the six-joint Lie-group car or the single-track (bicycle, Fiala tyres)")
-@click.option("--initial-guess", default="cold", show_default=True,
-              type=click.Choice(["cold", "single-track"]),
-              help="full model: start from the single-track solution on the same mesh")
-@click.option("--solver", default="lap_ipopt", show_default=True,
-              help="Pyomo solver name (tested: lap_ipopt = the fast path, IPOPT 3.14 on compiled "
-                   "functions; ipopt = the ASL path, IPOPT's AMPL executable; ipopt_v2 = Pyomo's "
-                   "newer interface to the same executable)")
-@click.option("--solver-option", "solver_option", multiple=True, metavar="KEY=VALUE",
-              help="solver option passed through to the solver (repeatable), e.g. max_iter=500")
-@click.option("--ocp-option", "ocp_option", multiple=True, metavar="KEY=VALUE",
-              help="another option of the optimal control problem (repeatable), e.g. "
-                   "adherence=squared, element_length=5, piecewise_constant_controls=true, "
-                   "K_delta=2; the list with defaults and units: README, 'Options of the "
-                   "optimal control problem' (python -m pyomo_lap.ocp.options)")
-@click.option("--sectors", default=3, show_default=True, type=int,
-              help="number of equal sectors timed in the summary")
-@click.option("--out", "out_dir", default="results", show_default=True,
-              type=click.Path(file_okay=False), help="output folder")
-@click.option("--quiet", is_flag=True, help="do not stream the solver's iterations")
+@job_options("track", "vehicle", "start", "length", "periodic", "nfe", "ncp", "scheme",
+             "initial_speed", "model", "initial_guess", "solver", "solver_options", "ocp_options",
+             "n_sectors", "out_dir", "tee")
 @click.option("--max-iter", type=int, default=None,
-              help="solver iteration limit (default: pyomo_lap.solvers.solve.DEFAULT_IPOPT_OPTIONS)")
-@click.option("--repair-track", is_flag=True,
-              help="repair the track data where a repair is well defined (missing values, "
-                   "duplicates, glitches, a small gap in a loop, a sector past the end of an "
-                   "open track); every repair is reported")
-@TRACK_WIDTH
-def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_speed, model,
-          initial_guess, solver, solver_option, ocp_option, sectors, out_dir, quiet, max_iter,
-          repair_track, track_width):
+              help="solver iteration limit, short for --solver-option max_iter=N "
+                   "(default: pyomo_lap.solvers.solve.DEFAULT_IPOPT_OPTIONS)")
+@job_options("repair_track", "track_width")
+def solve(max_iter, quiet, solver_options, ocp_options, **job):
     """Solve the minimum-time problem on a sector (or, with --full-lap, the closed lap) and
     write trajectory.csv, trajectory.parquet, results.xlsx and summary.json to OUT.
 
@@ -138,57 +173,40 @@ def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_spe
         _fail("interrupted while starting; nothing was done", code=130)
 
     ctx = click.get_current_context()
+    full_lap = job["periodic"]
     if full_lap:
-        given = [f"--{n}" for n in ("start", "length", "initial_speed")
+        given = [_flag(n) for n in ("start", "length", "initial_speed")
                  if ctx.get_parameter_source(n) is not click.core.ParameterSource.DEFAULT]
         if given:
             _fail(f"--full-lap solves the whole closed lap; it cannot be combined with "
-                  f"{', '.join(g.replace('_', '-') for g in given)}")
-    if nfe is not None and (nfe < 2 or nfe > 100000):
-        _fail(f"--nfe {nfe}: expected an integer between 2 and 100000")
-    if ncp < 1 or ncp > 10:
-        _fail(f"--ncp {ncp}: expected an integer between 1 and 10")
-    if not math.isfinite(length) or length <= 0:
-        _fail(f"--length {length}: expected a positive, finite length in metres")
-    if not math.isfinite(start) or start < 0:
-        _fail(f"--start {start}: expected a finite distance >= 0 m from the track's start")
-    if nfe is not None and not full_lap and length / nfe < 0.1:
-        _fail(f"--nfe {nfe} on a {length:g} m sector gives elements of {length / nfe:.3g} m: "
-              "expected elements of at least 0.1 m (fewer elements or a longer sector)")
+                  f"{', '.join(given)}")
+        job.update(start=0.0, length=None)
+    cfg = _checked(job)
+    if cfg.nfe is not None and not full_lap and cfg.length / cfg.nfe < 0.1:
+        _fail(f"--nfe {cfg.nfe} on a {cfg.length:g} m sector gives elements of "
+              f"{cfg.length / cfg.nfe:.3g} m: expected elements of at least 0.1 m (fewer "
+              "elements or a longer sector)")
     if max_iter is not None and not 1 <= max_iter <= 10 ** 7:
         _fail(f"--max-iter {max_iter}: expected an integer between 1 and 10000000")
-    if sectors < 1 or sectors > 1000:
-        _fail(f"--sectors {sectors}: expected an integer between 1 and 1000")
-    _track_width(track_width)
     try:
-        options = parse_solver_options(solver_option)
+        options = parse_solver_options(solver_options)
     except ValueError as exc:
         _fail(f"--solver-option: {exc}")
     if max_iter is not None:
         options["max_iter"] = max_iter
     from .ocp.options import check_ocp_options, parse_ocp_options
     try:
-        ocp = check_ocp_options(parse_ocp_options(ocp_option))
+        cfg.ocp_options = check_ocp_options(parse_ocp_options(ocp_options))
     except ValueError as exc:
         _fail(f"--ocp-option: {exc}")
-    try:
-        isp = initial_speed if initial_speed in ("quasi-steady", "free") else float(initial_speed)
-    except ValueError:
-        _fail(f"--initial-speed {initial_speed!r}: expected a speed in m/s, 'quasi-steady' or 'free'")
-    if not isinstance(isp, str) and not (math.isfinite(isp) and isp > 0):
-        _fail(f"--initial-speed {initial_speed}: expected a positive speed in m/s, "
-              "'quasi-steady' or 'free'")
+    cfg.solver_options = options or None
+    cfg.tee = not quiet
+    out_dir, solver, length = cfg.out_dir, cfg.solver, ctx.params["length"]
     before = _state(Path(out_dir))
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     t0 = time.perf_counter()
     try:
-        solve_sector(track=track, vehicle=vehicle, start=0.0 if full_lap else start,
-                     length=None if full_lap else length, periodic=full_lap, nfe=nfe, ncp=ncp,
-                     scheme=scheme, initial_speed=isp, model=model,
-                     initial_guess=initial_guess, solver=solver, out_dir=Path(out_dir),
-                     tee=not quiet, echo=click.echo, repair_track=repair_track,
-                     solver_options=options or None, n_sectors=sectors, progress=click_progress(),
-                     track_width=track_width, ocp_options=ocp)
+        solve_sector(cfg.value(), echo=click.echo, progress=click_progress())
     except SolveInterrupted as exc:
         r = exc.report
         its = f", {r.iterations} iterations" if r.iterations is not None else ""
@@ -216,19 +234,14 @@ def solve(track, vehicle, start, length, full_lap, nfe, ncp, scheme, initial_spe
 
 
 @main.command()
-@click.option("--track", default="nordschleife", show_default=True,
-              help="track name (see `pyomo-lap tracks`) or a .csv / .json file")
-@click.option("--vehicle", default="fsae", show_default=True,
-              help="vehicle name (models/*.toml) or a .toml file")
-@click.option("--repair-track", is_flag=True, help="as for `solve`: repair and report")
-@TRACK_WIDTH
+@job_options("track", "vehicle", "repair_track", "track_width")
 def check(track, vehicle, repair_track, track_width):
     """Check a track and a vehicle file (and that the car fits the track) without solving.
     Lists what was done to the track's data (a table: elevations missing, outliers dropped,
     gaps filled, smoothing, merged points) and every value assumed because the data lack it
     (widths, banking). Exit code 0 when both can be used, 2 otherwise; every problem is
     listed."""
-    _track_width(track_width)
+    track_width = _checked({"track_width": track_width}).track_width
     try:
         from .track import checks as track_checks
         from .track.geometry import load_track
@@ -339,14 +352,9 @@ def compare(run_a, run_b, out_dir, sectors, pdf):
 
 
 @main.command()
-@click.option("--track", default="nordschleife", show_default=True, help="track name or file")
-@click.option("--vehicle", default="fsae", show_default=True, help="vehicle name or .toml file")
-@click.option("--start", default=500.0, show_default=True, type=float, help="sector start [m]")
-@click.option("--length", default=100.0, show_default=True, type=float, help="sector length [m]")
-@click.option("--nfe", default=5, show_default=True, type=int, help="finite elements")
-@click.option("--ncp", default=2, show_default=True, type=int, help="collocation points per element")
+@job_options("track", "vehicle", "start", "length", "nfe", "ncp", start=500.0, length=100.0, nfe=5)
 @click.option("--solve", "do_solve", is_flag=True, help="solve first and diagnose the optimum")
-@click.option("--solver", default="lap_ipopt", show_default=True, help="Pyomo solver name for --solve")
+@job_options("solver")
 @click.option("--no-numerical", is_flag=True, help="structural checks only")
 @click.option("--report", default=None, type=click.Path(dir_okay=False),
               help="also write the toolbox's reports to this file")
@@ -355,12 +363,9 @@ def diagnose(track, vehicle, start, length, nfe, ncp, do_solve, solver, no_numer
     on the model of a short sector."""
     from .post.diagnose import diagnose as run
     from .solvers.solve import SolverNotFoundError
-    if nfe < 1 or nfe > 200:
-        _fail(f"--nfe {nfe}: expected an integer between 1 and 200 (diagnose a short sector)")
-    if ncp < 1 or ncp > 10:
-        _fail(f"--ncp {ncp}: expected an integer between 1 and 10")
-    if not math.isfinite(length) or length <= 0:
-        _fail(f"--length {length}: expected a positive, finite length in metres")
+    _checked({"start": start, "length": length, "nfe": nfe, "ncp": ncp})
+    if nfe > 200:
+        _fail(f"--nfe {nfe}: expected an integer between 2 and 200 (diagnose a short sector)")
     buf = __import__("io").StringIO()
 
     class _Tee:
@@ -380,6 +385,38 @@ def diagnose(track, vehicle, start, length, nfe, ncp, do_solve, solver, no_numer
     warnings = res["structural_warnings"] + res["numerical_warnings"]
     click.echo(f"{len(warnings)} warnings; degrees of freedom after fixing the controls: "
                f"{res['degrees_of_freedom']}; units consistent in: {', '.join(res['units']['checked'])}")
+
+
+@main.command()
+@click.option("--markdown", is_flag=True, help="as the README's Markdown tables")
+def options(markdown):
+    """List every option with its default, domain and meaning: the job's (`solve`'s own
+    options, the keywords of pyomo_lap.solve_sector) and the optimal control problem's
+    (`--ocp-option KEY=VALUE`); both tables come from the one declaration of each."""
+    from .api import SOLVE_CONFIG
+    from .ocp.options import CLI_OWNED, options_table
+    if markdown:
+        click.echo(job_options_table(), nl=False)
+        click.echo(options_table(), nl=False)
+        return
+    click.echo("job options (pyomo-lap solve --OPTION, pyomo_lap.solve_sector(OPTION=...)):")
+    for key in SOLVE_CONFIG.keys():
+        cv = SOLVE_CONFIG.get(key)
+        click.echo(f"  {_flag(key):18s} {key:16s} default {cv.value()!r}")
+    from .ocp.build import OCP_CONFIG
+    click.echo("options of the optimal control problem (--ocp-option KEY=VALUE; "
+               "ocp_options={...}):")
+    for key in OCP_CONFIG.keys():
+        if key not in CLI_OWNED:
+            click.echo(f"  {key:28s} default {OCP_CONFIG.get(key).value()!r}")
+
+
+def job_options_table() -> str:
+    """The job's options (:data:`pyomo_lap.api.SOLVE_CONFIG`) as a Markdown table with their
+    command-line spelling (the README holds it; ``pyomo-lap options --markdown``)."""
+    from .api import SOLVE_CONFIG
+    from .ocp.options import options_table
+    return options_table(config=SOLVE_CONFIG, flags=_flag)
 
 
 @main.command()

@@ -22,6 +22,41 @@ def test_readme_holds_the_generated_table():
     from pyomo_lap.ocp.build import OCP_CONFIG
     for key in OCP_CONFIG.keys():          # every declared option is documented
         assert f"| `{key}` |" in m.group(1)
+    from pyomo_lap.api import SOLVE_CONFIG
+    from pyomo_lap.cli import job_options_table
+    m = re.search(r"<!-- job-options-table:start -->\n(.*?)<!-- job-options-table:end -->", text, re.S)
+    assert m, "README lacks the job options table markers"
+    assert m.group(1) == job_options_table()
+    for key in SOLVE_CONFIG.keys():
+        assert f"| `{key}` |" in m.group(1)
+    # `pyomo-lap options --markdown` prints exactly these two tables
+    from pyomo_lap.cli import main
+    out = CliRunner().invoke(main, ["options", "--markdown"])
+    assert out.exit_code == 0 and out.output == job_options_table() + options_table()
+
+
+@pytest.mark.unit
+def test_job_options_are_declared_once_and_the_cli_is_derived_from_them():
+    """Every job option of SOLVE_CONFIG is an option of `pyomo-lap solve` with the same
+    default and choices; the OCP's own among them are OCP_CONFIG's declarations."""
+    import click
+
+    from pyomo_lap.api import OWN_OCP_OPTIONS, SOLVE_CONFIG
+    from pyomo_lap.cli import _flag, solve
+    from pyomo_lap.ocp.build import OCP_CONFIG, VEHICLE_MODELS
+    params = {p.name: p for p in solve.params}
+    for key in SOLVE_CONFIG.keys():
+        flag = _flag(key)
+        p = next(p for p in solve.params if flag in p.opts)
+        cv = SOLVE_CONFIG.get(key)
+        if not (getattr(p, "is_flag", False) or p.multiple or cv.value() is None):
+            default = cv.value()
+            assert p.default == (str(default) if p.type is click.STRING else default), key
+    for key in OWN_OCP_OPTIONS:
+        assert SOLVE_CONFIG.get(key)._domain is OCP_CONFIG.get(key)._domain
+        assert SOLVE_CONFIG.get(key)._description == OCP_CONFIG.get(key)._description
+    assert list(params["model"].type.choices) == list(VEHICLE_MODELS)
+    assert list(params["scheme"].type.choices) == ["LAGRANGE-RADAU", "LAGRANGE-LEGENDRE"]
 
 
 @pytest.mark.unit

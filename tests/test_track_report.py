@@ -312,7 +312,7 @@ def test_check_prints_the_steps_and_the_assumptions(raw):
     assert "widths set" in r3.output and "6 m each side" in r3.output
     assert "width = 4 m" not in r3.output and "fits the track everywhere\n" in r3.output
     r4 = CliRunner().invoke(main, ["check", "--track", str(raw), "--track-width", "-2"])
-    assert r4.exit_code == 2 and "--track-width = -2.0: expected" in r4.output
+    assert r4.exit_code == 2 and "--track-width -2: expected the track's total width" in r4.output
 
 
 @pytest.mark.unit
@@ -328,7 +328,7 @@ def test_solve_says_the_steps_and_assumptions_before_building(raw, tmp_path):
     assert any(ln.startswith("track: width = 4 m each side") for ln in lines)
     assert "building the model" not in r.output
     r = CliRunner().invoke(main, ["solve", "--track-width", "0", "--out", str(tmp_path / "x")])
-    assert r.exit_code == 2 and "--track-width = 0.0: expected" in r.output
+    assert r.exit_code == 2 and "--track-width 0: expected the track's total width" in r.output
 
 
 @pytest.mark.unit

@@ -30,8 +30,9 @@ import time
 from typing import Optional
 
 import pyomo.environ as pyo
-from pyomo.common.config import ConfigDict, ConfigValue, In, NonNegativeFloat, PositiveInt
+from pyomo.common.config import ConfigDict, ConfigValue, In, NonNegativeFloat
 
+from ..util.domains import EntrySpeed, FiniteFloat, IntBetween, OneOf
 from ..vehicle import car as veh
 from .full_model import (  # noqa: F401  (re-exported: the names of pyomo_lap.ocp.build before the split)
     DERIVATIVE_NAMES, FULL_MODEL, POINT_VARIABLES, RATE_NAMES, STATE_NAMES, TRACK_INPUTS, USER_TAGS,
@@ -67,6 +68,11 @@ class _VehicleModelDomain:
     def domain_name(self):
         return In(list(VEHICLE_MODELS)).domain_name()
 
+    @property
+    def choices(self):
+        """The registered names (the CLI's choices)."""
+        return list(VEHICLE_MODELS)
+
 
 _vehicle_model_domain = _VehicleModelDomain()
 
@@ -93,26 +99,26 @@ OCP_CONFIG = ConfigDict("pyomo_lap OCP options")
 OCP_CONFIG.declare("model", ConfigValue(default="full", domain=_vehicle_model_domain,
                    description="vehicle model: 'full' (the six-joint Lie-group car) or 'single-track' "
                                "(rigid nonlinear bicycle with Fiala tyres, pyomo_lap.ocp.single_track)"))
-OCP_CONFIG.declare("start", ConfigValue(default=0.0, domain=float,
+OCP_CONFIG.declare("start", ConfigValue(default=0.0, domain=FiniteFloat(0.0, False, "a finite distance >= 0 m from the track's start"),
                    description="track coordinate of the sector start [m]"))
-OCP_CONFIG.declare("length", ConfigValue(default=None, domain=lambda x: None if x is None else float(x),
+OCP_CONFIG.declare("length", ConfigValue(default=None, domain=FiniteFloat(0.0, True, "a positive, finite length in metres", optional=True),
                    description="sector length [m]; None: the whole track (from start)"))
-OCP_CONFIG.declare("nfe", ConfigValue(default=None, domain=lambda x: None if x is None else PositiveInt(x),
+OCP_CONFIG.declare("nfe", ConfigValue(default=None, domain=IntBetween(2, 100000, optional=True),
                    description="number of finite elements N; None: the sector length divided by "
                                "element_length, rounded up"))
-OCP_CONFIG.declare("element_length", ConfigValue(default=10.0, domain=float,
+OCP_CONFIG.declare("element_length", ConfigValue(default=10.0, domain=FiniteFloat(0.0, True, "a positive, finite length in metres"),
                    description="length of the finite elements when nfe is None [m]; 10 m with "
                                "ncp = 2 is within 0.02 % of the mesh-converged lap time on the "
                                "Nordschleife (README, 'Mesh study')"))
-OCP_CONFIG.declare("ncp", ConfigValue(default=2, domain=PositiveInt,
+OCP_CONFIG.declare("ncp", ConfigValue(default=2, domain=IntBetween(1, 10),
                    description="collocation points per finite element"))
 OCP_CONFIG.declare("scheme", ConfigValue(default="LAGRANGE-RADAU",
-                   domain=In(["LAGRANGE-RADAU", "LAGRANGE-LEGENDRE"]),
+                   domain=OneOf(["LAGRANGE-RADAU", "LAGRANGE-LEGENDRE"]),
                    description="pyomo.dae orthogonal collocation scheme"))
 OCP_CONFIG.declare("periodic", ConfigValue(default=False, domain=bool,
                    description="closed lap: all states at the end equal those at the start"))
 OCP_CONFIG.declare("initial_speed", ConfigValue(default="quasi-steady",
-                   domain=lambda x: x if x in ("quasi-steady", "free") else float(x),
+                   domain=EntrySpeed(),
                    description="open sector: speed q1_dot at the start [m/s], 'quasi-steady' "
                                "(the flying-lap estimate there) or 'free'; the other rates start "
                                "at zero and the suspension settled (zero heave, pitch and roll "
@@ -139,7 +145,7 @@ OCP_CONFIG.declare("adherence", ConfigValue(default="below-peak", domain=In(["be
                                "'below-peak' |mu_y/mu_x f_x| <= D cos(theta), two rows a tyre, each "
                                "tyre at or below the peak of its Magic Formula; 'squared' the paper's "
                                "(mu_y/mu_x f_x)^2 + f_y^2 <= D^2 (degenerate at the peak; see "
-                               "pyomo_lap.ocp.build.adherence_rows)"))
+                               "pyomo_lap.ocp.full_model.adherence_rows)"))
 OCP_CONFIG.declare("named_subexpressions", ConfigValue(default=True, domain=bool,
                    description="write shared subexpressions of the car equations as named "
                                "Expressions m.car.cse[s, k] (the NL writer makes them defined "

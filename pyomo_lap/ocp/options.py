@@ -6,12 +6,14 @@ with the unit) is the single source of the OCP's options. This module derives fr
 * :func:`check_ocp_options`: the validation of user-given options, used by
   :func:`pyomo_lap.api.solve_sector` (``ocp_options=``) and ``pyomo-lap solve --ocp-option
   KEY=VALUE`` before anything is built;
-* :func:`options_table`: the option table of the README (``python -m pyomo_lap.ocp.options``
+* :func:`options_table`: the option table of the README (``pyomo-lap options --markdown``
   prints it; a test checks that the README holds exactly this table).
 """
 from __future__ import annotations
 
 from typing import Iterable, Optional
+
+from ..util.domains import error_text
 
 __all__ = ["check_ocp_options", "options_table", "parse_ocp_options", "parse_option_value",
            "key_value_pairs", "CLI_OWNED"]
@@ -104,15 +106,10 @@ def check_ocp_options(options: Optional[dict], owned: Iterable[str] = CLI_OWNED)
             cfg[key] = value
         except (ValueError, TypeError) as exc:
             desc = OCP_CONFIG.get(key)._description or ""
-            raise ValueError(f"OCP option {key} = {value!r}: not accepted ({_first_line(exc)}); "
+            raise ValueError(f"OCP option {key} = {value!r}: not accepted ({error_text(exc)}); "
                              f"expected {desc}") from None
         out[key] = cfg[key]
     return out
-
-
-def _first_line(exc) -> str:
-    text = str(exc).strip().splitlines()[-1].strip() if str(exc).strip() else type(exc).__name__
-    return text[len("Error:"):].strip() if text.startswith("Error:") else text
 
 
 def _domain(cv) -> str:
@@ -122,17 +119,30 @@ def _domain(cv) -> str:
     return d.replace("|", "\\|")
 
 
-def options_table(skip: Iterable[str] = ()) -> str:
-    """The OCP options as a Markdown table: name, default, domain, description."""
-    from .build import OCP_CONFIG
+def options_table(skip: Iterable[str] = (), config=None, flags=None) -> str:
+    """Options as a Markdown table: name, default, domain, description.
+
+    Parameters
+    ----------
+    skip : iterable of str
+        Names left out.
+    config : pyomo.common.config.ConfigDict, optional
+        The declaration (default :data:`pyomo_lap.ocp.build.OCP_CONFIG`).
+    flags : callable, optional
+        ``flags(name) -> str``: adds a column with the command line's spelling.
+    """
+    if config is None:
+        from .build import OCP_CONFIG as config
     skip = set(skip)
-    rows = ["| option | default | domain | description |", "|---|---|---|---|"]
-    for key in OCP_CONFIG.keys():
+    head = "| option | " + ("command line | " if flags else "") + "default | domain | description |"
+    rows = [head, "|---" * (5 if flags else 4) + "|"]
+    for key in config.keys():
         if key in skip:
             continue
-        cv = OCP_CONFIG.get(key)
+        cv = config.get(key)
         desc = " ".join((cv._description or "").split()).replace("|", "\\|")
-        rows.append(f"| `{key}` | `{cv.value()!r}` | {_domain(cv)} | {desc} |")
+        flag = f"`{flags(key)}` | " if flags else ""
+        rows.append(f"| `{key}` | {flag}`{cv.value()!r}` | {_domain(cv)} | {desc} |")
     return "\n".join(rows) + "\n"
 
 
