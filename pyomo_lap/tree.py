@@ -51,7 +51,7 @@ from typing import Callable, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .backend import add, is_number, mul, neg, sub, total
+from .backend import add, is_number, is_zero, mul, neg, sub, total
 from .chain import TrackJoint
 from .lie import (
     Ad_inv_apply, Ad_inv_T_apply, ad_apply, ad_star_apply, compose,
@@ -908,46 +908,73 @@ def _check_no_track(tree, what):
                 "whose twist J_1^1(q1) would need the second derivative of the track frame")
 
 
+def _add_vec(a, b):
+    """Sum of two 6-vectors where ``None`` stands for a zero vector."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return [add(x, y) for x, y in zip(a, b)]
+
+
 def _rnea_tangent(tree, mo, qd, a0, Vdot, IV, F, dq, dqd, dqdd):
-    """Directional derivative of Kim's Table 2 (see :func:`rnea_directional_derivative`)."""
+    """Directional derivative of Kim's Table 2 (see :func:`rnea_directional_derivative`).
+
+    ``None`` stands for a zero vector, so that a unit direction skips the bodies it does not
+    reach (outside the joint's subtree going up, off the path to the root coming down).
+    """
     n = tree.n_bodies
     dV, dVdot, dF, Sdq = [None] * n, [None] * n, [None] * n, [None] * n
     for i in range(n):
         p = tree.parent[i]
         gi = mo.g[i]
-        dvp = [0] * 6 if p < 0 else Ad_inv_apply(gi, dV[p])
-        dap = [0] * 6 if p < 0 else Ad_inv_apply(gi, dVdot[p])
+        dvp = None if p < 0 or dV[p] is None else Ad_inv_apply(gi, dV[p])
+        dap = None if p < 0 or dVdot[p] is None else Ad_inv_apply(gi, dVdot[p])
         S = mo.S[i]
         if S is None:
             dV[i], dVdot[i] = dvp, dap
             continue
         k = tree.dof[i]
-        # d Ad_{T^-1} = -ad_{S dq} Ad_{T^-1}, so d(Ad_{T^-1} X) = Ad_{T^-1} dX + ad_{Ad X} S dq
-        Sdq[i] = [mul(s, dq[k]) for s in S]
-        ap = _parent_acceleration(mo, i, p, Vdot, a0)
-        dvp = [add(x, y) for x, y in zip(dvp, ad_apply(mo.Vpar[i], Sdq[i]))]
-        dap = [add(x, y) for x, y in zip(dap, ad_apply(ap, Sdq[i]))]
+        dqk, dqdk, dqddk = dq[k], dqd[k], dqdd[k]
+        if not is_zero(dqk):
+            # d Ad_{T^-1} = -ad_{S dq} Ad_{T^-1}: d(Ad_{T^-1} X) = Ad_{T^-1} dX + ad_{Ad X} S dq
+            Sdq[i] = [mul(s, dqk) for s in S]
+            ap = _parent_acceleration(mo, i, p, Vdot, a0)
+            dvp = _add_vec(dvp, ad_apply(mo.Vpar[i], Sdq[i]))
+            dap = _add_vec(dap, ad_apply(ap, Sdq[i]))
         # eta = ad_{Vpar} S qd  ->  d eta = ad_{d Vpar} S qd + ad_{Vpar} S dqd
-        Sqd = [mul(s, qd[k]) for s in S]
-        Sdqd = [mul(s, dqd[k]) for s in S]
-        dc = [add(x, y) for x, y in zip(ad_apply(dvp, Sqd), ad_apply(mo.Vpar[i], Sdqd))]
-        dV[i] = [add(x, y) for x, y in zip(dvp, Sdqd)]
-        dVdot[i] = [total([x, y, mul(s, dqdd[k])]) for x, y, s in zip(dap, dc, S)]
+        dc = None
+        if dvp is not None:
+            dc = ad_apply(dvp, [mul(s, qd[k]) for s in S])
+        Sdqd = None
+        if not is_zero(dqdk):
+            Sdqd = [mul(s, dqdk) for s in S]
+            dc = _add_vec(dc, ad_apply(mo.Vpar[i], Sdqd))
+        dV[i] = _add_vec(dvp, Sdqd)
+        dVdot[i] = _add_vec(_add_vec(dap, dc),
+                            None if is_zero(dqddk) else [mul(s, dqddk) for s in S])
     for i in range(n):
+        if dV[i] is None and dVdot[i] is None:
+            continue
         Ii = tree._exact_inertia[i]
-        dF[i] = [total([a, b, c]) for a, b, c in zip(
-            matvec(Ii, dVdot[i]), ad_star_apply(dV[i], IV[i]),
-            ad_star_apply(mo.V[i], matvec(Ii, dV[i])))]
-    dtau = [None] * tree.nv
+        terms = []
+        if dVdot[i] is not None:
+            terms.append(matvec(Ii, dVdot[i]))
+        if dV[i] is not None:
+            terms.append(ad_star_apply(dV[i], IV[i]))
+            terms.append(ad_star_apply(mo.V[i], matvec(Ii, dV[i])))
+        dF[i] = [total(col) for col in zip(*terms)]
+    dtau = [0] * tree.nv
     for i in reversed(range(n)):
         p = tree.parent[i]
         if p >= 0:
             # d(Ad_{T^-1}^T F) = Ad_{T^-1}^T (dF + ad*_{S dq} F)   (ad* = -ad^T)
             w = dF[i]
             if Sdq[i] is not None:
-                w = [add(x, y) for x, y in zip(w, ad_star_apply(Sdq[i], F[i]))]
-            dF[p] = [add(x, y) for x, y in zip(dF[p], Ad_inv_T_apply(mo.g[i], w))]
-        if mo.S[i] is not None:
+                w = _add_vec(w, ad_star_apply(Sdq[i], F[i]))
+            if w is not None:
+                dF[p] = _add_vec(dF[p], Ad_inv_T_apply(mo.g[i], w))
+        if mo.S[i] is not None and dF[i] is not None:
             dtau[tree.dof[i]] = dot(mo.S[i], dF[i])
     return dtau
 
