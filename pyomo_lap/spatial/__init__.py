@@ -2,6 +2,7 @@
 
 :mod:`.backend` (scalar arithmetic with structural zeros), :mod:`.lie` (SE(3), se(3): exp,
 ``Ad``, ``ad``, ``Ad*``, ``ad*``, spatial inertia), :mod:`.chain` (the reduced car's six-joint
-chain and its ABA), :mod:`.tape` (one point's equations recorded once and replayed).
+chain and its ABA), :mod:`.tree` (kinematic trees: RNEA, ABA, hybrid
+dynamics, CRBA, RNEA derivatives), :mod:`.tape` (one point's equations recorded once and replayed).
 Imports nothing else of :mod:`pyomo_lap`.
 """

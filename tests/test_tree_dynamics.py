@@ -1,0 +1,743 @@
+r"""Tests of :mod:`pyomo_lap.spatial.tree`: kinematic-tree RNEA, ABA, CRBA, hybrid dynamics, derivatives.
+
+Independent references:
+
+* Pinocchio (``pin``, a test-only dependency) on random trees: the same model is built with
+  ``JointModelRevoluteUnaligned`` / ``JointModelPrismaticUnaligned`` and
+  ``appendBodyToJoint`` from the *generating data* (``pin.SE3`` placements, ``pin.Inertia``
+  objects), not from the tree's stored numbers. Pinocchio needs its joints in depth-first
+  order (each subtree a contiguous block of ``v``: its CRBA and derivatives rely on it), so
+  the model is built in the depth-first order of the tree and compared through the
+  permutation of the degrees of freedom. A fixed joint is merged into the nearest movable
+  ancestor (its inertia appended with the accumulated placement, its children placed with it).
+* The existing chain ABA of the race car (:mod:`pyomo_lap.spatial.chain`, itself tested against
+  finite-difference Newton-Euler in ``tests/test_aba.py``), on the analytic banked helix of
+  that file, for the reproduction of the chain by a tree with a track joint.
+* CasADi's automatic differentiation for the analytic RNEA derivatives.
+* Identities: ``ABA(RNEA(qdd)) = qdd``, ``RNEA(q, 0, qdd) - RNEA(q, 0, 0) = M qdd``, ``M``
+  symmetric positive definite, the hybrid dynamics against the partitioned equations of
+  motion (Kim eq 34), and the time derivative of the inverse dynamics against a central
+  difference along a motion.
+
+Relative errors are ``max |x - x_ref| / max |x_ref|`` over a vector or matrix.
+"""
+from __future__ import annotations
+
+import numbers
+
+import casadi as ca
+import numpy as np
+import pinocchio as pin
+import pytest
+
+import pyomo.environ as pyo
+
+from pyomo_lap.spatial import chain as ch
+from pyomo_lap.spatial import tree as tr
+
+import test_aba as chain_ref      # the car's chain, its analytic test track and a namer
+
+TOL_PIN = 1e-10
+MAX_DEPTH = 6
+
+
+# --------------------------------------------------------------------------- random trees
+def random_rotation(rng):
+    q = rng.normal(size=4)
+    q /= np.linalg.norm(q)
+    return pin.Quaternion(q[0], q[1], q[2], q[3]).toRotationMatrix()
+
+
+def random_inertia(rng):
+    """A physical rigid-body inertia: mass, centre of mass, I_c with the triangle inequality."""
+    m = rng.uniform(0.3, 5.0)
+    c = rng.normal(size=3) * 0.2
+    d = rng.uniform(0.05, 1.0, 3)                   # principal moments from point masses
+    R = random_rotation(rng)
+    Ic = R @ np.diag([d[1] + d[2], d[0] + d[2], d[0] + d[1]]) @ R.T
+    return pin.Inertia(m, c, Ic)
+
+
+def random_spec(rng, n, *, max_depth=MAX_DEPTH):
+    """Generating data of a random tree: parents (random, not depth-first), joints, pin data.
+
+    About a third of the axes are coordinate axes and a third of the placements are pure
+    translations or identities, so that the structural-zero paths run too; bodies with
+    children may be massless, leaves never are.
+    """
+    parent, depth = [], []
+    for i in range(n):
+        cands = [-1] + [j for j in range(i) if depth[j] < max_depth]
+        # favour deep trees: the last body is a likely parent
+        p = -1 if i == 0 else int(cands[-1] if rng.random() < 0.4 else rng.choice(cands))
+        parent.append(p)
+        depth.append(1 if p < 0 else depth[p] + 1)
+    jtype = [str(rng.choice([tr.REVOLUTE, tr.PRISMATIC, tr.FIXED], p=[0.5, 0.3, 0.2]))
+             for _ in range(n)]
+    axis = []
+    for t in jtype:
+        if t == tr.FIXED:
+            axis.append(None)
+        elif rng.random() < 0.35:
+            axis.append(np.eye(3)[rng.integers(3)])
+        else:
+            a = rng.normal(size=3)
+            axis.append(a / np.linalg.norm(a))
+    placement = []
+    for _ in range(n):
+        r = rng.random()
+        R = np.eye(3) if r < 0.3 else random_rotation(rng)
+        p = np.zeros(3) if r < 0.1 else rng.normal(size=3) * 0.5
+        placement.append(pin.SE3(R, p))
+    has_child = {p for p in parent if p >= 0}
+    inertia = [None if (i in has_child and rng.random() < 0.25) else random_inertia(rng)
+               for i in range(n)]
+    return dict(parent=parent, joint_type=jtype, axis=axis, placement=placement,
+                inertia=inertia)
+
+
+def tree_from_spec(spec, gravity):
+    return tr.KinematicTree(
+        parent=spec["parent"], joint_type=spec["joint_type"], axis=spec["axis"],
+        placement=[(M.rotation, M.translation) for M in spec["placement"]],
+        inertia=[None if I is None else I.matrix() for I in spec["inertia"]],
+        gravity=gravity)
+
+
+def pinocchio_model(spec, gravity):
+    """The same tree in Pinocchio, joints in depth-first order; fixed joints merged.
+
+    Returns the model, the pin joint of every body, the placement of every body's frame in
+    that joint's frame, and ``perm`` with ``perm[k]`` = Pinocchio's v index of our dof ``k``.
+    """
+    n = len(spec["parent"])
+    children = [[j for j in range(n) if spec["parent"][j] == i] for i in range(n)]
+    order, stack = [], [i for i in reversed(range(n)) if spec["parent"][i] < 0]
+    while stack:
+        i = stack.pop()
+        order.append(i)
+        stack.extend(reversed(children[i]))
+    model = pin.Model()
+    model.gravity = pin.Motion(np.asarray(gravity, dtype=float), np.zeros(3))
+    joint, in_joint = {}, {}
+    for i in order:
+        p = spec["parent"][i]
+        pj = 0 if p < 0 else joint[p]
+        M = (pin.SE3.Identity() if p < 0 else in_joint[p]) * spec["placement"][i]
+        t = spec["joint_type"][i]
+        if t == tr.FIXED:
+            joint[i], in_joint[i] = pj, M
+        else:
+            a = np.asarray(spec["axis"][i], dtype=float)
+            jm = (pin.JointModelRevoluteUnaligned(a) if t == tr.REVOLUTE
+                  else pin.JointModelPrismaticUnaligned(a))
+            joint[i] = model.addJoint(pj, jm, M, f"joint{i}")
+            in_joint[i] = pin.SE3.Identity()
+        if spec["inertia"][i] is not None:
+            model.appendBodyToJoint(joint[i], spec["inertia"][i], in_joint[i])
+    movable = [i for i in range(n) if spec["joint_type"][i] != tr.FIXED]
+    perm = np.array([model.joints[joint[i]].idx_v for i in movable])
+    return model, joint, in_joint, perm
+
+
+def rel_err(x, ref):
+    x, ref = np.asarray(x, dtype=float), np.asarray(ref, dtype=float)
+    return float(np.max(np.abs(x - ref)) / max(np.max(np.abs(ref)), 1e-300))
+
+
+def random_state(rng, nv):
+    return rng.normal(size=nv), rng.normal(size=nv) * 2.0, rng.normal(size=nv) * 3.0
+
+
+def random_wrenches(rng, n):
+    return {i: rng.normal(size=6) * 5.0 for i in range(n) if rng.random() < 0.5}
+
+
+def pin_fext(model, joint, in_joint, f_ext):
+    """Our body-frame wrenches as Pinocchio's per-joint local forces."""
+    fext = [pin.Force.Zero() for _ in range(model.njoints)]
+    for i, w in f_ext.items():
+        fext[joint[i]] += in_joint[i].act(pin.Force(np.asarray(w[:3]), np.asarray(w[3:])))
+    return fext
+
+
+SEEDS = range(8)
+
+
+def case(seed):
+    rng = np.random.default_rng(1000 + seed)
+    spec = random_spec(rng, int(rng.integers(8, 14)))
+    gravity = (rng.normal(), rng.normal(), -9.81)
+    tree = tree_from_spec(spec, gravity)
+    model, joint, in_joint, perm = pinocchio_model(spec, gravity)
+    return rng, spec, tree, model, joint, in_joint, perm
+
+
+# --------------------------------------------------------------------------- Pinocchio
+@pytest.mark.unit
+def test_random_trees_cover_depth_branching_and_joint_types():
+    """Guard for the generator: the trees compared below are deep, branched and mixed."""
+    depths, branched, types = [], 0, set()
+    for seed in SEEDS:
+        _, _, tree, *_ = case(seed)
+        depth = []
+        for p in tree.parent:
+            depth.append(1 if p < 0 else depth[p] + 1)
+        depths.append(max(depth))
+        branched += any(len(c) > 1 for c in tree.children) or tree.parent.count(-1) > 1
+        types |= set(tree.joint_type)
+    assert max(depths) == MAX_DEPTH
+    assert branched == len(SEEDS)
+    assert types == {tr.REVOLUTE, tr.PRISMATIC, tr.FIXED}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("seed", SEEDS)
+def test_rnea_aba_crba_match_pinocchio(seed):
+    rng, _, tree, model, joint, in_joint, perm = case(seed)
+    data = model.createData()
+    nv = tree.nv
+    for trial in range(2):
+        q, qd, qdd = random_state(rng, nv)
+        f_ext = random_wrenches(rng, tree.n_bodies) if trial else {}
+        qp, qdp, qddp = (np.empty(nv) for _ in range(3))
+        qp[perm], qdp[perm], qddp[perm] = q, qd, qdd
+        fext = pin_fext(model, joint, in_joint, f_ext)
+
+        tau_pin = pin.rnea(model, data, qp, qdp, qddp, fext)[perm]
+        tau = tr.rnea(tree, list(q), list(qd), list(qdd), f_ext=f_ext)
+        assert rel_err(tau, tau_pin) < TOL_PIN
+
+        tau_in = rng.normal(size=nv) * 10.0
+        taup = np.empty(nv)
+        taup[perm] = tau_in
+        qdd_pin = pin.aba(model, data, qp, qdp, taup, fext)[perm]
+        assert rel_err(tr.aba(tree, list(q), list(qd), list(tau_in), f_ext=f_ext),
+                       qdd_pin) < TOL_PIN
+
+        M_pin = pin.crba(model, data, qp).copy()
+        M_pin = np.triu(M_pin) + np.triu(M_pin, 1).T          # Pinocchio fills the upper part
+        assert rel_err(tr.crba(tree, list(q)), M_pin[np.ix_(perm, perm)]) < TOL_PIN
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("seed", SEEDS[:4])
+def test_forward_kinematics_matches_pinocchio(seed):
+    """Poses in the ground frame, body twists and accelerations (ground at rest, local frames;
+    a fixed body is its pin joint's frame moved by the accumulated placement)."""
+    rng, _, tree, model, joint, in_joint, perm = case(seed)
+    data = model.createData()
+    nv = tree.nv
+    q, qd, qdd = random_state(rng, nv)
+    qp, qdp, qddp = (np.empty(nv) for _ in range(3))
+    qp[perm], qdp[perm], qddp[perm] = q, qd, qdd
+    pin.forwardKinematics(model, data, qp, qdp, qddp)
+    fk = tr.forward_kinematics(tree, list(q), list(qd), list(qdd))
+    for i in range(tree.n_bodies):
+        oMi = data.oMi[joint[i]] * in_joint[i]
+        np.testing.assert_allclose(np.array(fk.pose[i][0], dtype=float), oMi.rotation,
+                                   rtol=0, atol=1e-13)
+        np.testing.assert_allclose(np.array(fk.pose[i][1], dtype=float), oMi.translation,
+                                   rtol=0, atol=1e-12)
+        if joint[i] == 0:                          # fixed to the ground
+            assert not np.any(np.array(fk.V[i], dtype=float))
+            assert not np.any(np.array(fk.Vdot[i], dtype=float))
+            continue
+        v = in_joint[i].actInv(data.v[joint[i]]).vector
+        a = in_joint[i].actInv(data.a[joint[i]]).vector
+        assert rel_err(fk.V[i], v) < TOL_PIN
+        assert rel_err(fk.Vdot[i], a) < TOL_PIN
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("seed", SEEDS[:4])
+def test_rnea_derivatives_match_pinocchio(seed):
+    rng, _, tree, model, joint, in_joint, perm = case(seed)
+    data = model.createData()
+    nv = tree.nv
+    q, qd, qdd = random_state(rng, nv)
+    f_ext = random_wrenches(rng, tree.n_bodies)
+    qp, qdp, qddp = (np.empty(nv) for _ in range(3))
+    qp[perm], qdp[perm], qddp[perm] = q, qd, qdd
+    d_q, d_v, _ = pin.computeRNEADerivatives(model, data, qp, qdp, qddp,
+                                             pin_fext(model, joint, in_joint, f_ext))
+    dq, dqd = tr.rnea_derivatives(tree, list(q), list(qd), list(qdd), f_ext=f_ext)
+    assert rel_err(dq, d_q[np.ix_(perm, perm)]) < TOL_PIN
+    assert rel_err(dqd, d_v[np.ix_(perm, perm)]) < TOL_PIN
+
+
+# --------------------------------------------------------------------------- identities
+@pytest.mark.unit
+@pytest.mark.parametrize("seed", SEEDS)
+def test_aba_inverts_rnea_and_crba_is_the_mass_matrix(seed):
+    rng, _, tree, *_ = case(seed)
+    nv = tree.nv
+    q, qd, qdd = random_state(rng, nv)
+    f_ext = random_wrenches(rng, tree.n_bodies)
+    tau = tr.rnea(tree, list(q), list(qd), list(qdd), f_ext=f_ext)
+    assert rel_err(tr.aba(tree, list(q), list(qd), tau, f_ext=f_ext), qdd) < 1e-11
+    M = np.array(tr.crba(tree, list(q)), dtype=float)
+    assert np.array_equal(M, M.T)
+    assert np.linalg.eigvalsh(M).min() > 1e-9 * np.abs(M).max()
+    b0 = np.array(tr.rnea(tree, list(q), [0] * nv, [0] * nv, f_ext=f_ext))
+    Mq = np.array(tr.rnea(tree, list(q), [0] * nv, list(qdd), f_ext=f_ext)) - b0
+    assert rel_err(Mq, M @ qdd) < 1e-11
+    # gravity is the fictitious ground acceleration: g -> 0 changes only the bias
+    b_nog = np.array(tr.rnea(tree, list(q), [0] * nv, [0] * nv, f_ext=f_ext, gravity=(0, 0, 0)))
+    assert np.max(np.abs(b0 - b_nog)) > 1e-3
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("seed", SEEDS)
+def test_hybrid_dynamics_is_aba_rnea_and_the_partitioned_equations(seed):
+    rng, _, tree, *_ = case(seed)
+    nv = tree.nv
+    q, qd, qdd = random_state(rng, nv)
+    f_ext = random_wrenches(rng, tree.n_bodies)
+    tau = rng.normal(size=nv) * 10.0
+    args = (tree, list(q), list(qd))
+    # nothing prescribed: the ABA; the torques come back as given
+    h = tr.hybrid_dynamics(*args, [None] * nv, list(tau), [], f_ext=f_ext)
+    assert rel_err(h.qdd, tr.aba(*args, list(tau), f_ext=f_ext)) < 1e-12
+    assert list(h.tau) == list(tau)
+    # everything prescribed: the RNEA
+    h = tr.hybrid_dynamics(*args, list(qdd), [None] * nv, range(nv), f_ext=f_ext)
+    assert rel_err(h.tau, tr.rnea(*args, list(qdd), f_ext=f_ext)) < 1e-12
+    assert list(h.qdd) == list(qdd)
+    # a random split: Kim eq (34) from M (CRBA) and b = RNEA(q, qd, 0)
+    M = np.array(tr.crba(tree, list(q)), dtype=float)
+    b = np.array(tr.rnea(*args, [0] * nv, f_ext=f_ext))
+    for _ in range(3):
+        pres = sorted(int(k) for k in rng.choice(nv, size=int(rng.integers(1, nv)),
+                                                   replace=False))
+        free = [k for k in range(nv) if k not in pres]
+        qdd_in = [qdd[k] if k in pres else None for k in range(nv)]
+        tau_in = [None if k in pres else tau[k] for k in range(nv)]
+        h = tr.hybrid_dynamics(*args, qdd_in, tau_in, pres, f_ext=f_ext)
+        qdd_v = np.linalg.solve(M[np.ix_(free, free)],
+                                tau[free] - b[free] - M[np.ix_(free, pres)] @ qdd[pres])
+        full = np.empty(nv)
+        full[pres], full[free] = qdd[pres], qdd_v
+        tau_u = M[pres] @ full + b[pres]
+        assert rel_err(np.array(h.qdd)[free], qdd_v) < 1e-10
+        assert rel_err(np.array(h.tau)[pres], tau_u) < 1e-10
+        # the joint wrenches carry the torques: tau = S^T F on every joint
+        for i, k in enumerate(tree.dof):
+            if k is not None:
+                S = tree.screw[i]
+                assert float(np.dot(S, np.array(h.F[i], dtype=float))) == pytest.approx(
+                    float(h.tau[k]), rel=1e-10, abs=1e-10)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("seed", SEEDS[:4])
+def test_time_derivative_of_the_inverse_dynamics_along_a_motion(seed):
+    """(dq, dqd, dqdd) = (qd, qdd, qddd) gives d tau / dt (the first order of seed 002):
+    against a 4th-order central difference of RNEA along q(t) = q + qd t + ... + qddd t^3/6."""
+    rng, _, tree, *_ = case(seed)
+    nv = tree.nv
+    q, qd, qdd = random_state(rng, nv)
+    qddd = rng.normal(size=nv)
+    f_ext = random_wrenches(rng, tree.n_bodies)
+    tau, dtau = tr.rnea_directional_derivative(tree, list(q), list(qd), list(qdd), list(qd),
+                                               list(qdd), list(qddd), f_ext=f_ext)
+    assert rel_err(tau, tr.rnea(tree, list(q), list(qd), list(qdd), f_ext=f_ext)) < 1e-14
+
+    def tau_at(t):
+        return np.array(tr.rnea(tree, list(q + qd * t + qdd * t ** 2 / 2 + qddd * t ** 3 / 6),
+                                list(qd + qdd * t + qddd * t ** 2 / 2), list(qdd + qddd * t),
+                                f_ext=f_ext))
+
+    h = 1e-3
+    fd = (tau_at(-2 * h) - 8 * tau_at(-h) + 8 * tau_at(h) - tau_at(2 * h)) / (12 * h)
+    assert rel_err(dtau, fd) < 1e-8
+
+
+# --------------------------------------------------------------------------- the car's chain
+def tree_from_chain(chn: ch.Chain) -> tr.KinematicTree:
+    """The chain of sec. 2.2 as a tree: body k-1 is the chain's body k, joint 1 a track joint."""
+    n = chn.n_joints
+    jtype, axis, placement = [tr.TRACK], [None], [(np.eye(3), np.zeros(3))]
+    for k in range(2, n + 1):
+        X = chn.joints[k].axis
+        if any(X[3:]):
+            assert not any(X[:3])            # axes through the joint origin only
+            jtype.append(tr.REVOLUTE)
+            axis.append(X[3:])
+        else:
+            jtype.append(tr.PRISMATIC)
+            axis.append(X[:3])
+        placement.append(chn.joints[k].offset)
+    return tr.KinematicTree(parent=[-1] + list(range(n - 1)), joint_type=jtype, axis=axis,
+                            placement=placement,
+                            inertia=[chn.inertia.get(k) for k in range(1, n + 1)],
+                            gravity=(0.0, 0.0, -chn.gravity))
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("seed", [21, 22, 23, 24])
+def test_tree_reproduces_the_chain_aba_with_its_track_joint(seed):
+    rng = np.random.default_rng(seed)
+    chn = chain_ref.make_chain()
+    tree = tree_from_chain(chn)
+    q, qd, tau, wext = chain_ref.random_state(rng)
+    track = chain_ref.track_joint(q[0])
+    kin, res = chain_ref.run_aba(chn, track, q, qd, tau, wext)
+    f_ext = {k - 1: list(w) for k, w in wext.items()}
+    tj = {0: track}
+    qdd = tr.aba(tree, list(q), list(qd), list(tau), f_ext=f_ext, track=tj)
+    qdd_chain = np.array(res.qdd, dtype=float)
+    assert rel_err(qdd, qdd_chain) < 1e-12
+    # the structural wrench of eq (24) is the joint wrench of body 3 (index 2)
+    h = tr.hybrid_dynamics(tree, list(q), list(qd), [None] * 6, list(tau), [], f_ext=f_ext,
+                           track=tj)
+    assert rel_err(h.F[2], np.array(res.W3J, dtype=float)) < 1e-12
+    assert rel_err(h.qdd, qdd_chain) < 1e-12
+    # RNEA and CRBA with the track joint: M qdd + b = tau
+    assert rel_err(tr.rnea(tree, list(q), list(qd), list(qdd_chain), f_ext=f_ext, track=tj),
+                   tau) < 1e-11
+    M = np.array(tr.crba(tree, list(q), track=tj), dtype=float)
+    b = np.array(tr.rnea(tree, list(q), list(qd), [0] * 6, f_ext=f_ext, track=tj))
+    assert rel_err(M @ qdd_chain + b, tau) < 1e-11
+    # the kinematics: poses and twists of every body
+    fk = tr.forward_kinematics(tree, list(q), list(qd), track=tj)
+    for k in range(1, 7):
+        R, p = kin.posture(0, k)
+        np.testing.assert_allclose(np.array(fk.pose[k - 1][0], dtype=float), R, atol=1e-13)
+        np.testing.assert_allclose(np.array(fk.pose[k - 1][1], dtype=float), p, atol=1e-12)
+        assert rel_err(fk.V[k - 1], np.array(kin.V[k], dtype=float)) < 1e-13
+
+
+# --------------------------------------------------------------------------- symbolic backends
+def sx_vector(name, n):
+    x = ca.SX.sym(name, n)
+    return x, [x[i] for i in range(n)]
+
+
+def sx_function(inputs, outputs):
+    return ca.Function("f", inputs, [ca.vertcat(*[ca.SX(o) for o in outputs])])
+
+
+def as_floats(v):
+    return np.array(v, dtype=float).ravel()
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("seed", SEEDS[:3])
+def test_casadi_symbols_give_the_float_results(seed):
+    rng, _, tree, *_ = case(seed)
+    nv, n = tree.nv, tree.n_bodies
+    q, qd, qdd = random_state(rng, nv)
+    tau = rng.normal(size=nv) * 10.0
+    f_ext = random_wrenches(rng, n)
+    Q, q_s = sx_vector("q", nv)
+    QD, qd_s = sx_vector("qd", nv)
+    A, a_s = sx_vector("a", nv)          # qdd for RNEA, tau for ABA
+    vals = (q, qd, qdd)
+    f = sx_function([Q, QD, A], tr.rnea(tree, q_s, qd_s, a_s, f_ext=f_ext))
+    assert rel_err(as_floats(f(*vals)), tr.rnea(tree, list(q), list(qd), list(qdd),
+                                                f_ext=f_ext)) < 1e-12
+    f = sx_function([Q, QD, A], tr.aba(tree, q_s, qd_s, a_s, f_ext=f_ext))
+    assert rel_err(as_floats(f(q, qd, tau)), tr.aba(tree, list(q), list(qd), list(tau),
+                                                    f_ext=f_ext)) < 1e-12
+    M = tr.crba(tree, q_s)
+    f = sx_function([Q], [x for row in M for x in row])
+    assert rel_err(as_floats(f(q)), np.ravel(tr.crba(tree, list(q)))) < 1e-12
+    pres = list(range(0, nv, 2))
+    h = tr.hybrid_dynamics(tree, q_s, qd_s, a_s, [tau[k] for k in range(nv)], pres,
+                           f_ext=f_ext)
+    hf = tr.hybrid_dynamics(tree, list(q), list(qd), list(qdd), list(tau), pres, f_ext=f_ext)
+    f = sx_function([Q, QD, A], list(h.qdd) + list(h.tau))
+    assert rel_err(as_floats(f(*vals)), np.concatenate([hf.qdd, hf.tau])) < 1e-12
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("seed", SEEDS[:3])
+def test_analytic_rnea_derivatives_match_casadi_automatic_differentiation(seed):
+    rng, _, tree, *_ = case(seed)
+    nv = tree.nv
+    q, qd, qdd = random_state(rng, nv)
+    f_ext = random_wrenches(rng, tree.n_bodies)
+    Q, q_s = sx_vector("q", nv)
+    QD, qd_s = sx_vector("qd", nv)
+    A, a_s = sx_vector("a", nv)
+    tau = ca.vertcat(*[ca.SX(t) for t in tr.rnea(tree, q_s, qd_s, a_s, f_ext=f_ext)])
+    jac = ca.Function("rnea_jacobians", [Q, QD, A], [ca.jacobian(tau, Q), ca.jacobian(tau, QD),
+                                          ca.jacobian(tau, A)])
+    J_q, J_qd, J_a = (np.array(x) for x in jac(q, qd, qdd))
+    dq, dqd = tr.rnea_derivatives(tree, list(q), list(qd), list(qdd), f_ext=f_ext)
+    assert rel_err(dq, J_q) < 1e-10
+    assert rel_err(dqd, J_qd) < 1e-10
+    assert rel_err(tr.crba(tree, list(q)), J_a) < 1e-10
+    # the recursion itself runs on symbols too
+    dq_s, dqd_s = tr.rnea_derivatives(tree, q_s, qd_s, a_s, f_ext=f_ext)
+    f = sx_function([Q, QD, A], [x for row in dq_s + dqd_s for x in row])
+    assert rel_err(as_floats(f(q, qd, qdd)), np.concatenate([np.ravel(dq), np.ravel(dqd)])) \
+        < 1e-12
+
+
+class Traced:
+    """A scalar that computes with floats and fails on any product with a literal 0, 1 or -1
+    or any sum with a literal 0: the backend helpers must have dropped those. Counts the
+    arithmetic operations that reach it."""
+
+    ops = 0
+
+    def __init__(self, v):
+        self.v = float(v)
+
+    @staticmethod
+    def _val(o, forbidden):
+        if isinstance(o, Traced):
+            return o.v
+        assert isinstance(o, numbers.Number), o
+        if o in forbidden:
+            raise AssertionError(f"structural constant {o!r} reached the arithmetic")
+        return float(o)
+
+    def _op(self, o, f, forbidden):
+        Traced.ops += 1
+        return Traced(f(self.v, self._val(o, forbidden)))
+
+    def __mul__(self, o):
+        return self._op(o, lambda a, b: a * b, (0, 1, -1))
+
+    __rmul__ = __mul__
+
+    def __add__(self, o):
+        return self._op(o, lambda a, b: a + b, (0,))
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        return self._op(o, lambda a, b: a - b, (0,))
+
+    def __rsub__(self, o):
+        return self._op(o, lambda a, b: b - a, (0,))
+
+    def __truediv__(self, o):
+        return self._op(o, lambda a, b: a / b, (0, 1))
+
+    def __rtruediv__(self, o):
+        return self._op(o, lambda a, b: b / a, (0,))
+
+    def __neg__(self):
+        Traced.ops += 1
+        return Traced(-self.v)
+
+    def tape_function(self, name):          # pyomo_lap.spatial.backend's hook for sin, cos, ...
+        Traced.ops += 1
+        import math
+        return Traced(getattr(math, name)(self.v))
+
+
+def traced_values(v):
+    return np.array([x.v if isinstance(x, Traced) else float(x) for x in np.ravel(v)])
+
+
+def all_algorithms(tree, q, qd, qdd, tau, f_ext, wrap):
+    nv = tree.nv
+    qs, qds, qdds, taus = ([wrap(x) for x in v] for v in (q, qd, qdd, tau))
+    pres = list(range(0, nv, 2))
+    h = tr.hybrid_dynamics(tree, qs, qds, qdds, taus, pres, f_ext=f_ext)
+    fk = tr.forward_kinematics(tree, qs, qds, qdds)
+    return [tr.rnea(tree, qs, qds, qdds, f_ext=f_ext), tr.aba(tree, qs, qds, taus, f_ext=f_ext),
+            tr.crba(tree, qs), h.qdd, h.tau, *tr.rnea_derivatives(tree, qs, qds, qdds,
+                                                                  f_ext=f_ext),
+            [x for V in fk.Vdot for x in V]]
+
+
+@pytest.mark.unit
+def test_structural_zeros_never_reach_the_arithmetic():
+    rng, _, tree, *_ = case(0)
+    nv = tree.nv
+    q, qd, qdd = random_state(rng, nv)
+    tau = rng.normal(size=nv)
+    f_ext = random_wrenches(rng, tree.n_bodies)
+    traced = all_algorithms(tree, q, qd, qdd, tau, f_ext, Traced)
+    plain = all_algorithms(tree, q, qd, qdd, tau, f_ext, float)
+    for t, p in zip(traced, plain):
+        assert rel_err(traced_values(t), np.array(p, dtype=float).ravel()) < 1e-14
+
+
+@pytest.mark.unit
+def test_axis_aligned_joints_cost_fewer_operations():
+    """A chain of revolute joints about z with placements along x, and the same chain with
+    every body frame turned by a generic rotation H (axes H^T z, placements H^-1 P H,
+    inertias Ad_H^T I Ad_H: full matrices, the same torques). The structural zeros of the
+    first are exploited: it costs about a quarter of the operations."""
+    rng = np.random.default_rng(5)
+    n = 6
+    H = random_rotation(rng)
+    AdH = np.kron(np.eye(2), H)                       # Ad of a pure rotation
+    inertia = [random_inertia(rng).matrix() for _ in range(n)]
+    p = np.array([0.4, 0.0, 0.0])
+    common = dict(parent=[-1] + list(range(n - 1)), joint_type=[tr.REVOLUTE] * n,
+                  gravity=(0.0, -9.81, 0.0))
+    aligned = tr.KinematicTree(axis=[(0, 0, 1)] * n, placement=[(np.eye(3), p)] * n,
+                               inertia=inertia, **common)
+    generic = tr.KinematicTree(axis=[H.T @ (0, 0, 1)] * n,
+                               placement=[(H, p)] + [(np.eye(3), H.T @ p)] * (n - 1),
+                               inertia=[AdH.T @ I @ AdH for I in inertia], **common)
+    q, qd, qdd = random_state(rng, n)
+    counts, taus = [], []
+    for t in (aligned, generic):
+        Traced.ops = 0
+        tau = tr.rnea(t, [Traced(x) for x in q], [Traced(x) for x in qd],
+                      [Traced(x) for x in qdd])
+        counts.append(Traced.ops)
+        taus.append(traced_values(tau))
+    assert rel_err(taus[1], taus[0]) < 1e-12
+    assert counts[0] < 0.4 * counts[1]          # 508 and 1908 operations when written
+
+
+def pyomo_vector(m, name, values):
+    var = pyo.Var(range(len(values)), initialize=dict(enumerate(float(v) for v in values)))
+    m.add_component(name, var)
+    return [var[i] for i in range(len(values))]
+
+
+def pyomo_values(v):
+    return np.array([pyo.value(x) for x in np.ravel(np.array(v, dtype=object))], dtype=float)
+
+
+@pytest.mark.component
+def test_pyomo_expressions_give_the_float_results():
+    """Pyomo variables in, Pyomo expressions out, on a random tree: evaluated with the
+    variables' values they equal the float results, and they follow a change of the values.
+    RNEA and CRBA are plain expressions; ABA and hybrid dynamics go through named Expression
+    components (as chain.aba in the OCP): written out as plain trees, their articulated
+    inertias nest every level into the next (33 s for pyo.value of this 6-body ABA)."""
+    rng = np.random.default_rng(77)
+    spec = random_spec(rng, 6, max_depth=4)
+    tree = tree_from_spec(spec, (0.0, 0.5, -9.81))
+    nv = tree.nv
+    q, qd, qdd = random_state(rng, nv)
+    tau = rng.normal(size=nv) * 5.0
+    f_ext = random_wrenches(rng, tree.n_bodies)
+    m = pyo.ConcreteModel()
+    qv, qdv, qddv, tauv = (pyomo_vector(m, name, v) for name, v in
+                           (("q", q), ("qd", qd), ("qdd", qdd), ("tau", tau)))
+    pres = [0, nv - 1]
+    namer = chain_ref.ExpressionNamer(m)
+    exprs = {
+        "rnea": (tr.rnea(tree, qv, qdv, qddv, f_ext=f_ext), None),
+        "crba": (tr.crba(tree, qv), None),
+        "aba": (tr.aba(tree, qv, qdv, tauv, f_ext=f_ext,
+                       namer=lambda tag, x: namer(f"aba_{tag}", x)), namer),
+        "hybrid": (tr.hybrid_dynamics(tree, qv, qdv, qddv, tauv, pres, f_ext=f_ext,
+                                      namer=lambda tag, x: namer(f"hyb_{tag}", x)).qdd,
+                   namer),
+    }
+
+    def floats(q, qd):
+        return {"rnea": tr.rnea(tree, list(q), list(qd), list(qdd), f_ext=f_ext),
+                "crba": tr.crba(tree, list(q)),
+                "aba": tr.aba(tree, list(q), list(qd), list(tau), f_ext=f_ext),
+                "hybrid": tr.hybrid_dynamics(tree, list(q), list(qd), list(qdd), list(tau),
+                                             pres, f_ext=f_ext).qdd}
+
+    def values(e, named):
+        flat = list(np.ravel(np.array(e, dtype=object)))
+        return pyomo_values(flat) if named is None else named.value(flat)
+
+    ref = floats(q, qd)
+    for key, (e, named) in exprs.items():
+        assert any(not isinstance(x, numbers.Number) for x in np.ravel(np.array(e, dtype=object)))
+        assert rel_err(values(e, named), np.ravel(np.array(ref[key], dtype=float))) < 1e-12, key
+    q2, qd2 = q + 0.3, qd - 0.5
+    for i in range(nv):
+        m.q[i].set_value(float(q2[i]))
+        m.qd[i].set_value(float(qd2[i]))
+    ref2 = floats(q2, qd2)
+    for key, (e, named) in exprs.items():
+        assert rel_err(values(e, named), np.ravel(np.array(ref2[key], dtype=float))) < 1e-12, key
+        assert rel_err(ref2[key], ref[key]) > 1e-3
+
+
+@pytest.mark.component
+def test_pyomo_named_expressions_reproduce_the_chain_aba():
+    """The car's tree with its track joint, Pyomo variables and named Expression components
+    (the OCP route of chain.aba): the same accelerations and structural wrench as the chain."""
+    rng = np.random.default_rng(31)
+    chn = chain_ref.make_chain()
+    tree = tree_from_chain(chn)
+    q, qd, tau, wext = chain_ref.random_state(rng)
+    track = chain_ref.track_joint(q[0])
+    _, res = chain_ref.run_aba(chn, track, q, qd, tau, wext)
+    m = pyo.ConcreteModel()
+    qv, qdv, tauv = (pyomo_vector(m, name, v) for name, v in
+                     (("q", q), ("qd", qd), ("tau", tau)))
+    namer = chain_ref.ExpressionNamer(m)
+    h = tr.hybrid_dynamics(tree, qv, qdv, [None] * 6, tauv, [],
+                           f_ext={k - 1: list(w) for k, w in wext.items()}, track={0: track},
+                           namer=namer)
+    assert len(namer.named) > 50
+    assert all(c.is_named_expression_type() for c in namer.named)
+    assert rel_err(namer.value(h.qdd), np.array(res.qdd, dtype=float)) < 1e-12
+    assert rel_err(namer.value(h.F[2]), np.array(res.W3J, dtype=float)) < 1e-12
+
+
+# --------------------------------------------------------------------------- input errors
+def small_tree(**changes):
+    I = random_inertia(np.random.default_rng(3)).matrix()
+    kw = dict(parent=[-1, 0, 1], joint_type=[tr.REVOLUTE, tr.PRISMATIC, tr.FIXED],
+              axis=[(0, 0, 1), (1, 0, 0), None],
+              placement=[(np.eye(3), (0, 0, 0))] * 3, inertia=[I, None, I])
+    kw.update(changes)
+    return tr.KinematicTree(**kw)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("changes, message", [
+    (dict(parent=[-1, 1, 1]), r"KinematicTree\.parent\[1\] must be an int in \[-1, 0\].*got 1"),
+    (dict(parent=[-1, 0]), r"KinematicTree\.joint_type must be a sequence of 2 entries"),
+    (dict(joint_type=[tr.REVOLUTE, "ball", tr.FIXED]),
+     r"KinematicTree\.joint_type\[1\] must be one of 'revolute'.*got 'ball'"),
+    (dict(axis=[(0, 0, 2), (1, 0, 0), None]),
+     r"KinematicTree\.axis\[0\] must be a unit 3-vector .* revolute joint, got \(0, 0, 2\)"),
+    (dict(axis=[(0, 0, 1), None, None]),
+     r"KinematicTree\.axis\[1\] must be a unit 3-vector .* prismatic joint, got None"),
+    (dict(axis=[(0, 0, 1), (1, 0, 0), (1, 0, 0)]),
+     r"KinematicTree\.axis\[2\] must be None for a fixed joint, got \(1, 0, 0\)"),
+    (dict(placement=[(np.eye(3), (0, 0, 0)), (2 * np.eye(3), (0, 0, 0)),
+                     (np.eye(3), (0, 0, 0))]),
+     r"KinematicTree\.placement\[1\] must be a pair \(R, p\).*det R = \+1"),
+    (dict(placement=[(np.eye(3), (0, 0, 0)), (np.eye(3), (0, 0)), (np.eye(3), (0, 0, 0))]),
+     r"KinematicTree\.placement\[1\] must be a pair \(R, p\)"),
+    (dict(inertia=[np.diag([1, 1, 1, -1, 1, 1.0]), None, None]),
+     r"KinematicTree\.inertia\[0\] must be None \(massless\) or a symmetric positive.*"
+     r"it is not positive semi-definite"),
+    (dict(inertia=[np.diag([1, 2, 1, 1, 1, 1.0]), None, None]),
+     r"KinematicTree\.inertia\[0\] must be .*\[\[m I, -m c\^\].*its linear block is not m I"),
+    (dict(gravity=(0, -9.81)), r"KinematicTree\.gravity must be 3 finite numbers"),
+    (dict(names=["a", "b", "a"]), r"KinematicTree\.names must be 3 distinct names"),
+])
+def test_tree_errors_name_the_field_the_value_and_the_expectation(changes, message):
+    with pytest.raises(ValueError, match=message):
+        small_tree(**changes)
+
+
+@pytest.mark.unit
+def test_call_errors():
+    t = small_tree()
+    with pytest.raises(ValueError, match=r"qd must have 2 entries .*got 3 entries"):
+        tr.rnea(t, [0, 0], [0, 0, 0], [0, 0])
+    with pytest.raises(ValueError, match=r"f_ext\[2\] must be a wrench \[f; m\] of 6 entries"):
+        tr.rnea(t, [0, 0], [0, 0], [0, 0], f_ext={2: [1, 2, 3]})
+    with pytest.raises(ValueError, match=r"f_ext keys must be body indices in \[0, 2\], got 3"):
+        tr.aba(t, [0, 0], [0, 0], [0, 0], f_ext={3: [0] * 6})
+    with pytest.raises(ValueError, match=r"prescribed must hold .* got 2"):
+        tr.hybrid_dynamics(t, [0, 0], [0, 0], [0, 0], [0, 0], [2])
+    with pytest.raises(ValueError, match=r"qdd\[1\] is prescribed .* but None"):
+        tr.hybrid_dynamics(t, [0, 0], [0, 0], [0, None], [0, 0], [1])
+    car = tree_from_chain(chain_ref.make_chain())
+    with pytest.raises(ValueError, match=r"track must give the TrackJoint of body 0"):
+        tr.aba(car, [0] * 6, [0] * 6, [0] * 6)
+    with pytest.raises(ValueError, match=r"has a track joint"):
+        tr.rnea_derivatives(car, [0] * 6, [0] * 6, [0] * 6)
+    # a joint that moves no mass: the leaf is massless
+    massless = small_tree(inertia=[None, None, None])
+    with pytest.raises(ValueError, match=r"articulated inertia of body 1 along its joint "
+                                         r"screw is 0"):
+        tr.aba(massless, [0, 0], [0, 0], [0, 0])
