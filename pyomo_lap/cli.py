@@ -240,6 +240,8 @@ def check(track, vehicle, repair_track, track_width):
             with warnings.catch_warnings():   # the repairs are listed below
                 warnings.simplefilter("ignore", track_checks.TrackRepairWarning)
                 tr = load_track(track, repair=repair_track, track_width=track_width)
+            for r in tr.build_repairs:
+                click.echo(f"track repaired when its bundled file was built: {r}")
             for f in tr.findings:
                 click.echo(f"track repaired: {f}")
             click.echo(f"track {tr.name}: {tr.length:.1f} m, {'closed' if tr.closed else 'open'}: ok")

@@ -245,6 +245,7 @@ class Track:
         if assumed:
             self.provenance["assumptions"] = list(self.provenance.get("assumptions", [])) + assumed
         self.findings = []   # repairs made by the loader (pyomo_lap.track.checks.Finding)
+        self.build_repairs = []   # repairs made when a bundled file was built (its .json)
         self._s_samples = s
 
     @property
@@ -252,6 +253,13 @@ class Track:
         """What the loader did to the data: records of
         :func:`pyomo_lap.track.report.step` (``provenance['processing_steps']``)."""
         return list(self.provenance.get("processing_steps", []))
+
+    @property
+    def repairs(self) -> list:
+        """Every repair made to the data, one sentence each: those made when a bundled file
+        was built (:attr:`build_repairs`, from its ``.json``) and those made by the loader
+        (``repair=True``: :attr:`findings`)."""
+        return list(self.build_repairs) + [str(f) for f in self.findings]
 
     @property
     def assumptions(self) -> list:
@@ -858,7 +866,8 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
         ``track.processing_steps`` and ``track.assumptions`` say what the loader did to the
         data and which values it assumed (:mod:`pyomo_lap.track.report`); for a bundled
         track also what was assumed when it was built (its ``.json``: ``width_note``,
-        ``banking_note``).
+        ``banking_note``) and, in ``track.build_repairs``, what was repaired then (its
+        ``repairs``); ``track.repairs`` lists those and the loader's repairs.
 
     Raises
     ------
@@ -912,4 +921,8 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
                                 SET_BANKING))
     if notes:
         tr.provenance["assumptions"] = tr.assumptions + notes
+    # the repairs made when the bundled file was built (its .json), then the loader's
+    tr.build_repairs = [str(r) for r in meta.get("repairs", [])]
+    if tr.build_repairs:
+        tr.provenance["repairs"] = tr.repairs
     return tr
