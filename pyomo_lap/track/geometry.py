@@ -42,7 +42,8 @@ from scipy.interpolate import make_interp_spline
 from . import checks as track_checks
 from .checks import MAX_GRADE, TrackDataError
 
-__all__ = ["TrackPoints", "Track", "load_track", "available_tracks", "data_dir", "TrackDataError"]
+__all__ = ["TrackPoints", "Track", "load_track", "available_tracks", "bundled_tracks", "data_dir",
+           "TrackDataError"]
 
 DEFAULT_HALF_WIDTH = 4.0  # [m], used when the data have no widths
 DEFAULT_BANKING = 0.0     # [rad], used when the data have no banking
@@ -836,6 +837,52 @@ def available_tracks() -> list[str]:
     """Names of the bundled tracks (``<data>/tracks/<name>.csv``), sorted."""
     d = data_dir() / "tracks"
     return sorted(p.stem for p in d.glob("*.csv")) if d.is_dir() else []
+
+
+def bundled_tracks() -> list[dict]:
+    """What :func:`available_tracks` holds, one dict per track, from its metadata (the
+    ``.json`` next to the ``.csv``; without one, the CSV's ``s_m`` and ``z_m`` columns).
+
+    Returns
+    -------
+    list of dict
+        Sorted by name; keys ``name``, ``display_name``, ``country``, ``length_m`` [m],
+        ``elevation_min_m``, ``elevation_max_m`` [m], ``closed`` (bool or None: not said),
+        ``repository``, ``commit`` (the source's, '' if unknown), ``licence``.
+
+    Raises
+    ------
+    ValueError
+        A metadata file that is not valid JSON, or a CSV without ``s_m`` and ``z_m`` columns
+        (the message names the file).
+    """
+    out = []
+    for name in available_tracks():
+        csv_path = data_dir() / "tracks" / f"{name}.csv"
+        meta_path = csv_path.with_suffix(".json")
+        meta = {}
+        if meta_path.is_file():
+            try:
+                meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"track metadata {meta_path}: not valid JSON ({exc})") from None
+        if "length_m" in meta and "elevation_min_m" in meta and "elevation_max_m" in meta:
+            length, zmin, zmax = meta["length_m"], meta["elevation_min_m"], meta["elevation_max_m"]
+        else:
+            _, data, _, _ = _read_csv_columns(csv_path)
+            if "s" not in data:
+                raise ValueError(f"track file {csv_path}: no 's_m' column and no metadata "
+                                 f"({meta_path.name}) giving length_m; expected one of them")
+            s, z = data["s"], data["z"]
+            length = float(np.nanmax(s))
+            zmin, zmax = float(np.nanmin(z)), float(np.nanmax(z))
+        src = meta.get("source") or {}
+        out.append(dict(name=name, display_name=meta.get("display_name", name),
+                        country=meta.get("country", ""), length_m=float(length),
+                        elevation_min_m=float(zmin), elevation_max_m=float(zmax),
+                        closed=meta.get("closed"), repository=src.get("repository", ""),
+                        commit=src.get("commit", ""), licence=src.get("licence", "")))
+    return out
 
 
 def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
