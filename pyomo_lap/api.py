@@ -244,7 +244,8 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
     (model, SolveReport, DataFrame or None, summary dict)
         The summary (``summary.json``) holds, besides the results, what was done to the
         track's data (``track_processing``), the values assumed (``track_assumptions``), the
-        repairs (``track_repairs``) and the absolute paths of the input files.
+        repairs (``track_repairs``: those made when a bundled track was built, then the
+        loader's) and the absolute paths of the input files.
 
     Raises
     ------
@@ -289,6 +290,8 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
         warnings.simplefilter("ignore", track_checks.TrackRepairWarning)
         tr = (track if isinstance(track, Track) else
               load_track(track, repair=repair_track, track_width=track_width))
+    for r in getattr(tr, "build_repairs", []):
+        echo(f"track repaired when its bundled file was built: {r}")
     for f in getattr(tr, "findings", []):
         echo(f"track repaired: {f}")
     for line in track_data_lines(tr):
@@ -390,7 +393,8 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
         "track_width_m": track_width,
         "track_processing": list(getattr(tr, "processing_steps", [])),
         "track_assumptions": list(getattr(tr, "assumptions", [])),
-        "track_repairs": [str(f) for f in getattr(tr, "findings", [])],
+        "track_repairs": [*getattr(tr, "build_repairs", []),
+                          *(str(f) for f in getattr(tr, "findings", []))],
     }
     from .solvers.solve import log_statistics
     stats = log_statistics(rep.log or "")

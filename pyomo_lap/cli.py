@@ -253,6 +253,8 @@ def check(track, vehicle, repair_track, track_width):
             with warnings.catch_warnings():   # the repairs are listed below
                 warnings.simplefilter("ignore", track_checks.TrackRepairWarning)
                 tr = load_track(track, repair=repair_track, track_width=track_width)
+            for r in tr.build_repairs:
+                click.echo(f"track repaired when its bundled file was built: {r}")
             for f in tr.findings:
                 click.echo(f"track repaired: {f}")
             click.echo(f"track {tr.name}: {tr.length:.1f} m, {'closed' if tr.closed else 'open'}: ok")
@@ -421,10 +423,37 @@ def job_options_table() -> str:
 
 @main.command()
 def tracks():
-    """List the tracks shipped with the package."""
-    from .track.geometry import available_tracks
-    for name in available_tracks():
-        click.echo(name)
+    """List the tracks shipped with the package: name (for --track), what it is, length,
+    elevation range, closed or open, and where the data come from (repository and commit;
+    provenance, processing and repairs: data/tracks/README.md and each track's .json)."""
+    try:
+        import pandas as pd
+
+        from .track.geometry import bundled_tracks
+        rows = bundled_tracks()
+    except ValueError as exc:
+        _fail(str(exc))
+    except Exception as exc:  # noqa: BLE001
+        _unexpected(exc)
+    if not rows:
+        click.echo("no bundled tracks found")
+        return
+    df = pd.DataFrame([{
+        "name": r["name"],
+        "track": r["display_name"] + (f" ({r['country']})" if r["country"] else ""),
+        "length [m]": f"{r['length_m']:.1f}",
+        "elevation [m]": f"{r['elevation_min_m']:.1f}-{r['elevation_max_m']:.1f}",
+        "loop": {True: "closed", False: "open"}.get(r["closed"], "?"),
+        "source": (f"{r['repository']} @ {r['commit'][:12]}" if r["commit"]
+                   else r["repository"] or "-"),
+    } for r in rows])
+    width = {c: max(len(c), int(df[c].str.len().max())) for c in df.columns}
+    right = ("length [m]", "elevation [m]")
+    text = df.to_string(index=False, justify="left", formatters={
+        c: (lambda x, n=width[c], r=c in right: str(x).rjust(n) if r else str(x).ljust(n))
+        for c in df.columns})
+    for line in text.splitlines():
+        click.echo(line.rstrip())
 
 
 @main.command()

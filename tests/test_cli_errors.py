@@ -98,7 +98,7 @@ CASES = [
     (["--initial-speed", "0"], 2, ["--initial-speed 0", "positive speed"]),
     (["--initial-speed", "nan"], 2, ["--initial-speed nan", "positive speed"]),
     # track
-    (["--track", "monza"], 2, ["unknown track 'monza'", "known tracks: nordschleife"]),
+    (["--track", "monaco"], 2, ["unknown track 'monaco'", "known tracks: barcelona, ", "nordschleife"]),
     (["--track", "{d}/missing.csv"], 2, ["track file not found", "missing.csv"]),
     (["--track", "{d}/folder.csv"], 2, ["folder.csv", "is a folder"]),
     (["--track", "{d}/route.gpx"], 2, ["route.gpx", "unknown type '.gpx'"]),

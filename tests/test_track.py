@@ -363,8 +363,8 @@ def test_zaggy_json_loader_gp_circuit():
 
 @pytest.mark.unit
 def test_unknown_track_name():
-    with pytest.raises(ValueError, match=r"unknown track 'monza'.*known tracks:.*nordschleife"):
-        load_track("monza")
+    with pytest.raises(ValueError, match=r"unknown track 'monaco'.*known tracks:.*nordschleife"):
+        load_track("monaco")
 
 
 @pytest.mark.unit

@@ -42,7 +42,8 @@ from scipy.interpolate import make_interp_spline
 from . import checks as track_checks
 from .checks import MAX_GRADE, TrackDataError
 
-__all__ = ["TrackPoints", "Track", "load_track", "available_tracks", "data_dir", "TrackDataError"]
+__all__ = ["TrackPoints", "Track", "load_track", "available_tracks", "bundled_tracks", "data_dir",
+           "TrackDataError"]
 
 DEFAULT_HALF_WIDTH = 4.0  # [m], used when the data have no widths
 DEFAULT_BANKING = 0.0     # [rad], used when the data have no banking
@@ -245,6 +246,7 @@ class Track:
         if assumed:
             self.provenance["assumptions"] = list(self.provenance.get("assumptions", [])) + assumed
         self.findings = []   # repairs made by the loader (pyomo_lap.track.checks.Finding)
+        self.build_repairs = []   # repairs made when a bundled file was built (its .json)
         self._s_samples = s
 
     @property
@@ -252,6 +254,13 @@ class Track:
         """What the loader did to the data: records of
         :func:`pyomo_lap.track.report.step` (``provenance['processing_steps']``)."""
         return list(self.provenance.get("processing_steps", []))
+
+    @property
+    def repairs(self) -> list:
+        """Every repair made to the data, one sentence each: those made when a bundled file
+        was built (:attr:`build_repairs`, from its ``.json``) and those made by the loader
+        (``repair=True``: :attr:`findings`)."""
+        return list(self.build_repairs) + [str(f) for f in self.findings]
 
     @property
     def assumptions(self) -> list:
@@ -830,6 +839,52 @@ def available_tracks() -> list[str]:
     return sorted(p.stem for p in d.glob("*.csv")) if d.is_dir() else []
 
 
+def bundled_tracks() -> list[dict]:
+    """What :func:`available_tracks` holds, one dict per track, from its metadata (the
+    ``.json`` next to the ``.csv``; without one, the CSV's ``s_m`` and ``z_m`` columns).
+
+    Returns
+    -------
+    list of dict
+        Sorted by name; keys ``name``, ``display_name``, ``country``, ``length_m`` [m],
+        ``elevation_min_m``, ``elevation_max_m`` [m], ``closed`` (bool or None: not said),
+        ``repository``, ``commit`` (the source's, '' if unknown), ``licence``.
+
+    Raises
+    ------
+    ValueError
+        A metadata file that is not valid JSON, or a CSV without ``s_m`` and ``z_m`` columns
+        (the message names the file).
+    """
+    out = []
+    for name in available_tracks():
+        csv_path = data_dir() / "tracks" / f"{name}.csv"
+        meta_path = csv_path.with_suffix(".json")
+        meta = {}
+        if meta_path.is_file():
+            try:
+                meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"track metadata {meta_path}: not valid JSON ({exc})") from None
+        if "length_m" in meta and "elevation_min_m" in meta and "elevation_max_m" in meta:
+            length, zmin, zmax = meta["length_m"], meta["elevation_min_m"], meta["elevation_max_m"]
+        else:
+            _, data, _, _ = _read_csv_columns(csv_path)
+            if "s" not in data:
+                raise ValueError(f"track file {csv_path}: no 's_m' column and no metadata "
+                                 f"({meta_path.name}) giving length_m; expected one of them")
+            s, z = data["s"], data["z"]
+            length = float(np.nanmax(s))
+            zmin, zmax = float(np.nanmin(z)), float(np.nanmax(z))
+        src = meta.get("source") or {}
+        out.append(dict(name=name, display_name=meta.get("display_name", name),
+                        country=meta.get("country", ""), length_m=float(length),
+                        elevation_min_m=float(zmin), elevation_max_m=float(zmax),
+                        closed=meta.get("closed"), repository=src.get("repository", ""),
+                        commit=src.get("commit", ""), licence=src.get("licence", "")))
+    return out
+
+
 def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
                track_width: float | None = None) -> Track:
     """Load a bundled track by name or a track file by path, checked (see
@@ -858,7 +913,8 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
         ``track.processing_steps`` and ``track.assumptions`` say what the loader did to the
         data and which values it assumed (:mod:`pyomo_lap.track.report`); for a bundled
         track also what was assumed when it was built (its ``.json``: ``width_note``,
-        ``banking_note``).
+        ``banking_note``) and, in ``track.build_repairs``, what was repaired then (its
+        ``repairs``); ``track.repairs`` lists those and the loader's repairs.
 
     Raises
     ------
@@ -912,4 +968,8 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
                                 SET_BANKING))
     if notes:
         tr.provenance["assumptions"] = tr.assumptions + notes
+    # the repairs made when the bundled file was built (its .json), then the loader's
+    tr.build_repairs = [str(r) for r in meta.get("repairs", [])]
+    if tr.build_repairs:
+        tr.provenance["repairs"] = tr.repairs
     return tr

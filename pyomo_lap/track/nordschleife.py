@@ -108,6 +108,9 @@ def build_nordschleife(raw_dir, out_dir=None, params: dict | None = None):
     rad = tp.curvature_radius
     meta = dict(
         name="nordschleife",
+        display_name="Nürburgring Nordschleife",
+        country="Germany",
+        layout="Nordschleife loop (source short name 'Nsch'; start/finish of the file)",
         description="Nuerburgring Nordschleife loop (zaggyai 'Nsch' file and its start/finish), "
                     "processed from zaggyai/track_data",
         closed=True,
@@ -147,7 +150,7 @@ def build_nordschleife(raw_dir, out_dir=None, params: dict | None = None):
         _write_track_csv(out_dir / "nordschleife.csv", s, P, np.full(len(s), hw), np.full(len(s), hw),
                          np.full(len(s), prm["banking_rad"]))
         with open(out_dir / "nordschleife.json", "w", encoding="utf-8") as fh:
-            json.dump(meta, fh, indent=2, default=_json_default)
+            json.dump(meta, fh, indent=2, ensure_ascii=False, default=_json_default)
             fh.write("\n")
     track.provenance = meta
     return track, meta
