@@ -16,10 +16,11 @@ import time
 
 import numpy as np
 import pyomo.environ as pyo
+from pyomo.dae import ContinuousSet
 
 from ..spatial.backend import is_number
 from ..spatial.chain import TrackJoint
-from .vehicle_model import update_problem
+from .vehicle_model import ProblemData, update_problem
 
 __all__ = ["add_boundary_conditions", "discretize_on_track", "scale_variables", "sector_mesh", "track_joints", "fast_element_lookup", "entry_speed", "add_objective",
            "OBJECTIVE_SCALE", "pyomo_units"]
@@ -374,3 +375,61 @@ def add_boundary_conditions(m, track, vehicle, cfg, states, rates, controls) -> 
     if not cfg.periodic:
         for k in rates[1:]:
             m.component(k)[first].fix(0.0)
+
+
+def new_sector_model(track, vehicle, cfg, vehicle_model, title: str):
+    """The start every vehicle model's ``build`` shares: the sector and its mesh
+    (:func:`sector_mesh`), the ``ConcreteModel`` with ``m.problem``
+    (:class:`~pyomo_lap.ocp.vehicle_model.ProblemData`) and the ``ContinuousSet`` ``m.s`` in
+    ``q1`` [m] from 0 to the sector length.
+
+    Parameters
+    ----------
+    track, vehicle, cfg : the Track, VehicleParameters and OCP options
+    vehicle_model : VehicleModel
+        The model being built (``m.problem.vehicle_model``).
+    title : str
+        Start of the model's name, e.g. ``"pyomo_lap single-track"``.
+
+    Returns
+    -------
+    (ConcreteModel, float)
+        The model and the sector length [m].
+
+    Raises
+    ------
+    ValueError
+        From :func:`sector_mesh` (a sector outside the track, a bad mesh).
+    """
+    L, bounds = sector_mesh(track, cfg)
+    m = pyo.ConcreteModel(name=f"{title} {track.name} {cfg.start:.0f}+{L:.0f} m")
+    m.problem = ProblemData(vehicle_model=vehicle_model, options=cfg, vehicle=vehicle, track=track,
+                            sector_length=L)
+    m.s = ContinuousSet(bounds=(0.0, L), initialize=None if bounds is None else bounds.tolist(),
+                        doc="distance along the spine from the sector start, q1 [m]")
+    fast_element_lookup(m.s)
+    return m, L
+
+
+def finish_build(m, track, vehicle, cfg, states, rates, controls, set_scaling, t0: float):
+    """The end every vehicle model's ``build`` shares: :func:`add_boundary_conditions`,
+    :func:`add_objective` (41), the model's scaling factors (``set_scaling(m)``) and the build
+    time [s] since ``t0`` (``time.perf_counter()``) in ``m.problem.build_time_s``. Returns ``m``."""
+    add_boundary_conditions(m, track, vehicle, cfg, states, rates, controls)
+    add_objective(m, cfg)
+    set_scaling(m)
+    update_problem(m, build_time_s=time.perf_counter() - t0)
+    return m
+
+
+def set_within_bounds(m, s, values: dict) -> None:
+    """Initial values ``{name: value}`` of the variables ``m.<name>[s]``, each clipped to its
+    bounds; fixed variables keep their values."""
+    for name, val in values.items():
+        var = m.component(name)[s]
+        if not var.fixed:
+            if var.lb is not None:
+                val = max(val, var.lb)
+            if var.ub is not None:
+                val = min(val, var.ub)
+            var.set_value(val, skip_validation=True)

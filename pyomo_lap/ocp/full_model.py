@@ -34,17 +34,16 @@ from typing import Optional
 
 import numpy as np
 import pyomo.environ as pyo
-from pyomo.dae import ContinuousSet, DerivativeVar
+from pyomo.dae import DerivativeVar
 
 from ..vehicle import car as veh
 from ..spatial.backend import add, is_number, mul, sub
 from ..spatial.chain import TrackJoint
 from .initialize import cold_start_profile
 from ..vehicle.numeric import CarFunctions, track_vector
-from .common import (OBJECTIVE_SCALE, add_boundary_conditions, add_objective,
-                         discretize_on_track, fast_element_lookup, _Namer, scale_variables,
-                         sector_mesh, _set_new)
-from .vehicle_model import ProblemData, VehicleModel, update_problem
+from .common import (OBJECTIVE_SCALE, discretize_on_track, finish_build, new_sector_model, _Namer,
+                     scale_variables, _set_new)
+from .vehicle_model import VehicleModel, update_problem
 
 __all__ = ["FULL_MODEL", "STATE_NAMES", "RATE_NAMES", "build_full_model", "initialize_full_model",
            "record_point_rows", "adherence_rows", "PointRows", "RowFamily"]
@@ -420,14 +419,9 @@ def build_full_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[fl
         As :func:`pyomo_lap.ocp.build.build_model`.
     """
     t0 = time.perf_counter() if t0 is None else t0
-    L, bounds = sector_mesh(track, cfg)
     p = vehicle
     u = pyo.units
-    m = pyo.ConcreteModel(name=f"pyomo_lap {track.name} {cfg.start:.0f}+{L:.0f} m")
-    m.problem = ProblemData(vehicle_model=FULL_MODEL, options=cfg, vehicle=p, track=track, sector_length=L)
-    m.s = ContinuousSet(bounds=(0.0, L), initialize=None if bounds is None else bounds.tolist(),
-                        doc="distance along the spine from the sector start, q1 [m]")
-    fast_element_lookup(m.s)
+    m, L = new_sector_model(track, p, cfg, FULL_MODEL, "pyomo_lap")
 
     # ---- variables ---------------------------------------------------------------------
     m.q2 = pyo.Var(m.s, initialize=0.0, units=u.m, doc="lateral offset of O3 from the spine, + left [m]")
@@ -519,13 +513,8 @@ def build_full_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[fl
 
     # ---- boundary conditions (the zero heave, pitch and roll accelerations of a settled
     # start are the recorded rows 'settled_start') --------------------------------------------
-    add_boundary_conditions(m, track, p, cfg, STATE_NAMES, RATE_NAMES, veh.CONTROLS)
-
-    # ---- objective (41) ---------------------------------------------------------------------
-    add_objective(m, cfg)
-    _set_scaling(m)
-    update_problem(m, build_time_s=time.perf_counter() - t0)
-    return m
+    # ---- and the objective (41), the scaling, the build time -----------------------------------
+    return finish_build(m, track, p, cfg, STATE_NAMES, RATE_NAMES, veh.CONTROLS, _set_scaling, t0)
 
 
 def _set_scaling(m) -> None:

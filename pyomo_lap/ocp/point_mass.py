@@ -28,12 +28,12 @@ from typing import Optional
 
 import numpy as np
 import pyomo.environ as pyo
-from pyomo.dae import ContinuousSet, DerivativeVar
+from pyomo.dae import DerivativeVar
 
 from .initialize import cold_start_profile
-from .common import (OBJECTIVE_SCALE, add_boundary_conditions, add_objective,
-                         discretize_on_track, fast_element_lookup, scale_variables, sector_mesh)
-from .vehicle_model import ProblemData, VehicleModel, update_problem
+from .common import (OBJECTIVE_SCALE, discretize_on_track, finish_build, new_sector_model,
+                     scale_variables, set_within_bounds)
+from .vehicle_model import VehicleModel
 
 __all__ = ["POINT_MASS_MODEL", "build_point_mass_model", "initialize_point_mass"]
 
@@ -47,13 +47,8 @@ def build_point_mass_model(track, vehicle, cfg, t0: Optional[float] = None, prog
     t0 = time.perf_counter() if t0 is None else t0
     if cfg.lift:
         raise ValueError("option 'lift' is not available for the point-mass model")
-    L, bounds = sector_mesh(track, cfg)
     p = vehicle
-    m = pyo.ConcreteModel(name=f"pyomo_lap point-mass {track.name} {cfg.start:.0f}+{L:.0f} m")
-    m.problem = ProblemData(vehicle_model=POINT_MASS_MODEL, options=cfg, vehicle=p, track=track, sector_length=L)
-    m.s = ContinuousSet(bounds=(0.0, L), initialize=None if bounds is None else bounds.tolist(),
-                        doc="distance along the spine from the sector start, q1 [m]")
-    fast_element_lookup(m.s)
+    m, L = new_sector_model(track, p, cfg, POINT_MASS_MODEL, "pyomo_lap point-mass")
     m.q2 = pyo.Var(m.s, initialize=0.0, doc="lateral offset from the spine, + left [m]")
     m.q1_dot = pyo.Var(m.s, initialize=20.0, bounds=(cfg.v_min, 150.0), doc="ds/dt [m/s]")
     m.q2_dot = pyo.Var(m.s, initialize=0.0, doc="dq2/dt [m/s]")
@@ -97,11 +92,7 @@ def build_point_mass_model(track, vehicle, cfg, t0: Optional[float] = None, prog
                                 <= (p.mu_y0 * (p.m * p.gravity + kz * m.q1_dot[s] ** 2)) ** 2,
                                 doc="friction circle [N^2]")
     m.power_limit = pyo.Constraint(m.s, rule=lambda m, s: m.f_xa[s] * m.q1_dot[s] <= p.P_max)
-    add_boundary_conditions(m, track, p, cfg, STATE_NAMES, RATE_NAMES, CONTROLS)
-    add_objective(m, cfg)
-    _set_scaling(m)
-    update_problem(m, build_time_s=time.perf_counter() - t0)
-    return m
+    return finish_build(m, track, p, cfg, STATE_NAMES, RATE_NAMES, CONTROLS, _set_scaling, t0)
 
 
 def _set_scaling(m) -> None:
@@ -133,14 +124,7 @@ def initialize_point_mass(m, **kwargs) -> dict:
         vals = {"q2": 0.0, "q1_dot": v, "q2_dot": 0.0, "t": float(prof["t"][i]),
                 "f_xa": float(prof["f_xa"][i]), "f_xb": float(prof["f_xb"][i]),
                 "delta": float(prof["delta"][i])}
-        for name, val in vals.items():
-            var = m.component(name)[s]
-            if not var.fixed:
-                if var.lb is not None:
-                    val = max(val, var.lb)
-                if var.ub is not None:
-                    val = min(val, var.ub)
-                var.set_value(val, skip_validation=True)
+        set_within_bounds(m, s, vals)
         m.dq2_ds[s].set_value(0.0)
         m.dq2_dot_ds[s].set_value(0.0)
         m.dq1_dot_ds[s].set_value(float(dvds[i]))

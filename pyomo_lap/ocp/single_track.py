@@ -47,18 +47,17 @@ from typing import Optional
 
 import numpy as np
 import pyomo.environ as pyo
-from pyomo.dae import ContinuousSet, DerivativeVar
+from pyomo.dae import DerivativeVar
 
 from ..vehicle import car as veh
 from .full_model import RATE_NAMES as FULL_RATES, STATE_NAMES as FULL_STATES
 from .initialize import cold_start_profile, initialize_from_solution, initialize_model
 from ..vehicle.numeric import AlgebraicLoopError, CarFunctions, track_vector
-from .common import (OBJECTIVE_SCALE, add_boundary_conditions, add_objective,
-                         discretize_on_track, fast_element_lookup, _Namer, scale_variables,
-                         sector_mesh)
+from .common import (OBJECTIVE_SCALE, discretize_on_track, finish_build, new_sector_model, _Namer,
+                     scale_variables, set_within_bounds)
 from ..vehicle.single_track_car import (_ABS_EPS2, ALGEBRAIC, RATE_NAMES, STATE_NAMES,  # noqa: F401
                                _clip_unit, build_chain, fiala_axle, single_track_equations)
-from .vehicle_model import ProblemData, VehicleModel, update_problem
+from .vehicle_model import VehicleModel, update_problem
 
 __all__ = ["ALGEBRAIC", "STATE_NAMES", "RATE_NAMES", "build_chain", "fiala_axle",
            "single_track_equations", "build_single_track_model", "initialize_single_track",
@@ -87,16 +86,11 @@ def build_single_track_model(track, vehicle: veh.VehicleParameters, cfg, t0: Opt
         As :func:`pyomo_lap.ocp.build.build_model`.
     """
     t0 = time.perf_counter() if t0 is None else t0
-    L, bounds = sector_mesh(track, cfg)
     if cfg.lift:
         raise ValueError("option 'lift' is not available for the single-track model")
     p = vehicle
     u = pyo.units
-    m = pyo.ConcreteModel(name=f"pyomo_lap single-track {track.name} {cfg.start:.0f}+{L:.0f} m")
-    m.problem = ProblemData(vehicle_model=SINGLE_TRACK_MODEL, options=cfg, vehicle=p, track=track, sector_length=L)
-    m.s = ContinuousSet(bounds=(0.0, L), initialize=None if bounds is None else bounds.tolist(),
-                        doc="distance along the spine from the sector start, q1 [m]")
-    fast_element_lookup(m.s)
+    m, L = new_sector_model(track, p, cfg, SINGLE_TRACK_MODEL, "pyomo_lap single-track")
     m.q2 = pyo.Var(m.s, initialize=0.0, units=u.m, doc="lateral offset of O3 from the spine, + left [m]")
     m.q3 = pyo.Var(m.s, initialize=0.0, bounds=(-1.0, 1.0), units=u.rad, doc="yaw relative to the track frame [rad]")
     m.q1_dot = pyo.Var(m.s, initialize=20.0, bounds=(cfg.v_min, 150.0), units=u.m / u.s, doc="dq1/dt [m/s]")
@@ -149,11 +143,8 @@ def build_single_track_model(track, vehicle: veh.VehicleParameters, cfg, t0: Opt
     m.fiala_range = pyo.Constraint((1, 2), m.s, rule=lambda m, k, s:
                                    eqs[s].channels[f"upsilon_{k}"] ** 2 <= 1.0)
     m.speed_min = pyo.Constraint(m.s, rule=lambda m, s: eqs[s].channels["v_3x"] >= cfg.v_min)
-    add_boundary_conditions(m, track, p, cfg, STATE_NAMES, RATE_NAMES, ("f_xa", "f_xb", "delta"))
-    add_objective(m, cfg)
-    _set_scaling(m)
-    update_problem(m, build_time_s=time.perf_counter() - t0)
-    return m
+    return finish_build(m, track, p, cfg, STATE_NAMES, RATE_NAMES, ("f_xa", "f_xb", "delta"),
+                        _set_scaling, t0)
 
 
 def _set_scaling(m) -> None:
@@ -215,14 +206,7 @@ def initialize_single_track(m, **kwargs) -> dict:
         vals = {"q2": 0.0, "q3": 0.0, "q1_dot": v, "q2_dot": 0.0, "q3_dot": 0.0,
                 "t": float(prof["t"][i]), "f_xa": u[0], "f_xb": u[1], "delta": u[2]}
         vals.update(zip(ALGEBRAIC, z))
-        for name, val in vals.items():
-            var = m.component(name)[s]
-            if not var.fixed:
-                if var.lb is not None:
-                    val = max(val, var.lb)
-                if var.ub is not None:
-                    val = min(val, var.ub)
-                var.set_value(val, skip_validation=True)
+        set_within_bounds(m, s, vals)
         m.dq2_ds[s].set_value(0.0)
         m.dq3_ds[s].set_value(0.0)
         for k in range(3):
@@ -347,14 +331,7 @@ def warm_start_full(m_full, m_single) -> dict:
         vals = dict(zip(FULL_STATES, Q[i, 1:]))
         vals.update(zip(FULL_RATES[3:], QD[i, 3:]))
         vals.update(zip(veh.ALGEBRAIC, Z[i]))
-        for name, val in vals.items():
-            var = m_full.component(name)[s]
-            if not var.fixed:
-                if var.lb is not None:
-                    val = max(val, var.lb)
-                if var.ub is not None:
-                    val = min(val, var.ub)
-                var.set_value(float(val), skip_validation=True)
+        set_within_bounds(m_full, s, {k: float(v) for k, v in vals.items()})
         v1 = QD[i, 0]
         for k, name in enumerate(FULL_STATES):
             m_full.component(f"d{name}_ds")[s].set_value(float(QD[i, k + 1]) / v1)

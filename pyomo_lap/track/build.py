@@ -857,3 +857,51 @@ def _project_on_polyline(Q, sq, pts, idx, closed, period):
 # ---------------------------------------------------------------------------
 # the bundled Nordschleife
 # ---------------------------------------------------------------------------
+
+
+TRACK_CSV_COLUMNS = dict(s_m="arc length [m]", x_m="east [m]", y_m="north [m]",
+                         z_m="elevation [m] (as in the source: height above sea level)",
+                         width_left_m="[m]", width_right_m="[m]", banking_rad="[rad]")
+"""The columns of a bundled track's CSV and their units (its ``.json``'s ``columns``)."""
+
+
+def track_figures(track, s, points, length: float) -> dict:
+    """Figures of a built track for its metadata (``<name>.json``): length, samples, spacing,
+    elevation range and value at the start, grades, tightest radius and where, the spline's
+    largest deviation from unit speed, the start point's distance from the origin.
+
+    Parameters
+    ----------
+    track : pyomo_lap.track.geometry.Track
+    s : ndarray, shape (n,)
+        Arc length of the samples [m].
+    points : ndarray, shape (n, 3)
+        The samples x, y, z [m].
+    length : float
+        Length of the loop [m].
+
+    Returns
+    -------
+    dict
+        ``length_m`` ... ``start_point_offset_m`` (grades [-], lengths [m]); the track is
+        evaluated every 0.25 m.
+    """
+    L, P = float(length), np.asarray(points, dtype=float)
+    ss = np.linspace(0.0, L, int(L / 0.25), endpoint=False)
+    tp = track.evaluate(ss)
+    grade, rad = tp.grade, tp.curvature_radius
+    return dict(
+        length_m=float(L),
+        n_samples=int(len(s)),
+        spacing_m=float(L / len(s)),
+        elevation_min_m=float(P[:, 2].min()),
+        elevation_max_m=float(P[:, 2].max()),
+        elevation_at_start_m=float(P[0, 2]),
+        max_abs_grade=float(np.max(np.abs(grade))),
+        max_uphill_grade=float(grade.max()),
+        max_downhill_grade=float(grade.min()),
+        min_curvature_radius_m=float(rad.min()),
+        s_at_min_radius_m=float(ss[np.argmin(rad)]),
+        max_abs_speed_error=float(np.max(np.abs(tp.speed - 1.0))),
+        start_point_offset_m=float(np.hypot(P[0, 0], P[0, 1])),
+    )

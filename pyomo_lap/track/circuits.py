@@ -29,8 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .build import (curve_spline, process_points, project_geodetic, projection_string,
-                    read_zaggy_json, resample_arclength, sha256_file)
+from .build import (TRACK_CSV_COLUMNS, curve_spline, process_points, project_geodetic,
+                    projection_string, read_zaggy_json, resample_arclength, sha256_file,
+                    track_figures)
 from .checks import _segments_crossing, check_points, check_track
 from .geometry import Track, _write_track_csv
 from .nordschleife import NORDSCHLEIFE_SOURCE, _json_default
@@ -411,9 +412,6 @@ def build_circuit(name: str, raw_dir, out_dir=None, params: dict | None = None):
     hw = 0.5 * entry["width_m"]
     track = Track(s, Pn, hw, hw, prm["banking_rad"], closed=True, name=name)
     check_track(track, source=source)
-    ss = np.linspace(0.0, L, int(L / 0.25), endpoint=False)
-    tp = track.evaluate(ss)
-    grade, rad = tp.grade, tp.curvature_radius
     files = {"loop": dict(file=path.name, sha256=digest)}
     meta = dict(
         name=name,
@@ -427,26 +425,12 @@ def build_circuit(name: str, raw_dir, out_dir=None, params: dict | None = None):
         direction=("clockwise" if signed_area < 0 else "counter-clockwise")
         + f" (plan-view signed area of the raw loop {signed_area:.0f} m^2), as in the source "
           "file" + (" (a figure of eight: the sign says which lobe is larger)" if bridge else ""),
-        columns=dict(s_m="arc length [m]", x_m="east [m]", y_m="north [m]", z_m="elevation [m] (as in "
-                     "the source: height above sea level)", width_left_m="[m]", width_right_m="[m]",
-                     banking_rad="[rad]"),
+        columns=TRACK_CSV_COLUMNS,
         origin=dict(lat_deg=lat0, lon_deg=lon0, note="start/finish of the file (its first point)"),
         projection=projection_string(lat0, lon0),
         crs_note="x, y: azimuthal equidistant projection (pyproj) of WGS84; z: elevation of the "
                  "source (no earth-curvature correction)",
-        length_m=float(L),
-        n_samples=int(len(s)),
-        spacing_m=float(L / len(s)),
-        elevation_min_m=float(Pn[:, 2].min()),
-        elevation_max_m=float(Pn[:, 2].max()),
-        elevation_at_start_m=float(Pn[0, 2]),
-        max_abs_grade=float(np.max(np.abs(grade))),
-        max_uphill_grade=float(grade.max()),
-        max_downhill_grade=float(grade.min()),
-        min_curvature_radius_m=float(rad.min()),
-        s_at_min_radius_m=float(ss[np.argmin(rad)]),
-        max_abs_speed_error=float(np.max(np.abs(tp.speed - 1.0))),
-        start_point_offset_m=float(np.hypot(Pn[0, 0], Pn[0, 1])),
+        **track_figures(track, s, Pn, L),
         raw=dict(n_points=n_file, n_points_used=int(len(P)), dropped=dropped,
                  elevation_missing=missing_file),
         source=dict(CIRCUIT_SOURCE, files=files, used=dict(loop="plan view (x, y) and elevations")),

@@ -33,7 +33,6 @@ import csv
 import dataclasses
 import json
 import math
-import os
 from pathlib import Path
 
 import numpy as np

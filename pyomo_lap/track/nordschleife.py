@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from .geometry import Track, _write_track_csv
-from .build import (process_points, project_geodetic, projection_string, read_zaggy_json,
-                          sha256_file)
+from .build import (TRACK_CSV_COLUMNS, process_points, project_geodetic, projection_string,
+                    read_zaggy_json, sha256_file, track_figures)
 
 __all__ = ["NORDSCHLEIFE_FILES", "NORDSCHLEIFE_SOURCE", "NORDSCHLEIFE_PARAMS", "build_nordschleife"]
 
@@ -101,11 +101,6 @@ def build_nordschleife(raw_dir, out_dir=None, params: dict | None = None):
     steps = info.pop("steps", [])
     hw = prm["half_width_m"]
     track = Track(s, P, hw, hw, prm["banking_rad"], closed=True, name="nordschleife")
-    # figures of the result
-    ss = np.linspace(0.0, L, int(L / 0.25), endpoint=False)
-    tp = track.evaluate(ss)
-    grade = tp.grade
-    rad = tp.curvature_radius
     meta = dict(
         name="nordschleife",
         display_name="Nürburgring Nordschleife",
@@ -115,26 +110,12 @@ def build_nordschleife(raw_dir, out_dir=None, params: dict | None = None):
                     "processed from zaggyai/track_data",
         closed=True,
         direction="clockwise (plan-view signed area %.0f m^2 < 0), as in the source file" % signed_area,
-        columns=dict(s_m="arc length [m]", x_m="east [m]", y_m="north [m]", z_m="elevation [m] (as in the "
-                     "source: height above sea level)", width_left_m="[m]", width_right_m="[m]",
-                     banking_rad="[rad]"),
+        columns=TRACK_CSV_COLUMNS,
         origin=dict(lat_deg=lat0, lon_deg=lon0, note="start/finish of the loop file"),
         projection=projection_string(lat0, lon0),
         crs_note="x, y: azimuthal equidistant projection (pyproj) of WGS84; z: elevation of the source "
                  "(no earth-curvature correction; < 2 m over the 5 km extent)",
-        length_m=float(L),
-        n_samples=int(len(s)),
-        spacing_m=float(L / len(s)),
-        elevation_min_m=float(P[:, 2].min()),
-        elevation_max_m=float(P[:, 2].max()),
-        elevation_at_start_m=float(P[0, 2]),
-        max_abs_grade=float(np.max(np.abs(grade))),
-        max_uphill_grade=float(grade.max()),
-        max_downhill_grade=float(grade.min()),
-        min_curvature_radius_m=float(rad.min()),
-        s_at_min_radius_m=float(ss[np.argmin(rad)]),
-        max_abs_speed_error=float(np.max(np.abs(tp.speed - 1.0))),
-        start_point_offset_m=float(np.hypot(P[0, 0], P[0, 1])),
+        **track_figures(track, s, P, L),
         source=dict(NORDSCHLEIFE_SOURCE,
                     files={k: dict(file=v.name, sha256=sha256_file(v)) for k, v in files.items()},
                     used=dict(loop="plan view (x, y)", btg="elevations", gp="not used (no overlap with "
