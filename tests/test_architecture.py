@@ -136,3 +136,26 @@ def test_the_checkers_see_a_wrong_way_import_and_a_circle(tmp_path):
     assert sorted(_wrong_way(pkg)) == [
         "pyomo_lap.spatial.lie imports pyomo_lap.ocp.build (spatial -> ocp)",
         "pyomo_lap.track.geometry imports pyomo_lap.vehicle.car (track -> vehicle)"]
+
+
+@pytest.mark.unit
+def test_the_readme_layout_table_names_every_module():
+    """Every module of the package is named in the README's layout table, on the row of its
+    subpackage (``pyomo_lap/<role>/``), and every subpackage has a row."""
+    text = (PKG.parent / "README.md").read_text(encoding="utf-8")
+    table = text[text.index("## Layout"):]
+    table = table[:table.index("\n## ", 3)]
+    rows = [ln for ln in table.splitlines() if ln.startswith("| `pyomo_lap/")]
+    missing = []
+    for p in sorted(PKG.rglob("*.py")):
+        if p.name == "__init__.py":
+            continue
+        parts = p.relative_to(PKG).parts
+        if len(parts) == 1:
+            ok = any(f"pyomo_lap/{p.name}" in r or f"`{p.name}`" in r for r in rows
+                     if r.startswith("| `pyomo_lap/api.py`") or r.startswith(f"| `pyomo_lap/{p.name}`"))
+        else:
+            ok = any(r.startswith(f"| `pyomo_lap/{parts[0]}/`") and f"`{p.name}`" in r for r in rows)
+        if not ok:
+            missing.append("/".join(parts))
+    assert not missing, f"not in the README's layout table: {missing}"
