@@ -10,9 +10,11 @@ run the same way with the virtual environment's Python)::
 Jobs:
 
 * 2 km sectors of the Nordschleife starting every 3 km (0, 3000, ... 18000 m);
-* the first 2 km and the closed lap of every other circuit in ``data/tracks/raw/zaggyai/``
-  (raw files of the same source as the Nordschleife, read by ``Track.from_zaggy_json`` with
-  its default processing: no widths in the files, so the default 8 m).
+* the first 2 km of every other circuit in ``data/tracks/raw/zaggyai/`` (raw files of the
+  same source as the Nordschleife, read by ``Track.from_zaggy_json`` with its default
+  processing: no widths in the files, so the default 8 m);
+* the closed lap of every bundled circuit (``pyomo-lap tracks``: the same files built by
+  ``pyomo_lap.track.circuits``, 12 m wide), with ``lap_ipopt``.
 
 Every sector is solved with ``lap_ipopt`` (the default) and, unless ``--no-asl``, with the ASL
 path (``ipopt``, the same IPOPT options as ``lap_ipopt``: see ``speed.py``), from the same cold
@@ -45,7 +47,10 @@ def jobs(asl: bool):
             continue
         name = f.name.split("--")[1][:-5]
         yield name, "sector 0+2000", ["--track", str(f), "--length", "2000"], asl
-        yield name, "closed lap", ["--track", str(f), "--full-lap"], False
+    from pyomo_lap.track.geometry import available_tracks
+    for name in available_tracks():
+        if name != "nordschleife":
+            yield name, "closed lap", ["--track", name, "--full-lap"], False
 
 
 def run(track_args, solver, options=()):
