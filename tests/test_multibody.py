@@ -1,0 +1,167 @@
+"""The multibody car (pyomo_lap.vehicle.multibody_car) and its OCP (pyomo_lap.ocp.multibody).
+
+Independent references: static loads by hand from Table 1 (MODEL_NOTES: m g (l - a_i)/(2l)),
+the wheel-centre height in closed form (rotations written out, not through the tree), its
+rate by finite differences, the reduced model's algebraic load transfer (vehicle.car, a
+different set of equations) in the limit of stiff springs, and the sector time of the
+reduced model.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import fsolve
+
+from pyomo_lap.spatial.chain import TrackJoint
+from pyomo_lap.vehicle import car as veh
+from pyomo_lap.vehicle import multibody_car as mbc
+
+FLAT = TrackJoint(R=[[1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0]], J=[1.0, 0, 0, 0, 0, 0], dJ=[0.0] * 6)
+
+
+@pytest.fixture(scope="module")
+def car():
+    return veh.load_vehicle("fsae")
+
+
+def _equations(p, q_susp, v=20.0, u=(0.0, 0.0, 0.0), qd_susp=None, q23=(0.0, 0.0)):
+    tree = mbc.build_tree(p)
+    q = [0.0, q23[0], q23[1]] + list(q_susp)
+    qd = [v, 0.0, 0.0] + (list(qd_susp) if qd_susp is not None else [0.0] * 7)
+    return mbc.multibody_equations(p, tree, FLAT, q, qd, list(u))
+
+
+@pytest.mark.unit
+def test_static_equilibrium_on_flat_ground_gives_the_static_loads(car):
+    p = car.replace(rho=0.0)             # no aerodynamic load
+    e = _equations(p, [0.0] * 7, v=10.0)
+    g, m, l = 9.81, 240.0, 0.765 + 0.815                     # Table 1, by hand
+    front, rear = m * g * 0.815 / (2 * l), m * g * 0.765 / (2 * l)
+    for w, ref in zip(mbc.WHEELS, (front, front, rear, rear)):
+        assert e.channels[f"f_{w}z"] == pytest.approx(ref, rel=1e-9)
+    # at the design ride height nothing accelerates (all ten joints)
+    assert np.max(np.abs(np.asarray(e.qdd, float))) < 1e-9
+
+
+@pytest.mark.unit
+def test_wheel_centre_height_and_rate_against_closed_form(car):
+    rng = np.random.default_rng(3)
+    p = car
+    tree = mbc.build_tree(p)
+    for _ in range(5):
+        y = rng.uniform(-0.03, 0.03, 7)
+        yd = rng.uniform(-0.5, 0.5, 7)
+        q = [0.0, 0.3, 0.05] + list(y)
+        qd = [20.0, 0.4, 0.2] + list(yd)
+        e = mbc.multibody_equations(p, tree, FLAT, q, qd, [0.0, 0.0, 0.0])
+        q4, th, ph = y[:3]
+        for k, w in enumerate(mbc.WHEELS):
+            x = p.a1 if w[0] == "1" else -p.a2
+            t = p.t1 if w[0] == "1" else p.t2
+            yy = t / 2 if w[1] == "1" else -t / 2
+            zp = p.wheel_radius - p.h_vip + y[3 + k]
+            # pitch about y then roll about x (written out): z of R_y(th) R_x(ph) [x, yy, zp]
+            zc = p.h_vip + q4 - x * math.sin(th) + (yy * math.sin(ph) + zp * math.cos(ph)) * math.cos(th)
+            assert float(e.channels[f"zc_{w}"]) == pytest.approx(zc, abs=1e-12)
+        # the tyre load's damping term is the rate of zc: finite differences along the motion
+        h = 1e-6
+        qp = [a + h * b for a, b in zip(q, qd)]
+        qp[0] = 0.0
+        ep = mbc.multibody_equations(p, tree, FLAT, qp, qd, [0.0, 0.0, 0.0])
+        pp = p.replace(tyre_cz=0.0)
+        e0 = mbc.multibody_equations(pp, tree, FLAT, q, qd, [0.0, 0.0, 0.0])
+        for w in mbc.WHEELS:
+            rate = (float(ep.channels[f"zc_{w}"]) - float(e.channels[f"zc_{w}"])) / h
+            damping = float(e0.channels[f"f_{w}z"]) - float(e.channels[f"f_{w}z"])
+            assert damping == pytest.approx(p.tyre_cz * rate, rel=1e-4, abs=1e-6)
+
+
+def _settled_multibody(p, u, v, vy=0.0, r=0.0):
+    """Suspension coordinates with zero suspension accelerations (rates zero); with a yaw
+    rate r also the steer, lateral speed and traction of a steady turn (the body-frame
+    accelerations of {B3} zero)."""
+    from pyomo_lap.spatial.tree import forward_kinematics
+    tree = mbc.build_tree(p)
+    steady = r != 0.0
+
+    def state(x):
+        uu = [x[9], u[1], x[7]] if steady else list(u)
+        return [0.0, 0.0, 0.0] + list(x[:7]), [v, x[8] if steady else vy, r] + [0.0] * 7, uu
+
+    def f(x):
+        q, qd, uu = state(x)
+        e = mbc.multibody_equations(p, tree, FLAT, q, qd, uu)
+        out = [float(a) for a in e.qdd[3:]]
+        if steady:
+            Vd = forward_kinematics(tree, q, qd, e.qdd, track={0: FLAT}).Vdot[mbc.ROAD]
+            out += [float(Vd[0]), float(Vd[1]), float(Vd[5])]
+        return np.array(out)
+    x0 = np.zeros(10 if steady else 7)
+    if steady:
+        x0[7], x0[9] = 0.05, 300.0
+    x = fsolve(f, x0, xtol=1e-12)
+    assert np.max(np.abs(f(x))) < 1e-6
+    q, qd, uu = state(x)
+    return mbc.multibody_equations(p, tree, FLAT, q, qd, uu), qd, uu
+
+
+def _settled_reduced(p, u, qd):
+    """The reduced model (vehicle.car) at the same motion and controls: heave, pitch, roll
+    with zero accelerations and its algebraic loads solved."""
+    from pyomo_lap.vehicle.numeric import CarFunctions, track_vector
+    carf = CarFunctions(p)
+    trk = track_vector(FLAT)
+    s1, s2 = p.static_loads
+
+    def f(x):
+        qdd, res = carf.evaluate(trk, [0, 0, 0] + list(x[:3]), list(qd[:3]) + [0, 0, 0], list(u),
+                                 list(x[3:]))
+        return np.concatenate([np.asarray(qdd, float).ravel()[3:6], np.asarray(res, float).ravel()])
+    x = fsolve(f, np.array([0, 0, 0, s1, s1, s2, s2, 0, 0, 0.0]), xtol=1e-12)
+    assert np.max(np.abs(f(x))) < 1e-6
+    return x[3:7]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("case", [dict(u=(0.0, -1500.0, 0.0)), dict(u=(900.0, 0.0, 0.0)),
+                                  dict(u=(0.0, 0.0, 0.0), r=0.5)],
+                         ids=["brake", "drive", "steady-turn-1g"])
+def test_stiff_multibody_loads_approach_the_reduced_models_load_transfer(car, case):
+    """With springs and tyres 100 times stiffer (the attitudes shrink to almost nothing), the
+    tyre loads of the multibody car, from its springs, equal the reduced model's algebraic
+    load transfer (eqs 26-30 as rederived in vehicle.car), under braking, traction and in a
+    steady turn at 20 m/s and 0.5 rad/s (10 m/s^2): the linkage's jacking forces put the
+    no-roll centres at hq_i and the pitch centre at the VIP, as the reduced chain does.
+
+    Tolerance 1 % of the static rear load (5.7 N): in the turn the reduced model distributes
+    the unsprung masses' lateral inertia (m_u a_y r_w = 104 N m) between the axles by roll
+    stiffness (60:40), the multibody car by where the carriers are (a2:a1 = 52:48), about
+    3.5 N a wheel."""
+    p = car.replace(k1=car.k1 * 100, k2=car.k2 * 100, tyre_kz=1.0e7)
+    e, qd, u = _settled_multibody(p, case["u"], 20.0, r=case.get("r", 0.0))
+    fz_mb = np.array([float(e.channels[f"f_{w}z"]) for w in mbc.WHEELS])
+    fz_red = _settled_reduced(p, u, qd)
+    assert fz_mb == pytest.approx(fz_red, abs=0.01 * p.static_loads[1])
+    # and the transfer is real: the loads differ from the static ones by far more
+    assert np.max(np.abs(fz_mb - np.repeat(p.static_loads, 2))) > 100.0
+
+
+@pytest.mark.unit
+def test_vehicle_file_without_multibody_section_is_refused_by_the_model(car, tmp_path):
+    import re
+    from pyomo_lap.vehicle.car import models_dir
+    text = (models_dir() / "fsae.toml").read_text()
+    text = re.sub(r"\n\[multibody\].*", "\n", text, flags=re.S)
+    f = tmp_path / "nomb.toml"
+    f.write_text(text)
+    p = veh.load_vehicle(f)                    # valid for the reduced models
+    assert p.tyre_kz is None and p.tyre_cz is None
+    with pytest.raises(ValueError, match=r"\[multibody\].*tyre_stiffness"):
+        mbc.build_tree(p)
+    bad = tmp_path / "bad.toml"
+    bad.write_text((models_dir() / "fsae.toml").read_text().replace("tyre_stiffness = 100.0e3",
+                                                                       "tyre_stiffness = 100.0"))
+    with pytest.raises(veh.VehicleFileError, match=r"\[multibody\] tyre_stiffness = 100.0"):
+        veh.load_vehicle(bad)
