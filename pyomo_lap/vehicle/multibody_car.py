@@ -29,7 +29,8 @@ Differences from the reduced model (:mod:`pyomo_lap.vehicle.car`):
 
 * joints 4-6 carry no springs; each carrier's joint carries the wheel's spring and damper
   (``k_i``, ``c_i`` of Table 1), preloaded with the static sprung load of its corner so
-  that the design ride height (all coordinates 0) is the static equilibrium on flat ground;
+  that the design ride height (all coordinates 0) is the static equilibrium on flat ground
+  (the reduced model's heave ``q4`` is measured from the unloaded springs instead);
 * the vertical load of each tyre is a state function, the tyre's vertical spring and damper
   (vehicle file, ``[multibody]``):
   :math:`f_{ijz} = k_t (r_{0i} - z_{c,ij}) - c_t \dot z_{c,ij}`, with :math:`z_{c,ij}` the
@@ -38,11 +39,22 @@ Differences from the reduced model (:mod:`pyomo_lap.vehicle.car`):
   in-plane resultant: the model is an ODE;
 * the tyre forces act on the carriers: the vertical force at the wheel centre along the
   road normal, the in-plane forces (eqs 31-34, the same slip angles (33) and Magic Formula
-  (32) as the reduced model, with the loads above) at the no-roll-centre height ``hq_i``
-  above the contact point, in the road plane. A carrier's prismatic joint passes every
-  force and moment but the one along its axis to the chassis, so this places the
-  suspension's force-based roll (and pitch) centres at ``hq_i``, as the reduced model does
-  with its chain (a slider suspension would otherwise put them at the ground);
+  (32) as the reduced model, with the loads above) at the contact point, in the road plane;
+* a carrier's prismatic joint passes every force and moment but the one along its axis to
+  the chassis, which would put the roll and pitch centres of the suspension at the ground.
+  The joint force along the axis therefore holds, besides the spring and damper, the
+  *jacking* force of a linkage whose no-roll centre is at height ``hq_i`` above the axle's
+  centre and whose pitch centre is the VIP (a lateral force through a no-roll centre does
+  not roll the body: Guiggiani's no-roll centres, *The science of vehicle dynamics*, 2018,
+  reference [4] of seed ``003``, which eq (30) of the preprint follows):
+  :math:`\tau_{ij} = -P_i - k_i z_{ij} - c_i \dot z_{ij} + F_{y,ij}\, h_{qi}/y_{ij}
+  + F_{x,ij}\, h_{VIP}/x_{ij}` with :math:`F_{x,ij}, F_{y,ij}` the tyre's in-plane force in
+  {B3} and :math:`(x_{ij}, y_{ij})` the corner. With it the load transfer of the stiff limit
+  is the reduced model's (eq 30: geometric part :math:`Y_i h_{qi}/t_i` and elastic part
+  split by roll stiffness; longitudinal transfer by statics; tested), and the multibody car
+  adds what the journal says the reduced model lacks: the four corners' own vertical
+  dynamics, the roll-pitch coupling of the different front and rear wheel rates, the tyres'
+  compliance and the unsprung masses' own motion;
 * no wheel spin: the longitudinal forces stay the controls' eq (34), as in the reduced
   model (a spinning wheel would add four states and a longitudinal slip model, which the
   reduced model has not, so the comparison would no longer isolate the vertical dynamics);
