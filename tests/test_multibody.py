@@ -165,3 +165,68 @@ def test_vehicle_file_without_multibody_section_is_refused_by_the_model(car, tmp
                                                                        "tyre_stiffness = 100.0"))
     with pytest.raises(veh.VehicleFileError, match=r"\[multibody\] tyre_stiffness = 100.0"):
         veh.load_vehicle(bad)
+
+
+# ------------------------------------------------------------------------------ the OCP
+@pytest.mark.component
+def test_multibody_model_builds_with_the_interface_and_the_recorded_rows(car):
+    """The model through the registry: its variables are the interface's (no algebraic
+    variables), its rows recorded for lap_ipopt, and the cold start is the static
+    equilibrium (the recorded rows evaluate to the same accelerations as the floats)."""
+    import pyomo.environ as pyo
+
+    import pyomo_lap
+    from pyomo_lap.ocp.build import VEHICLE_MODELS
+    from pyomo_lap.ocp.multibody import MULTIBODY_MODEL, RATE_NAMES, STATE_NAMES
+    assert VEHICLE_MODELS["multibody"] is MULTIBODY_MODEL
+    assert MULTIBODY_MODEL.algebraics == ()
+    m = pyomo_lap.build_model(pyomo_lap.load_track("nordschleife"), car, model="multibody",
+                              start=0.0, length=100.0)
+    n = len(m.s)
+    # per point: 9 states + 10 rates + time + 3 controls, and a derivative of each of the 20
+    # differential variables
+    assert m.nvariables() == n * (9 + 10 + 1 + 3 + 20)
+    for name in STATE_NAMES + RATE_NAMES:
+        assert m.component(name) is not None and m.component(f"d{name}_ds") is not None
+    assert m.problem.point_rows is not None and m.problem.point_rows.built
+    assert pyomo_lap.initialize_model(m)["status"] == "ok"
+    # the suspension starts at the design ride height, which is the static equilibrium on
+    # flat ground: at the first point of the Nordschleife (grade, no banking) the suspension
+    # accelerations are small
+    s0 = sorted(m.s)[0]
+    for k, z in enumerate(mbc.SUSPENSION):
+        assert pyo.value(m.component(z)[s0]) == 0.0
+    # the recorded rows (the tape, as lap_ipopt compiles it) hold at the cold start, whose
+    # derivative variables come from the equations traced directly into CasADi (another route)
+    import numpy as np
+    rec = m.problem.point_rows
+    F = rec.casadi_function()
+    fam = next(f for f in rec.families if f.name == "ode_qdot")
+    for i in (1, n // 2, n - 1):
+        s = rec.points[i]
+        w = [pyo.value(rec.components[name][s]) for name in rec.variables]
+        out = np.asarray(F(w, rec.track_values[i])).ravel()
+        assert np.max(np.abs(out[list(fam.outputs)])) < 1e-8
+
+
+@pytest.mark.integration
+def test_multibody_sector_solves_through_both_solver_paths_near_the_reduced_model(car):
+    """A 200 m sector: lap_ipopt (compiled recorded rows) and the ASL path (Pyomo's NL
+    writer, IPOPT's executable) reach the same optimum, and the sector time is within 1 % of
+    the reduced model's (a different set of equations with the same tyres, aero and power)."""
+    import pyomo.environ as pyo
+
+    import pyomo_lap
+    track = pyomo_lap.load_track("nordschleife")
+    times = {}
+    for model, solver in (("multibody", "lap_ipopt"), ("multibody", "ipopt"), ("full", "lap_ipopt")):
+        m = pyomo_lap.build_model(track, car, model=model, start=0.0, length=200.0)
+        pyomo_lap.initialize_model(m)
+        rep = pyomo_lap.solve_model(m, solver=solver)
+        assert rep.ok, rep.message
+        times[(model, solver)] = pyo.value(m.lap_time)
+        if model == "multibody":
+            for c in m.load_min.values():      # the tyre-spring loads honour fz_min
+                assert pyo.value(c.body) >= car.fz_min - 1e-4
+    assert times[("multibody", "ipopt")] == pytest.approx(times[("multibody", "lap_ipopt")], rel=1e-6)
+    assert times[("multibody", "lap_ipopt")] == pytest.approx(times[("full", "lap_ipopt")], rel=0.01)
