@@ -230,3 +230,33 @@ def test_multibody_sector_solves_through_both_solver_paths_near_the_reduced_mode
                 assert pyo.value(c.body) >= car.fz_min - 1e-4
     assert times[("multibody", "ipopt")] == pytest.approx(times[("multibody", "lap_ipopt")], rel=1e-6)
     assert times[("multibody", "lap_ipopt")] == pytest.approx(times[("full", "lap_ipopt")], rel=0.01)
+
+
+@pytest.mark.unit
+def test_compare_puts_attitudes_and_loads_side_by_side():
+    """pyomo_lap.post.compare on two synthetic runs: the attitudes and loads both have are
+    interpolated onto the common points and their differences summarized (by hand: a
+    constant offset has rms = max = the offset; a sine of amplitude A sampled on a full
+    period has rms A/sqrt(2))."""
+    import pandas as pd
+
+    from pyomo_lap.post.compare import channel_differences, delta_along_track, run_statistics
+    s = np.linspace(0.0, 100.0, 2001)
+    base = {"s": s, "s_sector": s, "t": s / 20.0, "speed_kmh": np.full_like(s, 72.0),
+            "q2": np.zeros_like(s), "q5": np.zeros_like(s)}
+    a = pd.DataFrame({**base, "f_11z": np.full_like(s, 600.0)})
+    b = pd.DataFrame({**base, "q5": 0.01 * np.sin(2 * np.pi * s / 100.0),
+                      "f_11z": np.full_like(s, 630.0)})
+    d = delta_along_track(a, b)
+    assert "f_11z_A [N]" in d.columns and "q5_B [rad]" in d.columns
+    assert "q6_A [rad]" not in d.columns            # neither run has it
+    tab = channel_differences(d).set_index("channel")
+    assert tab.loc["f_11z", "rms_diff"] == pytest.approx(30.0)
+    assert tab.loc["f_11z", "max_abs_diff"] == pytest.approx(30.0)
+    assert tab.loc["q5", "rms_diff"] == pytest.approx(0.01 / math.sqrt(2), rel=1e-3)
+    assert tab.loc["q5", "max_abs_diff"] == pytest.approx(0.01, rel=1e-6)
+    assert tab.loc["q5", "s_at_max [m]"] in (pytest.approx(25.0), pytest.approx(75.0))
+    runs = run_statistics({"model": "full", "lap_time_s": 1.0, "nlp": {"n_variables": 5}},
+                          {"model": "multibody", "lap_time_s": 2.0, "nlp": {"n_variables": 7}})
+    r = runs.set_index("quantity")
+    assert r.loc["nlp_n_variables", "B"] == 7 and r.loc["model", "A"] == "full"
