@@ -260,3 +260,46 @@ def test_compare_puts_attitudes_and_loads_side_by_side():
                           {"model": "multibody", "lap_time_s": 2.0, "nlp": {"n_variables": 7}})
     r = runs.set_index("quantity")
     assert r.loc["nlp_n_variables", "B"] == 7 and r.loc["model", "A"] == "full"
+
+
+@pytest.mark.integration
+def test_multibody_closed_lap_of_a_ring_is_periodic_and_near_the_reduced_model(car, tmp_path):
+    """A closed lap (periodic states) of a 100 m-radius ring: the multibody car ends where it
+    started (every state and rate), its lap time is above the lap of a point mass at the
+    friction limit (an independent lower bound: every tyre at the most friction any load
+    gives, all the downforce, on the innermost line, v^2/r = mu g (1 + downforce/weight)),
+    and, with springs and tyres 30 times stiffer (dampers sqrt(30) times), within 1 % of the
+    reduced model's. With the bundled rates the two differ by 1.5 % on this ring (17.07 s
+    against 16.82 s: the reduced model's lap moves by as much between its nominal and stiff
+    springs, the multibody car's by 0.3 %): the difference comes with the compliance (how
+    each model's suspension moves), not with the load transfer, which is the same in the
+    stiff limit (tested above); why the reduced model gains that much from soft springs on
+    this ring is not yet understood."""
+    import pyomo.environ as pyo
+
+    import pyomo_lap
+    from _tracks import write_ring_csv
+    from pyomo_lap.ocp.multibody import RATE_NAMES, STATE_NAMES
+    ring = pyomo_lap.load_track(write_ring_csv(tmp_path / "ring.csv",
+                                               {"width_left": 4.0, "width_right": 4.0}))
+    times = {}
+    stiff = car.replace(k1=30 * car.k1, k2=30 * car.k2, tyre_kz=30 * car.tyre_kz,
+                        c1=math.sqrt(30) * car.c1, c2=math.sqrt(30) * car.c2)
+    for model in ("multibody", "full"):
+        m = pyomo_lap.build_model(ring, stiff, model=model, periodic=True, length=None)
+        pyomo_lap.initialize_model(m)
+        rep = pyomo_lap.solve_model(m)
+        assert rep.ok, rep.message
+        times[model] = pyo.value(m.lap_time)
+        if model == "multibody":
+            first, last = sorted(m.s)[0], sorted(m.s)[-1]
+            for k in STATE_NAMES + RATE_NAMES:
+                comp = m.component(k)
+                assert pyo.value(comp[last]) == pytest.approx(pyo.value(comp[first]), abs=1e-6)
+    assert times["multibody"] == pytest.approx(times["full"], rel=0.01)
+    # lower bound: v^2 / r_line = mu (m g + k v^2) / m with k the downforce factor
+    r_line = 100.0 - 4.0
+    k = 0.5 * car.rho * car.S * (car.Cz1 + car.Cz2)
+    mu = max(car.mu_x0, car.mu_y0) * (1 - car.pD2)    # the most any load can give
+    v2 = mu * car.gravity / (1.0 / r_line - mu * k / car.m)
+    assert times["multibody"] > 2 * math.pi * r_line / math.sqrt(v2)
