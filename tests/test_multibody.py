@@ -207,6 +207,16 @@ def test_multibody_model_builds_with_the_interface_and_the_recorded_rows(car):
         w = [pyo.value(rec.components[name][s]) for name in rec.variables]
         out = np.asarray(F(w, rec.track_values[i])).ravel()
         assert np.max(np.abs(out[list(fam.outputs)])) < 1e-8
+    # the table pyomo-lap writes and plots: at the cold start (on the centreline, design ride
+    # height) the VIP is h_vip above the spine along the track normal, the loads are finite
+    from pyomo_lap.post.results import trajectory_dataframe
+    df = trajectory_dataframe(m)
+    tp = m.problem.track_points
+    normal = np.asarray(tp.rotation, dtype=float)[:, :, 2]
+    vip = np.asarray(tp.position, dtype=float) + car.h_vip * normal
+    assert df[["x_vip", "y_vip", "z_vip"]].to_numpy() == pytest.approx(vip, abs=1e-9)
+    for col in ("a_x", "a_y", "a_z", "width_left", "width_right", "v_point_mass", "f_11z", "z22"):
+        assert np.all(np.isfinite(df[col].to_numpy())), col
 
 
 @pytest.mark.integration

@@ -257,6 +257,14 @@ def _float_functions(m):
     v = {n: x[i] for i, n in enumerate(names)}
     tj, q, qd, u = _point(v, [t[i] for i in range(len(TRACK_INPUTS))])
     e = mbc.multibody_equations(p, tree, tj, q, qd, u)
+    # acceleration of O3 in {B3} without gravity (the full model's a_x, a_y, a_z): the
+    # physical body acceleration of forward_kinematics, vdot + w x v
+    from ..spatial.lie import cross
+    from ..spatial.tree import forward_kinematics
+    kin = forward_kinematics(tree, q, qd, e.qdd, track={0: tj})
+    V3, Vd3 = kin.V[mbc.ROAD], kin.Vdot[mbc.ROAD]
+    wxv = cross(V3[3:], V3[:3])
+    e.channels.update({f"a_{c}": Vd3[k] + wxv[k] for k, c in enumerate("xyz")})
     keys = sorted(e.channels)
     out = ca.vertcat(*[ca.SX(a) if isinstance(a, (int, float)) else a for a in e.qdd],
                      *[ca.SX(e.channels[k]) if isinstance(e.channels[k], (int, float)) else e.channels[k]
@@ -332,8 +340,9 @@ def trajectory_dataframe(m):
     ``q1..q6``, ``z_ij`` and their rates, ``q<k>_ddot`` (k = 1..6) and ``z<ij>_ddot``, the
     controls, the channels of :func:`pyomo_lap.vehicle.multibody_car.multibody_equations`
     (``f_ijz`` the tyre loads [N], ``zc_ij`` the wheel-centre heights [m], ``f_ijx``,
-    ``f_ijy``, slip angles ...), ``speed``, ``speed_kmh``, ``element`` and track data (units as
-    :data:`pyomo_lap.post.results.UNITS`)."""
+    ``f_ijy``, slip angles ...), ``speed``, ``speed_kmh``, ``element``, the VIP's global
+    position ``x_vip, y_vip, z_vip``, track data (spine, widths, Omega) and the point-mass
+    estimate ``v_point_mass``, ``t_point_mass`` (units as :data:`pyomo_lap.post.results.UNITS`)."""
     import pandas as pd
     tp = m.problem.track_points
     sigma = sorted(m.s)
@@ -355,8 +364,23 @@ def trajectory_dataframe(m):
     df["x_spine"], df["y_spine"], df["z_spine"] = pos[:, 0], pos[:, 1], pos[:, 2]
     om = np.asarray(tp.omega, dtype=float)
     df["Omega_x"], df["Omega_y"], df["Omega_z"] = om[:, 0], om[:, 1], om[:, 2]
+    df["width_left"] = np.asarray(tp.width_left, dtype=float)
+    df["width_right"] = np.asarray(tp.width_right, dtype=float)
+    # the VIP (O4 = O5 = O6) in the ground frame: spine + R_01 [0, q2, h_vip + q4]
+    p = m.problem.vehicle
+    R = np.asarray(tp.rotation, dtype=float)
+    local = np.stack([np.zeros(len(sigma)), vals["q2"], p.h_vip + vals["q4"]], axis=1)
+    vip = pos + np.einsum("nij,nj->ni", R, local)
+    df["x_vip"], df["y_vip"], df["z_vip"] = vip[:, 0], vip[:, 1], vip[:, 2]
     elems = list(m.s.get_finite_elements())
     df["element"] = np.searchsorted(elems, sigma, side="left")
+    # the quasi-steady point-mass estimate of the cold start (reference of the time-delta plot)
+    from ..vehicle.speed_profile import quasi_steady_speed
+    sig = np.asarray(sigma, dtype=float)
+    v_pm = quasi_steady_speed(p, sig, tp.omega, tp.rotation, closed=bool(m.problem.options.periodic),
+                              v_start=m.problem.initial_speed, v_min=m.problem.options.v_min)
+    df["v_point_mass"] = v_pm
+    df["t_point_mass"] = np.concatenate([[0.0], np.cumsum(0.5 * (1 / v_pm[1:] + 1 / v_pm[:-1]) * np.diff(sig))])
     return df
 
 
