@@ -313,3 +313,53 @@ def test_multibody_closed_lap_of_a_ring_is_periodic_and_near_the_reduced_model(c
     mu = max(car.mu_x0, car.mu_y0) * (1 - car.pD2)    # the most any load can give
     v2 = mu * car.gravity / (1.0 / r_line - mu * k / car.m)
     assert times["multibody"] > 2 * math.pi * r_line / math.sqrt(v2)
+
+
+@pytest.mark.component
+def test_undamped_motion_conserves_energy(car):
+    """MODEL_NOTES, checks worth having: without damping, aerodynamics and in-plane tyre
+    forces (cornering stiffness ~0, no controls), a time-domain simulation of the ten-joint
+    car (scipy's DOP853 on the ABA accelerations) conserves the energy computed independently
+    from the poses and body twists of the tree: kinetic 1/2 V^T I V of every body, gravity
+    m g z of every centre of mass, the preloaded corner springs P z + k z^2/2 and the tyre
+    springs k_t (r_0 - z_c)^2/2. The motion starts with heave, pitch, roll and carrier
+    displacements and rates at 15 m/s, so energy flows between all of them and q1."""
+    from scipy.integrate import solve_ivp
+
+    from pyomo_lap.spatial.tree import forward_kinematics
+    p = car.replace(rho=0.0, c1=0.0, c2=0.0, tyre_cz=0.0, pK1=1e-9)
+    tree = mbc.build_tree(p)
+
+    def rhs(t, x):
+        e = mbc.multibody_equations(p, tree, FLAT, [0.0] + list(x[1:10]), list(x[10:]), [0.0, 0.0, 0.0])
+        return np.concatenate([x[10:], np.asarray(e.qdd, float)])
+
+    def energy(x):
+        kin = forward_kinematics(tree, [0.0] + list(x[1:10]), list(x[10:]), track={0: FLAT})
+        E = 0.0
+        for i in range(tree.n_bodies):
+            inertia, V = np.array(tree.inertia[i]), np.array(kin.V[i], dtype=float)
+            E += 0.5 * V @ inertia @ V
+            m = inertia[0, 0]
+            if m > 0:
+                mc = inertia[3:, :3]                       # m c^
+                c = np.array([mc[2, 1], mc[0, 2], mc[1, 0]]) / m
+                R, pos = kin.pose[i]
+                E += m * p.gravity * (np.asarray(pos, float) + np.asarray(R, float) @ c)[2]
+        for k, w in enumerate(mbc.WHEELS):
+            axle, z = int(w[0]), x[6 + k]
+            E += mbc.spring_preload(p, axle) * z + 0.5 * (p.k1 if axle == 1 else p.k2) * z * z
+            zc = kin.pose[6 + k][1][2]
+            E += 0.5 * p.tyre_kz * (mbc.free_radius(p, axle) - zc) ** 2
+        return E
+
+    x0 = np.zeros(20)
+    x0[10] = 15.0                                         # q1_dot
+    x0[3:7] = [0.01, 0.02, -0.015, 0.005]                 # heave, pitch, roll, z11
+    x0[13], x0[15], x0[17] = 0.1, 0.3, -0.2               # heave, roll, z12 rates
+    sol = solve_ivp(rhs, (0.0, 0.12), x0, method="DOP853", rtol=1e-10, atol=1e-12)
+    assert sol.success
+    E = np.array([energy(sol.y[:, k]) for k in range(sol.y.shape[1])])
+    exchanged = np.ptp([0.5 * 240.0 * v ** 2 for v in sol.y[10]])   # energy moved into q1
+    assert exchanged > 1.0
+    assert np.max(np.abs(E - E[0])) < 1e-6
