@@ -351,6 +351,20 @@ def compare(run_a, run_b, out_dir, sectors, pdf):
                f"{tab['time_A [s]'].sum():>12.3f} {tab['time_B [s]'].sum():>12.3f} "
                f"{res['delta_t_s']:>+10.3f}")
     click.echo(f"(delta > 0: {b} is behind {a})")
+    click.echo("")
+    runs = res["runs"]
+    click.echo(f"{'run':<22} {a[:14]:>14} {b[:14]:>14}")
+    for _, r in runs.iterrows():
+        fmt = (lambda v: f"{v:>14.3f}") if isinstance(r["A"], float) else (lambda v: f"{str(v):>14}")
+        click.echo(f"{r['quantity']:<22} {fmt(r['A'])} {fmt(r['B'])}")
+    ch = res["channels"]
+    if len(ch):
+        click.echo("")
+        click.echo(f"{'channel':<10} {'unit':>5} {'mean ' + a[:9]:>14} {'mean ' + b[:9]:>14} "
+                   f"{'rms(B-A)':>10} {'max|B-A|':>10} {'at s [m]':>9}")
+        for _, r in ch.iterrows():
+            click.echo(f"{r['channel']:<10} {r['unit']:>5} {r['mean_A']:>14.5g} {r['mean_B']:>14.5g} "
+                       f"{r['rms_diff']:>10.4g} {r['max_abs_diff']:>10.4g} {r['s_at_max [m]']:>9.1f}")
 
 
 @main.command()

@@ -7,6 +7,7 @@ import pytest
 
 import pyomo_lap
 from pyomo_lap.ocp.full_model import FULL_MODEL
+from pyomo_lap.ocp.multibody import MULTIBODY_MODEL
 from pyomo_lap.ocp.build import OCP_CONFIG, VEHICLE_MODELS, vehicle_model
 from pyomo_lap.ocp.single_track import SINGLE_TRACK_MODEL
 from pyomo_lap.ocp.vehicle_model import ProblemData, VehicleModel
@@ -15,7 +16,8 @@ from pyomo_lap.ocp.vehicle_model import ProblemData, VehicleModel
 
 @pytest.mark.unit
 def test_registry_and_option_domain():
-    assert VEHICLE_MODELS == {"full": FULL_MODEL, "single-track": SINGLE_TRACK_MODEL}
+    assert VEHICLE_MODELS == {"full": FULL_MODEL, "single-track": SINGLE_TRACK_MODEL,
+                              "multibody": MULTIBODY_MODEL}
     assert vehicle_model("single-track") is SINGLE_TRACK_MODEL
     assert OCP_CONFIG({"model": SINGLE_TRACK_MODEL}).model == "single-track"  # registered: its key
     other = dataclasses.replace(SINGLE_TRACK_MODEL, name="my-bicycle")

@@ -41,6 +41,7 @@ from .full_model import (  # noqa: F401  (re-exported: the names of pyomo_lap.oc
 from .common import (  # noqa: F401  (re-exported)
     OBJECTIVE_SCALE, _Namer, _sector_points, _set_new, add_objective, entry_speed,
     fast_element_lookup, pyomo_units, sector_mesh, track_joints)
+from .multibody import MULTIBODY_MODEL
 from .single_track import SINGLE_TRACK_MODEL
 from .vehicle_model import VehicleModel, update_problem
 
@@ -50,6 +51,7 @@ __all__ = ["OCP_CONFIG", "build_model", "STATE_NAMES", "RATE_NAMES", "track_join
 VEHICLE_MODELS = {
     FULL_MODEL.name: FULL_MODEL,
     SINGLE_TRACK_MODEL.name: SINGLE_TRACK_MODEL,
+    MULTIBODY_MODEL.name: MULTIBODY_MODEL,
 }
 """The registry of vehicle models: OCP option ``model`` (and the CLI's ``--model``) ->
 :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel`. A third model: one line here."""
@@ -98,7 +100,10 @@ def vehicle_model(model) -> VehicleModel:
 OCP_CONFIG = ConfigDict("pyomo_lap OCP options")
 OCP_CONFIG.declare("model", ConfigValue(default="full", domain=_vehicle_model_domain,
                    description="vehicle model: 'full' (the six-joint Lie-group car) or 'single-track' "
-                               "(rigid nonlinear bicycle with Fiala tyres, pyomo_lap.ocp.single_track)"))
+                               "(rigid nonlinear bicycle with Fiala tyres, pyomo_lap.ocp.single_track) or "
+                               "'multibody' (the chassis on the six-joint chain with four wheel "
+                               "carriers on suspension joints, tyre loads from the tyres' vertical "
+                               "springs, pyomo_lap.ocp.multibody)"))
 OCP_CONFIG.declare("start", ConfigValue(default=0.0, domain=FiniteFloat(0.0, False, "a finite distance >= 0 m from the track's start"),
                    description="track coordinate of the sector start [m]"))
 OCP_CONFIG.declare("length", ConfigValue(default=None, domain=FiniteFloat(0.0, True, "a positive, finite length in metres", optional=True),

@@ -46,7 +46,7 @@ from .common import (OBJECTIVE_SCALE, discretize_on_track, finish_build, new_sec
 from .vehicle_model import VehicleModel, update_problem
 
 __all__ = ["FULL_MODEL", "STATE_NAMES", "RATE_NAMES", "build_full_model", "initialize_full_model",
-           "record_point_rows", "adherence_rows", "PointRows", "RowFamily"]
+           "record_point_rows", "adherence_rows", "PointRows", "RowFamily", "add_recorded_rows"]
 
 STATE_NAMES = ("q2", "q3", "q4", "q5", "q6")
 RATE_NAMES = ("q1_dot", "q2_dot", "q3_dot", "q4_dot", "q5_dot", "q6_dot")
@@ -327,7 +327,7 @@ def track_numbers(tp) -> dict:
     return out
 
 
-def _replay(m, rec: PointRows, tp, sigma, named: bool, progress) -> list:
+def _replay(m, rec: PointRows, tp, sigma, named: bool, progress, user_tags=USER_TAGS) -> list:
     """The row bodies at every point as Pyomo expressions (:class:`pyomo_lap.spatial.tape.PyomoReplay`).
 
     The points are grouped by which track numbers are exactly zero; the tape is specialized
@@ -342,7 +342,7 @@ def _replay(m, rec: PointRows, tp, sigma, named: bool, progress) -> list:
     """
     from ..spatial.tape import PyomoReplay, specialize
     tape = rec.tape
-    tape.tags = {i: t for i, t in tape.tags.items() if t.startswith(USER_TAGS)}
+    tape.tags = {i: t for i, t in tape.tags.items() if t.startswith(user_tags)}
     n = len(sigma)
     numbers = track_numbers(tp)
     zero = np.stack([numbers[k] == 0.0 for k in TRACK_INPUTS], axis=1)
@@ -355,7 +355,7 @@ def _replay(m, rec: PointRows, tp, sigma, named: bool, progress) -> list:
         spec, outs, origin = specialize(tape, rec.outputs, consts)
         shared = {i: origin[i] for i in _shared_nodes(spec)} if named else {}
         keys.update(shared.values())
-        replay = PyomoReplay(spec, outs, POINT_VARIABLES, shared=shared)
+        replay = PyomoReplay(spec, outs, rec.variables, shared=shared)
         pts = np.flatnonzero(inverse == g)
         nums = replay.numeric_values({k: numbers[k][pts] for k in replay.numeric_inputs}, len(pts))
         groups.append((replay, pts, nums))
@@ -364,7 +364,7 @@ def _replay(m, rec: PointRows, tp, sigma, named: bool, progress) -> list:
         m.car.cse_index = pyo.Set(initialize=sorted(keys), doc="tape index of a shared subexpression")
         m.car.cse = pyo.Expression(m.s, m.car.cse_index, doc="common subexpressions of the car equations")
     cse = m.car.component("cse")
-    comps = [m.component(name) for name in POINT_VARIABLES]
+    comps = [m.component(name) for name in rec.variables]
     columns = []          # the variables of each component at every point, in point order
     for c in comps:
         keys, datas = zip(*c.items()) if len(c) == n else ((), ())
@@ -405,6 +405,71 @@ def _replay_lifted(m, rec: PointRows, tp, sigma, lift, progress) -> list:
             progress("building the model", i + 1, len(sigma))
     return values
 
+
+
+def add_recorded_rows(m, rec: PointRows, values, tp, sigma, idx, record_built: bool = True,
+                      docs: Optional[dict] = None) -> None:
+    """Add the replayed rows of every point as ``Constraint`` components (one per
+    :class:`RowFamily`) and record on ``rec`` what the fast solver path checks: the rows as
+    built, the variable components, the named expressions of ``m.car``, the track numbers and
+    the points. Shared by every model whose rows are recorded (:func:`record_point_rows`,
+    :mod:`pyomo_lap.ocp.multibody`).
+
+    Parameters
+    ----------
+    m : ConcreteModel
+    rec : PointRows
+    values : list
+        Per point, the replayed outputs of ``rec`` (:func:`_replay`).
+    tp : TrackPoints
+    sigma : list of float
+        The points, sorted [m].
+    idx : dict
+        ``s -> position in sigma``.
+    record_built : bool
+        False for lifted rows (option ``lift``), which are not the recorded ones.
+    docs : dict, optional
+        ``family name -> doc`` of the constraint components (default: the full model's).
+    """
+    docs = {**_FAMILY_DOCS, **(docs or {})}
+    where = {"all": sigma, "interior": sigma[1:], "first": sigma[:1]}
+    built = rec.built = []        # (ConstraintData, its expression, point, output) as built
+    for fam in rec.families:
+        pts = where[fam.where]
+        if fam.where == "first":
+            index = list(fam.keys)
+        elif fam.keys == (None,):
+            index = list(pts)
+        else:
+            index = [(k, s) if not isinstance(k, tuple) else k + (s,) for k in fam.keys for s in pts]
+        con = pyo.Constraint(index, doc=docs.get(fam.name))
+        m.add_component(fam.name, con)
+        for j, key in enumerate(fam.keys):
+            lo, up, out = fam.lower[j], fam.upper[j], fam.outputs[j]
+            for s in pts:
+                i = idx[s]
+                body = values[i][out]
+                if is_number(body):
+                    continue
+                if fam.where == "first":
+                    ix = key
+                elif key is None:
+                    ix = s
+                else:
+                    ix = key + (s,) if isinstance(key, tuple) else (key, s)
+                c = _set_new(con, ix, (body == lo) if lo is not None and lo == up else (lo, body, up))
+                if record_built:
+                    built.append((c, c.expr, i, out))
+    # what the fast solver path checks before it uses the recorded rows instead of these
+    # expressions: the variable components, the named expressions and the track numbers
+    rec.components = {name: m.component(name) for name in rec.variables}
+    rec.named = []
+    for e in m.car.component_data_objects(pyo.Expression, descend_into=True):
+        ix = e.index()
+        rec.named.append((e, e.expr, idx[ix[0] if isinstance(ix, tuple) else ix]))
+    numbers = track_numbers(tp)
+    rec.track_values = np.stack([numbers[k] for k in TRACK_INPUTS], axis=1)
+    rec.points = list(sigma)
 
 
 def build_full_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[float] = None,
@@ -468,45 +533,7 @@ def build_full_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[fl
         values = _replay_lifted(m, rec, tp, sigma, cfg.lift, progress)
     else:
         values = _replay(m, rec, tp, sigma, cfg.named_subexpressions, progress)
-    where = {"all": sigma, "interior": sigma[1:], "first": sigma[:1]}
-    built = rec.built = []        # (ConstraintData, its expression, point, output) as built
-    record_built = not cfg.lift   # lifted rows are not the recorded ones
-    for fam in rec.families:
-        pts = where[fam.where]
-        if fam.where == "first":
-            index = list(fam.keys)
-        elif fam.keys == (None,):
-            index = list(pts)
-        else:
-            index = [(k, s) if not isinstance(k, tuple) else k + (s,) for k in fam.keys for s in pts]
-        con = pyo.Constraint(index, doc=_FAMILY_DOCS.get(fam.name))
-        m.add_component(fam.name, con)
-        for j, key in enumerate(fam.keys):
-            lo, up, out = fam.lower[j], fam.upper[j], fam.outputs[j]
-            for s in pts:
-                i = idx[s]
-                body = values[i][out]
-                if is_number(body):
-                    continue
-                if fam.where == "first":
-                    ix = key
-                elif key is None:
-                    ix = s
-                else:
-                    ix = key + (s,) if isinstance(key, tuple) else (key, s)
-                c = _set_new(con, ix, (body == lo) if lo is not None and lo == up else (lo, body, up))
-                if record_built:
-                    built.append((c, c.expr, i, out))
-    # what the fast solver path checks before it uses the recorded rows instead of these
-    # expressions: the variable components, the named expressions and the track numbers
-    rec.components = {name: m.component(name) for name in POINT_VARIABLES}
-    rec.named = []
-    for e in m.car.component_data_objects(pyo.Expression, descend_into=True):
-        ix = e.index()
-        rec.named.append((e, e.expr, idx[ix[0] if isinstance(ix, tuple) else ix]))
-    numbers = track_numbers(tp)
-    rec.track_values = np.stack([numbers[k] for k in TRACK_INPUTS], axis=1)
-    rec.points = list(sigma)
+    add_recorded_rows(m, rec, values, tp, sigma, idx, record_built=not cfg.lift)
     v3x_out = next(f.outputs[0] for f in rec.families if f.name == "speed_min")
     m.v_3x = pyo.Expression(m.s, rule=lambda m, s: values[idx[s]][v3x_out],
                             doc="longitudinal speed of O3 in {B3} [m/s]")

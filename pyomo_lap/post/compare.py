@@ -39,7 +39,9 @@ def delta_along_track(a: pd.DataFrame, b: pd.DataFrame, min_overlap: float = 1.0
     DataFrame
         On the union of both runs' points inside the overlap: ``s [m]``, ``t_A [s]``,
         ``t_B [s]`` (from the overlap start), ``delta_t [s]`` (= t_B - t_A, > 0: B is behind),
-        ``speed_A [km/h]``, ``speed_B [km/h]``, ``q2_A [m]``, ``q2_B [m]``.
+        ``speed_A [km/h]``, ``speed_B [km/h]``, ``q2_A [m]``, ``q2_B [m]``, and
+        ``<name>_A [unit]``, ``<name>_B [unit]`` for each of :data:`COMPARED_CHANNELS` that both
+        runs have (attitudes and vertical loads).
 
     Raises
     ------
@@ -62,7 +64,72 @@ def delta_along_track(a: pd.DataFrame, b: pd.DataFrame, min_overlap: float = 1.0
         out[f"speed_{tag} [km/h]"] = np.interp(grid, s, df["speed_kmh"].to_numpy(dtype=float))
     for tag, df, s in (("A", a, sa), ("B", b, sb)):
         out[f"q2_{tag} [m]"] = np.interp(grid, s, df["q2"].to_numpy(dtype=float))
+    for name, unit in COMPARED_CHANNELS.items():
+        if name in a.columns and name in b.columns:
+            for tag, df, s in (("A", a, sa), ("B", b, sb)):
+                out[f"{name}_{tag} [{unit}]"] = np.interp(grid, s, df[name].to_numpy(dtype=float))
     return pd.DataFrame(out)
+
+
+COMPARED_CHANNELS = {"q4": "m", "q5": "rad", "q6": "rad", "f_11z": "N", "f_12z": "N",
+                     "f_21z": "N", "f_22z": "N"}
+"""Channels put side by side by :func:`delta_along_track` when both runs have them: heave,
+pitch, roll and the four vertical loads (besides time, speed and ``q2``)."""
+
+
+def channel_differences(delta: pd.DataFrame) -> pd.DataFrame:
+    """Mean of each compared channel in both runs and their difference along the track.
+
+    Parameters
+    ----------
+    delta : DataFrame
+        From :func:`delta_along_track`.
+
+    Returns
+    -------
+    DataFrame
+        One row per channel present in both runs (``speed``, ``q2`` and
+        :data:`COMPARED_CHANNELS`): ``channel``, ``unit``, ``mean_A``, ``mean_B``, ``rms_diff``
+        (root mean square of B - A over the points), ``max_abs_diff`` and ``s_at_max [m]``.
+    """
+    rows = []
+    s = delta["s [m]"].to_numpy()
+    names = {"speed": "km/h", "q2": "m", **COMPARED_CHANNELS}
+    for name, unit in names.items():
+        ca, cb = f"{name}_A [{unit}]", f"{name}_B [{unit}]"
+        if ca not in delta.columns or cb not in delta.columns:
+            continue
+        xa, xb = delta[ca].to_numpy(), delta[cb].to_numpy()
+        d = xb - xa
+        k = int(np.argmax(np.abs(d)))
+        rows.append({"channel": name, "unit": unit, "mean_A": float(np.mean(xa)),
+                     "mean_B": float(np.mean(xb)), "rms_diff": float(np.sqrt(np.mean(d ** 2))),
+                     "max_abs_diff": float(abs(d[k])), "s_at_max [m]": float(s[k])})
+    return pd.DataFrame(rows)
+
+
+RUN_STATISTICS = ("model", "lap_time_s", "iterations", "build_time_s", "solve_time_s")
+"""Entries of ``summary.json`` that :func:`run_statistics` puts side by side."""
+
+
+def run_statistics(sum_a: dict, sum_b: dict) -> pd.DataFrame:
+    """The two runs' model, lap time, NLP size (after the presolve of ``lap_ipopt``, else as
+    Pyomo counts it), iterations and times, from their ``summary.json``.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``quantity``, ``A``, ``B``.
+    """
+    rows = []
+    for key in RUN_STATISTICS[:2]:
+        rows.append({"quantity": key, "A": sum_a.get(key), "B": sum_b.get(key)})
+    for key in ("n_variables", "n_equalities", "n_inequalities"):
+        rows.append({"quantity": f"nlp_{key}", "A": (sum_a.get("nlp") or {}).get(key),
+                     "B": (sum_b.get("nlp") or {}).get(key)})
+    for key in RUN_STATISTICS[2:]:
+        rows.append({"quantity": key, "A": sum_a.get(key), "B": sum_b.get(key)})
+    return pd.DataFrame(rows)
 
 
 def sector_deltas(delta: pd.DataFrame, n_sectors: int = 3) -> pd.DataFrame:

@@ -32,7 +32,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from .compare import delta_along_track, sector_deltas
+from .compare import channel_differences, delta_along_track, run_statistics, sector_deltas
 from .results import read_summary, read_trajectory
 
 __all__ = ["plot_results", "compare_runs", "figure_compare", "FIGURES", "figure_track_map", "figure_racing_line",
@@ -421,7 +421,11 @@ def compare_runs(dir_a, dir_b, out_dir=None, n_sectors: int = 3, formats=("png",
     -------
     dict
         ``delta`` (DataFrame of :func:`delta_along_track`), ``sectors`` (DataFrame of
-        :func:`sector_deltas`), ``delta_t_s`` (final delta), ``files`` (paths written).
+        :func:`sector_deltas`), ``channels`` (:func:`channel_differences`: attitudes, loads,
+        speed, line), ``runs`` (:func:`run_statistics`: model, lap time, NLP size,
+        iterations, times), ``delta_t_s`` (final delta), ``files`` (paths written:
+        ``compare.csv``, ``compare_sectors.csv``, ``compare_channels.csv``,
+        ``compare_runs.csv``, the figures).
 
     Raises
     ------
@@ -441,12 +445,17 @@ def compare_runs(dir_a, dir_b, out_dir=None, n_sectors: int = 3, formats=("png",
                          f"{sum_b.get('track')!r} ({dir_b})")
     delta = delta_along_track(read_trajectory(dir_a), read_trajectory(dir_b))
     sectors = sector_deltas(delta, n_sectors)
+    channels = channel_differences(delta)
+    runs = run_statistics(sum_a, sum_b)
     out = Path(out_dir) if out_dir is not None else dir_b / f"compare_{dir_a.name}"
     out.mkdir(parents=True, exist_ok=True)
     files = []
     delta.to_csv(out / "compare.csv", index=False, float_format="%.10g")
     sectors.to_csv(out / "compare_sectors.csv", index=False, float_format="%.10g")
-    files += [out / "compare.csv", out / "compare_sectors.csv"]
+    channels.to_csv(out / "compare_channels.csv", index=False, float_format="%.10g")
+    runs.to_csv(out / "compare_runs.csv", index=False, float_format="%.10g")
+    files += [out / "compare.csv", out / "compare_sectors.csv", out / "compare_channels.csv",
+              out / "compare_runs.csv"]
     fig = figure_compare(delta, dir_a.name, dir_b.name)
     for fmt in formats:
         fig.savefig(out / f"compare.{fmt}", dpi=120)
@@ -454,5 +463,5 @@ def compare_runs(dir_a, dir_b, out_dir=None, n_sectors: int = 3, formats=("png",
     _plt().close(fig)
     for f in files:
         echo(f"  wrote {f}")
-    return {"delta": delta, "sectors": sectors, "delta_t_s": float(delta["delta_t [s]"].iloc[-1]),
-            "files": files}
+    return {"delta": delta, "sectors": sectors, "channels": channels, "runs": runs,
+            "delta_t_s": float(delta["delta_t [s]"].iloc[-1]), "files": files}

@@ -45,6 +45,12 @@ UNITS = {
     "width_left": "m", "width_right": "m", "Omega_x": "1/m", "Omega_y": "1/m", "Omega_z": "1/m",
     "load_residual_max": "N", "element": "-",
     "v_point_mass": "m/s", "t_point_mass": "s",
+    # the multibody car (pyomo_lap.ocp.multibody): carrier travels, wheel-centre heights,
+    # suspension joint forces, Magic Formula peak and angle
+    **{f"z{w}{k}": u for w in ("11", "12", "21", "22")
+       for k, u in (("", "m"), ("_dot", "m/s"), ("_ddot", "m/s^2"))},
+    **{f"{c}_{w}": u for w in ("11", "12", "21", "22")
+       for c, u in (("zc", "m"), ("spring", "N"), ("jack", "N"), ("D", "N"), ("theta", "rad"))},
 }
 """Unit of every channel of :func:`trajectory_dataframe`."""
 

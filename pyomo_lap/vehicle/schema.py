@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from ..spatial.chain import GRAVITY
 
-__all__ = ["VehicleParameters", "VehicleFileError", "read_vehicle_file", "SECTIONS",
+__all__ = ["VehicleParameters", "VehicleFileError", "read_vehicle_file", "SECTIONS", "OPTIONAL_SECTIONS",
            "MAX_STATIC_SAG"]
 
 MAX_STATIC_SAG = 0.1
@@ -37,6 +37,13 @@ bounds the heave q4 to +-0.2 m; a sag above 0.1 m means wheel rates in the wrong
 def _f(description: str, unit: str, **ranges):
     """A float field with its unit and range (pydantic ``Field``)."""
     return Field(description=f"{description} [{unit}]", json_schema_extra={"unit": unit}, **ranges)
+
+
+def _optional(description: str, unit: str, ge: float, le: float):
+    """An optional float field (default None) with its unit and range; the range is also
+    written at the top of its JSON schema (pydantic puts it inside ``anyOf``)."""
+    return Field(default=None, ge=ge, le=le, description=f"{description} [{unit}]",
+                 json_schema_extra={"unit": unit, "minimum": ge, "maximum": le})
 
 
 class VehicleParameters(BaseModel):
@@ -133,6 +140,10 @@ class VehicleParameters(BaseModel):
     fz_min: float = _f("minimum vertical load per wheel in the OCP; < static wheel load", "N",
                        ge=0.0)
     delta_max: float = _f("road-wheel steer limit (radians, not degrees)", "rad", gt=0.0, lt=1.2)
+    tyre_kz: Optional[float] = _optional("tyre vertical stiffness, per tyre (multibody model "
+                                         "only; None: not given)", "N/m", ge=1.0e4, le=1.0e7)
+    tyre_cz: Optional[float] = _optional("tyre vertical damping, per tyre (multibody model "
+                                         "only; None: not given)", "N s/m", ge=0.0, le=1.0e5)
     description: str = Field(default="", description="free text")
 
     # cross-field checks (fields are validated in declaration order; info.data holds the
@@ -273,8 +284,16 @@ SECTIONS = {
 }
 """Layout of a vehicle file: ``{section: {key: VehicleParameters field}}``."""
 
+OPTIONAL_SECTIONS = {
+    "multibody": {"tyre_stiffness": "tyre_kz", "tyre_damping": "tyre_cz"},
+}
+"""Sections a vehicle file may leave out (all their keys together): ``[multibody]``, the
+parameters only the multibody model (:mod:`pyomo_lap.vehicle.multibody_car`) needs."""
+
 _TOP_LEVEL = ("name", "description")
-_LOCATION = {attr: (sec, key) for sec, keys in SECTIONS.items() for key, attr in keys.items()}
+_ALL_SECTIONS = {**SECTIONS, **OPTIONAL_SECTIONS}
+_LOCATION = {attr: (sec, key) for sec, keys in {**SECTIONS, **OPTIONAL_SECTIONS}.items()
+             for key, attr in keys.items()}
 
 
 class VehicleFileError(ValueError):
@@ -346,8 +365,8 @@ def _format(err: dict, data: dict) -> str:
     t = err["type"]
     if len(loc) == 1 and loc[0] in _LOCATION:
         attr = loc[0]
-    elif len(loc) == 2 and loc[0] in SECTIONS:
-        attr = SECTIONS[loc[0]].get(loc[1])
+    elif len(loc) == 2 and loc[0] in _ALL_SECTIONS:
+        attr = _ALL_SECTIONS[loc[0]].get(loc[1])
     else:
         attr = None
     where = _where(loc)
@@ -359,9 +378,10 @@ def _format(err: dict, data: dict) -> str:
         if len(loc) == 1:
             what = (f"unknown section {where}" if isinstance(err.get("input"), dict) else
                     f"unknown top-level key {loc[0]} = {err.get('input')!r}")
-            return (f"{what}; expected the sections {', '.join(f'[{s}]' for s in SECTIONS)} "
+            return (f"{what}; expected the sections {', '.join(f'[{s}]' for s in SECTIONS)}, "
+                    f"optionally {', '.join(f'[{s}]' for s in OPTIONAL_SECTIONS)}, "
                     f"and the keys {', '.join(_TOP_LEVEL)}")
-        allowed = ", ".join(SECTIONS.get(loc[0], {}))
+        allowed = ", ".join(_ALL_SECTIONS.get(loc[0], {}))
         return f"unknown field {where} = {err.get('input')!r}; expected one of: {allowed} (a typo?)"
     if t in ("model_type", "dict_type"):
         return f"{where} = {err.get('input')!r}: expected a table (a [section] with keys)"
@@ -370,8 +390,9 @@ def _format(err: dict, data: dict) -> str:
 
 def _section_model(section: str):
     from pydantic import create_model
+    keys = {**SECTIONS, **OPTIONAL_SECTIONS}[section]
     fields = {key: (float, Field(description=VehicleParameters.model_fields[attr].description))
-              for key, attr in SECTIONS[section].items()}
+              for key, attr in keys.items()}
     return create_model(f"{section.capitalize()}Section",
                         __config__=ConfigDict(extra="forbid", strict=True, allow_inf_nan=False),
                         **fields)
@@ -380,6 +401,7 @@ def _section_model(section: str):
 def _file_model():
     from pydantic import create_model
     fields = {sec: (_section_model(sec), ...) for sec in SECTIONS}
+    fields.update({sec: (Optional[_section_model(sec)], None) for sec in OPTIONAL_SECTIONS})
     fields["name"] = (Optional[str], None)
     fields["description"] = (str, "")
     return create_model("VehicleFile", __config__=ConfigDict(extra="forbid", strict=True),
@@ -427,6 +449,10 @@ def read_vehicle_file(path) -> VehicleParameters:
         section = getattr(parsed, sec)
         for key, attr in SECTIONS[sec].items():
             kw[attr] = getattr(section, key)
+    for sec, keys in OPTIONAL_SECTIONS.items():
+        section = getattr(parsed, sec)
+        if section is not None:
+            kw.update({attr: getattr(section, key) for key, attr in keys.items()})
     try:
         return VehicleParameters(**kw)
     except ValidationError as exc:

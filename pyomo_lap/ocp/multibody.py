@@ -1,0 +1,395 @@
+r"""The multibody car as a vehicle model (registry key ``"multibody"``; issue 14, parts 3-4).
+
+The car of :mod:`pyomo_lap.vehicle.multibody_car`: the chassis on the six joints of the
+chain and four wheel carriers on suspension joints, the tyre loads from the carriers' states
+(the tyre's vertical spring and damper) instead of the reduced model's algebraic load
+transfer. The OCP is the reduced model's (:mod:`pyomo_lap.ocp.full_model`) with these
+changes:
+
+* states :math:`q_2..q_6, z_{11}, z_{12}, z_{21}, z_{22}` and their rates with
+  :math:`\dot q_1`, and the time; controls :math:`f_{xa}, f_{xb}, \delta`; **no algebraic
+  variables** (the loads and the tyre forces are explicit functions of the states);
+* the spatial DAE (39) for the ten joint rates, with :math:`\ddot q` from the ABA of the
+  ten-joint tree (:func:`pyomo_lap.spatial.tree.aba`);
+* path constraints as the reduced model's (power, friction ellipse of each tyre, speed,
+  track limits, steering) and :math:`f_{ijz} \ge f_{z,min}` on the tyre-spring loads;
+* an open sector starts settled: the suspension rates are zero (common) and the seven
+  suspension accelerations (heave, pitch, roll, four carriers) are zero at the start.
+
+The rows of one point are recorded once on a tape and replayed at every point, as the full
+model's (:func:`pyomo_lap.ocp.full_model.record_point_rows`), so the solver ``lap_ipopt``
+evaluates them with compiled CasADi functions.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Optional
+
+import numpy as np
+import pyomo.environ as pyo
+from pyomo.dae import ContinuousSet, DerivativeVar
+
+from ..spatial.backend import mul, sub
+from ..spatial.chain import TrackJoint
+from ..vehicle import car as veh
+from ..vehicle import multibody_car as mbc
+from .common import (OBJECTIVE_SCALE, add_boundary_conditions, add_objective, discretize_on_track,
+                     fast_element_lookup, scale_variables, sector_mesh)
+from .full_model import (TRACK_INPUTS, PointRows, RowFamily, _replay, add_recorded_rows,
+                         adherence_rows)
+from .initialize import cold_start_profile
+from .vehicle_model import ProblemData, VehicleModel, update_problem
+
+__all__ = ["MULTIBODY_MODEL", "STATE_NAMES", "RATE_NAMES", "POINT_VARIABLES",
+           "build_multibody_model", "initialize_multibody_model", "record_multibody_rows",
+           "trajectory_dataframe", "multibody_channels"]
+
+STATE_NAMES = ("q2", "q3", "q4", "q5", "q6") + mbc.SUSPENSION
+RATE_NAMES = ("q1_dot", "q2_dot", "q3_dot", "q4_dot", "q5_dot", "q6_dot") + tuple(
+    f"{z}_dot" for z in mbc.SUSPENSION)
+DERIVATIVE_NAMES = tuple(f"d{k}_ds" for k in STATE_NAMES + RATE_NAMES) + ("dt_ds",)
+POINT_VARIABLES = STATE_NAMES + RATE_NAMES + veh.CONTROLS + DERIVATIVE_NAMES
+"""The variables of one point the recorded rows depend on (43 names, the tape's inputs)."""
+
+USER_TAGS = ("qdd", "alpha_", "f_", "zc_", "aero_q")
+"""Tags kept as named Expressions ``m.car.<tag>[s]`` (``qdd0..qdd9``: the ten accelerations,
+``f_ijz``: the tyre loads, ``zc_ij``: wheel-centre heights)."""
+
+_DOCS = {
+    "ode_q": "spatial DAE (39), kinematics: q1_dot dq_k/ds - q_k_dot = 0 (q2..q6, z_ij) [m/s, rad/s]",
+    "ode_qdot": "spatial DAE (39), dynamics: q1_dot dq_k_dot/ds - q_k_ddot(ABA) = 0 (k = 1..10: "
+                "q1..q6, z11, z12, z21, z22) [m/s^2, rad/s^2]",
+    "load_min": "tyre-spring load f_ijz >= fz_min [N]",
+    "settled_start": "open sector: the car enters settled, q_k_ddot = 0 (k = 4..10: heave, pitch, "
+                     "roll, the four carriers) at the start",
+}
+
+
+def _point(v: dict, t) -> tuple:
+    tj = TrackJoint(R=[t[0:3], t[3:6], t[6:9]], J=[1.0, 0, 0] + list(t[9:12]),
+                    dJ=[0, 0, 0] + list(t[12:15]), p=[0.0, 0.0, 0.0])
+    q = [0.0] + [v[k] for k in STATE_NAMES]
+    qd = [v[k] for k in RATE_NAMES]
+    u = [v[k] for k in veh.CONTROLS]
+    return tj, q, qd, u
+
+
+def record_multibody_rows(p, tree, cfg) -> PointRows:
+    r"""Record the rows of the multibody OCP at one point (as
+    :func:`pyomo_lap.ocp.full_model.record_point_rows`).
+
+    Rows: ``ode_q[k]`` (k in :data:`STATE_NAMES`), ``ode_qdot[k]`` (k = 1..10), ``ode_t``,
+    ``power_limit``, ``adherence[w, sense]``, ``speed_min``, ``load_min[w]``
+    (:math:`f_{ijz} \ge f_{z,min}`), and for open sectors ``settled_start[k]`` (k = 4..10).
+
+    Parameters
+    ----------
+    p : VehicleParameters
+        With the ``[multibody]`` parameters.
+    tree : KinematicTree
+        :func:`pyomo_lap.vehicle.multibody_car.build_tree`.
+    cfg : ConfigDict
+        OCP options (``adherence``, ``v_min``, ``periodic``).
+
+    Returns
+    -------
+    PointRows
+        With ``variables = POINT_VARIABLES``.
+    """
+    from ..spatial.tape import record
+
+    groups = {"x": len(POINT_VARIABLES), "track": len(TRACK_INPUTS)}
+    rows = []
+
+    def fn(namer, x):
+        v = dict(zip(POINT_VARIABLES, x["x"]))
+        tj, q, qd, u = _point(v, x["track"])
+        e = mbc.multibody_equations(p, tree, tj, q, qd, u, namer=namer)
+        ch = e.channels
+        q1d = v["q1_dot"]
+        for k in STATE_NAMES:
+            rows.append(("ode_q", k, sub(mul(q1d, v[f"d{k}_ds"]), v[f"{k}_dot"]), 0.0, 0.0, "interior"))
+        for k, name in enumerate(RATE_NAMES):
+            rows.append(("ode_qdot", k + 1, sub(mul(q1d, v[f"d{name}_ds"]), e.qdd[k]), 0.0, 0.0,
+                         "interior"))
+        rows.append(("ode_t", None, mul(q1d, v["dt_ds"]), 1.0, 1.0, "interior"))
+        rows.append(("power_limit", None, ch["power"], None, p.P_max, "all"))
+        for key, body in adherence_rows(p, ch, cfg.adherence):
+            rows.append(("adherence", key, body, None, 0.0, "all"))
+        rows.append(("speed_min", None, ch["v_3x"], cfg.v_min, None, "all"))
+        for w in mbc.WHEELS:
+            rows.append(("load_min", w, ch[f"f_{w}z"], p.fz_min, None, "all"))
+        if not cfg.periodic:
+            for k in range(4, 11):
+                rows.append(("settled_start", k, e.qdd[k - 1], 0.0, 0.0, "first"))
+        return [r[2] for r in rows]
+
+    tape, outs = record(fn, groups)
+    names = {f"x[{i}]": n for i, n in enumerate(POINT_VARIABLES)}
+    names.update({f"track[{i}]": n for i, n in enumerate(TRACK_INPUTS)})
+    for node in tape.nodes:
+        if node.op == "input":
+            node.args = (names[node.args[0]],)
+    tape.input_names = [names[n] for n in tape.input_names]
+    tape.count_uses(outs)
+    families = []
+    for fam in dict.fromkeys(r[0] for r in rows):
+        idx = [i for i, r in enumerate(rows) if r[0] == fam]
+        families.append(RowFamily(fam, tuple(rows[i][1] for i in idx), tuple(idx),
+                                  tuple(rows[i][3] for i in idx), tuple(rows[i][4] for i in idx),
+                                  rows[idx[0]][5]))
+    return PointRows(tape=tape, outputs=list(outs), families=families, variables=POINT_VARIABLES)
+
+
+def build_multibody_model(track, vehicle, cfg, t0: Optional[float] = None,
+                          progress=None) -> pyo.ConcreteModel:
+    """Build and discretize the minimum-time OCP of the multibody car (the ``build`` of
+    :data:`MULTIBODY_MODEL`).
+
+    Returns
+    -------
+    pyomo.environ.ConcreteModel
+        As :func:`pyomo_lap.ocp.build.build_model`.
+
+    Raises
+    ------
+    ValueError
+        The vehicle has no ``[multibody]`` section, or ``cfg.lift`` is set (not supported).
+    """
+    t0 = time.perf_counter() if t0 is None else t0
+    p = vehicle
+    mbc.require_multibody_parameters(p)
+    if cfg.lift:
+        raise ValueError("the multibody model does not support the OCP option 'lift'")
+    L, bounds = sector_mesh(track, cfg)
+    u = pyo.units
+    m = pyo.ConcreteModel(name=f"pyomo_lap multibody {track.name} {cfg.start:.0f}+{L:.0f} m")
+    m.problem = ProblemData(vehicle_model=MULTIBODY_MODEL, options=cfg, vehicle=p, track=track,
+                            sector_length=L)
+    m.s = ContinuousSet(bounds=(0.0, L), initialize=None if bounds is None else bounds.tolist(),
+                        doc="distance along the spine from the sector start, q1 [m]")
+    fast_element_lookup(m.s)
+    m.q2 = pyo.Var(m.s, initialize=0.0, units=u.m, doc="lateral offset of O3 from the spine, + left [m]")
+    m.q3 = pyo.Var(m.s, initialize=0.0, bounds=(-1.0, 1.0), units=u.rad, doc="yaw relative to the track frame [rad]")
+    m.q4 = pyo.Var(m.s, initialize=0.0, bounds=(-0.2, 0.2), units=u.m, doc="heave of the VIP from the design ride height [m]")
+    m.q5 = pyo.Var(m.s, initialize=0.0, bounds=(-0.3, 0.3), units=u.rad, doc="pitch [rad], + nose down")
+    m.q6 = pyo.Var(m.s, initialize=0.0, bounds=(-0.3, 0.3), units=u.rad, doc="roll [rad], + right side down")
+    for z in mbc.SUSPENSION:
+        m.add_component(z, pyo.Var(m.s, initialize=0.0, bounds=(-0.1, 0.1), units=u.m,
+                                   doc=f"travel of wheel carrier {z[1:]} relative to the chassis, + up [m]"))
+    m.q1_dot = pyo.Var(m.s, initialize=20.0, bounds=(cfg.v_min, 150.0), units=u.m / u.s, doc="dq1/dt [m/s]")
+    m.q2_dot = pyo.Var(m.s, initialize=0.0, units=u.m / u.s, doc="dq2/dt [m/s]")
+    m.q3_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq3/dt [rad/s]")
+    m.q4_dot = pyo.Var(m.s, initialize=0.0, units=u.m / u.s, doc="dq4/dt [m/s]")
+    m.q5_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq5/dt [rad/s]")
+    m.q6_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq6/dt [rad/s]")
+    for z in mbc.SUSPENSION:
+        m.add_component(f"{z}_dot", pyo.Var(m.s, initialize=0.0, units=u.m / u.s, doc=f"d{z}/dt [m/s]"))
+    m.t = pyo.Var(m.s, initialize=0.0, units=u.s, doc="time [s]")
+    fmax = 3 * p.m * p.gravity * max(p.mu_x0, p.mu_y0)
+    m.f_xa = pyo.Var(m.s, initialize=0.0, bounds=(0.0, fmax), units=u.N, doc="traction force, rear axle, eq (34) [N]")
+    m.f_xb = pyo.Var(m.s, initialize=0.0, bounds=(-fmax, 0.0), units=u.N, doc="braking force, split by k_b, eq (34) [N]")
+    m.delta = pyo.Var(m.s, initialize=0.0, bounds=(-p.delta_max, p.delta_max), units=u.rad, doc="road-wheel steer angle [rad]")
+    for name in STATE_NAMES + RATE_NAMES + ("t",):
+        var = m.component(name)
+        m.add_component(f"d{name}_ds", DerivativeVar(var, wrt=m.s, units=u.get_units(var) / u.m,
+                                                     doc=f"d{name}/dq1"))
+    sigma, tp, idx = discretize_on_track(m, track, p, cfg, L, veh.CONTROLS)
+    m.car = pyo.Block()
+    tree = mbc.build_tree(p)
+    rec = record_multibody_rows(p, tree, cfg)
+    update_problem(m, chain=tree, point_rows=rec)
+    values = _replay(m, rec, tp, sigma, cfg.named_subexpressions, progress, user_tags=USER_TAGS)
+    add_recorded_rows(m, rec, values, tp, sigma, idx, docs=_DOCS)
+    v3x_out = next(f.outputs[0] for f in rec.families if f.name == "speed_min")
+    m.v_3x = pyo.Expression(m.s, rule=lambda m, s: values[idx[s]][v3x_out],
+                            doc="longitudinal speed of O3 in {B3} [m/s]")
+    add_boundary_conditions(m, track, p, cfg, STATE_NAMES, RATE_NAMES, veh.CONTROLS)
+    add_objective(m, cfg)
+    _set_scaling(m)
+    update_problem(m, build_time_s=time.perf_counter() - t0)
+    return m
+
+
+def _set_scaling(m) -> None:
+    """Scaling factors (IPOPT's user scaling) from typical magnitudes, as the full model's."""
+    p = m.problem.vehicle
+    sf = m.scaling_factor = pyo.Suffix(direction=pyo.Suffix.EXPORT)
+    F = 1.0 / (p.m * p.gravity / 4)
+    typical = {"q2": 1.0, "q3": 10.0, "q4": 100.0, "q5": 100.0, "q6": 100.0, "q1_dot": 0.05,
+               "q2_dot": 1.0, "q3_dot": 2.0, "q4_dot": 10.0, "q5_dot": 10.0, "q6_dot": 10.0,
+               "t": 1.0 / max(1.0, m.problem.sector_length / 30.0), "f_xa": F, "f_xb": F, "delta": 10.0}
+    for z in mbc.SUSPENSION:
+        typical[z] = 100.0
+        typical[f"{z}_dot"] = 10.0
+    scale_variables(m, sf, typical)
+    qdd_scale = {1: 0.1, 2: 0.1, 3: 0.5, 4: 0.1, 5: 0.1, 6: 0.1}
+    for (k, s), c in m.ode_qdot.items():
+        sf[c] = qdd_scale.get(k, 0.02) * 0.5
+    for (k, s), c in m.ode_q.items():
+        sf[c] = typical[f"{k}_dot"] * 0.5
+    for c in m.ode_t.values():
+        sf[c] = 1.0
+    for c in m.power_limit.values():
+        sf[c] = 1.0 / p.P_max
+    for c in m.adherence.values():
+        sf[c] = F * F if m.problem.options.adherence == "squared" else F
+    for c in m.speed_min.values():
+        sf[c] = 0.05
+    for c in m.load_min.values():
+        sf[c] = F
+    if m.component("settled_start") is not None:
+        for k, c in m.settled_start.items():
+            sf[c] = 0.1 if k <= 6 else 0.02
+    sf[m.objective] = OBJECTIVE_SCALE / max(1.0, m.problem.sector_length / 30.0)
+
+
+def _float_functions(m):
+    """A CasADi function of one point's (states, rates, controls, track numbers) giving the
+    ten accelerations and the channels, traced once from the same equations (floats)."""
+    import casadi as ca
+    p = m.problem.vehicle
+    tree = m.problem.chain
+    names = STATE_NAMES + RATE_NAMES + veh.CONTROLS
+    x = ca.SX.sym("x", len(names))
+    t = ca.SX.sym("t", len(TRACK_INPUTS))
+    v = {n: x[i] for i, n in enumerate(names)}
+    tj, q, qd, u = _point(v, [t[i] for i in range(len(TRACK_INPUTS))])
+    e = mbc.multibody_equations(p, tree, tj, q, qd, u)
+    # acceleration of O3 in {B3} without gravity (the full model's a_x, a_y, a_z): the
+    # physical body acceleration of forward_kinematics, vdot + w x v
+    from ..spatial.lie import cross
+    from ..spatial.tree import forward_kinematics
+    kin = forward_kinematics(tree, q, qd, e.qdd, track={0: tj})
+    V3, Vd3 = kin.V[mbc.ROAD], kin.Vdot[mbc.ROAD]
+    wxv = cross(V3[3:], V3[:3])
+    e.channels.update({f"a_{c}": Vd3[k] + wxv[k] for k, c in enumerate("xyz")})
+    keys = sorted(e.channels)
+    out = ca.vertcat(*[ca.SX(a) if isinstance(a, (int, float)) else a for a in e.qdd],
+                     *[ca.SX(e.channels[k]) if isinstance(e.channels[k], (int, float)) else e.channels[k]
+                       for k in keys])
+    return ca.Function("multibody_point", [x, t], [out]), names, keys
+
+
+def multibody_channels(m) -> tuple:
+    """Accelerations and channels of a model at its current values, every point.
+
+    Returns
+    -------
+    (values, qdd, channels)
+        ``values``: dict name -> (n,) array of the point variables; ``qdd``: (n, 10) array
+        [m/s^2, rad/s^2]; ``channels``: dict name -> (n,) array (those of
+        :func:`pyomo_lap.vehicle.multibody_car.multibody_equations`).
+    """
+    from .full_model import track_numbers
+    F, names, keys = _float_functions(m)
+    sigma = sorted(m.s)
+    vals = {n: np.array([float(pyo.value(m.component(n)[s])) for s in sigma]) for n in names}
+    nums = track_numbers(m.problem.track_points)
+    T = np.stack([nums[k] for k in TRACK_INPUTS], axis=0)
+    X = np.stack([vals[n] for n in names], axis=0)
+    out = np.asarray(F.map(len(sigma))(X, T))
+    qdd = out[:10].T
+    ch = {k: out[10 + i] for i, k in enumerate(keys)}
+    return vals, qdd, ch
+
+
+def initialize_multibody_model(m, **kwargs) -> dict:
+    """Cold-start initial guess: the common quasi-steady profile
+    (:func:`pyomo_lap.ocp.initialize.cold_start_profile`: speed, time, point-mass controls,
+    kinematic steer) on the centreline, the suspension at the design ride height (the static
+    equilibrium: all of ``q4..q6, z_ij`` zero), rates zero but ``q1_dot``, and the derivative
+    variables from the right-hand sides of the DAE at the guess.
+
+    Returns
+    -------
+    dict
+        ``{"status": "ok", "estimated_time_s": float}``.
+    """
+    prof = cold_start_profile(m)
+    sigma = sorted(m.s)
+    vals = {n: np.zeros(len(sigma)) for n in STATE_NAMES + RATE_NAMES}
+    vals["q1_dot"] = prof["v"]
+    vals.update(t=prof["t"], f_xa=prof["f_xa"], f_xb=prof["f_xb"], delta=prof["delta"])
+    for name, arr in vals.items():
+        comp = m.component(name)
+        for i, s in enumerate(sigma):
+            var = comp[s]
+            if var.fixed:
+                continue
+            val = float(arr[i])
+            if var.lb is not None:
+                val = max(val, var.lb)
+            if var.ub is not None:
+                val = min(val, var.ub)
+            var.set_value(val, skip_validation=True)
+    _, qdd, _ = multibody_channels(m)
+    for i, s in enumerate(sigma):
+        v = float(pyo.value(m.q1_dot[s]))
+        for name in STATE_NAMES:
+            m.component(f"d{name}_ds")[s].set_value(float(pyo.value(m.component(f"{name}_dot")[s])) / v)
+        for k, name in enumerate(RATE_NAMES):
+            m.component(f"d{name}_ds")[s].set_value(float(qdd[i, k]) / v)
+        m.dt_ds[s].set_value(1.0 / v)
+    return {"status": "ok", "estimated_time_s": float(prof["t"][-1])}
+
+
+def trajectory_dataframe(m):
+    """One row per collocation point of a solved multibody model: ``s``, ``s_sector``, ``t``,
+    ``q1..q6``, ``z_ij`` and their rates, ``q<k>_ddot`` (k = 1..6) and ``z<ij>_ddot``, the
+    controls, the channels of :func:`pyomo_lap.vehicle.multibody_car.multibody_equations`
+    (``f_ijz`` the tyre loads [N], ``zc_ij`` the wheel-centre heights [m], ``f_ijx``,
+    ``f_ijy``, slip angles ...), ``speed``, ``speed_kmh``, ``element``, the VIP's global
+    position ``x_vip, y_vip, z_vip``, track data (spine, widths, Omega) and the point-mass
+    estimate ``v_point_mass``, ``t_point_mass`` (units as :data:`pyomo_lap.post.results.UNITS`)."""
+    import pandas as pd
+    tp = m.problem.track_points
+    sigma = sorted(m.s)
+    vals, qdd, ch = multibody_channels(m)
+    df = pd.DataFrame({"s": np.asarray(tp.s, dtype=float), "s_sector": np.asarray(sigma, dtype=float),
+                       "q1": np.asarray(tp.s, dtype=float),
+                       "t": [float(pyo.value(m.t[s])) for s in sigma]})
+    for n, arr in vals.items():
+        df[n] = arr
+    for k in range(6):
+        df[f"q{k + 1}_ddot"] = qdd[:, k]
+    for k, z in enumerate(mbc.SUSPENSION):
+        df[f"{z}_ddot"] = qdd[:, 6 + k]
+    for k, arr in ch.items():
+        df[k] = arr
+    df["speed"] = np.hypot(df["v_3x"], df["v_3y"])
+    df["speed_kmh"] = 3.6 * df["speed"]
+    pos = np.asarray(tp.position, dtype=float)
+    df["x_spine"], df["y_spine"], df["z_spine"] = pos[:, 0], pos[:, 1], pos[:, 2]
+    om = np.asarray(tp.omega, dtype=float)
+    df["Omega_x"], df["Omega_y"], df["Omega_z"] = om[:, 0], om[:, 1], om[:, 2]
+    df["width_left"] = np.asarray(tp.width_left, dtype=float)
+    df["width_right"] = np.asarray(tp.width_right, dtype=float)
+    # the VIP (O4 = O5 = O6) in the ground frame: spine + R_01 [0, q2, h_vip + q4]
+    p = m.problem.vehicle
+    R = np.asarray(tp.rotation, dtype=float)
+    local = np.stack([np.zeros(len(sigma)), vals["q2"], p.h_vip + vals["q4"]], axis=1)
+    vip = pos + np.einsum("nij,nj->ni", R, local)
+    df["x_vip"], df["y_vip"], df["z_vip"] = vip[:, 0], vip[:, 1], vip[:, 2]
+    elems = list(m.s.get_finite_elements())
+    df["element"] = np.searchsorted(elems, sigma, side="left")
+    # the quasi-steady point-mass estimate of the cold start (reference of the time-delta plot)
+    from ..vehicle.speed_profile import quasi_steady_speed
+    sig = np.asarray(sigma, dtype=float)
+    v_pm = quasi_steady_speed(p, sig, tp.omega, tp.rotation, closed=bool(m.problem.options.periodic),
+                              v_start=m.problem.initial_speed, v_min=m.problem.options.v_min)
+    df["v_point_mass"] = v_pm
+    df["t_point_mass"] = np.concatenate([[0.0], np.cumsum(0.5 * (1 / v_pm[1:] + 1 / v_pm[:-1]) * np.diff(sig))])
+    return df
+
+
+MULTIBODY_MODEL = VehicleModel(
+    name="multibody",
+    description=("the multibody car: chassis on the six-joint chain, four wheel carriers on "
+                 "suspension joints, tyre loads from the tyres' vertical springs "
+                 "(pyomo_lap.vehicle.multibody_car)"),
+    states=STATE_NAMES, rates=RATE_NAMES, controls=veh.CONTROLS, algebraics=(),
+    build=build_multibody_model, initialize=initialize_multibody_model,
+    trajectory=trajectory_dataframe)
+"""The multibody car as a :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel` (key ``"multibody"``)."""
