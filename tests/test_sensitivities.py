@@ -142,3 +142,44 @@ def test_sensitivity_table(solved_with_multipliers):
     assert set(entry[entry != 0].index) <= {"m", "mu_x0", "mu_y0", "Cz1", "Cz2", "S", "Cx",
                                             "rho", "P_max", "friction_scale"}
 
+
+
+@pytest.mark.integration
+def test_solve_sector_and_cli_write_the_sensitivities(tmp_path):
+    import pandas as pd
+    from click.testing import CliRunner
+    from pyomo_lap import solve_sector
+    from pyomo_lap.cli import main
+    from pyomo_lap.post.results import SENSITIVITY_HEADERS, read_sensitivities
+    res = solve_sector(start=START, length=200.0, sensitivities=True, out_dir=tmp_path / "r",
+                       echo=lambda *_: None, progress=None)
+    m, rep, df, summary = res                          # still unpacks as before
+    assert res.model is m and res.summary is summary
+    table = res.sensitivities
+    assert list(table.columns) == list(sens.SENSITIVITY_COLUMNS) and len(table) == 36
+    sheet = pd.read_excel(tmp_path / "r" / "results.xlsx", sheet_name="sensitivities")
+    assert list(sheet.columns) == list(SENSITIVITY_HEADERS.values())
+    np.testing.assert_allclose(sheet["d lap time / d parameter [s per unit]"], table["dT_dp"])
+    pd.testing.assert_frame_equal(read_sensitivities(tmp_path / "r"), table, check_like=True)
+    assert (tmp_path / "r" / "plots" / "sensitivities.png").stat().st_size > 1000
+    assert "sensitivities_s" in summary["timing"]
+    # without the option: no table, no sheet; the CLI has the flag
+    res = solve_sector(start=START, length=200.0, out_dir=tmp_path / "n", echo=lambda *_: None,
+                       progress=None)
+    assert res.sensitivities is None and "sensitivities" not in res.summary
+    assert "sensitivities" not in pd.ExcelFile(tmp_path / "n" / "results.xlsx").sheet_names
+    # pyomo-lap plot: the tornado chart among the figures of a run that has sensitivities only
+    from pyomo_lap.post.plots import plot_results
+    names = {f.stem for f in plot_results(tmp_path / "n", figures=None)}
+    assert "speed" in names and "sensitivities" not in names
+    with pytest.raises(ValueError, match="--sensitivities"):
+        plot_results(tmp_path / "n", figures=["sensitivities"])
+    assert "sensitivities" in {f.stem for f in plot_results(tmp_path / "r", out_dir=tmp_path / "p")}
+    out = CliRunner().invoke(main, ["solve", "--start", "1150", "--length", "200", "--quiet",
+                                    "--sensitivities", "--out", str(tmp_path / "c")])
+    assert out.exit_code == 0, out.output
+    assert "sensitivities in" in out.output
+    assert "sensitivities" in pd.ExcelFile(tmp_path / "c" / "results.xlsx").sheet_names
+    with pytest.raises(ValueError, match="full model"):
+        solve_sector(start=START, length=200.0, model="single-track", sensitivities=True,
+                     out_dir=None, echo=lambda *_: None)
