@@ -6,6 +6,7 @@ Usage (from the repository root, with the virtual environment's Python)::
     python benchmarks/sensitivities.py                          # the default job, every parameter
     python benchmarks/sensitivities.py --params P_max m mu_y0   # only these finite differences
     python benchmarks/sensitivities.py --start 1150 --length 400 --markdown
+    python benchmarks/sensitivities.py --track zandvoort --full-lap --params P_max mu_y0
 
 The job is solved once as ``pyomo-lap solve --sensitivities`` does (IPOPT's default
 ``tol = 1e-5``: the column "multipliers") and once more with ``tol = 1e-10`` (the column
@@ -29,6 +30,7 @@ def main(argv=None):
     ap.add_argument("--vehicle", default="fsae")
     ap.add_argument("--start", type=float, default=0.0)
     ap.add_argument("--length", type=float, default=2000.0)
+    ap.add_argument("--full-lap", action="store_true", help="the closed lap (no --start, --length)")
     ap.add_argument("--params", nargs="*", default=None,
                     help="parameters to check by finite differences (default: all)")
     ap.add_argument("--step", type=float, default=1e-3, help="relative step [-]")
@@ -41,7 +43,9 @@ def main(argv=None):
     tr, car = load_track(args.track), load_vehicle(args.vehicle)
     tables = {}
     for tol in (None, 1e-10):
-        m = build_model(tr, car, start=args.start, length=args.length, named_subexpressions=False)
+        where = (dict(periodic=True) if args.full_lap else
+                 dict(start=args.start, length=args.length))
+        m = build_model(tr, car, named_subexpressions=False, **where)
         initialize_model(m)
         sens.declare_multiplier_suffixes(m)
         t0 = time.perf_counter()
