@@ -119,9 +119,9 @@ def parameter_unit(name: str) -> str:
 
 
 def declare_multiplier_suffixes(m) -> None:
-    """Declare the import suffixes the sensitivities need before the solve: ``dual``,
+    """Declare the import suffixes the sensitivities need before the solve: ``dual``, ``rc``,
     ``ipopt_zL_out``, ``ipopt_zU_out`` (kept if already there)."""
-    for name in ("dual", "ipopt_zL_out", "ipopt_zU_out"):
+    for name in ("dual", "rc", "ipopt_zL_out", "ipopt_zU_out"):
         if m.component(name) is None:
             m.add_component(name, pyo.Suffix(direction=pyo.Suffix.IMPORT))
 
@@ -327,11 +327,11 @@ def lap_time_sensitivities(m, parameters=None, entry_step: float = 1e-4):
     _check_bounds(m, p, cfg)
     bsym = bound_functions(sym, cfg)
     grad_bounds = np.zeros(npar)
+    bound_mult = _bound_multipliers(m, zl, zu)
     for name in _BOUND_FAMILIES:
         comp = m.component(name)
         lo, up = bsym[name]
-        zlo = np.array([zl.get(comp[s], 0.0) for s in sigma])
-        zup = np.array([zu.get(comp[s], 0.0) for s in sigma])
+        zlo, zup = (np.array(a) for a in zip(*(bound_mult(comp[s]) for s in sigma)))
         if name == "q2":      # lb = -w_r + offset, ub = w_l - offset
             dlo = np.asarray(ca.evalf(ca.substitute(ca.jacobian(lo, P), P, p0))).ravel()
             grad_bounds += zlo.sum() * dlo - zup.sum() * dlo
@@ -389,6 +389,38 @@ def lap_time_sensitivities(m, parameters=None, entry_step: float = 1e-4):
     df.attrs.update(objective_s=float(pyo.value(m.objective)), lap_time_s=float(pyo.value(m.lap_time)),
                     entry_speed_multiplier=v0_mult, time_s=time.perf_counter() - t0)
     return df
+
+
+def _bound_multipliers(m, zl, zu):
+    """``var -> (z_L, z_U)``, :math:`\\partial f^*` over the variable's lower and upper bound.
+
+    From ``ipopt_zL_out`` / ``ipopt_zU_out`` (``lap_ipopt``, the classic ``ipopt``), unless the
+    model's ``rc`` (reduced costs, :math:`z_L + z_U`) disagrees with them: Pyomo's
+    ``ipopt_v2`` (6.10) returns the bound multipliers of the problem its NL writer scaled
+    (``scaling_factor``) but unscaled reduced costs; then the reduced cost is split by sign
+    (minimization: positive at a lower bound, negative at an upper one).
+
+    Raises
+    ------
+    ValueError
+        Neither bound multipliers nor reduced costs came back from the solver.
+    """
+    rc = m.component("rc")
+    have_z = len(zl) + len(zu) > 0
+    have_rc = rc is not None and len(rc) > 0
+    if not have_z and not have_rc:
+        raise ValueError("the solver returned no bound multipliers (suffixes ipopt_zL_out, "
+                         "ipopt_zU_out or rc): the variables' bounds cannot be counted")
+    use_rc = False
+    if have_rc:
+        diff = scale = 0.0
+        for v, r in rc.items():
+            z = zl.get(v, 0.0) + zu.get(v, 0.0)
+            diff, scale = max(diff, abs(r - z)), max(scale, abs(r))
+        use_rc = not have_z or diff > 1e-6 * scale + 1e-12
+    if use_rc:
+        return lambda v: (max(rc.get(v, 0.0), 0.0), min(rc.get(v, 0.0), 0.0))
+    return lambda v: (zl.get(v, 0.0), zu.get(v, 0.0))
 
 
 def _collocation_part(m, var, dual) -> float:
