@@ -194,8 +194,9 @@ def _solve_config() -> ConfigDict:
     c.declare("sensitivities", ConfigValue(default=False, domain=bool,
               description="after the solve, d(lap time)/d(parameter) for every parameter of the "
                           "vehicle file and the track's friction scale from the multipliers "
-                          "(pyomo_lap.post.sensitivities; full model): the workbook's "
-                          "'sensitivities' sheet, plots/sensitivities.png, results.sensitivities"))
+                          "(pyomo_lap.post.sensitivities; full model; solved to tol = 1e-10 unless "
+                          "a solver option says otherwise): the workbook's 'sensitivities' sheet, "
+                          "plots/sensitivities.png, results.sensitivities"))
     return c
 
 
@@ -360,8 +361,10 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
     init_s = time.perf_counter() - t0
     echo(f"  initial guess in {init_s:.1f} s (quasi-steady estimate {info['estimated_time_s']:.2f} s)")
     if want_sens:
-        from .post.sensitivities import declare_multiplier_suffixes
+        from .post.sensitivities import SENSITIVITY_SOLVER_OPTIONS, declare_multiplier_suffixes
         declare_multiplier_suffixes(m)       # the multipliers come back with the solution
+        # a tighter solve: the active set and the multipliers the sensitivities stand on
+        solver_options = {**SENSITIVITY_SOLVER_OPTIONS, **(solver_options or {})}
     echo(f"solving with {solver} ...")
     rep = solve_model(m, solver=solver, options=solver_options, tee=tee)
     echo(f"  {rep.termination_condition} ({rep.exit_message or rep.message}) after "

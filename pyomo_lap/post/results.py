@@ -569,6 +569,7 @@ SENSITIVITY_HEADERS = {
     "dT_dp": "d lap time / d parameter [s per unit]",
     "dT_1pct": "change of the lap time for +1 % of the parameter [s]",
     "dT_dp_entry": "of which through the entry speed [s per unit]",
+    "dobj_dp": "d objective / d parameter (sector time + penalties) [s per unit]",
 }
 """Headers of the ``sensitivities`` sheet (columns of
 :func:`pyomo_lap.post.sensitivities.lap_time_sensitivities`)."""

@@ -1,8 +1,15 @@
 r"""Lap-time sensitivities from one solve: :math:`dT^*/dp` for every numeric parameter of the
 vehicle file and for the track's friction scale, from the optimal solution's multipliers.
 
-Method (envelope theorem)
--------------------------
+Two derivatives come out: of the optimal **objective** :math:`f^*` (sector time plus the
+penalties of eq (41)) by the envelope theorem, column ``dobj_dp``, and of the **sector time**
+:math:`T` itself at the optimum (column ``dT_dp``), by one adjoint solve of the KKT system
+(:func:`_sector_time_adjoint`), which also needs the Hessian of the Lagrangian. They differ by
+the penalties' change with the parameter (0.01-3 % of ``dT_dp`` for the parameters that matter
+on the default job, more for those that hardly matter: README, "Lap-time sensitivities").
+
+Method for the objective (envelope theorem)
+-------------------------------------------
 At a local optimum :math:`x^*` of :math:`\min f(x)` s.t. :math:`c(x; p) = b`, bounds
 :math:`x_L(p) \le x \le x_U(p)`, with multipliers that satisfy the KKT conditions, the
 derivative of the optimal objective with respect to a parameter is the partial derivative of
@@ -56,12 +63,18 @@ What is and is not counted
 --------------------------
 * The objective is the sector time plus the penalties of eq (41) (steering jumps
   :math:`K_\delta`, complementarity :math:`K_f`): the multipliers are those of this
-  objective, so the derivatives are those of the optimal **objective**, penalties included
-  (they depend on the parameters only through the optimal trajectory). On the default job the
-  penalties are about 1e-4 of the objective; the tests compare against finite differences of
-  both the objective and the sector time. The objective's scaling (``scaling_factor``, about
-  1000) is IPOPT's business: the duals Pyomo receives are those of the unscaled problem
-  (seconds).
+  objective, so the envelope theorem gives the derivatives of the optimal objective
+  (``dobj_dp``), penalties included (they depend on the parameters only through the optimal
+  trajectory). ``dT_dp`` is the sector time's: with the active set fixed, the optimum moves by
+  :math:`dx = -K^{-1}[\nabla^2_{xp}L; \partial c_A/\partial p]\,dp` (:math:`K` the KKT
+  matrix at the solution, active rows and bounds as equalities), and one solve of
+  :math:`K[u; v] = [\nabla T; 0]` gives :math:`dT/dp = -(u^T\nabla^2_{xp}L + v^T\partial
+  c_A/\partial p)` for every parameter at once (sIPOPT's sensitivity system; Pirnay, Lopez-Negrete,
+  Biegler, *Optimal sensitivity based on IPOPT*, Math. Prog. Comp. 4 (2012) 307-331). The
+  tests compare both against finite differences of re-solves. The objective's scaling
+  (``scaling_factor``, about 1000) is IPOPT's business: the duals Pyomo receives are those of
+  the unscaled problem (seconds). Should the KKT matrix be singular (degenerate active set),
+  ``dT_dp`` falls back to ``dobj_dp`` with a :class:`RuntimeWarning` (``attrs["method"]``).
 * ``gravity`` and ``name``/``description`` are not parameters of the vehicle file
   (:data:`pyomo_lap.vehicle.schema.SECTIONS`) and are not listed.
 * The initial guess, the mesh and the scaling depend on the car but not the optimum; they
@@ -79,6 +92,7 @@ https://coin-or.github.io/Ipopt/ (``ipopt_zL_out``/``ipopt_zU_out``).
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Optional
 
 import numpy as np
@@ -87,7 +101,8 @@ import pyomo.environ as pyo
 from ..spatial.backend import is_number
 from ..vehicle.schema import SECTIONS, VehicleParameters
 
-__all__ = ["PARAMETERS", "SENSITIVITY_COLUMNS", "declare_multiplier_suffixes",
+__all__ = ["PARAMETERS", "SENSITIVITY_COLUMNS", "SENSITIVITY_SOLVER_OPTIONS",
+           "FD_SOLVER_OPTIONS", "finite_difference", "declare_multiplier_suffixes",
            "lap_time_sensitivities", "bound_functions", "parameter_unit"]
 
 PARAMETERS = tuple(attr for keys in SECTIONS.values() for attr in keys.values())
@@ -101,9 +116,11 @@ SENSITIVITY_COLUMNS = {
     "section": "section of the vehicle file ([mass], [tyre] ...) or 'track'",
     "unit": "unit of the parameter",
     "value": "value of the parameter [unit]",
-    "dT_dp": "d(lap time)/d(parameter) [s per unit]",
+    "dT_dp": "d(lap time)/d(parameter): the sector time at the optimum [s per unit]",
     "dT_1pct": "change of the lap time for +1 % of the parameter, 0.01 value dT/dp [s]",
     "dT_dp_entry": "part of dT_dp through the entry speed of an open sector [s per unit]",
+    "dobj_dp": "d(objective)/d(parameter), the objective = sector time + penalties of eq (41), "
+               "by the envelope theorem [s per unit]",
 }
 """Columns of the sensitivity table and their meaning."""
 
@@ -249,9 +266,11 @@ def lap_time_sensitivities(m, parameters=None, entry_step: float = 1e-4):
     Returns
     -------
     pandas.DataFrame
-        One row per parameter, columns :data:`SENSITIVITY_COLUMNS`; ``attrs`` holds
-        ``objective_s``, ``lap_time_s``, ``entry_speed_multiplier`` (:math:`\\partial f^*/
-        \\partial v_0` [s per m/s] or None) and ``time_s`` (the computation's wall time).
+        One row per parameter, columns :data:`SENSITIVITY_COLUMNS` (``dT_dp``: the sector
+        time's derivative, ``dobj_dp``: the objective's); ``attrs`` holds ``objective_s``,
+        ``lap_time_s``, ``entry_speed_multiplier`` (:math:`\\partial f^*/\\partial v_0` [s per
+        m/s] or None), ``method`` (``"adjoint"``, or the fallback), ``adjoint`` (KKT size,
+        active rows and bounds, residual, time) and ``time_s`` (the computation's wall time).
 
     Raises
     ------
@@ -306,9 +325,12 @@ def lap_time_sensitivities(m, parameters=None, entry_step: float = 1e-4):
         fam_rows.append((fam, key, wh))
     G = ca.vertcat(*g)
     D = ca.SX.sym("d", G.numel())
-    lag = ca.dot(D, G)
+    U = ca.SX.sym("u", nv)
+    lag = ca.dot(D, G)                       # sum_i d_i g_i at one point
+    lag_u = ca.dot(ca.gradient(lag, W), U)   # its derivative in w along u
     iq1 = POINT_VARIABLES.index("q1_dot")
-    F = ca.Function("dlag", [W, T, P, D], [ca.gradient(lag, P), ca.gradient(lag, W[iq1])])
+    F = ca.Function("dlag", [W, T, P, D, U], [ca.gradient(lag, P), ca.gradient(lag, W[iq1]),
+                                              ca.gradient(lag_u, P), ca.gradient(lag_u, W[iq1])])
 
     # the point's values, track numbers and duals
     sigma = rec.points
@@ -320,7 +342,8 @@ def lap_time_sensitivities(m, parameters=None, entry_step: float = 1e-4):
     Dv = np.array([[dual.get(c, 0.0) if c is not None else 0.0 for c in col] for col in cons])
     p0 = np.array([getattr(p, k) for k in names], dtype=float)
     Fm = F.map(n, "serial")
-    gp, gw = Fm(Wv, Tv, np.tile(p0[:, None], (1, n)), Dv)
+    PP = np.tile(p0[:, None], (1, n))
+    gp, gw, _, _ = Fm(Wv, Tv, PP, Dv, np.zeros((nv, n)))
     grad_rows = -np.asarray(gp).sum(axis=1)           # -sum y dc/dp
 
     # variable bounds that depend on p
@@ -344,6 +367,7 @@ def lap_time_sensitivities(m, parameters=None, entry_step: float = 1e-4):
 
     # the entry speed
     grad_entry = np.zeros(npar)
+    dv0_dp = np.zeros(npar)
     v0_mult = None
     first = sigma[0]
     if prob.initial_speed is not None and cfg.initial_speed == "quasi-steady":
@@ -369,14 +393,29 @@ def lap_time_sensitivities(m, parameters=None, entry_step: float = 1e-4):
                 except ValueError:
                     vp, h = prob.initial_speed, h / 2
                     vm = entry_speed(prob.track, p.replace(**{k: val - h * 2}), cfg, vmax)
-            grad_entry[i] = v0_mult * (vp - vm) / (2 * h)
+            dv0_dp[i] = (vp - vm) / (2 * h)
+            grad_entry[i] = v0_mult * dv0_dp[i]
+    dobj = grad_rows + grad_bounds + grad_entry
 
-    total = grad_rows + grad_bounds + grad_entry
-    by_name = dict(zip(names, total))
-    entry_by_name = dict(zip(names, grad_entry))
-    by_name["friction_scale"] = p.mu_x0 * by_name["mu_x0"] + p.mu_y0 * by_name["mu_y0"]
-    entry_by_name["friction_scale"] = (p.mu_x0 * entry_by_name["mu_x0"]
-                                       + p.mu_y0 * entry_by_name["mu_y0"])
+    # the sector time itself: one adjoint solve of the KKT system
+    method = "adjoint"
+    try:
+        dT, dT_v0, info = _sector_time_adjoint(
+            m, F=Fm, Wv=Wv, Tv=Tv, PP=PP, Dv=Dv, cons=cons, comps=comps, sigma=sigma,
+            bsym=bsym, P=P, p0=p0, bound_mult=bound_mult,
+            v0=m.q1_dot[first] if v0_mult is not None else None)
+        entry = dT_v0 * dv0_dp
+        dT = dT + entry
+    except (RuntimeError, ValueError, NotImplementedError, np.linalg.LinAlgError) as exc:
+        warnings.warn(f"the sector time's derivatives could not be computed ({exc}); dT_dp holds "
+                      "the objective's (penalties included)", RuntimeWarning, stacklevel=2)
+        dT, entry, info, method = dobj, grad_entry, {}, f"objective (adjoint failed: {exc})"
+
+    def per_name(vec):
+        d = dict(zip(names, vec))
+        d["friction_scale"] = p.mu_x0 * d["mu_x0"] + p.mu_y0 * d["mu_y0"]
+        return d
+    by_name, entry_by_name, obj_by_name = per_name(dT), per_name(entry), per_name(dobj)
     records = []
     for name in wanted:
         value = 1.0 if name == "friction_scale" else float(getattr(p, name))
@@ -384,11 +423,136 @@ def lap_time_sensitivities(m, parameters=None, entry_step: float = 1e-4):
                         "section": "track" if name == "friction_scale" else SECTION_OF[name],
                         "unit": parameter_unit(name), "value": value,
                         "dT_dp": float(by_name[name]), "dT_1pct": 0.01 * value * float(by_name[name]),
-                        "dT_dp_entry": float(entry_by_name[name])})
+                        "dT_dp_entry": float(entry_by_name[name]),
+                        "dobj_dp": float(obj_by_name[name])})
     df = pd.DataFrame.from_records(records, columns=list(SENSITIVITY_COLUMNS))
     df.attrs.update(objective_s=float(pyo.value(m.objective)), lap_time_s=float(pyo.value(m.lap_time)),
-                    entry_speed_multiplier=v0_mult, time_s=time.perf_counter() - t0)
+                    entry_speed_multiplier=v0_mult, method=method, adjoint=info,
+                    time_s=time.perf_counter() - t0)
     return df
+
+
+def _sector_time_adjoint(m, *, F, Wv, Tv, PP, Dv, cons, comps, sigma, bsym, P, p0, bound_mult, v0):
+    r""":math:`dT^*/dp` of the sector time :math:`T` (not the objective) by one adjoint solve.
+
+    With the active set fixed, the optimum moves with :math:`p` as
+    :math:`K\,[dx; d\lambda] = -[
+abla^2_{xp}L; \partial c_A/\partial p]\,dp`, where
+    :math:`K = [[H, A^T], [A, 0]]` is the KKT matrix at the solution (:math:`H` the Hessian of
+    the Lagrangian, :math:`A` the Jacobian of the equality rows, of the active inequality rows
+    and of the active bounds). With :math:`K [u; v] = [
+abla T; 0]`:
+    :math:`dT/dp = -(u^T 
+abla^2_{xp} L + v^T \partial c_A/\partial p)`. :math:`H`, :math:`A`
+    come from :class:`pyomo_lap.solvers.lap_nlp.LapNLP` (the compiled functions of the
+    solve), :math:`
+abla^2_{xp} L` and :math:`\partial c/\partial p` from the per-point rows
+    with symbolic parameters (AD). A row or bound is active when its scaled multiplier exceeds
+    its scaled slack (their product is IPOPT's final barrier parameter).
+
+    Returns
+    -------
+    (ndarray (n_par,), float, dict)
+        :math:`dT/dp` without the entry speed's part, :math:`dT/dv_0` [s per m/s] (0 without a
+        fixed entry speed), and figures (sizes, times, the solve's relative residual).
+
+    Raises
+    ------
+    RuntimeError
+        The KKT system is singular or its solve inaccurate (residual above 1e-8).
+    """
+    import casadi as ca
+    import scipy.sparse as sp
+    import scipy.sparse.linalg as spl
+    from pyomo.repn import generate_standard_repn
+    from ..solvers.lap_nlp import LapNLP
+
+    t0 = time.perf_counter()
+    dual = m.dual
+    nlp = LapNLP(m, verify_points=2)
+    x = np.array([v.value for v in nlp.variables], dtype=float)
+    nx, ng = x.size, len(nlp.constraints)
+    row_of = {id(c): r for r, c in enumerate(nlp.constraints)}
+    col_of = {id(v): k for k, v in enumerate(nlp.variables)}
+    y = np.array([dual.get(c, 0.0) for c in nlp.constraints])   # Pyomo's: df*/db = -lambda
+    hv = np.empty(nlp.hess_rows.size)
+    nlp.hessian(x, 1.0, -y * nlp.sense, hv)
+    Hl = sp.coo_matrix((hv, (nlp.hess_rows, nlp.hess_cols)), shape=(nx, nx)).tocsr()
+    H = Hl + Hl.T - sp.diags(Hl.diagonal())
+    jv = np.empty(nlp.jac_rows.size)
+    nlp.jacobian(x, jv)
+    J = sp.coo_matrix((jv, (nlp.jac_rows, nlp.jac_cols)), shape=(ng, nx)).tocsr()
+    gval = np.empty(ng)
+    nlp.constraints_eval(x, gval)
+    gs = nlp.g_scaling if nlp.g_scaling is not None else np.ones(ng)
+    xs = nlp.x_scaling if nlp.x_scaling is not None else np.ones(nx)
+    fs = nlp.obj_scaling or 1.0
+    slack = np.minimum(np.abs(gval - nlp.g_lb), np.abs(gval - nlp.g_ub))
+    active_row = (nlp.g_lb == nlp.g_ub) | (np.abs(y) * fs / gs > slack * gs)
+    z = np.array([bound_mult(v) for v in nlp.variables]).reshape(nx, 2)
+    act_lo = np.isfinite(nlp.x_lb) & (z[:, 0] * fs / xs > (x - nlp.x_lb) * xs)
+    act_up = np.isfinite(nlp.x_ub) & (-z[:, 1] * fs / xs > (nlp.x_ub - x) * xs)
+    ar = np.flatnonzero(active_row)
+    ab = np.flatnonzero(act_lo | act_up)
+    E = sp.coo_matrix((np.ones(ab.size), (np.arange(ab.size), ab)), shape=(ab.size, nx))
+    A = sp.vstack([J[ar], E]).tocsr()
+    na = A.shape[0]
+    # -1e-12 on the multipliers' block, as IPOPT's delta_c: redundant active rows (an active
+    # bound that an equality also fixes) would make K singular; the solution's residual is
+    # checked below
+    K = sp.bmat([[H, A.T], [A, -1e-12 * sp.identity(na)]], format="csc")
+    rhs = np.zeros(nx + na)
+    repn = generate_standard_repn(m.lap_time.expr, compute_values=True)
+    for v, c in zip(repn.linear_vars, repn.linear_coefs):
+        if id(v) in col_of:
+            rhs[col_of[id(v)]] += c
+    t1 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", spl.MatrixRankWarning)
+        try:
+            sol = spl.spsolve(K, rhs)
+        except spl.MatrixRankWarning as exc:
+            raise RuntimeError(f"the KKT matrix is singular ({exc})") from None
+    resid = float(np.linalg.norm(K @ sol - rhs) / max(np.linalg.norm(rhs), 1e-300))
+    if not np.all(np.isfinite(sol)) or resid > 1e-8:
+        raise RuntimeError(f"the KKT solve is inaccurate (relative residual {resid:.1e})")
+    u, v = sol[:nx], sol[nx:]
+    vr = np.zeros(ng)
+    vr[ar] = v[:ar.size]
+    vb = np.zeros(nx)
+    vb[ab] = v[ar.size:]
+    n = len(sigma)
+    Vv = np.array([[vr[row_of[id(c)]] if c is not None and id(c) in row_of else 0.0 for c in col]
+                   for col in cons])
+    Uv = np.array([[u[col_of[id(c[s])]] if id(c[s]) in col_of else 0.0 for s in sigma]
+                   for c in comps])
+    _, _, hu_p, hu_v0 = F(Wv, Tv, PP, Dv, Uv)            # d/dp, d/dv0 of u . grad_w (y . g)
+    gv_p, gv_v0, _, _ = F(Wv, Tv, PP, Vv, np.zeros_like(Uv))   # d/dp, d/dv0 of v . g
+    # L_xp = -d_w (y . g_p) (Pyomo's y = -lambda): -u' L_xp = +hu; -v' c_p = -gv
+    dT = np.asarray(hu_p).sum(axis=1) - np.asarray(gv_p).sum(axis=1)
+    # active bounds x_j = b_j(p): c_p = -db/dp
+    for name in _BOUND_FAMILIES:
+        comp = m.component(name)
+        lo, up = bsym[name]
+        for s in sigma:
+            k = col_of.get(id(comp[s]))
+            if k is None or vb[k] == 0.0:
+                continue
+            b = lo if act_lo[k] else up
+            if b is None or is_number(b):
+                continue
+            db = np.asarray(ca.evalf(ca.substitute(ca.jacobian(b, P), P, p0))).ravel()
+            if name == "q2" and not act_lo[k]:     # ub = w_left - offset
+                db = -db
+            dT += vb[k] * db
+    dT_v0 = 0.0
+    if v0 is not None:      # the entry speed, a fixed variable: rows of the first point, collocation
+        dT_v0 = float(np.asarray(hu_v0)[0, 0]) - float(np.asarray(gv_v0)[0, 0])
+        dT_v0 -= _collocation_part(m, v0, {c: vr[row_of[id(c)]] for c in nlp.constraints
+                                           if vr[row_of[id(c)]] != 0.0})
+    info = {"kkt_size": int(nx + na), "active_rows": int(ar.size), "active_bounds": int(ab.size),
+            "residual": resid, "time_s": time.perf_counter() - t0, "solve_s": time.perf_counter() - t1}
+    return dT, dT_v0, info
 
 
 def _bound_multipliers(m, zl, zu):
@@ -458,6 +622,14 @@ def _collocation_part(m, var, dual) -> float:
             var.fix()
     return total
 
+
+SENSITIVITY_SOLVER_OPTIONS = {"tol": 1e-10, "acceptable_tol": 1e-9}
+"""IPOPT options of a solve whose sensitivities are wanted (``solve_sector(...,
+sensitivities=True)``, ``pyomo-lap solve --sensitivities``; a solver option given by the user
+wins). At the default ``tol = 1e-5`` the active set and the multipliers are those of a barrier
+parameter still large enough to shift the sector time's derivatives by up to 1 % for most
+parameters (6 % for ``a1``, whose effect is small; README, "Lap-time sensitivities"); the
+tighter solve costs about 8 more iterations on the default job."""
 
 FD_SOLVER_OPTIONS = {"tol": 1e-10, "acceptable_tol": 1e-9, "acceptable_iter": 0,
                      "mu_init": 1e-6, "bound_push": 1e-8, "bound_frac": 1e-8}
