@@ -29,7 +29,7 @@ second-order conditions hold; the finite-difference tests (``tests/test_sensitiv
 check it against re-solves.
 
 How each part is computed (nothing is re-solved, nothing is differenced except the entry
-speed):
+speed; the same pieces serve the sector time's adjoint, see "What is and is not counted"):
 
 * **The per-point rows** of the full model (spatial DAE, loads, in-plane equations, power
   limit with its bound :math:`P_{max}`, adherence, minimum speed, settled start:
