@@ -150,6 +150,19 @@ def test_sensitivity_table(solved_with_multipliers):
 
 
 @pytest.mark.integration
+def test_a_failed_adjoint_falls_back_to_the_objective(solved_with_multipliers, monkeypatch):
+    m, table = solved_with_multipliers
+
+    def singular(*args, **kwargs):
+        raise RuntimeError("the KKT matrix is singular (test)")
+    monkeypatch.setattr(sens, "_sector_time_adjoint", singular)
+    with pytest.warns(RuntimeWarning, match="singular"):
+        fallback = sens.lap_time_sensitivities(m, parameters=["P_max", "m"]).set_index("parameter")
+    assert fallback.attrs["method"].startswith("objective")
+    np.testing.assert_allclose(fallback["dT_dp"], table.loc[["P_max", "m"], "dobj_dp"], rtol=1e-12)
+
+
+@pytest.mark.integration
 def test_solve_sector_and_cli_write_the_sensitivities(tmp_path):
     import pandas as pd
     from click.testing import CliRunner
