@@ -521,7 +521,6 @@ abla^2_{xp} L` and :math:`\partial c/\partial p` from the per-point rows
     vr[ar] = v[:ar.size]
     vb = np.zeros(nx)
     vb[ab] = v[ar.size:]
-    n = len(sigma)
     Vv = np.array([[vr[row_of[id(c)]] if c is not None and id(c) in row_of else 0.0 for c in col]
                    for col in cons])
     Uv = np.array([[u[col_of[id(c[s])]] if id(c[s]) in col_of else 0.0 for s in sigma]
