@@ -30,7 +30,7 @@ from .util.domains import (Anything, DictOrNone, IntBetween, OneOf, PathOrNone,
                            error_text)
 from .vehicle.car import load_vehicle
 
-__all__ = ["solve_sector", "SOLVE_CONFIG", "job_options", "model_size", "SolveFailedError", "ResultsNotWrittenError",
+__all__ = ["solve_sector", "SectorResults", "SOLVE_CONFIG", "job_options", "model_size", "SolveFailedError", "ResultsNotWrittenError",
            "track_data_lines", "result_line"]
 
 
@@ -191,6 +191,12 @@ def _solve_config() -> ConfigDict:
               description="total width of the track [m], half each side of the centreline; "
                           "replaces the widths of the track data (default: the data's widths; "
                           "4 m each side for data without widths, which is reported)"))
+    c.declare("sensitivities", ConfigValue(default=False, domain=bool,
+              description="after the solve, d(lap time)/d(parameter) for every parameter of the "
+                          "vehicle file and the track's friction scale from the multipliers "
+                          "(pyomo_lap.post.sensitivities; full model; solved to tol = 1e-10 unless "
+                          "a solver option says otherwise): the workbook's 'sensitivities' sheet, "
+                          "plots/sensitivities.png, results.sensitivities"))
     return c
 
 
@@ -241,7 +247,9 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
 
     Returns
     -------
-    (model, SolveReport, DataFrame or None, summary dict)
+    SectorResults
+        ``(model, SolveReport, DataFrame or None, summary dict)``, unpacking as a tuple, with
+        ``.sensitivities`` (a DataFrame with ``sensitivities=True``, else None).
         The summary (``summary.json``) holds, besides the results, what was done to the
         track's data (``track_processing``), the values assumed (``track_assumptions``), the
         repairs (``track_repairs``: those made when a bundled track was built, then the
@@ -273,6 +281,10 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
     solver, solver_options, ocp_options = cfg.solver, cfg.solver_options, cfg.ocp_options
     n_sectors, out_dir, tee = cfg.n_sectors, cfg.out_dir, cfg.tee
     repair_track, track_width = cfg.repair_track, cfg.track_width
+    want_sens = cfg.sensitivities
+    if want_sens and model != "full":
+        raise ValueError(f"sensitivities = True with model = {model!r}: the lap-time "
+                         "sensitivities need the full model (model = 'full')")
     from .track import checks as track_checks
     from .solvers.solve import ensure_solver
     from .track.geometry import Track
@@ -348,6 +360,11 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
              f"({rs.iterations} iterations, {rs.solve_time_s:.1f} s)")
     init_s = time.perf_counter() - t0
     echo(f"  initial guess in {init_s:.1f} s (quasi-steady estimate {info['estimated_time_s']:.2f} s)")
+    if want_sens:
+        from .post.sensitivities import SENSITIVITY_SOLVER_OPTIONS, declare_multiplier_suffixes
+        declare_multiplier_suffixes(m)       # the multipliers come back with the solution
+        # a tighter solve: the active set and the multipliers the sensitivities stand on
+        solver_options = {**SENSITIVITY_SOLVER_OPTIONS, **(solver_options or {})}
     echo(f"solving with {solver} ...")
     rep = solve_model(m, solver=solver, options=solver_options, tee=tee)
     echo(f"  {rep.termination_condition} ({rep.exit_message or rep.message}) after "
@@ -432,16 +449,56 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
                                  if lap is not None and lap > 0 else None)
     where = None
     timing["channels_s"] = time.perf_counter() - t_out
+    sens = None
+    if want_sens and rep.ok:
+        from .post.sensitivities import lap_time_sensitivities
+        sens = lap_time_sensitivities(m)
+        timing["sensitivities_s"] = sens.attrs["time_s"]
+        summary["sensitivities"] = sens.to_dict(orient="records")
+        top = sens.reindex(sens["dT_1pct"].abs().sort_values(ascending=False).index).head(3)
+        echo(f"  sensitivities in {sens.attrs['time_s']:.1f} s; largest, for +1 %: "
+             + ", ".join(f"{r.parameter} {r.dT_1pct * 1e3:+.1f} ms" for r in top.itertuples()))
     if out_dir is not None:
         echo("exporting ...")
         where = _write_or_fallback(out_dir, df, summary, p.as_dict(), rep, echo, n_sectors)
+        if sens is not None:
+            from .post.plots import plot_results
+            plot_results(where, figures=["sensitivities"], echo=echo)
     if not rep.ok:
         kept = (f" Partial results (the last point, marked \"partial\": true) are in {where}/; "
                 f"{out_dir}/ was left untouched." if where is not None else "")
         raise SolveFailedError(f"{solver} did not find an optimal solution: {rep.describe()}.{kept}",
                                rep, where)
     echo(result_line(summary, periodic))
-    return m, rep, df, summary
+    return SectorResults(m, rep, df, summary, sens)
+
+
+class SectorResults(tuple):
+    """What :func:`solve_sector` returns: the tuple ``(model, report, trajectory, summary)``
+    (it unpacks as before) with these four and :attr:`sensitivities` as attributes.
+
+    Attributes
+    ----------
+    model : ConcreteModel
+    report : SolveReport
+    trajectory : DataFrame
+        One row per point (:func:`pyomo_lap.post.results.trajectory_dataframe`).
+    summary : dict
+        ``summary.json``.
+    sensitivities : DataFrame or None
+        With ``sensitivities=True``: d(lap time)/d(parameter) per parameter
+        (:func:`pyomo_lap.post.sensitivities.lap_time_sensitivities`), else None.
+    """
+
+    def __new__(cls, model, report, trajectory, summary, sensitivities=None):
+        self = super().__new__(cls, (model, report, trajectory, summary))
+        self.sensitivities = sensitivities
+        return self
+
+    model = property(lambda self: self[0])
+    report = property(lambda self: self[1])
+    trajectory = property(lambda self: self[2])
+    summary = property(lambda self: self[3])
 
 
 def _write_or_fallback(out_dir: Path, df, summary: dict, params: dict, rep, echo,

@@ -155,7 +155,7 @@ def _checked(values: dict):
 @click.option("--max-iter", type=int, default=None,
               help="solver iteration limit, short for --solver-option max_iter=N "
                    "(default: pyomo_lap.solvers.solve.DEFAULT_IPOPT_OPTIONS)")
-@job_options("repair_track", "track_width")
+@job_options("repair_track", "track_width", "sensitivities")
 def solve(max_iter, quiet, solver_options, ocp_options, **job):
     """Solve the minimum-time problem on a sector (or, with --full-lap, the closed lap) and
     write trajectory.csv, trajectory.parquet, results.xlsx and summary.json to OUT.
@@ -311,7 +311,8 @@ def validate(out_dir, no_feedback, shooting):
               help="a second results folder: speed and time delta against it")
 @click.option("--figure", "figures", multiple=True,
               help="only this figure (repeatable): track_map, racing_line, elevation, speed, "
-                   "controls, attitudes, power, gg, vertical_loads")
+                   "controls, attitudes, power, gg, vertical_loads, sensitivities (a run with "
+                   "--sensitivities)")
 def plot(results_dir, out_dir, pdf, reference, figures):
     """Write the figures of a results folder as PNG (and PDF with --pdf)."""
     from .post.plots import plot_results

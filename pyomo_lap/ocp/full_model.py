@@ -46,7 +46,8 @@ from .common import (OBJECTIVE_SCALE, discretize_on_track, finish_build, new_sec
 from .vehicle_model import VehicleModel, update_problem
 
 __all__ = ["FULL_MODEL", "STATE_NAMES", "RATE_NAMES", "build_full_model", "initialize_full_model",
-           "record_point_rows", "adherence_rows", "PointRows", "RowFamily", "add_recorded_rows"]
+           "record_point_rows", "point_row_list", "adherence_rows", "PointRows", "RowFamily",
+           "add_recorded_rows"]
 
 STATE_NAMES = ("q2", "q3", "q4", "q5", "q6")
 RATE_NAMES = ("q1_dot", "q2_dot", "q3_dot", "q4_dot", "q5_dot", "q6_dot")
@@ -181,34 +182,7 @@ def record_point_rows(p, chain, cfg) -> PointRows:
     rows = []          # (family, key, node, lower, upper, where)
 
     def fn(namer, x):
-        v = dict(zip(POINT_VARIABLES, x["x"]))
-        t = x["track"]
-        tj = TrackJoint(R=[t[0:3], t[3:6], t[6:9]], J=[1.0, 0, 0] + t[9:12],
-                        dJ=[0, 0, 0] + t[12:15], p=[0.0, 0.0, 0.0])
-        q = [0.0] + [v[k] for k in STATE_NAMES]
-        qd = [v[k] for k in RATE_NAMES]
-        u = [v[k] for k in veh.CONTROLS]
-        z = [v[k] for k in veh.ALGEBRAIC]
-        e = veh.car_equations(p, chain, tj, q, qd, u, z, namer=namer)
-        ch = e.channels
-        q1d = v["q1_dot"]
-        for k in STATE_NAMES:
-            rows.append(("ode_q", k, sub(mul(q1d, v[f"d{k}_ds"]), v[f"{k}_dot"]), 0.0, 0.0, "interior"))
-        for k in range(1, 7):
-            rows.append(("ode_qdot", k, sub(mul(q1d, v[f"dq{k}_dot_ds"]), e.qdd[k - 1]), 0.0, 0.0,
-                         "interior"))
-        rows.append(("ode_t", None, mul(q1d, v["dt_ds"]), 1.0, 1.0, "interior"))
-        for k in range(4):
-            rows.append(("loads_eq", k, e.load_residuals[k], 0.0, 0.0, "all"))
-        for k in range(3):
-            rows.append(("inplane_eq", k, e.inplane_residuals[k], 0.0, 0.0, "all"))
-        rows.append(("power_limit", None, ch["power"], None, p.P_max, "all"))
-        for key, body in adherence_rows(p, ch, cfg.adherence):
-            rows.append(("adherence", key, body, None, 0.0, "all"))
-        rows.append(("speed_min", None, ch["v_3x"], cfg.v_min, None, "all"))
-        if not cfg.periodic:
-            for k in range(4, 7):
-                rows.append(("settled_start", k, e.qdd[k - 1], 0.0, 0.0, "first"))
+        rows[:] = point_row_list(p, chain, cfg, x["x"], x["track"], namer)
         return [r[2] for r in rows]
 
     tape, outs = record(fn, groups)
@@ -227,6 +201,62 @@ def record_point_rows(p, chain, cfg) -> PointRows:
                                   tuple(rows[i][3] for i in idx), tuple(rows[i][4] for i in idx),
                                   rows[idx[0]][5]))
     return PointRows(tape=tape, outputs=list(outs), families=families)
+
+
+def point_row_list(p, chain, cfg, x, track, namer=None) -> list:
+    r"""The rows of the OCP at one point (those of :func:`record_point_rows`), on any scalars.
+
+    Parameters
+    ----------
+    p : VehicleParameters (or an object with its fields and properties, e.g. CasADi symbols:
+        :mod:`pyomo_lap.post.sensitivities`)
+    chain : chain.Chain
+        :func:`pyomo_lap.vehicle.car.build_chain` of ``p``.
+    cfg : ConfigDict
+        :data:`OCP_CONFIG` values (``adherence``, ``v_min``, ``periodic``).
+    x : sequence of 33 scalars
+        The point's variables, in the order of :data:`POINT_VARIABLES`.
+    track : sequence of 15 scalars
+        The track numbers, in the order of :data:`TRACK_INPUTS`.
+    namer : callable, optional
+        ``namer(tag, value)`` (see :func:`pyomo_lap.vehicle.car.car_equations`).
+
+    Returns
+    -------
+    list of (family, key, body, lower, upper, where)
+        One tuple per row, in the order of the recorded outputs; ``lower``/``upper`` are
+        None, floats or (``power_limit``) ``p.P_max``.
+    """
+    rows = []
+    v = dict(zip(POINT_VARIABLES, x))
+    t = list(track)
+    tj = TrackJoint(R=[t[0:3], t[3:6], t[6:9]], J=[1.0, 0, 0] + t[9:12],
+                    dJ=[0, 0, 0] + t[12:15], p=[0.0, 0.0, 0.0])
+    q = [0.0] + [v[k] for k in STATE_NAMES]
+    qd = [v[k] for k in RATE_NAMES]
+    u = [v[k] for k in veh.CONTROLS]
+    z = [v[k] for k in veh.ALGEBRAIC]
+    e = veh.car_equations(p, chain, tj, q, qd, u, z, namer=namer)
+    ch = e.channels
+    q1d = v["q1_dot"]
+    for k in STATE_NAMES:
+        rows.append(("ode_q", k, sub(mul(q1d, v[f"d{k}_ds"]), v[f"{k}_dot"]), 0.0, 0.0, "interior"))
+    for k in range(1, 7):
+        rows.append(("ode_qdot", k, sub(mul(q1d, v[f"dq{k}_dot_ds"]), e.qdd[k - 1]), 0.0, 0.0,
+                     "interior"))
+    rows.append(("ode_t", None, mul(q1d, v["dt_ds"]), 1.0, 1.0, "interior"))
+    for k in range(4):
+        rows.append(("loads_eq", k, e.load_residuals[k], 0.0, 0.0, "all"))
+    for k in range(3):
+        rows.append(("inplane_eq", k, e.inplane_residuals[k], 0.0, 0.0, "all"))
+    rows.append(("power_limit", None, ch["power"], None, p.P_max, "all"))
+    for key, body in adherence_rows(p, ch, cfg.adherence):
+        rows.append(("adherence", key, body, None, 0.0, "all"))
+    rows.append(("speed_min", None, ch["v_3x"], cfg.v_min, None, "all"))
+    if not cfg.periodic:
+        for k in range(4, 7):
+            rows.append(("settled_start", k, e.qdd[k - 1], 0.0, 0.0, "first"))
+    return rows
 
 
 def adherence_rows(p, ch, form: str) -> list:
@@ -269,7 +299,9 @@ def adherence_rows(p, ch, form: str) -> list:
             out.append(((w, 0), body))
             continue
         cap = mul(D, cos(ch[f"theta_{w}"]))
-        senses = (-1,) if w.startswith("1") and 0.0 <= p.brake_ratio else (1, -1)
+        # brake_ratio >= 0 (schema): a symbolic one (sensitivities) has the same rows
+        front_brakes = not is_number(p.brake_ratio) or 0.0 <= p.brake_ratio
+        senses = (-1,) if w.startswith("1") and front_brakes else (1, -1)
         for sense in senses:
             out.append(((w, sense), sub(mul(sense * ratio, fx), cap)))
     return out

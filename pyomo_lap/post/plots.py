@@ -20,6 +20,8 @@ file                   content
 ``gg``                 GG diagram: ``a_x`` against ``a_y`` (O3, in the car's frame, without
                        gravity) coloured by speed
 ``vertical_loads``     the four vertical loads ``f_11z``, ``f_12z``, ``f_21z``, ``f_22z``
+``sensitivities``      (runs with ``--sensitivities`` only) tornado chart: the change of the lap
+                       time for +1 % of each parameter (:mod:`pyomo_lap.post.sensitivities`)
 =====================  ==========================================================================
 
 Distances on the horizontal axes are track coordinates ``s`` [m].
@@ -37,7 +39,7 @@ from .results import read_summary, read_trajectory
 
 __all__ = ["plot_results", "compare_runs", "figure_compare", "FIGURES", "figure_track_map", "figure_racing_line",
            "figure_elevation", "figure_speed", "figure_controls", "figure_attitudes",
-           "figure_power", "figure_gg", "figure_vertical_loads", "edges_xy"]
+           "figure_power", "figure_gg", "figure_vertical_loads", "figure_sensitivities", "edges_xy"]
 
 
 def _plt():
@@ -262,6 +264,38 @@ def figure_vertical_loads(df, summary, vehicle=None):
     return fig
 
 
+def figure_sensitivities(df, summary, vehicle=None, n: int = 20):
+    """Tornado chart of the lap-time sensitivities: the change of the lap time for +1 % of
+    each parameter [s] (the summary's ``sensitivities``, :mod:`pyomo_lap.post.sensitivities`),
+    the ``n`` largest in magnitude, largest on top; red slows the car down, green speeds it
+    up. ``friction_scale`` is the track's grip (both friction coefficients scaled).
+
+    Raises
+    ------
+    ValueError
+        The summary has no sensitivities (solve with ``--sensitivities``).
+    """
+    records = summary.get("sensitivities")
+    if not records:
+        raise ValueError("the results have no sensitivities: solve with --sensitivities "
+                         "(solve_sector(..., sensitivities=True))")
+    tab = pd.DataFrame(records)
+    tab = tab.reindex(tab["dT_1pct"].abs().sort_values(ascending=True).index).tail(n)
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 0.32 * len(tab) + 1.6))
+    vals = 1e3 * tab["dT_1pct"].to_numpy()
+    colors = ["tab:red" if v > 0 else "tab:green" for v in vals]
+    ax.barh(range(len(tab)), vals, color=colors)
+    ax.set_yticks(range(len(tab)))
+    ax.set_yticklabels([f"{r.parameter} ({r.value:g} {r.unit})" for r in tab.itertuples()],
+                       fontsize=8)
+    ax.axvline(0.0, color="k", lw=0.8)
+    ax.set_xlabel("change of the lap time for +1 % of the parameter [ms]")
+    ax.grid(axis="x", alpha=0.3)
+    _title(ax, summary, "lap-time sensitivities (from the multipliers)")
+    return fig
+
+
 FIGURES = {
     "track_map": figure_track_map,
     "racing_line": figure_racing_line,
@@ -272,6 +306,7 @@ FIGURES = {
     "power": figure_power,
     "gg": figure_gg,
     "vertical_loads": figure_vertical_loads,
+    "sensitivities": figure_sensitivities,
 }
 """Figure name -> function ``f(df, summary, vehicle) -> matplotlib Figure``."""
 
@@ -335,6 +370,8 @@ def plot_results(results_dir, out_dir=None, formats: Sequence[str] = ("png",),
         raise ValueError(f"unknown figure(s) {unknown}: expected some of {list(FIGURES)}")
     df = read_trajectory(results_dir)
     summary = read_summary(results_dir)
+    if figures is None and not summary.get("sensitivities"):
+        names.remove("sensitivities")     # only for a run with --sensitivities
     vehicle = read_vehicle_sheet(results_dir)
     ref = read_trajectory(reference_dir) if reference_dir is not None else None
     out = Path(out_dir) if out_dir is not None else results_dir / "plots"

@@ -25,7 +25,8 @@ from ..vehicle import car as veh
 from ..ocp.build import RATE_NAMES, STATE_NAMES
 
 __all__ = ["trajectory_dataframe", "UNITS", "write_results", "read_trajectory", "check_output_dir",
-           "sector_times", "TRACK_COLUMNS", "read_summary", "read_parquet_units"]
+           "sector_times", "TRACK_COLUMNS", "read_summary", "read_parquet_units",
+           "sensitivity_sheet", "read_sensitivities", "SENSITIVITY_HEADERS"]
 
 UNITS = {
     "s": "m", "s_sector": "m", "t": "s", "q1": "m", "q2": "m", "q3": "rad", "q4": "m",
@@ -450,7 +451,8 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
     ``results.xlsx`` has the sheets ``summary`` (one row per quantity, grouped as inputs,
     provenance, solver, results, with the sector times), ``channels`` (one row per point, units
     in the headers), ``sectors`` (:func:`sector_times`), ``vehicle`` (all parameters),
-    ``track`` (the track at every point: :data:`TRACK_COLUMNS`) and ``provenance`` (the input
+    ``track`` (the track at every point: :data:`TRACK_COLUMNS`), ``sensitivities`` (when the
+    summary has ``sensitivities``: :func:`sensitivity_sheet`) and ``provenance`` (the input
     files, then one row per step of the track data's processing, assumed value and repair:
     the summary's ``track_processing``, ``track_assumptions``, ``track_repairs``, see
     :func:`pyomo_lap.track.report.provenance_rows`). ``trajectory.parquet`` holds
@@ -520,6 +522,9 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
             tcols = [c for c in TRACK_COLUMNS if c in df.columns]
             _write_rows(xw, "track", _with_units(df[tcols]))
             _provenance_sheet(summary).to_excel(xw, sheet_name="provenance", index=False)
+            if summary.get("sensitivities"):
+                sensitivity_sheet(summary["sensitivities"]).to_excel(
+                    xw, sheet_name="sensitivities", index=False)
         old = parent / f".{target.name}.old-{os.getpid()}"
         try:
             if target.exists():
@@ -561,8 +566,34 @@ def _write_rows(xw, name: str, frame: pd.DataFrame) -> None:
         ws.write_row(i, 0, row)
 
 
-_TRACK_DATA_KEYS = ("track_processing", "track_assumptions", "track_repairs")
-"""Summary keys written to the ``provenance`` sheet, one row per record."""
+_TRACK_DATA_KEYS = ("track_processing", "track_assumptions", "track_repairs", "sensitivities")
+"""Summary keys written to sheets of their own (``provenance``, ``sensitivities``), one row
+per record."""
+
+SENSITIVITY_HEADERS = {
+    "parameter": "parameter", "section": "section", "unit": "unit", "value": "value",
+    "dT_dp": "d lap time / d parameter [s per unit]",
+    "dT_1pct": "change of the lap time for +1 % of the parameter [s]",
+    "dT_dp_entry": "of which through the entry speed [s per unit]",
+    "dobj_dp": "d objective / d parameter (sector time + penalties) [s per unit]",
+}
+"""Headers of the ``sensitivities`` sheet (columns of
+:func:`pyomo_lap.post.sensitivities.lap_time_sensitivities`)."""
+
+
+def sensitivity_sheet(records) -> pd.DataFrame:
+    """The ``sensitivities`` sheet of ``results.xlsx`` from the summary's ``sensitivities``
+    records (or the DataFrame of :func:`pyomo_lap.post.sensitivities.lap_time_sensitivities`):
+    one row per parameter, the headers of :data:`SENSITIVITY_HEADERS`."""
+    frame = pd.DataFrame(records)
+    return frame[[c for c in SENSITIVITY_HEADERS if c in frame]].rename(columns=SENSITIVITY_HEADERS)
+
+
+def read_sensitivities(results_dir) -> pd.DataFrame | None:
+    """The sensitivity table of a results folder (from ``summary.json``), with the columns of
+    :func:`pyomo_lap.post.sensitivities.lap_time_sensitivities`; None if the run had none."""
+    records = read_summary(results_dir).get("sensitivities")
+    return pd.DataFrame(records) if records else None
 
 
 def _provenance_sheet(summary: dict) -> pd.DataFrame:

@@ -160,6 +160,12 @@ class ABAResult:
     W3J: list
 
 
+def _scalar(x):
+    """``float(x)`` for a number; a symbol (CasADi, for the parameter sensitivities of
+    :mod:`pyomo_lap.post.sensitivities`) is kept as it is."""
+    return float(x) if is_number(x) else x
+
+
 def vehicle_chain(*, h_vip: float, unsprung_mass: float, unsprung_com_height: float,
                   unsprung_inertia: Sequence[float], sprung_mass: float,
                   sprung_com_height: float, sprung_inertia: Sequence[float],
@@ -196,30 +202,30 @@ def vehicle_chain(*, h_vip: float, unsprung_mass: float, unsprung_com_height: fl
         If a mass or a principal moment is not positive.
     """
     for name, val in [("unsprung_mass", unsprung_mass), ("sprung_mass", sprung_mass)]:
-        if not val > 0:
+        if is_number(val) and not val > 0:
             raise ValueError(f"{name} must be > 0 kg, got {val!r}")
     for name, vals in [("unsprung_inertia", unsprung_inertia), ("sprung_inertia", sprung_inertia)]:
-        if len(vals) != 3 or not all(v > 0 for v in vals):
+        if len(vals) != 3 or not all(v > 0 for v in vals if is_number(v)):
             raise ValueError(f"{name} must be 3 positive moments [kg m^2], got {vals!r}")
     I = lie.IDENTITY
     joints = {
         2: Joint("q2", (0, 1, 0, 0, 0, 0), I),
         3: Joint("q3", (0, 0, 0, 0, 0, 1), I),
-        4: Joint("q4", (0, 0, 1, 0, 0, 0), (lie.IDENTITY[0], (0, 0, float(h_vip)))),
+        4: Joint("q4", (0, 0, 1, 0, 0, 0), (lie.IDENTITY[0], (0, 0, _scalar(h_vip)))),
         5: Joint("q5", (0, 0, 0, 0, 1, 0), I),
         6: Joint("q6", (0, 0, 0, 1, 0, 0), I),
     }
 
     def diag(v):
-        return [[float(v[0]), 0, 0], [0, float(v[1]), 0], [0, 0, float(v[2])]]
+        return [[_scalar(v[0]), 0, 0], [0, _scalar(v[1]), 0], [0, 0, _scalar(v[2])]]
 
     inertia = {
-        3: lie.spatial_inertia(float(unsprung_mass), (0, 0, float(unsprung_com_height)),
+        3: lie.spatial_inertia(_scalar(unsprung_mass), (0, 0, _scalar(unsprung_com_height)),
                                diag(unsprung_inertia)),
-        6: lie.spatial_inertia(float(sprung_mass), (0, 0, float(sprung_com_height)),
+        6: lie.spatial_inertia(_scalar(sprung_mass), (0, 0, _scalar(sprung_com_height)),
                                diag(sprung_inertia)),
     }
-    return Chain(joints=joints, inertia=inertia, gravity=float(gravity))
+    return Chain(joints=joints, inertia=inertia, gravity=_scalar(gravity))
 
 
 def _name_vec(nm: Namer, tag: str, v):

@@ -37,7 +37,7 @@ from typing import Callable, Optional, Sequence
 
 from ..spatial import chain as chain_mod
 from ..spatial import lie
-from ..spatial.backend import add, atan, cos, mul, sin, sub, total
+from ..spatial.backend import add, atan, cos, is_number, mul, sin, sub, total
 from .schema import VehicleFileError, VehicleParameters, read_vehicle_file
 
 __all__ = ["VehicleParameters", "VehicleFileError", "load_vehicle", "available_vehicles", "models_dir",
@@ -158,7 +158,7 @@ def tyre_lateral_angle(p: VehicleParameters, alpha, fz):
     D = peak_force(p, fz)
     c_alpha = mul(p.pK1 * p.Fz0, sin(mul(2.0, atan(mul(1.0 / (p.pK2 * p.Fz0), fz)))))
     Ba = c_alpha * alpha / (p.C * D)
-    if p.E == 0:
+    if is_number(p.E) and p.E == 0:     # a symbolic E (sensitivities) keeps its term
         arg = atan(Ba)
     else:
         arg = atan(sub(Ba, mul(p.E, sub(Ba, atan(Ba)))))

@@ -1,0 +1,704 @@
+r"""Lap-time sensitivities from one solve: :math:`dT^*/dp` for every numeric parameter of the
+vehicle file and for the track's friction scale, from the optimal solution's multipliers.
+
+Two derivatives come out: of the optimal **objective** :math:`f^*` (sector time plus the
+penalties of eq (41)) by the envelope theorem, column ``dobj_dp``, and of the **sector time**
+:math:`T` itself at the optimum (column ``dT_dp``), by one adjoint solve of the KKT system
+(:func:`_sector_time_adjoint`), which also needs the Hessian of the Lagrangian. They differ by
+the penalties' change with the parameter (0.01-3 % of ``dT_dp`` for the parameters that matter
+on the default job, more for those that hardly matter: README, "Lap-time sensitivities").
+
+Method for the objective (envelope theorem)
+-------------------------------------------
+At a local optimum :math:`x^*` of :math:`\min f(x)` s.t. :math:`c(x; p) = b`, bounds
+:math:`x_L(p) \le x \le x_U(p)`, with multipliers that satisfy the KKT conditions, the
+derivative of the optimal objective with respect to a parameter is the partial derivative of
+the Lagrangian at the optimum (x and the multipliers held fixed):
+
+.. math::
+    \frac{df^*}{dp} = -\sum_i y_i \frac{\partial (c_i - b_i)}{\partial p}
+                      + \sum_j z_{L,j}\frac{\partial x_{L,j}}{\partial p}
+                      + \sum_j z_{U,j}\frac{\partial x_{U,j}}{\partial p}
+                      + \frac{\partial f^*}{\partial v_0}\,\frac{dv_0}{dp}
+
+in Pyomo's sign conventions (those of :mod:`pyomo_lap.solvers.lap_solver`): the dual
+:math:`y_i` of a row is :math:`\partial f^*/\partial b_i`, ``ipopt_zL_out`` :math:`\ge 0` and
+``ipopt_zU_out`` :math:`\le 0` are :math:`\partial f^*` over the active lower / upper bound.
+It holds where the active set does not change with :math:`p` (strict complementarity) and the
+second-order conditions hold; the finite-difference tests (``tests/test_sensitivities.py``)
+check it against re-solves.
+
+How each part is computed (nothing is re-solved, nothing is differenced except the entry
+speed; the same pieces serve the sector time's adjoint, see "What is and is not counted"):
+
+* **The per-point rows** of the full model (spatial DAE, loads, in-plane equations, power
+  limit with its bound :math:`P_{max}`, adherence, minimum speed, settled start:
+  :func:`pyomo_lap.ocp.full_model.point_row_list`, the very function the model's tape is
+  recorded from) are evaluated once more with the vehicle parameters as CasADi ``SX``
+  symbols instead of numbers (the chain's masses, inertias and heights, eq (19)'s
+  stiffness and damping, aero, tyre, brake ratio: everything
+  :func:`pyomo_lap.vehicle.car.car_equations` uses). The gradient of
+  :math:`\sum_i y_i (c_i - b_i)` with respect to the parameters comes by reverse-mode AD at
+  every point (one mapped function), exact to rounding.
+* **Variable bounds that depend on the car** (:func:`bound_functions`): steer
+  :math:`\pm\delta_{max}`, vertical loads :math:`[f_{z,min}, 20 m g]`, the traction / brake
+  force bounds :math:`3 m g \max(\mu_{x0}, \mu_{y0})` (never active), and the track limits
+  :math:`|q_2| \le w - \text{width}/2 - \text{margin}`; checked against the model's bounds
+  before use.
+* **The entry speed** of an open sector (``initial_speed="quasi-steady"``): ``q1_dot`` at
+  the start is fixed to the quasi-steady estimate :math:`v_0(p)`
+  (:func:`pyomo_lap.ocp.common.entry_speed`). Its multiplier is the reduced gradient
+  :math:`\partial f^*/\partial v_0 = -\sum_i y_i \partial c_i/\partial v_0` over the rows
+  that hold it (the first point's rows, by AD, and pyomo.dae's collocation equations of the
+  first element, which are linear); :math:`dv_0/dp` is a central difference of
+  :func:`~pyomo_lap.ocp.common.entry_speed` (a point-mass estimate, no solve). Column
+  ``dT_dp_entry`` holds this part. A closed lap or a given entry speed has none.
+* **The friction scale** ``friction_scale`` (row of section ``track``): the track has no
+  friction of its own in this model; a scale :math:`\sigma` of the road's grip multiplies both
+  tyre friction coefficients, :math:`\mu_{x0}, \mu_{y0} \to \sigma\mu_{x0}, \sigma\mu_{y0}`, so
+  at :math:`\sigma = 1`: :math:`dT/d\sigma = \mu_{x0}\, dT/d\mu_{x0} + \mu_{y0}\, dT/d\mu_{y0}`
+  (exact).
+
+What is and is not counted
+--------------------------
+* The objective is the sector time plus the penalties of eq (41) (steering jumps
+  :math:`K_\delta`, complementarity :math:`K_f`): the multipliers are those of this
+  objective, so the envelope theorem gives the derivatives of the optimal objective
+  (``dobj_dp``), penalties included (they depend on the parameters only through the optimal
+  trajectory). ``dT_dp`` is the sector time's: with the active set fixed, the optimum moves by
+  :math:`dx = -K^{-1}[\nabla^2_{xp}L; \partial c_A/\partial p]\,dp` (:math:`K` the KKT
+  matrix at the solution, active rows and bounds as equalities), and one solve of
+  :math:`K[u; v] = [\nabla T; 0]` gives :math:`dT/dp = -(u^T\nabla^2_{xp}L + v^T\partial
+  c_A/\partial p)` for every parameter at once (sIPOPT's sensitivity system; Pirnay, Lopez-Negrete,
+  Biegler, *Optimal sensitivity based on IPOPT*, Math. Prog. Comp. 4 (2012) 307-331). The
+  tests compare both against finite differences of re-solves. The objective's scaling
+  (``scaling_factor``, about 1000) is IPOPT's business: the duals Pyomo receives are those of
+  the unscaled problem (seconds). Should the KKT matrix be singular (degenerate active set),
+  ``dT_dp`` falls back to ``dobj_dp`` with a :class:`RuntimeWarning` (``attrs["method"]``).
+* ``gravity`` and ``name``/``description`` are not parameters of the vehicle file
+  (:data:`pyomo_lap.vehicle.schema.SECTIONS`) and are not listed.
+* The initial guess, the mesh and the scaling depend on the car but not the optimum; they
+  are not counted.
+* Only the full model (``model="full"``) is supported; the single-track model's rows are not
+  written as a function of the parameters (:class:`NotImplementedError`).
+* User rows added to the model after the build are counted only if they do not depend on the
+  vehicle parameters (they are not seen here).
+
+Sources: A. V. Fiacco, *Introduction to Sensitivity and Stability Analysis in Nonlinear
+Programming* (1983), Thm 3.4.1; J. Nocedal, S. J. Wright, *Numerical Optimization*, 2nd ed.,
+sec. 12.8 (the meaning of the multipliers); IPOPT's bound-multiplier convention,
+https://coin-or.github.io/Ipopt/ (``ipopt_zL_out``/``ipopt_zU_out``).
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Optional
+
+import numpy as np
+import pyomo.environ as pyo
+
+from ..spatial.backend import is_number
+from ..vehicle.schema import SECTIONS, VehicleParameters
+
+__all__ = ["PARAMETERS", "SENSITIVITY_COLUMNS", "SENSITIVITY_SOLVER_OPTIONS",
+           "FD_SOLVER_OPTIONS", "finite_difference", "declare_multiplier_suffixes",
+           "lap_time_sensitivities", "bound_functions", "parameter_unit"]
+
+PARAMETERS = tuple(attr for keys in SECTIONS.values() for attr in keys.values())
+"""The numeric parameters of a vehicle file (:data:`pyomo_lap.vehicle.schema.SECTIONS`, in
+file order): the vehicle rows of the sensitivity table."""
+
+SECTION_OF = {attr: sec for sec, keys in SECTIONS.items() for attr in keys.values()}
+
+SENSITIVITY_COLUMNS = {
+    "parameter": "name of the parameter (VehicleParameters field, or friction_scale)",
+    "section": "section of the vehicle file ([mass], [tyre] ...) or 'track'",
+    "unit": "unit of the parameter",
+    "value": "value of the parameter [unit]",
+    "dT_dp": "d(lap time)/d(parameter): the sector time at the optimum [s per unit]",
+    "dT_1pct": "change of the lap time for +1 % of the parameter, 0.01 value dT/dp [s]",
+    "dT_dp_entry": "part of dT_dp through the entry speed of an open sector [s per unit]",
+    "dobj_dp": "d(objective)/d(parameter), the objective = sector time + penalties of eq (41), "
+               "by the envelope theorem [s per unit]",
+}
+"""Columns of the sensitivity table and their meaning."""
+
+_BOUND_FAMILIES = ("delta", "f_11z", "f_12z", "f_21z", "f_22z", "f_xa", "f_xb", "q2")
+
+
+def parameter_unit(name: str) -> str:
+    """Unit of a vehicle parameter (its schema's ``unit``), ``"-"`` for ``friction_scale``."""
+    if name == "friction_scale":
+        return "-"
+    extra = VehicleParameters.model_fields[name].json_schema_extra or {}
+    return extra.get("unit", "")
+
+
+def declare_multiplier_suffixes(m) -> None:
+    """Declare the import suffixes the sensitivities need before the solve: ``dual``, ``rc``,
+    ``ipopt_zL_out``, ``ipopt_zU_out`` (kept if already there)."""
+    for name in ("dual", "rc", "ipopt_zL_out", "ipopt_zU_out"):
+        if m.component(name) is None:
+            m.add_component(name, pyo.Suffix(direction=pyo.Suffix.IMPORT))
+
+
+class _SymbolicVehicle:
+    """The fields of a :class:`VehicleParameters` as given objects (CasADi symbols), with its
+    derived quantities (``l``, ``m_s``, ``h_vip``, ``suspension`` ...) computed by the same
+    property code."""
+
+    l = VehicleParameters.l
+    m_s = VehicleParameters.m_s
+    h_vip = VehicleParameters.h_vip
+    unsprung_inertia = VehicleParameters.unsprung_inertia
+    suspension = VehicleParameters.suspension
+    static_loads = VehicleParameters.static_loads
+
+    def __init__(self, p: VehicleParameters, symbols: dict):
+        for k, v in p.model_dump().items():
+            setattr(self, k, symbols.get(k, v))
+
+
+class _AttributeSpy:
+    """A :class:`VehicleParameters` that records the names of the attributes read from it."""
+
+    def __init__(self, p):
+        self._p = p
+        self.used = set()
+
+    def __getattr__(self, name):
+        self.used.add(name)
+        return getattr(self._p, name)
+
+
+def bound_functions(p, cfg) -> dict:
+    """The bounds of the model's variables that depend on the car, as functions of ``p``
+    (numbers or symbols), the same formulas as the builder's
+    (:func:`pyomo_lap.ocp.full_model.build_full_model`,
+    :func:`pyomo_lap.ocp.common.discretize_on_track`).
+
+    Returns
+    -------
+    dict
+        ``name -> (lb, ub)``; for ``q2`` the offsets added to the track's widths:
+        ``lb = -w_right + offset``, ``ub = w_left - offset`` with ``offset`` returned in both
+        places [m]; ``None`` where the bound does not depend on ``p``.
+    """
+    import casadi as ca
+    mu = (ca.fmax(p.mu_x0, p.mu_y0) if not is_number(p.mu_x0) or not is_number(p.mu_y0)
+          else max(p.mu_x0, p.mu_y0))
+    fmax = 3 * p.m * p.gravity * mu
+    fz_max = 20 * p.m * p.gravity
+    half = 0.5 * p.width + cfg.track_margin
+    out = {"delta": (-p.delta_max, p.delta_max), "f_xa": (None, fmax), "f_xb": (-fmax, None),
+           "q2": (half, half)}
+    for w in ("11", "12", "21", "22"):
+        out[f"f_{w}z"] = (p.fz_min, fz_max)
+    return out
+
+
+def _check_bounds(m, p, cfg) -> None:
+    """The model's bounds are those of :func:`bound_functions` (a changed builder must be
+    followed here)."""
+    b = bound_functions(p, cfg)
+    tp = m.problem.track_points
+    sigma = sorted(m.s)
+    for name in _BOUND_FAMILIES:
+        comp = m.component(name)
+        lo, up = b[name]
+        for i, s in enumerate(sigma):
+            v = comp[s]
+            if v.fixed:
+                continue
+            if name == "q2":
+                want = (-(tp.width_right[i] - lo), tp.width_left[i] - up)
+            else:
+                want = (lo, up)
+            for got, exp in ((v.lb, want[0]), (v.ub, want[1])):
+                if exp is not None and (got is None or abs(got - float(exp)) > 1e-9 * max(1.0, abs(float(exp)))):
+                    raise RuntimeError(f"the bound of {v.name} is {got}, the sensitivities expect "
+                                       f"{float(exp)}: pyomo_lap.post.sensitivities.bound_functions "
+                                       "does not follow the builder")
+
+
+def _model_rows(m, rec, families_rows):
+    """The model's constraint of every (row, point), as in the builder: ``[j][i] -> ConstraintData
+    or None``."""
+    sigma = rec.points
+    n = len(sigma)
+    where = {"all": range(n), "interior": range(1, n), "first": range(0, 1)}
+    table = []
+    for fam, key, wh in families_rows:
+        comp = m.component(fam)
+        col = [None] * n
+        for i in where[wh]:
+            s = sigma[i]
+            if wh == "first":
+                ix = key
+            elif key is None:
+                ix = s
+            else:
+                ix = key + (s,) if isinstance(key, tuple) else (key, s)
+            if comp is not None and ix in comp:
+                col[i] = comp[ix]
+        table.append(col)
+    return table
+
+
+def lap_time_sensitivities(m, parameters=None, entry_step: float = 1e-4):
+    """:math:`dT^*/dp` of a solved full model for the parameters of its vehicle file and the
+    friction scale, from the multipliers (module docstring: method, what is counted).
+
+    Parameters
+    ----------
+    m : ConcreteModel
+        A full model (:func:`pyomo_lap.ocp.build.build_model`, ``model="full"``) solved to
+        optimality with the suffixes ``dual``, ``ipopt_zL_out`` and ``ipopt_zU_out`` declared
+        before the solve (:func:`declare_multiplier_suffixes`; ``solve_sector(...,
+        sensitivities=True)`` does this).
+    parameters : sequence of str, optional
+        Subset of :data:`PARAMETERS` (and ``"friction_scale"``); default all.
+    entry_step : float
+        Relative step of the central difference of the entry speed (absolute for a
+        parameter whose value is 0).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per parameter, columns :data:`SENSITIVITY_COLUMNS` (``dT_dp``: the sector
+        time's derivative, ``dobj_dp``: the objective's); ``attrs`` holds ``objective_s``,
+        ``lap_time_s``, ``entry_speed_multiplier`` (:math:`\\partial f^*/\\partial v_0` [s per
+        m/s] or None), ``method`` (``"adjoint"``, or the fallback), ``adjoint`` (KKT size,
+        active rows and bounds, residual, time) and ``time_s`` (the computation's wall time).
+
+    Raises
+    ------
+    NotImplementedError
+        Not a full model, or built with the option ``lift``.
+    ValueError
+        The model carries no duals (suffixes not declared before the solve, or not solved)
+        or an unknown parameter name.
+    RuntimeError
+        The model's bounds differ from :func:`bound_functions`.
+    """
+    import casadi as ca
+    import pandas as pd
+    from ..ocp.full_model import POINT_VARIABLES, TRACK_INPUTS, point_row_list
+    from ..vehicle.car import build_chain
+
+    t0 = time.perf_counter()
+    prob = m.problem
+    if prob.vehicle_model.name != "full" or prob.point_rows is None:
+        raise NotImplementedError("lap-time sensitivities need the full model (model='full')")
+    cfg = prob.options
+    if cfg.lift:
+        raise NotImplementedError("lap-time sensitivities of a model built with the option 'lift'")
+    dual = m.component("dual")
+    zl, zu = m.component("ipopt_zL_out"), m.component("ipopt_zU_out")
+    if dual is None or zl is None or zu is None or len(dual) == 0:
+        raise ValueError("the model carries no multipliers: declare the suffixes with "
+                         "pyomo_lap.post.sensitivities.declare_multiplier_suffixes(m) before "
+                         "solving it to optimality")
+    p = prob.vehicle
+    wanted = list(PARAMETERS) + ["friction_scale"] if parameters is None else list(parameters)
+    for name in wanted:
+        if name not in PARAMETERS and name != "friction_scale":
+            raise ValueError(f"unknown parameter {name!r}: expected one of "
+                             f"{', '.join(PARAMETERS)}, friction_scale")
+    names = list(PARAMETERS)
+    npar = len(names)
+    P = ca.SX.sym("p", npar)
+    sym = _SymbolicVehicle(p, {k: P[i] for i, k in enumerate(names)})
+    rec = prob.point_rows
+    nv, nt = len(POINT_VARIABLES), len(TRACK_INPUTS)
+    W = ca.SX.sym("w", nv)
+    T = ca.SX.sym("track", nt)
+    rows = point_row_list(sym, build_chain(sym), cfg, [W[i] for i in range(nv)],
+                          [T[i] for i in range(nt)])
+    g, fam_rows = [], []
+    for fam, key, body, lo, up, wh in rows:
+        if is_number(body):
+            continue
+        bound = lo if lo is not None and not is_number(lo) else (up if up is not None and not is_number(up) else 0)
+        g.append(body - bound)
+        fam_rows.append((fam, key, wh))
+    G = ca.vertcat(*g)
+    D = ca.SX.sym("d", G.numel())
+    U = ca.SX.sym("u", nv)
+    lag = ca.dot(D, G)                       # sum_i d_i g_i at one point
+    lag_u = ca.dot(ca.gradient(lag, W), U)   # its derivative in w along u
+    iq1 = POINT_VARIABLES.index("q1_dot")
+    F = ca.Function("dlag", [W, T, P, D, U], [ca.gradient(lag, P), ca.gradient(lag, W[iq1]),
+                                              ca.gradient(lag_u, P), ca.gradient(lag_u, W[iq1])])
+
+    # the point's values, track numbers and duals
+    sigma = rec.points
+    n = len(sigma)
+    comps = [m.component(k) for k in POINT_VARIABLES]
+    Wv = np.array([[pyo.value(c[s]) for s in sigma] for c in comps])
+    Tv = np.asarray(rec.track_values, dtype=float).T
+    cons = _model_rows(m, rec, fam_rows)
+    Dv = np.array([[dual.get(c, 0.0) if c is not None else 0.0 for c in col] for col in cons])
+    p0 = np.array([getattr(p, k) for k in names], dtype=float)
+    Fm = F.map(n, "serial")
+    PP = np.tile(p0[:, None], (1, n))
+    gp, gw, _, _ = Fm(Wv, Tv, PP, Dv, np.zeros((nv, n)))
+    grad_rows = -np.asarray(gp).sum(axis=1)           # -sum y dc/dp
+
+    # variable bounds that depend on p
+    _check_bounds(m, p, cfg)
+    bsym = bound_functions(sym, cfg)
+    grad_bounds = np.zeros(npar)
+    bound_mult = _bound_multipliers(m, zl, zu)
+    for name in _BOUND_FAMILIES:
+        comp = m.component(name)
+        lo, up = bsym[name]
+        zlo, zup = (np.array(a) for a in zip(*(bound_mult(comp[s]) for s in sigma)))
+        if name == "q2":      # lb = -w_r + offset, ub = w_l - offset
+            dlo = np.asarray(ca.evalf(ca.substitute(ca.jacobian(lo, P), P, p0))).ravel()
+            grad_bounds += zlo.sum() * dlo - zup.sum() * dlo
+            continue
+        for bnd, z in ((lo, zlo), (up, zup)):
+            if bnd is None or is_number(bnd):
+                continue
+            db = np.asarray(ca.evalf(ca.substitute(ca.jacobian(bnd, P), P, p0))).ravel()
+            grad_bounds += z.sum() * db
+
+    # the entry speed
+    grad_entry = np.zeros(npar)
+    dv0_dp = np.zeros(npar)
+    v0_mult = None
+    first = sigma[0]
+    if prob.initial_speed is not None and cfg.initial_speed == "quasi-steady":
+        v0_mult = -float(np.asarray(gw)[0, 0])
+        v0_mult -= _collocation_part(m, m.q1_dot[first], dual)
+        from ..ocp.common import entry_speed
+        vmax = m.q1_dot[first].ub
+        spy = _AttributeSpy(p)      # the fields the estimate reads: the others give 0
+        entry_speed(prob.track, spy, cfg, vmax)
+        used = set(names) if spy.used - set(names) - {"gravity"} else spy.used
+        for i, k in enumerate(names):
+            if k not in used:
+                continue
+            val = getattr(p, k)
+            h = entry_step * abs(val) if val != 0 else entry_step
+            try:
+                vp = entry_speed(prob.track, p.replace(**{k: val + h}), cfg, vmax)
+                vm = entry_speed(prob.track, p.replace(**{k: val - h}), cfg, vmax)
+            except ValueError:    # at the edge of the schema's range: one-sided
+                try:
+                    vp = entry_speed(prob.track, p.replace(**{k: val + h}), cfg, vmax)
+                    vm, h = prob.initial_speed, h / 2
+                except ValueError:
+                    vp, h = prob.initial_speed, h / 2
+                    vm = entry_speed(prob.track, p.replace(**{k: val - h * 2}), cfg, vmax)
+            dv0_dp[i] = (vp - vm) / (2 * h)
+            grad_entry[i] = v0_mult * dv0_dp[i]
+    dobj = grad_rows + grad_bounds + grad_entry
+
+    # the sector time itself: one adjoint solve of the KKT system
+    method = "adjoint"
+    try:
+        dT, dT_v0, info = _sector_time_adjoint(
+            m, F=Fm, Wv=Wv, Tv=Tv, PP=PP, Dv=Dv, cons=cons, comps=comps, sigma=sigma,
+            bsym=bsym, P=P, p0=p0, bound_mult=bound_mult,
+            v0=m.q1_dot[first] if v0_mult is not None else None)
+        entry = dT_v0 * dv0_dp
+        dT = dT + entry
+    except (RuntimeError, ValueError, NotImplementedError, np.linalg.LinAlgError) as exc:
+        warnings.warn(f"the sector time's derivatives could not be computed ({exc}); dT_dp holds "
+                      "the objective's (penalties included)", RuntimeWarning, stacklevel=2)
+        dT, entry, info, method = dobj, grad_entry, {}, f"objective (adjoint failed: {exc})"
+
+    def per_name(vec):
+        d = dict(zip(names, vec))
+        d["friction_scale"] = p.mu_x0 * d["mu_x0"] + p.mu_y0 * d["mu_y0"]
+        return d
+    by_name, entry_by_name, obj_by_name = per_name(dT), per_name(entry), per_name(dobj)
+    records = []
+    for name in wanted:
+        value = 1.0 if name == "friction_scale" else float(getattr(p, name))
+        records.append({"parameter": name,
+                        "section": "track" if name == "friction_scale" else SECTION_OF[name],
+                        "unit": parameter_unit(name), "value": value,
+                        "dT_dp": float(by_name[name]), "dT_1pct": 0.01 * value * float(by_name[name]),
+                        "dT_dp_entry": float(entry_by_name[name]),
+                        "dobj_dp": float(obj_by_name[name])})
+    df = pd.DataFrame.from_records(records, columns=list(SENSITIVITY_COLUMNS))
+    df.attrs.update(objective_s=float(pyo.value(m.objective)), lap_time_s=float(pyo.value(m.lap_time)),
+                    entry_speed_multiplier=v0_mult, method=method, adjoint=info,
+                    time_s=time.perf_counter() - t0)
+    return df
+
+
+def _sector_time_adjoint(m, *, F, Wv, Tv, PP, Dv, cons, comps, sigma, bsym, P, p0, bound_mult, v0):
+    r""":math:`dT^*/dp` of the sector time :math:`T` (not the objective) by one adjoint solve.
+
+    With the active set fixed, the optimum moves with :math:`p` as
+    :math:`K\,[dx; d\lambda] = -[
+abla^2_{xp}L; \partial c_A/\partial p]\,dp`, where
+    :math:`K = [[H, A^T], [A, 0]]` is the KKT matrix at the solution (:math:`H` the Hessian of
+    the Lagrangian, :math:`A` the Jacobian of the equality rows, of the active inequality rows
+    and of the active bounds). With :math:`K [u; v] = [
+abla T; 0]`:
+    :math:`dT/dp = -(u^T 
+abla^2_{xp} L + v^T \partial c_A/\partial p)`. :math:`H`, :math:`A`
+    come from :class:`pyomo_lap.solvers.lap_nlp.LapNLP` (the compiled functions of the
+    solve), :math:`
+abla^2_{xp} L` and :math:`\partial c/\partial p` from the per-point rows
+    with symbolic parameters (AD). A row or bound is active when its scaled multiplier exceeds
+    its scaled slack (their product is IPOPT's final barrier parameter).
+
+    Returns
+    -------
+    (ndarray (n_par,), float, dict)
+        :math:`dT/dp` without the entry speed's part, :math:`dT/dv_0` [s per m/s] (0 without a
+        fixed entry speed), and figures (sizes, times, the solve's relative residual).
+
+    Raises
+    ------
+    RuntimeError
+        The KKT system is singular or its solve inaccurate (residual above 1e-8).
+    """
+    import casadi as ca
+    import scipy.sparse as sp
+    import scipy.sparse.linalg as spl
+    from pyomo.repn import generate_standard_repn
+    from ..solvers.lap_nlp import LapNLP
+
+    t0 = time.perf_counter()
+    dual = m.dual
+    nlp = LapNLP(m, verify_points=2)
+    x = np.array([v.value for v in nlp.variables], dtype=float)
+    nx, ng = x.size, len(nlp.constraints)
+    row_of = {id(c): r for r, c in enumerate(nlp.constraints)}
+    col_of = {id(v): k for k, v in enumerate(nlp.variables)}
+    y = np.array([dual.get(c, 0.0) for c in nlp.constraints])   # Pyomo's: df*/db = -lambda
+    hv = np.empty(nlp.hess_rows.size)
+    nlp.hessian(x, 1.0, -y * nlp.sense, hv)
+    Hl = sp.coo_matrix((hv, (nlp.hess_rows, nlp.hess_cols)), shape=(nx, nx)).tocsr()
+    H = Hl + Hl.T - sp.diags(Hl.diagonal())
+    jv = np.empty(nlp.jac_rows.size)
+    nlp.jacobian(x, jv)
+    J = sp.coo_matrix((jv, (nlp.jac_rows, nlp.jac_cols)), shape=(ng, nx)).tocsr()
+    gval = np.empty(ng)
+    nlp.constraints_eval(x, gval)
+    gs = nlp.g_scaling if nlp.g_scaling is not None else np.ones(ng)
+    xs = nlp.x_scaling if nlp.x_scaling is not None else np.ones(nx)
+    fs = nlp.obj_scaling or 1.0
+    slack = np.minimum(np.abs(gval - nlp.g_lb), np.abs(gval - nlp.g_ub))
+    active_row = (nlp.g_lb == nlp.g_ub) | (np.abs(y) * fs / gs > slack * gs)
+    z = np.array([bound_mult(v) for v in nlp.variables]).reshape(nx, 2)
+    act_lo = np.isfinite(nlp.x_lb) & (z[:, 0] * fs / xs > (x - nlp.x_lb) * xs)
+    act_up = np.isfinite(nlp.x_ub) & (-z[:, 1] * fs / xs > (nlp.x_ub - x) * xs)
+    ar = np.flatnonzero(active_row)
+    ab = np.flatnonzero(act_lo | act_up)
+    E = sp.coo_matrix((np.ones(ab.size), (np.arange(ab.size), ab)), shape=(ab.size, nx))
+    A = sp.vstack([J[ar], E]).tocsr()
+    na = A.shape[0]
+    # -1e-12 on the multipliers' block, as IPOPT's delta_c: redundant active rows (an active
+    # bound that an equality also fixes) would make K singular; the solution's residual is
+    # checked below
+    K = sp.bmat([[H, A.T], [A, -1e-12 * sp.identity(na)]], format="csc")
+    rhs = np.zeros(nx + na)
+    repn = generate_standard_repn(m.lap_time.expr, compute_values=True)
+    for v, c in zip(repn.linear_vars, repn.linear_coefs):
+        if id(v) in col_of:
+            rhs[col_of[id(v)]] += c
+    t1 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", spl.MatrixRankWarning)
+        try:
+            sol = spl.spsolve(K, rhs)
+        except spl.MatrixRankWarning as exc:
+            raise RuntimeError(f"the KKT matrix is singular ({exc})") from None
+    resid = float(np.linalg.norm(K @ sol - rhs) / max(np.linalg.norm(rhs), 1e-300))
+    if not np.all(np.isfinite(sol)) or resid > 1e-8:
+        raise RuntimeError(f"the KKT solve is inaccurate (relative residual {resid:.1e})")
+    u, v = sol[:nx], sol[nx:]
+    vr = np.zeros(ng)
+    vr[ar] = v[:ar.size]
+    vb = np.zeros(nx)
+    vb[ab] = v[ar.size:]
+    Vv = np.array([[vr[row_of[id(c)]] if c is not None and id(c) in row_of else 0.0 for c in col]
+                   for col in cons])
+    Uv = np.array([[u[col_of[id(c[s])]] if id(c[s]) in col_of else 0.0 for s in sigma]
+                   for c in comps])
+    _, _, hu_p, hu_v0 = F(Wv, Tv, PP, Dv, Uv)            # d/dp, d/dv0 of u . grad_w (y . g)
+    gv_p, gv_v0, _, _ = F(Wv, Tv, PP, Vv, np.zeros_like(Uv))   # d/dp, d/dv0 of v . g
+    # L_xp = -d_w (y . g_p) (Pyomo's y = -lambda): -u' L_xp = +hu; -v' c_p = -gv
+    dT = np.asarray(hu_p).sum(axis=1) - np.asarray(gv_p).sum(axis=1)
+    # active bounds x_j = b_j(p): c_p = -db/dp
+    for name in _BOUND_FAMILIES:
+        comp = m.component(name)
+        lo, up = bsym[name]
+        for s in sigma:
+            k = col_of.get(id(comp[s]))
+            if k is None or vb[k] == 0.0:
+                continue
+            b = lo if act_lo[k] else up
+            if b is None or is_number(b):
+                continue
+            db = np.asarray(ca.evalf(ca.substitute(ca.jacobian(b, P), P, p0))).ravel()
+            if name == "q2" and not act_lo[k]:     # ub = w_left - offset
+                db = -db
+            dT += vb[k] * db
+    dT_v0 = 0.0
+    if v0 is not None:      # the entry speed, a fixed variable: rows of the first point, collocation
+        dT_v0 = float(np.asarray(hu_v0)[0, 0]) - float(np.asarray(gv_v0)[0, 0])
+        dT_v0 -= _collocation_part(m, v0, {c: vr[row_of[id(c)]] for c in nlp.constraints
+                                           if vr[row_of[id(c)]] != 0.0})
+    info = {"kkt_size": int(nx + na), "active_rows": int(ar.size), "active_bounds": int(ab.size),
+            "residual": resid, "time_s": time.perf_counter() - t0, "solve_s": time.perf_counter() - t1}
+    return dT, dT_v0, info
+
+
+def _bound_multipliers(m, zl, zu):
+    """``var -> (z_L, z_U)``, :math:`\\partial f^*` over the variable's lower and upper bound.
+
+    From ``ipopt_zL_out`` / ``ipopt_zU_out`` (``lap_ipopt``, the classic ``ipopt``), unless the
+    model's ``rc`` (reduced costs, :math:`z_L + z_U`) disagrees with them: Pyomo's
+    ``ipopt_v2`` (6.10) returns the bound multipliers of the problem its NL writer scaled
+    (``scaling_factor``) but unscaled reduced costs; then the reduced cost is split by sign
+    (minimization: positive at a lower bound, negative at an upper one).
+
+    Raises
+    ------
+    ValueError
+        Neither bound multipliers nor reduced costs came back from the solver.
+    """
+    rc = m.component("rc")
+    have_z = len(zl) + len(zu) > 0
+    have_rc = rc is not None and len(rc) > 0
+    if not have_z and not have_rc:
+        raise ValueError("the solver returned no bound multipliers (suffixes ipopt_zL_out, "
+                         "ipopt_zU_out or rc): the variables' bounds cannot be counted")
+    use_rc = False
+    if have_rc:
+        diff = scale = 0.0
+        for v, r in rc.items():
+            z = zl.get(v, 0.0) + zu.get(v, 0.0)
+            diff, scale = max(diff, abs(r - z)), max(scale, abs(r))
+        use_rc = not have_z or diff > 1e-6 * scale + 1e-12
+    if use_rc:
+        return lambda v: (max(rc.get(v, 0.0), 0.0), min(rc.get(v, 0.0), 0.0))
+    return lambda v: (zl.get(v, 0.0), zu.get(v, 0.0))
+
+
+def _collocation_part(m, var, dual) -> float:
+    """:math:`\\sum_i y_i \\partial c_i/\\partial x` over pyomo.dae's discretization equations of
+    ``var``'s derivative (``d<var>_ds_disc_eq``, and ``<var>_interpolation_constraints`` of a
+    Legendre scheme), which are linear; only those of the first two finite elements can hold
+    the sector's first point."""
+    from pyomo.repn import generate_standard_repn
+    name = var.parent_component().local_name
+    elems = sorted(m.s.get_finite_elements())
+    reach = elems[min(2, len(elems) - 1)] + 1e-9
+    was_fixed = var.fixed
+    var.unfix()
+    total = 0.0
+    try:
+        for cname in (f"d{name}_ds_disc_eq", f"{name}_interpolation_constraints"):
+            con = m.component(cname)
+            if con is None:
+                continue
+            for ix, c in con.items():
+                s = ix[-1] if isinstance(ix, tuple) else ix
+                if not c.active or s > reach:
+                    continue
+                y = dual.get(c, 0.0)
+                if y == 0.0:
+                    continue
+                repn = generate_standard_repn(c.body, compute_values=True)
+                if repn.nonlinear_expr is not None or repn.quadratic_vars:
+                    raise NotImplementedError(f"{c.name} is not linear")
+                for v, coef in zip(repn.linear_vars, repn.linear_coefs):
+                    if v is var:
+                        total += y * coef
+    finally:
+        if was_fixed:
+            var.fix()
+    return total
+
+
+SENSITIVITY_SOLVER_OPTIONS = {"tol": 1e-10, "acceptable_tol": 1e-9}
+"""IPOPT options of a solve whose sensitivities are wanted (``solve_sector(...,
+sensitivities=True)``, ``pyomo-lap solve --sensitivities``; a solver option given by the user
+wins). At the default ``tol = 1e-5`` the active set and the multipliers are those of a barrier
+parameter still large enough to shift the sector time's derivatives by up to 1 % for most
+parameters (6 % for ``a1``, whose effect is small; README, "Lap-time sensitivities"); the
+tighter solve costs about 8 more iterations on the default job."""
+
+FD_SOLVER_OPTIONS = {"tol": 1e-10, "acceptable_tol": 1e-9, "acceptable_iter": 0,
+                     "mu_init": 1e-6, "bound_push": 1e-8, "bound_frac": 1e-8}
+"""IPOPT options of the finite-difference re-solves of :func:`finite_difference`: warm started
+(the small barrier parameter and bound push of
+:data:`pyomo_lap.post.defects.WARM_START_IPOPT_OPTIONS`) and converged much tighter than the
+default ``tol = 1e-5``, so that the solver's own error stays far below the change of the
+lap time over the step (README, "Lap-time sensitivities")."""
+
+
+def _vehicle_with(p: VehicleParameters, name: str, value: float) -> VehicleParameters:
+    if name == "friction_scale":      # relative to the current grip (scale 1)
+        return p.replace(mu_x0=p.mu_x0 * value, mu_y0=p.mu_y0 * value)
+    return p.replace(**{name: value})
+
+
+def finite_difference(m, parameter: str, rel_step: float = 1e-3, solver: str = "lap_ipopt",
+                      options: Optional[dict] = None) -> dict:
+    """Central finite difference of the optimal objective and the sector time with respect to
+    one parameter, by two re-solves warm started from the solved model ``m`` (the reference
+    of the multiplier-based :func:`lap_time_sensitivities`; expensive: two solves).
+
+    Parameters
+    ----------
+    m : ConcreteModel
+        A solved model (any vehicle model); its track, options and mesh are kept.
+    parameter : str
+        A name of :data:`PARAMETERS` or ``"friction_scale"`` (both friction coefficients
+        scaled).
+    rel_step : float
+        Step relative to the parameter's value (absolute for a value of 0) [-].
+    solver : str
+    options : dict, optional
+        Solver options; default :data:`FD_SOLVER_OPTIONS`.
+
+    Returns
+    -------
+    dict
+        ``dobj_dp`` and ``dT_dp`` [s per unit], ``h`` (the step [unit]), ``objective``
+        and ``lap_time`` at ``p - h``, ``p + h`` [s], ``iterations`` of both solves.
+
+    Raises
+    ------
+    RuntimeError
+        A re-solve did not reach an optimal solution.
+    """
+    from ..ocp.build import build_model
+    from ..ocp.initialize import initialize_from_solution
+    from ..solvers.solve import solve_model
+
+    prob = m.problem
+    p = prob.vehicle
+    value = 1.0 if parameter == "friction_scale" else float(getattr(p, parameter))
+    h = rel_step * abs(value) if value != 0 else rel_step
+    opts = dict(FD_SOLVER_OPTIONS if options is None else options)
+    cfg = prob.options.value()
+    cfg.pop("model", None)
+    cfg["nfe"] = None if cfg.get("element_boundaries") is not None else cfg["nfe"]
+    out = {"h": h, "objective": [], "lap_time": [], "iterations": []}
+    for sign in (-1, 1):
+        mp = build_model(prob.track, _vehicle_with(p, parameter, value + sign * h),
+                         model=prob.vehicle_model, **cfg)
+        initialize_from_solution(mp, m)
+        r = solve_model(mp, solver=solver, options=opts)
+        if not r.ok:
+            raise RuntimeError(f"finite difference of {parameter}: the re-solve at "
+                               f"{value + sign * h} did not converge ({r.describe()})")
+        out["objective"].append(float(pyo.value(mp.objective)))
+        out["lap_time"].append(float(pyo.value(mp.lap_time)))
+        out["iterations"].append(r.iterations)
+    out["dobj_dp"] = (out["objective"][1] - out["objective"][0]) / (2 * h)
+    out["dT_dp"] = (out["lap_time"][1] - out["lap_time"][0]) / (2 * h)
+    return out
