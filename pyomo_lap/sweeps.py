@@ -39,6 +39,7 @@ import itertools
 import json
 import math
 import os
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -367,6 +368,16 @@ def run_case(case: dict, job: dict, folder: str, crash_once: bool = False) -> di
 
     ``crash_once`` (a test hook): the first attempt of the case ends the worker process
     (``os._exit``) before solving, as a killed worker would."""
+    with _ONE_CASE_AT_A_TIME:
+        return _run_case(case, job, folder, crash_once)
+
+
+_ONE_CASE_AT_A_TIME = threading.Lock()
+"""A worker process with several threads runs one case at a time (a solve is not
+thread-safe, and uses the process's cores itself)."""
+
+
+def _run_case(case: dict, job: dict, folder: str, crash_once: bool) -> dict:
     import socket
     folder = Path(folder)
     if crash_once:
@@ -414,12 +425,6 @@ def run_case(case: dict, job: dict, folder: str, crash_once: bool = False) -> di
     row["worker"] = f"{socket.gethostname()}:{os.getpid()}"
     _write_row(folder, row)
     return row
-
-
-def _warm_up():
-    """Import the solver's modules in a worker once (the cases then reuse them)."""
-    import pyomo_lap.api  # noqa: F401
-    return os.getpid()
 
 
 # ---------------------------------------------------------------------------------------
@@ -562,12 +567,12 @@ def sweep(set_values=None, cases_file=None, *, out="sweep", resume: bool = False
 
 def _run(client, todo, job, out, n, n_done, crash_ids, echo):
     from distributed import as_completed
-    client.run(_warm_up)
     futures = {}
     for c in todo:
         fut = client.submit(run_case, c, job, str(out), c["id"] in crash_ids,
                             key=f"case-{c['id']}-{uuid.uuid4().hex[:8]}", pure=False)
         futures[fut] = c
+    slots = max(1, sum(client.nthreads().values()))
     done, failed = n_done, 0
     width = len(str(n))
     for fut in as_completed(futures):
@@ -580,14 +585,16 @@ def _run(client, todo, job, out, n, n_done, crash_ids, echo):
         done += 1
         if row["status"] != "solved":
             failed += 1
-        running = sum(not f.done() for f in futures)
+        pending = sum(not f.done() for f in futures)
+        running = min(pending, slots)
         params = ", ".join(f"{k}={v:g}" for k, v in case["params"].items())
         where = ", ".join(x for x in (Path(case["track"]).stem if len(case["track"]) > 40
                                       else case["track"], params) if x)
         what = (f"{row['lap_time_s']:.3f} s ({row.get('iterations')} iterations, "
                 f"{row.get('wall_time_s', 0):.1f} s)" if row["status"] == "solved"
                 else f"{row['status']}: {str(row['reason']).splitlines()[0][:120]}")
-        echo(f"[{done:>{width}}/{n}] done {done - failed}, failed {failed}, running {running} | "
+        echo(f"[{done:>{width}}/{n}] done {done - failed}, failed {failed}, running {running}, "
+             f"waiting {pending - running} | "
              f"case {case['index']} ({where}): {what}")
 
 
@@ -595,7 +602,10 @@ def _table(out: Path, cases: list) -> pd.DataFrame:
     rows = read_rows(out)
     ids = {c["id"] for c in cases}
     if len(rows):
-        rows = rows[rows["case_id"].isin(ids)].reset_index(drop=True)
+        rows = rows[rows["case_id"].isin(ids)].copy()
+        # a row kept by --resume takes its case's place in this specification
+        rows["case"] = rows["case_id"].map({c["id"]: c["index"] for c in cases})
+        rows = rows.sort_values("case").reset_index(drop=True)
     first = ["case", "case_id", "track", "vehicle"]
     params = [c for c in rows.columns if "." in c and c.split(".")[0] in _sections()]
     rest = [c for c in rows.columns if c not in first + params]

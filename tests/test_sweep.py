@@ -202,7 +202,7 @@ def test_a_sweep_gives_the_lap_times_of_the_cases_solved_one_by_one(client, one_
     for cid in table["case_id"]:
         assert (out / "cases" / cid / "summary.json").is_file()
         assert (out / "rows" / f"{cid}.parquet").is_file()
-    assert any(line.startswith("[3/3] done 3, failed 0, running 0") for line in said), said
+    assert any(line.startswith("[3/3] done 3, failed 0, running 0, waiting 0") for line in said), said
 
 
 @pytest.mark.integration
@@ -249,6 +249,15 @@ def test_resume_runs_only_what_is_missing(client, tmp_path):
                   plots=False, resume=True, **JOB)
     assert said[0].startswith("sweep of 3 cases (3 already finished, 0 to run)"), said
     pd.testing.assert_frame_equal(again, table)
+    # a case put in front: the finished rows keep their results and take their new places
+    said.clear()
+    front = sweep(["mass.total=230,240,250,260"], out=out, client=client, echo=said.append,
+                  plots=False, resume=True, **JOB)
+    assert said[0].startswith("sweep of 4 cases (3 already finished, 1 to run)"), said
+    assert list(front["case"]) == [0, 1, 2, 3]
+    assert list(front["mass.total"]) == [230.0, 240.0, 250.0, 260.0]
+    assert front["lap_time_s"].tolist()[1:] == table["lap_time_s"].tolist()
+    assert front["lap_time_s"][0] < front["lap_time_s"][1]
 
 
 @pytest.mark.integration
@@ -269,5 +278,5 @@ def test_failing_cases_are_rows_with_their_reasons(client, tmp_path):
     assert "[mass] unsprung = 60.0: expected less than the total mass, 50.0 kg" in table["reason"][0]
     assert "iteration" in table["reason"][1].lower()
     assert table["termination_condition"][1] == "maxIterations"
-    assert "done 0, failed 2, running 0" in r.output
+    assert "done 0, failed 2, running 0, waiting 0" in r.output
     assert "2 cases: 1 failed, 1 invalid" in r.output
