@@ -280,3 +280,23 @@ def test_failing_cases_are_rows_with_their_reasons(client, tmp_path):
     assert table["termination_condition"][1] == "maxIterations"
     assert "done 0, failed 2, running 0, waiting 0" in r.output
     assert "2 cases: 1 failed, 1 invalid" in r.output
+
+
+@pytest.mark.unit
+def test_the_plots_of_a_sweep_table(tmp_path):
+    """Lap time against each swept parameter and a heat map for two, from the table alone; a
+    case that did not solve is left blank."""
+    from pyomo_lap.post.plots import figure_sweep_heatmap, sweep_plots
+    table = pd.DataFrame({"case": range(4), "mass.total": [240.0, 240.0, 250.0, 250.0],
+                          "aero.Cx": [0.8, 0.9, 0.8, 0.9],
+                          "status": ["solved", "solved", "solved", "failed"],
+                          "lap_time_s": [51.7, 53.0, 51.9, math.nan]})
+    files = sweep_plots(table, tmp_path)
+    assert [f.name for f in files] == ["lap_time_vs_mass.total.png", "lap_time_vs_aero.Cx.png",
+                                       "lap_time_heatmap.png"]
+    assert all(f.stat().st_size > 1000 for f in files)
+    fig = figure_sweep_heatmap(table, "mass.total", "aero.Cx")
+    grid = fig.axes[0].images[0].get_array()
+    assert grid[0, 0] == 51.7 and grid[1, 0] == 53.0 and grid[0, 1] == 51.9
+    assert grid.mask[1, 1] or math.isnan(grid[1, 1])
+    assert fig.axes[0].get_xlabel() == "mass.total [kg]"

@@ -489,7 +489,7 @@ def figure_sweep_parameter(table: pd.DataFrame, parameter: str):
     bad = table[(table["status"] != "solved") & table[parameter].notna()]
     for x in bad[parameter]:
         ax.axvline(x, color="tab:red", lw=0.8, ls=":")
-    ax.set_xlabel(parameter)
+    ax.set_xlabel(_parameter_label(parameter))
     ax.set_ylabel("lap time [s]")
     ax.set_title(f"lap time against {parameter}" + (f" ({len(bad)} cases not solved: dotted)"
                                                      if len(bad) else ""), fontsize=10)
@@ -498,6 +498,15 @@ def figure_sweep_parameter(table: pd.DataFrame, parameter: str):
         ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+def _parameter_label(name: str) -> str:
+    """``'mass.total'`` -> ``'mass.total [kg]'`` (the unit from the vehicle schema)."""
+    from ..vehicle.schema import SECTIONS, VehicleParameters
+    sec, _, key = name.partition(".")
+    info = VehicleParameters.model_fields.get(SECTIONS.get(sec, {}).get(key, ""))
+    unit = ((info.json_schema_extra or {}).get("unit") if info is not None else None) or ""
+    return f"{name} [{unit}]" if unit else name
 
 
 def _short(v) -> str:
@@ -522,9 +531,10 @@ def figure_sweep_heatmap(table: pd.DataFrame, x: str, y: str):
         for j in range(grid.shape[1]):
             v = grid.iat[i, j]
             if np.isfinite(v) and grid.size <= 144:
-                ax.text(j, i, f"{v:.3f}", ha="center", va="center", fontsize=7, color="w")
-    ax.set_xlabel(x)
-    ax.set_ylabel(y)
+                ax.text(j, i, f"{v:.3f}", ha="center", va="center", fontsize=7, color="k",
+                        bbox={"facecolor": "w", "alpha": 0.6, "lw": 0, "pad": 1})
+    ax.set_xlabel(_parameter_label(x))
+    ax.set_ylabel(_parameter_label(y))
     fig.colorbar(im, ax=ax, label="lap time [s]")
     ax.set_title(f"lap time over {x} and {y}", fontsize=10)
     fig.tight_layout()
