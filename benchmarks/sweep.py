@@ -16,8 +16,9 @@ the same filled cache (the solves alone).
 "One after another" is :func:`pyomo_lap.solve_sector` called for each case in this process
 (the model built, solved and written as ``pyomo-lap solve`` does); the sweep is
 :func:`pyomo_lap.sweep` (cluster start included). Prints both wall times, their ratio, the
-NLP's size, the lap times of both runs and their largest difference, and the load average
-of the machine before and after.
+NLP's size, the lap times of both runs and their largest difference, the CPU time each run
+used (processes, workers and compilers; the same work, so a sweep is slower than ideal only
+through what else the machine runs) and the load average of the machine before and after.
 """
 from __future__ import annotations
 
@@ -31,6 +32,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:       # the checkout's package, wherever this is started from
     sys.path.insert(0, str(ROOT))
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (the C compiler)."""
+    import resource
+    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
+                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
 
 
 def main():
@@ -69,10 +77,11 @@ def main():
 
     serial = {}
     t_serial = None
+    cpu_serial = None
     if not args.skip_serial:
         if not args.warm_cache:
             os.environ["PYOMO_LAP_CACHE"] = str(work / "cache_serial")
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), _cpu()
         for c in cases:
             p = load_vehicle("fsae").replace(**{attr[k]: v for k, v in c["params"].items()})
             t1 = time.perf_counter()
@@ -81,7 +90,7 @@ def main():
             serial[c["index"]] = s["lap_time_s"]
             print(f"  one by one: case {c['index']:>2} {c['params']}: {s['lap_time_s']:.4f} s, "
                   f"{s['iterations']} iterations, {time.perf_counter() - t1:.1f} s")
-        t_serial = time.perf_counter() - t0
+        t_serial, cpu_serial = time.perf_counter() - t0, _cpu() - c0
         nlp = s.get("nlp", {})
         print(f"one after another: {t_serial:.1f} s wall; NLP {nlp.get('n_variables')} variables, "
               f"{nlp.get('n_equalities')} equalities, {nlp.get('n_inequalities')} inequalities")
@@ -89,10 +98,23 @@ def main():
 
     if not args.warm_cache:
         os.environ["PYOMO_LAP_CACHE"] = str(work / "cache_sweep")
-    t0 = time.perf_counter()
-    table = pyomo_lap.sweep(grid, out=work / "sweep", workers=args.workers, **job)
+    import logging
+
+    from distributed import Client, LocalCluster
+    t0, c0 = time.perf_counter(), _cpu()
+    # the cluster pyomo_lap.sweep starts by default, started here to read its workers' CPU time
+    cluster = LocalCluster(n_workers=args.workers or os.cpu_count(), threads_per_worker=1,
+                           processes=True, dashboard_address=None, silence_logs=logging.ERROR)
+    client = Client(cluster)
+    table = pyomo_lap.sweep(grid, out=work / "sweep", client=client, **job)
     t_sweep = time.perf_counter() - t0
-    print(f"sweep: {t_sweep:.1f} s wall ({args.workers or os.cpu_count()} workers)")
+    cpu_sweep = _cpu() - c0 + sum(client.run(_cpu).values())
+    client.close()
+    cluster.close()
+    print(f"sweep: {t_sweep:.1f} s wall ({args.workers or os.cpu_count()} workers, cluster start "
+          f"included), {cpu_sweep:.0f} CPU-s (this process, the workers and their compilers)")
+    if cpu_serial:
+        print(f"one after another: {cpu_serial:.0f} CPU-s (this process and its compilers)")
     print(f"load average after: {os.getloadavg()}")
     if t_serial:
         diff = max(abs(r["lap_time_s"] - serial[r["case"]]) for _, r in table.iterrows())
