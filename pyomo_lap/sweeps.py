@@ -453,6 +453,9 @@ def _job(job: dict) -> dict:
 def _prepare_folder(out: Path, resume: bool) -> None:
     if out.exists() and not out.is_dir():
         raise SweepSpecError(f"sweep folder {str(out)!r} is a file; choose another --out")
+    if resume and out.is_dir() and any(out.iterdir()) and not (out / "sweep.json").exists():
+        raise SweepSpecError(f"--resume: {str(out)!r} is not a sweep folder (no sweep.json); "
+                             "choose another --out (nothing was touched)")
     if out.is_dir() and any(out.iterdir()) and not resume:
         if (out / "sweep.json").exists():
             raise SweepSpecError(f"sweep folder {str(out)!r} holds an earlier sweep: --resume "

@@ -146,6 +146,9 @@ def test_an_earlier_sweep_is_not_overwritten_without_resume(tmp_path):
     (out / "notes.txt").write_text("mine")
     with pytest.raises(SweepSpecError, match="is not a sweep folder"):
         sweep(["total=240"], out=out, **JOB)
+    with pytest.raises(SweepSpecError, match="--resume: .* is not a sweep folder"):
+        sweep(["total=240"], out=out, resume=True, **JOB)
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
     assert (out / "notes.txt").read_text() == "mine"
 
 
@@ -224,6 +227,31 @@ def test_a_worker_killed_during_a_sweep_loses_no_finished_case(client, one_by_on
         assert lap == pytest.approx(one_by_one[mass], rel=1e-9)
     assert len(list((out / "rows").glob("*.parquet"))) == 3
     assert not list((out / "rows").glob("*.tmp"))            # no half-written row
+
+
+@pytest.mark.integration
+def test_a_case_whose_workers_keep_dying_is_a_lost_row_that_resume_runs_again(client, one_by_one,
+                                                                             tmp_path):
+    """With no retry allowed, the worker's death makes the case a row of status 'lost' with
+    the reason (the sweep goes on); --resume runs it again."""
+    scheduler = client.cluster.scheduler
+    allowed, scheduler.allowed_failures = scheduler.allowed_failures, 0
+    out = tmp_path / "sw"
+    cases = sweep_cases(parse_set(["mass.total=240,250"]),
+                        job=__import__("pyomo_lap.sweeps", fromlist=["_job"])._job(dict(JOB)))
+    try:
+        table = sweep(["mass.total=240,250"], out=out, client=client, echo=lambda *_: None,
+                      plots=False, _crash_once=[cases[1]["id"]], **JOB)
+    finally:
+        scheduler.allowed_failures = allowed
+    assert list(table["status"]) == ["solved", "lost"]
+    assert "KilledWorker" in table["reason"][1]
+    said = []
+    table = sweep(["mass.total=240,250"], out=out, client=client, echo=said.append,
+                  plots=False, resume=True, **JOB)
+    assert said[0].startswith("sweep of 2 cases (1 already finished, 1 to run)"), said
+    assert list(table["status"]) == ["solved", "solved"]
+    assert table["lap_time_s"][1] == pytest.approx(one_by_one[250.0], rel=1e-9)
 
 
 @pytest.mark.integration
