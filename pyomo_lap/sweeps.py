@@ -2,7 +2,7 @@
 :func:`sweep`).
 
 A sweep's cases come from a grid of values of vehicle parameters (``--set mass.total=250:300:10
---set Cx=0.8,0.9``; ``track`` and ``vehicle`` are axes too: ``--set track=nordschleife,spa``),
+--set Cx=0.8,0.9``; ``track`` and ``vehicle`` are axes too: ``--set track=monza,silverstone``),
 or from a CSV file of cases (one row per case, one column per parameter; ``track`` and
 ``vehicle`` columns optional). Parameters are named as in the vehicle file, ``section.key``
 (``mass.total``, ``aero.Cx``), or by the key alone where only one section has it (``total``,
@@ -408,6 +408,8 @@ def _run_case(case: dict, job: dict, folder: str, crash_once: bool) -> dict:
     except SolveFailedError as exc:
         row = _row(case, "failed", str(exc))
         rep = exc.report
+        if exc.partial_dir is not None:     # the last iterate, marked "partial": true
+            row["results"] = os.path.relpath(exc.partial_dir, folder)
         if rep is not None:
             row.update(termination_condition=str(rep.termination_condition),
                        iterations=rep.iterations)

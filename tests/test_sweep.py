@@ -306,6 +306,8 @@ def test_failing_cases_are_rows_with_their_reasons(client, tmp_path):
     assert "[mass] unsprung = 60.0: expected less than the total mass, 50.0 kg" in table["reason"][0]
     assert "iteration" in table["reason"][1].lower()
     assert table["termination_condition"][1] == "maxIterations"
+    partial = out / table["results"][1] / "summary.json"           # the last iterate, kept
+    assert partial.is_file() and '"partial": true' in partial.read_text()
     assert "done 0, failed 2, running 0, waiting 0" in r.output
     assert "2 cases: 1 failed, 1 invalid" in r.output
 
