@@ -472,7 +472,13 @@ def _client(scheduler, workers):
 
     from distributed import Client, LocalCluster
     if scheduler:
-        return Client(scheduler), None
+        try:
+            return Client(scheduler), None
+        except OSError as exc:
+            raise OSError(f"cannot reach the Dask scheduler {scheduler}: {exc} (start one with "
+                          "`dask scheduler` and workers with `dask worker ADDRESS`, or leave out "
+                          "--scheduler for a local cluster); nothing ran, --resume continues "
+                          "the sweep") from None
     cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
                            processes=True, dashboard_address=None, silence_logs=logging.ERROR)
     return Client(cluster), cluster
