@@ -583,7 +583,7 @@ def _run(client, todo, job, out, n, n_done, crash_ids, echo):
         fut = client.submit(run_case, c, job, str(out), c["id"] in crash_ids,
                             key=f"case-{c['id']}-{uuid.uuid4().hex[:8]}", pure=False)
         futures[fut] = c
-    slots = max(1, sum(client.nthreads().values()))
+    slots = max(1, len(client.nthreads()))     # a worker process runs one case at a time
     done, failed = n_done, 0
     width = len(str(n))
     for fut in as_completed(futures):
