@@ -18,11 +18,13 @@ from .post.results import trajectory_dataframe, write_results, read_trajectory  
 from .api import solve_sector, SolveFailedError  # noqa: E402
 from .post.plots import plot_results  # noqa: E402  (matplotlib is imported when plotting)
 from .post.plots import compare_runs  # noqa: E402
+from .sweeps import sweep, SweepSpecError  # noqa: E402  (Dask is imported when a sweep runs)
 
 __all__ = [
     "Track", "TrackPoints", "load_track", "available_tracks", "TrackDataError",
     "VehicleParameters", "VehicleFileError", "load_vehicle", "available_vehicles",
     "build_model", "OCP_CONFIG", "initialize_model", "solve_model", "SolveReport",
     "SolverNotFoundError", "SolveInterrupted", "SolveFailedError", "trajectory_dataframe",
-    "write_results", "read_trajectory", "solve_sector", "plot_results", "compare_runs", "__version__",
+    "write_results", "read_trajectory", "solve_sector", "plot_results", "compare_runs", "sweep",
+    "SweepSpecError", "__version__",
 ]

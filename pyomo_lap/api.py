@@ -326,7 +326,7 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
         from .util.progress import echo_progress
         progress = echo_progress(echo)
     from .solvers.solve import DEFAULT_SOLVER
-    if solver == DEFAULT_SOLVER and model == "full":
+    if solver == DEFAULT_SOLVER and model == "full" and (solver_options or {}).get("compile") != "vm":
         # the compiled per-point functions of this car: the C compiler runs while Pyomo builds
         from .solvers.lap_nlp import prefetch_point_functions
         prefetch_point_functions(p, {"periodic": periodic, "initial_speed": initial_speed,

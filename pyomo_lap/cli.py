@@ -1,4 +1,4 @@
-"""Command-line interface: ``pyomo-lap solve | plot | compare | diagnose | tracks | vehicles``.
+"""Command-line interface: ``pyomo-lap solve | sweep | plot | compare | diagnose | tracks | vehicles``.
 
 Built on click. Errors in the inputs are reported as one clear line and a non-zero exit
 code, before any model is built.
@@ -231,6 +231,75 @@ def solve(max_iter, quiet, solver_options, ocp_options, **job):
         _unexpected(exc)
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@main.command()
+@click.option("--set", "set_values", multiple=True, metavar="NAME=VALUES",
+              help="a grid axis (repeatable): a vehicle parameter as the vehicle file names it "
+                   "(mass.total, aero.Cx; the key alone where unique: total, Cx) with a range "
+                   "START:STOP:STEP (STOP included) or a list A,B,C; also track=A,B and "
+                   "vehicle=A,B. The cases are every combination")
+@click.option("--cases", "cases_file", default=None, type=click.Path(dir_okay=False),
+              help="a CSV of cases instead of a grid: one row per case, one column per "
+                   "parameter (and optional track, vehicle columns)")
+@click.option("--out", "out", default="sweep", show_default=True, type=click.Path(file_okay=False),
+              help="the sweep folder (sweep.json, rows/, cases/<id>/, sweep.parquet, sweep.xlsx, plots)")
+@click.option("--resume", is_flag=True, help="finish an interrupted sweep in --out: run only "
+              "the cases without a row (and those lost with a worker)")
+@click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
+              help="a running Dask scheduler (default: a local cluster, one worker per core)")
+@click.option("--workers", default=None, type=click.IntRange(1, 1024),
+              help="worker processes of the local cluster  [default: one per core]")
+@job_options("track", "vehicle", "start", "length", "periodic", "nfe", "ncp", "scheme",
+             "initial_speed", "model", "initial_guess", "solver", "solver_options", "ocp_options",
+             "n_sectors", "repair_track", "track_width")
+def sweep(set_values, cases_file, out, resume, scheduler, workers, solver_options, ocp_options,
+          **job):
+    """Solve many cases of one job on Dask: a grid of vehicle parameters (--set), a CSV of
+    cases (--cases), several tracks or vehicles; one solve per case. Every finished case is
+    written at once (a row in OUT/rows/, its results in OUT/cases/<id>/); a case that fails is
+    a row with its reason. At the end: OUT/sweep.parquet, OUT/sweep.xlsx and the plots (lap
+    time against each swept parameter, a heat map for two).
+
+    Exit codes: 0 every case solved; 1 some cases failed (rows with their reasons); 2 a bad
+    specification (nothing ran); 130 interrupted (finished cases are kept: --resume).
+    """
+    from .ocp.options import check_ocp_options, parse_ocp_options
+    from .solvers.solve import parse_solver_options
+    from .sweeps import SweepSpecError, sweep as run_sweep
+    ctx = click.get_current_context()
+    if job["periodic"]:
+        given = [_flag(n) for n in ("start", "length", "initial_speed")
+                 if ctx.get_parameter_source(n) is not click.core.ParameterSource.DEFAULT]
+        if given:
+            _fail(f"--full-lap solves the whole closed lap; it cannot be combined with "
+                  f"{', '.join(given)}")
+        job.update(start=0.0, length=None)
+    cfg = _checked(job)
+    try:
+        options = parse_solver_options(solver_options)
+    except ValueError as exc:
+        _fail(f"--solver-option: {exc}")
+    try:
+        ocp = check_ocp_options(parse_ocp_options(ocp_options))
+    except ValueError as exc:
+        _fail(f"--ocp-option: {exc}")
+    if not set_values and not cases_file:
+        _fail("nothing to sweep: give --set NAME=VALUES (repeatable) or --cases FILE")
+    values = {k: cfg[k] for k in job}
+    values.update(solver_options=options or None, ocp_options=ocp or None)
+    try:
+        table = run_sweep(list(set_values), cases_file, out=out, resume=resume,
+                          scheduler=scheduler, workers=workers, echo=click.echo, **values)
+    except SweepSpecError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        _fail(f"interrupted; the finished cases are in {out}/rows/: run again with --resume "
+              "to finish the sweep", code=130)
+    except (ValueError, OSError) as exc:
+        _fail(str(exc))
+    if len(table) and (table["status"] != "solved").any():
+        sys.exit(1)
 
 
 @main.command()

@@ -1,0 +1,647 @@
+"""Parameter sweeps on Dask: many cases of one job, each one solve (``pyomo-lap sweep``,
+:func:`sweep`).
+
+A sweep's cases come from a grid of values of vehicle parameters (``--set mass.total=250:300:10
+--set Cx=0.8,0.9``; ``track`` and ``vehicle`` are axes too: ``--set track=monza,silverstone``),
+or from a CSV file of cases (one row per case, one column per parameter; ``track`` and
+``vehicle`` columns optional). Parameters are named as in the vehicle file, ``section.key``
+(``mass.total``, ``aero.Cx``), or by the key alone where only one section has it (``total``,
+``Cx``); the schema's attribute names (``m``) are accepted too.
+
+Each case runs :func:`pyomo_lap.api.solve_sector` in a Dask worker process (by default a
+``LocalCluster`` with one single-threaded worker per core; or the scheduler of a real cluster)
+and writes, as soon as it finishes, its results folder ``cases/<case id>/`` and its row
+``rows/<case id>.parquet`` (written to a temporary name, then renamed: a killed worker never
+leaves half a row). Case ids are the hash of what defines the case (track, vehicle, parameter
+values, job options), so ``resume=True`` finds the finished ones and runs only the others.
+
+The sweep folder::
+
+    sweep.json              the specification: job options, axes, every case and its id
+    rows/<id>.parquet       one row per finished case (solved or not)
+    cases/<id>/             the case's results (summary.json, trajectory.*, results.xlsx)
+    sweep.parquet, sweep.xlsx   the table of all cases (written at the end)
+    lap_time_vs_<parameter>.png, lap_time_heatmap.png   the plots
+
+A row's ``status`` is ``solved``, ``failed`` (the solver did not find an optimum),
+``invalid`` (the combination of values is refused by the vehicle schema, e.g. an unsprung
+mass above the total), ``error`` (any other error of the case, with its message) or ``lost``
+(the worker running it died more often than Dask retries; ``resume`` runs these again).
+
+Not done: warm starts from the nearest solved case (every case starts from the usual
+quasi-steady initial guess).
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import itertools
+import json
+import math
+import os
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Callable, Optional
+
+import pandas as pd
+
+__all__ = ["sweep", "parse_set", "parameter_names", "resolve_parameter", "sweep_cases",
+           "run_case", "read_rows", "SweepSpecError", "STATUSES"]
+
+STATUSES = ("solved", "failed", "invalid", "error", "lost")
+AXES = ("track", "vehicle")
+"""Axes of a sweep that are not vehicle parameters."""
+_NOT_SWEPT = ("out_dir", "tee", "track", "vehicle")
+"""Job options that a sweep sets itself (the out_dir of each case) or takes as axes."""
+
+
+class SweepSpecError(ValueError):
+    """A sweep specification that cannot be run (unknown parameter, empty range, a value
+    the vehicle schema refuses, a bad CSV of cases); raised before anything runs."""
+
+
+# ---------------------------------------------------------------------------------------
+# parameter names
+# ---------------------------------------------------------------------------------------
+def parameter_names() -> list:
+    """The sweepable vehicle parameters, as the vehicle file names them (``mass.total``)."""
+    from .vehicle.schema import SECTIONS
+    return [f"{sec}.{key}" for sec, keys in SECTIONS.items() for key in keys]
+
+
+def resolve_parameter(name: str):
+    """``(file name, VehicleParameters attribute)`` of a parameter given as ``section.key``,
+    a key found in one section only, or an attribute name.
+
+    Raises
+    ------
+    SweepSpecError
+        Unknown or ambiguous name; the message lists the valid names.
+    """
+    from .vehicle.schema import SECTIONS
+    name = str(name).strip()
+    matches = []
+    for sec, keys in SECTIONS.items():
+        for key, attr in keys.items():
+            full = f"{sec}.{key}"
+            if name in (full, f"[{sec}] {key}"):
+                return full, attr
+            if name == key or name == attr:
+                matches.append((full, attr))
+    matches = sorted(set(matches))
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise SweepSpecError(f"parameter {name!r} is ambiguous: "
+                             f"{' or '.join(m[0] for m in matches)}")
+    raise SweepSpecError(f"unknown parameter {name!r}: expected track, vehicle or a vehicle "
+                         f"parameter ({', '.join(parameter_names())}; the key alone where it "
+                         "is unique, e.g. total, Cx)")
+
+
+# ---------------------------------------------------------------------------------------
+# the specification
+# ---------------------------------------------------------------------------------------
+def _number(text: str, what: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise SweepSpecError(f"{what}: {text.strip()!r} is not a number") from None
+    if not math.isfinite(x):
+        raise SweepSpecError(f"{what}: {text.strip()!r} is not a finite number")
+    return x
+
+
+def _values(text: str, what: str) -> list:
+    """``'250:300:10'`` (start:stop:step, stop included), ``'2.5,3.0,3.5'`` or ``'240'``."""
+    text = text.strip()
+    if not text:
+        raise SweepSpecError(f"{what}: no values (expected a list a,b,c or a range "
+                             "start:stop:step)")
+    if ":" in text:
+        parts = text.split(":")
+        if len(parts) != 3:
+            raise SweepSpecError(f"{what}: range {text!r}: expected start:stop:step")
+        a, b, step = (_number(x, what) for x in parts)
+        if step == 0 or (b - a) / step < 0:
+            raise SweepSpecError(f"{what}: range {text!r} is empty (step {step:g} does not lead "
+                                 f"from {a:g} to {b:g})")
+        n = int(math.floor((b - a) / step + 1e-9)) + 1
+        if n > 100000:
+            raise SweepSpecError(f"{what}: range {text!r} has {n} values (at most 100000)")
+        return [round(a + k * step, 12) for k in range(n)]
+    return [_number(x, what) for x in text.split(",")]
+
+
+def parse_set(items) -> dict:
+    """``['mass.total=250:300:10', 'Cx=0.8,0.9', 'track=a,b']`` ->
+    ``{'mass.total': [250.0, ..., 300.0], 'aero.Cx': [0.8, 0.9], 'track': ['a', 'b']}``.
+
+    Raises
+    ------
+    SweepSpecError
+        A value without ``=``, an unknown parameter, an empty range, a value that is not a
+        number, a parameter given twice.
+    """
+    axes = {}
+    for item in items or ():
+        if "=" not in item:
+            raise SweepSpecError(f"--set {item!r}: expected NAME=VALUES, e.g. mass.total=250:300:10 "
+                                 "or Cx=0.8,0.9")
+        name, text = item.split("=", 1)
+        name = name.strip()
+        if name in AXES:
+            values = [v.strip() for v in text.split(",") if v.strip()]
+            if not values:
+                raise SweepSpecError(f"--set {item!r}: no {name} given")
+            key = name
+        else:
+            key, _ = resolve_parameter(name)
+            values = _values(text, f"--set {name}")
+        if key in axes:
+            raise SweepSpecError(f"--set: {key} is given twice")
+        if len(set(values)) != len(values):
+            raise SweepSpecError(f"--set {item!r}: a value is repeated")
+        axes[key] = values
+    return axes
+
+
+def read_cases_csv(path) -> list:
+    """The cases of a CSV file: one dict per row ``{column: value}``, columns resolved to
+    parameter names (``track``, ``vehicle`` kept as text, empty cells left out).
+
+    Raises
+    ------
+    SweepSpecError
+        Missing file, no rows, an unknown column, a cell that is not a number.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise SweepSpecError(f"cases file {str(path)!r} not found")
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    rows = [r for r in rows if any(c.strip() for c in r)]
+    if len(rows) < 2:
+        raise SweepSpecError(f"cases file {path}: expected a header row and at least one case")
+    header = [h.strip() for h in rows[0]]
+    keys = []
+    for h in header:
+        if h in AXES:
+            keys.append(h)
+            continue
+        try:
+            keys.append(resolve_parameter(h)[0])
+        except SweepSpecError as exc:
+            raise SweepSpecError(f"cases file {path}, column {h!r}: {exc}") from None
+    if len(set(keys)) != len(keys):
+        raise SweepSpecError(f"cases file {path}: a parameter has two columns ({', '.join(header)})")
+    cases = []
+    for line, r in enumerate(rows[1:], start=2):
+        case = {}
+        for key, h, cell in zip(keys, header, r + [""] * (len(keys) - len(r))):
+            cell = cell.strip()
+            if not cell:
+                continue
+            case[key] = cell if key in AXES else _number(cell, f"cases file {path}, line {line}, "
+                                                               f"column {h}")
+        cases.append(case)
+    return cases
+
+
+def _jsonable(value):
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    return value
+
+
+def _where(x) -> str:
+    """A track or vehicle as the workers get it: a file as its absolute path, a name as is."""
+    s = str(x)
+    p = Path(s).expanduser()
+    if p.suffix.lower() in (".csv", ".json", ".toml") and p.exists():
+        return str(p.resolve())
+    return s
+
+
+def case_id(case: dict, job: dict) -> str:
+    """The case's id: a hash of its track, vehicle, parameter values and job options (the same
+    case of the same job has the same id in every sweep)."""
+    text = json.dumps({"track": case["track"], "vehicle": case["vehicle"],
+                       "params": case["params"], "job": job}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def sweep_cases(axes: Optional[dict] = None, cases: Optional[list] = None, *,
+                track="nordschleife", vehicle="fsae", job: Optional[dict] = None) -> list:
+    """The cases of a sweep, in order: the grid of ``axes`` (the last axis varies fastest),
+    or each of ``cases`` (dicts from :func:`read_cases_csv`), every one with the base
+    ``track`` and ``vehicle`` unless it sets them. Each case: ``{'index', 'id', 'track',
+    'vehicle', 'params': {file name: value}}``."""
+    job = job or {}
+    if axes and cases:
+        raise SweepSpecError("give either a grid (--set) or a file of cases (--cases), not both")
+    if cases is None:
+        axes = dict(axes or {})
+        names = list(axes)
+        combos = itertools.product(*(axes[n] for n in names)) if names else [()]
+        cases = [dict(zip(names, combo)) for combo in combos]
+    out = []
+    for k, c in enumerate(cases):
+        case = {"index": k, "track": _where(c.get("track", track)),
+                "vehicle": _where(c.get("vehicle", vehicle)),
+                "params": {n: float(v) for n, v in c.items() if n not in AXES}}
+        case["id"] = case_id(case, job)
+        out.append(case)
+    ids = [c["id"] for c in out]
+    if len(set(ids)) != len(ids):
+        dup = sorted({i for i in ids if ids.count(i) > 1})
+        raise SweepSpecError(f"two cases are the same (ids {', '.join(dup)}): each case once")
+    return out
+
+
+def _base_vehicles(cases: list) -> dict:
+    from .vehicle.car import load_vehicle
+    from .vehicle.schema import VehicleParameters
+    out = {}
+    for c in cases:
+        v = c["vehicle"]
+        if v not in out:
+            try:
+                out[v] = v if isinstance(v, VehicleParameters) else load_vehicle(v)
+            except (ValueError, OSError) as exc:
+                raise SweepSpecError(f"vehicle {v!r}: {exc}") from None
+    return out
+
+
+def _schema_message(exc) -> str:
+    from pydantic import ValidationError
+    from .vehicle.schema import _format
+    if isinstance(exc, ValidationError):
+        return "; ".join(_format(e, {}) for e in exc.errors())
+    return str(exc)
+
+
+def check_cases(cases: list, job: dict) -> None:
+    """Refuse, before anything runs, a sweep that cannot run: the job's options, every track
+    and vehicle, and every swept value set alone on each base vehicle (the vehicle schema's
+    ranges and the cross-field rules with the base values). A combination of values that is
+    refused only together (e.g. unsprung mass above the total mass, both swept) is a case
+    that fails with status ``invalid``, not a refusal.
+
+    Raises
+    ------
+    SweepSpecError
+        Every problem found, one line each.
+    """
+    from .api import job_options
+    from .ocp.options import check_ocp_options
+    from .track.geometry import available_tracks
+    from .vehicle.schema import SECTIONS
+    if not cases:
+        raise SweepSpecError("the sweep has no cases")
+    try:
+        cfg = job_options({k: v for k, v in job.items()})
+        check_ocp_options(cfg.ocp_options)
+    except ValueError as exc:
+        raise SweepSpecError(str(exc)) from None
+    problems = []
+    for t in sorted({c["track"] for c in cases}):
+        if not (t in available_tracks() or Path(t).is_file()):
+            problems.append(f"track {t!r}: neither a bundled track ({', '.join(available_tracks())}) "
+                            "nor a file")
+    try:
+        bases = _base_vehicles(cases)
+    except SweepSpecError as exc:
+        problems.append(str(exc))
+        bases = {}
+    attr = {f"{s}.{k}": a for s, keys in SECTIONS.items() for k, a in keys.items()}
+    seen = set()
+    for c in cases:
+        base = bases.get(c["vehicle"])
+        if base is None:
+            continue
+        for name, value in c["params"].items():
+            key = (str(c["vehicle"]), name, value)
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                base.replace(**{attr[name]: value})
+            except ValueError as exc:
+                problems.append(f"{name} = {value:g}: refused by the vehicle schema "
+                                f"({_schema_message(exc)})")
+    if problems:
+        raise SweepSpecError(problems[0] if len(problems) == 1 else
+                             f"{len(problems)} problems:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+# ---------------------------------------------------------------------------------------
+# one case (runs in a worker process)
+# ---------------------------------------------------------------------------------------
+def _write_row(folder: Path, row: dict) -> Path:
+    """``rows/<id>.parquet``, atomically (temporary name, then rename)."""
+    rows = Path(folder) / "rows"
+    rows.mkdir(parents=True, exist_ok=True)
+    final = rows / f"{row['case_id']}.parquet"
+    tmp = rows / f".{row['case_id']}.{os.getpid()}.tmp"
+    pd.DataFrame([row]).to_parquet(tmp, index=False)
+    os.replace(tmp, final)
+    return final
+
+
+def _row(case: dict, status: str, reason: str = "") -> dict:
+    row = {"case": case["index"], "case_id": case["id"], "track": str(case["track"]),
+           "vehicle": str(case["vehicle"]), **case["params"], "status": status,
+           "reason": reason, "lap_time_s": float("nan")}
+    return row
+
+
+def run_case(case: dict, job: dict, folder: str, crash_once: bool = False) -> dict:
+    """Solve one case and write its results folder and its row; returns the row. Every
+    failure of the case (schema, solver, track, anything raised) is a row with its reason.
+
+    ``crash_once`` (a test hook): the first attempt of the case ends the worker process
+    (``os._exit``) before solving, as a killed worker would."""
+    with _ONE_CASE_AT_A_TIME:
+        return _run_case(case, job, folder, crash_once)
+
+
+_ONE_CASE_AT_A_TIME = threading.Lock()
+"""A worker process with several threads runs one case at a time (a solve is not
+thread-safe, and uses the process's cores itself)."""
+
+
+def _run_case(case: dict, job: dict, folder: str, crash_once: bool) -> dict:
+    import socket
+    folder = Path(folder)
+    if crash_once:
+        marker = folder / "rows" / f".{case['id']}.crashed"
+        if not marker.exists():
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_text(str(os.getpid()))
+            os._exit(17)
+    from .api import SolveFailedError, solve_sector
+    from .vehicle.schema import SECTIONS
+    attr = {f"{s}.{k}": a for s, keys in SECTIONS.items() for k, a in keys.items()}
+    t0 = time.perf_counter()
+    row = None
+    summary = None
+    try:
+        base = _base_vehicles([case])[case["vehicle"]]
+        try:
+            p = base.replace(**{attr[n]: v for n, v in case["params"].items()}) if case["params"] else base
+        except ValueError as exc:
+            row = _row(case, "invalid", _schema_message(exc))
+        if row is None:
+            vehicle = case["vehicle"] if not case["params"] else p
+            _, rep, _, summary = solve_sector(
+                {**job, "track": case["track"], "vehicle": vehicle,
+                 "out_dir": folder / "cases" / case["id"], "tee": False},
+                echo=lambda *_: None, progress=lambda *_: None)
+            row = _row(case, "solved")
+    except SolveFailedError as exc:
+        row = _row(case, "failed", str(exc))
+        rep = exc.report
+        if exc.partial_dir is not None:     # the last iterate, marked "partial": true
+            row["results"] = os.path.relpath(exc.partial_dir, folder)
+        if rep is not None:
+            row.update(termination_condition=str(rep.termination_condition),
+                       iterations=rep.iterations)
+    except Exception as exc:  # noqa: BLE001 - a case's failure is a row, never the sweep's end
+        row = _row(case, "error", f"{type(exc).__name__}: {exc}")
+    if summary is not None:
+        row.update(lap_time_s=summary["lap_time_s"],
+                   termination_condition=str(summary["termination_condition"]),
+                   iterations=summary["iterations"], solve_time_s=summary["solve_time_s"],
+                   n_variables=summary["n_variables"], n_constraints=summary["n_constraints"])
+        for s in summary.get("sectors", []):
+            row[f"sector_{s['sector']}_s"] = s["time_s"]
+        row["results"] = f"cases/{case['id']}"
+    row["wall_time_s"] = time.perf_counter() - t0
+    row["worker"] = f"{socket.gethostname()}:{os.getpid()}"
+    _write_row(folder, row)
+    return row
+
+
+# ---------------------------------------------------------------------------------------
+# the sweep
+# ---------------------------------------------------------------------------------------
+def read_rows(folder) -> pd.DataFrame:
+    """The rows written so far in a sweep folder (``rows/*.parquet``), ordered by case."""
+    files = sorted((Path(folder) / "rows").glob("*.parquet"))
+    if not files:
+        return pd.DataFrame()
+    df = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    return df.sort_values("case").reset_index(drop=True)
+
+
+def _job(job: dict) -> dict:
+    """The job's options as the cases get them (checked, JSON-ready, without what a sweep
+    sets per case)."""
+    from .api import job_options
+    try:
+        cfg = job_options({k: v for k, v in job.items() if k not in ("track", "vehicle")})
+    except ValueError as exc:
+        raise SweepSpecError(str(exc)) from None
+    return {k: _jsonable(v) for k, v in cfg.value().items() if k not in _NOT_SWEPT}
+
+
+def _prepare_folder(out: Path, resume: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise SweepSpecError(f"sweep folder {str(out)!r} is a file; choose another --out")
+    if resume and out.is_dir() and any(out.iterdir()) and not (out / "sweep.json").exists():
+        raise SweepSpecError(f"--resume: {str(out)!r} is not a sweep folder (no sweep.json); "
+                             "choose another --out (nothing was touched)")
+    if out.is_dir() and any(out.iterdir()) and not resume:
+        if (out / "sweep.json").exists():
+            raise SweepSpecError(f"sweep folder {str(out)!r} holds an earlier sweep: --resume "
+                                 "to finish it (finished cases are kept), or choose another --out")
+        raise SweepSpecError(f"sweep folder {str(out)!r} exists and is not a sweep folder; "
+                             "choose another --out (nothing was touched)")
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def _client(scheduler, workers):
+    import logging
+
+    from distributed import Client, LocalCluster
+    if scheduler:
+        try:
+            return Client(scheduler), None
+        except OSError as exc:
+            raise OSError(f"cannot reach the Dask scheduler {scheduler}: {exc} (start one with "
+                          "`dask scheduler` and workers with `dask worker ADDRESS`, or leave out "
+                          "--scheduler for a local cluster); nothing ran, --resume continues "
+                          "the sweep") from None
+    cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
+                           processes=True, dashboard_address=None, silence_logs=logging.ERROR)
+    return Client(cluster), cluster
+
+
+def sweep(set_values=None, cases_file=None, *, out="sweep", resume: bool = False,
+          scheduler: Optional[str] = None, workers: Optional[int] = None, client=None,
+          echo: Callable[[str], None] = print, plots: bool = True, _crash_once=(), **job):
+    """Run a parameter sweep on Dask and write the sweep folder (module docstring).
+
+    Parameters
+    ----------
+    set_values : list of str or dict, optional
+        The grid: ``['mass.total=250:300:10', 'Cx=0.8,0.9']`` or
+        ``{'mass.total': [250, 260], 'track': ['nordschleife']}``.
+    cases_file : str or Path, optional
+        A CSV of cases instead of a grid.
+    out : str or Path
+        The sweep folder.
+    resume : bool
+        Keep the finished cases of an earlier sweep in ``out`` (rows of status ``lost`` are
+        run again) and run the others.
+    scheduler : str, optional
+        ``tcp://HOST:PORT`` of a running Dask scheduler (its workers must import pyomo_lap
+        and see ``out``); default: a LocalCluster with ``workers`` processes (default: one
+        per core), closed at the end.
+    client : distributed.Client, optional
+        An existing client to use (not closed).
+    echo : callable
+        Progress lines.
+    plots : bool
+        Write the plots at the end.
+    **job
+        The job's options (:data:`pyomo_lap.api.SOLVE_CONFIG`, except ``out_dir``, ``tee``);
+        ``track`` and ``vehicle`` are the base of every case that does not set them.
+
+    Returns
+    -------
+    DataFrame
+        One row per case (the table of ``sweep.parquet``).
+
+    Raises
+    ------
+    SweepSpecError (a ValueError)
+        A bad specification, before anything runs.
+    """
+    from .vehicle.schema import VehicleParameters
+    track = job.pop("track", "nordschleife")
+    vehicle = job.pop("vehicle", "fsae")
+    if isinstance(vehicle, VehicleParameters):
+        raise SweepSpecError("vehicle: give a name or a .toml file (a sweep's workers read it)")
+    job = _job(job)
+    if not isinstance(set_values, dict):
+        axes = parse_set(set_values)
+    else:
+        axes = {}
+        for k, v in set_values.items():
+            key = k if k in AXES else resolve_parameter(k)[0]
+            v = list(v)
+            if not v:
+                raise SweepSpecError(f"{key}: no values")
+            axes[key] = v
+    file_cases = read_cases_csv(cases_file) if cases_file is not None else None
+    cases = sweep_cases(axes, file_cases, track=track, vehicle=vehicle, job=job)
+    check_cases(cases, job)
+    out = Path(out).expanduser().resolve()
+    _prepare_folder(out, resume)
+    spec = {"job": job, "axes": {k: list(v) for k, v in axes.items()},
+            "cases_file": str(cases_file) if cases_file is not None else None,
+            "base": {"track": _where(track), "vehicle": _where(vehicle)}, "cases": cases}
+    tmp = out / ".sweep.json.tmp"
+    tmp.write_text(json.dumps(spec, indent=1, default=str))
+    os.replace(tmp, out / "sweep.json")
+
+    done = read_rows(out) if resume else pd.DataFrame()
+    finished = set(done.loc[done["status"] != "lost", "case_id"]) if len(done) else set()
+    todo = [c for c in cases if c["id"] not in finished]
+    n = len(cases)
+    echo(f"sweep of {n} cases ({n - len(todo)} already finished, {len(todo)} to run) "
+         f"into {out}/")
+    if todo:
+        own = client is None
+        cluster = None
+        if own:
+            client, cluster = _client(scheduler, workers)
+        try:
+            _run(client, todo, job, out, n, n - len(todo), set(_crash_once), echo)
+        finally:
+            if own:
+                client.close()
+                if cluster is not None:
+                    cluster.close()
+    table = _table(out, cases)
+    _write_outputs(out, table, axes, echo, plots)
+    return table
+
+
+def _run(client, todo, job, out, n, n_done, crash_ids, echo):
+    from distributed import as_completed
+    futures = {}
+    for c in todo:
+        fut = client.submit(run_case, c, job, str(out), c["id"] in crash_ids,
+                            key=f"case-{c['id']}-{uuid.uuid4().hex[:8]}", pure=False)
+        futures[fut] = c
+    slots = max(1, len(client.nthreads()))     # a worker process runs one case at a time
+    done, failed = n_done, 0
+    width = len(str(n))
+    for fut in as_completed(futures):
+        case = futures[fut]
+        try:
+            row = fut.result()
+        except Exception as exc:  # noqa: BLE001 - the worker died (KilledWorker) or similar
+            row = _row(case, "lost", f"{type(exc).__name__}: {exc}")
+            _write_row(out, row)
+        done += 1
+        if row["status"] != "solved":
+            failed += 1
+        pending = sum(not f.done() for f in futures)
+        running = min(pending, slots)
+        params = ", ".join(f"{k}={v:g}" for k, v in case["params"].items())
+        where = ", ".join(x for x in (Path(case["track"]).stem if len(case["track"]) > 40
+                                      else case["track"], params) if x)
+        what = (f"{row['lap_time_s']:.3f} s ({row.get('iterations')} iterations, "
+                f"{row.get('wall_time_s', 0):.1f} s)" if row["status"] == "solved"
+                else f"{row['status']}: {str(row['reason']).splitlines()[0][:120]}")
+        echo(f"[{done:>{width}}/{n}] done {done - failed}, failed {failed}, running {running}, "
+             f"waiting {pending - running} | "
+             f"case {case['index']} ({where}): {what}")
+
+
+def _table(out: Path, cases: list) -> pd.DataFrame:
+    rows = read_rows(out)
+    ids = {c["id"] for c in cases}
+    if len(rows):
+        rows = rows[rows["case_id"].isin(ids)].copy()
+        # a row kept by --resume takes its case's place in this specification
+        rows["case"] = rows["case_id"].map({c["id"]: c["index"] for c in cases})
+        rows = rows.sort_values("case").reset_index(drop=True)
+    first = ["case", "case_id", "track", "vehicle"]
+    params = [c for c in rows.columns if "." in c and c.split(".")[0] in _sections()]
+    rest = [c for c in rows.columns if c not in first + params]
+    return rows[first + params + rest] if len(rows) else rows
+
+
+def _sections():
+    from .vehicle.schema import SECTIONS
+    return SECTIONS
+
+
+def _write_outputs(out: Path, table: pd.DataFrame, axes: dict, echo, plots: bool) -> None:
+    if not len(table):
+        return
+    tmp = out / ".sweep.parquet.tmp"
+    table.to_parquet(tmp, index=False)
+    os.replace(tmp, out / "sweep.parquet")
+    tmp = out / ".sweep.xlsx.tmp"
+    with pd.ExcelWriter(tmp, engine="xlsxwriter") as xw:
+        table.to_excel(xw, sheet_name="cases", index=False)
+    os.replace(tmp, out / "sweep.xlsx")
+    files = ["sweep.parquet", "sweep.xlsx"]
+    if plots:
+        from .post.plots import sweep_plots
+        files += [Path(f).name for f in sweep_plots(table, out)]
+    counts = table["status"].value_counts().to_dict()
+    echo(f"{len(table)} cases: " + ", ".join(f"{counts[s]} {s}" for s in STATUSES if s in counts)
+         + f"; written to {out}/ ({', '.join(files)})")
