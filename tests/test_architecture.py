@@ -1,5 +1,6 @@
 """The package's layout: one subpackage per role, imports run one way (docs/architecture.md)."""
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,7 @@ def _role(dotted: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
+@functools.lru_cache(maxsize=None)
 def _graph(pkg: Path = PKG):
     return {_module_name(p, pkg): _imports(p, pkg) for p in pkg.rglob("*.py")}
 
