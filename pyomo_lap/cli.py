@@ -134,6 +134,20 @@ def _shown(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def _full_lap_job(ctx, job: dict) -> dict:
+    """``--full-lap``: the whole closed lap from the track's start (``start`` 0, no
+    ``length``); given together with ``--start``, ``--length`` or ``--initial-speed`` it stops
+    with exit 2. Returns ``job`` (changed in place)."""
+    if job["periodic"]:
+        given = [_flag(n) for n in ("start", "length", "initial_speed")
+                 if ctx.get_parameter_source(n) is not click.core.ParameterSource.DEFAULT]
+        if given:
+            _fail(f"--full-lap solves the whole closed lap; it cannot be combined with "
+                  f"{', '.join(given)}")
+        job.update(start=0.0, length=None)
+    return job
+
+
 def _checked(values: dict):
     """The job's options checked one by one against SOLVE_CONFIG; a bad value stops with exit
     2 and ``--flag value: expected ...``."""
@@ -174,14 +188,7 @@ def solve(max_iter, quiet, solver_options, ocp_options, **job):
 
     ctx = click.get_current_context()
     full_lap = job["periodic"]
-    if full_lap:
-        given = [_flag(n) for n in ("start", "length", "initial_speed")
-                 if ctx.get_parameter_source(n) is not click.core.ParameterSource.DEFAULT]
-        if given:
-            _fail(f"--full-lap solves the whole closed lap; it cannot be combined with "
-                  f"{', '.join(given)}")
-        job.update(start=0.0, length=None)
-    cfg = _checked(job)
+    cfg = _checked(_full_lap_job(ctx, job))
     if cfg.nfe is not None and not full_lap and cfg.length / cfg.nfe < 0.1:
         _fail(f"--nfe {cfg.nfe} on a {cfg.length:g} m sector gives elements of "
               f"{cfg.length / cfg.nfe:.3g} m: expected elements of at least 0.1 m (fewer "
@@ -268,14 +275,7 @@ def sweep(set_values, cases_file, out, resume, scheduler, workers, solver_option
     from .solvers.solve import parse_solver_options
     from .sweeps import SweepSpecError, sweep as run_sweep
     ctx = click.get_current_context()
-    if job["periodic"]:
-        given = [_flag(n) for n in ("start", "length", "initial_speed")
-                 if ctx.get_parameter_source(n) is not click.core.ParameterSource.DEFAULT]
-        if given:
-            _fail(f"--full-lap solves the whole closed lap; it cannot be combined with "
-                  f"{', '.join(given)}")
-        job.update(start=0.0, length=None)
-    cfg = _checked(job)
+    cfg = _checked(_full_lap_job(ctx, job))
     try:
         options = parse_solver_options(solver_options)
     except ValueError as exc:

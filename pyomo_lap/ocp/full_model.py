@@ -46,7 +46,7 @@ from .common import (OBJECTIVE_SCALE, discretize_on_track, finish_build, new_sec
 from .vehicle_model import VehicleModel, update_problem
 
 __all__ = ["FULL_MODEL", "STATE_NAMES", "RATE_NAMES", "build_full_model", "initialize_full_model",
-           "record_point_rows", "point_row_list", "adherence_rows", "PointRows", "RowFamily",
+           "record_point_rows", "point_row_list", "rows_on_tape", "adherence_rows", "PointRows", "RowFamily",
            "add_recorded_rows"]
 
 STATE_NAMES = ("q2", "q3", "q4", "q5", "q6")
@@ -176,7 +176,6 @@ def record_point_rows(p, chain, cfg) -> PointRows:
     -------
     PointRows
     """
-    from ..spatial.tape import record
 
     groups = {"x": len(POINT_VARIABLES), "track": len(TRACK_INPUTS)}
     rows = []          # (family, key, node, lower, upper, where)
@@ -185,9 +184,35 @@ def record_point_rows(p, chain, cfg) -> PointRows:
         rows[:] = point_row_list(p, chain, cfg, x["x"], x["track"], namer)
         return [r[2] for r in rows]
 
+    return rows_on_tape(fn, groups, rows)
+
+
+def rows_on_tape(fn, groups: dict, rows: list, variables=None) -> PointRows:
+    """Record one point's rows on a tape and group them into families (what every model with
+    recorded rows shares: the full and the multibody car).
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(namer, x) -> list of expressions``; fills ``rows`` with tuples
+        ``(family, key, node, lower, upper, where)`` as it runs.
+    groups : dict
+        ``{"x": number of point variables, "track": number of track inputs}``.
+    rows : list
+        The list ``fn`` fills.
+    variables : tuple of str, optional
+        The point variables in tape order (default :data:`POINT_VARIABLES`, the full car's).
+
+    Returns
+    -------
+    PointRows
+        The tape, with its inputs named after the model's components, its outputs and families.
+    """
+    from ..spatial.tape import record
+    point_vars = POINT_VARIABLES if variables is None else variables
     tape, outs = record(fn, groups)
     # the tape's inputs are named x[i] / track[i]: rename them after the model's components
-    names = {f"x[{i}]": n for i, n in enumerate(POINT_VARIABLES)}
+    names = {f"x[{i}]": n for i, n in enumerate(point_vars)}
     names.update({f"track[{i}]": n for i, n in enumerate(TRACK_INPUTS)})
     for node in tape.nodes:
         if node.op == "input":
@@ -200,7 +225,8 @@ def record_point_rows(p, chain, cfg) -> PointRows:
         families.append(RowFamily(fam, tuple(rows[i][1] for i in idx), tuple(idx),
                                   tuple(rows[i][3] for i in idx), tuple(rows[i][4] for i in idx),
                                   rows[idx[0]][5]))
-    return PointRows(tape=tape, outputs=list(outs), families=families)
+    return (PointRows(tape=tape, outputs=list(outs), families=families) if variables is None else
+            PointRows(tape=tape, outputs=list(outs), families=families, variables=variables))
 
 
 def point_row_list(p, chain, cfg, x, track, namer=None) -> list:

@@ -22,24 +22,23 @@ evaluates them with compiled CasADi functions.
 """
 from __future__ import annotations
 
-import math
 import time
 from typing import Optional
 
 import numpy as np
 import pyomo.environ as pyo
-from pyomo.dae import ContinuousSet, DerivativeVar
+from pyomo.dae import DerivativeVar
 
 from ..spatial.backend import mul, sub
 from ..spatial.chain import TrackJoint
 from ..vehicle import car as veh
 from ..vehicle import multibody_car as mbc
-from .common import (OBJECTIVE_SCALE, add_boundary_conditions, add_objective, discretize_on_track,
-                     fast_element_lookup, scale_variables, sector_mesh)
-from .full_model import (TRACK_INPUTS, PointRows, RowFamily, _replay, add_recorded_rows,
-                         adherence_rows)
+from .common import (OBJECTIVE_SCALE, discretize_on_track, finish_build, new_sector_model,
+                     scale_variables)
+from .full_model import (TRACK_INPUTS, PointRows, _replay, add_recorded_rows, adherence_rows,
+                         rows_on_tape)
 from .initialize import cold_start_profile
-from .vehicle_model import ProblemData, VehicleModel, update_problem
+from .vehicle_model import VehicleModel, update_problem
 
 __all__ = ["MULTIBODY_MODEL", "STATE_NAMES", "RATE_NAMES", "POINT_VARIABLES",
            "build_multibody_model", "initialize_multibody_model", "record_multibody_rows",
@@ -97,8 +96,6 @@ def record_multibody_rows(p, tree, cfg) -> PointRows:
     PointRows
         With ``variables = POINT_VARIABLES``.
     """
-    from ..spatial.tape import record
-
     groups = {"x": len(POINT_VARIABLES), "track": len(TRACK_INPUTS)}
     rows = []
 
@@ -125,21 +122,7 @@ def record_multibody_rows(p, tree, cfg) -> PointRows:
                 rows.append(("settled_start", k, e.qdd[k - 1], 0.0, 0.0, "first"))
         return [r[2] for r in rows]
 
-    tape, outs = record(fn, groups)
-    names = {f"x[{i}]": n for i, n in enumerate(POINT_VARIABLES)}
-    names.update({f"track[{i}]": n for i, n in enumerate(TRACK_INPUTS)})
-    for node in tape.nodes:
-        if node.op == "input":
-            node.args = (names[node.args[0]],)
-    tape.input_names = [names[n] for n in tape.input_names]
-    tape.count_uses(outs)
-    families = []
-    for fam in dict.fromkeys(r[0] for r in rows):
-        idx = [i for i, r in enumerate(rows) if r[0] == fam]
-        families.append(RowFamily(fam, tuple(rows[i][1] for i in idx), tuple(idx),
-                                  tuple(rows[i][3] for i in idx), tuple(rows[i][4] for i in idx),
-                                  rows[idx[0]][5]))
-    return PointRows(tape=tape, outputs=list(outs), families=families, variables=POINT_VARIABLES)
+    return rows_on_tape(fn, groups, rows, POINT_VARIABLES)
 
 
 def build_multibody_model(track, vehicle, cfg, t0: Optional[float] = None,
@@ -162,14 +145,8 @@ def build_multibody_model(track, vehicle, cfg, t0: Optional[float] = None,
     mbc.require_multibody_parameters(p)
     if cfg.lift:
         raise ValueError("the multibody model does not support the OCP option 'lift'")
-    L, bounds = sector_mesh(track, cfg)
     u = pyo.units
-    m = pyo.ConcreteModel(name=f"pyomo_lap multibody {track.name} {cfg.start:.0f}+{L:.0f} m")
-    m.problem = ProblemData(vehicle_model=MULTIBODY_MODEL, options=cfg, vehicle=p, track=track,
-                            sector_length=L)
-    m.s = ContinuousSet(bounds=(0.0, L), initialize=None if bounds is None else bounds.tolist(),
-                        doc="distance along the spine from the sector start, q1 [m]")
-    fast_element_lookup(m.s)
+    m, L = new_sector_model(track, p, cfg, MULTIBODY_MODEL, "pyomo_lap multibody")
     m.q2 = pyo.Var(m.s, initialize=0.0, units=u.m, doc="lateral offset of O3 from the spine, + left [m]")
     m.q3 = pyo.Var(m.s, initialize=0.0, bounds=(-1.0, 1.0), units=u.rad, doc="yaw relative to the track frame [rad]")
     m.q4 = pyo.Var(m.s, initialize=0.0, bounds=(-0.2, 0.2), units=u.m, doc="heave of the VIP from the design ride height [m]")
@@ -205,11 +182,7 @@ def build_multibody_model(track, vehicle, cfg, t0: Optional[float] = None,
     v3x_out = next(f.outputs[0] for f in rec.families if f.name == "speed_min")
     m.v_3x = pyo.Expression(m.s, rule=lambda m, s: values[idx[s]][v3x_out],
                             doc="longitudinal speed of O3 in {B3} [m/s]")
-    add_boundary_conditions(m, track, p, cfg, STATE_NAMES, RATE_NAMES, veh.CONTROLS)
-    add_objective(m, cfg)
-    _set_scaling(m)
-    update_problem(m, build_time_s=time.perf_counter() - t0)
-    return m
+    return finish_build(m, track, p, cfg, STATE_NAMES, RATE_NAMES, veh.CONTROLS, _set_scaling, t0)
 
 
 def _set_scaling(m) -> None:
