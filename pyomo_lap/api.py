@@ -30,7 +30,7 @@ from .util.domains import (Anything, DictOrNone, IntBetween, OneOf, PathOrNone,
                            error_text)
 from .vehicle.car import load_vehicle
 
-__all__ = ["solve_sector", "SectorResults", "SOLVE_CONFIG", "job_options", "model_size", "SolveFailedError", "ResultsNotWrittenError",
+__all__ = ["solve_sector", "SectorResults", "SOLVE_CONFIG", "job_options", "OptionValueError", "model_size", "SolveFailedError", "ResultsNotWrittenError",
            "track_data_lines", "result_line"]
 
 
@@ -208,14 +208,24 @@ of the optimal control problem among them (``start`` ... ``model``) are those of
 :data:`pyomo_lap.ocp.build.OCP_CONFIG` (the default ``length`` here is 2000 m)."""
 
 
+class OptionValueError(ValueError):
+    """A job option's value outside its domain: ``key``, ``value`` and the domain's ``text``
+    (``expected ...``); the message is ``key = value: text`` (the CLI says ``--flag value``)."""
+
+    def __init__(self, key: str, value, text: str):
+        super().__init__(f"{key} = {value!r}: {text}")
+        self.key, self.value, self.text = key, value, text
+
+
 def job_options(config: Optional[dict] = None, **kwargs) -> ConfigDict:
     """The job's options checked against :data:`SOLVE_CONFIG` (``config`` then ``kwargs``).
 
     Raises
     ------
+    OptionValueError (a ValueError)
+        ``option = value: expected ...`` for a value outside the option's domain.
     ValueError
-        ``option = value: expected ...`` for a value outside the option's domain, or an
-        unknown option with the list of the known ones.
+        An unknown option, with the list of the known ones.
     """
     cfg = SOLVE_CONFIG()
     for key, value in {**(config or {}), **kwargs}.items():
@@ -224,7 +234,7 @@ def job_options(config: Optional[dict] = None, **kwargs) -> ConfigDict:
         try:
             cfg[key] = value
         except (ValueError, TypeError) as exc:
-            raise ValueError(f"{key} = {value!r}: {error_text(exc)}") from None
+            raise OptionValueError(key, value, error_text(exc)) from None
     return cfg
 
 

@@ -151,15 +151,11 @@ def _full_lap_job(ctx, job: dict) -> dict:
 def _checked(values: dict):
     """The job's options checked one by one against SOLVE_CONFIG; a bad value stops with exit
     2 and ``--flag value: expected ...``."""
-    from .api import SOLVE_CONFIG
-    from .util.domains import error_text
-    cfg = SOLVE_CONFIG()
-    for name, value in values.items():
-        try:
-            cfg[name] = value
-        except (ValueError, TypeError) as exc:
-            _fail(f"{_flag(name)} {_shown(value)}: {error_text(exc)}")
-    return cfg
+    from .api import OptionValueError, job_options
+    try:
+        return job_options(values)
+    except OptionValueError as exc:
+        _fail(f"{_flag(exc.key)} {_shown(exc.value)}: {exc.text}")
 
 
 @main.command()

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 import pyomo.environ as pyo
-from pyomo.dae import ContinuousSet
+from pyomo.dae import ContinuousSet, DerivativeVar
 
 from ..spatial.backend import is_number
 from ..spatial.chain import TrackJoint
@@ -433,3 +433,26 @@ def set_within_bounds(m, s, values: dict) -> None:
             if var.ub is not None:
                 val = min(val, var.ub)
             var.set_value(val, skip_validation=True)
+
+
+def add_car_controls(m, vehicle) -> None:
+    """The controls the car models share, indexed by ``m.s``: traction ``f_xa`` >= 0 [N] on the
+    rear axle, braking ``f_xb`` <= 0 [N] split by ``k_b`` (eq. 34), both within three times the
+    car's weight times its larger friction coefficient, and the road-wheel steer angle
+    ``delta`` within ``delta_max`` [rad]; the objective (41) penalizes them
+    (:func:`add_objective`)."""
+    p, u = vehicle, pyo.units
+    fmax = 3 * p.m * p.gravity * max(p.mu_x0, p.mu_y0)
+    m.f_xa = pyo.Var(m.s, initialize=0.0, bounds=(0.0, fmax), units=u.N, doc="traction force, rear axle, eq (34) [N]")
+    m.f_xb = pyo.Var(m.s, initialize=0.0, bounds=(-fmax, 0.0), units=u.N, doc="braking force, split by k_b, eq (34) [N]")
+    m.delta = pyo.Var(m.s, initialize=0.0, bounds=(-p.delta_max, p.delta_max), units=u.rad, doc="road-wheel steer angle [rad]")
+
+
+def add_derivative_vars(m, names) -> None:
+    """``m.d<name>_ds``, the pyomo.dae derivative of ``m.<name>`` with respect to ``q1`` (``m.s``),
+    in the variable's units per metre, for each of ``names``."""
+    u = pyo.units
+    for name in names:
+        var = m.component(name)
+        m.add_component(f"d{name}_ds", DerivativeVar(var, wrt=m.s, units=u.get_units(var) / u.m,
+                                                     doc=f"d{name}/dq1"))

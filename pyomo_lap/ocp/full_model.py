@@ -34,15 +34,14 @@ from typing import Optional
 
 import numpy as np
 import pyomo.environ as pyo
-from pyomo.dae import DerivativeVar
 
 from ..vehicle import car as veh
 from ..spatial.backend import add, is_number, mul, sub
 from ..spatial.chain import TrackJoint
 from .initialize import cold_start_profile
 from ..vehicle.numeric import CarFunctions, track_vector
-from .common import (OBJECTIVE_SCALE, discretize_on_track, finish_build, new_sector_model, _Namer,
-                     scale_variables, _set_new)
+from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, discretize_on_track,
+                     finish_build, new_sector_model, _Namer, scale_variables, _set_new)
 from .vehicle_model import VehicleModel, update_problem
 
 __all__ = ["FULL_MODEL", "STATE_NAMES", "RATE_NAMES", "build_full_model", "initialize_full_model",
@@ -559,10 +558,7 @@ def build_full_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[fl
     m.q5_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq5/dt [rad/s]")
     m.q6_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq6/dt [rad/s]")
     m.t = pyo.Var(m.s, initialize=0.0, units=u.s, doc="time [s]")
-    fmax = 3 * p.m * p.gravity * max(p.mu_x0, p.mu_y0)
-    m.f_xa = pyo.Var(m.s, initialize=0.0, bounds=(0.0, fmax), units=u.N, doc="traction force, rear axle, eq (34) [N]")
-    m.f_xb = pyo.Var(m.s, initialize=0.0, bounds=(-fmax, 0.0), units=u.N, doc="braking force, split by k_b, eq (34) [N]")
-    m.delta = pyo.Var(m.s, initialize=0.0, bounds=(-p.delta_max, p.delta_max), units=u.rad, doc="road-wheel steer angle [rad]")
+    add_car_controls(m, p)
     fz_max = 20 * p.m * p.gravity
     for name in ("f_11z", "f_12z", "f_21z", "f_22z"):
         m.add_component(name, pyo.Var(m.s, initialize=p.m * p.gravity / 4, bounds=(p.fz_min, fz_max),
@@ -571,10 +567,7 @@ def build_full_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[fl
     m.f_3y = pyo.Var(m.s, initialize=0.0, units=u.N, doc="in-plane tyre force on body 3, y3 [N], eq (36b)")
     m.m_3z = pyo.Var(m.s, initialize=0.0, units=u.N * u.m, doc="tyre yaw moment about O3 [N m], eq (36c)")
 
-    states = {k: m.component(k) for k in STATE_NAMES + RATE_NAMES + ("t",)}
-    for name, var in states.items():
-        m.add_component(f"d{name}_ds", DerivativeVar(var, wrt=m.s, units=u.get_units(var) / u.m,
-                                                     doc=f"d{name}/dq1"))
+    add_derivative_vars(m, STATE_NAMES + RATE_NAMES + ("t",))
 
     # ---- discretization -----------------------------------------------------------------
     sigma, tp, idx = discretize_on_track(m, track, p, cfg, L, veh.CONTROLS)

@@ -27,14 +27,13 @@ from typing import Optional
 
 import numpy as np
 import pyomo.environ as pyo
-from pyomo.dae import DerivativeVar
 
 from ..spatial.backend import mul, sub
 from ..spatial.chain import TrackJoint
 from ..vehicle import car as veh
 from ..vehicle import multibody_car as mbc
-from .common import (OBJECTIVE_SCALE, discretize_on_track, finish_build, new_sector_model,
-                     scale_variables)
+from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, discretize_on_track,
+                     finish_build, new_sector_model, scale_variables)
 from .full_model import (TRACK_INPUTS, PointRows, _replay, add_recorded_rows, adherence_rows,
                          rows_on_tape)
 from .initialize import cold_start_profile
@@ -164,14 +163,8 @@ def build_multibody_model(track, vehicle, cfg, t0: Optional[float] = None,
     for z in mbc.SUSPENSION:
         m.add_component(f"{z}_dot", pyo.Var(m.s, initialize=0.0, units=u.m / u.s, doc=f"d{z}/dt [m/s]"))
     m.t = pyo.Var(m.s, initialize=0.0, units=u.s, doc="time [s]")
-    fmax = 3 * p.m * p.gravity * max(p.mu_x0, p.mu_y0)
-    m.f_xa = pyo.Var(m.s, initialize=0.0, bounds=(0.0, fmax), units=u.N, doc="traction force, rear axle, eq (34) [N]")
-    m.f_xb = pyo.Var(m.s, initialize=0.0, bounds=(-fmax, 0.0), units=u.N, doc="braking force, split by k_b, eq (34) [N]")
-    m.delta = pyo.Var(m.s, initialize=0.0, bounds=(-p.delta_max, p.delta_max), units=u.rad, doc="road-wheel steer angle [rad]")
-    for name in STATE_NAMES + RATE_NAMES + ("t",):
-        var = m.component(name)
-        m.add_component(f"d{name}_ds", DerivativeVar(var, wrt=m.s, units=u.get_units(var) / u.m,
-                                                     doc=f"d{name}/dq1"))
+    add_car_controls(m, p)
+    add_derivative_vars(m, STATE_NAMES + RATE_NAMES + ("t",))
     sigma, tp, idx = discretize_on_track(m, track, p, cfg, L, veh.CONTROLS)
     m.car = pyo.Block()
     tree = mbc.build_tree(p)

@@ -53,8 +53,8 @@ from ..vehicle import car as veh
 from .full_model import RATE_NAMES as FULL_RATES, STATE_NAMES as FULL_STATES
 from .initialize import cold_start_profile, initialize_from_solution, initialize_model
 from ..vehicle.numeric import AlgebraicLoopError, CarFunctions, track_vector
-from .common import (OBJECTIVE_SCALE, discretize_on_track, finish_build, new_sector_model, _Namer,
-                     scale_variables, set_within_bounds)
+from .common import (OBJECTIVE_SCALE, add_car_controls, discretize_on_track, finish_build,
+                     new_sector_model, _Namer, scale_variables, set_within_bounds)
 from ..vehicle.single_track_car import (_ABS_EPS2, ALGEBRAIC, RATE_NAMES, STATE_NAMES,  # noqa: F401
                                _clip_unit, build_chain, fiala_axle, single_track_equations)
 from .vehicle_model import VehicleModel, update_problem
@@ -97,10 +97,7 @@ def build_single_track_model(track, vehicle: veh.VehicleParameters, cfg, t0: Opt
     m.q2_dot = pyo.Var(m.s, initialize=0.0, units=u.m / u.s, doc="dq2/dt [m/s]")
     m.q3_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq3/dt [rad/s]")
     m.t = pyo.Var(m.s, initialize=0.0, units=u.s, doc="time [s]")
-    fmax = 3 * p.m * p.gravity * max(p.mu_x0, p.mu_y0)
-    m.f_xa = pyo.Var(m.s, initialize=0.0, bounds=(0.0, fmax), units=u.N, doc="traction force, rear axle [N]")
-    m.f_xb = pyo.Var(m.s, initialize=0.0, bounds=(-fmax, 0.0), units=u.N, doc="braking force, split by k_b [N]")
-    m.delta = pyo.Var(m.s, initialize=0.0, bounds=(-p.delta_max, p.delta_max), units=u.rad, doc="road-wheel steer angle [rad]")
+    add_car_controls(m, p)
     fz_max = 20 * p.m * p.gravity
     for name in ("f_1z", "f_2z"):
         m.add_component(name, pyo.Var(m.s, initialize=p.m * p.gravity / 2, bounds=(2 * p.fz_min, fz_max),
