@@ -31,7 +31,7 @@ from .util.domains import (Anything, DictOrNone, IntBetween, OneOf, PathOrNone,
 from .vehicle.car import load_vehicle
 
 __all__ = ["solve_sector", "SectorResults", "SOLVE_CONFIG", "job_options", "OptionValueError", "model_size", "SolveFailedError", "ResultsNotWrittenError",
-           "track_data_lines", "result_line"]
+           "track_data_lines", "result_line", "prefetch_options"]
 
 
 class ResultsNotWrittenError(OSError):
@@ -217,6 +217,17 @@ class OptionValueError(ValueError):
         self.key, self.value, self.text = key, value, text
 
 
+def prefetch_options(cfg, ocp_options: Optional[dict] = None) -> dict:
+    """The OCP options of a job (:func:`job_options`) that decide its recorded rows, as
+    :func:`pyomo_lap.solvers.lap_nlp.prefetch_point_functions` takes them: ``model``,
+    ``periodic``, ``initial_speed`` and the ``ocp_options`` (given already checked, or
+    checked here)."""
+    from .ocp.options import check_ocp_options
+    ocp = check_ocp_options(cfg.ocp_options) if ocp_options is None else ocp_options
+    return {"model": cfg.model, "periodic": cfg.periodic, "initial_speed": cfg.initial_speed,
+            **ocp}
+
+
 def job_options(config: Optional[dict] = None, **kwargs) -> ConfigDict:
     """The job's options checked against :data:`SOLVE_CONFIG` (``config`` then ``kwargs``).
 
@@ -336,11 +347,11 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
         from .util.progress import echo_progress
         progress = echo_progress(echo)
     from .solvers.solve import DEFAULT_SOLVER
-    if solver == DEFAULT_SOLVER and model == "full" and (solver_options or {}).get("compile") != "vm":
+    if solver == DEFAULT_SOLVER and (solver_options or {}).get("compile") != "vm":
         # the compiled per-point functions of this car: the C compiler runs while Pyomo builds
+        # (nothing to do when a car of the same structure compiled them before)
         from .solvers.lap_nlp import prefetch_point_functions
-        prefetch_point_functions(p, {"periodic": periodic, "initial_speed": initial_speed,
-                                     **ocp_options})
+        prefetch_point_functions(p, prefetch_options(cfg, ocp_options))
     m = build_model(tr, p, start=start, length=length, nfe=nfe, ncp=ncp, scheme=scheme,
                     initial_speed=initial_speed, periodic=periodic, model=model,
                     named_subexpressions=solver != DEFAULT_SOLVER, progress=progress,

@@ -562,9 +562,14 @@ def sweep(set_values=None, cases_file=None, *, out="sweep", resume: bool = False
     if todo:
         own = client is None
         cluster = None
+        # the compiled point functions, once for all cases (while the cluster starts): the
+        # workers of a local cluster find them in this machine's cache
+        ahead = _compile_ahead(todo, job, echo) if scheduler is None else None
         if own:
             client, cluster = _client(scheduler, workers)
         try:
+            if ahead is not None:
+                ahead.join()
             _run(client, todo, job, out, n, n - len(todo), set(_crash_once), echo)
         finally:
             if own:
@@ -574,6 +579,65 @@ def sweep(set_values=None, cases_file=None, *, out="sweep", resume: bool = False
     table = _table(out, cases)
     _write_outputs(out, table, axes, echo, plots)
     return table
+
+
+def _compile_ahead(cases: list, job: dict, echo):
+    """Start compiling, in a background thread of this process, the per-point functions of
+    every structure among the cases' cars (:func:`pyomo_lap.solvers.lap_nlp.point_functions`:
+    cars that differ only in parameter values share one; a parameter sweep has one), so that
+    the workers on this machine load them from the cache instead of each compiling its own.
+
+    Returns
+    -------
+    threading.Thread or None
+        None when nothing is to be compiled (another solver, ``compile=vm``, a model without
+        recorded rows, no C compiler).
+    """
+    from .api import job_options, prefetch_options
+    from .ocp.build import OCP_CONFIG, vehicle_model
+    from .solvers.lap_nlp import point_functions
+    from .solvers.solve import DEFAULT_SOLVER
+    from .util.casadi_compile import find_compiler
+    from .vehicle.schema import SECTIONS
+    cfg = job_options(job)
+    rows = vehicle_model(cfg.model).point_rows
+    if (cfg.solver != DEFAULT_SOLVER or (cfg.solver_options or {}).get("compile") == "vm"
+            or rows is None or find_compiler() is None):
+        return None
+    ocp = OCP_CONFIG(prefetch_options(cfg))
+    attr = {f"{s}.{k}": a for s, keys in SECTIONS.items() for k, a in keys.items()}
+    bases = _base_vehicles(cases)
+    structures, cars = {}, set()
+    for c in cases:
+        car = (str(c["vehicle"]), tuple(sorted(c["params"].items())))
+        if car in cars:
+            continue
+        cars.add(car)
+        try:
+            p = bases[c["vehicle"]].replace(**{attr[k]: v for k, v in c["params"].items()})
+            rec = rows(p, ocp)
+        except Exception:   # noqa: BLE001 - an invalid case is the case's row, not this
+            continue
+        structures.setdefault(rec.structure_key(), rec)
+    if not structures:
+        return None
+    echo(f"compiling the point functions ahead: {len(structures)} structure"
+         f"{'s' if len(structures) > 1 else ''} for {len(cars)} car{'s' if len(cars) > 1 else ''}"
+         " (found in the cache if compiled before)")
+
+    def work():
+        import warnings
+        for rec in structures.values():
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    point_functions(rec, "auto")
+            except Exception:   # noqa: BLE001 - the cases compile (and report) for themselves
+                pass
+
+    thread = threading.Thread(target=work, name="pyomo_lap-compile-ahead", daemon=True)
+    thread.start()
+    return thread
 
 
 def _run(client, todo, job, out, n, n_done, crash_ids, echo):

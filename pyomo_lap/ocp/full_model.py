@@ -141,11 +141,28 @@ class PointRows:
     track_values: object = dataclasses.field(default=None, repr=False)
     points: list = dataclasses.field(default_factory=list, repr=False)
 
-    def casadi_function(self, name: str = "point_rows"):
-        """``casadi.Function`` ``(w[33], track[15]) -> rows`` (see :func:`pyomo_lap.spatial.tape.casadi_function`)."""
+    def casadi_function(self, name: str = "point_rows", literals: bool = False):
+        """``casadi.Function`` ``(w[33], track[15]) -> rows``, or with ``literals``
+        ``(w, track, literals) -> rows`` where ``literals`` are the numbers of the car and the
+        options (:meth:`literal_values`), so that one function serves every car of the same
+        structure (see :func:`pyomo_lap.spatial.tape.casadi_function`)."""
         from ..spatial.tape import casadi_function
         return casadi_function(self.tape, self.outputs, {"w": self.variables, "track": self.track_inputs},
-                               name=name)
+                               name=name, literals="literals" if literals else None)
+
+    def literal_values(self):
+        """The numbers of the car and the options in the recorded rows, in the order of the
+        ``literals`` argument of :meth:`casadi_function` (ndarray (k,))."""
+        from ..spatial.tape import literal_arguments
+        return np.asarray(literal_arguments(self.tape), dtype=float)
+
+    def structure_key(self, salt: str = "") -> str:
+        """A hash of the recorded rows with the car's and the options' numbers left out
+        (:func:`pyomo_lap.spatial.tape.structure_key`): the same for two cars that differ only
+        in parameter values, so that they share one compiled function."""
+        from ..spatial.tape import structure_key
+        return structure_key(self.tape, self.outputs, tuple(self.variables) + tuple(self.track_inputs),
+                             salt)
 
 
 def record_point_rows(p, chain, cfg) -> PointRows:
@@ -711,5 +728,6 @@ FULL_MODEL = VehicleModel(
     name="full",
     description="the six-joint Lie-group car (pyomo_lap.vehicle.car, pyomo_lap.spatial.chain)",
     states=STATE_NAMES, rates=RATE_NAMES, controls=veh.CONTROLS, algebraics=veh.ALGEBRAIC,
-    build=build_full_model, initialize=initialize_full_model)
+    build=build_full_model, initialize=initialize_full_model,
+    point_rows=lambda p, cfg: record_point_rows(p, veh.build_chain(p), cfg))
 """The full model as a :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel` (registry key ``"full"``)."""

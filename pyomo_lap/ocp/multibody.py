@@ -357,5 +357,6 @@ MULTIBODY_MODEL = VehicleModel(
                  "(pyomo_lap.vehicle.multibody_car)"),
     states=STATE_NAMES, rates=RATE_NAMES, controls=veh.CONTROLS, algebraics=(),
     build=build_multibody_model, initialize=initialize_multibody_model,
-    trajectory=trajectory_dataframe)
+    trajectory=trajectory_dataframe,
+    point_rows=lambda p, cfg: record_multibody_rows(p, mbc.build_tree(p), cfg))
 """The multibody car as a :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel` (key ``"multibody"``)."""

@@ -65,6 +65,13 @@ class VehicleModel:
     trajectory : callable, optional
         ``trajectory(m) -> pandas.DataFrame``: one row per point of a solved model (used by
         :func:`pyomo_lap.post.results.trajectory_dataframe`); None: the full model's table.
+    point_rows : callable, optional
+        ``point_rows(vehicle, cfg) -> pyomo_lap.ocp.full_model.PointRows``: the rows of one
+        point recorded on a tape, as ``build`` records them, without building a model (models
+        whose rows are recorded: the fast path compiles them, and
+        :func:`pyomo_lap.solvers.lap_nlp.prefetch_point_functions` can compile them ahead of
+        the build, e.g. once for all the cars of a sweep). None: rows written as Pyomo
+        expressions only.
     """
 
     name: str
@@ -76,6 +83,7 @@ class VehicleModel:
     build: Callable
     initialize: Callable
     trajectory: Optional[Callable] = None
+    point_rows: Optional[Callable] = None
 
     @property
     def variables(self) -> tuple:

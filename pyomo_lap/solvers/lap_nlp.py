@@ -108,53 +108,62 @@ def evaluate_expression(expr, memo: Optional[dict] = None) -> float:
 def point_functions(rec, compile_mode: str = "auto") -> dict:
     r"""The per-point functions of recorded rows (:class:`pyomo_lap.ocp.build.PointRows`), compiled.
 
-    ``point_f(w, track) -> rows``, ``point_fj(w, track) -> (rows, Jacobian values)`` and
-    ``point_h(w, track, lam) -> lower-triangle values of`` :math:`\sum_j \lambda_j \nabla^2_w
-    r_j`, the derivatives by CasADi's automatic differentiation of the function traced from
-    the tape (:meth:`pyomo_lap.ocp.build.PointRows.casadi_function`). The compiled libraries and
-    the sparsity patterns are cached under a hash of the tape (its operations and constants,
-    i.e. the car and the OCP's options), so a later solve of the same car loads them without
-    differentiating or generating code again.
+    ``point_f(w, track, literals) -> rows``, ``point_fj(w, track, literals) -> (rows, Jacobian
+    values)`` and ``point_h(w, track, literals, lam) -> lower-triangle values of``
+    :math:`\sum_j \lambda_j \nabla^2_w r_j`, the derivatives by CasADi's automatic
+    differentiation of the function traced from the tape
+    (:meth:`pyomo_lap.ocp.build.PointRows.casadi_function`). ``literals`` are the numbers of
+    the car and the options in the rows (:meth:`~pyomo_lap.ocp.build.PointRows.literal_values`):
+    they are an argument, not constants of the code, so the compiled libraries and the sparsity
+    patterns, cached under a hash of the tape's *structure*
+    (:meth:`~pyomo_lap.ocp.build.PointRows.structure_key`), serve every car that differs only in
+    parameter values (a sweep over masses or aero coefficients compiles once). The results are
+    the same numbers as with the constants built in (the same operations in the same order).
 
     Returns
     -------
     dict
         ``functions`` (:class:`pyomo_lap.util.casadi_compile.CompiledFunctions`), ``n_in``,
         ``n_out``, ``jac_sparsity`` and ``hess_sparsity`` (row and column index arrays of the
-        Jacobian and of the Hessian's lower triangle).
+        Jacobian and of the Hessian's lower triangle), ``literals`` (ndarray (k,), this car's).
     """
     import casadi as ca
 
     from ..util.casadi_compile import (COMPILER_FLAGS, CompiledFunctions, cache_dir, compile_functions,
                                  find_compiler, library_suffix)
     names = ("point_f", "point_fj", "point_h")
+    literals = rec.literal_values()
     key = None
     cc = find_compiler() if compile_mode != "vm" else None
     if cc is not None:
-        key = _tape_key(rec, cc + " ".join(COMPILER_FLAGS) + ca.__version__)
+        key = rec.structure_key(f"literals-v1 {cc} {' '.join(COMPILER_FLAGS)} {ca.__version__}")
         folder = cache_dir()
         meta = folder / f"pyomo_lap_point-{key}.npz"
         libs = [folder / f"pyomo_lap_point-{n}-{key}{library_suffix()}" for n in names]
         if meta.exists() and all(lib.exists() for lib in libs):
             try:
                 d = np.load(meta)
+                if int(d["n_literals"]) != literals.size:
+                    raise ValueError("a cache entry of another structure")
                 funs = CompiledFunctions({n: ca.external(n, str(lib)) for n, lib in zip(names, libs)})
                 funs.compiled, funs.library = True, folder
                 return {"functions": funs, "n_in": int(d["n_in"]), "n_out": int(d["n_out"]),
-                        "jac_sparsity": (d["jr"], d["jc"]), "hess_sparsity": (d["hr"], d["hc"])}
+                        "jac_sparsity": (d["jr"], d["jc"]), "hess_sparsity": (d["hr"], d["hc"]),
+                        "literals": literals}
             except Exception:   # a damaged cache entry: made again below
                 pass
-    F = rec.casadi_function("point_rows")
+    F = rec.casadi_function("point_rows", literals=True)
     w = ca.SX.sym("w", F.size1_in(0))
     t = ca.SX.sym("t", F.size1_in(1))
-    out = F(w, t)
+    c = ca.SX.sym("c", F.size1_in(2))
+    out = F(w, t, c)
     n_out = out.numel()
     J = ca.jacobian(out, w)
     lam = ca.SX.sym("lam", n_out)
     H = ca.tril(ca.hessian(ca.dot(lam, out), w)[0])
-    funs = compile_functions([ca.Function("point_f", [w, t], [out]),
-                              ca.Function("point_fj", [w, t], [out, J.nz[:]]),
-                              ca.Function("point_h", [w, t, lam], [H.nz[:]])],
+    funs = compile_functions([ca.Function("point_f", [w, t, c], [out]),
+                              ca.Function("point_fj", [w, t, c], [out, J.nz[:]]),
+                              ca.Function("point_h", [w, t, c, lam], [H.nz[:]])],
                              "pyomo_lap_point", mode=compile_mode, key=key)
     jr, jc = (np.asarray(a, dtype=np.int64) for a in J.sparsity().get_triplet())
     hr, hc = (np.asarray(a, dtype=np.int64) for a in H.sparsity().get_triplet())
@@ -162,41 +171,31 @@ def point_functions(rec, compile_mode: str = "auto") -> dict:
         import os
         part = cache_dir() / f".pyomo_lap_point-{key}.{os.getpid()}.npz"
         try:
-            np.savez(part, n_in=F.size1_in(0), n_out=n_out, jr=jr, jc=jc, hr=hr, hc=hc)
+            np.savez(part, n_in=F.size1_in(0), n_out=n_out, n_literals=literals.size,
+                     jr=jr, jc=jc, hr=hr, hc=hc)
             os.replace(part, cache_dir() / f"pyomo_lap_point-{key}.npz")
         except OSError:
             pass
     return {"functions": funs, "n_in": F.size1_in(0), "n_out": n_out,
-            "jac_sparsity": (jr, jc), "hess_sparsity": (hr, hc)}
+            "jac_sparsity": (jr, jc), "hess_sparsity": (hr, hc), "literals": literals}
 
 
-def _tape_key(rec, salt: str) -> str:
-    """A hash of the recorded rows: every live operation with its arguments and constants,
-    the outputs and the inputs' names (with ``salt``: the compiler, its flags, CasADi)."""
-    import hashlib
-
-    from ..spatial.tape import Node
-    tape = rec.tape
-    h = hashlib.sha256(salt.encode())
-    parts = []
-    for i, node in enumerate(tape.nodes):
-        if not tape.live[i]:
-            continue
-        args = ",".join(f"n{a.index}" if isinstance(a, Node) else repr(float(a)) if not
-                        isinstance(a, str) else a for a in node.args)
-        parts.append(f"{i}:{node.op}({args})")
-    parts.append("out:" + ",".join(f"n{o.index}" if isinstance(o, Node) else repr(float(o))
-                                   for o in rec.outputs))
-    parts.append("in:" + ",".join(rec.variables) + "|" + ",".join(rec.track_inputs))
-    h.update(";".join(parts).encode())
-    return h.hexdigest()[:20]
-
-
-def prefetch_point_functions(vehicle, config=None):
-    """Start compiling, in a background thread, the per-point functions of the model that
+def prefetch_point_functions(vehicle, config=None, wait: bool = False):
+    """Compile, in a background thread, the per-point functions of the model that
     :func:`pyomo_lap.ocp.build.build_model` will build with ``vehicle`` and ``config``, so that
     the C compiler runs while Pyomo builds the model (the solve then finds the libraries in
-    the cache). Nothing happens without a C compiler.
+    the cache). The libraries serve every car of the same structure
+    (:func:`point_functions`): after the first car of a sweep nothing is compiled. Nothing
+    happens without a C compiler, or for a model whose rows are not recorded
+    (``VehicleModel.point_rows`` is None: the single-track model).
+
+    Parameters
+    ----------
+    vehicle : VehicleParameters
+    config : dict, optional
+        OCP options (:data:`pyomo_lap.ocp.build.OCP_CONFIG`), ``model`` among them.
+    wait : bool
+        Return when the libraries are in the cache (compiled, or found there).
 
     Returns
     -------
@@ -205,24 +204,25 @@ def prefetch_point_functions(vehicle, config=None):
     import threading
 
     from ..util.casadi_compile import find_compiler
-    if find_compiler() is None:
+    from ..ocp.build import OCP_CONFIG, vehicle_model
+    cfg = OCP_CONFIG(config or {})
+    rows = vehicle_model(cfg.model).point_rows
+    if find_compiler() is None or rows is None:
         return None
 
     def work():
         import warnings
-
-        from ..vehicle import car as veh
-        from ..ocp.build import OCP_CONFIG, record_point_rows
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                point_functions(record_point_rows(vehicle, veh.build_chain(vehicle),
-                                                  OCP_CONFIG(config or {})), "auto")
+                point_functions(rows(vehicle, cfg), "auto")
         except Exception:   # the solve will compile (and report) for itself
             pass
 
     thread = threading.Thread(target=work, name="pyomo_lap-compile", daemon=True)
     thread.start()
+    if wait:
+        thread.join()
     return thread
 
 
@@ -585,15 +585,17 @@ class LapNLP:
         xb = XIDX[P, hc[E]]
         keep_h = (xa >= 0) & (xb >= 0)
         T = np.ascontiguousarray(rec.track_values, dtype=float)       # (N, 15)
+        # the car's numbers, the same at every point (a few hundred: repeated, not broadcast)
+        C = np.ascontiguousarray(np.tile(pf["literals"], (N, 1)))
         W = W0.copy()
         L = np.zeros((N, n_out))
         out_f, out_fj = np.zeros((N, n_out)), np.zeros((N, n_out))
         jac = np.zeros((N, jr.size))
         hess = np.zeros((N, hr.size))
         self._point = {
-            "F": _Buffered(_mapped(funs["point_f"], N, threads), [W, T], [out_f]),
-            "FJ": _Buffered(_mapped(funs["point_fj"], N, threads), [W, T], [out_fj, jac]),
-            "FH": _Buffered(_mapped(funs["point_h"], N, threads), [W, T, L], [hess]),
+            "F": _Buffered(_mapped(funs["point_f"], N, threads), [W, T, C], [out_f]),
+            "FJ": _Buffered(_mapped(funs["point_fj"], N, threads), [W, T, C], [out_fj, jac]),
+            "FH": _Buffered(_mapped(funs["point_h"], N, threads), [W, T, C, L], [hess]),
             "W": W, "L": L,
             "N": N, "n_out": n_out, "W0": W0, "wpos": wpos, "wx": wx, "T": T,
             "rows_out": O_, "rows_pt": I_,

@@ -33,7 +33,8 @@ import numpy as np
 
 from . import backend as bk
 
-__all__ = ["Node", "Tape", "record"]
+__all__ = ["Node", "Tape", "record", "specialize", "PyomoReplay", "casadi_function",
+           "literal_arguments", "structure_key"]
 
 _COMMUTATIVE = {"add", "mul"}
 _FUNCS = ("sin", "cos", "atan", "sqrt", "tanh")
@@ -554,8 +555,81 @@ _CASADI_OPS = {
 }
 
 
+def literal_arguments(tape: "Tape") -> List[float]:
+    """The literal numbers among the arguments of the tape's live operations, in tape order
+    (operations in order, arguments in order), except the exponents of ``pow``.
+
+    These are the numbers the recording folded into the operations: the car's parameters and
+    the options' constants, and the numbers of the model code (``0.5 * x``). Two tapes with the
+    same :func:`structure_key` differ at most in these numbers, so one function of them
+    (:func:`casadi_function` with ``literals``) evaluates both.
+
+    Parameters
+    ----------
+    tape : Tape
+        With uses counted (:meth:`Tape.count_uses`).
+
+    Returns
+    -------
+    list of float
+    """
+    out: List[float] = []
+    for i, node in enumerate(tape.nodes):
+        if not tape.live[i] or node.op == "input":
+            continue
+        for j, a in enumerate(node.args):
+            if not isinstance(a, Node) and not (node.op == "pow" and j == 1):
+                out.append(float(a))
+    return out
+
+
+def structure_key(tape: "Tape", outputs: Sequence, inputs: Sequence[str], salt: str = "") -> str:
+    """A hash of the tape's structure: its live operations, their arguments, the outputs and the
+    inputs' names, with every literal argument but ``pow``'s exponents
+    (:func:`literal_arguments`) replaced by a placeholder.
+
+    Two cars whose recordings differ only in the values of their parameters have the same
+    key; a parameter that becomes 0 or 1 (a product folds away) or equal to another one (two
+    operations merge) changes the structure and the key.
+
+    Parameters
+    ----------
+    tape : Tape
+        With uses counted.
+    outputs : sequence
+        Nodes or constants (a constant output is part of the structure).
+    inputs : sequence of str
+        The inputs' names, in the order of the function's arguments.
+    salt : str
+        Anything else the key must depend on.
+
+    Returns
+    -------
+    str
+        20 hexadecimal digits.
+    """
+    import hashlib
+    h = hashlib.sha256(salt.encode())
+    parts = []
+    for i, node in enumerate(tape.nodes):
+        if not tape.live[i]:
+            continue
+        if node.op == "input":
+            parts.append(f"{i}:input({node.args[0]})")
+            continue
+        args = ",".join(f"n{a.index}" if isinstance(a, Node) else
+                        repr(float(a)) if node.op == "pow" and j == 1 else "c"
+                        for j, a in enumerate(node.args))
+        parts.append(f"{i}:{node.op}({args})")
+    parts.append("out:" + ",".join(f"n{o.index}" if isinstance(o, Node) else repr(float(o))
+                                   for o in outputs))
+    parts.append("in:" + ",".join(inputs))
+    h.update(";".join(parts).encode())
+    return h.hexdigest()[:20]
+
+
 def casadi_function(tape: "Tape", outputs: Sequence, groups: Dict[str, Sequence[str]],
-                    name: str = "tape"):
+                    name: str = "tape", literals: Optional[str] = None):
     """The tape as a ``casadi.Function`` of SX symbols, one vector argument per group of
     inputs, one vector output (the ``outputs`` in order).
 
@@ -568,6 +642,11 @@ def casadi_function(tape: "Tape", outputs: Sequence, groups: Dict[str, Sequence[
         ``argument name -> input names`` (ordered); every live input of the tape must be in
         one group.
     name : str
+    literals : str, optional
+        Name of one more vector argument, last, that takes the place of the literal numbers of
+        the operations (:func:`literal_arguments`, in that order): the function then serves
+        every tape of the same :func:`structure_key` (every car whose parameters differ only
+        in value), given that tape's literals. Default: the numbers are built into the function.
 
     Returns
     -------
@@ -575,6 +654,11 @@ def casadi_function(tape: "Tape", outputs: Sequence, groups: Dict[str, Sequence[
     """
     import casadi as ca
     syms = {g: ca.SX.sym(g, len(names)) for g, names in groups.items()}
+    lit = None
+    if literals is not None:
+        lit = ca.SX.sym(literals, len(literal_arguments(tape)))
+        syms[literals] = lit
+        k_lit = 0
     where = {}
     for g, names in groups.items():
         for k, n in enumerate(names):
@@ -587,8 +671,13 @@ def casadi_function(tape: "Tape", outputs: Sequence, groups: Dict[str, Sequence[
             vals[i] = where[node.args[0]]
             continue
         args = [vals[a.index] if isinstance(a, Node) else a for a in node.args]
+        if lit is not None:
+            for j, a in enumerate(node.args):
+                if not isinstance(a, Node) and not (node.op == "pow" and j == 1):
+                    args[j] = lit[k_lit]
+                    k_lit += 1
         f = _CASADI_OPS.get(node.op)
         vals[i] = f(*args) if f is not None else getattr(ca, node.op)(*args)
     out = [vals[o.index] if isinstance(o, Node) else ca.SX(float(o)) for o in outputs]
-    return ca.Function(name, [syms[g] for g in groups], [ca.vertcat(*out)],
-                       list(groups), ["out"])
+    names = list(groups) + ([literals] if lit is not None else [])
+    return ca.Function(name, [syms[g] for g in names], [ca.vertcat(*out)], names, ["out"])
