@@ -165,7 +165,7 @@ def _checked(values: dict):
 @click.option("--max-iter", type=int, default=None,
               help="solver iteration limit, short for --solver-option max_iter=N "
                    "(default: pyomo_lap.solvers.solve.DEFAULT_IPOPT_OPTIONS)")
-@job_options("repair_track", "track_width", "sensitivities")
+@job_options("repair_track", "track_width", "sensitivities", "warm_start_from")
 def solve(max_iter, quiet, solver_options, ocp_options, **job):
     """Solve the minimum-time problem on a sector (or, with --full-lap, the closed lap) and
     write trajectory.csv, trajectory.parquet, results.xlsx and summary.json to OUT.
@@ -253,11 +253,15 @@ def solve(max_iter, quiet, solver_options, ocp_options, **job):
               help="a running Dask scheduler (default: a local cluster, one worker per core)")
 @click.option("--workers", default=None, type=click.IntRange(1, 1024),
               help="worker processes of the local cluster  [default: one per core]")
+@click.option("--warm-start/--no-warm-start", "warm_start", default=True, show_default=True,
+              help="start each case from the solution of the nearest solved case of the same "
+                   "track and vehicle file (the first cases, one per worker, from the usual "
+                   "initial guess; a warm start that fails is solved again from it)")
 @job_options("track", "vehicle", "start", "length", "periodic", "nfe", "ncp", "scheme",
              "initial_speed", "model", "initial_guess", "solver", "solver_options", "ocp_options",
              "n_sectors", "repair_track", "track_width")
-def sweep(set_values, cases_file, out, resume, scheduler, workers, solver_options, ocp_options,
-          **job):
+def sweep(set_values, cases_file, out, resume, scheduler, workers, warm_start, solver_options,
+          ocp_options, **job):
     """Solve many cases of one job on Dask: a grid of vehicle parameters (--set), a CSV of
     cases (--cases), several tracks or vehicles; one solve per case. Every finished case is
     written at once (a row in OUT/rows/, its results in OUT/cases/<id>/); a case that fails is
@@ -286,7 +290,8 @@ def sweep(set_values, cases_file, out, resume, scheduler, workers, solver_option
     values.update(solver_options=options or None, ocp_options=ocp or None)
     try:
         table = run_sweep(list(set_values), cases_file, out=out, resume=resume,
-                          scheduler=scheduler, workers=workers, echo=click.echo, **values)
+                          scheduler=scheduler, workers=workers, warm_start=warm_start,
+                          echo=click.echo, **values)
     except SweepSpecError as exc:
         _fail(str(exc))
     except KeyboardInterrupt:

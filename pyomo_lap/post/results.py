@@ -26,7 +26,13 @@ from ..ocp.build import RATE_NAMES, STATE_NAMES
 
 __all__ = ["trajectory_dataframe", "UNITS", "write_results", "read_trajectory", "check_output_dir",
            "sector_times", "TRACK_COLUMNS", "read_summary", "read_parquet_units",
-           "sensitivity_sheet", "read_sensitivities", "SENSITIVITY_HEADERS"]
+           "sensitivity_sheet", "read_sensitivities", "SENSITIVITY_HEADERS",
+           "solution_arrays", "load_solution", "SOLUTION_FILE"]
+
+SOLUTION_FILE = "solution.npz"
+"""The file of a results folder that holds the values of every variable of the solved model
+(:func:`solution_arrays`), to start another solve of the same job from
+(:func:`load_solution`, the job option ``warm_start_from``)."""
 
 UNITS = {
     "s": "m", "s_sector": "m", "t": "s", "q1": "m", "q2": "m", "q3": "rad", "q4": "m",
@@ -437,9 +443,80 @@ def check_output_dir(out_dir) -> Path:
     return out_dir
 
 
+def solution_arrays(m) -> dict:
+    """The values of every variable of a model, for :data:`SOLUTION_FILE`.
+
+    Returns
+    -------
+    dict
+        ``"s"``: the mesh points [m] (ndarray (n,)); for every ``Var`` component, its values
+        in index order (ndarray; NaN where a variable has no value).
+    """
+    import pyomo.environ as pyo
+    out = {"s": np.array(list(m.s), dtype=float)}
+    for comp in m.component_objects(pyo.Var, descend_into=True):
+        vals = [vd.value for vd in comp.values()]
+        out[f"var:{comp.name}"] = np.array([np.nan if v is None else v for v in vals], dtype=float)
+    return out
+
+
+def load_solution(m, path) -> int:
+    """Set the variables of a model from a :data:`SOLUTION_FILE` (or the results folder that
+    holds it) of a solve of the same job (same track, sector and mesh; the car may differ):
+    the initial point of a warm start.
+
+    Every variable component of the model found in the file with the same number of entries
+    gets the file's values, clipped into its bounds; fixed variables and missing values are
+    left as they are.
+
+    Returns
+    -------
+    int
+        The number of variables set.
+
+    Raises
+    ------
+    ValueError
+        No such file, or the file's mesh differs from the model's (another track, sector or
+        mesh: the message gives both).
+    """
+    import pyomo.environ as pyo
+    path = Path(path)
+    f = path / SOLUTION_FILE if path.is_dir() else path
+    if not f.is_file():
+        raise ValueError(f"warm start: {str(f)!r} does not exist (a results folder written by "
+                         f"this version of pyomo_lap holds {SOLUTION_FILE})")
+    with np.load(f) as d:
+        data = {k: d[k] for k in d.files}
+    s = np.array(list(m.s), dtype=float)
+    if data["s"].shape != s.shape or not np.allclose(data["s"], s, rtol=0, atol=1e-9):
+        raise ValueError(f"warm start: the mesh of {str(f)!r} ({data['s'].size} points, "
+                         f"{data['s'][-1] if data['s'].size else 0:.1f} m) differs from this "
+                         f"model's ({s.size} points, {s[-1]:.1f} m): expected a solve of the same "
+                         "track, sector and mesh")
+    n = 0
+    for comp in m.component_objects(pyo.Var, descend_into=True):
+        vals = data.get(f"var:{comp.name}")
+        if vals is None or vals.size != len(comp):
+            continue
+        for vd, v in zip(comp.values(), vals.tolist()):
+            if vd.fixed or v != v:
+                continue
+            lb, ub = vd.lb, vd.ub
+            if lb is not None and v < lb:
+                v = lb
+            if ub is not None and v > ub:
+                v = ub
+            vd.set_value(v, skip_validation=True)
+            n += 1
+    return n
+
+
 def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict | None = None,
-                  partial: bool = False, n_sectors: int = 3, echo=None) -> Path:
-    """Write ``trajectory.csv``, ``trajectory.parquet``, ``results.xlsx`` and ``summary.json``
+                  partial: bool = False, n_sectors: int = 3, echo=None,
+                  solution: dict | None = None) -> Path:
+    """Write ``trajectory.csv``, ``trajectory.parquet``, ``results.xlsx``, ``summary.json`` (and
+    ``solution.npz``, given ``solution``)
     atomically.
 
     The files are written into a temporary folder next to ``out_dir`` and moved into place
@@ -473,6 +550,8 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
         Sectors for :func:`sector_times` (added to the summary unless it has ``sectors``).
     echo : callable, optional
         Progress messages (one per file).
+    solution : dict, optional
+        :func:`solution_arrays` of the model, written as :data:`SOLUTION_FILE`.
 
     Returns
     -------
@@ -510,6 +589,8 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
         _write_parquet(tmp / "trajectory.parquet", df, summary)
         with open(tmp / "summary.json", "w") as fh:
             json.dump(summary, fh, indent=2, default=_json_default)
+        if solution is not None:
+            np.savez(tmp / SOLUTION_FILE, **solution)
         echo("  writing results.xlsx")
         with pd.ExcelWriter(tmp / "results.xlsx", engine="xlsxwriter") as xw:
             _summary_sheet(summary).to_excel(xw, sheet_name="summary", index=False)

@@ -35,6 +35,7 @@ bodies with bounds ``g_lb <= g(x) <= g_ub``; the Lagrangian is
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import time
@@ -129,29 +130,73 @@ def point_functions(rec, compile_mode: str = "auto") -> dict:
     """
     import casadi as ca
 
-    from ..util.casadi_compile import (COMPILER_FLAGS, CompiledFunctions, cache_dir, compile_functions,
+    from ..util.casadi_compile import (COMPILER_FLAGS, CompiledFunctions, cache_dir,
                                  find_compiler, library_suffix)
     names = ("point_f", "point_fj", "point_h")
     literals = rec.literal_values()
     key = None
     cc = find_compiler() if compile_mode != "vm" else None
-    if cc is not None:
-        key = rec.structure_key(f"literals-v1 {cc} {' '.join(COMPILER_FLAGS)} {ca.__version__}")
-        folder = cache_dir()
-        meta = folder / f"pyomo_lap_point-{key}.npz"
-        libs = [folder / f"pyomo_lap_point-{n}-{key}{library_suffix()}" for n in names]
-        if meta.exists() and all(lib.exists() for lib in libs):
-            try:
-                d = np.load(meta)
-                if int(d["n_literals"]) != literals.size:
-                    raise ValueError("a cache entry of another structure")
-                funs = CompiledFunctions({n: ca.external(n, str(lib)) for n, lib in zip(names, libs)})
-                funs.compiled, funs.library = True, folder
-                return {"functions": funs, "n_in": int(d["n_in"]), "n_out": int(d["n_out"]),
-                        "jac_sparsity": (d["jr"], d["jc"]), "hess_sparsity": (d["hr"], d["hc"]),
-                        "literals": literals}
-            except Exception:   # a damaged cache entry: made again below
-                pass
+    if cc is None:
+        return _make_point_functions(rec, compile_mode, None, literals)
+    key = rec.structure_key(f"literals-v1 {cc} {' '.join(COMPILER_FLAGS)} {ca.__version__}")
+    folder = cache_dir()
+    meta = folder / f"pyomo_lap_point-{key}.npz"
+    libs = [folder / f"pyomo_lap_point-{n}-{key}{library_suffix()}" for n in names]
+
+    def cached():
+        if not (meta.exists() and all(lib.exists() for lib in libs)):
+            return None
+        try:
+            d = np.load(meta)
+            if int(d["n_literals"]) != literals.size:
+                raise ValueError("a cache entry of another structure")
+            funs = CompiledFunctions({n: ca.external(n, str(lib)) for n, lib in zip(names, libs)})
+            funs.compiled, funs.library = True, folder
+            return {"functions": funs, "n_in": int(d["n_in"]), "n_out": int(d["n_out"]),
+                    "jac_sparsity": (d["jr"], d["jc"]), "hess_sparsity": (d["hr"], d["hc"]),
+                    "literals": literals}
+        except Exception:   # a damaged cache entry: made again
+            return None
+
+    found = cached()
+    if found is not None:
+        return found
+    # one process (or thread) compiles a structure, the others wait for it and load it: the
+    # workers of a sweep on one machine, the prefetch thread and the solve of one process
+    with _cache_lock(folder / f"pyomo_lap_point-{key}.lock"):
+        found = cached()
+        if found is not None:
+            return found
+        return _make_point_functions(rec, compile_mode, key, literals)
+
+
+@contextlib.contextmanager
+def _cache_lock(path):
+    """An exclusive lock on ``path`` across processes (``fcntl.flock``; released when the
+    process ends, even killed); no lock where that is not available (the work is then
+    possibly done twice, with the same result)."""
+    try:
+        import fcntl
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(path, "a")
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
+    finally:
+        handle.close()          # releases the lock
+
+
+def _make_point_functions(rec, compile_mode, key, literals) -> dict:
+    """Differentiate, generate and compile the point functions (:func:`point_functions`)."""
+    import casadi as ca
+
+    from ..util.casadi_compile import cache_dir, compile_functions
     F = rec.casadi_function("point_rows", literals=True)
     w = ca.SX.sym("w", F.size1_in(0))
     t = ca.SX.sym("t", F.size1_in(1))

@@ -1,0 +1,88 @@
+"""A solve started from the solution of another car (the job option ``warm_start_from``, the
+warm starts of ``pyomo-lap sweep``): the same optimum as from the usual initial guess, fewer
+iterations, a clear error for another mesh before any solve, and a failed warm start solved
+again from the usual start."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pyomo_lap import load_vehicle, solve_sector
+
+JOB = {"length": 300.0, "nfe": 30, "echo": lambda *_: None, "progress": lambda *_: None}
+DEFAULT_JOB = {"echo": lambda *_: None, "progress": lambda *_: None}   # 2 km, 200 elements
+
+
+@pytest.fixture(scope="module")
+def first(tmp_path_factory):
+    out = tmp_path_factory.mktemp("warm") / "a"
+    solve_sector(vehicle=load_vehicle("fsae"), out_dir=out, **JOB)
+    return out
+
+
+@pytest.mark.integration
+def test_a_warm_start_reaches_the_same_optimum_in_fewer_iterations(tmp_path):
+    """The default job (2 km): a car 5 kg heavier with 0.04 more drag, from the first car's
+    solution. (On short sectors the usual start is often as good: the sweep keeps warm
+    starts only where they help, tests/test_sweep.py.)"""
+    first = tmp_path / "first"
+    solve_sector(vehicle=load_vehicle("fsae"), out_dir=first, **DEFAULT_JOB)
+    car = load_vehicle("fsae").replace(m=245.0, Cx=0.88)
+    cold = solve_sector(vehicle=car, out_dir=tmp_path / "cold", **DEFAULT_JOB).summary
+    warm = solve_sector(vehicle=car, out_dir=tmp_path / "warm", warm_start_from=first,
+                        **DEFAULT_JOB).summary
+    # two starts end at two points within IPOPT's tolerance (tol 1e-5 on the scaled NLP): the
+    # lap times agree to about 1e-9 here, not to rounding
+    assert warm["lap_time_s"] == pytest.approx(cold["lap_time_s"], rel=1e-6)
+    assert warm["iterations"] < cold["iterations"]
+    assert warm["warm_start_from"] == str(first) and cold["warm_start_from"] is None
+    assert "warm_start_failed" not in warm
+
+
+@pytest.mark.integration
+def test_the_solution_file_holds_every_variable(first, tmp_path):
+    """Loading a solve's solution.npz into the same solved model changes nothing."""
+    from pyomo_lap.post.results import load_solution, solution_arrays
+    m = solve_sector(vehicle=load_vehicle("fsae"), out_dir=None, **JOB).model
+    before = solution_arrays(m)
+    assert load_solution(m, first) > 1000
+    after = solution_arrays(m)
+    assert set(before) == set(after) and len(before) > 30
+    for k in before:
+        np.testing.assert_allclose(after[k], before[k], rtol=1e-7, atol=1e-7, err_msg=k)
+
+
+@pytest.mark.integration
+def test_another_mesh_is_refused_before_the_solve(first):
+    with pytest.raises(ValueError, match=r"warm start: the mesh of .* differs from this model's"):
+        solve_sector(vehicle=load_vehicle("fsae"), out_dir=None, warm_start_from=first,
+                     **{**JOB, "nfe": 20})
+    with pytest.raises(ValueError, match="does not exist"):
+        solve_sector(vehicle=load_vehicle("fsae"), out_dir=None,
+                     warm_start_from=first.parent / "nothing", **JOB)
+
+
+@pytest.mark.integration
+def test_a_failed_warm_start_is_solved_again_from_the_usual_start(first, monkeypatch):
+    """The warm-started solve stopped by an iteration limit of 2 (its own option, mu_init is
+    the warm start's): the case is solved again from the usual initial guess, as without the
+    warm start, and the summary says so."""
+    import pyomo_lap.api as api
+    real = api.solve_model
+    calls = []
+
+    def limited(m, solver=None, options=None, tee=False):
+        calls.append(dict(options or {}))
+        if "mu_init" in (options or {}):
+            return real(m, solver=solver, options={**options, "max_iter": 2}, tee=tee)
+        return real(m, solver=solver, options=options, tee=tee)
+
+    monkeypatch.setattr(api, "solve_model", limited)
+    car = load_vehicle("fsae").replace(m=250.0)
+    s = solve_sector(vehicle=car, out_dir=None, warm_start_from=first, **JOB).summary
+    assert [("mu_init" in c) for c in calls] == [True, False]
+    assert s["warm_start_failed"]["iterations"] == 2
+    assert s["optimal"] and s["lap_time_s"] > 0
+    monkeypatch.setattr(api, "solve_model", real)
+    cold = solve_sector(vehicle=car, out_dir=None, **JOB).summary
+    assert s["lap_time_s"] == pytest.approx(cold["lap_time_s"], rel=1e-12)
