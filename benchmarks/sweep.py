@@ -130,7 +130,8 @@ def main():
         r = _run(phase, args, work, cache, k)
         runs[phase].append(r)
         print(f"run {k}: {'one after another' if phase == 'serial' else 'sweep':<17} "
-              f"{r['wall_s']:6.1f} s wall, {r['cpu_s']:5.0f} CPU-s; load average before "
+              f"{r['wall_s']:6.1f} s wall, {r['cpu_s']:5.0f} CPU-s, "
+              f"{sum(r['iterations'].values())} iterations; load average before "
               f"{r['load_before'][0]:.2f}, after {r['load_after'][0]:.2f}")
     s = sorted(r["wall_s"] for r in runs["serial"])
     w = sorted(r["wall_s"] for r in runs["sweep"])
@@ -146,8 +147,12 @@ def main():
           f"{sum(its)}, {'usual start' if args.no_warm_start else 'warm starts'}); lap times "
           f"{min(laps[0].values()):.3f}-{max(laps[0].values()):.3f} s, largest difference "
           f"between runs {diff:.1e} s")
+    # the ratio of each sweep to the run of the other kind next to it (ABBA: 1-2, 3-4, 6-5 ...)
+    pairs = [runs["sweep"][k]["wall_s"] / runs["serial"][k]["wall_s"]
+             for k in range(min(len(runs["sweep"]), len(runs["serial"])))]
     print(f"median wall: one after another {med(s):.1f} s, sweep {med(w):.1f} s; "
-          f"ratio sweep / one after another: {med(w) / med(s):.3f}")
+          f"ratio sweep / one after another: {med(w) / med(s):.3f} (of the medians); pair by pair "
+          f"{', '.join(f'{r:.3f}' for r in pairs)}, median {med(sorted(pairs)):.3f}")
 
 
 if __name__ == "__main__":
