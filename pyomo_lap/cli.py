@@ -168,7 +168,7 @@ def _checked(values: dict):
 @job_options("repair_track", "track_width", "sensitivities", "warm_start_from")
 def solve(max_iter, quiet, solver_options, ocp_options, **job):
     """Solve the minimum-time problem on a sector (or, with --full-lap, the closed lap) and
-    write trajectory.csv, trajectory.parquet, results.xlsx and summary.json to OUT.
+    write trajectory.csv, trajectory.parquet, results.xlsx, summary.json and solution.npz to OUT.
 
     Exit codes: 0 solved; 1 the solver failed (partial results in OUT.failed, OUT untouched)
     or the results could not be written to OUT (saved elsewhere, named); 2 bad input or
