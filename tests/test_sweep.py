@@ -342,3 +342,28 @@ def test_the_plots_of_a_sweep_table(tmp_path):
     assert grid[0, 0] == 51.7 and grid[1, 0] == 53.0 and grid[0, 1] == 51.9
     assert grid.mask[1, 1] or math.isnan(grid[1, 1])
     assert fig.axes[0].get_xlabel() == "mass.total [kg]"
+
+
+@pytest.mark.integration
+def test_the_command_runs_a_sweep_on_its_own_forked_cluster(tmp_path):
+    """`pyomo-lap sweep` as a user types it, in a fresh single-threaded process: its local
+    cluster's workers are forked from it (Linux) and solve the cases; the lap times are those of
+    the cases solved one by one in this process."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    exe = Path(sys.executable).with_name("pyomo-lap")
+    out = tmp_path / "sw"
+    res = subprocess.run([str(exe), "sweep", "--set", "mass.total=240,250", "--workers", "2",
+                          "--start", str(JOB["start"]), "--length", str(JOB["length"]),
+                          "--nfe", str(JOB["nfe"]), "--no-warm-start", "--out", str(out)],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    table = pd.read_parquet(out / "sweep.parquet")
+    assert list(table["status"]) == ["solved", "solved"]
+    from pyomo_lap import load_vehicle, solve_sector
+    for mass, lap in zip(table["mass.total"], table["lap_time_s"]):
+        s = solve_sector(vehicle=load_vehicle("fsae").replace(m=mass), out_dir=None,
+                         echo=lambda *_: None, progress=lambda *_: None, **JOB).summary
+        assert lap == pytest.approx(s["lap_time_s"], rel=1e-9)
+    assert "[2/2] done 2, failed 0" in res.stdout
