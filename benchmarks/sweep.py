@@ -118,8 +118,7 @@ def main():
           f"{'warm' if args.warm_cache else 'empty'} cache of compiled functions")
     if args.warm_cache:
         warm = work / "cache"
-        r = _run("serial", argparse.Namespace(**{**vars(args), "length": args.length}), work,
-                 warm, 0)
+        r = _run("serial", args, work, warm, 0)
         print(f"cache filled by one run one after another ({r['wall_s']:.1f} s): {warm}")
     order = []
     for k in range(args.rounds):

@@ -230,12 +230,16 @@ class OptionValueError(ValueError):
         self.key, self.value, self.text = key, value, text
 
 
-def prefetch_options(cfg, ocp_options: Optional[dict] = None) -> dict:
+def prefetch_options(cfg, ocp_options: Optional[dict] = None) -> Optional[dict]:
     """The OCP options of a job (:func:`job_options`) that decide its recorded rows, as
     :func:`pyomo_lap.solvers.lap_nlp.prefetch_point_functions` takes them: ``model``,
     ``periodic``, ``initial_speed`` and the ``ocp_options`` (given already checked, or
-    checked here)."""
+    checked here); None when the job does not solve with compiled functions (a solver other
+    than the default ``lap_ipopt``, or its option ``compile=vm``)."""
     from .ocp.options import check_ocp_options
+    from .solvers.solve import DEFAULT_SOLVER
+    if cfg.solver != DEFAULT_SOLVER or (cfg.solver_options or {}).get("compile") == "vm":
+        return None
     ocp = check_ocp_options(cfg.ocp_options) if ocp_options is None else ocp_options
     return {"model": cfg.model, "periodic": cfg.periodic, "initial_speed": cfg.initial_speed,
             **ocp}
@@ -360,11 +364,12 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
         from .util.progress import echo_progress
         progress = echo_progress(echo)
     from .solvers.solve import DEFAULT_SOLVER
-    if solver == DEFAULT_SOLVER and (solver_options or {}).get("compile") != "vm":
+    compiled = prefetch_options(cfg, ocp_options)
+    if compiled is not None:
         # the compiled per-point functions of this car: the C compiler runs while Pyomo builds
         # (nothing to do when a car of the same structure compiled them before)
         from .solvers.lap_nlp import prefetch_point_functions
-        prefetch_point_functions(p, prefetch_options(cfg, ocp_options))
+        prefetch_point_functions(p, compiled)
     m = build_model(tr, p, start=start, length=length, nfe=nfe, ncp=ncp, scheme=scheme,
                     initial_speed=initial_speed, periodic=periodic, model=model,
                     named_subexpressions=solver != DEFAULT_SOLVER, progress=progress,
@@ -393,11 +398,9 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
         echo(f"  single-track {'lap' if periodic else 'sector'} time {warm['single_track_time_s']:.3f} s "
              f"({rs.iterations} iterations, {rs.solve_time_s:.1f} s)")
     warm_from = cfg.warm_start_from
-    cold_solver_options = solver_options
     if warm_from is not None:
         from .post.results import load_solution
         n_set = load_solution(m, warm_from)        # ValueError before the solve: another mesh
-        solver_options = {"mu_init": WARM_START_MU_INIT, **(solver_options or {})}
         echo(f"  warm start: {n_set} variables from {warm_from}")
     init_s = time.perf_counter() - t0
     echo(f"  initial guess in {init_s:.1f} s (quasi-steady estimate {info['estimated_time_s']:.2f} s)")
@@ -407,9 +410,16 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
         # a tighter solve: the active set and the multipliers the sensitivities stand on
         solver_options = {**SENSITIVITY_SOLVER_OPTIONS, **(solver_options or {})}
     echo(f"solving with {solver} ...")
-    rep = solve_model(m, solver=solver, options=solver_options, tee=tee)
-    echo(f"  {rep.termination_condition} ({rep.exit_message or rep.message}) after "
-         f"{rep.iterations} iterations, {rep.solve_time_s:.1f} s")
+
+    def solve(options):
+        rep = solve_model(m, solver=solver, options=options, tee=tee)
+        echo(f"  {rep.termination_condition} ({rep.exit_message or rep.message}) after "
+             f"{rep.iterations} iterations, {rep.solve_time_s:.1f} s")
+        return rep
+
+    used_options = (solver_options if warm_from is None else
+                    {"mu_init": WARM_START_MU_INIT, **(solver_options or {})})
+    rep = solve(used_options)
     warm_retry = None
     if warm_from is not None and not rep.ok:
         # the warm start did not lead to an optimum: the usual start, as without it
@@ -417,9 +427,8 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
                       "iterations": rep.iterations, "solve_time_s": rep.solve_time_s}
         echo("  the warm start failed: solving again from the usual initial guess ...")
         initialize_model(m)
-        rep = solve_model(m, solver=solver, options=cold_solver_options, tee=tee)
-        echo(f"  {rep.termination_condition} ({rep.exit_message or rep.message}) after "
-             f"{rep.iterations} iterations, {rep.solve_time_s:.1f} s")
+        used_options = solver_options
+        rep = solve(used_options)
     lap = pyo.value(m.lap_time, exception=False)   # None if a failed solve left no values
     objective = pyo.value(m.objective, exception=False)
     summary = {
@@ -453,7 +462,7 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
         "track": tr.name,
         "vehicle": p.name,
         "solver": solver,
-        "solver_options": dict(solver_options or {}),
+        "solver_options": dict(used_options or {}),   # of the solve that gave the result
         "objective": float(objective) if objective is not None else None,
         "pyomo_lap_version": __version__,
         "pyomo_version": _pyomo_version(),

@@ -288,6 +288,12 @@ def _base_vehicles(cases: list) -> dict:
     return out
 
 
+def _case_vehicle(base, params: dict):
+    """``base`` (VehicleParameters) with a case's parameter values (``section.key`` names);
+    raises the schema's ValueError for values it refuses."""
+    return base.replace(**{resolve_parameter(n)[1]: v for n, v in params.items()}) if params else base
+
+
 def _schema_message(exc) -> str:
     from pydantic import ValidationError
     from .vehicle.schema import _format
@@ -311,7 +317,6 @@ def check_cases(cases: list, job: dict) -> None:
     from .api import job_options
     from .ocp.options import check_ocp_options
     from .track.geometry import available_tracks
-    from .vehicle.schema import SECTIONS
     if not cases:
         raise SweepSpecError("the sweep has no cases")
     try:
@@ -329,7 +334,6 @@ def check_cases(cases: list, job: dict) -> None:
     except SweepSpecError as exc:
         problems.append(str(exc))
         bases = {}
-    attr = {f"{s}.{k}": a for s, keys in SECTIONS.items() for k, a in keys.items()}
     seen = set()
     for c in cases:
         base = bases.get(c["vehicle"])
@@ -341,7 +345,7 @@ def check_cases(cases: list, job: dict) -> None:
                 continue
             seen.add(key)
             try:
-                base.replace(**{attr[name]: value})
+                _case_vehicle(base, {name: value})
             except ValueError as exc:
                 problems.append(f"{name} = {value:g}: refused by the vehicle schema "
                                 f"({_schema_message(exc)})")
@@ -414,15 +418,13 @@ def _run_case(case: dict, job: dict, folder: str, crash_once: bool) -> dict:
             marker.write_text(str(os.getpid()))
             os._exit(17)
     from .api import SolveFailedError, solve_sector
-    from .vehicle.schema import SECTIONS
-    attr = {f"{s}.{k}": a for s, keys in SECTIONS.items() for k, a in keys.items()}
     t0 = time.perf_counter()
     row = None
     summary = None
     try:
         base = _base_vehicles([case])[case["vehicle"]]
         try:
-            p = base.replace(**{attr[n]: v for n, v in case["params"].items()}) if case["params"] else base
+            p = _case_vehicle(base, case["params"])
         except ValueError as exc:
             row = _row(case, "invalid", _schema_message(exc))
         if row is None:
@@ -652,16 +654,15 @@ def compile_ahead(cases: list, job: dict) -> dict:
     from .api import job_options, prefetch_options
     from .ocp.build import OCP_CONFIG, vehicle_model
     from .solvers.lap_nlp import point_functions
-    from .solvers.solve import DEFAULT_SOLVER
     from .util.casadi_compile import find_compiler
     t0 = time.perf_counter()
     none = {"structures": 0, "cars": 0, "time_s": 0.0}
     cfg = job_options(job)
+    options = prefetch_options(cfg)
     rows = vehicle_model(cfg.model).point_rows
-    if (cfg.solver != DEFAULT_SOLVER or (cfg.solver_options or {}).get("compile") == "vm"
-            or rows is None or find_compiler() is None):
+    if options is None or rows is None or find_compiler() is None:
         return none
-    ocp = OCP_CONFIG(prefetch_options(cfg))
+    ocp = OCP_CONFIG(options)
     bases = _base_vehicles(cases)
     structures, cars = {}, set()
     for c in cases:
@@ -670,9 +671,7 @@ def compile_ahead(cases: list, job: dict) -> dict:
             continue
         cars.add(car)
         try:
-            p = bases[c["vehicle"]].replace(**{resolve_parameter(k)[1]: v
-                                               for k, v in c["params"].items()})
-            rec = rows(p, ocp)
+            rec = rows(_case_vehicle(bases[c["vehicle"]], c["params"]), ocp)
         except Exception:   # noqa: BLE001 - an invalid case is the case's row, not this
             continue
         structures.setdefault(rec.structure_key(), rec)
@@ -737,8 +736,7 @@ def _run(client, todo, job, out, n, n_done, crash_ids, echo, warm_start=False, d
     solved = []
     if done_rows is not None and len(done_rows):
         for _, r in done_rows[done_rows["status"] == "solved"].iterrows():
-            params = {k: float(r[k]) for k in r.index if "." in k and k.split(".")[0] in _sections()
-                      and r[k] == r[k]}
+            params = {k: float(r[k]) for k in r.index if _is_parameter(k) and r[k] == r[k]}
             solved.append({"index": int(r["case"]), "id": r["case_id"], "track": r["track"],
                            "vehicle": r["vehicle"], "params": params})
     scale = {}
@@ -837,14 +835,15 @@ def _table(out: Path, cases: list) -> pd.DataFrame:
         rows["case"] = rows["case_id"].map({c["id"]: c["index"] for c in cases})
         rows = rows.sort_values("case").reset_index(drop=True)
     first = ["case", "case_id", "track", "vehicle"]
-    params = [c for c in rows.columns if "." in c and c.split(".")[0] in _sections()]
+    params = [c for c in rows.columns if _is_parameter(c)]
     rest = [c for c in rows.columns if c not in first + params]
     return rows[first + params + rest] if len(rows) else rows
 
 
-def _sections():
+def _is_parameter(column: str) -> bool:
+    """Whether a column of the rows is a vehicle parameter (``section.key``)."""
     from .vehicle.schema import SECTIONS
-    return SECTIONS
+    return "." in column and column.split(".")[0] in SECTIONS
 
 
 def _write_outputs(out: Path, table: pd.DataFrame, axes: dict, echo, plots: bool) -> None:

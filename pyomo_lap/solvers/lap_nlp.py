@@ -225,7 +225,7 @@ def _make_point_functions(rec, compile_mode, key, literals) -> dict:
             "jac_sparsity": (jr, jc), "hess_sparsity": (hr, hc), "literals": literals}
 
 
-def prefetch_point_functions(vehicle, config=None, wait: bool = False):
+def prefetch_point_functions(vehicle, config=None):
     """Compile, in a background thread, the per-point functions of the model that
     :func:`pyomo_lap.ocp.build.build_model` will build with ``vehicle`` and ``config``, so that
     the C compiler runs while Pyomo builds the model (the solve then finds the libraries in
@@ -239,8 +239,6 @@ def prefetch_point_functions(vehicle, config=None, wait: bool = False):
     vehicle : VehicleParameters
     config : dict, optional
         OCP options (:data:`pyomo_lap.ocp.build.OCP_CONFIG`), ``model`` among them.
-    wait : bool
-        Return when the libraries are in the cache (compiled, or found there).
 
     Returns
     -------
@@ -266,8 +264,6 @@ def prefetch_point_functions(vehicle, config=None, wait: bool = False):
 
     thread = threading.Thread(target=work, name="pyomo_lap-compile", daemon=True)
     thread.start()
-    if wait:
-        thread.join()
     return thread
 
 

@@ -555,6 +555,12 @@ _CASADI_OPS = {
 }
 
 
+def _is_literal(node: Node, j: int) -> bool:
+    """Whether argument ``j`` of ``node`` is one of the literals of :func:`literal_arguments`:
+    a number, except the exponent of ``pow`` (part of the structure)."""
+    return not isinstance(node.args[j], Node) and not (node.op == "pow" and j == 1)
+
+
 def literal_arguments(tape: "Tape") -> List[float]:
     """The literal numbers among the arguments of the tape's live operations, in tape order
     (operations in order, arguments in order), except the exponents of ``pow``.
@@ -577,9 +583,7 @@ def literal_arguments(tape: "Tape") -> List[float]:
     for i, node in enumerate(tape.nodes):
         if not tape.live[i] or node.op == "input":
             continue
-        for j, a in enumerate(node.args):
-            if not isinstance(a, Node) and not (node.op == "pow" and j == 1):
-                out.append(float(a))
+        out.extend(float(a) for j, a in enumerate(node.args) if _is_literal(node, j))
     return out
 
 
@@ -617,9 +621,8 @@ def structure_key(tape: "Tape", outputs: Sequence, inputs: Sequence[str], salt: 
         if node.op == "input":
             parts.append(f"{i}:input({node.args[0]})")
             continue
-        args = ",".join(f"n{a.index}" if isinstance(a, Node) else
-                        repr(float(a)) if node.op == "pow" and j == 1 else "c"
-                        for j, a in enumerate(node.args))
+        args = ",".join("c" if _is_literal(node, j) else f"n{a.index}" if isinstance(a, Node)
+                        else repr(float(a)) for j, a in enumerate(node.args))
         parts.append(f"{i}:{node.op}({args})")
     parts.append("out:" + ",".join(f"n{o.index}" if isinstance(o, Node) else repr(float(o))
                                    for o in outputs))
@@ -672,8 +675,8 @@ def casadi_function(tape: "Tape", outputs: Sequence, groups: Dict[str, Sequence[
             continue
         args = [vals[a.index] if isinstance(a, Node) else a for a in node.args]
         if lit is not None:
-            for j, a in enumerate(node.args):
-                if not isinstance(a, Node) and not (node.op == "pow" and j == 1):
+            for j in range(len(node.args)):
+                if _is_literal(node, j):
                     args[j] = lit[k_lit]
                     k_lit += 1
         f = _CASADI_OPS.get(node.op)
