@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 import pyomo.environ as pyo
@@ -546,6 +546,83 @@ def add_recorded_rows(m, rec: PointRows, values, tp, sigma, idx, record_built: b
     rec.points = list(sigma)
 
 
+def add_point_rows(m, rec: PointRows, chain, tp, sigma, idx, cfg, progress, lift=(),
+                   user_tags=USER_TAGS, docs: Optional[dict] = None) -> None:
+    """Replay the recorded rows at every point into the model (what the full and the
+    multibody car share): ``m.problem`` gets the chain and the rows, the rows become the
+    ``Constraint`` components (:func:`add_recorded_rows`), the speed of the ``speed_min`` row
+    the named expression ``m.v_3x[s]``.
+
+    Parameters
+    ----------
+    lift : tuple of str
+        Tags made variables (:data:`OCP_CONFIG` ``lift``; the rows are then not checked by the
+        fast path).
+    user_tags, docs
+        The named expressions ``m.car.<tag>[s]`` kept, and the rows' docs.
+    """
+    update_problem(m, chain=chain, point_rows=rec)
+    if lift:
+        values = _replay_lifted(m, rec, tp, sigma, lift, progress)
+    else:
+        values = _replay(m, rec, tp, sigma, cfg.named_subexpressions, progress, user_tags=user_tags)
+    add_recorded_rows(m, rec, values, tp, sigma, idx, record_built=not lift, docs=docs)
+    v3x_out = next(f.outputs[0] for f in rec.families if f.name == "speed_min")
+    m.v_3x = pyo.Expression(m.s, rule=lambda m, s: values[idx[s]][v3x_out],
+                            doc="longitudinal speed of O3 in {B3} [m/s]")
+
+
+def chain_scaling(m, extra: Optional[Callable] = None) -> tuple:
+    """The scaling the full and the multibody car share (IPOPT's user scaling, from typical
+    magnitudes; ``m.scaling_factor``): the variables of the six-joint chain (states, rates),
+    the time, the controls and ``extra``; the rows ``ode_q``, ``ode_qdot``, ``ode_t``,
+    ``power_limit``, ``adherence``, ``speed_min`` and the objective.
+
+    Parameters
+    ----------
+    extra : callable, optional
+        ``extra(F) -> {variable name: typical scale}`` of the car's own variables, ``F`` the
+        per-wheel force scale.
+
+    Returns
+    -------
+    (sf, F, typical)
+        The suffix, the per-wheel force scale 1/(m g / 4) [1/N] and the scales by variable
+        name (for the car's own rows).
+    """
+    p = m.problem.vehicle
+    sf = m.scaling_factor = pyo.Suffix(direction=pyo.Suffix.EXPORT)
+    F = 1.0 / (p.m * p.gravity / 4)       # per-wheel forces
+    L = m.problem.sector_length
+    typical = {"q2": 1.0, "q3": 10.0, "q4": 100.0, "q5": 100.0, "q6": 100.0, "q1_dot": 0.05,
+               "q2_dot": 1.0, "q3_dot": 2.0, "q4_dot": 10.0, "q5_dot": 10.0, "q6_dot": 10.0,
+               "t": 1.0 / max(1.0, L / 30.0), "f_xa": F, "f_xb": F, "delta": 10.0}
+    if extra is not None:
+        typical.update(extra(F))
+    scale_variables(m, sf, typical)
+    qdd_scale = {1: 0.1, 2: 0.1, 3: 0.5, 4: 0.1, 5: 0.1, 6: 0.1}    # other joints: 0.02
+    for (k, s), c in m.ode_qdot.items():
+        sf[c] = qdd_scale.get(k, 0.02) * 0.5
+    for (k, s), c in m.ode_q.items():
+        sf[c] = typical[f"{k}_dot"] * 0.5
+    for c in m.ode_t.values():
+        sf[c] = 1.0
+    for c in m.power_limit.values():
+        sf[c] = 1.0 / p.P_max
+    for c in m.adherence.values():
+        sf[c] = F * F if m.problem.options.adherence == "squared" else F
+    for c in m.speed_min.values():
+        sf[c] = 0.05
+    # the objective is scaled to about 1000 (the sector time divided by the time it takes at
+    # 30 m/s, times 1000). With an objective of order one (as before), the log-barrier terms
+    # of the ~3 active inequalities per point, mu * sum(log(slack)), still moved the optimum
+    # by 0.5-1 % at IPOPT's final barrier parameter, and IPOPT needed 120-180 iterations; scaled
+    # to 1000, the same solve takes about 30 iterations and ends within 1e-5 of the optimum
+    # (README, "Scaling and solver options")
+    sf[m.objective] = OBJECTIVE_SCALE / max(1.0, L / 30.0)
+    return sf, F, typical
+
+
 def build_full_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[float] = None,
                      progress=None) -> pyo.ConcreteModel:
     """Build and discretize the minimum-time OCP of the full model on a sector (the
@@ -595,16 +672,8 @@ def build_full_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[fl
     # numbers; the quantities users ask for are named Expressions m.car.<tag>[s].
     m.car = pyo.Block()
     chain = veh.build_chain(p)
-    rec = record_point_rows(p, chain, cfg)
-    update_problem(m, chain=chain, point_rows=rec)
-    if cfg.lift:
-        values = _replay_lifted(m, rec, tp, sigma, cfg.lift, progress)
-    else:
-        values = _replay(m, rec, tp, sigma, cfg.named_subexpressions, progress)
-    add_recorded_rows(m, rec, values, tp, sigma, idx, record_built=not cfg.lift)
-    v3x_out = next(f.outputs[0] for f in rec.families if f.name == "speed_min")
-    m.v_3x = pyo.Expression(m.s, rule=lambda m, s: values[idx[s]][v3x_out],
-                            doc="longitudinal speed of O3 in {B3} [m/s]")
+    add_point_rows(m, record_point_rows(p, chain, cfg), chain, tp, sigma, idx, cfg, progress,
+                   lift=cfg.lift)
 
     # ---- boundary conditions (the zero heave, pitch and roll accelerations of a settled
     # start are the recorded rows 'settled_start') --------------------------------------------
@@ -613,44 +682,17 @@ def build_full_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[fl
 
 
 def _set_scaling(m) -> None:
-    """Scaling factors (exported to IPOPT's user-scaling) from typical magnitudes."""
-    p = m.problem.vehicle
-    sf = m.scaling_factor = pyo.Suffix(direction=pyo.Suffix.EXPORT)
-    F = 1.0 / (p.m * p.gravity / 4)       # per-wheel forces
-    typical = {"q2": 1.0, "q3": 10.0, "q4": 100.0, "q5": 100.0, "q6": 100.0, "q1_dot": 0.05,
-               "q2_dot": 1.0, "q3_dot": 2.0, "q4_dot": 10.0, "q5_dot": 10.0, "q6_dot": 10.0,
-               "t": 1.0 / max(1.0, m.problem.sector_length / 30.0), "f_xa": F, "f_xb": F, "delta": 10.0,
-               "f_11z": F, "f_12z": F, "f_21z": F, "f_22z": F, "f_3x": F / 4, "f_3y": F / 4,
-               "m_3z": F / 4}
-    L = m.problem.sector_length
-    scale_variables(m, sf, typical)
-    qdd_scale = {1: 0.1, 2: 0.1, 3: 0.5, 4: 0.1, 5: 0.1, 6: 0.1}
-    for (k, s), c in m.ode_qdot.items():
-        sf[c] = qdd_scale[k] * 0.5
-    for (k, s), c in m.ode_q.items():
-        sf[c] = typical[f"{k}_dot"] * 0.5
-    for c in m.ode_t.values():
-        sf[c] = 1.0
+    """Scaling factors (exported to IPOPT's user-scaling) from typical magnitudes: the chain's
+    (:func:`chain_scaling`), the loads and the in-plane tyre forces and their equations."""
+    sf, F, _ = chain_scaling(m, lambda F: {"f_11z": F, "f_12z": F, "f_21z": F, "f_22z": F,
+                                           "f_3x": F / 4, "f_3y": F / 4, "m_3z": F / 4})
     for c in m.loads_eq.values():
         sf[c] = F
     for (k, s), c in m.inplane_eq.items():
         sf[c] = F / 4
-    for c in m.power_limit.values():
-        sf[c] = 1.0 / p.P_max
-    for c in m.adherence.values():
-        sf[c] = F * F if m.problem.options.adherence == "squared" else F
-    for c in m.speed_min.values():
-        sf[c] = 0.05
     if m.component("settled_start") is not None:
         for c in m.settled_start.values():
             sf[c] = 0.1
-    # the objective is scaled to about 1000 (the sector time divided by the time it takes at
-    # 30 m/s, times 1000). With an objective of order one (as before), the log-barrier terms
-    # of the ~3 active inequalities per point, mu * sum(log(slack)), still moved the optimum
-    # by 0.5-1 % at IPOPT's final barrier parameter, and IPOPT needed 120-180 iterations; scaled
-    # to 1000, the same solve takes about 30 iterations and ends within 1e-5 of the optimum
-    # (README, "Scaling and solver options")
-    sf[m.objective] = OBJECTIVE_SCALE / max(1.0, L / 30.0)
 
 
 def initialize_full_model(m, fixed_point_iterations: int = 4) -> dict:

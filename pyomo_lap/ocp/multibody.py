@@ -32,12 +32,12 @@ from ..spatial.backend import mul, sub
 from ..spatial.chain import TrackJoint
 from ..vehicle import car as veh
 from ..vehicle import multibody_car as mbc
-from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, discretize_on_track,
-                     finish_build, new_sector_model, scale_variables)
-from .full_model import (TRACK_INPUTS, PointRows, _replay, add_recorded_rows, adherence_rows,
+from .common import (add_car_controls, add_derivative_vars, discretize_on_track, finish_build,
+                     new_sector_model)
+from .full_model import (TRACK_INPUTS, PointRows, add_point_rows, adherence_rows, chain_scaling,
                          rows_on_tape)
 from .initialize import cold_start_profile
-from .vehicle_model import VehicleModel, update_problem
+from .vehicle_model import VehicleModel
 
 __all__ = ["MULTIBODY_MODEL", "STATE_NAMES", "RATE_NAMES", "POINT_VARIABLES",
            "build_multibody_model", "initialize_multibody_model", "record_multibody_rows",
@@ -168,47 +168,22 @@ def build_multibody_model(track, vehicle, cfg, t0: Optional[float] = None,
     sigma, tp, idx = discretize_on_track(m, track, p, cfg, L, veh.CONTROLS)
     m.car = pyo.Block()
     tree = mbc.build_tree(p)
-    rec = record_multibody_rows(p, tree, cfg)
-    update_problem(m, chain=tree, point_rows=rec)
-    values = _replay(m, rec, tp, sigma, cfg.named_subexpressions, progress, user_tags=USER_TAGS)
-    add_recorded_rows(m, rec, values, tp, sigma, idx, docs=_DOCS)
-    v3x_out = next(f.outputs[0] for f in rec.families if f.name == "speed_min")
-    m.v_3x = pyo.Expression(m.s, rule=lambda m, s: values[idx[s]][v3x_out],
-                            doc="longitudinal speed of O3 in {B3} [m/s]")
+    add_point_rows(m, record_multibody_rows(p, tree, cfg), tree, tp, sigma, idx, cfg, progress,
+                   user_tags=USER_TAGS, docs=_DOCS)
     return finish_build(m, track, p, cfg, STATE_NAMES, RATE_NAMES, veh.CONTROLS, _set_scaling, t0)
 
 
 def _set_scaling(m) -> None:
-    """Scaling factors (IPOPT's user scaling) from typical magnitudes, as the full model's."""
-    p = m.problem.vehicle
-    sf = m.scaling_factor = pyo.Suffix(direction=pyo.Suffix.EXPORT)
-    F = 1.0 / (p.m * p.gravity / 4)
-    typical = {"q2": 1.0, "q3": 10.0, "q4": 100.0, "q5": 100.0, "q6": 100.0, "q1_dot": 0.05,
-               "q2_dot": 1.0, "q3_dot": 2.0, "q4_dot": 10.0, "q5_dot": 10.0, "q6_dot": 10.0,
-               "t": 1.0 / max(1.0, m.problem.sector_length / 30.0), "f_xa": F, "f_xb": F, "delta": 10.0}
-    for z in mbc.SUSPENSION:
-        typical[z] = 100.0
-        typical[f"{z}_dot"] = 10.0
-    scale_variables(m, sf, typical)
-    qdd_scale = {1: 0.1, 2: 0.1, 3: 0.5, 4: 0.1, 5: 0.1, 6: 0.1}
-    for (k, s), c in m.ode_qdot.items():
-        sf[c] = qdd_scale.get(k, 0.02) * 0.5
-    for (k, s), c in m.ode_q.items():
-        sf[c] = typical[f"{k}_dot"] * 0.5
-    for c in m.ode_t.values():
-        sf[c] = 1.0
-    for c in m.power_limit.values():
-        sf[c] = 1.0 / p.P_max
-    for c in m.adherence.values():
-        sf[c] = F * F if m.problem.options.adherence == "squared" else F
-    for c in m.speed_min.values():
-        sf[c] = 0.05
+    """Scaling factors (IPOPT's user scaling) from typical magnitudes: the chain's, as the full
+    model's (:func:`pyomo_lap.ocp.full_model.chain_scaling`), the suspension joints', the
+    tyre-load bounds and the settled start."""
+    sf, F, _ = chain_scaling(m, lambda F: {k: v for z in mbc.SUSPENSION
+                                           for k, v in ((z, 100.0), (f"{z}_dot", 10.0))})
     for c in m.load_min.values():
         sf[c] = F
     if m.component("settled_start") is not None:
         for k, c in m.settled_start.items():
             sf[c] = 0.1 if k <= 6 else 0.02
-    sf[m.objective] = OBJECTIVE_SCALE / max(1.0, m.problem.sector_length / 30.0)
 
 
 def _float_functions(m):
