@@ -213,9 +213,13 @@ def test_a_sweep_gives_the_lap_times_of_the_cases_solved_one_by_one(client, one_
     assert sorted(table["warm_start_from"][:2]) == [-1, -1]
     assert table["warm_start_from"][2] in (0, 1)
     assert not table["warm_start_failed"].any()
+    # the third case's worker put its car into the model of its first case (set_vehicle)
+    assert table["model_reused"][2]
+    assert table["build_time_s"][2] < 0.5 * max(table["build_time_s"][:2])
     cold = sweep(["mass.total=240:260:10"], out=tmp_path / "cold", client=client,
                  warm_start=False, echo=lambda *_: None, **JOB)
     assert (cold["warm_start_from"] == -1).all()
+    assert cold["model_reused"].all()          # each worker kept the model of its last case
     for mass, lap in zip(cold["mass.total"], cold["lap_time_s"]):
         assert lap == pytest.approx(one_by_one[mass], rel=1e-12)   # the same start: the same NLP path
 

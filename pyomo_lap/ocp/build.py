@@ -37,7 +37,7 @@ from ..vehicle import car as veh
 from .full_model import (  # noqa: F401  (re-exported: the names of pyomo_lap.ocp.build before the split)
     DERIVATIVE_NAMES, FULL_MODEL, POINT_VARIABLES, RATE_NAMES, STATE_NAMES, TRACK_INPUTS, USER_TAGS,
     WHEELS, _FAMILY_DOCS, PointRows, RowFamily, _replay, _replay_lifted, _set_scaling, _shared_nodes,
-    adherence_rows, build_full_model, record_point_rows, track_numbers)
+    VehicleStructureError, adherence_rows, build_full_model, record_point_rows, track_numbers)
 from .common import (  # noqa: F401  (re-exported)
     OBJECTIVE_SCALE, _Namer, _sector_points, _set_new, add_objective, entry_speed,
     fast_element_lookup, pyomo_units, sector_mesh, track_joints)
@@ -45,7 +45,7 @@ from .multibody import MULTIBODY_MODEL
 from .single_track import SINGLE_TRACK_MODEL
 from .vehicle_model import VehicleModel, update_problem
 
-__all__ = ["OCP_CONFIG", "build_model", "STATE_NAMES", "RATE_NAMES", "track_joints",
+__all__ = ["OCP_CONFIG", "build_model", "set_vehicle", "VehicleStructureError", "STATE_NAMES", "RATE_NAMES", "track_joints",
            "sector_mesh", "entry_speed", "VEHICLE_MODELS", "VehicleModel", "vehicle_model"]
 
 VEHICLE_MODELS = {
@@ -199,6 +199,47 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
     from ..util.gc_pause import gc_paused
     with gc_paused():
         return _build_model(track, vehicle, config, progress, kwargs)
+
+
+def set_vehicle(m, vehicle: veh.VehicleParameters) -> pyo.ConcreteModel:
+    """Put another car into a built model, in place: the model becomes the one
+    :func:`build_model` builds for ``vehicle`` with the same track, sector, mesh and options
+    (the same rows in the same order, with the new car's numbers; bounds, entry speed and
+    scaling factors of the new car), in a fraction of the build's time. For setup studies:
+    a user's loop over cars, and each worker of :func:`pyomo_lap.sweep`.
+
+    The variables keep their values: initialize the model
+    (:func:`pyomo_lap.ocp.initialize.initialize_model`) or load a solution before solving.
+    Constraints and objectives the user added stay as they are (those that use the car's
+    numbers must be updated by the user).
+
+    Parameters
+    ----------
+    m : ConcreteModel
+        Built by :func:`build_model` (``m.problem.build_time_s`` becomes the time this took [s]).
+    vehicle : VehicleParameters
+
+    Returns
+    -------
+    ConcreteModel
+        ``m``.
+
+    Raises
+    ------
+    ValueError
+        The model's vehicle model cannot change its car (``set_vehicle`` of its
+        :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel` is None: the single-track and the
+        multibody car; or built with ``lift``), the new car's equations differ in structure
+        (:class:`pyomo_lap.ocp.full_model.VehicleStructureError`: a parameter that is 0, 1 or
+        equal to another folds operations away), or the track is too narrow for it. The model
+        is unchanged in each case.
+    """
+    vm = m.problem.vehicle_model
+    if vm.set_vehicle is None:
+        raise VehicleStructureError(f"model {vm.name!r} cannot change its car in place; build "
+                                    "a new model for the other car")
+    vm.set_vehicle(m, vehicle)
+    return m
 
 
 def _build_model(track, vehicle, config, progress, kwargs):

@@ -298,18 +298,54 @@ def discretize_on_track(m, track, vehicle, cfg, length: float, controls) -> tupl
     tp = _sector_points(track, cfg.start, length, sigma)
     update_problem(m, dae_time_s=dae_time_s, track_points=tp, track_joints=track_joints(tp))
     idx = {s: i for i, s in enumerate(sigma)}
-    # track limits on q2 (half the car's width and a margin inside each edge)
-    half = 0.5 * vehicle.width + cfg.track_margin
-    for s in m.s:
-        i = idx[s]
-        lo, hi = -(tp.width_right[i] - half), tp.width_left[i] - half
-        if not lo < hi:
-            raise ValueError(f"track {track.name!r} at s={cfg.start + s:.1f} m is narrower "
-                             f"({tp.width_left[i] + tp.width_right[i]:.2f} m) than the car "
-                             f"plus margins ({2 * half:.2f} m)")
-        m.q2[s].setlb(lo)
-        m.q2[s].setub(hi)
+    set_track_limits(m, track_limits(track, tp, sigma, vehicle, cfg), idx)
     return sigma, tp, idx
+
+
+def track_limits(track, tp, sigma, vehicle, cfg) -> tuple:
+    """The bounds of ``q2`` [m] at the points: the track's width each side minus half the
+    car's width and ``cfg.track_margin``.
+
+    Parameters
+    ----------
+    track : Track
+        For the message.
+    tp : TrackPoints
+        The track at the points (``width_left``, ``width_right``, (n,) [m]).
+    sigma : (n,) array
+        The points [m] from the sector start.
+    vehicle : VehicleParameters
+        ``width`` [m].
+    cfg : OCP options (``start``, ``track_margin``)
+
+    Returns
+    -------
+    (lower, upper) : two (n,) arrays [m]
+
+    Raises
+    ------
+    ValueError
+        The track is narrower than the car plus margins at a point (the first one is named).
+    """
+    half = 0.5 * vehicle.width + cfg.track_margin
+    lower = -(np.asarray(tp.width_right, dtype=float) - half)
+    upper = np.asarray(tp.width_left, dtype=float) - half
+    bad = np.flatnonzero(~(lower < upper))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"track {track.name!r} at s={cfg.start + sigma[i]:.1f} m is narrower "
+                         f"({tp.width_left[i] + tp.width_right[i]:.2f} m) than the car "
+                         f"plus margins ({2 * half:.2f} m)")
+    return lower, upper
+
+
+def set_track_limits(m, limits: tuple, idx: dict) -> None:
+    """Bound ``m.q2[s]`` by :func:`track_limits` (``limits``; ``idx``: point -> position)."""
+    lower, upper = limits
+    for s, v in m.q2.items():
+        i = idx[s]
+        v.setlb(lower[i])
+        v.setub(upper[i])
 
 
 def scale_variables(m, sf, typical: dict) -> None:
@@ -441,11 +477,28 @@ def add_car_controls(m, vehicle) -> None:
     car's weight times its larger friction coefficient, and the road-wheel steer angle
     ``delta`` within ``delta_max`` [rad]; the objective (41) penalizes them
     (:func:`add_objective`)."""
-    p, u = vehicle, pyo.units
+    u = pyo.units
+    b = car_control_bounds(vehicle)
+    m.f_xa = pyo.Var(m.s, initialize=0.0, bounds=b["f_xa"], units=u.N, doc="traction force, rear axle, eq (34) [N]")
+    m.f_xb = pyo.Var(m.s, initialize=0.0, bounds=b["f_xb"], units=u.N, doc="braking force, split by k_b, eq (34) [N]")
+    m.delta = pyo.Var(m.s, initialize=0.0, bounds=b["delta"], units=u.rad, doc="road-wheel steer angle [rad]")
+
+
+def car_control_bounds(vehicle) -> dict:
+    """The bounds of the controls of :func:`add_car_controls`: ``{name: (lower, upper)}``
+    (``f_xa``, ``f_xb`` [N]: three times the weight times the larger friction coefficient;
+    ``delta`` [rad]: ``delta_max``)."""
+    p = vehicle
     fmax = 3 * p.m * p.gravity * max(p.mu_x0, p.mu_y0)
-    m.f_xa = pyo.Var(m.s, initialize=0.0, bounds=(0.0, fmax), units=u.N, doc="traction force, rear axle, eq (34) [N]")
-    m.f_xb = pyo.Var(m.s, initialize=0.0, bounds=(-fmax, 0.0), units=u.N, doc="braking force, split by k_b, eq (34) [N]")
-    m.delta = pyo.Var(m.s, initialize=0.0, bounds=(-p.delta_max, p.delta_max), units=u.rad, doc="road-wheel steer angle [rad]")
+    return {"f_xa": (0.0, fmax), "f_xb": (-fmax, 0.0), "delta": (-p.delta_max, p.delta_max)}
+
+
+def set_bounds(m, bounds: dict) -> None:
+    """``m.<name>[s].setlb/setub`` for every entry of each ``{name: (lower, upper)}``."""
+    for name, (lo, up) in bounds.items():
+        for v in m.component(name).values():
+            v.setlb(lo)
+            v.setub(up)
 
 
 def add_derivative_vars(m, names) -> None:

@@ -40,13 +40,14 @@ from ..spatial.backend import add, is_number, mul, sub
 from ..spatial.chain import TrackJoint
 from .initialize import cold_start_profile
 from ..vehicle.numeric import CarFunctions, track_vector
-from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, discretize_on_track,
-                     finish_build, new_sector_model, _Namer, scale_variables, _set_new)
+from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, car_control_bounds,
+                     discretize_on_track, entry_speed, finish_build, new_sector_model, _Namer,
+                     scale_variables, set_bounds, set_track_limits, track_limits, _set_new)
 from .vehicle_model import VehicleModel, update_problem
 
 __all__ = ["FULL_MODEL", "STATE_NAMES", "RATE_NAMES", "build_full_model", "initialize_full_model",
            "record_point_rows", "point_row_list", "rows_on_tape", "adherence_rows", "PointRows", "RowFamily",
-           "add_recorded_rows"]
+           "add_recorded_rows", "set_full_vehicle", "VehicleStructureError", "load_bounds"]
 
 STATE_NAMES = ("q2", "q3", "q4", "q5", "q6")
 RATE_NAMES = ("q1_dot", "q2_dot", "q3_dot", "q4_dot", "q5_dot", "q6_dot")
@@ -128,6 +129,10 @@ class PointRows:
         The track numbers at each point (columns :attr:`track_inputs`).
     points : list of float
         The points ``s`` of the mesh, sorted [m].
+    groups : list
+        Set by :func:`build_model`: the points grouped by their zero track numbers, each with
+        its specialized tape and the positions of its literal parameters (``m.car.literal``,
+        ``m.car.numeric``), for :func:`set_full_vehicle`.
     """
 
     tape: object
@@ -140,6 +145,7 @@ class PointRows:
     components: dict = dataclasses.field(default_factory=dict, repr=False)
     track_values: object = dataclasses.field(default=None, repr=False)
     points: list = dataclasses.field(default_factory=list, repr=False)
+    groups: list = dataclasses.field(default_factory=list, repr=False)
 
     def casadi_function(self, name: str = "point_rows", literals: bool = False):
         """``casadi.Function`` ``(w[33], track[15]) -> rows``, or with ``literals``
@@ -410,32 +416,34 @@ def _replay(m, rec: PointRows, tp, sigma, named: bool, progress, user_tags=USER_
     ``named``, the other nodes used more than once (:func:`_shared_nodes`) become
     ``m.car.cse[s, k]`` (``k``: the node's index on the recorded tape).
 
+    The numbers of the car and the options (the tape's literals) enter the expressions as
+    mutable parameters: ``m.car.literal[g, k]`` (group ``g`` of points, one per literal of
+    its symbolic operations, shared by its points) and ``m.car.numeric[s, k]`` (the values at
+    a point that combine a literal with the track's numbers); :func:`set_full_vehicle` puts
+    another car's numbers into them. The groups are kept on ``rec.groups``.
+
     Returns
     -------
     list (one entry per point) of lists (one entry per output of ``rec``)
     """
-    from ..spatial.tape import PyomoReplay, specialize
-    tape = rec.tape
-    tape.tags = {i: t for i, t in tape.tags.items() if t.startswith(user_tags)}
+    groups = rec.groups = _replay_groups(rec, tp, sigma, named, user_tags)
     n = len(sigma)
-    numbers = track_numbers(tp)
-    zero = np.stack([numbers[k] == 0.0 for k in TRACK_INPUTS], axis=1)
-    patterns, inverse = np.unique(zero, axis=0, return_inverse=True)
-    inverse = np.asarray(inverse).reshape(-1)
-    groups = []
-    keys = set()
-    for g, pat in enumerate(patterns):
-        consts = {k: 0.0 for k, z in zip(TRACK_INPUTS, pat) if z}
-        spec, outs, origin = specialize(tape, rec.outputs, consts)
-        shared = {i: origin[i] for i in _shared_nodes(spec)} if named else {}
-        keys.update(shared.values())
-        replay = PyomoReplay(spec, outs, rec.variables, shared=shared)
-        pts = np.flatnonzero(inverse == g)
-        nums = replay.numeric_values({k: numbers[k][pts] for k in replay.numeric_inputs}, len(pts))
-        groups.append((replay, pts, nums))
+    lit_index = [(g, k) for g, grp in enumerate(groups) for k in range(len(grp.replay.literal_slots))]
+    lit_init = {(g, k): v for g, grp in enumerate(groups)
+                for k, v in enumerate(grp.replay.literal_values())}
+    m.car.literal = pyo.Param(lit_index, mutable=True, initialize=lit_init,
+                              doc="numbers of the car and the options in the rows: literal k of "
+                                  "the rows of point group g (set by set_vehicle)")
+    num_init = {(sigma[i], k): row[k] for grp in groups
+                for i, row in zip(grp.points.tolist(), grp.numbers)
+                for k in grp.replay.parameter_columns}
+    m.car.numeric = pyo.Param(list(num_init), mutable=True, initialize=num_init,
+                              doc="values at point s that combine the car's numbers with the "
+                                  "track's (column k of the point's group; set by set_vehicle)")
     namer = _Namer(m.car, m.s)
     if named:
-        m.car.cse_index = pyo.Set(initialize=sorted(keys), doc="tape index of a shared subexpression")
+        keys = sorted(set().union(*(g.shared_keys for g in groups)))
+        m.car.cse_index = pyo.Set(initialize=keys, doc="tape index of a shared subexpression")
         m.car.cse = pyo.Expression(m.s, m.car.cse_index, doc="common subexpressions of the car equations")
     cse = m.car.component("cse")
     comps = [m.component(name) for name in rec.variables]
@@ -446,20 +454,69 @@ def _replay(m, rec: PointRows, tp, sigma, named: bool, progress, user_tags=USER_
     point_vars = list(zip(*columns))
     values = [None] * n
     done = 0
-    for replay, pts, nums in groups:
-        for row, i in zip(nums.tolist(), pts.tolist()):
+    literal, numeric = m.car.literal, m.car.numeric
+    for g, grp in enumerate(groups):
+        replay = grp.replay
+        lits = [literal[g, k] for k in range(len(replay.literal_slots))]
+        pcols = replay.parameter_columns
+        for row, i in zip(grp.numbers.tolist(), grp.points.tolist()):
             s = sigma[i]
+            for k in pcols:
+                row[k] = numeric[s, k]
             if named:
                 def share(k, value, _s=s):
                     return _set_new(cse, (_s, k), value)
             else:
                 def share(k, value):
                     return value
-            values[i] = replay.build(point_vars[i], row, namer.at(s), share)
+            values[i] = replay.build(point_vars[i], row, namer.at(s), share, lits)
             done += 1
             if progress is not None:
                 progress("building the model", done, n)
     return values
+
+
+@dataclasses.dataclass
+class _ReplayGroup:
+    """The points of one pattern of zero track numbers and the tape specialized to them."""
+    replay: object          # PyomoReplay (with literal parameters)
+    points: np.ndarray      # positions in sigma
+    numbers: np.ndarray     # (len(points), k) numeric values
+    zeros: dict             # the track inputs that are 0 at these points
+    shared_keys: tuple      # tape indices of the named shared nodes
+    structure: str          # structure_key of the specialized tape
+    user_tags: tuple        # the tags kept as named expressions
+
+
+def _specialized_key(spec, outs, shared: dict, variables) -> str:
+    from ..spatial.tape import structure_key
+    return structure_key(spec, outs, tuple(variables) + tuple(TRACK_INPUTS),
+                         salt=repr(sorted(spec.tags.items())) + repr(sorted(shared.items())))
+
+
+def _replay_groups(rec: PointRows, tp, sigma, named: bool, user_tags=USER_TAGS) -> list:
+    """The specialized tapes of :func:`_replay`, one :class:`_ReplayGroup` per pattern of zero
+    track numbers (what the build replays; their structure keys tell whether another car's rows
+    have the same expressions)."""
+    from ..spatial.tape import PyomoReplay, specialize
+    tape = rec.tape
+    tape.tags = {i: t for i, t in tape.tags.items() if t.startswith(user_tags)}
+    numbers = track_numbers(tp)
+    zero = np.stack([numbers[k] == 0.0 for k in TRACK_INPUTS], axis=1)
+    patterns, inverse = np.unique(zero, axis=0, return_inverse=True)
+    inverse = np.asarray(inverse).reshape(-1)
+    groups = []
+    for g, pat in enumerate(patterns):
+        consts = {k: 0.0 for k, z in zip(TRACK_INPUTS, pat) if z}
+        spec, outs, origin = specialize(tape, rec.outputs, consts)
+        shared = {i: origin[i] for i in _shared_nodes(spec)} if named else {}
+        replay = PyomoReplay(spec, outs, rec.variables, shared=shared, parameters=True)
+        pts = np.flatnonzero(inverse == g)
+        nums = replay.numeric_values({k: numbers[k][pts] for k in replay.numeric_inputs}, len(pts))
+        groups.append(_ReplayGroup(replay, pts, nums, consts, tuple(shared.values()),
+                                   _specialized_key(spec, outs, shared, rec.variables),
+                                   tuple(user_tags)))
+    return groups
 
 
 def _replay_lifted(m, rec: PointRows, tp, sigma, lift, progress) -> list:
@@ -508,6 +565,7 @@ def add_recorded_rows(m, rec: PointRows, values, tp, sigma, idx, record_built: b
     docs = {**_FAMILY_DOCS, **(docs or {})}
     where = {"all": sigma, "interior": sigma[1:], "first": sigma[:1]}
     built = rec.built = []        # (ConstraintData, its expression, point, output) as built
+    bounds = _bound_parameters(m, rec.families)
     for fam in rec.families:
         pts = where[fam.where]
         if fam.where == "first":
@@ -519,7 +577,9 @@ def add_recorded_rows(m, rec: PointRows, values, tp, sigma, idx, record_built: b
         con = pyo.Constraint(index, doc=docs.get(fam.name))
         m.add_component(fam.name, con)
         for j, key in enumerate(fam.keys):
-            lo, up, out = fam.lower[j], fam.upper[j], fam.outputs[j]
+            out = fam.outputs[j]
+            equality = fam.lower[j] is not None and fam.lower[j] == fam.upper[j]
+            lo, up = bounds[fam.name, j, "lower"], bounds[fam.name, j, "upper"]
             for s in pts:
                 i = idx[s]
                 body = values[i][out]
@@ -531,7 +591,7 @@ def add_recorded_rows(m, rec: PointRows, values, tp, sigma, idx, record_built: b
                     ix = s
                 else:
                     ix = key + (s,) if isinstance(key, tuple) else (key, s)
-                c = _set_new(con, ix, (body == lo) if lo is not None and lo == up else (lo, body, up))
+                c = _set_new(con, ix, (body == lo) if equality else (lo, body, up))
                 if record_built:
                     built.append((c, c.expr, i, out))
     # what the fast solver path checks before it uses the recorded rows instead of these
@@ -544,6 +604,43 @@ def add_recorded_rows(m, rec: PointRows, values, tp, sigma, idx, record_built: b
     numbers = track_numbers(tp)
     rec.track_values = np.stack([numbers[k] for k in TRACK_INPUTS], axis=1)
     rec.points = list(sigma)
+
+
+def _bound_parameters(m, families) -> dict:
+    """The bounds of the recorded rows as built: ``{(family, row, side): bound}`` with None,
+    0.0 (a residual) or the mutable parameter ``m.car.row_bound[family, row, side]`` holding
+    the number (the car's or the options': ``power_limit`` <= P_max, ``speed_min`` >= v_min;
+    :func:`set_full_vehicle` sets it). An equality's two bounds are one parameter (side
+    ``"lower"``)."""
+    out, init = {}, {}
+    for fam in families:
+        for j in range(len(fam.keys)):
+            lo, up = fam.lower[j], fam.upper[j]
+            for side, v in (("lower", lo), ("upper", up)):
+                if v is None or v == 0.0:
+                    out[fam.name, j, side] = v
+                elif side == "upper" and lo is not None and lo == up:
+                    out[fam.name, j, side] = ("lower",)        # the lower one's parameter
+                else:
+                    init[fam.name, j, side] = float(v)
+    m.car.row_bound = pyo.Param(list(init), mutable=True, initialize=init,
+                                doc="the numbers bounding the recorded rows (family, row, "
+                                    "'lower' / 'upper')")
+    for key in init:
+        out[key] = m.car.row_bound[key]
+    for key, v in out.items():
+        if v == ("lower",):
+            out[key] = out[key[0], key[1], "lower"]
+    return out
+
+
+def _bound_pattern(families) -> list:
+    """Which bounds of the families are None, 0 or a number, and which rows are equalities
+    (part of the model's structure: :func:`set_full_vehicle` refuses a car that changes it)."""
+    kind = (lambda v: "none" if v is None else "zero" if v == 0.0 else "number")
+    return [(f.name, f.keys, f.outputs, f.where, tuple(map(kind, f.lower)), tuple(map(kind, f.upper)),
+             tuple(lo is not None and lo == up for lo, up in zip(f.lower, f.upper)))
+            for f in families]
 
 
 def add_point_rows(m, rec: PointRows, chain, tp, sigma, idx, cfg, progress, lift=(),
@@ -591,7 +688,9 @@ def chain_scaling(m, extra: Optional[Callable] = None) -> tuple:
         name (for the car's own rows).
     """
     p = m.problem.vehicle
-    sf = m.scaling_factor = pyo.Suffix(direction=pyo.Suffix.EXPORT)
+    sf = m.component("scaling_factor")        # kept when the model's car changes
+    if sf is None:
+        sf = m.scaling_factor = pyo.Suffix(direction=pyo.Suffix.EXPORT)
     F = 1.0 / (p.m * p.gravity / 4)       # per-wheel forces
     L = m.problem.sector_length
     typical = {"q2": 1.0, "q3": 10.0, "q4": 100.0, "q5": 100.0, "q6": 100.0, "q1_dot": 0.05,
@@ -653,9 +752,8 @@ def build_full_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[fl
     m.q6_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq6/dt [rad/s]")
     m.t = pyo.Var(m.s, initialize=0.0, units=u.s, doc="time [s]")
     add_car_controls(m, p)
-    fz_max = 20 * p.m * p.gravity
-    for name in ("f_11z", "f_12z", "f_21z", "f_22z"):
-        m.add_component(name, pyo.Var(m.s, initialize=p.m * p.gravity / 4, bounds=(p.fz_min, fz_max),
+    for name, bounds in load_bounds(p).items():
+        m.add_component(name, pyo.Var(m.s, initialize=p.m * p.gravity / 4, bounds=bounds,
                                       units=u.N, doc=f"vertical load {name[2:4]} (axle, side) [N]"))
     m.f_3x = pyo.Var(m.s, initialize=0.0, units=u.N, doc="in-plane tyre force on body 3, x3 [N], eq (36a)")
     m.f_3y = pyo.Var(m.s, initialize=0.0, units=u.N, doc="in-plane tyre force on body 3, y3 [N], eq (36b)")
@@ -679,6 +777,120 @@ def build_full_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[fl
     # start are the recorded rows 'settled_start') --------------------------------------------
     # ---- and the objective (41), the scaling, the build time -----------------------------------
     return finish_build(m, track, p, cfg, STATE_NAMES, RATE_NAMES, veh.CONTROLS, _set_scaling, t0)
+
+
+def load_bounds(p) -> dict:
+    """The bounds of the vertical loads ``f_ijz`` [N]: ``{name: (f_z,min, 20 m g)}``."""
+    return {f"f_{w}z": (p.fz_min, 20 * p.m * p.gravity) for w in WHEELS}
+
+
+class VehicleStructureError(ValueError):
+    """The new car's equations differ in structure from those the model was built with (a
+    parameter became 0 or 1, or equal to another, and an operation folded away): the model
+    cannot take the car by :func:`set_full_vehicle`; build a new one."""
+
+
+def set_full_vehicle(m, vehicle: veh.VehicleParameters) -> None:
+    """Change the car of a built full model in place: the model becomes the one
+    :func:`build_full_model` builds for ``vehicle`` on the same track, sector, mesh and options,
+    without building it again (the ``set_vehicle`` of :data:`FULL_MODEL`; the public entry is
+    :func:`pyomo_lap.ocp.build.set_vehicle`).
+
+    The rows' expressions hold the car's numbers as mutable parameters (``m.car.literal``,
+    ``m.car.numeric``, see :func:`_replay`); the new car's rows are recorded, checked to have
+    the same structure (:func:`pyomo_lap.spatial.tape.structure_key`, of the recorded rows and
+    of each group's specialized tape) and their numbers put into the parameters. Then what else
+    depends on the car: the bounds of the controls, loads and track limits, the fixed entry
+    speed, the scaling factors and ``m.problem`` (``vehicle``, ``chain``, ``point_rows``,
+    ``initial_speed``). No component is added or removed: the rows and the variables keep
+    their order. The variables keep their values: initialize the model
+    (:func:`pyomo_lap.ocp.initialize.initialize_model`) or load a solution before solving.
+    ``tests/test_set_vehicle.py`` compares every row, bound, fixed value and scaling factor
+    with a model built for the new car.
+
+    Parameters
+    ----------
+    m : ConcreteModel
+        Built by :func:`build_full_model` (without the option ``lift``).
+    vehicle : VehicleParameters
+
+    Raises
+    ------
+    VehicleStructureError (a ValueError)
+        The new car's rows differ in structure (the model is left unchanged), or the model
+        was built with ``lift`` or has no recorded rows.
+    ValueError
+        The track is narrower than the new car plus margins, or its entry speed is refused
+        (the model is left unchanged).
+    """
+    from ..spatial.tape import specialize
+    t0 = time.perf_counter()
+    pr = m.problem
+    cfg = pr.options
+    old = pr.point_rows
+    if cfg.lift or old is None or not old.built or not old.groups:
+        raise VehicleStructureError("the model's car cannot be changed: it was built with the "
+                                    "option 'lift' or has no recorded rows; build a new model")
+    p = vehicle
+    chain = veh.build_chain(p)
+    rec = record_point_rows(p, chain, cfg)
+    same = (rec.structure_key() == old.structure_key()
+            and _bound_pattern(rec.families) == _bound_pattern(old.families))
+    tp = pr.track_points
+    sigma = np.array(sorted(m.s))
+    specs = []
+    if same:
+        user_tags = old.groups[0].user_tags
+        rec.tape.tags = {i: t for i, t in rec.tape.tags.items() if t.startswith(user_tags)}
+        for grp in old.groups:
+            spec, outs, origin = specialize(rec.tape, rec.outputs, grp.zeros)
+            specs.append(spec)
+            if _specialized_key(spec, outs, _shared_of(spec, origin, grp), rec.variables) \
+                    != grp.structure:
+                same = False
+                break
+    if not same:
+        raise VehicleStructureError(
+            f"vehicle {p.name!r}: its equations differ in structure from those of "
+            f"{pr.vehicle.name!r} the model was built with (a parameter that is 0, 1 or "
+            "equal to another folds an operation away); build a new model for it")
+    idx = {s: i for i, s in enumerate(sigma)}
+    limits = track_limits(pr.track, tp, sigma, p, cfg)     # may refuse the car: nothing changed yet
+    first = sigma[0]
+    v0 = (entry_speed(pr.track, p, cfg, m.q1_dot[first].ub)
+          if pr.initial_speed is not None else None)
+    numbers = track_numbers(tp)
+    lit_values, num_values = {}, {}
+    for g, (grp, spec) in enumerate(zip(old.groups, specs)):
+        r = grp.replay
+        lit_values.update({(g, k): v for k, v in enumerate(r.literal_values(spec))})
+        if r.parameter_columns:
+            pts = grp.points
+            nums = r.numeric_values({k: numbers[k][pts] for k in r.numeric_inputs}, len(pts), spec)
+            for i, row in zip(pts.tolist(), nums[:, r.parameter_columns].tolist()):
+                num_values.update({(sigma[i], k): v for k, v in zip(r.parameter_columns, row)})
+    # ---- from here on the model changes -----------------------------------------------------
+    m.car.literal.store_values(lit_values)
+    m.car.numeric.store_values(num_values)
+    fams = {f.name: f for f in rec.families}
+    m.car.row_bound.store_values({(name, j, side): float(getattr(fams[name], side)[j])
+                                  for name, j, side in m.car.row_bound.keys()})
+    for name in ("built", "named", "components", "track_values", "points", "groups"):
+        setattr(rec, name, getattr(old, name))      # the same expressions, now with rec's numbers
+    update_problem(m, vehicle=p, chain=chain, point_rows=rec, initial_speed=v0)
+    set_bounds(m, {**car_control_bounds(p), **load_bounds(p)})
+    set_track_limits(m, limits, idx)
+    if v0 is not None:
+        m.q1_dot[first].fix(v0)
+    _set_scaling(m)
+    update_problem(m, build_time_s=time.perf_counter() - t0, dae_time_s=0.0)
+
+
+def _shared_of(spec, origin, grp) -> dict:
+    """The shared nodes of a group's specialized tape as :func:`_replay_groups` named them."""
+    if not grp.shared_keys:
+        return {}
+    return {i: origin[i] for i in _shared_nodes(spec)}
 
 
 def _set_scaling(m) -> None:
@@ -771,5 +983,6 @@ FULL_MODEL = VehicleModel(
     description="the six-joint Lie-group car (pyomo_lap.vehicle.car, pyomo_lap.spatial.chain)",
     states=STATE_NAMES, rates=RATE_NAMES, controls=veh.CONTROLS, algebraics=veh.ALGEBRAIC,
     build=build_full_model, initialize=initialize_full_model,
-    point_rows=lambda p, cfg: record_point_rows(p, veh.build_chain(p), cfg))
+    point_rows=lambda p, cfg: record_point_rows(p, veh.build_chain(p), cfg),
+    set_vehicle=set_full_vehicle)
 """The full model as a :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel` (registry key ``"full"``)."""

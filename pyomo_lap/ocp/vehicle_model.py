@@ -72,6 +72,11 @@ class VehicleModel:
         :func:`pyomo_lap.solvers.lap_nlp.prefetch_point_functions` can compile them ahead of
         the build, e.g. once for all the cars of a sweep). None: rows written as Pyomo
         expressions only.
+    set_vehicle : callable, optional
+        ``set_vehicle(m, vehicle)``: make a model built by ``build`` the one ``build`` makes
+        for another car on the same track, sector, mesh and options, in place (raises
+        ``ValueError`` when it cannot; reached through
+        :func:`pyomo_lap.ocp.build.set_vehicle`). None: a new car needs a new build.
     """
 
     name: str
@@ -84,6 +89,7 @@ class VehicleModel:
     initialize: Callable
     trajectory: Optional[Callable] = None
     point_rows: Optional[Callable] = None
+    set_vehicle: Optional[Callable] = None
 
     @property
     def variables(self) -> tuple:

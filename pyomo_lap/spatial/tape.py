@@ -391,6 +391,15 @@ class PyomoReplay:
     except that constants are not folded any further than in the tape (specialize the tape
     first, :func:`specialize`, to drop the terms of inputs that are zero).
 
+    With ``parameters``, the numbers that come from the tape's literals (the car's and the
+    options' numbers: :func:`literal_arguments`) enter the expressions as objects the caller
+    gives (Pyomo mutable ``Param`` entries) instead of floats: the literal arguments of the
+    symbolic operations (:attr:`literal_slots`, the ``literals`` of :meth:`build`) and the
+    numeric values that depend on a literal (:attr:`parameter_columns` of the ``numbers``).
+    Their values for another tape of the same structure (another car) come from
+    :meth:`literal_values` and :meth:`numeric_values` with that tape: the expressions stay,
+    the parameters change.
+
     Parameters
     ----------
     tape : Tape
@@ -402,17 +411,21 @@ class PyomoReplay:
         every other input is numeric.
     shared : dict, optional
         ``node index -> key`` of untagged nodes to pass through ``share(key, expr)``.
+    parameters : bool
+        Literals as parameters (above); default: as floats in the generated code.
     """
 
     def __init__(self, tape: "Tape", outputs: Sequence, symbolic_inputs: Sequence[str],
-                 shared: Optional[Dict[int, object]] = None):
+                 shared: Optional[Dict[int, object]] = None, parameters: bool = False):
         self.tape = tape
         self.outputs = list(outputs)
         self.symbolic_inputs = list(symbolic_inputs)
+        self.parameters = parameters
         shared = shared or {}
         sym_pos = {n: k for k, n in enumerate(self.symbolic_inputs)}
         nodes = tape.nodes
         numeric = [False] * len(nodes)
+        literal_dep = [False] * len(nodes)      # a numeric node whose value uses a literal
         self.numeric_inputs: List[str] = []
         for i, node in enumerate(nodes):
             if not tape.live[i]:
@@ -423,30 +436,45 @@ class PyomoReplay:
                     self.numeric_inputs.append(node.args[0])
             else:
                 numeric[i] = all(not isinstance(a, Node) or numeric[a.index] for a in node.args)
+                if numeric[i]:
+                    literal_dep[i] = any(_is_literal(node, j) or literal_dep[node.args[j].index]
+                                         for j in range(len(node.args))
+                                         if _is_literal(node, j) or isinstance(node.args[j], Node))
         self._numeric = numeric
-        # numeric nodes needed by symbolic nodes or by the outputs get a column of N
-        needed = set()
-        for i, node in enumerate(nodes):
-            if tape.live[i] and not numeric[i] and node.op != "input":
-                needed.update(a.index for a in node.args if isinstance(a, Node) and numeric[a.index])
-        needed.update(o.index for o in self.outputs if isinstance(o, Node) and numeric[o.index])
-        self._columns = sorted(needed)
-        col = {i: k for k, i in enumerate(self._columns)}
+        # the columns of N: (numeric node, transform) in order of first use
+        self._columns: List[tuple] = []
+        col: Dict[tuple, int] = {}
+        #: (node index, argument position, transform) of the literals of symbolic operations
+        self.literal_slots: List[tuple] = []
 
-        def ref(a):
+        def ref(a, tf=None, at=None):
+            """Code for argument ``a`` (``at``: (node index, position) when it is a literal),
+            ``tf``: ``"neg"`` / ``"inv"`` for -a / 1/a of a number."""
             if not isinstance(a, Node):
-                return repr(float(a))
+                if parameters and at is not None:
+                    self.literal_slots.append((at[0], at[1], tf))
+                    return f"L[{len(self.literal_slots) - 1}]"
+                return repr(_TRANSFORMS[tf](float(a)))
             if numeric[a.index]:
-                return f"N[{col[a.index]}]"
+                key = (a.index, tf)
+                k = col.get(key)
+                if k is None:
+                    k = col[key] = len(self._columns)
+                    self._columns.append(key)
+                return f"N[{k}]"
+            assert tf is None
             return f"n{a.index}"
 
         def is_var(a):
             return isinstance(a, Node) and a.op == "input" and not numeric[a.index]
 
+        def is_num(a):
+            return not isinstance(a, Node) or numeric[a.index]
+
         def neg(a):
             return f"M((-1.0, {ref(a)}))" if is_var(a) else f"G(({ref(a)},))"
 
-        lines = ["def _build(V, N, name, share):"]
+        lines = ["def _build(V, N, L, name, share):"]
         for k, n in enumerate(self.symbolic_inputs):
             for i, node in enumerate(nodes):
                 if node.op == "input" and node.args[0] == n and tape.live[i]:
@@ -455,32 +483,35 @@ class PyomoReplay:
             if not tape.live[i] or node.op == "input" or numeric[i]:
                 continue
             op, args = node.op, node.args
+            at = [(i, j) for j in range(len(args))]
             if op == "mul":
-                a, b = args
-                if not isinstance(a, Node) or numeric[a.index]:
-                    a, b = b, a
-                if not isinstance(b, Node) or numeric[b.index]:      # symbolic * number
-                    e = f"M(({ref(b)}, {ref(a)}))" if is_var(a) else f"P(({ref(b)}, {ref(a)}))"
+                ja, jb = 0, 1
+                if is_num(args[0]):
+                    ja, jb = 1, 0
+                a, b = args[ja], args[jb]
+                if is_num(b):      # symbolic * number
+                    e = (f"M(({ref(b, at=at[jb])}, {ref(a)}))" if is_var(a)
+                         else f"P(({ref(b, at=at[jb])}, {ref(a)}))")
                 else:
                     e = f"P(({ref(a)}, {ref(b)}))"
             elif op == "add":
-                e = f"S([{ref(args[0])}, {ref(args[1])}])"
+                e = f"S([{ref(args[0], at=at[0])}, {ref(args[1], at=at[1])}])"
             elif op == "sub":
                 a, b = args
-                if not isinstance(b, Node) or numeric[b.index]:
-                    e = f"S([{ref(a)}, -{ref(b)}])"
+                if is_num(b):
+                    e = f"S([{ref(a, at=at[0])}, {ref(b, 'neg', at=at[1])}])"
                 else:
-                    e = f"S([{ref(a)}, {neg(b)}])"
+                    e = f"S([{ref(a, at=at[0])}, {neg(b)}])"
             elif op == "neg":
                 e = neg(args[0])
             elif op == "div":
                 a, b = args
-                if not isinstance(b, Node) or numeric[b.index]:
-                    e = f"P((1.0 / {ref(b)}, {ref(a)}))"
+                if is_num(b):
+                    e = f"P(({ref(b, 'inv', at=at[1])}, {ref(a)}))"
                 else:
-                    e = f"D(({ref(a)}, {ref(b)}))"
-            elif op == "pow":
-                e = f"W(({ref(args[0])}, {ref(args[1])}))"
+                    e = f"D(({ref(a, at=at[0])}, {ref(b)}))"
+            elif op == "pow":      # the exponent is part of the structure: a float
+                e = f"W(({ref(args[0], at=at[0])}, {ref(args[1])}))"
             else:
                 e = f"U(({ref(args[0])},), {op!r}, _{op})"
             lines.append(f"    n{i} = {e}")
@@ -489,7 +520,13 @@ class PyomoReplay:
                 lines.append(f"    n{i} = name({tag!r}, n{i})")
             elif i in shared:
                 lines.append(f"    n{i} = share({shared[i]!r}, n{i})")
-        lines.append("    return [" + ", ".join(ref(o) for o in self.outputs) + "]")
+        # a numeric output (a row without variables: not a constraint) stays a float
+        lines.append("    return [" + ", ".join(ref(o, "const") if is_num(o) else ref(o)
+                                                for o in self.outputs) + "]")
+        #: positions in the ``numbers`` of :meth:`build` whose values depend on a literal
+        self.parameter_columns: List[int] = ([k for k, (i, tf) in enumerate(self._columns)
+                                              if literal_dep[i] and tf != "const"]
+                                             if parameters else [])
         from pyomo.core.expr.numeric_expr import (
             DivisionExpression, MonomialTermExpression, NegationExpression, PowExpression,
             ProductExpression, SumExpression, UnaryFunctionExpression)
@@ -501,7 +538,14 @@ class PyomoReplay:
         exec(compile(self.source, "<pyomo_lap.spatial.tape.PyomoReplay>", "exec"), env)
         self._build = env["_build"]
 
-    def numeric_values(self, inputs: Dict[str, np.ndarray], n: int) -> np.ndarray:
+    def literal_values(self, tape: Optional["Tape"] = None) -> List[float]:
+        """The values of :attr:`literal_slots` (the ``literals`` of :meth:`build`) for this
+        tape or another one of the same structure (:func:`structure_key`; same node indices)."""
+        nodes = (self.tape if tape is None else tape).nodes
+        return [_TRANSFORMS[tf](float(nodes[i].args[j])) for i, j, tf in self.literal_slots]
+
+    def numeric_values(self, inputs: Dict[str, np.ndarray], n: int,
+                       tape: Optional["Tape"] = None) -> np.ndarray:
         """Values of the numeric nodes the expressions need, for ``n`` points.
 
         Parameters
@@ -510,16 +554,19 @@ class PyomoReplay:
             ``input name -> (n,) array`` for every numeric input.
         n : int
             Number of points.
+        tape : Tape, optional
+            Another tape of the same structure (:func:`structure_key`: another car) to take
+            the literals from; default: this one's.
 
         Returns
         -------
         ndarray (n, k)
             One row per point, to pass to :meth:`build`.
         """
-        tape = self.tape
+        tape = self.tape if tape is None else tape
         vals: Dict[int, np.ndarray] = {}
         for i, node in enumerate(tape.nodes):
-            if not tape.live[i] or not self._numeric[i]:
+            if not self.tape.live[i] or not self._numeric[i]:
                 continue
             if node.op == "input":
                 vals[i] = np.broadcast_to(np.asarray(inputs[node.args[0]], dtype=float), (n,))
@@ -527,26 +574,36 @@ class PyomoReplay:
             args = [vals[a.index] if isinstance(a, Node) else a for a in node.args]
             vals[i] = _NUMPY[node.op](*args)
         out = np.empty((n, len(self._columns)))
-        for k, i in enumerate(self._columns):
-            out[:, k] = vals[i]
+        for k, (i, tf) in enumerate(self._columns):
+            out[:, k] = _NUMPY_TRANSFORMS[tf](vals[i])
         return out
 
-    def build(self, variables: Sequence, numbers: Sequence[float], name: Callable,
-              share: Callable) -> list:
+    def build(self, variables: Sequence, numbers: Sequence, name: Callable,
+              share: Callable, literals: Sequence = ()) -> list:
         """The outputs' Pyomo expressions at one point.
 
         Parameters
         ----------
         variables : sequence
             Pyomo variables, in the order of ``symbolic_inputs``.
-        numbers : sequence of float
-            The point's row of :meth:`numeric_values` (as Python floats).
+        numbers : sequence
+            The point's row of :meth:`numeric_values` (as Python floats; with ``parameters``,
+            the entries :attr:`parameter_columns` may be parameters holding those values).
         name : callable
             ``name(tag, expr) -> expr``, called for tagged nodes.
         share : callable
             ``share(key, expr) -> expr``, called for the nodes in ``shared``.
+        literals : sequence
+            With ``parameters``: one object per :attr:`literal_slots` (a parameter holding
+            :meth:`literal_values`).
         """
-        return self._build(variables, numbers, name, share)
+        return self._build(variables, numbers, literals, name, share)
+
+
+_TRANSFORMS = {None: lambda x: x, "const": lambda x: x, "neg": lambda x: -x,
+               "inv": lambda x: 1.0 / x}
+_NUMPY_TRANSFORMS = {None: lambda x: x, "const": lambda x: x, "neg": np.negative,
+                     "inv": lambda x: 1.0 / x}
 
 
 _CASADI_OPS = {
