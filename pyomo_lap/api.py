@@ -289,8 +289,9 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
         solver, and a car of the same structure (parameters that differ only in value), puts
         the new car into the kept model (:func:`pyomo_lap.ocp.build.set_vehicle`: the same
         rows, bounds, entry speed and scaling as a new build, in about a tenth of its time)
-        instead of building one; the summary says ``"model_reused": true``. Any other call
-        builds and keeps its model instead (one model is kept). The model returned is the kept
+        instead of building one; the summary says ``"model_reused": true``. The track, as
+        loaded, is kept with it. Any other call builds and keeps its model instead (one model
+        is kept). The model returned is the kept
         one: the next call changes it. Not with ``sensitivities``, ``lift`` or a
         :class:`Track` object (a new build each time).
 
@@ -349,7 +350,10 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
                          "name or file (for a Track, give its widths when building it)")
     with warnings.catch_warnings():      # the repairs are reported through echo instead
         warnings.simplefilter("ignore", track_checks.TrackRepairWarning)
+        track_key = (None if model_cache is None or isinstance(track, Track)
+                     else "track " + _model_key(track, repair_track, track_width, {}))
         tr = (track if isinstance(track, Track) else
+              model_cache.get(track_key) if track_key in (model_cache or {}) else
               load_track(track, repair=repair_track, track_width=track_width))
     for r in getattr(tr, "build_repairs", []):
         echo(f"track repaired when its bundled file was built: {r}")
@@ -396,6 +400,7 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
         m = build_model(tr, p, progress=progress, **build_kwargs)
         if key is not None:
             model_cache[key] = m
+            model_cache[track_key] = tr        # the model's track, loaded once
     nfe = m.problem.options.nfe
     size = model_size(m)
     echo(f"  {'the kept model given the car' if reused else 'built'} in "

@@ -175,7 +175,8 @@ def test_a_solve_after_the_change_ends_where_a_new_build_ends(tmp_path):
     _, _, _, first = solve_sector(vehicle=a, out_dir=tmp_path / "a", model_cache=cache, **job)
     m, _, _, again = solve_sector(vehicle=b, out_dir=tmp_path / "b", model_cache=cache, **job)
     assert not first["model_reused"] and again["model_reused"]
-    assert m.problem.vehicle == b and len(cache) == 1
+    assert m.problem.vehicle == b and len(cache) == 2          # the model and its track
+    assert m.problem.track is next(v for k, v in cache.items() if k.startswith("track "))
     assert again["build_time_s"] < first["build_time_s"]
     assert again["iterations"] == fresh["iterations"]
     assert again["lap_time_s"] == pytest.approx(fresh["lap_time_s"], rel=1e-10)
@@ -183,4 +184,4 @@ def test_a_solve_after_the_change_ends_where_a_new_build_ends(tmp_path):
     # another job: a new build, the kept model replaced
     _, _, _, other = solve_sector(vehicle=b, out_dir=None, model_cache=cache,
                                   **{**job, "length": 200.0})
-    assert not other["model_reused"] and len(cache) == 1
+    assert not other["model_reused"] and len(cache) == 2
