@@ -285,14 +285,15 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
     model_cache : dict, optional
         Where to keep the built model for the next call (a setup study: the same job for
         several cars, as each worker of :func:`pyomo_lap.sweep` does). A later call with the
-        same track (a name or file, unchanged on disk), sector, mesh, model options and
-        solver, and a car of the same structure (parameters that differ only in value), puts
+        same track (a name or file, unchanged on disk), sector, mesh and model options (and
+        solver path: named subexpressions or not), and a car of the same structure (parameters that differ only in value), puts
         the new car into the kept model (:func:`pyomo_lap.ocp.build.set_vehicle`: the same
         rows, bounds, entry speed and scaling as a new build, in about a tenth of its time)
         instead of building one; the summary says ``"model_reused": true``. The track, as
         loaded, is kept with it. Any other call builds and keeps its model instead (one model
         is kept). The model returned is the kept
-        one: the next call changes it. Not with ``sensitivities``, ``lift`` or a
+        one: the next call changes it, and what you change on it (constraints added or
+        deactivated, variables fixed) stays in it for the next call. Not with ``sensitivities``, ``lift`` or a
         :class:`Track` object (a new build each time).
 
     Returns

@@ -24,7 +24,7 @@ def _other_car(p):
     inertia, scaling), aero, power (a row bound), steering (a control bound), width (the
     track limits), a spring rate."""
     return p.replace(m=p.m + 15.0, Cx=p.Cx * 1.1, width=p.width * 1.02, P_max=p.P_max * 0.9,
-                     delta_max=p.delta_max * 0.95, k1=p.k1 * 1.2)
+                     delta_max=p.delta_max * 0.95, k1=p.k1 * 1.2, gravity=9.80665)
 
 
 def _same_model(ma, mb):
@@ -72,7 +72,10 @@ def test_the_changed_model_is_the_new_build_of_the_other_car(track, named):
     ma = build_model(track, a, named_subexpressions=named, **SECTOR)
     mb = build_model(track, b, named_subexpressions=named, **SECTOR)
     n_components = len(list(ma.component_objects()))
+    numeric = [p.value for p in ma.car.numeric.values()]
     assert set_vehicle(ma, b) is ma
+    # the numbers that combine the car's with the track's (g R[k]) changed too
+    assert all(x != y for x, y in zip(numeric, [p.value for p in ma.car.numeric.values()]))
     assert len(list(ma.component_objects())) == n_components        # nothing added or removed
     initialize_model(ma)
     initialize_model(mb)
@@ -179,6 +182,18 @@ def test_a_solve_after_the_change_ends_where_a_new_build_ends(tmp_path):
     assert m.problem.track is next(v for k, v in cache.items() if k.startswith("track "))
     assert again["build_time_s"] < first["build_time_s"]
     assert again["iterations"] == fresh["iterations"]
+    # the fast path used the recorded rows after the change, as for the new build
+    assert not m.problem.point_rows.parameter_values == {}
+    from pyomo_lap.solvers.lap_nlp import LapNLP
+    nlp = LapNLP(m, compile="vm")
+    assert nlp.report.fallback == "" and nlp.report.n_recorded_rows > 0
+    # a number changed by hand (not by set_vehicle): the rows are translated from their
+    # expressions instead, and the row bounds are read from the model
+    m.car.literal[0, 0] = m.car.literal[0, 0].value * 1.5
+    m.car.row_bound["power_limit", 0, "upper"] = 1000.0
+    nlp = LapNLP(m, compile="vm")
+    assert "m.car.literal" in nlp.report.fallback and nlp.report.n_recorded_rows == 0
+    assert 1000.0 in nlp.g_ub
     assert again["lap_time_s"] == pytest.approx(fresh["lap_time_s"], rel=1e-10)
     assert again["lap_time_s"] > first["lap_time_s"]          # heavier, more drag, less power
     # another job: a new build, the kept model replaced

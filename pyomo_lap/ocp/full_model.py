@@ -133,6 +133,10 @@ class PointRows:
         Set by :func:`build_model`: the points grouped by their zero track numbers, each with
         its specialized tape and the positions of its literal parameters (``m.car.literal``,
         ``m.car.numeric``), for :func:`set_full_vehicle`.
+    parameter_values : dict
+        Set by :func:`build_model` and :func:`set_full_vehicle`: the values of
+        ``m.car.literal`` and ``m.car.numeric`` that belong to these rows (the fast solver path
+        translates the rows from their expressions when they no longer hold them).
     """
 
     tape: object
@@ -146,6 +150,7 @@ class PointRows:
     track_values: object = dataclasses.field(default=None, repr=False)
     points: list = dataclasses.field(default_factory=list, repr=False)
     groups: list = dataclasses.field(default_factory=list, repr=False)
+    parameter_values: dict = dataclasses.field(default_factory=dict, repr=False)
 
     def casadi_function(self, name: str = "point_rows", literals: bool = False):
         """``casadi.Function`` ``(w[33], track[15]) -> rows``, or with ``literals``
@@ -473,7 +478,14 @@ def _replay(m, rec: PointRows, tp, sigma, named: bool, progress, user_tags=USER_
             done += 1
             if progress is not None:
                 progress("building the model", done, n)
+    rec.parameter_values = _parameter_values(m)
     return values
+
+
+def _parameter_values(m) -> dict:
+    """The values of ``m.car.literal`` and ``m.car.numeric`` (:attr:`PointRows.parameter_values`)."""
+    return {name: [p.value for p in m.car.component(name).values()]
+            for name in ("literal", "numeric")}
 
 
 @dataclasses.dataclass
@@ -620,7 +632,7 @@ def _bound_parameters(m, families) -> dict:
                 if v is None or v == 0.0:
                     out[fam.name, j, side] = v
                 elif side == "upper" and lo is not None and lo == up:
-                    out[fam.name, j, side] = ("lower",)        # the lower one's parameter
+                    out[fam.name, j, side] = _SAME_AS_LOWER        # the lower one's parameter
                 else:
                     init[fam.name, j, side] = float(v)
     m.car.row_bound = pyo.Param(list(init), mutable=True, initialize=init,
@@ -629,9 +641,12 @@ def _bound_parameters(m, families) -> dict:
     for key in init:
         out[key] = m.car.row_bound[key]
     for key, v in out.items():
-        if v == ("lower",):
+        if v is _SAME_AS_LOWER:
             out[key] = out[key[0], key[1], "lower"]
     return out
+
+
+_SAME_AS_LOWER = object()
 
 
 def _bound_pattern(families) -> list:
@@ -877,6 +892,7 @@ def set_full_vehicle(m, vehicle: veh.VehicleParameters) -> None:
                                   for name, j, side in m.car.row_bound.keys()})
     for name in ("built", "named", "components", "track_values", "points", "groups"):
         setattr(rec, name, getattr(old, name))      # the same expressions, now with rec's numbers
+    rec.parameter_values = _parameter_values(m)
     update_problem(m, vehicle=p, chain=chain, point_rows=rec, initial_speed=v0)
     set_bounds(m, {**car_control_bounds(p), **load_bounds(p)})
     set_track_limits(m, limits, idx)

@@ -63,6 +63,21 @@ class RecordedRowsMismatch(RuntimeError):
 # float evaluation of Pyomo expressions (linear in the size of the DAG)
 # --------------------------------------------------------------------------------------------
 
+def _changed_parameters(model, rec) -> str:
+    """Which of ``m.car.literal`` / ``m.car.numeric`` no longer hold the numbers of the recorded
+    rows (``rec.parameter_values``, set by the build and by ``set_vehicle``): '' if none."""
+    snapshot = getattr(rec, "parameter_values", None)
+    car = getattr(model, "car", None)
+    if not snapshot or car is None:
+        return ""
+    out = []
+    for name, values in snapshot.items():
+        comp = car.component(name)
+        if comp is None or [p.value for p in comp.values()] != values:
+            out.append(f"m.car.{name}")
+    return ", ".join(out)
+
+
 def evaluate_expression(expr, memo: Optional[dict] = None) -> float:
     """Value of a Pyomo expression at the current variable values, visiting each node of the
     expression DAG once (``pyomo.environ.value`` re-walks a named expression, or a
@@ -468,17 +483,12 @@ class LapNLP:
         self.constraints = [c for c, _, _ in recorded] + lin_cons + nl_cons
         m_rows = len(self.constraints)
         self.m = m_rows
-        # the recorded rows' bounds are their family's (the row's expression object is the
-        # one built, so its bounds are too); the others are read from the model
+        # every row's bounds are read from the model (those of the recorded rows may be
+        # parameters, m.car.row_bound, that a user can change)
         rec_lb, rec_ub = np.full(n_rec, -_INF), np.full(n_rec, _INF)
         if n_rec:
-            lo_of, up_of = {}, {}
-            for fam in rec.families:
-                for j, out in enumerate(fam.outputs):
-                    lo_of[out], up_of[out] = fam.lower[j], fam.upper[j]
-            outs = [o for _, _, o in recorded]
-            rec_lb = _bounds([lo_of[o] for o in outs], -_INF)
-            rec_ub = _bounds([up_of[o] for o in outs], _INF)
+            rec_lb = _bounds([c.lb for c, _, _ in recorded], -_INF)
+            rec_ub = _bounds([c.ub for c, _, _ in recorded], _INF)
         other = lin_bounds + nl_bounds
         self.g_lb = np.concatenate([rec_lb, _bounds([lo for lo, _ in other], -_INF)])
         self.g_ub = np.concatenate([rec_ub, _bounds([up for _, up in other], _INF)])
@@ -564,6 +574,11 @@ class LapNLP:
             if model.component(name) is not comp:
                 return None, (f"the variable component {name!r} was replaced after the model was "
                               "built: every row is translated from its expression")
+        changed = _changed_parameters(model, rec)
+        if changed:
+            return None, (f"the car's numbers in the rows ({changed}) were changed other than by "
+                          "pyomo_lap.ocp.build.set_vehicle: every row is translated from its "
+                          "expression")
         return rec, ""
 
     def _setup_points(self, rec, recorded, var_id, compile_mode, threads):
