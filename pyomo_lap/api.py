@@ -349,13 +349,18 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
     if isinstance(track, Track) and track_width is not None:
         raise ValueError(f"track_width = {track_width!r} m with a Track object: expected a track "
                          "name or file (for a Track, give its widths when building it)")
+    # a kept model (and its track) serves this call: see model_cache
+    reuse = (model_cache is not None and not want_sens and not ocp_options.get("lift")
+             and not isinstance(track, Track))
+    track_key = "track " + _model_key(track, repair_track, track_width, {}) if reuse else None
     with warnings.catch_warnings():      # the repairs are reported through echo instead
         warnings.simplefilter("ignore", track_checks.TrackRepairWarning)
-        track_key = (None if model_cache is None or isinstance(track, Track)
-                     else "track " + _model_key(track, repair_track, track_width, {}))
-        tr = (track if isinstance(track, Track) else
-              model_cache.get(track_key) if track_key in (model_cache or {}) else
-              load_track(track, repair=repair_track, track_width=track_width))
+        if isinstance(track, Track):
+            tr = track
+        elif reuse and track_key in model_cache:
+            tr = model_cache[track_key]
+        else:
+            tr = load_track(track, repair=repair_track, track_width=track_width)
     for r in getattr(tr, "build_repairs", []):
         echo(f"track repaired when its bundled file was built: {r}")
     for f in getattr(tr, "findings", []):
@@ -390,8 +395,7 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
                         initial_speed=initial_speed, periodic=periodic, model=model,
                         named_subexpressions=solver != DEFAULT_SOLVER, **ocp_options)
     m, key = None, None
-    if model_cache is not None and not want_sens and not ocp_options.get("lift") \
-            and not isinstance(track, Track):
+    if reuse:
         key = _model_key(track, repair_track, track_width, build_kwargs)
         m = _reuse_model(model_cache, key, p)
         if model_cache.get(key) is None:

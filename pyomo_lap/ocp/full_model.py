@@ -161,6 +161,16 @@ class PointRows:
         return casadi_function(self.tape, self.outputs, {"w": self.variables, "track": self.track_inputs},
                                name=name, literals="literals" if literals else None)
 
+    def parameters_changed(self, model) -> str:
+        """Which of the model's ``m.car.literal`` / ``m.car.numeric`` no longer hold
+        :attr:`parameter_values` (changed other than by :func:`set_full_vehicle`): their
+        names, '' if none (or if the rows were not built with parameters)."""
+        if not self.parameter_values or model.component("car") is None:
+            return ""
+        now = _parameter_values(model)
+        return ", ".join(f"m.car.{name}" for name, values in self.parameter_values.items()
+                         if now.get(name) != values)
+
     def literal_values(self):
         """The numbers of the car and the options in the recorded rows, in the order of the
         ``literals`` argument of :meth:`casadi_function` (ndarray (k,))."""
@@ -483,9 +493,10 @@ def _replay(m, rec: PointRows, tp, sigma, named: bool, progress, user_tags=USER_
 
 
 def _parameter_values(m) -> dict:
-    """The values of ``m.car.literal`` and ``m.car.numeric`` (:attr:`PointRows.parameter_values`)."""
-    return {name: [p.value for p in m.car.component(name).values()]
-            for name in ("literal", "numeric")}
+    """The values of ``m.car.literal`` and ``m.car.numeric`` (:attr:`PointRows.parameter_values`;
+    a component that is missing has none)."""
+    return {name: [p.value for p in comp.values()] for name in ("literal", "numeric")
+            if (comp := m.car.component(name)) is not None}
 
 
 @dataclasses.dataclass
@@ -500,19 +511,24 @@ class _ReplayGroup:
     user_tags: tuple        # the tags kept as named expressions
 
 
-def _specialized_key(spec, outs, shared: dict, variables) -> str:
-    from ..spatial.tape import structure_key
-    return structure_key(spec, outs, tuple(variables) + tuple(TRACK_INPUTS),
-                         salt=repr(sorted(spec.tags.items())) + repr(sorted(shared.items())))
+def _specialized(rec: PointRows, zeros: dict, named: bool, user_tags) -> tuple:
+    """The tape of ``rec`` specialized to the track inputs ``zeros`` (with its tags kept to
+    ``user_tags``): ``(tape, outputs, shared nodes, structure key)``, the key covering the
+    tags and the shared nodes (which named expressions the replay makes)."""
+    from ..spatial.tape import specialize, structure_key
+    rec.tape.tags = {i: t for i, t in rec.tape.tags.items() if t.startswith(user_tags)}
+    spec, outs, origin = specialize(rec.tape, rec.outputs, zeros)
+    shared = {i: origin[i] for i in _shared_nodes(spec)} if named else {}
+    key = structure_key(spec, outs, tuple(rec.variables) + tuple(TRACK_INPUTS),
+                        salt=repr(sorted(spec.tags.items())) + repr(sorted(shared.items())))
+    return spec, outs, shared, key
 
 
 def _replay_groups(rec: PointRows, tp, sigma, named: bool, user_tags=USER_TAGS) -> list:
     """The specialized tapes of :func:`_replay`, one :class:`_ReplayGroup` per pattern of zero
     track numbers (what the build replays; their structure keys tell whether another car's rows
     have the same expressions)."""
-    from ..spatial.tape import PyomoReplay, specialize
-    tape = rec.tape
-    tape.tags = {i: t for i, t in tape.tags.items() if t.startswith(user_tags)}
+    from ..spatial.tape import PyomoReplay
     numbers = track_numbers(tp)
     zero = np.stack([numbers[k] == 0.0 for k in TRACK_INPUTS], axis=1)
     patterns, inverse = np.unique(zero, axis=0, return_inverse=True)
@@ -520,13 +536,11 @@ def _replay_groups(rec: PointRows, tp, sigma, named: bool, user_tags=USER_TAGS) 
     groups = []
     for g, pat in enumerate(patterns):
         consts = {k: 0.0 for k, z in zip(TRACK_INPUTS, pat) if z}
-        spec, outs, origin = specialize(tape, rec.outputs, consts)
-        shared = {i: origin[i] for i in _shared_nodes(spec)} if named else {}
+        spec, outs, shared, key = _specialized(rec, consts, named, user_tags)
         replay = PyomoReplay(spec, outs, rec.variables, shared=shared, parameters=True)
         pts = np.flatnonzero(inverse == g)
         nums = replay.numeric_values({k: numbers[k][pts] for k in replay.numeric_inputs}, len(pts))
-        groups.append(_ReplayGroup(replay, pts, nums, consts, tuple(shared.values()),
-                                   _specialized_key(spec, outs, shared, rec.variables),
+        groups.append(_ReplayGroup(replay, pts, nums, consts, tuple(shared.values()), key,
                                    tuple(user_tags)))
     return groups
 
@@ -838,7 +852,6 @@ def set_full_vehicle(m, vehicle: veh.VehicleParameters) -> None:
         The track is narrower than the new car plus margins, or its entry speed is refused
         (the model is left unchanged).
     """
-    from ..spatial.tape import specialize
     t0 = time.perf_counter()
     pr = m.problem
     cfg = pr.options
@@ -855,13 +868,10 @@ def set_full_vehicle(m, vehicle: veh.VehicleParameters) -> None:
     sigma = np.array(sorted(m.s))
     specs = []
     if same:
-        user_tags = old.groups[0].user_tags
-        rec.tape.tags = {i: t for i, t in rec.tape.tags.items() if t.startswith(user_tags)}
         for grp in old.groups:
-            spec, outs, origin = specialize(rec.tape, rec.outputs, grp.zeros)
+            spec, _, _, key = _specialized(rec, grp.zeros, cfg.named_subexpressions, grp.user_tags)
             specs.append(spec)
-            if _specialized_key(spec, outs, _shared_of(spec, origin, grp), rec.variables) \
-                    != grp.structure:
+            if key != grp.structure:
                 same = False
                 break
     if not same:
@@ -900,13 +910,6 @@ def set_full_vehicle(m, vehicle: veh.VehicleParameters) -> None:
         m.q1_dot[first].fix(v0)
     _set_scaling(m)
     update_problem(m, build_time_s=time.perf_counter() - t0, dae_time_s=0.0)
-
-
-def _shared_of(spec, origin, grp) -> dict:
-    """The shared nodes of a group's specialized tape as :func:`_replay_groups` named them."""
-    if not grp.shared_keys:
-        return {}
-    return {i: origin[i] for i in _shared_nodes(spec)}
 
 
 def _set_scaling(m) -> None:

@@ -63,21 +63,6 @@ class RecordedRowsMismatch(RuntimeError):
 # float evaluation of Pyomo expressions (linear in the size of the DAG)
 # --------------------------------------------------------------------------------------------
 
-def _changed_parameters(model, rec) -> str:
-    """Which of ``m.car.literal`` / ``m.car.numeric`` no longer hold the numbers of the recorded
-    rows (``rec.parameter_values``, set by the build and by ``set_vehicle``): '' if none."""
-    snapshot = getattr(rec, "parameter_values", None)
-    car = getattr(model, "car", None)
-    if not snapshot or car is None:
-        return ""
-    out = []
-    for name, values in snapshot.items():
-        comp = car.component(name)
-        if comp is None or [p.value for p in comp.values()] != values:
-            out.append(f"m.car.{name}")
-    return ", ".join(out)
-
-
 def evaluate_expression(expr, memo: Optional[dict] = None) -> float:
     """Value of a Pyomo expression at the current variable values, visiting each node of the
     expression DAG once (``pyomo.environ.value`` re-walks a named expression, or a
@@ -574,7 +559,7 @@ class LapNLP:
             if model.component(name) is not comp:
                 return None, (f"the variable component {name!r} was replaced after the model was "
                               "built: every row is translated from its expression")
-        changed = _changed_parameters(model, rec)
+        changed = rec.parameters_changed(model)
         if changed:
             return None, (f"the car's numbers in the rows ({changed}) were changed other than by "
                           "pyomo_lap.ocp.build.set_vehicle: every row is translated from its "
