@@ -221,6 +221,17 @@ job, starting from the solution of a car 5 kg and 0.04 Cx away took 15-21 iterat
 back into the interior)."""
 
 
+def _mesh_summary(m) -> dict:
+    """The finite elements of a built model: count, shortest, longest and their boundaries
+    from the sector start [m] (to solve another car on the same mesh: the OCP option
+    ``element_boundaries``)."""
+    fe = sorted(m.s.get_finite_elements())
+    h = [b - a for a, b in zip(fe[:-1], fe[1:])]
+    return {"placement": m.problem.mesh,
+            "n_elements": len(h), "shortest_m": min(h), "longest_m": max(h),
+            "element_boundaries_m": [round(float(b), 6) for b in fe]}
+
+
 class OptionValueError(ValueError):
     """A job option's value outside its domain: ``key``, ``value`` and the domain's ``text``
     (``expected ...``); the message is ``key = value: text`` (the CLI says ``--flag value``)."""
@@ -539,6 +550,9 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
                                + (f", {out_dir}/ was left untouched" if out_dir else ""),
                                rep) from None
     summary["max_speed_kmh"] = float(df["speed_kmh"].max())
+    from .post.quality import channel_quality
+    summary["channel_quality"] = channel_quality(df)
+    summary["mesh"] = _mesh_summary(m)
     from .post.results import sector_records, sector_times
     summary["sectors"] = sector_records(sector_times(df, n_sectors))
     summary["mean_speed_kmh"] = (float(3.6 * m.problem.sector_length / lap)

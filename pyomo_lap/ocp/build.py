@@ -115,6 +115,23 @@ OCP_CONFIG.declare("element_length", ConfigValue(default=10.0, domain=FiniteFloa
                    description="length of the finite elements when nfe is None [m]; 10 m with "
                                "ncp = 2 is within 0.02 % of the mesh-converged lap time on the "
                                "Nordschleife (README, 'Mesh study')"))
+OCP_CONFIG.declare("mesh", ConfigValue(default="adaptive", domain=In(["adaptive", "uniform"]),
+                   description="placement of the finite elements when nfe and element_boundaries "
+                               "are not given: 'adaptive' (element_length, split where the car's "
+                               "quasi-steady accelerations change fast and doubled where they are "
+                               "calm, pyomo_lap.ocp.mesh) or 'uniform' (element_length)"))
+OCP_CONFIG.declare("mesh_lateral_rate", ConfigValue(default=0.25, domain=FiniteFloat(0.0, True, "a positive rate in m/s^2 per m"),
+                   description="adaptive mesh: rate of change of the quasi-steady lateral "
+                               "acceleration along the track above which elements are split "
+                               "[m/s^2 per m]"))
+OCP_CONFIG.declare("mesh_longitudinal_rate", ConfigValue(default=0.5, domain=FiniteFloat(0.0, True, "a positive rate in m/s^2 per m"),
+                   description="adaptive mesh: the same for the longitudinal acceleration "
+                               "[m/s^2 per m]"))
+OCP_CONFIG.declare("mesh_max_split", ConfigValue(default=3, domain=IntBetween(1, 10),
+                   description="adaptive mesh: most parts an element_length is split into"))
+OCP_CONFIG.declare("mesh_coarsen", ConfigValue(default=2.0, domain=FiniteFloat(1.0, False, "a factor >= 1"),
+                   description="adaptive mesh: element_length is multiplied by this on calm "
+                               "stretches (straights, steady corners) [-]"))
 OCP_CONFIG.declare("ncp", ConfigValue(default=2, domain=IntBetween(1, 10),
                    description="collocation points per finite element"))
 OCP_CONFIG.declare("scheme", ConfigValue(default="LAGRANGE-RADAU",
@@ -132,6 +149,18 @@ OCP_CONFIG.declare("piecewise_constant_controls", ConfigValue(default=False, dom
                    description="controls constant within each finite element (True, the paper's "
                                "u_i) or a value at every collocation point (False, default: the lap "
                                "time converges with the mesh much faster, README 'Mesh study')"))
+OCP_CONFIG.declare("control_form", ConfigValue(default="state", domain=In(["point", "state"]),
+                   description="'point': a value of each control at every collocation point (as "
+                               "algebraic variables); 'state': the controls are differential "
+                               "states in q1 (continuous, a polynomial in each element) and their "
+                               "rates d/dq1 the decision variables, penalized by K_delta_rate and "
+                               "K_force_rate"))
+OCP_CONFIG.declare("K_delta_rate", ConfigValue(default=30.0, domain=NonNegativeFloat,
+                   description="control_form 'state': weight of the steering-rate penalty "
+                               "integral of (d delta/dq1)^2 dq1 [s m/rad^2]"))
+OCP_CONFIG.declare("K_force_rate", ConfigValue(default=3e-8, domain=NonNegativeFloat,
+                   description="control_form 'state': weight of the force-rate penalty "
+                               "integral of (d f_xa/dq1)^2 + (d f_xb/dq1)^2 dq1 [s m/N^2]"))
 OCP_CONFIG.declare("K_delta", ConfigValue(default=1.0, domain=NonNegativeFloat,
                    description="weight of the steering-jump penalty sum (delta_{i+1}-delta_i)^2 [s/rad^2], eq (41)"))
 OCP_CONFIG.declare("K_f", ConfigValue(default=1e-5, domain=NonNegativeFloat,

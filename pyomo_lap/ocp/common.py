@@ -26,6 +26,10 @@ __all__ = ["add_boundary_conditions", "discretize_on_track", "scale_variables", 
            "OBJECTIVE_SCALE", "pyomo_units"]
 
 
+CAR_CONTROLS = ("f_xa", "f_xb", "delta")
+"""The controls of :func:`add_car_controls` (every built-in car model has these three)."""
+
+
 def _sector_points(track, start, length, sigma):
     s_track = start + np.asarray(sigma, dtype=float)
     if track.closed:
@@ -70,10 +74,16 @@ def track_joints(tp) -> list:
     return out
 
 
-def sector_mesh(track, cfg):
+_V_MAX = 150.0
+"""Upper bound of ``q1_dot`` [m/s] in every car model."""
+
+
+def sector_mesh(track, cfg, vehicle=None):
     """Check the sector options against the track and return ``(L, bounds)``: the sector
     length [m] and the element boundaries (None: uniform, ``cfg.nfe`` elements; when
-    ``element_boundaries`` is given, ``cfg.nfe`` is set to their number minus one).
+    ``element_boundaries`` is given, ``cfg.nfe`` is set to their number minus one). With
+    ``cfg.mesh == "adaptive"`` (and neither ``nfe`` nor ``element_boundaries`` given) the
+    boundaries are placed for ``vehicle`` by :func:`pyomo_lap.ocp.mesh.adaptive_boundaries`.
 
     Raises
     ------
@@ -106,6 +116,15 @@ def sector_mesh(track, cfg):
     if cfg.nfe is None and cfg.element_boundaries is None:
         if not (np.isfinite(cfg.element_length) and cfg.element_length > 0):
             raise ValueError(f"element_length = {cfg.element_length!r} m: expected a positive length")
+        if getattr(cfg, "mesh", "uniform") == "adaptive" and vehicle is not None:
+            from .mesh import adaptive_boundaries
+            v0 = None
+            if not cfg.periodic and cfg.initial_speed != "free":
+                v0 = entry_speed(track, vehicle, cfg, _V_MAX)
+            bounds = np.round(adaptive_boundaries(track, vehicle, cfg.start, L, cfg.periodic, cfg,
+                                                  v_start=v0), 6)
+            cfg.nfe = len(bounds) - 1
+            return L, bounds
         cfg.nfe = max(2, int(math.ceil(L / cfg.element_length - 1e-9)))
     if cfg.element_boundaries is not None:
         bounds = np.round(np.asarray(cfg.element_boundaries, dtype=float), 6)
@@ -248,8 +267,57 @@ def add_objective(m, cfg) -> None:
                           doc="weight of the steering-jump penalty [s/rad^2], eq (41)")
     m.K_f = pyo.Param(initialize=cfg.K_f, units=u.s / u.N ** 2,
                       doc="weight of the complementarity penalty [s/N^2], eq (41)")
-    m.objective = pyo.Objective(expr=m.lap_time + m.K_delta * m.steer_penalty
-                                + m.K_f * m.complementarity_penalty, sense=pyo.minimize)
+    total = m.lap_time + m.K_delta * m.steer_penalty + m.K_f * m.complementarity_penalty
+    if control_states(cfg):
+        total = total + _add_rate_penalties(m, cfg)
+    m.objective = pyo.Objective(expr=total, sense=pyo.minimize)
+
+
+def quadrature_weights(m) -> dict:
+    r"""Weights :math:`w_k` [m] of the collocation points of ``m.s`` for :math:`\int_0^L f\,ds
+    \approx \sum_k w_k f(s_k)`: in each finite element of length :math:`h`, :math:`h\,b_j`
+    with :math:`b_j = \int_0^1 \ell_j(\tau)\,d\tau` over the Lagrange basis of the element's
+    collocation points (Radau or Gauss quadrature: exact for polynomials of degree
+    :math:`2\,ncp - 2` or :math:`2\,ncp - 1`). The first point (``s = 0``, not a collocation
+    point) has no weight. Returns ``{point: weight}``."""
+    sigma = np.array(sorted(m.s))
+    elems = np.array(sorted(m.s.get_finite_elements()))
+    out = {}
+    for a, b in zip(elems[:-1], elems[1:]):
+        pts = sigma[(sigma > a + 1e-12) & (sigma <= b + 1e-12)]
+        if pts.size == 0:         # LAGRANGE-LEGENDRE puts the element's end at b too
+            continue
+        inner = pts[pts < b - 1e-9] if m.s.get_discretization_info().get("scheme") == "LAGRANGE-LEGENDRE" else pts
+        tau = (inner - a) / (b - a)
+        w = np.empty(len(tau))
+        for j in range(len(tau)):
+            others = np.delete(tau, j)
+            coef = np.poly(others) / np.prod(tau[j] - others) if len(others) else np.array([1.0])
+            w[j] = np.polyval(np.polyint(coef), 1.0)
+        for sk, wk in zip(inner, w):
+            out[float(sk)] = float((b - a) * wk)
+    return out
+
+
+def _add_rate_penalties(m, cfg):
+    r"""The penalties on the controls' rates along the track (``control_form = "state"``):
+    ``m.steer_rate_penalty`` :math:`\int (d\delta/ds)^2 ds` [rad^2/m] and
+    ``m.force_rate_penalty`` :math:`\int (df_{xa}/ds)^2 + (df_{xb}/ds)^2 ds` [N^2/m] by the
+    collocation quadrature (:func:`quadrature_weights`), their weights ``m.K_delta_rate``
+    [s m/rad^2] and ``m.K_force_rate`` [s m/N^2]; returns their weighted sum [s]."""
+    u = pyo.units
+    w = quadrature_weights(m)
+    m.steer_rate_penalty = pyo.Expression(
+        expr=sum(wk * m.ddelta_ds[s] ** 2 for s, wk in w.items()),
+        doc="integral of (d delta/ds)^2 over the sector [rad^2/m]")
+    m.force_rate_penalty = pyo.Expression(
+        expr=sum(wk * (m.df_xa_ds[s] ** 2 + m.df_xb_ds[s] ** 2) for s, wk in w.items()),
+        doc="integral of (d f_xa/ds)^2 + (d f_xb/ds)^2 over the sector [N^2/m]")
+    m.K_delta_rate = pyo.Param(initialize=cfg.K_delta_rate, units=u.s * u.m / u.rad ** 2,
+                               doc="weight of the steering-rate penalty [s m/rad^2]")
+    m.K_force_rate = pyo.Param(initialize=cfg.K_force_rate, units=u.s * u.m / u.N ** 2,
+                               doc="weight of the force-rate penalty [s m/N^2]")
+    return m.K_delta_rate * m.steer_rate_penalty + m.K_force_rate * m.force_rate_penalty
 
 
 OBJECTIVE_SCALE = 1000.0
@@ -287,6 +355,9 @@ def discretize_on_track(m, track, vehicle, cfg, length: float, controls) -> tupl
     ValueError
         The track is narrower than the car plus margins somewhere (the message says where).
     """
+    if cfg.piecewise_constant_controls and control_states(cfg):
+        raise ValueError("piecewise_constant_controls = True needs control_form = 'point': "
+                         "controls that are states are continuous along the track")
     disc = pyo.TransformationFactory("dae.collocation")
     t_dae = time.perf_counter()
     disc.apply_to(m, wrt=m.s, nfe=cfg.nfe, ncp=cfg.ncp, scheme=cfg.scheme)
@@ -380,9 +451,11 @@ def add_boundary_conditions(m, track, vehicle, cfg, states, rates, controls) -> 
     """The boundary conditions every vehicle model shares.
 
     * the controls at ``s = 0`` (not a collocation point) are those of the first element
-      (``m.controls_at_start``); the time starts at 0;
+      (``m.controls_at_start``), unless they are states (``control_form = "state"``); the
+      time starts at 0;
     * a closed lap (``cfg.periodic``): every state and rate at the end equals its value at the
-      start (``m.periodic``; the time is not periodic);
+      start (``m.periodic``, with the controls when they are states; the time is not
+      periodic);
     * an open sector: the speed ``q1_dot`` at the start is fixed to
       :func:`entry_speed` (unless ``cfg.initial_speed == "free"``; ``m.problem.initial_speed`` [m/s],
       else None), and the car enters settled: every other rate is zero at the start
@@ -399,11 +472,14 @@ def add_boundary_conditions(m, track, vehicle, cfg, states, rates, controls) -> 
     """
     sigma = sorted(m.s)
     first, last = sigma[0], sigma[-1]
-    m.controls_at_start = pyo.Constraint(tuple(controls), rule=lambda m, c:
-                                         m.component(c)[first] == m.component(c)[sigma[1]])
+    smooth = control_states(cfg)
+    if not smooth:
+        m.controls_at_start = pyo.Constraint(tuple(controls), rule=lambda m, c:
+                                             m.component(c)[first] == m.component(c)[sigma[1]])
     m.t[first].fix(0.0)
     if cfg.periodic:
-        m.periodic = pyo.Constraint(tuple(states) + tuple(rates), rule=lambda m, k:
+        periodic = tuple(states) + tuple(rates) + (tuple(controls) if smooth else ())
+        m.periodic = pyo.Constraint(periodic, rule=lambda m, k:
                                     m.component(k)[last] == m.component(k)[first])
     if not cfg.periodic and cfg.initial_speed != "free":
         update_problem(m, initial_speed=entry_speed(track, vehicle, cfg, m.q1_dot[first].ub))
@@ -437,10 +513,13 @@ def new_sector_model(track, vehicle, cfg, vehicle_model, title: str):
     ValueError
         From :func:`sector_mesh` (a sector outside the track, a bad mesh).
     """
-    L, bounds = sector_mesh(track, cfg)
+    placement = ("given" if cfg.element_boundaries is not None else
+                 "uniform" if cfg.nfe is not None or getattr(cfg, "mesh", "uniform") != "adaptive"
+                 else "adaptive")
+    L, bounds = sector_mesh(track, cfg, vehicle)
     m = pyo.ConcreteModel(name=f"{title} {track.name} {cfg.start:.0f}+{L:.0f} m")
     m.problem = ProblemData(vehicle_model=vehicle_model, options=cfg, vehicle=vehicle, track=track,
-                            sector_length=L)
+                            sector_length=L, mesh=placement)
     m.s = ContinuousSet(bounds=(0.0, L), initialize=None if bounds is None else bounds.tolist(),
                         doc="distance along the spine from the sector start, q1 [m]")
     fast_element_lookup(m.s)
@@ -454,8 +533,43 @@ def finish_build(m, track, vehicle, cfg, states, rates, controls, set_scaling, t
     add_boundary_conditions(m, track, vehicle, cfg, states, rates, controls)
     add_objective(m, cfg)
     set_scaling(m)
+    if control_states(cfg):
+        scale_control_rates(m, controls)
     update_problem(m, build_time_s=time.perf_counter() - t0)
     return m
+
+
+def scale_control_rates(m, controls) -> None:
+    """Scaling factors of the collocation equations of the controls' derivatives
+    (``control_form = "state"``): those of the derivatives themselves (set by the model's
+    scaling from the controls' typical magnitudes, :func:`scale_variables`)."""
+    sf = m.scaling_factor
+    for c in controls:
+        dv = m.component(f"d{c}_ds")
+        eq = m.component(f"d{c}_ds_disc_eq")
+        if dv is None or eq is None:
+            continue
+        for s, con in eq.items():
+            f = sf.get(dv[s])
+            if f is not None:
+                sf[con] = f
+
+
+def initialize_control_rates(m, controls=CAR_CONTROLS) -> None:
+    """Values of the controls' derivatives ``m.d<c>_ds`` (``control_form = "state"``) from the
+    controls' values at the points (second-order finite differences in ``s``); nothing when
+    the controls are not states."""
+    if not control_states(m.problem.options):
+        return
+    sigma = np.array(sorted(m.s))
+    for c in controls:
+        dv = m.component(f"d{c}_ds")
+        if dv is None:
+            continue
+        var = m.component(c)
+        vals = np.array([var[s].value if var[s].value is not None else 0.0 for s in sigma])
+        for s, d in zip(sigma, np.gradient(vals, sigma)):
+            dv[s].set_value(float(d), skip_validation=True)
 
 
 def set_within_bounds(m, s, values: dict) -> None:
@@ -471,17 +585,30 @@ def set_within_bounds(m, s, values: dict) -> None:
             var.set_value(val, skip_validation=True)
 
 
-def add_car_controls(m, vehicle) -> None:
+def add_car_controls(m, vehicle, cfg=None) -> None:
     """The controls the car models share, indexed by ``m.s``: traction ``f_xa`` >= 0 [N] on the
     rear axle, braking ``f_xb`` <= 0 [N] split by ``k_b`` (eq. 34), both within three times the
     car's weight times its larger friction coefficient, and the road-wheel steer angle
     ``delta`` within ``delta_max`` [rad]; the objective (41) penalizes them
-    (:func:`add_objective`)."""
+    (:func:`add_objective`).
+
+    With ``cfg.control_form == "state"`` (:data:`pyomo_lap.ocp.build.OCP_CONFIG`) the three are
+    differential states in ``q1`` and their derivatives ``m.df_xa_ds`` [N/m], ``m.df_xb_ds``
+    [N/m], ``m.ddelta_ds`` [rad/m] are the decision variables the penalties act on (declared
+    here, before pyomo.dae's transformation)."""
     u = pyo.units
     b = car_control_bounds(vehicle)
     m.f_xa = pyo.Var(m.s, initialize=0.0, bounds=b["f_xa"], units=u.N, doc="traction force, rear axle, eq (34) [N]")
     m.f_xb = pyo.Var(m.s, initialize=0.0, bounds=b["f_xb"], units=u.N, doc="braking force, split by k_b, eq (34) [N]")
     m.delta = pyo.Var(m.s, initialize=0.0, bounds=b["delta"], units=u.rad, doc="road-wheel steer angle [rad]")
+    if cfg is not None and control_states(cfg):
+        add_derivative_vars(m, CAR_CONTROLS)
+
+
+
+def control_states(cfg) -> bool:
+    """Whether the controls are differential states in ``q1`` (``cfg.control_form == "state"``)."""
+    return getattr(cfg, "control_form", "point") == "state"
 
 
 def car_control_bounds(vehicle) -> dict:

@@ -780,7 +780,7 @@ def build_full_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[fl
     m.q5_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq5/dt [rad/s]")
     m.q6_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq6/dt [rad/s]")
     m.t = pyo.Var(m.s, initialize=0.0, units=u.s, doc="time [s]")
-    add_car_controls(m, p)
+    add_car_controls(m, p, cfg)
     for name, bounds in load_bounds(p).items():
         m.add_component(name, pyo.Var(m.s, initialize=p.m * p.gravity / 4, bounds=bounds,
                                       units=u.N, doc=f"vertical load {name[2:4]} (axle, side) [N]"))

@@ -55,7 +55,10 @@ def initialize_model(m, **kwargs) -> dict:
     if vm is None:
         raise ValueError("the model has no vehicle model (m.problem.vehicle_model): build it with "
                          "pyomo_lap.ocp.build.build_model")
-    return vm.initialize(m, **kwargs)
+    out = vm.initialize(m, **kwargs)
+    from .common import initialize_control_rates
+    initialize_control_rates(m, vm.controls)
+    return out
 
 
 def cold_start_profile(m) -> dict:

@@ -163,7 +163,7 @@ def build_multibody_model(track, vehicle, cfg, t0: Optional[float] = None,
     for z in mbc.SUSPENSION:
         m.add_component(f"{z}_dot", pyo.Var(m.s, initialize=0.0, units=u.m / u.s, doc=f"d{z}/dt [m/s]"))
     m.t = pyo.Var(m.s, initialize=0.0, units=u.s, doc="time [s]")
-    add_car_controls(m, p)
+    add_car_controls(m, p, cfg)
     add_derivative_vars(m, STATE_NAMES + RATE_NAMES + ("t",))
     sigma, tp, idx = discretize_on_track(m, track, p, cfg, L, veh.CONTROLS)
     m.car = pyo.Block()

@@ -97,7 +97,7 @@ def build_single_track_model(track, vehicle: veh.VehicleParameters, cfg, t0: Opt
     m.q2_dot = pyo.Var(m.s, initialize=0.0, units=u.m / u.s, doc="dq2/dt [m/s]")
     m.q3_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq3/dt [rad/s]")
     m.t = pyo.Var(m.s, initialize=0.0, units=u.s, doc="time [s]")
-    add_car_controls(m, p)
+    add_car_controls(m, p, cfg)
     fz_max = 20 * p.m * p.gravity
     for name in ("f_1z", "f_2z"):
         m.add_component(name, pyo.Var(m.s, initialize=p.m * p.gravity / 2, bounds=(2 * p.fz_min, fz_max),

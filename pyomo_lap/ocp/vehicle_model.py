@@ -128,6 +128,10 @@ class ProblemData:
     point_rows : object or None
         The per-point rows recorded on a tape (:func:`pyomo_lap.ocp.full_model.record_point_rows`;
         the full model only), used by the solver path ``lap_ipopt``.
+    mesh : str
+        How the finite elements were placed: ``"uniform"`` (``nfe`` or ``element_length``),
+        ``"adaptive"`` (:func:`pyomo_lap.ocp.mesh.adaptive_boundaries`) or ``"given"`` (the
+        option ``element_boundaries``).
     dae_time_s : float
         Wall time of pyomo.dae's transformation [s].
     build_time_s : float
@@ -144,6 +148,7 @@ class ProblemData:
     initial_speed: Optional[float] = None
     chain: object = None
     point_rows: object = None
+    mesh: str = "uniform"
     dae_time_s: float = 0.0
     build_time_s: float = 0.0
 

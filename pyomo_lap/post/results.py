@@ -43,7 +43,8 @@ UNITS = {
     "f_xa": "N", "f_xb": "N", "delta": "rad",
     "f_11z": "N", "f_12z": "N", "f_21z": "N", "f_22z": "N", "f_3x": "N", "f_3y": "N", "m_3z": "N m",
     "v_3x": "m/s", "v_3y": "m/s", "omega_3z": "rad/s", "speed": "m/s", "speed_kmh": "km/h",
-    "a_x": "m/s^2", "a_y": "m/s^2", "a_z": "m/s^2",
+    "a_x": "m/s^2", "a_y": "m/s^2", "a_z": "m/s^2", "a_t": "m/s^2",
+    "delta_rate": "rad/s", "f_xa_rate": "N/s", "f_xb_rate": "N/s",
     "alpha_1": "rad", "alpha_2": "rad",
     "f_11x": "N", "f_12x": "N", "f_21x": "N", "f_22x": "N",
     "f_11y": "N", "f_12y": "N", "f_21y": "N", "f_22y": "N",
@@ -277,10 +278,32 @@ def trajectory_dataframe(m, progress=None) -> pd.DataFrame:
         sig = np.asarray(sigma, dtype=float)
         v_pm = quasi_steady_speed(p, sig, tp.omega, tp.rotation, closed=bool(m.problem.options.periodic),
                                   v_start=m.problem.initial_speed, v_min=m.problem.options.v_min)
+    _add_derived_channels(m, df)
     df["v_point_mass"] = v_pm
     df["t_point_mass"] = np.concatenate([[0.0], np.cumsum(0.5 * (1 / v_pm[1:] + 1 / v_pm[:-1]) * np.diff(sig))])
     cols = [c for c in UNITS if c in df.columns] + [c for c in df.columns if c not in UNITS]
     return df[cols]
+
+
+def _add_derived_channels(m, df: pd.DataFrame) -> None:
+    r"""Columns derived from others: the tangential acceleration ``a_t`` of O3 (along its
+    velocity, :func:`pyomo_lap.post.quality.tangential_acceleration`) and, when the controls
+    are states (``control_form = "state"``), their time rates ``<control>_rate``
+    :math:`= \dot q_1\, du/dq_1` [rad/s, N/s]."""
+    from .quality import tangential_acceleration
+    if all(c in df.columns for c in ("v_3x", "v_3y", "a_x", "a_y")):
+        df["a_t"] = tangential_acceleration(df)
+    sigma = sorted(m.s)
+    for c in ("delta", "f_xa", "f_xb"):
+        dv = m.component(f"d{c}_ds")
+        if dv is None or "q1_dot" not in df.columns:
+            continue
+        rate = np.array([dv[x].value if dv[x].value is not None else np.nan for x in sigma], dtype=float)
+        # the derivative at s = 0 is not collocated: the control's rate there is its value
+        # at the first collocation point
+        if len(rate) > 1:
+            rate[0] = rate[1]
+        df[f"{c}_rate"] = rate * df["q1_dot"].to_numpy(float)
 
 
 TRACK_COLUMNS = ("s", "x_spine", "y_spine", "z_spine", "width_left", "width_right",
@@ -528,7 +551,9 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
     ``results.xlsx`` has the sheets ``summary`` (one row per quantity, grouped as inputs,
     provenance, solver, results, with the sector times), ``channels`` (one row per point, units
     in the headers), ``sectors`` (:func:`sector_times`), ``vehicle`` (all parameters),
-    ``track`` (the track at every point: :data:`TRACK_COLUMNS`), ``sensitivities`` (when the
+    ``track`` (the track at every point: :data:`TRACK_COLUMNS`), ``quality`` (when the summary
+    has ``channel_quality``: the zig-zag counts and the speed consistency of the channels,
+    :func:`pyomo_lap.post.quality.quality_table`), ``sensitivities`` (when the
     summary has ``sensitivities``: :func:`sensitivity_sheet`) and ``provenance`` (the input
     files, then one row per step of the track data's processing, assumed value and repair:
     the summary's ``track_processing``, ``track_assumptions``, ``track_repairs``, see
@@ -603,6 +628,10 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
             tcols = [c for c in TRACK_COLUMNS if c in df.columns]
             _write_rows(xw, "track", _with_units(df[tcols]))
             _provenance_sheet(summary).to_excel(xw, sheet_name="provenance", index=False)
+            if summary.get("channel_quality"):
+                from .quality import quality_table
+                quality_table(summary["channel_quality"]).to_excel(xw, sheet_name="quality",
+                                                                   index=False)
             if summary.get("sensitivities"):
                 sensitivity_sheet(summary["sensitivities"]).to_excel(
                     xw, sheet_name="sensitivities", index=False)

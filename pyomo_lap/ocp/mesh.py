@@ -1,0 +1,130 @@
+r"""The finite-element mesh of a sector, placed before the solve from the track and the car.
+
+A minimum-time trajectory has short transients that a uniform 10 m mesh does not resolve:
+the flick through an S-bend (the lateral acceleration of an FSAE car goes from -11 to
++12 m/s^2 within about 17 m on the Nordschleife at s = 1333-1350 m, a length that does not
+shrink when the mesh is refined: it is the car's yaw response), the brake application at
+the end of a straight, the corner exit. With 10 m elements (collocation points 3.3 m and
+6.7 m apart) such a transient falls on three points and the channels read between them zig-zag
+(README, "Channels"); on long straights and constant-radius corners the same elements are
+finer than needed.
+
+:func:`adaptive_boundaries` places the elements by an indicator computed from the quasi-steady
+speed profile of the car on the centreline, :math:`v(s)`
+(:func:`pyomo_lap.vehicle.speed_profile.quasi_steady_speed`, the initial guess's):
+
+.. math::
+    g(s) = \max\Big(\frac{|d(v^2\kappa)/ds|}{g_y},\ \frac{|d(v\,dv/ds)/ds|}{g_x}\Big),
+
+the rates [m/s^2 per m] at which the quasi-steady lateral (:math:`v^2\kappa`, :math:`\kappa =
+\Omega_z`) and longitudinal accelerations change along the track, each relative to a
+reference rate (OCP options ``mesh_lateral_rate`` :math:`g_y`, ``mesh_longitudinal_rate``
+:math:`g_x`), taken as the largest value within 10 m (the optimal path moves a transient by
+about that much). Where :math:`g > 1` the element is :math:`h / k` long with
+:math:`k = \lceil\sqrt{g}\,\rceil \le` ``mesh_max_split`` (the residual of a channel between
+collocation points falls as :math:`h^2`); where :math:`g < 1/2` everywhere within 30 m
+("calm": straights and steady corners) it is :math:`h \cdot` ``mesh_coarsen``; elsewhere
+:math:`h` (``element_length``). On the default job this gives 198 elements where the
+uniform mesh has 200; the zig-zag count of every checked channel falls to zero (README,
+"Channels").
+
+The mesh depends on the car through :math:`v(s)`. A sweep solves all its cases on the mesh of
+its first case (:mod:`pyomo_lap.sweeps`), so that lap-time differences are not mesh
+differences; a script comparing cars can do the same by passing one run's
+``element_boundaries`` (``summary.json``) to the others.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["adaptive_boundaries", "mesh_indicator", "CALM_WINDOW_M", "SPREAD_M"]
+
+SPREAD_M = 10.0
+"""Half-width of the window over which the indicator takes its largest value [m]."""
+
+CALM_WINDOW_M = 30.0
+"""Half-width of the window that must be calm (indicator below 1/2) for a coarse element [m]."""
+
+
+def mesh_indicator(track, vehicle, start: float, length: float, closed: bool, cfg,
+                   v_start=None) -> tuple:
+    """The indicator :math:`g(s)` of the module docstring on a 1 m grid of the sector.
+
+    Parameters
+    ----------
+    track : Track
+    vehicle : VehicleParameters
+    start, length : float
+        The sector [m] (track coordinate of its start, its length).
+    closed : bool
+        A whole closed lap (the profile and the windows wrap around).
+    cfg : OCP options (``mesh_lateral_rate``, ``mesh_longitudinal_rate``, ``v_min``)
+    v_start : float, optional
+        The speed fixed at the start of an open sector [m/s].
+
+    Returns
+    -------
+    (grid, g, g_calm) : three (n,) arrays
+        The grid [m] from the sector start, the indicator (largest within
+        :data:`SPREAD_M`) and its largest value within :data:`CALM_WINDOW_M` [-].
+    """
+    from scipy.ndimage import maximum_filter1d
+
+    from ..vehicle.speed_profile import quasi_steady_speed
+    n = max(3, int(math.ceil(length)) + 1)
+    grid = np.linspace(0.0, length, n)
+    s_track = np.mod(start + grid, track.length) if track.closed else start + grid
+    tp = track.evaluate(s_track)
+    v = quasi_steady_speed(vehicle, grid, tp.omega, tp.rotation, closed=closed, v_start=v_start,
+                           v_min=cfg.v_min)
+    a_y = v ** 2 * tp.omega[:, 2]
+    a_x = v * np.gradient(v, grid)
+    g = np.maximum(np.abs(np.gradient(a_y, grid)) / cfg.mesh_lateral_rate,
+                   np.abs(np.gradient(a_x, grid)) / cfg.mesh_longitudinal_rate)
+    step = grid[1] - grid[0]
+    mode = "wrap" if closed else "nearest"
+    near = maximum_filter1d(g, 2 * int(round(SPREAD_M / step)) + 1, mode=mode)
+    calm = maximum_filter1d(near, 2 * int(round(CALM_WINDOW_M / step)) + 1, mode=mode)
+    return grid, near, calm
+
+
+def adaptive_boundaries(track, vehicle, start: float, length: float, closed: bool, cfg,
+                        v_start=None) -> np.ndarray:
+    """Element boundaries of the sector placed by :func:`mesh_indicator` (module docstring).
+
+    Parameters
+    ----------
+    track, vehicle, start, length, closed, cfg, v_start
+        As :func:`mesh_indicator`; ``cfg`` also gives ``element_length`` [m],
+        ``mesh_max_split`` and ``mesh_coarsen``.
+
+    Returns
+    -------
+    (N + 1,) ndarray
+        From 0 to ``length`` [m], increasing; no element shorter than 0.4 of the shortest
+        the indicator asks for (the last element is merged into the one before if it
+        would be).
+    """
+    grid, near, calm = mesh_indicator(track, vehicle, start, length, closed, cfg, v_start)
+    h0 = float(cfg.element_length)
+    k = np.clip(np.ceil(np.sqrt(np.maximum(near, 1e-12))), 1, cfg.mesh_max_split)
+    h = np.where(k > 1, h0 / k, h0)
+    h = np.where((k == 1) & (calm < 0.5), h0 * cfg.mesh_coarsen, h)
+    # march along the sector: each element as long as the smallest length asked for within it
+    # (a running minimum over a window of the longest element, from the right)
+    bounds = [0.0]
+    step = grid[1] - grid[0]
+    while bounds[-1] < length - 1e-9:
+        x = bounds[-1]
+        i0 = int(x / step)
+        hh = float(np.interp(x, grid, h))
+        i1 = min(len(grid), int(math.ceil((x + hh) / step)) + 1)
+        hh = min(hh, float(h[i0:i1].min()))
+        bounds.append(min(length, x + hh))
+    b = np.asarray(bounds)
+    if len(b) > 2 and b[-1] - b[-2] < 0.4 * float(h.min()):
+        b = np.delete(b, -2)
+    b[0], b[-1] = 0.0, length
+    return b
