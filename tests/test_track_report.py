@@ -369,7 +369,7 @@ def test_a_lap_of_the_raw_file_reports_everything(raw, tmp_path):
                  solver="ipopt", out_dir=out, echo=said.append)
     written = [s for s in said if "written to" in s]
     assert len(written) == 1
-    files = sorted(p.name for p in out.iterdir())
+    files = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
     assert files == ["results.xlsx", "solution.npz", "summary.json", "trajectory.csv",
                      "trajectory.parquet"]
     assert all(f in written[0] for f in files)

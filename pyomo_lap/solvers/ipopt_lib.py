@@ -42,6 +42,14 @@ with Python's own (buffered) prints may differ. ``print_level=0`` silences the l
 ``sb="yes"`` the banner; :meth:`IpoptProblem.set_output_file` writes a log at its own level
 independently of ``print_level``.
 
+Options and their documentation
+-------------------------------
+:func:`ipopt_options_documentation` asks the library for the documentation of all its options
+(IPOPT prints it with ``print_options_documentation = yes``) and parses it: name, type, valid
+range, default, the values of string options. :func:`check_ipopt_option` checks one option
+before any problem is built: the library decides (the value is set on a never-solved problem),
+the documentation says what was expected, and non-finite numbers are refused too.
+
 Options file
 ------------
 Like the ``ipopt`` executable and CasADi, IPOPT reads an options file ``ipopt.opt`` from the
@@ -91,6 +99,8 @@ import numpy as np
 __all__ = [
     "ENV_VAR", "RETURN_STATUS", "STATUS_CODE", "IpoptLibraryNotFound", "IpoptResult",
     "IpoptProblem", "find_ipopt_library", "load_ipopt_library", "ipopt_version",
+    "IpoptOptionDoc", "IpoptOptionError", "ipopt_options_documentation", "check_ipopt_option",
+    "OPTIONS_URL",
 ]
 
 ENV_VAR = "PYOMO_LAP_IPOPT_LIBRARY"
@@ -458,6 +468,288 @@ def _option_candidates(value) -> List[Tuple[str, Any]]:
                                         and text.strip().lstrip("+-").isdigit() else number)
     raise TypeError(f"IPOPT option value must be str, bool, int or float, not "
                     f"{type(value).__name__} ({value!r})")
+
+
+# --------------------------------------------------------------------------- option documentation
+OPTIONS_URL = "https://coin-or.github.io/Ipopt/OPTIONS.html"
+"""IPOPT's documentation of its options on the web (the latest release's)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class IpoptOptionDoc:
+    """One option as the IPOPT library documents it (:func:`ipopt_options_documentation`).
+
+    Attributes
+    ----------
+    name : str
+    kind : str
+        ``"real"``, ``"integer"`` or ``"string"``.
+    description : str
+        IPOPT's one-line description.
+    valid_range : str
+        The valid range as IPOPT states it, e.g. ``"0 < tol"``, ``"0 <= print_level <= 12"``;
+        ``""`` for a number without bounds and for strings.
+    default : str
+        The default value as IPOPT prints it (``"1e-08"``, ``"mumps"``).
+    values : tuple of str
+        The possible values of a string option (empty for numbers; empty too for the few
+        string options that take any text, e.g. file names).
+    category : str
+        IPOPT's category (``"Termination"``, ``"Linear Solver"`` ...).
+    """
+
+    name: str
+    kind: str
+    description: str
+    valid_range: str = ""
+    default: str = ""
+    values: Tuple[str, ...] = ()
+    category: str = ""
+
+    def expected(self) -> str:
+        """What a value must be, in words: ``'an integer with 0 <= max_iter'``,
+        ``'a finite number with 0 < tol'``, ``"one of 'yes', 'no'"``."""
+        if self.kind == "integer":
+            return "an integer" + (f" with {self.valid_range}" if self.valid_range else "")
+        if self.kind == "real":
+            return "a finite number" + (f" with {self.valid_range}" if self.valid_range else "")
+        if self.values:
+            return "one of " + ", ".join(repr(v) for v in self.values)
+        return "a string"
+
+    def described(self) -> str:
+        """``' (IPOPT: "<description>")'``, or ``''`` for an option without one."""
+        return f' (IPOPT: "{self.description}")' if self.description else ""
+
+
+def _doc_number(text: str) -> str:
+    """A number of IPOPT's doxygen output as plain text: ``10<sup>-08</sup>`` -> ``1e-08``,
+    ``2.22045 &middot; 10<sup>-16</sup>`` -> ``2.22045e-16``."""
+    import re
+    text = text.strip()
+    m = re.fullmatch(r"(?:([-+]?[\d.]+)\s*&middot;\s*)?([-+]?)10<sup>([-+]?\d+)</sup>", text)
+    if m:
+        return f"{m.group(2)}{m.group(1) or '1'}e{m.group(3)}"
+    return text
+
+
+def _parse_options_doxygen(text: str) -> Dict[str, IpoptOptionDoc]:
+    """Parse what IPOPT prints with ``print_options_documentation = yes`` and
+    ``print_options_mode = doxygen`` (IPOPT 3.14): one ``\\anchor OPT_<name>`` entry per
+    option, with its type, range, default and possible values in fixed sentences."""
+    import re
+    out: Dict[str, IpoptOptionDoc] = {}
+    category = ""
+    for chunk in re.split(r"(?=^\\anchor OPT_|^\\subsection )", text, flags=re.M):
+        if chunk.startswith("\\subsection "):
+            parts = chunk.split("\n", 1)[0].split(" ", 2)
+            category = parts[2].strip() if len(parts) > 2 else ""
+            continue
+        if not chunk.startswith("\\anchor OPT_"):
+            continue
+        lines = chunk.split("\n")
+        name = lines[0][len("\\anchor OPT_"):].strip()
+        head = re.match(r"<strong>(.*?)</strong>(?: \(<em>advanced</em>\))?(?::\s*(.*))?$",
+                        lines[1] if len(lines) > 1 else "")
+        if not name or head is None or head.group(1) != name:
+            continue
+        body = chunk.split("<blockquote>", 1)[-1].split("</blockquote>", 1)[0]
+        body = body.replace("&le;", "<=").replace("&ge;", ">=")
+        kind = re.search(r"for this (real|integer|string) option", body)
+        if kind is None:
+            continue
+        valid_range, default, values = "", "", ()
+        if kind.group(1) == "string":
+            d = re.search(r'The default value for this string option is "(.*?)"\.', body)
+            default = d.group(1) if d else ""
+            listed = body.split("Possible values:", 1)[1] if "Possible values:" in body else ""
+            if listed.strip() and not listed.lstrip().startswith("-"):   # "yes, no"
+                values = tuple(v.strip() for v in listed.strip().split(",") if v.strip())
+            else:
+                values = tuple(re.findall(r"^\s*- (\S+?):", listed, flags=re.M))
+            if "*" in values:            # any text (a file name)
+                values = ()
+        else:
+            r = re.search(r"The valid range for this \w+ option is (.*?) and its default value "
+                          r"is (.*?)\.(?:\s|$)", body, flags=re.S)
+            if r:
+                rng = " ".join(r.group(1).split())
+                valid_range = "" if rng == "unrestricted" else " ".join(
+                    _doc_number(w) if "sup>" in w else w for w in rng.split(" "))
+                default = _doc_number(" ".join(r.group(2).split()))
+        out[name] = IpoptOptionDoc(name=name, kind=kind.group(1),
+                                   description=" ".join((head.group(2) or "").split()),
+                                   valid_range=valid_range, default=default, values=values,
+                                   category=category)
+    return out
+
+
+_DOCS: Dict[str, Dict[str, IpoptOptionDoc]] = {}
+
+
+def ipopt_options_documentation(library: "str | os.PathLike | None" = None
+                                ) -> Dict[str, IpoptOptionDoc]:
+    """The options of the IPOPT library, as the library itself documents them.
+
+    IPOPT prints the documentation of all its registered options when it is asked to
+    (option ``print_options_documentation = yes``; ``print_options_mode = doxygen`` gives
+    each option's type, valid range, default and possible values in fixed sentences):
+    this solves a one-variable problem with ``max_iter = 0`` once, with that documentation
+    written to a temporary output file (no console output, no ``ipopt.opt`` read), parses it
+    and keeps the result for the process (a few milliseconds).
+
+    Parameters
+    ----------
+    library : str or os.PathLike, optional
+        The IPOPT library; default :func:`find_ipopt_library`.
+
+    Returns
+    -------
+    dict
+        Option name -> :class:`IpoptOptionDoc` (about 290 options for IPOPT 3.14.19, with
+        the advanced ones). IPOPT leaves a few options out of its documentation (``sb``,
+        the banner); :func:`check_ipopt_option` still accepts them when the library does.
+
+    Raises
+    ------
+    IpoptLibraryNotFound
+        See :func:`load_ipopt_library`.
+    """
+    lib_path = find_ipopt_library() if library is None else pathlib.Path(library)
+    key = str(lib_path)
+    with _LOAD_LOCK:
+        docs = _DOCS.get(key)
+    if docs is not None:
+        return docs
+    def gradient(x, out):
+        out[:] = 2.0 * x
+
+    def hessian(x, sigma, lam, out):
+        out[:] = 2.0 * sigma
+
+    prob = IpoptProblem(1, 0, [-1.0], [1.0], [], [], [], [], [0], [0],
+                        objective=lambda x: float(x[0] * x[0]), gradient=gradient,
+                        hessian=hessian, library=lib_path)
+    for name, value in (("option_file_name", ""), ("print_level", 0), ("sb", "yes"),
+                        ("max_iter", 0), ("print_options_documentation", "yes"),
+                        ("print_options_mode", "doxygen"), ("print_advanced_options", "yes")):
+        prob.add_option(name, value)
+    fd, path = tempfile.mkstemp(prefix="pyomo_lap_ipopt_options_", suffix=".txt")
+    os.close(fd)
+    try:
+        prob.set_output_file(path, print_level=3)
+        prob.solve([0.5], catch_sigint=False)
+        text = pathlib.Path(path).read_text(errors="replace")
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    docs = _parse_options_doxygen(text)
+    with _LOAD_LOCK:
+        _DOCS[key] = docs
+    return docs
+
+
+class IpoptOptionError(ValueError):
+    """An option IPOPT refuses: ``name``, ``value`` and ``text`` (what was expected). The
+    message is ``"<name> = <value>: <text>"``."""
+
+    def __init__(self, name: str, value, text: str, suggestions=None):
+        super().__init__(f"{name} = {value!r}: {text}")
+        self.name, self.value, self.text = name, value, text
+        self.suggestions = None if suggestions is None else list(suggestions)
+        """For an unknown name, the closest known names (a list, maybe empty); else None."""
+
+
+def close_matches(name: str, names, n: int = 3) -> List[str]:
+    """The names most like ``name`` (:func:`difflib.get_close_matches`, and the names that
+    contain it or that it contains, for abbreviations like ``max_it``)."""
+    import difflib
+    names = sorted(set(names))
+    out = difflib.get_close_matches(name, names, n=n, cutoff=0.6)
+    if len(name) >= 4:
+        out += [k for k in names if (name in k or k in name) and k not in out and len(k) >= 4]
+    return out[:n]
+
+
+def check_ipopt_option(name: str, value, library: "str | os.PathLike | None" = None,
+                       extra_names=()) -> Tuple[str, Any]:
+    """Check one option against the IPOPT library, before any problem is built.
+
+    The library decides (the value is set on a never-solved one-variable problem, as
+    :meth:`IpoptProblem.add_option` does); :func:`ipopt_options_documentation` says what was
+    expected. Non-finite numbers are refused too (IPOPT itself takes ``nan`` and ``inf``
+    for most number options).
+
+    Parameters
+    ----------
+    name : str
+        IPOPT option name.
+    value : str, bool, int or float
+        As :meth:`IpoptProblem.add_option` takes it (a string that reads as a number is
+        tried as one).
+    library : str or os.PathLike, optional
+        The IPOPT library; default :func:`find_ipopt_library`.
+    extra_names : iterable of str
+        Other valid names, only offered as close matches of an unknown name.
+
+    Returns
+    -------
+    (kind, value)
+        How IPOPT takes it: ``"str"``, ``"int"`` or ``"num"`` and the typed value.
+
+    Raises
+    ------
+    IpoptOptionError (a ValueError)
+        Unknown name (with the closest names, also in ``exc.suggestions``), a value of the
+        wrong type, outside the option's range or not among its values, or not finite: the
+        message names the option, the value and what was expected.
+    IpoptLibraryNotFound
+        See :func:`load_ipopt_library`.
+    """
+    docs = ipopt_options_documentation(library)
+    doc = docs.get(name)
+    try:
+        candidates = _option_candidates(value)
+    except TypeError:
+        expected = doc.expected() if doc else "a str, bool, int or float"
+        raise IpoptOptionError(name, value, f"expected {expected}, not a "
+                               f"{type(value).__name__}") from None
+    if doc is not None and doc.kind != "string":
+        nonfinite = [v for k, v in candidates if k == "num" and not math.isfinite(v)]
+        if nonfinite or (isinstance(value, numbers.Real) and not isinstance(value, bool)
+                         and not math.isfinite(float(value))):
+            raise IpoptOptionError(name, value, f"not finite; expected {doc.expected()}"
+                                   f"{doc.described()}")
+    checker = _checker(load_ipopt_library(library))
+    key = name.strip().encode()
+    reasons = []
+    for kind, typed in candidates:
+        ok, reason = checker.attempt(kind, key, typed)
+        if ok:
+            return kind, typed
+        reasons.append(reason)
+    if doc is None:
+        if not reasons or any("It is not a valid option" in r for r in reasons):
+            near = close_matches(name, list(docs) + list(extra_names))
+            hint = (f"did you mean {' or '.join(map(repr, near))}?" if near else
+                    f"IPOPT's options: {OPTIONS_URL}")
+            v = ".".join(map(str, ipopt_version(library)))
+            raise IpoptOptionError(name, value, f"unknown option: IPOPT {v} has no option "
+                                   f"{name!r}; {hint}", suggestions=near)
+        why = next((r for r in reasons if ", but it is of type" not in r), reasons[0])
+        raise IpoptOptionError(name, value, f"refused by IPOPT: {why}")
+    text = f"expected {doc.expected()}{doc.described()}"
+    if doc.kind == "integer" and isinstance(value, (numbers.Real, str)) \
+            and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except ValueError:
+            number = None
+        if number is not None and math.isfinite(number) and not number.is_integer():
+            text = f"not an integer; {text}"
+    raise IpoptOptionError(name, value, text)
 
 
 # --------------------------------------------------------------------------- results

@@ -18,7 +18,10 @@ structure of a pyomo_lap model:
   points (every point with ``verify_points="all"``) the Pyomo expressions, evaluated with
   floats at the model's current values, must give the same residuals as the compiled
   function to 1e-9 relative; otherwise :class:`RecordedRowsMismatch` is raised and nothing is
-  solved.
+  solved. Before that, each compiled library (rows, Jacobian, Hessian of the Lagrangian) is
+  compared with CasADi's virtual machine on the function traced from the same tape at three
+  of those points (:meth:`LapNLP._verify_library`); a library that differs is removed from
+  the cache and :class:`CompiledLibraryMismatch` is raised.
 * **linear rows** of the shapes pyomo.dae's collocation equations and the boundary conditions
   have (sums of variables times numbers): a constant sparse matrix.
 * **any other row and the objective**: walked into CasADi ``SX`` expressions
@@ -48,8 +51,8 @@ from pyomo.common.numeric_types import native_numeric_types
 from pyomo.core.expr.numeric_expr import (LinearExpression, MonomialTermExpression,
                                           NegationExpression, SumExpression)
 
-__all__ = ["LapNLP", "ReducedNLP", "RecordedRowsMismatch", "evaluate_expression",
-           "point_functions", "prefetch_point_functions"]
+__all__ = ["LapNLP", "ReducedNLP", "RecordedRowsMismatch", "CompiledLibraryMismatch",
+           "evaluate_expression", "point_functions", "prefetch_point_functions"]
 
 _INF = 1e20
 
@@ -57,6 +60,30 @@ _INF = 1e20
 class RecordedRowsMismatch(RuntimeError):
     """The model's expressions and the recorded rows give different residuals: the fast
     path refuses to solve (the message names the row, the point and both values)."""
+
+
+class CompiledLibraryMismatch(RecordedRowsMismatch):
+    """A compiled library of the per-point functions does not compute what the function it
+    was compiled from computes (CasADi's virtual machine on the function traced from the same
+    tape): the library was damaged or replaced. It has been removed from the cache (the next
+    run compiles it again) and nothing is solved; the message names the library, the function,
+    the point and both values.
+
+    Attributes
+    ----------
+    library : Path
+        The removed library.
+    explanation, hint : str
+        What happened and what to do, in words (:class:`pyomo_lap.solvers.solve.SolveReport`).
+    """
+
+    def __init__(self, message: str, library=None):
+        super().__init__(message)
+        self.library = library
+        self.explanation = message
+        self.hint = ("run again: the library is compiled anew on the next run; if this happens "
+                     "again, solve without compiled code (--solver-option compile=vm; Python: "
+                     "solver_options={'compile': 'vm'}) and report it")
 
 
 # --------------------------------------------------------------------------------------------
@@ -106,7 +133,7 @@ def evaluate_expression(expr, memo: Optional[dict] = None) -> float:
 # the per-point functions, compiled (in the background while the model is built)
 # --------------------------------------------------------------------------------------------
 
-def point_functions(rec, compile_mode: str = "auto") -> dict:
+def point_functions(rec, compile_mode: str = "auto", quiet: bool = False) -> dict:
     r"""The per-point functions of recorded rows (:class:`pyomo_lap.ocp.build.PointRows`), compiled.
 
     ``point_f(w, track, literals) -> rows``, ``point_fj(w, track, literals) -> (rows, Jacobian
@@ -121,82 +148,111 @@ def point_functions(rec, compile_mode: str = "auto") -> dict:
     parameter values (a sweep over masses or aero coefficients compiles once). The results are
     the same numbers as with the constants built in (the same operations in the same order).
 
+    A cache entry (three libraries and ``pyomo_lap_point-<key>.npz``, each with its manifest,
+    :mod:`pyomo_lap.util.casadi_compile`) is used only when every file passes
+    :func:`~pyomo_lap.util.casadi_compile.check_file`; a damaged, foreign or mismatching file is
+    removed and built again (under the entry's lock, with a warning once), never loaded.
+
+    Parameters
+    ----------
+    rec : PointRows
+    compile_mode : {"auto", "compile", "vm"}
+        As :func:`pyomo_lap.util.casadi_compile.compile_functions`.
+    quiet : bool
+        No warning when the functions fall back to CasADi's virtual machine.
+
     Returns
     -------
     dict
         ``functions`` (:class:`pyomo_lap.util.casadi_compile.CompiledFunctions`), ``n_in``,
         ``n_out``, ``jac_sparsity`` and ``hess_sparsity`` (row and column index arrays of the
-        Jacobian and of the Hessian's lower triangle), ``literals`` (ndarray (k,), this car's).
+        Jacobian and of the Hessian's lower triangle), ``literals`` (ndarray (k,), this car's),
+        ``key`` (the cache key, None without a compiler).
     """
+    import io
+
     import casadi as ca
 
-    from ..util.casadi_compile import (COMPILER_FLAGS, CompiledFunctions, cache_dir,
-                                 find_compiler, library_suffix)
+    from ..util.casadi_compile import (COMPILER_FLAGS, MISSING, CompiledFunctions, cache_dir,
+                                       check_file, discard_damaged, find_compiler,
+                                       library_suffix, read_verified)
     names = ("point_f", "point_fj", "point_h")
     literals = rec.literal_values()
     key = None
     cc = find_compiler() if compile_mode != "vm" else None
     if cc is None:
-        return _make_point_functions(rec, compile_mode, None, literals)
+        return _make_point_functions(rec, compile_mode, None, literals, quiet)
     key = rec.structure_key(f"literals-v1 {cc} {' '.join(COMPILER_FLAGS)} {ca.__version__}")
     folder = cache_dir()
     meta = folder / f"pyomo_lap_point-{key}.npz"
     libs = [folder / f"pyomo_lap_point-{n}-{key}{library_suffix()}" for n in names]
 
-    def cached():
-        if not (meta.exists() and all(lib.exists() for lib in libs)):
-            return None
+    def cached(repair: bool):
+        """The entry if every file passes its check; else None, and with ``repair`` (under
+        the lock, where no other process is writing the entry) the failing files removed."""
+        problems = {p: check_file(p) for p in libs}
         try:
-            d = np.load(meta)
+            d = np.load(io.BytesIO(read_verified(meta)))
             if int(d["n_literals"]) != literals.size:
                 raise ValueError("a cache entry of another structure")
-            funs = CompiledFunctions({n: ca.external(n, str(lib)) for n, lib in zip(names, libs)})
-            funs.compiled, funs.library = True, folder
-            return {"functions": funs, "n_in": int(d["n_in"]), "n_out": int(d["n_out"]),
-                    "jac_sparsity": (d["jr"], d["jc"]), "hess_sparsity": (d["hr"], d["hc"]),
-                    "literals": literals}
-        except Exception:   # a damaged cache entry: made again
+            found = {"n_in": int(d["n_in"]), "n_out": int(d["n_out"]),
+                     "jac_sparsity": (d["jr"], d["jc"]), "hess_sparsity": (d["hr"], d["hc"])}
+        except Exception as exc:
+            problems[meta] = str(exc) if check_file(meta) != MISSING else MISSING
+        if any(problems.values()):
+            if repair:
+                discard_damaged(problems, entry=f"pyomo_lap_point-{key}")
             return None
+        try:
+            funs = CompiledFunctions({n: ca.external(n, str(lib)) for n, lib in zip(names, libs)})
+        except Exception:   # verified but not loadable here: compile_functions says why
+            return None
+        funs.compiled, funs.library, funs.paths = True, folder, dict(zip(names, libs))
+        return dict(found, functions=funs, literals=literals, key=key)
 
-    found = cached()
+    found = cached(False)
     if found is not None:
         return found
     # one process (or thread) compiles a structure, the others wait for it and load it: the
     # workers of a sweep on one machine, the prefetch thread and the solve of one process
     with _cache_lock(folder / f"pyomo_lap_point-{key}.lock"):
-        found = cached()
+        found = cached(True)
         if found is not None:
             return found
-        return _make_point_functions(rec, compile_mode, key, literals)
+        return _make_point_functions(rec, compile_mode, key, literals, quiet)
 
 
 @contextlib.contextmanager
 def _cache_lock(path):
     """An exclusive lock on ``path`` across processes (``fcntl.flock``; released when the
     process ends, even killed); no lock where that is not available (the work is then
-    possibly done twice, with the same result)."""
+    possibly done twice, with the same result). The lock file is opened without following a
+    link and created with mode 0600."""
     try:
         import fcntl
+        import os
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(path, "a")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
     except (ImportError, OSError):
         yield
         return
     try:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+            fcntl.flock(fd, fcntl.LOCK_EX)
         except OSError:
             pass
         yield
     finally:
-        handle.close()          # releases the lock
+        os.close(fd)            # releases the lock
 
 
-def _make_point_functions(rec, compile_mode, key, literals) -> dict:
+def _make_point_functions(rec, compile_mode, key, literals, quiet=False) -> dict:
     """Differentiate, generate and compile the point functions (:func:`point_functions`)."""
+    import io
+
     import casadi as ca
 
-    from ..util.casadi_compile import cache_dir, compile_functions
+    from ..util.casadi_compile import cache_dir, compile_functions, store_file
     F = rec.casadi_function("point_rows", literals=True)
     w = ca.SX.sym("w", F.size1_in(0))
     t = ca.SX.sym("t", F.size1_in(1))
@@ -209,20 +265,21 @@ def _make_point_functions(rec, compile_mode, key, literals) -> dict:
     funs = compile_functions([ca.Function("point_f", [w, t, c], [out]),
                               ca.Function("point_fj", [w, t, c], [out, J.nz[:]]),
                               ca.Function("point_h", [w, t, c, lam], [H.nz[:]])],
-                             "pyomo_lap_point", mode=compile_mode, key=key)
+                             "pyomo_lap_point", mode=compile_mode, key=key, quiet=quiet)
     jr, jc = (np.asarray(a, dtype=np.int64) for a in J.sparsity().get_triplet())
     hr, hc = (np.asarray(a, dtype=np.int64) for a in H.sparsity().get_triplet())
     if key is not None and funs.compiled:
-        import os
-        part = cache_dir() / f".pyomo_lap_point-{key}.{os.getpid()}.npz"
+        buf = io.BytesIO()
+        np.savez(buf, n_in=F.size1_in(0), n_out=n_out, n_literals=literals.size,
+                 jr=jr, jc=jc, hr=hr, hc=hc)
         try:
-            np.savez(part, n_in=F.size1_in(0), n_out=n_out, n_literals=literals.size,
-                     jr=jr, jc=jc, hr=hr, hc=hc)
-            os.replace(part, cache_dir() / f"pyomo_lap_point-{key}.npz")
+            store_file(cache_dir() / f"pyomo_lap_point-{key}.npz", data=buf.getvalue(),
+                       structure_key=key)
         except OSError:
             pass
     return {"functions": funs, "n_in": F.size1_in(0), "n_out": n_out,
-            "jac_sparsity": (jr, jc), "hess_sparsity": (hr, hc), "literals": literals}
+            "jac_sparsity": (jr, jc), "hess_sparsity": (hr, hc), "literals": literals,
+            "key": key}
 
 
 def prefetch_point_functions(vehicle, config=None):
@@ -254,11 +311,10 @@ def prefetch_point_functions(vehicle, config=None):
         return None
 
     def work():
-        import warnings
+        # quiet: a fall-back to the virtual machine is reported by the solve; the warnings
+        # about damaged cache files are given here (the entry is repaired here, once)
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                point_functions(rows(vehicle, cfg), "auto")
+            point_functions(rows(vehicle, cfg), "auto", quiet=True)
         except Exception:   # the solve will compile (and report) for itself
             pass
 
@@ -289,6 +345,9 @@ class TranslationReport:
     compile_reason: str = ""
     verified_points: int = 0
     max_verify_error: float = 0.0
+    library_points: int = 0
+    max_library_error: float = 0.0
+    library_verify_s: float = 0.0
     fallback: str = ""
     generic_families: Dict[str, int] = dataclasses.field(default_factory=dict)
     eliminated: int = 0
@@ -646,6 +705,11 @@ class LapNLP:
             "hess_src": (P * hr.size + E)[keep_h],
             "points_sampled": pts,
             "recorded": recorded, "rec": rec,
+            # for the check of the compiled functions (_verify_library)
+            "functions": funs, "literals": np.asarray(pf["literals"], dtype=float),
+            "jac_sparsity": (np.asarray(jr, np.int64), np.asarray(jc, np.int64)),
+            "hess_sparsity": (np.asarray(hr, np.int64), np.asarray(hc, np.int64)),
+            "key": pf.get("key"),
         }
 
     def _scaling(self, model):
@@ -752,7 +816,10 @@ class LapNLP:
 
     # ------------------------------------------------------------------------------------------
     def _verify(self, verify_points) -> None:
-        """Compare the recorded rows with the Pyomo expressions at a sample of points."""
+        """The check before a solve. First every compiled per-point function against CasADi's
+        virtual machine (:meth:`_verify_library`: a damaged or replaced library raises
+        :class:`CompiledLibraryMismatch`); then the recorded rows against the Pyomo
+        expressions at a sample of points (:class:`RecordedRowsMismatch`)."""
         P = self._point
         recorded = P["recorded"]
         pts = P["points_sampled"]
@@ -762,6 +829,12 @@ class LapNLP:
         # the current values (not clipped to bounds) of the decision variables
         cur = np.array([vd.value if vd.value is not None else 0.0 for vd in self.variables], float)
         self._point_inputs(cur)
+        if P["functions"].compiled:
+            tl = time.perf_counter()
+            # three of the sampled points (the first, the middle one, the last), or all of them
+            lib_pts = pts if verify_points == "all" else pts[np.unique([0, pts.size // 2, pts.size - 1])]
+            self._verify_library(lib_pts)
+            self.report.library_verify_s = time.perf_counter() - tl
         out = P["F"]()[0].copy()
         self._cache_x = None
         sample = set(pts.tolist())
@@ -788,6 +861,84 @@ class LapNLP:
                         "the 'ipopt' solver, or rebuild the model)")
         self.report.verified_points = int(len(pts))
         self.report.max_verify_error = worst
+
+    def _verify_library(self, points) -> None:
+        r"""Compare the compiled ``point_f``, ``point_fj`` and ``point_h`` with CasADi's
+        virtual machine evaluating the function traced from the same tape
+        (:func:`_reference_function`) at ``points``, at the current values of the variables
+        (already in ``W``):
+
+        * the rows of ``point_f`` and of ``point_fj``;
+        * the Jacobian of ``point_fj`` times a random vector :math:`v`, against the
+          directional derivative :math:`J v` by CasADi's forward mode;
+        * the Hessian of the Lagrangian :math:`\sum_j \lambda_j \nabla^2 r_j` of ``point_h``
+          (lower triangle, made symmetric) times :math:`v`, with random multipliers
+          :math:`\lambda`, against forward-over-reverse mode.
+
+        The differences are relative to the magnitude of the terms (:math:`\sum_j |J_{ij}
+        v_j|`, :math:`\sum_j |J_{ij} w_j|` for the rows) and must be at most 1e-9; a random
+        direction sees a changed entry of :math:`J` or :math:`H` with probability one. On a
+        difference the library is removed from the cache and :class:`CompiledLibraryMismatch`
+        is raised. Cost on the default job: 25-30 ms for the first solve of a process (the
+        trace 20 ms, the derivatives 5 ms, three evaluations 2 ms), 2-3 ms for a later solve of
+        the same structure (the traced function is kept, :func:`_reference_function`); the
+        differences found on the default job, before and after the solve at all its points,
+        are below 1e-13.
+        """
+        from ..util.casadi_compile import discard_files
+        P = self._point
+        funs = P["functions"]
+        ref = _reference_function(P["rec"], P["key"])
+        W, T, lit = P["W"], P["T"], P["literals"]
+        jr, jc = P["jac_sparsity"]
+        hr, hc = P["hess_sparsity"]
+        n_in, n_out = W.shape[1], P["n_out"]
+        off = hr != hc
+        rng = np.random.default_rng(23)
+        worst = 0.0
+        for i in np.asarray(points).tolist():
+            w, t = W[i].copy(), T[i].copy()
+            v = rng.uniform(0.5, 1.0, n_in) * rng.choice((-1.0, 1.0), n_in) * np.maximum(np.abs(w), 1.0)
+            lam = rng.uniform(0.5, 1.0, n_out) * rng.choice((-1.0, 1.0), n_out)
+            r_ref, jv_ref, hv_ref = (np.asarray(a, dtype=float).ravel()
+                                     for a in ref(w, t, lit, lam, v))
+            f = np.asarray(funs["point_f"](w, t, lit), dtype=float).ravel()
+            r, jval = (np.asarray(a, dtype=float).ravel() for a in funs["point_fj"](w, t, lit))
+            hval = np.asarray(funs["point_h"](w, t, lit, lam), dtype=float).ravel()
+            with np.errstate(all="ignore"):
+                jv = np.bincount(jr, weights=jval * v[jc], minlength=n_out)
+                jv_s = np.bincount(jr, weights=np.abs(jval * v[jc]), minlength=n_out)
+                rows_s = np.bincount(jr, weights=np.abs(jval * w[jc]), minlength=n_out)
+                hv = (np.bincount(hr, weights=hval * v[hc], minlength=n_in)
+                      + np.bincount(hc[off], weights=hval[off] * v[hr[off]], minlength=n_in))
+                hv_s = (np.bincount(hr, weights=np.abs(hval * v[hc]), minlength=n_in)
+                        + np.bincount(hc[off], weights=np.abs(hval[off] * v[hr[off]]), minlength=n_in))
+            for name, what, got, want, scale in (
+                    ("point_f", "row", f, r_ref, rows_s),
+                    ("point_fj", "row", r, r_ref, rows_s),
+                    ("point_fj", "Jacobian times a random vector, entry", jv, jv_ref, jv_s),
+                    ("point_h", "Hessian of the Lagrangian (random multipliers) times a random "
+                                "vector, entry", hv, hv_ref, hv_s)):
+                err = _relative_difference(got, want, scale)
+                k = int(np.argmax(err)) if err.size else 0
+                if err.size and not err[k] <= 1e-9:
+                    lib = funs.paths.get(name)
+                    try:
+                        discard_files([lib] if lib is not None else [])
+                        done = "it was removed from the cache and is compiled again on the next run"
+                    except OSError as exc:
+                        done = (f"removing it failed ({exc.strerror or exc}): remove it by hand, "
+                                "it is compiled again on the next run")
+                    raise CompiledLibraryMismatch(
+                        f"the compiled library {lib} does not match the model's functions: "
+                        f"{name} gives {float(got[k])!r} for {what} {k} at the point s = "
+                        f"{float(P['rec'].points[i]):g} m, CasADi's virtual machine on the same "
+                        f"function {float(want[k])!r} (relative difference {err[k]:.2e} > 1e-9); the "
+                        f"library was damaged or replaced after it was built; {done}; nothing "
+                        "was solved", library=lib)
+                worst = max(worst, float(err.max()) if err.size else 0.0)
+        self.report.library_points = len(points)
+        self.report.max_library_error = worst
 
     # ------------------------------------------------------------------------------------------
     @property
@@ -827,6 +978,50 @@ class _Buffered:
     def __call__(self):
         self._eval()
         return self.outputs
+
+
+_REFERENCE: Dict[str, object] = {}
+
+
+def _reference_function(rec, key):
+    """``(w, track, literals, lam, v) -> (rows, J v, (sum_j lam_j Hess r_j) v)``: the
+    function traced from the tape (:meth:`pyomo_lap.ocp.build.PointRows.casadi_function`) with
+    its directional derivatives by CasADi's automatic differentiation (forward, and forward
+    over reverse), evaluated in CasADi's virtual machine (never compiled); kept per cache key
+    in this process (the same key, the same function)."""
+    import casadi as ca
+    found = _REFERENCE.get(key) if key is not None else None
+    if found is not None:
+        return found
+    F = rec.casadi_function("point_rows", literals=True)
+    w = ca.SX.sym("w", F.size1_in(0))
+    t = ca.SX.sym("t", F.size1_in(1))
+    c = ca.SX.sym("c", F.size1_in(2))
+    out = F(w, t, c)
+    lam = ca.SX.sym("lam", out.numel())
+    v = ca.SX.sym("v", w.numel())
+    jv = ca.jtimes(out, w, v)
+    hv = ca.jtimes(ca.jtimes(out, w, lam, True), w, v)
+    ref = ca.Function("point_reference", [w, t, c, lam, v], [out, jv, hv])
+    if key is not None:
+        if len(_REFERENCE) >= 8:
+            _REFERENCE.clear()
+        _REFERENCE[key] = ref
+    return ref
+
+
+def _relative_difference(a, b, scale) -> np.ndarray:
+    """``|a - b| / max(|a|, |b|, scale)`` elementwise; 0 where ``a == b`` (infinities too) or
+    both are NaN, infinite where only one is NaN or infinite."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    with np.errstate(all="ignore"):
+        den = np.maximum(np.maximum(np.abs(a), np.abs(b)),
+                         np.maximum(np.nan_to_num(scale, nan=0.0), np.finfo(float).tiny))
+        err = np.abs(a - b) / den
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    err[same] = 0.0
+    err[np.isnan(err)] = np.inf
+    return err
 
 
 def _mapped(f, n: int, threads: int):

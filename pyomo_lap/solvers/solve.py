@@ -31,7 +31,8 @@ from pyomo.opt import TerminationCondition
 __all__ = ["SolveReport", "solve_model", "ensure_solver", "SolverNotFoundError",
            "SolveInterrupted", "DEFAULT_IPOPT_OPTIONS", "diagnose", "TESTED_SOLVERS",
            "log_statistics", "DEFAULT_SOLVER", "ASL_SOLVERS",
-           "parse_solver_options", "decode_solver_message"]
+           "parse_solver_options", "decode_solver_message", "check_solver_options",
+           "SolverOptionError", "CHECKED_SOLVERS"]
 
 TESTED_SOLVERS = ("lap_ipopt", "ipopt", "ipopt_v2")
 """Solver names (Pyomo ``SolverFactory`` names) that the test suite solves the OCP with."""
@@ -333,7 +334,9 @@ def parse_solver_options(pairs) -> dict:
     """Turn ``["KEY=VALUE", ...]`` into a dict of solver options.
 
     Values that read as integers or floats become numbers (``max_iter=500`` -> 500,
-    ``tol=1e-6`` -> 1e-06), everything else stays a string (``linear_solver=mumps``).
+    ``tol=1e-6`` -> 1e-06), everything else stays a string (``linear_solver=mumps``). The
+    names and values are not checked here: :func:`check_solver_options` checks them against
+    the solver's own option list.
 
     Raises
     ------
@@ -352,6 +355,158 @@ def parse_solver_options(pairs) -> dict:
         else:
             out[key] = val
     return out
+
+
+CHECKED_SOLVERS = ("lap_ipopt", "ipopt", "ipopt_v2")
+"""Solvers whose options :func:`check_solver_options` checks before anything is built; the
+options of any other solver are passed through unchecked."""
+
+_ASL_OWN = {
+    # the ipopt executable's own AMPL keywords (`ipopt -=`), which are not options of the IPOPT
+    # library: name -> the library option it stands for, or (kind, values / range)
+    "maxit": "max_iter",
+    "outlev": "print_level",
+    "halt_on_ampl_error": ("string", ("yes", "no")),
+    "wantsol": ("integer", (0, 15)),
+}
+
+
+class SolverOptionError(ValueError):
+    """A solver option that the solver would refuse: ``key``, ``value``, ``solver`` and
+    ``text`` (what was expected). The message is ``solver option KEY = VALUE: TEXT`` (the
+    command line says ``--solver-option KEY=VALUE: TEXT``)."""
+
+    def __init__(self, key: str, value, text: str, solver: str = ""):
+        super().__init__(f"solver option {key} = {value!r}: {text}")
+        self.key, self.value, self.text, self.solver = key, value, text, solver
+
+
+def _asl_command_line_options() -> Optional[set]:
+    """The names the classic ``ipopt`` interface passes on the executable's command line:
+    its AMPL keywords (the list of ``ipopt -=``, as Pyomo keeps it), or None if unknown."""
+    try:
+        from pyomo.contrib.solver.solvers.ipopt import ipopt_command_line_options
+    except ImportError:  # pragma: no cover - another Pyomo
+        return None
+    return set(ipopt_command_line_options)
+
+
+def check_solver_options(solver: str, options: Optional[dict]) -> dict:
+    """Check solver options against the solver's own option list, before anything is built.
+
+    * ``lap_ipopt`` (default): its own options (``compile``, ``verify_points``,
+      ``eliminate_derivatives``, ``tune_process``, ``eval_threads``: the domains of
+      :class:`pyomo_lap.solvers.lap_solver.LapIpoptConfig`) and the options of the IPOPT
+      library it solves with, as that library documents and accepts them
+      (:func:`pyomo_lap.solvers.ipopt_lib.check_ipopt_option`: name, type, range, the values
+      of string options; numbers must be finite);
+    * ``ipopt`` (Pyomo's classic interface to the executable): the names the executable takes
+      on its command line (its AMPL keywords, ``ipopt -=``) and, with the prefix ``OF_``
+      (written to an options file), every IPOPT option; values checked as above, against the
+      IPOPT 3.14 library of the casadi wheel (the executable may be another version);
+    * ``ipopt_v2``: every IPOPT option and the executable's keywords ``maxit``, ``outlev``,
+      ``halt_on_ampl_error`` (not ``wantsol`` nor ``option_file_name``, which Pyomo sets);
+    * any other solver: not checked (returned as given).
+
+    When the IPOPT library cannot be loaded, the IPOPT options are not checked (the solver
+    reports them).
+
+    Parameters
+    ----------
+    solver : str
+        Pyomo solver name.
+    options : dict or None
+        ``{name: value}`` as given (values: str, bool, int or float).
+
+    Returns
+    -------
+    dict
+        The options, unchanged.
+
+    Raises
+    ------
+    SolverOptionError (a ValueError)
+        The first option the solver would refuse: an unknown name (with the closest names),
+        a value of the wrong type, outside the option's range or not among its values; the
+        message names the option, the value and what was expected.
+    """
+    options = dict(options or {})
+    if solver not in CHECKED_SOLVERS or not options:
+        return options
+    from . import ipopt_lib
+    from .lap_solver import _OWN_OPTIONS, LapIpopt
+    try:
+        docs = ipopt_lib.ipopt_options_documentation()
+    except Exception:  # noqa: BLE001 - no usable library: the solver itself will report
+        docs = None
+    asl_keywords = _asl_command_line_options() if solver == "ipopt" else None
+    own = _OWN_OPTIONS if solver == DEFAULT_SOLVER else ()
+    extra = tuple(own) + (tuple(_ASL_OWN) if solver != DEFAULT_SOLVER else ())
+
+    def refuse(key, value, text):
+        raise SolverOptionError(key, value, text, solver)
+
+    def ipopt_option(key, name, value):
+        try:
+            ipopt_lib.check_ipopt_option(name, value, extra_names=extra)
+        except ipopt_lib.IpoptOptionError as exc:
+            if exc.suggestions is None:
+                refuse(key, value, exc.text.replace(name, key) if name != key else exc.text)
+            version = ".".join(map(str, ipopt_lib.ipopt_version()))
+            what = (f"neither one of {solver}'s own ({', '.join(own)}) nor an option of IPOPT "
+                    f"{version}" if own else f"not an option of IPOPT {version}")
+            hint = (f"did you mean {' or '.join(map(repr, exc.suggestions))}?" if exc.suggestions
+                    else f"IPOPT's options: {ipopt_lib.OPTIONS_URL}")
+            refuse(key, value, f"unknown option of {solver}: {what}; {hint}")
+
+    for key, value in options.items():
+        if not isinstance(key, str) or not key.strip():
+            refuse(key, value, "expected an option name (a non-empty string)")
+        if key in own:
+            cfg = LapIpopt.CONFIG()
+            try:
+                cfg[key] = value
+            except (ValueError, TypeError) as exc:
+                from ..util.domains import error_text
+                refuse(key, value, f"not accepted ({error_text(exc)}); {solver}'s option "
+                                   f"{key}: {LapIpopt.CONFIG.get(key)._description}")
+            continue
+        if key in _OWN_OPTIONS:
+            refuse(key, value, f"an option of {DEFAULT_SOLVER}, not of {solver}")
+        if docs is None:
+            continue
+        if key.startswith("OF_") and solver != "ipopt":
+            refuse(key, value, "the prefix OF_ is for Pyomo's classic interface (--solver "
+                               f"ipopt); with {solver}, give {key[3:]!r}")
+        if key.startswith("OF_"):        # classic ipopt: written to an options file
+            ipopt_option(key, key[3:], value)
+            continue
+        if solver == "ipopt_v2" and key in ("wantsol", "option_file_name"):
+            refuse(key, value, "set by Pyomo's ipopt_v2 interface itself; leave it out")
+        if solver != DEFAULT_SOLVER and key in _ASL_OWN:
+            rule = _ASL_OWN[key]
+            if isinstance(rule, str):
+                ipopt_option(key, rule, value)
+            elif rule[0] == "string":
+                text = ("yes" if value else "no") if isinstance(value, bool) else value
+                if text not in rule[1]:
+                    refuse(key, value, "expected one of " + ", ".join(map(repr, rule[1])))
+            else:
+                lo, hi = rule[1]
+                try:
+                    number = float(value)
+                except (TypeError, ValueError):
+                    number = None
+                if isinstance(value, bool) or number is None or not number.is_integer() \
+                        or not lo <= number <= hi:
+                    refuse(key, value, f"expected an integer with {lo} <= {key} <= {hi}")
+            continue
+        if asl_keywords is not None and key not in asl_keywords and key in docs:
+            refuse(key, value, f"the ipopt executable takes {key!r} only from an options file: "
+                               f"give it as OF_{key} (Pyomo's classic interface writes the OF_ "
+                               "options to one), or use --solver ipopt_v2 or lap_ipopt")
+        ipopt_option(key, key, value)
+    return options
 
 
 def solve_model(m, solver: str = DEFAULT_SOLVER, options: Optional[dict] = None, tee: bool = False,
@@ -495,6 +650,12 @@ def _solve_new_interface(m, opt, solver, opts, tee, load_partial) -> SolveReport
                            "check the option's name and value (IPOPT's options: "
                            "https://coin-or.github.io/Ipopt/OPTIONS.html)")
     except Exception as exc:  # the solver crashed or returned an error code
+        if getattr(exc, "explanation", ""):   # says what happened itself (lap_ipopt: a
+            # damaged compiled library, pyomo_lap.solvers.lap_nlp.CompiledLibraryMismatch)
+            return SolveReport(False, "error", "error", f"{type(exc).__name__}: {exc}", None,
+                               time.perf_counter() - t0, solver, str(exc), None, None, "",
+                               kind="solver_error", explanation=exc.explanation,
+                               hint=getattr(exc, "hint", ""))
         return SolveReport(False, "error", "error", f"{type(exc).__name__}: {exc}", None,
                            time.perf_counter() - t0, solver, "", None, None, "")
     elapsed = time.perf_counter() - t0

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +43,7 @@ __all__ = [
     "read_zaggy_json",
     "display_name",
     "project_geodetic",
+    "check_geodetic",
     "voronoi_weights",
     "hampel_filter",
     "penalized_smooth",
@@ -185,6 +187,12 @@ def project_geodetic(lat, lon, lat0: float, lon0: float):
     lat0, lon0 : float
         Projection centre [deg].
 
+    Raises
+    ------
+    ValueError
+        A centre that is no position on Earth, or coordinates pyproj cannot project (its
+        ``CRSError`` / ``ProjError`` in one sentence).
+
     Returns
     -------
     x, y : ndarray (n,)
@@ -192,11 +200,153 @@ def project_geodetic(lat, lon, lat0: float, lon0: float):
     """
     import pyproj  # lazy: only needed for raw data
 
-    tr = pyproj.Transformer.from_crs(
-        "EPSG:4326", projection_string(lat0, lon0), always_xy=True
-    )
-    x, y = tr.transform(np.asarray(lon, float), np.asarray(lat, float))
+    if not (np.isfinite(lat0) and np.isfinite(lon0) and abs(lat0) <= 90.0 and abs(lon0) <= 180.0):
+        raise ValueError(f"latitude {lat0:.7f}, longitude {lon0:.7f} deg: not a position on "
+                         "Earth (expected |latitude| <= 90 deg and |longitude| <= 180 deg)")
+    try:
+        tr = pyproj.Transformer.from_crs(
+            "EPSG:4326", projection_string(lat0, lon0), always_xy=True
+        )
+        x, y = tr.transform(np.asarray(lon, float), np.asarray(lat, float))
+    except (pyproj.exceptions.CRSError, pyproj.exceptions.ProjError) as exc:
+        raise ValueError(f"latitude/longitude around ({lat0:.7f}, {lon0:.7f}) deg cannot be "
+                         f"projected: {exc}") from None
     return np.asarray(x, float), np.asarray(y, float)
+
+
+GEODETIC_LIMITS = {"lat": 90.0, "lon": 180.0}
+"""Largest magnitude of a latitude and of a longitude [deg]."""
+
+
+def _polyline_length(lat, lon) -> float:
+    """Length [m] of the polyline of the points (projected about the first one), or nan."""
+    ok = np.isfinite(lat) & np.isfinite(lon)
+    if ok.sum() < 2:
+        return math.nan
+    try:
+        x, y = project_geodetic(lat[ok], lon[ok], float(lat[ok][0]), float(lon[ok][0]))
+    except ValueError:
+        return math.nan
+    return float(np.hypot(np.diff(x), np.diff(y)).sum())
+
+
+def check_geodetic(lat, lon, *, start_finish=None, source: str = "track file",
+                   labels=None, columns=("lat", "lon"), repair: bool = False):
+    """Check that GPS data hold latitudes and longitudes in degrees, in that order, and
+    decide their order, before they are projected.
+
+    Rule (every finite value counts; missing ones are left to
+    :func:`pyomo_lap.track.checks.check_points`):
+
+    * read as named (|latitude| <= 90 deg, |longitude| <= 180 deg) and not valid read swapped
+      (a longitude beyond 90 deg): the order is certain, nothing is reported;
+    * valid in both readings (every value within 90 deg): the coordinates cannot tell the
+      two apart (the same points read the other way are another place, mirrored and
+      stretched by 1 / (cos(latitude) cos(longitude))). Two statistics of the shape, tried
+      on the 13 raw files of ``data/tracks/raw`` that are valid read either way (the radii of
+      the corners against their heading, the spacing of the points against their heading:
+      the reading whose shape depends less on the heading), picked the wrong order for 2 and
+      for 5 of them, so the file is read as named and a processing step ``lat_lon_order``
+      says so, with the length of the points' polyline in both readings (Zandvoort's 4191 m
+      loop read swapped is 5632 m long: compare with the track's known length);
+    * valid only swapped (a latitude beyond 90 deg, every longitude within 90 deg): the
+      columns are swapped, a finding ``lat_lon_swapped`` (repairable: read swapped);
+    * valid in neither reading: a finding ``bad_coordinate`` naming the column, the point
+      and the value (another unit than degrees?).
+
+    Parameters
+    ----------
+    lat, lon : array_like (n,)
+        The file's latitude and longitude columns [deg] (NaN: missing).
+    start_finish : (float, float), optional
+        The file's start/finish (latitude, longitude) [deg]; swapped with the points.
+    source : str
+        Named in the messages (the file).
+    labels : sequence of str, optional
+        Where each point is in the file (default ``'point i'``).
+    columns : (str, str)
+        The file's names of the two columns.
+    repair : bool
+        Read swapped columns swapped (reported) instead of refusing them.
+
+    Returns
+    -------
+    lat, lon : ndarray (n,)
+        In degrees, in the order decided.
+    start_finish : (float, float) or None
+        The same for the start/finish.
+    findings : list of pyomo_lap.track.checks.Finding
+        The repairs made (``lat_lon_swapped``, repaired).
+    steps : list of dict
+        The processing step ``lat_lon_order`` when both readings are valid
+        (:func:`pyomo_lap.track.report.step`).
+
+    Raises
+    ------
+    pyomo_lap.track.checks.TrackDataError (a ValueError)
+        Swapped columns without ``repair``, or values that are no latitudes and longitudes.
+    """
+    from .checks import Finding, TrackDataError, _list
+    from .report import step
+
+    lat = np.asarray(lat, dtype=float).copy()
+    lon = np.asarray(lon, dtype=float).copy()
+    n = len(lat)
+    labels = list(labels) if labels is not None else [f"point {i}" for i in range(n)]
+    cl, co = columns
+    ok = np.isfinite(lat) & np.isfinite(lon)
+    if not ok.any():
+        return lat, lon, start_finish, [], []
+    sf = None if start_finish is None else tuple(float(v) for v in start_finish)
+
+    def valid(a, b):        # a read as latitudes, b as longitudes
+        return bool(np.all(np.abs(a[ok]) <= 90.0) and np.all(np.abs(b[ok]) <= 180.0))
+
+    as_named, swapped = valid(lat, lon), valid(lon, lat)
+
+    def worst(a, limit):     # the value farthest beyond the limit, and where
+        i = int(np.flatnonzero(ok)[np.argmax(np.abs(a[ok]))])
+        return i, float(a[i]), int(np.sum(np.abs(a[ok]) > limit))
+
+    if as_named and swapped:
+        L_named, L_swapped = _polyline_length(lat, lon), _polyline_length(lon, lat)
+        detail = (f"'{cl}' read as latitude and '{co}' as longitude, as named (around "
+                  f"{np.median(lat[ok]):.5f}, {np.median(lon[ok]):.5f} deg): every value is within "
+                  f"+-90 deg, so the other order is valid coordinates too, and the data cannot "
+                  f"tell which is meant; the points' polyline is {L_named:.0f} m long as read, "
+                  f"{L_swapped:.0f} m read swapped (latitude {np.median(lon[ok]):.5f}, longitude "
+                  f"{np.median(lat[ok]):.5f} deg, mirrored): if the track is not where the first "
+                  "reading puts it, swap the two keys in the file")
+        method = (f"as named, {L_named:.0f} m long; read swapped (both are valid) it would be "
+                  f"{L_swapped:.0f} m")
+        return lat, lon, sf, [], [step("lat_lon_order", detail, method=method,
+                                       count=int(ok.sum()))]
+    if as_named:
+        return lat, lon, sf, [], []
+    if swapped:
+        i, v, k = worst(lat, 90.0)
+        finding = Finding(
+            "lat_lon_swapped",
+            f"latitude and longitude look swapped: column '{cl}' holds {k} value(s) beyond "
+            f"+-90 deg, e.g. {v:.7f} at {labels[i]} (a latitude is at most 90 deg), while every "
+            f"'{co}' value is a valid latitude ({np.min(lon[ok]):.5f} to {np.max(lon[ok]):.5f} "
+            f"deg); expected '{cl}' then '{co}': swap the two keys in the file",
+            f"read swapped: the latitudes from '{co}', the longitudes from '{cl}'",
+            repaired=bool(repair))
+        if not repair:
+            raise TrackDataError(source, [finding])
+        lat, lon = lon, lat
+        sf = None if sf is None else (sf[1], sf[0])
+        return lat, lon, sf, [finding], []
+    problems = []
+    for a, name, limit, what in ((lat, cl, 90.0, "latitude"), (lon, co, 180.0, "longitude")):
+        bad = np.flatnonzero(ok & (np.abs(a) > limit))
+        if len(bad):
+            problems.append(Finding(
+                "bad_coordinate", f"column '{name}': {len(bad)} value(s) beyond +-{limit:g} deg: "
+                f"{_list(labels, bad, a, ' deg')}; expected a {what} in degrees (|{what}| <= "
+                f"{limit:g}; read swapped the values are not valid either: another unit?)"))
+    raise TrackDataError(source, problems)
 
 
 def sha256_file(path) -> str:

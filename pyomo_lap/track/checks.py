@@ -17,6 +17,10 @@ kind                   detected when                                            
 ``missing_value``      a coordinate, width or banking cell is empty, NaN or not a      x or y: the point is dropped; z, widths, banking:
                        number                                                          linear interpolation along the track
 ``too_few_points``     fewer than 4 usable points                                      none
+``lat_lon_swapped``    GPS data (lat, lon): a latitude beyond +-90 deg while every     read swapped (the latitudes from the lon column)
+                       longitude is a valid latitude (the columns are swapped)
+``bad_coordinate``     GPS data: a latitude beyond +-90 deg or a longitude beyond      none
+                       +-180 deg, read either way (another unit?)
 ``duplicate_points``   a point repeats the previous one (horizontal distance < 1 mm)   the repeat is dropped
 ``position_spike``     a point far off the line (both its segments > 5 x the median    the point is dropped
                        spacing and > 3 x the distance between its neighbours)
@@ -52,7 +56,8 @@ __all__ = ["Finding", "TrackDataError", "TrackRepairWarning", "CheckedPoints", "
            "MAX_GRADE", "check_points", "check_track", "check_sector", "check_vehicle_fits",
            "check_track_width", "detect_closed"]
 
-KINDS = ("missing_value", "too_few_points", "duplicate_points", "position_spike",
+KINDS = ("missing_value", "too_few_points", "lat_lon_swapped", "bad_coordinate",
+         "duplicate_points", "position_spike",
          "unclosed_loop", "elevation_zero", "elevation_spike", "elevation_step", "bad_width", "bad_banking",
          "too_short", "too_long", "steep_grade", "self_intersection", "narrower_than_car", "sector_past_end",
          "longer_than_lap")
@@ -642,7 +647,9 @@ def check_track(track, *, source: Optional[str] = None, max_grade: float = MAX_G
                                 "longitude must be projected, e.g. with Track.from_zaggy_json)"))
         raise TrackDataError(source, findings)
     s = track.sample_s(min(spacing, L / 50.0))
-    position, d1 = track._p(s), track._p(s, 1)     # spine and its tangent (cheaper than evaluate)
+    # spine (re-centred, see Track.origin) and its tangent (cheaper than evaluate)
+    position, d1 = track._p(s), track._p(s, 1)
+    origin = np.asarray(getattr(track, "origin", np.zeros(3)), dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         grade = d1[:, 2] / np.hypot(d1[:, 0], d1[:, 1])
     grade = np.where(np.isfinite(grade), grade, np.inf)
@@ -670,7 +677,8 @@ def check_track(track, *, source: Optional[str] = None, max_grade: float = MAX_G
                 sj = L_s[j] + tj * (L_s[j + 1] - L_s[j])
                 if track.closed:
                     si, sj = sorted((si % track.length, sj % track.length))
-                xy = np.round(P2[i] + ti * (P2[(i + 1) % n] - P2[i]), 1) + 0.0   # no "-0.0"
+                xy = P2[i] + ti * (P2[(i + 1) % n] - P2[i]) + origin[:2]   # the file's frame
+                xy = np.round(xy, 1) + 0.0   # no "-0.0"
                 crossings.append((si, sj, xy, abs(zi - zj)))
         if crossings:
             desc = "; ".join(f"s = {a:.1f} m and s = {b:.1f} m at (x, y) = ({xy[0]:.1f}, {xy[1]:.1f}) m, "

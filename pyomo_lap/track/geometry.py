@@ -46,6 +46,7 @@ __all__ = ["TrackPoints", "Track", "load_track", "available_tracks", "bundled_tr
 
 DEFAULT_HALF_WIDTH = 4.0  # [m], used when the data have no widths
 DEFAULT_BANKING = 0.0     # [rad], used when the data have no banking
+RECENTRE_ABOVE = 1.0e4    # [m], see _recentre_shift
 
 SET_WIDTH = ("--track-width METRES (the total, half each side; Python: track_width=...) or "
              "width_left_m, width_right_m columns in a CSV track file")
@@ -169,10 +170,14 @@ class Track:
         Closed loop (all quantities periodic in s with period L) or open.
     provenance : dict
         Where the data came from and how they were processed.
+    origin : ndarray (3,)
+        Where the frame of the fitted spline sits in the data's frame [m] (0 unless the data
+        were re-centred: see the constructor's Notes); :meth:`evaluate` adds it to the positions.
     """
 
     def __init__(self, s, points, width_left=None, width_right=None, banking=None,
-                 closed: bool = True, name: str = "track", provenance: dict | None = None):
+                 closed: bool = True, name: str = "track", provenance: dict | None = None,
+                 origin=None):
         """Build a track from samples of an arc-length parametrised spine.
 
         Parameters
@@ -191,6 +196,22 @@ class Track:
         closed : bool
         name : str
         provenance : dict, optional
+        origin : array_like (3,), optional
+            Where the frame of ``points`` sits in the data's frame [m] (default 0: the points
+            are in the data's frame). The loaders give it when they re-centred the data's
+            coordinates before (exactly, from the text of a CSV file).
+
+        Notes
+        -----
+        Points far from the origin (an axis beyond ``max(1e4 m, 10 x the track's extent)``:
+        national grid or UTM coordinates, a file shifted by 1e12 m) are re-centred on the
+        first point, in whole metres, before the splines are fitted: the splines' coefficients
+        then carry the track's shape, not the offset, whose rounding (1.2e-4 m at 1e12 m) the
+        second and third derivatives would amplify (``pyomo_lap.track.geometry._recentre_shift``).
+        The offset is :attr:`origin` (far from 0: also ``provenance['origin_m']`` and a
+        processing step ``recentred``); :meth:`evaluate` adds it back to the positions, which
+        are then exact only to a float's precision at that distance. Everything else (length,
+        frame, curvature and their derivatives) does not depend on it.
 
         Raises
         ------
@@ -221,6 +242,14 @@ class Track:
         wl = col(width_left, DEFAULT_HALF_WIDTH)
         wr = col(width_right, DEFAULT_HALF_WIDTH)
         nu = col(banking, 0.0)
+        base = np.zeros(3) if origin is None else np.asarray(origin, float).reshape(-1)
+        if base.shape != (3,) or not np.all(np.isfinite(base)):
+            raise ValueError(f"origin must be 3 finite numbers [m], got {origin!r}")
+        shift = _recentre_shift(P)
+        if np.any(shift != 0.0):
+            P = P - shift
+        self.origin = base + shift
+        """Position [m] of the frame of the fitted points in the data's frame (see Notes)."""
         s = s - s[0]
         if closed:
             if np.linalg.norm(P[-1] - P[0]) < 1e-9 * max(1.0, s[-1]):
@@ -244,6 +273,12 @@ class Track:
         assumed = _default_assumptions(width_left is None, width_right is None, banking is None)
         if assumed:
             self.provenance["assumptions"] = list(self.provenance.get("assumptions", [])) + assumed
+        extent = float(np.ptp(P[:, :2], axis=0).max())
+        if np.any(np.abs(self.origin) > max(RECENTRE_ABOVE, 10.0 * extent)):   # reported
+            self.provenance["origin_m"] = [float(v) for v in self.origin]
+            steps = list(self.provenance.get("processing_steps", []))
+            steps = [st for st in steps if st.get("step") != "recentred"]
+            self.provenance["processing_steps"] = steps + [_recentred_step(self.origin)]
         self.findings = []   # repairs made by the loader (pyomo_lap.track.checks.Finding)
         self.build_repairs = []   # repairs made when a bundled file was built (its .json)
         self._s_samples = s
@@ -315,6 +350,8 @@ class Track:
         d2 = self._p(s, 2)
         d3 = self._p(s, 3)
         P = self._p(s)
+        if np.any(self.origin != 0.0):
+            P = P + self.origin          # the data's frame (see the constructor's Notes)
         aux = self._aux(s)
         aux1 = self._aux(s, 1)
         aux2 = self._aux(s, 2)
@@ -414,9 +451,9 @@ class Track:
     @classmethod
     def from_arclength_samples(cls, s, points, width_left=None, width_right=None, banking=None,
                                closed: bool = True, name: str = "track",
-                               provenance: dict | None = None) -> "Track":
+                               provenance: dict | None = None, origin=None) -> "Track":
         """Alias of the constructor (samples already smooth and at arc length)."""
-        return cls(s, points, width_left, width_right, banking, closed, name, provenance)
+        return cls(s, points, width_left, width_right, banking, closed, name, provenance, origin)
 
     @classmethod
     def from_points(cls, points, closed: bool, width_left=None, width_right=None, banking=None,
@@ -472,8 +509,11 @@ class Track:
     def _build_from_points(cls, points, closed: bool, width_left=None, width_right=None,
                            banking=None, smoothing: float | None = None,
                            z_smoothing: float | None = None, spacing: float | None = None,
-                           name: str = "track", provenance: dict | None = None) -> "Track":
-        """:meth:`from_points` without the checks (points already checked)."""
+                           name: str = "track", provenance: dict | None = None,
+                           origin=None) -> "Track":
+        """:meth:`from_points` without the checks (points already checked); ``origin`` as the
+        constructor takes it. Points far from the origin are re-centred before the smoothing
+        (whose linear solves, like the splines, would lose the offset's rounding)."""
         from . import build as tb
 
         P = np.asarray(points, float)
@@ -481,6 +521,10 @@ class Track:
             raise ValueError(f"points must have shape (n,3), got {P.shape}")
         if not np.all(np.isfinite(P)):
             raise ValueError("points must be finite")
+        shift = _recentre_shift(P)
+        if np.any(shift != 0.0):
+            P = P - shift
+        origin = (np.zeros(3) if origin is None else np.asarray(origin, float).reshape(3)) + shift
         if closed and len(P) > 1 and np.linalg.norm(P[-1] - P[0]) < 1e-9:
             P = P[:-1]
             trim = True
@@ -523,7 +567,7 @@ class Track:
                  **{k: v for k, v in info.items() if not isinstance(v, np.ndarray)}))
         prov["processing_steps"] = list(prov.get("processing_steps", [])) + steps
         return cls(s_new, Pn, remap(width_left, None), remap(width_right, None),
-                   remap(banking, None), closed, name, prov)
+                   remap(banking, None), closed, name, prov, origin=origin)
 
     @classmethod
     def from_csv(cls, path, name: str | None = None, closed: bool | None = None,
@@ -546,6 +590,12 @@ class Track:
         chord lengths (a processed file such as ``data/tracks/nordschleife.csv``) and
         ``smoothing`` is None, the points are interpolated as they are (fast path).
         Otherwise they go through :meth:`from_points` (light smoothing by default).
+
+        The ``x`` and ``y`` columns are re-centred on their first value in whole metres,
+        exactly (in decimal arithmetic on the cells' text, :func:`_read_csv_columns`), before
+        anything else: the same track anywhere (1e12 m from the origin too) gives the same
+        numbers. The offset is :attr:`Track.origin`; far from the origin it is also recorded
+        (the processing step ``recentred``, ``provenance['origin_m']``).
 
         Parameters
         ----------
@@ -584,7 +634,9 @@ class Track:
         path = Path(path)
         source = f"track file {path}"
         half = track_checks.check_track_width(track_width)
-        cols, data, cells, labels = _read_csv_columns(path)
+        offsets = {}          # x, y far from the origin: re-centred exactly (see the reader)
+        cols, data, cells, labels = _read_csv_columns(path, origin=offsets)
+        origin = np.array([offsets.get("x", 0.0), offsets.get("y", 0.0), 0.0])
         P = np.column_stack([data["x"], data["y"], data["z"]])
         attrs = {k: data[k] for k in ("width_left", "width_right", "banking", "s") if k in data}
         chk = track_checks.check_points(P, closed, attrs=attrs, labels=labels, cells=cells,
@@ -607,10 +659,10 @@ class Track:
             h = float(np.median(ds)) if len(ds) else 0.0
             if (h > 0 and np.all(np.abs(ds - h) <= 1e-6 * max(h, 1.0) + 1e-6)
                     and np.all(np.abs(chord - ds) <= 0.01 * h)):
-                tr = cls(s, P, wl, wr, data.get("banking"), closed, name, prov)
+                tr = cls(s, P, wl, wr, data.get("banking"), closed, name, prov, origin=origin)
                 return _finish(tr, chk.findings, source, max_grade)
         tr = cls._build_from_points(P, closed, wl, wr, data.get("banking"), smoothing=smoothing,
-                                    name=name, provenance=prov)
+                                    name=name, provenance=prov, origin=origin)
         return _finish(tr, chk.findings, source, max_grade)
 
     @classmethod
@@ -634,6 +686,12 @@ class Track:
         (:func:`pyomo_lap.track.checks.check_points`, without the elevation-glitch checks,
         which the processing replaces) and the built track after
         (:func:`~pyomo_lap.track.checks.check_track`).
+
+        Latitude and longitude are checked first (:func:`pyomo_lap.track.build.check_geodetic`):
+        swapped columns (a latitude beyond 90 deg, every longitude a valid latitude) are
+        refused with the hint, or read swapped with ``repair``; values valid in neither order
+        are refused; when both orders are valid the file is read as named and the processing
+        step ``lat_lon_order`` says so, with the length of the points both ways.
 
         Every step of the processing that changed the data (missing elevations, outliers
         dropped, gaps filled, elevations down-weighted, smoothing) is recorded in
@@ -662,9 +720,11 @@ class Track:
         ------
         ValueError
             Malformed file; ``half_width`` and ``track_width`` both given, or not a positive
-            width in metres.
+            width in metres; a start/finish (or ``origin``) that is no position on Earth (the
+            message names it and its value; never pyproj's ``CRSError``).
         TrackDataError (a ValueError)
-            Bad data (see :meth:`from_csv`).
+            Bad data (see :meth:`from_csv`); latitude and longitude swapped (without
+            ``repair``) or not valid in either order.
         """
         from . import build as tb
 
@@ -677,20 +737,33 @@ class Track:
                                                                per_side=True)
         half = track_checks.check_track_width(track_width)
         d = tb.read_zaggy_json(path)
-        lat0, lon0 = origin if origin is not None else d["start_finish"]
-        x, y = tb.project_geodetic(d["lat"], d["lon"], lat0, lon0)
-        P = np.column_stack([x, y, d["elev"]])
         source = f"track file {path}"
+        # latitudes and longitudes in degrees, in the order decided (swapped columns refused,
+        # or read swapped with repair; both orders valid: said in a processing step)
+        lat, lon, start_finish, geo_findings, geo_steps = tb.check_geodetic(
+            d["lat"], d["lon"], start_finish=d["start_finish"], source=source, repair=repair)
+        swapped = any(f.kind == "lat_lon_swapped" for f in geo_findings)
+        track_checks._warn(source, geo_findings)
+        lat0, lon0 = origin if origin is not None else start_finish
+        try:
+            x, y = tb.project_geodetic(lat, lon, lat0, lon0)
+        except ValueError as exc:
+            where = "origin" if origin is not None else (
+                "start_finish" if d.get("start_finish_given") else
+                "the first point (no start_finish)") + " (the projection's centre)"
+            raise ValueError(f"{source}: {where}: {exc}") from None
+        P = np.column_stack([x, y, d["elev"]])
         chk = track_checks.check_points(P, closed, source=source, repair=repair,
                                         max_grade=max_grade, z_missing_ok=True,
                                         elevation_checks=False, closed_abs_tol=1.0,
-                                        columns=("lon", "lat", "elev"))
+                                        columns=("lat", "lon", "elev") if swapped else
+                                        ("lon", "lat", "elev"))
         P, closed = chk.points, chk.closed
         s_new, Pn, L, info = tb.process_points(
             P, closed, smoothing, z_smoothing, spacing=spacing, hampel=hampel,
             robust_iterations=robust_iterations)
         info.pop("sigma_of_raw_points", None)
-        steps = info.pop("steps", [])
+        steps = geo_steps + info.pop("steps", [])
         if half is not None:
             steps.append(_widths_set_step(track_width, []))
         prov = dict(source_file=str(path.resolve()), sha256=tb.sha256_file(path),
@@ -709,10 +782,41 @@ class Track:
                 "a CSV track file with a z column")]
         nm = name or tb.display_name(d["name"], d["short_name"])
         tr = cls(s_new, Pn, half, half, None, closed, nm, prov)
-        return _finish(tr, chk.findings, source, max_grade)
+        return _finish(tr, geo_findings + chk.findings, source, max_grade)
 
 
 # ---------------------------------------------------------------------------
+def _recentre_shift(P) -> np.ndarray:
+    """What to take off points (n, 3) [m] before fitting splines or smoothing them: on each
+    axis whose values reach beyond ``max(RECENTRE_ABOVE, 10 x the horizontal extent)`` (the
+    track is far from the origin for its size: grid coordinates, a shifted file), the first
+    point's value rounded to whole metres (exactly representable, so the subtraction adds no
+    error of its own); 0 on the others (every bundled track: it starts at its origin)."""
+    P = np.asarray(P, dtype=float)
+    if P.ndim != 2 or P.shape[1] != 3 or not len(P) or not np.all(np.isfinite(P)):
+        return np.zeros(3)
+    extent = float(np.ptp(P[:, :2], axis=0).max())
+    far = np.max(np.abs(P), axis=0) > max(RECENTRE_ABOVE, 10.0 * extent)
+    return np.where(far, np.round(P[0]), 0.0)
+
+
+def _recentred_step(origin) -> dict:
+    """The record of coordinates re-centred on ``origin`` [m] (a processing step)."""
+    from .report import step
+    o = np.asarray(origin, dtype=float)
+    ulp = float(np.spacing(np.max(np.abs(o))))
+    where = f"({o[0]:.12g}, {o[1]:.12g}, {o[2]:.12g}) m"
+    return step("recentred", f"the coordinates were re-centred on {where} (the first point, in "
+                f"whole metres, on each axis whose values reach beyond "
+                f"max({RECENTRE_ABOVE:g} m, 10 x the track's extent)) before the splines were "
+                "fitted: length, frame, curvature and the lap are computed from the re-centred "
+                "numbers, which keep their precision; positions given in the file's frame "
+                "(Track.evaluate().position, x_spine, x_vip ... of the results) have the offset "
+                f"added back and are exact to a float's precision there, about {ulp:.2g} m",
+                method=f"on {where}; positions in the file's frame to ~{ulp:.1g} m",
+                size=float(np.linalg.norm(o)), unit="m")
+
+
 def _default_assumptions(no_left: bool, no_right: bool, no_banking: bool) -> list:
     """Records of the defaults the constructor used (:func:`pyomo_lap.track.report.assumption`)."""
     from .report import assumption
@@ -754,8 +858,18 @@ def _finish(track: "Track", findings: list, source: str, max_grade: float) -> "T
     return track
 
 
-def _read_csv_columns(path: Path):
+def _read_csv_columns(path: Path, origin: dict | None = None):
     """Read a track CSV into float arrays keyed by canonical column names.
+
+    Parameters
+    ----------
+    path : Path
+    origin : dict, optional
+        If given, the ``x`` and ``y`` columns are re-centred on their first value in whole
+        metres (when it is not 0), taken off each cell *in decimal arithmetic on the cell's
+        text* before the conversion to float: a track 1e12 m from the origin keeps every
+        digit of the file, and the same track anywhere gives the same numbers. The offsets
+        [m] are stored in ``origin`` (``{'x': ..., 'y': ...}``, the columns re-centred).
 
     Returns
     -------
@@ -800,6 +914,7 @@ def _read_csv_columns(path: Path):
                              f"header is {rows[0]}")
     out = {k: np.empty(len(rows) - 1) for k in idx}
     cells = {}
+    texts = {"x": [], "y": []} if origin is not None else {}
     for i, row in enumerate(rows[1:]):
         for k, j in idx.items():
             cell = row[j].strip() if j < len(row) else ""
@@ -811,8 +926,37 @@ def _read_csv_columns(path: Path):
                 cells.setdefault(k, {})[i] = cell
                 v = math.nan
             out[k][i] = v
+            if k in texts:
+                texts[k].append(cell)
+    if origin is not None and len(rows) > 1:
+        ok = np.isfinite(out["x"]) & np.isfinite(out["y"])
+        if ok.any():
+            first = int(np.argmax(ok))
+            for k in ("x", "y"):
+                if abs(out[k][first]) >= 0.5:
+                    out[k], origin[k] = _recentred_column(out[k], texts[k], first)
     labels = [f"row {i + 1} (line {ln})" for i, ln in enumerate(lines[1:])]
     return header, out, cells, labels
+
+
+def _recentred_column(values: np.ndarray, texts: list, first: int):
+    """``values`` minus the value of row ``first`` in whole metres, computed exactly from the
+    cells' text (:class:`decimal.Decimal`); NaN cells stay NaN. Returns (values, offset [m])."""
+    import decimal
+    ctx = decimal.Context(prec=80)
+    try:
+        offset = ctx.to_integral_value(decimal.Decimal(texts[first]))
+    except (decimal.InvalidOperation, ValueError):
+        offset = decimal.Decimal(round(float(values[first])))
+    out = values.copy()
+    for i, t in enumerate(texts):
+        if not math.isfinite(values[i]):
+            continue
+        try:
+            out[i] = float(ctx.subtract(decimal.Decimal(t), offset))
+        except (decimal.InvalidOperation, ValueError):   # a form float() reads but Decimal not
+            out[i] = values[i] - float(offset)
+    return out, float(offset)
 
 
 def _write_track_csv(path, s, P, wl, wr, nu) -> None:

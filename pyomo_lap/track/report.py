@@ -9,7 +9,9 @@ The loaders of :mod:`pyomo_lap.track.geometry` keep two lists in ``track.provena
     One dict per kind of transformation of the input data (:func:`step`, kinds
     :data:`STEPS`): elevations missing in the file, elevation outliers dropped, elevations
     down-weighted by the robust smoother, gaps filled, plan view and elevation smoothed,
-    points merged, widths set by the user.  Keys: ``step`` (the kind), ``count`` (how many
+    points merged, widths set by the user, the order of latitude and longitude in a GPS file
+    when both orders are valid coordinates, coordinates re-centred far from the origin.
+    Keys: ``step`` (the kind), ``count`` (how many
     points or gaps, or None), ``where_m`` (list of ``[s_from, s_to]`` ranges on the built
     track's arc length [m]; a single point has ``s_from == s_to``), ``size`` (the largest
     magnitude: outlier distance from the local median, gap length, change made by the
@@ -41,12 +43,16 @@ STEPS = {
     "smoothing_plan_view": "plan view smoothed",
     "smoothing_elevation": "elevation smoothed",
     "widths_set": "widths set",
+    "lat_lon_order": "latitude/longitude order",
+    "recentred": "coordinates re-centred",
 }
 """Kinds of processing steps and their titles in tables and lines."""
 
 MAX_PLACES = 4     # positions written out in a table cell or a line
-WHOLE_TRACK = ("smoothing_plan_view", "smoothing_elevation")
+WHOLE_TRACK = ("smoothing_plan_view", "smoothing_elevation", "lat_lon_order", "recentred")
 """Kinds of steps applied to the whole track (their ``where_m`` is ``[[0, length]]``)."""
+SAID_BY_METHOD = ("lat_lon_order", "recentred")
+"""Kinds of steps whose one-line summary is their ``method`` (a decision, not a count)."""
 
 
 def _f(v) -> Optional[float]:
@@ -148,6 +154,9 @@ def step_lines(steps: Sequence[dict]) -> list:
     for r in steps:
         title = STEPS.get(r["step"], r["step"])
         count = r.get("count")
+        if r["step"] in SAID_BY_METHOD:
+            out.append(f"{title}: {r.get('method', '')}")
+            continue
         if r["step"] in WHOLE_TRACK:
             at = f"{count} points, the whole track" if count is not None else "the whole track"
         else:
