@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import platform
 import time
+import json
 import warnings
 from pathlib import Path
 from typing import Callable, Optional
@@ -30,7 +31,7 @@ from .util.domains import (Anything, DictOrNone, IntBetween, OneOf, PathOrNone,
                            error_text)
 from .vehicle.car import load_vehicle
 
-__all__ = ["solve_sector", "SectorResults", "SOLVE_CONFIG", "job_options", "OptionValueError", "model_size", "SolveFailedError", "ResultsNotWrittenError",
+__all__ = ["job_mesh", "solve_sector", "SectorResults", "SOLVE_CONFIG", "job_options", "OptionValueError", "model_size", "SolveFailedError", "ResultsNotWrittenError",
            "track_data_lines", "result_line", "prefetch_options"]
 
 
@@ -169,8 +170,9 @@ def _solve_config() -> ConfigDict:
                           "mesh first and starts from it (pyomo_lap.ocp.single_track.warm_start_full)"))
     c.declare("warm_start_from", ConfigValue(default=None, domain=PathOrNone(),
               description="results folder (its solution.npz) of an earlier solve of the same "
-                          "job, another car: the initial point (same track, sector and mesh, "
-                          "else an error before the solve), with IPOPT's mu_init = 1e-3 unless "
+                          "job, another car: the initial point (same track and sector, solved "
+                          "on that folder's mesh unless nfe or the OCP options give one; another "
+                          "mesh is an error before the solve), with IPOPT's mu_init = 1e-3 unless "
                           "a solver option sets it; should that solve fail, the case is solved "
                           "again from the usual initial guess (pyomo-lap sweep uses it)"))
     c.declare("solver", ConfigValue(default="lap_ipopt", domain=str,
@@ -219,6 +221,68 @@ WARM_START_MU_INIT = 1e-3
 job, starting from the solution of a car 5 kg and 0.04 Cx away took 15-21 iterations against
 25-36 from the usual initial guess (the default 0.1 took 25-33: the barrier pushes the start
 back into the interior)."""
+
+
+def _mesh_of_warm_start(cfg, ocp_options: dict) -> dict:
+    """With ``warm_start_from``, the mesh of that folder's solve (``summary.json``, key
+    ``mesh``), unless the job gives its own (``nfe``, ``element_boundaries`` or a uniform
+    ``mesh``): an adaptive mesh is placed for each car, and a warm start needs the same mesh.
+    Returns the OCP options to build with."""
+    if (cfg.warm_start_from is None or cfg.nfe is not None
+            or ocp_options.get("element_boundaries") is not None
+            or ocp_options.get("mesh", "adaptive") != "adaptive"):
+        return ocp_options
+    try:
+        summary = json.loads((Path(cfg.warm_start_from) / "summary.json").read_text())
+        bounds = summary["mesh"]["element_boundaries_m"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return ocp_options            # the warm start's own check says what is wrong
+    return {**ocp_options, "element_boundaries": tuple(float(b) for b in bounds)}
+
+
+def job_mesh(config: Optional[dict] = None, **kwargs) -> Optional[list]:
+    """The element boundaries the build of a job places with the adaptive mesh (OCP option
+    ``mesh = "adaptive"``, :func:`pyomo_lap.ocp.mesh.adaptive_boundaries`), without building:
+    for a sweep, which solves every case on the mesh of its base car so that the lap-time
+    differences between cases are not mesh differences.
+
+    Parameters
+    ----------
+    config, **kwargs
+        The job's options, as :func:`solve_sector` takes them.
+
+    Returns
+    -------
+    list of float or None
+        From 0 to the sector length [m]; None when the job's mesh is not adaptive (``nfe`` or
+        ``element_boundaries`` given, or ``mesh = "uniform"``).
+
+    Raises
+    ------
+    ValueError
+        Bad options, track, vehicle or sector (as :func:`solve_sector`).
+    """
+    from .ocp.build import OCP_CONFIG, sector_mesh
+    from .ocp.options import check_ocp_options
+    from .track import checks as track_checks
+    from .vehicle.car import VehicleParameters
+    cfg = job_options(config, **kwargs)
+    ocp = check_ocp_options(cfg.ocp_options)
+    oc = OCP_CONFIG()
+    oc.set_value({k: v for k, v in ocp.items()})
+    if cfg.nfe is not None or oc.element_boundaries is not None or oc.mesh != "adaptive":
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", track_checks.TrackRepairWarning)
+        tr = load_track(cfg.track, repair=cfg.repair_track, track_width=cfg.track_width)
+        start, length, _ = track_checks.check_sector(tr, cfg.start, cfg.length,
+                                                     repair=cfg.repair_track)
+    p = cfg.vehicle if isinstance(cfg.vehicle, VehicleParameters) else load_vehicle(cfg.vehicle)
+    oc.set_value({"start": start, "length": length, "ncp": cfg.ncp, "scheme": cfg.scheme,
+                  "periodic": cfg.periodic, "initial_speed": cfg.initial_speed,
+                  "model": cfg.model})
+    _, bounds = sector_mesh(tr, oc, p)
+    return None if bounds is None else [float(b) for b in bounds]
 
 
 def _mesh_summary(m) -> dict:
@@ -321,7 +385,10 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
     ------
     ValueError
         An unknown option or a value outside its domain (the message names the option, the
-        value and what was expected); bad track, vehicle or options (before any solve), a
+        value and what was expected); a solver option the solver would refuse
+        (:class:`pyomo_lap.solvers.solve.SolverOptionError`, checked against the solver's own
+        option list before the track is loaded:
+        :func:`pyomo_lap.solvers.solve.check_solver_options`); bad track, vehicle or options (before any solve), a
         sector longer than one lap of a closed track, ``track_width`` with a :class:`Track`;
         :class:`TrackDataError` and :class:`VehicleFileError` list every problem of the data.
     SolverNotFoundError
@@ -336,7 +403,17 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
         The results could not be written to ``out_dir`` (after saving them to a fallback
         folder that the message names: a solved result is never lost).
     """
-    cfg = job_options(config, **kwargs)
+    held = []    # the lock on out_dir: taken before the build (check_output_dir), released here
+    try:
+        return _solve_sector(job_options(config, **kwargs), echo, progress, model_cache, held)
+    finally:
+        for lock in held:
+            lock.release()
+
+
+def _solve_sector(cfg, echo, progress, model_cache, held: list):
+    """The work of :func:`solve_sector` on checked options ``cfg``; the lock on ``out_dir``
+    (:class:`pyomo_lap.post.results.OutputLock`) is appended to ``held`` when taken."""
     track, vehicle, model, initial_guess = cfg.track, cfg.vehicle, cfg.model, cfg.initial_guess
     start, length, periodic, initial_speed = cfg.start, cfg.length, cfg.periodic, cfg.initial_speed
     nfe, ncp, scheme = cfg.nfe, cfg.ncp, cfg.scheme
@@ -354,6 +431,9 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
 
     from .ocp.options import check_ocp_options
     ocp_options = check_ocp_options(ocp_options)    # before anything is loaded or built
+    ocp_options = _mesh_of_warm_start(cfg, ocp_options)
+    from .solvers.solve import check_solver_options
+    solver_options = check_solver_options(solver, solver_options) or None
     from .ocp.build import VEHICLE_MODELS
     if model not in VEHICLE_MODELS:     # a VehicleModel object: build_model takes it, not this job
         raise ValueError(f"model = {model!r}: expected one of {', '.join(map(repr, VEHICLE_MODELS))}")
@@ -388,7 +468,9 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
     ensure_solver(solver)  # fail before building when the solver is missing
     if out_dir is not None:
         from .post.results import check_output_dir
-        out_dir = check_output_dir(out_dir)   # fail before building when OUT is unusable
+        # fail before building when OUT is unusable, holds files of the user's or another run
+        # writes into it; locked from here to the end (released by solve_sector)
+        out_dir = check_output_dir(out_dir, echo=echo, hold=held)
     echo(f"track {tr.name}: {tr.length:.1f} m ({'closed' if tr.closed else 'open'}); vehicle {p.name}")
     echo(f"building the model: sector {start:.0f} m + {length if length is not None else tr.length - start:.0f} m, "
          f"nfe={nfe if nfe is not None else 'auto (10 m elements)'}, ncp={ncp}, {scheme} ...")
@@ -645,10 +727,11 @@ def _write_or_fallback(out_dir: Path, df, summary: dict, params: dict, rep, echo
     """write_results, and when that fails (disk full, folder removed, permissions), the same
     files in a fresh folder of the temporary directory: a result is never lost."""
     import tempfile
+    from .post.results import FolderNotReplaceableError
     try:
         where = write_results(out_dir, df, summary, params, partial=not rep.ok, n_sectors=n_sectors,
-                              solution=solution)
-    except OSError as exc:
+                              solution=solution, echo=_recovery_only(echo))
+    except (OSError, FolderNotReplaceableError) as exc:  # e.g. a file of the user's added meanwhile
         fallback = Path(tempfile.mkdtemp(prefix=f"pyomo_lap-{out_dir.name}-"))
         where = write_results(fallback / out_dir.name, df, summary, params, partial=not rep.ok,
                               n_sectors=n_sectors, solution=solution)
@@ -658,9 +741,14 @@ def _write_or_fallback(out_dir: Path, df, summary: dict, params: dict, rep, echo
             raise ResultsNotWrittenError(msg) from None
         echo(msg)
         return where
-    files = sorted(p.name for p in Path(where).iterdir() if p.is_file())
+    files = sorted(p.name for p in Path(where).iterdir() if p.is_file() and p.name[0] != ".")
     echo(f"{'results' if rep.ok else 'partial results'} written to {where}/ ({', '.join(files)})")
     return where
+
+
+def _recovery_only(echo):
+    """``echo`` for :func:`write_results` without its progress lines (``"  writing ..."``)."""
+    return lambda text: None if text.startswith("  writing ") else echo(text)
 
 
 def _pyomo_version() -> str:

@@ -1,4 +1,5 @@
-"""Command-line interface: ``pyomo-lap solve | sweep | plot | compare | diagnose | tracks | vehicles``.
+"""Command-line interface: ``pyomo-lap solve | sweep | plot | compare | diagnose | channels |
+tracks | vehicles``.
 
 Built on click. Errors in the inputs are reported as one clear line and a non-zero exit
 code, before any model is built.
@@ -40,6 +41,16 @@ def _state(folder: Path):
         return (folder / "summary.json").read_bytes()
     except OSError:
         return None
+
+
+def _complete_results(folder) -> None:
+    """Stop (exit 2, one line) unless ``folder`` holds the complete results of a run: its
+    manifest and the files it lists (:func:`pyomo_lap.post.results.check_results_folder`)."""
+    from .post.results import check_results_folder
+    try:
+        check_results_folder(folder)
+    except ValueError as exc:
+        _fail(str(exc))
 
 
 def _unexpected(exc: BaseException):
@@ -148,6 +159,17 @@ def _full_lap_job(ctx, job: dict) -> dict:
     return job
 
 
+def _solver_options_checked(solver: str, options: dict) -> dict:
+    """The solver options checked against the solver's own option list
+    (:func:`pyomo_lap.solvers.solve.check_solver_options`); a bad one stops with exit 2 and
+    ``--solver-option KEY=VALUE: expected ...``, before anything is loaded or built."""
+    from .solvers.solve import SolverOptionError, check_solver_options
+    try:
+        return check_solver_options(solver, options)
+    except SolverOptionError as exc:
+        _fail(f"--solver-option {exc.key}={exc.value}: {exc.text}")
+
+
 def _checked(values: dict):
     """The job's options checked one by one against SOLVE_CONFIG; a bad value stops with exit
     2 and ``--flag value: expected ...``."""
@@ -197,6 +219,7 @@ def solve(max_iter, quiet, solver_options, ocp_options, **job):
         _fail(f"--solver-option: {exc}")
     if max_iter is not None:
         options["max_iter"] = max_iter
+    options = _solver_options_checked(cfg.solver, options)
     from .ocp.options import check_ocp_options, parse_ocp_options
     try:
         cfg.ocp_options = check_ocp_options(parse_ocp_options(ocp_options))
@@ -280,6 +303,7 @@ def sweep(set_values, cases_file, out, resume, scheduler, workers, warm_start, s
         options = parse_solver_options(solver_options)
     except ValueError as exc:
         _fail(f"--solver-option: {exc}")
+    options = _solver_options_checked(cfg.solver, options)
     try:
         ocp = check_ocp_options(parse_ocp_options(ocp_options))
     except ValueError as exc:
@@ -358,18 +382,46 @@ def check(track, vehicle, repair_track, track_width):
 
 
 @main.command()
-@click.option("--out", "out_dir", default="results", show_default=True,
-              type=click.Path(file_okay=False), help="results folder of `pyomo-lap solve`")
-@click.option("--no-feedback", is_flag=True, help="skip the replay with steering feedback")
-@click.option("--shooting", is_flag=True, help="also the local error of each element by shooting")
-def validate(out_dir, no_feedback, shooting):
-    """Replay the optimal controls in the time-domain simulation and measure the collocation
-    defects of a solved sector; writes validation.json and defects.csv to OUT."""
+@click.argument("results_dir", required=False, default=None, type=click.Path(file_okay=False))
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="results folder of `pyomo-lap solve` (the same as RESULTS_DIR)  [default: results]")
+@click.option("--no-feedback", is_flag=True,
+              help="skip the replay with steering feedback (and its checks)")
+@click.option("--shooting", is_flag=True,
+              help="also the local error of each element by shooting (reported, not judged)")
+@click.option("--open-loop", is_flag=True,
+              help="also replay open loop (reported, not judged: it departs on any real result)")
+@click.option("--plots", "plots_dir", default=None, type=click.Path(file_okay=False),
+              help="folder for validation_defects.png and validation_replay.png  "
+                   "[default: RESULTS_DIR]")
+@click.option("--no-plots", is_flag=True, help="write no figures")
+@click.option("--strict", is_flag=True, help="exit with code 1 on a warning too")
+def validate(results_dir, out_dir, no_feedback, shooting, open_loop, plots_dir, no_plots, strict):
+    """Check a solved sector and give a verdict: replay the optimal controls with
+    path-following steering, measure the collocation defects and the channels' zig-zags and
+    speed consistency; one line per check (PASS|WARN|FAIL, value, thresholds), then the verdict.
+    Writes validation.json, defects.csv and two figures to RESULTS_DIR.
+
+    Exit code: 0 pass or warn (1 on warn with --strict), 1 fail, 2 bad arguments (not a results
+    folder, a result of another model)."""
     from .post.validate import validate_results
+    if results_dir is not None and out_dir is not None and Path(results_dir) != Path(out_dir):
+        _fail(f"two results folders given: {results_dir} and --out {out_dir}; give one")
+    folder = results_dir or out_dir or "results"
+    if not Path(folder).is_dir():
+        _fail(f"{folder}: no such folder; expected a results folder of `pyomo-lap solve`")
+    _complete_results(folder)
     try:
-        validate_results(out_dir, feedback=not no_feedback, shooting=shooting, echo=click.echo)
+        res = validate_results(folder, feedback=not no_feedback, shooting=shooting,
+                               open_loop=open_loop, plots=not no_plots, plots_dir=plots_dir,
+                               echo=click.echo)
     except (ValueError, OSError) as exc:
         _fail(str(exc))
+    except Exception as exc:               # noqa: BLE001 - one line, not a traceback
+        _unexpected(exc)
+    verdict = res["verdict"]
+    if verdict == "fail" or (verdict == "warn" and strict):
+        sys.exit(1)
 
 
 @main.command()
@@ -383,12 +435,25 @@ def validate(out_dir, no_feedback, shooting):
               help="only this figure (repeatable): track_map, racing_line, elevation, speed, "
                    "controls, attitudes, power, gg, vertical_loads, sensitivities (a run with "
                    "--sensitivities)")
-def plot(results_dir, out_dir, pdf, reference, figures):
+@click.option("--range", "s_range", default=None, metavar="A:B",
+              help="only this distance window, in metres of track coordinate s as on the "
+                   "figures' horizontal axes (s of the run's start + s_sector, not s_sector): "
+                   "1200:1800, :800 (from the start), 1200: (to the end); the track map "
+                   "highlights it")
+def plot(results_dir, out_dir, pdf, reference, figures, s_range):
     """Write the figures of a results folder as PNG (and PDF with --pdf)."""
-    from .post.plots import plot_results
+    from .post.plots import parse_range, plot_results
+    try:
+        parse_range(s_range, "--range")          # the text, before anything is read
+    except ValueError as exc:
+        _fail(str(exc))
+    for folder in (results_dir, reference):
+        if folder is not None:
+            _complete_results(folder)
     try:
         files = plot_results(results_dir, out_dir=out_dir, formats=("png", "pdf") if pdf else ("png",),
-                             figures=list(figures) or None, reference_dir=reference, echo=click.echo)
+                             figures=list(figures) or None, reference_dir=reference, echo=click.echo,
+                             s_range=s_range)
     except (ValueError, OSError, KeyError) as exc:
         _fail(str(exc))
     click.echo(f"{len(files)} files written to {Path(files[0]).parent}/")
@@ -398,7 +463,8 @@ def plot(results_dir, out_dir, pdf, reference, figures):
 @click.argument("run_a", type=click.Path(exists=True, file_okay=False))
 @click.argument("run_b", type=click.Path(exists=True, file_okay=False))
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
-              help="output folder  [default: RUN_B/compare_<name of RUN_A>]")
+              help="output folder, not inside a run's folder  [default: "
+                   "compare_<name of RUN_A>_vs_<name of RUN_B> next to RUN_B]")
 @click.option("--sectors", default=3, show_default=True, type=int,
               help="equal parts of the common stretch timed in the table")
 @click.option("--pdf", is_flag=True, help="also write compare.pdf")
@@ -407,6 +473,8 @@ def compare(run_a, run_b, out_dir, sectors, pdf):
     from .post.plots import compare_runs
     if sectors < 1 or sectors > 1000:
         _fail(f"--sectors {sectors}: expected an integer between 1 and 1000")
+    for folder in (run_a, run_b):
+        _complete_results(folder)
     try:
         res = compare_runs(run_a, run_b, out_dir=out_dir, n_sectors=sectors,
                            formats=("png", "pdf") if pdf else ("png",), echo=click.echo)
@@ -504,6 +572,24 @@ def job_options_table() -> str:
     from .api import SOLVE_CONFIG
     from .ocp.options import options_table
     return options_table(config=SOLVE_CONFIG, flags=_flag)
+
+
+@main.command()
+@click.argument("names", nargs=-1, metavar="[NAME ...]")
+@click.option("--markdown", is_flag=True, help="as the Markdown table of docs/channels.md")
+def channels(names, markdown):
+    """What each column of trajectory.csv is: unit, meaning, sign convention, source (the
+    paper's equation or the code) and, for one wheel's or one axle's channels, which one
+    (11 front-left, 12 front-right, 21 rear-left, 22 rear-right). Without NAME: every column
+    of the full, multibody and single-track models' tables."""
+    from .post.channels import channel_markdown, channel_text, describe
+    for name in names:           # every name checked before anything is printed
+        try:
+            describe(name)
+        except KeyError as exc:
+            _fail(exc.args[0])
+    columns = list(names) or None
+    click.echo(channel_markdown(columns) if markdown else channel_text(columns), nl=False)
 
 
 @main.command()

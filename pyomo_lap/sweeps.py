@@ -397,6 +397,7 @@ def run_case(case: dict, job: dict, folder: str, crash_once: bool = False,
 
     ``crash_once`` (a test hook): the first attempt of the case ends the worker process
     (``os._exit``) before solving, as a killed worker would."""
+    job = _case_job(case, job)
     if warm_from is not None:
         job = {**job, "warm_start_from": str(Path(folder) / "cases" / warm_from["id"])}
         case = {**case, "warm_start_from": warm_from["index"]}
@@ -407,6 +408,38 @@ def run_case(case: dict, job: dict, folder: str, crash_once: bool = False,
             job = {**job, "solver_options": {**opts, "eval_threads": int(eval_threads)}}
     with _ONE_CASE_AT_A_TIME:
         return _run_case(case, job, folder, crash_once)
+
+
+def _shared_meshes(cases: list, job: dict) -> dict:
+    """The adaptive mesh of each (track, base vehicle) of the cases, placed for the base car
+    (:func:`pyomo_lap.api.job_mesh`): every case of a sweep on that track is solved on it, so
+    that the lap-time differences between cases are the parameters', not the mesh's (and the
+    workers keep their model from case to case). ``{"track|vehicle": boundaries}``; empty when
+    the job's mesh is not adaptive."""
+    from .api import job_mesh
+    out = {}
+    for c in cases:
+        key = f"{c['track']}|{c['vehicle']}"
+        if key in out:
+            continue
+        try:
+            mesh = job_mesh({**job, "track": c["track"], "vehicle": c["vehicle"]})
+        except Exception:   # noqa: BLE001 - the case reports its own error
+            mesh = None
+        if mesh is not None:
+            out[key] = mesh
+    return out
+
+
+def _case_job(case: dict, job: dict) -> dict:
+    """The job of one case: the shared mesh of its track and base car (``job["_meshes"]``,
+    :func:`_shared_meshes`) as the OCP option ``element_boundaries``."""
+    meshes = job.get("_meshes")
+    job = {k: v for k, v in job.items() if k != "_meshes"}
+    mesh = (meshes or {}).get(f"{case['track']}|{case['vehicle']}")
+    if mesh is not None:
+        job["ocp_options"] = {**(job.get("ocp_options") or {}), "element_boundaries": mesh}
+    return job
 
 
 _ONE_CASE_AT_A_TIME = threading.Lock()
@@ -636,8 +669,10 @@ def sweep(set_values=None, cases_file=None, *, out="sweep", resume: bool = False
         cluster = None
         if own:
             client, cluster = _client(scheduler, workers)
+        meshes = _shared_meshes(todo, job)
+        run_job = {**job, "_meshes": meshes} if meshes else job
         try:
-            _run(client, todo, job, out, n, n - len(todo), set(_crash_once), echo,
+            _run(client, todo, run_job, out, n, n - len(todo), set(_crash_once), echo,
                  warm_start, done)
         finally:
             if own:
@@ -671,7 +706,7 @@ def compile_ahead(cases: list, job: dict) -> dict:
     from .util.casadi_compile import find_compiler
     t0 = time.perf_counter()
     none = {"structures": 0, "cars": 0, "time_s": 0.0}
-    cfg = job_options(job)
+    cfg = job_options({k: v for k, v in job.items() if k != "_meshes"})
     options = prefetch_options(cfg)
     rows = vehicle_model(cfg.model).point_rows
     if options is None or rows is None or find_compiler() is None:
@@ -867,7 +902,8 @@ def _write_outputs(out: Path, table: pd.DataFrame, axes: dict, echo, plots: bool
     table.to_parquet(tmp, index=False)
     os.replace(tmp, out / "sweep.parquet")
     tmp = out / ".sweep.xlsx.tmp"
-    with pd.ExcelWriter(tmp, engine="xlsxwriter") as xw:
+    from .post.results import _XLSX_OPTIONS      # every string as text, never a formula
+    with pd.ExcelWriter(tmp, engine="xlsxwriter", engine_kwargs={"options": dict(_XLSX_OPTIONS)}) as xw:
         table.to_excel(xw, sheet_name="cases", index=False)
     os.replace(tmp, out / "sweep.xlsx")
     files = ["sweep.parquet", "sweep.xlsx"]

@@ -113,6 +113,21 @@ def _check_against_independent(summary, df, p, track, closed):
     return b
 
 
+TARGET_CHANNELS = ("delta", "alpha_1", "f_11z", "speed", "a_y")
+"""The channels of the zig-zag targets of issue 22 (0 on the default job, at most 5 each on
+the full lap)."""
+
+
+def _check_smooth(df, summary, most: int):
+    """The exported channels do not zig-zag (pyomo_lap.post.quality, recomputed from the
+    table), and the summary says the same."""
+    from pyomo_lap.post.quality import channel_quality
+    q = channel_quality(df)
+    counts = {c: q["zigzags"][c]["count"] for c in TARGET_CHANNELS}
+    assert max(counts.values()) <= most, counts
+    assert {c: summary["channel_quality"]["zigzags"][c]["count"] for c in TARGET_CHANNELS} == counts
+
+
 @pytest.fixture(scope="module")
 def inputs():
     return load_vehicle("fsae"), load_track("nordschleife")
@@ -129,6 +144,7 @@ def test_default_job_lap_time(tmp_path, inputs):
     assert summary["ipopt_exit"] == "Optimal Solution Found."       # not 'acceptable'
     _check_lap_time("default", summary)
     b = _check_against_independent(summary, df, p, track, closed=False)
+    _check_smooth(df, summary, most=0)
     assert df["q1_dot"].iloc[0] <= b.v_max          # the energy bound needs the entry below it
 
 
@@ -144,6 +160,7 @@ def test_full_lap_lap_time(tmp_path, inputs):
     assert summary["length_m"] == pytest.approx(track.length, rel=1e-9)   # the whole lap
     _check_lap_time("full_lap", summary)
     _check_against_independent(summary, df, p, track, closed=True)
+    _check_smooth(df, summary, most=5)
     first, last = df.iloc[0], df.iloc[-1]
     for k in STATES:
         assert last[k] == pytest.approx(first[k], abs=1e-6), k

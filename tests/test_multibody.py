@@ -183,9 +183,9 @@ def test_multibody_model_builds_with_the_interface_and_the_recorded_rows(car):
     m = pyomo_lap.build_model(pyomo_lap.load_track("nordschleife"), car, model="multibody",
                               start=0.0, length=100.0)
     n = len(m.s)
-    # per point: 9 states + 10 rates + time + 3 controls, and a derivative of each of the 20
-    # differential variables
-    assert m.nvariables() == n * (9 + 10 + 1 + 3 + 20)
+    # per point: 9 states + 10 rates + time + 3 controls, and a derivative of each of the 23
+    # differential variables (the controls are states in q1: control_form = "state")
+    assert m.nvariables() == n * (9 + 10 + 1 + 3 + 23)
     for name in STATE_NAMES + RATE_NAMES:
         assert m.component(name) is not None and m.component(f"d{name}_ds") is not None
     assert m.problem.point_rows is not None and m.problem.point_rows.built

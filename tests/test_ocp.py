@@ -171,7 +171,8 @@ def test_periodic_lap_on_a_flat_circle():
     inner = 4.0 - p.width / 2
     objective = {}
     for constant in (True, False):
-        m = build_model(tr, p, nfe=30, ncp=3, periodic=True, piecewise_constant_controls=constant)
+        m = build_model(tr, p, nfe=30, ncp=3, periodic=True, piecewise_constant_controls=constant,
+                        control_form="point" if constant else "state")
         initialize_model(m)
         rep = solve_model(m)
         assert rep.ok, rep.termination_condition

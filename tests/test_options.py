@@ -118,18 +118,19 @@ def test_ocp_options_reach_the_model_and_the_summary(tmp_path):
     tr, p = load_track("nordschleife"), load_vehicle("fsae")
 
     def n_adherence(**kw):
-        m = build_model(tr, p, start=500, length=60, element_length=6.0, **kw)
+        m = build_model(tr, p, start=500, length=60, element_length=6.0, mesh="uniform", **kw)
         return m, sum(1 for _ in m.adherence.values())
     m1, below = n_adherence()
     m2, squared = n_adherence(adherence="squared")
     assert squared < below <= 2 * squared
     m, rep, df, summary = solve_sector(start=500, length=60, out_dir=tmp_path / "r", echo=lambda *_: None,
-                                       ocp_options={"adherence": "squared", "element_length": 6.0})
-    assert rep.ok and summary["nfe"] == 10
+                                       ocp_options={"adherence": "squared", "element_length": 6.0,
+                                                    "mesh": "uniform"})
+    assert rep.ok and summary["nfe"] == 10 and summary["mesh"]["placement"] == "uniform"
     assert sum(1 for _ in m.adherence.values()) == squared
     saved = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert saved["ocp_options"]["adherence"] == "squared"
-    assert saved["ocp_options"]["element_length"] == 6.0
+    assert saved["ocp_options"]["element_length"] == 6.0 and saved["ocp_options"]["mesh"] == "uniform"
     assert pyo.value(m.lap_time) > 0
 
 

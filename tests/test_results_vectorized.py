@@ -55,6 +55,14 @@ def reference_dataframe(m) -> pd.DataFrame:
         row["element"] = int(np.searchsorted(elems, s, side="left"))
         rows.append(row)
     df = pd.DataFrame(rows)
+    # the tangential acceleration, and the time rates of controls that are states
+    df["a_t"] = (df["v_3x"] * df["a_x"] + df["v_3y"] * df["a_y"]) / np.hypot(df["v_3x"], df["v_3y"])
+    for c in veh.CONTROLS:
+        dv = m.component(f"d{c}_ds")
+        if dv is not None:
+            rate = [dv[s].value * pyo.value(m.q1_dot[s]) for s in sigma]
+            rate[0] = dv[sigma[1]].value * pyo.value(m.q1_dot[sigma[0]])
+            df[f"{c}_rate"] = rate
     from pyomo_lap.vehicle.speed_profile import quasi_steady_speed
     sig = np.asarray(sigma, dtype=float)
     v_pm = quasi_steady_speed(p, sig, tp.omega, tp.rotation, closed=bool(m.problem.options.periodic),

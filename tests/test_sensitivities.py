@@ -117,12 +117,16 @@ def solved_with_multipliers():
 @pytest.mark.parametrize("name", ["P_max", "m", "friction_scale", "width", "h"])
 def test_sensitivities_match_finite_differences(solved_with_multipliers, name):
     m, table = solved_with_multipliers
-    fd = sens.finite_difference(m, name, rel_step=1e-3)
+    # a step of 1e-4: the sector time's response to the parameters is curved enough that a
+    # central difference over 1e-3 is off by 5e-4 (P_max) to 4e-3 (friction) relative, while
+    # the re-solves at tol 1e-10 leave the difference over 1e-4 accurate to about 1e-8
+    fd = sens.finite_difference(m, name, rel_step=1e-4)
     dT, dobj = table.loc[name, "dT_dp"], table.loc[name, "dobj_dp"]
     assert dT == pytest.approx(fd["dT_dp"], rel=1e-4), (name, dT, fd)
     assert dobj == pytest.approx(fd["dobj_dp"], rel=1e-4), (name, dobj, fd)
-    # the penalties' response: the two derivatives differ, by less than 4 % here
-    assert dobj == pytest.approx(dT, rel=0.04) and dobj != pytest.approx(dT, rel=1e-4)
+    # the penalties' response: the two derivatives differ, by less than 10 % here (the rate
+    # penalties of controls that are states, OCP options K_delta_rate and K_force_rate)
+    assert dobj == pytest.approx(dT, rel=0.1) and dobj != pytest.approx(dT, rel=1e-4)
 
 
 @pytest.mark.integration

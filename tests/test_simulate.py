@@ -188,7 +188,7 @@ def test_cli_validate_a_results_folder(tmp_path):
                "start_m": sector.START, "ncp": 3, "scheme": "LAGRANGE-RADAU", "model": "full",
                "pyomo_lap_version": "test"}
     out = write_results(tmp_path / "res", df, summary)
-    r = CliRunner().invoke(main, ["validate", "--out", str(out), "--no-feedback"])
+    r = CliRunner().invoke(main, ["validate", "--out", str(out), "--no-feedback", "--open-loop"])
     assert r.exit_code == 0, r.output
     v = json.loads((out / "validation.json").read_text())
     assert v["replay_open_loop"]["first_to_part"] is None

@@ -238,8 +238,9 @@ def test_a_worker_killed_during_a_sweep_loses_no_finished_case(client, one_by_on
     assert list(table["status"]) == ["solved"] * 3
     row = table.set_index("case_id").loc[crash]
     assert row["worker"].split(":")[-1] != marker.read_text()   # solved by another process
-    for mass, lap in zip(table["mass.total"], table["lap_time_s"]):
-        assert lap == pytest.approx(one_by_one[mass], rel=1e-9)
+    for mass, lap, src in zip(table["mass.total"], table["lap_time_s"], table["warm_start_from"]):
+        # a warm-started case ends within IPOPT's tolerance of the cold start's point
+        assert lap == pytest.approx(one_by_one[mass], rel=1e-9 if src == -1 else 1e-6)
     assert len(list((out / "rows").glob("*.parquet"))) == 3
     assert not list((out / "rows").glob("*.tmp"))            # no half-written row
 
@@ -266,7 +267,8 @@ def test_a_case_whose_workers_keep_dying_is_a_lost_row_that_resume_runs_again(cl
                   plots=False, resume=True, **JOB)
     assert said[0].startswith("sweep of 2 cases (1 already finished, 1 to run)"), said
     assert list(table["status"]) == ["solved", "solved"]
-    assert table["lap_time_s"][1] == pytest.approx(one_by_one[250.0], rel=1e-9)
+    warm = table["warm_start_from"][1] != -1       # a warm start ends within IPOPT's tolerance
+    assert table["lap_time_s"][1] == pytest.approx(one_by_one[250.0], rel=1e-6 if warm else 1e-9)
 
 
 @pytest.mark.integration
@@ -286,7 +288,9 @@ def test_resume_runs_only_what_is_missing(client, tmp_path):
     assert sum(line.startswith("[") for line in said) == 2
     assert kept.stat().st_mtime_ns == stamp                  # not run again
     assert list(table["status"]) == ["solved"] * 3
-    assert table["lap_time_s"].tolist()[:2] == pytest.approx(first["lap_time_s"].tolist(), rel=1e-9)
+    for k in (0, 1):        # a case started from another (warm) ends within IPOPT's tolerance
+        warm = table["warm_start_from"][k] != -1 or first["warm_start_from"][k] != -1
+        assert table["lap_time_s"][k] == pytest.approx(first["lap_time_s"][k], rel=1e-6 if warm else 1e-9)
     said.clear()
     again = sweep(["mass.total=240,250,260"], out=out, client=client, echo=said.append,
                   plots=False, resume=True, **JOB)

@@ -127,6 +127,10 @@ OCP_CONFIG.declare("mesh_lateral_rate", ConfigValue(default=0.25, domain=FiniteF
 OCP_CONFIG.declare("mesh_longitudinal_rate", ConfigValue(default=0.5, domain=FiniteFloat(0.0, True, "a positive rate in m/s^2 per m"),
                    description="adaptive mesh: the same for the longitudinal acceleration "
                                "[m/s^2 per m]"))
+OCP_CONFIG.declare("mesh_curvature_rate", ConfigValue(default=5e-4, domain=FiniteFloat(0.0, True, "a positive rate in 1/m^2"),
+                   description="adaptive mesh: rate of change of the track's curvature along the "
+                               "track above which elements are split (hairpins, where the car "
+                               "turns fast at low speed) [1/m^2]"))
 OCP_CONFIG.declare("mesh_max_split", ConfigValue(default=3, domain=IntBetween(1, 10),
                    description="adaptive mesh: most parts an element_length is split into"))
 OCP_CONFIG.declare("mesh_coarsen", ConfigValue(default=2.0, domain=FiniteFloat(1.0, False, "a factor >= 1"),
@@ -163,6 +167,9 @@ OCP_CONFIG.declare("K_force_rate", ConfigValue(default=3e-8, domain=NonNegativeF
                                "integral of (d f_xa/dq1)^2 + (d f_xb/dq1)^2 dq1 [s m/N^2]"))
 OCP_CONFIG.declare("K_delta", ConfigValue(default=1.0, domain=NonNegativeFloat,
                    description="weight of the steering-jump penalty sum (delta_{i+1}-delta_i)^2 [s/rad^2], eq (41)"))
+OCP_CONFIG.declare("K_force", ConfigValue(default=0.0, domain=NonNegativeFloat,
+                   description="weight of the force-jump penalty sum (f_{i+1}-f_i)^2 over f_xa and "
+                               "f_xb [s/N^2], eq (41) of the journal paper (0: not added)"))
 OCP_CONFIG.declare("K_f", ConfigValue(default=1e-5, domain=NonNegativeFloat,
                    description="weight of the complementarity penalty mean(-f_xa f_xb) [s/N^2], eq (41)"))
 OCP_CONFIG.declare("v_min", ConfigValue(default=5.0, domain=NonNegativeFloat,

@@ -123,6 +123,7 @@ def sector_mesh(track, cfg, vehicle=None):
                 v0 = entry_speed(track, vehicle, cfg, _V_MAX)
             bounds = np.round(adaptive_boundaries(track, vehicle, cfg.start, L, cfg.periodic, cfg,
                                                   v_start=v0), 6)
+            bounds[0], bounds[-1] = 0.0, L        # exactly the sector's ends (not rounded)
             cfg.nfe = len(bounds) - 1
             return L, bounds
         cfg.nfe = max(2, int(math.ceil(L / cfg.element_length - 1e-9)))
@@ -215,22 +216,16 @@ def _set_new(comp, index, value):
 
 
 def pyomo_units():
-    """Pyomo's units (``pyomo.environ.units``), on first use backed by a pint registry that
-    keeps its parsed unit definitions in pint's disk cache (``<cache>/pint``, see
-    :func:`pyomo_lap.util.casadi_compile.cache_dir`): building pint's registry from its definition
-    file took 0.29 s of every model build, from the cache 0.02 s. The registry and the units
-    are pint's defaults either way."""
-    units = pyo.units
-    if type(units).__name__ == "_DeferredUnitsSingleton":    # not used yet in this process
-        try:
-            import pint
+    """Pyomo's units (``pyomo.environ.units``), backed by pint's default registry, which Pyomo
+    creates on first use.
 
-            from ..util.casadi_compile import cache_dir
-            folder = cache_dir() / "pint"
-            folder.mkdir(parents=True, exist_ok=True)
-            units.set_pint_registry(pint.UnitRegistry(cache_folder=str(folder)))
-        except Exception:   # pint's own default registry is created on first use instead
-            pass
+    No disk cache of pint's parsed definitions is used. pint's cache (``cache_folder``)
+    pickles into a folder and loads whatever pickle it finds there: a file cut short by an
+    interrupted run broke every later run, and a pickle planted there runs code. It saved
+    0.11 s once per process (building the registry: 0.13 s without the cache, 0.02 s with
+    it, measured on the development machine), about 15 % of building the default job's model
+    with a warm cache and 3 % of its whole run: not worth a pickle loaded from disk. Pickles
+    that earlier versions left in ``<cache>/pint`` are never read."""
     return pyo.units
 
 
@@ -268,7 +263,15 @@ def add_objective(m, cfg) -> None:
     m.K_f = pyo.Param(initialize=cfg.K_f, units=u.s / u.N ** 2,
                       doc="weight of the complementarity penalty [s/N^2], eq (41)")
     total = m.lap_time + m.K_delta * m.steer_penalty + m.K_f * m.complementarity_penalty
-    if control_states(cfg):
+    if cfg.K_force > 0:
+        m.force_penalty = pyo.Expression(
+            expr=sum((m.f_xa[b] - m.f_xa[a]) ** 2 + (m.f_xb[b] - m.f_xb[a]) ** 2
+                     for a, b in zip(ctrl_pts[:-1], ctrl_pts[1:])),
+            doc="force jumps between control values [N^2], eq (41)")
+        m.K_force = pyo.Param(initialize=cfg.K_force, units=u.s / u.N ** 2,
+                              doc="weight of the force-jump penalty [s/N^2], eq (41)")
+        total = total + m.K_force * m.force_penalty
+    if control_states(cfg, m):
         total = total + _add_rate_penalties(m, cfg)
     m.objective = pyo.Objective(expr=total, sense=pyo.minimize)
 
@@ -307,11 +310,15 @@ def _add_rate_penalties(m, cfg):
     [s m/rad^2] and ``m.K_force_rate`` [s m/N^2]; returns their weighted sum [s]."""
     u = pyo.units
     w = quadrature_weights(m)
+    m.quadrature_weight = pyo.Param(list(w), initialize=w, units=u.m,
+                                    doc="weight of each collocation point in the quadrature of "
+                                        "an integral over the sector [m]")
+    wq = m.quadrature_weight
     m.steer_rate_penalty = pyo.Expression(
-        expr=sum(wk * m.ddelta_ds[s] ** 2 for s, wk in w.items()),
+        expr=sum(wq[s] * m.ddelta_ds[s] ** 2 for s in w),
         doc="integral of (d delta/ds)^2 over the sector [rad^2/m]")
     m.force_rate_penalty = pyo.Expression(
-        expr=sum(wk * (m.df_xa_ds[s] ** 2 + m.df_xb_ds[s] ** 2) for s, wk in w.items()),
+        expr=sum(wq[s] * (m.df_xa_ds[s] ** 2 + m.df_xb_ds[s] ** 2) for s in w),
         doc="integral of (d f_xa/ds)^2 + (d f_xb/ds)^2 over the sector [N^2/m]")
     m.K_delta_rate = pyo.Param(initialize=cfg.K_delta_rate, units=u.s * u.m / u.rad ** 2,
                                doc="weight of the steering-rate penalty [s m/rad^2]")
@@ -355,7 +362,7 @@ def discretize_on_track(m, track, vehicle, cfg, length: float, controls) -> tupl
     ValueError
         The track is narrower than the car plus margins somewhere (the message says where).
     """
-    if cfg.piecewise_constant_controls and control_states(cfg):
+    if cfg.piecewise_constant_controls and control_states(cfg, m):
         raise ValueError("piecewise_constant_controls = True needs control_form = 'point': "
                          "controls that are states are continuous along the track")
     disc = pyo.TransformationFactory("dae.collocation")
@@ -472,7 +479,7 @@ def add_boundary_conditions(m, track, vehicle, cfg, states, rates, controls) -> 
     """
     sigma = sorted(m.s)
     first, last = sigma[0], sigma[-1]
-    smooth = control_states(cfg)
+    smooth = control_states(cfg, m)
     if not smooth:
         m.controls_at_start = pyo.Constraint(tuple(controls), rule=lambda m, c:
                                              m.component(c)[first] == m.component(c)[sigma[1]])
@@ -533,7 +540,7 @@ def finish_build(m, track, vehicle, cfg, states, rates, controls, set_scaling, t
     add_boundary_conditions(m, track, vehicle, cfg, states, rates, controls)
     add_objective(m, cfg)
     set_scaling(m)
-    if control_states(cfg):
+    if control_states(cfg, m):
         scale_control_rates(m, controls)
     update_problem(m, build_time_s=time.perf_counter() - t0)
     return m
@@ -559,7 +566,7 @@ def initialize_control_rates(m, controls=CAR_CONTROLS) -> None:
     """Values of the controls' derivatives ``m.d<c>_ds`` (``control_form = "state"``) from the
     controls' values at the points (second-order finite differences in ``s``); nothing when
     the controls are not states."""
-    if not control_states(m.problem.options):
+    if not control_states(m.problem.options, m):
         return
     sigma = np.array(sorted(m.s))
     for c in controls:
@@ -606,9 +613,15 @@ def add_car_controls(m, vehicle, cfg=None) -> None:
 
 
 
-def control_states(cfg) -> bool:
-    """Whether the controls are differential states in ``q1`` (``cfg.control_form == "state"``)."""
-    return getattr(cfg, "control_form", "point") == "state"
+def control_states(cfg, m=None) -> bool:
+    """Whether the controls are differential states in ``q1``: ``cfg.control_form == "state"``
+    and, given a model ``m``, the model declared their derivatives ``m.d<c>_ds`` (a vehicle model
+    that declares its own controls without them, such as the worked example
+    :mod:`pyomo_lap.ocp.point_mass`, keeps a value at every point)."""
+    if getattr(cfg, "control_form", "point") != "state":
+        return False
+    return m is None or all(m.component(f"d{c}_ds") is not None for c in CAR_CONTROLS
+                            if m.component(c) is not None)
 
 
 def car_control_bounds(vehicle) -> dict:

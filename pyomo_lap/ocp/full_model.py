@@ -41,13 +41,15 @@ from ..spatial.chain import TrackJoint
 from .initialize import cold_start_profile
 from ..vehicle.numeric import CarFunctions, track_vector
 from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, car_control_bounds,
+                     control_states, scale_control_rates,
                      discretize_on_track, entry_speed, finish_build, new_sector_model, _Namer,
                      scale_variables, set_bounds, set_track_limits, track_limits, _set_new)
 from .vehicle_model import VehicleModel, update_problem
 
 __all__ = ["FULL_MODEL", "STATE_NAMES", "RATE_NAMES", "build_full_model", "initialize_full_model",
            "record_point_rows", "point_row_list", "rows_on_tape", "adherence_rows", "PointRows", "RowFamily",
-           "add_recorded_rows", "set_full_vehicle", "VehicleStructureError", "load_bounds"]
+           "add_recorded_rows", "set_full_vehicle", "VehicleStructureError", "load_bounds",
+           "add_channel_expressions", "CHANNEL_EXPRESSIONS"]
 
 STATE_NAMES = ("q2", "q3", "q4", "q5", "q6")
 RATE_NAMES = ("q1_dot", "q2_dot", "q3_dot", "q4_dot", "q5_dot", "q6_dot")
@@ -802,10 +804,93 @@ def build_full_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[fl
     add_point_rows(m, record_point_rows(p, chain, cfg), chain, tp, sigma, idx, cfg, progress,
                    lift=cfg.lift)
 
+    add_channel_expressions(m)
+
     # ---- boundary conditions (the zero heave, pitch and roll accelerations of a settled
     # start are the recorded rows 'settled_start') --------------------------------------------
     # ---- and the objective (41), the scaling, the build time -----------------------------------
     return finish_build(m, track, p, cfg, STATE_NAMES, RATE_NAMES, veh.CONTROLS, _set_scaling, t0)
+
+
+CHANNEL_EXPRESSIONS = ("speed", "a_x", "a_y", "alpha_1", "alpha_2", "f_11x", "f_12x", "f_21x",
+                       "f_22x", "f_11y", "f_12y", "f_21y", "f_22y")
+"""The named channels on a full model, ``m.<name>[s]`` (:func:`add_channel_expressions`); the
+vertical loads are the variables ``m.f_11z`` ... ``m.f_22z``."""
+
+
+def add_channel_expressions(m) -> None:
+    r"""The channels a user writes constraints and objectives on, as named ``Expression``
+    components indexed by ``m.s`` (the same quantities, in SI units, as the columns of the
+    same name of ``trajectory.csv``; ``pyomo-lap channels`` describes each):
+
+    * ``m.speed`` [m/s]: speed of O3, :math:`\sqrt{v_{3x}^2 + v_{3y}^2}` (not ``q1_dot``, the
+      rate along the centreline, which differs from it by the lateral offset and yaw);
+    * ``m.a_x``, ``m.a_y`` [m/s^2]: acceleration of O3 in {B3} without gravity, + forward,
+      + left (:func:`pyomo_lap.vehicle.car.o3_acceleration`);
+    * ``m.alpha_1``, ``m.alpha_2`` [rad]: slip angles of the front and rear axle, eq (33);
+    * ``m.f_11x`` ... ``m.f_22x``, ``m.f_11y`` ... ``m.f_22y`` [N]: longitudinal and lateral
+      tyre forces (wheel ``ij``: axle ``i`` = 1 front, 2 rear; side ``j`` = 1 left, 2 right),
+      eqs (32), (34).
+
+    They reuse the named expressions of the rows (``m.car.V3_k``, ``m.car.a3_k``,
+    ``m.car.alpha_1`` ...): no equation is written twice. The car's numbers in them are the
+    mutable parameters ``m.car.gravity`` [m/s^2], ``m.car.f_11x_share`` and
+    ``m.car.f_21x_share`` [-] (:func:`set_full_vehicle` sets them).
+    """
+    from ..spatial import lie
+    from ..spatial.backend import cos, sin, sqrt
+    p = m.problem.vehicle
+    joints = m.problem.track_joints
+    sigma = sorted(m.s)
+    idx = {s: i for i, s in enumerate(sigma)}
+    car = m.car
+    car.gravity = pyo.Param(initialize=p.gravity, mutable=True,
+                            doc="gravity of the named accelerations m.a_x, m.a_y [m/s^2]")
+
+    def named(prefix, k, s):
+        comp = car.component(f"{prefix}_{k}")
+        return comp[s] if comp is not None and s in comp else 0.0
+
+    def v3(s):
+        return [named("V3", k, s) for k in range(6)]
+
+    done = {}
+
+    def acc(s):
+        if s not in done:
+            R = joints[idx[s]].R
+            q3 = m.q3[s]
+            R03 = lie.matmul3(R, lie.rot_axis(2, cos(q3), sin(q3)))
+            a3 = [named("a3", k, s) for k in range(3)]
+            done.clear()
+            done[s] = veh.o3_acceleration(v3(s), a3, R03[2], car.gravity)
+        return done[s]
+
+    m.speed = pyo.Expression(m.s, rule=lambda m, s: sqrt(named("V3", 0, s) ** 2 + named("V3", 1, s) ** 2),
+                             doc="speed of O3, sqrt(v_3x^2 + v_3y^2) [m/s]")
+    m.a_x = pyo.Expression(m.s, rule=lambda m, s: acc(s)[0],
+                           doc="longitudinal acceleration of O3 in {B3} without gravity, + forward [m/s^2]")
+    m.a_y = pyo.Expression(m.s, rule=lambda m, s: acc(s)[1],
+                           doc="lateral acceleration of O3 in {B3} without gravity, + left [m/s^2]")
+    for axle in ("1", "2"):
+        m.add_component(f"alpha_{axle}", pyo.Expression(
+            m.s, rule=lambda m, s, a=axle: car.component(f"alpha_{a}")[s],
+            doc=f"slip angle of the {'front' if axle == '1' else 'rear'} axle, eq (33) [rad]"))
+    car.f_11x_share = pyo.Param(initialize=0.5 * p.brake_ratio, mutable=True,
+                                doc="share of f_xb on each front wheel, k_b / 2 [-], eq (34)")
+    car.f_21x_share = pyo.Param(initialize=0.5 * (1.0 - p.brake_ratio), mutable=True,
+                                doc="share of f_xb on each rear wheel, (1 - k_b) / 2 [-], eq (34)")
+    for w in WHEELS:
+        where = f"{'front' if w[0] == '1' else 'rear'}-{'left' if w[1] == '1' else 'right'}"
+        if w[0] == "1":
+            rule = (lambda m, s: car.f_11x_share * m.f_xb[s])
+        else:
+            rule = (lambda m, s: car.f_21x_share * m.f_xb[s] + 0.5 * m.f_xa[s])
+        m.add_component(f"f_{w}x", pyo.Expression(
+            m.s, rule=rule, doc=f"longitudinal tyre force, {where} wheel, eq (34) [N]"))
+        m.add_component(f"f_{w}y", pyo.Expression(
+            m.s, rule=lambda m, s, w=w: car.component(f"f_{w}y")[s],
+            doc=f"lateral tyre force, {where} wheel, eq (32) [N]"))
 
 
 def load_bounds(p) -> dict:
@@ -906,9 +991,15 @@ def set_full_vehicle(m, vehicle: veh.VehicleParameters) -> None:
     update_problem(m, vehicle=p, chain=chain, point_rows=rec, initial_speed=v0)
     set_bounds(m, {**car_control_bounds(p), **load_bounds(p)})
     set_track_limits(m, limits, idx)
+    if m.car.component("gravity") is not None:       # the named channels' numbers
+        m.car.gravity.set_value(p.gravity)
+        m.car.f_11x_share.set_value(0.5 * p.brake_ratio)
+        m.car.f_21x_share.set_value(0.5 * (1.0 - p.brake_ratio))
     if v0 is not None:
         m.q1_dot[first].fix(v0)
     _set_scaling(m)
+    if control_states(cfg, m):
+        scale_control_rates(m, veh.CONTROLS)
     update_problem(m, build_time_s=time.perf_counter() - t0, dae_time_s=0.0)
 
 

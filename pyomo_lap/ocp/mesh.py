@@ -23,7 +23,9 @@ reference rate (OCP options ``mesh_lateral_rate`` :math:`g_y`, ``mesh_longitudin
 about that much). Where :math:`g > 1` the element is :math:`h / k` long with
 :math:`k = \lceil\sqrt{g}\,\rceil \le` ``mesh_max_split`` (the residual of a channel between
 collocation points falls as :math:`h^2`); where :math:`g < 1/2` everywhere within 30 m
-("calm": straights and steady corners) it is :math:`h \cdot` ``mesh_coarsen``; elsewhere
+and the track is straight (curvature below :data:`STRAIGHT_CURVATURE`) within 30 m ("calm":
+straights; never a corner, where the optimal car brakes, turns in and accelerates out tens of
+metres away from where the quasi-steady profile does) it is :math:`h \cdot` ``mesh_coarsen``; elsewhere
 :math:`h` (``element_length``). On the default job this gives 198 elements where the
 uniform mesh has 200; the zig-zag count of every checked channel falls to zero (README,
 "Channels").
@@ -39,13 +41,19 @@ import math
 
 import numpy as np
 
-__all__ = ["adaptive_boundaries", "mesh_indicator", "CALM_WINDOW_M", "SPREAD_M"]
+__all__ = ["adaptive_boundaries", "mesh_indicator", "CALM_WINDOW_M", "SPREAD_M",
+           "STRAIGHT_CURVATURE"]
 
 SPREAD_M = 10.0
 """Half-width of the window over which the indicator takes its largest value [m]."""
 
 CALM_WINDOW_M = 30.0
-"""Half-width of the window that must be calm (indicator below 1/2) for a coarse element [m]."""
+"""Half-width of the window that must be calm (indicator below 1/2, track straight) for a
+coarse element [m]."""
+
+STRAIGHT_CURVATURE = 1.0 / 1000.0
+"""Curvature [1/m] below which the track counts as straight for a coarse element (a radius of
+1 km: 2 m/s^2 at 160 km/h); the calm measure is ``|kappa|`` over this, times 1/2."""
 
 
 def mesh_indicator(track, vehicle, start: float, length: float, closed: bool, cfg,
@@ -81,12 +89,18 @@ def mesh_indicator(track, vehicle, start: float, length: float, closed: bool, cf
                            v_min=cfg.v_min)
     a_y = v ** 2 * tp.omega[:, 2]
     a_x = v * np.gradient(v, grid)
-    g = np.maximum(np.abs(np.gradient(a_y, grid)) / cfg.mesh_lateral_rate,
-                   np.abs(np.gradient(a_x, grid)) / cfg.mesh_longitudinal_rate)
+    g = np.maximum.reduce([np.abs(np.gradient(a_y, grid)) / cfg.mesh_lateral_rate,
+                           np.abs(np.gradient(a_x, grid)) / cfg.mesh_longitudinal_rate,
+                           np.abs(np.gradient(tp.omega[:, 2], grid)) / cfg.mesh_curvature_rate])
     step = grid[1] - grid[0]
     mode = "wrap" if closed else "nearest"
     near = maximum_filter1d(g, 2 * int(round(SPREAD_M / step)) + 1, mode=mode)
-    calm = maximum_filter1d(near, 2 * int(round(CALM_WINDOW_M / step)) + 1, mode=mode)
+    # calm: the indicator small and the track straight (|kappa| below STRAIGHT_CURVATURE) all
+    # within CALM_WINDOW_M; a corner is never calm: where the optimal car brakes, turns in
+    # and accelerates out of it differs from the quasi-steady profile by tens of metres
+    window = 2 * int(round(CALM_WINDOW_M / step)) + 1
+    curved = maximum_filter1d(np.abs(tp.omega[:, 2]), window, mode=mode) / STRAIGHT_CURVATURE
+    calm = np.maximum(maximum_filter1d(near, window, mode=mode), 0.5 * curved)
     return grid, near, calm
 
 

@@ -9,9 +9,11 @@ dynamics. Two measures of how far it is from doing so:
   polynomial :math:`x_j(s)` through the element's start and its collocation points (exactly
   the polynomial pyomo.dae's Lagrange collocation uses). At Gauss points between the
   collocation points the algebraic loop is solved at :math:`x_j(s)` with the element's
-  controls :math:`u_j(s)` (the polynomial of degree ``ncp - 1`` through the controls at the
-  element's collocation points, :class:`pyomo_lap.post.simulate.CollocationControls`: a constant
-  for piecewise-constant controls), and the residual of the spatial DAE (39)
+  controls :math:`u_j(s)` (controls that are states, OCP option ``control_form = "state"``:
+  the polynomial through the element's start and collocation points, like the states;
+  ``control_form = "point"``: the polynomial of degree ``ncp - 1`` through the controls at
+  the element's collocation points, :class:`pyomo_lap.post.simulate.CollocationControls`, a
+  constant for piecewise-constant controls), and the residual of the spatial DAE (39)
 
   .. math::
       r_i(s) = \frac{dx_{j,i}}{ds}(s) - \frac{f_i(x_j(s), u_j(s), z(s))}{\dot q_1(s)}
@@ -127,8 +129,12 @@ def _lagrange(nodes: np.ndarray, xi: np.ndarray):
     return L, dL
 
 
-def _from_source(source, ncp, scheme, start):
-    """Trajectory DataFrame, ncp, scheme and start from a model or a DataFrame."""
+def _from_source(source, ncp, scheme, start, interpolation=None):
+    """Trajectory DataFrame, ncp, scheme, start and the controls' interpolation
+    (``'state'`` or ``'polynomial'``) from a model or a DataFrame."""
+    if interpolation not in (None, "auto", "polynomial", "constant", "state"):
+        raise ValueError(f"interpolation = {interpolation!r}: expected 'auto', 'polynomial', "
+                         "'constant' or 'state'")
     if isinstance(source, pd.DataFrame):
         df = source
         if start is None:
@@ -136,17 +142,22 @@ def _from_source(source, ncp, scheme, start):
         if ncp is None:
             counts = np.bincount(df["element"].to_numpy().astype(int))
             ncp = int(counts[1]) if scheme == "LAGRANGE-RADAU" else int(counts[1]) - 1
-        return df, ncp, scheme, start
+        return df, ncp, scheme, start, "state" if interpolation == "state" else "polynomial"
     from .results import trajectory_dataframe
     m = source
-    return (trajectory_dataframe(m), m.problem.options.ncp, m.problem.options.scheme,
-            m.problem.options.start if start is None else start)
+    opts = m.problem.options
+    if interpolation is None:
+        interpolation = "state" if getattr(opts, "control_form", "point") == "state" else "polynomial"
+    return (trajectory_dataframe(m), opts.ncp, opts.scheme,
+            opts.start if start is None else start,
+            "state" if interpolation == "state" else "polynomial")
 
 
 def collocation_defects(source, track, vehicle, *, ncp: Optional[int] = None,
                         scheme: str = "LAGRANGE-RADAU", start: Optional[float] = None,
                         n_gauss: Optional[int] = None, shooting: bool = False,
-                        car: Optional[CarFunctions] = None) -> DefectReport:
+                        car: Optional[CarFunctions] = None,
+                        interpolation: Optional[str] = None) -> DefectReport:
     r"""Residual of the dynamics of a collocation solution between its collocation points.
 
     Parameters
@@ -170,6 +181,13 @@ def collocation_defects(source, track, vehicle, *, ncp: Optional[int] = None,
         Also integrate each element in time from its start (local error by shooting; about
         10-20 ms per element).
     car : CarFunctions, optional
+    interpolation : {'state', 'polynomial', 'auto', 'constant'}, optional
+        The controls between the points: ``'state'``, the polynomial through the element's
+        start and collocation points (controls that are states, OCP option
+        ``control_form = "state"``); any other value, the polynomial through the
+        collocation points only (``control_form = "point"``; a constant for constant
+        controls). Default: a model's ``control_form``; ``'polynomial'`` for a table (whose
+        ``summary.json`` says it under ``ocp_options``).
 
     Returns
     -------
@@ -178,12 +196,15 @@ def collocation_defects(source, track, vehicle, *, ncp: Optional[int] = None,
     Raises
     ------
     ValueError
-        Unknown scheme, or a trajectory whose elements do not have the expected points.
+        Unknown scheme or interpolation, or a trajectory whose elements do not have the
+        expected points.
     """
+    from .simulate import element_points
     t0 = time.perf_counter()
     if scheme not in ("LAGRANGE-RADAU", "LAGRANGE-LEGENDRE"):
         raise ValueError(f"scheme = {scheme!r}: expected 'LAGRANGE-RADAU' or 'LAGRANGE-LEGENDRE'")
-    df, ncp, scheme, start = _from_source(source, ncp, scheme, start)
+    df, ncp, scheme, start, interpolation = _from_source(source, ncp, scheme, start, interpolation)
+    state_controls = interpolation == "state"
     car = car or CarFunctions(vehicle)
     n = 6
     el = df["element"].to_numpy().astype(int)
@@ -208,10 +229,10 @@ def collocation_defects(source, track, vehicle, *, ncp: Optional[int] = None,
 
     # the points of each element, and where to evaluate
     eval_s, eval_el, starts, node_sets = [], [], [], []
+    groups = element_points(el, s, scheme)
     for j in range(1, N + 1):
         idx = np.flatnonzero(el == j)
-        i0 = idx[0] - 1                                     # the element's start (previous end)
-        pts = idx if scheme == "LAGRANGE-RADAU" else idx[:-1]
+        i0, pts = groups[j - 1]                             # the element's start (previous end)
         if len(pts) != ncp:
             raise ValueError(f"element {j} has {len(pts)} collocation points, expected ncp = {ncp}")
         nodes = np.r_[i0, pts]
@@ -239,9 +260,13 @@ def collocation_defects(source, track, vehicle, *, ncp: Optional[int] = None,
         L, dL = _lagrange(xi_nodes, gx)
         xs = L @ Xn
         dxs = dL @ Xn / h
-        # the controls between the collocation points: their polynomial (degree ncp - 1)
-        Lu, _ = _lagrange(xi_nodes[1:], gx)
-        us = Lu @ U[nodes[1:]]
+        # the controls between the collocation points: as the states (controls that are
+        # states), else the polynomial through the collocation values (degree ncp - 1)
+        if state_controls:
+            us = L @ U[nodes]
+        else:
+            Lu, _ = _lagrange(xi_nodes[1:], gx)
+            us = Lu @ U[nodes[1:]]
         res = np.zeros((ng, len(DEFECT_STATES)))
         zg = Z[nodes[1]]
         for g in range(ng):
@@ -261,13 +286,13 @@ def collocation_defects(source, track, vehicle, *, ncp: Optional[int] = None,
         rows_el.append(row)
     elements = pd.DataFrame(rows_el)
     if shooting:
-        _shooting(elements, df, track, vehicle, car, start, node_sets, el)
+        _shooting(elements, df, track, vehicle, car, start, node_sets, el, state_controls)
     return DefectReport(elements=elements, points=pd.DataFrame(rows_pt),
                         node_residual=dict(zip(DEFECT_STATES, node_res)), weights=weights,
                         wall_time_s=time.perf_counter() - t0)
 
 
-def _shooting(elements, df, track, vehicle, car, start, node_sets, el):
+def _shooting(elements, df, track, vehicle, car, start, node_sets, el, state_controls=False):
     from .simulate import CollocationControls, simulate
     s = df["s_sector"].to_numpy(float)
     U = df[["f_xa", "f_xb", "delta"]].to_numpy(float)
@@ -277,7 +302,9 @@ def _shooting(elements, df, track, vehicle, car, start, node_sets, el):
         i1 = np.flatnonzero(el == j)[-1]
         r0, r1 = df.iloc[i0], df.iloc[i1]
         x0 = np.r_[start + s[i0], [r0[f"q{k}"] for k in range(2, 7)], [r0[f"q{k}_dot"] for k in range(1, 7)]]
-        pts = node_sets[j - 1][1:]            # the element's collocation points
+        # the nodes of the element's control polynomial: start and collocation points
+        # (controls that are states), or the collocation points
+        pts = node_sets[j - 1] if state_controls else node_sets[j - 1][1:]
         ctl = CollocationControls("s", [start + s[i0] - 1.0, start + s[i1] + 1.0],
                                   [start + s[pts]], [U[pts]])
         try:
@@ -301,8 +328,9 @@ def initialize_from_collocation(new, old, car: Optional[CarFunctions] = None) ->
     derivative variables from the old collocation polynomials (so on a split element the new
     collocation equations hold exactly and the dynamics residual at the new points is the old
     solution's defect), controls from the old element's control polynomial (through its
-    collocation values; constant for piecewise-constant controls), and the algebraic loop
-    solved at every new point. Better than linear interpolation
+    collocation values; constant for piecewise-constant controls; controls that are states,
+    ``control_form = "state"``, like the states, with their derivatives), and the algebraic
+    loop solved at every new point. Better than linear interpolation
     (:func:`pyomo_lap.ocp.initialize.initialize_from_solution`) inside split elements, where it
     would break the collocation equations.
 
@@ -324,6 +352,7 @@ def initialize_from_collocation(new, old, car: Optional[CarFunctions] = None) ->
     import pyomo.environ as pyo
 
     from ..ocp.build import RATE_NAMES, STATE_NAMES
+    from ..ocp.common import control_states
     from ..vehicle.car import ALGEBRAIC, CONTROLS
     for mm in (new, old):
         if mm.problem.options.scheme != "LAGRANGE-RADAU" or mm.problem.options.model != "full":
@@ -335,11 +364,14 @@ def initialize_from_collocation(new, old, car: Optional[CarFunctions] = None) ->
     fe = np.array(sorted(old.s.get_finite_elements()))
     sn = np.array(sorted(new.s))
     diff = STATE_NAMES + RATE_NAMES + ("t",)
+    # controls that are states (in both models) are interpolated as the states
+    cdiff = tuple(CONTROLS) if (control_states(old.problem.options)
+                                and control_states(new.problem.options)) else ()
     vals = {n: np.array([pyo.value(old.component(n)[x]) for x in so]) for n in diff + CONTROLS + ALGEBRAIC}
     elem_of_old = np.maximum(np.searchsorted(fe, so, side="left"), 1)
     elem_of_new = np.maximum(np.searchsorted(fe, sn - 1e-9, side="left"), 1)
     out = {n: np.zeros(len(sn)) for n in diff + CONTROLS + ALGEBRAIC}
-    dout = {n: np.zeros(len(sn)) for n in diff}
+    dout = {n: np.zeros(len(sn)) for n in diff + cdiff}
     for j in np.unique(elem_of_new):
         pts = np.flatnonzero(elem_of_old == j)
         pts = pts[so[pts] > fe[j - 1] + 1e-12]
@@ -347,12 +379,13 @@ def initialize_from_collocation(new, old, car: Optional[CarFunctions] = None) ->
         a, h = fe[j - 1], fe[j] - fe[j - 1]
         here = np.flatnonzero(elem_of_new == j)
         L, dL = _lagrange((so[nodes] - a) / h, (sn[here] - a) / h)
-        for n in diff:
+        for n in diff + cdiff:
             out[n][here] = L @ vals[n][nodes]
             dout[n][here] = dL @ vals[n][nodes] / h
         Lu, _ = _lagrange((so[pts] - a) / h, (sn[here] - a) / h)
         for n in CONTROLS:
-            out[n][here] = Lu @ vals[n][pts]
+            if n not in cdiff:
+                out[n][here] = Lu @ vals[n][pts]
         for n in ALGEBRAIC:
             out[n][here] = np.interp(sn[here], so, vals[n])
     tv = track_vectors(new.problem.track_points)
@@ -372,7 +405,7 @@ def initialize_from_collocation(new, old, car: Optional[CarFunctions] = None) ->
         for i, x in enumerate(sn):
             if not var[x].fixed:
                 var[x].set_value(float(out[n][i]), skip_validation=True)
-    for n in diff:
+    for n in diff + cdiff:
         dv = new.component(f"d{n}_ds")
         for i, x in enumerate(sn):
             dv[x].set_value(float(dout[n][i]), skip_validation=True)

@@ -54,6 +54,7 @@ PYNUMERO_HINT = ("the numerical checks need PyNumero's ASL library (libpynumero_
                  "does) or get it with `idaes get-extensions`")
 
 UNIT_CHECKED_COMPONENTS = ("ode_q", "ode_t", "controls_at_start", "periodic", "lap_time",
+                           "steer_rate_penalty", "force_rate_penalty", "force_penalty",
                            "steer_penalty", "complementarity_penalty", "objective")
 """Components of the model whose units :func:`check_units` asserts consistent."""
 
@@ -75,8 +76,10 @@ def square_up(m) -> list:
 
     Fixes the controls ``f_xa``, ``f_xb``, ``delta`` at the first collocation point of every
     finite element (with piecewise-constant controls the other points follow by Pyomo's
-    interpolation constraints, the value at ``s = 0`` by ``controls_at_start``) and, on an open
-    sector, the entry position ``q2`` and yaw ``q3`` that the optimizer may choose.
+    interpolation constraints, the value at ``s = 0`` by ``controls_at_start``) or, when the
+    controls are states (``control_form = "state"``), their rates ``d<c>_ds`` at every
+    collocation point and their values at ``s = 0``; and, on an open sector, the entry position
+    ``q2`` and yaw ``q3`` that the optimizer may choose.
 
     Returns
     -------
@@ -90,9 +93,16 @@ def square_up(m) -> list:
     if not m.problem.options.piecewise_constant_controls:
         ctrl_pts = sigma[1:]
     fixed = []
+    from ..ocp.common import control_states
     for name in ("f_xa", "f_xb", "delta"):
         var = m.component(name)
-        for s in ctrl_pts:
+        pts = ctrl_pts
+        if control_states(m.problem.options, m):
+            var, pts = m.component(f"d{name}_ds"), sigma[1:]
+            if not m.problem.options.periodic and not m.component(name)[sigma[0]].fixed:
+                m.component(name)[sigma[0]].fix()
+                fixed.append(m.component(name)[sigma[0]])
+        for s in pts:
             if not var[s].fixed:
                 var[s].fix()
                 fixed.append(var[s])

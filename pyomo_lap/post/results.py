@@ -10,57 +10,43 @@ points at once (:meth:`pyomo_lap.spatial.tape.Tape.evaluate`).
 """
 from __future__ import annotations
 
+import datetime
+import glob
+import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyomo.environ as pyo
 
-from ..spatial import lie
 from ..vehicle import car as veh
+from . import channels as _channels
 from ..ocp.build import RATE_NAMES, STATE_NAMES
 
 __all__ = ["trajectory_dataframe", "UNITS", "write_results", "read_trajectory", "check_output_dir",
            "sector_times", "TRACK_COLUMNS", "read_summary", "read_parquet_units",
            "sensitivity_sheet", "read_sensitivities", "SENSITIVITY_HEADERS",
-           "solution_arrays", "load_solution", "SOLUTION_FILE"]
+           "solution_arrays", "load_solution", "SOLUTION_FILE", "MANIFEST", "read_manifest",
+           "check_results_folder", "record_files", "output_lock", "OutputLock",
+           "OutputBusyError", "FolderNotReplaceableError"]
 
 SOLUTION_FILE = "solution.npz"
 """The file of a results folder that holds the values of every variable of the solved model
 (:func:`solution_arrays`), to start another solve of the same job from
 (:func:`load_solution`, the job option ``warm_start_from``)."""
 
-UNITS = {
-    "s": "m", "s_sector": "m", "t": "s", "q1": "m", "q2": "m", "q3": "rad", "q4": "m",
-    "q5": "rad", "q6": "rad", "q1_dot": "m/s", "q2_dot": "m/s", "q3_dot": "rad/s",
-    "q4_dot": "m/s", "q5_dot": "rad/s", "q6_dot": "rad/s",
-    "q1_ddot": "m/s^2", "q2_ddot": "m/s^2", "q3_ddot": "rad/s^2", "q4_ddot": "m/s^2",
-    "q5_ddot": "rad/s^2", "q6_ddot": "rad/s^2",
-    "f_xa": "N", "f_xb": "N", "delta": "rad",
-    "f_11z": "N", "f_12z": "N", "f_21z": "N", "f_22z": "N", "f_3x": "N", "f_3y": "N", "m_3z": "N m",
-    "v_3x": "m/s", "v_3y": "m/s", "omega_3z": "rad/s", "speed": "m/s", "speed_kmh": "km/h",
-    "a_x": "m/s^2", "a_y": "m/s^2", "a_z": "m/s^2", "a_t": "m/s^2",
-    "delta_rate": "rad/s", "f_xa_rate": "N/s", "f_xb_rate": "N/s",
-    "alpha_1": "rad", "alpha_2": "rad",
-    "f_11x": "N", "f_12x": "N", "f_21x": "N", "f_22x": "N",
-    "f_11y": "N", "f_12y": "N", "f_21y": "N", "f_22y": "N",
-    "f_3z": "N", "m_3x": "N m", "m_3y": "N m", "f_drag": "N", "f_down": "N", "power": "W",
-    "x_vip": "m", "y_vip": "m", "z_vip": "m", "x_spine": "m", "y_spine": "m", "z_spine": "m",
-    "width_left": "m", "width_right": "m", "Omega_x": "1/m", "Omega_y": "1/m", "Omega_z": "1/m",
-    "load_residual_max": "N", "element": "-",
-    "v_point_mass": "m/s", "t_point_mass": "s",
-    # the multibody car (pyomo_lap.ocp.multibody): carrier travels, wheel-centre heights,
-    # suspension joint forces, Magic Formula peak and angle
-    **{f"z{w}{k}": u for w in ("11", "12", "21", "22")
-       for k, u in (("", "m"), ("_dot", "m/s"), ("_ddot", "m/s^2"))},
-    **{f"{c}_{w}": u for w in ("11", "12", "21", "22")
-       for c, u in (("zc", "m"), ("spring", "N"), ("jack", "N"), ("D", "N"), ("theta", "rad"))},
-}
-"""Unit of every channel of :func:`trajectory_dataframe`."""
+# the unit of every channel lives with its meaning in the channel dictionary (one table;
+# pyomo_lap.post.channels imports nothing from here, so the workbook can use it)
+UNITS = _channels.UNITS
+"""Unit of every channel of :func:`trajectory_dataframe` (the same object as
+:data:`pyomo_lap.post.channels.UNITS`, where the units are declared with the meanings)."""
 
 
 _VALUE_NAMES = STATE_NAMES + RATE_NAMES + ("t",) + veh.CONTROLS + veh.ALGEBRAIC
@@ -106,7 +92,6 @@ def _channel_tape(p, chain, general: bool = False) -> _ChannelTape:
     and ``dJ[k]`` (k = 0..2) of the track joint.
     """
     from ..spatial import tape as tape_mod
-    from ..spatial.backend import add, mul, sub
     from ..spatial.chain import TrackJoint
 
     try:
@@ -137,10 +122,8 @@ def _channel_tape(p, chain, general: bool = False) -> _ChannelTape:
         z = [v[k] for k in veh.ALGEBRAIC]
         e = veh.car_equations(p, chain, tj, q, qd, u, z)
         # acceleration of O3 without gravity: vdot + w x v - R03^T g (g = [0, 0, gravity])
-        V3, Vd3 = e.kin.V[3], e.aba.Vdot[3]
-        wxv = lie.cross(V3[3:], V3[:3])
         R03 = e.kin.posture(0, 3)[0]
-        acc = [sub(add(Vd3[k], wxv[k]), mul(R03[2][k], p.gravity)) for k in range(3)]
+        acc = veh.o3_acceleration(e.kin.V[3], e.aba.Vdot[3], R03[2], p.gravity)
         info["channel_names"] = list(e.channels)
         groups = {"channels": list(e.channels.values()), "qdd": list(e.qdd[:6]), "acc": acc,
                   "vip": list(e.kin.posture(0, 6)[1]), "load_residuals": list(e.load_residuals)}
@@ -265,7 +248,10 @@ def trajectory_dataframe(m, progress=None) -> pd.DataFrame:
     """
     vm = getattr(getattr(m, "problem", None), "vehicle_model", None)
     if vm is not None and vm.trajectory is not None:   # the model's own table (single-track)
-        return vm.trajectory(m)
+        df = vm.trajectory(m)
+        _add_derived_channels(m, df)
+        cols = [c for c in UNITS if c in df.columns] + [c for c in df.columns if c not in UNITS]
+        return df[cols]
     from ..util.gc_pause import gc_paused
     from ..vehicle.speed_profile import quasi_steady_speed
     # the collector's full passes walk every object of the model (~1.3 s per pass for 600
@@ -409,49 +395,424 @@ def read_summary(path) -> dict:
     return json.loads(path.read_text())
 
 
-def _is_replaceable(folder: Path) -> bool:
-    """A folder may be replaced only if it is empty or holds earlier pyomo_lap results."""
-    if not folder.exists():
-        return True
-    if not folder.is_dir():
-        return False
-    entries = list(folder.iterdir())
-    if not entries:
-        return True
-    summary = folder / "summary.json"
-    if not summary.exists():
-        return False
+MANIFEST = ".pyomo_lap_manifest.json"
+"""The file of a results folder that lists what pyomo_lap wrote there (JSON): ``format``,
+``pyomo_lap_version``, ``created_utc`` and ``files``, ``relative path -> {"sha256", "size",
+"by"}`` (``by``: ``"solve"`` for the files of :func:`write_results`, ``"plot"`` for the
+figures :func:`pyomo_lap.post.plots.plot_results` wrote into the folder). It is written last:
+a folder without it is not a finished export. A later export into the folder replaces only
+what it lists (:func:`check_output_dir`)."""
+
+RESULTS_FILES = ("summary.json", "trajectory.csv", "trajectory.parquet", "results.xlsx",
+                 SOLUTION_FILE)
+"""The files :func:`write_results` writes (``solution.npz`` when given a solution)."""
+
+VALIDATION_FILES = ("validation.json", "defects.csv", "validation_defects.png",
+                    "validation_replay.png")
+"""The files ``pyomo-lap validate`` writes into a results folder (not in its manifest): taken
+as pyomo_lap's by name, at the top of the folder, and replaced with the rest."""
+
+_LEGACY_FILES = RESULTS_FILES + VALIDATION_FILES
+"""What a results folder written before the manifest existed may hold to be replaced."""
+
+_STALE_AFTER_S = 3600.0
+"""Age [s] after which a temporary folder without a process id in its name (written by a
+pyomo_lap older than the manifest) is taken as left by a stopped run."""
+
+
+class FolderNotReplaceableError(ValueError):
+    """The output folder holds something pyomo_lap did not write (nothing was touched)."""
+
+
+class OutputBusyError(ValueError):
+    """Another pyomo-lap run holds the lock on the output folder (nothing was touched)."""
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _file_entry(path: Path, by: str) -> dict:
+    return {"sha256": _sha256(path), "size": path.stat().st_size, "by": by}
+
+
+def read_manifest(folder) -> dict | None:
+    """The :data:`MANIFEST` of a folder (a dict with ``files``), or None when it has none or
+    it cannot be read."""
     try:
-        return "pyomo_lap_version" in json.loads(summary.read_text())
+        manifest = json.loads((Path(folder) / MANIFEST).read_text())
     except (OSError, ValueError):
+        return None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
+        return None
+    return manifest
+
+
+def _write_manifest(folder: Path, manifest: dict) -> None:
+    """Write the manifest of ``folder`` atomically (a temporary file, then a rename)."""
+    tmp = folder / f"{MANIFEST}.tmp-{os.getpid()}"
+    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    os.replace(tmp, folder / MANIFEST)
+
+
+def record_files(folder, paths, by: str = "plot") -> list:
+    """Add files written into a results folder after the export (the figures of
+    :func:`pyomo_lap.post.plots.plot_results`) to its :data:`MANIFEST`, so that the next
+    export into the folder replaces them with the rest.
+
+    Parameters
+    ----------
+    folder : str or Path
+        A results folder with a manifest (without one, nothing is recorded).
+    paths : iterable of str or Path
+        Files inside ``folder`` (others are skipped).
+    by : str
+        Who wrote them (``"plot"``).
+
+    Returns
+    -------
+    list of str
+        The relative paths recorded.
+    """
+    folder = Path(folder).resolve()
+    manifest = read_manifest(folder)
+    if manifest is None:
+        return []
+    done = []
+    for p in paths:
+        p = Path(p).resolve()
+        try:
+            rel = p.relative_to(folder).as_posix()
+        except ValueError:
+            continue
+        if p.is_file():
+            manifest["files"][rel] = _file_entry(p, by)
+            done.append(rel)
+    if done:
+        _write_manifest(folder, manifest)
+    return done
+
+
+def _entries(folder: Path) -> list:
+    """``(relative path, kind)`` of everything under ``folder``, sorted; kind is ``"file"``,
+    ``"dir"`` or ``"other"`` (links, sockets ...; links are not followed)."""
+    out = []
+    for root, dirs, files in os.walk(folder):
+        r = Path(root)
+        for name in dirs + files:
+            p = r / name
+            kind = ("other" if p.is_symlink() else "dir" if p.is_dir()
+                    else "file" if p.is_file() else "other")
+            out.append((p.relative_to(folder).as_posix(), kind))
+    return sorted(out)
+
+
+def _foreign_entry(folder: Path, hashes: bool = True):
+    """The first thing in ``folder`` that pyomo_lap did not write, as ``(relative path,
+    note)``, or None when the folder may be replaced (missing, empty, or holding only what its
+    :data:`MANIFEST` lists, with the recorded SHA-256, and the files of
+    :data:`VALIDATION_FILES`; without a manifest, only the files of a results folder of an
+    earlier pyomo_lap, with a ``summary.json`` naming its version). ``hashes=False``: names
+    only."""
+    if not folder.exists():
+        return None
+    entries = _entries(folder)
+    manifest = read_manifest(folder)
+    if manifest is None:
+        for rel, kind in entries:
+            if kind != "file" or rel not in _LEGACY_FILES:
+                return rel, None
+        if not entries:
+            return None
+        try:
+            ok = "pyomo_lap_version" in json.loads((folder / "summary.json").read_text())
+        except (OSError, ValueError, TypeError):
+            ok = False
+        return None if ok else (entries[0][0], f"and no {MANIFEST} nor a summary.json naming "
+                                               "a pyomo_lap version")
+    listed = manifest["files"]
+    dirs = {parent.as_posix() for rel in listed for parent in Path(rel).parents} - {"."}
+    for rel, kind in entries:
+        if rel == MANIFEST or (kind == "file" and rel.startswith(MANIFEST + ".tmp-")):
+            continue
+        if kind == "dir" and rel in dirs:
+            continue
+        if kind == "file" and rel in listed:
+            entry = listed[rel]
+            if hashes and (not isinstance(entry, dict)
+                           or (folder / rel).stat().st_size != entry.get("size")
+                           or _sha256(folder / rel) != entry.get("sha256")):
+                return rel, "changed since pyomo_lap wrote it"
+            continue
+        if kind == "file" and rel in VALIDATION_FILES:
+            continue
+        return rel, None
+    return None
+
+
+def _refuse_foreign(folder: Path, what: str, hashes: bool = True) -> None:
+    """Raise :class:`FolderNotReplaceableError` naming ``folder`` and the first thing in it
+    that pyomo_lap did not write (:func:`_foreign_entry`)."""
+    if folder.exists() and not folder.is_dir():
+        raise FolderNotReplaceableError(f"{what} is a file; choose another --out (nothing was "
+                                        "touched)")
+    found = _foreign_entry(folder, hashes=hashes)
+    if found is not None:
+        rel, note = found
+        raise FolderNotReplaceableError(
+            f"{what} holds files that are not pyomo_lap results ({rel!r} first"
+            + (f", {note}" if note else "") + "): move them out or choose another --out "
+            "(nothing was touched)")
+
+
+def _running(pid: int) -> bool:
+    """Whether a process ``pid`` exists (on Windows: always taken as running)."""
+    if os.name == "nt":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
         return False
+    except PermissionError:
+        return True
+    except (OverflowError, OSError, ValueError):
+        return False
+    return True
 
 
-def check_output_dir(out_dir) -> Path:
-    """Check before any work that results can be written to ``out_dir``.
+def _remove_results_folder(folder: Path) -> bool:
+    """Remove a folder of pyomo_lap's files only (:func:`_foreign_entry`; files first, then
+    the folders left empty); True if it is gone, False if it holds something else (kept)."""
+    if _foreign_entry(folder, hashes=False) is not None:
+        return False
+    for rel, kind in reversed(_entries(folder)):
+        p = folder / rel
+        try:
+            p.rmdir() if kind == "dir" else p.unlink()
+        except OSError:
+            pass
+    try:
+        folder.rmdir()
+    except OSError:
+        return False
+    return True
+
+
+def _recover(out_dir: Path, echo) -> None:
+    """Clean up after runs into ``out_dir`` that were stopped (SIGKILL, power loss) while
+    exporting; called with the lock on ``out_dir`` held.
+
+    For ``out_dir`` and ``<out_dir>.failed``: a ``.NAME.old-PID`` folder (the earlier results,
+    moved aside by a run killed before it moved the new ones in) of a process that is not
+    running is moved back to ``NAME`` when ``NAME`` is missing, and removed when ``NAME`` holds
+    newer results (kept, and named, when it holds anything pyomo_lap did not write);
+    ``.NAME.tmp-PID-*`` folders (unfinished exports) of processes that are not running are
+    removed (those named without a process id, by a pyomo_lap older than the manifest, once
+    they are an hour old). Each action is said through ``echo``.
+    """
+    parent = out_dir.parent
+    removed = []
+    for name in (out_dir.name, out_dir.name + ".failed"):
+        target = parent / name
+        prefix = f".{name}.old-"
+        olds = [p for p in parent.glob(glob.escape(prefix) + "*")
+                if p.is_dir() and p.name[len(prefix):].isdigit()]
+        for old in sorted(olds, key=lambda p: p.stat().st_mtime, reverse=True):
+            pid = int(old.name[len(prefix):])
+            if _running(pid):
+                continue
+            if not target.exists():
+                os.replace(old, target)
+                echo(f"restored {target} from {old.name}: a pyomo-lap run (pid {pid}) was "
+                     "stopped while replacing it and had left the earlier results there")
+            elif _remove_results_folder(old):
+                removed.append(old.name)
+            else:
+                found = _foreign_entry(old, hashes=False)
+                echo(f"kept {old}: earlier results of {name} moved aside by a stopped "
+                     f"pyomo-lap run (pid {pid}), holding {found[0]!r}, which pyomo_lap did "
+                     "not write; move out what you need and remove it")
+        prefix = f".{name}.tmp-"
+        for tmp in parent.glob(glob.escape(prefix) + "*"):
+            if not tmp.is_dir() or tmp.is_symlink():
+                continue
+            m = re.fullmatch(r"(\d+)-.+", tmp.name[len(prefix):])
+            if m is not None:
+                if _running(int(m.group(1))):
+                    continue
+            elif time.time() - tmp.stat().st_mtime < _STALE_AFTER_S:
+                continue
+            shutil.rmtree(tmp, ignore_errors=True)
+            if not tmp.exists():
+                removed.append(tmp.name)
+    if removed:
+        echo(f"removed {len(removed)} folder{'s' if len(removed) > 1 else ''} left next to "
+             f"{out_dir} by stopped pyomo-lap runs: {', '.join(sorted(removed))}")
+
+
+# ---- the lock on an output folder --------------------------------------------------------------
+
+_HELD: dict = {}
+"""``lock file path -> [filelock.FileLock, count, thread id]``: the locks this process holds
+(taken again by the same thread, a lock is counted, not taken twice)."""
+_HELD_GUARD = threading.Lock()
+
+
+def _lock_file(folder: Path) -> Path:
+    """``.NAME.lock`` next to the folder ``NAME`` (the same for ``NAME.failed``)."""
+    name = folder.name[:-len(".failed")] if folder.name.endswith(".failed") else folder.name
+    return folder.parent / f".{name}.lock"
+
+
+class OutputLock:
+    """The lock on a results folder ``NAME`` (and ``NAME.failed``) held while a run writes
+    into it: an OS file lock (:mod:`filelock`, ``flock``) on ``.NAME.lock`` next to it, which
+    holds the process id of its holder. A lock is released when its process ends, however it
+    ends: the lock file of a killed run does not block (it is taken over and removed).
+
+    Taken again by the thread that holds it, the lock is counted (reentrant); another thread
+    or process is refused at once (:class:`OutputBusyError`). Use as a context manager, or
+    :meth:`acquire` / :meth:`release`.
+
+    Parameters
+    ----------
+    folder : str or Path
+        The results folder.
+    """
+
+    def __init__(self, folder):
+        self.folder = Path(folder).expanduser().resolve()
+        self.path = _lock_file(self.folder)
+        self._count = 0
+
+    def _busy(self, pid) -> OutputBusyError:
+        return OutputBusyError(f"another pyomo-lap run is writing into {self.folder} (pid {pid}); "
+                               "wait for it to finish or choose another --out (nothing was "
+                               "touched)")
+
+    def acquire(self) -> "OutputLock":
+        """Take the lock (at once, or :class:`OutputBusyError`); returns self.
+
+        Raises
+        ------
+        OutputBusyError (a ValueError)
+            Another process, or another thread of this one, holds it.
+        OSError
+            The lock file cannot be created (the folder's parent is missing or read-only).
+        """
+        from filelock import FileLock, Timeout
+        key, me = str(self.path), threading.get_ident()
+        with _HELD_GUARD:
+            held = _HELD.get(key)
+            if held is not None:
+                if held[2] != me:
+                    raise self._busy(os.getpid())
+                held[1] += 1
+                self._count += 1
+                return self
+            lock = FileLock(key, timeout=0)
+            try:
+                lock.acquire()
+            except Timeout:
+                try:
+                    pid = int(self.path.read_text().strip())
+                except (OSError, ValueError):
+                    pid = "unknown"
+                raise self._busy(pid) from None
+            try:
+                self.path.write_text(f"{os.getpid()}\n")
+            except OSError:
+                pass
+            _HELD[key] = [lock, 1, me]
+            self._count += 1
+        return self
+
+    def release(self) -> None:
+        """Give back one :meth:`acquire`; the last one removes the lock file and unlocks."""
+        if self._count <= 0:
+            return
+        key = str(self.path)
+        with _HELD_GUARD:
+            self._count -= 1
+            held = _HELD.get(key)
+            if held is None:
+                return
+            held[1] -= 1
+            if held[1] > 0:
+                return
+            del _HELD[key]
+            try:
+                self.path.unlink()       # while still locked: no other run holds this file
+            except OSError:
+                pass
+            held[0].release()
+
+    def __enter__(self) -> "OutputLock":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def output_lock(folder) -> OutputLock:
+    """The :class:`OutputLock` of a results folder (not yet taken)."""
+    return OutputLock(folder)
+
+
+def check_output_dir(out_dir, echo=None, hold: list | None = None) -> Path:
+    """Check before any work that results can be written to ``out_dir``, and clean up after
+    earlier runs into it that were stopped (:func:`_recover`).
+
+    ``out_dir`` (and ``<out_dir>.failed``, where a failed run keeps its partial results) may
+    be replaced only when missing, empty, or holding only what pyomo_lap wrote there: the
+    files its :data:`MANIFEST` lists, unchanged (SHA-256), and those of
+    :data:`VALIDATION_FILES`; a folder written before the manifest existed only when it holds
+    nothing but the files of a results folder (:data:`RESULTS_FILES`,
+    :data:`VALIDATION_FILES`) and a ``summary.json`` naming a pyomo_lap version.
+
+    Parameters
+    ----------
+    out_dir : str or Path
+    echo : callable, optional
+        What was cleaned up or restored (one line each).
+    hold : list, optional
+        Given, the lock on ``out_dir`` (:class:`OutputLock`) is taken before the folder is
+        looked at and kept: appended to ``hold``, for the caller to release. Without it, the
+        lock is taken for the check only.
+
+    Returns
+    -------
+    Path
+        ``out_dir``, absolute.
 
     Raises
     ------
+    FolderNotReplaceableError (a ValueError)
+        ``out_dir`` or ``<out_dir>.failed`` holds something pyomo_lap did not write (the
+        message names the first); it is never touched.
+    OutputBusyError (a ValueError)
+        Another run is writing into ``out_dir``.
     ValueError
-        ``out_dir`` (or ``<out_dir>.failed``) has no name (``.``, ``/``), or exists and
-        holds files that are not pyomo_lap results (they are never deleted).
+        ``out_dir`` has no name (``.``, ``/``) or is a file.
     OSError
         Its parent folder cannot be created or written (the message names it).
     """
+    echo = echo or (lambda *_: None)
     out_dir = Path(out_dir).expanduser().resolve()
     if not out_dir.name:
         raise ValueError(f"output folder {str(out_dir)!r} has no name; give a folder such as 'results'")
     if out_dir.exists() and not out_dir.is_dir():
         raise ValueError(f"output folder {str(out_dir)!r} is a file; choose another --out "
                          "(nothing was touched)")
-    if out_dir.exists() and not _is_replaceable(out_dir):
-        raise ValueError(f"output folder {str(out_dir)!r} exists and holds files that are not "
-                         "pyomo_lap results; choose another --out (nothing was touched)")
     failed = out_dir.with_name(out_dir.name + ".failed")
-    if failed.exists() and not _is_replaceable(failed):
-        raise ValueError(f"{str(failed)!r} (where a failed run keeps its partial results) exists "
-                         "and holds files that are not pyomo_lap results; move it or choose "
-                         "another --out (nothing was touched)")
+    what = {out_dir: f"output folder {str(out_dir)!r}",
+            failed: f"{str(failed)!r} (where a failed run keeps its partial results)"}
+    for folder in (out_dir, failed):      # by name first: said even where nothing can be written
+        _refuse_foreign(folder, what[folder], hashes=False)
     parent = out_dir.parent
     blocker = next((a for a in [parent, *parent.parents] if a.exists()), None)
     if blocker is not None and not blocker.is_dir():
@@ -463,7 +824,52 @@ def check_output_dir(out_dir) -> Path:
         probe.rmdir()
     except OSError as exc:
         raise OSError(f"cannot write results next to {str(out_dir)!r}: {exc.strerror or exc}") from None
+    lock = output_lock(out_dir).acquire()
+    try:
+        _recover(out_dir, echo)
+        for folder in (out_dir, failed):
+            _refuse_foreign(folder, what[folder])
+    except BaseException:
+        lock.release()
+        raise
+    if hold is not None:
+        hold.append(lock)
+    else:
+        lock.release()
     return out_dir
+
+
+def check_results_folder(folder) -> Path:
+    """Check that ``folder`` holds the complete results of a run: a :data:`MANIFEST` (written
+    last by :func:`write_results`) and every file of the export it lists. ``pyomo-lap plot``,
+    ``compare`` and ``validate`` take nothing else (an unfinished export, a folder of an
+    earlier pyomo_lap, a folder made by hand).
+
+    Returns
+    -------
+    Path
+        ``folder``.
+
+    Raises
+    ------
+    ValueError
+        One line naming the folder and what is missing.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ValueError(f"{folder}: no such folder; expected a results folder of `pyomo-lap solve`")
+    manifest = read_manifest(folder)
+    if manifest is None:
+        raise ValueError(f"{folder} is not a complete results folder of `pyomo-lap solve`: it has "
+                         f"no {MANIFEST}, the list of the files of a finished export (summary.json, "
+                         "trajectory.*, results.xlsx), which this version writes last; solve again")
+    missing = [rel for rel, e in manifest["files"].items()
+               if (e.get("by", "solve") if isinstance(e, dict) else "solve") == "solve"
+               and not (folder / rel).is_file()]
+    if missing:
+        raise ValueError(f"{folder} is not a complete results folder of `pyomo-lap solve`: "
+                         f"{missing[0]}, listed in its {MANIFEST}, is missing; solve again")
+    return folder
 
 
 def solution_arrays(m) -> dict:
@@ -542,15 +948,26 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
     ``solution.npz``, given ``solution``)
     atomically.
 
-    The files are written into a temporary folder next to ``out_dir`` and moved into place
-    only when complete; an existing ``out_dir`` is replaced only then, and only if it is empty
-    or holds earlier pyomo_lap results (anything else is refused, never deleted). With
+    The files are written into a temporary folder next to ``out_dir``
+    (``.NAME.tmp-PID-*``), with the :data:`MANIFEST` (their paths and SHA-256) last, and
+    moved into place only when complete: an existing ``out_dir`` is moved aside
+    (``.NAME.old-PID``), the new folder moved in, and the old one removed. Should the process
+    die between the two moves, the next run into ``out_dir`` moves the old folder back
+    (:func:`check_output_dir`). An existing ``out_dir`` is replaced only if it holds nothing
+    but what pyomo_lap wrote there (:func:`check_output_dir`; anything else is refused, never
+    deleted). The lock on ``out_dir`` (:class:`OutputLock`) is held throughout. With
     ``partial=True`` (a failed solve) nothing existing is touched: the files go to
     ``<out_dir>.failed`` and the summary says ``"partial": true``.
 
+    Every text in the workbook (names, descriptions and paths from the input files included)
+    is a text cell, never a formula or a link.
+
     ``results.xlsx`` has the sheets ``summary`` (one row per quantity, grouped as inputs,
     provenance, solver, results, with the sector times), ``channels`` (one row per point, units
-    in the headers), ``sectors`` (:func:`sector_times`), ``vehicle`` (all parameters),
+    in the headers; each header cell carries a comment with the channel's meaning, sign and
+    source), ``channel_dictionary`` (the entry of every column present,
+    :func:`pyomo_lap.post.channels.channel_table`: name, unit, meaning, sign, source, wheel),
+    ``sectors`` (:func:`sector_times`), ``vehicle`` (all parameters),
     ``track`` (the track at every point: :data:`TRACK_COLUMNS`), ``quality`` (when the summary
     has ``channel_quality``: the zig-zag counts and the speed consistency of the channels,
     :func:`pyomo_lap.post.quality.quality_table`), ``sensitivities`` (when the
@@ -585,17 +1002,34 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
 
     Raises
     ------
-    ValueError
-        The destination exists and is not a pyomo_lap results folder.
+    FolderNotReplaceableError (a ValueError)
+        The destination holds something pyomo_lap did not write (nothing was written).
+    OutputBusyError (a ValueError)
+        Another run is writing into ``out_dir``.
     OSError
         The destination cannot be written (the message names it).
     """
     echo = echo or (lambda *_: None)
-    out_dir = check_output_dir(out_dir)
+    held = []
+    out_dir = check_output_dir(out_dir, echo=echo, hold=held)    # locked from here on
+    try:
+        return _write_locked(out_dir, df, summary, vehicle_params, partial, n_sectors, echo,
+                             solution)
+    finally:
+        for lock in held:
+            lock.release()
+
+
+_XLSX_OPTIONS = {"strings_to_formulas": False, "strings_to_urls": False,
+                 "strings_to_numbers": False}
+"""xlsxwriter's workbook options for ``results.xlsx``: every string a text cell (a vehicle
+description ``=HYPERLINK(...)`` stays text)."""
+
+
+def _write_locked(out_dir: Path, df, summary, vehicle_params, partial, n_sectors, echo,
+                  solution) -> Path:
+    """The export of :func:`write_results` into a checked ``out_dir`` whose lock is held."""
     target = out_dir.with_name(out_dir.name + ".failed") if partial else out_dir
-    if target.exists() and not _is_replaceable(target):
-        raise ValueError(f"{str(target)!r} exists and holds files that are not pyomo_lap results; "
-                         "nothing was written")
     parent = target.parent
     summary = dict(summary, partial=bool(partial))
     from .. import __version__
@@ -605,7 +1039,7 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
                else pd.DataFrame())
     if "sectors" not in summary and len(sectors):
         summary["sectors"] = sector_records(sectors)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-{os.getpid()}-", dir=parent))
     try:
         os.chmod(tmp, 0o755)
         echo("  writing trajectory.csv")
@@ -617,9 +1051,15 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
         if solution is not None:
             np.savez(tmp / SOLUTION_FILE, **solution)
         echo("  writing results.xlsx")
-        with pd.ExcelWriter(tmp / "results.xlsx", engine="xlsxwriter") as xw:
+        with pd.ExcelWriter(tmp / "results.xlsx", engine="xlsxwriter",
+                            engine_kwargs={"options": dict(_XLSX_OPTIONS)}) as xw:
             _summary_sheet(summary).to_excel(xw, sheet_name="summary", index=False)
-            _write_rows(xw, "channels", _with_units(df))
+            known = [c for c in df.columns if c in _channels.CHANNELS]
+            _write_rows(xw, "channels", _with_units(df),
+                        comments=[_channels.CHANNELS[c].note() if c in _channels.CHANNELS
+                                  else None for c in df.columns])
+            _channels.channel_table(known).to_excel(xw, sheet_name="channel_dictionary",
+                                                    index=False)
             sectors.to_excel(xw, sheet_name="sectors", index=False)
             if vehicle_params:
                 pd.DataFrame({"parameter": list(vehicle_params),
@@ -635,7 +1075,14 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
             if summary.get("sensitivities"):
                 sensitivity_sheet(summary["sensitivities"]).to_excel(
                     xw, sheet_name="sensitivities", index=False)
+        files = {p.name: _file_entry(p, "solve") for p in sorted(tmp.iterdir()) if p.is_file()}
+        (tmp / MANIFEST).write_text(json.dumps(
+            {"format": 1, "pyomo_lap_version": __version__, "files": files,
+             "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                 timespec="seconds")}, indent=1, sort_keys=True))       # last: complete
         old = parent / f".{target.name}.old-{os.getpid()}"
+        if old.exists():                # left by an earlier export of this process
+            _remove_results_folder(old)
         try:
             if target.exists():
                 os.replace(target, old)
@@ -644,7 +1091,9 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
             if old.exists() and not target.exists():
                 os.replace(old, target)   # put the earlier results back
             raise
-        shutil.rmtree(old, ignore_errors=True)
+        if old.exists() and not _remove_results_folder(old):
+            echo(f"kept {old}: the earlier results of {target.name}, since it now holds "
+                 "something pyomo_lap did not write; move out what you need and remove it")
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -664,13 +1113,20 @@ _SUMMARY_GROUPS = (
 )
 
 
-def _write_rows(xw, name: str, frame: pd.DataFrame) -> None:
+def _write_rows(xw, name: str, frame: pd.DataFrame, comments=None) -> None:
     """A sheet of a large table, written row by row with xlsxwriter (a header row of the
     column names, no index; empty cells for missing values, as ``DataFrame.to_excel``):
     ``to_excel`` writes cell by cell through pandas' formatter and took 5 s for a full lap's
-    4000 rows and 85 channels, this 1.5 s."""
+    4000 rows and 85 channels, this 1.5 s.
+
+    ``comments``: optional texts, one per column (None or "" for none), put as cell comments
+    on the header row (the channels' meanings, :meth:`pyomo_lap.post.channels.Channel.note`;
+    one comment per column, so the writing time does not grow with the rows)."""
     ws = xw.book.add_worksheet(name)
     ws.write_row(0, 0, [str(c) for c in frame.columns])
+    for j, text in enumerate(comments or ()):
+        if text:
+            ws.write_comment(0, j, text, {"width": 360, "height": 16 * (len(text) // 48 + 2)})
     values = frame.astype(object).where(frame.notna(), None).to_numpy().tolist()
     for i, row in enumerate(values, start=1):
         ws.write_row(i, 0, row)

@@ -686,7 +686,10 @@ def finite_difference(m, parameter: str, rel_step: float = 1e-3, solver: str = "
     opts = dict(FD_SOLVER_OPTIONS if options is None else options)
     cfg = prob.options.value()
     cfg.pop("model", None)
-    cfg["nfe"] = None if cfg.get("element_boundaries") is not None else cfg["nfe"]
+    # the same mesh: its element boundaries (an adaptive mesh would be placed anew for the
+    # perturbed car)
+    cfg["nfe"] = None
+    cfg["element_boundaries"] = tuple(float(b) for b in sorted(m.s.get_finite_elements()))
     out = {"h": h, "objective": [], "lap_time": [], "iterations": []}
     for sign in (-1, 1):
         mp = build_model(prob.track, _vehicle_with(p, parameter, value + sign * h),

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Dict, Optional, Sequence
 
 import numpy as np
-from pyomo.common.config import ConfigValue, In, NonNegativeInt
+from pyomo.common.config import Bool, ConfigValue, In, NonNegativeInt
 from pyomo.contrib.solver.common.base import Availability, SolverBase
 from pyomo.contrib.solver.common.config import SolverConfig
 from pyomo.contrib.solver.common.factory import SolverFactory
@@ -44,7 +44,8 @@ from pyomo.contrib.solver.common.solution_loader import SolutionLoader
 from pyomo.contrib.solver.common.util import NoSolutionError
 from pyomo.core.staleflag import StaleFlagManager
 
-__all__ = ["LapIpopt", "LAP_IPOPT_OPTIONS", "SOLVER_NAME"]
+__all__ = ["LapIpopt", "LAP_IPOPT_OPTIONS", "SOLVER_NAME", "IPOPT_LOG_PREFIX",
+           "remove_stale_ipopt_logs"]
 
 SOLVER_NAME = "lap_ipopt"
 
@@ -57,6 +58,55 @@ LAP_IPOPT_OPTIONS = {
     "max_iter": 3000,
 }
 """IPOPT options of :class:`LapIpopt` unless the caller overrides them (see the README)."""
+
+IPOPT_LOG_PREFIX = "pyomo_lap_ipopt_"
+"""IPOPT's log file of a solve, in the temporary folder, is ``<prefix><pid>_<random>.log``
+(removed after the solve; those of killed processes by :func:`remove_stale_ipopt_logs`)."""
+
+
+def _process_running(pid: int) -> bool:
+    """Whether a process ``pid`` exists (on Windows: always taken as running)."""
+    if os.name == "nt":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except (OverflowError, OSError, ValueError):
+        return False
+    return True
+
+
+def remove_stale_ipopt_logs(directory=None) -> list:
+    """Remove the IPOPT log files (``pyomo_lap_ipopt_<pid>_*.log``) of processes that are no
+    longer running (killed by SIGKILL during a solve), from ``directory`` (default: the
+    temporary folder, :func:`tempfile.gettempdir`). Called at the start of every solve.
+
+    Returns
+    -------
+    list of Path
+        The files removed.
+    """
+    import re
+    folder = Path(directory) if directory is not None else Path(tempfile.gettempdir())
+    removed = []
+    try:
+        candidates = list(folder.glob(IPOPT_LOG_PREFIX + "*.log"))
+    except OSError:
+        return removed
+    for f in sorted(candidates):
+        m = re.fullmatch(re.escape(IPOPT_LOG_PREFIX) + r"(\d+)_.*\.log", f.name)
+        if m is None or _process_running(int(m.group(1))):
+            continue
+        try:
+            f.unlink()
+            removed.append(f)
+        except OSError:
+            pass
+    return removed
+
 
 # IPOPT return status -> (termination condition, solution status, EXIT line of the log)
 _STATUS = {
@@ -127,6 +177,20 @@ def _tuned_process(enabled: bool = True):
                 pass
 
 
+def _verify_points(value):
+    """Domain of ``verify_points``: ``"all"`` or an integer >= 0 (``"8"`` and 8.0 too)."""
+    if value == "all":
+        return value
+    if not isinstance(value, bool):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = None
+        if number is not None and number.is_integer() and number >= 0:
+            return int(number)
+    raise ValueError(f"expected 'all' or an integer >= 0, not {value!r}")
+
+
 class LapIpoptConfig(SolverConfig):
     """Options of :class:`LapIpopt` (besides Pyomo's common solver options)."""
 
@@ -139,16 +203,16 @@ class LapIpoptConfig(SolverConfig):
             description="how the per-point functions run: 'compile' to machine code (cached), "
                         "'vm' in CasADi's virtual machine, 'auto' compile when a C compiler is found"))
         self.verify_points = self.declare("verify_points", ConfigValue(
-            default=8, domain=lambda v: v if v == "all" else int(v),
+            default=8, domain=_verify_points,
             description="points at which the recorded rows are checked against the model's "
                         "expressions before the solve, or 'all'"))
         self.eliminate_derivatives: bool = self.declare("eliminate_derivatives", ConfigValue(
-            default=True, domain=bool,
+            default=True, domain=Bool,
             description="eliminate pyomo.dae's derivative variables and their collocation "
                         "equations before IPOPT sees the problem (pyomo_lap.solvers.lap_nlp.ReducedNLP): "
                         "the same solutions and duals, a third fewer unknowns in the KKT system"))
         self.tune_process: bool = self.declare("tune_process", ConfigValue(
-            default=True, domain=bool,
+            default=True, domain=Bool,
             description="during the solve, keep freed memory in the allocator and run the BLAS "
                         "on one thread (see pyomo_lap.solvers.lap_solver._tuned_process)"))
         self.eval_threads: int = self.declare("eval_threads", ConfigValue(
@@ -323,7 +387,8 @@ class LapIpopt(SolverBase):
         options.setdefault("sb", "yes")     # no banner
         for key, val in options.items():
             prob.add_option(key, val)
-        fd, logfile = tempfile.mkstemp(prefix="pyomo_lap_ipopt_", suffix=".log")
+        remove_stale_ipopt_logs()
+        fd, logfile = tempfile.mkstemp(prefix=f"{IPOPT_LOG_PREFIX}{os.getpid()}_", suffix=".log")
         os.close(fd)
         prob.set_output_file(logfile, print_level=max(print_level, 5))
         t_solve = time.perf_counter()

@@ -42,7 +42,8 @@ from .schema import VehicleFileError, VehicleParameters, read_vehicle_file
 
 __all__ = ["VehicleParameters", "VehicleFileError", "load_vehicle", "available_vehicles", "models_dir",
            "CarEquations", "car_equations", "tyre_lateral_force", "tyre_lateral_angle", "peak_force",
-           "build_chain", "aero_forces", "ALGEBRAIC", "CONTROLS", "solve_loop", "solve_algebraic"]
+           "build_chain", "aero_forces", "ALGEBRAIC", "CONTROLS", "solve_loop", "solve_algebraic",
+           "o3_acceleration"]
 
 ALGEBRAIC = ("f_11z", "f_12z", "f_21z", "f_22z", "f_3x", "f_3y", "m_3z")
 """Names of the seven algebraic variables z of sec. 4 (N, N, N, N, N, N, N m)."""
@@ -312,6 +313,36 @@ def car_equations(p: VehicleParameters, chain: chain_mod.Chain, track: chain_mod
         channels[f"theta_{w}"] = th
     return CarEquations(qdd=res.qdd, load_residuals=load_res, inplane_residuals=inplane,
                         channels=channels, kin=kin, aba=res)
+
+
+def o3_acceleration(V3, Vdot3, R03_row_z, gravity) -> list:
+    r"""Acceleration of O3 (origin of body 3, the unsprung body at road level) in {B3}, without
+    gravity: :math:`\dot v + \omega \times v - R_{0,3}^T\,[0, 0, g]^T`, the kinematic
+    acceleration (``a_x``, ``a_y``, ``a_z`` of the trajectory; + forward, + left, + up in
+    {B3}; 0 at rest: an accelerometer there would read this plus :math:`R_{0,3}^T [0,0,g]^T`).
+
+    The body acceleration :math:`\dot V_3` of the ABA (eq 23) carries gravity as the
+    fictitious base acceleration :math:`\dot V_0 = [0, 0, g, 0, 0, 0]`; the last term takes it
+    out. Written on any scalars (floats, Pyomo expressions, CasADi or tape symbols).
+
+    Parameters
+    ----------
+    V3 : sequence of 6
+        Twist of body 3 in {B3}, :math:`[v; \omega]` [m/s, rad/s].
+    Vdot3 : sequence of at least 3
+        Linear part of :math:`\dot V_3` [m/s^2] (the ABA's ``Vdot[3][:3]``).
+    R03_row_z : sequence of 3
+        Third row of :math:`R_{0,3}` (the ground's z axis in {B3}) [-].
+    gravity : float or scalar
+        [m/s^2].
+
+    Returns
+    -------
+    list of 3 scalars
+        ``[a_x, a_y, a_z]`` [m/s^2].
+    """
+    wxv = lie.cross(V3[3:6], V3[0:3])
+    return [sub(add(Vdot3[k], wxv[k]), mul(R03_row_z[k], gravity)) for k in range(3)]
 
 
 def solve_loop(residual: Callable, z0, jacobian: Optional[Callable] = None, *, tol: float = 1e-9,
