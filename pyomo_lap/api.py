@@ -14,6 +14,7 @@ import hashlib
 import platform
 import time
 import json
+import math
 import warnings
 from pathlib import Path
 from typing import Callable, Optional
@@ -152,6 +153,60 @@ class _TrackWidth:
         return "float in (0, 200] or None"
 
 
+class _FreeParameters:
+    """Domain of the job option ``free``: the car's parameters made decision variables, with
+    their bounds: ``{"aero.Cz1": (0.3, 0.9)}`` or ``["aero.Cz1=0.3:0.9", ...]`` (the CLI's
+    ``--free``) -> ``{dotted name: (lower, upper)}``."""
+
+    def __call__(self, x):
+        from .vehicle.schema import KEY_OF_FIELD, field_of
+        if x is None:
+            return {}
+        items = x.items() if isinstance(x, dict) else []
+        if not isinstance(x, dict):
+            for text in ([x] if isinstance(x, str) else x):
+                name, sep, rng = str(text).partition("=")
+                lo, sep2, up = rng.partition(":")
+                if not sep or not sep2:
+                    raise ValueError(f"{text!r}: expected NAME=LOWER:UPPER, e.g. aero.Cz1=0.3:0.9")
+                items.append((name.strip(), (lo, up)))
+        out = {}
+        for name, bounds in items:
+            try:
+                key = KEY_OF_FIELD[field_of(str(name))]
+                lo, up = (float(b) for b in bounds)
+            except (TypeError, ValueError, KeyError) as exc:
+                raise ValueError(f"{name}={bounds!r}: {exc}") from None
+            if not (math.isfinite(lo) and math.isfinite(up) and lo < up):
+                raise ValueError(f"{key}={lo:g}:{up:g}: expected finite bounds, lower < upper")
+            out[key] = (lo, up)
+        return out
+
+    def domain_name(self) -> str:
+        return "{name: (lower, upper)} or NAME=LOWER:UPPER texts"
+
+
+class _KeepSums:
+    """Domain of the job option ``keep_sum``: groups of the car's parameters whose sum is held
+    at its value (``[("aero.Cz1", "aero.Cz2")]`` or ``["aero.Cz1,aero.Cz2"]``)."""
+
+    def __call__(self, x):
+        from .vehicle.schema import KEY_OF_FIELD, field_of
+        if x is None:
+            return ()
+        out = []
+        for group in ([x] if isinstance(x, str) else x):
+            names = group.split(",") if isinstance(group, str) else list(group)
+            keys = tuple(KEY_OF_FIELD[field_of(str(n).strip())] for n in names if str(n).strip())
+            if len(keys) < 2:
+                raise ValueError(f"{group!r}: expected two or more parameters, e.g. aero.Cz1,aero.Cz2")
+            out.append(keys)
+        return tuple(out)
+
+    def domain_name(self) -> str:
+        return "groups of parameter names (A,B[,...])"
+
+
 def _solve_config() -> ConfigDict:
     from .ocp.build import OCP_CONFIG
     c = ConfigDict(description="the options of one job (solve_sector, pyomo-lap solve)")
@@ -199,6 +254,17 @@ def _solve_config() -> ConfigDict:
               description="total width of the track [m], half each side of the centreline; "
                           "replaces the widths of the track data (default: the data's widths; "
                           "4 m each side for data without widths, which is reported)"))
+    c.declare("free", ConfigValue(default=None, domain=_FreeParameters(),
+              description="the car's parameters optimized with the trajectory (setup "
+                          "optimization): {name: (lower, upper)} with the dotted names of the "
+                          "vehicle file, e.g. {'aero.Cz1': (0.3, 0.9)}; on the command line "
+                          "--free aero.Cz1=0.3:0.9 (repeatable). Only parameters the car's "
+                          "equations use (not widths or limits that are variable bounds); the "
+                          "entry speed of an open sector stays the starting car's"))
+    c.declare("keep_sum", ConfigValue(default=None, domain=_KeepSums(),
+              description="groups of free parameters whose sum is held at its value (a fixed "
+                          "total downforce with a free balance: aero.Cz1,aero.Cz2); on the "
+                          "command line --keep-sum aero.Cz1,aero.Cz2 (repeatable)"))
     c.declare("sensitivities", ConfigValue(default=False, domain=bool,
               description="after the solve, d(lap time)/d(parameter) for every parameter of the "
                           "vehicle file and the track's friction scale from the multipliers "
@@ -221,6 +287,30 @@ WARM_START_MU_INIT = 1e-3
 job, starting from the solution of a car 5 kg and 0.04 Cx away took 15-21 iterations against
 25-36 from the usual initial guess (the default 0.1 took 25-33: the barrier pushes the start
 back into the interior)."""
+
+
+def _vehicle_parameters(p) -> dict:
+    """The car's parameters by their dotted names (``summary.json``'s ``vehicle_parameters``):
+    ``{name: value}``, the gravity included."""
+    from .vehicle.schema import PARAMETER_KEYS
+    out = {k: p.value(k) for k in PARAMETER_KEYS if p.value(k) is not None}
+    out["gravity"] = p.gravity
+    return out
+
+
+def _setup_summary(m, start: dict) -> dict:
+    """The optimal setup of a solve with free parameters: ``{name: {"value", "start", "lower",
+    "upper", "at_bound" ("lower", "upper" or None), "unit"}}``."""
+    from .ocp.common import vehicle_var
+    out = {}
+    for key, (v0, lo, up) in start.items():
+        var = vehicle_var(m, key)
+        v = float(var.value)
+        tol = 1e-6 * max(1.0, abs(up - lo))
+        at = "lower" if v - lo <= tol else "upper" if up - v <= tol else None
+        out[key] = {"value": v, "start": v0, "lower": lo, "upper": up, "at_bound": at,
+                    "unit": str(pyo.units.get_units(var))}
+    return out
 
 
 def _mesh_of_warm_start(cfg, ocp_options: dict) -> dict:
@@ -360,16 +450,15 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
     model_cache : dict, optional
         Where to keep the built model for the next call (a setup study: the same job for
         several cars, as each worker of :func:`pyomo_lap.sweep` does). A later call with the
-        same track (a name or file, unchanged on disk), sector, mesh and model options (and
-        solver path: named subexpressions or not), and a car of the same structure (parameters that differ only in value), puts
+        same track (a name or file, unchanged on disk), sector, mesh and model options puts
         the new car into the kept model (:func:`pyomo_lap.ocp.build.set_vehicle`: the same
         rows, bounds, entry speed and scaling as a new build, in about a tenth of its time)
         instead of building one; the summary says ``"model_reused": true``. The track, as
         loaded, is kept with it. Any other call builds and keeps its model instead (one model
         is kept). The model returned is the kept
         one: the next call changes it, and what you change on it (constraints added or
-        deactivated, variables fixed) stays in it for the next call. Not with ``sensitivities``, ``lift`` or a
-        :class:`Track` object (a new build each time).
+        deactivated, variables fixed) stays in it for the next call. Not with ``sensitivities``,
+        ``free``, ``lift`` or a :class:`Track` object (a new build each time).
 
     Returns
     -------
@@ -442,7 +531,9 @@ def _solve_sector(cfg, echo, progress, model_cache, held: list):
                          "name or file (for a Track, give its widths when building it)")
     # a kept model (and its track) serves this call: see model_cache
     reuse = (model_cache is not None and not want_sens and not ocp_options.get("lift")
-             and not isinstance(track, Track))
+             and not isinstance(track, Track) and not cfg.free)
+    if cfg.keep_sum and not cfg.free:
+        raise ValueError("keep_sum without free parameters: give them with free (--free NAME=LOWER:UPPER)")
     track_key = "track " + _model_key(track, repair_track, track_width, {}) if reuse else None
     with warnings.catch_warnings():      # the repairs are reported through echo instead
         warnings.simplefilter("ignore", track_checks.TrackRepairWarning)
@@ -530,6 +621,13 @@ def _solve_sector(cfg, echo, progress, model_cache, held: list):
         echo(f"  warm start: {n_set} variables from {warm_from}")
     init_s = time.perf_counter() - t0
     echo(f"  initial guess in {init_s:.1f} s (quasi-steady estimate {info['estimated_time_s']:.2f} s)")
+    setup_start = None
+    if cfg.free:
+        from .ocp.build import free_parameters
+        setup_start = free_parameters(m, cfg.free, cfg.keep_sum)
+        echo("  setup optimization: " + ", ".join(f"{k} in [{lo:g}, {up:g}] from {v0:g}"
+                                                  for k, (v0, lo, up) in setup_start.items())
+             + "".join(f"; {' + '.join(g)} held" for g in cfg.keep_sum or ()))
     if want_sens:
         from .post.sensitivities import SENSITIVITY_SOLVER_OPTIONS, declare_multiplier_suffixes
         declare_multiplier_suffixes(m)       # the multipliers come back with the solution
@@ -641,6 +739,14 @@ def _solve_sector(cfg, echo, progress, model_cache, held: list):
                                  if lap is not None and lap > 0 else None)
     where = None
     timing["channels_s"] = time.perf_counter() - t_out
+    from .ocp.common import vehicle_of_model
+    p_solved = vehicle_of_model(m) if rep.ok or not cfg.free else p
+    summary["vehicle_parameters"] = _vehicle_parameters(p_solved)
+    if setup_start is not None:
+        summary["setup"] = _setup_summary(m, setup_start)
+        echo("  optimal setup: " + ", ".join(
+            f"{k} = {v['value']:.6g}" + (f" (at its {v['at_bound']} bound)" if v["at_bound"] else "")
+            for k, v in summary["setup"].items()))
     sens = None
     if want_sens and rep.ok:
         from .post.sensitivities import lap_time_sensitivities
@@ -653,7 +759,7 @@ def _solve_sector(cfg, echo, progress, model_cache, held: list):
     if out_dir is not None:
         echo("exporting ...")
         from .post.results import solution_arrays
-        where = _write_or_fallback(out_dir, df, summary, p.as_dict(), rep, echo, n_sectors,
+        where = _write_or_fallback(out_dir, df, summary, p_solved, rep, echo, n_sectors,
                                    solution_arrays(m) if rep.ok else None)
         if sens is not None:
             from .post.plots import plot_results

@@ -81,6 +81,14 @@ _SPELLING = {
                 "adherence=squared, element_length=5, piecewise_constant_controls=true, "
                 "K_delta=2; the list with defaults and units: README, 'Options' "
                 "(pyomo-lap options)"}),
+    "free": (("--free", "free"), {"multiple": True, "metavar": "NAME=LOWER:UPPER",
+             "help": "optimize this parameter of the car with the trajectory, within the bounds "
+                     "(repeatable; setup optimization), e.g. --free aero.Cz1=0.3:0.9 "
+                     "--free powertrain.brake_ratio=0.5:0.95; the names: pyomo-lap vehicles "
+                     "--template or the workbook's vehicle sheet"}),
+    "keep_sum": (("--keep-sum", "keep_sum"), {"multiple": True, "metavar": "A,B[,...]",
+                 "help": "hold the sum of these free parameters at its value (repeatable), e.g. "
+                         "--keep-sum aero.Cz1,aero.Cz2: a fixed total downforce, a free balance"}),
     "n_sectors": (("--sectors", "n_sectors"), {}),
     "track_width": (("--track-width", "track_width"), {"metavar": "METRES"}),
     "out_dir": (("--out", "out_dir"), {"type": click.Path(file_okay=False)}),
@@ -187,7 +195,7 @@ def _checked(values: dict):
 @click.option("--max-iter", type=int, default=None,
               help="solver iteration limit, short for --solver-option max_iter=N "
                    "(default: pyomo_lap.solvers.solve.DEFAULT_IPOPT_OPTIONS)")
-@job_options("repair_track", "track_width", "sensitivities", "warm_start_from")
+@job_options("repair_track", "track_width", "sensitivities", "warm_start_from", "free", "keep_sum")
 def solve(max_iter, quiet, solver_options, ocp_options, **job):
     """Solve the minimum-time problem on a sector (or, with --full-lap, the closed lap) and
     write trajectory.csv, trajectory.parquet, results.xlsx, summary.json and solution.npz to OUT.

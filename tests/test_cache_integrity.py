@@ -41,7 +41,6 @@ import pytest
 from pyomo_lap import load_vehicle
 from pyomo_lap.ocp.build import OCP_CONFIG, record_point_rows
 from pyomo_lap.util import casadi_compile as cc
-from pyomo_lap.vehicle import car as veh
 
 SECTOR = ["--start", "500", "--length", "150", "--nfe", "10"]
 NAMES = ("point_f", "point_fj", "point_h")
@@ -54,7 +53,7 @@ NAMES = ("point_f", "point_fj", "point_h")
 def _rows():
     """The recorded rows of the default car and options: the structure of the CLI's sector."""
     p = load_vehicle("fsae")
-    return record_point_rows(p, veh.build_chain(p), OCP_CONFIG({}))
+    return record_point_rows(p, OCP_CONFIG({}))
 
 
 def _private(path: Path) -> Path:
@@ -134,7 +133,7 @@ def _point_args(rec, name, seed=0):
     w = rng.uniform(0.2, 1.0, len(rec.variables))
     w[rec.variables.index("q1_dot")] = 20.0
     t = np.concatenate([np.eye(3).ravel(), rng.uniform(-0.02, 0.02, 6)])
-    args = [w, t, rec.literal_values()]
+    args = [w, t, rec.vehicle_values(load_vehicle("fsae"))]
     if name == "point_h":
         args.append(rng.uniform(-1.0, 1.0, len(rec.outputs)))
     return args

@@ -205,7 +205,7 @@ def test_multibody_model_builds_with_the_interface_and_the_recorded_rows(car):
     for i in (1, n // 2, n - 1):
         s = rec.points[i]
         w = [pyo.value(rec.components[name][s]) for name in rec.variables]
-        out = np.asarray(F(w, rec.track_values[i])).ravel()
+        out = np.asarray(F(w, rec.track_values[i], rec.vehicle_values(car))).ravel()
         assert np.max(np.abs(out[list(fam.outputs)])) < 1e-8
     # the table pyomo-lap writes and plots: at the cold start (on the centreline, design ride
     # height) the VIP is h_vip above the spine along the track normal, the loads are finite

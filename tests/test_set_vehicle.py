@@ -1,18 +1,20 @@
-"""Changing the car of a built model (``pyomo_lap.ocp.build.set_vehicle``): the model becomes
-the one a new build gives for the other car (checked against that build, row by row: bodies at
-the same point, bounds, fixed values, scaling factors, objective), the change is refused
-without touching the model when the car's equations differ in structure or the track is too
-narrow for it, a solve after it ends where a solve of a new build ends, and
-``solve_sector(model_cache=...)`` reuses the kept model.
+"""The car as a Pyomo object: the parameters ``m.vehicle.<section>.<key>`` and changing the car
+of a built model (``pyomo_lap.ocp.build.set_vehicle``, ``sync_vehicle``): the model becomes the
+one a new build gives for the other car (checked against that build, row by row: bodies at the
+same point, bounds, fixed values, scaling factors, objective), whether the car is given as a
+whole or one parameter is changed by hand (``m.vehicle.mass.total.fix(250)``); the change is
+refused without touching the model when the track is too narrow for the car; a solve after it
+ends where a solve of a new build ends, and ``solve_sector(model_cache=...)`` reuses the kept
+model.
 
-The literal parameters underneath (``PyomoReplay(parameters=True)``) are checked against the
-float replay of the other car's tape (a second method)."""
+The global nodes of the replay (the car's parameters alone, built once per model) are checked
+against the float replay of the tape (a second method)."""
 import numpy as np
 import pyomo.environ as pyo
 import pytest
 
 from pyomo_lap import load_track, load_vehicle
-from pyomo_lap.ocp.build import VehicleStructureError, build_model, set_vehicle
+from pyomo_lap.ocp.build import build_model, set_vehicle
 from pyomo_lap.ocp.initialize import initialize_model
 from pyomo_lap.solvers.lap_nlp import evaluate_expression
 
@@ -55,8 +57,6 @@ def _same_model(ma, mb):
     assert pyo.value(ma.objective) == pyo.value(mb.objective)
     assert ma.problem.vehicle == mb.problem.vehicle
     assert ma.problem.initial_speed == mb.problem.initial_speed
-    np.testing.assert_array_equal(ma.problem.point_rows.literal_values(),
-                                  mb.problem.point_rows.literal_values())
 
 
 @pytest.fixture(scope="module")
@@ -72,10 +72,8 @@ def test_the_changed_model_is_the_new_build_of_the_other_car(track, named):
     ma = build_model(track, a, named_subexpressions=named, **SECTOR)
     mb = build_model(track, b, named_subexpressions=named, **SECTOR)
     n_components = len(list(ma.component_objects()))
-    numeric = [p.value for p in ma.car.numeric.values()]
     assert set_vehicle(ma, b) is ma
-    # the numbers that combine the car's with the track's (g R[k]) changed too
-    assert all(x != y for x, y in zip(numeric, [p.value for p in ma.car.numeric.values()]))
+    assert ma.vehicle.mass.total.value == b.m and ma.vehicle.aero.Cx.value == b.Cx
     assert len(list(ma.component_objects())) == n_components        # nothing added or removed
     initialize_model(ma)
     initialize_model(mb)
@@ -89,15 +87,38 @@ def test_the_changed_model_is_the_new_build_of_the_other_car(track, named):
 
 
 @pytest.mark.component
-def test_a_car_of_another_structure_is_refused_and_the_model_is_unchanged(track):
+def test_a_parameter_changed_by_name_is_the_new_build(track):
+    """``m.vehicle.<section>.<key>.fix(value)`` and the sync every solve makes (bounds, entry
+    speed, scaling follow): the model of a new build with that car; any two cars share the
+    rows (zeros and equal parameters included), so nothing is refused for its values."""
+    from pyomo_lap.ocp.build import sync_vehicle
     a = load_vehicle("fsae")
-    assert a.mu_x0 == a.mu_y0      # equal: their products merge on the tape; apart they do not
     m = build_model(track, a, **SECTOR)
-    before = {c.name: pyo.value(c) for c in m.car.literal.values()}
-    with pytest.raises(VehicleStructureError, match="differ in structure"):
-        set_vehicle(m, a.replace(mu_y0=a.mu_y0 * 1.03))
-    assert {c.name: pyo.value(c) for c in m.car.literal.values()} == before
-    assert m.problem.vehicle == a
+    assert a.mu_x0 == a.mu_y0
+    for key, value in (("mass.total", 250.0), ("tyre.mu_y0", a.mu_y0 * 1.03), ("tyre.E", 0.0),
+                       ("geometry.width", 1.45), ("steering.delta_max", 0.4)):
+        m.vehicle.component(key.split(".")[0]).component(key.split(".")[1]).fix(value)
+    assert sync_vehicle(m) and not sync_vehicle(m)        # once, then nothing to do
+    b = a.replace({"mass.total": 250.0, "tyre.mu_y0": a.mu_y0 * 1.03, "tyre.E": 0.0,
+                   "geometry.width": 1.45, "steering.delta_max": 0.4})
+    assert m.problem.vehicle == b
+    mb = build_model(track, b, **SECTOR)
+    initialize_model(m)
+    initialize_model(mb)
+    _same_model(m, mb)
+    # units and the schema's range on every parameter
+    assert str(pyo.units.get_units(m.vehicle.mass.Izz)) == "kg*m**2"
+    assert m.vehicle.powertrain.brake_ratio.bounds == (0.0, 1.0)
+    # a value the schema refuses: said before anything changes
+    m.vehicle.mass.unsprung.fix(300.0)          # above the total mass
+    with pytest.raises(ValueError, match="unsprung"):
+        sync_vehicle(m)
+    assert m.problem.vehicle == b
+
+
+@pytest.mark.component
+def test_a_car_the_track_cannot_take_is_refused_and_the_model_is_unchanged(track):
+    a = load_vehicle("fsae")
     # too wide for the track: refused with the build's message, nothing changed
     narrow = dict(SECTOR, track_margin=1.6)       # 4 m each side: 0.7 + 1.6 fits, 2.5 + 1.6 not
     m = build_model(track, a, **narrow)
@@ -111,60 +132,44 @@ def test_a_car_of_another_structure_is_refused_and_the_model_is_unchanged(track)
 
 
 @pytest.mark.unit
-def test_literal_parameters_give_the_other_tapes_expressions():
-    """PyomoReplay with parameters, given the literal and numeric values of another tape of the
-    same structure, evaluates as the float replay of that tape."""
-    from pyomo_lap.spatial.tape import PyomoReplay, record, structure_key
+def test_global_nodes_are_built_once_and_give_the_tapes_values():
+    """PyomoReplay with global inputs (the car's parameters): the nodes of the parameters
+    alone are built once (the same expression objects at every point) and the point
+    expressions evaluate as the float evaluation of the tape (a second method)."""
+    from pyomo_lap.spatial.tape import PyomoReplay, record
 
-    def rows(c):
-        def fn(namer, x):
-            v, tr = x["x"], x["track"]
-            a = c[0] * v[0] * v[1] - c[1] / v[2] + tr[0] * c[2]
-            return [a * tr[1] - v[0] + c[3], (v[1] - c[0] * tr[0]) ** 2 / (c[1] + v[0] ** 2),
-                    v[2] * c[2] - tr[1] / c[3]]
-        tape, outs = record(fn, {"x": 3, "track": 2})
-        tape.count_uses(outs)
-        return tape, outs
-
-    ta, oa = rows([2.0, 3.0, 5.0, 7.0])
-    tb, ob = rows([2.5, 3.5, 5.5, 7.5])
-    names = [f"x[{k}]" for k in range(3)]
-    assert structure_key(ta, oa, names) == structure_key(tb, ob, names)
+    def fn(namer, x):
+        v, tr, c = x["x"], x["track"], x["car"]
+        k = c[0] * c[1] / (c[2] + c[3])            # the car's parameters alone
+        a = k * v[0] * v[1] - c[1] / v[2] + tr[0] * c[2]
+        return [a * tr[1] - v[0] + c[3], (v[1] - k * tr[0]) ** 2 / (c[1] + v[0] ** 2),
+                v[2] * k - tr[1] / c[3]]
+    tape, outs = record(fn, {"x": 3, "track": 2, "car": 4})
+    tape.count_uses(outs)
     m = pyo.ConcreteModel()
     m.v = pyo.Var(range(3), initialize={0: 1.3, 1: -0.7, 2: 2.1})
+    m.c = pyo.Var(range(4), initialize={0: 2.0, 1: 3.0, 2: 5.0, 3: 7.0})
+    names = [f"x[{k}]" for k in range(3)]
+    cars = [f"car[{k}]" for k in range(4)]
     track = {"track[0]": np.array([0.4, -1.2]), "track[1]": np.array([2.0, 0.3])}
-    pa = PyomoReplay(ta, oa, names, parameters=True)
-    assert pa.literal_slots and pa.parameter_columns      # both kinds of parameter occur
-    m.lit = pyo.Param(range(len(pa.literal_slots)), mutable=True, initialize=0.0)
-    m.num = pyo.Param(range(2), range(len(pa._columns)), mutable=True, initialize=0.0)
-    exprs = []
+    r = PyomoReplay(tape, outs, names, global_inputs=cars)
+    assert r.used_globals
+    gl = r.build_globals([m.c[k] for k in range(4)], lambda t, e: e, None)
+    nums = r.numeric_values(track, 2)
+    exprs = [r.build([m.v[0], m.v[1], m.v[2]], nums[i].tolist(), lambda t, e: e,
+                     lambda k, e: e, gl) for i in range(2)]
     for i in range(2):
-        row = pa.numeric_values(track, 2)[i].tolist()
-        for k in pa.parameter_columns:
-            row[k] = m.num[i, k]
-        exprs.append(pa.build([m.v[0], m.v[1], m.v[2]], row, lambda t, e: e, lambda k, e: e,
-                              [m.lit[k] for k in range(len(pa.literal_slots))]))
-    for k, v in enumerate(pa.literal_values()):
-        m.lit[k] = v
-    na = pa.numeric_values(track, 2)
-    for i in range(2):
-        for k in pa.parameter_columns:
-            m.num[i, k] = na[i, k]
-    values_a = [[pyo.value(e) for e in exprs[i]] for i in range(2)]
-    # the values of car b into the parameters
-    for k, v in enumerate(pa.literal_values(tb)):
-        m.lit[k] = v
-    nb = pa.numeric_values(track, 2, tape=tb)
-    for i in range(2):
-        for k in pa.parameter_columns:
-            m.num[i, k] = nb[i, k]
-    fb = PyomoReplay(tb, ob, names)
-    for i in range(2):
-        want = fb.build([m.v[0], m.v[1], m.v[2]], fb.numeric_values(track, 2)[i].tolist(),
-                        lambda t, e: e, lambda k, e: e)
-        got = [pyo.value(e) for e in exprs[i]]
-        assert got == pytest.approx([pyo.value(e) for e in want], rel=1e-15)
-        assert all(abs(x - y) > 1e-3 for x, y in zip(got, values_a[i]))   # car a's differ
+        inputs = {**{n: m.v[k].value for k, n in enumerate(names)},
+                  **{n: m.c[k].value for k, n in enumerate(cars)},
+                  **{k: v[i] for k, v in track.items()}}
+        want = [float(x) for x in tape.evaluate(inputs, outs)]
+        assert [pyo.value(e) for e in exprs[i]] == pytest.approx(want, rel=1e-14)
+    m.c[0].set_value(2.5)                       # another car: the same expressions
+    inputs = {**{n: m.v[k].value for k, n in enumerate(names)},
+              **{n: m.c[k].value for k, n in enumerate(cars)},
+              **{k: v[1] for k, v in track.items()}}
+    assert [pyo.value(e) for e in exprs[1]] == pytest.approx(
+        [float(x) for x in tape.evaluate(inputs, outs)], rel=1e-14)
 
 
 @pytest.mark.integration
@@ -183,17 +188,9 @@ def test_a_solve_after_the_change_ends_where_a_new_build_ends(tmp_path):
     assert again["build_time_s"] < first["build_time_s"]
     assert again["iterations"] == fresh["iterations"]
     # the fast path used the recorded rows after the change, as for the new build
-    assert not m.problem.point_rows.parameter_values == {}
     from pyomo_lap.solvers.lap_nlp import LapNLP
     nlp = LapNLP(m, compile="vm")
     assert nlp.report.fallback == "" and nlp.report.n_recorded_rows > 0
-    # a number changed by hand (not by set_vehicle): the rows are translated from their
-    # expressions instead, and the row bounds are read from the model
-    m.car.literal[0, 0] = m.car.literal[0, 0].value * 1.5
-    m.car.row_bound["power_limit", 0, "upper"] = 1000.0
-    nlp = LapNLP(m, compile="vm")
-    assert "m.car.literal" in nlp.report.fallback and nlp.report.n_recorded_rows == 0
-    assert 1000.0 in nlp.g_ub
     assert again["lap_time_s"] == pytest.approx(fresh["lap_time_s"], rel=1e-10)
     assert again["lap_time_s"] > first["lap_time_s"]          # heavier, more drag, less power
     # another job: a new build, the kept model replaced

@@ -3,6 +3,7 @@ the initial guess through the model stored on the built model, and imports that 
 import dataclasses
 from pathlib import Path
 
+import pyomo.environ as pyo
 import pytest
 
 import pyomo_lap
@@ -51,12 +52,14 @@ def test_model_given_as_an_object_builds_and_initializes():
         assert mdl.problem.track is track and mdl.problem.vehicle is p
         assert len(mdl.problem.track_points.s) == len(mdl.s) == len(mdl.problem.track_joints)
         assert 0 < mdl.problem.dae_time_s < mdl.problem.build_time_s
-        for name in ("options", "vehicle", "track", "sector_length", "track_points", "track_joints",
+        for name in ("options", "track", "sector_length", "track_points", "track_joints",
                      "chain", "point_rows", "initial_speed", "build_time_s", "dae_time_s",
                      "vehicle_model"):
             assert name not in vars(mdl), name
         with pytest.raises(dataclasses.FrozenInstanceError):
             mdl.problem.sector_length = 1.0
+    # the full model's car is a Block of its parameters, m.vehicle.<section>.<key>
+    assert isinstance(m3.vehicle, pyo.Block) and m3.vehicle.mass.total.value == p.m
 
 
 @pytest.mark.integration

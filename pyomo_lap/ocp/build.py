@@ -36,7 +36,7 @@ from ..util.domains import EntrySpeed, FiniteFloat, IntBetween, OneOf
 from ..vehicle import car as veh
 from .full_model import (  # noqa: F401  (re-exported: the names of pyomo_lap.ocp.build before the split)
     DERIVATIVE_NAMES, FULL_MODEL, POINT_VARIABLES, RATE_NAMES, STATE_NAMES, TRACK_INPUTS, USER_TAGS,
-    WHEELS, _FAMILY_DOCS, PointRows, RowFamily, _replay, _replay_lifted, _set_scaling, _shared_nodes,
+    WHEELS, _FAMILY_DOCS, PointRows, RowFamily, _set_scaling, VEHICLE_INPUTS,
     VehicleStructureError, adherence_rows, build_full_model, record_point_rows, track_numbers)
 from .common import (  # noqa: F401  (re-exported)
     OBJECTIVE_SCALE, _Namer, _sector_points, _set_new, add_objective, entry_speed,
@@ -45,7 +45,7 @@ from .multibody import MULTIBODY_MODEL
 from .single_track import SINGLE_TRACK_MODEL
 from .vehicle_model import VehicleModel, update_problem
 
-__all__ = ["OCP_CONFIG", "build_model", "set_vehicle", "VehicleStructureError", "STATE_NAMES", "RATE_NAMES", "track_joints",
+__all__ = ["OCP_CONFIG", "build_model", "set_vehicle", "sync_vehicle", "free_parameters", "VehicleStructureError", "STATE_NAMES", "RATE_NAMES", "track_joints",
            "sector_mesh", "entry_speed", "VEHICLE_MODELS", "VehicleModel", "vehicle_model"]
 
 VEHICLE_MODELS = {
@@ -276,6 +276,107 @@ def set_vehicle(m, vehicle: veh.VehicleParameters) -> pyo.ConcreteModel:
                                     "a new model for the other car")
     vm.set_vehicle(m, vehicle)
     return m
+
+
+def sync_vehicle(m) -> bool:
+    """Bring a built model in line with its car's parameters as ``m.vehicle`` holds them now
+    (values changed by hand, ``m.vehicle.mass.total.fix(250)``): the bounds of the controls,
+    loads and track limits, the fixed entry speed, the scaling factors and ``m.problem`` become
+    those of a new build with that car (:func:`set_vehicle`); the rows refer to ``m.vehicle``
+    already. A free parameter (unfixed) counts with its current value. Called by
+    :func:`pyomo_lap.solvers.solve.solve_model` and by the solver ``lap_ipopt`` before every
+    solve; with another solver interface call it yourself.
+
+    Returns
+    -------
+    bool
+        Whether anything changed (False also for a model without ``m.vehicle`` or whose
+        vehicle model cannot change its car).
+
+    Raises
+    ------
+    ValueError
+        Values the vehicle schema refuses (naming the parameter), a track too narrow for the
+        car; the model is left unchanged.
+    """
+    from .common import vehicle_of_model
+    prob = getattr(m, "problem", None)
+    vm = getattr(prob, "vehicle_model", None)
+    if vm is None or vm.set_vehicle is None or m.component("vehicle") is None:
+        return False
+    p = vehicle_of_model(m)
+    if p == prob.vehicle:
+        return False
+    vm.set_vehicle(m, p)
+    return True
+
+
+def free_parameters(m, free: dict, keep_sum=()) -> dict:
+    """Make some of the car's parameters decision variables of the model (setup optimization):
+    ``m.vehicle.<section>.<key>`` unfixed within the given bounds, shared by every point; each
+    group of ``keep_sum`` gets the constraint ``m.vehicle.keep_sum[k]``: its sum stays at its
+    present value (a fixed total downforce with a free balance). Other couplings are ordinary
+    Pyomo constraints on ``m.vehicle.*`` (README, "Setup optimization").
+
+    Parameters
+    ----------
+    m : ConcreteModel
+        A full model (``m.vehicle``; its rows take the car's parameters as symbols).
+    free : dict
+        ``{dotted name: (lower, upper)}``.
+    keep_sum : sequence of tuples of dotted names
+        Each a group of free parameters.
+
+    Returns
+    -------
+    dict
+        ``{dotted name: (start value, lower, upper)}``.
+
+    Raises
+    ------
+    ValueError
+        A model whose rows hold the car's numbers (not the full model), a parameter the rows
+        do not use (a width or a limit that is a variable bound: it cannot be optimized
+        through the rows), bounds outside the schema's range, a ``keep_sum`` group with a
+        parameter that is not free. The model is left unchanged.
+    """
+    from .common import vehicle_var
+    rec = getattr(m.problem, "point_rows", None)
+    if rec is None or not rec.vehicle_inputs or m.component("vehicle") is None:
+        raise ValueError(f"model {m.problem.vehicle_model.name!r}: its equations hold the car's "
+                         "numbers; setup optimization needs the full model (model='full')")
+    live = {n.args[0]: rec.tape.live[n.index] for n in rec.tape.nodes if n.op == "input"}
+    plan = {}
+    for key, (lo, up) in free.items():
+        if not live.get(key, False):
+            raise ValueError(f"free {key}: the car's equations do not use it (a width, a limit "
+                             "or a minimum load enters as a bound of the variables); expected "
+                             "a parameter of the rows, e.g. aero.Cz1, powertrain.brake_ratio, "
+                             "mass.total")
+        var = vehicle_var(m, key)
+        slo, sup = var.bounds
+        if (slo is not None and lo < slo) or (sup is not None and up > sup):
+            raise ValueError(f"free {key}={lo:g}:{up:g}: outside the vehicle schema's range "
+                             f"[{slo}, {sup}]")
+        plan[key] = (var, lo, up)
+    for group in keep_sum or ():
+        missing = [k for k in group if k not in plan]
+        if missing:
+            raise ValueError(f"keep_sum {','.join(group)}: {', '.join(missing)} not free; give "
+                             "each with free (--free NAME=LOWER:UPPER)")
+    out = {}
+    for key, (var, lo, up) in plan.items():
+        out[key] = (float(var.value), lo, up)
+        var.unfix()
+        var.setlb(lo)
+        var.setub(up)
+        var.set_value(min(max(float(var.value), lo), up))
+    if keep_sum:
+        groups = list(keep_sum)
+        m.vehicle.keep_sum = pyo.Constraint(range(len(groups)), rule=lambda b, k: sum(
+            vehicle_var(m, n) for n in groups[k]) == sum(out[n][0] for n in groups[k]),
+            doc="the sum of each group of free parameters held at its value")
+    return out
 
 
 def _build_model(track, vehicle, config, progress, kwargs):

@@ -22,7 +22,7 @@ from ..spatial.backend import is_number
 from ..spatial.chain import TrackJoint
 from .vehicle_model import ProblemData, update_problem
 
-__all__ = ["add_boundary_conditions", "discretize_on_track", "scale_variables", "sector_mesh", "track_joints", "fast_element_lookup", "entry_speed", "add_objective",
+__all__ = ["add_vehicle_block", "vehicle_var", "vehicle_of_model", "add_boundary_conditions", "discretize_on_track", "scale_variables", "sector_mesh", "track_joints", "fast_element_lookup", "entry_speed", "add_objective",
            "OBJECTIVE_SCALE", "pyomo_units"]
 
 
@@ -611,6 +611,148 @@ def add_car_controls(m, vehicle, cfg=None) -> None:
     if cfg is not None and control_states(cfg):
         add_derivative_vars(m, CAR_CONTROLS)
 
+
+
+def _pyomo_unit(text: str):
+    """The Pyomo unit of a schema unit string (``"kg m^2"``, ``"N s/m"``, ``"kg/m^3"``,
+    ``"1/rad"``, ``"-"`` dimensionless)."""
+    u = pyo.units
+    if text in ("-", ""):
+        return u.dimensionless
+    num, _, den = text.partition("/")
+
+    def product(part):
+        out = u.dimensionless
+        for tok in part.split():
+            base, _, power = tok.partition("^")
+            if base == "1":
+                continue
+            unit = getattr(u, base)
+            out = out * (unit ** int(power) if power else unit)
+        return out
+    return product(num) / product(den) if den else product(num)
+
+
+def _schema_bounds(field: str) -> tuple:
+    """The range of a :class:`pyomo_lap.vehicle.schema.VehicleParameters` field (``(lo, up)``,
+    None for an open side; a strict bound is given as the bound itself)."""
+    from ..vehicle.schema import VehicleParameters
+    lo = up = None
+    for c in VehicleParameters.model_fields[field].metadata:
+        for attr in ("ge", "gt"):
+            if getattr(c, attr, None) is not None:
+                lo = float(getattr(c, attr))
+        for attr in ("le", "lt"):
+            if getattr(c, attr, None) is not None:
+                up = float(getattr(c, attr))
+    return lo, up
+
+
+def add_vehicle_block(m, vehicle) -> None:
+    """The car's parameters as named model components, the IDAES way for design parameters:
+    ``m.vehicle.<section>.<key>`` (``m.vehicle.mass.total``, ``m.vehicle.aero.Cz1``,
+    ``m.vehicle.powertrain.brake_ratio`` ...), a ``Var`` per parameter of the vehicle file
+    (:data:`pyomo_lap.vehicle.schema.PARAMETER_KEYS`) with its unit, the schema's range as
+    bounds, its description, fixed at the car's value. The rows of the car refer to them: a
+    changed value (``m.vehicle.mass.total.fix(250)``) is the model of that car
+    (:func:`pyomo_lap.ocp.build.set_vehicle` brings the bounds and the entry speed along), an
+    unfixed one (``.unfix()``, with bounds) a design variable of the setup optimization.
+    Derived quantities are named ``Expression`` s of them on ``m.vehicle`` (``sprung_mass``,
+    ``wheelbase``, ``static_load_front``, ``static_load_rear``, written once by the schema's
+    property code).
+
+    Parameters
+    ----------
+    m : ConcreteModel
+    vehicle : VehicleParameters
+    """
+    from ..vehicle.schema import OPTIONAL_SECTIONS, SECTIONS, SymbolicVehicle, VehicleParameters
+    u = pyo.units
+    m.vehicle = pyo.Block(doc="the car's parameters (fixed Vars, dotted names of the vehicle file)")
+    symbols = {}
+    for sec, keys in {**SECTIONS, **OPTIONAL_SECTIONS}.items():
+        block = None
+        for key, field in keys.items():
+            value = getattr(vehicle, field)
+            if value is None:
+                continue
+            if block is None:
+                block = pyo.Block(doc=f"[{sec}] of the vehicle file")
+                m.vehicle.add_component(sec, block)
+            info = VehicleParameters.model_fields[field]
+            unit = (info.json_schema_extra or {}).get("unit", "-")
+            var = pyo.Var(initialize=float(value), bounds=_schema_bounds(field),
+                          units=_pyomo_unit(unit), doc=info.description)
+            block.add_component(key, var)
+            var.fix()
+            symbols[field] = var
+    m.vehicle.gravity = pyo.Var(initialize=float(vehicle.gravity), bounds=_schema_bounds("gravity"),
+                                units=u.m / u.s ** 2, doc=VehicleParameters.model_fields["gravity"].description)
+    m.vehicle.gravity.fix()
+    symbols["gravity"] = m.vehicle.gravity
+    sym = SymbolicVehicle(vehicle, symbols)
+    m.vehicle.sprung_mass = pyo.Expression(expr=sym.m_s, doc="sprung mass m - m_u [kg]")
+    m.vehicle.wheelbase = pyo.Expression(expr=sym.l, doc="wheelbase a1 + a2 [m]")
+    front, rear = sym.static_loads
+    m.vehicle.static_load_front = pyo.Expression(expr=front, doc="static load per front wheel [N]")
+    m.vehicle.static_load_rear = pyo.Expression(expr=rear, doc="static load per rear wheel [N]")
+
+
+def vehicle_var(m, name: str):
+    """The model's variable of a car parameter by its dotted name (``"mass.total"``) or field
+    name (``"m"``): ``m.vehicle.mass.total``.
+
+    Raises
+    ------
+    ValueError
+        An unknown name, or a parameter the model does not have (an optional section the car
+        leaves out).
+    """
+    from ..vehicle.schema import KEY_OF_FIELD, field_of
+    field = field_of(name)
+    if field == "gravity":
+        return m.vehicle.gravity
+    key = KEY_OF_FIELD[field]
+    sec, k = key.split(".")
+    block = m.vehicle.component(sec)
+    var = block.component(k) if block is not None else None
+    if var is None:
+        raise ValueError(f"vehicle parameter {key!r}: the model's car has no value for it")
+    return var
+
+
+def vehicle_of_model(m):
+    """The car as the model's ``m.vehicle`` variables hold it now (their values, solved or
+    set by hand): a :class:`~pyomo_lap.vehicle.schema.VehicleParameters`, validated.
+
+    Raises
+    ------
+    ValueError
+        Values the schema refuses (a cross-field rule, say), naming them.
+    """
+    from pydantic import ValidationError
+
+    from ..vehicle.schema import KEY_OF_FIELD, PARAMETER_KEYS, field_of
+    p = m.problem.vehicle
+    if m.component("vehicle") is None:
+        return p
+    changes = {}
+    for key in PARAMETER_KEYS + ("gravity",):
+        sec, _, k = key.rpartition(".")
+        block = m.vehicle.component(sec) if sec else m.vehicle
+        var = block.component(k) if block is not None else None
+        if var is not None and var.value is not None and var.value != getattr(p, field_of(key)):
+            changes[key] = float(var.value)
+    if not changes:
+        return p
+    try:
+        return p.replace(changes)
+    except ValidationError as exc:
+        said = "; ".join(f"{KEY_OF_FIELD.get(str(e['loc'][0]), e['loc'][0])} = "
+                         f"{e.get('input')!r}: {e['msg'].removeprefix('Value error, ')}"
+                         for e in exc.errors())
+        raise ValueError(f"the car's parameters in m.vehicle are refused by the vehicle "
+                         f"schema: {said}") from None
 
 
 def control_states(cfg, m=None) -> bool:

@@ -28,7 +28,6 @@ so users can reach them and the NL writer shares them.
 """
 from __future__ import annotations
 
-import dataclasses
 import time
 from typing import Callable, Optional
 
@@ -36,14 +35,17 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ..vehicle import car as veh
+from ..vehicle.schema import SECTIONS, SymbolicVehicle
 from ..spatial.backend import add, is_number, mul, sub
 from ..spatial.chain import TrackJoint
 from .initialize import cold_start_profile
 from ..vehicle.numeric import CarFunctions, track_vector
-from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, car_control_bounds,
-                     control_states, scale_control_rates,
-                     discretize_on_track, entry_speed, finish_build, new_sector_model, _Namer,
-                     scale_variables, set_bounds, set_track_limits, track_limits, _set_new)
+from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_vehicle_block,
+                     car_control_bounds, control_states, scale_control_rates, vehicle_var,
+                     discretize_on_track, entry_speed, finish_build, new_sector_model,
+                     scale_variables, set_bounds, set_track_limits, track_limits)
+from .point_rows import (TRACK_INPUTS, PointRows, RowFamily, add_point_rows,  # noqa: F401 (re-exported)
+                         add_recorded_rows, rows_on_tape, track_numbers)
 from .vehicle_model import VehicleModel, update_problem
 
 __all__ = ["FULL_MODEL", "STATE_NAMES", "RATE_NAMES", "build_full_model", "initialize_full_model",
@@ -65,131 +67,19 @@ POINT_VARIABLES = STATE_NAMES + RATE_NAMES + veh.CONTROLS + veh.ALGEBRAIC + DERI
 """The model variables of one point that the rows of :func:`record_point_rows` depend on
 (33 names, in the order of the tape's inputs)."""
 
-TRACK_INPUTS = tuple(f"R[{k}]" for k in range(9)) + tuple(f"Om[{k}]" for k in range(3)) \
-    + tuple(f"dOm[{k}]" for k in range(3))
-r"""The track numbers of one point the rows depend on: :math:`R_{0,1}` row by row,
-:math:`\Omega` and :math:`d\Omega/ds` (eq 12 with :math:`|p_{,q1}| = 1`)."""
+VEHICLE_INPUTS = tuple(f"{sec}.{key}" for sec, keys in SECTIONS.items() for key in keys) + ("gravity",)
+"""The car's parameters the full model's rows take as symbols (the dotted names of the
+vehicle file, without the optional ``[multibody]`` section, and the gravity): the model's
+``m.vehicle.*``."""
 
 WHEELS = ("11", "12", "21", "22")
 
 
-@dataclasses.dataclass
-class RowFamily:
-    """One family of per-point rows: the entries of a ``Constraint`` component.
-
-    Attributes
-    ----------
-    name : str
-        Name of the component on the model (``ode_qdot``, ``adherence`` ...).
-    keys : tuple
-        First index of each row of the family (``None`` for a component indexed by ``s``
-        only; the component is then indexed ``[s]``, otherwise ``[key, s]``, or ``[key]`` for
-        ``where == "first"``).
-    outputs : tuple of int
-        Position of each row's body among :attr:`PointRows.outputs`.
-    lower, upper : tuple of (float or None)
-        Bounds of each row.
-    where : str
-        ``"all"`` points, ``"interior"`` (all but the first: the DAE is not collocated at
-        ``s = 0``), or ``"first"`` (the first point only).
-    """
-
-    name: str
-    keys: tuple
-    outputs: tuple
-    lower: tuple
-    upper: tuple
-    where: str = "all"
-
-
-@dataclasses.dataclass
-class PointRows:
-    """The rows of the OCP at one point, recorded once on a :class:`pyomo_lap.spatial.tape.Tape`.
-
-    Every row body is a function of the point's variables (:data:`POINT_VARIABLES`, in the
-    model: ``m.<name>[s]``) and of the track numbers there (:data:`TRACK_INPUTS`). The Pyomo
-    builder replays the tape at every point (:func:`build_model`); the fast solver path
-    (:mod:`pyomo_lap.solvers.lap_solver`) turns the same tape into one compiled CasADi function
-    mapped over the points, and checks before each solve that the model still holds these
-    rows.
-
-    Attributes
-    ----------
-    tape : pyomo_lap.spatial.tape.Tape
-    outputs : list
-        Row bodies (tape nodes), in family order.
-    families : list of RowFamily
-    variables, track_inputs : tuple of str
-    built : list of (ConstraintData, expression, point, output)
-        Set by :func:`build_model`: every row as built (its relational expression object),
-        the index of its point in :attr:`points` and of its body in :attr:`outputs`.
-    named : list of (ExpressionData, expression, point)
-        Set by :func:`build_model`: the named expressions ``m.car.*`` as built.
-    components : dict
-        ``name -> Var`` component of each of :attr:`variables`, as built.
-    track_values : ndarray (n_points, 15)
-        The track numbers at each point (columns :attr:`track_inputs`).
-    points : list of float
-        The points ``s`` of the mesh, sorted [m].
-    groups : list
-        Set by :func:`build_model`: the points grouped by their zero track numbers, each with
-        its specialized tape and the positions of its literal parameters (``m.car.literal``,
-        ``m.car.numeric``), for :func:`set_full_vehicle`.
-    parameter_values : dict
-        Set by :func:`build_model` and :func:`set_full_vehicle`: the values of
-        ``m.car.literal`` and ``m.car.numeric`` that belong to these rows (the fast solver path
-        translates the rows from their expressions when they no longer hold them).
-    """
-
-    tape: object
-    outputs: list
-    families: list
-    variables: tuple = POINT_VARIABLES
-    track_inputs: tuple = TRACK_INPUTS
-    built: list = dataclasses.field(default_factory=list, repr=False)
-    named: list = dataclasses.field(default_factory=list, repr=False)
-    components: dict = dataclasses.field(default_factory=dict, repr=False)
-    track_values: object = dataclasses.field(default=None, repr=False)
-    points: list = dataclasses.field(default_factory=list, repr=False)
-    groups: list = dataclasses.field(default_factory=list, repr=False)
-    parameter_values: dict = dataclasses.field(default_factory=dict, repr=False)
-
-    def casadi_function(self, name: str = "point_rows", literals: bool = False):
-        """``casadi.Function`` ``(w[33], track[15]) -> rows``, or with ``literals``
-        ``(w, track, literals) -> rows`` where ``literals`` are the numbers of the car and the
-        options (:meth:`literal_values`), so that one function serves every car of the same
-        structure (see :func:`pyomo_lap.spatial.tape.casadi_function`)."""
-        from ..spatial.tape import casadi_function
-        return casadi_function(self.tape, self.outputs, {"w": self.variables, "track": self.track_inputs},
-                               name=name, literals="literals" if literals else None)
-
-    def parameters_changed(self, model) -> str:
-        """Which of the model's ``m.car.literal`` / ``m.car.numeric`` no longer hold
-        :attr:`parameter_values` (changed other than by :func:`set_full_vehicle`): their
-        names, '' if none (or if the rows were not built with parameters)."""
-        if not self.parameter_values or model.component("car") is None:
-            return ""
-        now = _parameter_values(model)
-        return ", ".join(f"m.car.{name}" for name, values in self.parameter_values.items()
-                         if now.get(name) != values)
-
-    def literal_values(self):
-        """The numbers of the car and the options in the recorded rows, in the order of the
-        ``literals`` argument of :meth:`casadi_function` (ndarray (k,))."""
-        from ..spatial.tape import literal_arguments
-        return np.asarray(literal_arguments(self.tape), dtype=float)
-
-    def structure_key(self, salt: str = "") -> str:
-        """A hash of the recorded rows with the car's and the options' numbers left out
-        (:func:`pyomo_lap.spatial.tape.structure_key`): the same for two cars that differ only
-        in parameter values, so that they share one compiled function."""
-        from ..spatial.tape import structure_key
-        return structure_key(self.tape, self.outputs, tuple(self.variables) + tuple(self.track_inputs),
-                             salt)
-
-
-def record_point_rows(p, chain, cfg) -> PointRows:
-    r"""Record the rows of the OCP at one point, once, on :class:`pyomo_lap.spatial.tape.Node` symbols.
+def record_point_rows(p, cfg) -> PointRows:
+    r"""Record the rows of the OCP at one point, once, on :class:`pyomo_lap.spatial.tape.Node`
+    symbols: the point's variables, the track's numbers and the car's parameters
+    (:data:`VEHICLE_INPUTS`: the rows are the same for every car; ``p`` gives only what is
+    not a parameter of the car, such as its name).
 
     Rows (sec. 3.2 and 4; every body is written ``body`` with constant bounds):
 
@@ -198,7 +88,7 @@ def record_point_rows(p, chain, cfg) -> PointRows:
       :math:`\ddot q` from the ABA;
     * ``ode_t``: :math:`\dot q_1\, dt/ds = 1`;
     * ``loads_eq[k]`` (35) and ``inplane_eq[k]`` (36): residuals = 0;
-    * ``power_limit``: :math:`f_{xa} v_{3x} \le P_{max}`;
+    * ``power_limit``: :math:`f_{xa} v_{3x} - P_{max} \le 0`;
     * ``adherence[w, sense]``: the friction ellipse of each tyre (see ``adherence`` in
       :data:`OCP_CONFIG`);
     * ``speed_min``: :math:`v_{3x} \ge v_{min}`;
@@ -207,7 +97,6 @@ def record_point_rows(p, chain, cfg) -> PointRows:
     Parameters
     ----------
     p : VehicleParameters
-    chain : chain.Chain
     cfg : ConfigDict
         :data:`OCP_CONFIG` values (``adherence``, ``v_min``, ``periodic``).
 
@@ -220,52 +109,11 @@ def record_point_rows(p, chain, cfg) -> PointRows:
     rows = []          # (family, key, node, lower, upper, where)
 
     def fn(namer, x):
-        rows[:] = point_row_list(p, chain, cfg, x["x"], x["track"], namer)
+        sym = SymbolicVehicle(p, dict(zip(VEHICLE_INPUTS, x["vehicle"])))
+        rows[:] = point_row_list(sym, veh.build_chain(sym), cfg, x["x"], x["track"], namer)
         return [r[2] for r in rows]
 
-    return rows_on_tape(fn, groups, rows)
-
-
-def rows_on_tape(fn, groups: dict, rows: list, variables=None) -> PointRows:
-    """Record one point's rows on a tape and group them into families (what every model with
-    recorded rows shares: the full and the multibody car).
-
-    Parameters
-    ----------
-    fn : callable
-        ``fn(namer, x) -> list of expressions``; fills ``rows`` with tuples
-        ``(family, key, node, lower, upper, where)`` as it runs.
-    groups : dict
-        ``{"x": number of point variables, "track": number of track inputs}``.
-    rows : list
-        The list ``fn`` fills.
-    variables : tuple of str, optional
-        The point variables in tape order (default :data:`POINT_VARIABLES`, the full car's).
-
-    Returns
-    -------
-    PointRows
-        The tape, with its inputs named after the model's components, its outputs and families.
-    """
-    from ..spatial.tape import record
-    point_vars = POINT_VARIABLES if variables is None else variables
-    tape, outs = record(fn, groups)
-    # the tape's inputs are named x[i] / track[i]: rename them after the model's components
-    names = {f"x[{i}]": n for i, n in enumerate(point_vars)}
-    names.update({f"track[{i}]": n for i, n in enumerate(TRACK_INPUTS)})
-    for node in tape.nodes:
-        if node.op == "input":
-            node.args = (names[node.args[0]],)
-    tape.input_names = [names[n] for n in tape.input_names]
-    tape.count_uses(outs)
-    families = []
-    for fam in dict.fromkeys(r[0] for r in rows):
-        idx = [i for i, r in enumerate(rows) if r[0] == fam]
-        families.append(RowFamily(fam, tuple(rows[i][1] for i in idx), tuple(idx),
-                                  tuple(rows[i][3] for i in idx), tuple(rows[i][4] for i in idx),
-                                  rows[idx[0]][5]))
-    return (PointRows(tape=tape, outputs=list(outs), families=families) if variables is None else
-            PointRows(tape=tape, outputs=list(outs), families=families, variables=variables))
+    return rows_on_tape(fn, groups, rows, POINT_VARIABLES, VEHICLE_INPUTS)
 
 
 def point_row_list(p, chain, cfg, x, track, namer=None) -> list:
@@ -314,7 +162,7 @@ def point_row_list(p, chain, cfg, x, track, namer=None) -> list:
         rows.append(("loads_eq", k, e.load_residuals[k], 0.0, 0.0, "all"))
     for k in range(3):
         rows.append(("inplane_eq", k, e.inplane_residuals[k], 0.0, 0.0, "all"))
-    rows.append(("power_limit", None, ch["power"], None, p.P_max, "all"))
+    rows.append(("power_limit", None, sub(ch["power"], p.P_max), None, 0.0, "all"))
     for key, body in adherence_rows(p, ch, cfg.adherence):
         rows.append(("adherence", key, body, None, 0.0, "all"))
     rows.append(("speed_min", None, ch["v_3x"], cfg.v_min, None, "all"))
@@ -372,332 +220,17 @@ def adherence_rows(p, ch, form: str) -> list:
     return out
 
 
-def _shared_nodes(tape) -> list:
-    """Nodes of the car tape written as common subexpressions ``m.car.cse[s, k]``.
-
-    A node used more than once is named unless it is a single cheap operation (``+ - *`` on
-    named nodes, inputs or constants) used at most three times: repeating such a node costs
-    the AMPL solver library less than a defined variable, and every named expression costs
-    Pyomo's NL writer time and memory (it keeps, for each, the set of named expressions it
-    depends on)."""
-    from ..spatial.tape import Node
-
-    local = [0] * len(tape.nodes)
-    out = []
-    for i, node in enumerate(tape.nodes):
-        if not tape.live[i] or node.op == "input":
-            continue
-        size = 1 + sum(local[a.index] for a in node.args if isinstance(a, Node))
-        named = i in tape.tags or (
-            tape.uses[i] > 1 and node.op != "neg"
-            and (size > 1 or tape.uses[i] > 3 or node.op not in ("add", "sub", "mul")))
-        if named:
-            if i not in tape.tags:
-                out.append(i)
-            size = 0
-        local[i] = size
-    return out
-
-
 _FAMILY_DOCS = {
     "ode_q": "spatial DAE (39), kinematics: q1_dot dq_k/ds - q_k_dot = 0 [m/s, rad/s]",
     "ode_qdot": "spatial DAE (39), dynamics: q1_dot dq_k_dot/ds - q_k_ddot(ABA) = 0 [m/s^2, rad/s^2]",
     "ode_t": "time: q1_dot dt/ds = 1",
     "loads_eq": "vertical loads, eq (35): f_ijz - f~_ijz = 0 [N]",
     "inplane_eq": "in-plane tyre resultant, eq (36) [N, N, N m]",
-    "power_limit": "traction power f_xa v_3x <= P_max [W]",
+    "power_limit": "traction power f_xa v_3x - P_max <= 0 [W]",
     "adherence": "friction ellipse of each tyre (see pyomo_lap.ocp.build.adherence_rows) [N]",
     "speed_min": "v_3x >= v_min [m/s] (slip angles (33) divide by v_3x)",
     "settled_start": "open sector: the car enters settled, q_k_ddot = 0 (k = 4..6) at the start",
 }
-
-
-def track_numbers(tp) -> dict:
-    """The track numbers of :data:`TRACK_INPUTS` at the points of a
-    :class:`~pyomo_lap.track.geometry.TrackPoints`, as ``name -> (n,) array``."""
-    n = len(tp.s)
-    R = np.asarray(tp.rotation, dtype=float).reshape(n, 9)
-    out = {f"R[{k}]": R[:, k] for k in range(9)}
-    for k in range(3):
-        out[f"Om[{k}]"] = np.asarray(tp.omega[:, k], dtype=float)
-        out[f"dOm[{k}]"] = np.asarray(tp.domega_ds[:, k], dtype=float)
-    return out
-
-
-def _replay(m, rec: PointRows, tp, sigma, named: bool, progress, user_tags=USER_TAGS) -> list:
-    """The row bodies at every point as Pyomo expressions (:class:`pyomo_lap.spatial.tape.PyomoReplay`).
-
-    The points are grouped by which track numbers are exactly zero; the tape is specialized
-    to each group (:func:`pyomo_lap.spatial.tape.specialize`), so a zero never enters an expression.
-    Tagged quantities of the model code (:data:`USER_TAGS`) become ``m.car.<tag>[s]``; with
-    ``named``, the other nodes used more than once (:func:`_shared_nodes`) become
-    ``m.car.cse[s, k]`` (``k``: the node's index on the recorded tape).
-
-    The numbers of the car and the options (the tape's literals) enter the expressions as
-    mutable parameters: ``m.car.literal[g, k]`` (group ``g`` of points, one per literal of
-    its symbolic operations, shared by its points) and ``m.car.numeric[s, k]`` (the values at
-    a point that combine a literal with the track's numbers); :func:`set_full_vehicle` puts
-    another car's numbers into them. The groups are kept on ``rec.groups``.
-
-    Returns
-    -------
-    list (one entry per point) of lists (one entry per output of ``rec``)
-    """
-    groups = rec.groups = _replay_groups(rec, tp, sigma, named, user_tags)
-    n = len(sigma)
-    lit_index = [(g, k) for g, grp in enumerate(groups) for k in range(len(grp.replay.literal_slots))]
-    lit_init = {(g, k): v for g, grp in enumerate(groups)
-                for k, v in enumerate(grp.replay.literal_values())}
-    m.car.literal = pyo.Param(lit_index, mutable=True, initialize=lit_init,
-                              doc="numbers of the car and the options in the rows: literal k of "
-                                  "the rows of point group g (set by set_vehicle)")
-    num_init = {(sigma[i], k): row[k] for grp in groups
-                for i, row in zip(grp.points.tolist(), grp.numbers)
-                for k in grp.replay.parameter_columns}
-    m.car.numeric = pyo.Param(list(num_init), mutable=True, initialize=num_init,
-                              doc="values at point s that combine the car's numbers with the "
-                                  "track's (column k of the point's group; set by set_vehicle)")
-    namer = _Namer(m.car, m.s)
-    if named:
-        keys = sorted(set().union(*(g.shared_keys for g in groups)))
-        m.car.cse_index = pyo.Set(initialize=keys, doc="tape index of a shared subexpression")
-        m.car.cse = pyo.Expression(m.s, m.car.cse_index, doc="common subexpressions of the car equations")
-    cse = m.car.component("cse")
-    comps = [m.component(name) for name in rec.variables]
-    columns = []          # the variables of each component at every point, in point order
-    for c in comps:
-        keys, datas = zip(*c.items()) if len(c) == n else ((), ())
-        columns.append(list(datas) if list(keys) == list(sigma) else [c[s] for s in sigma])
-    point_vars = list(zip(*columns))
-    values = [None] * n
-    done = 0
-    literal, numeric = m.car.literal, m.car.numeric
-    for g, grp in enumerate(groups):
-        replay = grp.replay
-        lits = [literal[g, k] for k in range(len(replay.literal_slots))]
-        pcols = replay.parameter_columns
-        for row, i in zip(grp.numbers.tolist(), grp.points.tolist()):
-            s = sigma[i]
-            for k in pcols:
-                row[k] = numeric[s, k]
-            if named:
-                def share(k, value, _s=s):
-                    return _set_new(cse, (_s, k), value)
-            else:
-                def share(k, value):
-                    return value
-            values[i] = replay.build(point_vars[i], row, namer.at(s), share, lits)
-            done += 1
-            if progress is not None:
-                progress("building the model", done, n)
-    rec.parameter_values = _parameter_values(m)
-    return values
-
-
-def _parameter_values(m) -> dict:
-    """The values of ``m.car.literal`` and ``m.car.numeric`` (:attr:`PointRows.parameter_values`;
-    a component that is missing has none)."""
-    return {name: [p.value for p in comp.values()] for name in ("literal", "numeric")
-            if (comp := m.car.component(name)) is not None}
-
-
-@dataclasses.dataclass
-class _ReplayGroup:
-    """The points of one pattern of zero track numbers and the tape specialized to them."""
-    replay: object          # PyomoReplay (with literal parameters)
-    points: np.ndarray      # positions in sigma
-    numbers: np.ndarray     # (len(points), k) numeric values
-    zeros: dict             # the track inputs that are 0 at these points
-    shared_keys: tuple      # tape indices of the named shared nodes
-    structure: str          # structure_key of the specialized tape
-    user_tags: tuple        # the tags kept as named expressions
-
-
-def _specialized(rec: PointRows, zeros: dict, named: bool, user_tags) -> tuple:
-    """The tape of ``rec`` specialized to the track inputs ``zeros`` (with its tags kept to
-    ``user_tags``): ``(tape, outputs, shared nodes, structure key)``, the key covering the
-    tags and the shared nodes (which named expressions the replay makes)."""
-    from ..spatial.tape import specialize, structure_key
-    rec.tape.tags = {i: t for i, t in rec.tape.tags.items() if t.startswith(user_tags)}
-    spec, outs, origin = specialize(rec.tape, rec.outputs, zeros)
-    shared = {i: origin[i] for i in _shared_nodes(spec)} if named else {}
-    key = structure_key(spec, outs, tuple(rec.variables) + tuple(TRACK_INPUTS),
-                        salt=repr(sorted(spec.tags.items())) + repr(sorted(shared.items())))
-    return spec, outs, shared, key
-
-
-def _replay_groups(rec: PointRows, tp, sigma, named: bool, user_tags=USER_TAGS) -> list:
-    """The specialized tapes of :func:`_replay`, one :class:`_ReplayGroup` per pattern of zero
-    track numbers (what the build replays; their structure keys tell whether another car's rows
-    have the same expressions)."""
-    from ..spatial.tape import PyomoReplay
-    numbers = track_numbers(tp)
-    zero = np.stack([numbers[k] == 0.0 for k in TRACK_INPUTS], axis=1)
-    patterns, inverse = np.unique(zero, axis=0, return_inverse=True)
-    inverse = np.asarray(inverse).reshape(-1)
-    groups = []
-    for g, pat in enumerate(patterns):
-        consts = {k: 0.0 for k, z in zip(TRACK_INPUTS, pat) if z}
-        spec, outs, shared, key = _specialized(rec, consts, named, user_tags)
-        replay = PyomoReplay(spec, outs, rec.variables, shared=shared, parameters=True)
-        pts = np.flatnonzero(inverse == g)
-        nums = replay.numeric_values({k: numbers[k][pts] for k in replay.numeric_inputs}, len(pts))
-        groups.append(_ReplayGroup(replay, pts, nums, consts, tuple(shared.values()), key,
-                                   tuple(user_tags)))
-    return groups
-
-
-def _replay_lifted(m, rec: PointRows, tp, sigma, lift, progress) -> list:
-    """As :func:`_replay`, for the option ``lift``: every tag of the model code that starts
-    with one of ``lift`` becomes a variable ``m.car.<tag>[s]`` with its defining equation
-    ``m.car.<tag>_def[s]`` (slow path through :meth:`pyomo_lap.spatial.tape.Tape.replay`)."""
-    tape = rec.tape
-    numbers = track_numbers(tp)
-    namer = _Namer(m.car, m.s, lift=lift)
-    comps = [m.component(name) for name in POINT_VARIABLES]
-    values = []
-    for i, s in enumerate(sigma):
-        inputs = {k: float(numbers[k][i]) for k in TRACK_INPUTS}
-        inputs.update({name: c[s] for name, c in zip(POINT_VARIABLES, comps)})
-        values.append(tape.replay(inputs, rec.outputs, name=namer.at(s), share=lambda k, v: v))
-        if progress is not None:
-            progress("building the model", i + 1, len(sigma))
-    return values
-
-
-
-def add_recorded_rows(m, rec: PointRows, values, tp, sigma, idx, record_built: bool = True,
-                      docs: Optional[dict] = None) -> None:
-    """Add the replayed rows of every point as ``Constraint`` components (one per
-    :class:`RowFamily`) and record on ``rec`` what the fast solver path checks: the rows as
-    built, the variable components, the named expressions of ``m.car``, the track numbers and
-    the points. Shared by every model whose rows are recorded (:func:`record_point_rows`,
-    :mod:`pyomo_lap.ocp.multibody`).
-
-    Parameters
-    ----------
-    m : ConcreteModel
-    rec : PointRows
-    values : list
-        Per point, the replayed outputs of ``rec`` (:func:`_replay`).
-    tp : TrackPoints
-    sigma : list of float
-        The points, sorted [m].
-    idx : dict
-        ``s -> position in sigma``.
-    record_built : bool
-        False for lifted rows (option ``lift``), which are not the recorded ones.
-    docs : dict, optional
-        ``family name -> doc`` of the constraint components (default: the full model's).
-    """
-    docs = {**_FAMILY_DOCS, **(docs or {})}
-    where = {"all": sigma, "interior": sigma[1:], "first": sigma[:1]}
-    built = rec.built = []        # (ConstraintData, its expression, point, output) as built
-    bounds = _bound_parameters(m, rec.families)
-    for fam in rec.families:
-        pts = where[fam.where]
-        if fam.where == "first":
-            index = list(fam.keys)
-        elif fam.keys == (None,):
-            index = list(pts)
-        else:
-            index = [(k, s) if not isinstance(k, tuple) else k + (s,) for k in fam.keys for s in pts]
-        con = pyo.Constraint(index, doc=docs.get(fam.name))
-        m.add_component(fam.name, con)
-        for j, key in enumerate(fam.keys):
-            out = fam.outputs[j]
-            equality = fam.lower[j] is not None and fam.lower[j] == fam.upper[j]
-            lo, up = bounds[fam.name, j, "lower"], bounds[fam.name, j, "upper"]
-            for s in pts:
-                i = idx[s]
-                body = values[i][out]
-                if is_number(body):
-                    continue
-                if fam.where == "first":
-                    ix = key
-                elif key is None:
-                    ix = s
-                else:
-                    ix = key + (s,) if isinstance(key, tuple) else (key, s)
-                c = _set_new(con, ix, (body == lo) if equality else (lo, body, up))
-                if record_built:
-                    built.append((c, c.expr, i, out))
-    # what the fast solver path checks before it uses the recorded rows instead of these
-    # expressions: the variable components, the named expressions and the track numbers
-    rec.components = {name: m.component(name) for name in rec.variables}
-    rec.named = []
-    for e in m.car.component_data_objects(pyo.Expression, descend_into=True):
-        ix = e.index()
-        rec.named.append((e, e.expr, idx[ix[0] if isinstance(ix, tuple) else ix]))
-    numbers = track_numbers(tp)
-    rec.track_values = np.stack([numbers[k] for k in TRACK_INPUTS], axis=1)
-    rec.points = list(sigma)
-
-
-def _bound_parameters(m, families) -> dict:
-    """The bounds of the recorded rows as built: ``{(family, row, side): bound}`` with None,
-    0.0 (a residual) or the mutable parameter ``m.car.row_bound[family, row, side]`` holding
-    the number (the car's or the options': ``power_limit`` <= P_max, ``speed_min`` >= v_min;
-    :func:`set_full_vehicle` sets it). An equality's two bounds are one parameter (side
-    ``"lower"``)."""
-    out, init = {}, {}
-    for fam in families:
-        for j in range(len(fam.keys)):
-            lo, up = fam.lower[j], fam.upper[j]
-            for side, v in (("lower", lo), ("upper", up)):
-                if v is None or v == 0.0:
-                    out[fam.name, j, side] = v
-                elif side == "upper" and lo is not None and lo == up:
-                    out[fam.name, j, side] = _SAME_AS_LOWER        # the lower one's parameter
-                else:
-                    init[fam.name, j, side] = float(v)
-    m.car.row_bound = pyo.Param(list(init), mutable=True, initialize=init,
-                                doc="the numbers bounding the recorded rows (family, row, "
-                                    "'lower' / 'upper')")
-    for key in init:
-        out[key] = m.car.row_bound[key]
-    for key, v in out.items():
-        if v is _SAME_AS_LOWER:
-            out[key] = out[key[0], key[1], "lower"]
-    return out
-
-
-_SAME_AS_LOWER = object()
-
-
-def _bound_pattern(families) -> list:
-    """Which bounds of the families are None, 0 or a number, and which rows are equalities
-    (part of the model's structure: :func:`set_full_vehicle` refuses a car that changes it)."""
-    kind = (lambda v: "none" if v is None else "zero" if v == 0.0 else "number")
-    return [(f.name, f.keys, f.outputs, f.where, tuple(map(kind, f.lower)), tuple(map(kind, f.upper)),
-             tuple(lo is not None and lo == up for lo, up in zip(f.lower, f.upper)))
-            for f in families]
-
-
-def add_point_rows(m, rec: PointRows, chain, tp, sigma, idx, cfg, progress, lift=(),
-                   user_tags=USER_TAGS, docs: Optional[dict] = None) -> None:
-    """Replay the recorded rows at every point into the model (what the full and the
-    multibody car share): ``m.problem`` gets the chain and the rows, the rows become the
-    ``Constraint`` components (:func:`add_recorded_rows`), the speed of the ``speed_min`` row
-    the named expression ``m.v_3x[s]``.
-
-    Parameters
-    ----------
-    lift : tuple of str
-        Tags made variables (:data:`OCP_CONFIG` ``lift``; the rows are then not checked by the
-        fast path).
-    user_tags, docs
-        The named expressions ``m.car.<tag>[s]`` kept, and the rows' docs.
-    """
-    update_problem(m, chain=chain, point_rows=rec)
-    if lift:
-        values = _replay_lifted(m, rec, tp, sigma, lift, progress)
-    else:
-        values = _replay(m, rec, tp, sigma, cfg.named_subexpressions, progress, user_tags=user_tags)
-    add_recorded_rows(m, rec, values, tp, sigma, idx, record_built=not lift, docs=docs)
-    v3x_out = next(f.outputs[0] for f in rec.families if f.name == "speed_min")
-    m.v_3x = pyo.Expression(m.s, rule=lambda m, s: values[idx[s]][v3x_out],
-                            doc="longitudinal speed of O3 in {B3} [m/s]")
 
 
 def chain_scaling(m, extra: Optional[Callable] = None) -> tuple:
@@ -799,10 +332,11 @@ def build_full_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[fl
     # The rows of one point are recorded once on symbols (pyomo_lap.spatial.tape: common
     # subexpressions merged) and replayed at every point on the point's variables and track
     # numbers; the quantities users ask for are named Expressions m.car.<tag>[s].
+    add_vehicle_block(m, p)
     m.car = pyo.Block()
     chain = veh.build_chain(p)
-    add_point_rows(m, record_point_rows(p, chain, cfg), chain, tp, sigma, idx, cfg, progress,
-                   lift=cfg.lift)
+    add_point_rows(m, record_point_rows(p, cfg), chain, tp, sigma, idx, cfg, progress,
+                   lift=cfg.lift, user_tags=USER_TAGS, docs=_FAMILY_DOCS)
 
     add_channel_expressions(m)
 
@@ -833,9 +367,8 @@ def add_channel_expressions(m) -> None:
       eqs (32), (34).
 
     They reuse the named expressions of the rows (``m.car.V3_k``, ``m.car.a3_k``,
-    ``m.car.alpha_1`` ...): no equation is written twice. The car's numbers in them are the
-    mutable parameters ``m.car.gravity`` [m/s^2], ``m.car.f_11x_share`` and
-    ``m.car.f_21x_share`` [-] (:func:`set_full_vehicle` sets them).
+    ``m.car.alpha_1`` ...): no equation is written twice. The brake split and the gravity are
+    the model's ``m.vehicle.powertrain.brake_ratio`` and ``m.vehicle.gravity``.
     """
     from ..spatial import lie
     from ..spatial.backend import cos, sin, sqrt
@@ -844,8 +377,6 @@ def add_channel_expressions(m) -> None:
     sigma = sorted(m.s)
     idx = {s: i for i, s in enumerate(sigma)}
     car = m.car
-    car.gravity = pyo.Param(initialize=p.gravity, mutable=True,
-                            doc="gravity of the named accelerations m.a_x, m.a_y [m/s^2]")
 
     def named(prefix, k, s):
         comp = car.component(f"{prefix}_{k}")
@@ -863,7 +394,7 @@ def add_channel_expressions(m) -> None:
             R03 = lie.matmul3(R, lie.rot_axis(2, cos(q3), sin(q3)))
             a3 = [named("a3", k, s) for k in range(3)]
             done.clear()
-            done[s] = veh.o3_acceleration(v3(s), a3, R03[2], car.gravity)
+            done[s] = veh.o3_acceleration(v3(s), a3, R03[2], vehicle_var(m, "gravity"))
         return done[s]
 
     m.speed = pyo.Expression(m.s, rule=lambda m, s: sqrt(named("V3", 0, s) ** 2 + named("V3", 1, s) ** 2),
@@ -876,16 +407,13 @@ def add_channel_expressions(m) -> None:
         m.add_component(f"alpha_{axle}", pyo.Expression(
             m.s, rule=lambda m, s, a=axle: car.component(f"alpha_{a}")[s],
             doc=f"slip angle of the {'front' if axle == '1' else 'rear'} axle, eq (33) [rad]"))
-    car.f_11x_share = pyo.Param(initialize=0.5 * p.brake_ratio, mutable=True,
-                                doc="share of f_xb on each front wheel, k_b / 2 [-], eq (34)")
-    car.f_21x_share = pyo.Param(initialize=0.5 * (1.0 - p.brake_ratio), mutable=True,
-                                doc="share of f_xb on each rear wheel, (1 - k_b) / 2 [-], eq (34)")
+    k_b = vehicle_var(m, "powertrain.brake_ratio")
     for w in WHEELS:
         where = f"{'front' if w[0] == '1' else 'rear'}-{'left' if w[1] == '1' else 'right'}"
         if w[0] == "1":
-            rule = (lambda m, s: car.f_11x_share * m.f_xb[s])
+            rule = (lambda m, s: 0.5 * k_b * m.f_xb[s])
         else:
-            rule = (lambda m, s: car.f_21x_share * m.f_xb[s] + 0.5 * m.f_xa[s])
+            rule = (lambda m, s: 0.5 * (1.0 - k_b) * m.f_xb[s] + 0.5 * m.f_xa[s])
         m.add_component(f"f_{w}x", pyo.Expression(
             m.s, rule=rule, doc=f"longitudinal tyre force, {where} wheel, eq (34) [N]"))
         m.add_component(f"f_{w}y", pyo.Expression(
@@ -906,33 +434,30 @@ class VehicleStructureError(ValueError):
 
 def set_full_vehicle(m, vehicle: veh.VehicleParameters) -> None:
     """Change the car of a built full model in place: the model becomes the one
-    :func:`build_full_model` builds for ``vehicle`` on the same track, sector, mesh and options,
-    without building it again (the ``set_vehicle`` of :data:`FULL_MODEL`; the public entry is
+    :func:`build_full_model` builds for ``vehicle`` on the same track, sector, mesh and options
+    (the ``set_vehicle`` of :data:`FULL_MODEL`; the public entry is
     :func:`pyomo_lap.ocp.build.set_vehicle`).
 
-    The rows' expressions hold the car's numbers as mutable parameters (``m.car.literal``,
-    ``m.car.numeric``, see :func:`_replay`); the new car's rows are recorded, checked to have
-    the same structure (:func:`pyomo_lap.spatial.tape.structure_key`, of the recorded rows and
-    of each group's specialized tape) and their numbers put into the parameters. Then what else
-    depends on the car: the bounds of the controls, loads and track limits, the fixed entry
-    speed, the scaling factors and ``m.problem`` (``vehicle``, ``chain``, ``point_rows``,
-    ``initial_speed``). No component is added or removed: the rows and the variables keep
-    their order. The variables keep their values: initialize the model
+    The rows hold the car's parameters as the variables ``m.vehicle.*``: their values are
+    fixed at the new car's (a free one, unfixed by the user, keeps its freedom and takes the
+    new value as its start). Then what else depends on the car: the bounds of the controls,
+    loads and track limits, the fixed entry speed, the scaling factors and ``m.problem``
+    (``vehicle``, ``chain``, ``initial_speed``). No component is added or removed. The
+    variables keep their values: initialize the model
     (:func:`pyomo_lap.ocp.initialize.initialize_model`) or load a solution before solving.
-    ``tests/test_set_vehicle.py`` compares every row, bound, fixed value and scaling factor
-    with a model built for the new car.
 
     Parameters
     ----------
     m : ConcreteModel
-        Built by :func:`build_full_model` (without the option ``lift``).
+        Built by :func:`build_full_model`.
     vehicle : VehicleParameters
 
     Raises
     ------
     VehicleStructureError (a ValueError)
-        The new car's rows differ in structure (the model is left unchanged), or the model
-        was built with ``lift`` or has no recorded rows.
+        The model has no ``m.vehicle`` (built before the car's parameters were model
+        components) or a parameter the new car has and the model has not (an optional
+        section); the model is left unchanged.
     ValueError
         The track is narrower than the new car plus margins, or its entry speed is refused
         (the model is left unchanged).
@@ -940,61 +465,33 @@ def set_full_vehicle(m, vehicle: veh.VehicleParameters) -> None:
     t0 = time.perf_counter()
     pr = m.problem
     cfg = pr.options
-    old = pr.point_rows
-    if cfg.lift or old is None or not old.built or not old.groups:
-        raise VehicleStructureError("the model's car cannot be changed: it was built with the "
-                                    "option 'lift' or has no recorded rows; build a new model")
+    if m.component("vehicle") is None:
+        raise VehicleStructureError("the model has no m.vehicle: build a new model for the car")
     p = vehicle
-    chain = veh.build_chain(p)
-    rec = record_point_rows(p, chain, cfg)
-    same = (rec.structure_key() == old.structure_key()
-            and _bound_pattern(rec.families) == _bound_pattern(old.families))
     tp = pr.track_points
     sigma = np.array(sorted(m.s))
-    specs = []
-    if same:
-        for grp in old.groups:
-            spec, _, _, key = _specialized(rec, grp.zeros, cfg.named_subexpressions, grp.user_tags)
-            specs.append(spec)
-            if key != grp.structure:
-                same = False
-                break
-    if not same:
-        raise VehicleStructureError(
-            f"vehicle {p.name!r}: its equations differ in structure from those of "
-            f"{pr.vehicle.name!r} the model was built with (a parameter that is 0, 1 or "
-            "equal to another folds an operation away); build a new model for it")
     idx = {s: i for i, s in enumerate(sigma)}
     limits = track_limits(pr.track, tp, sigma, p, cfg)     # may refuse the car: nothing changed yet
     first = sigma[0]
     v0 = (entry_speed(pr.track, p, cfg, m.q1_dot[first].ub)
           if pr.initial_speed is not None else None)
-    numbers = track_numbers(tp)
-    lit_values, num_values = {}, {}
-    for g, (grp, spec) in enumerate(zip(old.groups, specs)):
-        r = grp.replay
-        lit_values.update({(g, k): v for k, v in enumerate(r.literal_values(spec))})
-        if r.parameter_columns:
-            pts = grp.points
-            nums = r.numeric_values({k: numbers[k][pts] for k in r.numeric_inputs}, len(pts), spec)
-            for i, row in zip(pts.tolist(), nums[:, r.parameter_columns].tolist()):
-                num_values.update({(sigma[i], k): v for k, v in zip(r.parameter_columns, row)})
+    from ..vehicle.schema import PARAMETER_KEYS
+    values = {}
+    for key in PARAMETER_KEYS + ("gravity",):
+        value = p.value(key)
+        if value is None:
+            continue
+        try:
+            values[key] = (vehicle_var(m, key), float(value))
+        except ValueError:
+            raise VehicleStructureError(f"vehicle {p.name!r} has {key} = {value!r}, which the "
+                                        "model's car has not; build a new model") from None
     # ---- from here on the model changes -----------------------------------------------------
-    m.car.literal.store_values(lit_values)
-    m.car.numeric.store_values(num_values)
-    fams = {f.name: f for f in rec.families}
-    m.car.row_bound.store_values({(name, j, side): float(getattr(fams[name], side)[j])
-                                  for name, j, side in m.car.row_bound.keys()})
-    for name in ("built", "named", "components", "track_values", "points", "groups"):
-        setattr(rec, name, getattr(old, name))      # the same expressions, now with rec's numbers
-    rec.parameter_values = _parameter_values(m)
-    update_problem(m, vehicle=p, chain=chain, point_rows=rec, initial_speed=v0)
+    for var, value in values.values():
+        var.set_value(value, skip_validation=True)
+    update_problem(m, vehicle=p, chain=veh.build_chain(p), initial_speed=v0)
     set_bounds(m, {**car_control_bounds(p), **load_bounds(p)})
     set_track_limits(m, limits, idx)
-    if m.car.component("gravity") is not None:       # the named channels' numbers
-        m.car.gravity.set_value(p.gravity)
-        m.car.f_11x_share.set_value(0.5 * p.brake_ratio)
-        m.car.f_21x_share.set_value(0.5 * (1.0 - p.brake_ratio))
     if v0 is not None:
         m.q1_dot[first].fix(v0)
     _set_scaling(m)
@@ -1093,6 +590,6 @@ FULL_MODEL = VehicleModel(
     description="the six-joint Lie-group car (pyomo_lap.vehicle.car, pyomo_lap.spatial.chain)",
     states=STATE_NAMES, rates=RATE_NAMES, controls=veh.CONTROLS, algebraics=veh.ALGEBRAIC,
     build=build_full_model, initialize=initialize_full_model,
-    point_rows=lambda p, cfg: record_point_rows(p, veh.build_chain(p), cfg),
+    point_rows=lambda p, cfg: record_point_rows(p, cfg),
     set_vehicle=set_full_vehicle)
 """The full model as a :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel` (registry key ``"full"``)."""

@@ -34,8 +34,8 @@ from ..vehicle import car as veh
 from ..vehicle import multibody_car as mbc
 from .common import (add_car_controls, add_derivative_vars, discretize_on_track, finish_build,
                      new_sector_model)
-from .full_model import (TRACK_INPUTS, PointRows, add_point_rows, adherence_rows, chain_scaling,
-                         rows_on_tape)
+from .full_model import (_FAMILY_DOCS, TRACK_INPUTS, PointRows, add_point_rows, adherence_rows,
+                         chain_scaling, rows_on_tape)
 from .initialize import cold_start_profile
 from .vehicle_model import VehicleModel
 
@@ -169,7 +169,7 @@ def build_multibody_model(track, vehicle, cfg, t0: Optional[float] = None,
     m.car = pyo.Block()
     tree = mbc.build_tree(p)
     add_point_rows(m, record_multibody_rows(p, tree, cfg), tree, tp, sigma, idx, cfg, progress,
-                   user_tags=USER_TAGS, docs=_DOCS)
+                   user_tags=USER_TAGS, docs={**_FAMILY_DOCS, **_DOCS})
     return finish_build(m, track, p, cfg, STATE_NAMES, RATE_NAMES, veh.CONTROLS, _set_scaling, t0)
 
 

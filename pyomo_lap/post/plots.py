@@ -1067,7 +1067,10 @@ def read_vehicle_sheet(results_dir) -> dict:
         sheet = pd.read_excel(path, sheet_name="vehicle")
     except ValueError:   # no such sheet
         return {}
-    return dict(zip(sheet["parameter"], sheet["value"]))
+    from ..vehicle.schema import FIELD_OF_KEY
+    # the sheet names the parameters by their dotted names (mass.total); the figures read the
+    # fields (m), as VehicleParameters has them
+    return {FIELD_OF_KEY.get(str(k), str(k)): v for k, v in zip(sheet["parameter"], sheet["value"])}
 
 
 def read_vehicle(results_dir, summary: Optional[dict] = None) -> dict:

@@ -164,7 +164,9 @@ def _point_values(m, name: str, sigma: list) -> np.ndarray:
 def _full_dataframe(m, progress=None) -> pd.DataFrame:
     """:func:`trajectory_dataframe` of the full model, all points at once (NumPy over the tape
     of :func:`_channel_tape`)."""
-    p = m.problem.vehicle
+    from ..ocp.common import vehicle_of_model
+    p = vehicle_of_model(m)       # the car as solved (a free parameter at its optimum)
+    chain = m.problem.chain if p == m.problem.vehicle else veh.build_chain(p)
     tp = m.problem.track_points
     joints = m.problem.track_joints
     sigma = sorted(m.s)
@@ -178,7 +180,7 @@ def _full_dataframe(m, progress=None) -> pd.DataFrame:
     dJ = np.array([j.dJ for j in joints], dtype=float).reshape(n, 6)
     pos = np.array([j.p for j in joints], dtype=float).reshape(n, 3)
     general = not (np.all(J[:, :3] == [1.0, 0.0, 0.0]) and np.all(dJ[:, :3] == 0.0))
-    ct = _channel_tape(p, m.problem.chain, general)
+    ct = _channel_tape(p, chain, general)
     inputs = {}
     for k, name in enumerate(STATE_NAMES + RATE_NAMES + veh.CONTROLS + veh.ALGEBRAIC):
         inputs[f"x[{k}]"] = val[name]
@@ -258,7 +260,8 @@ def trajectory_dataframe(m, progress=None) -> pd.DataFrame:
     # points), and recording the tape allocates enough to trigger one
     with gc_paused():
         df = _full_dataframe(m, progress)
-        p = m.problem.vehicle
+        from ..ocp.common import vehicle_of_model
+        p = vehicle_of_model(m)
         tp = m.problem.track_points
         sigma = sorted(m.s)
         sig = np.asarray(sigma, dtype=float)
@@ -941,6 +944,34 @@ def load_solution(m, path) -> int:
     return n
 
 
+def vehicle_sheet(vehicle) -> pd.DataFrame:
+    """The workbook's ``vehicle`` sheet: one row per parameter, by the dotted name of the
+    vehicle file (``mass.total``: the model's ``m.vehicle.mass.total``, ``sweep --set``,
+    ``solve --free``, the sensitivity table), with its value, unit and description; the car's
+    name and description first.
+
+    Parameters
+    ----------
+    vehicle : VehicleParameters or dict
+        A dict (``{name: value}``) is written as it is.
+    """
+    from ..vehicle.schema import PARAMETER_KEYS, VehicleParameters, field_of
+    if isinstance(vehicle, dict):
+        return pd.DataFrame({"parameter": list(vehicle), "value": [_cell(v) for v in vehicle.values()]})
+    rows = [{"parameter": "name", "value": vehicle.name, "unit": "", "description": "the car's name"},
+            {"parameter": "description", "value": vehicle.description or "", "unit": "",
+             "description": "the vehicle file's description"}]
+    for key in PARAMETER_KEYS + ("gravity",):
+        value = vehicle.value(key)
+        if value is None:
+            continue
+        info = VehicleParameters.model_fields[field_of(key)]
+        desc = (info.description or "").rsplit(" [", 1)[0]
+        rows.append({"parameter": key, "value": float(value),
+                     "unit": (info.json_schema_extra or {}).get("unit", ""), "description": desc})
+    return pd.DataFrame(rows, columns=["parameter", "value", "unit", "description"])
+
+
 def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict | None = None,
                   partial: bool = False, n_sectors: int = 3, echo=None,
                   solution: dict | None = None) -> Path:
@@ -985,8 +1016,8 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
         From :func:`trajectory_dataframe`.
     summary : dict
         JSON-serialisable summary.
-    vehicle_params : dict, optional
-        Written as a sheet of the workbook.
+    vehicle_params : VehicleParameters or dict, optional
+        The workbook's ``vehicle`` sheet (:func:`vehicle_sheet`).
     partial : bool
     n_sectors : int
         Sectors for :func:`sector_times` (added to the summary unless it has ``sectors``).
@@ -1062,9 +1093,7 @@ def _write_locked(out_dir: Path, df, summary, vehicle_params, partial, n_sectors
                                                     index=False)
             sectors.to_excel(xw, sheet_name="sectors", index=False)
             if vehicle_params:
-                pd.DataFrame({"parameter": list(vehicle_params),
-                              "value": [_cell(v) for v in vehicle_params.values()]}
-                             ).to_excel(xw, sheet_name="vehicle", index=False)
+                vehicle_sheet(vehicle_params).to_excel(xw, sheet_name="vehicle", index=False)
             tcols = [c for c in TRACK_COLUMNS if c in df.columns]
             _write_rows(xw, "track", _with_units(df[tcols]))
             _provenance_sheet(summary).to_excel(xw, sheet_name="provenance", index=False)

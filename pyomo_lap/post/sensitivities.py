@@ -112,7 +112,7 @@ file order): the vehicle rows of the sensitivity table."""
 SECTION_OF = {attr: sec for sec, keys in SECTIONS.items() for attr in keys.values()}
 
 SENSITIVITY_COLUMNS = {
-    "parameter": "name of the parameter (VehicleParameters field, or friction_scale)",
+    "parameter": "name of the parameter (the dotted name of the vehicle file, e.g. mass.total, or friction_scale)",
     "section": "section of the vehicle file ([mass], [tyre] ...) or 'track'",
     "unit": "unit of the parameter",
     "value": "value of the parameter [unit]",
@@ -141,23 +141,6 @@ def declare_multiplier_suffixes(m) -> None:
     for name in ("dual", "rc", "ipopt_zL_out", "ipopt_zU_out"):
         if m.component(name) is None:
             m.add_component(name, pyo.Suffix(direction=pyo.Suffix.IMPORT))
-
-
-class _SymbolicVehicle:
-    """The fields of a :class:`VehicleParameters` as given objects (CasADi symbols), with its
-    derived quantities (``l``, ``m_s``, ``h_vip``, ``suspension`` ...) computed by the same
-    property code."""
-
-    l = VehicleParameters.l
-    m_s = VehicleParameters.m_s
-    h_vip = VehicleParameters.h_vip
-    unsprung_inertia = VehicleParameters.unsprung_inertia
-    suspension = VehicleParameters.suspension
-    static_loads = VehicleParameters.static_loads
-
-    def __init__(self, p: VehicleParameters, symbols: dict):
-        for k, v in p.model_dump().items():
-            setattr(self, k, symbols.get(k, v))
 
 
 class _AttributeSpy:
@@ -284,8 +267,8 @@ def lap_time_sensitivities(m, parameters=None, entry_step: float = 1e-4):
     """
     import casadi as ca
     import pandas as pd
-    from ..ocp.full_model import POINT_VARIABLES, TRACK_INPUTS, point_row_list
-    from ..vehicle.car import build_chain
+    from ..ocp.full_model import POINT_VARIABLES, TRACK_INPUTS
+    from ..vehicle.schema import KEY_OF_FIELD, SymbolicVehicle, field_of
 
     t0 = time.perf_counter()
     prob = m.problem
@@ -302,27 +285,37 @@ def lap_time_sensitivities(m, parameters=None, entry_step: float = 1e-4):
                          "solving it to optimality")
     p = prob.vehicle
     wanted = list(PARAMETERS) + ["friction_scale"] if parameters is None else list(parameters)
-    for name in wanted:
-        if name not in PARAMETERS and name != "friction_scale":
-            raise ValueError(f"unknown parameter {name!r}: expected one of "
-                             f"{', '.join(PARAMETERS)}, friction_scale")
+    for i, name in enumerate(wanted):         # dotted names (mass.total) or field names (m)
+        if name != "friction_scale":
+            try:
+                wanted[i] = field_of(name)
+            except ValueError:
+                wanted[i] = None
+            if wanted[i] not in PARAMETERS:
+                raise ValueError(f"unknown parameter {name!r}: expected one of "
+                                 f"{', '.join(KEY_OF_FIELD[k] for k in PARAMETERS)}, friction_scale")
     names = list(PARAMETERS)
     npar = len(names)
     P = ca.SX.sym("p", npar)
-    sym = _SymbolicVehicle(p, {k: P[i] for i, k in enumerate(names)})
+    sym = SymbolicVehicle(p, {k: P[i] for i, k in enumerate(names)})
     rec = prob.point_rows
     nv, nt = len(POINT_VARIABLES), len(TRACK_INPUTS)
     W = ca.SX.sym("w", nv)
     T = ca.SX.sym("track", nt)
-    rows = point_row_list(sym, build_chain(sym), cfg, [W[i] for i in range(nv)],
-                          [T[i] for i in range(nt)])
+    # the rows of the model's own recording, its car's parameters given as the symbols P (the
+    # gravity, not a parameter of the vehicle file, as its number)
+    pos = {f: i for i, f in enumerate(names)}
+    V = ca.vertcat(*[P[pos[field_of(k)]] if field_of(k) in pos else float(p.value(k))
+                     for k in rec.vehicle_inputs])
+    out = rec.casadi_function()(W, T, V)
+    info_of = {o: (fam.name, key, fam.where) for fam in rec.families
+               for o, key in zip(fam.outputs, fam.keys)}
     g, fam_rows = [], []
-    for fam, key, body, lo, up, wh in rows:
-        if is_number(body):
+    for o, node in enumerate(rec.outputs):
+        if is_number(node):
             continue
-        bound = lo if lo is not None and not is_number(lo) else (up if up is not None and not is_number(up) else 0)
-        g.append(body - bound)
-        fam_rows.append((fam, key, wh))
+        g.append(out[o])
+        fam_rows.append(info_of[o])
     G = ca.vertcat(*g)
     D = ca.SX.sym("d", G.numel())
     U = ca.SX.sym("u", nv)
@@ -419,7 +412,7 @@ def lap_time_sensitivities(m, parameters=None, entry_step: float = 1e-4):
     records = []
     for name in wanted:
         value = 1.0 if name == "friction_scale" else float(getattr(p, name))
-        records.append({"parameter": name,
+        records.append({"parameter": name if name == "friction_scale" else KEY_OF_FIELD[name],
                         "section": "track" if name == "friction_scale" else SECTION_OF[name],
                         "unit": parameter_unit(name), "value": value,
                         "dT_dp": float(by_name[name]), "dT_1pct": 0.01 * value * float(by_name[name]),
@@ -436,17 +429,13 @@ def _sector_time_adjoint(m, *, F, Wv, Tv, PP, Dv, cons, comps, sigma, bsym, P, p
     r""":math:`dT^*/dp` of the sector time :math:`T` (not the objective) by one adjoint solve.
 
     With the active set fixed, the optimum moves with :math:`p` as
-    :math:`K\,[dx; d\lambda] = -[
-abla^2_{xp}L; \partial c_A/\partial p]\,dp`, where
+    :math:`K\,[dx; d\lambda] = -[\nabla^2_{xp}L; \partial c_A/\partial p]\,dp`, where
     :math:`K = [[H, A^T], [A, 0]]` is the KKT matrix at the solution (:math:`H` the Hessian of
     the Lagrangian, :math:`A` the Jacobian of the equality rows, of the active inequality rows
-    and of the active bounds). With :math:`K [u; v] = [
-abla T; 0]`:
-    :math:`dT/dp = -(u^T 
-abla^2_{xp} L + v^T \partial c_A/\partial p)`. :math:`H`, :math:`A`
+    and of the active bounds). With :math:`K [u; v] = [\nabla T; 0]`:
+    :math:`dT/dp = -(u^T \nabla^2_{xp} L + v^T \partial c_A/\partial p)`. :math:`H`, :math:`A`
     come from :class:`pyomo_lap.solvers.lap_nlp.LapNLP` (the compiled functions of the
-    solve), :math:`
-abla^2_{xp} L` and :math:`\partial c/\partial p` from the per-point rows
+    solve), :math:`\nabla^2_{xp} L` and :math:`\partial c/\partial p` from the per-point rows
     with symbolic parameters (AD). A row or bound is active when its scaled multiplier exceeds
     its scaled slack (their product is IPOPT's final barrier parameter).
 
@@ -642,7 +631,7 @@ lap time over the step (README, "Lap-time sensitivities")."""
 def _vehicle_with(p: VehicleParameters, name: str, value: float) -> VehicleParameters:
     if name == "friction_scale":      # relative to the current grip (scale 1)
         return p.replace(mu_x0=p.mu_x0 * value, mu_y0=p.mu_y0 * value)
-    return p.replace(**{name: value})
+    return p.replace({name: value})
 
 
 def finite_difference(m, parameter: str, rel_step: float = 1e-3, solver: str = "lap_ipopt",
@@ -681,7 +670,7 @@ def finite_difference(m, parameter: str, rel_step: float = 1e-3, solver: str = "
 
     prob = m.problem
     p = prob.vehicle
-    value = 1.0 if parameter == "friction_scale" else float(getattr(p, parameter))
+    value = 1.0 if parameter == "friction_scale" else float(p.value(parameter))
     h = rel_step * abs(value) if value != 0 else rel_step
     opts = dict(FD_SOLVER_OPTIONS if options is None else options)
     cfg = prob.options.value()

@@ -183,7 +183,9 @@ def build_casadi_nlp(m, mode: str = "MX", map_parallelization: str = "serial",
     blocks = []
     P = nlp._point
     if P is not None:
-        F = P["rec"].casadi_function("point_rows")
+        from .lap_nlp import _point_symbols
+        w_, t_, c_, r_ = _point_symbols(P["rec"], P["free"])
+        F = ca.Function("point_rows", [w_, t_, c_], [r_])
         N, n_in = P["N"], P["W0"].shape[1]
         W0 = P["W0"].copy()
         W0.ravel()[P["wpos"]] = 0.0
@@ -193,7 +195,7 @@ def build_casadi_nlp(m, mode: str = "MX", map_parallelization: str = "serial",
                                         shape=(n_in * N, n))
         Wflat = ca.DM(W0.ravel()) + ca.mtimes(ca.DM(place), x)
         W = ca.reshape(Wflat, n_in, N)             # CasADi reshapes column-major
-        out = F.map(N, map_parallelization)(W, ca.DM(P["T"].T))
+        out = F.map(N, map_parallelization)(W, ca.DM(P["T"].T), ca.DM(P["C"].T))
         flat = ca.vec(out)                         # column-major: entry j + n_out * point
         blocks.append(flat[(P["rows_pt"] * P["n_out"] + P["rows_out"]).tolist()])
     if nlp._lin.shape[0]:

@@ -57,6 +57,14 @@ __all__ = ["LapNLP", "ReducedNLP", "RecordedRowsMismatch", "CompiledLibraryMisma
 _INF = 1e20
 
 
+LIBRARY_TOLERANCE = 1e-7
+"""Largest relative difference accepted between a compiled point function and CasADi's
+virtual machine on the same function, before a solve. Measured: below 1e-13 for the rows and
+their derivatives of the default job; up to 6e-9 for the Hessian of the setup optimization
+(the car's parameters free: sums of many terms that cancel, evaluated in another order by the
+compiled code); a library with constants changed by 5 % differs by 1e-2."""
+
+
 class RecordedRowsMismatch(RuntimeError):
     """The model's expressions and the recorded rows give different residuals: the fast
     path refuses to solve (the message names the row, the point and both values)."""
@@ -133,20 +141,21 @@ def evaluate_expression(expr, memo: Optional[dict] = None) -> float:
 # the per-point functions, compiled (in the background while the model is built)
 # --------------------------------------------------------------------------------------------
 
-def point_functions(rec, compile_mode: str = "auto", quiet: bool = False) -> dict:
+def point_functions(rec, compile_mode: str = "auto", quiet: bool = False,
+                    free: bool = False) -> dict:
     r"""The per-point functions of recorded rows (:class:`pyomo_lap.ocp.build.PointRows`), compiled.
 
-    ``point_f(w, track, literals) -> rows``, ``point_fj(w, track, literals) -> (rows, Jacobian
-    values)`` and ``point_h(w, track, literals, lam) -> lower-triangle values of``
+    ``point_f(w, track, vehicle) -> rows``, ``point_fj(w, track, vehicle) -> (rows, Jacobian
+    values)`` and ``point_h(w, track, vehicle, lam) -> lower-triangle values of``
     :math:`\sum_j \lambda_j \nabla^2_w r_j`, the derivatives by CasADi's automatic
     differentiation of the function traced from the tape
-    (:meth:`pyomo_lap.ocp.build.PointRows.casadi_function`). ``literals`` are the numbers of
-    the car and the options in the rows (:meth:`~pyomo_lap.ocp.build.PointRows.literal_values`):
-    they are an argument, not constants of the code, so the compiled libraries and the sparsity
-    patterns, cached under a hash of the tape's *structure*
-    (:meth:`~pyomo_lap.ocp.build.PointRows.structure_key`), serve every car that differs only in
-    parameter values (a sweep over masses or aero coefficients compiles once). The results are
-    the same numbers as with the constants built in (the same operations in the same order).
+    (:meth:`pyomo_lap.ocp.point_rows.PointRows.casadi_function`). ``vehicle`` are the car's
+    parameters (:meth:`~pyomo_lap.ocp.point_rows.PointRows.vehicle_values`): an argument, not
+    constants of the code, so the compiled libraries and the sparsity patterns, cached under a
+    hash of the tape (:meth:`~pyomo_lap.ocp.point_rows.PointRows.structure_key`), serve every
+    car of the model. With ``free`` (the setup optimization: some of the car's parameters are
+    decision variables) ``w`` is the point's variables followed by the car's parameters, the
+    derivatives are taken with respect to both, and ``vehicle`` is empty.
 
     A cache entry (three libraries and ``pyomo_lap_point-<key>.npz``, each with its manifest,
     :mod:`pyomo_lap.util.casadi_compile`) is used only when every file passes
@@ -166,8 +175,8 @@ def point_functions(rec, compile_mode: str = "auto", quiet: bool = False) -> dic
     dict
         ``functions`` (:class:`pyomo_lap.util.casadi_compile.CompiledFunctions`), ``n_in``,
         ``n_out``, ``jac_sparsity`` and ``hess_sparsity`` (row and column index arrays of the
-        Jacobian and of the Hessian's lower triangle), ``literals`` (ndarray (k,), this car's),
-        ``key`` (the cache key, None without a compiler).
+        Jacobian and of the Hessian's lower triangle), ``free``, ``key`` (the cache key, None
+        without a compiler).
     """
     import io
 
@@ -177,12 +186,11 @@ def point_functions(rec, compile_mode: str = "auto", quiet: bool = False) -> dic
                                        check_file, discard_damaged, find_compiler,
                                        library_suffix, read_verified)
     names = ("point_f", "point_fj", "point_h")
-    literals = rec.literal_values()
     key = None
     cc = find_compiler() if compile_mode != "vm" else None
     if cc is None:
-        return _make_point_functions(rec, compile_mode, None, literals, quiet)
-    key = rec.structure_key(f"literals-v1 {cc} {' '.join(COMPILER_FLAGS)} {ca.__version__}")
+        return _make_point_functions(rec, compile_mode, None, quiet, free)
+    key = rec.structure_key(f"vehicle-v2 free={free} {cc} {' '.join(COMPILER_FLAGS)} {ca.__version__}")
     folder = cache_dir()
     meta = folder / f"pyomo_lap_point-{key}.npz"
     libs = [folder / f"pyomo_lap_point-{n}-{key}{library_suffix()}" for n in names]
@@ -193,7 +201,7 @@ def point_functions(rec, compile_mode: str = "auto", quiet: bool = False) -> dic
         problems = {p: check_file(p) for p in libs}
         try:
             d = np.load(io.BytesIO(read_verified(meta)))
-            if int(d["n_literals"]) != literals.size:
+            if int(d["n_vehicle"]) != len(rec.vehicle_inputs) or bool(d["free"]) != free:
                 raise ValueError("a cache entry of another structure")
             found = {"n_in": int(d["n_in"]), "n_out": int(d["n_out"]),
                      "jac_sparsity": (d["jr"], d["jc"]), "hess_sparsity": (d["hr"], d["hc"])}
@@ -208,7 +216,7 @@ def point_functions(rec, compile_mode: str = "auto", quiet: bool = False) -> dic
         except Exception:   # verified but not loadable here: compile_functions says why
             return None
         funs.compiled, funs.library, funs.paths = True, folder, dict(zip(names, libs))
-        return dict(found, functions=funs, literals=literals, key=key)
+        return dict(found, functions=funs, free=free, key=key)
 
     found = cached(False)
     if found is not None:
@@ -219,7 +227,7 @@ def point_functions(rec, compile_mode: str = "auto", quiet: bool = False) -> dic
         found = cached(True)
         if found is not None:
             return found
-        return _make_point_functions(rec, compile_mode, key, literals, quiet)
+        return _make_point_functions(rec, compile_mode, key, quiet, free)
 
 
 @contextlib.contextmanager
@@ -246,18 +254,32 @@ def _cache_lock(path):
         os.close(fd)            # releases the lock
 
 
-def _make_point_functions(rec, compile_mode, key, literals, quiet=False) -> dict:
+def _point_symbols(rec, free: bool):
+    """``(w, t, c, out)``: the SX arguments of the point functions and the rows; with ``free``
+    ``w`` holds the point's variables and the car's parameters and ``c`` is empty."""
+    import casadi as ca
+    F = rec.casadi_function("point_rows")
+    nw, nt, nv = F.size1_in(0), F.size1_in(1), F.size1_in(2)
+    t = ca.SX.sym("t", nt)
+    if free:
+        w = ca.SX.sym("w", nw + nv)
+        c = ca.SX.sym("c", 0)
+        out = F(w[:nw], t, w[nw:])
+    else:
+        w = ca.SX.sym("w", nw)
+        c = ca.SX.sym("c", nv)
+        out = F(w, t, c)
+    return w, t, c, out
+
+
+def _make_point_functions(rec, compile_mode, key, quiet=False, free=False) -> dict:
     """Differentiate, generate and compile the point functions (:func:`point_functions`)."""
     import io
 
     import casadi as ca
 
     from ..util.casadi_compile import cache_dir, compile_functions, store_file
-    F = rec.casadi_function("point_rows", literals=True)
-    w = ca.SX.sym("w", F.size1_in(0))
-    t = ca.SX.sym("t", F.size1_in(1))
-    c = ca.SX.sym("c", F.size1_in(2))
-    out = F(w, t, c)
+    w, t, c, out = _point_symbols(rec, free)
     n_out = out.numel()
     J = ca.jacobian(out, w)
     lam = ca.SX.sym("lam", n_out)
@@ -270,16 +292,15 @@ def _make_point_functions(rec, compile_mode, key, literals, quiet=False) -> dict
     hr, hc = (np.asarray(a, dtype=np.int64) for a in H.sparsity().get_triplet())
     if key is not None and funs.compiled:
         buf = io.BytesIO()
-        np.savez(buf, n_in=F.size1_in(0), n_out=n_out, n_literals=literals.size,
-                 jr=jr, jc=jc, hr=hr, hc=hc)
+        np.savez(buf, n_in=w.numel(), n_out=n_out, n_vehicle=len(rec.vehicle_inputs),
+                 free=free, jr=jr, jc=jc, hr=hr, hc=hc)
         try:
             store_file(cache_dir() / f"pyomo_lap_point-{key}.npz", data=buf.getvalue(),
                        structure_key=key)
         except OSError:
             pass
-    return {"functions": funs, "n_in": F.size1_in(0), "n_out": n_out,
-            "jac_sparsity": (jr, jc), "hess_sparsity": (hr, hc), "literals": literals,
-            "key": key}
+    return {"functions": funs, "n_in": w.numel(), "n_out": n_out,
+            "jac_sparsity": (jr, jc), "hess_sparsity": (hr, hc), "free": free, "key": key}
 
 
 def prefetch_point_functions(vehicle, config=None):
@@ -618,17 +639,24 @@ class LapNLP:
             if model.component(name) is not comp:
                 return None, (f"the variable component {name!r} was replaced after the model was "
                               "built: every row is translated from its expression")
-        changed = rec.parameters_changed(model)
-        if changed:
-            return None, (f"the car's numbers in the rows ({changed}) were changed other than by "
-                          "pyomo_lap.ocp.build.set_vehicle: every row is translated from its "
-                          "expression")
+        vehicle = getattr(model, "vehicle", None)
+        for name, var in rec.vehicle_components.items():
+            sec, _, key = name.rpartition(".")
+            block = (vehicle.component(sec) if sec else vehicle) if vehicle is not None else None
+            if block is None or block.component(key) is not var:
+                return None, (f"the car's parameter m.vehicle.{name} was replaced after the model "
+                              "was built: every row is translated from its expression")
         return rec, ""
 
     def _setup_points(self, rec, recorded, var_id, compile_mode, threads):
         """Per-point functions and the maps between their arrays and the NLP's."""
         tc = time.perf_counter()
-        pf = point_functions(rec, compile_mode)
+        params = [rec.vehicle_components[k] for k in rec.vehicle_inputs]
+        free = any(not v.fixed for v in params)
+        for v in params:
+            if v.value is None:
+                raise ValueError(f"the car's parameter {v.name} has no value")
+        pf = point_functions(rec, compile_mode, free=free)
         funs = pf["functions"]
         self.report.compile_s = time.perf_counter() - tc
         self.report.compiled = funs.compiled
@@ -650,6 +678,15 @@ class LapNLP:
         comps = [rec.components[name] for name in rec.variables]
         W0 = np.zeros((N, n_in))        # point-major: CasADi's column-major (n_in, N)
         XIDX = np.full((N, n_in), -1, dtype=np.int64)
+        if free:
+            # the car's parameters follow the point's variables in w: the same value and, when
+            # free, the same decision variable at every point (the Jacobian has their column in
+            # every point's rows; their Hessian entries of all points are summed)
+            nw = len(comps)
+            for j, v in enumerate(params):
+                W0[:, nw + j] = float(v.value)
+                if not v.fixed:
+                    XIDX[needed[:, nw + j], nw + j] = var_id(v)
         for k, comp in enumerate(comps):
             for i, s in enumerate(rec.points):
                 vd = comp[s]
@@ -685,8 +722,10 @@ class LapNLP:
         xb = XIDX[P, hc[E]]
         keep_h = (xa >= 0) & (xb >= 0)
         T = np.ascontiguousarray(rec.track_values, dtype=float)       # (N, 15)
-        # the car's numbers, the same at every point (a few hundred: repeated, not broadcast)
-        C = np.ascontiguousarray(np.tile(pf["literals"], (N, 1)))
+        # the car's parameters, the same at every point (a few dozen: repeated, not broadcast)
+        values = (np.zeros(0) if free else
+                  np.array([float(v.value) for v in params], dtype=float))
+        C = np.ascontiguousarray(np.tile(values, (N, 1))).reshape(N, values.size)
         W = W0.copy()
         L = np.zeros((N, n_out))
         out_f, out_fj = np.zeros((N, n_out)), np.zeros((N, n_out))
@@ -706,7 +745,7 @@ class LapNLP:
             "points_sampled": pts,
             "recorded": recorded, "rec": rec,
             # for the check of the compiled functions (_verify_library)
-            "functions": funs, "literals": np.asarray(pf["literals"], dtype=float),
+            "functions": funs, "C": C, "free": free,
             "jac_sparsity": (np.asarray(jr, np.int64), np.asarray(jc, np.int64)),
             "hess_sparsity": (np.asarray(hr, np.int64), np.asarray(hc, np.int64)),
             "key": pf.get("key"),
@@ -876,7 +915,8 @@ class LapNLP:
           :math:`\lambda`, against forward-over-reverse mode.
 
         The differences are relative to the magnitude of the terms (:math:`\sum_j |J_{ij}
-        v_j|`, :math:`\sum_j |J_{ij} w_j|` for the rows) and must be at most 1e-9; a random
+        v_j|`, :math:`\sum_j |J_{ij} w_j|` for the rows) and must be at most
+        :data:`LIBRARY_TOLERANCE`; a random
         direction sees a changed entry of :math:`J` or :math:`H` with probability one. On a
         difference the library is removed from the cache and :class:`CompiledLibraryMismatch`
         is raised. Cost on the default job: 25-30 ms for the first solve of a process (the
@@ -888,8 +928,8 @@ class LapNLP:
         from ..util.casadi_compile import discard_files
         P = self._point
         funs = P["functions"]
-        ref = _reference_function(P["rec"], P["key"])
-        W, T, lit = P["W"], P["T"], P["literals"]
+        ref = _reference_function(P["rec"], P["key"], P["free"])
+        W, T, C = P["W"], P["T"], P["C"]
         jr, jc = P["jac_sparsity"]
         hr, hc = P["hess_sparsity"]
         n_in, n_out = W.shape[1], P["n_out"]
@@ -897,7 +937,7 @@ class LapNLP:
         rng = np.random.default_rng(23)
         worst = 0.0
         for i in np.asarray(points).tolist():
-            w, t = W[i].copy(), T[i].copy()
+            w, t, lit = W[i].copy(), T[i].copy(), C[i].copy()
             v = rng.uniform(0.5, 1.0, n_in) * rng.choice((-1.0, 1.0), n_in) * np.maximum(np.abs(w), 1.0)
             lam = rng.uniform(0.5, 1.0, n_out) * rng.choice((-1.0, 1.0), n_out)
             r_ref, jv_ref, hv_ref = (np.asarray(a, dtype=float).ravel()
@@ -921,7 +961,7 @@ class LapNLP:
                                 "vector, entry", hv, hv_ref, hv_s)):
                 err = _relative_difference(got, want, scale)
                 k = int(np.argmax(err)) if err.size else 0
-                if err.size and not err[k] <= 1e-9:
+                if err.size and not err[k] <= LIBRARY_TOLERANCE:
                     lib = funs.paths.get(name)
                     try:
                         discard_files([lib] if lib is not None else [])
@@ -933,7 +973,8 @@ class LapNLP:
                         f"the compiled library {lib} does not match the model's functions: "
                         f"{name} gives {float(got[k])!r} for {what} {k} at the point s = "
                         f"{float(P['rec'].points[i]):g} m, CasADi's virtual machine on the same "
-                        f"function {float(want[k])!r} (relative difference {err[k]:.2e} > 1e-9); the "
+                        f"function {float(want[k])!r} (relative difference {err[k]:.2e} > "
+                        f"{LIBRARY_TOLERANCE:g}); the "
                         f"library was damaged or replaced after it was built; {done}; nothing "
                         "was solved", library=lib)
                 worst = max(worst, float(err.max()) if err.size else 0.0)
@@ -983,8 +1024,8 @@ class _Buffered:
 _REFERENCE: Dict[str, object] = {}
 
 
-def _reference_function(rec, key):
-    """``(w, track, literals, lam, v) -> (rows, J v, (sum_j lam_j Hess r_j) v)``: the
+def _reference_function(rec, key, free=False):
+    """``(w, track, vehicle, lam, v) -> (rows, J v, (sum_j lam_j Hess r_j) v)``: the
     function traced from the tape (:meth:`pyomo_lap.ocp.build.PointRows.casadi_function`) with
     its directional derivatives by CasADi's automatic differentiation (forward, and forward
     over reverse), evaluated in CasADi's virtual machine (never compiled); kept per cache key
@@ -993,11 +1034,7 @@ def _reference_function(rec, key):
     found = _REFERENCE.get(key) if key is not None else None
     if found is not None:
         return found
-    F = rec.casadi_function("point_rows", literals=True)
-    w = ca.SX.sym("w", F.size1_in(0))
-    t = ca.SX.sym("t", F.size1_in(1))
-    c = ca.SX.sym("c", F.size1_in(2))
-    out = F(w, t, c)
+    w, t, c, out = _point_symbols(rec, free)
     lam = ca.SX.sym("lam", out.numel())
     v = ca.SX.sym("v", w.numel())
     jv = ca.jtimes(out, w, v)

@@ -330,6 +330,8 @@ class LapIpopt(SolverBase):
         from .lap_nlp import LapNLP
 
         start = time.perf_counter()
+        from ..ocp.build import sync_vehicle
+        sync_vehicle(model)      # the car's parameters as m.vehicle holds them
         results = Results()
         results.timing_info.start_timestamp = datetime.datetime.now(datetime.timezone.utc)
         results.solver_name = self.name

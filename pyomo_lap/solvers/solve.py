@@ -549,6 +549,8 @@ def solve_model(m, solver: str = DEFAULT_SOLVER, options: Optional[dict] = None,
     restoration failure, evaluation error, bad option, ...), with a hint.
     """
     opt = ensure_solver(solver)
+    from ..ocp.build import sync_vehicle
+    sync_vehicle(m)          # the car's parameters as m.vehicle holds them
     opts = dict(DEFAULT_IPOPT_OPTIONS) if solver in ASL_SOLVERS else {}
     opts.update(options or {})
     new = _new_interface(opt)

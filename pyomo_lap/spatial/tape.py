@@ -34,7 +34,7 @@ import numpy as np
 from . import backend as bk
 
 __all__ = ["Node", "Tape", "record", "specialize", "PyomoReplay", "casadi_function",
-           "literal_arguments", "structure_key"]
+           "structure_key"]
 
 _COMMUTATIVE = {"add", "mul"}
 _FUNCS = ("sin", "cos", "atan", "sqrt", "tanh")
@@ -381,24 +381,18 @@ def specialize(tape: "Tape", outputs: Sequence, constants: Dict[str, float]):
 class PyomoReplay:
     """A tape compiled into a Python function that builds the Pyomo expressions of one point.
 
-    The tape's nodes fall into two kinds: *numeric* nodes depend only on the inputs given as
+    The tape's nodes fall into three kinds: *numeric* nodes depend only on the inputs given as
     numbers (the track at the point) and are evaluated with NumPy for all points at once
-    (:meth:`numeric_values`); *symbolic* nodes depend on a Pyomo variable and become one
-    expression node each, built by straight-line generated code that calls Pyomo's
-    expression classes directly (``ProductExpression``, ``SumExpression``, ...), without the
-    operator dispatch of ``a * b`` (the dispatch is most of the cost of building a model).
-    The expressions are the ones :meth:`Tape.replay` builds through :mod:`pyomo_lap.spatial.backend`,
-    except that constants are not folded any further than in the tape (specialize the tape
-    first, :func:`specialize`, to drop the terms of inputs that are zero).
-
-    With ``parameters``, the numbers that come from the tape's literals (the car's and the
-    options' numbers: :func:`literal_arguments`) enter the expressions as objects the caller
-    gives (Pyomo mutable ``Param`` entries) instead of floats: the literal arguments of the
-    symbolic operations (:attr:`literal_slots`, the ``literals`` of :meth:`build`) and the
-    numeric values that depend on a literal (:attr:`parameter_columns` of the ``numbers``).
-    Their values for another tape of the same structure (another car) come from
-    :meth:`literal_values` and :meth:`numeric_values` with that tape: the expressions stay,
-    the parameters change.
+    (:meth:`numeric_values`); *global* nodes depend only on the inputs that are the same at
+    every point (the car's parameters, ``global_inputs``) and are built once for the whole
+    model (:meth:`build_globals`); the other, *symbolic* nodes depend on a point's variables
+    and become one expression node each, built by straight-line generated code that calls
+    Pyomo's expression classes directly (``ProductExpression``, ``SumExpression``, ...),
+    without the operator dispatch of ``a * b`` (the dispatch is most of the cost of building a
+    model). The expressions are the ones :meth:`Tape.replay` builds through
+    :mod:`pyomo_lap.spatial.backend`, except that constants are not folded any further than in
+    the tape (specialize the tape first, :func:`specialize`, to drop the terms of inputs that
+    are zero).
 
     Parameters
     ----------
@@ -407,126 +401,152 @@ class PyomoReplay:
     outputs : sequence
         Nodes (or constants) whose expressions :meth:`build` returns.
     symbolic_inputs : sequence of str
-        Names of the inputs given as Pyomo variables (in the order :meth:`build` takes them);
-        every other input is numeric.
+        Names of the inputs given as Pyomo variables at each point (in the order :meth:`build`
+        takes them).
     shared : dict, optional
         ``node index -> key`` of untagged nodes to pass through ``share(key, expr)``.
-    parameters : bool
-        Literals as parameters (above); default: as floats in the generated code.
+    global_inputs : sequence of str
+        Names of the inputs given once for all points (in the order :meth:`build_globals`
+        takes them); every input in neither list is numeric.
+    global_keys : dict, optional
+        ``node index -> key`` of the global nodes (default: the index): the key under which
+        :meth:`build_globals` returns a node and :meth:`build` looks it up, so that the
+        replays of several specialized tapes of one recording share the global expressions
+        (key them by the node of the recording, :func:`specialize`'s ``origin``).
     """
 
     def __init__(self, tape: "Tape", outputs: Sequence, symbolic_inputs: Sequence[str],
-                 shared: Optional[Dict[int, object]] = None, parameters: bool = False):
+                 shared: Optional[Dict[int, object]] = None, global_inputs: Sequence[str] = (),
+                 global_keys: Optional[Dict[int, object]] = None):
         self.tape = tape
         self.outputs = list(outputs)
         self.symbolic_inputs = list(symbolic_inputs)
-        self.parameters = parameters
+        self.global_inputs = list(global_inputs)
         shared = shared or {}
-        sym_pos = {n: k for k, n in enumerate(self.symbolic_inputs)}
-        nodes = tape.nodes
-        numeric = [False] * len(nodes)
-        literal_dep = [False] * len(nodes)      # a numeric node whose value uses a literal
-        self.numeric_inputs: List[str] = []
-        for i, node in enumerate(nodes):
-            if not tape.live[i]:
-                continue
-            if node.op == "input":
-                numeric[i] = node.args[0] not in sym_pos
-                if numeric[i]:
-                    self.numeric_inputs.append(node.args[0])
-            else:
-                numeric[i] = all(not isinstance(a, Node) or numeric[a.index] for a in node.args)
-                if numeric[i]:
-                    literal_dep[i] = any(_is_literal(node, j) or literal_dep[node.args[j].index]
-                                         for j in range(len(node.args))
-                                         if _is_literal(node, j) or isinstance(node.args[j], Node))
-        self._numeric = numeric
-        # the columns of N: (numeric node, transform) in order of first use
-        self._columns: List[tuple] = []
+        self._kinds(tape)
+        self.global_keys = {i: (global_keys or {}).get(i, i) for i in range(len(tape.nodes))
+                            if self._global[i]}
         col: Dict[tuple, int] = {}
-        #: (node index, argument position, transform) of the literals of symbolic operations
-        self.literal_slots: List[tuple] = []
+        self._columns: List[tuple] = []
+        self.used_globals: set = set()
 
-        def ref(a, tf=None, at=None):
-            """Code for argument ``a`` (``at``: (node index, position) when it is a literal),
-            ``tf``: ``"neg"`` / ``"inv"`` for -a / 1/a of a number."""
+        def ref(a, tf=None):
+            """Code for argument ``a`` of a symbolic node (``tf``: ``"neg"`` / ``"inv"`` for
+            -a / 1/a of a number)."""
             if not isinstance(a, Node):
-                if parameters and at is not None:
-                    self.literal_slots.append((at[0], at[1], tf))
-                    return f"L[{len(self.literal_slots) - 1}]"
                 return repr(_TRANSFORMS[tf](float(a)))
-            if numeric[a.index]:
+            if self._numeric[a.index]:
                 key = (a.index, tf)
                 k = col.get(key)
                 if k is None:
                     k = col[key] = len(self._columns)
                     self._columns.append(key)
                 return f"N[{k}]"
+            if self._global[a.index] and tf is None:
+                self.used_globals.add(a.index)
+                return f"GL[{self.global_keys[a.index]!r}]"
             assert tf is None
             return f"n{a.index}"
 
-        def is_var(a):
-            return isinstance(a, Node) and a.op == "input" and not numeric[a.index]
+        lines = ["def _build(V, N, GL, name, share):"]
+        for k, n in enumerate(self.symbolic_inputs):
+            for i, node in enumerate(tape.nodes):
+                if node.op == "input" and node.args[0] == n and tape.live[i]:
+                    lines.append(f"    n{i} = V[{k}]")
+        for i, node in enumerate(tape.nodes):
+            if not tape.live[i] or node.op == "input" or self._numeric[i] or self._global[i]:
+                continue
+            lines += self._node_code(i, node, ref, tape.tags.get(i), shared.get(i))
+        # a numeric output (a row without variables: not a constraint) stays a float
+        lines.append("    return [" + ", ".join(ref(o, "const") if self._is_num(o) else ref(o)
+                                                for o in self.outputs) + "]")
+        self.source = "\n".join(lines)
+        self._build = self._compile(self.source, "_build")
+        # the global nodes: their own straight-line code, on the global inputs
+        glines = ["def _build_globals(V, name, share):", "    GL = {}"]
+        for k, n in enumerate(self.global_inputs):
+            for i, node in enumerate(tape.nodes):
+                if node.op == "input" and node.args[0] == n and tape.live[i]:
+                    glines.append(f"    n{i} = V[{k}]")
 
-        def is_num(a):
-            return not isinstance(a, Node) or numeric[a.index]
+        def gref(a, tf=None):
+            if not isinstance(a, Node):
+                return repr(_TRANSFORMS[tf](float(a)))
+            assert tf is None
+            return f"n{a.index}"
+        for i, node in enumerate(tape.nodes):
+            if tape.live[i] and node.op != "input" and self._global[i]:
+                glines += self._node_code(i, node, gref, tape.tags.get(i), None)
+        for i in sorted(self.used_globals):
+            glines.append(f"    GL[{self.global_keys[i]!r}] = n{i}")
+        glines.append("    return GL")
+        self.globals_source = "\n".join(glines)
+        self._build_globals = self._compile(self.globals_source, "_build_globals")
+
+    def _kinds(self, tape) -> None:
+        """Mark every live node numeric (track numbers only), global (global inputs only) or
+        neither; an operation on constants alone is folded at recording, so it has none."""
+        sym, glob = set(self.symbolic_inputs), set(self.global_inputs)
+        numeric = [False] * len(tape.nodes)
+        global_ = [False] * len(tape.nodes)
+        self.numeric_inputs: List[str] = []
+        for i, node in enumerate(tape.nodes):
+            if not tape.live[i]:
+                continue
+            if node.op == "input":
+                name = node.args[0]
+                global_[i] = name in glob
+                numeric[i] = name not in sym and name not in glob
+                if numeric[i]:
+                    self.numeric_inputs.append(name)
+                continue
+            nodes = [a for a in node.args if isinstance(a, Node)]
+            numeric[i] = all(numeric[a.index] for a in nodes)
+            global_[i] = all(global_[a.index] for a in nodes)
+        self._numeric, self._global = numeric, global_
+
+    def _is_num(self, a) -> bool:
+        return not isinstance(a, Node) or self._numeric[a.index]
+
+    def _node_code(self, i, node, ref, tag, share_key) -> list:
+        """The lines that build node ``i`` (and name or share it)."""
+        op, args = node.op, node.args
+
+        def is_var(a):
+            return (isinstance(a, Node) and a.op == "input" and not self._numeric[a.index]
+                    and not self._global[a.index])
 
         def neg(a):
             return f"M((-1.0, {ref(a)}))" if is_var(a) else f"G(({ref(a)},))"
-
-        lines = ["def _build(V, N, L, name, share):"]
-        for k, n in enumerate(self.symbolic_inputs):
-            for i, node in enumerate(nodes):
-                if node.op == "input" and node.args[0] == n and tape.live[i]:
-                    lines.append(f"    n{i} = V[{k}]")
-        for i, node in enumerate(nodes):
-            if not tape.live[i] or node.op == "input" or numeric[i]:
-                continue
-            op, args = node.op, node.args
-            at = [(i, j) for j in range(len(args))]
-            if op == "mul":
-                ja, jb = 0, 1
-                if is_num(args[0]):
-                    ja, jb = 1, 0
-                a, b = args[ja], args[jb]
-                if is_num(b):      # symbolic * number
-                    e = (f"M(({ref(b, at=at[jb])}, {ref(a)}))" if is_var(a)
-                         else f"P(({ref(b, at=at[jb])}, {ref(a)}))")
-                else:
-                    e = f"P(({ref(a)}, {ref(b)}))"
-            elif op == "add":
-                e = f"S([{ref(args[0], at=at[0])}, {ref(args[1], at=at[1])}])"
-            elif op == "sub":
-                a, b = args
-                if is_num(b):
-                    e = f"S([{ref(a, at=at[0])}, {ref(b, 'neg', at=at[1])}])"
-                else:
-                    e = f"S([{ref(a, at=at[0])}, {neg(b)}])"
-            elif op == "neg":
-                e = neg(args[0])
-            elif op == "div":
-                a, b = args
-                if is_num(b):
-                    e = f"P(({ref(b, 'inv', at=at[1])}, {ref(a)}))"
-                else:
-                    e = f"D(({ref(a, at=at[0])}, {ref(b)}))"
-            elif op == "pow":      # the exponent is part of the structure: a float
-                e = f"W(({ref(args[0], at=at[0])}, {ref(args[1])}))"
+        if op == "mul":
+            a, b = (args[1], args[0]) if self._is_num(args[0]) else args
+            if self._is_num(b):      # symbolic * number
+                e = f"M(({ref(b)}, {ref(a)}))" if is_var(a) else f"P(({ref(b)}, {ref(a)}))"
             else:
-                e = f"U(({ref(args[0])},), {op!r}, _{op})"
-            lines.append(f"    n{i} = {e}")
-            tag = tape.tags.get(i)
-            if tag is not None:
-                lines.append(f"    n{i} = name({tag!r}, n{i})")
-            elif i in shared:
-                lines.append(f"    n{i} = share({shared[i]!r}, n{i})")
-        # a numeric output (a row without variables: not a constraint) stays a float
-        lines.append("    return [" + ", ".join(ref(o, "const") if is_num(o) else ref(o)
-                                                for o in self.outputs) + "]")
-        #: positions in the ``numbers`` of :meth:`build` whose values depend on a literal
-        self.parameter_columns: List[int] = ([k for k, (i, tf) in enumerate(self._columns)
-                                              if literal_dep[i] and tf != "const"]
-                                             if parameters else [])
+                e = f"P(({ref(a)}, {ref(b)}))"
+        elif op == "add":
+            e = f"S([{ref(args[0])}, {ref(args[1])}])"
+        elif op == "sub":
+            a, b = args
+            e = f"S([{ref(a)}, {ref(b, 'neg')}])" if self._is_num(b) else f"S([{ref(a)}, {neg(b)}])"
+        elif op == "neg":
+            e = neg(args[0])
+        elif op == "div":
+            a, b = args
+            e = f"P(({ref(b, 'inv')}, {ref(a)}))" if self._is_num(b) else f"D(({ref(a)}, {ref(b)}))"
+        elif op == "pow":      # the exponent is part of the structure: a float
+            e = f"W(({ref(args[0])}, {ref(args[1])}))"
+        else:
+            e = f"U(({ref(args[0])},), {op!r}, _{op})"
+        lines = [f"    n{i} = {e}"]
+        if tag is not None:
+            lines.append(f"    n{i} = name({tag!r}, n{i})")
+        elif share_key is not None:
+            lines.append(f"    n{i} = share({share_key!r}, n{i})")
+        return lines
+
+    @staticmethod
+    def _compile(source: str, fname: str):
         from pyomo.core.expr.numeric_expr import (
             DivisionExpression, MonomialTermExpression, NegationExpression, PowExpression,
             ProductExpression, SumExpression, UnaryFunctionExpression)
@@ -534,18 +554,10 @@ class PyomoReplay:
                "G": NegationExpression, "D": DivisionExpression, "W": PowExpression,
                "U": UnaryFunctionExpression}
         env.update({f"_{f}": getattr(math, f) for f in _FUNCS})
-        self.source = "\n".join(lines)
-        exec(compile(self.source, "<pyomo_lap.spatial.tape.PyomoReplay>", "exec"), env)
-        self._build = env["_build"]
+        exec(compile(source, f"<pyomo_lap.spatial.tape.PyomoReplay.{fname}>", "exec"), env)
+        return env[fname]
 
-    def literal_values(self, tape: Optional["Tape"] = None) -> List[float]:
-        """The values of :attr:`literal_slots` (the ``literals`` of :meth:`build`) for this
-        tape or another one of the same structure (:func:`structure_key`; same node indices)."""
-        nodes = (self.tape if tape is None else tape).nodes
-        return [_TRANSFORMS[tf](float(nodes[i].args[j])) for i, j, tf in self.literal_slots]
-
-    def numeric_values(self, inputs: Dict[str, np.ndarray], n: int,
-                       tape: Optional["Tape"] = None) -> np.ndarray:
+    def numeric_values(self, inputs: Dict[str, np.ndarray], n: int) -> np.ndarray:
         """Values of the numeric nodes the expressions need, for ``n`` points.
 
         Parameters
@@ -554,18 +566,14 @@ class PyomoReplay:
             ``input name -> (n,) array`` for every numeric input.
         n : int
             Number of points.
-        tape : Tape, optional
-            Another tape of the same structure (:func:`structure_key`: another car) to take
-            the literals from; default: this one's.
 
         Returns
         -------
         ndarray (n, k)
             One row per point, to pass to :meth:`build`.
         """
-        tape = self.tape if tape is None else tape
         vals: Dict[int, np.ndarray] = {}
-        for i, node in enumerate(tape.nodes):
+        for i, node in enumerate(self.tape.nodes):
             if not self.tape.live[i] or not self._numeric[i]:
                 continue
             if node.op == "input":
@@ -578,8 +586,22 @@ class PyomoReplay:
             out[:, k] = _NUMPY_TRANSFORMS[tf](vals[i])
         return out
 
+    def build_globals(self, values: Sequence, name: Callable, share: Callable) -> dict:
+        """The global nodes' expressions (once for all points): ``{key: expression}`` of those
+        the point expressions use (pass it to :meth:`build`; merge the dicts of the replays
+        of one recording).
+
+        Parameters
+        ----------
+        values : sequence
+            The global inputs (Pyomo variables), in the order of ``global_inputs``.
+        name, share : callable
+            As in :meth:`build` (``share`` is not called for global nodes).
+        """
+        return self._build_globals(values, name, share)
+
     def build(self, variables: Sequence, numbers: Sequence, name: Callable,
-              share: Callable, literals: Sequence = ()) -> list:
+              share: Callable, globals_: Optional[dict] = None) -> list:
         """The outputs' Pyomo expressions at one point.
 
         Parameters
@@ -587,17 +609,15 @@ class PyomoReplay:
         variables : sequence
             Pyomo variables, in the order of ``symbolic_inputs``.
         numbers : sequence
-            The point's row of :meth:`numeric_values` (as Python floats; with ``parameters``,
-            the entries :attr:`parameter_columns` may be parameters holding those values).
+            The point's row of :meth:`numeric_values` (as Python floats).
         name : callable
             ``name(tag, expr) -> expr``, called for tagged nodes.
         share : callable
             ``share(key, expr) -> expr``, called for the nodes in ``shared``.
-        literals : sequence
-            With ``parameters``: one object per :attr:`literal_slots` (a parameter holding
-            :meth:`literal_values`).
+        globals_ : dict
+            :meth:`build_globals` (the same dict at every point).
         """
-        return self._build(variables, numbers, literals, name, share)
+        return self._build(variables, numbers, globals_ or {}, name, share)
 
 
 _TRANSFORMS = {None: lambda x: x, "const": lambda x: x, "neg": lambda x: -x,
@@ -612,46 +632,11 @@ _CASADI_OPS = {
 }
 
 
-def _is_literal(node: Node, j: int) -> bool:
-    """Whether argument ``j`` of ``node`` is one of the literals of :func:`literal_arguments`:
-    a number, except the exponent of ``pow`` (part of the structure)."""
-    return not isinstance(node.args[j], Node) and not (node.op == "pow" and j == 1)
-
-
-def literal_arguments(tape: "Tape") -> List[float]:
-    """The literal numbers among the arguments of the tape's live operations, in tape order
-    (operations in order, arguments in order), except the exponents of ``pow``.
-
-    These are the numbers the recording folded into the operations: the car's parameters and
-    the options' constants, and the numbers of the model code (``0.5 * x``). Two tapes with the
-    same :func:`structure_key` differ at most in these numbers, so one function of them
-    (:func:`casadi_function` with ``literals``) evaluates both.
-
-    Parameters
-    ----------
-    tape : Tape
-        With uses counted (:meth:`Tape.count_uses`).
-
-    Returns
-    -------
-    list of float
-    """
-    out: List[float] = []
-    for i, node in enumerate(tape.nodes):
-        if not tape.live[i] or node.op == "input":
-            continue
-        out.extend(float(a) for j, a in enumerate(node.args) if _is_literal(node, j))
-    return out
-
-
 def structure_key(tape: "Tape", outputs: Sequence, inputs: Sequence[str], salt: str = "") -> str:
-    """A hash of the tape's structure: its live operations, their arguments, the outputs and the
-    inputs' names, with every literal argument but ``pow``'s exponents
-    (:func:`literal_arguments`) replaced by a placeholder.
-
-    Two cars whose recordings differ only in the values of their parameters have the same
-    key; a parameter that becomes 0 or 1 (a product folds away) or equal to another one (two
-    operations merge) changes the structure and the key.
+    """A hash of the tape: its live operations with their arguments, the outputs and the
+    inputs' names. With the car's parameters as inputs of the recording (the full model's
+    rows), every car has the same tape: the key names the compiled functions of a model, not
+    of a car.
 
     Parameters
     ----------
@@ -678,8 +663,7 @@ def structure_key(tape: "Tape", outputs: Sequence, inputs: Sequence[str], salt: 
         if node.op == "input":
             parts.append(f"{i}:input({node.args[0]})")
             continue
-        args = ",".join("c" if _is_literal(node, j) else f"n{a.index}" if isinstance(a, Node)
-                        else repr(float(a)) for j, a in enumerate(node.args))
+        args = ",".join(f"n{a.index}" if isinstance(a, Node) else repr(float(a)) for a in node.args)
         parts.append(f"{i}:{node.op}({args})")
     parts.append("out:" + ",".join(f"n{o.index}" if isinstance(o, Node) else repr(float(o))
                                    for o in outputs))
@@ -689,7 +673,7 @@ def structure_key(tape: "Tape", outputs: Sequence, inputs: Sequence[str], salt: 
 
 
 def casadi_function(tape: "Tape", outputs: Sequence, groups: Dict[str, Sequence[str]],
-                    name: str = "tape", literals: Optional[str] = None):
+                    name: str = "tape"):
     """The tape as a ``casadi.Function`` of SX symbols, one vector argument per group of
     inputs, one vector output (the ``outputs`` in order).
 
@@ -702,11 +686,6 @@ def casadi_function(tape: "Tape", outputs: Sequence, groups: Dict[str, Sequence[
         ``argument name -> input names`` (ordered); every live input of the tape must be in
         one group.
     name : str
-    literals : str, optional
-        Name of one more vector argument, last, that takes the place of the literal numbers of
-        the operations (:func:`literal_arguments`, in that order): the function then serves
-        every tape of the same :func:`structure_key` (every car whose parameters differ only
-        in value), given that tape's literals. Default: the numbers are built into the function.
 
     Returns
     -------
@@ -714,11 +693,6 @@ def casadi_function(tape: "Tape", outputs: Sequence, groups: Dict[str, Sequence[
     """
     import casadi as ca
     syms = {g: ca.SX.sym(g, len(names)) for g, names in groups.items()}
-    lit = None
-    if literals is not None:
-        lit = ca.SX.sym(literals, len(literal_arguments(tape)))
-        syms[literals] = lit
-        k_lit = 0
     where = {}
     for g, names in groups.items():
         for k, n in enumerate(names):
@@ -731,13 +705,7 @@ def casadi_function(tape: "Tape", outputs: Sequence, groups: Dict[str, Sequence[
             vals[i] = where[node.args[0]]
             continue
         args = [vals[a.index] if isinstance(a, Node) else a for a in node.args]
-        if lit is not None:
-            for j in range(len(node.args)):
-                if _is_literal(node, j):
-                    args[j] = lit[k_lit]
-                    k_lit += 1
         f = _CASADI_OPS.get(node.op)
         vals[i] = f(*args) if f is not None else getattr(ca, node.op)(*args)
     out = [vals[o.index] if isinstance(o, Node) else ca.SX(float(o)) for o in outputs]
-    names = list(groups) + ([literals] if lit is not None else [])
-    return ca.Function(name, [syms[g] for g in names], [ca.vertcat(*out)], names, ["out"])
+    return ca.Function(name, [syms[g] for g in groups], [ca.vertcat(*out)], list(groups), ["out"])

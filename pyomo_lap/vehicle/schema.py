@@ -27,7 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from ..spatial.chain import GRAVITY
 
 __all__ = ["VehicleParameters", "VehicleFileError", "read_vehicle_file", "SECTIONS", "OPTIONAL_SECTIONS",
-           "MAX_STATIC_SAG"]
+           "MAX_STATIC_SAG", "PARAMETER_KEYS", "FIELD_OF_KEY", "KEY_OF_FIELD", "field_of",
+           "SymbolicVehicle"]
 
 MAX_STATIC_SAG = 0.1
 """Largest accepted static heave sag of the sprung mass, m_s g / (2 k1 + 2 k2) [m]. The OCP
@@ -264,10 +265,32 @@ class VehicleParameters(BaseModel):
         """All parameters as a flat dict (for export)."""
         return self.model_dump()
 
-    def replace(self, **changes) -> "VehicleParameters":
-        """A copy with some fields changed, validated again (``model_copy`` does not
-        validate)."""
-        return type(self)(**{**self.model_dump(), **changes})
+    def replace(self, changes: Optional[dict] = None, **kwargs) -> "VehicleParameters":
+        """A copy with some parameters changed, validated again (``model_copy`` does not
+        validate).
+
+        Parameters
+        ----------
+        changes : dict, optional
+            ``{name: value}`` with the dotted names of the vehicle file (``"mass.total"``,
+            ``"aero.Cz1"``: :data:`PARAMETER_KEYS`, the names of the model's
+            ``m.vehicle.<section>.<key>``) or the field names (``"m"``, ``"Cz1"``).
+        **kwargs
+            Field names (``car.replace(m=250)``).
+
+        Raises
+        ------
+        ValueError
+            An unknown name (with the known ones), or a value the schema refuses.
+        """
+        fields = {}
+        for name, value in {**(changes or {}), **kwargs}.items():
+            fields[field_of(name)] = value
+        return type(self)(**{**self.model_dump(), **fields})
+
+    def value(self, name: str) -> float:
+        """The value of a parameter by its dotted name (``"mass.total"``) or field name."""
+        return getattr(self, field_of(name))
 
 
 # ---------------------------------------------------------------------------------------
@@ -289,6 +312,70 @@ OPTIONAL_SECTIONS = {
 }
 """Sections a vehicle file may leave out (all their keys together): ``[multibody]``, the
 parameters only the multibody model (:mod:`pyomo_lap.vehicle.multibody_car`) needs."""
+
+PARAMETER_KEYS = tuple(f"{sec}.{key}" for sec, keys in {**SECTIONS, **OPTIONAL_SECTIONS}.items()
+                       for key in keys)
+"""The dotted name of every parameter of a vehicle file (``"mass.total"``, ``"aero.Cz1"``,
+...), in file order: the one name of a parameter in the model (``m.vehicle.mass.total``), the
+API (:meth:`VehicleParameters.replace`), ``pyomo-lap sweep --set``, ``solve --free``, the
+workbook's ``vehicle`` sheet, ``summary.json`` and the sensitivity table."""
+
+FIELD_OF_KEY = {f"{sec}.{key}": attr for sec, keys in {**SECTIONS, **OPTIONAL_SECTIONS}.items()
+                for key, attr in keys.items()}
+"""Dotted name -> :class:`VehicleParameters` field."""
+
+KEY_OF_FIELD = {attr: key for key, attr in FIELD_OF_KEY.items()}
+""":class:`VehicleParameters` field -> dotted name."""
+
+
+def field_of(name: str) -> str:
+    """The :class:`VehicleParameters` field of a parameter named by its dotted name or its field
+    name (``"mass.total"`` or ``"m"`` -> ``"m"``).
+
+    Raises
+    ------
+    ValueError
+        An unknown name; the message lists the dotted names (and close matches).
+    """
+    if name in FIELD_OF_KEY:
+        return FIELD_OF_KEY[name]
+    if name in KEY_OF_FIELD or name == "gravity":
+        return name
+    import difflib
+    close = difflib.get_close_matches(name, list(PARAMETER_KEYS) + list(KEY_OF_FIELD), n=3)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    raise ValueError(f"vehicle parameter {name!r}: unknown{hint}; expected one of "
+                     f"{', '.join(PARAMETER_KEYS)}")
+
+
+class SymbolicVehicle:
+    """A :class:`VehicleParameters` whose fields are given objects (tape or CasADi symbols,
+    Pyomo variables), with the derived quantities (``l``, ``m_s``, ``h_vip``,
+    ``unsprung_inertia``, ``suspension``, ``static_loads``) computed by the same property
+    code: the car's equations written once run on it unchanged (:mod:`pyomo_lap.vehicle.car`).
+
+    Parameters
+    ----------
+    p : VehicleParameters
+        The values of the fields not in ``symbols`` (``name``, ``gravity``, an absent
+        optional section).
+    symbols : dict
+        ``{field or dotted name: object}``.
+    """
+
+    l = VehicleParameters.l  # noqa: E741
+    m_s = VehicleParameters.m_s
+    h_vip = VehicleParameters.h_vip
+    unsprung_inertia = VehicleParameters.unsprung_inertia
+    suspension = VehicleParameters.suspension
+    static_loads = VehicleParameters.static_loads
+
+    def __init__(self, p: VehicleParameters, symbols: dict):
+        for k, v in p.model_dump().items():
+            setattr(self, k, v)
+        for k, v in symbols.items():
+            setattr(self, field_of(k), v)
+
 
 _TOP_LEVEL = ("name", "description")
 _ALL_SECTIONS = {**SECTIONS, **OPTIONAL_SECTIONS}
