@@ -1,11 +1,15 @@
 """Quick start: build, initialize, solve, look at the results.
 
-Solves a short sector of the Nordschleife (a left-right sequence at 1150 m), writes the
-results folder (CSV, Parquet, Excel, JSON) and its figures.
+Solves a short sector of the Nordschleife (a left-right sequence at 1150 m) with lap_ipopt,
+writes the results folder (CSV, Parquet, Excel, JSON) and its figures. Runs from any folder
+(the results go to the folder you are in) with the environment of scripts/bootstrap.sh:
 
-    python examples/quickstart.py [OUT_DIR]          # default OUT_DIR: results_quickstart
+    .venv/bin/python examples/quickstart.py [OUT_DIR] [--quick]   # OUT_DIR: results_quickstart
+    python /path/to/pyomo_lap/examples/quickstart.py               # with the environment active
+
+--quick solves a 150 m sector on 10 elements (what the tests run) instead of 300 m on 30.
 """
-import sys
+import argparse
 
 import pyomo.environ as pyo
 
@@ -14,8 +18,12 @@ from pyomo_lap import (build_model, initialize_model, load_track, load_vehicle, 
 from pyomo_lap.post.plots import plot_results
 
 
+QUICK = dict(start=1150.0, length=150.0, nfe=10, ncp=2)
+"""The short sector of ``--quick``."""
+
+
 def main(out_dir="results_quickstart", start=1150.0, length=300.0, nfe=30, ncp=3,
-         solver="ipopt", tee=True):
+         solver="lap_ipopt", tee=True):
     """Run the example; returns the model, the solve report, the channels and the folder."""
     track = load_track("nordschleife")
     car = load_vehicle("fsae")
@@ -42,4 +50,9 @@ def main(out_dir="results_quickstart", start=1150.0, length=300.0, nfe=30, ncp=3
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "results_quickstart")
+    cli = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    cli.add_argument("out_dir", nargs="?", default="results_quickstart",
+                     help="results folder (default: results_quickstart in this folder)")
+    cli.add_argument("--quick", action="store_true", help="a 150 m sector on 10 elements")
+    args = cli.parse_args()
+    main(args.out_dir, **(QUICK if args.quick else {}))

@@ -105,15 +105,42 @@ def _input_files(tr, vehicle) -> dict:
     return out
 
 
-def track_data_lines(tr) -> list:
-    """What was done to a track's data and which values were assumed, one short line each
-    (``'track data: elevation outliers dropped: 1 at s = 499 m (largest 300 m at s = 499 m)'``,
-    ``'track: width = 4 m each side assumed: ...'``); the full records are in
-    ``tr.processing_steps`` and ``tr.assumptions``."""
+def track_data_lines(tr, brief: bool = False) -> list:
+    """What was done to a track's data and which values were assumed.
+
+    Parameters
+    ----------
+    tr : Track
+        A loaded track (its ``provenance`` holds the records).
+    brief : bool
+        False: one short line per step and per assumed value (``'track data: elevation
+        outliers dropped: 1 at s = 499 m (largest 300 m at s = 499 m)'``, ``'track: width = 4 m
+        each side assumed: ...'``). True: all of it in one line (``'track data: 5 processing
+        steps; assumed: width 4 m each side, banking 0 rad (details: -v or pyomo-lap
+        check)'``), or none when nothing was done or assumed: what ``pyomo-lap solve`` prints
+        without ``-v``.
+
+    Returns
+    -------
+    list of str
+        The lines; the full records are in ``tr.processing_steps`` and ``tr.assumptions`` (and
+        a result's ``summary.json``: ``track_processing``, ``track_assumptions``).
+    """
     from .track.report import assumption_lines, step_lines
     prov = getattr(tr, "provenance", None) or {}
-    return ([f"track data: {line}" for line in step_lines(prov.get("processing_steps", []))]
-            + [f"track: {line}" for line in assumption_lines(prov.get("assumptions", []))])
+    steps, assumed = prov.get("processing_steps", []), prov.get("assumptions", [])
+    if not brief:
+        return ([f"track data: {line}" for line in step_lines(steps)]
+                + [f"track: {line}" for line in assumption_lines(assumed)])
+    if not steps and not assumed:
+        return []
+    parts = [f"{len(steps)} processing step{'s' if len(steps) != 1 else ''}"] if steps else []
+    values = [f"{a['quantity']} {a['value']:.3g} {a['unit']}".rstrip()
+              if isinstance(a["value"], (int, float)) and not isinstance(a["value"], bool)
+              else f"{a['quantity']} {a['value']} {a['unit']}".rstrip() for a in assumed]
+    if values:
+        parts.append("assumed: " + ", ".join(values))
+    return ["track data: " + "; ".join(parts) + " (details: -v or pyomo-lap check)"]
 
 
 def result_line(summary: dict, periodic: bool) -> str:
@@ -207,6 +234,27 @@ class _KeepSums:
         return "groups of parameter names (A,B[,...])"
 
 
+def job_model(model, vehicle):
+    """The vehicle model a job builds: ``model`` when given, else the one the vehicle file
+    names (its top-level ``model = "..."``, :func:`pyomo_lap.vehicle.car.vehicle_file_model`),
+    else ``"full"``.
+
+    Raises
+    ------
+    ValueError
+        ``model`` given and the vehicle file naming another one (one line, naming both).
+    """
+    from .vehicle.car import vehicle_file_model
+    named = vehicle_file_model(vehicle)
+    if model is None:
+        return named or "full"
+    if named is not None and model != named:
+        where = vehicle if isinstance(vehicle, (str, Path)) else getattr(vehicle, "name", vehicle)
+        raise ValueError(f"model = {model!r}, but the vehicle {str(where)!r} is for the model "
+                         f"{named!r} (its model = {named!r}): give no model, or model = {named!r}")
+    return model
+
+
 def _solve_config() -> ConfigDict:
     from .ocp.build import OCP_CONFIG
     c = ConfigDict(description="the options of one job (solve_sector, pyomo-lap solve)")
@@ -218,8 +266,9 @@ def _solve_config() -> ConfigDict:
                           "VehicleParameters)"))
     for name in OWN_OCP_OPTIONS:
         cv = OCP_CONFIG.get(name)     # declared once, in OCP_CONFIG: domain and description
-        c.declare(name, ConfigValue(default=2000.0 if name == "length" else cv.value(),
-                                    domain=cv._domain, description=cv._description))
+        # model: default None, the model the vehicle file names, else 'full' (job_model)
+        default = 2000.0 if name == "length" else None if name == "model" else cv.value()
+        c.declare(name, ConfigValue(default=default, domain=cv._domain, description=cv._description))
     c.declare("initial_guess", ConfigValue(default="cold", domain=OneOf(["cold", "single-track"]),
               description="full model: 'single-track' solves the single-track model on the same "
                           "mesh first and starts from it (pyomo_lap.ocp.single_track.warm_start_full)"))
@@ -289,9 +338,27 @@ job, starting from the solution of a car 5 kg and 0.04 Cx away took 15-21 iterat
 back into the interior)."""
 
 
+def _effective_options(solver: str, used: Optional[dict]) -> dict:
+    """The options the solver ran with (pyomo_lap's defaults updated by the given ones):
+    :func:`pyomo_lap.post.results.effective_solver_options` without the sources."""
+    from .post.results import effective_solver_options
+    return {k: v for k, (v, _) in effective_solver_options(solver, used or {}).items()}
+
+
+def _mean_speed_kmh(df) -> float:
+    """The time average of the speed channel [km/h] (trapezoids in time): the car's path length
+    over the time."""
+    import numpy as np
+    t = df["t"].to_numpy(float)
+    v = df["speed_kmh"].to_numpy(float)
+    return float(np.trapezoid(v, t) / (t[-1] - t[0]))
+
+
 def _vehicle_parameters(p) -> dict:
     """The car's parameters by their dotted names (``summary.json``'s ``vehicle_parameters``):
     ``{name: value}``, the gravity included."""
+    if hasattr(p, "parameter_values"):       # a car of its own schema (the racecar)
+        return dict(p.parameter_values())
     from .vehicle.schema import PARAMETER_KEYS
     out = {k: p.value(k) for k in PARAMETER_KEYS if p.value(k) is not None}
     out["gravity"] = p.gravity
@@ -367,7 +434,10 @@ def job_mesh(config: Optional[dict] = None, **kwargs) -> Optional[list]:
         tr = load_track(cfg.track, repair=cfg.repair_track, track_width=cfg.track_width)
         start, length, _ = track_checks.check_sector(tr, cfg.start, cfg.length,
                                                      repair=cfg.repair_track)
-    p = cfg.vehicle if isinstance(cfg.vehicle, VehicleParameters) else load_vehicle(cfg.vehicle)
+    p = load_vehicle(cfg.vehicle) if isinstance(cfg.vehicle, (str, Path)) else cfg.vehicle
+    cfg.model = job_model(cfg.model, cfg.vehicle)
+    if not isinstance(p, VehicleParameters):     # the racecar's elements are uniform
+        return None
     oc.set_value({"start": start, "length": length, "ncp": cfg.ncp, "scheme": cfg.scheme,
                   "periodic": cfg.periodic, "initial_speed": cfg.initial_speed,
                   "model": cfg.model})
@@ -503,6 +573,7 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
 def _solve_sector(cfg, echo, progress, model_cache, held: list):
     """The work of :func:`solve_sector` on checked options ``cfg``; the lock on ``out_dir``
     (:class:`pyomo_lap.post.results.OutputLock`) is appended to ``held`` when taken."""
+    cfg.model = job_model(cfg.model, cfg.vehicle)     # the vehicle file may name it
     track, vehicle, model, initial_guess = cfg.track, cfg.vehicle, cfg.model, cfg.initial_guess
     start, length, periodic, initial_speed = cfg.start, cfg.length, cfg.periodic, cfg.initial_speed
     nfe, ncp, scheme = cfg.nfe, cfg.ncp, cfg.scheme
@@ -547,12 +618,15 @@ def _solve_sector(cfg, echo, progress, model_cache, held: list):
         echo(f"track repaired when its bundled file was built: {r}")
     for f in getattr(tr, "findings", []):
         echo(f"track repaired: {f}")
-    for line in track_data_lines(tr):
+    detail = getattr(echo, "detail", None)    # the CLI's echo: the steps only with -v
+    for line in track_data_lines(tr, brief=True) if detail is not None else ():
         echo(line)
+    for line in track_data_lines(tr):
+        (detail or echo)(line)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", track_checks.TrackRepairWarning)
         start, length, fixes = track_checks.check_sector(tr, start, length, repair=repair_track)
-    p = vehicle if isinstance(vehicle, VehicleParameters) else load_vehicle(vehicle)
+    p = load_vehicle(vehicle) if isinstance(vehicle, (str, Path)) else vehicle
     for f in fixes:
         echo(f"sector repaired: {f}")
     track_checks.check_vehicle_fits(tr, p, start, length)
@@ -564,7 +638,7 @@ def _solve_sector(cfg, echo, progress, model_cache, held: list):
         out_dir = check_output_dir(out_dir, echo=echo, hold=held)
     echo(f"track {tr.name}: {tr.length:.1f} m ({'closed' if tr.closed else 'open'}); vehicle {p.name}")
     echo(f"building the model: sector {start:.0f} m + {length if length is not None else tr.length - start:.0f} m, "
-         f"nfe={nfe if nfe is not None else 'auto (10 m elements)'}, ncp={ncp}, {scheme} ...")
+         f"nfe={nfe if nfe is not None else 'auto (from the element length)'}, ncp={ncp}, {scheme} ...")
     if progress is None:
         from .util.progress import echo_progress
         progress = echo_progress(echo)
@@ -593,8 +667,8 @@ def _solve_sector(cfg, echo, progress, model_cache, held: list):
     nfe = m.problem.options.nfe
     size = model_size(m)
     echo(f"  {'the kept model given the car' if reused else 'built'} in "
-         f"{m.problem.build_time_s:.1f} s: {size['n_variables']} variables, "
-         f"{size['n_constraints']} constraints, {len(m.s)} points")
+         f"{m.problem.build_time_s:.1f} s: {len(m.s)} points, {nfe} elements; the Pyomo model "
+         f"has {size['n_variables']} variables and {size['n_constraints']} constraints")
     t0 = time.perf_counter()
     info = initialize_model(m)
     warm = None
@@ -639,6 +713,11 @@ def _solve_sector(cfg, echo, progress, model_cache, held: list):
         rep = solve_model(m, solver=solver, options=options, tee=tee)
         echo(f"  {rep.termination_condition} ({rep.exit_message or rep.message}) after "
              f"{rep.iterations} iterations, {rep.solve_time_s:.1f} s")
+        if rep.n_variables is not None and rep.n_variables != size["n_variables"]:
+            # summary.json's n_variables: the problem the solver saw, not the Pyomo model
+            echo(f"  the solver saw {rep.n_variables} variables, {rep.n_constraints} constraints "
+                 "(in summary.json): the model's less its fixed variables"
+                 + (" and pyomo.dae's derivatives, eliminated" if solver == DEFAULT_SOLVER else ""))
         return rep
 
     used_options = (solver_options if warm_from is None else
@@ -688,6 +767,7 @@ def _solve_sector(cfg, echo, progress, model_cache, held: list):
         "vehicle": p.name,
         "solver": solver,
         "solver_options": dict(used_options or {}),   # of the solve that gave the result
+        "solver_options_effective": _effective_options(solver, used_options),
         "objective": float(objective) if objective is not None else None,
         "pyomo_lap_version": __version__,
         "pyomo_version": _pyomo_version(),
@@ -735,8 +815,11 @@ def _solve_sector(cfg, echo, progress, model_cache, held: list):
     summary["mesh"] = _mesh_summary(m)
     from .post.results import sector_records, sector_times
     summary["sectors"] = sector_records(sector_times(df, n_sectors))
-    summary["mean_speed_kmh"] = (float(3.6 * m.problem.sector_length / lap)
-                                 if lap is not None and lap > 0 else None)
+    # the car's mean speed: its path length over the time (the time average of the speed
+    # channel), not the centreline's length, which a car cutting corners does not drive
+    summary["mean_speed_kmh"] = (None if lap is None or lap <= 0 else _mean_speed_kmh(df)
+                                 if {"t", "speed_kmh"} <= set(df.columns)
+                                 else float(3.6 * m.problem.sector_length / lap))
     where = None
     timing["channels_s"] = time.perf_counter() - t_out
     from .ocp.common import vehicle_of_model
@@ -759,7 +842,8 @@ def _solve_sector(cfg, echo, progress, model_cache, held: list):
     if out_dir is not None:
         echo("exporting ...")
         from .post.results import solution_arrays
-        where = _write_or_fallback(out_dir, df, summary, p_solved, rep, echo, n_sectors,
+        where = _write_or_fallback(out_dir, df, summary, p_solved if isinstance(p_solved, VehicleParameters)
+                                   else summary["vehicle_parameters"], rep, echo, n_sectors,
                                    solution_arrays(m) if rep.ok else None)
         if sens is not None:
             from .post.plots import plot_results

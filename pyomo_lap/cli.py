@@ -6,6 +6,7 @@ code, before any model is built.
 """
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
@@ -61,6 +62,44 @@ def _unexpected(exc: BaseException):
           "PYOMO_LAP_DEBUG=1 to see the traceback and please report it)", code=3)
 
 
+_VERBOSITY_KEY = "pyomo_lap.verbosity"
+
+
+def _verbosity() -> int:
+    """How much the running command prints: -1 with ``-q/--quiet``, 1 with ``-v/--verbose``,
+    0 otherwise (set by :func:`_add_verbosity`)."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.meta.get(_VERBOSITY_KEY, 0) if ctx is not None else 0
+
+
+class _Echo:
+    """``click.echo`` by verbosity, for the library's ``echo`` arguments: ``echo(text)`` prints
+    what a command says by default (with ``-q`` only the lines starting with one of ``keep``:
+    the result), ``echo.detail(text)`` prints only with ``-v`` (e.g. each step done to the
+    track data: :func:`pyomo_lap.api.track_data_lines`)."""
+
+    def __init__(self, level: int, keep: tuple = ()):
+        self.level, self.keep = level, tuple(keep)
+
+    def __call__(self, text: str = "") -> None:
+        if self.level >= 0 or (self.keep and str(text).startswith(self.keep)):
+            click.echo(text)
+
+    def detail(self, text: str = "") -> None:
+        if self.level > 0:
+            click.echo(text)
+
+
+_SWEEP_RESULT_LINES = tuple(f"{d}" for d in "0123456789")
+"""What ``pyomo-lap sweep -q`` prints: the final count (``'16 cases: 16 solved'``)."""
+
+_SOLVE_RESULT_LINES = ("sector time ", "lap time ", "results written to ",
+                       "partial results written to ", "could not write ", "track repaired",
+                       "sector repaired")
+"""What ``pyomo-lap solve -q`` prints: the result, where it was written, and any repair made
+to the inputs."""
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="pyomo-lap")
 def main():
@@ -79,8 +118,8 @@ _SPELLING = {
         "multiple": True, "metavar": "KEY=VALUE",
         "help": "another option of the optimal control problem (repeatable), e.g. "
                 "adherence=squared, element_length=5, piecewise_constant_controls=true, "
-                "K_delta=2; the list with defaults and units: README, 'Options' "
-                "(pyomo-lap options)"}),
+                "K_delta=2; the list with defaults and units: pyomo-lap options, or the "
+                "documentation's options page (docs/options.md)"}),
     "free": (("--free", "free"), {"multiple": True, "metavar": "NAME=LOWER:UPPER",
              "help": "optimize this parameter of the car with the trajectory, within the bounds "
                      "(repeatable; setup optimization), e.g. --free aero.Cz1=0.3:0.9 "
@@ -92,8 +131,32 @@ _SPELLING = {
     "n_sectors": (("--sectors", "n_sectors"), {}),
     "track_width": (("--track-width", "track_width"), {"metavar": "METRES"}),
     "out_dir": (("--out", "out_dir"), {"type": click.Path(file_okay=False)}),
-    "tee": (("--quiet", "quiet"), {"is_flag": True, "help": "do not stream the solver's iterations"}),
+    # the command line streams the solver's iterations with -v/--verbose (added to every
+    # command by _add_verbosity, at the end of this module); this entry names it in the tables
+    "tee": (("--verbose", "verbose"), {}),
 }
+
+_NONE_WORDS = {"length": ("none", "all"), "nfe": ("none", "auto")}
+"""The words (any case) the command line takes for an option's ``None``, besides ``none``
+(``--length all``: the whole track from --start; ``--nfe auto``: the element length decides)."""
+
+
+class _OrNone(click.ParamType):
+    """The option's own type, or one of ``words`` (any case) for the API's ``None``: the
+    command line's spelling of ``None`` (``--length all``, ``--nfe auto``, ``--out none``)."""
+
+    def __init__(self, base, words):
+        self.base = click.types.convert_type(base)
+        self.words = tuple(words)
+        self.name = f"{self.base.name} or {' or '.join(self.words)}"
+
+    def get_metavar(self, param, ctx=None):      # click >= 8.2 passes ctx
+        return f"{self.base.name.upper()}|{'|'.join(self.words)}"
+
+    def convert(self, value, param, ctx):
+        if value is None or (isinstance(value, str) and value.strip().lower() in self.words):
+            return None
+        return self.base.convert(value, param, ctx)
 
 
 def _flag(name: str) -> str:
@@ -137,9 +200,32 @@ def job_options(*names, **defaults):
                 kw["default"] = None if default is None else (str(default) if kw["type"] is str
                                                               else default)
                 kw["show_default"] = default is not None
+                if _takes_none(cv) and kw["type"] is not None:
+                    words = ("none",) + tuple(w for w in _NONE_WORDS.get(name, ()) if w != "none")
+                    kw["type"] = _OrNone(kw["type"], words)
+                    kw["help"] += f"; on the command line: {' or '.join(words)}"
             f = click.option(*decls, **kw)(f)
         return f
     return decorate
+
+
+def _input_files_exist(**given) -> None:
+    """A track or vehicle given as a file (a suffix or a folder in its name; bundled ones are
+    names) that is not there stops with exit 2 and the absolute path looked at: relative paths
+    are the current folder's (``--vehicle mycar.toml``)."""
+    for key, value in given.items():
+        if not isinstance(value, str) or not value:
+            continue
+        path = Path(value).expanduser()
+        if (path.suffix or "/" in value or os.sep in value) and not path.exists():
+            _fail(f"{_flag(key)} {value}: {key} file not found (looked for {path.resolve()})")
+
+
+def _takes_none(cv) -> bool:
+    """Whether a job option's domain takes ``None`` (an optional number, a path or None)."""
+    from .util.domains import PathOrNone
+    d = cv._domain
+    return bool(getattr(d, "optional", False)) or isinstance(d, PathOrNone)
 
 
 def _shown(value) -> str:
@@ -191,14 +277,19 @@ def _checked(values: dict):
 @main.command()
 @job_options("track", "vehicle", "start", "length", "periodic", "nfe", "ncp", "scheme",
              "initial_speed", "model", "initial_guess", "solver", "solver_options", "ocp_options",
-             "n_sectors", "out_dir", "tee")
+             "n_sectors", "out_dir")
 @click.option("--max-iter", type=int, default=None,
-              help="solver iteration limit, short for --solver-option max_iter=N "
-                   "(default: pyomo_lap.solvers.solve.DEFAULT_IPOPT_OPTIONS)")
+              help="solver iteration limit, short for --solver-option max_iter=N (default: "
+                   "3000 for lap_ipopt, ipopt and ipopt_v2: pyomo_lap.solvers.lap_solver."
+                   "LAP_IPOPT_OPTIONS, and for the ASL path pyomo_lap.solvers.solve."
+                   "DEFAULT_IPOPT_OPTIONS; another solver: its own)")
 @job_options("repair_track", "track_width", "sensitivities", "warm_start_from", "free", "keep_sum")
-def solve(max_iter, quiet, solver_options, ocp_options, **job):
+def solve(max_iter, solver_options, ocp_options, **job):
     """Solve the minimum-time problem on a sector (or, with --full-lap, the closed lap) and
     write trajectory.csv, trajectory.parquet, results.xlsx, summary.json and solution.npz to OUT.
+
+    Prints one line per stage and the result; -v adds what was done to the track data (each
+    step) and the solver's iterations, -q prints the result only.
 
     Exit codes: 0 solved; 1 the solver failed (partial results in OUT.failed, OUT untouched)
     or the results could not be written to OUT (saved elsewhere, named); 2 bad input or
@@ -214,8 +305,9 @@ def solve(max_iter, quiet, solver_options, ocp_options, **job):
 
     ctx = click.get_current_context()
     full_lap = job["periodic"]
+    _input_files_exist(track=job["track"], vehicle=job["vehicle"])
     cfg = _checked(_full_lap_job(ctx, job))
-    if cfg.nfe is not None and not full_lap and cfg.length / cfg.nfe < 0.1:
+    if cfg.nfe is not None and not full_lap and cfg.length is not None and cfg.length / cfg.nfe < 0.1:
         _fail(f"--nfe {cfg.nfe} on a {cfg.length:g} m sector gives elements of "
               f"{cfg.length / cfg.nfe:.3g} m: expected elements of at least 0.1 m (fewer "
               "elements or a longer sector)")
@@ -234,22 +326,26 @@ def solve(max_iter, quiet, solver_options, ocp_options, **job):
     except ValueError as exc:
         _fail(f"--ocp-option: {exc}")
     cfg.solver_options = options or None
-    cfg.tee = not quiet
+    level = _verbosity()
+    cfg.tee = level > 0
     out_dir, solver, length = cfg.out_dir, cfg.solver, ctx.params["length"]
-    before = _state(Path(out_dir))
+    before = _state(Path(out_dir)) if out_dir is not None else None
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     t0 = time.perf_counter()
     try:
-        solve_sector(cfg.value(), echo=click.echo, progress=click_progress())
+        solve_sector(cfg.value(), echo=_Echo(level, keep=_SOLVE_RESULT_LINES),
+                     progress=click_progress() if level >= 0 else (lambda *a, **k: None))
     except SolveInterrupted as exc:
         r = exc.report
         its = f", {r.iterations} iterations" if r.iterations is not None else ""
         _fail(f"interrupted by {_SIGNAL['name']} while {solver} was solving ({r.solve_time_s:.1f} s"
               f"{its}; termination condition {r.termination_condition}); the solver was "
-              f"stopped, nothing was written and {out_dir}/ was left untouched. Hint: run "
+              "stopped, nothing was written"
+              + ("" if out_dir is None else f" and {out_dir}/ was left untouched") + ". Hint: run "
               "again; a shorter sector or a coarser mesh (--nfe) solves faster", code=_SIGNAL["code"])
     except KeyboardInterrupt:
-        done = ("nothing was written and {out}/ was left untouched" if _state(Path(out_dir)) == before
+        done = ("nothing was written" if out_dir is None else
+                "nothing was written and {out}/ was left untouched" if _state(Path(out_dir)) == before
                 else "the complete results had already been written to {out}/")
         _fail(f"interrupted by {_SIGNAL['name']} after {time.perf_counter() - t0:.1f} s; "
               + done.format(out=out_dir), code=_SIGNAL["code"])
@@ -306,6 +402,7 @@ def sweep(set_values, cases_file, out, resume, scheduler, workers, warm_start, s
     from .solvers.solve import parse_solver_options
     from .sweeps import SweepSpecError, sweep as run_sweep
     ctx = click.get_current_context()
+    _input_files_exist(track=job["track"], vehicle=job["vehicle"])
     cfg = _checked(_full_lap_job(ctx, job))
     try:
         options = parse_solver_options(solver_options)
@@ -323,7 +420,7 @@ def sweep(set_values, cases_file, out, resume, scheduler, workers, warm_start, s
     try:
         table = run_sweep(list(set_values), cases_file, out=out, resume=resume,
                           scheduler=scheduler, workers=workers, warm_start=warm_start,
-                          echo=click.echo, **values)
+                          echo=_Echo(_verbosity(), keep=_SWEEP_RESULT_LINES), **values)
     except SweepSpecError as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
@@ -343,6 +440,7 @@ def check(track, vehicle, repair_track, track_width):
     gaps filled, smoothing, merged points) and every value assumed because the data lack it
     (widths, banking). Exit code 0 when both can be used, 2 otherwise; every problem is
     listed."""
+    _input_files_exist(track=track, vehicle=vehicle)
     track_width = _checked({"track_width": track_width}).track_width
     try:
         from .track import checks as track_checks
@@ -360,11 +458,11 @@ def check(track, vehicle, repair_track, track_width):
             for f in tr.findings:
                 click.echo(f"track repaired: {f}")
             click.echo(f"track {tr.name}: {tr.length:.1f} m, {'closed' if tr.closed else 'open'}: ok")
-            if tr.processing_steps:
+            if tr.processing_steps and _verbosity() >= 0:
                 click.echo("what was done to the track data (where: arc length s on the "
                            "loaded track):")
                 click.echo(format_steps_table(tr.processing_steps))
-            for line in assumption_lines(tr.assumptions):
+            for line in assumption_lines(tr.assumptions) if _verbosity() >= 0 else ():
                 click.echo(f"track: {line}")
         except (ValueError, OSError) as exc:
             problems.append(str(exc))
@@ -378,7 +476,8 @@ def check(track, vehicle, repair_track, track_width):
                 track_checks.check_vehicle_fits(tr, p)
                 assumed = any(a["quantity"].startswith("width") for a in tr.assumptions)
                 click.echo(f"the car ({p.width:.2f} m) fits the track everywhere"
-                           + (" (with the assumed widths above)" if assumed else ""))
+                           + ((" (with the assumed widths above)" if _verbosity() >= 0 else
+                               " (with assumed widths)") if assumed else ""))
             except ValueError as exc:
                 problems.append(str(exc))
     except KeyboardInterrupt:
@@ -422,7 +521,7 @@ def validate(results_dir, out_dir, no_feedback, shooting, open_loop, plots_dir, 
     try:
         res = validate_results(folder, feedback=not no_feedback, shooting=shooting,
                                open_loop=open_loop, plots=not no_plots, plots_dir=plots_dir,
-                               echo=click.echo)
+                               echo=_Echo(_verbosity(), keep=("verdict:", "WARN", "FAIL")))
     except (ValueError, OSError) as exc:
         _fail(str(exc))
     except Exception as exc:               # noqa: BLE001 - one line, not a traceback
@@ -460,36 +559,83 @@ def plot(results_dir, out_dir, pdf, reference, figures, s_range):
             _complete_results(folder)
     try:
         files = plot_results(results_dir, out_dir=out_dir, formats=("png", "pdf") if pdf else ("png",),
-                             figures=list(figures) or None, reference_dir=reference, echo=click.echo,
-                             s_range=s_range)
+                             figures=list(figures) or None, reference_dir=reference,
+                             echo=_Echo(_verbosity()).detail, s_range=s_range)
     except (ValueError, OSError, KeyError) as exc:
         _fail(str(exc))
-    click.echo(f"{len(files)} files written to {Path(files[0]).parent}/")
+    if _verbosity() >= 0:
+        click.echo(f"{len(files)} files written to {Path(files[0]).parent}/")
 
 
 @main.command()
-@click.argument("run_a", type=click.Path(exists=True, file_okay=False))
-@click.argument("run_b", type=click.Path(exists=True, file_okay=False))
+@click.argument("runs", nargs=-1, required=True, metavar="RUN [RUN ...]",
+                type=click.Path(exists=True, file_okay=False))
+@click.option("--telemetry", default=None, type=click.Path(exists=True, dir_okay=False),
+              metavar="LAP.csv",
+              help="a logged lap to overlay on RUN (one run): a CSV with a distance or a time "
+                   "column, a speed column with its unit ('speed [km/h]') and any channels named "
+                   "as the run's (a_y, delta, ...); aligned on distance (the logged distance "
+                   "stretched to the run's length when within 10 %)")
+@click.option("--every", default=None, metavar="STEP",
+              help="write the comparison table on a fixed step: of distance (1m, 0.5m) or of "
+                   "the first run's time (0.01s, 100Hz)")
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="output folder, not inside a run's folder  [default: "
-                   "compare_<name of RUN_A>_vs_<name of RUN_B> next to RUN_B]")
+                   "compare_<name of RUN_A>_vs_<name of RUN_B> next to RUN_B; with more runs "
+                   "compare_<first>_and_<n>_more; with --telemetry compare_<RUN>_vs_<file>]")
 @click.option("--sectors", default=3, show_default=True, type=int,
               help="equal parts of the common stretch timed in the table")
-@click.option("--pdf", is_flag=True, help="also write compare.pdf")
-def compare(run_a, run_b, out_dir, sectors, pdf):
-    """Time delta of RUN_B against RUN_A along the track (table, CSV and plot)."""
-    from .post.plots import compare_runs
+@click.option("--pdf", is_flag=True, help="also write the figure as PDF")
+def compare(runs, telemetry, every, out_dir, sectors, pdf):
+    """Time delta along the track: of RUN_B against RUN_A (two runs), of every run against the
+    first (more runs; the legend and compare_runs.csv give the vehicle parameters in which
+    they differ), or of a logged lap against RUN (--telemetry)."""
+    from .post.compare import compare_many, compare_telemetry, parse_step
     if sectors < 1 or sectors > 1000:
         _fail(f"--sectors {sectors}: expected an integer between 1 and 1000")
-    for folder in (run_a, run_b):
+    if every is not None:
+        try:
+            parse_step(every)
+        except ValueError as exc:
+            _fail(f"--every {exc}")
+    if telemetry is not None and len(runs) != 1:
+        _fail(f"--telemetry compares one run with a logged lap; {len(runs)} runs given")
+    if telemetry is None and len(runs) < 2:
+        _fail("one run given: expected two runs or more, or one run and --telemetry LAP.csv")
+    for folder in runs:
         _complete_results(folder)
+    formats = ("png", "pdf") if pdf else ("png",)
+    echo = _Echo(_verbosity()).detail
     try:
-        res = compare_runs(run_a, run_b, out_dir=out_dir, n_sectors=sectors,
-                           formats=("png", "pdf") if pdf else ("png",), echo=click.echo)
+        if telemetry is not None:
+            res = compare_telemetry(runs[0], telemetry, out_dir=out_dir, n_sectors=sectors,
+                                    every=every, formats=formats, echo=echo)
+        elif len(runs) > 2:
+            res = compare_many(runs, out_dir=out_dir, n_sectors=sectors, every=every,
+                               formats=formats, echo=echo)
+        else:
+            from .post.plots import compare_runs
+            res = compare_runs(runs[0], runs[1], out_dir=out_dir, n_sectors=sectors,
+                               formats=formats, echo=echo)
+            if every is not None:
+                from .post.compare import _at_steps
+                _at_steps(res["delta"], every, "s [m]", "t_A [s]").to_csv(
+                    Path(res["files"][0]), index=False, float_format="%.10g")
     except (ValueError, OSError, KeyError) as exc:
         _fail(str(exc))
+    if telemetry is not None:
+        _echo_telemetry(res, Path(runs[0]).name, Path(telemetry).name)
+    elif len(runs) > 2:
+        _echo_many(res)
+    else:
+        _echo_two(res, Path(runs[0]).name, Path(runs[1]).name)
+    if _verbosity() >= 0:
+        click.echo(f"written to {Path(res['files'][0]).parent}/")
+
+
+def _echo_two(res: dict, a: str, b: str) -> None:
+    """The tables of ``compare RUN_A RUN_B``: sector times, the runs' statistics, channels."""
     tab = res["sectors"]
-    a, b = Path(run_a).name, Path(run_b).name
     click.echo(f"{'sector':>6} {'from [m]':>9} {'to [m]':>9} {a[:12]:>12} {b[:12]:>12} {'delta [s]':>10}")
     for _, r in tab.iterrows():
         click.echo(f"{int(r['sector']):>6} {r['s_start [m]']:>9.1f} {r['s_end [m]']:>9.1f} "
@@ -498,6 +644,8 @@ def compare(run_a, run_b, out_dir, sectors, pdf):
                f"{tab['time_A [s]'].sum():>12.3f} {tab['time_B [s]'].sum():>12.3f} "
                f"{res['delta_t_s']:>+10.3f}")
     click.echo(f"(delta > 0: {b} is behind {a})")
+    if _verbosity() < 0:
+        return
     click.echo("")
     runs = res["runs"]
     click.echo(f"{'run':<22} {a[:14]:>14} {b[:14]:>14}")
@@ -512,6 +660,43 @@ def compare(run_a, run_b, out_dir, sectors, pdf):
         for _, r in ch.iterrows():
             click.echo(f"{r['channel']:<10} {r['unit']:>5} {r['mean_A']:>14.5g} {r['mean_B']:>14.5g} "
                        f"{r['rms_diff']:>10.4g} {r['max_abs_diff']:>10.4g} {r['s_at_max [m]']:>9.1f}")
+
+
+def _echo_many(res: dict) -> None:
+    """The table of ``compare`` with more than two runs: each run's time over the common
+    stretch, its delta to the first and the parameters in which it differs."""
+    runs = res["runs"]
+    click.echo(f"{'run':<24} {'time [s]':>10} {'delta [s]':>10}  differs in")
+    for (_, r), label in zip(runs.iterrows(), res["labels"]):
+        differs = label.split(": ", 1)[1] if ": " in label else ""
+        click.echo(f"{str(r['run'])[:24]:<24} {r['time over the common stretch [s]']:>10.3f} "
+                   f"{r['delta to the first [s]']:>+10.3f}  {differs}")
+    click.echo(f"(over {res['delta']['s [m]'].iloc[0]:.1f}-{res['delta']['s [m]'].iloc[-1]:.1f} m; "
+               "delta > 0: behind the first run)")
+
+
+def _echo_telemetry(res: dict, run: str, log: str) -> None:
+    """The tables of ``compare RUN --telemetry LAP``: sector times, the alignment and the
+    channels compared."""
+    tab, info = res["sectors"], res["info"]
+    click.echo(f"{'sector':>6} {'from [m]':>9} {'to [m]':>9} {run[:12]:>12} {log[:12]:>12} {'delta [s]':>10}")
+    for _, r in tab.iterrows():
+        click.echo(f"{int(r['sector']):>6} {r['s_start [m]']:>9.1f} {r['s_end [m]']:>9.1f} "
+                   f"{r['time_run [s]']:>12.3f} {r['time_log [s]']:>12.3f} {r['delta [s]']:>+10.3f}")
+    click.echo(f"{'total':>6} {tab['s_start [m]'].iloc[0]:>9.1f} {tab['s_end [m]'].iloc[-1]:>9.1f} "
+               f"{tab['time_run [s]'].sum():>12.3f} {tab['time_log [s]'].sum():>12.3f} "
+               f"{res['delta_t_s']:>+10.3f}")
+    click.echo(f"(delta > 0: the logged lap {log} loses time on {run})")
+    if _verbosity() < 0:
+        return
+    click.echo(f"logged lap read with {info['how']}; speed from {info['speed']!r}"
+               + "".join(f"; {d}" for d in info["derived"])
+               + (f"; its distance stretched by {info['scale']:.5f} to the run's"
+                  if info["scale"] != 1.0 else ""))
+    if info["compared"]:
+        click.echo("channels compared: " + ", ".join(info["compared"]))
+    if info["skipped"]:
+        click.echo("channels not compared (another unit): " + "; ".join(info["skipped"]))
 
 
 @main.command()
@@ -534,12 +719,13 @@ def diagnose(track, vehicle, start, length, nfe, ncp, do_solve, solver, no_numer
     class _Tee:
         def write(self, text):
             buf.write(text)
-            click.echo(text, nl=False)
+            if _verbosity() >= 0:
+                click.echo(text, nl=False)
 
     try:
         res = run(track=track, vehicle=vehicle, start=start, length=length, nfe=nfe, ncp=ncp,
                   numerical=not no_numerical, solve=do_solve, solver=solver, stream=_Tee(),
-                  echo=click.echo)
+                  echo=_Echo(_verbosity()))
     except (ValueError, OSError, SolverNotFoundError) as exc:
         _fail(str(exc))
     if report:
@@ -551,7 +737,8 @@ def diagnose(track, vehicle, start, length, nfe, ncp, do_solve, solver, no_numer
 
 
 @main.command()
-@click.option("--markdown", is_flag=True, help="as the README's Markdown tables")
+@click.option("--markdown", is_flag=True, help="as the Markdown tables of the documentation's "
+              "options page (docs/options.md)")
 def options(markdown):
     """List every option with its default, domain and meaning: the job's (`solve`'s own
     options, the keywords of pyomo_lap.solve_sector) and the optimal control problem's
@@ -576,7 +763,7 @@ def options(markdown):
 
 def job_options_table() -> str:
     """The job's options (:data:`pyomo_lap.api.SOLVE_CONFIG`) as a Markdown table with their
-    command-line spelling (the README holds it; ``pyomo-lap options --markdown``)."""
+    command-line spelling (``docs/options.md`` holds it; ``pyomo-lap options --markdown``)."""
     from .api import SOLVE_CONFIG
     from .ocp.options import options_table
     return options_table(config=SOLVE_CONFIG, flags=_flag)
@@ -635,12 +822,174 @@ def tracks():
         click.echo(line.rstrip())
 
 
+def _range_text(info) -> str:
+    """The range of a :class:`~pyomo_lap.vehicle.schema.VehicleParameters` field from its
+    bounds (``> 0 and <= 10000``), '' when it has none."""
+    lo = hi = None
+    for meta in info.metadata:
+        for key, word in (("gt", ">"), ("ge", ">=")):
+            if getattr(meta, key, None) is not None:
+                lo = f"{word} {getattr(meta, key):g}"
+        for key, word in (("lt", "<"), ("le", "<=")):
+            if getattr(meta, key, None) is not None:
+                hi = f"{word} {getattr(meta, key):g}"
+    extra = info.json_schema_extra or {}
+    if lo is None and extra.get("minimum") is not None:      # optional fields
+        lo = f">= {extra['minimum']:g}"
+    if hi is None and extra.get("maximum") is not None:
+        hi = f"<= {extra['maximum']:g}"
+    return " and ".join(t for t in (lo, hi) if t)
+
+
+def vehicle_template(base: str = "fsae") -> str:
+    """A vehicle file (TOML) with every key of the schema, each preceded by comments giving
+    its meaning, unit and range, generated from
+    :class:`pyomo_lap.vehicle.schema.VehicleParameters` (descriptions, bounds, units),
+    :data:`~pyomo_lap.vehicle.schema.SECTIONS` and
+    :data:`~pyomo_lap.vehicle.schema.OPTIONAL_SECTIONS`; the values are those of the bundled
+    car ``base`` (or a vehicle file's path), so the text loads as a valid car
+    (``pyomo-lap vehicles --template > mycar.toml``). The car's name is left to the file's
+    name; an optional section the car does not have is written commented out.
+
+    Raises
+    ------
+    ValueError
+        ``base`` is no bundled car and no readable vehicle file, or not a file of the six-joint
+        car (:class:`~pyomo_lap.vehicle.schema.VehicleParameters`).
+    """
+    import json
+    import textwrap
+
+    from .vehicle.car import load_vehicle
+    from .vehicle.schema import (MAX_STATIC_SAG, OPTIONAL_SECTIONS, SECTIONS,
+                                 VehicleParameters)
+    car = load_vehicle(base)
+    if not isinstance(car, VehicleParameters):
+        raise ValueError(f"vehicle {base!r} is a {type(car).__name__} file, not one of the "
+                         "six-joint car's (VehicleParameters); the template is of the latter: "
+                         "start from fsae, f1_2014 or bmw_320i")
+    fields = VehicleParameters.model_fields
+    lines = [
+        "# Vehicle file of pyomo_lap (TOML): every key of the schema, with its meaning, unit",
+        "# and accepted range above it (pyomo_lap.vehicle.schema.VehicleParameters).",
+        *textwrap.wrap(f"Generated by `pyomo-lap vehicles --template {base}`; the values are "
+                       f"those of the car {car.name!r} ({car.description or 'no description'}).",
+                       90, initial_indent="# ", subsequent_indent="# "),
+        "# Replace them with your car's, in SI units (kg, m, s, N, rad, W: P_max in W, not kW;",
+        "# wheel rates in N/m, not N/mm; angles in rad, not deg), and say where each value",
+        "# comes from (a comment; mark the values you had to choose, and why).",
+        "# Check the file with `pyomo-lap check --vehicle mycar.toml`; solve with",
+        "# `pyomo-lap solve --vehicle mycar.toml`. Every problem is reported at once, naming the",
+        "# [section] key, the value and what was expected. Besides the ranges: total mass >",
+        "# unsprung; Ixx, Iyy, Izz satisfy the triangle inequality; hq1, hq2 < h; width >=",
+        f"# max(t1, t2); static sag (total - unsprung) g / (2 k1 + 2 k2) <= {MAX_STATIC_SAG:g} m;",
+        "# fz_min < the smaller static wheel load.",
+        "",
+        "# name of the car (optional; default: the file's name without .toml)",
+        f"# name = {json.dumps(car.name)}",
+        "# free text: what the car is and where its data come from",
+        f"description = {json.dumps(car.description or '')}",
+    ]
+
+    def key_lines(section: str, key: str, attr: str, commented: bool) -> list:
+        info = fields[attr]
+        unit = (info.json_schema_extra or {}).get("unit", "")
+        meaning = (info.description or "").rsplit(" [", 1)[0]
+        rng = _range_text(info)
+        value = getattr(car, attr)
+        out = [f"# {meaning}", f"#   unit: {unit}" + (f"; range: {rng}" if rng else "")]
+        if value is None:
+            value = getattr(load_vehicle("fsae"), attr)
+        out.append(f"{'# ' if commented else ''}{key} = {float(value)!r}")
+        return out
+
+    for section, keys in SECTIONS.items():
+        lines += ["", f"[{section}]"]
+        for key, attr in keys.items():
+            lines += key_lines(section, key, attr, False)
+    for section, keys in OPTIONAL_SECTIONS.items():
+        absent = all(getattr(car, attr) is None for attr in keys.values())
+        lines += ["", f"# optional section [{section}]: all its keys or none"
+                  + (f" (not given for {car.name!r}: remove the '# ' to use it)" if absent else ""),
+                  f"{'# ' if absent else ''}[{section}]"]
+        for key, attr in keys.items():
+            lines += key_lines(section, key, attr, absent)
+    return "\n".join(lines) + "\n"
+
+
 @main.command()
-def vehicles():
-    """List the vehicle files shipped with the package."""
-    from .vehicle.car import available_vehicles
-    for name in available_vehicles():
-        click.echo(name)
+@click.argument("name", required=False, default=None)
+@click.option("--template", is_flag=True,
+              help="print a vehicle file with every key, its meaning, unit and range as "
+                   "comments and the values of NAME (default: fsae), e.g. "
+                   "`pyomo-lap vehicles --template > mycar.toml`")
+def vehicles(name, template):
+    """List the vehicle files shipped with the package (name and description); with
+    --template, print a vehicle file to start your own car from."""
+    from .vehicle.car import available_vehicles, load_vehicle
+    if template:
+        try:
+            click.echo(vehicle_template(name or "fsae"), nl=False)
+        except ValueError as exc:
+            _fail(str(exc))
+        return
+    names = [name] if name else available_vehicles()
+    for n in names:
+        try:
+            car = load_vehicle(n)
+        except ValueError as exc:
+            _fail(str(exc))
+        click.echo(f"{n:<12} {car.description}" if car.description else n)
+
+
+_QUIET_VERBOSE_HELP = {
+    # command: (help of -q, help of -v); the others print a listing or a table, which is
+    # their result: -q and -v are accepted and change nothing there
+    "solve": ("print only the result line, where the results went and any repair",
+              "also each step done to the track data (where, how much) and the solver's "
+              "iterations"),
+    "sweep": ("print only the final count of cases (no line per finished case)",
+              "the same as the default: a line per finished case"),
+    "check": ("print only whether the track and the vehicle can be used (no table of what "
+              "was done to the track data, no assumed values)",
+              "the same as the default: every step and assumed value"),
+    "validate": ("print only the verdict and the checks that warn or fail",
+                 "the same as the default: the progress and every check"),
+    "plot": ("print nothing (errors only; the exit code says how it went)",
+             "also every file written"),
+    "compare": ("accepted on every command; compare prints its tables, which are its result "
+                "(the files: compare.csv, compare.png), and -q does not shorten them",
+                "accepted on every command; the tables are printed in full without it"),
+    "diagnose": ("print only the final count of warnings, not the toolbox's reports",
+                 "the same as the default: the toolbox's reports"),
+}
+
+
+def _add_verbosity(cmd: click.Command) -> None:
+    """Give ``cmd`` the options ``-q/--quiet`` and ``-v/--verbose`` (taken out of the
+    callback's keywords; the command reads them with :func:`_verbosity`)."""
+    names = {p.name for p in cmd.params}
+    if "quiet" in names or "verbose" in names:
+        return
+    quiet_help, verbose_help = _QUIET_VERBOSE_HELP.get(cmd.name, (
+        "accepted on every command; this one prints its listing, which -q does not shorten",
+        "accepted on every command; this one prints its listing, which -v does not lengthen"))
+    cmd.params.append(click.Option(["-q", "--quiet"], is_flag=True, help=quiet_help))
+    cmd.params.append(click.Option(["-v", "--verbose"], is_flag=True, help=verbose_help))
+    callback = cmd.callback
+
+    @functools.wraps(callback)
+    def run(*args, quiet=False, verbose=False, **kwargs):
+        if quiet and verbose:
+            _fail("-q/--quiet and -v/--verbose: give one of them")
+        click.get_current_context().meta[_VERBOSITY_KEY] = -1 if quiet else (1 if verbose else 0)
+        return callback(*args, **kwargs)
+
+    cmd.callback = run
+
+
+for _command in main.commands.values():     # keep this after every command of the module
+    _add_verbosity(_command)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up the development environment of pyomo_lap (idempotent, fast when already done):
 #   1. create .venv with python3 (>= 3.10),
-#   2. pip install -e '.[test]' into it (redone only when setup.cfg/pyproject.toml change),
+#   2. pip install -e '.[test,docs]' into it (the package, the test tools and the documentation's
+#      tools; redone only when setup.cfg/pyproject.toml change),
 #   3. check that the IPOPT library of the casadi wheel loads (the default solver path);
 #      with PYOMO_LAP_ASL=1 also make sure an `ipopt` executable exists for the optional ASL
 #      path (on PATH or in .venv/bin; if not, build one from Debian packages with
@@ -70,10 +71,10 @@ _pyomo_lap_bootstrap() {
   want=$(cat setup.cfg pyproject.toml 2>/dev/null | sha256sum | cut -d' ' -f1)
   [ -f "$stamp" ] && have=$(cat "$stamp")
   if [ "$want" != "$have" ]; then
-    _pyomo_lap_say "installing pyomo_lap and its dependencies into .venv (pip install -e '.[test]') ..."
+    _pyomo_lap_say "installing pyomo_lap and its dependencies into .venv (pip install -e '.[test,docs]') ..."
     local log="$venv/pip-install.log"
     if ! PIP_DISABLE_PIP_VERSION_CHECK=1 "$venv/bin/python" -m pip install -q --progress-bar off \
-        -e '.[test]' >"$log" 2>&1; then
+        -e '.[test,docs]' >"$log" 2>&1; then
       tail -n 40 "$log" >&2
       echo "error: pip install failed (full log: $log)" >&2
       return 1
@@ -86,6 +87,7 @@ _pyomo_lap_bootstrap() {
     _pyomo_lap_say "python packages ready ($("$venv/bin/python" -c '
 from importlib.metadata import version as v
 print(", ".join(f"{p} {v(p)}" for p in ("pyomo", "idaes-pse", "numpy", "scipy", "pandas")))' 2>/dev/null))"
+    _pyomo_lap_say "to type pyomo-lap (and use this python) in your shell: source $venv/bin/activate"
   fi
 
   # --- 3. the solvers -------------------------------------------------------------------------

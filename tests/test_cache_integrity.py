@@ -223,8 +223,6 @@ def test_an_interrupted_write_leaves_no_file_and_a_damaged_one_is_named(tmp_path
     assert "truncated" in cc.check_file(target)
     target.write_bytes(b"y" * 1000)
     assert "SHA-256" in cc.check_file(target)
-    with pytest.raises(cc.CacheEntryError, match="SHA-256"):
-        cc.read_verified(target)
     cc.manifest_path(target).unlink()
     assert "no manifest" in cc.check_file(target)
 

@@ -108,7 +108,7 @@ CASES = [
     (["--track", "{d}/narrow.csv", "--length", "1000"], 2, ["longer than one lap",
                                                             "which is 628.", "--full-lap"]),
     # vehicle
-    (["--vehicle", "ferrari"], 2, ["unknown vehicle 'ferrari'", "known vehicles are fsae"]),
+    (["--vehicle", "ferrari"], 2, ["unknown vehicle 'ferrari'", "known vehicles are", "fsae"]),
     (["--vehicle", "{d}/missing.toml"], 2, ["missing.toml", "file not found"]),
     (["--vehicle", "{d}/kw.toml"], 2, ["kw.toml", "[powertrain] P_max = 47.0", ">= 1000", "W, not kW"]),
     (["--vehicle", "{d}/typo.toml"], 2, ["typo.toml", "unknown field [aero] rhoo", "missing field [aero] rho"]),

@@ -111,10 +111,36 @@ def test_a_second_car_loads_the_compiled_library_without_compiling(cars, tmp_pat
     w, t = _point(b, 3)
     got = np.asarray(second["functions"]["point_f"](w, t, vb)).ravel()
     np.testing.assert_allclose(got, _float_rows(cars["heavy"], w, t), rtol=1e-11, atol=1e-9)
-    # Jacobian values: compiled (shared library) against CasADi's AD of the traced function
+    # the Jacobian: compiled (shared library) against CasADi's AD of the traced function,
+    # its values and its sparsity (the pattern the NLP's Jacobian is built from)
     import casadi as ca
     rows, jac = second["functions"]["point_fj"](w, t, vb)
     ws = ca.SX.sym("w", len(w))
     J = ca.Function("J", [ws], [ca.jacobian(b.casadi_function()(ws, t, vb), ws)])(w).full()
+    np.testing.assert_allclose(np.asarray(jac), J, rtol=1e-12, atol=1e-10)
     jr, jc = second["jac_sparsity"]
-    np.testing.assert_allclose(np.asarray(jac).ravel(), J[jr, jc], rtol=1e-12, atol=1e-10)
+    outside = np.ones(J.shape, dtype=bool)
+    outside[jr, jc] = False
+    assert np.all(J[outside] == 0.0) and np.count_nonzero(J[jr, jc]) > 0.9 * jr.size
+
+
+@pytest.mark.component
+def test_two_threads_asking_at_once_compile_once(cars, tmp_path, monkeypatch):
+    """The compile thread started before a build and the solve ask for the functions of one
+    structure at once, on an empty cache: one compiles (under the entry's lock, filelock), the
+    other waits and loads the same libraries; both get compiled functions."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pyomo_lap.solvers.lap_nlp import point_functions
+    from pyomo_lap.util.casadi_compile import find_compiler, library_suffix
+    if find_compiler() is None:
+        pytest.fail("no C compiler: the compiled path cannot be checked (install gcc)")
+    monkeypatch.setenv("PYOMO_LAP_CACHE", str(tmp_path))
+    recs = [_rows(cars["base"]), _rows(cars["heavy"])]
+    with ThreadPoolExecutor(2) as pool:
+        got = [f.result() for f in [pool.submit(point_functions, rec) for rec in recs]]
+    funs = [g["functions"] for g in got]
+    assert all(f.compiled for f in funs), [f.reason for f in funs]
+    assert sorted(f.compile_s > 0 for f in funs) == [False, True]
+    assert funs[0].paths == funs[1].paths
+    assert len(list(tmp_path.glob(f"*{library_suffix()}"))) == 3

@@ -663,9 +663,9 @@ def test_eliminated_derivatives_give_the_same_solution_and_duals():
 
 @pytest.mark.unit
 def test_quadratic_objectives_are_read_exactly_and_others_refused():
-    """The quadratic reader of the objective (sparse products instead of a CasADi call per
-    node) against Pyomo's own evaluation at random points; non-quadratic shapes give None
-    (they go through the general translation)."""
+    """The quadratic reader of the objective (pyomo.repn's standard representation, as
+    sparse products instead of a CasADi call per node) against Pyomo's own evaluation at
+    random points; non-quadratic shapes give None (they go through the general translation)."""
     from pyomo_lap.solvers.lap_nlp import _quadratic
     m = pyo.ConcreteModel()
     m.x = pyo.Var(range(4))
@@ -686,8 +686,8 @@ def test_quadratic_objectives_are_read_exactly_and_others_refused():
         for _ in range(3):
             for k in range(4):
                 x[k].set_value(float(rng.normal()))
-            got = (c + sum(a * v.value for v, a in lin.values())
-                   + sum(q * vi.value * vj.value for vi, vj, q in pairs.values()))
+            got = (c + sum(a * v.value for v, a in lin)
+                   + sum(q * vi.value * vj.value for (vi, vj), q in pairs))
             assert got == pytest.approx(pyo.value(e), rel=1e-12, abs=1e-12)
     for e in others:
         assert _quadratic(e) is None, str(e)

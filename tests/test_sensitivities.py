@@ -205,7 +205,7 @@ def test_solve_sector_and_cli_write_the_sensitivities(tmp_path):
     with pytest.raises(ValueError, match="--sensitivities"):
         plot_results(tmp_path / "n", figures=["sensitivities"])
     assert "sensitivities" in {f.stem for f in plot_results(tmp_path / "r", out_dir=tmp_path / "p")}
-    out = CliRunner().invoke(main, ["solve", "--start", "1150", "--length", "200", "--quiet",
+    out = CliRunner().invoke(main, ["solve", "--start", "1150", "--length", "200",
                                     "--sensitivities", "--out", str(tmp_path / "c")])
     assert out.exit_code == 0, out.output
     assert "sensitivities in" in out.output

@@ -332,8 +332,9 @@ def test_sigterm_stops_the_solver_and_keeps_earlier_results(tmp_path):
 
 
 def _interrupted_lap_ipopt(tmp_path, sig, whole_group):
-    """`pyomo-lap solve` (default solver lap_ipopt, IPOPT in this process) on a sector long
-    enough to take a few seconds; ``sig`` is sent once IPOPT's iteration table appears."""
+    """`pyomo-lap solve --verbose` (default solver lap_ipopt, IPOPT in this process: its
+    iterations streamed) on a sector long enough to take a few seconds; ``sig`` is sent once
+    IPOPT's iteration table appears."""
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     out = earlier_results(tmp_path / "results")
@@ -342,7 +343,7 @@ def _interrupted_lap_ipopt(tmp_path, sig, whole_group):
                                            os.environ.get("PYTHONPATH", "")]))
     env.pop("PYOMO_LAP_DEBUG", None)
     proc = subprocess.Popen([sys.executable, "-u", "-m", "pyomo_lap.cli", "solve", "--length",
-                             "2000", "--nfe", "400", "--out", str(out)],
+                             "2000", "--nfe", "400", "--out", str(out), "--verbose"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             cwd=tmp_path, start_new_session=True,
                             preexec_fn=_sigint_as_in_a_terminal)

@@ -317,7 +317,7 @@ def test_check_prints_the_steps_and_the_assumptions(raw):
 
 @pytest.mark.unit
 def test_solve_says_the_steps_and_assumptions_before_building(raw, tmp_path):
-    r = CliRunner().invoke(main, ["solve", "--track", str(raw), "--length", "500",
+    r = CliRunner().invoke(main, ["solve", "--track", str(raw), "--length", "500", "-v",
                                   "--solver", "no_such_solver", "--out", str(tmp_path / "x")])
     assert r.exit_code == 2                          # stopped at the missing solver
     lines = r.output.splitlines()

@@ -17,8 +17,9 @@ from pyomo_lap.ocp.vehicle_model import ProblemData, VehicleModel
 
 @pytest.mark.unit
 def test_registry_and_option_domain():
+    from pyomo_lap.ocp.racecar import RACECAR_MODEL
     assert VEHICLE_MODELS == {"full": FULL_MODEL, "single-track": SINGLE_TRACK_MODEL,
-                              "multibody": MULTIBODY_MODEL}
+                              "multibody": MULTIBODY_MODEL, "racecar": RACECAR_MODEL}
     assert vehicle_model("single-track") is SINGLE_TRACK_MODEL
     assert OCP_CONFIG({"model": SINGLE_TRACK_MODEL}).model == "single-track"  # registered: its key
     other = dataclasses.replace(SINGLE_TRACK_MODEL, name="my-bicycle")
@@ -27,9 +28,12 @@ def test_registry_and_option_domain():
         OCP_CONFIG({"model": "bogus"})
     with pytest.raises(ValueError, match="expected one of"):
         vehicle_model("bogus")
-    for vm in VEHICLE_MODELS.values():
-        assert isinstance(vm, VehicleModel) and vm.rates[0] == "q1_dot"
-        assert vm.controls == ("f_xa", "f_xb", "delta")
+    for name, vm in VEHICLE_MODELS.items():
+        assert isinstance(vm, VehicleModel)
+        if name == "racecar":     # dymos's racecar: states t, n, V, alpha, ...; delta, thrust
+            assert vm.rates == () and vm.controls == ("delta", "thrust")
+            continue
+        assert vm.rates[0] == "q1_dot" and vm.controls == ("f_xa", "f_xb", "delta")
 
 
 @pytest.mark.component

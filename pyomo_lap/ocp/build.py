@@ -43,6 +43,7 @@ from .common import (  # noqa: F401  (re-exported)
     fast_element_lookup, pyomo_units, sector_mesh, track_joints)
 from .multibody import MULTIBODY_MODEL
 from .single_track import SINGLE_TRACK_MODEL
+from .racecar import RACECAR_MODEL
 from .vehicle_model import VehicleModel, update_problem
 
 __all__ = ["OCP_CONFIG", "build_model", "set_vehicle", "sync_vehicle", "free_parameters", "VehicleStructureError", "STATE_NAMES", "RATE_NAMES", "track_joints",
@@ -52,6 +53,7 @@ VEHICLE_MODELS = {
     FULL_MODEL.name: FULL_MODEL,
     SINGLE_TRACK_MODEL.name: SINGLE_TRACK_MODEL,
     MULTIBODY_MODEL.name: MULTIBODY_MODEL,
+    RACECAR_MODEL.name: RACECAR_MODEL,    # dymos's racecar example (pyomo_lap/ocp/racecar.py, docs/racecar.md)
 }
 """The registry of vehicle models: OCP option ``model`` (and the CLI's ``--model``) ->
 :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel`. A third model: one line here."""

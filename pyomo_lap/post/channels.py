@@ -38,8 +38,9 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import string
 import textwrap
-from typing import Iterable, Optional
+from typing import Iterable, NamedTuple, Optional
 
 __all__ = ["Channel", "CHANNELS", "UNITS", "WHEEL_WORDS", "AXLE_WORDS", "COLUMNS", "channel_table",
            "channel_markdown", "channel_text", "describe"]
@@ -130,289 +131,308 @@ class Channel:
         return text
 
 
-def _channels():
-    """The entries, in the order of the tables (:data:`CHANNELS`)."""
-    out = []
+class _Each(NamedTuple):
+    """Records written once for every wheel, axle, joint or axis of :data:`_EACH`: their
+    fields are :class:`string.Template` strings (``$w``/``$where``, ``$i``/``$axle``, ``$k``,
+    ``$ax``), filled in that order (all templates of the group for the first wheel, then the
+    second ...)."""
 
-    def c(name, meaning, sign="", source="", wheel=""):
-        out.append(Channel(name, UNITS[name], meaning, sign, source, wheel))
+    over: str
+    templates: tuple
 
+
+_EACH = {
+    "wheel": tuple({"w": w, "where": where} for w, where in WHEEL_WORDS.items()),
+    "axle": tuple({"i": i, "axle": axle} for i, axle in AXLE_WORDS.items()),
+    "joint": tuple({"k": str(k)} for k in range(1, 7)),
+    "axis": tuple({"ax": ax} for ax in "xyz"),
+}
+"""What an :class:`_Each` group runs over, and the names its templates may use."""
+
+_SRC_RATE = "not in the paper: control_form 'state' (post/results.py _add_derived_channels)"
+_O3_ACC = ("Acceleration of O3 in {B3} without gravity (the kinematic acceleration v_dot + "
+           "omega x v of the ABA's body acceleration minus the fictitious gravity of eq (23a); 0 "
+           "standing on flat ground)")
+_SRC_O3_ACC = "not in the paper: vehicle/car.py o3_acceleration (eq (23a))"
+_SRC_MB = "not in the preprint: the multibody car (vehicle/multibody_car.py; journal sec. 4.2.1)"
+_SRC_ST = "not in the paper: the single-track model (vehicle/single_track_car.py; seed 004)"
+_SLIP_SIGN = "+ gives a lateral force to the left (positive in a left-hand corner)"
+_SRC_TRACK_FRAME = "paper eqs (11), (12b)"
+_SRC_LOADS = "paper eqs (22a), (24)"
+
+_RECORDS = (
     # ---- where and when
-    c("s", "Track coordinate of the point: arc length of the track's centreline from the "
-      "track's start.", "", "paper sec. 2.1, eqs (9)-(12) (arc length of the spine C)")
-    c("s_sector", "Distance along the centreline from the sector's start (s minus the "
-      "sector's start): the independent variable of the optimal control problem.", "",
-      "paper eq (39) (q1, counted from the sector's start)")
-    c("t", "Time since the sector's start, the state t with dt/dq1 = 1/q1_dot.", "",
-      "paper eqs (39), (41) (sector time = integral of dq1/q1_dot)")
+    ("s", "Track coordinate of the point: arc length of the track's centreline from the "
+     "track's start.", "", "paper sec. 2.1, eqs (9)-(12) (arc length of the spine C)"),
+    ("s_sector", "Distance along the centreline from the sector's start (s minus the "
+     "sector's start): the independent variable of the optimal control problem.", "",
+     "paper eq (39) (q1, counted from the sector's start)"),
+    ("t", "Time since the sector's start, the state t with dt/dq1 = 1/q1_dot.", "",
+     "paper eqs (39), (41) (sector time = integral of dq1/q1_dot)"),
     # ---- joint coordinates, rates, accelerations
-    joint = {
-        1: ("the track joint's coordinate: arc length of the centreline at the car's "
-            "projection point (equal to s)", "", "paper sec. 2.2, joint 1, eq (12)"),
-        2: ("the lateral offset of O3 (the road-level point under the VIP) from the "
-            "centreline, along the road plane's lateral axis y1",
-            "+ left of the centreline", "paper sec. 2.2, Fig. 2, joint 2 (prismatic along j1)"),
-        3: ("the yaw of the car relative to the centreline's tangent, about the road normal",
-            "+ counter-clockwise seen from above: nose pointing left of the tangent",
-            "paper sec. 2.2, Fig. 2, joint 3 (revolute about k2)"),
-        4: ("the heave of the sprung body: displacement of the VIP (O4 = O5 = O6) along the "
-            "road normal z3; full model: measured from unloaded springs (tau_4 = -k q4 - "
-            "c q4_dot), so the static sag m_s g/k (16 mm for the FSAE car) and the downforce "
-            "make it negative (about -30 mm at 140 km/h); multibody: measured from the design "
-            "ride height (the static equilibrium)",
-            "+ up: a negative q4 is the car sitting lower",
-            "paper sec. 2.2, joint 4 (prismatic along k3), eq (18c)"),
-        5: ("the pitch of the sprung body about its lateral axis y4 through the VIP",
-            "+ nose down (braking), - nose up (accelerating)",
-            "paper sec. 2.2, joint 5 (revolute about j4), eq (18b)"),
-        6: ("the roll of the sprung body about its longitudinal axis x5 through the VIP",
-            "+ right side down (a left-hand corner rolls the body to the right)",
-            "paper sec. 2.2, joint 6 (revolute about i5), eq (18a)"),
-    }
-    for k, (what, sign, src) in joint.items():
-        c(f"q{k}", what[0].upper() + what[1:] + ".", sign, src)
-    rate = {
-        1: ("Rate of the track coordinate: the speed of the car's projection point along the "
-            "centreline (differs from speed by the lateral offset, the yaw and the curvature).",
-            "> 0 (at least v_min)"),
-        2: ("Rate of the lateral offset q2.", "+ moving to the left"),
-        3: ("Rate of the relative yaw q3 (the car's yaw rate minus the track frame's).",
-            "+ counter-clockwise seen from above"),
-        4: ("Rate of the heave q4.", "+ moving up"),
-        5: ("Rate of the pitch q5.", "+ pitching nose down"),
-        6: ("Rate of the roll q6.", "+ rolling right side down"),
-    }
-    for k, (what, sign) in rate.items():
-        c(f"q{k}_dot", what, sign, "paper eq (39), state vector x (sec. 4)")
-    for k in range(1, 7):
-        c(f"q{k}_ddot", f"Acceleration of the joint coordinate q{k} (time derivative of "
-          f"q{k}_dot) from the Articulated-Body Algorithm.", f"as q{k}_dot",
-          "paper sec. 3.1.3 (ABA step 3), eq (39)")
+    ("q1", "The track joint's coordinate: arc length of the centreline at the car's "
+     "projection point (equal to s).", "", "paper sec. 2.2, joint 1, eq (12)"),
+    ("q2", "The lateral offset of O3 (the road-level point under the VIP) from the "
+     "centreline, along the road plane's lateral axis y1.",
+     "+ left of the centreline", "paper sec. 2.2, Fig. 2, joint 2 (prismatic along j1)"),
+    ("q3", "The yaw of the car relative to the centreline's tangent, about the road normal.",
+     "+ counter-clockwise seen from above: nose pointing left of the tangent",
+     "paper sec. 2.2, Fig. 2, joint 3 (revolute about k2)"),
+    ("q4", "The heave of the sprung body: displacement of the VIP (O4 = O5 = O6) along the "
+     "road normal z3; full model: measured from unloaded springs (tau_4 = -k q4 - "
+     "c q4_dot), so the static sag m_s g/k (16 mm for the FSAE car) and the downforce "
+     "make it negative (about -30 mm at 140 km/h); multibody: measured from the design "
+     "ride height (the static equilibrium).",
+     "+ up: a negative q4 is the car sitting lower",
+     "paper sec. 2.2, joint 4 (prismatic along k3), eq (18c)"),
+    ("q5", "The pitch of the sprung body about its lateral axis y4 through the VIP.",
+     "+ nose down (braking), - nose up (accelerating)",
+     "paper sec. 2.2, joint 5 (revolute about j4), eq (18b)"),
+    ("q6", "The roll of the sprung body about its longitudinal axis x5 through the VIP.",
+     "+ right side down (a left-hand corner rolls the body to the right)",
+     "paper sec. 2.2, joint 6 (revolute about i5), eq (18a)"),
+    ("q1_dot", "Rate of the track coordinate: the speed of the car's projection point along "
+     "the centreline (differs from speed by the lateral offset, the yaw and the curvature).",
+     "> 0 (at least v_min)", "paper eq (39), state vector x (sec. 4)"),
+    ("q2_dot", "Rate of the lateral offset q2.", "+ moving to the left",
+     "paper eq (39), state vector x (sec. 4)"),
+    ("q3_dot", "Rate of the relative yaw q3 (the car's yaw rate minus the track frame's).",
+     "+ counter-clockwise seen from above", "paper eq (39), state vector x (sec. 4)"),
+    ("q4_dot", "Rate of the heave q4.", "+ moving up", "paper eq (39), state vector x (sec. 4)"),
+    ("q5_dot", "Rate of the pitch q5.", "+ pitching nose down",
+     "paper eq (39), state vector x (sec. 4)"),
+    ("q6_dot", "Rate of the roll q6.", "+ rolling right side down",
+     "paper eq (39), state vector x (sec. 4)"),
+    _Each("joint", (("q${k}_ddot", "Acceleration of the joint coordinate q$k (time derivative "
+                     "of q${k}_dot) from the Articulated-Body Algorithm.", "as q${k}_dot",
+                     "paper sec. 3.1.3 (ABA step 3), eq (39)"),)),
     # ---- controls and their rates
-    c("f_xa", "Traction force: the total drive force of the rear wheels (rear-wheel drive, "
-      "open differential: half on each rear wheel).", ">= 0",
-      "paper sec. 4 (control u), eq (34b)")
-    c("f_xb", "Braking force: the total braking force of the four wheels, split front/rear by "
-      "the brake ratio k_b.", "<= 0 when braking, 0 otherwise",
-      "paper sec. 4 (control u), eq (34)")
-    c("delta", "Road-wheel steer angle of the front wheels.",
-      "+ steering to the left (counter-clockwise seen from above)",
-      "paper sec. 4 (control u), eqs (31a), (33a)")
-    c("delta_rate", "Time rate of the steer angle, q1_dot d(delta)/dq1 (control_form "
-      "'state', the default: the controls are states in q1; at the sector's first point the "
-      "rate of the first collocation point).", "+ steering towards the left",
-      "not in the paper: control_form 'state' (post/results.py _add_derived_channels)")
-    c("f_xa_rate", "Time rate of the traction force, q1_dot d(f_xa)/dq1 (control_form "
-      "'state').", "+ traction increasing",
-      "not in the paper: control_form 'state' (post/results.py _add_derived_channels)")
-    c("f_xb_rate", "Time rate of the braking force, q1_dot d(f_xb)/dq1 (control_form "
-      "'state').", "+ releasing the brakes (f_xb <= 0 rising towards 0), - braking harder",
-      "not in the paper: control_form 'state' (post/results.py _add_derived_channels)")
+    ("f_xa", "Traction force: the total drive force of the rear wheels (rear-wheel drive, "
+     "open differential: half on each rear wheel).", ">= 0",
+     "paper sec. 4 (control u), eq (34b)"),
+    ("f_xb", "Braking force: the total braking force of the four wheels, split front/rear by "
+     "the brake ratio k_b.", "<= 0 when braking, 0 otherwise",
+     "paper sec. 4 (control u), eq (34)"),
+    ("delta", "Road-wheel steer angle of the front wheels.",
+     "+ steering to the left (counter-clockwise seen from above)",
+     "paper sec. 4 (control u), eqs (31a), (33a)"),
+    ("delta_rate", "Time rate of the steer angle, q1_dot d(delta)/dq1 (control_form "
+     "'state', the default: the controls are states in q1; at the sector's first point the "
+     "rate of the first collocation point).", "+ steering towards the left", _SRC_RATE),
+    ("f_xa_rate", "Time rate of the traction force, q1_dot d(f_xa)/dq1 (control_form "
+     "'state').", "+ traction increasing", _SRC_RATE),
+    ("f_xb_rate", "Time rate of the braking force, q1_dot d(f_xb)/dq1 (control_form "
+     "'state').", "+ releasing the brakes (f_xb <= 0 rising towards 0), - braking harder",
+     _SRC_RATE),
     # ---- algebraic variables: loads and the tyres' in-plane resultant
-    for w, where in WHEEL_WORDS.items():
-        c(f"f_{w}z", f"Vertical load of the {where} tyre, the road's force on it along the "
-          "road normal; full model: algebraic variable, the four loads statically equivalent "
-          "to the structural wrench (f_3z, m_3x, m_3y) with the lateral transfer of eq (30); "
-          "multibody: the tyre's vertical spring and damper, k_t (r0 - zc) - c_t zc_dot.",
-          "+ pushing the car up (> 0 while the wheel touches the road)",
-          "paper eqs (26)-(30), (35), rederived (vehicle/car.py; MODEL_NOTES items 1-3)", where)
-    c("f_3x", "Longitudinal resultant of the four tyres' in-plane forces on the car (body 3), "
-      "along x3: X1 + X2.", "+ forward (driving), - backwards (braking)", "paper eqs (22b), (36a)")
-    c("f_3y", "Lateral resultant of the four tyres' in-plane forces on the car, along y3: "
-      "Y_1 + Y_2.", "+ to the left", "paper eqs (22b), (36b)")
-    c("m_3z", "Yaw moment of the four tyres' in-plane forces about the road normal through "
-      "O3, with the term (t1/2)(f_11y - f_12y) sin(delta) that the paper's eq (36c) drops.",
-      "+ counter-clockwise seen from above (turning the nose left)",
-      "paper eqs (22b), (36c), completed (vehicle/car.py car_equations)")
+    _Each("wheel", (("f_${w}z", "Vertical load of the $where tyre, the road's force on it "
+                     "along the road normal; full model: algebraic variable, the four loads "
+                     "statically equivalent to the structural wrench (f_3z, m_3x, m_3y) with "
+                     "the lateral transfer of eq (30); multibody: the tyre's vertical spring "
+                     "and damper, k_t (r0 - zc) - c_t zc_dot.",
+                     "+ pushing the car up (> 0 while the wheel touches the road)",
+                     "paper eqs (26)-(30), (35), rederived (vehicle/car.py; MODEL_NOTES items "
+                     "1-3)", "$where"),)),
+    ("f_3x", "Longitudinal resultant of the four tyres' in-plane forces on the car (body 3), "
+     "along x3: X1 + X2.", "+ forward (driving), - backwards (braking)", "paper eqs (22b), (36a)"),
+    ("f_3y", "Lateral resultant of the four tyres' in-plane forces on the car, along y3: "
+     "Y_1 + Y_2.", "+ to the left", "paper eqs (22b), (36b)"),
+    ("m_3z", "Yaw moment of the four tyres' in-plane forces about the road normal through "
+     "O3, with the term (t1/2)(f_11y - f_12y) sin(delta) that the paper's eq (36c) drops.",
+     "+ counter-clockwise seen from above (turning the nose left)",
+     "paper eqs (22b), (36c), completed (vehicle/car.py car_equations)"),
     # ---- motion of O3
-    c("v_3x", "Velocity of O3 along x3, the car's longitudinal axis in the road plane.",
-      "+ forward (kept >= v_min)", "paper twist V_3^3 (ABA step 1); eqs (20), (33)")
-    c("v_3y", "Velocity of O3 along y3: the lateral (sideslip) velocity at O3.",
-      "+ to the left (at speed, negative in a left-hand corner)",
-      "paper twist V_3^3 (ABA step 1); eq (33)")
-    c("omega_3z", "Yaw rate of the car's road-plane frame {B3} about the road normal z3.",
-      "+ counter-clockwise seen from above (left-hand corner)",
-      "paper twist V_3^3 (ABA step 1); eq (33)")
-    c("speed", "Speed of O3, sqrt(v_3x^2 + v_3y^2) (not q1_dot, the rate along the "
-      "centreline).", ">= 0", "not in the paper: post/results.py")
-    c("speed_kmh", "Speed of O3 in km/h, 3.6 speed.", ">= 0", "not in the paper: post/results.py")
-    acc = "Acceleration of O3 in {B3} without gravity (the kinematic acceleration v_dot + " \
-          "omega x v of the ABA's body acceleration minus the fictitious gravity of eq (23a); 0 " \
-          "standing on flat ground)"
-    c("a_x", f"{acc}, along x3.", "+ forward (speeding up on a straight), - braking",
-      "not in the paper: vehicle/car.py o3_acceleration (eq (23a))")
-    c("a_y", f"{acc}, along y3.", "+ to the left (the centripetal acceleration of a "
-      "left-hand corner)", "not in the paper: vehicle/car.py o3_acceleration (eq (23a))")
-    c("a_z", f"{acc}, along the road normal z3.", "+ up (negative over a crest, positive "
-      "in a compression)", "not in the paper: vehicle/car.py o3_acceleration (eq (23a))")
-    c("a_t", "Tangential acceleration of O3: the component of (a_x, a_y) along the velocity of "
-      "O3, (v_3x a_x + v_3y a_y)/speed, the rate of change of speed.",
-      "+ speeding up, - slowing down",
-      "not in the paper: post/quality.py tangential_acceleration")
+    ("v_3x", "Velocity of O3 along x3, the car's longitudinal axis in the road plane.",
+     "+ forward (kept >= v_min)", "paper twist V_3^3 (ABA step 1); eqs (20), (33)"),
+    ("v_3y", "Velocity of O3 along y3: the lateral (sideslip) velocity at O3.",
+     "+ to the left (at speed, negative in a left-hand corner)",
+     "paper twist V_3^3 (ABA step 1); eq (33)"),
+    ("omega_3z", "Yaw rate of the car's road-plane frame {B3} about the road normal z3.",
+     "+ counter-clockwise seen from above (left-hand corner)",
+     "paper twist V_3^3 (ABA step 1); eq (33)"),
+    ("speed", "Speed of O3, sqrt(v_3x^2 + v_3y^2) (not q1_dot, the rate along the "
+     "centreline).", ">= 0", "not in the paper: post/results.py"),
+    ("speed_kmh", "Speed of O3 in km/h, 3.6 speed.", ">= 0", "not in the paper: post/results.py"),
+    ("a_x", f"{_O3_ACC}, along x3.", "+ forward (speeding up on a straight), - braking",
+     _SRC_O3_ACC),
+    ("a_y", f"{_O3_ACC}, along y3.", "+ to the left (the centripetal acceleration of a "
+     "left-hand corner)", _SRC_O3_ACC),
+    ("a_z", f"{_O3_ACC}, along the road normal z3.", "+ up (negative over a crest, positive "
+     "in a compression)", _SRC_O3_ACC),
+    ("a_t", "Tangential acceleration of O3: the component of (a_x, a_y) along the velocity of "
+     "O3, (v_3x a_x + v_3y a_y)/speed, the rate of change of speed.",
+     "+ speeding up, - slowing down", "not in the paper: post/quality.py tangential_acceleration"),
     # ---- tyres
-    c("alpha_1", "Slip angle of the front tyres (both the same), delta - (v_3y + a1 "
-      "omega_3z)/v_3x (small-angle form; single-track model: with arctan).",
-      "+ gives a lateral force to the left (positive in a left-hand corner)",
-      "paper eq (33a)", AXLE_WORDS["1"])
-    c("alpha_2", "Slip angle of the rear tyres (both the same), (a2 omega_3z - v_3y)/v_3x "
-      "(small-angle form; single-track model: with arctan).",
-      "+ gives a lateral force to the left (positive in a left-hand corner)",
-      "paper eq (33b)", AXLE_WORDS["2"])
-    for w, where in WHEEL_WORDS.items():
-        share = ("k_b f_xb/2 (the front wheels only brake)" if w[0] == "1"
-                 else "(1 - k_b) f_xb/2 + f_xa/2")
-        c(f"f_{w}x", f"Longitudinal force of the {where} tyre in the wheel's plane (the front "
-          f"wheels are steered by delta), {share}.", "+ forward (driving), - braking",
-          "paper eq (34a)" if w[0] == "1" else "paper eq (34b)", where)
-    for w, where in WHEEL_WORDS.items():
-        c(f"f_{w}y", f"Lateral force of the {where} tyre, perpendicular to the wheel's plane in "
-          "the road plane: the Magic Formula D sin(theta) of its slip angle and load.",
-          "+ to the left (the sign of the slip angle)", "paper eq (32)", where)
+    ("alpha_1", "Slip angle of the front tyres (both the same), delta - (v_3y + a1 "
+     "omega_3z)/v_3x (small-angle form; single-track model: with arctan).", _SLIP_SIGN,
+     "paper eq (33a)", AXLE_WORDS["1"]),
+    ("alpha_2", "Slip angle of the rear tyres (both the same), (a2 omega_3z - v_3y)/v_3x "
+     "(small-angle form; single-track model: with arctan).", _SLIP_SIGN,
+     "paper eq (33b)", AXLE_WORDS["2"]),
+    ("f_11x", "Longitudinal force of the front-left tyre in the wheel's plane (the front "
+     "wheels are steered by delta), k_b f_xb/2 (the front wheels only brake).",
+     "+ forward (driving), - braking", "paper eq (34a)", WHEEL_WORDS["11"]),
+    ("f_12x", "Longitudinal force of the front-right tyre in the wheel's plane (the front "
+     "wheels are steered by delta), k_b f_xb/2 (the front wheels only brake).",
+     "+ forward (driving), - braking", "paper eq (34a)", WHEEL_WORDS["12"]),
+    ("f_21x", "Longitudinal force of the rear-left tyre in the wheel's plane (the front "
+     "wheels are steered by delta), (1 - k_b) f_xb/2 + f_xa/2.",
+     "+ forward (driving), - braking", "paper eq (34b)", WHEEL_WORDS["21"]),
+    ("f_22x", "Longitudinal force of the rear-right tyre in the wheel's plane (the front "
+     "wheels are steered by delta), (1 - k_b) f_xb/2 + f_xa/2.",
+     "+ forward (driving), - braking", "paper eq (34b)", WHEEL_WORDS["22"]),
+    _Each("wheel", (("f_${w}y", "Lateral force of the $where tyre, perpendicular to the "
+                     "wheel's plane in the road plane: the Magic Formula D sin(theta) of its "
+                     "slip angle and load.", "+ to the left (the sign of the slip angle)",
+                     "paper eq (32)", "$where"),)),
     # ---- structural wrench, aerodynamics, power
-    c("f_3z", "Normal force of the road on the car at O3, the z component of the structural "
-      "wrench W3J in {B3} (weight, inertia and downforce carried by the road; the sum of the "
-      "vertical loads).", "+ up (about m g + downforce on a flat road)",
-      "paper eqs (22a), (24)")
-    c("m_3x", "Moment about x3 through O3 of the road's normal forces, the x component of W3J: "
-      "the sum of f_ijz y_ij with the left wheels at y = +t_i/2.",
-      "+ when the left wheels carry more load than the right ones (a right-hand corner), "
-      "- in a left-hand corner", "paper eqs (22a), (24)")
-    c("m_3y", "Moment about y3 through O3 of the road's normal forces, the y component of W3J: "
-      "minus the sum of f_ijz x_ij with the front wheels at x = a1, the rear at -a2.",
-      "+ load shifted to the rear axle (accelerating, rear downforce), - to the front "
-      "(braking)", "paper eqs (22a), (24)")
-    c("f_drag", "Aerodynamic drag, -rho S C_x v_3x^2/2, along x3 (applied to the sprung body).",
-      "<= 0 (pointing backwards)", "paper eq (20)")
-    c("f_down", "Aerodynamic downforce, -rho S (C_z1 + C_z2) v_3x^2/2, along the road normal "
-      "z3 (applied to the sprung body).",
-      "<= 0: pointing down (its magnitude is the downforce)", "paper eq (20)")
-    c("power", "Traction power f_xa v_3x, bounded by P_max.", ">= 0",
-      "paper sec. 4.1 (power limit)")
+    ("f_3z", "Normal force of the road on the car at O3, the z component of the structural "
+     "wrench W3J in {B3} (weight, inertia and downforce carried by the road; the sum of the "
+     "vertical loads).", "+ up (about m g + downforce on a flat road)", _SRC_LOADS),
+    ("m_3x", "Moment about x3 through O3 of the road's normal forces, the x component of W3J: "
+     "the sum of f_ijz y_ij with the left wheels at y = +t_i/2.",
+     "+ when the left wheels carry more load than the right ones (a right-hand corner), "
+     "- in a left-hand corner", _SRC_LOADS),
+    ("m_3y", "Moment about y3 through O3 of the road's normal forces, the y component of W3J: "
+     "minus the sum of f_ijz x_ij with the front wheels at x = a1, the rear at -a2.",
+     "+ load shifted to the rear axle (accelerating, rear downforce), - to the front "
+     "(braking)", _SRC_LOADS),
+    ("f_drag", "Aerodynamic drag, -rho S C_x v_3x^2/2, along x3 (applied to the sprung body).",
+     "<= 0 (pointing backwards)", "paper eq (20)"),
+    ("f_down", "Aerodynamic downforce, -rho S (C_z1 + C_z2) v_3x^2/2, along the road normal "
+     "z3 (applied to the sprung body).",
+     "<= 0: pointing down (its magnitude is the downforce)", "paper eq (20)"),
+    ("power", "Traction power f_xa v_3x, bounded by P_max.", ">= 0",
+     "paper sec. 4.1 (power limit)"),
     # ---- positions, the track
-    for ax in "xyz":
-        c(f"{ax}_vip", f"{ax} of the vehicle invariant point (VIP, O4 = O5 = O6: h_vip above O3 "
-          "on the no-roll axis, moved by the heave) in the ground frame {G}.",
-          "{G} of the track data, z up", "paper sec. 2.2 (posture g_{0,6})")
-    for ax in "xyz":
-        c(f"{ax}_spine", f"{ax} of the centreline point C(q1) in the ground frame {{G}}.",
-          "{G} of the track data, z up", "paper eqs (9), (12a)")
-    c("width_left", "Distance from the centreline to the track's left edge along y1 (the track "
-      "limits bound q2 by it, less half the car's width and the track margin).", ">= 0",
-      "not in the paper: track data (track/geometry.py)")
-    c("width_right", "Distance from the centreline to the track's right edge along -y1 (the "
-      "track limits bound -q2 by it, less half the car's width and the track margin).", ">= 0",
-      "not in the paper: track data (track/geometry.py)")
-    c("Omega_x", "Geodesic torsion of the track: the rotation of the track frame about the "
-      "tangent per metre of s (carries the change of banking).",
-      "+ right-handed about the tangent (left edge rising relative to the right)",
-      "paper eqs (11), (12b)")
-    c("Omega_y", "Minus the normal curvature of the centreline: the rotation of the track "
-      "frame about its lateral axis y1 per metre of s.",
-      "+ over a crest, - in a dip (compression)", "paper eqs (11), (12b)")
-    c("Omega_z", "Geodesic curvature of the centreline: the rotation of the track frame about "
-      "the road normal per metre of s.", "+ left-hand bend, - right-hand bend",
-      "paper eqs (11), (12b)")
+    _Each("axis", (("${ax}_vip", "$ax of the vehicle invariant point (VIP, O4 = O5 = O6: h_vip "
+                    "above O3 on the no-roll axis, moved by the heave) in the ground frame {G}.",
+                    "{G} of the track data, z up", "paper sec. 2.2 (posture g_{0,6})"),)),
+    _Each("axis", (("${ax}_spine", "$ax of the centreline point C(q1) in the ground frame {G}.",
+                    "{G} of the track data, z up", "paper eqs (9), (12a)"),)),
+    ("width_left", "Distance from the centreline to the track's left edge along y1 (the track "
+     "limits bound q2 by it, less half the car's width and the track margin).", ">= 0",
+     "not in the paper: track data (track/geometry.py)"),
+    ("width_right", "Distance from the centreline to the track's right edge along -y1 (the "
+     "track limits bound -q2 by it, less half the car's width and the track margin).", ">= 0",
+     "not in the paper: track data (track/geometry.py)"),
+    ("Omega_x", "Geodesic torsion of the track: the rotation of the track frame about the "
+     "tangent per metre of s (carries the change of banking).",
+     "+ right-handed about the tangent (left edge rising relative to the right)",
+     _SRC_TRACK_FRAME),
+    ("Omega_y", "Minus the normal curvature of the centreline: the rotation of the track "
+     "frame about its lateral axis y1 per metre of s.",
+     "+ over a crest, - in a dip (compression)", _SRC_TRACK_FRAME),
+    ("Omega_z", "Geodesic curvature of the centreline: the rotation of the track frame about "
+     "the road normal per metre of s.", "+ left-hand bend, - right-hand bend", _SRC_TRACK_FRAME),
     # ---- checks and references
-    c("load_residual_max", "Largest absolute residual of the vertical-load equations at the "
-      "point (four wheels; single-track: two axles): a check of the solution, about 0.", ">= 0",
-      "paper eq (35), as rederived (post/results.py)")
-    c("element", "Index of the finite element holding the point: 0 for the sector's first "
-      "point, then 1..N (a point at an element's end belongs to that element).", "",
-      "not in the paper: the pyomo.dae mesh (post/results.py)")
-    c("v_point_mass", "Quasi-steady point-mass speed estimate of the initial guess, the "
-      "reference of the time-delta plot.", ">= 0",
-      "not in the paper: vehicle/speed_profile.py quasi_steady_speed")
-    c("t_point_mass", "Time of the point-mass estimate from the sector's start (trapezoidal "
-      "integral of 1/v_point_mass).", "", "not in the paper: post/results.py")
+    ("load_residual_max", "Largest absolute residual of the vertical-load equations at the "
+     "point (four wheels; single-track: two axles): a check of the solution, about 0.", ">= 0",
+     "paper eq (35), as rederived (post/results.py)"),
+    ("element", "Index of the finite element holding the point: 0 for the sector's first "
+     "point, then 1..N (a point at an element's end belongs to that element).", "",
+     "not in the paper: the pyomo.dae mesh (post/results.py)"),
+    ("v_point_mass", "Quasi-steady point-mass speed estimate of the initial guess, the "
+     "reference of the time-delta plot.", ">= 0",
+     "not in the paper: vehicle/speed_profile.py quasi_steady_speed"),
+    ("t_point_mass", "Time of the point-mass estimate from the sector's start (trapezoidal "
+     "integral of 1/v_point_mass).", "", "not in the paper: post/results.py"),
     # ---- full model: Magic Formula, axle forces, suspension, load transfer
-    for w, where in WHEEL_WORDS.items():
-        c(f"D_{w}", f"Peak lateral force of the {where} tyre at its load, the Magic Formula's D "
-          "= mu_y0 (1 + pD2 (f_z - Fz0)/Fz0) f_z.", "> 0", "paper eq (32)", where)
-    for w, where in WHEEL_WORDS.items():
-        c(f"theta_{w}", f"Argument of the sine of the {where} tyre's Magic Formula, f_y = D "
-          "sin(theta): the tyre is below its peak while abs(theta) < pi/2 (what the "
-          "'below-peak' adherence rows keep).", "the sign of the slip angle (+ force to the left)",
-          "paper eq (32)", where)
-    c("Y_1", "Lateral force of the front axle in {B3}: (f_11y + f_12y) cos(delta) + (f_11x + "
-      "f_12x) sin(delta) (single-track: f_1y cos(delta) + f_1x sin(delta)).", "+ to the left",
-      "paper eq (31a)", AXLE_WORDS["1"])
-    c("Y_2", "Lateral force of the rear axle in {B3}: f_21y + f_22y (single-track: f_2y).",
-      "+ to the left", "paper eq (31b)", AXLE_WORDS["2"])
-    c("tau_4", "Force of the suspension's heave spring and damper on joint 4, -k q4 - c q4_dot "
-      "(k, c: the sum of the four wheel rates).",
-      "+ pushing the sprung body up (positive while the springs are compressed, q4 < 0)",
-      "paper eqs (18c), (19c)")
-    c("tau_5", "Pitch torque of the suspension's springs and dampers on joint 5, -k_theta q5 - "
-      "c_theta q5_dot.", "+ in the nose-down direction (positive when the body is pitched "
-      "nose up, q5 < 0)", "paper eqs (18b), (19b)")
-    c("tau_6", "Roll torque of the suspension's springs and dampers on joint 6, -k_phi q6 - "
-      "c_phi q6_dot.", "+ in the right-side-down direction (positive when the body is rolled "
-      "right side up, q6 < 0)", "paper eqs (18a), (19a)")
-    for i in ("1", "2"):
-        c(f"delta_F{i}", f"Lateral load transfer of the {AXLE_WORDS[i]}, eq (30): f_{i}2z = "
-          f"F_{i}/2 + delta_F{i}, f_{i}1z = F_{i}/2 - delta_F{i} (F_{i} the axle's load).",
-          "+ load moved to the right wheel (a left-hand corner), - to the left wheel",
-          "paper eq (30); the loads rederived (vehicle/car.py)", AXLE_WORDS[i])
+    _Each("wheel", (("D_$w", "Peak lateral force of the $where tyre at its load, the Magic "
+                     "Formula's D = mu_y0 (1 + pD2 (f_z - Fz0)/Fz0) f_z.", "> 0",
+                     "paper eq (32)", "$where"),)),
+    _Each("wheel", (("theta_$w", "Argument of the sine of the $where tyre's Magic Formula, "
+                     "f_y = D sin(theta): the tyre is below its peak while abs(theta) < pi/2 "
+                     "(what the 'below-peak' adherence rows keep).",
+                     "the sign of the slip angle (+ force to the left)", "paper eq (32)",
+                     "$where"),)),
+    ("Y_1", "Lateral force of the front axle in {B3}: (f_11y + f_12y) cos(delta) + (f_11x + "
+     "f_12x) sin(delta) (single-track: f_1y cos(delta) + f_1x sin(delta)).", "+ to the left",
+     "paper eq (31a)", AXLE_WORDS["1"]),
+    ("Y_2", "Lateral force of the rear axle in {B3}: f_21y + f_22y (single-track: f_2y).",
+     "+ to the left", "paper eq (31b)", AXLE_WORDS["2"]),
+    ("tau_4", "Force of the suspension's heave spring and damper on joint 4, -k q4 - c q4_dot "
+     "(k, c: the sum of the four wheel rates).",
+     "+ pushing the sprung body up (positive while the springs are compressed, q4 < 0)",
+     "paper eqs (18c), (19c)"),
+    ("tau_5", "Pitch torque of the suspension's springs and dampers on joint 5, -k_theta q5 - "
+     "c_theta q5_dot.", "+ in the nose-down direction (positive when the body is pitched "
+     "nose up, q5 < 0)", "paper eqs (18b), (19b)"),
+    ("tau_6", "Roll torque of the suspension's springs and dampers on joint 6, -k_phi q6 - "
+     "c_phi q6_dot.", "+ in the right-side-down direction (positive when the body is rolled "
+     "right side up, q6 < 0)", "paper eqs (18a), (19a)"),
+    _Each("axle", (("delta_F$i", "Lateral load transfer of the $axle, eq (30): f_${i}2z = "
+                    "F_$i/2 + delta_F$i, f_${i}1z = F_$i/2 - delta_F$i (F_$i the axle's load).",
+                    "+ load moved to the right wheel (a left-hand corner), - to the left wheel",
+                    "paper eq (30); the loads rederived (vehicle/car.py)", "$axle"),)),
     # ---- multibody car
-    src_mb = "not in the preprint: the multibody car (vehicle/multibody_car.py; journal sec. 4.2.1)"
-    for w, where in WHEEL_WORDS.items():
-        c(f"z{w}", f"Travel of the {where} wheel carrier along the chassis' z axis, from the "
-          "design ride height.", "+ up relative to the chassis (bump, spring compressed), - "
-          "rebound", src_mb, where)
-        c(f"z{w}_dot", f"Rate of the {where} wheel carrier's travel z{w}.",
-          "+ moving up relative to the chassis", src_mb, where)
-        c(f"z{w}_ddot", f"Acceleration of the {where} wheel carrier's travel z{w}, from the "
-          "ABA of the ten-joint tree.", "+ up relative to the chassis", src_mb, where)
-    for w, where in WHEEL_WORDS.items():
-        c(f"zc_{w}", f"Height of the {where} wheel centre above the road plane {{B3}} (the "
-          "tyre's loaded radius; the load is k_t (r0 - zc) - c_t zc_dot).",
-          "+ above the road (smaller: tyre more compressed)", src_mb, where)
-    for w, where in WHEEL_WORDS.items():
-        c(f"spring_{w}", f"Force of the {where} suspension spring and damper on the wheel "
-          f"carrier along the chassis' z axis, -(P_i + k_i z{w} + c_i z{w}_dot) with the "
-          "static preload P_i.", "+ up on the carrier: normally negative (the compressed "
-          "spring pushes the wheel down and the chassis up)", src_mb, where)
-    for w, where in WHEEL_WORDS.items():
-        c(f"jack_{w}", f"Jacking force of the {where} suspension linkage on the wheel carrier "
-          "along the chassis' z axis, F_y h_qi/y_ij + F_x h_vip/x_ij (F: the tyre's in-plane "
-          "force in {B3}): the no-roll centre at h_qi, the pitch centre at the VIP.",
-          "+ up on the carrier (in a left-hand corner positive on the left wheels, negative on "
-          "the right)", src_mb, where)
+    _Each("wheel", (
+        ("z$w", "Travel of the $where wheel carrier along the chassis' z axis, from the "
+         "design ride height.", "+ up relative to the chassis (bump, spring compressed), - "
+         "rebound", _SRC_MB, "$where"),
+        ("z${w}_dot", "Rate of the $where wheel carrier's travel z$w.",
+         "+ moving up relative to the chassis", _SRC_MB, "$where"),
+        ("z${w}_ddot", "Acceleration of the $where wheel carrier's travel z$w, from the "
+         "ABA of the ten-joint tree.", "+ up relative to the chassis", _SRC_MB, "$where"))),
+    _Each("wheel", (("zc_$w", "Height of the $where wheel centre above the road plane {B3} "
+                     "(the tyre's loaded radius; the load is k_t (r0 - zc) - c_t zc_dot).",
+                     "+ above the road (smaller: tyre more compressed)", _SRC_MB, "$where"),)),
+    _Each("wheel", (("spring_$w", "Force of the $where suspension spring and damper on the "
+                     "wheel carrier along the chassis' z axis, -(P_i + k_i z$w + c_i "
+                     "z${w}_dot) with the static preload P_i.", "+ up on the carrier: "
+                     "normally negative (the compressed spring pushes the wheel down and the "
+                     "chassis up)", _SRC_MB, "$where"),)),
+    _Each("wheel", (("jack_$w", "Jacking force of the $where suspension linkage on the wheel "
+                     "carrier along the chassis' z axis, F_y h_qi/y_ij + F_x h_vip/x_ij (F: "
+                     "the tyre's in-plane force in {B3}): the no-roll centre at h_qi, the "
+                     "pitch centre at the VIP.", "+ up on the carrier (in a left-hand corner "
+                     "positive on the left wheels, negative on the right)", _SRC_MB,
+                     "$where"),)),
     # ---- single-track model
-    src_st = "not in the paper: the single-track model (vehicle/single_track_car.py; seed 004)"
-    for i in ("1", "2"):
-        axle = AXLE_WORDS[i]
-        c(f"f_{i}z", f"Vertical load of the {axle} (both wheels), statically equivalent with "
-          "the other axle's to W3J: " + ("(a2 f_3z - m_3y)/l" if i == "1" else "(a1 f_3z + m_3y)/l")
-          + " (no lateral load transfer).", "+ pushing the car up (> 0)", src_st, axle)
-    for i in ("1", "2"):
-        axle = AXLE_WORDS[i]
-        c(f"f_{i}x", f"Longitudinal force of the {axle} in the wheel's plane, "
-          + ("k_b f_xb (the front wheels only brake)." if i == "1" else "(1 - k_b) f_xb + f_xa."),
-          "+ forward (driving), - braking", src_st + ", eq (34) summed over the axle", axle)
-    for i in ("1", "2"):
-        axle = AXLE_WORDS[i]
-        c(f"f_{i}y", f"Lateral force of the {axle}, perpendicular to the wheel's plane: the "
-          f"Fiala force D_{i} (3 u - 3 u abs(u) + u^3) with u = upsilon_{i}.",
-          "+ to the left (the sign of the slip angle)", src_st, axle)
-    for i in ("1", "2"):
-        axle = AXLE_WORDS[i]
-        c(f"C_{i}", f"Cornering stiffness of the {axle}: twice the full model's tyre stiffness "
-          f"at half the axle load, 2 C_alpha(f_{i}z/2).", "> 0", src_st + ", with eq (32)'s data",
-          axle)
-    for i in ("1", "2"):
-        axle = AXLE_WORDS[i]
-        c(f"D_{i}", f"Peak lateral force of the {axle}: twice the Magic Formula's D at half the "
-          f"axle load, 2 D(f_{i}z/2).", "> 0", src_st + ", with eq (32)'s data", axle)
-    for i in ("1", "2"):
-        axle = AXLE_WORDS[i]
-        c(f"upsilon_{i}", f"Sliding measure of the {axle}'s Fiala tyre, C_{i} tan(alpha_{i})/"
-          f"(3 D_{i}): the tyre slides at abs(upsilon) = 1, which the model's constraint keeps it "
-          "within.", "the sign of the slip angle", src_st, axle)
+    ("f_1z", "Vertical load of the front axle (both wheels), statically equivalent with the "
+     "other axle's to W3J: (a2 f_3z - m_3y)/l (no lateral load transfer).",
+     "+ pushing the car up (> 0)", _SRC_ST, AXLE_WORDS["1"]),
+    ("f_2z", "Vertical load of the rear axle (both wheels), statically equivalent with the "
+     "other axle's to W3J: (a1 f_3z + m_3y)/l (no lateral load transfer).",
+     "+ pushing the car up (> 0)", _SRC_ST, AXLE_WORDS["2"]),
+    ("f_1x", "Longitudinal force of the front axle in the wheel's plane, k_b f_xb (the front "
+     "wheels only brake).", "+ forward (driving), - braking",
+     _SRC_ST + ", eq (34) summed over the axle", AXLE_WORDS["1"]),
+    ("f_2x", "Longitudinal force of the rear axle in the wheel's plane, (1 - k_b) f_xb + f_xa.",
+     "+ forward (driving), - braking", _SRC_ST + ", eq (34) summed over the axle",
+     AXLE_WORDS["2"]),
+    _Each("axle", (("f_${i}y", "Lateral force of the $axle, perpendicular to the wheel's plane: "
+                    "the Fiala force D_$i (3 u - 3 u abs(u) + u^3) with u = upsilon_$i.",
+                    "+ to the left (the sign of the slip angle)", _SRC_ST, "$axle"),)),
+    _Each("axle", (("C_$i", "Cornering stiffness of the $axle: twice the full model's tyre "
+                    "stiffness at half the axle load, 2 C_alpha(f_${i}z/2).", "> 0",
+                    _SRC_ST + ", with eq (32)'s data", "$axle"),)),
+    _Each("axle", (("D_$i", "Peak lateral force of the $axle: twice the Magic Formula's D at "
+                    "half the axle load, 2 D(f_${i}z/2).", "> 0",
+                    _SRC_ST + ", with eq (32)'s data", "$axle"),)),
+    _Each("axle", (("upsilon_$i", "Sliding measure of the $axle's Fiala tyre, C_$i "
+                    "tan(alpha_$i)/(3 D_$i): the tyre slides at abs(upsilon) = 1, which the "
+                    "model's constraint keeps it within.", "the sign of the slip angle",
+                    _SRC_ST, "$axle"),)),
+)
+"""The entries, in the order of the tables: ``(name, meaning, sign, source[, wheel])`` as the
+fields of :class:`Channel` (its unit from :data:`UNITS`), and :class:`_Each` groups of such
+records written once for every wheel, axle, joint or axis."""
+
+
+def _expand(records) -> list:
+    """The records of :data:`_RECORDS` with every :class:`_Each` group written out."""
+    out = []
+    for rec in records:
+        if isinstance(rec, _Each):
+            out += [tuple(string.Template(f).substitute(subs) for f in t)
+                    for subs in _EACH[rec.over] for t in rec.templates]
+        else:
+            out.append(rec)
     return out
 
 
-CHANNELS = {ch.name: ch for ch in _channels()}
+CHANNELS = {r[0]: Channel(r[0], UNITS[r[0]], *r[1:]) for r in _expand(_RECORDS)}
 """``name -> Channel`` for every column of every model's trajectory table, in the order of
 :func:`channel_table`."""
 

@@ -199,17 +199,14 @@ def collocation_defects(source, track, vehicle, *, ncp: Optional[int] = None,
         Unknown scheme or interpolation, or a trajectory whose elements do not have the
         expected points.
     """
-    from .simulate import element_points
     t0 = time.perf_counter()
     if scheme not in ("LAGRANGE-RADAU", "LAGRANGE-LEGENDRE"):
         raise ValueError(f"scheme = {scheme!r}: expected 'LAGRANGE-RADAU' or 'LAGRANGE-LEGENDRE'")
     df, ncp, scheme, start, interpolation = _from_source(source, ncp, scheme, start, interpolation)
     state_controls = interpolation == "state"
     car = car or CarFunctions(vehicle)
-    n = 6
     el = df["element"].to_numpy().astype(int)
     s = df["s_sector"].to_numpy(float)
-    N = int(el.max())
     X = df[list(DEFECT_STATES)].to_numpy(float)          # (M, 12)
     Z = df[list(car.algebraic)].to_numpy(float)
     U = df[["f_xa", "f_xb", "delta"]].to_numpy(float)
@@ -218,78 +215,118 @@ def collocation_defects(source, track, vehicle, *, ncp: Optional[int] = None,
     ng = n_gauss or ncp + 2
     gx, gw = np.polynomial.legendre.leggauss(ng)
     gx, gw = 0.5 * (gx + 1.0), 0.5 * gw
-
-    def rhs_spatial(trk, x, u, zguess):
-        """f / q1_dot for the 12 states, and z."""
-        q = np.r_[0.0, x[0:5]]
-        qd = x[5:11]
-        z, qdd = car.solve(trk, q, qd, u, zguess)
-        f = np.r_[qd[1:], qdd, 1.0]
-        return f / qd[0], z
-
-    # the points of each element, and where to evaluate
-    eval_s, eval_el, starts, node_sets = [], [], [], []
-    groups = element_points(el, s, scheme)
-    for j in range(1, N + 1):
-        idx = np.flatnonzero(el == j)
-        i0, pts = groups[j - 1]                             # the element's start (previous end)
-        if len(pts) != ncp:
-            raise ValueError(f"element {j} has {len(pts)} collocation points, expected ncp = {ncp}")
-        nodes = np.r_[i0, pts]
-        node_sets.append(nodes)
-        starts.append(i0)
-        a, b = s[i0], s[idx[-1]]
-        eval_s.append(a + (b - a) * gx)
-        eval_el.append(np.full(ng, j))
-    eval_s = np.concatenate(eval_s)
-    tv_eval = track_vectors(track.evaluate(start + eval_s))
-    tv_nodes = track_vectors(track.evaluate(start + s))
+    node_sets, eval_s = _element_nodes(el, s, scheme, ncp, gx)
+    sector = _Sector(car=car, s=s, el=el, X=X, Z=Z, U=U,
+                     tv_nodes=track_vectors(track.evaluate(start + s)),
+                     tv_eval=track_vectors(track.evaluate(start + eval_s)), gx=gx, gw=gw,
+                     state_controls=state_controls)
     rows_el, rows_pt = [], []
     node_res = np.zeros(len(DEFECT_STATES))
-    for j in range(1, N + 1):
-        nodes = node_sets[j - 1]
-        a, b = s[nodes[0]], s[np.flatnonzero(el == j)[-1]]
-        h = b - a
-        xi_nodes = (s[nodes] - a) / h
-        Xn = X[nodes]
-        # residual at the collocation points (not the element start), each with its controls
-        Ln, dLn = _lagrange(xi_nodes, xi_nodes[1:])
-        for k, node in enumerate(nodes[1:]):
-            f, _ = rhs_spatial(tv_nodes[node], X[node], U[node], Z[node])
-            node_res = np.maximum(node_res, np.abs(dLn[k] @ Xn / h - f))
-        L, dL = _lagrange(xi_nodes, gx)
-        xs = L @ Xn
-        dxs = dL @ Xn / h
-        # the controls between the collocation points: as the states (controls that are
-        # states), else the polynomial through the collocation values (degree ncp - 1)
-        if state_controls:
-            us = L @ U[nodes]
-        else:
-            Lu, _ = _lagrange(xi_nodes[1:], gx)
-            us = Lu @ U[nodes[1:]]
-        res = np.zeros((ng, len(DEFECT_STATES)))
-        zg = Z[nodes[1]]
-        for g in range(ng):
-            try:
-                f, zg = rhs_spatial(tv_eval[(j - 1) * ng + g], xs[g], us[g], zg)
-                res[g] = dxs[g] - f
-            except AlgebraicLoopError:
-                res[g] = np.nan
-            rows_pt.append({"s_sector": a + h * gx[g], "element": j,
-                            **{f"res_{st}": res[g, k] for k, st in enumerate(DEFECT_STATES)}})
-        eta = h * (gw @ np.abs(res))
-        scaled = eta / wvec
-        k = int(np.nanargmax(scaled)) if np.any(np.isfinite(scaled)) else 0
-        row = {"element": j, "s_start": a, "s_end": b, "h": h,
-               **{f"eta_{st}": eta[i] for i, st in enumerate(DEFECT_STATES)},
-               "eps": float(scaled[k]), "worst": DEFECT_STATES[k]}
+    for j, nodes in enumerate(node_sets, start=1):
+        row, points, node_res = _element_defects(sector, j, nodes, wvec, node_res)
         rows_el.append(row)
+        rows_pt += points
     elements = pd.DataFrame(rows_el)
     if shooting:
         _shooting(elements, df, track, vehicle, car, start, node_sets, el, state_controls)
     return DefectReport(elements=elements, points=pd.DataFrame(rows_pt),
                         node_residual=dict(zip(DEFECT_STATES, node_res)), weights=weights,
                         wall_time_s=time.perf_counter() - t0)
+
+
+@dataclasses.dataclass
+class _Sector:
+    """The solution :func:`collocation_defects` checks: its points' ``s_sector`` [m],
+    elements, states :data:`DEFECT_STATES`, algebraic variables and controls (one row per
+    point), the track at the points and at the Gauss points, and the Gauss rule on [0, 1]."""
+
+    car: CarFunctions
+    s: np.ndarray
+    el: np.ndarray
+    X: np.ndarray
+    Z: np.ndarray
+    U: np.ndarray
+    tv_nodes: np.ndarray
+    tv_eval: np.ndarray
+    gx: np.ndarray
+    gw: np.ndarray
+    state_controls: bool
+
+
+def _spatial_rhs(car, trk, x, u, zguess):
+    """``f / q1_dot`` for the 12 states of :data:`DEFECT_STATES`, and ``z``."""
+    q = np.r_[0.0, x[0:5]]
+    qd = x[5:11]
+    z, qdd = car.solve(trk, q, qd, u, zguess)
+    f = np.r_[qd[1:], qdd, 1.0]
+    return f / qd[0], z
+
+
+def _element_nodes(el, s, scheme: str, ncp: int, gx) -> tuple:
+    """The rows of each element's polynomial (its start, then its collocation points), and
+    the Gauss points ``gx`` (on [0, 1]) of every element, element after element [m].
+
+    Raises
+    ------
+    ValueError
+        An element without ``ncp`` collocation points.
+    """
+    from .simulate import element_points
+    eval_s, node_sets = [], []
+    groups = element_points(el, s, scheme)
+    for j in range(1, int(el.max()) + 1):
+        idx = np.flatnonzero(el == j)
+        i0, pts = groups[j - 1]                             # the element's start (previous end)
+        if len(pts) != ncp:
+            raise ValueError(f"element {j} has {len(pts)} collocation points, expected ncp = {ncp}")
+        node_sets.append(np.r_[i0, pts])
+        a, b = s[i0], s[idx[-1]]
+        eval_s.append(a + (b - a) * gx)
+    return node_sets, np.concatenate(eval_s)
+
+
+def _element_defects(c: _Sector, j: int, nodes, wvec, node_res) -> tuple:
+    """The residual of element ``j`` (rows ``nodes``): its row of
+    :attr:`DefectReport.elements` (``wvec``: the states' weights), its rows of
+    :attr:`DefectReport.points`, and ``node_res`` raised to its collocation points' residuals."""
+    ng = len(c.gx)
+    a, b = c.s[nodes[0]], c.s[np.flatnonzero(c.el == j)[-1]]
+    h = b - a
+    xi_nodes = (c.s[nodes] - a) / h
+    Xn = c.X[nodes]
+    # residual at the collocation points (not the element start), each with its controls
+    Ln, dLn = _lagrange(xi_nodes, xi_nodes[1:])
+    for k, node in enumerate(nodes[1:]):
+        f, _ = _spatial_rhs(c.car, c.tv_nodes[node], c.X[node], c.U[node], c.Z[node])
+        node_res = np.maximum(node_res, np.abs(dLn[k] @ Xn / h - f))
+    L, dL = _lagrange(xi_nodes, c.gx)
+    xs = L @ Xn
+    dxs = dL @ Xn / h
+    # the controls between the collocation points: as the states (controls that are
+    # states), else the polynomial through the collocation values (degree ncp - 1)
+    if c.state_controls:
+        us = L @ c.U[nodes]
+    else:
+        Lu, _ = _lagrange(xi_nodes[1:], c.gx)
+        us = Lu @ c.U[nodes[1:]]
+    res = np.zeros((ng, len(DEFECT_STATES)))
+    points = []
+    zg = c.Z[nodes[1]]
+    for g in range(ng):
+        try:
+            f, zg = _spatial_rhs(c.car, c.tv_eval[(j - 1) * ng + g], xs[g], us[g], zg)
+            res[g] = dxs[g] - f
+        except AlgebraicLoopError:
+            res[g] = np.nan
+        points.append({"s_sector": a + h * c.gx[g], "element": j,
+                       **{f"res_{st}": res[g, k] for k, st in enumerate(DEFECT_STATES)}})
+    eta = h * (c.gw @ np.abs(res))
+    scaled = eta / wvec
+    k = int(np.nanargmax(scaled)) if np.any(np.isfinite(scaled)) else 0
+    row = {"element": j, "s_start": a, "s_end": b, "h": h,
+           **{f"eta_{st}": eta[i] for i, st in enumerate(DEFECT_STATES)},
+           "eps": float(scaled[k]), "worst": DEFECT_STATES[k]}
+    return row, points, node_res
 
 
 def _shooting(elements, df, track, vehicle, car, start, node_sets, el, state_controls=False):

@@ -247,12 +247,26 @@ def diagnose(track="nordschleife", vehicle="fsae", start: float = 500.0, length:
     """
     from idaes.core.util.diagnostics_tools.diagnostics_toolbox import DiagnosticsToolbox
     from idaes.core.util.model_statistics import degrees_of_freedom
+
+    m, rep = _diagnosis_model(track, vehicle, start, length, nfe, ncp, solve, solver, echo)
+    units, fixed, dof, n_ineq = _square_system(m, degrees_of_freedom, echo)
+    dt, structural, numerical_txt = _run_toolbox(m, DiagnosticsToolbox, numerical,
+                                                 stream or sys.stdout, echo)
+    return {"model": m, "toolbox": dt, "structural": structural, "numerical": numerical_txt,
+            "structural_warnings": _warnings(structural),
+            "numerical_warnings": _warnings(numerical_txt) if numerical_txt else [],
+            "degrees_of_freedom": dof, "units": units, "fixed": [v.name for v in fixed],
+            "deactivated_inequalities": n_ineq, "solve": rep}
+
+
+def _diagnosis_model(track, vehicle, start, length, nfe, ncp, solve, solver, echo) -> tuple:
+    """Step 1 of :func:`diagnose`: the model with lifted intermediates, initialized (and
+    solved with ``solve``). Returns it and the SolveReport (None without ``solve``)."""
     from ..ocp.initialize import initialize_model
     from ..ocp.build import build_model
     from ..track.geometry import Track, load_track
     from ..vehicle.car import VehicleParameters, load_vehicle
 
-    stream = stream or sys.stdout
     tr = track if isinstance(track, Track) else load_track(track)
     p = vehicle if isinstance(vehicle, VehicleParameters) else load_vehicle(vehicle)
     echo(f"building {tr.name} {start:.0f}+{length:.0f} m, nfe={nfe}, ncp={ncp}, "
@@ -265,6 +279,15 @@ def diagnose(track="nordschleife", vehicle="fsae", start: float = 500.0, length:
         echo(f"solving with {solver} ...")
         rep = solve_model(m, solver=solver)
         echo(f"  {rep.termination_condition} after {rep.iterations} iterations")
+    return m, rep
+
+
+def _square_system(m, degrees_of_freedom, echo) -> tuple:
+    """Step 2 of :func:`diagnose`: check the units, then make the model the square system of
+    equations the toolbox checks (:func:`square_up`, inequalities deactivated,
+    :func:`equalities_as_equations`). Returns the units report, the fixed variables, the
+    degrees of freedom left (by IDAES's ``degrees_of_freedom``) and the number of
+    inequalities deactivated."""
     echo("checking units of the optimal-control layer ...")
     units = check_units(m)
     echo(f"  consistent: {', '.join(units['checked'])}")
@@ -280,6 +303,13 @@ def diagnose(track="nordschleife", vehicle="fsae", start: float = 500.0, length:
          "square system of equations")
     n_eq = equalities_as_equations(m)
     echo(f"wrote {n_eq} equality rows as equations (Pyomo's incidence analysis sees only those)")
+    return units, fixed, dof, len(inequalities)
+
+
+def _run_toolbox(m, DiagnosticsToolbox, numerical: bool, stream, echo) -> tuple:
+    """Step 3 of :func:`diagnose`: IDAES's ``DiagnosticsToolbox`` on ``m``, its structural
+    and (with ``numerical`` and PyNumero) numerical reports written to ``stream``. Returns the
+    toolbox and the two reports (the numerical one None when not run)."""
     # the toolbox logs every inconsistent-units expression of the physics at ERROR level: keep
     # them out of the terminal (its report counts them)
     import logging
@@ -307,11 +337,7 @@ def diagnose(track="nordschleife", vehicle="fsae", start: float = 500.0, length:
     finally:
         for lg, lv in zip(quiet, old):
             lg.setLevel(lv)
-    return {"model": m, "toolbox": dt, "structural": structural, "numerical": numerical_txt,
-            "structural_warnings": _warnings(structural),
-            "numerical_warnings": _warnings(numerical_txt) if numerical_txt else [],
-            "degrees_of_freedom": dof, "units": units, "fixed": [v.name for v in fixed],
-            "deactivated_inequalities": len(inequalities), "solve": rep}
+    return dt, structural, numerical_txt
 
 
 def _warnings(report: Optional[str]) -> list:

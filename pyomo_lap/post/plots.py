@@ -428,7 +428,8 @@ def friction_envelope(vehicle, speed: float, n: int = 241, load_sensitivity: boo
 
     Each axle carries its share of the forces the accelerations ask for, with the loads the
     accelerations transfer, and must stay within the grip of its two tyres; the envelope is
-    where the first axle (or the power) saturates, found numerically.
+    where the first axle (or the power) saturates, found by bisection in ``n`` directions
+    (:func:`_envelope_radii`, with the closed forms it meets).
 
     Forces (flat road, steady state, no yaw acceleration; :math:`a_x`, :math:`a_y` the
     acceleration of the car [m/s^2], + forward, + left):
@@ -460,17 +461,6 @@ def friction_envelope(vehicle, speed: float, n: int = 241, load_sensitivity: boo
       :math:`p_{K1}F_{z0}\sin(2\arctan(f_z/(p_{K2}F_{z0})))`): lateral load transfer costs
       grip through that and through :math:`p_{D2} < 0`.
 
-    For each of ``n`` directions :math:`\theta` from the point of zero tyre force,
-    :math:`(a_x, a_y) = (-\tfrac12\rho S C_x v^2/m, 0) + r(\cos\theta, \sin\theta)`, a
-    bisection on :math:`r` finds the largest acceleration both axles and the power allow
-    (vectorised over the directions). Closed forms it meets (tests, without load
-    sensitivity): with no load transfer and :math:`k_b` the front share of the static load,
-    the braking limit is :math:`\mu_x g_{eff}` plus the drag; with :math:`k_b = 1` it solves
-    :math:`m a - F_D = \mu_x (F_1 + m a h_G/l)`; the rear-driven traction limit solves
-    :math:`m a = \mu_x (F_2 + m a h_G/l)`; with no transfer, equal static loads on all four
-    tyres and :math:`k_b = 1/2`, its braking half is the whole-car ellipse
-    :math:`(a_x + F_D/m)^2/(\mu_x g_{eff})^2 + a_y^2/(\mu_y g_{eff})^2 = 1`.
-
     Simplifications that remain: flat road (no grade, banking or vertical curvature), steady
     state (no pitch or roll dynamics, no yaw acceleration: the lateral force is shared by
     the axles as :math:`a_2 : a_1`), loads from the accelerations of the car as one rigid
@@ -486,12 +476,11 @@ def friction_envelope(vehicle, speed: float, n: int = 241, load_sensitivity: boo
     ----------
     vehicle : dict or VehicleParameters
         The parameters :data:`ENVELOPE_KEYS`: ``m``, ``m_u`` [kg], ``mu_x0``, ``mu_y0`` [-],
-        ``Cz1``, ``Cz2``, ``Cx`` [-], ``rho`` [kg/m^3], ``S`` [m^2], ``P_max`` [W], ``a1``,
-        ``a2``, ``h``, ``wheel_radius``, ``hq1``, ``hq2``, ``t1``, ``t2`` [m], ``k1``, ``k2``
-        [N/m], ``brake_ratio`` [-]; with ``shared_slip`` :data:`ENVELOPE_TYRE_KEYS`:
-        ``Fz0`` [N], ``C``, ``E`` [-], ``pK1`` [1/rad], ``pK2`` [-]; optional ``gravity``
-        [m/s^2] (9.81), ``pD2`` [-] (the load sensitivity; none without it), ``fz_min`` [N]
-        (0).
+        ``Cz1``, ``Cz2``, ``Cx`` [-], ``rho`` [kg/m^3], ``S`` [m^2], ``P_max`` [W], ``a1``, ``a2``,
+        ``h``, ``wheel_radius``, ``hq1``, ``hq2``, ``t1``, ``t2`` [m], ``k1``, ``k2`` [N/m],
+        ``brake_ratio`` [-]; with ``shared_slip`` :data:`ENVELOPE_TYRE_KEYS`: ``Fz0`` [N], ``C``,
+        ``E`` [-], ``pK1`` [1/rad], ``pK2`` [-]; optional ``gravity`` [m/s^2] (9.81), ``pD2`` [-]
+        (the load sensitivity; none without it), ``fz_min`` [N] (0).
     speed : float
         Speed [m/s], >= 0.
     n : int
@@ -521,8 +510,7 @@ def friction_envelope(vehicle, speed: float, n: int = 241, load_sensitivity: boo
         (static load with downforce over mass); ``mu_x``, ``mu_y`` [-] (at a quarter of that
         load per tyre); ``static_loads`` (front, rear) [N] per tyre; ``brake_ratio`` [-];
         ``h_G`` [m] (the height of the centre of mass with the steady heave, 0 without
-        load transfer);
-        ``drag``, ``downforce`` [N]; ``speed`` [m/s].
+        load transfer); ``drag``, ``downforce`` [N]; ``speed`` [m/s].
 
     Raises
     ------
@@ -532,11 +520,32 @@ def friction_envelope(vehicle, speed: float, n: int = 241, load_sensitivity: boo
         ``brake_ratio`` outside [0, 1].
     """
     c = _envelope_car(vehicle, speed, brake_ratio, load_transfer, load_sensitivity, shared_slip)
-    m, g = c.m, c.gravity
-    normal = m * g + c.down
-    centre = -c.drag / m                   # a_x with no tyre force
-    th_curve = np.linspace(0.0, 2.0 * np.pi, int(n))
-    th = np.concatenate([th_curve, [0.0, 0.5 * np.pi, np.pi]])
+    return _envelope_curve(c, int(n), iterations)
+
+
+def _envelope_radii(c, centre: float, normal: float, th, iterations: int) -> tuple:
+    r"""How far the car ``c`` (:func:`_envelope_car`) can accelerate in each direction ``th``
+    [rad] from the point of zero tyre force ``(centre, 0)`` [m/s^2] (``normal``: the weight
+    with the downforce [N]), the step of :func:`friction_envelope` that finds its curve.
+
+    For each of ``n`` directions :math:`\theta` from the point of zero tyre force,
+    :math:`(a_x, a_y) = (-\tfrac12\rho S C_x v^2/m, 0) + r(\cos\theta, \sin\theta)`, a
+    bisection on :math:`r` finds the largest acceleration both axles and the power allow
+    (vectorised over the directions). Closed forms it meets (tests, without load
+    sensitivity): with no load transfer and :math:`k_b` the front share of the static load,
+    the braking limit is :math:`\mu_x g_{eff}` plus the drag; with :math:`k_b = 1` it solves
+    :math:`m a - F_D = \mu_x (F_1 + m a h_G/l)`; the rear-driven traction limit solves
+    :math:`m a = \mu_x (F_2 + m a h_G/l)`; with no transfer, equal static loads on all four
+    tyres and :math:`k_b = 1/2`, its braking half is the whole-car ellipse
+    :math:`(a_x + F_D/m)^2/(\mu_x g_{eff})^2 + a_y^2/(\mu_y g_{eff})^2 = 1`.
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        The largest feasible radius ``r`` [m/s^2] in each direction, and what limits it
+        (:data:`ENVELOPE_LIMITS`, ``"none"`` where nothing fails).
+    """
+    m = c.m
     cos_t, sin_t = np.cos(th), np.sin(th)
 
     def feasible(r):
@@ -562,6 +571,20 @@ def friction_envelope(vehicle, speed: float, n: int = 241, load_sensitivity: boo
     checks = feasible(hi)[0]                # just outside: what fails first
     limit = np.select([~checks[k] for k in ENVELOPE_LIMITS], list(ENVELOPE_LIMITS),
                       default="none").astype(object)
+    return lo, limit
+
+
+def _envelope_curve(c, n: int, iterations: int) -> dict:
+    """The return of :func:`friction_envelope` for the car ``c`` of :func:`_envelope_car`: the
+    curve through ``n`` directions and, in three more, the traction, lateral and braking
+    limits."""
+    m, g = c.m, c.gravity
+    normal = m * g + c.down
+    centre = -c.drag / m                   # a_x with no tyre force
+    th_curve = np.linspace(0.0, 2.0 * np.pi, n)
+    th = np.concatenate([th_curve, [0.0, 0.5 * np.pi, np.pi]])
+    lo, limit = _envelope_radii(c, centre, normal, th, iterations)
+    cos_t, sin_t = np.cos(th), np.sin(th)
     a_x, a_y = centre + lo * cos_t, lo * sin_t
     k = th_curve.size
     ay_curve = np.abs(a_y[:k])
@@ -661,13 +684,35 @@ def figure_track_map(df, summary, vehicle=None, s_range=None):
     travel.
     """
     plt = _plt()
-    from matplotlib.collections import LineCollection
-    from matplotlib.lines import Line2D
     sub, win = in_window(df, s_range)
     g = edges_xy(df)
     s = _s(df)
     closed = bool(summary.get("periodic"))
     fig, ax = plt.subplots(figsize=(8.5, 8))
+    _draw_track_and_line(fig, ax, df, sub, g, win)
+    # distance markers, start/finish, direction of travel
+    xy = g["centre"]
+    span = float(np.ptp(xy, axis=0).max()) or 1.0
+    widths = (df["width_left"].to_numpy(dtype=float), df["width_right"].to_numpy(dtype=float))
+    step = marker_step(s[-1] - s[0])
+    _draw_distance_markers(ax, s, xy, widths, step, span)
+    _draw_start_finish(ax, s, xy, widths, step, span, closed)
+    _draw_direction(ax, s, xy, widths[0], span)
+    ax.set_aspect("equal")
+    ax.set_xlabel("x [m]")
+    ax.set_ylabel("y [m]")
+    ax.margins(0.1)     # room for the labels beside the track
+    ax.legend(*_track_map_legend(ax, step, closed), loc="upper center",
+              bbox_to_anchor=(0.5, 0.0), ncol=3, fontsize=8, framealpha=0.9,
+              borderaxespad=4.5)   # below the axis label
+    _title(ax, summary, "Track map, racing line coloured by speed" + _window_text(win))
+    return fig
+
+
+def _draw_track_and_line(fig, ax, df, sub, g, win) -> None:
+    """The track map's edges, centreline and racing line coloured by speed (in a window
+    ``win``: the window's edges and line in colour, the rest in grey)."""
+    from matplotlib.collections import LineCollection
     context = "0.75" if win is not None else "k"
     ax.plot(*g["left"].T, color=context, lw=1.0, label="track edges" if win is None else
             "track edges (outside the window)")
@@ -688,34 +733,40 @@ def figure_track_map(df, summary, vehicle=None, s_range=None):
     ax.add_collection(lc)
     _colorbar_beside(fig, ax, lc, "speed [km/h]" + (" in the window" if win else ""))
 
-    # distance markers, start/finish, direction of travel
-    xy = g["centre"]
-    span = float(np.ptp(xy, axis=0).max()) or 1.0
-    interp = np.interp
-    width_l = df["width_left"].to_numpy(dtype=float)
-    width_r = df["width_right"].to_numpy(dtype=float)
-    step = marker_step(s[-1] - s[0])
+
+def _draw_distance_markers(ax, s, xy, widths, step: float, span: float) -> None:
+    """Red lines across the track every ``step`` metres of ``s`` [m], labelled beside it
+    (``xy``: the centreline; ``widths``: left and right widths [m]; ``span``: the map's
+    size [m])."""
+    width_l, width_r = widths
     first = np.ceil((s[0] + 0.25 * step) / step) * step
     marks = np.arange(first, s[-1] - 0.25 * step, step)
-    if len(marks):
-        p, nl, _ = _frame_at(s, xy, marks)
-        # across the track, and long enough to be seen on the map of a long lap
-        left = p + nl * np.maximum(interp(marks, s, width_l), 0.012 * span)[:, None]
-        right = p - nl * np.maximum(interp(marks, s, width_r), 0.012 * span)[:, None]
-        for a, b in zip(left, right):
-            ax.plot([a[0], b[0]], [a[1], b[1]], color="tab:red", lw=1.2, zorder=4)
-        lab = left + nl * 0.025 * span
-        for (x, y), d, n_ in zip(lab, marks, nl):
-            ax.text(x, y, distance_label(d, step), fontsize=7.5, color="tab:red",
-                    ha="left" if n_[0] >= 0 else "right", va="bottom" if n_[1] >= 0 else "top",
-                    zorder=5, bbox={"facecolor": "w", "alpha": 0.7, "lw": 0, "pad": 0.5})
+    if not len(marks):
+        return
+    p, nl, _ = _frame_at(s, xy, marks)
+    # across the track, and long enough to be seen on the map of a long lap
+    left = p + nl * np.maximum(np.interp(marks, s, width_l), 0.012 * span)[:, None]
+    right = p - nl * np.maximum(np.interp(marks, s, width_r), 0.012 * span)[:, None]
+    for a, b in zip(left, right):
+        ax.plot([a[0], b[0]], [a[1], b[1]], color="tab:red", lw=1.2, zorder=4)
+    lab = left + nl * 0.025 * span
+    for (x, y), d, n_ in zip(lab, marks, nl):
+        ax.text(x, y, distance_label(d, step), fontsize=7.5, color="tab:red",
+                ha="left" if n_[0] >= 0 else "right", va="bottom" if n_[1] >= 0 else "top",
+                zorder=5, bbox={"facecolor": "w", "alpha": 0.7, "lw": 0, "pad": 0.5})
+
+
+def _draw_start_finish(ax, s, xy, widths, step: float, span: float, closed: bool) -> None:
+    """The start/finish line of a closed lap (chequered), or the start and end lines of an
+    open sector, with their labels (arguments as :func:`_draw_distance_markers`)."""
+    width_l, width_r = widths
     ends = [(s[0], "start/finish" if closed else f"start {distance_label(s[0], step)}", "k")]
     if not closed:
         ends.append((s[-1], f"end {distance_label(s[-1], step)}", "tab:purple"))
     for sq, text, color in ends:
         p, nl, _ = _frame_at(s, xy, np.array([sq]))
-        a = p[0] + nl[0] * max(interp(sq, s, width_l) + 0.01 * span, 0.025 * span)
-        b = p[0] - nl[0] * max(interp(sq, s, width_r) + 0.01 * span, 0.025 * span)
+        a = p[0] + nl[0] * max(np.interp(sq, s, width_l) + 0.01 * span, 0.025 * span)
+        b = p[0] - nl[0] * max(np.interp(sq, s, width_r) + 0.01 * span, 0.025 * span)
         ax.plot([a[0], b[0]], [a[1], b[1]], color=color, lw=4.0, solid_capstyle="butt",
                 zorder=6)
         if closed:      # a chequered line: white dashes on the black one
@@ -724,15 +775,24 @@ def figure_track_map(df, summary, vehicle=None, s_range=None):
         ax.text(t[0], t[1], text, fontsize=8.5, fontweight="bold", color=color, zorder=8,
                 ha="left" if nl[0][0] <= 0 else "right", va="top" if nl[0][1] <= 0 else "bottom",
                 bbox={"facecolor": "w", "alpha": 0.8, "lw": 0, "pad": 1})
-    # direction of travel: an arrow beside the track, just after the start
+
+
+def _draw_direction(ax, s, xy, width_l, span: float) -> None:
+    """The direction of travel: an arrow beside the track's left edge, just after the start."""
     run_len = s[-1] - s[0]
     d0 = s[0] + min(0.02 * run_len, 0.04 * span)
     d1 = s[0] + min(0.12 * run_len, 0.16 * span)
     p, nl, _ = _frame_at(s, xy, np.array([d0, d1]))
-    off = (np.array([interp(d0, s, width_l), interp(d1, s, width_l)]) + 0.03 * span)[:, None]
+    off = (np.array([np.interp(d0, s, width_l), np.interp(d1, s, width_l)]) + 0.03 * span)[:, None]
     q = p + nl * off
     ax.annotate("", xy=q[1], xytext=q[0], zorder=8,
                 arrowprops={"arrowstyle": "-|>", "lw": 2.0, "color": "k", "mutation_scale": 16})
+
+
+def _track_map_legend(ax, step: float, closed: bool) -> tuple:
+    """The track map's legend entries ``(handles, labels)``: those of the axes, then the
+    distance markers, the start/finish (or start and end) lines and the direction."""
+    from matplotlib.lines import Line2D
     handles, labels = ax.get_legend_handles_labels()
     extra = [(Line2D([], [], color="tab:red", lw=1.2), f"distance marker, every "
               f"{distance_label(step)} of s"),
@@ -745,14 +805,7 @@ def figure_track_map(df, summary, vehicle=None, s_range=None):
         extra.insert(2, (Line2D([], [], color="tab:purple", lw=4), "end"))
     handles += [h for h, _ in extra]
     labels += [t for _, t in extra]
-    ax.set_aspect("equal")
-    ax.set_xlabel("x [m]")
-    ax.set_ylabel("y [m]")
-    ax.margins(0.1)     # room for the labels beside the track
-    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3,
-              fontsize=8, framealpha=0.9, borderaxespad=4.5)   # below the axis label
-    _title(ax, summary, "Track map, racing line coloured by speed" + _window_text(win))
-    return fig
+    return handles, labels
 
 
 def figure_racing_line(df, summary, vehicle=None, s_range=None):

@@ -289,6 +289,37 @@ def replay(source, track, vehicle, *, feedback: Union[bool, dict] = False,
     ValueError
         A trajectory without the needed columns.
     """
+    scheme, interpolation = _model_options(source, scheme, interpolation)
+    df = _trajectory(source)
+    tol = dict(DEFAULT_TOLERANCES)
+    tol.update(tolerances or {})
+    if start is None:
+        start = float(df["s"].iloc[0]) if "s" in df.columns else 0.0
+    car = car or CarFunctions(vehicle)
+    s_ref = start + df["s_sector"].to_numpy(float)
+    ctl = _replay_controls(df, vehicle, start, s_ref, basis, feedback, scheme, interpolation,
+                           path_reference)
+    x0, z0 = _initial_state(df, start, initial_offset)
+    s_stop = s_ref[-1] if s_end is None else float(s_end)
+    sim = _simulate_sector(df, track, vehicle, ctl, x0, z0, (s_ref[0], s_stop), method, rtol, car,
+                           track_step)
+    use_fb = bool(feedback)
+    comp = _comparison(df, sim, s_ref, s_stop, ctl if use_fb else None)
+    first, maxdev, who, s_part, agree_s, agree_t = _parting(comp, tol)
+    reason = _explain(sim, comp, who, s_part, tol, df, track, vehicle, car, start, explain)
+    rep = ReplayReport(simulation=sim, comparison=comp, first_exceedance=first, tolerances=tol,
+                       agree_until_s=agree_s, agree_until_t=agree_t, first_to_part=who,
+                       max_deviation=maxdev, reason=reason, feedback=use_fb)
+    if use_fb:
+        c = comp["steer_correction"].to_numpy()
+        rep.steer_correction_rms = float(np.sqrt(np.nanmean(c ** 2)))
+        rep.steer_correction_max = float(np.nanmax(np.abs(c)))
+    return rep
+
+
+def _model_options(source, scheme, interpolation) -> tuple:
+    """``scheme`` and ``interpolation`` of :func:`replay`, a solved model's own where not
+    given (a table's stay as given)."""
     if not isinstance(source, pd.DataFrame):
         opts = source.problem.options
         scheme = scheme or opts.scheme
@@ -296,30 +327,48 @@ def replay(source, track, vehicle, *, feedback: Union[bool, dict] = False,
             interpolation = ("constant" if opts.piecewise_constant_controls else
                              "state" if getattr(opts, "control_form", "point") == "state"
                              else "polynomial")
-    df = _trajectory(source)
-    tol = dict(DEFAULT_TOLERANCES)
-    tol.update(tolerances or {})
-    if start is None:
-        start = float(df["s"].iloc[0]) if "s" in df.columns else 0.0
-    n = 6
-    car = car or CarFunctions(vehicle)
-    s_ref = start + df["s_sector"].to_numpy(float)
+    return scheme, interpolation
+
+
+def _simulate_sector(df, track, vehicle, ctl, x0, z0, span: tuple, method, rtol, car,
+                     track_step) -> SimulationResult:
+    """The simulation of :func:`replay` over ``span = (s_start, s_stop)`` [m], for at most
+    three times the optimum's time plus 10 s."""
+    s_start, s_stop = span
+    t_span = float(df["t"].iloc[-1] - df["t"].iloc[0])
+    look = None
+    if track_step is not None:
+        look = TrackLookup(track, span=(s_start - 20.0, s_stop + 20.0), step=track_step)
+    return simulate(track, vehicle, ctl, x0, t_end=df["t"].iloc[0] + 3.0 * t_span + 10.0,
+                    s_end=s_stop, z0=z0, method=method, rtol=rtol, car=car, track_lookup=look)
+
+
+def _replay_controls(df, vehicle, start: float, s_ref, basis, feedback, scheme, interpolation,
+                     path_reference):
+    """The control law of :func:`replay`: the optimum's controls
+    (:func:`pyomo_lap.post.simulate.controls_from_trajectory`), with ``feedback`` wrapped in
+    :class:`pyomo_lap.post.simulate.PathFollowing` towards the optimal path."""
     ctl = controls_from_trajectory(df, basis=basis, start=start, interpolation=interpolation or "auto",
                                    scheme=scheme or "LAGRANGE-RADAU")
     if path_reference is None:
         path_reference = "polynomial" if interpolation == "state" else "linear"
     if path_reference not in ("polynomial", "linear"):
         raise ValueError(f"path_reference = {path_reference!r}: expected 'polynomial' or 'linear'")
-    use_fb = bool(feedback)
-    if use_fb:
-        opts = dict(feedback) if isinstance(feedback, dict) else {}
-        if opts.get("k_v", 0) > 0:
-            opts.setdefault("v_ref", df["q1_dot"].to_numpy(float))
-        if path_reference == "polynomial":
-            opts.setdefault("reference", state_polynomials(df, ("q2", "q3", "q1_dot"), start=start,
-                                                           scheme=scheme or "LAGRANGE-RADAU").at)
-        ctl = PathFollowing(ctl, s_ref, df["q2"].to_numpy(float), df["q3"].to_numpy(float),
-                            vehicle=vehicle, **opts)
+    if not feedback:
+        return ctl
+    opts = dict(feedback) if isinstance(feedback, dict) else {}
+    if opts.get("k_v", 0) > 0:
+        opts.setdefault("v_ref", df["q1_dot"].to_numpy(float))
+    if path_reference == "polynomial":
+        opts.setdefault("reference", state_polynomials(df, ("q2", "q3", "q1_dot"), start=start,
+                                                       scheme=scheme or "LAGRANGE-RADAU").at)
+    return PathFollowing(ctl, s_ref, df["q2"].to_numpy(float), df["q3"].to_numpy(float),
+                         vehicle=vehicle, **opts)
+
+
+def _initial_state(df, start: float, initial_offset: Optional[dict], n: int = 6) -> tuple:
+    """The optimum's first point as the simulation's initial state ``x0`` (2 n,) with
+    ``initial_offset`` added, and its algebraic variables ``z0``."""
     r0 = df.iloc[0]
     x0 = np.array([start] + [r0[f"q{k}"] for k in range(2, n + 1)] + [r0[f"q{k}_dot"] for k in range(1, n + 1)])
     names0 = state_names(n)
@@ -327,15 +376,13 @@ def replay(source, track, vehicle, *, feedback: Union[bool, dict] = False,
         if k not in names0[1:]:
             raise ValueError(f"initial_offset: unknown state {k!r}; expected one of {names0[1:]}")
         x0[names0.index(k)] += float(dv)
-    z0 = r0[list(ALGEBRAIC)].to_numpy(float)
-    s_stop = s_ref[-1] if s_end is None else float(s_end)
-    t_span = float(df["t"].iloc[-1] - df["t"].iloc[0])
-    look = None
-    if track_step is not None:
-        look = TrackLookup(track, span=(s_ref[0] - 20.0, s_stop + 20.0), step=track_step)
-    sim = simulate(track, vehicle, ctl, x0, t_end=df["t"].iloc[0] + 3.0 * t_span + 10.0,
-                   s_end=s_stop, z0=z0, method=method, rtol=rtol, car=car, track_lookup=look)
-    # comparison at the optimum's points
+    return x0, r0[list(ALGEBRAIC)].to_numpy(float)
+
+
+def _comparison(df, sim: SimulationResult, s_ref, s_stop: float, feedback_law=None,
+                n: int = 6) -> pd.DataFrame:
+    """:attr:`ReplayReport.comparison`: the optimum and the simulation at the optimum's
+    points the simulation reached (with ``feedback_law``, its steering correction)."""
     keep = s_ref <= min(s_stop, sim.x[-1, 0]) + 1e-9
     xs = sim.at_s(s_ref[keep])
     names = state_names(n)
@@ -347,12 +394,18 @@ def replay(source, track, vehicle, *, feedback: Union[bool, dict] = False,
         comp[f"{name}_dev"] = xs[:, k] - opt
     comp["t_sim"] = xs[:, -1] - xs[0, -1] + df["t"].iloc[0]
     comp["t_dev"] = comp["t_sim"] - comp["t_opt"]
-    if use_fb:
-        comp["steer_correction"] = np.array([ctl.correction(np.r_[xx[:2 * n]]) if np.all(np.isfinite(xx))
-                                             else np.nan for xx in xs])
-    comp = pd.DataFrame(comp)
+    if feedback_law is not None:
+        comp["steer_correction"] = np.array([feedback_law.correction(np.r_[xx[:2 * n]])
+                                             if np.all(np.isfinite(xx)) else np.nan for xx in xs])
+    return pd.DataFrame(comp)
+
+
+def _parting(comp: pd.DataFrame, tol: dict, n: int = 6) -> tuple:
+    """Where the replay leaves the optimum: ``(first_exceedance, max_deviation, first_to_part,
+    s_part, agree_until_s, agree_until_t)`` (:class:`ReplayReport`; ``s_part`` NaN and
+    ``first_to_part`` None when every state stays within its tolerance)."""
     first, maxdev = {}, {}
-    for name in list(names[1:]) + ["t"]:
+    for name in list(state_names(n)[1:]) + ["t"]:
         d = np.abs(comp[f"{name}_dev"].to_numpy())
         maxdev[name] = float(np.nanmax(d)) if np.any(np.isfinite(d)) else float("nan")
         over = np.flatnonzero(d > tol[name])
@@ -368,15 +421,7 @@ def replay(source, track, vehicle, *, feedback: Union[bool, dict] = False,
         who, s_part = None, float("nan")
         agree_s = float(comp["s"].iloc[-1])
         agree_t = float(comp["t_opt"].iloc[-1])
-    reason = _explain(sim, comp, who, s_part, tol, df, track, vehicle, car, start, explain)
-    rep = ReplayReport(simulation=sim, comparison=comp, first_exceedance=first, tolerances=tol,
-                       agree_until_s=agree_s, agree_until_t=agree_t, first_to_part=who,
-                       max_deviation=maxdev, reason=reason, feedback=use_fb)
-    if use_fb:
-        c = comp["steer_correction"].to_numpy()
-        rep.steer_correction_rms = float(np.sqrt(np.nanmean(c ** 2)))
-        rep.steer_correction_max = float(np.nanmax(np.abs(c)))
-    return rep
+    return first, maxdev, who, s_part, agree_s, agree_t
 
 
 def _explain(sim, comp, who, s_part, tol, df, track, vehicle, car, start, explain) -> str:

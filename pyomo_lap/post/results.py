@@ -14,6 +14,7 @@ import datetime
 import glob
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -35,7 +36,8 @@ __all__ = ["trajectory_dataframe", "UNITS", "write_results", "read_trajectory", 
            "sensitivity_sheet", "read_sensitivities", "SENSITIVITY_HEADERS",
            "solution_arrays", "load_solution", "SOLUTION_FILE", "MANIFEST", "read_manifest",
            "check_results_folder", "record_files", "output_lock", "OutputLock",
-           "OutputBusyError", "FolderNotReplaceableError"]
+           "OutputBusyError", "FolderNotReplaceableError", "effective_solver_options",
+           "summary_rows", "WORKBOOK_UNITS_NOTE"]
 
 SOLUTION_FILE = "solution.npz"
 """The file of a results folder that holds the values of every variable of the solved model
@@ -993,8 +995,11 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
     Every text in the workbook (names, descriptions and paths from the input files included)
     is a text cell, never a formula or a link.
 
-    ``results.xlsx`` has the sheets ``summary`` (one row per quantity, grouped as inputs,
-    provenance, solver, results, with the sector times), ``channels`` (one row per point, units
+    ``results.xlsx`` has the sheets ``summary`` (one row per value, with its unit: grouped as
+    inputs, provenance, solver, results, the solver's effective options
+    (:func:`effective_solver_options`), the sector times; dicts and lists flattened into rows,
+    :func:`summary_rows`, never a JSON text; where the other sheets' units are,
+    :data:`WORKBOOK_UNITS_NOTE`), ``channels`` (one row per point, units
     in the headers; each header cell carries a comment with the channel's meaning, sign and
     source), ``channel_dictionary`` (the entry of every column present,
     :func:`pyomo_lap.post.channels.channel_table`: name, unit, meaning, sign, source, wheel),
@@ -1005,7 +1010,10 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
     summary has ``sensitivities``: :func:`sensitivity_sheet`) and ``provenance`` (the input
     files, then one row per step of the track data's processing, assumed value and repair:
     the summary's ``track_processing``, ``track_assumptions``, ``track_repairs``, see
-    :func:`pyomo_lap.track.report.provenance_rows`). ``trajectory.parquet`` holds
+    :func:`pyomo_lap.track.report.provenance_rows`) and ``lists`` (the summary's lists of more
+    than 12 values, one column each: the mesh's element boundaries). Every sheet has its header
+    row frozen (the wide ``channels`` and ``track`` their first column too) and its columns sized
+    to their contents. ``trajectory.parquet`` holds
     the channels with plain names and their units in the schema metadata (key
     ``pyomo_lap.units``, JSON), and the summary under ``pyomo_lap.summary``.
 
@@ -1082,28 +1090,7 @@ def _write_locked(out_dir: Path, df, summary, vehicle_params, partial, n_sectors
         if solution is not None:
             np.savez(tmp / SOLUTION_FILE, **solution)
         echo("  writing results.xlsx")
-        with pd.ExcelWriter(tmp / "results.xlsx", engine="xlsxwriter",
-                            engine_kwargs={"options": dict(_XLSX_OPTIONS)}) as xw:
-            _summary_sheet(summary).to_excel(xw, sheet_name="summary", index=False)
-            known = [c for c in df.columns if c in _channels.CHANNELS]
-            _write_rows(xw, "channels", _with_units(df),
-                        comments=[_channels.CHANNELS[c].note() if c in _channels.CHANNELS
-                                  else None for c in df.columns])
-            _channels.channel_table(known).to_excel(xw, sheet_name="channel_dictionary",
-                                                    index=False)
-            sectors.to_excel(xw, sheet_name="sectors", index=False)
-            if vehicle_params:
-                vehicle_sheet(vehicle_params).to_excel(xw, sheet_name="vehicle", index=False)
-            tcols = [c for c in TRACK_COLUMNS if c in df.columns]
-            _write_rows(xw, "track", _with_units(df[tcols]))
-            _provenance_sheet(summary).to_excel(xw, sheet_name="provenance", index=False)
-            if summary.get("channel_quality"):
-                from .quality import quality_table
-                quality_table(summary["channel_quality"]).to_excel(xw, sheet_name="quality",
-                                                                   index=False)
-            if summary.get("sensitivities"):
-                sensitivity_sheet(summary["sensitivities"]).to_excel(
-                    xw, sheet_name="sensitivities", index=False)
+        _write_workbook(tmp / "results.xlsx", df, summary, sectors, vehicle_params)
         files = {p.name: _file_entry(p, "solve") for p in sorted(tmp.iterdir()) if p.is_file()}
         (tmp / MANIFEST).write_text(json.dumps(
             {"format": 1, "pyomo_lap_version": __version__, "files": files,
@@ -1129,6 +1116,122 @@ def _write_locked(out_dir: Path, df, summary, vehicle_params, partial, n_sectors
     return target
 
 
+def _write_workbook(path: Path, df, summary: dict, sectors, vehicle_params) -> None:
+    """``results.xlsx`` (see :func:`write_results`): every sheet with its header row frozen
+    (and the first column on the wide ones), its columns sized to their contents, numbers as
+    numbers and texts as text, never a formula, a link or a JSON text."""
+    with pd.ExcelWriter(path, engine="xlsxwriter",
+                        engine_kwargs={"options": dict(_XLSX_OPTIONS)}) as xw:
+        _sheet(xw, "summary", _summary_sheet(summary, bool(vehicle_params)),
+               wrap=("value", "note"))
+        known = [c for c in df.columns if c in _channels.CHANNELS]
+        _write_rows(xw, "channels", _with_units(df),
+                    comments=[_channels.CHANNELS[c].note() if c in _channels.CHANNELS
+                              else None for c in df.columns])
+        _sheet(xw, "channel_dictionary", _channels.channel_table(known),
+               wrap=("meaning", "sign", "source"))
+        _sheet(xw, "sectors", sectors)
+        if vehicle_params:
+            _sheet(xw, "vehicle", vehicle_sheet(vehicle_params), wrap=("description",))
+        tcols = [c for c in TRACK_COLUMNS if c in df.columns]
+        _write_rows(xw, "track", _with_units(df[tcols]))
+        _sheet(xw, "provenance", _provenance_sheet(summary), wrap=("detail",))
+        if summary.get("channel_quality"):
+            from .quality import quality_table
+            _sheet(xw, "quality", quality_table(summary["channel_quality"]))
+        if summary.get("sensitivities"):
+            _sheet(xw, "sensitivities", sensitivity_sheet(summary["sensitivities"]))
+        lists = _lists_sheet(summary)
+        if len(lists.columns):
+            _sheet(xw, "lists", lists)
+
+
+_MAX_WIDTH = 60     # [characters] widest column; longer texts wrap (their columns: ``wrap``)
+
+
+def _width(frame: pd.DataFrame, col) -> int:
+    """A column's width in characters: its header and its longest value (of the first 500
+    rows; numbers as 12 characters), within 8 and :data:`_MAX_WIDTH`."""
+    values = frame[col].head(500)
+    longest = 0
+    for v in values:
+        if isinstance(v, (int, float, np.number)) and not isinstance(v, bool):
+            longest = max(longest, 12)
+        elif v is not None and not (isinstance(v, float) and math.isnan(v)):
+            longest = max(longest, len(str(v)))
+    return int(min(max(len(str(col)) + 2, longest + 1, 8), _MAX_WIDTH))
+
+
+def _sheet(xw, name: str, frame: pd.DataFrame, wrap=()) -> None:
+    """A table as a sheet (``DataFrame.to_excel``), its header row frozen, its columns sized
+    (:func:`_width`); the columns ``wrap`` (long texts) wrapped at :data:`_MAX_WIDTH`."""
+    frame.to_excel(xw, sheet_name=name, index=False)
+    ws = xw.sheets[name]
+    ws.freeze_panes(1, 0)
+    wrapped = xw.book.add_format({"text_wrap": True, "valign": "top"})
+    for j, col in enumerate(frame.columns):
+        ws.set_column(j, j, _width(frame, col), wrapped if col in wrap else None)
+
+
+WORKBOOK_UNITS_NOTE = (
+    "SI units. The channels and track sheets give each column's unit in its header, in "
+    "brackets ('speed [m/s]', 'f_11z [N]'); their header cells carry the channel's meaning as "
+    "a comment, and the channel_dictionary sheet lists every column with unit, meaning, sign "
+    "and source. The other sheets have a unit column, or the unit in the header.")
+"""The ``units`` row of the workbook's ``summary`` sheet: where the units are."""
+
+
+def effective_solver_options(solver: str, given: dict | None = None) -> dict:
+    """The options the solver ran with: its defaults in pyomo_lap (``lap_ipopt``:
+    :data:`pyomo_lap.solvers.lap_solver.LAP_IPOPT_OPTIONS`; ``ipopt``, ``ipopt_v2``:
+    :data:`pyomo_lap.solvers.solve.DEFAULT_IPOPT_OPTIONS`; another solver: none) updated by
+    the options given (``summary['solver_options']``: the user's, and those pyomo_lap added
+    for a warm start or the sensitivities), in that order; IPOPT's own defaults apply to the
+    rest.
+
+    Returns
+    -------
+    dict
+        ``{option: (value, source)}``, source ``'pyomo_lap default'`` or ``'given'``.
+    """
+    defaults = {}
+    if solver == "lap_ipopt":
+        from ..solvers.lap_solver import LAP_IPOPT_OPTIONS as defaults
+    elif solver in ("ipopt", "ipopt_v2"):
+        from ..solvers.solve import DEFAULT_IPOPT_OPTIONS as defaults
+    out = {k: (v, "pyomo_lap default") for k, v in defaults.items()}
+    out.update({k: (v, "given") for k, v in (given or {}).items()})
+    return out
+
+
+_UNIT_SUFFIX = (("_kmh", "km/h"), ("_mps", "m/s"), ("_m2", "m^2"), ("_s", "s"), ("_m", "m"),
+                ("_deg", "deg"), ("_rad", "rad"), ("_n", "N"), ("_w", "W"))
+
+
+def _unit_of(key: str) -> str:
+    """The unit of a summary entry from its name's suffix (``lap_time_s``: s)."""
+    last = key.rsplit(".", 1)[-1].lower()
+    return next((u for suffix, u in _UNIT_SUFFIX if last.endswith(suffix)), "")
+
+
+def summary_rows(prefix: str, value) -> list:
+    """A summary entry as rows ``(name, value)`` of single values: a dict's entries under
+    ``prefix.key``, a list's items under ``prefix[i]`` (recursively), never a JSON text."""
+    if isinstance(value, dict):
+        if not value:
+            return [(prefix, "(none)")]
+        return [row for k, v in value.items() for row in summary_rows(f"{prefix}.{k}", v)]
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return [(prefix, "(none)")]
+        return [row for i, v in enumerate(value) for row in summary_rows(f"{prefix}[{i}]", v)]
+    if isinstance(value, (np.floating, np.integer)):
+        value = value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return [(prefix, value)]
+    return [(prefix, str(value))]
+
+
 _SUMMARY_GROUPS = (
     ("inputs", ("track", "vehicle", "start_m", "length_m", "nfe", "ncp", "scheme", "n_points",
                 "periodic", "initial_speed_mps", "solver", "solver_options", "track_width_m")),
@@ -1150,9 +1253,13 @@ def _write_rows(xw, name: str, frame: pd.DataFrame, comments=None) -> None:
 
     ``comments``: optional texts, one per column (None or "" for none), put as cell comments
     on the header row (the channels' meanings, :meth:`pyomo_lap.post.channels.Channel.note`;
-    one comment per column, so the writing time does not grow with the rows)."""
+    one comment per column, so the writing time does not grow with the rows). The header row
+    and the first column are frozen; each column is as wide as its header (at least 12)."""
     ws = xw.book.add_worksheet(name)
     ws.write_row(0, 0, [str(c) for c in frame.columns])
+    ws.freeze_panes(1, 1)                 # the header row and the first column (s) stay in view
+    for j, c in enumerate(frame.columns):
+        ws.set_column(j, j, max(len(str(c)) + 2, 12))
     for j, text in enumerate(comments or ()):
         if text:
             ws.write_comment(0, j, text, {"width": 360, "height": 16 * (len(text) // 48 + 2)})
@@ -1201,21 +1308,83 @@ def _provenance_sheet(summary: dict) -> pd.DataFrame:
                            summary.get("track_repairs", []), files)
 
 
-def _summary_sheet(summary: dict) -> pd.DataFrame:
-    """The summary as rows (group, quantity, value), sector times as rows of their own (the
-    track data's records are on the ``provenance`` sheet)."""
-    rows, seen = [], set(_TRACK_DATA_KEYS)
+def _summary_sheet(summary: dict, vehicle_sheet: bool = False) -> pd.DataFrame:
+    """The summary as rows (group, quantity, value, unit, note): one value per row (dicts and
+    lists flattened, :func:`summary_rows`), the solver's effective options
+    (:func:`effective_solver_options`), sector times as rows of their own (the track data's
+    records are on the ``provenance`` sheet, the vehicle's parameters on the ``vehicle``
+    sheet) and where the units of the other sheets are (:data:`WORKBOOK_UNITS_NOTE`)."""
+    rows = [("about", "units", "SI", "", WORKBOOK_UNITS_NOTE)]
+    seen = set(_TRACK_DATA_KEYS) | {"solver_options", "solver_options_effective", "sectors"}
+
+    def add(group, key, value, note=""):
+        for name, v in summary_rows(key, value):
+            rows.append((group, name, v, _unit_of(name), note))
+
     for group, keys in _SUMMARY_GROUPS:
         for k in keys:
-            if k in summary:
-                rows.append((group, k, _cell(summary[k])))
+            if k in summary and k not in ("solver_options",):
+                add(group, k, summary[k])
                 seen.add(k)
+    effective = summary.get("solver_options_effective")
+    if isinstance(effective, dict):
+        options = {k: (v, "effective") for k, v in effective.items()}
+    else:
+        options = effective_solver_options(str(summary.get("solver", "")),
+                                           summary.get("solver_options") or {})
+    for k, (v, source) in options.items():
+        add("solver options", f"solver_options.{k}", v,
+            f"{source}; IPOPT's own defaults for the options not listed")
     for sec in summary.get("sectors", []):
-        rows.append(("sector times", f"sector {sec['sector']} time [s] "
-                     f"({sec['s_start_m']:.0f}-{sec['s_end_m']:.0f} m)", sec["time_s"]))
-    seen.add("sectors")
-    rows += [("other", k, _cell(v)) for k, v in summary.items() if k not in seen]
-    return pd.DataFrame(rows, columns=["group", "quantity", "value"])
+        rows.append(("sector times", f"sector {sec['sector']} time "
+                     f"({sec['s_start_m']:.0f}-{sec['s_end_m']:.0f} m)", sec["time_s"], "s", ""))
+    if "vehicle_parameters" in summary and vehicle_sheet:
+        seen.add("vehicle_parameters")
+        rows.append(("vehicle", "vehicle_parameters", f"{len(summary['vehicle_parameters'])} "
+                     "values: the vehicle sheet", "", ""))
+    if summary.get("channel_quality"):
+        seen.add("channel_quality")
+        rows.append(("results", "channel_quality", "the quality sheet", "", ""))
+    for k, v in summary.items():
+        if k not in seen:
+            for name, x in _long_lists(k, v).items():
+                rows.append(("other", name, f"{len(x)} values: column {name!r} of the lists "
+                             "sheet", _unit_of(name), ""))
+            add("other", k, _without_long_lists(v))
+    return pd.DataFrame(rows, columns=["group", "quantity", "value", "unit", "note"])
+
+
+_LONG_LIST = 12
+"""Lists of more values than this go to the ``lists`` sheet, one column each."""
+
+
+def _long_lists(key: str, value) -> dict:
+    """``{name: list}`` of the lists of more than :data:`_LONG_LIST` single values in a
+    summary entry (``mesh.element_boundaries_m``)."""
+    if isinstance(value, dict):
+        return {n: x for k, v in value.items() for n, x in _long_lists(f"{key}.{k}", v).items()}
+    if isinstance(value, (list, tuple)) and len(value) > _LONG_LIST and all(
+            not isinstance(x, (dict, list, tuple)) for x in value):
+        return {key: list(value)}
+    return {}
+
+
+def _without_long_lists(value):
+    """A summary entry without its long lists (:func:`_long_lists`)."""
+    if isinstance(value, dict):
+        out = {k: _without_long_lists(v) for k, v in value.items()
+               if not _long_lists("", v) or isinstance(v, dict)}
+        return out
+    return value if not _long_lists("", value) else None
+
+
+def _lists_sheet(summary: dict) -> pd.DataFrame:
+    """The ``lists`` sheet: the summary's long lists, one column each (:func:`_long_lists`)."""
+    cols = {}
+    for k, v in summary.items():
+        if k not in _TRACK_DATA_KEYS and k != "sectors":
+            cols.update(_long_lists(k, v))
+    return pd.DataFrame({k: pd.Series(v) for k, v in cols.items()})
 
 
 def _write_parquet(path: Path, df: pd.DataFrame, summary: dict) -> None:
@@ -1236,8 +1405,10 @@ def read_parquet_units(path) -> dict:
 
 
 def _cell(v):
+    """A value for one cell: a dict or list as ``name=value`` pairs (:func:`summary_rows`),
+    never a JSON text."""
     if isinstance(v, (dict, list, tuple)):
-        return json.dumps(v, default=_json_default)
+        return "; ".join(f"{k.lstrip('.')}={x}" for k, x in summary_rows("", v))
     return v
 
 

@@ -91,6 +91,7 @@ https://coin-or.github.io/Ipopt/ (``ipopt_zL_out``/``ipopt_zU_out``).
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 import warnings
 from typing import Optional
@@ -265,17 +266,53 @@ def lap_time_sensitivities(m, parameters=None, entry_step: float = 1e-4):
     RuntimeError
         The model's bounds differ from :func:`bound_functions`.
     """
-    import casadi as ca
-    import pandas as pd
-    from ..ocp.full_model import POINT_VARIABLES, TRACK_INPUTS
-    from ..vehicle.schema import KEY_OF_FIELD, SymbolicVehicle, field_of
-
     t0 = time.perf_counter()
+    prob, dual, zl, zu = _checked_model(m)
+    cfg, p = prob.options, prob.vehicle
+    wanted = _wanted_parameters(parameters)
+    names = list(PARAMETERS)
+    rows = _point_lagrangian(m, names, dual)
+    gp, gw, _, _ = rows.F(rows.Wv, rows.Tv, rows.PP, rows.Dv, np.zeros(rows.Wv.shape))
+    grad_rows = -np.asarray(gp).sum(axis=1)           # -sum y dc/dp
+    # variable bounds that depend on p
+    _check_bounds(m, p, cfg)
+    bsym = bound_functions(rows.sym, cfg)
+    bound_mult = _bound_multipliers(m, zl, zu)
+    grad_bounds = _bound_gradient(m, bsym, rows, bound_mult)
+    v0_mult, dv0_dp, grad_entry = _entry_speed_part(m, names, gw, dual, entry_step)
+    dobj = grad_rows + grad_bounds + grad_entry
+
+    # the sector time itself: one adjoint solve of the KKT system
+    method = "adjoint"
+    try:
+        dT, dT_v0, info = _sector_time_adjoint(
+            m, rows, bsym, bound_mult, v0=m.q1_dot[rows.sigma[0]] if v0_mult is not None else None)
+        entry = dT_v0 * dv0_dp
+        dT = dT + entry
+    except (RuntimeError, ValueError, NotImplementedError, np.linalg.LinAlgError) as exc:
+        warnings.warn(f"the sector time's derivatives could not be computed ({exc}); dT_dp holds "
+                      "the objective's (penalties included)", RuntimeWarning, stacklevel=2)
+        dT, entry, info, method = dobj, grad_entry, {}, f"objective (adjoint failed: {exc})"
+    df = _sensitivity_table(p, names, wanted, dT, entry, dobj)
+    df.attrs.update(objective_s=float(pyo.value(m.objective)), lap_time_s=float(pyo.value(m.lap_time)),
+                    entry_speed_multiplier=v0_mult, method=method, adjoint=info,
+                    time_s=time.perf_counter() - t0)
+    return df
+
+
+def _checked_model(m) -> tuple:
+    """``(m.problem, dual, ipopt_zL_out, ipopt_zU_out)`` of a model
+    :func:`lap_time_sensitivities` can take.
+
+    Raises
+    ------
+    NotImplementedError, ValueError
+        As :func:`lap_time_sensitivities`.
+    """
     prob = m.problem
     if prob.vehicle_model.name != "full" or prob.point_rows is None:
         raise NotImplementedError("lap-time sensitivities need the full model (model='full')")
-    cfg = prob.options
-    if cfg.lift:
+    if prob.options.lift:
         raise NotImplementedError("lap-time sensitivities of a model built with the option 'lift'")
     dual = m.component("dual")
     zl, zu = m.component("ipopt_zL_out"), m.component("ipopt_zU_out")
@@ -283,7 +320,20 @@ def lap_time_sensitivities(m, parameters=None, entry_step: float = 1e-4):
         raise ValueError("the model carries no multipliers: declare the suffixes with "
                          "pyomo_lap.post.sensitivities.declare_multiplier_suffixes(m) before "
                          "solving it to optimality")
-    p = prob.vehicle
+    return prob, dual, zl, zu
+
+
+def _wanted_parameters(parameters) -> list:
+    """The field names (``m``) of the parameters asked for by dotted name (``mass.total``) or
+    field name, and ``"friction_scale"``; all of :data:`PARAMETERS` and the friction scale
+    for None.
+
+    Raises
+    ------
+    ValueError
+        An unknown name.
+    """
+    from ..vehicle.schema import KEY_OF_FIELD, field_of
     wanted = list(PARAMETERS) + ["friction_scale"] if parameters is None else list(parameters)
     for i, name in enumerate(wanted):         # dotted names (mass.total) or field names (m)
         if name != "friction_scale":
@@ -294,16 +344,44 @@ def lap_time_sensitivities(m, parameters=None, entry_step: float = 1e-4):
             if wanted[i] not in PARAMETERS:
                 raise ValueError(f"unknown parameter {name!r}: expected one of "
                                  f"{', '.join(KEY_OF_FIELD[k] for k in PARAMETERS)}, friction_scale")
-    names = list(PARAMETERS)
-    npar = len(names)
-    P = ca.SX.sym("p", npar)
+    return wanted
+
+
+@dataclasses.dataclass
+class _PointLagrangian:
+    """The model's per-point rows with the vehicle parameters as CasADi symbols, and their
+    numbers at the solution (:func:`_point_lagrangian`)."""
+
+    F: object           # mapped over the points: (w, track, p, d, u) -> d/dp and d/dv0 of
+    #                     d.g, and of u.grad_w(d.g)
+    P: object           # the parameters' symbols (SX, in the order of PARAMETERS)
+    sym: object         # the SymbolicVehicle of P
+    Wv: np.ndarray      # (n_variables, n_points) the point variables' values
+    Tv: np.ndarray      # (15, n_points) the track numbers
+    PP: np.ndarray      # (n_parameters, n_points) the parameters' values
+    Dv: np.ndarray      # (n_rows, n_points) the rows' duals
+    cons: list          # [row][point] -> ConstraintData or None
+    comps: list         # the Var component of every point variable
+    sigma: list         # the points s [m]
+    p0: np.ndarray      # (n_parameters,) the parameters' values
+
+
+def _point_lagrangian(m, names: list, dual) -> _PointLagrangian:
+    """The rows of the model's own recording, its car's parameters given as symbols (the
+    gravity, not a parameter of the vehicle file, as its number), as the derivatives of
+    :math:`\\sum_i d_i g_i` at one point mapped over the points, with the solution's values
+    and duals."""
+    import casadi as ca
+    from ..ocp.full_model import POINT_VARIABLES, TRACK_INPUTS
+    from ..vehicle.schema import SymbolicVehicle, field_of
+    prob = m.problem
+    p = prob.vehicle
+    P = ca.SX.sym("p", len(names))
     sym = SymbolicVehicle(p, {k: P[i] for i, k in enumerate(names)})
     rec = prob.point_rows
     nv, nt = len(POINT_VARIABLES), len(TRACK_INPUTS)
     W = ca.SX.sym("w", nv)
     T = ca.SX.sym("track", nt)
-    # the rows of the model's own recording, its car's parameters given as the symbols P (the
-    # gravity, not a parameter of the vehicle file, as its number)
     pos = {f: i for i, f in enumerate(names)}
     V = ca.vertcat(*[P[pos[field_of(k)]] if field_of(k) in pos else float(p.value(k))
                      for k in rec.vehicle_inputs])
@@ -324,85 +402,89 @@ def lap_time_sensitivities(m, parameters=None, entry_step: float = 1e-4):
     iq1 = POINT_VARIABLES.index("q1_dot")
     F = ca.Function("dlag", [W, T, P, D, U], [ca.gradient(lag, P), ca.gradient(lag, W[iq1]),
                                               ca.gradient(lag_u, P), ca.gradient(lag_u, W[iq1])])
-
     # the point's values, track numbers and duals
     sigma = rec.points
     n = len(sigma)
     comps = [m.component(k) for k in POINT_VARIABLES]
-    Wv = np.array([[pyo.value(c[s]) for s in sigma] for c in comps])
-    Tv = np.asarray(rec.track_values, dtype=float).T
     cons = _model_rows(m, rec, fam_rows)
-    Dv = np.array([[dual.get(c, 0.0) if c is not None else 0.0 for c in col] for col in cons])
     p0 = np.array([getattr(p, k) for k in names], dtype=float)
-    Fm = F.map(n, "serial")
-    PP = np.tile(p0[:, None], (1, n))
-    gp, gw, _, _ = Fm(Wv, Tv, PP, Dv, np.zeros((nv, n)))
-    grad_rows = -np.asarray(gp).sum(axis=1)           # -sum y dc/dp
+    return _PointLagrangian(
+        F=F.map(n, "serial"), P=P, sym=sym,
+        Wv=np.array([[pyo.value(c[s]) for s in sigma] for c in comps]),
+        Tv=np.asarray(rec.track_values, dtype=float).T, PP=np.tile(p0[:, None], (1, n)),
+        Dv=np.array([[dual.get(c, 0.0) if c is not None else 0.0 for c in col] for col in cons]),
+        cons=cons, comps=comps, sigma=sigma, p0=p0)
 
-    # variable bounds that depend on p
-    _check_bounds(m, p, cfg)
-    bsym = bound_functions(sym, cfg)
-    grad_bounds = np.zeros(npar)
-    bound_mult = _bound_multipliers(m, zl, zu)
+
+def _bound_jacobian(bound, P, p0) -> np.ndarray:
+    """``d bound / dp`` at ``p0`` (a CasADi expression of the symbols ``P``)."""
+    import casadi as ca
+    return np.asarray(ca.evalf(ca.substitute(ca.jacobian(bound, P), P, p0))).ravel()
+
+
+def _bound_gradient(m, bsym: dict, rows: _PointLagrangian, bound_mult) -> np.ndarray:
+    """:math:`\\sum_j z_{L,j} \\partial x_{L,j}/\\partial p + z_{U,j} \\partial x_{U,j}/\\partial p`
+    over the variable bounds that depend on the car (:func:`bound_functions`)."""
+    grad_bounds = np.zeros(len(rows.p0))
     for name in _BOUND_FAMILIES:
         comp = m.component(name)
         lo, up = bsym[name]
-        zlo, zup = (np.array(a) for a in zip(*(bound_mult(comp[s]) for s in sigma)))
+        zlo, zup = (np.array(a) for a in zip(*(bound_mult(comp[s]) for s in rows.sigma)))
         if name == "q2":      # lb = -w_r + offset, ub = w_l - offset
-            dlo = np.asarray(ca.evalf(ca.substitute(ca.jacobian(lo, P), P, p0))).ravel()
+            dlo = _bound_jacobian(lo, rows.P, rows.p0)
             grad_bounds += zlo.sum() * dlo - zup.sum() * dlo
             continue
         for bnd, z in ((lo, zlo), (up, zup)):
             if bnd is None or is_number(bnd):
                 continue
-            db = np.asarray(ca.evalf(ca.substitute(ca.jacobian(bnd, P), P, p0))).ravel()
-            grad_bounds += z.sum() * db
+            grad_bounds += z.sum() * _bound_jacobian(bnd, rows.P, rows.p0)
+    return grad_bounds
 
-    # the entry speed
-    grad_entry = np.zeros(npar)
-    dv0_dp = np.zeros(npar)
-    v0_mult = None
-    first = sigma[0]
-    if prob.initial_speed is not None and cfg.initial_speed == "quasi-steady":
-        v0_mult = -float(np.asarray(gw)[0, 0])
-        v0_mult -= _collocation_part(m, m.q1_dot[first], dual)
-        from ..ocp.common import entry_speed
-        vmax = m.q1_dot[first].ub
-        spy = _AttributeSpy(p)      # the fields the estimate reads: the others give 0
-        entry_speed(prob.track, spy, cfg, vmax)
-        used = set(names) if spy.used - set(names) - {"gravity"} else spy.used
-        for i, k in enumerate(names):
-            if k not in used:
-                continue
-            val = getattr(p, k)
-            h = entry_step * abs(val) if val != 0 else entry_step
+
+def _entry_speed_part(m, names: list, gw, dual, entry_step: float) -> tuple:
+    """The entry speed of an open sector with ``initial_speed="quasi-steady"``: its multiplier
+    :math:`\\partial f^*/\\partial v_0` [s per m/s] (None without such an entry speed) and
+    :math:`dv_0/dp` (zeros without), by central differences of
+    :func:`pyomo_lap.ocp.common.entry_speed` of step ``entry_step`` (relative), and their
+    product, the entry speed's part of :math:`df^*/dp`."""
+    prob = m.problem
+    cfg, p = prob.options, prob.vehicle
+    dv0_dp, grad_entry = np.zeros(len(names)), np.zeros(len(names))
+    first = prob.point_rows.points[0]
+    if prob.initial_speed is None or cfg.initial_speed != "quasi-steady":
+        return None, dv0_dp, grad_entry
+    v0_mult = -float(np.asarray(gw)[0, 0])
+    v0_mult -= _collocation_part(m, m.q1_dot[first], dual)
+    from ..ocp.common import entry_speed
+    vmax = m.q1_dot[first].ub
+    spy = _AttributeSpy(p)      # the fields the estimate reads: the others give 0
+    entry_speed(prob.track, spy, cfg, vmax)
+    used = set(names) if spy.used - set(names) - {"gravity"} else spy.used
+    for i, k in enumerate(names):
+        if k not in used:
+            continue
+        val = getattr(p, k)
+        h = entry_step * abs(val) if val != 0 else entry_step
+        try:
+            vp = entry_speed(prob.track, p.replace(**{k: val + h}), cfg, vmax)
+            vm = entry_speed(prob.track, p.replace(**{k: val - h}), cfg, vmax)
+        except ValueError:    # at the edge of the schema's range: one-sided
             try:
                 vp = entry_speed(prob.track, p.replace(**{k: val + h}), cfg, vmax)
-                vm = entry_speed(prob.track, p.replace(**{k: val - h}), cfg, vmax)
-            except ValueError:    # at the edge of the schema's range: one-sided
-                try:
-                    vp = entry_speed(prob.track, p.replace(**{k: val + h}), cfg, vmax)
-                    vm, h = prob.initial_speed, h / 2
-                except ValueError:
-                    vp, h = prob.initial_speed, h / 2
-                    vm = entry_speed(prob.track, p.replace(**{k: val - h * 2}), cfg, vmax)
-            dv0_dp[i] = (vp - vm) / (2 * h)
-            grad_entry[i] = v0_mult * dv0_dp[i]
-    dobj = grad_rows + grad_bounds + grad_entry
+                vm, h = prob.initial_speed, h / 2
+            except ValueError:
+                vp, h = prob.initial_speed, h / 2
+                vm = entry_speed(prob.track, p.replace(**{k: val - h * 2}), cfg, vmax)
+        dv0_dp[i] = (vp - vm) / (2 * h)
+        grad_entry[i] = v0_mult * dv0_dp[i]
+    return v0_mult, dv0_dp, grad_entry
 
-    # the sector time itself: one adjoint solve of the KKT system
-    method = "adjoint"
-    try:
-        dT, dT_v0, info = _sector_time_adjoint(
-            m, F=Fm, Wv=Wv, Tv=Tv, PP=PP, Dv=Dv, cons=cons, comps=comps, sigma=sigma,
-            bsym=bsym, P=P, p0=p0, bound_mult=bound_mult,
-            v0=m.q1_dot[first] if v0_mult is not None else None)
-        entry = dT_v0 * dv0_dp
-        dT = dT + entry
-    except (RuntimeError, ValueError, NotImplementedError, np.linalg.LinAlgError) as exc:
-        warnings.warn(f"the sector time's derivatives could not be computed ({exc}); dT_dp holds "
-                      "the objective's (penalties included)", RuntimeWarning, stacklevel=2)
-        dT, entry, info, method = dobj, grad_entry, {}, f"objective (adjoint failed: {exc})"
+
+def _sensitivity_table(p, names: list, wanted: list, dT, entry, dobj):
+    """The table of :func:`lap_time_sensitivities` (:data:`SENSITIVITY_COLUMNS`), one row per
+    name of ``wanted``, from the derivatives over ``names``."""
+    import pandas as pd
+    from ..vehicle.schema import KEY_OF_FIELD
 
     def per_name(vec):
         d = dict(zip(names, vec))
@@ -418,14 +500,10 @@ def lap_time_sensitivities(m, parameters=None, entry_step: float = 1e-4):
                         "dT_dp": float(by_name[name]), "dT_1pct": 0.01 * value * float(by_name[name]),
                         "dT_dp_entry": float(entry_by_name[name]),
                         "dobj_dp": float(obj_by_name[name])})
-    df = pd.DataFrame.from_records(records, columns=list(SENSITIVITY_COLUMNS))
-    df.attrs.update(objective_s=float(pyo.value(m.objective)), lap_time_s=float(pyo.value(m.lap_time)),
-                    entry_speed_multiplier=v0_mult, method=method, adjoint=info,
-                    time_s=time.perf_counter() - t0)
-    return df
+    return pd.DataFrame.from_records(records, columns=list(SENSITIVITY_COLUMNS))
 
 
-def _sector_time_adjoint(m, *, F, Wv, Tv, PP, Dv, cons, comps, sigma, bsym, P, p0, bound_mult, v0):
+def _sector_time_adjoint(m, rows: _PointLagrangian, bsym: dict, bound_mult, v0):
     r""":math:`dT^*/dp` of the sector time :math:`T` (not the objective) by one adjoint solve.
 
     With the active set fixed, the optimum moves with :math:`p` as
@@ -436,8 +514,19 @@ def _sector_time_adjoint(m, *, F, Wv, Tv, PP, Dv, cons, comps, sigma, bsym, P, p
     :math:`dT/dp = -(u^T \nabla^2_{xp} L + v^T \partial c_A/\partial p)`. :math:`H`, :math:`A`
     come from :class:`pyomo_lap.solvers.lap_nlp.LapNLP` (the compiled functions of the
     solve), :math:`\nabla^2_{xp} L` and :math:`\partial c/\partial p` from the per-point rows
-    with symbolic parameters (AD). A row or bound is active when its scaled multiplier exceeds
-    its scaled slack (their product is IPOPT's final barrier parameter).
+    with symbolic parameters (AD, ``rows``). A row or bound is active when its scaled
+    multiplier exceeds its scaled slack (their product is IPOPT's final barrier parameter).
+
+    Parameters
+    ----------
+    m : ConcreteModel
+    rows : _PointLagrangian
+    bsym : dict
+        :func:`bound_functions` of the symbolic vehicle.
+    bound_mult : callable
+        :func:`_bound_multipliers`.
+    v0 : VarData or None
+        The fixed entry speed ``q1_dot`` at the first point, None without one.
 
     Returns
     -------
@@ -450,15 +539,44 @@ def _sector_time_adjoint(m, *, F, Wv, Tv, PP, Dv, cons, comps, sigma, bsym, P, p
     RuntimeError
         The KKT system is singular or its solve inaccurate (residual above 1e-8).
     """
-    import casadi as ca
-    import scipy.sparse as sp
-    import scipy.sparse.linalg as spl
-    from pyomo.repn import generate_standard_repn
     from ..solvers.lap_nlp import LapNLP
 
     t0 = time.perf_counter()
-    dual = m.dual
     nlp = LapNLP(m, verify_points=2)
+    kkt = _kkt_system(m, nlp, bound_mult)
+    t1 = time.perf_counter()
+    sol, resid = _solve_kkt(kkt.K, kkt.rhs)
+    dT, dT_v0 = _adjoint_gradient(m, nlp, kkt, sol, rows, bsym, v0)
+    info = {"kkt_size": int(kkt.nx + kkt.na), "active_rows": int(kkt.ar.size),
+            "active_bounds": int(kkt.ab.size), "residual": resid,
+            "time_s": time.perf_counter() - t0, "solve_s": time.perf_counter() - t1}
+    return dT, dT_v0, info
+
+
+@dataclasses.dataclass
+class _KKT:
+    """The KKT system at the solution (:func:`_kkt_system`)."""
+
+    nx: int               # variables
+    ng: int               # rows
+    na: int               # active rows and bounds
+    row_of: dict          # id(ConstraintData) -> row of the NLP
+    col_of: dict          # id(VarData) -> column of the NLP
+    ar: np.ndarray        # the active rows
+    ab: np.ndarray        # the variables at an active bound
+    act_lo: np.ndarray    # (nx,) bool: at an active lower bound
+    K: object             # [[H, A^T], [A, -1e-12 I]] (scipy.sparse, csc)
+    rhs: np.ndarray       # [grad T; 0]
+
+
+def _kkt_system(m, nlp, bound_mult) -> _KKT:
+    """The KKT matrix of the solved model ``m`` (its NLP ``nlp``: Hessian of the Lagrangian,
+    Jacobian of the equality and active rows and active bounds) and the gradient of the
+    sector time as its right-hand side."""
+    import scipy.sparse as sp
+    from pyomo.repn import generate_standard_repn
+
+    dual = m.dual
     x = np.array([v.value for v in nlp.variables], dtype=float)
     nx, ng = x.size, len(nlp.constraints)
     row_of = {id(c): r for r, c in enumerate(nlp.constraints)}
@@ -495,7 +613,19 @@ def _sector_time_adjoint(m, *, F, Wv, Tv, PP, Dv, cons, comps, sigma, bsym, P, p
     for v, c in zip(repn.linear_vars, repn.linear_coefs):
         if id(v) in col_of:
             rhs[col_of[id(v)]] += c
-    t1 = time.perf_counter()
+    return _KKT(nx=nx, ng=ng, na=na, row_of=row_of, col_of=col_of, ar=ar, ab=ab, act_lo=act_lo,
+                K=K, rhs=rhs)
+
+
+def _solve_kkt(K, rhs) -> tuple:
+    """The solution of ``K sol = rhs`` and its relative residual.
+
+    Raises
+    ------
+    RuntimeError
+        ``K`` is singular, or the residual exceeds 1e-8.
+    """
+    import scipy.sparse.linalg as spl
     with warnings.catch_warnings():
         warnings.simplefilter("error", spl.MatrixRankWarning)
         try:
@@ -505,32 +635,40 @@ def _sector_time_adjoint(m, *, F, Wv, Tv, PP, Dv, cons, comps, sigma, bsym, P, p
     resid = float(np.linalg.norm(K @ sol - rhs) / max(np.linalg.norm(rhs), 1e-300))
     if not np.all(np.isfinite(sol)) or resid > 1e-8:
         raise RuntimeError(f"the KKT solve is inaccurate (relative residual {resid:.1e})")
+    return sol, resid
+
+
+def _adjoint_gradient(m, nlp, kkt: _KKT, sol, rows: _PointLagrangian, bsym: dict, v0) -> tuple:
+    """:math:`dT/dp = -(u^T \\nabla^2_{xp} L + v^T \\partial c_A/\\partial p)` from the adjoint
+    ``sol = [u; v]`` (rows by AD over the points, active bounds by :func:`bound_functions`),
+    and :math:`dT/dv_0` (0.0 for ``v0`` None)."""
+    nx, ng, ar, ab, row_of, col_of = kkt.nx, kkt.ng, kkt.ar, kkt.ab, kkt.row_of, kkt.col_of
     u, v = sol[:nx], sol[nx:]
     vr = np.zeros(ng)
     vr[ar] = v[:ar.size]
     vb = np.zeros(nx)
     vb[ab] = v[ar.size:]
     Vv = np.array([[vr[row_of[id(c)]] if c is not None and id(c) in row_of else 0.0 for c in col]
-                   for col in cons])
-    Uv = np.array([[u[col_of[id(c[s])]] if id(c[s]) in col_of else 0.0 for s in sigma]
-                   for c in comps])
-    _, _, hu_p, hu_v0 = F(Wv, Tv, PP, Dv, Uv)            # d/dp, d/dv0 of u . grad_w (y . g)
-    gv_p, gv_v0, _, _ = F(Wv, Tv, PP, Vv, np.zeros_like(Uv))   # d/dp, d/dv0 of v . g
+                   for col in rows.cons])
+    Uv = np.array([[u[col_of[id(c[s])]] if id(c[s]) in col_of else 0.0 for s in rows.sigma]
+                   for c in rows.comps])
+    _, _, hu_p, hu_v0 = rows.F(rows.Wv, rows.Tv, rows.PP, rows.Dv, Uv)   # d/dp, d/dv0 of u . grad_w (y . g)
+    gv_p, gv_v0, _, _ = rows.F(rows.Wv, rows.Tv, rows.PP, Vv, np.zeros_like(Uv))  # of v . g
     # L_xp = -d_w (y . g_p) (Pyomo's y = -lambda): -u' L_xp = +hu; -v' c_p = -gv
     dT = np.asarray(hu_p).sum(axis=1) - np.asarray(gv_p).sum(axis=1)
     # active bounds x_j = b_j(p): c_p = -db/dp
     for name in _BOUND_FAMILIES:
         comp = m.component(name)
         lo, up = bsym[name]
-        for s in sigma:
+        for s in rows.sigma:
             k = col_of.get(id(comp[s]))
             if k is None or vb[k] == 0.0:
                 continue
-            b = lo if act_lo[k] else up
+            b = lo if kkt.act_lo[k] else up
             if b is None or is_number(b):
                 continue
-            db = np.asarray(ca.evalf(ca.substitute(ca.jacobian(b, P), P, p0))).ravel()
-            if name == "q2" and not act_lo[k]:     # ub = w_left - offset
+            db = _bound_jacobian(b, rows.P, rows.p0)
+            if name == "q2" and not kkt.act_lo[k]:     # ub = w_left - offset
                 db = -db
             dT += vb[k] * db
     dT_v0 = 0.0
@@ -538,9 +676,7 @@ def _sector_time_adjoint(m, *, F, Wv, Tv, PP, Dv, cons, comps, sigma, bsym, P, p
         dT_v0 = float(np.asarray(hu_v0)[0, 0]) - float(np.asarray(gv_v0)[0, 0])
         dT_v0 -= _collocation_part(m, v0, {c: vr[row_of[id(c)]] for c in nlp.constraints
                                            if vr[row_of[id(c)]] != 0.0})
-    info = {"kkt_size": int(nx + na), "active_rows": int(ar.size), "active_bounds": int(ab.size),
-            "residual": resid, "time_s": time.perf_counter() - t0, "solve_s": time.perf_counter() - t1}
-    return dT, dT_v0, info
+    return dT, dT_v0
 
 
 def _bound_multipliers(m, zl, zu):

@@ -448,6 +448,27 @@ def element_points(element, s, scheme: str = "LAGRANGE-RADAU") -> list:
     return out
 
 
+def _check_control_options(df, basis: str, interpolation: str, scheme: str) -> None:
+    """The columns and options of :func:`controls_from_trajectory`.
+
+    Raises
+    ------
+    ValueError
+        A missing column, or an option not among those listed there.
+    """
+    need = {"s_sector", "t", "element", "f_xa", "f_xb", "delta"}
+    missing = need - set(df.columns)
+    if missing:
+        raise ValueError(f"trajectory lacks column(s) {sorted(missing)}")
+    if basis not in ("s", "t"):
+        raise ValueError(f"basis = {basis!r}: expected 's' or 't'")
+    if interpolation not in ("auto", "polynomial", "constant", "state"):
+        raise ValueError(f"interpolation = {interpolation!r}: expected 'auto', 'polynomial', "
+                         "'constant' or 'state'")
+    if scheme not in ("LAGRANGE-RADAU", "LAGRANGE-LEGENDRE"):
+        raise ValueError(f"scheme = {scheme!r}: expected 'LAGRANGE-RADAU' or 'LAGRANGE-LEGENDRE'")
+
+
 def controls_from_trajectory(df, basis: str = "s", start: Optional[float] = None,
                              interpolation: str = "auto", scheme: str = "LAGRANGE-RADAU"):
     """The controls of a solved OCP as a control law of :func:`simulate`.
@@ -501,17 +522,7 @@ def controls_from_trajectory(df, basis: str = "s", start: Optional[float] = None
     ValueError
         Missing columns, an unknown option, or an element count that does not match.
     """
-    need = {"s_sector", "t", "element", "f_xa", "f_xb", "delta"}
-    missing = need - set(df.columns)
-    if missing:
-        raise ValueError(f"trajectory lacks column(s) {sorted(missing)}")
-    if basis not in ("s", "t"):
-        raise ValueError(f"basis = {basis!r}: expected 's' or 't'")
-    if interpolation not in ("auto", "polynomial", "constant", "state"):
-        raise ValueError(f"interpolation = {interpolation!r}: expected 'auto', 'polynomial', "
-                         "'constant' or 'state'")
-    if scheme not in ("LAGRANGE-RADAU", "LAGRANGE-LEGENDRE"):
-        raise ValueError(f"scheme = {scheme!r}: expected 'LAGRANGE-RADAU' or 'LAGRANGE-LEGENDRE'")
+    _check_control_options(df, basis, interpolation, scheme)
     if start is None:
         start = float(df["s"].iloc[0]) if "s" in df.columns else 0.0
     el = df["element"].to_numpy().astype(int)
@@ -714,6 +725,71 @@ def simulate(track, vehicle, controls, x0: Sequence[float], t_end: float, *,
     """
     import time as _time
     wall0 = _time.perf_counter()
+    run = _prepare_run(track, vehicle, controls, x0, t_end, z0, model, tyres, car, track_lookup)
+    if atol is None:
+        scale = ([1.0, 1.0, 1.0, 0.01, 0.01, 0.01, 10.0, 1.0, 1.0, 0.1, 0.1, 0.1] if run.n == 6
+                 else [1.0, 1.0, 1.0, 10.0, 1.0, 1.0])
+        atol = rtol * np.array(scale)
+    # the initial algebraic loop (a clear error before any integration)
+    try:
+        run.rhs(run.t0, run.x0)
+    except AlgebraicLoopError as exc:
+        raise ValueError(f"no solution of the algebraic loop at the initial state: {exc}") from None
+    stops = _stop_events(run.n, q3_max, v_min, s_end)
+    T, X, status, message = _integrate(run, stops, t_end, chunk,
+                                       dict(method=method, rtol=rtol, atol=atol, max_step=max_step))
+    U, Z, QDD = _at_steps(run, T, X, z0)
+    if status == "algebraic":
+        t_stop, s_stop = run.where
+    else:
+        t_stop, s_stop = float(T[-1]), float(X[-1, 0])
+    return SimulationResult(t=T, x=X, u=U, z=Z, qdd=QDD, status=status, message=message,
+                            t_stop=float(t_stop), s_stop=float(s_stop),
+                            algebraic=run.car.algebraic, n_q=run.n, n_rhs=run.n_rhs,
+                            wall_time_s=_time.perf_counter() - wall0)
+
+
+@dataclasses.dataclass
+class _Run:
+    """What the steps of :func:`simulate` share: the car, the control law and its segments,
+    the track access, and the running state of the right-hand side."""
+
+    car: CarFunctions
+    controls: object
+    look: TrackLookup
+    x0: np.ndarray
+    t0: float                      # the initial time [s]
+    basis: Optional[str]           # the controls' segments in 's' or 't' (None: no segments)
+    breaks: Optional[np.ndarray]   # the segments' boundaries
+    n_seg: int                     # segments the integration restarts at
+    z: Optional[np.ndarray] = None     # the last solution of the algebraic loop
+    seg: int = 0                       # the control segment being integrated
+    n_rhs: int = 0                     # right-hand-side evaluations
+    where: tuple = (0.0, 0.0)          # (t [s], q1 [m]) of the last evaluation
+
+    @property
+    def n(self) -> int:
+        return self.car.n_q
+
+    def rhs(self, t, x):
+        """:math:`\\dot x = (\\dot q, \\ddot q)`, the algebraic loop solved from the last ``z``."""
+        n = self.car.n_q
+        self.n_rhs += 1
+        self.where = (t, x[0])
+        trk = self.look(x[0])[0]
+        u = self.controls(t, x, self.seg)
+        z, qdd = self.car.solve(trk, x[:n], x[n:], u, self.z)
+        self.z = z
+        return np.concatenate([x[n:], qdd])
+
+    def segment_at(self, t, x) -> int:
+        """The control segment at time ``t`` and state ``x``."""
+        return self.controls.segment(x[0] if self.basis == "s" else t)
+
+
+def _prepare_run(track, vehicle, controls, x0, t_end, z0, model, tyres, car,
+                 track_lookup) -> _Run:
+    """Step 1 of :func:`simulate`: check the inputs, trace the car, wrap the controls."""
     if car is None:
         car = CarFunctions(vehicle, model=model, tyres=tyres)
     elif car.model != model or car.tyres != bool(tyres):
@@ -732,31 +808,16 @@ def simulate(track, vehicle, controls, x0: Sequence[float], t_end: float, *,
     n_seg = len(breaks) - 1 if breaks is not None and getattr(controls, "restart", True) else 1
     if not t_end > t0:
         raise ValueError(f"t_end = {t_end!r} s must be after the start {t0} s")
-    if atol is None:
-        scale = ([1.0, 1.0, 1.0, 0.01, 0.01, 0.01, 10.0, 1.0, 1.0, 0.1, 0.1, 0.1] if n == 6
-                 else [1.0, 1.0, 1.0, 10.0, 1.0, 1.0])
-        atol = rtol * np.array(scale)
     look = track_lookup if track_lookup is not None else TrackLookup(track)
-    state = {"z": None if z0 is None else np.asarray(z0, float), "seg": 0, "n": 0,
-             "where": (t0, x0[0])}
-    seg0 = controls.segment(x0[0] if basis == "s" else t0)
-    state["seg"] = seg0
+    run = _Run(car=car, controls=controls, look=look, x0=x0, t0=t0, basis=basis, breaks=breaks,
+               n_seg=n_seg, z=None if z0 is None else np.asarray(z0, float), where=(t0, x0[0]))
+    run.seg = run.segment_at(t0, x0)
+    return run
 
-    def rhs(t, x):
-        state["n"] += 1
-        state["where"] = (t, x[0])
-        trk = look(x[0])[0]
-        u = controls(t, x, state["seg"])
-        z, qdd = car.solve(trk, x[:n], x[n:], u, state["z"])
-        state["z"] = z
-        return np.concatenate([x[n:], qdd])
 
-    # the initial algebraic loop (a clear error before any integration)
-    try:
-        rhs(t0, x0)
-    except AlgebraicLoopError as exc:
-        raise ValueError(f"no solution of the algebraic loop at the initial state: {exc}") from None
-
+def _stop_events(n: int, q3_max: float, v_min: float, s_end: Optional[float]) -> list:
+    """The terminal events of a run, ``(status, event function, message)``: spin, stop and,
+    with ``s_end``, the end of the sector."""
     def ev_spin(t, x):
         return q3_max - abs(x[2])
     ev_spin.terminal, ev_spin.direction = True, -1
@@ -764,39 +825,55 @@ def simulate(track, vehicle, controls, x0: Sequence[float], t_end: float, *,
     def ev_stop(t, x):
         return x[n] - v_min
     ev_stop.terminal, ev_stop.direction = True, -1
-    stop_events = [("spin", ev_spin), ("stopped", ev_stop)]
+    stops = [("spin", ev_spin, f"the car spun: |q3| > {q3_max} rad"),
+             ("stopped", ev_stop, f"the car stopped: q1_dot < {v_min} m/s")]
     if s_end is not None:
         def ev_end(t, x):
             return x[0] - s_end
         ev_end.terminal, ev_end.direction = True, 1
-        stop_events.append(("end", ev_end))
+        stops.append(("end", ev_end, f"reached s_end = {s_end} m"))
+    return stops
 
-    T, X = [np.array([t0])], [x0[None, :]]
-    t, x = t0, x0.copy()
+
+def _segment_event(s_next: float):
+    """Terminal event ``q1 = s_next``: the boundary of a control segment in distance."""
+    def ev_seg(tt, xx):
+        return xx[0] - s_next
+    ev_seg.terminal, ev_seg.direction = True, 1
+    return ev_seg
+
+
+def _integrate(run: _Run, stops: list, t_end: float, chunk: float, ivp: dict) -> tuple:
+    """Step 2 of :func:`simulate`: integrate chunk by chunk, restarting at every segment
+    boundary, until a stop event, ``t_end``, or a failure.
+
+    Returns
+    -------
+    (T, X, status, message)
+        The accepted steps' times (n,) [s] and states (n, 2 n_q), and how the run ended.
+    """
+    basis, breaks, n_seg = run.basis, run.breaks, run.n_seg
+    texts = {name: text for name, _, text in stops}
+    T, X = [np.array([run.t0])], [run.x0[None, :]]
+    t, x = run.t0, run.x0.copy()
     status, message = None, ""
     while status is None:
-        seg = state["seg"]
+        seg = run.seg
         t_stop = min(t_end, t + chunk)
-        events = [e for _, e in stop_events]
-        names = [k for k, _ in stop_events]
+        events = [e for _, e, _ in stops]
+        names = [k for k, _, _ in stops]
         if basis == "t" and seg + 1 < n_seg:
             t_stop = min(t_stop, float(breaks[seg + 1]))
         if basis == "s" and seg + 1 < n_seg:
-            s_next = float(breaks[seg + 1])
-
-            def ev_seg(tt, xx, _s=s_next):
-                return xx[0] - _s
-            ev_seg.terminal, ev_seg.direction = True, 1
-            events.append(ev_seg)
+            events.append(_segment_event(float(breaks[seg + 1])))
             names.append("segment")
         if t_stop <= t:
             status, message = "t_end", f"reached t_end = {t_end} s"
             break
         try:
-            sol = solve_ivp(rhs, (t, t_stop), x, method=method, rtol=rtol, atol=atol,
-                            max_step=max_step, events=events)
+            sol = solve_ivp(run.rhs, (t, t_stop), x, events=events, **ivp)
         except AlgebraicLoopError as exc:
-            tf, sf = state["where"]
+            tf, sf = run.where
             status = "algebraic"
             message = f"algebraic loop without solution at t = {tf:.3f} s, q1 = {sf:.1f} m: {exc}"
             break
@@ -815,40 +892,34 @@ def simulate(track, vehicle, controls, x0: Sequence[float], t_end: float, *,
                 if T[-1][-1] != t:
                     T.append(np.array([t]))
                     X.append(x[None, :])
-                state["seg"] = seg + 1
+                run.seg = seg + 1
                 continue
             status = names[k]
-            message = {"spin": f"the car spun: |q3| > {q3_max} rad",
-                       "stopped": f"the car stopped: q1_dot < {v_min} m/s",
-                       "end": f"reached s_end = {s_end} m"}[status]
-            message += f" at t = {t:.3f} s, q1 = {x[0]:.1f} m"
+            message = texts[status] + f" at t = {t:.3f} s, q1 = {x[0]:.1f} m"
             break
         if basis == "t" and seg + 1 < n_seg and t >= float(breaks[seg + 1]) - 1e-12:
-            state["seg"] = seg + 1
+            run.seg = seg + 1
         if t >= t_end:
             status, message = "t_end", f"reached t_end = {t_end} s at q1 = {x[0]:.1f} m"
-    T = np.concatenate(T)
-    X = np.concatenate(X)
-    # controls, algebraic variables and accelerations at the stored steps
+    return np.concatenate(T), np.concatenate(X), status, message
+
+
+def _at_steps(run: _Run, T: np.ndarray, X: np.ndarray, z0) -> tuple:
+    """Step 3 of :func:`simulate`: controls (n, 3), algebraic variables (n, n_z) and joint
+    accelerations (n, n_q) at the stored steps (NaN where the algebraic loop fails)."""
+    car, controls, n = run.car, run.controls, run.n
     U = np.zeros((len(T), 3))
     Z = np.zeros((len(T), car.n_z))
     QDD = np.zeros((len(T), n))
     z = None if z0 is None else np.asarray(z0, float)
     for i, (ti, xi) in enumerate(zip(T, X)):
-        seg = controls.segment(xi[0] if basis == "s" else ti)
-        if basis == "s" and i + 1 < len(T) and X[i + 1, 0] > xi[0]:
+        seg = run.segment_at(ti, xi)
+        if run.basis == "s" and i + 1 < len(T) and X[i + 1, 0] > xi[0]:
             seg = controls.segment(0.5 * (xi[0] + X[i + 1, 0]))   # a step starting on a boundary
         u = np.asarray(controls(ti, xi, seg), float)
         try:
-            z, qdd = car.solve(look(xi[0])[0], xi[:n], xi[n:], u, z)
+            z, qdd = car.solve(run.look(xi[0])[0], xi[:n], xi[n:], u, z)
         except AlgebraicLoopError:
             z, qdd = np.full(car.n_z, np.nan), np.full(n, np.nan)
         U[i], Z[i], QDD[i] = u, z, qdd
-    if status == "algebraic":
-        t_stop, s_stop = state["where"]
-    else:
-        t_stop, s_stop = float(T[-1]), float(X[-1, 0])
-    return SimulationResult(t=T, x=X, u=U, z=Z, qdd=QDD, status=status, message=message,
-                            t_stop=float(t_stop), s_stop=float(s_stop),
-                            algebraic=car.algebraic, n_q=n, n_rhs=state["n"],
-                            wall_time_s=_time.perf_counter() - wall0)
+    return U, Z, QDD

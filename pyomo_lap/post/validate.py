@@ -47,6 +47,7 @@ fail on them as issue 22 asks. Each threshold's docstring lists its measurements
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -313,12 +314,58 @@ def validate_results(folder, feedback: bool = True, shooting: bool = False,
         The folder lacks the files, or holds a result of a model other than the full one
         (replay and defects are for the full model).
     """
-    from .defects import collocation_defects
     from ..vehicle.numeric import CarFunctions
-    from .replay import replay
     from .results import read_trajectory
     t0 = time.perf_counter()
     folder = Path(folder)
+    summary = _read_summary(folder)
+    tr, p = _inputs(summary)
+    df = read_trajectory(folder)
+    run = _ValidationRun(folder=folder, df=df, track=tr, vehicle=p, car=CarFunctions(p),
+                         start=float(summary.get("start_m", df["s"].iloc[0])),
+                         scheme=summary.get("scheme", "LAGRANGE-RADAU"),
+                         interpolation=interpolation_of(summary), echo=echo)
+    out = {"results": str(folder), "lap_time_s": summary.get("lap_time_s"),
+           "interpolation": run.interpolation}
+    checks, rf = _replay_steps(run, out, feedback, open_loop)
+    d = _defect_step(run, out, int(summary.get("ncp", 3)), shooting)
+    checks = _defect_checks(d) + checks
+    qc, quality = _quality_checks(df)
+    checks += qc
+    out["channel_quality"] = quality
+    out["checks"] = checks
+    out["verdict"] = overall_verdict(checks)
+    files = []
+    if plots:
+        pdir = Path(plots_dir) if plots_dir is not None else folder
+        pdir.mkdir(parents=True, exist_ok=True)
+        files.append(_plot_defects(d, run.start, pdir / "validation_defects.png", folder.name))
+        if rf is not None:
+            files.append(_plot_replay(rf, df, run.start, pdir / "validation_replay.png",
+                                      folder.name))
+    out["plots"] = [str(f) for f in files]
+    out["wall_time_s"] = time.perf_counter() - t0
+    out = _clean(out)
+    (folder / "validation.json").write_text(json.dumps(out, indent=2, default=float))
+    d.elements.to_csv(folder / "defects.csv", index=False)
+    echo("")
+    for c in out["checks"]:
+        echo(format_check(c))
+    echo(f"verdict: {out['verdict'].upper()}")
+    echo(f"written {folder / 'validation.json'}, {folder / 'defects.csv'}"
+         + "".join(f", {f}" for f in files))
+    return out
+
+
+def _read_summary(folder: Path) -> dict:
+    """The ``summary.json`` of a results folder of the full model (:func:`validate_results`).
+
+    Raises
+    ------
+    ValueError
+        No such folder, no ``summary.json`` or trajectory in it, a ``summary.json`` that is
+        not JSON, or the result of a model other than the full one.
+    """
     if not folder.is_dir():
         raise ValueError(f"{folder}: no such folder; expected a results folder of `pyomo-lap solve`")
     if not (folder / "summary.json").exists():
@@ -333,68 +380,70 @@ def validate_results(folder, feedback: bool = True, shooting: bool = False,
     if summary.get("model", "full") != "full":
         raise ValueError(f"{folder} holds a {summary.get('model')!r} result; replay and defects "
                          "check the full model")
-    tr, p = _inputs(summary)
-    df = read_trajectory(folder)
-    start = float(summary.get("start_m", df["s"].iloc[0]))
-    car = CarFunctions(p)
-    scheme = summary.get("scheme", "LAGRANGE-RADAU")
-    interp = interpolation_of(summary)
-    out = {"results": str(folder), "lap_time_s": summary.get("lap_time_s"),
-           "interpolation": interp}
-    checks = []
-    rf = None
+    return summary
+
+
+@dataclasses.dataclass
+class _ValidationRun:
+    """What the steps of :func:`validate_results` share: the result (folder, trajectory,
+    track, car, sector start [m], collocation scheme, the controls' interpolation) and the
+    output callable."""
+
+    folder: Path
+    df: object
+    track: object
+    vehicle: object
+    car: object
+    start: float
+    scheme: str
+    interpolation: str
+    echo: object
+
+
+def _replay_steps(run: _ValidationRun, out: dict, feedback: bool, open_loop: bool) -> tuple:
+    """The replays of :func:`validate_results` (open loop: reported; with feedback: judged),
+    their summaries put into ``out``. Returns the replay checks and the feedback replay's
+    :class:`ReplayReport` (None without feedback)."""
+    from .replay import replay
+    df, echo = run.df, run.echo
+    checks, rf = [], None
     if open_loop:
         echo("replaying the optimal controls open loop (information, not judged) ...")
-        r = replay(df, tr, p, start=start, car=car, scheme=scheme, interpolation=interp)
+        r = replay(df, run.track, run.vehicle, start=run.start, car=run.car, scheme=run.scheme,
+                   interpolation=run.interpolation)
         out["replay_open_loop"] = r.summary()
         echo(f"  states agree within tolerance up to s = {r.agree_until_s:.1f} m "
              f"(t = {r.agree_until_t:.2f} s); {r.reason}")
     if feedback:
         echo("replaying with path-following steering ...")
-        rf = replay(df, tr, p, start=start, car=car, feedback=True, explain=False, scheme=scheme,
-                    interpolation=interp, path_reference="polynomial")
+        rf = replay(df, run.track, run.vehicle, start=run.start, car=run.car, feedback=True,
+                    explain=False, scheme=run.scheme, interpolation=run.interpolation,
+                    path_reference="polynomial")
         out["replay_feedback"] = rf.summary()
         echo(f"  max |q2 dev| {rf.max_deviation['q2']:.4f} m, steering correction RMS "
              f"{rf.steer_correction_rms:.2e} rad (max {rf.steer_correction_max:.2e} rad), "
              f"sector time {rf.comparison['t_dev'].iloc[-1]:+.4f} s")
-        checks += _replay_checks(rf, df, start + float(df["s_sector"].iloc[-1]))
-    echo("collocation defects ...")
-    d = collocation_defects(df, tr, p, ncp=int(summary.get("ncp", 3)),
-                            scheme=scheme, start=start,
-                            shooting=shooting, car=car,
-                            interpolation="state" if interp == "state" else "polynomial")
+        checks += _replay_checks(rf, df, run.start + float(df["s_sector"].iloc[-1]))
+    return checks, rf
+
+
+def _defect_step(run: _ValidationRun, out: dict, ncp: int, shooting: bool):
+    """The collocation defects of :func:`validate_results`, their summary put into ``out``
+    (with the 95th percentile of the scaled defect). Returns the :class:`DefectReport`."""
+    from .defects import collocation_defects
+    run.echo("collocation defects ...")
+    d = collocation_defects(run.df, run.track, run.vehicle, ncp=ncp,
+                            scheme=run.scheme, start=run.start,
+                            shooting=shooting, car=run.car,
+                            interpolation="state" if run.interpolation == "state" else "polynomial")
     ds = d.summary()
     out["defects"] = ds
     eps = d.elements["eps"].to_numpy(float)
     ds["eps_p95"] = float(np.percentile(eps, 95))
-    echo(f"  scaled defect max {ds['eps_max']:.3g} (element at s_sector = "
-         f"{ds['eps_max_at_s_m']:.0f} m, {ds['eps_max_state']}), 95th percentile "
-         f"{ds['eps_p95']:.3g}, median {ds['eps_median']:.3g}")
-    checks = _defect_checks(d) + checks
-    qc, quality = _quality_checks(df)
-    checks += qc
-    out["channel_quality"] = quality
-    out["checks"] = checks
-    out["verdict"] = overall_verdict(checks)
-    files = []
-    if plots:
-        pdir = Path(plots_dir) if plots_dir is not None else folder
-        pdir.mkdir(parents=True, exist_ok=True)
-        files.append(_plot_defects(d, start, pdir / "validation_defects.png", folder.name))
-        if rf is not None:
-            files.append(_plot_replay(rf, df, start, pdir / "validation_replay.png", folder.name))
-    out["plots"] = [str(f) for f in files]
-    out["wall_time_s"] = time.perf_counter() - t0
-    out = _clean(out)
-    (folder / "validation.json").write_text(json.dumps(out, indent=2, default=float))
-    d.elements.to_csv(folder / "defects.csv", index=False)
-    echo("")
-    for c in out["checks"]:
-        echo(format_check(c))
-    echo(f"verdict: {out['verdict'].upper()}")
-    echo(f"written {folder / 'validation.json'}, {folder / 'defects.csv'}"
-         + "".join(f", {f}" for f in files))
-    return out
+    run.echo(f"  scaled defect max {ds['eps_max']:.3g} (element at s_sector = "
+             f"{ds['eps_max_at_s_m']:.0f} m, {ds['eps_max_state']}), 95th percentile "
+             f"{ds['eps_p95']:.3g}, median {ds['eps_median']:.3g}")
+    return d
 
 
 def _pyplot():

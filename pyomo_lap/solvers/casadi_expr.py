@@ -15,11 +15,8 @@ __all__ = ["pyomo_to_casadi", "walk_dag"]
 
 
 def _casadi():
-    try:
-        import casadi
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("pyomo_lap needs CasADi for this (the fast solver path and the "
-                          "CasADi twin): pip install casadi") from exc
+    """The :mod:`casadi` module (a dependency of pyomo_lap), imported on first use."""
+    import casadi
     return casadi
 
 
@@ -62,8 +59,7 @@ def pyomo_to_casadi(expr, leaf, cache: Optional[dict] = None, functions=None):
         functions = _casadi()
     cache = {} if cache is None else cache
     fabs = getattr(functions, "fabs", abs)
-    to_float = functions is not _casadi_module()
-    if to_float:
+    if getattr(functions, "__name__", "") != "casadi":
         def add_all(vals):
             return sum(vals)
     else:
@@ -162,11 +158,3 @@ def walk_dag(expr, leaf_value, convert, cache: dict):
         if not stack:
             return result
         stack[-1][2].append(result)
-
-
-def _casadi_module():
-    try:
-        import casadi
-        return casadi
-    except ImportError:  # pragma: no cover
-        return None

@@ -7,10 +7,10 @@ structure of a pyomo_lap model:
 
 * **recorded rows.** The rows the OCP builder made from its per-point tape
   (:class:`pyomo_lap.ocp.build.PointRows`: the spatial DAE, loads, in-plane equations and path
-  constraints at every point) are evaluated by *one* CasADi function of a point's 33
-  variables and 15 track numbers, traced from the same tape that built the Pyomo
-  expressions, compiled to machine code (:mod:`pyomo_lap.util.casadi_compile`) and mapped over
-  the points; its Jacobian and the Hessian of its Lagrangian are per-point functions too.
+  constraints at every point) are evaluated by *one* CasADi function of a point's variables,
+  the track's numbers and the car's parameters, traced from the same tape that built the
+  Pyomo expressions, compiled to machine code (:mod:`pyomo_lap.util.casadi_compile`) and mapped
+  over the points; its Jacobian and the Hessian of its Lagrangian are per-point functions too.
   Before it uses them, the translation checks that the model still holds exactly these
   rows: each row's expression object and each named expression ``m.car.*`` must be the one
   the builder made (a row that a user replaced, or whose point has a replaced named
@@ -24,7 +24,9 @@ structure of a pyomo_lap model:
   the cache and :class:`CompiledLibraryMismatch` is raised.
 * **linear rows** of the shapes pyomo.dae's collocation equations and the boundary conditions
   have (sums of variables times numbers): a constant sparse matrix.
-* **any other row and the objective**: walked into CasADi ``SX`` expressions
+* **the objective**, when it is at most quadratic (:mod:`pyomo.repn`'s standard
+  representation): a sparse linear and quadratic form.
+* **any other row and objective**: walked into CasADi ``SX`` expressions
   (:func:`pyomo_lap.solvers.casadi_expr.pyomo_to_casadi`), differentiated by CasADi. A node the walker
   cannot translate raises :class:`NotImplementedError` that names the constraint.
 
@@ -38,11 +40,11 @@ bodies with bounds ``g_lb <= g(x) <= g_ub``; the Lagrangian is
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
+import os
 import time
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Optional
 
 import numpy as np
 import pyomo.environ as pyo
@@ -56,13 +58,17 @@ __all__ = ["LapNLP", "ReducedNLP", "RecordedRowsMismatch", "CompiledLibraryMisma
 
 _INF = 1e20
 
-
 LIBRARY_TOLERANCE = 1e-7
 """Largest relative difference accepted between a compiled point function and CasADi's
 virtual machine on the same function, before a solve. Measured: below 1e-13 for the rows and
 their derivatives of the default job; up to 6e-9 for the Hessian of the setup optimization
 (the car's parameters free: sums of many terms that cancel, evaluated in another order by the
 compiled code); a library with constants changed by 5 % differs by 1e-2."""
+
+ROWS_TOLERANCE = 1e-9
+"""Largest relative difference accepted between a recorded row and its Pyomo expression."""
+
+_POINT_FUNCTIONS = ("point_f", "point_fj", "point_h")
 
 
 class RecordedRowsMismatch(RuntimeError):
@@ -94,47 +100,21 @@ class CompiledLibraryMismatch(RecordedRowsMismatch):
                      "solver_options={'compile': 'vm'}) and report it")
 
 
-# --------------------------------------------------------------------------------------------
-# float evaluation of Pyomo expressions (linear in the size of the DAG)
-# --------------------------------------------------------------------------------------------
-
 def evaluate_expression(expr, memo: Optional[dict] = None) -> float:
-    """Value of a Pyomo expression at the current variable values, visiting each node of the
-    expression DAG once (``pyomo.environ.value`` re-walks a named expression, or a
-    subexpression object shared by several parents, at every use, which costs exponential time
-    on the nested expressions of the car).
+    """Value of a Pyomo expression (or variable, parameter, number) at the current variable
+    values, visiting each node of the expression DAG once: ``pyomo.environ.value`` re-walks a
+    named expression, or a subexpression object shared by several parents, at every use,
+    which costs exponential time on the nested expressions of the car.
+    (:func:`pyomo_lap.solvers.casadi_expr.pyomo_to_casadi` with :mod:`math`'s functions;
+    ``memo``: ``id(node) -> (node, value)``, shared between calls at the same values.) Raises
+    ``ValueError`` for a variable without a value."""
+    from .casadi_expr import pyomo_to_casadi
 
-    Parameters
-    ----------
-    expr : Pyomo expression, variable, parameter or number
-    memo : dict, optional
-        ``id(expression node) -> (node, value)``, shared between calls at the same variable
-        values.
-
-    Returns
-    -------
-    float
-
-    Raises
-    ------
-    ValueError
-        A variable without a value.
-    """
-    from .casadi_expr import walk_dag
-    memo = {} if memo is None else memo
-
-    def leaf(e):
-        if type(e) in native_numeric_types:
-            return float(e)
-        v = e.value
-        if v is None:
-            raise ValueError(f"{e.name} has no value")
-        return float(v)
-
-    def combine(node, vals):
-        return vals[0] if node.is_named_expression_type() else node._apply_operation(vals)
-
-    return float(walk_dag(expr, leaf, combine, memo))
+    def leaf(v):
+        if v.value is None:
+            raise ValueError(f"{v.name} has no value")
+        return float(v.value)
+    return float(pyomo_to_casadi(expr, leaf, {} if memo is None else memo, functions=math))
 
 
 # --------------------------------------------------------------------------------------------
@@ -145,22 +125,22 @@ def point_functions(rec, compile_mode: str = "auto", quiet: bool = False,
                     free: bool = False) -> dict:
     r"""The per-point functions of recorded rows (:class:`pyomo_lap.ocp.build.PointRows`), compiled.
 
-    ``point_f(w, track, vehicle) -> rows``, ``point_fj(w, track, vehicle) -> (rows, Jacobian
-    values)`` and ``point_h(w, track, vehicle, lam) -> lower-triangle values of``
-    :math:`\sum_j \lambda_j \nabla^2_w r_j`, the derivatives by CasADi's automatic
-    differentiation of the function traced from the tape
+    ``point_f(w, track, vehicle) -> rows``, ``point_fj(w, track, vehicle) -> (rows, Jacobian)``
+    and ``point_h(w, track, vehicle, lam) -> lower triangle of``
+    :math:`\sum_j \lambda_j \nabla^2_w r_j` (sparse outputs), the derivatives by CasADi's
+    automatic differentiation of the function traced from the tape
     (:meth:`pyomo_lap.ocp.point_rows.PointRows.casadi_function`). ``vehicle`` are the car's
     parameters (:meth:`~pyomo_lap.ocp.point_rows.PointRows.vehicle_values`): an argument, not
-    constants of the code, so the compiled libraries and the sparsity patterns, cached under a
-    hash of the tape (:meth:`~pyomo_lap.ocp.point_rows.PointRows.structure_key`), serve every
-    car of the model. With ``free`` (the setup optimization: some of the car's parameters are
-    decision variables) ``w`` is the point's variables followed by the car's parameters, the
+    constants of the code, so the compiled libraries, cached under a hash of the tape
+    (:meth:`~pyomo_lap.ocp.point_rows.PointRows.structure_key`), serve every car of the model.
+    With ``free`` (the setup optimization: some of the car's parameters are decision
+    variables) ``w`` is the point's variables followed by the car's parameters, the
     derivatives are taken with respect to both, and ``vehicle`` is empty.
 
-    A cache entry (three libraries and ``pyomo_lap_point-<key>.npz``, each with its manifest,
-    :mod:`pyomo_lap.util.casadi_compile`) is used only when every file passes
-    :func:`~pyomo_lap.util.casadi_compile.check_file`; a damaged, foreign or mismatching file is
-    removed and built again (under the entry's lock, with a warning once), never loaded.
+    A cache entry is used only when every library passes
+    :func:`~pyomo_lap.util.casadi_compile.check_file`; otherwise the functions are traced and
+    :func:`~pyomo_lap.util.casadi_compile.compile_functions` removes a damaged, foreign or
+    mismatching library and builds it again (under the entry's lock, with a warning once).
 
     Parameters
     ----------
@@ -178,80 +158,20 @@ def point_functions(rec, compile_mode: str = "auto", quiet: bool = False,
         Jacobian and of the Hessian's lower triangle), ``free``, ``key`` (the cache key, None
         without a compiler).
     """
-    import io
-
     import casadi as ca
 
-    from ..util.casadi_compile import (COMPILER_FLAGS, MISSING, CompiledFunctions, cache_dir,
-                                       check_file, discard_damaged, find_compiler,
-                                       library_suffix, read_verified)
-    names = ("point_f", "point_fj", "point_h")
-    key = None
+    from ..util.casadi_compile import COMPILER_FLAGS, cached_functions, find_compiler
     cc = find_compiler() if compile_mode != "vm" else None
-    if cc is None:
-        return _make_point_functions(rec, compile_mode, None, quiet, free)
-    key = rec.structure_key(f"vehicle-v2 free={free} {cc} {' '.join(COMPILER_FLAGS)} {ca.__version__}")
-    folder = cache_dir()
-    meta = folder / f"pyomo_lap_point-{key}.npz"
-    libs = [folder / f"pyomo_lap_point-{n}-{key}{library_suffix()}" for n in names]
-
-    def cached(repair: bool):
-        """The entry if every file passes its check; else None, and with ``repair`` (under
-        the lock, where no other process is writing the entry) the failing files removed."""
-        problems = {p: check_file(p) for p in libs}
-        try:
-            d = np.load(io.BytesIO(read_verified(meta)))
-            if int(d["n_vehicle"]) != len(rec.vehicle_inputs) or bool(d["free"]) != free:
-                raise ValueError("a cache entry of another structure")
-            found = {"n_in": int(d["n_in"]), "n_out": int(d["n_out"]),
-                     "jac_sparsity": (d["jr"], d["jc"]), "hess_sparsity": (d["hr"], d["hc"])}
-        except Exception as exc:
-            problems[meta] = str(exc) if check_file(meta) != MISSING else MISSING
-        if any(problems.values()):
-            if repair:
-                discard_damaged(problems, entry=f"pyomo_lap_point-{key}")
-            return None
-        try:
-            funs = CompiledFunctions({n: ca.external(n, str(lib)) for n, lib in zip(names, libs)})
-        except Exception:   # verified but not loadable here: compile_functions says why
-            return None
-        funs.compiled, funs.library, funs.paths = True, folder, dict(zip(names, libs))
-        return dict(found, functions=funs, free=free, key=key)
-
-    found = cached(False)
-    if found is not None:
-        return found
-    # one process (or thread) compiles a structure, the others wait for it and load it: the
-    # workers of a sweep on one machine, the prefetch thread and the solve of one process
-    with _cache_lock(folder / f"pyomo_lap_point-{key}.lock"):
-        found = cached(True)
-        if found is not None:
-            return found
-        return _make_point_functions(rec, compile_mode, key, quiet, free)
-
-
-@contextlib.contextmanager
-def _cache_lock(path):
-    """An exclusive lock on ``path`` across processes (``fcntl.flock``; released when the
-    process ends, even killed); no lock where that is not available (the work is then
-    possibly done twice, with the same result). The lock file is opened without following a
-    link and created with mode 0600."""
-    try:
-        import fcntl
-        import os
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    except (ImportError, OSError):
-        yield
-        return
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:
-            pass
-        yield
-    finally:
-        os.close(fd)            # releases the lock
+    key = None
+    if cc is not None:
+        key = rec.structure_key(f"vehicle-v3 free={free} {cc} {' '.join(COMPILER_FLAGS)} "
+                                f"{ca.__version__}")
+        funs = cached_functions("pyomo_lap_point", _POINT_FUNCTIONS, key)
+        n_vehicle = len(rec.vehicle_inputs)
+        if funs is not None and (funs["point_f"].size1_in(0), funs["point_f"].size1_in(2)) \
+                == (len(rec.variables) + (n_vehicle if free else 0), 0 if free else n_vehicle):
+            return _described(funs, key, free)
+    return _described(_make_point_functions(rec, compile_mode, key, quiet, free), key, free)
 
 
 def _point_symbols(rec, free: bool):
@@ -272,34 +192,26 @@ def _point_symbols(rec, free: bool):
     return w, t, c, out
 
 
-def _make_point_functions(rec, compile_mode, key, quiet=False, free=False) -> dict:
+def _make_point_functions(rec, compile_mode, key, quiet=False, free=False):
     """Differentiate, generate and compile the point functions (:func:`point_functions`)."""
-    import io
-
     import casadi as ca
 
-    from ..util.casadi_compile import cache_dir, compile_functions, store_file
+    from ..util.casadi_compile import compile_functions
     w, t, c, out = _point_symbols(rec, free)
-    n_out = out.numel()
-    J = ca.jacobian(out, w)
-    lam = ca.SX.sym("lam", n_out)
+    lam = ca.SX.sym("lam", out.numel())
     H = ca.tril(ca.hessian(ca.dot(lam, out), w)[0])
-    funs = compile_functions([ca.Function("point_f", [w, t, c], [out]),
-                              ca.Function("point_fj", [w, t, c], [out, J.nz[:]]),
-                              ca.Function("point_h", [w, t, c, lam], [H.nz[:]])],
+    return compile_functions([ca.Function("point_f", [w, t, c], [out]),
+                              ca.Function("point_fj", [w, t, c], [out, ca.jacobian(out, w)]),
+                              ca.Function("point_h", [w, t, c, lam], [H])],
                              "pyomo_lap_point", mode=compile_mode, key=key, quiet=quiet)
-    jr, jc = (np.asarray(a, dtype=np.int64) for a in J.sparsity().get_triplet())
-    hr, hc = (np.asarray(a, dtype=np.int64) for a in H.sparsity().get_triplet())
-    if key is not None and funs.compiled:
-        buf = io.BytesIO()
-        np.savez(buf, n_in=w.numel(), n_out=n_out, n_vehicle=len(rec.vehicle_inputs),
-                 free=free, jr=jr, jc=jc, hr=hr, hc=hc)
-        try:
-            store_file(cache_dir() / f"pyomo_lap_point-{key}.npz", data=buf.getvalue(),
-                       structure_key=key)
-        except OSError:
-            pass
-    return {"functions": funs, "n_in": w.numel(), "n_out": n_out,
+
+
+def _described(funs, key, free) -> dict:
+    """:func:`point_functions`'s answer for the functions ``funs``."""
+    fj = funs["point_fj"]
+    jr, jc = (np.asarray(a, dtype=np.int64) for a in fj.sparsity_out(1).get_triplet())
+    hr, hc = (np.asarray(a, dtype=np.int64) for a in funs["point_h"].sparsity_out(0).get_triplet())
+    return {"functions": funs, "n_in": fj.size1_in(0), "n_out": fj.size1_out(0),
             "jac_sparsity": (jr, jc), "hess_sparsity": (hr, hc), "free": free, "key": key}
 
 
@@ -350,7 +262,7 @@ def prefetch_point_functions(vehicle, config=None):
 
 @dataclasses.dataclass
 class TranslationReport:
-    """What the translation did (numbers of rows by kind, times, checks)."""
+    """What the translation did (numbers of rows by kind, times [s], checks)."""
 
     n_variables: int = 0
     n_constraints: int = 0
@@ -395,7 +307,7 @@ class LapNLP:
     variables : list of VarData
         The decision variables, in the order of ``x``.
     constraints : list of ConstraintData
-        The rows, in the order of ``g``.
+        The rows, in the order of ``g``: recorded, linear, other.
     x0, x_lb, x_ub : ndarray (n,)
     g_lb, g_ub : ndarray (m,)
     jac_rows, jac_cols : ndarray (nnz_jac,)
@@ -420,216 +332,72 @@ class LapNLP:
 
     def __init__(self, model, compile: str = "auto", threads: Optional[int] = None,
                  verify_points=8):
-        import os
-
-        import casadi as ca
-
         t0 = time.perf_counter()
         self.model = model
         self.report = rep = TranslationReport()
-        threads = threads or min(4, os.cpu_count() or 1)
         objs = list(model.component_data_objects(pyo.Objective, active=True, descend_into=True))
         if len(objs) != 1:
             raise ValueError(f"the model has {len(objs)} active objectives; the solver needs exactly one")
-        self.pyomo_objective = obj = objs[0]
-        self.sense = 1 if obj.sense == pyo.minimize else -1
-        cons = list(model.component_data_objects(pyo.Constraint, active=True, descend_into=True))
-        active = {id(c) for c in cons}
-
+        self.pyomo_objective = objs[0]
+        self.sense = 1 if objs[0].sense == pyo.minimize else -1
         self._var_index: Dict[int, int] = {}
-        self._vars: List = []            # every referenced variable (fixed or not)
-
-        def var_id(vd) -> int:
-            k = self._var_index.get(id(vd))
-            if k is None:
-                k = self._var_index[id(vd)] = len(self._vars)
-                self._vars.append(vd)
-            return k
-
-        # ---- recorded rows ------------------------------------------------------------------
-        rec, why = self._recorded_rows(model)
-        rep.fallback = why
-        recorded = []                    # (ConstraintData, point, output)
-        recorded_ids = set()
-        if rec is not None:
-            bad_points = {i for e, ex, i in rec.named if e.expr is not ex}
-            for c, ex, i, out in rec.built:
-                if id(c) in active and c.expr is ex and i not in bad_points:
-                    recorded.append((c, i, out))
-                    recorded_ids.add(id(c))
-            if bad_points:
-                rep.fallback = (f"named expressions m.car.* were changed at {len(bad_points)} "
-                                "point(s); their rows are translated from their expressions")
-        generic = [c for c in cons if id(c) not in recorded_ids]
-        for c in generic:
-            fam = c.parent_component().local_name
-            rep.generic_families[fam] = rep.generic_families.get(fam, 0) + 1
-
-        # ---- per-point functions ------------------------------------------------------------
+        self._vars: list = []            # every referenced variable, in the order of x
+        rec, recorded, generic = self._split_rows(model)
         self._point = None
         if recorded:
-            self._setup_points(rec, recorded, var_id, compile, threads)
-
-        # ---- linear and other rows ----------------------------------------------------------
-        lin_rows, lin_cols, lin_vals, lin_const, lin_cons = [], [], [], [], []
-        nl_cons, nl_exprs = [], []
-        gen_syms: Dict[int, object] = {}
-        cache: dict = {}
-
-        def leaf(vd):
-            if vd.fixed:
-                if vd.value is None:
-                    raise ValueError(f"fixed variable {vd.name} has no value")
-                return float(vd.value)
-            k = var_id(vd)
-            s = gen_syms.get(k)
-            if s is None:
-                s = gen_syms[k] = ca.SX.sym(f"x{k}")
-            return s
-
-        from .casadi_expr import pyomo_to_casadi
-        lin_bounds, nl_bounds = [], []
-        for c in generic:
-            # the linear shapes pyomo.dae and the boundary conditions write go into a sparse
-            # matrix; any other row (linear or not) is walked into CasADi, which
-            # differentiates it (a linear row has no Hessian entries)
-            lo, body, up = c.to_bounded_expression(evaluate_bounds=True)
-            lin = _simple_linear(body)
-            if lin is not None:
-                const, terms = lin
-                r = len(lin_cons)
-                for vd, a in terms:
-                    if vd.fixed:
-                        const += a * float(vd.value)
-                    elif a != 0.0:
-                        lin_rows.append(r)
-                        lin_cols.append(var_id(vd))
-                        lin_vals.append(a)
-                lin_const.append(const)
-                lin_cons.append(c)
-                lin_bounds.append((lo, up))
-                continue
-            try:
-                nl_exprs.append(pyomo_to_casadi(body, leaf, cache))
-            except NotImplementedError as exc:
-                raise NotImplementedError(f"constraint {c.name}: {exc}") from None
-            nl_cons.append(c)
-            nl_bounds.append((lo, up))
-        quad = _quadratic(obj.expr)
-        if quad is not None:
-            f_expr = _casadi_quadratic(quad, leaf)
-        else:
-            try:
-                f_expr = pyomo_to_casadi(obj.expr, leaf, cache)
-            except NotImplementedError as exc:
-                raise NotImplementedError(f"objective {obj.name}: {exc}") from None
-
-        # ---- decision variables -----------------------------------------------------------------
-        for vd in self._vars:
-            if not vd.is_continuous():
-                raise ValueError(f"variable {vd.name} is not continuous ({vd.domain}); the solver "
-                                 "solves nonlinear programs in continuous variables only")
-        n = len(self._vars)
-        fixed = np.array([vd.fixed for vd in self._vars], dtype=bool)
-        if fixed.any():   # fixed variables enter the point functions as constants
-            raise AssertionError("internal: a fixed variable was registered")
-        self.variables = self._vars
-        self.n = n
-        self.x0 = np.array([vd.value if vd.value is not None else 0.0 for vd in self._vars], float)
-        bounds = [vd.bounds for vd in self._vars]
-        self.x_lb = _bounds([b[0] for b in bounds], -_INF)
-        self.x_ub = _bounds([b[1] for b in bounds], _INF)
-        self.x0 = np.clip(self.x0, self.x_lb, self.x_ub)
-
-        # ---- rows: recorded, linear, nonlinear ------------------------------------------------
-        n_rec = len(recorded)
-        self._lin = sp.csr_matrix((lin_vals, (lin_rows, lin_cols)), shape=(len(lin_cons), n))
-        self._lin_const = np.array(lin_const, dtype=float)
-        self.constraints = [c for c, _, _ in recorded] + lin_cons + nl_cons
-        m_rows = len(self.constraints)
-        self.m = m_rows
-        # every row's bounds are read from the model (those of the recorded rows may be
-        # parameters, m.car.row_bound, that a user can change)
-        rec_lb, rec_ub = np.full(n_rec, -_INF), np.full(n_rec, _INF)
-        if n_rec:
-            rec_lb = _bounds([c.lb for c, _, _ in recorded], -_INF)
-            rec_ub = _bounds([c.ub for c, _, _ in recorded], _INF)
-        other = lin_bounds + nl_bounds
-        self.g_lb = np.concatenate([rec_lb, _bounds([lo for lo, _ in other], -_INF)])
-        self.g_ub = np.concatenate([rec_ub, _bounds([up for _, up in other], _INF)])
-        self._rec_slice = slice(0, n_rec)
-        self._lin_slice = slice(n_rec, n_rec + len(lin_cons))
-        self._nl_slice = slice(n_rec + len(lin_cons), m_rows)
-
-        # ---- the generic function: objective and nonlinear rows, with derivatives ------------
-        ids = np.array(sorted(gen_syms), dtype=np.int64)
-        xg = ca.vertcat(*[gen_syms[k] for k in ids]) if ids.size else ca.SX(0, 1)
-        G = ca.vertcat(*[ca.SX(e) for e in nl_exprs]) if nl_exprs else ca.SX(0, 1)
-        fx = ca.SX(f_expr) * self.sense
-        lam = ca.SX.sym("lam", G.numel())
-        sigma = ca.SX.sym("sigma")
-        JG = ca.jacobian(G, xg)
-        gradf = ca.gradient(fx, xg)
-        Hg = ca.tril(ca.hessian(sigma * fx + ca.dot(lam, G), xg)[0])
-        self._gen_ids = ids
-        self._fun_f = ca.Function("f", [xg], [fx, gradf])
-        self._fun_g = ca.Function("g", [xg], [G])
-        self._fun_jg = ca.Function("jg", [xg], [JG.nz[:] if JG.nnz() else ca.SX(0, 1)])
-        self._fun_hg = ca.Function("hg", [xg, sigma, lam], [Hg.nz[:] if Hg.nnz() else ca.SX(0, 1)])
-        jr, jc = JG.sparsity().get_triplet()
-        hr, hc = Hg.sparsity().get_triplet()
-        self._jg_rows = np.asarray(jr, dtype=np.int64) + self._nl_slice.start
-        self._jg_cols = ids[np.asarray(jc, dtype=np.int64)] if len(jc) else np.zeros(0, np.int64)
-        hg_r = ids[np.asarray(hr, dtype=np.int64)] if len(hr) else np.zeros(0, np.int64)
-        hg_c = ids[np.asarray(hc, dtype=np.int64)] if len(hc) else np.zeros(0, np.int64)
-
-        # ---- Jacobian structure ---------------------------------------------------------------
-        lin_coo = self._lin.tocoo()
-        parts_r = [lin_coo.row.astype(np.int64) + self._lin_slice.start, self._jg_rows]
-        parts_c = [lin_coo.col.astype(np.int64), self._jg_cols]
-        if self._point is not None:
-            parts_r.insert(0, self._point["jac_rows"])
-            parts_c.insert(0, self._point["jac_cols"])
-        self.jac_rows = np.concatenate(parts_r).astype(np.int32)
-        self.jac_cols = np.concatenate(parts_c).astype(np.int32)
-        self._lin_vals = lin_coo.data.astype(float)
-        n_pj = self._point["jac_rows"].size if self._point is not None else 0
-        self._jac_lin = slice(n_pj, n_pj + self._lin_vals.size)
-        self._jac_gen = slice(n_pj + self._lin_vals.size, self.jac_rows.size)
-
-        # ---- Hessian structure (lower triangle, duplicates merged) ---------------------------
-        hr_all = [np.maximum(hg_r, hg_c), ]
-        hc_all = [np.minimum(hg_r, hg_c), ]
-        if self._point is not None:
-            hr_all.insert(0, self._point["hess_rows"])
-            hc_all.insert(0, self._point["hess_cols"])
-        R = np.concatenate(hr_all)
-        C = np.concatenate(hc_all)
-        keys = R * n + C
-        uniq, inv = np.unique(keys, return_inverse=True)
-        self.hess_rows = (uniq // max(n, 1)).astype(np.int32)
-        self.hess_cols = (uniq % max(n, 1)).astype(np.int32)
-        self._hess_dest = inv.astype(np.int64)
-        self._n_ph = self._point["hess_rows"].size if self._point is not None else 0
-
-        # ---- scaling --------------------------------------------------------------------------
+            self._setup_points(rec, recorded, compile, threads or min(4, os.cpu_count() or 1))
+        lin, nl = self._translate(generic)
+        self._set_variables()
+        self._set_rows(recorded, lin, nl)
+        self._set_jacobian_structure()
+        self._set_hessian_structure()
         self.x_scaling, self.g_scaling, self.obj_scaling = self._scaling(model)
-
-        rep.n_variables, rep.n_constraints = n, m_rows
-        rep.n_recorded_rows, rep.n_linear_rows, rep.n_generic_rows = n_rec, len(lin_cons), len(nl_cons)
+        rep.n_variables, rep.n_constraints = self.n, self.m
+        rep.n_recorded_rows, rep.n_linear_rows = len(recorded), len(lin["cons"])
+        rep.n_generic_rows = len(nl["cons"])
         rep.jac_nnz, rep.hess_nnz = int(self.jac_rows.size), int(self.hess_rows.size)
         self._cache_x = None
-        # ---- the check of the recorded rows ----------------------------------------------------
         if self._point is not None:
             tv = time.perf_counter()
             self._verify(verify_points)
             rep.verify_s = time.perf_counter() - tv
         rep.translate_s = time.perf_counter() - t0 - rep.verify_s
 
-    # ------------------------------------------------------------------------------------------
+    # ---- translation steps -------------------------------------------------------------------
+    def _var_id(self, vd) -> int:
+        """Position of variable ``vd`` in ``x`` (registered at its first use)."""
+        k = self._var_index.get(id(vd))
+        if k is None:
+            k = self._var_index[id(vd)] = len(self._vars)
+            self._vars.append(vd)
+        return k
+
+    def _split_rows(self, model):
+        """``(rec, recorded, generic)``: the recorded rows still as built, ``(ConstraintData,
+        point, output)``, and the other active rows, counted by family in the report."""
+        rep = self.report
+        cons = list(model.component_data_objects(pyo.Constraint, active=True, descend_into=True))
+        active = {id(c) for c in cons}
+        rec, rep.fallback = self._recorded_rows(model)
+        recorded = []
+        if rec is not None:
+            bad_points = {i for e, ex, i in rec.named if e.expr is not ex}
+            recorded = [(c, i, out) for c, ex, i, out in rec.built
+                        if id(c) in active and c.expr is ex and i not in bad_points]
+            if bad_points:
+                rep.fallback = (f"named expressions m.car.* were changed at {len(bad_points)} "
+                                "point(s); their rows are translated from their expressions")
+        recorded_ids = {id(c) for c, _, _ in recorded}
+        generic = [c for c in cons if id(c) not in recorded_ids]
+        for c in generic:
+            fam = c.parent_component().local_name
+            rep.generic_families[fam] = rep.generic_families.get(fam, 0) + 1
+        return rec, recorded, generic
+
     @staticmethod
     def _recorded_rows(model):
-        """The model's :class:`~pyomo_lap.ocp.build.PointRows` if it can be used, else (None, why)."""
+        """``(rec, "")`` with the model's :class:`~pyomo_lap.ocp.build.PointRows` if they can be
+        used, else ``(None, why)``."""
         rec = getattr(getattr(model, "problem", None), "point_rows", None)
         if rec is None or not getattr(rec, "built", None):
             return None, ("the model has no recorded rows (not built by pyomo_lap.ocp.build.build_model, "
@@ -648,110 +416,229 @@ class LapNLP:
                               "was built: every row is translated from its expression")
         return rec, ""
 
-    def _setup_points(self, rec, recorded, var_id, compile_mode, threads):
+    def _translate(self, generic):
+        """The rows not taken from the recorded functions and the objective: the linear rows
+        of the shapes pyomo.dae writes into a sparse matrix (``lin``), any other row and the
+        objective walked into CasADi, which differentiates them (``nl``; :meth:`_set_generic`)."""
+        import casadi as ca
+
+        from .casadi_expr import pyomo_to_casadi
+        lin = {"rows": [], "cols": [], "vals": [], "const": [], "cons": [], "bounds": []}
+        nl = {"cons": [], "bounds": [], "exprs": [], "syms": {}}
+        cache: dict = {}
+
+        def leaf(vd):
+            if vd.fixed:
+                if vd.value is None:
+                    raise ValueError(f"fixed variable {vd.name} has no value")
+                return float(vd.value)
+            k = self._var_id(vd)
+            s = nl["syms"].get(k)
+            if s is None:
+                s = nl["syms"][k] = ca.SX.sym(f"x{k}")
+            return s
+
+        for c in generic:
+            lo, body, up = c.to_bounded_expression(evaluate_bounds=True)
+            terms = _simple_linear(body)
+            if terms is not None:
+                const, terms = terms
+                r = len(lin["cons"])
+                for vd, a in terms:
+                    if vd.fixed:
+                        const += a * float(vd.value)
+                    elif a != 0.0:
+                        lin["rows"].append(r)
+                        lin["cols"].append(self._var_id(vd))
+                        lin["vals"].append(a)
+                lin["const"].append(const)
+                lin["cons"].append(c)
+                lin["bounds"].append((lo, up))
+                continue
+            try:
+                nl["exprs"].append(pyomo_to_casadi(body, leaf, cache))
+            except NotImplementedError as exc:
+                raise NotImplementedError(f"constraint {c.name}: {exc}") from None
+            nl["cons"].append(c)
+            nl["bounds"].append((lo, up))
+        obj = self.pyomo_objective
+        quad = _quadratic(obj.expr)
+        if quad is not None:
+            nl["f"] = _casadi_quadratic(quad, leaf)
+        else:
+            try:
+                nl["f"] = pyomo_to_casadi(obj.expr, leaf, cache)
+            except NotImplementedError as exc:
+                raise NotImplementedError(f"objective {obj.name}: {exc}") from None
+        return lin, nl
+
+    def _set_variables(self) -> None:
+        """``variables``, ``n``, ``x0`` (clipped to the bounds), ``x_lb``, ``x_ub``."""
+        for vd in self._vars:
+            if not vd.is_continuous():
+                raise ValueError(f"variable {vd.name} is not continuous ({vd.domain}); the solver "
+                                 "solves nonlinear programs in continuous variables only")
+            if vd.fixed:     # fixed variables are constants of the functions
+                raise AssertionError("internal: a fixed variable was registered")
+        self.variables = self._vars
+        self.n = len(self._vars)
+        bounds = [vd.bounds for vd in self._vars]
+        self.x_lb = _bounds([b[0] for b in bounds], -_INF)
+        self.x_ub = _bounds([b[1] for b in bounds], _INF)
+        x0 = np.array([vd.value if vd.value is not None else 0.0 for vd in self._vars], float)
+        self.x0 = np.clip(x0, self.x_lb, self.x_ub)
+
+    def _set_rows(self, recorded, lin, nl) -> None:
+        """The rows (recorded, linear, other), their bounds (read from the model: those of the
+        recorded rows may be parameters a user changes) and the generic functions."""
+        n_rec, n_lin = len(recorded), len(lin["cons"])
+        self._lin = sp.csr_matrix((lin["vals"], (lin["rows"], lin["cols"])), shape=(n_lin, self.n))
+        self._lin_const = np.array(lin["const"], dtype=float)
+        self.constraints = [c for c, _, _ in recorded] + lin["cons"] + nl["cons"]
+        self.m = len(self.constraints)
+        other = lin["bounds"] + nl["bounds"]
+        self.g_lb = _bounds([c.lb for c, _, _ in recorded] + [lo for lo, _ in other], -_INF)
+        self.g_ub = _bounds([c.ub for c, _, _ in recorded] + [up for _, up in other], _INF)
+        self._rec_slice = slice(0, n_rec)
+        self._lin_slice = slice(n_rec, n_rec + n_lin)
+        self._nl_slice = slice(n_rec + n_lin, self.m)
+        self._set_generic(nl)
+
+    def _set_generic(self, nl) -> None:
+        """CasADi functions of the objective and the other rows on the variables they use
+        (``_gen_ids``), with their derivatives and sparsity."""
+        import casadi as ca
+        syms = nl["syms"]
+        ids = np.array(sorted(syms), dtype=np.int64)
+        xg = ca.vertcat(*[syms[k] for k in ids]) if ids.size else ca.SX(0, 1)
+        G = ca.vertcat(*[ca.SX(e) for e in nl["exprs"]]) if nl["exprs"] else ca.SX(0, 1)
+        fx = ca.SX(nl["f"]) * self.sense
+        lam = ca.SX.sym("lam", G.numel())
+        sigma = ca.SX.sym("sigma")
+        JG = ca.jacobian(G, xg)
+        Hg = ca.tril(ca.hessian(sigma * fx + ca.dot(lam, G), xg)[0])
+        self._gen_ids = ids
+        self._fun_f = ca.Function("f", [xg], [fx, ca.gradient(fx, xg)])
+        self._fun_g = ca.Function("g", [xg], [G])
+        self._fun_jg = ca.Function("jg", [xg], [JG.nz[:] if JG.nnz() else ca.SX(0, 1)])
+        self._fun_hg = ca.Function("hg", [xg, sigma, lam], [Hg.nz[:] if Hg.nnz() else ca.SX(0, 1)])
+        jr, jc = (np.asarray(a, dtype=np.int64) for a in JG.sparsity().get_triplet())
+        hr, hc = (np.asarray(a, dtype=np.int64) for a in Hg.sparsity().get_triplet())
+        self._jg_rows, self._jg_cols = jr + self._nl_slice.start, ids[jc]
+        self._hg_rows, self._hg_cols = ids[hr], ids[hc]
+
+    def _set_jacobian_structure(self) -> None:
+        """``jac_rows``, ``jac_cols``: the recorded rows' entries, the linear rows', the others'."""
+        lin = self._lin.tocoo()
+        parts_r = [lin.row.astype(np.int64) + self._lin_slice.start, self._jg_rows]
+        parts_c = [lin.col.astype(np.int64), self._jg_cols]
+        n_pj = 0
+        if self._point is not None:
+            parts_r.insert(0, self._point["jac_rows"])
+            parts_c.insert(0, self._point["jac_cols"])
+            n_pj = self._point["jac_rows"].size
+        self.jac_rows = np.concatenate(parts_r).astype(np.int32)
+        self.jac_cols = np.concatenate(parts_c).astype(np.int32)
+        self._lin_vals = lin.data.astype(float)
+        self._jac_lin = slice(n_pj, n_pj + self._lin_vals.size)
+        self._jac_gen = slice(n_pj + self._lin_vals.size, self.jac_rows.size)
+
+    def _set_hessian_structure(self) -> None:
+        """``hess_rows``, ``hess_cols``: the lower triangle, the entries of the recorded rows'
+        and of the generic function merged (``_hess_dest``: where each value goes)."""
+        R = [np.maximum(self._hg_rows, self._hg_cols)]
+        C = [np.minimum(self._hg_rows, self._hg_cols)]
+        if self._point is not None:
+            R.insert(0, self._point["hess_rows"])
+            C.insert(0, self._point["hess_cols"])
+        n = max(self.n, 1)
+        uniq, inv = np.unique(np.concatenate(R) * self.n + np.concatenate(C), return_inverse=True)
+        self.hess_rows = (uniq // n).astype(np.int32)
+        self.hess_cols = (uniq % n).astype(np.int32)
+        self._hess_dest = inv.astype(np.int64)
+
+    # ---- the recorded rows -------------------------------------------------------------------
+    def _setup_points(self, rec, recorded, compile_mode, threads):
         """Per-point functions and the maps between their arrays and the NLP's."""
         tc = time.perf_counter()
         params = [rec.vehicle_components[k] for k in rec.vehicle_inputs]
-        free = any(not v.fixed for v in params)
         for v in params:
             if v.value is None:
                 raise ValueError(f"the car's parameter {v.name} has no value")
+        free = any(not v.fixed for v in params)
         pf = point_functions(rec, compile_mode, free=free)
         funs = pf["functions"]
         self.report.compile_s = time.perf_counter() - tc
-        self.report.compiled = funs.compiled
-        self.report.compile_reason = funs.reason
+        self.report.compiled, self.report.compile_reason = funs.compiled, funs.reason
         jr, jc = pf["jac_sparsity"]
         hr, hc = pf["hess_sparsity"]
-        n_out = pf["n_out"]
-        n_in = pf["n_in"]
-        N = len(rec.points)
-        # which point inputs the active recorded rows depend on
-        R_ = np.array([r for r in range(len(recorded))], dtype=np.int64)
+        n_out, N = pf["n_out"], len(rec.points)
         I_ = np.array([i for _, i, _ in recorded], dtype=np.int64)
         O_ = np.array([o for _, _, o in recorded], dtype=np.int64)
-        A = np.zeros((N, n_out), dtype=bool)
+        A = np.zeros((N, n_out), dtype=bool)          # the active recorded rows
         A[I_, O_] = True
-        S = np.zeros((n_out, n_in), dtype=np.int64)
+        W0, XIDX = self._point_variables(rec, params, free, A, pf)
+        dec = np.argwhere(XIDX >= 0)                  # (point, input) of each decision variable
+        T = np.ascontiguousarray(rec.track_values, dtype=float)       # (N, 15)
+        # the car's parameters, the same at every point (a few dozen: repeated, not broadcast)
+        values = np.zeros(0) if free else np.array([float(v.value) for v in params], dtype=float)
+        C = np.ascontiguousarray(np.tile(values, (N, 1))).reshape(N, values.size)
+        W, L = W0.copy(), np.zeros((N, n_out))
+        out_f, out_fj = np.zeros((N, n_out)), np.zeros((N, n_out))
+        jac, hess = np.zeros((N, jr.size)), np.zeros((N, hr.size))
+        self._point = {
+            "F": _Buffered(_mapped(funs["point_f"], N, threads), [W, T, C], [out_f]),
+            "FJ": _Buffered(_mapped(funs["point_fj"], N, threads), [W, T, C], [out_fj, jac]),
+            "FH": _Buffered(_mapped(funs["point_h"], N, threads), [W, T, C, L], [hess]),
+            "W": W, "L": L, "N": N, "n_out": n_out, "W0": W0, "T": T,
+            "wpos": dec[:, 0] * W0.shape[1] + dec[:, 1], "wx": XIDX[dec[:, 0], dec[:, 1]],
+            "rows_out": O_, "rows_pt": I_, "points_sampled": np.flatnonzero(A.any(axis=1)),
+            "recorded": recorded, "rec": rec,
+            # for the check of the compiled functions (_verify_library)
+            "functions": funs, "C": C, "free": free, "key": pf.get("key"),
+            "jac_sparsity": (jr, jc), "hess_sparsity": (hr, hc),
+        }
+        self._point.update(_jacobian_map(jr, jc, n_out, I_, O_, XIDX))
+        self._point.update(_hessian_map(hr, hc, self._point["points_sampled"], XIDX))
+
+    def _point_variables(self, rec, params, free, A, pf):
+        """``(W0, XIDX)``, (N, n_in) each: the point inputs at the current values and the
+        position in ``x`` of each one that is a decision variable a recorded row needs (-1
+        for the others). With ``free`` the car's parameters follow the point's variables in
+        ``w``: the same value and, when free, the same decision variable at every point (the
+        Jacobian has their column in every point's rows; their Hessian entries of all points
+        are summed)."""
+        jr, jc = pf["jac_sparsity"]
+        N, n_in = A.shape[0], pf["n_in"]
+        S = np.zeros((pf["n_out"], n_in), dtype=np.int64)
         S[jr, jc] = 1
         needed = (A.astype(np.int64) @ S) > 0              # (N, n_in)
         comps = [rec.components[name] for name in rec.variables]
         W0 = np.zeros((N, n_in))        # point-major: CasADi's column-major (n_in, N)
         XIDX = np.full((N, n_in), -1, dtype=np.int64)
         if free:
-            # the car's parameters follow the point's variables in w: the same value and, when
-            # free, the same decision variable at every point (the Jacobian has their column in
-            # every point's rows; their Hessian entries of all points are summed)
             nw = len(comps)
             for j, v in enumerate(params):
                 W0[:, nw + j] = float(v.value)
                 if not v.fixed:
-                    XIDX[needed[:, nw + j], nw + j] = var_id(v)
+                    XIDX[needed[:, nw + j], nw + j] = self._var_id(v)
         for k, comp in enumerate(comps):
             for i, s in enumerate(rec.points):
                 vd = comp[s]
                 if vd.value is not None:
                     W0[i, k] = vd.value
                 if needed[i, k]:
-                    if vd.fixed:
-                        if vd.value is None:
-                            raise ValueError(f"fixed variable {vd.name} has no value")
-                    else:
-                        XIDX[i, k] = var_id(vd)
-        # W = W0 with the decision variables written in
-        dec = np.argwhere(XIDX >= 0)                       # (i, k) pairs
-        wpos = dec[:, 0] * n_in + dec[:, 1]
-        wx = XIDX[dec[:, 0], dec[:, 1]]
-        # Jacobian entries of the recorded rows
-        order = np.argsort(jr, kind="stable")
-        ptr = np.searchsorted(jr[order], np.arange(n_out + 1))
-        counts = ptr[O_ + 1] - ptr[O_]
-        rep_r = np.repeat(R_, counts)
-        rep_i = np.repeat(I_, counts)
-        starts = np.repeat(ptr[O_], counts)
-        within = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-        e = order[starts + within]                         # entry of J.nz
-        xcol = XIDX[rep_i, jc[e]]
-        keep = xcol >= 0
-        jac_src = (rep_i * jr.size + e)[keep]
-        # Hessian entries: every point with a recorded row
-        pts = np.flatnonzero(A.any(axis=1))
-        P = np.repeat(pts, hr.size)
-        E = np.tile(np.arange(hr.size), pts.size)
-        xa = XIDX[P, hr[E]]
-        xb = XIDX[P, hc[E]]
-        keep_h = (xa >= 0) & (xb >= 0)
-        T = np.ascontiguousarray(rec.track_values, dtype=float)       # (N, 15)
-        # the car's parameters, the same at every point (a few dozen: repeated, not broadcast)
-        values = (np.zeros(0) if free else
-                  np.array([float(v.value) for v in params], dtype=float))
-        C = np.ascontiguousarray(np.tile(values, (N, 1))).reshape(N, values.size)
-        W = W0.copy()
-        L = np.zeros((N, n_out))
-        out_f, out_fj = np.zeros((N, n_out)), np.zeros((N, n_out))
-        jac = np.zeros((N, jr.size))
-        hess = np.zeros((N, hr.size))
-        self._point = {
-            "F": _Buffered(_mapped(funs["point_f"], N, threads), [W, T, C], [out_f]),
-            "FJ": _Buffered(_mapped(funs["point_fj"], N, threads), [W, T, C], [out_fj, jac]),
-            "FH": _Buffered(_mapped(funs["point_h"], N, threads), [W, T, C, L], [hess]),
-            "W": W, "L": L,
-            "N": N, "n_out": n_out, "W0": W0, "wpos": wpos, "wx": wx, "T": T,
-            "rows_out": O_, "rows_pt": I_,
-            "jac_rows": rep_r[keep],
-            "jac_cols": xcol[keep], "jac_src": jac_src,
-            "hess_rows": np.maximum(xa, xb)[keep_h], "hess_cols": np.minimum(xa, xb)[keep_h],
-            "hess_src": (P * hr.size + E)[keep_h],
-            "points_sampled": pts,
-            "recorded": recorded, "rec": rec,
-            # for the check of the compiled functions (_verify_library)
-            "functions": funs, "C": C, "free": free,
-            "jac_sparsity": (np.asarray(jr, np.int64), np.asarray(jc, np.int64)),
-            "hess_sparsity": (np.asarray(hr, np.int64), np.asarray(hc, np.int64)),
-            "key": pf.get("key"),
-        }
+                    if not vd.fixed:
+                        XIDX[i, k] = self._var_id(vd)
+                    elif vd.value is None:
+                        raise ValueError(f"fixed variable {vd.name} has no value")
+        return W0, XIDX
 
     def _scaling(self, model):
+        """``(x_scaling, g_scaling, obj_scaling)`` from the ``scaling_factor`` suffixes (a
+        component's own factor, else its parent component's, else 1); ``(None, None, 1.0)``
+        without any. (:class:`pyomo.core.base.suffix.SuffixFinder` does the same lookup, at
+        twice the time on the default job.)"""
         factors = {}
         for suf in model.component_data_objects(pyo.Suffix, active=True, descend_into=True):
             if suf.local_name == "scaling_factor":
@@ -775,7 +662,7 @@ class LapNLP:
         return (get(self.variables), get(self.constraints),
                 float(get([self.pyomo_objective])[0]))
 
-    # ------------------------------------------------------------------------------------------
+    # ---- evaluation --------------------------------------------------------------------------
     def _point_inputs(self, x):
         """Write the point inputs of ``x`` into the bound buffer ``W`` (N, n_in)."""
         P = self._point
@@ -794,17 +681,13 @@ class LapNLP:
             return self._cache
         P = self._point
         self._point_inputs(x)
-        if jacobian:
-            self._cache = tuple(P["FJ"]())
-        else:
-            self._cache = (P["F"]()[0], None)
+        self._cache = tuple(P["FJ"]()) if jacobian else (P["F"]()[0], None)
         self._cache_x = np.array(x, copy=True)
         return self._cache
 
     def _gen(self, x):
         return x[self._gen_ids]
 
-    # callbacks --------------------------------------------------------------------------------
     def objective(self, x) -> float:
         """``sense * f(x)``."""
         return float(self._fun_f(self._gen(x))[0])
@@ -819,20 +702,17 @@ class LapNLP:
         """``g(x)`` into ``out`` (m,)."""
         if self._point is not None:
             o, _ = self._point_eval(x)
-            P = self._point
-            out[self._rec_slice] = o[P["rows_pt"], P["rows_out"]]
+            out[self._rec_slice] = o[self._point["rows_pt"], self._point["rows_out"]]
         out[self._lin_slice] = self._lin @ x + self._lin_const
         if self._nl_slice.stop > self._nl_slice.start:
             out[self._nl_slice] = np.asarray(self._fun_g(self._gen(x))).ravel()
 
     def jacobian(self, x, out) -> None:
         """Values of the Jacobian entries (``jac_rows``, ``jac_cols``) into ``out``."""
-        k = 0
         if self._point is not None:
             _, j = self._point_eval(x, jacobian=True)
             src = self._point["jac_src"]
             out[:src.size] = j.ravel()[src]
-            k = src.size
         out[self._jac_lin] = self._lin_vals
         if self._jac_gen.stop > self._jac_gen.start:
             out[self._jac_gen] = np.asarray(self._fun_jg(self._gen(x))).ravel()
@@ -845,59 +725,51 @@ class LapNLP:
             P = self._point
             P["L"][P["rows_pt"], P["rows_out"]] = lam[self._rec_slice]
             self._point_inputs(x)
-            h = P["FH"]()[0]
-            parts.append(h.ravel()[P["hess_src"]])
+            parts.append(P["FH"]()[0].ravel()[P["hess_src"]])
             self._cache_x = None      # W was rewritten
-        hg = np.asarray(self._fun_hg(self._gen(x), obj_factor, lam[self._nl_slice])).ravel()
-        parts.append(hg)
+        parts.append(np.asarray(self._fun_hg(self._gen(x), obj_factor, lam[self._nl_slice])).ravel())
         vals = np.concatenate(parts) if len(parts) > 1 else parts[0]
         out[:] = np.bincount(self._hess_dest, weights=vals, minlength=out.size)
 
-    # ------------------------------------------------------------------------------------------
+    # ---- the checks before a solve -----------------------------------------------------------
     def _verify(self, verify_points) -> None:
-        """The check before a solve. First every compiled per-point function against CasADi's
-        virtual machine (:meth:`_verify_library`: a damaged or replaced library raises
+        """The check before a solve, at the current values of the variables (not clipped to
+        their bounds): first every compiled per-point function against CasADi's virtual
+        machine (:meth:`_verify_library`: a damaged or replaced library raises
         :class:`CompiledLibraryMismatch`); then the recorded rows against the Pyomo
-        expressions at a sample of points (:class:`RecordedRowsMismatch`)."""
+        expressions at a sample of points (:class:`RecordedRowsMismatch`), both with
+        :func:`_first_mismatch`."""
         P = self._point
-        recorded = P["recorded"]
         pts = P["points_sampled"]
         if verify_points != "all":
             k = max(2, int(verify_points))
             pts = np.unique(pts[np.linspace(0, pts.size - 1, min(k, pts.size)).round().astype(int)])
-        # the current values (not clipped to bounds) of the decision variables
         cur = np.array([vd.value if vd.value is not None else 0.0 for vd in self.variables], float)
         self._point_inputs(cur)
         if P["functions"].compiled:
             tl = time.perf_counter()
             # three of the sampled points (the first, the middle one, the last), or all of them
-            lib_pts = pts if verify_points == "all" else pts[np.unique([0, pts.size // 2, pts.size - 1])]
-            self._verify_library(lib_pts)
+            self._verify_library(pts if verify_points == "all"
+                                 else pts[np.unique([0, pts.size // 2, pts.size - 1])])
             self.report.library_verify_s = time.perf_counter() - tl
-        out = P["F"]()[0].copy()
+        out = P["F"]()[0]
         self._cache_x = None
         sample = set(pts.tolist())
-        by_point: Dict[int, list] = {}
-        for c, i, o in recorded:
-            if i in sample:
-                by_point.setdefault(i, []).append((c, o))
-        sf = self.g_scaling
-        row_of = {id(c): r for r, (c, _, _) in enumerate(recorded)}
-        worst = 0.0
-        for i in pts.tolist():
-            memo: dict = {}
-            for c, o in by_point.get(i, []):
-                a = evaluate_expression(c.body, memo)
-                b = float(out[i, o])
-                typical = 1.0 / sf[row_of[id(c)]] if sf is not None else 1.0
-                err = abs(a - b) / max(abs(a), abs(b), typical)
-                worst = max(worst, err)
-                if not err <= 1e-9:
-                    raise RecordedRowsMismatch(
-                        f"row {c.name}: the model's expression gives {a!r}, the recorded rows "
-                        f"{b!r} (relative difference {err:.2e} > 1e-9) at the current values; "
-                        "the fast path will not solve a model it cannot reproduce (solve with "
-                        "the 'ipopt' solver, or rebuild the model)")
+        rows = sorted(((i, r) for r, (_, i, _) in enumerate(P["recorded"]) if i in sample),
+                      key=lambda ir: ir[0])
+        r = np.array([r for _, r in rows], dtype=np.int64)
+        memo: dict = {}
+        want = np.array([evaluate_expression(P["recorded"][k][0].body, memo) for k in r.tolist()])
+        got = out[P["rows_pt"][r], P["rows_out"][r]]
+        typical = 1.0 / self.g_scaling[r] if self.g_scaling is not None else np.ones(r.size)
+        worst, k = _first_mismatch(got, want, typical, ROWS_TOLERANCE)
+        if k is not None:
+            raise RecordedRowsMismatch(
+                f"row {P['recorded'][r[k]][0].name}: the model's expression gives "
+                f"{float(want[k])!r}, the recorded rows {float(got[k])!r} (relative difference "
+                f"{_relative_difference(got, want, typical)[k]:.2e} > 1e-9) at the "
+                "current values; the fast path will not solve a model it cannot reproduce (solve "
+                "with the 'ipopt' solver, or rebuild the model)")
         self.report.verified_points = int(len(pts))
         self.report.max_verify_error = worst
 
@@ -916,35 +788,34 @@ class LapNLP:
 
         The differences are relative to the magnitude of the terms (:math:`\sum_j |J_{ij}
         v_j|`, :math:`\sum_j |J_{ij} w_j|` for the rows) and must be at most
-        :data:`LIBRARY_TOLERANCE`; a random
-        direction sees a changed entry of :math:`J` or :math:`H` with probability one. On a
-        difference the library is removed from the cache and :class:`CompiledLibraryMismatch`
-        is raised. Cost on the default job: 25-30 ms for the first solve of a process (the
-        trace 20 ms, the derivatives 5 ms, three evaluations 2 ms), 2-3 ms for a later solve of
-        the same structure (the traced function is kept, :func:`_reference_function`); the
-        differences found on the default job, before and after the solve at all its points,
-        are below 1e-13.
+        :data:`LIBRARY_TOLERANCE`; a random direction sees a changed entry of :math:`J` or
+        :math:`H` with probability one. On a difference the library is removed from the cache
+        and :class:`CompiledLibraryMismatch` is raised. Cost on the default job: 25-30 ms for
+        the first solve of a process (the trace 20 ms, the derivatives 5 ms, three evaluations
+        2 ms), 2-3 ms for a later solve of the same structure (the traced function is kept);
+        the differences found on the default job are below 1e-13.
         """
-        from ..util.casadi_compile import discard_files
         P = self._point
         funs = P["functions"]
         ref = _reference_function(P["rec"], P["key"], P["free"])
-        W, T, C = P["W"], P["T"], P["C"]
         jr, jc = P["jac_sparsity"]
         hr, hc = P["hess_sparsity"]
-        n_in, n_out = W.shape[1], P["n_out"]
+        n_in, n_out = P["W"].shape[1], P["n_out"]
         off = hr != hc
         rng = np.random.default_rng(23)
         worst = 0.0
+
+        def dense(a):
+            return np.asarray(a, dtype=float).ravel()
         for i in np.asarray(points).tolist():
-            w, t, lit = W[i].copy(), T[i].copy(), C[i].copy()
+            w, t, lit = P["W"][i].copy(), P["T"][i].copy(), P["C"][i].copy()
             v = rng.uniform(0.5, 1.0, n_in) * rng.choice((-1.0, 1.0), n_in) * np.maximum(np.abs(w), 1.0)
             lam = rng.uniform(0.5, 1.0, n_out) * rng.choice((-1.0, 1.0), n_out)
-            r_ref, jv_ref, hv_ref = (np.asarray(a, dtype=float).ravel()
-                                     for a in ref(w, t, lit, lam, v))
-            f = np.asarray(funs["point_f"](w, t, lit), dtype=float).ravel()
-            r, jval = (np.asarray(a, dtype=float).ravel() for a in funs["point_fj"](w, t, lit))
-            hval = np.asarray(funs["point_h"](w, t, lit, lam), dtype=float).ravel()
+            r_ref, jv_ref, hv_ref = (dense(a) for a in ref(w, t, lit, lam, v))
+            f = dense(funs["point_f"](w, t, lit))
+            r, jval = funs["point_fj"](w, t, lit)
+            r, jval = dense(r), np.asarray(jval.nonzeros(), dtype=float)
+            hval = np.asarray(funs["point_h"](w, t, lit, lam).nonzeros(), dtype=float)
             with np.errstate(all="ignore"):
                 jv = np.bincount(jr, weights=jval * v[jc], minlength=n_out)
                 jv_s = np.bincount(jr, weights=np.abs(jval * v[jc]), minlength=n_out)
@@ -959,25 +830,11 @@ class LapNLP:
                     ("point_fj", "Jacobian times a random vector, entry", jv, jv_ref, jv_s),
                     ("point_h", "Hessian of the Lagrangian (random multipliers) times a random "
                                 "vector, entry", hv, hv_ref, hv_s)):
-                err = _relative_difference(got, want, scale)
-                k = int(np.argmax(err)) if err.size else 0
-                if err.size and not err[k] <= LIBRARY_TOLERANCE:
-                    lib = funs.paths.get(name)
-                    try:
-                        discard_files([lib] if lib is not None else [])
-                        done = "it was removed from the cache and is compiled again on the next run"
-                    except OSError as exc:
-                        done = (f"removing it failed ({exc.strerror or exc}): remove it by hand, "
-                                "it is compiled again on the next run")
-                    raise CompiledLibraryMismatch(
-                        f"the compiled library {lib} does not match the model's functions: "
-                        f"{name} gives {float(got[k])!r} for {what} {k} at the point s = "
-                        f"{float(P['rec'].points[i]):g} m, CasADi's virtual machine on the same "
-                        f"function {float(want[k])!r} (relative difference {err[k]:.2e} > "
-                        f"{LIBRARY_TOLERANCE:g}); the "
-                        f"library was damaged or replaced after it was built; {done}; nothing "
-                        "was solved", library=lib)
-                worst = max(worst, float(err.max()) if err.size else 0.0)
+                err, k = _first_mismatch(got, want, scale, LIBRARY_TOLERANCE)
+                if k is not None:
+                    _library_mismatch(funs.paths.get(name), name, what, k, got, want, scale,
+                                      P["rec"].points[i])
+                worst = max(worst, err)
         self.report.library_points = len(points)
         self.report.max_library_error = worst
 
@@ -1000,11 +857,40 @@ class LapNLP:
             vd.set_value(v, skip_validation=True)
 
 
+def _jacobian_map(jr, jc, n_out, I_, O_, XIDX) -> dict:
+    """``jac_rows``, ``jac_cols`` of the recorded rows' Jacobian entries in the NLP and
+    ``jac_src``, their positions in the mapped function's (N, nnz) values: the entries of
+    output ``O_[r]`` at point ``I_[r]`` in the columns of decision variables."""
+    order = np.argsort(jr, kind="stable")
+    ptr = np.searchsorted(jr[order], np.arange(n_out + 1))
+    counts = ptr[O_ + 1] - ptr[O_]
+    rep_r = np.repeat(np.arange(O_.size, dtype=np.int64), counts)
+    rep_i = np.repeat(I_, counts)
+    within = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    e = order[np.repeat(ptr[O_], counts) + within]            # entry of the Jacobian's values
+    xcol = XIDX[rep_i, jc[e]]
+    keep = xcol >= 0
+    return {"jac_rows": rep_r[keep], "jac_cols": xcol[keep], "jac_src": (rep_i * jr.size + e)[keep]}
+
+
+def _hessian_map(hr, hc, pts, XIDX) -> dict:
+    """``hess_rows``, ``hess_cols`` (lower triangle) of the Hessian entries of every point with
+    a recorded row that fall on two decision variables, and ``hess_src``, their positions in
+    the mapped function's (N, nnz) values."""
+    P = np.repeat(pts, hr.size)
+    E = np.tile(np.arange(hr.size), pts.size)
+    xa, xb = XIDX[P, hr[E]], XIDX[P, hc[E]]
+    keep = (xa >= 0) & (xb >= 0)
+    return {"hess_rows": np.maximum(xa, xb)[keep], "hess_cols": np.minimum(xa, xb)[keep],
+            "hess_src": (P * hr.size + E)[keep]}
+
+
 class _Buffered:
     """A CasADi function bound to NumPy arrays (``casadi.Function.buffer``): a call writes the
     results straight into the output arrays, with no conversion (converting a mapped
     function's (279, 4147) result to NumPy took 67 ms, the evaluation itself 9 ms). The
-    arrays are point-major (N, n) C-ordered: CasADi's column-major (n, N)."""
+    arrays are point-major (N, n) C-ordered: CasADi's column-major (n, N); a sparse output's
+    array holds its nonzeros."""
 
     def __init__(self, f, inputs, outputs):
         self._buf, self._eval = f.buffer()
@@ -1061,156 +947,95 @@ def _relative_difference(a, b, scale) -> np.ndarray:
     return err
 
 
+def _first_mismatch(got, want, scale, tolerance):
+    """``(largest relative difference, index of the first one above tolerance or None)``
+    (:func:`_relative_difference`): the comparison of both checks before a solve."""
+    err = _relative_difference(got, want, scale)
+    bad = np.flatnonzero(~(err <= tolerance))
+    return (float(err.max()) if err.size else 0.0), (int(bad[0]) if bad.size else None)
+
+
+def _library_mismatch(lib, name, what, k, got, want, scale, s):
+    """Remove the compiled library ``lib`` and raise :class:`CompiledLibraryMismatch` for entry
+    ``k`` of ``what`` of function ``name`` at the point ``s`` [m]."""
+    from ..util.casadi_compile import discard_files
+    err = _relative_difference(got, want, scale)[k]
+    try:
+        discard_files([lib] if lib is not None else [])
+        done = "it was removed from the cache and is compiled again on the next run"
+    except OSError as exc:
+        done = (f"removing it failed ({exc.strerror or exc}): remove it by hand, it is "
+                "compiled again on the next run")
+    raise CompiledLibraryMismatch(
+        f"the compiled library {lib} does not match the model's functions: {name} gives "
+        f"{float(got[k])!r} for {what} {k} at the point s = {float(s):g} m, CasADi's virtual "
+        f"machine on the same function {float(want[k])!r} (relative difference {err:.2e} > "
+        f"{LIBRARY_TOLERANCE:g}); the library was damaged or replaced after it was built; "
+        f"{done}; nothing was solved", library=lib)
+
+
 def _mapped(f, n: int, threads: int):
     """``f`` mapped over ``n`` points, on ``threads`` threads when more than one."""
     return f.map(n, "thread", threads) if threads > 1 else f.map(n)
 
 
-def _bound(b, default):
-    if b is None:
-        return default
-    b = float(b)
-    return max(min(b, _INF), -_INF)
-
-
-class _NotQuadratic(Exception):
-    pass
-
-
-def _quadratic(expr):
-    """``(constant, {id: (var, a)}, {(id_i, id_j): (var_i, var_j, q)})`` with
-    ``expr = constant + sum a x + sum q x_i x_j`` (each unordered pair once), for an expression
-    of degree at most 2 in the unfixed variables (sums, products, squares, divisions by
-    constants, named expressions, parameters and fixed variables), else None.
-
-    The objectives of :func:`pyomo_lap.ocp.build.add_objective` are of this shape; translated as
-    sparse vectors and matrices, they cost a few sparse products instead of a CasADi call per
-    node of the Pyomo expression (70 ms on the default job).
-    """
-    from pyomo.core.expr.numeric_expr import (DivisionExpression, PowExpression,
-                                              ProductExpression)
-
-    def const(c):
-        return [c, {}, {}]
-
-    def iadd(p, q, f=1.0):
-        """p += f q (in place)."""
-        p[0] += f * q[0]
-        lin, quad = p[1], p[2]
-        for k, (v, a) in q[1].items():
-            b = lin.get(k)
-            lin[k] = (v, a * f if b is None else b[1] + a * f)
-        for k, (vi, vj, a) in q[2].items():
-            b = quad.get(k)
-            quad[k] = (vi, vj, a * f if b is None else b[2] + a * f)
-        return p
-
-    def scale(p, f):
-        return [p[0] * f, {k: (v, a * f) for k, (v, a) in p[1].items()},
-                {k: (vi, vj, a * f) for k, (vi, vj, a) in p[2].items()}]
-
-    def mul(p, q):
-        if not p[1] and not p[2]:
-            return scale(q, p[0])
-        if not q[1] and not q[2]:
-            return scale(p, q[0])
-        if p[2] or q[2]:
-            raise _NotQuadratic
-        out = iadd(scale(p, q[0]), [0.0, q[1], {}], p[0])
-        quad = out[2]
-        for ki, (vi, a) in p[1].items():
-            for kj, (vj, b) in q[1].items():
-                key, pair = ((ki, kj), (vi, vj)) if ki <= kj else ((kj, ki), (vj, vi))
-                old = quad.get(key)
-                quad[key] = (pair[0], pair[1], a * b if old is None else old[2] + a * b)
-        return out
-
-    def walk(e):
-        t = type(e)
-        if t in native_numeric_types:
-            return const(float(e))
-        if not e.is_potentially_variable():
-            return const(float(pyo.value(e)))
-        if not e.is_expression_type():          # a variable
-            if e.fixed:
-                return const(float(e.value))
-            return [0.0, {id(e): (e, 1.0)}, {}]
-        if e.is_named_expression_type():
-            return walk(e.expr)
-        if t is SumExpression or t is LinearExpression:
-            acc = const(0.0)
-            for a in e.args:
-                iadd(acc, walk(a))
-            return acc
-        if t is NegationExpression:
-            return scale(walk(e.args[0]), -1.0)
-        if t is MonomialTermExpression or t is ProductExpression:
-            return mul(walk(e.args[0]), walk(e.args[1]))
-        if t is DivisionExpression:
-            den = walk(e.args[1])
-            if den[1] or den[2] or den[0] == 0.0:
-                raise _NotQuadratic
-            return scale(walk(e.args[0]), 1.0 / den[0])
-        if t is PowExpression:
-            ex = e.args[1]
-            if type(ex) not in native_numeric_types and ex.is_potentially_variable():
-                raise _NotQuadratic
-            ex = float(pyo.value(ex))
-            base = walk(e.args[0])
-            if ex == 0.0:
-                return const(1.0)
-            if ex == 1.0:
-                return base
-            if ex == 2.0:
-                return mul(base, base)
-            if not base[1] and not base[2]:
-                return const(base[0] ** ex)
-            raise _NotQuadratic
-        raise _NotQuadratic
-
-    try:
-        return walk(expr)
-    except (_NotQuadratic, RecursionError, ZeroDivisionError, OverflowError):
-        return None
-
-
-def _casadi_quadratic(quad, leaf):
-    """The CasADi expression of a :func:`_quadratic` result ``c + a^T x + x^T Q x`` on the
-    symbols ``leaf(var)``, built with two sparse products."""
-    import casadi as ca
-    c, lin, pairs = quad
-    pos: Dict[int, int] = {}
-    syms = []
-    for k, v in [(k, v) for k, (v, _) in lin.items()] + \
-            [kv for k, (vi, vj, _) in pairs.items() for kv in ((k[0], vi), (k[1], vj))]:
-        if k not in pos:
-            pos[k] = len(syms)
-            syms.append(leaf(v))
-    if not syms:
-        return ca.SX(c)
-    X = ca.vertcat(*syms)
-    n = len(syms)
-    a = np.zeros(n)
-    for k, (_, coef) in lin.items():
-        a[pos[k]] += coef
-    f = c + ca.dot(ca.DM(a), X)
-    if pairs:
-        rows = [pos[k[0]] for k in pairs]
-        cols = [pos[k[1]] for k in pairs]
-        Q = ca.DM.triplet(rows, cols, ca.DM([q for _, _, q in pairs.values()]), n, n)
-        f = f + ca.dot(X, ca.mtimes(Q, X))
-    return f
-
-
 def _bounds(values, default) -> np.ndarray:
-    """:func:`_bound` of each of ``values`` (None -> ``default``), as an array."""
+    """The bounds ``values`` (None -> ``default``) as an array, clipped to +-1e20."""
     a = np.array([default if b is None else b for b in values], dtype=float)
     return np.clip(a, -_INF, _INF)
 
 
+def _quadratic(expr):
+    """``(constant, [(var, a)], [((var_i, var_j), q)])`` with ``expr = constant + sum a x +
+    sum q x_i x_j`` for an expression of degree at most 2 in the unfixed variables, else
+    None: :func:`pyomo.repn.generate_standard_repn` (parameters and fixed variables at their
+    values).
+
+    The objectives of :func:`pyomo_lap.ocp.build.add_objective` are of this shape; translated as
+    sparse vectors, they cost a few products instead of a CasADi call per node of the Pyomo
+    expression (70 ms on the default job).
+    """
+    from pyomo.repn import generate_standard_repn
+    try:
+        repn = generate_standard_repn(expr, quadratic=True, compute_values=True)
+    except Exception:       # noqa: BLE001 - the general translation says what is wrong
+        return None
+    if repn.nonlinear_expr is not None:
+        return None
+    return (float(repn.constant), list(zip(repn.linear_vars, map(float, repn.linear_coefs))),
+            list(zip(repn.quadratic_vars, map(float, repn.quadratic_coefs))))
+
+
+def _casadi_quadratic(quad, leaf):
+    """The CasADi expression of a :func:`_quadratic` result, ``c + a^T X + X^T Q X`` on the
+    symbols ``X`` of ``leaf(var)``, with two sparse products (a product of two symbols per
+    term costs five times as long)."""
+    import casadi as ca
+    c, lin, quadratic = quad
+    pos: Dict[int, int] = {}
+    syms = []
+    for v in [v for v, _ in lin] + [v for pair, _ in quadratic for v in pair]:
+        if id(v) not in pos:
+            pos[id(v)] = len(syms)
+            syms.append(leaf(v))
+    if not syms:
+        return ca.SX(c)
+    X = ca.vertcat(*syms)
+    a = np.zeros(len(syms))
+    np.add.at(a, [pos[id(v)] for v, _ in lin], [coef for _, coef in lin])
+    f = c + ca.dot(ca.DM(a), X)
+    if quadratic:
+        Q = ca.DM.triplet([pos[id(vi)] for (vi, _), _ in quadratic],
+                          [pos[id(vj)] for (_, vj), _ in quadratic],
+                          ca.DM([q for _, q in quadratic]), len(syms), len(syms))
+        f = f + ca.dot(X, ca.mtimes(Q, X))
+    return f
+
+
 def _simple_linear(body):
     """``(constant, [(var, coef)])`` for the shapes pyomo.dae writes (a variable, a monomial, a
-    LinearExpression, a sum of these and numbers), else None."""
+    LinearExpression, a sum of these and numbers), else None. (Measured on the default job's
+    6720 collocation rows: 28 ms, :func:`pyomo.repn.generate_standard_repn` 63 ms.)"""
     const = 0.0
     terms = []
     stack = [(body, 1.0)]
@@ -1257,59 +1082,16 @@ class ReducedNLP:
     """
 
     def __init__(self, nlp: "LapNLP"):
-        from pyomo.dae import DerivativeVar
         t0 = time.perf_counter()
         self.full = nlp
         self.sense = nlp.sense
-        n, m = nlp.n, nlp.m
-        lin = nlp._lin.tocsr(copy=True)
-        r0 = nlp._lin_slice.start
-        free = (nlp.x_lb <= -_INF / 2) & (nlp.x_ub >= _INF / 2)
-        cand = free & np.array([isinstance(v.parent_component(), DerivativeVar)
-                                for v in nlp.variables], dtype=bool)
-        # the rows that define a candidate: linear equalities with exactly one candidate
-        # column; a candidate defined by several rows goes with the first of them
-        lin.sum_duplicates()
-        eq = nlp.g_lb[nlp._lin_slice] == nlp.g_ub[nlp._lin_slice]
-        row_of_nz = np.repeat(np.arange(lin.shape[0]), np.diff(lin.indptr))
-        is_cand = cand[lin.indices]
-        n_cand = np.bincount(row_of_nz[is_cand], minlength=lin.shape[0])
-        pick = is_cand & eq[row_of_nz] & (n_cand[row_of_nz] == 1)
-        var_of, first = np.unique(lin.indices[pick], return_index=True)
-        chosen_row = row_of_nz[pick][first]
-        order = np.argsort(chosen_row, kind="stable")
-        chosen_row, chosen_var = chosen_row[order], var_of[order]
-        taken = np.zeros(n, dtype=bool)
-        taken[chosen_var] = True
-        elim = chosen_var.astype(np.int64)
-        elim_rows = chosen_row.astype(np.int64) + r0
-        kept = np.flatnonzero(~taken)
-        red = np.full(n, -1, dtype=np.int64)
-        red[kept] = np.arange(kept.size)
-        # T and c: x_full = T x_red + c; the row of the k-th eliminated v reads
-        # a_v v + sum_j a_j x_j + const = g  ->  v = (g - const - sum_j a_j x_j) / a_v
-        S = lin[chosen_row].tocoo()
-        k_of, cols, vals = S.row.astype(np.int64), S.col.astype(np.int64), S.data
-        own = cols == elim[k_of]
-        a = np.zeros(elim.size)
-        a[k_of[own]] = vals[own]
-        self._elim_coef = a
-        oth = ~own
-        Ti = [kept, elim[k_of[oth]]]
-        Tj = [np.arange(kept.size), red[cols[oth]]]
-        Tv = [np.ones(kept.size), -vals[oth] / a[k_of[oth]]]
-        c = np.zeros(n)
-        c[elim] = (nlp.g_lb[r0 + chosen_row] - nlp._lin_const[chosen_row]) / a
-        Ti, Tj, Tv = (np.concatenate(a) for a in (Ti, Tj, Tv))
-        self._T = sp.csr_matrix((Tv, (Ti, Tj)), shape=(n, kept.size))
-        self._TT = self._T.T.tocsr()
-        self._c = c
-        self._kept, self._elim, self._elim_rows = kept, elim, elim_rows
-        rows_kept = np.setdiff1d(np.arange(m), elim_rows)
+        lin, chosen_row, elim = self._eliminated(nlp)
+        kept = np.flatnonzero(~np.isin(np.arange(nlp.n), elim))
+        self._kept, self._elim = kept, elim
+        self._elim_rows = chosen_row + nlp._lin_slice.start
+        self._substitution(nlp, lin, chosen_row)
+        rows_kept = np.setdiff1d(np.arange(nlp.m), self._elim_rows)
         self._rows_kept = rows_kept
-        newrow = np.full(m, -1, dtype=np.int64)
-        newrow[rows_kept] = np.arange(rows_kept.size)
-        # ---- problem data --------------------------------------------------------------
         self.n, self.m = int(kept.size), int(rows_kept.size)
         self.variables = [nlp.variables[k] for k in kept]
         self.constraints = [nlp.constraints[r] for r in rows_kept]
@@ -1318,8 +1100,71 @@ class ReducedNLP:
         self.x_scaling = nlp.x_scaling[kept] if nlp.x_scaling is not None else None
         self.g_scaling = nlp.g_scaling[rows_kept] if nlp.g_scaling is not None else None
         self.obj_scaling = nlp.obj_scaling
-        # ---- Jacobian: J_red = J_full[kept rows] T, as a linear map of the values ---------
+        self._jacobian_map(nlp)
+        self._hessian_map(nlp)
+        self._jf = np.empty(nlp.jac_rows.size)
+        self._hf = np.empty(nlp.hess_rows.size)
+        self._gf = np.empty(nlp.m)
+        self._gradf = np.empty(nlp.n)
+        self._lam = np.zeros(nlp.m)
+        self.report = nlp.report
+        self.report.eliminated = int(elim.size)
+        self.report.presolve_s = time.perf_counter() - t0
+        self.report.n_variables, self.report.n_constraints = self.n, self.m
+        self.report.jac_nnz, self.report.hess_nnz = int(self.jac_rows.size), int(self.hess_rows.size)
+
+    @staticmethod
+    def _eliminated(nlp):
+        """``(lin, rows, variables)``: the linear rows' matrix, the rows (positions in it) that
+        define an eliminated variable, and those variables, in row order. A candidate is an unbounded
+        entry of a ``DerivativeVar``; its row a linear equality with exactly one candidate
+        column; a candidate defined by several rows goes with the first of them."""
+        from pyomo.dae import DerivativeVar
+        lin = nlp._lin.tocsr(copy=True)
+        lin.sum_duplicates()
+        cand = ((nlp.x_lb <= -_INF / 2) & (nlp.x_ub >= _INF / 2)
+                & np.array([isinstance(v.parent_component(), DerivativeVar)
+                            for v in nlp.variables], dtype=bool))
+        eq = nlp.g_lb[nlp._lin_slice] == nlp.g_ub[nlp._lin_slice]
+        row_of_nz = np.repeat(np.arange(lin.shape[0]), np.diff(lin.indptr))
+        is_cand = cand[lin.indices]
+        n_cand = np.bincount(row_of_nz[is_cand], minlength=lin.shape[0])
+        pick = is_cand & eq[row_of_nz] & (n_cand[row_of_nz] == 1)
+        var_of, first = np.unique(lin.indices[pick], return_index=True)
+        chosen_row = row_of_nz[pick][first]
+        order = np.argsort(chosen_row, kind="stable")
+        return lin, chosen_row[order].astype(np.int64), var_of[order].astype(np.int64)
+
+    def _substitution(self, nlp, lin, chosen_row) -> None:
+        """``_T``, ``_c`` with ``x_full = T x_red + c``: the row of the k-th eliminated ``v``
+        reads ``a_v v + sum_j a_j x_j + const = g``, so ``v = (g - const - sum_j a_j x_j) / a_v``;
+        ``_elim_coef`` holds the ``a_v``."""
+        n, kept, elim = nlp.n, self._kept, self._elim
+        red = np.full(n, -1, dtype=np.int64)
+        red[kept] = np.arange(kept.size)
+        S = lin[chosen_row].tocoo()
+        k_of, cols, vals = S.row.astype(np.int64), S.col.astype(np.int64), S.data
+        own = cols == elim[k_of]
+        a = np.zeros(elim.size)
+        a[k_of[own]] = vals[own]
+        oth = ~own
+        Ti = np.concatenate([kept, elim[k_of[oth]]])
+        Tj = np.concatenate([np.arange(kept.size), red[cols[oth]]])
+        Tv = np.concatenate([np.ones(kept.size), -vals[oth] / a[k_of[oth]]])
+        c = np.zeros(n)
+        r0 = nlp._lin_slice.start
+        c[elim] = (nlp.g_lb[r0 + chosen_row] - nlp._lin_const[chosen_row]) / a
+        self._elim_coef = a
+        self._T = sp.csr_matrix((Tv, (Ti, Tj)), shape=(n, kept.size))
+        self._TT = self._T.T.tocsr()
+        self._c = c
+
+    def _jacobian_map(self, nlp) -> None:
+        """``J_red = J_full[kept rows] T`` as a linear map ``_MJ`` of the full Jacobian's values,
+        and its structure."""
         T = self._T
+        newrow = np.full(nlp.m, -1, dtype=np.int64)
+        newrow[self._rows_kept] = np.arange(self._rows_kept.size)
         jr, jc = nlp.jac_rows.astype(np.int64), nlp.jac_cols.astype(np.int64)
         e = np.flatnonzero(newrow[jr] >= 0)
         rr, cc = newrow[jr[e]], jc[e]
@@ -1327,46 +1172,35 @@ class ReducedNLP:
         src = np.repeat(e, cnt)
         tr = np.repeat(rr, cnt)
         pos = np.repeat(T.indptr[cc], cnt) + (np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt))
-        tc, w = T.indices[pos].astype(np.int64), T.data[pos]
-        keys = tr * self.n + tc
+        keys = tr * self.n + T.indices[pos].astype(np.int64)
         uniq, dest = np.unique(keys, return_inverse=True)
         self.jac_rows = (uniq // self.n).astype(np.int32)
         self.jac_cols = (uniq % self.n).astype(np.int32)
-        self._MJ = sp.csr_matrix((w, (dest, src)), shape=(uniq.size, jr.size))
-        # ---- Hessian: H_red = T^T H_full T (lower triangles), a linear map of the values ----
+        self._MJ = sp.csr_matrix((T.data[pos], (dest, src)), shape=(uniq.size, jr.size))
+
+    def _hessian_map(self, nlp) -> None:
+        """``H_red = T^T H_full T`` (lower triangles) as a linear map ``_MH`` of the full
+        Hessian's values, and its structure: the pairs of the ``T`` rows of the entry's row
+        ``k`` and column ``l``; for ``k == l`` every ordered pair ``(i, j)`` with ``i >= j``
+        once, for ``k != l`` each pair once into the lower triangle, twice on the diagonal."""
+        T = self._T
         hr, hc = nlp.hess_rows.astype(np.int64), nlp.hess_cols.astype(np.int64)
-        # vectorized: pairs of the T rows of k = hr[e] and l = hc[e]
         nk, nl = np.diff(T.indptr)[hr], np.diff(T.indptr)[hc]
         npairs = nk * nl
         E = np.repeat(np.arange(hr.size), npairs)
         within = np.arange(npairs.sum()) - np.repeat(np.cumsum(npairs) - npairs, npairs)
-        ik = within // np.repeat(nl, npairs)
-        il = within % np.repeat(nl, npairs)
-        pk = T.indptr[hr[E]] + ik
-        pl = T.indptr[hc[E]] + il
+        pk = T.indptr[hr[E]] + within // np.repeat(nl, npairs)
+        pl = T.indptr[hc[E]] + within % np.repeat(nl, npairs)
         i_, j_ = T.indices[pk].astype(np.int64), T.indices[pl].astype(np.int64)
         ww = T.data[pk] * T.data[pl]
         diag_e = hr[E] == hc[E]
-        # k == l: every ordered pair (i, j) with i >= j once; k != l: each pair once into the
-        # lower triangle, twice on the diagonal
         keep = ~diag_e | (i_ >= j_)
         ww = np.where(~diag_e & (i_ == j_), 2.0 * ww, ww)
-        a_, b_ = np.maximum(i_, j_)[keep], np.minimum(i_, j_)[keep]
-        keys = a_ * self.n + b_
+        keys = np.maximum(i_, j_)[keep] * self.n + np.minimum(i_, j_)[keep]
         uniq, dest = np.unique(keys, return_inverse=True)
         self.hess_rows = (uniq // self.n).astype(np.int32)
         self.hess_cols = (uniq % self.n).astype(np.int32)
         self._MH = sp.csr_matrix((ww[keep], (dest, E[keep])), shape=(uniq.size, hr.size))
-        self._jf = np.empty(jr.size)
-        self._hf = np.empty(hr.size)
-        self._gf = np.empty(m)
-        self._gradf = np.empty(n)
-        self._lam = np.zeros(m)
-        self.report = nlp.report
-        self.report.eliminated = int(elim.size)
-        self.report.presolve_s = time.perf_counter() - t0
-        self.report.n_variables, self.report.n_constraints = self.n, self.m
-        self.report.jac_nnz, self.report.hess_nnz = int(self.jac_rows.size), int(self.hess_rows.size)
 
     # ------------------------------------------------------------------------------------------
     def full_x(self, x) -> np.ndarray:

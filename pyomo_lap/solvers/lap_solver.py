@@ -9,7 +9,7 @@ It takes a built Pyomo model, with whatever constraints, objective, fixed variab
 the user changed, translates it into a nonlinear program whose rows are evaluated by compiled
 CasADi functions (:class:`pyomo_lap.solvers.lap_nlp.LapNLP`: the recorded per-point rows of a pyomo_lap
 model as one mapped function, the rest from their Pyomo expressions), and solves it with IPOPT
-3.14 (MUMPS with METIS ordering) from the ``casadi`` wheel through IPOPT's C interface
+3.14 (MUMPS, QAMD ordering) from the ``casadi`` wheel through IPOPT's C interface
 (:mod:`pyomo_lap.solvers.ipopt_lib`): no NL file, no AMPL solver library, nothing to compile by hand.
 Primal values, constraint duals (suffix ``dual``), reduced costs (``rc``) and IPOPT's bound
 multipliers (``ipopt_zL_out``, ``ipopt_zU_out``), the termination condition and the iteration
@@ -326,117 +326,147 @@ class LapIpopt(SolverBase):
             return None
 
     def solve(self, model, **kwds) -> Results:
-        from .ipopt_lib import IpoptProblem
-        from .lap_nlp import LapNLP
-
-        start = time.perf_counter()
         from ..ocp.build import sync_vehicle
+        start = time.perf_counter()
         sync_vehicle(model)      # the car's parameters as m.vehicle holds them
         results = Results()
         results.timing_info.start_timestamp = datetime.datetime.now(datetime.timezone.utc)
         results.solver_name = self.name
         results.solver_version = self.version()
-        config = self.config(value=kwds, preserve_implicit=True)
-        # this solver's own options may also come with the IPOPT options (the CLI's
-        # --solver-option, Pyomo's legacy `options`): take them out of those
-        user = dict(config.solver_options.value() if hasattr(config.solver_options, "value")
-                    else config.solver_options)
-        for key in _OWN_OPTIONS:
-            if key in user:
-                config[key] = user.pop(key)
+        config, user = self._config(kwds)
         StaleFlagManager.mark_all_as_stale()
-        nlp = LapNLP(model, compile=config.compile, threads=config.eval_threads or None,
-                     verify_points=config.verify_points)
-        if config.eliminate_derivatives:
-            from .lap_nlp import ReducedNLP
-            nlp = ReducedNLP(nlp)
+        nlp = _translate(model, config)
         timers = {k: 0.0 for k in ("f", "grad_f", "g", "jac_g", "h")}
         counts = {k: 0 for k in timers}
-
-        def timed(key, fn):
-            def wrapper(*args):
-                t = time.perf_counter()
-                try:
-                    return fn(*args)
-                finally:
-                    timers[key] += time.perf_counter() - t
-                    counts[key] += 1
-            return wrapper
-
-        options = dict(LAP_IPOPT_OPTIONS)
-        if config.time_limit is not None:           # Pyomo's common option, as IPOPT's
-            options["max_wall_time"] = float(config.time_limit)
-        options.update(user)
-        tee = bool(config.tee)
-        iterations = {"n": -1}
-
-        def intermediate(info):
-            iterations["n"] = info["iter_count"]
-            return None
-
-        prob = IpoptProblem(nlp.n, nlp.m, nlp.x_lb, nlp.x_ub, nlp.g_lb, nlp.g_ub, nlp.jac_rows,
-                            nlp.jac_cols, nlp.hess_rows, nlp.hess_cols,
-                            objective=timed("f", nlp.objective),
-                            gradient=timed("grad_f", nlp.gradient),
-                            constraints=timed("g", nlp.constraints_eval),
-                            jacobian=timed("jac_g", nlp.jacobian),
-                            hessian=timed("h", nlp.hessian), intermediate=intermediate)
-        if nlp.x_scaling is not None and "nlp_scaling_method" not in options:
-            prob.set_scaling(nlp.obj_scaling, nlp.x_scaling, nlp.g_scaling)
-            options["nlp_scaling_method"] = "user-scaling"
-        print_level = int(options.pop("print_level", 5))
-        options["print_level"] = print_level if tee else 0
-        options.setdefault("sb", "yes")     # no banner
-        for key, val in options.items():
-            prob.add_option(key, val)
-        remove_stale_ipopt_logs()
-        fd, logfile = tempfile.mkstemp(prefix=f"{IPOPT_LOG_PREFIX}{os.getpid()}_", suffix=".log")
-        os.close(fd)
-        prob.set_output_file(logfile, print_level=max(print_level, 5))
+        prob, print_level = _ipopt_problem(nlp, _ipopt_options(config, user), bool(config.tee),
+                                           timers, counts)
         t_solve = time.perf_counter()
-        try:
-            try:
-                with _tuned_process(config.tune_process):
-                    res = prob.solve(nlp.x0)
-            finally:
-                log = Path(logfile).read_text(errors="replace") if os.path.exists(logfile) else ""
-                try:
-                    os.unlink(logfile)
-                except OSError:
-                    pass
-        except KeyboardInterrupt as exc:
-            exc.solver_log = log
-            raise
-        ipopt_s = time.perf_counter() - t_solve
-        tc, ss = _STATUS.get(res.status, (TerminationCondition.error, SolutionStatus.noSolution))
-        results.termination_condition = tc
-        results.solution_status = ss
-        results.solver_log = log
-        results.extra_info.iteration_count = res.iterations
-        results.extra_info.ipopt_status = res.status_name
-        results.extra_info.translation = nlp.report
-        results.extra_info.function_s = dict(timers)
-        results.extra_info.function_calls = dict(counts)
-        results.extra_info.ipopt_s = ipopt_s
-        results.extra_info.translate_s = nlp.report.translate_s
-        results.extra_info.compile_s = nlp.report.compile_s
-        results.extra_info.verify_s = nlp.report.verify_s
-        finite = np.all(np.isfinite(res.x))
-        if finite:
-            xf, lam, zl, zu = nlp.full_multipliers(res.x, res.mult_g, res.mult_x_L, res.mult_x_U)
-            results.solution_loader = LapSolutionLoader(model, nlp.full, xf, lam, zl, zu, nlp.sense)
-            results.incumbent_objective = float(res.obj) * nlp.sense
-        else:
-            from pyomo.contrib.solver.common.solution_loader import NoSolutionSolutionLoader
-            results.solution_loader = NoSolutionSolutionLoader(model, "IPOPT returned no finite point")
-            results.solution_status = SolutionStatus.noSolution
+        res, log = _run(prob, nlp.x0, print_level, config.tune_process)
+        results.extra_info.ipopt_s = time.perf_counter() - t_solve
+        _fill_results(results, model, nlp, res, log, timers, counts)
+        ss = results.solution_status
         if config.raise_exception_on_nonoptimal_result and ss != SolutionStatus.optimal:
             from pyomo.contrib.solver.common.util import NoOptimalSolutionError
             raise NoOptimalSolutionError()
         if config.load_solutions:
-            if results.solution_status == SolutionStatus.noSolution:
+            if ss == SolutionStatus.noSolution:
                 raise NoSolutionError()
             results.solution_loader.load_solution()
         results.solver_config = config
         results.timing_info.wall_time = time.perf_counter() - start
         return results
+
+    def _config(self, kwds):
+        """The solve's configuration and the IPOPT options given; this solver's own options
+        may also come with the IPOPT options (the CLI's --solver-option, Pyomo's legacy
+        ``options``): they are taken out of those."""
+        config = self.config(value=kwds, preserve_implicit=True)
+        user = dict(config.solver_options.value() if hasattr(config.solver_options, "value")
+                    else config.solver_options)
+        for key in _OWN_OPTIONS:
+            if key in user:
+                config[key] = user.pop(key)
+        return config, user
+
+
+def _translate(model, config):
+    """The model as an NLP of compiled functions (:class:`~pyomo_lap.solvers.lap_nlp.LapNLP`,
+    reduced by :class:`~pyomo_lap.solvers.lap_nlp.ReducedNLP` unless told not to)."""
+    from .lap_nlp import LapNLP, ReducedNLP
+    nlp = LapNLP(model, compile=config.compile, threads=config.eval_threads or None,
+                 verify_points=config.verify_points)
+    return ReducedNLP(nlp) if config.eliminate_derivatives else nlp
+
+
+def _ipopt_options(config, user: dict) -> dict:
+    """:data:`LAP_IPOPT_OPTIONS`, Pyomo's ``time_limit`` as ``max_wall_time``, and the
+    user's options."""
+    options = dict(LAP_IPOPT_OPTIONS)
+    if config.time_limit is not None:           # Pyomo's common option, as IPOPT's
+        options["max_wall_time"] = float(config.time_limit)
+    options.update(user)
+    return options
+
+
+def _ipopt_problem(nlp, options: dict, tee: bool, timers: dict, counts: dict):
+    """The :class:`~pyomo_lap.solvers.ipopt_lib.IpoptProblem` of ``nlp`` with its options
+    (the log on the console only with ``tee``) and the model's scaling, its callbacks timed
+    into ``timers`` and counted into ``counts``; returns it and the print level of the log
+    file."""
+    from .ipopt_lib import IpoptProblem
+
+    def timed(key, fn):
+        def wrapper(*args):
+            t = time.perf_counter()
+            try:
+                return fn(*args)
+            finally:
+                timers[key] += time.perf_counter() - t
+                counts[key] += 1
+        return wrapper
+
+    prob = IpoptProblem(nlp.n, nlp.m, nlp.x_lb, nlp.x_ub, nlp.g_lb, nlp.g_ub, nlp.jac_rows,
+                        nlp.jac_cols, nlp.hess_rows, nlp.hess_cols,
+                        objective=timed("f", nlp.objective),
+                        gradient=timed("grad_f", nlp.gradient),
+                        constraints=timed("g", nlp.constraints_eval),
+                        jacobian=timed("jac_g", nlp.jacobian),
+                        hessian=timed("h", nlp.hessian))
+    if nlp.x_scaling is not None and "nlp_scaling_method" not in options:
+        prob.set_scaling(nlp.obj_scaling, nlp.x_scaling, nlp.g_scaling)
+        options["nlp_scaling_method"] = "user-scaling"
+    print_level = int(options.pop("print_level", 5))
+    options["print_level"] = print_level if tee else 0
+    options.setdefault("sb", "yes")     # no banner
+    for key, val in options.items():
+        prob.add_option(key, val)
+    return prob, max(print_level, 5)
+
+
+def _run(prob, x0, print_level: int, tune_process: bool):
+    """Solve with IPOPT's log written to a temporary file (``IPOPT_LOG_PREFIX<pid>_*.log``,
+    removed afterwards): (the :class:`~pyomo_lap.solvers.ipopt_lib.IpoptResult`, the log).
+    A KeyboardInterrupt is passed on with the log as ``exc.solver_log``."""
+    remove_stale_ipopt_logs()
+    fd, logfile = tempfile.mkstemp(prefix=f"{IPOPT_LOG_PREFIX}{os.getpid()}_", suffix=".log")
+    os.close(fd)
+    prob.set_output_file(logfile, print_level=print_level)
+    try:
+        try:
+            with _tuned_process(tune_process):
+                res = prob.solve(x0)
+        finally:
+            log = Path(logfile).read_text(errors="replace") if os.path.exists(logfile) else ""
+            try:
+                os.unlink(logfile)
+            except OSError:
+                pass
+    except KeyboardInterrupt as exc:
+        exc.solver_log = log
+        raise
+    return res, log
+
+
+def _fill_results(results, model, nlp, res, log, timers, counts) -> None:
+    """Termination, log, figures and the solution loader of a finished solve."""
+    tc, ss = _STATUS.get(res.status, (TerminationCondition.error, SolutionStatus.noSolution))
+    results.termination_condition = tc
+    results.solution_status = ss
+    results.solver_log = log
+    info = results.extra_info
+    info.iteration_count = res.iterations
+    info.ipopt_status = res.status_name
+    info.translation = nlp.report
+    info.function_s = dict(timers)
+    info.function_calls = dict(counts)
+    info.translate_s = nlp.report.translate_s
+    info.compile_s = nlp.report.compile_s
+    info.verify_s = nlp.report.verify_s
+    if np.all(np.isfinite(res.x)):
+        xf, lam, zl, zu = nlp.full_multipliers(res.x, res.mult_g, res.mult_x_L, res.mult_x_U)
+        results.solution_loader = LapSolutionLoader(model, nlp.full, xf, lam, zl, zu, nlp.sense)
+        results.incumbent_objective = float(res.obj) * nlp.sense
+    else:
+        from pyomo.contrib.solver.common.solution_loader import NoSolutionSolutionLoader
+        results.solution_loader = NoSolutionSolutionLoader(model, "IPOPT returned no finite point")
+        results.solution_status = SolutionStatus.noSolution

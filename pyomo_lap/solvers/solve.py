@@ -197,11 +197,11 @@ _HINTS = {
         "OF_ (e.g. OF_max_resto_iter)"),
     "solver_error": (
         "the solver stopped with an error",
-        "read the solver's log (run without --quiet); try another mesh (--nfe), a shorter "
+        "read the solver's log (run with -v); try another mesh (--nfe), a shorter "
         "sector or --initial-speed free"),
     "failed": (
         "the solver did not report an optimal solution",
-        "read the solver's log (run without --quiet)"),
+        "read the solver's log (run with -v)"),
 }
 
 
@@ -391,6 +391,35 @@ def _asl_command_line_options() -> Optional[set]:
     return set(ipopt_command_line_options)
 
 
+def _own_option_error(solver: str, key: str, value) -> str:
+    """Why ``lap_ipopt`` refuses ``key = value`` of its own options ('' if it takes it)."""
+    from .lap_solver import LapIpopt
+    try:
+        LapIpopt.CONFIG()[key] = value
+    except (ValueError, TypeError) as exc:
+        from ..util.domains import error_text
+        return (f"not accepted ({error_text(exc)}); {solver}'s option {key}: "
+                f"{LapIpopt.CONFIG.get(key)._description}")
+    return ""
+
+
+def _asl_keyword_error(key: str, value, rule) -> str:
+    """Why the ipopt executable refuses its own keyword ``key = value`` ('' if it takes it);
+    ``rule`` is ``("string", values)`` or ``("integer", (lower, upper))``."""
+    if rule[0] == "string":
+        text = ("yes" if value else "no") if isinstance(value, bool) else value
+        return "" if text in rule[1] else "expected one of " + ", ".join(map(repr, rule[1]))
+    lo, hi = rule[1]
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = None
+    if isinstance(value, bool) or number is None or not number.is_integer() \
+            or not lo <= number <= hi:
+        return f"expected an integer with {lo} <= {key} <= {hi}"
+    return ""
+
+
 def check_solver_options(solver: str, options: Optional[dict]) -> dict:
     """Check solver options against the solver's own option list, before anything is built.
 
@@ -408,8 +437,7 @@ def check_solver_options(solver: str, options: Optional[dict]) -> dict:
       ``halt_on_ampl_error`` (not ``wantsol`` nor ``option_file_name``, which Pyomo sets);
     * any other solver: not checked (returned as given).
 
-    When the IPOPT library cannot be loaded, the IPOPT options are not checked (the solver
-    reports them).
+    When the IPOPT library cannot be loaded, the solver reports the IPOPT options itself.
 
     Parameters
     ----------
@@ -434,7 +462,7 @@ def check_solver_options(solver: str, options: Optional[dict]) -> dict:
     if solver not in CHECKED_SOLVERS or not options:
         return options
     from . import ipopt_lib
-    from .lap_solver import _OWN_OPTIONS, LapIpopt
+    from .lap_solver import _OWN_OPTIONS
     try:
         docs = ipopt_lib.ipopt_options_documentation()
     except Exception:  # noqa: BLE001 - no usable library: the solver itself will report
@@ -463,13 +491,9 @@ def check_solver_options(solver: str, options: Optional[dict]) -> dict:
         if not isinstance(key, str) or not key.strip():
             refuse(key, value, "expected an option name (a non-empty string)")
         if key in own:
-            cfg = LapIpopt.CONFIG()
-            try:
-                cfg[key] = value
-            except (ValueError, TypeError) as exc:
-                from ..util.domains import error_text
-                refuse(key, value, f"not accepted ({error_text(exc)}); {solver}'s option "
-                                   f"{key}: {LapIpopt.CONFIG.get(key)._description}")
+            why = _own_option_error(solver, key, value)
+            if why:
+                refuse(key, value, why)
             continue
         if key in _OWN_OPTIONS:
             refuse(key, value, f"an option of {DEFAULT_SOLVER}, not of {solver}")
@@ -487,19 +511,8 @@ def check_solver_options(solver: str, options: Optional[dict]) -> dict:
             rule = _ASL_OWN[key]
             if isinstance(rule, str):
                 ipopt_option(key, rule, value)
-            elif rule[0] == "string":
-                text = ("yes" if value else "no") if isinstance(value, bool) else value
-                if text not in rule[1]:
-                    refuse(key, value, "expected one of " + ", ".join(map(repr, rule[1])))
-            else:
-                lo, hi = rule[1]
-                try:
-                    number = float(value)
-                except (TypeError, ValueError):
-                    number = None
-                if isinstance(value, bool) or number is None or not number.is_integer() \
-                        or not lo <= number <= hi:
-                    refuse(key, value, f"expected an integer with {lo} <= {key} <= {hi}")
+            elif _asl_keyword_error(key, value, rule):
+                refuse(key, value, _asl_keyword_error(key, value, rule))
             continue
         if asl_keywords is not None and key not in asl_keywords and key in docs:
             refuse(key, value, f"the ipopt executable takes {key!r} only from an options file: "

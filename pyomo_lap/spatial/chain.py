@@ -314,11 +314,18 @@ def aba(chain: Chain, track: TrackJoint, kin: Kinematics, qd: Sequence, tau: Seq
     (eq 23a). Finally :math:`W_{3J}^3 = \hat M_3 \dot V_3 + \hat b_3` (eq 24).
     """
     nm = namer or _identity_namer
-    V = kin.V
-    # bias forces of the bodies, eq (14)
+    b = _bias_forces(chain, kin.V, wrench_ext)
+    art = _articulated_bodies(chain, kin, qd, tau, wrench_ext, b, nm)
+    qdd, Vdot = _accelerations(chain, track, kin, qd, tau, art, nm)
+    W3J = [add(x, y) for x, y in zip(lie.matvec(art.M_hat[3], Vdot[3]), art.b_hat[3])]
+    W3J = _name_vec(nm, "W3J", W3J)
+    return ABAResult(qdd=qdd, Vdot=Vdot, M_hat=art.M_hat, b_hat=art.b_hat, W3J=W3J)
+
+
+def _bias_forces(chain: Chain, V: dict, wrench_ext: Mapping[int, Sequence]) -> dict:
+    """Bias forces of the bodies, eq (14): :math:`b_k = \\mathrm{ad}^*_{V_k} M_k V_k - W_{kE}`."""
     b = {}
-    n = chain.n_joints
-    for k in range(1, n + 1):
+    for k in range(1, chain.n_joints + 1):
         Mk = chain.inertia.get(k)
         bk = [0] * 6
         if Mk is not None:
@@ -326,12 +333,34 @@ def aba(chain: Chain, track: TrackJoint, kin: Kinematics, qd: Sequence, tau: Seq
         if k in wrench_ext:
             bk = [sub(a, w) for a, w in zip(bk, wrench_ext[k])]
         b[k] = bk
-    # Step 2
+    return b
+
+
+@dataclasses.dataclass
+class _ArticulatedBodies:
+    """Result of ABA Step 2 (:func:`_articulated_bodies`), per joint ``l`` = n .. 2."""
+
+    M_hat: dict      # articulated-body inertias
+    b_hat: dict      # and bias forces
+    U: dict          # M_hat_l X_l
+    inv_d: dict      # 1 / (X_l^T U_l)
+    u: dict          # tau_l - X_l^T b_hat_l
+    c: dict          # -ad_{X_l qd_l} V_l
+    Mbar: dict       # M_hat_l - U U^T / d
+    bbar: dict       # b_hat_l + Mbar_l c_l + U u / d
+    lean_root: bool  # body 1 massless and free of wrenches: only needed in frame 2
+
+
+def _articulated_bodies(chain: Chain, kin: Kinematics, qd, tau, wrench_ext, b: dict,
+                        nm: Namer) -> _ArticulatedBodies:
+    """ABA Step 2: articulated-body inertias and bias forces, eq (17), from body n down."""
+    n = chain.n_joints
+    V = kin.V
     M_hat = {n: chain.inertia.get(n) or [[0] * 6 for _ in range(6)]}
     b_hat = {n: _name_vec(nm, f"b_hat{n}", b[n])}
     U, d, inv_d, u, c, Mbar, bbar = {}, {}, {}, {}, {}, {}, {}
     # body 1 (massless, no external wrench) is only needed through J^T M_hat1 J and
-    # J^T b_hat1, which are evaluated in frame 2 below instead of forming M_hat1
+    # J^T b_hat1, which are evaluated in frame 2 (Step 3) instead of forming M_hat1
     lean_root = 1 not in chain.inertia and 1 not in wrench_ext
     for l in range(n, 1, -1):
         k = l - 1
@@ -359,35 +388,42 @@ def aba(chain: Chain, track: TrackJoint, kin: Kinematics, qd: Sequence, tau: Seq
         M_hat[k] = _name_sym(nm, f"M_hat{k}", Mk)
         bk = [add(a, bb) for a, bb in zip(b[k], lie.Ad_inv_T_apply(kin.g[l], bbar[l]))]
         b_hat[k] = _name_vec(nm, f"b_hat{k}", bk)
-    # Step 3, track joint
+    return _ArticulatedBodies(M_hat=M_hat, b_hat=b_hat, U=U, inv_d=inv_d, u=u, c=c, Mbar=Mbar,
+                              bbar=bbar, lean_root=lean_root)
+
+
+def _accelerations(chain: Chain, track: TrackJoint, kin: Kinematics, qd, tau,
+                   art: _ArticulatedBodies, nm: Namer) -> tuple:
+    """ABA Step 3: joint accelerations (list, q̈1 first) and body accelerations (dict), from
+    the track joint (with :math:`J_1^1`, :math:`J^1_{1,q_1}\\dot q_1^2` and gravity, eq 23a)
+    up to body n."""
+    n = chain.n_joints
     R = track.R
     g = chain.gravity
     a0 = [mul(R[2][0], g), mul(R[2][1], g), mul(R[2][2], g), 0, 0, 0]  # Ad_{g10} Vdot_0^0
     qd1sq = mul(qd[0], qd[0])
     a1 = [add(x, mul(dj, qd1sq)) for x, dj in zip(a0, track.dJ)]
     J = list(track.J)
-    if lean_root:
+    if art.lean_root:
         # J^T M_hat1 y = (A J)^T Mbar2 (A y) and J^T b_hat1 = (A J)^T bbar2, A = Ad_{g12}^-1
         J2 = lie.Ad_inv_apply(kin.g[2], J)
-        MJ2 = lie.matvec(Mbar[2], J2)
+        MJ2 = lie.matvec(art.Mbar[2], J2)
         a12 = lie.Ad_inv_apply(kin.g[2], a1)
-        num = sub(tau[0], add(lie.dot(MJ2, a12), lie.dot(J2, bbar[2])))
+        num = sub(tau[0], add(lie.dot(MJ2, a12), lie.dot(J2, art.bbar[2])))
         den = lie.dot(J2, MJ2)
     else:
-        MJ = lie.matvec(M_hat[1], J)
-        num = sub(tau[0], add(lie.dot(MJ, a1), lie.dot(J, b_hat[1])))
+        MJ = lie.matvec(art.M_hat[1], J)
+        num = sub(tau[0], add(lie.dot(MJ, a1), lie.dot(J, art.b_hat[1])))
         den = lie.dot(J, MJ)
     qdd = [0] * n
     qdd[0] = nm("qdd1", num / den)
     Vdot = {1: [add(x, mul(j, qdd[0])) for x, j in zip(a1, J)]}
     for l in range(2, n + 1):
         k = l - 1
-        al = [add(x, y) for x, y in zip(lie.Ad_inv_apply(kin.g[l], Vdot[k]), c[l])]
+        al = [add(x, y) for x, y in zip(lie.Ad_inv_apply(kin.g[l], Vdot[k]), art.c[l])]
         al = _name_vec(nm, f"a{l}", al)
-        ql = mul(sub(u[l], lie.dot(U[l], al)), inv_d[l])
+        ql = mul(sub(art.u[l], lie.dot(art.U[l], al)), art.inv_d[l])
         qdd[l - 1] = nm(f"qdd{l}", ql)
         X = chain.joints[l].axis
         Vdot[l] = [add(x, mul(xx, qdd[l - 1])) for x, xx in zip(al, X)]
-    W3J = [add(x, y) for x, y in zip(lie.matvec(M_hat[3], Vdot[3]), b_hat[3])]
-    W3J = _name_vec(nm, "W3J", W3J)
-    return ABAResult(qdd=qdd, Vdot=Vdot, M_hat=M_hat, b_hat=b_hat, W3J=W3J)
+    return qdd, Vdot

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
@@ -38,6 +39,11 @@ __all__ = ["Node", "Tape", "record", "specialize", "PyomoReplay", "casadi_functi
 
 _COMMUTATIVE = {"add", "mul"}
 _FUNCS = ("sin", "cos", "atan", "sqrt", "tanh")
+
+
+def _binary(op):
+    """The methods ``self op o`` and ``o op self`` of :class:`Node` for operation ``op``."""
+    return (lambda self, o: self.tape.op(op, self, o)), (lambda self, o: self.tape.op(op, o, self))
 
 
 class Node:
@@ -55,33 +61,12 @@ class Node:
         """The :class:`Tape` this node was recorded on."""
         return self._tape()
 
-    # arithmetic -------------------------------------------------------------------------
-    def __add__(self, o):
-        return self.tape.op("add", self, o)
-
-    def __radd__(self, o):
-        return self.tape.op("add", o, self)
-
-    def __sub__(self, o):
-        return self.tape.op("sub", self, o)
-
-    def __rsub__(self, o):
-        return self.tape.op("sub", o, self)
-
-    def __mul__(self, o):
-        return self.tape.op("mul", self, o)
-
-    def __rmul__(self, o):
-        return self.tape.op("mul", o, self)
-
-    def __truediv__(self, o):
-        return self.tape.op("div", self, o)
-
-    def __rtruediv__(self, o):
-        return self.tape.op("div", o, self)
-
-    def __pow__(self, o):
-        return self.tape.op("pow", self, o)
+    # arithmetic: ``self op o`` and the reflected ``o op self`` record operation ``op``
+    __add__, __radd__ = _binary("add")
+    __sub__, __rsub__ = _binary("sub")
+    __mul__, __rmul__ = _binary("mul")
+    __truediv__, __rtruediv__ = _binary("div")
+    __pow__ = _binary("pow")[0]
 
     def __neg__(self):
         return self.tape.op("neg", self)
@@ -204,81 +189,49 @@ class Tape:
 
     # replay --------------------------------------------------------------------------------
     def replay(self, inputs: Dict[str, object], outputs: Sequence,
-               name: Optional[Callable] = None, share: Optional[Callable] = None,
-               shared: Optional[set] = None) -> list:
-        """Evaluate the live part of the tape with the backend's operations.
-
-        Parameters
-        ----------
-        inputs : dict
-            ``input name -> value`` (Pyomo variables, numbers, or NumPy arrays).
-        outputs : sequence
-            Nodes (or constants) to return.
-        name : callable, optional
-            ``name(tag, value) -> value``, called for tagged nodes (the namer of the model).
-        share : callable, optional
-            ``share(index, value) -> value``, called for the untagged nodes in ``shared``
-            (default: every untagged node used more than once).
-        shared : set of int, optional
-
-        Returns
-        -------
-        list
-            The values of ``outputs``.
-        """
-        vals = [None] * len(self.nodes)
-        for i, node in enumerate(self.nodes):
-            if not self.live[i]:
-                continue
-            if node.op == "input":
-                vals[i] = inputs[node.args[0]]
-                continue
-            args = [vals[a.index] if isinstance(a, Node) else a for a in node.args]
+               name: Optional[Callable] = None, share: Optional[Callable] = None) -> list:
+        """The values of ``outputs`` (nodes or constants): the live part of the tape evaluated
+        with the backend's operations on ``inputs`` (``input name -> value``: Pyomo variables,
+        numbers or NumPy arrays). ``name(tag, value) -> value`` is called for the tagged nodes
+        (the namer of the model), ``share(index, value) -> value`` for the other nodes used
+        more than once."""
+        def apply(i, node, args):
             v = _BACKEND[node.op](*args)
             if not bk.is_number(v):
                 tag = self.tags.get(i)
                 if tag is not None and name is not None:
                     v = name(tag, v)
-                elif share is not None and (i in shared if shared is not None
-                                            else self.uses[i] > 1 and node.op != "neg"):
+                elif share is not None and self.uses[i] > 1 and node.op != "neg":
                     v = share(i, v)
-            vals[i] = v
-        return [vals[o.index] if isinstance(o, Node) else o for o in outputs]
+            return v
+        return _pick(self.forward(inputs.__getitem__, apply), outputs)
 
-    def evaluate(self, inputs: Dict[str, object], outputs: Sequence, tagged: bool = False):
-        """Evaluate with numbers or NumPy arrays (vectorized over points).
+    def evaluate(self, inputs: Dict[str, object], outputs: Sequence) -> list:
+        """The values of ``outputs`` (nodes or constants) for ``inputs`` (``input name ->
+        number or array``; arrays of one shape, one entry per point: vectorized over points)."""
+        return _pick(self.forward(inputs.__getitem__,
+                                  lambda i, node, args: _NUMPY[node.op](*args)), outputs)
 
-        Parameters
-        ----------
-        inputs : dict
-            ``input name -> number or array`` (arrays of one shape, one entry per point).
-        outputs : sequence
-            Nodes (or constants) to return.
-        tagged : bool
-            Also return ``{tag: value}`` of the tagged nodes.
-
-        Returns
-        -------
-        list (and dict if ``tagged``)
-        """
+    def forward(self, input_value: Callable, apply: Callable, select=None) -> list:
+        """The values of the live nodes (every node before :meth:`count_uses`), in order:
+        ``input_value(name)`` of an input, ``apply(index, node, values of its arguments)`` of
+        an operation; a node with ``select[index]`` false is skipped (None)."""
         vals = [None] * len(self.nodes)
-        live = self.live if len(self.live) == len(self.nodes) else None
+        live = self.live if len(self.live) == len(self.nodes) else [True] * len(self.nodes)
         for i, node in enumerate(self.nodes):
-            if live is not None and not live[i]:
-                continue       # dead node (uses counted): not needed by any output
-            if node.op == "input":
-                vals[i] = inputs[node.args[0]]
+            if not live[i] or (select is not None and not select[i]):
                 continue
-            args = [vals[a.index] if isinstance(a, Node) else a for a in node.args]
-            vals[i] = _NUMPY[node.op](*args)
-        out = [vals[o.index] if isinstance(o, Node) else o for o in outputs]
-        if tagged:
-            return out, {tag: vals[i] for i, tag in self.tags.items() if vals[i] is not None}
-        return out
+            if node.op == "input":
+                vals[i] = input_value(node.args[0])
+            else:
+                vals[i] = apply(i, node, [vals[a.index] if isinstance(a, Node) else a
+                                          for a in node.args])
+        return vals
 
-    @property
-    def n_operations(self) -> int:
-        return sum(1 for i, n in enumerate(self.nodes) if self.live[i] and n.op != "input")
+
+def _pick(vals: list, outputs: Sequence) -> list:
+    """The values of ``outputs`` (nodes or constants) among the node values ``vals``."""
+    return [vals[o.index] if isinstance(o, Node) else o for o in outputs]
 
 
 def _div(a, b):
@@ -294,11 +247,9 @@ _BACKEND = {
     "pow": lambda a, b: a ** b,
     "sin": bk.sin, "cos": bk.cos, "atan": bk.atan, "sqrt": bk.sqrt, "tanh": bk.tanh,
 }
-_NUMERIC = {
-    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-    "div": lambda a, b: a / b, "neg": lambda a: -a, "pow": lambda a, b: a ** b,
-    "sin": math.sin, "cos": math.cos, "atan": math.atan, "sqrt": math.sqrt, "tanh": math.tanh,
-}
+_ARITHMETIC = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
+               "div": operator.truediv, "neg": operator.neg, "pow": operator.pow}
+_NUMERIC = {**_ARITHMETIC, **{f: getattr(math, f) for f in _FUNCS}}
 _NUMPY = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
     "neg": np.negative, "pow": np.power,
@@ -351,29 +302,23 @@ def specialize(tape: "Tape", outputs: Sequence, constants: Dict[str, float]):
         tape the index of the first node of ``tape`` that maps onto it.
     """
     new = Tape()
-    mapping: Dict[int, object] = {}
     origin: List[int] = []
-    for i, node in enumerate(tape.nodes):
-        if not tape.live[i]:
-            continue
-        if node.op == "input":
-            name = node.args[0]
-            if name in constants:
-                mapping[i] = float(constants[name])
-            else:
-                mapping[i] = new.input(name)
-                origin.append(i)
-            continue
-        args = [mapping[a.index] if isinstance(a, Node) else a for a in node.args]
+    index_of = {node.args[0]: i for i, node in enumerate(tape.nodes) if node.op == "input"}
+
+    def input_value(name):
+        if name in constants:
+            return float(constants[name])
+        origin.append(index_of[name])
+        return new.input(name)
+
+    def apply(i, node, args):
         n_before = len(new.nodes)
         v = new.op(node.op, *args)
-        if len(new.nodes) > n_before:
-            origin.extend([i] * (len(new.nodes) - n_before))
-        tag = tape.tags.get(i)
-        if tag is not None:
-            new.tag(tag, v)
-        mapping[i] = v
-    outs = [mapping[o.index] if isinstance(o, Node) else o for o in outputs]
+        origin.extend([i] * (len(new.nodes) - n_before))
+        if i in tape.tags:
+            new.tag(tape.tags[i], v)
+        return v
+    outs = _pick(tape.forward(input_value, apply), outputs)
     new.count_uses(outs)
     return new, outs, origin
 
@@ -422,13 +367,27 @@ class PyomoReplay:
         self.outputs = list(outputs)
         self.symbolic_inputs = list(symbolic_inputs)
         self.global_inputs = list(global_inputs)
-        shared = shared or {}
         self._kinds(tape)
         self.global_keys = {i: (global_keys or {}).get(i, i) for i in range(len(tape.nodes))
                             if self._global[i]}
-        col: Dict[tuple, int] = {}
         self._columns: List[tuple] = []
         self.used_globals: set = set()
+        self.source = self._point_source(shared or {})
+        self._build = self._compile(self.source, "_build")
+        self.globals_source = self._globals_source()
+        self._build_globals = self._compile(self.globals_source, "_build_globals")
+
+    def _input_lines(self, names: Sequence[str]) -> list:
+        """``n<i> = V[k]`` for the live input node ``i`` of each of ``names`` (k-th)."""
+        return [f"    n{i} = V[{k}]" for k, n in enumerate(names)
+                for i, node in enumerate(self.tape.nodes)
+                if node.op == "input" and node.args[0] == n and self.tape.live[i]]
+
+    def _point_source(self, shared: Dict[int, object]) -> str:
+        """The code of :meth:`build`: the symbolic nodes of a point, straight-line (fills
+        ``_columns``, the numeric values it reads, and ``used_globals``)."""
+        tape = self.tape
+        col: Dict[tuple, int] = {}
 
         def ref(a, tf=None):
             """Code for argument ``a`` of a symbolic node (``tf``: ``"neg"`` / ``"inv"`` for
@@ -448,11 +407,7 @@ class PyomoReplay:
             assert tf is None
             return f"n{a.index}"
 
-        lines = ["def _build(V, N, GL, name, share):"]
-        for k, n in enumerate(self.symbolic_inputs):
-            for i, node in enumerate(tape.nodes):
-                if node.op == "input" and node.args[0] == n and tape.live[i]:
-                    lines.append(f"    n{i} = V[{k}]")
+        lines = ["def _build(V, N, GL, name, share):"] + self._input_lines(self.symbolic_inputs)
         for i, node in enumerate(tape.nodes):
             if not tape.live[i] or node.op == "input" or self._numeric[i] or self._global[i]:
                 continue
@@ -460,28 +415,27 @@ class PyomoReplay:
         # a numeric output (a row without variables: not a constraint) stays a float
         lines.append("    return [" + ", ".join(ref(o, "const") if self._is_num(o) else ref(o)
                                                 for o in self.outputs) + "]")
-        self.source = "\n".join(lines)
-        self._build = self._compile(self.source, "_build")
-        # the global nodes: their own straight-line code, on the global inputs
-        glines = ["def _build_globals(V, name, share):", "    GL = {}"]
-        for k, n in enumerate(self.global_inputs):
-            for i, node in enumerate(tape.nodes):
-                if node.op == "input" and node.args[0] == n and tape.live[i]:
-                    glines.append(f"    n{i} = V[{k}]")
+        return "\n".join(lines)
+
+    def _globals_source(self) -> str:
+        """The code of :meth:`build_globals`: the global nodes, straight-line, on the global
+        inputs; it returns those the point code uses."""
+        tape = self.tape
 
         def gref(a, tf=None):
             if not isinstance(a, Node):
                 return repr(_TRANSFORMS[tf](float(a)))
             assert tf is None
             return f"n{a.index}"
+        glines = ["def _build_globals(V, name, share):", "    GL = {}"]
+        glines += self._input_lines(self.global_inputs)
         for i, node in enumerate(tape.nodes):
             if tape.live[i] and node.op != "input" and self._global[i]:
                 glines += self._node_code(i, node, gref, tape.tags.get(i), None)
         for i in sorted(self.used_globals):
             glines.append(f"    GL[{self.global_keys[i]!r}] = n{i}")
         glines.append("    return GL")
-        self.globals_source = "\n".join(glines)
-        self._build_globals = self._compile(self.globals_source, "_build_globals")
+        return "\n".join(glines)
 
     def _kinds(self, tape) -> None:
         """Mark every live node numeric (track numbers only), global (global inputs only) or
@@ -572,15 +526,9 @@ class PyomoReplay:
         ndarray (n, k)
             One row per point, to pass to :meth:`build`.
         """
-        vals: Dict[int, np.ndarray] = {}
-        for i, node in enumerate(self.tape.nodes):
-            if not self.tape.live[i] or not self._numeric[i]:
-                continue
-            if node.op == "input":
-                vals[i] = np.broadcast_to(np.asarray(inputs[node.args[0]], dtype=float), (n,))
-                continue
-            args = [vals[a.index] if isinstance(a, Node) else a for a in node.args]
-            vals[i] = _NUMPY[node.op](*args)
+        vals = self.tape.forward(
+            lambda name: np.broadcast_to(np.asarray(inputs[name], dtype=float), (n,)),
+            lambda i, node, args: _NUMPY[node.op](*args), select=self._numeric)
         out = np.empty((n, len(self._columns)))
         for k, (i, tf) in enumerate(self._columns):
             out[:, k] = _NUMPY_TRANSFORMS[tf](vals[i])
@@ -626,34 +574,13 @@ _NUMPY_TRANSFORMS = {None: lambda x: x, "const": lambda x: x, "neg": np.negative
                      "inv": lambda x: 1.0 / x}
 
 
-_CASADI_OPS = {
-    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-    "div": lambda a, b: a / b, "neg": lambda a: -a, "pow": lambda a, b: a ** b,
-}
-
-
 def structure_key(tape: "Tape", outputs: Sequence, inputs: Sequence[str], salt: str = "") -> str:
-    """A hash of the tape: its live operations with their arguments, the outputs and the
-    inputs' names. With the car's parameters as inputs of the recording (the full model's
-    rows), every car has the same tape: the key names the compiled functions of a model, not
-    of a car.
-
-    Parameters
-    ----------
-    tape : Tape
-        With uses counted.
-    outputs : sequence
-        Nodes or constants (a constant output is part of the structure).
-    inputs : sequence of str
-        The inputs' names, in the order of the function's arguments.
-    salt : str
-        Anything else the key must depend on.
-
-    Returns
-    -------
-    str
-        20 hexadecimal digits.
-    """
+    """A hash (20 hexadecimal digits) of the tape (uses counted): its live operations with
+    their arguments, the ``outputs`` (nodes or constants: a constant output is part of the
+    structure), the ``inputs``' names in the order of the function's arguments, and ``salt``
+    (anything else the key must depend on). With the car's parameters as inputs of the
+    recording (the full model's rows), every car has the same tape: the key names the
+    compiled functions of a model, not of a car."""
     import hashlib
     h = hashlib.sha256(salt.encode())
     parts = []
@@ -674,38 +601,14 @@ def structure_key(tape: "Tape", outputs: Sequence, inputs: Sequence[str], salt: 
 
 def casadi_function(tape: "Tape", outputs: Sequence, groups: Dict[str, Sequence[str]],
                     name: str = "tape"):
-    """The tape as a ``casadi.Function`` of SX symbols, one vector argument per group of
-    inputs, one vector output (the ``outputs`` in order).
-
-    Parameters
-    ----------
-    tape : Tape
-    outputs : sequence
-        Nodes or constants.
-    groups : dict
-        ``argument name -> input names`` (ordered); every live input of the tape must be in
-        one group.
-    name : str
-
-    Returns
-    -------
-    casadi.Function
-    """
+    """The tape as a ``casadi.Function`` ``name`` of SX symbols: one vector argument per
+    entry of ``groups`` (``argument name -> input names``, ordered; every live input of the
+    tape must be in one group), one vector output (the ``outputs``, nodes or constants, in
+    order)."""
     import casadi as ca
     syms = {g: ca.SX.sym(g, len(names)) for g, names in groups.items()}
-    where = {}
-    for g, names in groups.items():
-        for k, n in enumerate(names):
-            where[n] = syms[g][k]
-    vals: Dict[int, object] = {}
-    for i, node in enumerate(tape.nodes):
-        if not tape.live[i]:
-            continue
-        if node.op == "input":
-            vals[i] = where[node.args[0]]
-            continue
-        args = [vals[a.index] if isinstance(a, Node) else a for a in node.args]
-        f = _CASADI_OPS.get(node.op)
-        vals[i] = f(*args) if f is not None else getattr(ca, node.op)(*args)
+    where = {n: syms[g][k] for g, names in groups.items() for k, n in enumerate(names)}
+    vals = tape.forward(where.__getitem__, lambda i, node, args: (
+        _ARITHMETIC.get(node.op) or getattr(ca, node.op))(*args))
     out = [vals[o.index] if isinstance(o, Node) else ca.SX(float(o)) for o in outputs]
     return ca.Function(name, [syms[g] for g in groups], [ca.vertcat(*out)], list(groups), ["out"])

@@ -688,33 +688,7 @@ def aba(tree: KinematicTree, q: Sequence, qd: Sequence, tau: Sequence, *,
     nm = namer
     n = tree.n_bodies
     mo = _motion(tree, q, qd, track, nm)
-    _, pA = _bias(tree, mo, f_ext)
-    IA = [[list(r) for r in tree._exact_inertia[i]] for i in range(n)]
-    U, Dinv, u = [None] * n, [None] * n, [None] * n
-    for i in reversed(range(n)):
-        IA[i] = _named_sym(nm, f"IA{i}", IA[i])
-        pA[i] = _named_vec(nm, f"pA{i}", pA[i])
-        p = tree.parent[i]
-        S = mo.S[i]
-        if S is not None:
-            U[i] = _named_vec(nm, f"U{i}", matvec(IA[i], S))
-            d = dot(S, U[i])
-            _check_d(tree, i, d)
-            Dinv[i] = _named(nm, f"Dinv{i}", 1.0 / d)
-            u[i] = _named(nm, f"u{i}", sub(tau[tree.dof[i]], dot(S, pA[i])))
-        if p < 0:
-            continue
-        if S is None:
-            Pi, beta = IA[i], pA[i]
-        else:
-            Ui = U[i]
-            Pi = [[sub(IA[i][r][s], mul(mul(Ui[r], Ui[s]), Dinv[i])) for s in range(6)]
-                  for r in range(6)]
-            uD = mul(u[i], Dinv[i])
-            Pc = matvec(Pi, mo.c[i])
-            beta = [total([pA[i][r], Pc[r], mul(Ui[r], uD)]) for r in range(6)]
-        IA[p] = _symmetric_add(IA[p], congruence_to_parent(mo.g[i], Pi))
-        pA[p] = [add(x, y) for x, y in zip(pA[p], Ad_inv_T_apply(mo.g[i], beta))]
+    art = _articulated_bodies(tree, mo, tau, None, [S is not None for S in mo.S], f_ext, nm)
     a0 = _ground_acceleration(tree, gravity)
     qdd = [None] * tree.nv
     Vdot = [None] * n
@@ -725,7 +699,7 @@ def aba(tree: KinematicTree, q: Sequence, qd: Sequence, tau: Sequence, *,
             continue
         a = _named_vec(nm, f"a{i}", [add(x, y) for x, y in zip(a, mo.c[i])])
         k = tree.dof[i]
-        qdd[k] = _named(nm, f"qdd{k}", mul(sub(u[i], dot(U[i], a)), Dinv[i]))
+        qdd[k] = _named(nm, f"qdd{k}", mul(sub(art.u[i], dot(art.U[i], a)), art.Dinv[i]))
         Vdot[i] = [add(x, mul(s, qdd[k])) for x, s in zip(a, mo.S[i])]
     return qdd
 
@@ -775,6 +749,25 @@ def hybrid_dynamics(tree: KinematicTree, q: Sequence, qd: Sequence, qdd: Sequenc
     """
     for name, v in (("q", q), ("qd", qd), ("qdd", qdd), ("tau", tau)):
         _check_len(name, v, tree.nv)
+    pres = _prescribed_dofs(tree, prescribed, qdd, tau)
+    f_ext = _check_wrenches(tree, f_ext)
+    track = _check_track(tree, track)
+    mo = _motion(tree, q, qd, track, namer)
+    free = [mo.S[i] is not None and tree.dof[i] not in pres for i in range(tree.n_bodies)]
+    art = _articulated_bodies(tree, mo, tau, qdd, free, f_ext, namer)
+    a0 = _ground_acceleration(tree, gravity)
+    return _hybrid_forward(tree, mo, art, free, qdd, tau, pres, a0, namer)
+
+
+def _prescribed_dofs(tree: KinematicTree, prescribed, qdd, tau) -> set:
+    """The degrees of freedom of ``prescribed`` as a set, checked against ``qdd`` and ``tau``
+    (:func:`hybrid_dynamics`).
+
+    Raises
+    ------
+    ValueError
+        An index out of range, or a value that is read but None.
+    """
     pres = set()
     for k in prescribed:
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k < tree.nv:
@@ -786,15 +779,36 @@ def hybrid_dynamics(tree: KinematicTree, q: Sequence, qd: Sequence, qdd: Sequenc
             raise ValueError(f"qdd[{k}] is prescribed (k in prescribed) but None")
         if k not in pres and tau[k] is None:
             raise ValueError(f"tau[{k}] is given (k not in prescribed) but None")
-    f_ext = _check_wrenches(tree, f_ext)
-    track = _check_track(tree, track)
-    nm = namer
+    return pres
+
+
+@dataclasses.dataclass
+class _ArticulatedBodies:
+    """Result of the backward recursion of :func:`aba` and :func:`hybrid_dynamics`, per body
+    (``None`` where a joint is fixed or prescribed)."""
+
+    IA: list     # articulated-body inertias
+    pA: list     # articulated bias wrenches
+    U: list      # IA S
+    Dinv: list   # 1 / (S^T U)
+    u: list      # tau - S^T pA
+
+
+def _articulated_bodies(tree: KinematicTree, mo: _Motion, tau, qdd, free: list, f_ext,
+                        nm: Optional[Namer]) -> _ArticulatedBodies:
+    """The backward recursion (Kim eqs 49, 50; a prescribed joint by eqs 52, 53): from the
+    leaves to the root, ``free[i]``: joint ``i`` moves by its torque (else it is fixed, or its
+    acceleration ``qdd`` is prescribed).
+
+    Raises
+    ------
+    ValueError
+        A free joint that moves no mass (float data).
+    """
     n = tree.n_bodies
-    mo = _motion(tree, q, qd, track, nm)
     _, pA = _bias(tree, mo, f_ext)
     IA = [[list(r) for r in tree._exact_inertia[i]] for i in range(n)]
     U, Dinv, u = [None] * n, [None] * n, [None] * n
-    free = [mo.S[i] is not None and tree.dof[i] not in pres for i in range(n)]
     for i in reversed(range(n)):
         IA[i] = _named_sym(nm, f"IA{i}", IA[i])
         pA[i] = _named_vec(nm, f"pA{i}", pA[i])
@@ -824,7 +838,15 @@ def hybrid_dynamics(tree: KinematicTree, q: Sequence, qd: Sequence, qdd: Sequenc
             beta = [total([pA[i][r], Pc[r], mul(Ui[r], uD)]) for r in range(6)]
         IA[p] = _symmetric_add(IA[p], congruence_to_parent(mo.g[i], Pi))
         pA[p] = [add(x, y) for x, y in zip(pA[p], Ad_inv_T_apply(mo.g[i], beta))]
-    a0 = _ground_acceleration(tree, gravity)
+    return _ArticulatedBodies(IA=IA, pA=pA, U=U, Dinv=Dinv, u=u)
+
+
+def _hybrid_forward(tree: KinematicTree, mo: _Motion, art: _ArticulatedBodies, free: list,
+                    qdd, tau, pres: set, a0, nm: Optional[Namer]) -> HybridResult:
+    """The forward recursion of :func:`hybrid_dynamics`: accelerations of the free joints,
+    body accelerations, joint wrenches and the torques of the prescribed joints."""
+    n = tree.n_bodies
+    IA, pA, U, Dinv, u = art.IA, art.pA, art.U, art.Dinv, art.u
     qdd_out = [qdd[k] if k in pres else None for k in range(tree.nv)]
     tau_out = [None if k in pres else tau[k] for k in range(tree.nv)]
     Vdot, F = [None] * n, [None] * n

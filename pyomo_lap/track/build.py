@@ -51,6 +51,8 @@ __all__ = [
     "resample_arclength",
     "process_points",
     "sha256_file",
+    "centreline_from_boundaries",
+    "nearest_on_polyline",
 ]
 
 EARTH_ELEV_SCALE = 1e-3   # zaggy elevation unit: mm -> m
@@ -287,7 +289,6 @@ def check_geodetic(lat, lon, *, start_finish=None, source: str = "track file",
         Swapped columns without ``repair``, or values that are no latitudes and longitudes.
     """
     from .checks import Finding, TrackDataError, _list
-    from .report import step
 
     lat = np.asarray(lat, dtype=float).copy()
     lon = np.asarray(lon, dtype=float).copy()
@@ -304,35 +305,12 @@ def check_geodetic(lat, lon, *, start_finish=None, source: str = "track file",
 
     as_named, swapped = valid(lat, lon), valid(lon, lat)
 
-    def worst(a, limit):     # the value farthest beyond the limit, and where
-        i = int(np.flatnonzero(ok)[np.argmax(np.abs(a[ok]))])
-        return i, float(a[i]), int(np.sum(np.abs(a[ok]) > limit))
-
     if as_named and swapped:
-        L_named, L_swapped = _polyline_length(lat, lon), _polyline_length(lon, lat)
-        detail = (f"'{cl}' read as latitude and '{co}' as longitude, as named (around "
-                  f"{np.median(lat[ok]):.5f}, {np.median(lon[ok]):.5f} deg): every value is within "
-                  f"+-90 deg, so the other order is valid coordinates too, and the data cannot "
-                  f"tell which is meant; the points' polyline is {L_named:.0f} m long as read, "
-                  f"{L_swapped:.0f} m read swapped (latitude {np.median(lon[ok]):.5f}, longitude "
-                  f"{np.median(lat[ok]):.5f} deg, mirrored): if the track is not where the first "
-                  "reading puts it, swap the two keys in the file")
-        method = (f"as named, {L_named:.0f} m long; read swapped (both are valid) it would be "
-                  f"{L_swapped:.0f} m")
-        return lat, lon, sf, [], [step("lat_lon_order", detail, method=method,
-                                       count=int(ok.sum()))]
+        return lat, lon, sf, [], [_lat_lon_order_step(lat, lon, ok, cl, co)]
     if as_named:
         return lat, lon, sf, [], []
     if swapped:
-        i, v, k = worst(lat, 90.0)
-        finding = Finding(
-            "lat_lon_swapped",
-            f"latitude and longitude look swapped: column '{cl}' holds {k} value(s) beyond "
-            f"+-90 deg, e.g. {v:.7f} at {labels[i]} (a latitude is at most 90 deg), while every "
-            f"'{co}' value is a valid latitude ({np.min(lon[ok]):.5f} to {np.max(lon[ok]):.5f} "
-            f"deg); expected '{cl}' then '{co}': swap the two keys in the file",
-            f"read swapped: the latitudes from '{co}', the longitudes from '{cl}'",
-            repaired=bool(repair))
+        finding = _swapped_finding(lat, lon, ok, cl, co, labels, repair)
         if not repair:
             raise TrackDataError(source, [finding])
         lat, lon = lon, lat
@@ -347,6 +325,38 @@ def check_geodetic(lat, lon, *, start_finish=None, source: str = "track file",
                 f"{_list(labels, bad, a, ' deg')}; expected a {what} in degrees (|{what}| <= "
                 f"{limit:g}; read swapped the values are not valid either: another unit?)"))
     raise TrackDataError(source, problems)
+
+
+def _lat_lon_order_step(lat, lon, ok, cl: str, co: str) -> dict:
+    """The processing step ``lat_lon_order`` of :func:`check_geodetic`: both orders are valid
+    coordinates, the file is read as named; the points' length both ways."""
+    from .report import step
+    L_named, L_swapped = _polyline_length(lat, lon), _polyline_length(lon, lat)
+    detail = (f"'{cl}' read as latitude and '{co}' as longitude, as named (around "
+              f"{np.median(lat[ok]):.5f}, {np.median(lon[ok]):.5f} deg): every value is within "
+              f"+-90 deg, so the other order is valid coordinates too, and the data cannot "
+              f"tell which is meant; the points' polyline is {L_named:.0f} m long as read, "
+              f"{L_swapped:.0f} m read swapped (latitude {np.median(lon[ok]):.5f}, longitude "
+              f"{np.median(lat[ok]):.5f} deg, mirrored): if the track is not where the first "
+              "reading puts it, swap the two keys in the file")
+    method = (f"as named, {L_named:.0f} m long; read swapped (both are valid) it would be "
+              f"{L_swapped:.0f} m")
+    return step("lat_lon_order", detail, method=method, count=int(ok.sum()))
+
+
+def _swapped_finding(lat, lon, ok, cl: str, co: str, labels, repair: bool):
+    """The finding ``lat_lon_swapped`` of :func:`check_geodetic` (repaired with ``repair``)."""
+    from .checks import Finding
+    i = int(np.flatnonzero(ok)[np.argmax(np.abs(lat[ok]))])   # the latitude farthest beyond 90
+    v, k = float(lat[i]), int(np.sum(np.abs(lat[ok]) > 90.0))
+    return Finding(
+        "lat_lon_swapped",
+        f"latitude and longitude look swapped: column '{cl}' holds {k} value(s) beyond "
+        f"+-90 deg, e.g. {v:.7f} at {labels[i]} (a latitude is at most 90 deg), while every "
+        f"'{co}' value is a valid latitude ({np.min(lon[ok]):.5f} to {np.max(lon[ok]):.5f} "
+        f"deg); expected '{cl}' then '{co}': swap the two keys in the file",
+        f"read swapped: the latitudes from '{co}', the longitudes from '{cl}'",
+        repaired=bool(repair))
 
 
 def sha256_file(path) -> str:
@@ -601,13 +611,14 @@ def process_points(points, closed: bool, xy_cutoff: float, z_cutoff: float | Non
                    max_gap: float | None = 300.0, robust_iterations: int = 0):
     """Smooth and resample a 3D polyline into uniform arc-length samples.
 
-    Steps: consecutive points at the same plan-view position merged; chord-length
-    parameter; horizontal (x, y) smoothing with :func:`penalized_smooth` at cut-off
-    ``xy_cutoff`` (0: quintic interpolation instead); horizontal arc length sigma of the
-    smoothed plan view; z in sigma by :func:`smooth_elevation` at cut-off ``z_cutoff``
-    (default: ``xy_cutoff``; samples whose z is nan ignored, optional Hampel filter, gaps
-    longer than ``max_gap`` filled, optional robust passes); 3D quintic spline in sigma;
-    resampling at uniform 3D arc length.
+    Steps: consecutive points at the same plan-view position merged
+    (:func:`_merge_repeated`); chord-length parameter; horizontal (x, y) smoothing with
+    :func:`penalized_smooth` at cut-off ``xy_cutoff`` (0: quintic interpolation instead,
+    :func:`_plan_view`); horizontal arc length sigma of the smoothed plan view; z in sigma by
+    :func:`smooth_elevation` at cut-off ``z_cutoff`` (default: ``xy_cutoff``; samples whose z
+    is nan ignored, optional Hampel filter, gaps longer than ``max_gap`` filled, optional
+    robust passes; :func:`_elevation_samples`); 3D quintic spline in sigma; resampling at
+    uniform 3D arc length.
 
     Parameters
     ----------
@@ -635,14 +646,7 @@ def process_points(points, closed: bool, xy_cutoff: float, z_cutoff: float | Non
     if P.ndim != 2 or P.shape[1] != 3:
         raise ValueError(f"points must have shape (n,3), got {P.shape}")
     n_in = len(P)
-    keep = np.concatenate([[True], np.linalg.norm(np.diff(P[:, :2], axis=0), axis=1) > 1e-9])
-    merged_into = np.cumsum(keep)[~keep] - 1      # index (among the kept points) of each merge
-    P = P[keep]
-    if closed and np.linalg.norm(P[-1, :2] - P[0, :2]) < 1e-9:
-        P = P[:-1]
-        merged_into = np.append(np.where(merged_into >= len(P), 0, merged_into), 0)
-    if len(P) < 4:
-        raise ValueError(f"need at least 4 distinct points, got {len(P)}")
+    P, merged_into = _merge_repeated(P, closed)
     xy = P[:, :2]
     if closed:
         u = chord_parameter(np.concatenate([xy, xy[:1]]))
@@ -655,40 +659,18 @@ def process_points(points, closed: bool, xy_cutoff: float, z_cutoff: float | Non
     med = float(np.median(du))
     if grid_spacing is None:
         grid_spacing = float(np.clip(min(1.0, spacing / 2.0, med / 2.0), 0.05, None))
-    # 1. plan view
-    if xy_cutoff and xy_cutoff > 0:
-        w = voronoi_weights(u, closed, period)
-        ug, XY = penalized_smooth(u, xy, w, xy_cutoff, closed, period, grid_spacing)
-        spl_xy = curve_spline(ug, XY, closed, period) if closed else curve_spline(ug, XY, False)
-        ua, ub_ = (0.0, period) if closed else (ug[0], ug[-1])
-    else:
-        spl_xy = curve_spline(u, xy, closed, period)
-        ua, ub_ = (0.0, period) if closed else (u[0], u[-1])
-    # horizontal arc length sigma
+    # 1. plan view, and its horizontal arc length sigma
+    spl_xy, ua, ub_ = _plan_view(u, xy, closed, period, xy_cutoff, grid_spacing)
     sig, XYs, Lh = resample_arclength(spl_xy, ua, ub_, grid_spacing, closed)
     # horizontal arc length of each raw point, through its curve parameter u
     # (not by nearest-point projection, which is ambiguous where the plan view crosses itself)
-    from scipy.spatial import cKDTree
-
     utab, stab = _arclength_table(spl_xy, ua, ub_, max(int(np.ceil((ub_ - ua) / (0.25 * grid_spacing))), 64))
     sig_pts = np.interp(u, utab, stab)
-    idx = np.clip(np.searchsorted(sig, sig_pts), 0, len(sig) - 1)
     dist = np.linalg.norm(xy - spl_xy(u), axis=1)
     off_line = _distance_to_polyline(XYs, xy, closed)   # how far smoothing moved each point
     # 2. elevation
-    if z_points is not None:
-        ZP = np.asarray(z_points, float)
-        tree = cKDTree(XYs)
-        _, zidx = tree.query(ZP[:, :2])
-        zsig = _project_on_polyline(XYs, sig, ZP[:, :2], zidx, closed, Lh)
-        zdist = np.linalg.norm(ZP[:, :2] - XYs[zidx], axis=1)
-        far = np.isfinite(ZP[:, 2]) & (zdist > z_points_max_distance)
-        z = np.where(far, np.nan, ZP[:, 2])
-        missing = ~np.isfinite(ZP[:, 2])
-    else:
-        zsig, z = sig_pts, P[:, 2].copy()
-        far = np.zeros(len(z), bool)
-        missing = ~np.isfinite(z)
+    zsig, z, far, missing = _elevation_samples(P, sig_pts, XYs, sig, closed, Lh, z_points,
+                                               z_points_max_distance)
     zc = xy_cutoff if z_cutoff is None else z_cutoff
     Zs, zinfo = smooth_elevation(zsig, z, closed, Lh, sig, zc, grid_spacing, hampel, max_gap,
                                   robust_iterations=robust_iterations)
@@ -697,16 +679,7 @@ def process_points(points, closed: bool, xy_cutoff: float, z_cutoff: float | Non
     spl3 = curve_spline(sig, P3, closed, Lh)
     send = Lh if closed else sig[-1]
     s, Pout, L = resample_arclength(spl3, 0.0, send, spacing, closed)
-    # sigma -> s of the result (for the report of what was done, located on s)
-    ub3, sb3 = _arclength_table(spl3, 0.0, send, max(int(np.ceil(send / (0.25 * spacing))), 64))
-
-    def to_s(g):
-        g = np.asarray(g, float)
-        if not closed:
-            return np.interp(g, ub3, sb3)
-        k = np.floor(g / Lh)
-        return np.interp(g - k * Lh, ub3, sb3) + k * sb3[-1]
-
+    to_s = _sigma_to_s(spl3, send, spacing, closed, Lh)   # (for the report, located on s)
     steps = _processing_steps(
         to_s, L, closed, n_in=n_in, merged_at=sig_pts[merged_into] if len(merged_into) else [],
         missing_at=zsig[missing], n_z=len(z), far_at=zsig[far], z_max_distance=z_points_max_distance,
@@ -730,6 +703,71 @@ def process_points(points, closed: bool, xy_cutoff: float, z_cutoff: float | Non
     info["sigma_of_raw_points"] = sig_pts
     info["steps"] = steps
     return s, Pout, L, info
+
+
+def _sigma_to_s(spl3, send: float, spacing: float, closed: bool, Lh: float):
+    """The map from the horizontal arc length sigma [m] to the 3D arc length s [m] of the
+    result of :func:`process_points` (``spl3``: the 3D curve in sigma), periodic when
+    ``closed`` (period ``Lh``)."""
+    ub3, sb3 = _arclength_table(spl3, 0.0, send, max(int(np.ceil(send / (0.25 * spacing))), 64))
+
+    def to_s(g):
+        g = np.asarray(g, float)
+        if not closed:
+            return np.interp(g, ub3, sb3)
+        k = np.floor(g / Lh)
+        return np.interp(g - k * Lh, ub3, sb3) + k * sb3[-1]
+
+    return to_s
+
+
+def _merge_repeated(P: np.ndarray, closed: bool):
+    """Step 0 of :func:`process_points`: consecutive points at the same plan-view position
+    merged (and a loop's last point repeating its first). Returns the points and, for each
+    merged point, the index among the kept points it was merged into."""
+    keep = np.concatenate([[True], np.linalg.norm(np.diff(P[:, :2], axis=0), axis=1) > 1e-9])
+    merged_into = np.cumsum(keep)[~keep] - 1      # index (among the kept points) of each merge
+    P = P[keep]
+    if closed and np.linalg.norm(P[-1, :2] - P[0, :2]) < 1e-9:
+        P = P[:-1]
+        merged_into = np.append(np.where(merged_into >= len(P), 0, merged_into), 0)
+    if len(P) < 4:
+        raise ValueError(f"need at least 4 distinct points, got {len(P)}")
+    return P, merged_into
+
+
+def _plan_view(u, xy, closed, period, xy_cutoff, grid_spacing):
+    """Step 1 of :func:`process_points`: the plan view as a spline of the chord parameter
+    ``u``, smoothed at cut-off ``xy_cutoff`` [m] (0: interpolated). Returns the spline and its
+    parameter range."""
+    if xy_cutoff and xy_cutoff > 0:
+        w = voronoi_weights(u, closed, period)
+        ug, XY = penalized_smooth(u, xy, w, xy_cutoff, closed, period, grid_spacing)
+        spl_xy = curve_spline(ug, XY, closed, period) if closed else curve_spline(ug, XY, False)
+        ua, ub_ = (0.0, period) if closed else (ug[0], ug[-1])
+    else:
+        spl_xy = curve_spline(u, xy, closed, period)
+        ua, ub_ = (0.0, period) if closed else (u[0], u[-1])
+    return spl_xy, ua, ub_
+
+
+def _elevation_samples(P, sig_pts, XYs, sig, closed, Lh, z_points, z_points_max_distance):
+    """Step 2 of :func:`process_points`: where the elevation samples sit on the horizontal arc
+    length sigma and their values (the points' own, or ``z_points`` matched to the plan view
+    by nearest distance; those farther than ``z_points_max_distance`` [m] are NaN). Returns
+    (sigma, z, far, missing)."""
+    if z_points is None:
+        z = P[:, 2].copy()
+        return sig_pts, z, np.zeros(len(z), bool), ~np.isfinite(z)
+    from scipy.spatial import cKDTree
+    ZP = np.asarray(z_points, float)
+    tree = cKDTree(XYs)
+    _, zidx = tree.query(ZP[:, :2])
+    zsig = _project_on_polyline(XYs, sig, ZP[:, :2], zidx, closed, Lh)
+    zdist = np.linalg.norm(ZP[:, :2] - XYs[zidx], axis=1)
+    far = np.isfinite(ZP[:, 2]) & (zdist > z_points_max_distance)
+    z = np.where(far, np.nan, ZP[:, 2])
+    return zsig, z, far, ~np.isfinite(ZP[:, 2])
 
 
 def _distance_to_polyline(Q: np.ndarray, pts: np.ndarray, closed: bool) -> np.ndarray:
@@ -854,6 +892,9 @@ def smooth_elevation(us, z, closed, period, sig_out, cutoff, grid_spacing, hampe
                      robust_iterations=0, robust_min_scale=1.0):
     """Robust elevation profile z(sigma) from scattered samples.
 
+    Steps: outliers dropped (:func:`_drop_outliers`), long gaps filled
+    (:func:`_fill_long_gaps`), the profile smoothed (:func:`_smooth_profile`).
+
     Parameters
     ----------
     us : (m,) horizontal arc length of the samples [m]
@@ -892,83 +933,109 @@ def smooth_elevation(us, z, closed, period, sig_out, cutoff, grid_spacing, hampe
         return np.zeros(len(sig_out)), info
     order = np.argsort(us[ok])
     su, zs = us[ok][order], z[ok][order]
-    if hampel is not None and len(su) >= 8:
-        hw, ns, mt = hampel
-        out, med = hampel_filter(su, zs, hw, ns, mt, closed, period)
-        info["n_z_outliers"] = int(out.sum())
-        info["z_outliers"] = [dict(at=float(su[i]), z=float(zs[i]), median=float(med[i]),
-                                   deviation=float(zs[i] - med[i])) for i in np.flatnonzero(out)]
-        su, zs = su[~out], zs[~out]
-    real = np.ones(len(su), bool)      # samples of the data (not the pseudo-samples of a fill)
-    gaps = np.diff(np.concatenate([su, [su[0] + period]])) if closed else np.diff(su)
-    info["z_longest_gap"] = float(gaps.max()) if len(gaps) else 0.0
-    if max_gap is not None and len(su) >= 2:
-        # fill long gaps with pseudo-samples on the straight line (in s, z) between
-        # robust end elevations (median of the samples within gap_end_window)
-        add_u, add_z = [], []
-        for g in np.flatnonzero(gaps > max_gap):
-            ua = su[g]
-            ub = su[g + 1] if g + 1 < len(su) else su[0] + period
-            za = _window_median(su, zs, ua, -gap_end_window, closed, period)
-            zb = _window_median(su, zs, ub, +gap_end_window, closed, period)
-            k = max(int(np.ceil((ub - ua) / gap_fill_spacing)), 2)
-            uu = np.linspace(ua, ub, k + 1)[1:-1]
-            add_u.append(uu)
-            add_z.append(za + (zb - za) * (uu - ua) / (ub - ua))
-            info.setdefault("z_filled_gaps", []).append(
-                dict(start=float(ua), end=float(ub), length=float(ub - ua), z_start=float(za),
-                     z_end=float(zb)))
-        if add_u:
-            uu = np.concatenate(add_u)
-            if closed:
-                uu = np.mod(uu, period)
-            su = np.concatenate([su, uu])
-            zs = np.concatenate([zs, np.concatenate(add_z)])
-            real = np.concatenate([real, np.zeros(len(uu), bool)])
-            o = np.argsort(su, kind="stable")
-            su, zs, real = su[o], zs[o], real[o]
+    su, zs = _drop_outliers(su, zs, hampel, closed, period, info)
+    su, zs, real = _fill_long_gaps(su, zs, closed, period, max_gap, gap_end_window,
+                                   gap_fill_spacing, info)
     if len(su) < 4:
         return np.interp(sig_out, su, zs, period=period if closed else None), info
     if cutoff and cutoff > 0:
-        w0 = voronoi_weights(su, closed, period)
-        w = w0.copy()
-        for _ in range(robust_iterations + 1):
-            ug, Zg = penalized_smooth(su, zs, w, cutoff, closed, period if closed else None,
-                                      grid_spacing)
-            if robust_iterations == 0:
-                break
-            fit = np.interp(su, ug, Zg, period=period) if closed else np.interp(su, ug, Zg)
-            r = zs - fit
-            scale = max(1.4826 * np.median(np.abs(r - np.median(r))), robust_min_scale)
-            q = r / (4.685 * scale)
-            w = w0 * np.where(np.abs(q) < 1.0, (1.0 - q**2) ** 2, 0.0)
-        low = w < 0.5 * w0
-        info["z_robust_downweighted"] = int(np.count_nonzero(low))
-        if closed:
-            spl = curve_spline(ug, Zg, True, period)
-            Z = spl(np.mod(sig_out, period))
-            res = zs - spl(np.mod(su, period))
-        else:
-            spl = make_interp_spline(ug, Zg, k=5)
-            Z = spl(np.clip(sig_out, ug[0], ug[-1]))
-            res = zs - spl(su)
-        info["z_residual_rms"] = float(np.sqrt(np.mean(res**2)))
-        info["z_residual_max"] = float(np.max(np.abs(res)))
-        sel = low & real
-        info["z_downweighted_at"] = [float(v) for v in su[sel]]
-        info["z_downweighted_residual"] = [float(v) for v in res[sel]]
-        if real.any():
-            r_real = np.abs(res[real])
-            k = int(np.argmax(r_real))
-            info["z_change_rms"] = float(np.sqrt(np.mean(r_real**2)))
-            info["z_change_max"] = float(r_real[k])
-            info["z_change_max_at"] = float(su[real][k])
+        Z = _smooth_profile(su, zs, real, closed, period, sig_out, cutoff, grid_spacing,
+                            robust_iterations, robust_min_scale, info)
     else:
         if closed:
             Z = curve_spline(su, zs, True, period)(np.mod(sig_out, period))
         else:
             Z = make_interp_spline(su, zs, k=5 if len(su) >= 6 else 1)(sig_out)
     return Z, info
+
+
+def _drop_outliers(su, zs, hampel, closed, period, info):
+    """Elevation samples (sorted) without the outliers of the Hampel filter ``hampel`` (None:
+    none dropped); ``info`` gets ``n_z_outliers`` and ``z_outliers``."""
+    if hampel is None or len(su) < 8:
+        return su, zs
+    hw, ns, mt = hampel
+    out, med = hampel_filter(su, zs, hw, ns, mt, closed, period)
+    info["n_z_outliers"] = int(out.sum())
+    info["z_outliers"] = [dict(at=float(su[i]), z=float(zs[i]), median=float(med[i]),
+                               deviation=float(zs[i] - med[i])) for i in np.flatnonzero(out)]
+    return su[~out], zs[~out]
+
+
+def _fill_long_gaps(su, zs, closed, period, max_gap, gap_end_window, gap_fill_spacing, info):
+    """Gaps longer than ``max_gap`` filled with pseudo-samples on the straight line (in s, z)
+    between robust end elevations (median of the samples within ``gap_end_window``). Returns
+    the samples and which of them are the data's (not pseudo-samples); ``info`` gets
+    ``z_longest_gap`` and ``z_filled_gaps``."""
+    real = np.ones(len(su), bool)      # samples of the data (not the pseudo-samples of a fill)
+    gaps = np.diff(np.concatenate([su, [su[0] + period]])) if closed else np.diff(su)
+    info["z_longest_gap"] = float(gaps.max()) if len(gaps) else 0.0
+    if max_gap is None or len(su) < 2:
+        return su, zs, real
+    add_u, add_z = [], []
+    for g in np.flatnonzero(gaps > max_gap):
+        ua = su[g]
+        ub = su[g + 1] if g + 1 < len(su) else su[0] + period
+        za = _window_median(su, zs, ua, -gap_end_window, closed, period)
+        zb = _window_median(su, zs, ub, +gap_end_window, closed, period)
+        k = max(int(np.ceil((ub - ua) / gap_fill_spacing)), 2)
+        uu = np.linspace(ua, ub, k + 1)[1:-1]
+        add_u.append(uu)
+        add_z.append(za + (zb - za) * (uu - ua) / (ub - ua))
+        info.setdefault("z_filled_gaps", []).append(
+            dict(start=float(ua), end=float(ub), length=float(ub - ua), z_start=float(za),
+                 z_end=float(zb)))
+    if add_u:
+        uu = np.concatenate(add_u)
+        if closed:
+            uu = np.mod(uu, period)
+        su = np.concatenate([su, uu])
+        zs = np.concatenate([zs, np.concatenate(add_z)])
+        real = np.concatenate([real, np.zeros(len(uu), bool)])
+        o = np.argsort(su, kind="stable")
+        su, zs, real = su[o], zs[o], real[o]
+    return su, zs, real
+
+
+def _smooth_profile(su, zs, real, closed, period, sig_out, cutoff, grid_spacing,
+                    robust_iterations, robust_min_scale, info):
+    """The elevation samples smoothed by :func:`penalized_smooth` at ``cutoff`` (with
+    ``robust_iterations`` bisquare passes) and evaluated at ``sig_out``; ``info`` gets the
+    residuals and how far the result is from the data's samples."""
+    w0 = voronoi_weights(su, closed, period)
+    w = w0.copy()
+    for _ in range(robust_iterations + 1):
+        ug, Zg = penalized_smooth(su, zs, w, cutoff, closed, period if closed else None,
+                                  grid_spacing)
+        if robust_iterations == 0:
+            break
+        fit = np.interp(su, ug, Zg, period=period) if closed else np.interp(su, ug, Zg)
+        r = zs - fit
+        scale = max(1.4826 * np.median(np.abs(r - np.median(r))), robust_min_scale)
+        q = r / (4.685 * scale)
+        w = w0 * np.where(np.abs(q) < 1.0, (1.0 - q**2) ** 2, 0.0)
+    low = w < 0.5 * w0
+    info["z_robust_downweighted"] = int(np.count_nonzero(low))
+    if closed:
+        spl = curve_spline(ug, Zg, True, period)
+        Z = spl(np.mod(sig_out, period))
+        res = zs - spl(np.mod(su, period))
+    else:
+        spl = make_interp_spline(ug, Zg, k=5)
+        Z = spl(np.clip(sig_out, ug[0], ug[-1]))
+        res = zs - spl(su)
+    info["z_residual_rms"] = float(np.sqrt(np.mean(res**2)))
+    info["z_residual_max"] = float(np.max(np.abs(res)))
+    sel = low & real
+    info["z_downweighted_at"] = [float(v) for v in su[sel]]
+    info["z_downweighted_residual"] = [float(v) for v in res[sel]]
+    if real.any():
+        r_real = np.abs(res[real])
+        k = int(np.argmax(r_real))
+        info["z_change_rms"] = float(np.sqrt(np.mean(r_real**2)))
+        info["z_change_max"] = float(r_real[k])
+        info["z_change_max_at"] = float(su[real][k])
+    return Z
 
 
 def _project_on_polyline(Q, sq, pts, idx, closed, period):
@@ -1055,3 +1122,128 @@ def track_figures(track, s, points, length: float) -> dict:
         max_abs_speed_error=float(np.max(np.abs(tp.speed - 1.0))),
         start_point_offset_m=float(np.hypot(P[0, 0], P[0, 1])),
     )
+
+
+# ---------------------------------------------------------------------------
+# boundaries
+# ---------------------------------------------------------------------------
+def nearest_on_polyline(Q: np.ndarray, pts: np.ndarray, closed: bool):
+    """The nearest point of the polyline ``Q`` (M, 2) (closed: ``Q[-1] -> Q[0]`` too) to each
+    point of ``pts`` (n, 2), searched on the two segments at the nearest vertex (exact for a
+    polyline whose segments are short against its curvature radius).
+
+    Returns
+    -------
+    near : ndarray (n, 2)
+        The nearest points [m].
+    seg : ndarray (n,) of int
+        The segment they lie on (from ``Q[seg]`` to ``Q[seg + 1]``, wrapped when closed).
+    frac : ndarray (n,)
+        Where on the segment, 0 to 1.
+    """
+    from scipy.spatial import cKDTree
+    Q = np.asarray(Q, float)
+    pts = np.asarray(pts, float)
+    M = len(Q)
+    _, idx = cKDTree(Q).query(pts)
+    near, seg, frac = Q[idx].copy(), np.minimum(idx, M - 1 if closed else M - 2), np.zeros(len(pts))
+    if not closed:
+        frac = np.where(idx == M - 1, 1.0, 0.0)
+    best = np.linalg.norm(pts - near, axis=1)
+    for a in (idx - 1, idx):
+        b = a + 1
+        if closed:
+            a, b = np.mod(a, M), np.mod(b, M)
+            ok = np.ones(len(pts), bool)
+        else:
+            ok = (a >= 0) & (b < M)
+            a, b = np.clip(a, 0, M - 1), np.clip(b, 0, M - 1)
+        d = Q[b] - Q[a]
+        dd = np.maximum(np.sum(d * d, axis=1), 1e-300)
+        t = np.clip(np.sum((pts - Q[a]) * d, axis=1) / dd, 0.0, 1.0)
+        X = Q[a] + t[:, None] * d
+        dist = np.where(ok, np.linalg.norm(pts - X, axis=1), np.inf)
+        upd = dist < best
+        near[upd], seg[upd], frac[upd], best[upd] = X[upd], a[upd], t[upd], dist[upd]
+    return near, seg, frac
+
+
+def _dense_boundary(B: np.ndarray, closed: bool, spacing: float) -> np.ndarray:
+    """A boundary (n, 3) resampled every ``spacing`` [m] of its plan-view chord length on a
+    cubic spline through its points (the elevation linearly; NaN where not given), so that the
+    nearest points of :func:`centreline_from_boundaries` do not fall on chords. Points closer
+    than 5 % of the median spacing to the previous one are merged first."""
+    from scipy.interpolate import make_interp_spline as mis
+    seg = np.linalg.norm(np.diff(B[:, :2], axis=0), axis=1)
+    near = 0.05 * float(np.median(seg))       # points this close to the previous one: merged
+    keep, last = [0], B[0, :2]
+    for i in range(1, len(B)):                 # (a spline through them would make a loop)
+        if np.linalg.norm(B[i, :2] - last) >= near:
+            keep.append(i)
+            last = B[i, :2]
+    if closed and len(keep) > 1 and np.linalg.norm(B[keep[-1], :2] - B[0, :2]) < near:
+        keep.pop()
+    B = B[keep]
+    xy = B[:, :2]
+    if closed:
+        u = chord_parameter(np.concatenate([xy, xy[:1]]))
+        spl = mis(u, np.concatenate([xy, xy[:1]]), k=3, bc_type="periodic")
+        uu = np.linspace(0.0, u[-1], max(int(np.ceil(u[-1] / spacing)), len(B)), endpoint=False)
+        z = np.interp(uu, u, np.concatenate([B[:, 2], B[:1, 2]]))
+    else:
+        u = chord_parameter(xy)
+        spl = mis(u, xy, k=3 if len(B) >= 4 else 1)
+        uu = np.linspace(0.0, u[-1], max(int(np.ceil(u[-1] / spacing)) + 1, len(B)))
+        z = np.interp(uu, u, B[:, 2])
+    return np.column_stack([spl(uu), z])
+
+
+def centreline_from_boundaries(left, right, closed: bool, spacing: float = 0.5):
+    """Centreline points between two track boundaries, with their half-widths.
+
+    Both boundaries are resampled every ``spacing`` [m] on cubic splines through their points
+    (:func:`_dense_boundary`); each point of the left one and the nearest point of the right
+    one (plan view) give a midpoint. The half-widths are the midpoints' (plan-view) distances
+    to the two resampled boundaries; the elevation is the mean of the two boundaries' (one of
+    them where the other has none; NaN where neither has).
+
+    Parameters
+    ----------
+    left, right : ndarray (n, 3), (m, 3)
+        x, y, z [m] (z NaN: not given), in the direction of travel.
+    closed : bool
+    spacing : float
+        [m].
+
+    Returns
+    -------
+    mid : ndarray (k, 3)
+        The centreline points [m].
+    width_left, width_right : ndarray (k,)
+        [m].
+    side : float
+        +1 when the left boundary lies left of the direction of travel (the median over the
+        midpoints), -1 when it lies right.
+    """
+    L = _dense_boundary(np.asarray(left, float), closed, spacing)
+    R = _dense_boundary(np.asarray(right, float), closed, spacing)
+    nr, sr, fr = nearest_on_polyline(R[:, :2], L[:, :2], closed)
+    nxt = (sr + 1) % len(R) if closed else np.minimum(sr + 1, len(R) - 1)
+    zr = R[sr, 2] + fr * (R[nxt, 2] - R[sr, 2])
+    both = np.isfinite(L[:, 2]) & np.isfinite(zr)
+    z = np.where(both, 0.5 * (L[:, 2] + zr), np.where(np.isfinite(L[:, 2]), L[:, 2], zr))
+    mid = np.column_stack([(L[:, :2] + nr) / 2, z])
+    keep = np.concatenate([[True], np.linalg.norm(np.diff(mid[:, :2], axis=0), axis=1) >= 1e-3])
+    mid = mid[keep]
+    if closed and len(mid) > 1 and np.linalg.norm(mid[-1, :2] - mid[0, :2]) < 1e-3:
+        mid = mid[:-1]
+    wl = _distance_to_polyline(L[:, :2], mid[:, :2], closed)
+    wr = _distance_to_polyline(R[:, :2], mid[:, :2], closed)
+    # which side the left boundary is on: the tangent of the midpoints x (left - midpoint)
+    t = np.roll(mid[:, :2], -1, axis=0) - np.roll(mid[:, :2], 1, axis=0)
+    if not closed:
+        t[0], t[-1] = mid[1, :2] - mid[0, :2], mid[-1, :2] - mid[-2, :2]
+    v = nearest_on_polyline(L[:, :2], mid[:, :2], closed)[0] - mid[:, :2]
+    cross = t[:, 0] * v[:, 1] - t[:, 1] * v[:, 0]
+    side = 1.0 if np.median(np.sign(cross)) >= 0 else -1.0
+    return mid, wl, wr, side

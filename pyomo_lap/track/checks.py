@@ -31,6 +31,8 @@ kind                   detected when                                            
 ``elevation_spike``    up to 5 points whose elevation jumps away from their            treated as missing (interpolated)
                        neighbours and back (steeper than max_grade, + 1 m noise)
 ``elevation_step``     any other jump steeper than max_grade (+ 1 m noise)             none (which side is right cannot be told)
+``boundary_side``      track boundaries: the left one lies right of the direction of   the two boundaries are swapped
+                       travel its points give
 ``bad_width``          a half-width <= 0 or > 100 m                                    none
 ``bad_banking``        |banking| > pi/4 rad (degrees given for radians?)               none
 ``too_short``          the track is shorter than 20 m (coordinates not in metres?)     none
@@ -58,7 +60,8 @@ __all__ = ["Finding", "TrackDataError", "TrackRepairWarning", "CheckedPoints", "
 
 KINDS = ("missing_value", "too_few_points", "lat_lon_swapped", "bad_coordinate",
          "duplicate_points", "position_spike",
-         "unclosed_loop", "elevation_zero", "elevation_spike", "elevation_step", "bad_width", "bad_banking",
+         "unclosed_loop", "elevation_zero", "elevation_spike", "elevation_step", "boundary_side",
+         "bad_width", "bad_banking",
          "too_short", "too_long", "steep_grade", "self_intersection", "narrower_than_car", "sector_past_end",
          "longer_than_lap")
 """Kinds of :class:`Finding`."""
@@ -240,6 +243,13 @@ def check_points(points, closed: Optional[bool] = None, *, attrs: Optional[dict]
                  columns: Optional[Sequence[str]] = None) -> CheckedPoints:
     """Check raw spine points (and repair them where a repair is well defined).
 
+    The steps, in this order (each a function of its own): missing values
+    (:func:`_check_missing`), the points' extent (:func:`_check_extent`), duplicated points
+    (:func:`_check_duplicates`), position spikes (:func:`_check_spikes`), the loop's closure
+    (:func:`_check_closure`), elevation glitches (:func:`_check_elevations`), the filling of
+    the values marked missing (:func:`_fill_missing`), widths and banking
+    (:func:`_check_widths_banking`).
+
     Parameters
     ----------
     points : array_like (n, 3)
@@ -280,13 +290,48 @@ def check_points(points, closed: Optional[bool] = None, *, attrs: Optional[dict]
     TrackDataError
         Any finding that was not repaired (all of them are listed).
     """
+    W = _work_points(points, attrs, labels, source)
+    ck = _Findings(source, repair)
+    _check_missing(ck, W, cells or {}, columns, z_missing_ok)
+    _check_extent(ck, W)
+    closed = _check_duplicates(ck, W, closed)
+    _check_spikes(ck, W, closed, closed_abs_tol)
+    closed = _check_closure(ck, W, closed, closed_abs_tol)
+    if elevation_checks:
+        _check_elevations(ck, W, closed, max_grade)
+    _fill_missing(W, closed, z_missing_ok)
+    _check_widths_banking(ck, W)
+    if any(not f.repaired for f in ck.findings):
+        ck.stop()
+    _warn(source, ck.findings)
+    return CheckedPoints(W.P, W.attrs, W.labels, bool(closed), ck.findings)
+
+
+class _Findings:
+    """The findings of one :func:`check_points` call: ``add`` one (repaired if ``repair`` and
+    it has a repair), ``stop`` with all of them."""
+
+    def __init__(self, source: str, repair: bool):
+        self.source = source
+        self.repair = repair
+        self.findings: list = []
+
+    def add(self, kind, message, action=""):
+        self.findings.append(Finding(kind, message, action, repaired=bool(self.repair and action)))
+
+    def stop(self):
+        raise TrackDataError(self.source, self.findings)
+
+
+def _work_points(points, attrs, labels, source) -> _Work:
+    """The points (n, 3) and per-point attributes as float arrays in a :class:`_Work`; a shape
+    that is not (n, 3), or an attribute that is not one value per point, raises."""
     P = np.array(points, dtype=float)
     if P.ndim != 2 or P.shape[1] != 3:
         raise TrackDataError(source, [Finding("missing_value", f"points must have shape (n, 3) "
                                                                 f"(x, y, z), got {P.shape}")])
     n = len(P)
     labels = list(labels) if labels is not None else [f"point {i}" for i in range(n)]
-    cells = cells or {}
     A = {}
     for k, v in (attrs or {}).items():
         if v is None:
@@ -298,16 +343,13 @@ def check_points(points, closed: Optional[bool] = None, *, attrs: Optional[dict]
             raise TrackDataError(source, [Finding("missing_value", f"{k} has shape {a.shape}, "
                                                                    f"expected ({n},) (one value per point)")])
         A[k] = a.copy()
-    W = _Work(P, A, labels)
-    findings: list = []
+    return _Work(P, A, labels)
 
-    def add(kind, message, action=""):
-        findings.append(Finding(kind, message, action, repaired=bool(repair and action)))
 
-    def stop():
-        raise TrackDataError(source, findings)
-
-    # 1. missing / non-numeric values --------------------------------------------------------
+def _check_missing(ck: _Findings, W: _Work, cells: dict, columns, z_missing_ok: bool) -> None:
+    """Step 1: missing or non-numeric coordinates (x or y: the point is dropped; z: filled
+    later), widths and banking (filled later). Stops when a missing value cannot be repaired or
+    fewer than :data:`MIN_POINTS` points are left."""
     shown = dict(zip("xyz", columns or ("x", "y", "z")))   # column names as the file has them
     bad_x, bad_y = ~np.isfinite(W.P[:, 0]), ~np.isfinite(W.P[:, 1])
     groups = [(bad_x & bad_y, ("x", "y")), (bad_x & ~bad_y, ("x",)), (bad_y & ~bad_x, ("y",))]
@@ -324,10 +366,10 @@ def check_points(points, closed: Optional[bool] = None, *, attrs: Optional[dict]
                 f"{len(idx)} row(s): {_list(W.labels, idx, vals)}; expected a finite number"
                 f"{' in metres' if columns is None else ''}")
         if cols != ("z",):
-            add("missing_value", what, "the point is dropped")
+            ck.add("missing_value", what, "the point is dropped")
         else:
             ok = np.isfinite(W.P[:, 2])
-            add("missing_value", what, "interpolated along the track" if ok.sum() >= 2 else "")
+            ck.add("missing_value", what, "interpolated along the track" if ok.sum() >= 2 else "")
     lost_xy = bad_x | bad_y
     for k, a in W.attrs.items():
         bad = ~np.isfinite(a)
@@ -336,31 +378,40 @@ def check_points(points, closed: Optional[bool] = None, *, attrs: Optional[dict]
         idx = np.flatnonzero(bad)
         raw = cells.get(k, {})
         vals = {i: raw.get(i, "nan") for i in idx}
-        add("missing_value", f"column {k!r}: missing or invalid value in {len(idx)} row(s): "
-            f"{_list(W.labels, idx, vals)}; expected a finite number",
-            "interpolated along the track" if np.isfinite(a).sum() >= 2 else "")
+        ck.add("missing_value", f"column {k!r}: missing or invalid value in {len(idx)} row(s): "
+               f"{_list(W.labels, idx, vals)}; expected a finite number",
+               "interpolated along the track" if np.isfinite(a).sum() >= 2 else "")
     if lost_xy.any():
         W.keep(~lost_xy)
     if len(W.P) < MIN_POINTS:
-        add("too_few_points", f"{len(W.P)} usable point(s), expected at least {MIN_POINTS} points")
-        stop()
-    if any(not f.repairable for f in findings):
-        stop()   # cannot go on without the missing values
+        ck.add("too_few_points", f"{len(W.P)} usable point(s), expected at least {MIN_POINTS} points")
+        ck.stop()
+    if any(not f.repairable for f in ck.findings):
+        ck.stop()   # cannot go on without the missing values
+
+
+def _check_extent(ck: _Findings, W: _Work) -> None:
+    """Step 1b: the points' polyline is at most :data:`MAX_LENGTH` long and spans at least
+    :data:`MIN_LENGTH` / pi (coordinates in metres); stops otherwise."""
     with np.errstate(over="ignore", invalid="ignore"):   # absurd coordinates: inf, refused
         extent = float(np.ptp(W.P[:, :2], axis=0).max())
         polyline = float(np.linalg.norm(np.diff(W.P[:, :2], axis=0), axis=1).sum())
     if not polyline <= MAX_LENGTH:
-        add("too_long", f"the points span {extent:.4g} m and their polyline is {polyline:.4g} m "
-            f"long; expected a track of at most {MAX_LENGTH / 1e3:g} km (coordinates in metres? "
-            "a glitch far away?)")
-        stop()
+        ck.add("too_long", f"the points span {extent:.4g} m and their polyline is {polyline:.4g} m "
+               f"long; expected a track of at most {MAX_LENGTH / 1e3:g} km (coordinates in metres? "
+               "a glitch far away?)")
+        ck.stop()
     if extent < MIN_LENGTH / math.pi:
-        add("too_short", f"the points span only {extent:.3g} m; expected a track of at least "
-            f"{MIN_LENGTH:g} m in metres (latitude and longitude must be projected, e.g. with "
-            "Track.from_zaggy_json)")
-        stop()
+        ck.add("too_short", f"the points span only {extent:.3g} m; expected a track of at least "
+               f"{MIN_LENGTH:g} m in metres (latitude and longitude must be projected, e.g. with "
+               "Track.from_zaggy_json)")
+        ck.stop()
 
-    # 2. duplicated points ------------------------------------------------------------------
+
+def _check_duplicates(ck: _Findings, W: _Work, closed):
+    """Step 2: a loop's closing point (the last repeating the first) is dropped (a convention:
+    ``closed`` None becomes True); points repeating the previous one are a finding. Returns
+    ``closed``."""
     ends = W.P[[0, -1]] if np.all(np.isfinite(W.P[[0, -1], 2])) else W.P[[0, -1], :2]
     if closed is not False and float(np.linalg.norm(ends[1] - ends[0])) < DUPLICATE_TOL:
         W.keep(np.arange(len(W.P)) < len(W.P) - 1)   # the closing point of a loop: a convention
@@ -369,144 +420,170 @@ def check_points(points, closed: Optional[bool] = None, *, attrs: Optional[dict]
     dup = np.concatenate([[False], step < DUPLICATE_TOL])
     if dup.any():
         idx = np.flatnonzero(dup)
-        add("duplicate_points", f"{len(idx)} point(s) repeat the previous point (horizontal "
-            f"distance < {DUPLICATE_TOL * 1e3:g} mm): {_list(W.labels, idx)}; expected "
-            "distinct consecutive points", "the repeated points are dropped")
+        ck.add("duplicate_points", f"{len(idx)} point(s) repeat the previous point (horizontal "
+               f"distance < {DUPLICATE_TOL * 1e3:g} mm): {_list(W.labels, idx)}; expected "
+               "distinct consecutive points", "the repeated points are dropped")
         W.keep(~dup)
     if len(W.P) < MIN_POINTS:
-        add("too_few_points", f"{len(W.P)} distinct point(s), expected at least {MIN_POINTS} points")
-        stop()
+        ck.add("too_few_points", f"{len(W.P)} distinct point(s), expected at least {MIN_POINTS} points")
+        ck.stop()
+    return closed
 
-    # 3. position spikes ----------------------------------------------------------------------
+
+def _check_spikes(ck: _Findings, W: _Work, closed, closed_abs_tol) -> None:
+    """Step 3: points far off the line in plan view (GPS glitches) are a finding."""
     P2 = W.P[:, :2]
     # (a loop whose first or last point is a spike does not look closed until it is removed)
     is_closed_guess = bool(closed) if closed is not None else any(
         detect_closed(Q, closed_abs_tol) for Q in (W.P, W.P[1:], W.P[:-1]))
-    if len(W.P) >= 5:
-        prv, nxt = np.roll(P2, 1, axis=0), np.roll(P2, -1, axis=0)
-        d1 = np.linalg.norm(P2 - prv, axis=1)           # segment before each point
-        d2 = np.linalg.norm(nxt - P2, axis=1)           # segment after
-        d0 = np.linalg.norm(nxt - prv, axis=1)          # neighbour to neighbour
-        if not is_closed_guess:                         # no wrap-around segment
-            d1[0] = d2[-1] = 0.0
-        local = np.maximum(np.roll(d1, 1), np.roll(d2, -1))   # the segments around those two
-        med = float(np.median(np.linalg.norm(np.diff(P2, axis=0), axis=1)))
-        spike = (np.minimum(d1, d2) > SPIKE_SPACING_FACTOR * np.maximum(local, med)) & \
-                (d1 + d2 > SPIKE_DETOUR * np.maximum(d0, 1e-12))
-        if spike.any():
-            idx = np.flatnonzero(spike)
-            off = {i: float(min(d1[i], d2[i])) for i in idx}
-            add("position_spike", f"{len(idx)} point(s) far off the line (a GPS glitch?): "
-                f"{_list(W.labels, idx, off, ' m from its neighbours')}; expected a spacing "
-                f"like the median, {med:.3g} m", "the points are dropped")
-            W.keep(~spike)
+    if len(W.P) < 5:
+        return
+    prv, nxt = np.roll(P2, 1, axis=0), np.roll(P2, -1, axis=0)
+    d1 = np.linalg.norm(P2 - prv, axis=1)           # segment before each point
+    d2 = np.linalg.norm(nxt - P2, axis=1)           # segment after
+    d0 = np.linalg.norm(nxt - prv, axis=1)          # neighbour to neighbour
+    if not is_closed_guess:                         # no wrap-around segment
+        d1[0] = d2[-1] = 0.0
+    local = np.maximum(np.roll(d1, 1), np.roll(d2, -1))   # the segments around those two
+    med = float(np.median(np.linalg.norm(np.diff(P2, axis=0), axis=1)))
+    spike = (np.minimum(d1, d2) > SPIKE_SPACING_FACTOR * np.maximum(local, med)) & \
+            (d1 + d2 > SPIKE_DETOUR * np.maximum(d0, 1e-12))
+    if spike.any():
+        idx = np.flatnonzero(spike)
+        off = {i: float(min(d1[i], d2[i])) for i in idx}
+        ck.add("position_spike", f"{len(idx)} point(s) far off the line (a GPS glitch?): "
+               f"{_list(W.labels, idx, off, ' m from its neighbours')}; expected a spacing "
+               f"like the median, {med:.3g} m", "the points are dropped")
+        W.keep(~spike)
 
-    # 4. loop closure ------------------------------------------------------------------------------
+
+def _check_closure(ck: _Findings, W: _Work, closed, closed_abs_tol):
+    """Step 4: ``closed`` None is detected; a closed loop asked for must close (a gap of at
+    most 5 % of the length is bridged by a straight line on repair). Returns ``closed``."""
     if closed is None:
-        closed = detect_closed(W.P, closed_abs_tol)
-    elif closed:
-        P2 = W.P[:, :2]
-        seg = np.linalg.norm(np.diff(P2, axis=0), axis=1)
-        med = float(np.median(seg))
-        gap = float(np.linalg.norm(P2[-1] - P2[0]))
-        tol = max(CLOSE_FACTOR * med, float(seg.max()))
-        length = float(seg.sum()) + gap
-        if gap > tol:
-            ok = gap <= MAX_BRIDGE_FRACTION * length
-            add("unclosed_loop", f"a closed loop was asked for, but the last point "
-                f"({W.labels[-1]}) is {gap:.4g} m from the first ({W.labels[0]}); expected at "
-                f"most {tol:.4g} m (max of {CLOSE_FACTOR:g} x the median spacing and the longest "
-                f"segment){'' if ok else f'; the gap is {100 * gap / length:.1f} % of the length: load it as an open track'}",
-                f"the {gap:.4g} m gap is bridged by a straight line" if ok else "")
-            if ok:
-                k = max(int(math.ceil(gap / max(med, 1e-9))), 2)
-                f = np.linspace(0.0, 1.0, k + 1)[1:-1]
-                newP = W.P[-1] + f[:, None] * (W.P[0] - W.P[-1])
-                na = {key: (v[-1] + f * (v[0] - v[-1])) for key, v in W.attrs.items()}
-                W.insert(len(W.P), newP, na, "bridge")
+        return detect_closed(W.P, closed_abs_tol)
+    if not closed:
+        return closed
+    P2 = W.P[:, :2]
+    seg = np.linalg.norm(np.diff(P2, axis=0), axis=1)
+    med = float(np.median(seg))
+    gap = float(np.linalg.norm(P2[-1] - P2[0]))
+    tol = max(CLOSE_FACTOR * med, float(seg.max()))
+    length = float(seg.sum()) + gap
+    if gap > tol:
+        ok = gap <= MAX_BRIDGE_FRACTION * length
+        ck.add("unclosed_loop", f"a closed loop was asked for, but the last point "
+               f"({W.labels[-1]}) is {gap:.4g} m from the first ({W.labels[0]}); expected at "
+               f"most {tol:.4g} m (max of {CLOSE_FACTOR:g} x the median spacing and the longest "
+               f"segment){'' if ok else f'; the gap is {100 * gap / length:.1f} % of the length: load it as an open track'}",
+               f"the {gap:.4g} m gap is bridged by a straight line" if ok else "")
+        if ok:
+            k = max(int(math.ceil(gap / max(med, 1e-9))), 2)
+            f = np.linspace(0.0, 1.0, k + 1)[1:-1]
+            newP = W.P[-1] + f[:, None] * (W.P[0] - W.P[-1])
+            na = {key: (v[-1] + f * (v[0] - v[-1])) for key, v in W.attrs.items()}
+            W.insert(len(W.P), newP, na, "bridge")
+    return closed
 
-    # 5. elevation glitches -------------------------------------------------------------------------
-    if elevation_checks:
-        z = W.P[:, 2]
-        u, period = _chord(W.P[:, :2], closed)
-        bad = np.zeros(len(z), bool)
-        # zeros that stand for missing values
-        zero = z == 0.0
-        nonzero = np.isfinite(z) & ~zero
-        if zero.any() and nonzero.any():
-            iz = np.flatnonzero(zero)
-            inz = np.flatnonzero(nonzero)
-            flagged = []
-            for i in iz:
-                # nearest non-zero elevation before and after (wrapping for loops)
-                pos = np.searchsorted(inz, i)
-                cand = []
-                if pos > 0 or closed:
-                    cand.append(inz[pos - 1])
-                if pos < len(inz) or closed:
-                    cand.append(inz[pos % len(inz)])
-                for j in cand:
-                    dist = abs(u[j] - u[i])
-                    if closed:
-                        dist = min(dist, period - dist)
-                    if abs(z[j]) > max_grade * dist + Z_NOISE:
-                        flagged.append(i)
-                        break
-            if flagged:
-                flagged = np.array(flagged)
-                add("elevation_zero", f"elevation z = 0 at {len(flagged)} point(s) next to "
-                    f"elevations around {np.median(z[nonzero]):.4g} m (a missing value written "
-                    f"as 0?): {_list(W.labels, flagged)}; expected the road's elevation "
-                    f"(a grade of at most {100 * max_grade:g} %)",
-                    "treated as missing and interpolated along the track")
-                bad[flagged] = True
-        # jumps between consecutive points steeper than max_grade (+ noise): an up-jump
-        # followed within MAX_GLITCH_RUN points by a down-jump back to a consistent
-        # elevation brackets a glitch (repairable); any other jump is a step (not)
-        f = np.flatnonzero(np.isfinite(z) & ~bad)
-        if len(f) >= 3:
-            zf, uf = z[f], u[f]
-            nf = len(f)
-            if closed:       # two laps, so that runs across the closure are seen
-                zf = np.concatenate([zf, zf])
-                uf = np.concatenate([uf, uf + period])
-            dz, dh = np.diff(zf), np.diff(uf)
-            limit = max_grade * dh + Z_NOISE
-            jump = np.abs(dz) > limit
-            if not closed:
-                jump_idx = np.flatnonzero(jump)
-            else:            # pairs of the first lap, and the closing pair
-                jump_idx = np.flatnonzero(jump[:nf])
-            glitch, used = set(), set()
-            for k in jump_idx:
-                if k % nf in used:
-                    continue
-                for m_ in range(k + 1, min(k + 1 + MAX_GLITCH_RUN, len(dz))):
-                    if jump[m_] and np.sign(dz[m_]) != np.sign(dz[k]) and \
-                            abs(zf[m_ + 1] - zf[k]) <= max_grade * (uf[m_ + 1] - uf[k]) + Z_NOISE:
-                        glitch.update(int(f[j % nf]) for j in range(k + 1, m_ + 1))
-                        used.update({k % nf, m_ % nf})
-                        break
-            steps = [k for k in jump_idx if k % nf not in used]
-            if glitch:
-                idx = np.array(sorted(glitch))
-                add("elevation_spike", f"{len(idx)} elevation(s) jump away from their neighbours "
-                    f"and back (glitches): {_list(W.labels, idx, z, ' m', 'z = ')}; expected at most "
-                    f"{100 * max_grade:g} % grade (+{Z_NOISE:g} m noise) to the neighbours",
-                    "treated as missing and interpolated along the track")
-                bad[idx] = True
-            if steps:
-                desc = ", ".join(
-                    f"{dz[k]:+.4g} m between {W.labels[f[k % nf]]} and {W.labels[f[(k + 1) % nf]]} "
-                    f"({dh[k]:.3g} m apart)" for k in steps[:MAX_LISTED])
-                more = f" and {len(steps) - MAX_LISTED} more" if len(steps) > MAX_LISTED else ""
-                add("elevation_step", f"{len(steps)} elevation step(s): {desc}{more}; expected at "
-                    f"most {100 * max_grade:g} % grade (+{Z_NOISE:g} m noise): which side is right "
-                    "cannot be told, correct the elevations")
-        if bad.any():
-            W.P[bad, 2] = np.nan
 
-    # 6. fill the missing values (repairs of 1 and 5) -----------------------------------------------
+def _check_elevations(ck: _Findings, W: _Work, closed: bool, max_grade: float) -> None:
+    """Step 5: elevations of 0 that stand for missing values (:func:`_elevation_zeros`) and
+    jumps steeper than ``max_grade`` (:func:`_elevation_jumps`); the glitches are marked
+    missing (NaN), to be filled by :func:`_fill_missing`."""
+    z = W.P[:, 2]
+    u, period = _chord(W.P[:, :2], closed)
+    bad = np.zeros(len(z), bool)
+    _elevation_zeros(ck, W, z, u, period, closed, max_grade, bad)
+    _elevation_jumps(ck, W, z, u, period, closed, max_grade, bad)
+    if bad.any():
+        W.P[bad, 2] = np.nan
+
+
+def _elevation_zeros(ck, W, z, u, period, closed, max_grade, bad) -> None:
+    """Zeros next to elevations that would make the grade absurd (missing values written as
+    0): a finding, marked in ``bad``."""
+    zero = z == 0.0
+    nonzero = np.isfinite(z) & ~zero
+    if not (zero.any() and nonzero.any()):
+        return
+    iz = np.flatnonzero(zero)
+    inz = np.flatnonzero(nonzero)
+    flagged = []
+    for i in iz:
+        # nearest non-zero elevation before and after (wrapping for loops)
+        pos = np.searchsorted(inz, i)
+        cand = []
+        if pos > 0 or closed:
+            cand.append(inz[pos - 1])
+        if pos < len(inz) or closed:
+            cand.append(inz[pos % len(inz)])
+        for j in cand:
+            dist = abs(u[j] - u[i])
+            if closed:
+                dist = min(dist, period - dist)
+            if abs(z[j]) > max_grade * dist + Z_NOISE:
+                flagged.append(i)
+                break
+    if flagged:
+        flagged = np.array(flagged)
+        ck.add("elevation_zero", f"elevation z = 0 at {len(flagged)} point(s) next to "
+               f"elevations around {np.median(z[nonzero]):.4g} m (a missing value written "
+               f"as 0?): {_list(W.labels, flagged)}; expected the road's elevation "
+               f"(a grade of at most {100 * max_grade:g} %)",
+               "treated as missing and interpolated along the track")
+        bad[flagged] = True
+
+
+def _elevation_jumps(ck, W, z, u, period, closed, max_grade, bad) -> None:
+    """Jumps between consecutive points steeper than ``max_grade`` (+ noise): an up-jump
+    followed within :data:`MAX_GLITCH_RUN` points by a down-jump back to a consistent elevation
+    brackets a glitch (repairable, marked in ``bad``); any other jump is a step (not)."""
+    f = np.flatnonzero(np.isfinite(z) & ~bad)
+    if len(f) < 3:
+        return
+    zf, uf = z[f], u[f]
+    nf = len(f)
+    if closed:       # two laps, so that runs across the closure are seen
+        zf = np.concatenate([zf, zf])
+        uf = np.concatenate([uf, uf + period])
+    dz, dh = np.diff(zf), np.diff(uf)
+    limit = max_grade * dh + Z_NOISE
+    jump = np.abs(dz) > limit
+    if not closed:
+        jump_idx = np.flatnonzero(jump)
+    else:            # pairs of the first lap, and the closing pair
+        jump_idx = np.flatnonzero(jump[:nf])
+    glitch, used = set(), set()
+    for k in jump_idx:
+        if k % nf in used:
+            continue
+        for m_ in range(k + 1, min(k + 1 + MAX_GLITCH_RUN, len(dz))):
+            if jump[m_] and np.sign(dz[m_]) != np.sign(dz[k]) and \
+                    abs(zf[m_ + 1] - zf[k]) <= max_grade * (uf[m_ + 1] - uf[k]) + Z_NOISE:
+                glitch.update(int(f[j % nf]) for j in range(k + 1, m_ + 1))
+                used.update({k % nf, m_ % nf})
+                break
+    steps = [k for k in jump_idx if k % nf not in used]
+    if glitch:
+        idx = np.array(sorted(glitch))
+        ck.add("elevation_spike", f"{len(idx)} elevation(s) jump away from their neighbours "
+               f"and back (glitches): {_list(W.labels, idx, z, ' m', 'z = ')}; expected at most "
+               f"{100 * max_grade:g} % grade (+{Z_NOISE:g} m noise) to the neighbours",
+               "treated as missing and interpolated along the track")
+        bad[idx] = True
+    if steps:
+        desc = ", ".join(
+            f"{dz[k]:+.4g} m between {W.labels[f[k % nf]]} and {W.labels[f[(k + 1) % nf]]} "
+            f"({dh[k]:.3g} m apart)" for k in steps[:MAX_LISTED])
+        more = f" and {len(steps) - MAX_LISTED} more" if len(steps) > MAX_LISTED else ""
+        ck.add("elevation_step", f"{len(steps)} elevation step(s): {desc}{more}; expected at "
+               f"most {100 * max_grade:g} % grade (+{Z_NOISE:g} m noise): which side is right "
+               "cannot be told, correct the elevations")
+
+
+def _fill_missing(W: _Work, closed: bool, z_missing_ok: bool) -> None:
+    """Step 6: the values marked missing (repairs of steps 1 and 5) filled by linear
+    interpolation along the track."""
     u, period = _chord(W.P[:, :2], closed)
     if not z_missing_ok:
         W.P[:, 2] = _interp_missing(u, W.P[:, 2], closed, period)
@@ -514,7 +591,10 @@ def check_points(points, closed: Optional[bool] = None, *, attrs: Optional[dict]
         if k in W.attrs:
             W.attrs[k] = _interp_missing(u, W.attrs[k], closed, period)
 
-    # 7. widths and banking ----------------------------------------------------------------------------
+
+def _check_widths_banking(ck: _Findings, W: _Work) -> None:
+    """Step 7: half-widths in (0, :data:`MAX_HALF_WIDTH`] m, banking within
+    +-:data:`MAX_BANKING` rad."""
     for k in ("width_left", "width_right"):
         a = W.attrs.get(k)
         if a is None:
@@ -522,22 +602,17 @@ def check_points(points, closed: Optional[bool] = None, *, attrs: Optional[dict]
         low = np.flatnonzero(a <= 0)
         high = np.flatnonzero(a > MAX_HALF_WIDTH)
         if len(low):
-            add("bad_width", f"column {k!r}: {len(low)} value(s) <= 0: "
-                f"{_list(W.labels, low, a, ' m')}; expected a half-width > 0 m (spine to edge)")
+            ck.add("bad_width", f"column {k!r}: {len(low)} value(s) <= 0: "
+                   f"{_list(W.labels, low, a, ' m')}; expected a half-width > 0 m (spine to edge)")
         if len(high):
-            add("bad_width", f"column {k!r}: {len(high)} value(s) > {MAX_HALF_WIDTH:g} m: "
-                f"{_list(W.labels, high, a, ' m')}; expected a half-width in metres")
+            ck.add("bad_width", f"column {k!r}: {len(high)} value(s) > {MAX_HALF_WIDTH:g} m: "
+                   f"{_list(W.labels, high, a, ' m')}; expected a half-width in metres")
     a = W.attrs.get("banking")
     if a is not None:
         high = np.flatnonzero(np.abs(a) > MAX_BANKING)
         if len(high):
-            add("bad_banking", f"column 'banking': {len(high)} value(s) beyond +-{MAX_BANKING:.3f} "
-                f"rad: {_list(W.labels, high, a, ' rad')}; expected radians, not degrees")
-
-    if any(not f.repaired for f in findings):
-        stop()
-    _warn(source, findings)
-    return CheckedPoints(W.P, W.attrs, W.labels, bool(closed), findings)
+            ck.add("bad_banking", f"column 'banking': {len(high)} value(s) beyond +-{MAX_BANKING:.3f} "
+                   f"rad: {_list(W.labels, high, a, ' rad')}; expected radians, not degrees")
 
 
 def check_track_width(value, name: str = "track_width", per_side: bool = False):

@@ -331,6 +331,45 @@ def build_circuit(name: str, raw_dir, out_dir=None, params: dict | None = None):
                          f"some of {', '.join(CIRCUIT_PARAMS)}")
     prm = dict(CIRCUIT_PARAMS)
     prm.update(params or {})
+    raw = _raw_circuit_points(name, path, entry)
+    P, labels = raw["P"], raw["labels"]
+    s, Pn, L, info = process_points(
+        P, True, prm["xy_cutoff_m"], prm["z_cutoff_m"], spacing=prm["spacing_m"],
+        grid_spacing=prm["grid_spacing_m"],
+        hampel=(prm["hampel_half_window_m"], prm["hampel_n_sigma"], prm["hampel_min_threshold_m"]),
+        max_gap=prm["max_gap_m"], robust_iterations=prm["robust_iterations"])
+    sig_pts = info.pop("sigma_of_raw_points")
+    steps = info.pop("steps", [])
+    repairs, records = [], []
+    if raw["miss"]:
+        _elevation_repair(raw, labels, sig_pts * (L / info["horizontal_length"]), repairs, records)
+    bridge = entry.get("bridge")
+    if bridge:
+        s, Pn, L = _bridge_repair(s, Pn, L, bridge, prm["spacing_m"], repairs, records)
+    hw = 0.5 * entry["width_m"]
+    track = Track(s, Pn, hw, hw, prm["banking_rad"], closed=True, name=name)
+    check_track(track, source=raw["source"])
+    meta = _circuit_meta(name, entry, raw, prm, info, steps, repairs, records, hw,
+                         track_figures(track, s, Pn, L))
+    if out_dir is not None:
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        n = len(s)
+        _write_track_csv(out_dir / f"{name}.csv", s, Pn, np.full(n, hw), np.full(n, hw),
+                         np.full(n, prm["banking_rad"]))
+        with open(out_dir / f"{name}.json", "w", encoding="utf-8") as fh:
+            json.dump(meta, fh, indent=2, ensure_ascii=False, default=_json_default)
+            fh.write("\n")
+    track.provenance = meta
+    return track, meta
+
+
+def _raw_circuit_points(name: str, path: Path, entry: dict) -> dict:
+    """Step 1-2 of :func:`build_circuit`: the raw file checked against its SHA-256, read,
+    projected and its points checked; the missing elevations repaired. Returns a dict: ``P``
+    (n, 3) [m], ``labels``, ``miss`` (the repaired elevations), ``dropped`` and
+    ``missing_file`` (file points), ``n_file``, ``digest``, ``source``, ``d`` (the file's
+    data), ``lat0``, ``lon0`` [deg], ``signed_area`` [m^2] of the loop in plan view."""
     if not path.is_file():
         raise FileNotFoundError(f"raw file of circuit {name!r} not found: {path}")
     digest = sha256_file(path)
@@ -352,68 +391,74 @@ def build_circuit(name: str, raw_dir, out_dir=None, params: dict | None = None):
     missing_file = [f"pts[{i}]" for i in np.flatnonzero(~np.isfinite(d["elev"]))]
     P, miss = _repair_missing_elevations(P, labels, n_file)
     signed_area = 0.5 * float(np.sum(P[:, 0] * np.roll(P[:, 1], -1) - np.roll(P[:, 0], -1) * P[:, 1]))
-    s, Pn, L, info = process_points(
-        P, True, prm["xy_cutoff_m"], prm["z_cutoff_m"], spacing=prm["spacing_m"],
-        grid_spacing=prm["grid_spacing_m"],
-        hampel=(prm["hampel_half_window_m"], prm["hampel_n_sigma"], prm["hampel_min_threshold_m"]),
-        max_gap=prm["max_gap_m"], robust_iterations=prm["robust_iterations"])
-    sig_pts = info.pop("sigma_of_raw_points")
-    steps = info.pop("steps", [])
-    to_s = L / info["horizontal_length"]
+    return dict(P=P, labels=labels, miss=miss, dropped=dropped, missing_file=missing_file,
+                n_file=n_file, digest=digest, source=source, d=d, lat0=lat0, lon0=lon0,
+                path=path, signed_area=signed_area)
 
-    repairs, records = [], []
-    if miss:
-        where = [float(sig_pts[r["point"]] * to_s) for r in miss]
-        extra = ""
-        if dropped:
-            extra = (f" ({' and '.join(dropped)}, the loop's last point, repeats "
-                     f"{labels[0]}, the start/finish, and is dropped)")
-        parts = "; ".join(
-            f"{r['label']} at s = {w:.1f} m: {r['z_m']:.2f} m, between {r['before']['label']} "
-            f"({r['before']['z_m']:.2f} m, {r['before']['distance_m']:.1f} m before) and "
-            f"{r['after']['label']} ({r['after']['z_m']:.2f} m, {r['after']['distance_m']:.1f} m "
-            "after)" for r, w in zip(miss, where))
-        repairs.append(
-            f"elevation missing (0 in the file) at {' and '.join(missing_file)}{extra}: "
-            f"interpolated linearly along the track: {parts}")
-        records.append(dict(kind="elevation_missing", file_points=missing_file,
-                            count=len(miss), where_m=[[w, w] for w in where],
-                            size=max(abs(r["z_m"]) for r in miss), unit="m",
-                            method="linear interpolation in horizontal chord length between "
-                                   "the nearest points with an elevation",
-                            points=miss, detail=repairs[-1]))
-    bridge = entry.get("bridge")
-    if bridge:
-        dz, binfo = bridge_correction(s, Pn, L, bridge["height_m"], bridge["upper_pass"],
-                                      bridge["ramp_half_length_m"])
-        Q = Pn.copy()
-        Q[:, 2] += dz
-        spl = curve_spline(s, Q, True, L)
-        s, Pn, L = resample_arclength(spl, 0.0, L, prm["spacing_m"], True)
-        repairs.append(
-            f"the plan view crosses itself at (x, y) = ({binfo['xy_m'][0]:.1f}, "
-            f"{binfo['xy_m'][1]:.1f}) m, s = {binfo['s_lower_m']:.1f} m (lower road: "
-            f"{bridge['lower']}) and s = {binfo['s_upper_m']:.1f} m (upper road: "
-            f"{bridge['upper']}), {binfo['height_before_m']:.2f} m apart in height after the "
-            f"processing: a bridge of {bridge['height_m']:g} m: the upper road raised and the "
-            f"lower lowered by {binfo['shift_m']:.2f} m at the crossing, tapered to 0 over "
-            f"{bridge['ramp_half_length_m']:g} m either side (window ((1 + cos(pi d / l)) / 2)^2; "
-            f"added grade at most {100 * binfo['max_added_grade']:.1f} %). Why "
-            f"{bridge['height_m']:g} m: {bridge['reason']}")
-        records.append(dict(kind="bridge", count=2,
-                            where_m=[[binfo["s_lower_m"] - bridge["ramp_half_length_m"],
-                                      binfo["s_lower_m"] + bridge["ramp_half_length_m"]],
-                                     [binfo["s_upper_m"] - bridge["ramp_half_length_m"],
-                                      binfo["s_upper_m"] + bridge["ramp_half_length_m"]]],
-                            size=abs(binfo["shift_m"]), unit="m each road",
-                            method=f"bridge of {bridge['height_m']:g} m, C3 taper over "
-                                   f"+-{bridge['ramp_half_length_m']:g} m",
-                            **binfo, detail=repairs[-1]))
-    hw = 0.5 * entry["width_m"]
-    track = Track(s, Pn, hw, hw, prm["banking_rad"], closed=True, name=name)
-    check_track(track, source=source)
-    files = {"loop": dict(file=path.name, sha256=digest)}
-    meta = dict(
+
+def _elevation_repair(raw: dict, labels: list, s_pts, repairs: list, records: list) -> None:
+    """The repair of the missing elevations as a sentence (``repairs``) and a record
+    (``records``), located at ``s_pts`` (the arc length of each raw point [m])."""
+    miss, dropped, missing_file = raw["miss"], raw["dropped"], raw["missing_file"]
+    where = [float(s_pts[r["point"]]) for r in miss]
+    extra = ""
+    if dropped:
+        extra = (f" ({' and '.join(dropped)}, the loop's last point, repeats "
+                 f"{labels[0]}, the start/finish, and is dropped)")
+    parts = "; ".join(
+        f"{r['label']} at s = {w:.1f} m: {r['z_m']:.2f} m, between {r['before']['label']} "
+        f"({r['before']['z_m']:.2f} m, {r['before']['distance_m']:.1f} m before) and "
+        f"{r['after']['label']} ({r['after']['z_m']:.2f} m, {r['after']['distance_m']:.1f} m "
+        "after)" for r, w in zip(miss, where))
+    repairs.append(
+        f"elevation missing (0 in the file) at {' and '.join(missing_file)}{extra}: "
+        f"interpolated linearly along the track: {parts}")
+    records.append(dict(kind="elevation_missing", file_points=missing_file,
+                        count=len(miss), where_m=[[w, w] for w in where],
+                        size=max(abs(r["z_m"]) for r in miss), unit="m",
+                        method="linear interpolation in horizontal chord length between "
+                               "the nearest points with an elevation",
+                        points=miss, detail=repairs[-1]))
+
+
+def _bridge_repair(s, Pn, L, bridge: dict, spacing: float, repairs: list, records: list):
+    """Step 4 of :func:`build_circuit`: the bridge correction (:func:`bridge_correction`), the
+    spine resampled at uniform 3D arc length again, the repair said (``repairs``) and recorded
+    (``records``). Returns (s, points, length)."""
+    dz, binfo = bridge_correction(s, Pn, L, bridge["height_m"], bridge["upper_pass"],
+                                  bridge["ramp_half_length_m"])
+    Q = Pn.copy()
+    Q[:, 2] += dz
+    spl = curve_spline(s, Q, True, L)
+    s, Pn, L = resample_arclength(spl, 0.0, L, spacing, True)
+    repairs.append(
+        f"the plan view crosses itself at (x, y) = ({binfo['xy_m'][0]:.1f}, "
+        f"{binfo['xy_m'][1]:.1f}) m, s = {binfo['s_lower_m']:.1f} m (lower road: "
+        f"{bridge['lower']}) and s = {binfo['s_upper_m']:.1f} m (upper road: "
+        f"{bridge['upper']}), {binfo['height_before_m']:.2f} m apart in height after the "
+        f"processing: a bridge of {bridge['height_m']:g} m: the upper road raised and the "
+        f"lower lowered by {binfo['shift_m']:.2f} m at the crossing, tapered to 0 over "
+        f"{bridge['ramp_half_length_m']:g} m either side (window ((1 + cos(pi d / l)) / 2)^2; "
+        f"added grade at most {100 * binfo['max_added_grade']:.1f} %). Why "
+        f"{bridge['height_m']:g} m: {bridge['reason']}")
+    records.append(dict(kind="bridge", count=2,
+                        where_m=[[binfo["s_lower_m"] - bridge["ramp_half_length_m"],
+                                  binfo["s_lower_m"] + bridge["ramp_half_length_m"]],
+                                 [binfo["s_upper_m"] - bridge["ramp_half_length_m"],
+                                  binfo["s_upper_m"] + bridge["ramp_half_length_m"]]],
+                        size=abs(binfo["shift_m"]), unit="m each road",
+                        method=f"bridge of {bridge['height_m']:g} m, C3 taper over "
+                               f"+-{bridge['ramp_half_length_m']:g} m",
+                        **binfo, detail=repairs[-1]))
+    return s, Pn, L
+
+
+def _circuit_meta(name, entry, raw, prm, info, steps, repairs, records, hw, figures) -> dict:
+    """The JSON metadata of a built circuit (``<name>.json``)."""
+    d, path, bridge = raw["d"], raw["path"], entry.get("bridge")
+    lat0, lon0, signed_area = raw["lat0"], raw["lon0"], raw["signed_area"]
+    files = {"loop": dict(file=path.name, sha256=raw["digest"])}
+    return dict(
         name=name,
         display_name=entry["display_name"],
         country=entry["country"],
@@ -430,9 +475,9 @@ def build_circuit(name: str, raw_dir, out_dir=None, params: dict | None = None):
         projection=projection_string(lat0, lon0),
         crs_note="x, y: azimuthal equidistant projection (pyproj) of WGS84; z: elevation of the "
                  "source (no earth-curvature correction)",
-        **track_figures(track, s, Pn, L),
-        raw=dict(n_points=n_file, n_points_used=int(len(P)), dropped=dropped,
-                 elevation_missing=missing_file),
+        **figures,
+        raw=dict(n_points=raw["n_file"], n_points_used=int(len(raw["P"])), dropped=raw["dropped"],
+                 elevation_missing=raw["missing_file"]),
         source=dict(CIRCUIT_SOURCE, files=files, used=dict(loop="plan view (x, y) and elevations")),
         processing=dict(prm, half_width_m=hw,
                         **{k: v for k, v in info.items() if not isinstance(v, np.ndarray)}),
@@ -442,14 +487,3 @@ def build_circuit(name: str, raw_dir, out_dir=None, params: dict | None = None):
         width_note=entry["width_reason"],
         banking_note="the data have no banking: 0",
     )
-    if out_dir is not None:
-        out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        n = len(s)
-        _write_track_csv(out_dir / f"{name}.csv", s, Pn, np.full(n, hw), np.full(n, hw),
-                         np.full(n, prm["banking_rad"]))
-        with open(out_dir / f"{name}.json", "w", encoding="utf-8") as fh:
-            json.dump(meta, fh, indent=2, ensure_ascii=False, default=_json_default)
-            fh.write("\n")
-    track.provenance = meta
-    return track, meta

@@ -25,20 +25,23 @@ Implements the track parametrisation of Bartali, Gabiccini, Grabovic, Guiggiani,
 The spine is a quintic (C^4) interpolating B-spline of points sampled at
 uniform arc length (periodic for closed tracks); widths and banking are quintic
 splines of ``s`` as well.  Raw or user data are smoothed and resampled by
-:mod:`pyomo_lap.track.build`.
+:mod:`pyomo_lap.track.build`; the files users bring (CSV dialects, the TUM racetrack
+database's centreline with widths, GPS logger traces, KML boundaries) are read by
+:mod:`pyomo_lap.track.formats` and the loaders here (:func:`load_track`, ``docs/tracks.md``).
 """
 from __future__ import annotations
 
-import csv
 import dataclasses
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
 from scipy.interpolate import make_interp_spline
 
 from . import checks as track_checks
+from . import formats
 from .checks import MAX_GRADE, TrackDataError
 
 __all__ = ["TrackPoints", "Track", "load_track", "available_tracks", "bundled_tracks", "data_dir",
@@ -52,15 +55,9 @@ SET_WIDTH = ("--track-width METRES (the total, half each side; Python: track_wid
              "width_left_m, width_right_m columns in a CSV track file")
 SET_BANKING = "a banking_rad column in a CSV track file (Track.to_csv writes one)"
 
-_COLUMN_ALIASES = {
-    "s": ("s_m", "s"),
-    "x": ("x_m", "x"),
-    "y": ("y_m", "y"),
-    "z": ("z_m", "z"),
-    "width_left": ("width_left_m", "width_left", "w_left", "wl"),
-    "width_right": ("width_right_m", "width_right", "w_right", "wr"),
-    "banking": ("banking_rad", "banking", "bank", "nu"),
-}
+_COLUMN_ALIASES = {k: formats.COLUMNS[k] for k in ("s", "x", "y", "z", "width_left",
+                                                   "width_right", "banking")}
+"""Accepted names of a centreline file's columns (:data:`pyomo_lap.track.formats.COLUMNS`)."""
 
 
 # ---------------------------------------------------------------------------
@@ -229,19 +226,9 @@ class Track:
         if np.any(np.diff(s) <= 0):
             raise ValueError("s must be strictly increasing")
 
-        def col(v, default):
-            if v is None:
-                v = default
-            a = np.asarray(v, float)
-            if a.ndim == 0:
-                a = np.full(len(s), float(a))
-            if a.shape != s.shape or not np.all(np.isfinite(a)):
-                raise ValueError("width_left/width_right/banking must be scalars or finite (M,) arrays")
-            return a
-
-        wl = col(width_left, DEFAULT_HALF_WIDTH)
-        wr = col(width_right, DEFAULT_HALF_WIDTH)
-        nu = col(banking, 0.0)
+        wl = _sample_column(width_left, DEFAULT_HALF_WIDTH, s)
+        wr = _sample_column(width_right, DEFAULT_HALF_WIDTH, s)
+        nu = _sample_column(banking, 0.0, s)
         base = np.zeros(3) if origin is None else np.asarray(origin, float).reshape(-1)
         if base.shape != (3,) or not np.all(np.isfinite(base)):
             raise ValueError(f"origin must be 3 finite numbers [m], got {origin!r}")
@@ -250,22 +237,7 @@ class Track:
             P = P - shift
         self.origin = base + shift
         """Position [m] of the frame of the fitted points in the data's frame (see Notes)."""
-        s = s - s[0]
-        if closed:
-            if np.linalg.norm(P[-1] - P[0]) < 1e-9 * max(1.0, s[-1]):
-                L = s[-1]
-                s, P, wl, wr, nu = s[:-1], P[:-1], wl[:-1], wr[:-1], nu[:-1]
-            else:
-                L = s[-1] + (s[-1] - s[-2])
-            ss = np.concatenate([s, [L]])
-            close = lambda a: np.concatenate([a, a[:1]], axis=0)  # noqa: E731
-            self._p = make_interp_spline(ss, close(P), k=5, bc_type="periodic")
-            self._aux = make_interp_spline(ss, close(np.column_stack([wl, wr, nu])), k=5,
-                                           bc_type="periodic")
-        else:
-            L = s[-1]
-            self._p = make_interp_spline(s, P, k=5)
-            self._aux = make_interp_spline(s, np.column_stack([wl, wr, nu]), k=5)
+        s, L = self._fit_splines(s - s[0], P, wl, wr, nu, closed)
         self.length = float(L)
         self.closed = bool(closed)
         self.name = str(name)
@@ -282,6 +254,27 @@ class Track:
         self.findings = []   # repairs made by the loader (pyomo_lap.track.checks.Finding)
         self.build_repairs = []   # repairs made when a bundled file was built (its .json)
         self._s_samples = s
+
+    def _fit_splines(self, s, P, wl, wr, nu, closed: bool):
+        """The quintic splines of the spine (``self._p``) and of the widths and banking
+        (``self._aux``), periodic when ``closed`` (a repeated closing sample is dropped).
+        Returns the samples' arc length (without the closing sample) and the length [m]."""
+        if closed:
+            if np.linalg.norm(P[-1] - P[0]) < 1e-9 * max(1.0, s[-1]):
+                L = s[-1]
+                s, P, wl, wr, nu = s[:-1], P[:-1], wl[:-1], wr[:-1], nu[:-1]
+            else:
+                L = s[-1] + (s[-1] - s[-2])
+            ss = np.concatenate([s, [L]])
+            close = lambda a: np.concatenate([a, a[:1]], axis=0)  # noqa: E731
+            self._p = make_interp_spline(ss, close(P), k=5, bc_type="periodic")
+            self._aux = make_interp_spline(ss, close(np.column_stack([wl, wr, nu])), k=5,
+                                           bc_type="periodic")
+        else:
+            L = s[-1]
+            self._p = make_interp_spline(s, P, k=5)
+            self._aux = make_interp_spline(s, np.column_stack([wl, wr, nu]), k=5)
+        return s, L
 
     @property
     def processing_steps(self) -> list:
@@ -574,28 +567,37 @@ class Track:
                  smoothing: float | None = None, provenance: dict | None = None,
                  repair: bool = False, max_grade: float = MAX_GRADE,
                  track_width: float | None = None) -> "Track":
-        """Load a track from a CSV file.
+        """Load a track from a CSV file: a centreline (``x, y, z``, optional widths, banking
+        and ``s``) or a GPS logger's trace (``lat, lon``, optional altitude).
 
-        Columns (header row, case-insensitive): ``x, y, z`` [m] required (aliases
-        ``x_m, y_m, z_m``); optional ``width_left, width_right`` [m] (aliases
-        ``width_left_m, width_right_m``) and ``banking`` [rad] (alias ``banking_rad``);
-        optional ``s`` / ``s_m`` [m]. Lines starting with ``#`` are comments.
+        Columns (header row, case-insensitive, an optional unit in brackets: ``x [m]``):
+        ``x, y, z`` [m] required (aliases ``x_m, y_m, z_m``, ``x_spine, y_spine, z_spine``:
+        the tool's own ``trajectory.csv``); optional ``width_left, width_right`` [m]
+        (aliases ``width_left_m, width_right_m``, the TUM racetrack database's
+        ``w_tr_left_m, w_tr_right_m``) and ``banking`` [rad] (alias ``banking_rad``);
+        optional ``s`` / ``s_m`` [m]. Every accepted name:
+        :data:`pyomo_lap.track.formats.COLUMNS`. The columns may be separated by ``,``,
+        ``;`` (numbers with a decimal comma then too) or a tab. Lines starting with ``#`` are
+        comments, but a first comment line that names the columns is the header (the TUM
+        racetrack database's ``# x_m,y_m,w_tr_right_m,w_tr_left_m``); in that layout ``z``
+        may be missing: the track is then flat (an assumed value). How the file was read,
+        when it is not the plain ``x,y,z`` layout, is the processing step ``file_read``.
 
-        The points are checked first (:func:`pyomo_lap.track.checks.check_points`: missing
-        values, duplicates, glitches, loop closure, widths, banking) and the built track
-        after (:func:`~pyomo_lap.track.checks.check_track`: length, grades,
-        self-intersections).
+        A file with latitude and longitude columns (``lat``/``latitude``, ``lon``/``lng``/
+        ``longitude``, optional ``alt``/``altitude``/``elevation``; every name:
+        :data:`~pyomo_lap.track.formats.COLUMNS`) and no ``x, y`` is a GPS logger's trace: it
+        is processed as :meth:`from_geodetic` processes raw GPS data (projection, smoothing,
+        elevation outliers), ``smoothing`` as its plan-view cut-off (default 30 m).
 
-        If an ``s`` column is present, uniformly spaced and consistent with the
-        chord lengths (a processed file such as ``data/tracks/nordschleife.csv``) and
-        ``smoothing`` is None, the points are interpolated as they are (fast path).
-        Otherwise they go through :meth:`from_points` (light smoothing by default).
+        The points are checked (:func:`pyomo_lap.track.checks.check_points`), then the built
+        track (:func:`~pyomo_lap.track.checks.check_track`).
 
-        The ``x`` and ``y`` columns are re-centred on their first value in whole metres,
-        exactly (in decimal arithmetic on the cells' text, :func:`_read_csv_columns`), before
-        anything else: the same track anywhere (1e12 m from the origin too) gives the same
-        numbers. The offset is :attr:`Track.origin`; far from the origin it is also recorded
-        (the processing step ``recentred``, ``provenance['origin_m']``).
+        An ``s`` column at uniform arc length (a processed file such as
+        ``data/tracks/nordschleife.csv``) with ``smoothing`` None: the points are interpolated
+        as they are; otherwise they go through :meth:`from_points` (light smoothing).
+
+        ``x`` and ``y`` are re-centred on their first value in whole metres, exactly, before
+        anything else (:func:`_read_csv_columns`); the offset is :attr:`Track.origin`.
 
         Parameters
         ----------
@@ -617,16 +619,15 @@ class Track:
             Without it the file's ``width_left`` / ``width_right`` are used, and a missing
             one is 4.0 m (recorded in ``provenance['assumptions']``).
 
-        What the loader did to the data (smoothing, merged points) is recorded in
-        ``provenance['processing_steps']`` (:mod:`pyomo_lap.track.report`).
+        What the loader did: ``provenance['processing_steps']`` (:mod:`pyomo_lap.track.report`).
 
         Raises
         ------
         FileNotFoundError
             No such file.
         ValueError
-            Unreadable file, missing required column, a ``track_width`` that is not a
-            positive width in metres.
+            Unreadable file, missing required column (the message says how the file was
+            read), a column in another unit, a bad ``track_width``.
         TrackDataError (a ValueError)
             Bad data; every problem is listed with the file, the rows (and lines), the
             values and what was expected.
@@ -634,18 +635,21 @@ class Track:
         path = Path(path)
         source = f"track file {path}"
         half = track_checks.check_track_width(track_width)
-        offsets = {}          # x, y far from the origin: re-centred exactly (see the reader)
-        cols, data, cells, labels = _read_csv_columns(path, origin=offsets)
+        table = formats.read_table(path)
+        if _is_gps_table(table):
+            return cls._from_gps_table(path, table, name=name, closed=closed, repair=repair,
+                                       max_grade=max_grade, track_width=track_width,
+                                       smoothing=smoothing, provenance=provenance)
+        offsets, read = {}, {}  # x, y re-centred exactly (see the reader)
+        _, data, cells, labels = _read_csv_columns(path, origin=offsets, table=table, info=read)
         origin = np.array([offsets.get("x", 0.0), offsets.get("y", 0.0), 0.0])
         P = np.column_stack([data["x"], data["y"], data["z"]])
         attrs = {k: data[k] for k in ("width_left", "width_right", "banking", "s") if k in data}
         chk = track_checks.check_points(P, closed, attrs=attrs, labels=labels, cells=cells,
                                         source=source, repair=repair, max_grade=max_grade)
         P, closed, data = chk.points, chk.closed, chk.attrs
-        n = len(P)
         name = name or path.stem
-        prov = dict(provenance or {})
-        prov.setdefault("source_file", str(path.resolve()))
+        prov = _csv_provenance(provenance, path, read)
         wl, wr = data.get("width_left"), data.get("width_right")
         if half is not None:
             had = [k for k in ("width_left", "width_right") if k in data]
@@ -653,17 +657,153 @@ class Track:
                 _widths_set_step(track_width, had)]
             wl = wr = half
         s = data.get("s")
-        if s is not None and smoothing is None and n >= 6:
-            ds = np.diff(s)
-            chord = np.linalg.norm(np.diff(P, axis=0), axis=1)
-            h = float(np.median(ds)) if len(ds) else 0.0
-            if (h > 0 and np.all(np.abs(ds - h) <= 1e-6 * max(h, 1.0) + 1e-6)
-                    and np.all(np.abs(chord - ds) <= 0.01 * h)):
-                tr = cls(s, P, wl, wr, data.get("banking"), closed, name, prov, origin=origin)
-                return _finish(tr, chk.findings, source, max_grade)
+        if s is not None and smoothing is None and len(P) >= 6 and _arc_length_samples(s, P, closed):
+            tr = cls(s, P, wl, wr, data.get("banking"), closed, name, prov, origin=origin)
+            return _finish(tr, chk.findings, source, max_grade)
         tr = cls._build_from_points(P, closed, wl, wr, data.get("banking"), smoothing=smoothing,
                                     name=name, provenance=prov, origin=origin)
         return _finish(tr, chk.findings, source, max_grade)
+
+    @classmethod
+    def _from_gps_table(cls, path: Path, table, *, name=None, closed=None, repair=False,
+                        max_grade=MAX_GRADE, track_width=None, smoothing=None,
+                        provenance=None) -> "Track":
+        """:meth:`from_csv` of a GPS logger's CSV file (latitude, longitude and optional
+        altitude columns), through :meth:`from_geodetic`."""
+        from . import build as tb
+        from .report import step
+        j = {q: formats.column_index(table.names, q) for q in ("lat", "lon", "alt")}
+        for q, k in j.items():
+            if k is not None and table.units[k] and table.units[k].lower() not in formats.UNITS[q]:
+                raise ValueError(f"track file {path}: column {table.header[k].strip()!r} is in "
+                                 f"{table.units[k]!r}; expected {' or '.join(formats.UNITS[q])}")
+        lat, bad_lat, _ = formats.column_values(table, j["lat"])
+        lon, bad_lon, _ = formats.column_values(table, j["lon"])
+        if j["alt"] is not None:
+            alt, bad_alt, _ = formats.column_values(table, j["alt"])
+        else:
+            alt, bad_alt = np.full(len(lat), np.nan), {}
+        shown = [table.header[k].strip() if k is not None else "(no altitude)"
+                 for k in (j["lat"], j["lon"], j["alt"])]
+        detail = (f"read as a GPS logger's trace: latitude from column {shown[0]!r}, longitude "
+                  f"from {shown[1]!r}, "
+                  + (f"altitude from {shown[2]!r}" if j["alt"] is not None else "no altitude")
+                  + f"; {table.how}")
+        first = [step("file_read", detail, method=f"GPS trace; {table.how}",
+                      count=len(table.rows))]
+        prov = dict(provenance or {})
+        prov.update(source_file=str(path.resolve()), sha256=tb.sha256_file(path))
+        return cls.from_geodetic(
+            lat, lon, alt, name=name or path.stem, closed=closed,
+            smoothing=30.0 if smoothing is None else smoothing, track_width=track_width,
+            repair=repair, max_grade=max_grade, source=f"track file {path}",
+            labels=table.labels(), columns=tuple(shown), cells={"x": bad_lon, "y": bad_lat,
+                                                                 "z": bad_alt},
+            provenance=prov, steps=first,
+            no_elevation=("the file has no altitude column" if j["alt"] is None else
+                          "the file's altitude column has no value"),
+            elevation_hint="an altitude column (alt, altitude, elevation) in metres")
+
+    @classmethod
+    def from_geodetic(cls, lat, lon, elev=None, *, name: str = "track",
+                      closed: bool | None = None, start_finish=None,
+                      start_finish_given: bool | None = None, origin=None,
+                      smoothing: float = 30.0, z_smoothing: float = 400.0, spacing: float = 2.0,
+                      hampel=(250.0, 3.0, 8.0), robust_iterations: int = 5,
+                      track_width: float | None = None, repair: bool = False,
+                      max_grade: float = MAX_GRADE, source: str = "GPS data", labels=None,
+                      columns=("lat", "lon", "elev"), cells=None, provenance: dict | None = None,
+                      steps=(), no_elevation: str = "the data have no elevation",
+                      elevation_hint: str = "elevations in the data") -> "Track":
+        """A track from raw GPS points: latitude, longitude [deg] and elevation [m] (NaN:
+        missing) in driving order (the processing of :meth:`from_zaggy_json`, which calls
+        this, and of a GPS logger's CSV file, :meth:`from_csv`).
+
+        Latitude and longitude are checked first (:func:`pyomo_lap.track.build.check_geodetic`:
+        swapped columns refused, or read swapped with ``repair``); they are projected (azimuthal
+        equidistant, centred at ``origin``, else ``start_finish``, else the first point); the
+        points are checked (:func:`pyomo_lap.track.checks.check_points`, without the elevation
+        glitch checks, which the processing replaces) and processed by
+        :func:`pyomo_lap.track.build.process_points` (plan view smoothed at ``smoothing``,
+        elevations through a Hampel filter ``hampel``, gaps longer than 300 m filled, robust
+        smoothing at ``z_smoothing``, resampled every ``spacing``); the built track is checked
+        (:func:`~pyomo_lap.track.checks.check_track`).
+
+        Parameters
+        ----------
+        lat, lon : array_like (n,)
+            [deg].
+        elev : array_like (n,), optional
+            [m]; NaN where missing; None: no elevation (a flat track, an assumed value).
+        name, closed, repair, max_grade
+            As :meth:`from_zaggy_json`.
+        start_finish, origin : (lat, lon), optional
+            [deg]; the projection's centre is ``origin``, else ``start_finish``, else the
+            first point; ``start_finish_given``: whether the data gave the start/finish.
+        smoothing, z_smoothing, spacing : float
+            Cut-off wavelengths of the plan-view and elevation smoothers, spacing [m].
+        hampel, robust_iterations
+            See :func:`pyomo_lap.track.build.smooth_elevation`.
+        track_width : float, optional
+            Total width [m], split evenly (default 4.0 m each side, an assumed value).
+        source, labels, columns, cells
+            For the messages: the data's name, where each point is, the names of latitude,
+            longitude and elevation, ``{'x' (lon), 'y' (lat), 'z': {point: text}}`` of
+            cells that were not numbers.
+        provenance : dict, optional
+            Recorded first (``source_file``, ``sha256``); ``steps``: processing steps
+            recorded before this processing's.
+        no_elevation, elevation_hint : str
+            Why the track is flat when no elevation is given, and how to give one.
+
+        Raises
+        ------
+        ValueError
+            A ``track_width`` that is not a positive width in metres; a start/finish (or
+            ``origin``) that is no position on Earth.
+        TrackDataError (a ValueError)
+            Bad data; latitude and longitude swapped (without ``repair``) or not valid in
+            either order.
+        """
+        from . import build as tb
+        half = track_checks.check_track_width(track_width)
+        lat = np.asarray(lat, dtype=float)
+        elev = np.full(len(lat), np.nan) if elev is None else np.asarray(elev, dtype=float)
+        cl, co, ce = columns
+        x, y, (lat0, lon0), geo_findings, geo_steps = _projected_geodetic(
+            lat, lon, start_finish, start_finish_given, origin, source, labels, (cl, co), repair)
+        swapped = any(f.kind == "lat_lon_swapped" for f in geo_findings)
+        P = np.column_stack([x, y, elev])
+        cells = cells or {}
+        if swapped:
+            cells = {"x": cells.get("y", {}), "y": cells.get("x", {}), "z": cells.get("z", {})}
+        chk = track_checks.check_points(P, closed, source=source, repair=repair,
+                                        max_grade=max_grade, z_missing_ok=True,
+                                        elevation_checks=False, closed_abs_tol=1.0,
+                                        labels=labels, cells=cells,
+                                        columns=(cl, co, ce) if swapped else (co, cl, ce))
+        P, closed = chk.points, chk.closed
+        s_new, Pn, L, info = tb.process_points(
+            P, closed, smoothing, z_smoothing, spacing=spacing, hampel=hampel,
+            robust_iterations=robust_iterations)
+        info.pop("sigma_of_raw_points", None)
+        steps = list(steps) + geo_steps + info.pop("steps", [])
+        if half is not None:
+            steps.append(_widths_set_step(track_width, []))
+        prov = dict(provenance or {})
+        prov.update(projection=tb.projection_string(lat0, lon0),
+                    processing=dict(smoothing_cutoff_m=smoothing, z_smoothing_cutoff_m=z_smoothing,
+                                    spacing_m=spacing, hampel=list(hampel),
+                                    robust_iterations=robust_iterations,
+                                    **{k: v for k, v in info.items()
+                                       if not isinstance(v, np.ndarray)}),
+                    processing_steps=steps)
+        if info.get("n_z_samples", 0) == 0:
+            prov["assumptions"] = [_flat_assumption(f"{no_elevation}: the track is flat",
+                                                    f"{elevation_hint} or a CSV track file "
+                                                    "with a z column")]
+        tr = cls(s_new, Pn, half, half, None, closed, name, prov)
+        return _finish(tr, geo_findings + chk.findings, source, max_grade)
 
     @classmethod
     def from_zaggy_json(cls, path, name: str | None = None, closed: bool | None = None,
@@ -676,8 +816,8 @@ class Track:
         """Load a raw zaggyai/track_data JSON file (lat/lon in 1e-7 deg, elev in mm).
 
         Processing (same functions and defaults as the bundled Nordschleife, see
-        ``data/tracks/README.md``): azimuthal equidistant projection centred at
-        ``origin`` (default: the file's start/finish) with pyproj; plan-view
+        ``data/tracks/README.md``; :meth:`from_geodetic`): azimuthal equidistant projection
+        centred at ``origin`` (default: the file's start/finish) with pyproj; plan-view
         smoothing at cut-off ``smoothing`` [m]; elevations of 0 treated as missing,
         Hampel filter ``hampel = (half window [m], n_sigma, min threshold [m])``,
         robust (bisquare IRLS) smoothing at cut-off ``z_smoothing`` [m], gaps longer
@@ -735,57 +875,354 @@ class Track:
         if half_width is not None:
             track_width = 2.0 * track_checks.check_track_width(half_width, "half_width",
                                                                per_side=True)
-        half = track_checks.check_track_width(track_width)
+        track_checks.check_track_width(track_width)
         d = tb.read_zaggy_json(path)
-        source = f"track file {path}"
-        # latitudes and longitudes in degrees, in the order decided (swapped columns refused,
-        # or read swapped with repair; both orders valid: said in a processing step)
-        lat, lon, start_finish, geo_findings, geo_steps = tb.check_geodetic(
-            d["lat"], d["lon"], start_finish=d["start_finish"], source=source, repair=repair)
-        swapped = any(f.kind == "lat_lon_swapped" for f in geo_findings)
-        track_checks._warn(source, geo_findings)
-        lat0, lon0 = origin if origin is not None else start_finish
-        try:
-            x, y = tb.project_geodetic(lat, lon, lat0, lon0)
-        except ValueError as exc:
-            where = "origin" if origin is not None else (
-                "start_finish" if d.get("start_finish_given") else
-                "the first point (no start_finish)") + " (the projection's centre)"
-            raise ValueError(f"{source}: {where}: {exc}") from None
-        P = np.column_stack([x, y, d["elev"]])
-        chk = track_checks.check_points(P, closed, source=source, repair=repair,
-                                        max_grade=max_grade, z_missing_ok=True,
-                                        elevation_checks=False, closed_abs_tol=1.0,
-                                        columns=("lat", "lon", "elev") if swapped else
-                                        ("lon", "lat", "elev"))
-        P, closed = chk.points, chk.closed
-        s_new, Pn, L, info = tb.process_points(
-            P, closed, smoothing, z_smoothing, spacing=spacing, hampel=hampel,
-            robust_iterations=robust_iterations)
-        info.pop("sigma_of_raw_points", None)
-        steps = geo_steps + info.pop("steps", [])
-        if half is not None:
-            steps.append(_widths_set_step(track_width, []))
-        prov = dict(source_file=str(path.resolve()), sha256=tb.sha256_file(path),
-                    projection=tb.projection_string(lat0, lon0),
-                    processing=dict(smoothing_cutoff_m=smoothing, z_smoothing_cutoff_m=z_smoothing,
-                                    spacing_m=spacing, hampel=list(hampel),
-                                    robust_iterations=robust_iterations,
-                                    **{k: v for k, v in info.items()
-                                       if not isinstance(v, np.ndarray)}),
-                    processing_steps=steps)
-        if info.get("n_z_samples", 0) == 0:
+        return cls.from_geodetic(
+            d["lat"], d["lon"], d["elev"], name=name or tb.display_name(d["name"], d["short_name"]),
+            closed=closed, start_finish=d["start_finish"],
+            start_finish_given=d.get("start_finish_given"), origin=origin, smoothing=smoothing,
+            z_smoothing=z_smoothing, spacing=spacing, hampel=hampel,
+            robust_iterations=robust_iterations, track_width=track_width, repair=repair,
+            max_grade=max_grade, source=f"track file {path}",
+            provenance=dict(source_file=str(path.resolve()), sha256=tb.sha256_file(path)),
+            no_elevation="the file has no elevation (every elev is 0, which means missing)",
+            elevation_hint="elevations in the file (elev in mm)")
+
+    @classmethod
+    def from_boundaries(cls, left, right, closed: bool | None = None, *,
+                        smoothing: float | None = None, z_smoothing: float | None = 200.0,
+                        spacing: float | None = None, name: str = "track",
+                        provenance: dict | None = None, repair: bool = False,
+                        max_grade: float = MAX_GRADE, source: str | None = None,
+                        labels=(None, None)) -> "Track":
+        """A track from its left and right boundaries (in the direction of travel).
+
+        The centreline is the set of midpoints between each point of one boundary and the
+        nearest point of the other (both ways, ordered along the left boundary,
+        :func:`pyomo_lap.track.build.centreline_from_boundaries`); the half-widths are the
+        distances of these midpoints to the two boundaries; the elevation is the mean of the
+        two boundaries'. The boundaries are checked first
+        (:func:`pyomo_lap.track.checks.check_points`: missing values, duplicates, spikes,
+        closure), the midpoints then go through the checks and the smoothing of
+        :meth:`from_points` (with their widths), and the built track through
+        :func:`~pyomo_lap.track.checks.check_track`. The processing step
+        ``centreline_from_boundaries`` records it.
+
+        Parameters
+        ----------
+        left, right : array_like (n, 3), (m, 3)
+            Boundary points x, y, z [m] in the direction of travel (z NaN: not given). The
+            left boundary must lie left of the direction of travel that its points' order
+            gives (finding ``boundary_side``; ``repair`` swaps them).
+        closed : bool, optional
+            None: detected on the left boundary.
+        smoothing, z_smoothing, spacing : float, optional
+            As :meth:`from_points` (the elevation's cut-off defaults to 200 m: boundaries
+            drawn on maps carry the terrain's heights, with steps; the spacing to 1 m).
+        name, provenance, repair, max_grade
+            As :meth:`from_points`.
+        source : str, optional
+            Named in the messages (default ``track NAME``).
+        labels : (list, list), optional
+            Where each point of the two boundaries comes from (messages).
+
+        Raises
+        ------
+        TrackDataError (a ValueError)
+            Bad boundary points, the boundaries on the wrong sides (without ``repair``), a bad
+            centreline or a bad track; every problem is listed.
+        """
+        from . import build as tb
+        from .report import step
+        source = source or f"track {name!r}"
+        if closed is None:
+            closed = _boundary_closes(left)
+        chk_l = track_checks.check_points(left, closed, labels=labels[0], repair=repair,
+                                          source=f"{source}, left boundary", z_missing_ok=True,
+                                          elevation_checks=False)
+        chk_r = track_checks.check_points(right, chk_l.closed, labels=labels[1], repair=repair,
+                                          source=f"{source}, right boundary", z_missing_ok=True,
+                                          elevation_checks=False)
+        closed = chk_l.closed
+        L, R = chk_l.points, chk_r.points
+        mid, wl, wr, side = tb.centreline_from_boundaries(L, R, closed)
+        findings = chk_l.findings + chk_r.findings
+        if side < 0:
+            f = track_checks.Finding(
+                "boundary_side", "the left boundary lies right of the direction of travel "
+                "that the order of its points gives (and the right boundary left of it); "
+                "expected the left boundary on the left: swap the two boundaries (or reverse "
+                "the order of both)", "the two boundaries are swapped", repaired=bool(repair))
+            if not repair:
+                raise TrackDataError(source, [f])
+            track_checks._warn(source, [f])
+            findings.append(f)
+            L, R = R, L
+            mid, wl, wr, side = tb.centreline_from_boundaries(L, R, closed)
+        flat = not np.any(np.isfinite(mid[:, 2]))
+        if flat:
+            mid[:, 2] = 0.0
+        rec = step("centreline_from_boundaries",
+                   f"centreline from the left ({len(L)} points) and right ({len(R)} points) "
+                   f"boundaries: {len(mid)} midpoints between each point of one and the nearest "
+                   f"point of the other; half-widths {float(np.min(wl)):.3g}-"
+                   f"{float(np.max(wl)):.3g} m left, {float(np.min(wr)):.3g}-"
+                   f"{float(np.max(wr)):.3g} m right (distances of the midpoints to the "
+                   "boundaries); elevation the mean of the two boundaries'",
+                   method=f"midpoints to the nearest boundary point; half-widths "
+                          f"{float(min(wl.min(), wr.min())):.3g}-{float(max(wl.max(), wr.max())):.3g} m",
+                   count=len(mid))
+        prov = dict(provenance or {})
+        prov["processing_steps"] = list(prov.get("processing_steps", [])) + [rec]
+        if flat:
             from .report import assumption
-            prov["assumptions"] = [assumption(
-                "elevation", 0.0, "m", "the file has no elevation (every elev is 0, which "
-                "means missing): the track is flat", "elevations in the file (elev in mm) or "
-                "a CSV track file with a z column")]
-        nm = name or tb.display_name(d["name"], d["short_name"])
-        tr = cls(s_new, Pn, half, half, None, closed, nm, prov)
-        return _finish(tr, geo_findings + chk.findings, source, max_grade)
+            prov["assumptions"] = list(prov.get("assumptions", [])) + [assumption(
+                "elevation", 0.0, "m", "the boundaries have no elevation: the track is flat",
+                "altitudes in the boundaries' coordinates, or a CSV track file with a z column")]
+        chk = track_checks.check_points(mid, closed, attrs=dict(width_left=wl, width_right=wr),
+                                        source=f"{source}, centreline", repair=repair,
+                                        max_grade=max_grade, z_missing_ok=True,
+                                        elevation_checks=False)
+        a = chk.attrs
+        tr = cls._build_from_points(chk.points, chk.closed, a["width_left"], a["width_right"],
+                                    None, smoothing, z_smoothing,
+                                    1.0 if spacing is None else spacing, name, prov)
+        return _finish(tr, findings + chk.findings, source, max_grade)
+
+    @classmethod
+    def from_kml(cls, path, right=None, name: str | None = None, closed: bool | None = None,
+                 smoothing: float | None = 30.0, z_smoothing: float | None = 200.0,
+                 repair: bool = False, max_grade: float = MAX_GRADE) -> "Track":
+        """A track from its boundaries in KML (longitude, latitude, altitude, as Google Earth
+        and fastest-lap's track database write them), through :meth:`from_boundaries`.
+
+        Where the two boundaries come from:
+
+        * ``right`` given: the first LineString of ``path`` is the left boundary, the first of
+          ``right`` the right one;
+        * ``path`` holds two LineStrings or more: those whose Placemark names contain
+          ``left`` and ``right``, else the first two, in that order (said in the step
+          ``file_read``);
+        * ``path`` holds one LineString and is named ``*_left.kml`` (or ``*_right.kml``):
+          the other boundary is the file ``*_right.kml`` (``*_left.kml``) beside it
+          (fastest-lap's ``catalunya_left.kml``, ``catalunya_right.kml``).
+
+        Latitude and longitude are checked (:func:`pyomo_lap.track.build.check_geodetic`)
+        and projected (azimuthal equidistant, centred at the left boundary's first point).
+
+        Parameters
+        ----------
+        path, right : str or Path
+        name : str, optional
+            Default: the file's stem without ``_left``/``_right``.
+        smoothing : float, optional
+            Cut-off wavelength of the plan-view smoother [m]: 30 m by default, as for raw
+            GPS data (:meth:`from_geodetic`): boundaries drawn on a map have kinks (fastest-lap's
+            Catalunya: a 4.6 m radius in the last chicane with the light smoothing of
+            :meth:`from_points`, 10.5 m with 30 m; the lap is 1.7 m shorter).
+        closed, z_smoothing, repair, max_grade
+            As :meth:`from_boundaries`.
+
+        Raises
+        ------
+        FileNotFoundError
+            A file that does not exist (the missing ``*_right.kml`` too).
+        ValueError
+            Not a KML file, no LineString, one LineString and no second file.
+        TrackDataError (a ValueError)
+            Bad data (see :meth:`from_boundaries`).
+        """
+        from . import build as tb
+        from .report import step
+        path = Path(path)
+        (left_c, right_c), how, files = _kml_boundaries(path, right)
+        name = name or _SIDE_TOKEN.sub("", path.stem) or path.stem
+        source = f"track file {path}"
+        sides = []
+        for c, side in ((left_c, "left"), (right_c, "right")):
+            lat, lon, _, f, _ = tb.check_geodetic(c[:, 1], c[:, 0], source=f"{source}, {side} boundary",
+                                                  columns=("latitude", "longitude"), repair=repair)
+            track_checks._warn(source, f)
+            sides.append((lat, lon, c[:, 2]))
+        lat0, lon0 = float(sides[0][0][0]), float(sides[0][1][0])
+        pts = []
+        for lat, lon, alt in sides:
+            x, y = tb.project_geodetic(lat, lon, lat0, lon0)
+            pts.append(np.column_stack([x, y, alt]))
+        prov = dict(source_file=str(path.resolve()), sha256=tb.sha256_file(path),
+                    source_files=[str(Path(f).resolve()) for f in files],
+                    projection=tb.projection_string(lat0, lon0),
+                    processing_steps=[step("file_read", f"KML boundaries: {how}",
+                                           method=how, count=len(left_c) + len(right_c))])
+        return cls.from_boundaries(
+            pts[0], pts[1], closed, smoothing=smoothing, z_smoothing=z_smoothing, name=name,
+            provenance=prov, repair=repair, max_grade=max_grade, source=source,
+            labels=([f"left point {i}" for i in range(len(left_c))],
+                    [f"right point {i}" for i in range(len(right_c))]))
 
 
 # ---------------------------------------------------------------------------
+def _arc_length_samples(s, P, closed: bool) -> bool:
+    """Whether points (n, 3) with an ``s`` column are samples at uniform arc length (a
+    processed file: ``s`` uniformly spaced, the chords within 1 % of the spacing, the closing
+    chord of a loop too: the constructor takes its period as the last ``s`` plus one spacing)."""
+    ds = np.diff(s)
+    chord = np.linalg.norm(np.diff(P, axis=0), axis=1)
+    h = float(np.median(ds)) if len(ds) else 0.0
+    closing = float(np.linalg.norm(P[0] - P[-1])) if closed else h
+    return bool(h > 0 and np.all(np.abs(ds - h) <= 1e-6 * max(h, 1.0) + 1e-6)
+                and np.all(np.abs(chord - ds) <= 0.01 * h) and abs(closing - h) <= 0.01 * h)
+
+
+def _projected_geodetic(lat, lon, start_finish, start_finish_given, origin, source, labels,
+                        columns, repair):
+    """Latitudes and longitudes checked (:func:`pyomo_lap.track.build.check_geodetic`: in
+    degrees, in the order decided; swapped columns refused, or read swapped with ``repair``;
+    both orders valid: said in a processing step) and projected, centred at ``origin``, else
+    ``start_finish``, else the first point. Returns x, y [m], the centre (lat0, lon0) [deg],
+    the findings (repaired) and the processing steps."""
+    from . import build as tb
+    lat, lon, start_finish, geo_findings, geo_steps = tb.check_geodetic(
+        lat, np.asarray(lon, dtype=float), start_finish=start_finish, source=source,
+        labels=labels, columns=columns, repair=repair)
+    track_checks._warn(source, geo_findings)
+    if start_finish is None:
+        ok = np.flatnonzero(np.isfinite(lat) & np.isfinite(lon))
+        start_finish = (float(lat[ok[0]]), float(lon[ok[0]])) if len(ok) else (0.0, 0.0)
+    lat0, lon0 = origin if origin is not None else start_finish
+    try:
+        x, y = tb.project_geodetic(lat, lon, lat0, lon0)
+    except ValueError as exc:
+        where = "origin" if origin is not None else (
+            "start_finish" if start_finish_given else
+            "the first point (no start_finish)") + " (the projection's centre)"
+        raise ValueError(f"{source}: {where}: {exc}") from None
+    return x, y, (lat0, lon0), geo_findings, geo_steps
+
+
+def _flat_assumption(reason: str, set_with: str) -> dict:
+    """The assumed value of a track without elevations: 0 m, flat."""
+    from .report import assumption
+    return assumption("elevation", 0.0, "m", reason, set_with)
+
+
+def _is_gps_table(table) -> bool:
+    """Whether a CSV file is a GPS logger's trace: latitude and longitude columns, no x, y."""
+    names = table.names
+    return (formats.column_index(names, "lat") is not None
+            and formats.column_index(names, "lon") is not None
+            and formats.column_index(names, "x") is None
+            and formats.column_index(names, "y") is None)
+
+
+def _csv_provenance(provenance, path: Path, read: dict) -> dict:
+    """The provenance of a centreline CSV file: the file, and, when it is not read as the plain
+    ``x,y,z`` layout (another separator, a decimal comma, the header in a comment line, the
+    tool's own export, units in the header), the processing step ``file_read`` saying how;
+    a file without ``z`` (TUM layout) is flat, an assumed value."""
+    prov = dict(provenance or {})
+    prov.setdefault("source_file", str(path.resolve()))
+    table = read.get("table")
+    if table is None:
+        return prov
+    own = any(n in ("x_spine", "y_spine", "z_spine") for n in table.names)
+    tum = table.comment_header or any(n.startswith("w_tr_") for n in table.names)
+    if (table.delimiter != "," or table.decimal_comma or table.comment_header or own or tum
+            or read.get("z_missing") or any(table.units)):
+        from .report import step
+        layout = ("the TUM racetrack database's layout (x_m, y_m, w_tr_right_m, w_tr_left_m)"
+                  if tum else "a pyomo_lap trajectory.csv (x_spine, y_spine, z_spine, widths)"
+                  if own else "a centreline (x, y, z)")
+        used = {a for k in _COLUMN_ALIASES for a in _COLUMN_ALIASES[k]}
+        units = [h.strip() for h, u, n in zip(table.header, table.units, table.names)
+                 if u and n in used]
+        detail = (f"read as {layout}; {table.how}"
+                  + (f"; units from the header: {', '.join(units[:6])}"
+                     + (" ..." if len(units) > 6 else "") if units else "")
+                  + ("; no z column: the track is flat (z = 0)" if read.get("z_missing") else ""))
+        prov["processing_steps"] = list(prov.get("processing_steps", [])) + [
+            step("file_read", detail, method=f"{layout.split(' (')[0]}; {table.how}",
+                 count=len(table.rows))]
+    if read.get("z_missing"):
+        from .report import assumption
+        prov["assumptions"] = list(prov.get("assumptions", [])) + [assumption(
+            "elevation", 0.0, "m", "the file has no z column: the track is flat",
+            "a z_m column (elevation in metres)")]
+    return prov
+
+
+_SIDE_TOKEN = re.compile(r"(^|[_\-. ])(left|right)(?=[_\-. ]|$)", re.IGNORECASE)
+"""``left`` or ``right`` as a word of a file name (``catalunya_left``, ``arezzo_right_3d``)."""
+
+
+def _boundary_closes(points) -> bool:
+    """Whether a boundary (n, 3) drawn as a loop closes: its last point is at most
+    max(3 x the median spacing, the longest segment) from its first in plan view (the rule of
+    a loop asked to close, :func:`pyomo_lap.track.checks.check_points`; boundaries drawn on a
+    map often have long segments on the straights and an open end)."""
+    P = np.asarray(points, float)[:, :2]
+    P = P[np.all(np.isfinite(P), axis=1)]
+    if len(P) < 4:
+        return False
+    seg = np.linalg.norm(np.diff(P, axis=0), axis=1)
+    gap = float(np.linalg.norm(P[-1] - P[0]))
+    return gap <= max(track_checks.CLOSE_FACTOR * float(np.median(seg)), float(seg.max()))
+
+
+def _kml_boundaries(path: Path, right=None):
+    """The left and right boundaries of :meth:`Track.from_kml` as (n, 3) longitude,
+    latitude, altitude arrays, how they were found (words) and the files read."""
+    lines = formats.read_kml_lines(path)
+    if right is not None:
+        other = formats.read_kml_lines(right)
+        return ((lines[0]["coordinates"], other[0]["coordinates"]),
+                f"the first LineString of {path.name} (left) and of {Path(right).name} (right)",
+                [path, Path(right)])
+    if len(lines) >= 2:
+        names = [ln["name"].lower() for ln in lines]
+        il = next((i for i, n in enumerate(names) if "left" in n), None)
+        ir = next((i for i, n in enumerate(names) if "right" in n), None)
+        if il is not None and ir is not None and il != ir:
+            how = (f"LineStrings {lines[il]['name']!r} (left) and {lines[ir]['name']!r} "
+                   f"(right) of {path.name}")
+        else:
+            il, ir = 0, 1
+            how = (f"the first two LineStrings of {path.name} ({len(lines)} in the file), the "
+                   "first taken as the left boundary (their names do not say left and right)")
+        return (lines[il]["coordinates"], lines[ir]["coordinates"]), how, [path]
+    m = _SIDE_TOKEN.search(path.stem)
+    if m is not None:
+        mine = m.group(2)
+        other = {"left": "right", "right": "left"}[mine.lower()]
+        other = other.upper() if mine.isupper() else other.capitalize() if mine[0].isupper() else other
+        sibling = path.with_name(path.stem[:m.start(2)] + other + path.stem[m.end(2):] + path.suffix)
+        if not sibling.is_file():
+            raise FileNotFoundError(
+                f"track file {path}: one LineString (the {mine.lower()} boundary, by its name); "
+                f"expected the {other.lower()} boundary in {sibling}, which does not exist")
+        pair = (lines[0]["coordinates"], formats.read_kml_lines(sibling)[0]["coordinates"])
+        files = [path, sibling]
+        if mine.lower() == "right":
+            pair, files = pair[::-1], files[::-1]
+        return pair, f"{files[0].name} (left) and {files[1].name} (right)", files
+    raise ValueError(f"track file {path}: one LineString; expected the track's left and right "
+                     "boundaries: two LineStrings (Placemarks named left and right), or files "
+                     "NAME_left.kml and NAME_right.kml side by side")
+
+
+def _sample_column(v, default: float, s: np.ndarray) -> np.ndarray:
+    """A per-sample column of the constructor (widths, banking): ``v`` (a scalar or one value
+    per sample; None: ``default``) as a float array like ``s``."""
+    if v is None:
+        v = default
+    a = np.asarray(v, float)
+    if a.ndim == 0:
+        a = np.full(len(s), float(a))
+    if a.shape != s.shape or not np.all(np.isfinite(a)):
+        raise ValueError("width_left/width_right/banking must be scalars or finite (M,) arrays")
+    return a
+
+
 def _recentre_shift(P) -> np.ndarray:
     """What to take off points (n, 3) [m] before fitting splines or smoothing them: on each
     axis whose values reach beyond ``max(RECENTRE_ABOVE, 10 x the horizontal extent)`` (the
@@ -858,8 +1295,16 @@ def _finish(track: "Track", findings: list, source: str, max_grade: float) -> "T
     return track
 
 
-def _read_csv_columns(path: Path, origin: dict | None = None):
+def _read_csv_columns(path: Path, origin: dict | None = None, table=None,
+                      info: dict | None = None):
     """Read a track CSV into float arrays keyed by canonical column names.
+
+    The file is read by :func:`pyomo_lap.track.formats.read_table`: separator ``,``, ``;`` or
+    tab (a ``;`` file may use a decimal comma), a header in a comment line (``# x_m,y_m,
+    w_tr_right_m,w_tr_left_m``, the TUM racetrack database), column names with a unit in
+    brackets (``x_spine [m]``, the tool's own ``trajectory.csv``); the accepted names are
+    :data:`pyomo_lap.track.formats.COLUMNS`. ``z`` may be missing in the TUM layout (a header
+    in a comment line, or ``w_tr_*`` columns): it is then 0 (``info['z_missing']``).
 
     Parameters
     ----------
@@ -870,6 +1315,10 @@ def _read_csv_columns(path: Path, origin: dict | None = None):
         text* before the conversion to float: a track 1e12 m from the origin keeps every
         digit of the file, and the same track anywhere gives the same numbers. The offsets
         [m] are stored in ``origin`` (``{'x': ..., 'y': ...}``, the columns re-centred).
+    table : pyomo_lap.track.formats.Table, optional
+        The file already read.
+    info : dict, optional
+        Gets ``table`` (how the file was read) and ``z_missing``.
 
     Returns
     -------
@@ -881,62 +1330,63 @@ def _read_csv_columns(path: Path, origin: dict | None = None):
     Raises
     ------
     FileNotFoundError, ValueError
-        No file; not a text file; empty; a required column missing (accepted names listed).
+        No file; not a text file; empty; a required column missing (accepted names listed,
+        and how the file was read); a column in another unit than expected.
     """
-    if not path.is_file():
-        raise FileNotFoundError(f"track file not found: {path}")
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:
-            reader = csv.reader(fh)
-            rows, lines = [], []
-            for r in reader:
-                if r and "".join(r).strip() and not r[0].lstrip().startswith("#"):
-                    rows.append(r)
-                    lines.append(reader.line_num)
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"track file {path}: not a text (UTF-8) CSV file: {exc.reason}") from None
-    except csv.Error as exc:
-        raise ValueError(f"track file {path}: not a readable CSV file: {exc}") from None
-    if not rows:
-        raise ValueError(f"track file {path}: empty file (expected a header row x,y,z and one "
-                         "row per point)")
-    header = [h.strip().lower() for h in rows[0]]
+    from . import formats
+    table = table if table is not None else formats.read_table(path)
+    names = table.names
     idx = {}
-    for key, aliases in _COLUMN_ALIASES.items():
-        for a in aliases:
-            if a in header:
-                idx[key] = header.index(a)
-                break
+    for key in _COLUMN_ALIASES:
+        j = formats.column_index(names, key)
+        if j is not None:
+            idx[key] = j
+    for key, j in idx.items():
+        unit = table.units[j]
+        if unit and unit.lower() not in formats.UNITS[key]:
+            raise ValueError(f"track file {path}: column {table.header[j].strip()!r} is in "
+                             f"{unit!r}; expected {' or '.join(formats.UNITS[key])} (the "
+                             f"{key} column, SI units)")
+    tum = table.comment_header or any(n.startswith("w_tr_") for n in names)
+    z_missing = "z" not in idx and tum and "x" in idx and "y" in idx
     for req in ("x", "y", "z"):
-        if req not in idx:
+        if req not in idx and not (req == "z" and z_missing):
             raise ValueError(f"track file {path}: missing required column {req!r} "
                              f"(accepted names: {', '.join(_COLUMN_ALIASES[req])}); "
-                             f"header is {rows[0]}")
-    out = {k: np.empty(len(rows) - 1) for k in idx}
-    cells = {}
-    texts = {"x": [], "y": []} if origin is not None else {}
-    for i, row in enumerate(rows[1:]):
-        for k, j in idx.items():
-            cell = row[j].strip() if j < len(row) else ""
-            try:
-                v = float(cell)
-            except ValueError:
-                v = math.nan
-            if not math.isfinite(v):
-                cells.setdefault(k, {})[i] = cell
-                v = math.nan
-            out[k][i] = v
-            if k in texts:
-                texts[k].append(cell)
-    if origin is not None and len(rows) > 1:
+                             f"header is {table.header}{_header_hint(table)}")
+    out, cells = {}, {}
+    texts = {}
+    for k, j in idx.items():
+        out[k], bad, texts[k] = formats.column_values(table, j)
+        if bad:
+            cells[k] = bad
+    if z_missing:
+        out["z"] = np.zeros(len(table.rows))
+    if origin is not None and len(table.rows):
         ok = np.isfinite(out["x"]) & np.isfinite(out["y"])
         if ok.any():
             first = int(np.argmax(ok))
             for k in ("x", "y"):
                 if abs(out[k][first]) >= 0.5:
                     out[k], origin[k] = _recentred_column(out[k], texts[k], first)
-    labels = [f"row {i + 1} (line {ln})" for i, ln in enumerate(lines[1:])]
-    return header, out, cells, labels
+    if info is not None:
+        info.update(table=table, z_missing=bool(z_missing))
+    header = [h.strip().lower() for h in table.header]
+    return header, out, cells, table.labels()
+
+
+def _header_hint(table) -> str:
+    """Why a header may not have been understood: how the file was read, one column only
+    (another separator?), latitude without longitude or the reverse."""
+    from . import formats
+    hint = f" (read with {table.how}"
+    if len(table.header) == 1:
+        hint += "; the header is one column: separate the columns with ',', ';' or a tab"
+    has = {q for q in ("lat", "lon") if formats.column_index(table.names, q) is not None}
+    if len(has) == 1:
+        hint += (f"; a GPS file needs both a latitude and a longitude column (accepted names: "
+                 f"{', '.join(formats.COLUMNS['lat'])}; {', '.join(formats.COLUMNS['lon'])})")
+    return hint + "; the formats: docs/tracks.md)"
 
 
 def _recentred_column(values: np.ndarray, texts: list, first: int):
@@ -1037,8 +1487,10 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
     ----------
     name_or_path : str or Path
         A bundled name (see :func:`available_tracks`, e.g. ``'nordschleife'``), a
-        ``.csv`` path (:meth:`Track.from_csv`) or a zaggyai ``.json`` path
-        (:meth:`Track.from_zaggy_json`).
+        ``.csv`` path (:meth:`Track.from_csv`: a centreline, the TUM racetrack database's
+        layout, a pyomo_lap ``trajectory.csv``, or a GPS logger's trace), a zaggyai ``.json``
+        path (:meth:`Track.from_zaggy_json`) or a ``.kml`` path (:meth:`Track.from_kml`: left
+        and right boundaries; no ``track_width``).
     repair : bool
         Repair the problems of the data where a repair is well defined; the repairs are
         reported (a :class:`~pyomo_lap.track.checks.TrackRepairWarning` each, and
@@ -1069,19 +1521,27 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
     TrackDataError (a ValueError)
         Bad data; every problem is listed.
     """
+    from . import arcs  # straights and arcs: a .toml file or a bundled <name>.toml (pyomo_lap/track/arcs.py)
+    if arcs.is_arc_track(name_or_path): return arcs.load_arc_track(name_or_path, track_width=track_width)  # noqa: E701
     p = Path(name_or_path)
     suffix = p.suffix.lower()
-    if suffix in (".csv", ".json") or p.exists():
+    if suffix in (".csv", ".json", ".kml") or p.exists():
         if not p.exists():
             raise FileNotFoundError(f"track file not found: {p}")
         if p.is_dir():
-            raise ValueError(f"track {str(p)!r} is a folder; expected a .csv or .json file")
+            raise ValueError(f"track {str(p)!r} is a folder; expected a .csv, .json or .kml file")
         if suffix == ".json":
             return Track.from_zaggy_json(p, repair=repair, max_grade=max_grade,
                                          track_width=track_width)
+        if suffix == ".kml":
+            if track_width is not None:
+                raise ValueError(f"track file {p}: the widths of a KML track come from its "
+                                 f"boundaries; track_width = {track_width!r} cannot replace them")
+            return Track.from_kml(p, repair=repair, max_grade=max_grade)
         if suffix != ".csv":
             raise ValueError(f"track file {p}: unknown type {suffix or '(no suffix)'!r}; expected "
-                             ".csv (x, y, z columns) or .json (zaggyai format)")
+                             ".csv (a centreline x, y, z or a GPS trace lat, lon), .json "
+                             "(zaggyai format) or .kml (left and right boundaries)")
         return Track.from_csv(p, repair=repair, max_grade=max_grade, track_width=track_width)
     key = str(name_or_path).strip().lower()
     known = available_tracks()

@@ -10,7 +10,8 @@ The loaders of :mod:`pyomo_lap.track.geometry` keep two lists in ``track.provena
     :data:`STEPS`): elevations missing in the file, elevation outliers dropped, elevations
     down-weighted by the robust smoother, gaps filled, plan view and elevation smoothed,
     points merged, widths set by the user, the order of latitude and longitude in a GPS file
-    when both orders are valid coordinates, coordinates re-centred far from the origin.
+    when both orders are valid coordinates, coordinates re-centred far from the origin, how
+    a file was read (its separator, layout, units) and a centreline made from boundaries.
     Keys: ``step`` (the kind), ``count`` (how many
     points or gaps, or None), ``where_m`` (list of ``[s_from, s_to]`` ranges on the built
     track's arc length [m]; a single point has ``s_from == s_to``), ``size`` (the largest
@@ -45,13 +46,16 @@ STEPS = {
     "widths_set": "widths set",
     "lat_lon_order": "latitude/longitude order",
     "recentred": "coordinates re-centred",
+    "file_read": "file read as",
+    "centreline_from_boundaries": "centreline from boundaries",
 }
 """Kinds of processing steps and their titles in tables and lines."""
 
 MAX_PLACES = 4     # positions written out in a table cell or a line
-WHOLE_TRACK = ("smoothing_plan_view", "smoothing_elevation", "lat_lon_order", "recentred")
+WHOLE_TRACK = ("smoothing_plan_view", "smoothing_elevation", "lat_lon_order", "recentred",
+               "file_read", "centreline_from_boundaries")
 """Kinds of steps applied to the whole track (their ``where_m`` is ``[[0, length]]``)."""
-SAID_BY_METHOD = ("lat_lon_order", "recentred")
+SAID_BY_METHOD = ("lat_lon_order", "recentred", "file_read", "centreline_from_boundaries")
 """Kinds of steps whose one-line summary is their ``method`` (a decision, not a count)."""
 
 

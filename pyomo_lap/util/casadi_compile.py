@@ -2,32 +2,33 @@
 
 CasADi evaluates an ``SX`` function in its virtual machine; the C code CasADi generates for
 the same function, compiled, runs about ten times faster. :func:`compile_functions` generates
-that code for a set of functions, compiles it with the machine's C compiler into a shared
-library, loads it back (``casadi.external``) and keeps the library in a cache folder keyed by
-a hash of the code, so the next solve of the same model (same car equations, same vehicle
-parameters) loads it at once. Without a C compiler, or when compiling fails, the functions are
-evaluated in CasADi's virtual machine instead (slower, same results) and a warning says why.
+that code, compiles it with the machine's C compiler into shared libraries, loads them
+(``casadi.external``) and keeps them in a cache folder, so the next solve of the same model
+loads them at once (:func:`cached_functions`). Without a C compiler, or when compiling fails,
+the functions run in CasADi's virtual machine instead (slower, same results) and a warning
+says why.
 
-Cache folder: ``$PYOMO_LAP_CACHE`` if set, else ``$XDG_CACHE_HOME/pyomo_lap`` or
-``~/.cache/pyomo_lap`` (:func:`configured_cache_dir`). Compiler: ``$CC`` if set, else ``cc``,
-``gcc`` or ``clang`` on PATH.
+Cache folder: ``$PYOMO_LAP_CACHE`` if set, else the user's cache folder for ``pyomo_lap``
+(:mod:`platformdirs`: ``$XDG_CACHE_HOME/pyomo_lap`` or ``~/.cache/pyomo_lap`` on Linux).
+Compiler: ``$CC`` if set, else ``cc``, ``gcc`` or ``clang`` on PATH.
 
 What the cache guarantees (a library is machine code that runs inside the process):
 
 * **only a private folder is used.** The folder must belong to the user and must not be
-  writable by group or others (:func:`folder_problem`; it is created with mode 0700).
-  Otherwise it is not used, a warning says so once, and the cache goes to a private folder
-  under the system's temporary folder (``<tmp>/pyomo_lap-<uid>``, or a new one for the
-  process) instead (:func:`cache_dir`).
-* **every file is complete or absent.** A file is written under a temporary name in the
-  folder, flushed to disk (``fsync`` of the file and of the folder) and renamed
-  (:func:`store_file`); then its manifest ``<file>.manifest.json`` is written the same way.
-* **nothing is loaded that was not verified.** The manifest holds the file's size and SHA-256
-  and what it was built from (for a library the SHA-256 of its C source, the compiler, its
-  flags, CasADi's version); before a file is used its bytes are checked against the manifest,
-  the manifest against the expected name and source, and both files' owner and permissions
-  (:func:`check_file`). A damaged, foreign or mismatching entry is removed and built again,
-  and a warning says so once (:func:`discard_files`); it is never loaded.
+  writable by group or others (:func:`folder_problem`; it is created with mode 0700);
+  otherwise a private folder under the system's temporary folder is used and a warning says
+  so once (:func:`cache_dir`).
+* **every file is complete or absent.** A file is written under a temporary name, flushed to
+  disk (``fsync`` of the file and of the folder) and renamed; then its manifest
+  ``<file>.manifest.json`` is written the same way (:func:`store_file`). One process or
+  thread compiles an entry at a time (:mod:`filelock` on ``<entry>.lock``); the others wait
+  and use its libraries.
+* **nothing is loaded that was not verified.** The manifest holds the file's size and
+  SHA-256 and what it was built from (the SHA-256 of its C source, the compiler, its flags,
+  CasADi's version); before a library is loaded its bytes are checked against the manifest,
+  and both files' owner and permissions (:func:`check_file`). A damaged, foreign or
+  mismatching entry is removed and built again, and a warning says so once
+  (:func:`discard_damaged`); it is never loaded.
 
 The manifest guards against damage (a power loss, a full disk, an interrupted run) and
 against files of other users; anyone who can write the user's own files can also write a
@@ -47,31 +48,24 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import warnings
 from pathlib import Path
 from typing import Dict, Iterable, Optional, Sequence
 
-__all__ = ["compile_functions", "cache_dir", "configured_cache_dir", "folder_problem",
+__all__ = ["compile_functions", "cached_functions", "cache_dir", "folder_problem",
            "find_compiler", "CompiledFunctions", "library_suffix", "COMPILER_FLAGS",
-           "store_file", "check_file", "read_verified", "discard_files", "discard_damaged",
-           "manifest_path", "warn_once", "CacheEntryError", "MISSING"]
+           "store_file", "check_file", "discard_files", "discard_damaged", "manifest_path",
+           "warn_once", "MISSING"]
 
-_FLAGS = ("-O1", "-fPIC", "-shared")
-_LOCK = threading.Lock()
-
-
-COMPILER_FLAGS = _FLAGS
+COMPILER_FLAGS = ("-O1", "-fPIC", "-shared")
 
 MISSING = "missing"
 """What :func:`check_file` says when neither the file nor its manifest exists (not an error:
 the entry was never built, or was removed)."""
 
-_MANIFEST_SUFFIX = ".manifest.json"
 _MANIFEST_FORMAT = "pyomo_lap cache entry 1"
-
-
-class CacheEntryError(OSError):
-    """A cache file that must not be used (:func:`read_verified`); the message says why."""
+_LOCK = threading.Lock()
 
 
 def library_suffix() -> str:
@@ -83,33 +77,11 @@ def library_suffix() -> str:
 # the folder
 # --------------------------------------------------------------------------------------------
 
-def configured_cache_dir() -> Path:
-    """The cache folder as configured: ``$PYOMO_LAP_CACHE`` if set, else
-    ``$XDG_CACHE_HOME/pyomo_lap`` or ``~/.cache/pyomo_lap`` (not checked, maybe absent; the
-    folder used is :func:`cache_dir`'s)."""
-    env = os.environ.get("PYOMO_LAP_CACHE")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pyomo_lap"
-
-
 def folder_problem(folder) -> str:
-    """Why ``folder`` must not hold the cache, '' when it may.
-
-    It must be an existing folder of this user (the effective user id), not writable by
-    group or others, and writable by this user. (Where POSIX owners and modes do not exist,
-    Windows, only the last two are checked.)
-
-    Parameters
-    ----------
-    folder : str or Path
-
-    Returns
-    -------
-    str
-        '' or the reason, in words (e.g. ``it is writable by others (mode 777)``).
-    """
+    """Why ``folder`` (str or Path) must not hold the cache, in words (e.g. ``it is writable
+    by others (mode 777)``); '' when it may: an existing folder of this user (the effective
+    user id), not writable by group or others, writable by this user (where POSIX owners and
+    modes do not exist, Windows, only the last two are checked)."""
     try:
         st = os.stat(folder)
     except OSError as exc:
@@ -159,15 +131,13 @@ def _fallback_dir() -> Path:
 
 def cache_dir() -> Path:
     """The folder of the cache, created on first use: the configured one
-    (:func:`configured_cache_dir`) if it is private (:func:`folder_problem`), else a private
-    folder under the system's temporary folder, and a warning (once per process and folder)
-    says why the configured one is not used.
-
-    Returns
-    -------
-    Path
-    """
-    folder = configured_cache_dir()
+    (``$PYOMO_LAP_CACHE``, else :func:`platformdirs.user_cache_dir` of ``pyomo_lap``) if it is
+    private (:func:`folder_problem`), else a private folder under the system's temporary
+    folder, and a warning (once per process and folder) says why the configured one is not
+    used."""
+    import platformdirs
+    env = os.environ.get("PYOMO_LAP_CACHE")
+    folder = Path(env) if env else Path(platformdirs.user_cache_dir("pyomo_lap", appauthor=False))
     problem = _private_folder(folder)
     if not problem:
         return folder
@@ -199,29 +169,13 @@ def warn_once(key, message: str, stacklevel: int = 3) -> None:
 def manifest_path(path) -> Path:
     """The manifest of a cache file: ``<file>.manifest.json`` next to it."""
     path = Path(path)
-    return path.with_name(path.name + _MANIFEST_SUFFIX)
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Make a rename in ``folder`` durable (POSIX; a no-op where folders cannot be opened)."""
-    if os.name != "posix":
-        return
-    try:
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    return path.with_name(path.name + ".manifest.json")
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
     """``data`` into ``path``: a temporary file in the same folder (mode 0600), flushed to disk,
-    renamed over ``path``, and the folder flushed: after a crash ``path`` is the old file or
-    the new one, whole."""
+    renamed over ``path``, and the folder flushed (POSIX): after a crash ``path`` is the old
+    file or the new one, whole."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -233,35 +187,22 @@ def _write_atomic(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    _fsync_folder(path.parent)
+    if os.name == "posix":
+        with contextlib.suppress(OSError):
+            folder = os.open(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            try:
+                os.fsync(folder)
+            finally:
+                os.close(folder)
 
 
-def store_file(path, data: Optional[bytes] = None, source=None, **built_from) -> None:
-    """Write a cache file and then its manifest, each atomically and durably.
-
-    Parameters
-    ----------
-    path : str or Path
-        The file, in the cache folder.
-    data : bytes, optional
-        Its content; or
-    source : str or Path, optional
-        a file to copy (e.g. a library the compiler wrote elsewhere).
-    **built_from
-        What the file was made from, kept in the manifest (JSON values): for a library
-        ``source_sha256`` (of its C source), which :func:`check_file` compares.
-
-    Raises
-    ------
-    OSError
-        Writing failed (a partial file is removed; the manifest is written last, so a file
-        without one is never used).
-    """
+def store_file(path, data: bytes, **built_from) -> None:
+    """Write the cache file ``path`` with content ``data`` and then its manifest, each
+    atomically and durably; ``built_from`` is what the file was made from, kept in the
+    manifest (JSON values; for a library ``source_sha256``, of its C source, which
+    :func:`check_file` compares). Raises ``OSError`` when writing fails (a partial file is
+    removed; the manifest is written last, so a file without one is never used)."""
     path = Path(path)
-    if (data is None) == (source is None):
-        raise ValueError("store_file: give exactly one of data and source")
-    if data is None:
-        data = Path(source).read_bytes()
     _write_atomic(path, data)
     manifest = {"format": _MANIFEST_FORMAT, "file": path.name, "size": len(data),
                 "sha256": hashlib.sha256(data).hexdigest(), "built_from": built_from}
@@ -282,79 +223,47 @@ def _file_problem(path: Path) -> str:
     return ""
 
 
-def _verify(path: Path, source_sha256: Optional[str], keep: bool):
-    """``(bytes or None, problem)``: the checks of :func:`check_file`."""
+def check_file(path, source_sha256: Optional[str] = None) -> str:
+    """Whether a cache file may be used: '' if it may, :data:`MISSING` when neither the file
+    nor its manifest exists, else what is wrong. The file and its manifest
+    (:func:`manifest_path`) must both exist, be regular files of this user not writable by
+    group or others; the manifest must name the file, its size and SHA-256 must be the file's
+    and, when ``source_sha256`` is given, the SHA-256 of the C source it was built from must
+    be that."""
+    path = Path(path)
     mpath = manifest_path(path)
     have_file, have_manifest = os.path.lexists(path), os.path.lexists(mpath)
     if not have_file and not have_manifest:
-        return None, MISSING
+        return MISSING
     if not have_manifest:
-        return None, ("it has no manifest (an interrupted write, an older pyomo_lap, or a file "
-                      "pyomo_lap did not write)")
+        return ("it has no manifest (an interrupted write, an older pyomo_lap, or a file "
+                "pyomo_lap did not write)")
     if not have_file:
-        return None, "its manifest is there but the file is not"
+        return "its manifest is there but the file is not"
     try:
         for p, what in ((path, "the file"), (mpath, "its manifest")):
             problem = _file_problem(p)
             if problem:
-                return None, f"{what}: {problem}"
-        raw = mpath.read_bytes()
-        data = path.read_bytes()
+                return f"{what}: {problem}"
+        raw, data = mpath.read_bytes(), path.read_bytes()
     except OSError as exc:
-        return None, f"it cannot be read ({exc.strerror or exc})"
+        return f"it cannot be read ({exc.strerror or exc})"
     try:
         man = json.loads(raw)
     except ValueError:
-        return None, "its manifest is damaged"
+        return "its manifest is damaged"
     if not isinstance(man, dict) or man.get("format") != _MANIFEST_FORMAT \
             or man.get("file") != path.name:
-        return None, "its manifest belongs to another file"
+        return "its manifest belongs to another file"
     if len(data) != man.get("size"):
-        return None, (f"it has {len(data)} bytes, its manifest says {man.get('size')} "
-                      "(truncated or replaced)")
+        return f"it has {len(data)} bytes, its manifest says {man.get('size')} (truncated or replaced)"
     if hashlib.sha256(data).hexdigest() != man.get("sha256"):
-        return None, "its SHA-256 is not the one in its manifest (damaged or replaced)"
+        return "its SHA-256 is not the one in its manifest (damaged or replaced)"
     built = man.get("built_from")
     if source_sha256 is not None and (not isinstance(built, dict)
                                       or built.get("source_sha256") != source_sha256):
-        return None, "it was built from other C code than this model's"
-    return (data if keep else None), ""
-
-
-def check_file(path, source_sha256: Optional[str] = None) -> str:
-    """Whether a cache file may be used: '' if it may.
-
-    The file and its manifest (:func:`manifest_path`) must both exist, be regular files of
-    this user not writable by group or others; the manifest must name the file, its size and
-    SHA-256 must be the file's and, when ``source_sha256`` is given, the SHA-256 of the C
-    source it was built from must be that.
-
-    Parameters
-    ----------
-    path : str or Path
-    source_sha256 : str, optional
-
-    Returns
-    -------
-    str
-        '', :data:`MISSING` (neither the file nor its manifest exists), or what is wrong.
-    """
-    return _verify(Path(path), source_sha256, keep=False)[1]
-
-
-def read_verified(path, source_sha256: Optional[str] = None) -> bytes:
-    """The bytes of a cache file, read once and checked (:func:`check_file`) before they are
-    returned.
-
-    Raises
-    ------
-    CacheEntryError
-        The file may not be used (its message is :func:`check_file`'s answer).
-    """
-    data, problem = _verify(Path(path), source_sha256, keep=True)
-    if problem:
-        raise CacheEntryError(problem)
-    return data
+        return "it was built from other C code than this model's"
+    return ""
 
 
 def discard_files(paths: Iterable) -> None:
@@ -367,15 +276,9 @@ def discard_files(paths: Iterable) -> None:
 
 def discard_damaged(problems, entry: Optional[str] = None) -> None:
     """Remove damaged, foreign or mismatching cache files (and their manifests) so that they
-    are built again, and say so once per entry (a ``RuntimeWarning``).
-
-    Parameters
-    ----------
-    problems : dict
-        ``path -> problem`` (:func:`check_file`'s answers; '' and :data:`MISSING` are skipped).
-    entry : str, optional
-        The name of the entry the files belong to (default: the first file's name).
-    """
+    are built again, and say so once per entry (a ``RuntimeWarning``). ``problems``: ``path ->
+    problem`` (:func:`check_file`'s answers; '' and :data:`MISSING` are skipped); ``entry``:
+    the name of the entry the files belong to (default: the first file's name)."""
     problems = {Path(p): why for p, why in problems.items() if why and why != MISSING}
     if not problems:
         return
@@ -404,21 +307,11 @@ def find_compiler() -> Optional[str]:
 
 
 class CompiledFunctions(dict):
-    """``name -> casadi.Function`` with how they are evaluated.
-
-    Attributes
-    ----------
-    compiled : bool
-        True when the functions run as compiled code, False in CasADi's virtual machine.
-    library : Path or None
-        The folder of the shared libraries.
-    paths : dict
-        ``name -> Path`` of each function's shared library (empty when not compiled).
-    reason : str
-        Why they are not compiled (empty when they are).
-    compile_s : float
-        Seconds spent compiling (0 when the library came from the cache).
-    """
+    """``name -> casadi.Function`` with how they are evaluated: ``compiled`` (True: as
+    compiled code, False: in CasADi's virtual machine), ``library`` (the folder of the shared
+    libraries, or None), ``paths`` (``name -> Path`` of each function's library, empty when not
+    compiled), ``reason`` (why they are not compiled, '' when they are), ``compile_s`` (seconds
+    spent compiling, 0 when the libraries came from the cache)."""
 
     compiled = False
     library = None
@@ -430,22 +323,88 @@ class CompiledFunctions(dict):
         self.paths: Dict[str, Path] = {}
 
 
-_IN_FLIGHT: Dict[Path, threading.Event] = {}
+def _library(folder: Path, name: str, function: str, key: str) -> Path:
+    return folder / f"{name}-{function}-{key}{library_suffix()}"
+
+
+def _loaded(out: CompiledFunctions, libs: Dict[str, Path]) -> CompiledFunctions:
+    """``out`` with the functions of the verified libraries ``libs`` loaded (raises what
+    ``casadi.external`` raises)."""
+    import casadi as ca
+    out.update({n: ca.external(n, str(lib)) for n, lib in libs.items()})
+    out.compiled, out.library, out.paths = True, next(iter(libs.values())).parent, dict(libs)
+    return out
+
+
+def cached_functions(name: str, functions: Sequence[str], key: str) -> Optional[CompiledFunctions]:
+    """The compiled functions of a cache entry (``<name>-<function>-<key>``) when every library
+    passes :func:`check_file` and loads, else None. Nothing is repaired here:
+    :func:`compile_functions` does it, under the entry's lock."""
+    folder = cache_dir()
+    libs = {f: _library(folder, name, f, key) for f in functions}
+    if any(check_file(lib) for lib in libs.values()):
+        return None
+    try:
+        return _loaded(CompiledFunctions(), libs)
+    except Exception:   # verified but not loadable here: compile_functions says why
+        return None
+
+
+def _not_compiled(out: CompiledFunctions, reason: str, mode: str, quiet: bool):
+    """``out`` (the functions in CasADi's virtual machine) with ``reason``; raises for
+    ``mode="compile"``, warns unless ``quiet``."""
+    out.reason = reason
+    if mode == "compile":
+        raise RuntimeError(f"cannot compile the model functions: {reason}")
+    if not quiet:
+        warnings.warn(f"pyomo_lap: {reason}; the model functions run in CasADi's virtual "
+                      "machine (slower)", RuntimeWarning, stacklevel=3)
+    return out
+
+
+def _generate(f, folder: str) -> Path:
+    """The C file of CasADi function ``f`` in ``folder``."""
+    import casadi as ca
+    src = Path(folder) / f"{f.name()}.c"
+    cg = ca.CodeGenerator(src.name, {"with_header": False})
+    cg.add(f)
+    cg.generate(folder + os.sep)     # never chdir: other threads share the working directory
+    return src
+
+
+def _compile(cc: str, jobs: list, built_with: dict):
+    """Compile ``jobs`` (``(C file, library, SHA-256 of the C file)``) in parallel, one
+    compiler process each, and store every library with its manifest (:func:`store_file`);
+    the first failure, or None."""
+    procs, failure = [], None
+    for src, lib, sha in jobs:
+        tmp_lib = src.with_name(lib.name)
+        try:
+            procs.append((lib, tmp_lib, sha, subprocess.Popen(
+                cc.split() + list(COMPILER_FLAGS) + [str(src), "-o", str(tmp_lib), "-lm"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)))
+        except OSError as exc:
+            failure = failure or exc
+    for lib, tmp_lib, sha, proc in procs:
+        _, err = proc.communicate()
+        try:
+            if proc.returncode != 0:
+                raise RuntimeError(f"{cc} failed: {err.strip()[-500:]}")
+            store_file(lib, tmp_lib.read_bytes(), source_sha256=sha, **built_with)
+        except (OSError, RuntimeError) as exc:
+            failure = failure or exc
+    return failure
 
 
 def compile_functions(functions: Sequence, name: str, mode: str = "auto",
                       key: Optional[str] = None, quiet: bool = False) -> CompiledFunctions:
     """Compiled versions of CasADi functions.
 
-    Each function becomes its own C file and shared library ``<name>-<function>-<hash>``; the
-    libraries missing from the cache are compiled in parallel (one compiler process each), and a
-    library that another thread of this process is compiling is waited for. A library is
-    written with its manifest (:func:`store_file`: the SHA-256 of the library and of its C
-    source) and loaded only after :func:`check_file` passed against the C source generated
-    now; a cached library that fails the check is removed and compiled again
-    (:func:`discard_damaged`). Processes that may compile the same library at the same time
-    should hold a lock across the call (as :func:`pyomo_lap.solvers.lap_nlp.point_functions`
-    does).
+    Each function becomes its own C file and shared library ``<name>-<function>-<key>``; under
+    the entry's lock (:mod:`filelock`, across threads and processes) the libraries that do
+    not pass :func:`check_file` against the C source generated now are removed (one warning,
+    :func:`discard_damaged`) and compiled in parallel, one compiler process each. Every
+    library is checked again right before it is loaded.
 
     Parameters
     ----------
@@ -457,8 +416,8 @@ def compile_functions(functions: Sequence, name: str, mode: str = "auto",
         ``auto``: compile when a C compiler is found, else the virtual machine (with a
         warning); ``compile``: compile or raise; ``vm``: never compile.
     key : str, optional
-        Cache key of the set (``<name>-<function>-<key>``), e.g. a hash of what the functions
-        were made from; default: a hash of each function's C code.
+        Cache key of the set, e.g. a hash of what the functions were made from; default: a
+        hash of each function's C code, the compiler and its flags.
     quiet : bool
         No warning when the functions fall back to the virtual machine (the caller reports
         it); the warnings about damaged cache files are given still.
@@ -474,9 +433,8 @@ def compile_functions(functions: Sequence, name: str, mode: str = "auto",
     ValueError
         An unknown ``mode``.
     """
-    import time
-
     import casadi as ca
+    from filelock import FileLock
 
     if mode not in ("auto", "compile", "vm"):
         raise ValueError(f"mode = {mode!r}: expected 'auto', 'compile' or 'vm'")
@@ -486,93 +444,35 @@ def compile_functions(functions: Sequence, name: str, mode: str = "auto",
         return out
     cc = find_compiler()
     if cc is None:
-        out.reason = "no C compiler found (set CC or install gcc)"
-        if mode == "compile":
-            raise RuntimeError(f"cannot compile the model functions: {out.reason}")
-        if not quiet:
-            warnings.warn(f"pyomo_lap: {out.reason}; the model functions run in CasADi's "
-                          "virtual machine (slower)", RuntimeWarning, stacklevel=2)
-        return out
+        return _not_compiled(out, "no C compiler found (set CC or install gcc)", mode, quiet)
     t0 = time.perf_counter()
-    suffix = library_suffix()
     folder = cache_dir()
-    built_with = {"compiler": cc, "flags": list(_FLAGS), "casadi": ca.__version__,
+    built_with = {"compiler": cc, "flags": list(COMPILER_FLAGS), "casadi": ca.__version__,
                   "platform": sys.platform}
-    libs, sources, jobs, waits = {}, {}, [], []
-    failure = None
-    with tempfile.TemporaryDirectory(prefix="pyomo_lap_cg_") as tmp:
+    libs, sources = {}, {}
+    with FileLock(str(folder / f"{name}-{key or 'functions'}.lock"), mode=0o600), \
+            tempfile.TemporaryDirectory(prefix="pyomo_lap_cg_") as tmp:
+        jobs, problems = [], {}
         for f in functions:
-            src = Path(tmp) / f"{f.name()}.c"
-            cg = ca.CodeGenerator(src.name, {"with_header": False})
-            cg.add(f)
-            cg.generate(tmp + os.sep)     # never chdir: other threads share the working directory
+            src = _generate(f, tmp)
             code = src.read_bytes()
-            fkey = key or hashlib.sha256(code + " ".join((cc,) + _FLAGS).encode()
+            sources[f.name()] = sha = hashlib.sha256(code).hexdigest()
+            fkey = key or hashlib.sha256(code + " ".join((cc,) + COMPILER_FLAGS).encode()
                                          + sys.platform.encode()).hexdigest()[:20]
-            lib = folder / f"{name}-{f.name()}-{fkey}{suffix}"
-            libs[f.name()] = lib
-            sources[f.name()] = source_sha256 = hashlib.sha256(code).hexdigest()
-            with _LOCK:
-                event = _IN_FLIGHT.get(lib)
-                if event is not None:
-                    waits.append(event)
-                    continue
-                problem = check_file(lib, source_sha256)
-                if not problem:
-                    continue
-                _IN_FLIGHT[lib] = threading.Event()
-            tmp_lib = Path(tmp) / lib.name
-            try:
-                discard_damaged({lib: problem})
-                proc = subprocess.Popen(
-                    cc.split() + list(_FLAGS) + [str(src), "-o", str(tmp_lib), "-lm"],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            except OSError as exc:
-                failure = failure or exc
-                with _LOCK:
-                    _IN_FLIGHT.pop(lib).set()
-                continue
-            jobs.append((lib, tmp_lib, source_sha256, proc))
-        for lib, tmp_lib, source_sha256, proc in jobs:
-            _, err = proc.communicate()
-            try:
-                if proc.returncode != 0:
-                    raise RuntimeError(f"{cc} failed: {err.strip()[-500:]}")
-                store_file(lib, source=tmp_lib, source_sha256=source_sha256, **built_with)
-            except (OSError, RuntimeError) as exc:
-                failure = failure or exc
-            finally:
-                with _LOCK:
-                    _IN_FLIGHT.pop(lib).set()
-        for event in waits:
-            event.wait()
-    # every library is checked right before it is loaded: a library is machine code
-    problems = {n: check_file(lib, sources[n]) for n, lib in libs.items()}
-    bad = {n: p for n, p in problems.items() if p}
+            lib = libs[f.name()] = _library(folder, name, f.name(), fkey)
+            problems[lib] = check_file(lib, sha)
+            if problems[lib]:
+                jobs.append((src, lib, sha))
+        discard_damaged(problems, entry=f"{name}-{key}" if key else None)
+        failure = _compile(cc, jobs, built_with)
+    bad = {libs[n]: p for n in libs for p in [check_file(libs[n], sources[n])] if p}
     if failure is not None or bad:
-        discard_damaged({libs[n]: p for n, p in bad.items()})
-        why = failure or "; ".join(f"{libs[n].name}: {p}" for n, p in bad.items())
-        out.reason = f"compiling failed ({why})"
-        if mode == "compile":
-            raise RuntimeError(f"cannot compile the model functions: {out.reason}")
-        if not quiet:
-            warnings.warn(f"pyomo_lap: {out.reason}; the model functions run in CasADi's "
-                          "virtual machine (slower)", RuntimeWarning, stacklevel=2)
-        return out
-    if jobs:
-        out.compile_s = time.perf_counter() - t0
+        discard_damaged(bad)
+        why = failure or "; ".join(f"{lib.name}: {p}" for lib, p in bad.items())
+        return _not_compiled(out, f"compiling failed ({why})", mode, quiet)
+    out.compile_s = time.perf_counter() - t0 if jobs else 0.0
     try:
-        loaded = {fname: ca.external(fname, str(lib)) for fname, lib in libs.items()}
+        return _loaded(out, libs)
     except Exception as exc:     # e.g. a folder on a file system mounted noexec
-        out.reason = f"loading the compiled library failed ({str(exc).strip()[-300:]})"
-        if mode == "compile":
-            raise RuntimeError(f"cannot compile the model functions: {out.reason}") from None
-        if not quiet:
-            warnings.warn(f"pyomo_lap: {out.reason}; the model functions run in CasADi's "
-                          "virtual machine (slower)", RuntimeWarning, stacklevel=2)
-        return out
-    out.update(loaded)
-    out.compiled = True
-    out.library = folder
-    out.paths = dict(libs)
-    return out
+        return _not_compiled(out, f"loading the compiled library failed "
+                                  f"({str(exc).strip()[-300:]})", mode, quiet)

@@ -6,6 +6,10 @@ again: building the default 2 km model took 8.5 s with the collector running and
 paused. None of these objects are garbage while the model lives, so nothing is lost by pausing;
 the collector is switched back on (if it was on) when the block ends, after moving the objects
 made in the block out of its sight (``gc.freeze``).
+
+Not :class:`pyomo.common.gc_manager.PauseGC`: it counts its blocks per thread, so a block
+ending in a background thread switches the collector back on in the middle of a build in the
+main thread (``tests/test_gc_pause.py`` fails with it), and it does not freeze the objects.
 """
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ from ..spatial import lie
 from ..spatial.backend import add, atan, cos, is_number, mul, sin, sub, total
 from .schema import VehicleFileError, VehicleParameters, read_vehicle_file
 
-__all__ = ["VehicleParameters", "VehicleFileError", "load_vehicle", "available_vehicles", "models_dir",
+__all__ = ["VehicleParameters", "VehicleFileError", "load_vehicle", "vehicle_file_model", "available_vehicles", "models_dir",
            "CarEquations", "car_equations", "tyre_lateral_force", "tyre_lateral_angle", "peak_force",
            "build_chain", "aero_forces", "ALGEBRAIC", "CONTROLS", "solve_loop", "solve_algebraic",
            "o3_acceleration"]
@@ -66,7 +66,10 @@ def available_vehicles() -> list:
 
 def load_vehicle(name_or_path) -> VehicleParameters:
     """Read a vehicle file (TOML, the layout of ``models/fsae.toml``), validated by the
-    schema of :mod:`pyomo_lap.vehicle.schema`.
+    schema of :mod:`pyomo_lap.vehicle.schema`; a file whose top-level ``model`` names the
+    vehicle model ``"racecar"`` (``models/dymos_racecar.toml``) is read by
+    :func:`pyomo_lap.vehicle.racecar.read_racecar_file` instead
+    (:func:`vehicle_file_model`).
 
     Parameters
     ----------
@@ -75,7 +78,7 @@ def load_vehicle(name_or_path) -> VehicleParameters:
 
     Returns
     -------
-    VehicleParameters
+    VehicleParameters (or RacecarParameters for a racecar file)
 
     Raises
     ------
@@ -93,7 +96,29 @@ def load_vehicle(name_or_path) -> VehicleParameters:
             raise ValueError(f"unknown vehicle {str(name_or_path)!r}: known vehicles are "
                              f"{', '.join(available_vehicles()) or '(none)'} "
                              "(or give the path to a .toml file)")
+    from .racecar import RACECAR_MODEL_NAMES, read_racecar_file
+    if vehicle_file_model(path) in RACECAR_MODEL_NAMES:   # the file names its vehicle model
+        return read_racecar_file(path)
     return read_vehicle_file(path)
+
+
+def vehicle_file_model(vehicle):
+    """The vehicle model a car is for: a vehicle file's top-level ``model = "..."`` (by name
+    or path, as :func:`load_vehicle` takes it) or a parameters object's ``model`` attribute;
+    None when it names none (the files of the built-in cars: any of the models ``full``,
+    ``single-track``, ``multibody``) or the file cannot be read (:func:`load_vehicle` then
+    says why)."""
+    import tomllib
+    if not isinstance(vehicle, (str, Path)):
+        return getattr(vehicle, "model", None)
+    path = Path(vehicle)
+    if path.suffix.lower() != ".toml":
+        path = models_dir() / f"{vehicle}.toml"
+    try:
+        model = tomllib.loads(path.read_text(encoding="utf-8")).get("model")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    return model if isinstance(model, str) else None
 
 
 def build_chain(p: VehicleParameters) -> chain_mod.Chain:

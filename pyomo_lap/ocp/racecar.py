@@ -1,0 +1,501 @@
+r"""The racecar of dymos's example as a vehicle model of this project (``model = "racecar"``).
+
+The optimal control problem of ``dymos/examples/racecar`` (OpenMDAO dymos; its ODE in
+``carODE.py``, ``normalForceODE.py``, ``tireODE.py``, ``tireConstraintODE.py``,
+``accelerationODE.py``, ``timeODE.py``; the problem in ``test/test_racecar.py``), written
+through the vehicle-model interface (:class:`~pyomo_lap.ocp.vehicle_model.VehicleModel`,
+``docs/vehicle_models.md``) on a flat track with curvature :math:`\kappa(s) = \Omega_z` in the
+Frenet frame of its centre line. Parameters: :class:`pyomo_lap.vehicle.racecar.RacecarParameters`
+(``models/dymos_racecar.toml``). The reproduction and the comparison with dymos's published
+lap: ``docs/racecar.md``.
+
+States over the distance :math:`s`: time ``t``, lateral offset ``n`` (+ left), speed ``V``,
+heading relative to the centre line ``alpha``, body slip angle ``lam`` (:math:`\lambda`),
+yaw rate ``omega``, the lagged accelerations ``ax``, ``ay``. Controls: steer angle ``delta``
+and the signed longitudinal command ``thrust`` (positive: rear-axle traction; negative:
+braking, split front/rear by the brake bias :math:`\beta`). With :math:`\dot s = V\cos(\alpha -
+\lambda)/(1 - n\kappa)` every state obeys :math:`dx/ds = \dot x / \dot s`, written here as
+:math:`V\cos(\alpha - \lambda)\, dx/ds = (1 - n\kappa)\,\dot x` (``m.ode``), with
+
+.. math::
+    \dot n &= V\sin(\alpha - \lambda), \qquad
+    \dot\alpha = \omega - \kappa\dot s,\\
+    \dot V &= (S_{all} - \delta F_f - \tfrac12\rho C_dA V^2)/M - \omega V\lambda,\\
+    \dot\lambda &= \omega - \dot V\lambda/V - \delta S_f/(MV) - F_{all}/(MV),\\
+    \dot\omega &= \big(a F_f - b F_r + t_w(-S_{rr} + S_{rl} - S_{fr} + S_{fl})\big)/I_z,\\
+    \dot a_x &= (\dot V + \omega V\lambda - a_x)/\tau_x, \qquad
+    \dot a_y = (\omega V - (V\dot\lambda + \dot V\lambda) - a_y)/\tau_y,\qquad \dot t = 1,
+
+tyre loads :math:`N_{ij}` (static share, load transfer through :math:`a_x, a_y`, downforce
+split at the centre of pressure), longitudinal forces :math:`S_{fj} = -\tfrac{Mg}{2}\beta
+b_r`, :math:`S_{rj} = \tfrac{Mg}{2}(t_h - (1-\beta) b_r)` with throttle
+:math:`t_h = \max(\text{thrust}, 0)` and brake :math:`b_r = \max(-\text{thrust}, 0)`, lateral
+forces :math:`F_{ij} = N_{ij} k_\lambda \times` (the tyre's slip angle), path constraints
+``c_ij`` :math:`= (S_{ij}/(N_{ij}\mu_x))^2 + (F_{ij}/(N_{ij}\mu_y))^2 \le 1` (four friction
+ellipses) and ``power`` :math:`= V S_{all} \le P_{max}`; the track limits bound ``n``. The lap
+is closed by periodicity of ``n, V, alpha, lam, omega, ax, ay`` (not ``t``, not the controls:
+dymos links exactly these), ``t(0) = 0``, and the objective is ``t`` at the end.
+
+Differences from dymos, each an option here so that its effect can be measured
+(``docs/racecar.md``):
+
+* ``max(x, 0)`` of the throttle/brake split (dymos: ``numpy.sign``, not differentiable at 0)
+  is :math:`(x + \sqrt{x^2 + \epsilon^2})/2` with ``thrust_eps`` (default 1e-4, the command is
+  of order 1);
+* the controls (OCP option ``control_form``): ``"state"`` (default) gives each control one
+  polynomial per finite element through its values at the element's start and its
+  collocation points, continuous with a continuous first derivative at the elements' ends, as
+  dymos's ``add_control(..., rate_continuity=True)`` (no penalty on the rates: the options
+  ``K_delta_rate``, ``K_force_rate`` do not apply); ``"point"`` leaves an independent value
+  at every collocation point;
+* the collocation of pyomo.dae (Radau or Legendre with ``ncp`` points per element) in place
+  of dymos's Gauss-Lobatto or Radau (``docs/racecar.md`` measures the choices);
+* the curvature: exact arcs, or dymos's spline looked up by position (a property of the
+  track, :mod:`pyomo_lap.track.arcs`).
+
+Layer: ocp (imports :mod:`pyomo_lap.ocp.common`, :mod:`pyomo_lap.ocp.vehicle_model` and the
+racecar's parameters).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import Optional
+
+import numpy as np
+import pyomo.environ as pyo
+from pyomo.dae import ContinuousSet, DerivativeVar
+
+from ..vehicle.racecar import RacecarParameters
+from .common import _sector_points, fast_element_lookup, sector_mesh, track_joints, track_limits
+from .vehicle_model import ProblemData, VehicleModel, update_problem
+
+__all__ = ["RACECAR_MODEL", "racecar_model", "build_racecar_model", "initialize_racecar",
+           "racecar_trajectory", "STATE_NAMES", "CONTROLS", "WHEELS", "DYMOS_IPOPT_OPTIONS",
+           "lagrange_derivative_weights"]
+
+STATE_NAMES = ("n", "V", "alpha", "lam", "omega", "ax", "ay")
+"""The states besides the time, as the Pyomo variables are named (``lam`` is dymos's
+``lambda``, a Python keyword); all periodic on a closed lap."""
+CONTROLS = ("delta", "thrust")
+WHEELS = ("fl", "fr", "rl", "rr")
+
+DYMOS_IPOPT_OPTIONS = {
+    "mu_init": 1e-3, "max_iter": 500, "acceptable_tol": 1e-3, "constr_viol_tol": 1e-3,
+    "compl_inf_tol": 1e-3, "acceptable_iter": 0, "tol": 1e-3,
+    "nlp_scaling_method": "gradient-based", "alpha_for_y": "safer-min-dual-infeas",
+    "mu_strategy": "monotone", "bound_mult_init_method": "mu-based"}
+"""The IPOPT options of dymos's racecar test (``p.driver.opt_settings`` in
+``test/test_racecar.py``, print_level left out)."""
+
+REF = {"t": 100.0, "n": 4.0, "V": 35.0, "alpha": 0.15, "lam": 0.01, "omega": 0.3, "ax": 8.0,
+       "ay": 8.0, "delta": 0.04, "thrust": 1.0}
+"""Typical magnitudes of the variables (dymos's ``ref``; ``V``: ``ref - ref0`` = 40 - 5); the
+scaling factors are their inverses."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Options:
+    thrust_eps: float = 1e-4
+    control_form: Optional[str] = None     # None: the OCP option control_form
+    limits_at: str = "all"                 # or "element-ends" (Gauss-Lobatto's state nodes)
+
+
+def build_racecar_model(track, vehicle, cfg, t0: Optional[float] = None, progress=None,
+                        options: _Options = _Options()):
+    """The ``build`` of :data:`RACECAR_MODEL` (see
+    :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel`): the discretized OCP on the sector of
+    ``cfg`` (a whole closed lap with ``cfg.periodic``).
+
+    Raises
+    ------
+    ValueError
+        A car that is not a racecar (another vehicle file), options the model does not have
+        (``lift``, ``piecewise_constant_controls``), a sector or mesh that
+        :func:`pyomo_lap.ocp.common.sector_mesh` refuses, a track narrower than the car.
+    """
+    t0 = time.perf_counter() if t0 is None else t0
+    if not isinstance(vehicle, RacecarParameters):
+        raise ValueError(f"model 'racecar' needs a racecar vehicle file (top-level model = "
+                         f"\"racecar\", e.g. models/dymos_racecar.toml), got the car "
+                         f"{getattr(vehicle, 'name', vehicle)!r}")
+    if cfg.lift:
+        raise ValueError("option 'lift' is not available for the racecar model")
+    if cfg.piecewise_constant_controls:
+        raise ValueError("piecewise_constant_controls = True is not available for the racecar "
+                         "model: control_form 'state' (continuous controls with continuous "
+                         "rates, dymos's) or 'point'")
+    form = options.control_form or cfg.control_form
+    p = vehicle
+    placement = ("given" if cfg.element_boundaries is not None else
+                 "uniform" if cfg.nfe is not None or cfg.mesh != "adaptive" else "uniform-10m")
+    L, bounds = sector_mesh(track, cfg, None)       # no adaptive mesh: element_length
+    m = pyo.ConcreteModel(name=f"pyomo_lap racecar {track.name} {cfg.start:.0f}+{L:.0f} m")
+    m.problem = ProblemData(vehicle_model=RACECAR_MODEL, options=cfg, vehicle=p, track=track,
+                            sector_length=L, mesh="given" if placement == "given" else "uniform")
+    m.s = ContinuousSet(bounds=(0.0, L), initialize=None if bounds is None else bounds.tolist(),
+                        doc="distance along the centre line from the sector start [m]")
+    fast_element_lookup(m.s)
+    u = pyo.units
+    m.t = pyo.Var(m.s, initialize=0.0, units=u.s, doc="time [s]")
+    m.n = pyo.Var(m.s, initialize=0.0, units=u.m, doc="lateral offset of the centre of gravity, + left [m]")
+    m.V = pyo.Var(m.s, initialize=20.0, bounds=(max(cfg.v_min, 1.0), 150.0), units=u.m / u.s,
+                  doc="speed [m/s]")
+    m.alpha = pyo.Var(m.s, initialize=0.0, bounds=(-math.pi / 2, math.pi / 2), units=u.rad,
+                      doc="heading relative to the centre line [rad]")
+    m.lam = pyo.Var(m.s, initialize=0.0, bounds=(-0.5, 0.5), units=u.rad,
+                    doc="body slip angle lambda [rad]")
+    m.omega = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="yaw rate [rad/s]")
+    m.ax = pyo.Var(m.s, initialize=0.0, units=u.m / u.s ** 2, doc="lagged longitudinal acceleration [m/s^2]")
+    m.ay = pyo.Var(m.s, initialize=0.0, units=u.m / u.s ** 2, doc="lagged lateral acceleration [m/s^2]")
+    m.delta = pyo.Var(m.s, initialize=0.0, bounds=(-1.0, 1.0), units=u.rad, doc="steer angle [rad]")
+    m.thrust = pyo.Var(m.s, initialize=0.1, bounds=(-5.0, 5.0), units=u.dimensionless,
+                       doc="longitudinal command [-]: x M g/2 per rear tyre (traction), "
+                           "braking split by the brake bias")
+    for name in ("t",) + STATE_NAMES:
+        var = m.component(name)
+        m.add_component(f"d{name}_ds", DerivativeVar(var, wrt=m.s, units=u.get_units(var) / u.m,
+                                                     doc=f"d{name}/ds"))
+    disc = pyo.TransformationFactory("dae.collocation")
+    t_dae = time.perf_counter()
+    disc.apply_to(m, wrt=m.s, nfe=cfg.nfe, ncp=cfg.ncp, scheme=cfg.scheme)
+    dae_time_s = time.perf_counter() - t_dae
+    sigma = np.array(sorted(m.s))
+    tp = _sector_points(track, cfg.start, L, sigma)
+    update_problem(m, dae_time_s=dae_time_s, track_points=tp, track_joints=track_joints(tp))
+    lower, upper = track_limits(track, tp, sigma, p, cfg)
+    ends = set(float(x) for x in m.s.get_finite_elements())
+    for i, s in enumerate(sigma):
+        if options.limits_at == "all" or float(s) in ends:
+            m.n[s].setlb(float(lower[i]))
+            m.n[s].setub(float(upper[i]))
+    m.kappa = pyo.Param(m.s, initialize={float(s): float(tp.omega[i, 2]) for i, s in enumerate(sigma)},
+                        units=1 / u.m, doc="curvature of the centre line, + left [1/m]")
+    _add_equations(m, p, options.thrust_eps)
+    first, last = sigma[0], sigma[-1]
+    _add_control_form(m, form, cfg.scheme)
+    m.t[first].fix(0.0)
+    if cfg.periodic:
+        m.periodic = pyo.Constraint(STATE_NAMES, rule=lambda m, k:
+                                    m.component(k)[last] == m.component(k)[first],
+                                    doc="closed lap: the states (not t, not the controls) at "
+                                        "the end equal those at the start")
+    else:
+        _open_sector_start(m, track, p, cfg)
+    m.lap_time = pyo.Expression(expr=m.t[last] - m.t[first], doc="sector (lap) time [s]")
+    m.objective = pyo.Objective(expr=m.lap_time, sense=pyo.minimize)
+    _set_scaling(m)
+    update_problem(m, build_time_s=time.perf_counter() - t0)
+    return m
+
+
+def _smooth_max0(x, eps: float):
+    """max(x, 0), smoothed: (x + sqrt(x^2 + eps^2)) / 2 (error at most eps/2, at x = 0)."""
+    return 0.5 * (x + pyo.sqrt(x * x + eps * eps))
+
+
+def _add_equations(m, p: RacecarParameters, eps: float) -> None:
+    """The racecar's ODE (``m.ode``), tyre loads and forces (named Expressions on ``m``) and
+    path constraints (``m.friction[wheel, s]`` <= 1, ``m.power_limit``)."""
+    M, g, a, b, tw = p.M, p.g, p.a, p.b, p.tw
+    l = a + b
+    kd = 0.5 * p.rho * p.ClA
+    rear_share = p.CoP / l
+    static = {"fl": M * g / 2 * b / l, "fr": M * g / 2 * b / l,
+              "rl": M * g / 2 * a / l, "rr": M * g / 2 * a / l}
+    long_tr = {"fl": -h_over(M, p.h, l), "fr": -h_over(M, p.h, l),
+               "rl": h_over(M, p.h, l), "rr": h_over(M, p.h, l)}
+    lat_tr = {"fl": M / 4 * p.chi * p.h / tw, "fr": -M / 4 * p.chi * p.h / tw,
+              "rl": M / 4 * (1 - p.chi) * p.h / tw, "rr": -M / 4 * (1 - p.chi) * p.h / tw}
+    aero_share = {"fl": (1 - rear_share) / 2, "fr": (1 - rear_share) / 2,
+                  "rl": rear_share / 2, "rr": rear_share / 2}
+
+    def N(m, w, s):
+        return static[w] + long_tr[w] * m.ax[s] + lat_tr[w] * m.ay[s] + aero_share[w] * kd * m.V[s] ** 2
+    m.N = pyo.Expression(WHEELS, m.s, rule=N, doc="tyre loads [N] (normalForceODE)")
+    m.throttle = pyo.Expression(m.s, rule=lambda m, s: _smooth_max0(m.thrust[s], eps),
+                                doc="max(thrust, 0), smoothed [-]")
+    m.brake = pyo.Expression(m.s, rule=lambda m, s: _smooth_max0(-m.thrust[s], eps),
+                             doc="max(-thrust, 0), smoothed [-]")
+
+    def S(m, w, s):
+        if w[0] == "f":
+            return -(M * g / 2) * m.brake[s] * p.beta
+        return (M * g / 2) * (m.throttle[s] - m.brake[s] * (1 - p.beta))
+    m.S = pyo.Expression(WHEELS, m.s, rule=S, doc="longitudinal tyre forces [N] (tireODE)")
+    def F(m, w, s):
+        # dymos (tireODE): F_rr = N k (lam + om (b + lam tw)/V), F_rl: (b - lam tw),
+        # F_fr = N k (lam + delta - om (a - lam tw)/V), F_fl: (a + lam tw)
+        V, lam, om = m.V[s], m.lam[s], m.omega[s]
+        slip = {"rr": lam + om * (b + lam * tw) / V,
+                "rl": lam + om * (b - lam * tw) / V,
+                "fr": lam + m.delta[s] - om * (a - lam * tw) / V,
+                "fl": lam + m.delta[s] - om * (a + lam * tw) / V}[w]
+        return m.N[w, s] * p.k_lambda * slip
+    m.F = pyo.Expression(WHEELS, m.s, rule=F, doc="lateral tyre forces [N] (tireODE)")
+
+    def mu(m, w, s, mu0):
+        return mu0 + p.k_mu * m.N[w, s] / static[w] if p.k_mu != 0 else mu0
+    m.c = pyo.Expression(WHEELS, m.s, rule=lambda m, w, s:
+                         (m.S[w, s] / (m.N[w, s] * mu(m, w, s, p.mu0_x))) ** 2
+                         + (m.F[w, s] / (m.N[w, s] * mu(m, w, s, p.mu0_y))) ** 2,
+                         doc="friction ellipse of each tyre [-] (tireConstraintODE), <= 1")
+    m.friction = pyo.Constraint(WHEELS, m.s, rule=lambda m, w, s: m.c[w, s] <= 1.0,
+                                doc="friction ellipses c_ij <= 1")
+    m.S_all = pyo.Expression(m.s, rule=lambda m, s: sum(m.S[w, s] for w in WHEELS))
+    m.power = pyo.Expression(m.s, rule=lambda m, s: m.V[s] * m.S_all[s],
+                             doc="tractive power V sum(S) [W] (carODE)")
+    m.power_limit = pyo.Constraint(m.s, rule=lambda m, s: m.power[s] <= p.P_max,
+                                   doc="power <= P_max")
+    m.drag = pyo.Expression(m.s, rule=lambda m, s: 0.5 * p.rho * p.CdA * m.V[s] ** 2)
+    m.V_dot = pyo.Expression(m.s, rule=lambda m, s: (
+        m.S_all[s] - m.delta[s] * (m.F["fl", s] + m.F["fr", s]) - m.drag[s]) / M
+        - m.omega[s] * m.V[s] * m.lam[s], doc="dV/dt [m/s^2]")
+    m.lam_dot = pyo.Expression(m.s, rule=lambda m, s: m.omega[s] - m.V_dot[s] * m.lam[s] / m.V[s]
+                               - m.delta[s] * (m.S["fl", s] + m.S["fr", s]) / (M * m.V[s])
+                               - sum(m.F[w, s] for w in WHEELS) / (M * m.V[s]),
+                               doc="d lambda/dt [rad/s]")
+    m.cos_heading = pyo.Expression(m.s, rule=lambda m, s: pyo.cos(m.alpha[s] - m.lam[s]))
+    m.s_dot = pyo.Expression(m.s, rule=lambda m, s: m.V[s] * m.cos_heading[s] / (1 - m.n[s] * m.kappa[s]),
+                             doc="ds/dt [m/s]")
+
+    def rate(m, k, s):
+        V, lam, om = m.V[s], m.lam[s], m.omega[s]
+        if k == "t":
+            return 1.0
+        if k == "n":
+            return V * pyo.sin(m.alpha[s] - lam)
+        if k == "alpha":
+            return om - m.kappa[s] * m.s_dot[s]
+        if k == "V":
+            return m.V_dot[s]
+        if k == "lam":
+            return m.lam_dot[s]
+        if k == "omega":
+            return (a * (m.F["fr", s] + m.F["fl", s]) - b * (m.F["rr", s] + m.F["rl", s])
+                    + tw * (-m.S["rr", s] + m.S["rl", s] - m.S["fr", s] + m.S["fl", s])) / p.Iz
+        if k == "ax":
+            return (m.V_dot[s] + om * V * lam - m.ax[s]) / p.tau_x
+        return (om * V - (V * m.lam_dot[s] + m.V_dot[s] * lam) - m.ay[s]) / p.tau_y
+    first = m.s.first()
+    m.ode = pyo.Constraint(("t",) + STATE_NAMES, m.s, rule=lambda m, k, s: pyo.Constraint.Skip
+                           if s == first else
+                           m.V[s] * m.cos_heading[s] * m.component(f"d{k}_ds")[s]
+                           == (1 - m.n[s] * m.kappa[s]) * rate(m, k, s),
+                           doc="spatial ODE: ds/dt dx/ds = dx/dt, times (1 - n kappa)")
+
+
+def h_over(M: float, h: float, l: float) -> float:
+    """Longitudinal load transfer per wheel and per m/s^2 of ``ax``: M h / (4 l) [kg]."""
+    return M / 4 * h / l
+
+
+def lagrange_derivative_weights(nodes, x: float) -> np.ndarray:
+    r"""Weights :math:`w_j = \ell_j'(x)` of the derivative at ``x`` of the polynomial that
+    interpolates values at ``nodes``: :math:`p'(x) = \sum_j w_j y_j`."""
+    nodes = np.asarray(nodes, float)
+    w = np.zeros(len(nodes))
+    for j, xj in enumerate(nodes):
+        others = np.delete(nodes, j)
+        coef = np.poly(others) / np.prod(xj - others)
+        w[j] = np.polyval(np.polyder(coef), x) if len(others) else 0.0
+    return w
+
+
+def _lagrange_value_weights(nodes, x: float) -> np.ndarray:
+    nodes = np.asarray(nodes, float)
+    return np.array([np.prod([(x - xm) / (xj - xm) for m_, xm in enumerate(nodes) if m_ != j])
+                     for j, xj in enumerate(nodes)])
+
+
+def _element_nodes(m, scheme: str):
+    """Per finite element: (start, end, the points its polynomial interpolates: the start and
+    the collocation points; Legendre: the end is not one of them)."""
+    sigma = np.array(sorted(m.s))
+    fe = sorted(m.s.get_finite_elements())
+    out = []
+    for a, b in zip(fe[:-1], fe[1:]):
+        inner = sigma[(sigma > a + 1e-9) & (sigma <= b + 1e-9)]
+        if scheme == "LAGRANGE-LEGENDRE":
+            inner = inner[inner < b - 1e-9]
+        out.append((a, b, [a] + [float(x) for x in inner]))
+    return out
+
+
+def _add_control_form(m, form: str, scheme: str) -> None:
+    """``form = "state"``: each control a polynomial per element through its values at the
+    element's start and collocation points, continuous (shared end points; Legendre: the end
+    value is the polynomial's, ``m.control_end``) with a continuous derivative at the
+    elements' inner ends (``m.control_rate_continuity``): dymos's controls with
+    ``rate_continuity=True``. ``form = "point"``: a value at every collocation point; at a
+    point that is none (``s = 0``, Legendre's element ends) it equals the next point's."""
+    sigma = sorted(m.s)
+    elems = _element_nodes(m, scheme)
+    if form == "state":
+        rows_end, rows_rate = [], []
+        for k, (a, b, nodes) in enumerate(elems):
+            h = b - a
+            tau = [(x - a) / h for x in nodes]
+            if scheme == "LAGRANGE-LEGENDRE":
+                w = _lagrange_value_weights(tau, 1.0)
+                rows_end.append((b, nodes, w))
+            if k + 1 < len(elems):
+                a2, b2, nodes2 = elems[k + 1]
+                h2 = b2 - a2
+                w_left = lagrange_derivative_weights(tau, 1.0) / h
+                w_right = lagrange_derivative_weights([(x - a2) / h2 for x in nodes2], 0.0) / h2
+                rows_rate.append((b, nodes, w_left, nodes2, w_right))
+        m.control_rate_continuity = pyo.Constraint(
+            CONTROLS, range(len(rows_rate)), rule=lambda m, c, i: (
+                sum(w * m.component(c)[x] for x, w in zip(rows_rate[i][1], rows_rate[i][2]))
+                == sum(w * m.component(c)[x] for x, w in zip(rows_rate[i][3], rows_rate[i][4]))),
+            doc="d(control)/ds continuous at the elements' inner ends [1/m]")
+        if rows_end:
+            m.control_end = pyo.Constraint(
+                CONTROLS, range(len(rows_end)), rule=lambda m, c, i: m.component(c)[rows_end[i][0]]
+                == sum(w * m.component(c)[x] for x, w in zip(rows_end[i][1], rows_end[i][2])),
+                doc="the control at an element's end: its polynomial's value")
+        return
+    colloc = set(float(s) for s in m.dV_ds_disc_eq) if hasattr(m, "dV_ds_disc_eq") else set(sigma[1:])
+    pairs = []
+    for i, s in enumerate(sigma):
+        if s not in colloc:
+            nxt = next((x for x in sigma[i + 1:] if x in colloc), None)
+            if nxt is not None:
+                pairs.append((s, nxt))
+    m.controls_at_start = pyo.Constraint(CONTROLS, range(len(pairs)), rule=lambda m, c, i:
+                                         m.component(c)[pairs[i][0]] == m.component(c)[pairs[i][1]],
+                                         doc="a control at a point that is no collocation point: "
+                                             "the next point's value")
+
+
+def _open_sector_start(m, track, p, cfg) -> None:
+    """An open sector: the car enters at the given speed (``initial_speed`` a number; the
+    default 'quasi-steady' and 'free' leave it free), on the centre line, aligned, settled."""
+    first = m.s.first()
+    if cfg.initial_speed not in ("free", "quasi-steady"):
+        v0 = float(cfg.initial_speed)
+        m.V[first].fix(v0)
+        update_problem(m, initial_speed=v0)
+    for k in ("alpha", "lam", "omega", "ax", "ay"):
+        m.component(k)[first].fix(0.0)
+
+
+def _set_scaling(m) -> None:
+    """``m.scaling_factor``: the variables by :data:`REF`, their derivatives by ``REF / 10 m``,
+    the ODE rows by the states' change over about 10 m at 40 m/s, the path constraints by
+    their bounds (dymos: ``ref = 1`` and ``ref = 1e5`` for the power), the objective by
+    ``1/100 s`` (dymos: ``ref = 100`` of ``t``)."""
+    sf = m.scaling_factor = pyo.Suffix(direction=pyo.Suffix.EXPORT)
+    first = m.s.first()
+    for name, ref in REF.items():
+        for v in m.component(name).values():
+            if not v.fixed:
+                sf[v] = 1.0 / ref
+        dv = m.component(f"d{name}_ds")
+        if dv is not None:
+            for s, v in dv.items():
+                if s != first:
+                    sf[v] = 10.0 / ref
+    for (k, s), c in m.ode.items():
+        sf[c] = 10.0 / (40.0 * REF[k])
+    for c in m.friction.values():
+        sf[c] = 1.0
+    for c in m.power_limit.values():
+        sf[c] = 1.0e-5
+    sf[m.objective] = 1.0 / REF["t"]
+
+
+def initialize_racecar(m, guess: str = "dymos", **kwargs) -> dict:
+    """The ``initialize`` of :data:`RACECAR_MODEL`: dymos's initial guess (its test: ``V``
+    20 m/s, the other states and ``delta`` 0, ``thrust`` 0.1, ``t`` linear from 0 to 100 s)
+    with consistent derivatives (0; ``dt/ds = 100 s / L``). Returns the time of the guess at
+    20 m/s as ``estimated_time_s``; other keywords are ignored."""
+    L = m.problem.sector_length
+    t_end = 100.0 if m.problem.options.periodic else L / 20.0
+    for s in m.s:
+        vals = {"n": 0.0, "V": 20.0 if m.problem.initial_speed is None else m.problem.initial_speed,
+                "alpha": 0.0, "lam": 0.0, "omega": 0.0, "ax": 0.0, "ay": 0.0,
+                "delta": 0.0, "thrust": 0.1, "t": t_end * s / L}
+        for k, v in vals.items():
+            var = m.component(k)[s]
+            if not var.fixed:
+                var.set_value(v, skip_validation=True)
+        for k in ("t",) + STATE_NAMES:
+            m.component(f"d{k}_ds")[s].set_value(t_end / L if k == "t" else 0.0, skip_validation=True)
+    return {"status": "ok", "estimated_time_s": L / 20.0}
+
+
+def racecar_trajectory(m):
+    """One row per point of a solved racecar model: ``s`` (track), ``s_sector``, ``t``, the
+    states (``lambda`` for ``lam``), controls, ``speed`` (= ``V``), ``speed_kmh``, ``s_dot``,
+    the tyre loads ``N_<wheel>``, forces ``S_<wheel>``, ``F_<wheel>``, friction use
+    ``c_<wheel>``, ``power``, the curvature ``Omega_z``, the centre line ``x_spine``,
+    ``y_spine`` and the car's position ``x``, ``y`` [m], ``element``."""
+    import pandas as pd
+    tp = m.problem.track_points
+    sigma = sorted(m.s)
+    elems = list(m.s.get_finite_elements())
+    v = pyo.value
+    rows = []
+    for i, s in enumerate(sigma):
+        row = {"s": float(tp.s[i]), "s_sector": float(s), "t": v(m.t[s])}
+        for k in STATE_NAMES:
+            row["lambda" if k == "lam" else k] = v(m.component(k)[s])
+        row["delta"], row["thrust"] = v(m.delta[s]), v(m.thrust[s])
+        row["speed"] = row["V"]
+        row["speed_kmh"] = 3.6 * row["V"]
+        row["s_dot"] = v(m.s_dot[s])
+        for w in WHEELS:
+            row[f"N_{w}"] = v(m.N[w, s])
+            row[f"S_{w}"] = v(m.S[w, s])
+            row[f"F_{w}"] = v(m.F[w, s])
+            row[f"c_{w}"] = v(m.c[w, s])
+        row["power"] = v(m.power[s])
+        row["Omega_z"] = float(tp.omega[i, 2])
+        row["x_spine"], row["y_spine"] = float(tp.position[i, 0]), float(tp.position[i, 1])
+        row["x"] = row["x_spine"] + row["n"] * float(tp.normal[i, 0])
+        row["y"] = row["y_spine"] + row["n"] * float(tp.normal[i, 1])
+        row["width_left"], row["width_right"] = float(tp.width_left[i]), float(tp.width_right[i])
+        row["element"] = int(np.searchsorted(elems, s, side="left"))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def racecar_model(thrust_eps: float = 1e-4, control_form: Optional[str] = None,
+                  limits_at: str = "all") -> VehicleModel:
+    """A racecar :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel` with other numerical
+    choices than :data:`RACECAR_MODEL`'s (for measuring them, ``docs/racecar.md``).
+
+    Parameters
+    ----------
+    thrust_eps : float
+        Smoothing of ``max(thrust, 0)`` [-] (> 0).
+    control_form : {"state", "point"}, optional
+        Overrides the OCP option ``control_form``.
+    limits_at : {"all", "element-ends"}
+        Where the track limits bound ``n``: at every point, or only at the finite elements'
+        ends (as dymos's Gauss-Lobatto transcription bounds a state only at its state
+        nodes, the segments' ends for order 3; between them the car may leave the track).
+    """
+    if not (math.isfinite(thrust_eps) and thrust_eps > 0):
+        raise ValueError(f"thrust_eps = {thrust_eps!r}: expected a positive number")
+    if control_form not in (None, "state", "point"):
+        raise ValueError(f"control_form = {control_form!r}: expected 'state', 'point' or None")
+    if limits_at not in ("all", "element-ends"):
+        raise ValueError(f"limits_at = {limits_at!r}: expected 'all' or 'element-ends'")
+    opts = _Options(thrust_eps=float(thrust_eps), control_form=control_form, limits_at=limits_at)
+
+    def build(track, vehicle, cfg, t0=None, progress=None):
+        return build_racecar_model(track, vehicle, cfg, t0, progress, options=opts)
+    return VehicleModel(
+        name="racecar",
+        description="dymos's racecar example: two-track car, linear tyres in friction ellipses, "
+                    "lagged load transfer (pyomo_lap.ocp.racecar)",
+        states=STATE_NAMES, rates=(), controls=CONTROLS, algebraics=(),
+        build=build, initialize=initialize_racecar, trajectory=racecar_trajectory)
+
+
+RACECAR_MODEL = racecar_model()
+"""The racecar model (registered as ``"racecar"``); vehicle files with ``model = "racecar"``."""
