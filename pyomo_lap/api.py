@@ -246,6 +246,12 @@ def job_model(model, vehicle):
     """
     from .vehicle.car import vehicle_file_model
     named = vehicle_file_model(vehicle)
+    if named is not None:
+        from .ocp.build import VEHICLE_MODELS
+        if named not in VEHICLE_MODELS:
+            where = vehicle if isinstance(vehicle, (str, Path)) else getattr(vehicle, "name", vehicle)
+            raise ValueError(f"vehicle {str(where)!r}: model = {named!r}: expected one of "
+                             f"{', '.join(VEHICLE_MODELS)}")
     if model is None:
         return named or "full"
     if named is not None and model != named:

@@ -142,6 +142,27 @@ def test_vehicle_file_names_its_model(tmp_path):
 
 
 @pytest.mark.unit
+def test_a_car_of_the_main_schema_names_its_model_too(tmp_path):
+    """``model = "single-track"`` at the top of an FSAE-type file picks that model; a name
+    that is no model is refused naming the file, the value and the choices."""
+    from pyomo_lap.api import job_model
+    from pyomo_lap.vehicle.car import load_vehicle, models_dir
+    from pyomo_lap.vehicle.schema import VehicleFileError
+    text = (models_dir() / "fsae.toml").read_text(encoding="utf-8")
+    mine = tmp_path / "mine.toml"
+    mine.write_text('model = "single-track"\n' + text, encoding="utf-8")
+    assert load_vehicle(str(mine)).m == load_vehicle("fsae").m
+    assert job_model(None, str(mine)) == "single-track"
+    with pytest.raises(ValueError, match="is for the model 'single-track'"):
+        job_model("full", str(mine))
+    mine.write_text('model = "point_mass"\n' + text, encoding="utf-8")
+    with pytest.raises(ValueError, match=r"model = 'point_mass': expected one of full, single-track"):
+        job_model(None, str(mine))
+    with pytest.raises(VehicleFileError, match="model = 'point_mass'"):
+        load_vehicle(str(mine))
+
+
+@pytest.mark.unit
 def test_cli_refuses_a_model_the_vehicle_file_is_not_for(tmp_path):
     from click.testing import CliRunner
 

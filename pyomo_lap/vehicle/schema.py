@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
@@ -377,7 +377,9 @@ class SymbolicVehicle:
             setattr(self, field_of(k), v)
 
 
-_TOP_LEVEL = ("name", "description")
+_TOP_LEVEL = ("model", "name", "description")
+#: the vehicle models that read a file of this schema (its optional top-level ``model = "..."``)
+FILE_MODELS = ("full", "single-track", "multibody")
 _ALL_SECTIONS = {**SECTIONS, **OPTIONAL_SECTIONS}
 _LOCATION = {attr: (sec, key) for sec, keys in {**SECTIONS, **OPTIONAL_SECTIONS}.items()
              for key, attr in keys.items()}
@@ -489,6 +491,7 @@ def _file_model():
     from pydantic import create_model
     fields = {sec: (_section_model(sec), ...) for sec in SECTIONS}
     fields.update({sec: (Optional[_section_model(sec)], None) for sec in OPTIONAL_SECTIONS})
+    fields["model"] = (Optional[Literal[FILE_MODELS]], None)   # the model the car is for
     fields["name"] = (Optional[str], None)
     fields["description"] = (str, "")
     return create_model("VehicleFile", __config__=ConfigDict(extra="forbid", strict=True),
