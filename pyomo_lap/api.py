@@ -234,6 +234,19 @@ class _KeepSums:
         return "groups of parameter names (A,B[,...])"
 
 
+def _check_free_before_build(p, model, periodic, ocp_options, cfg) -> None:
+    """:func:`pyomo_lap.ocp.build.check_free_parameters` on the rows the build will record
+    (ValueError: one line, before anything is built)."""
+    from .ocp.build import OCP_CONFIG, check_free_parameters, vehicle_model
+    vm = vehicle_model(model)
+    rec = None
+    if vm.point_rows is not None:
+        ocfg = OCP_CONFIG(dict(ocp_options))
+        ocfg.periodic = periodic
+        rec = vm.point_rows(p, ocfg)
+    check_free_parameters(rec, cfg.free, cfg.keep_sum, model)
+
+
 def job_model(model, vehicle):
     """The vehicle model a job builds: ``model`` when given, else the one the vehicle file
     names (its top-level ``model = "..."``, :func:`pyomo_lap.vehicle.car.vehicle_file_model`),
@@ -636,6 +649,8 @@ def _solve_sector(cfg, echo, progress, model_cache, held: list):
     for f in fixes:
         echo(f"sector repaired: {f}")
     track_checks.check_vehicle_fits(tr, p, start, length)
+    if cfg.free:           # a setup optimization the car's rows cannot do: said before building
+        _check_free_before_build(p, model, periodic, ocp_options, cfg)
     ensure_solver(solver)  # fail before building when the solver is missing
     if out_dir is not None:
         from .post.results import check_output_dir

@@ -313,6 +313,52 @@ def sync_vehicle(m) -> bool:
     return True
 
 
+def check_free_parameters(rec, free: dict, keep_sum=(), model_name: str = "full") -> None:
+    """Check a setup optimization before anything is built: every free parameter is used by
+    the car's rows (``rec``, the recording of the model's rows), its bounds lie in the
+    schema's range, every ``keep_sum`` group is made of free parameters.
+
+    Parameters
+    ----------
+    rec : PointRows or None
+        ``VehicleModel.point_rows(car, cfg)``; None for a model whose rows hold the car's
+        numbers.
+    free : dict
+        ``{dotted name: (lower, upper)}``.
+    keep_sum : sequence of tuples of dotted names
+    model_name : str
+        For the message.
+
+    Raises
+    ------
+    ValueError
+        One line naming the parameter, the value and what was expected.
+    """
+    from ..vehicle.schema import KEY_OF_FIELD, field_of
+    from .common import _schema_bounds
+    if rec is None or not rec.vehicle_inputs:
+        raise ValueError(f"model {model_name!r}: its equations hold the car's numbers; setup "
+                         "optimization needs the full model (model='full')")
+    live = {n.args[0]: rec.tape.live[n.index] for n in rec.tape.nodes if n.op == "input"}
+    for key, (lo, up) in free.items():
+        field = field_of(key)          # ValueError: an unknown name
+        dotted = "gravity" if field == "gravity" else KEY_OF_FIELD[field]
+        if not (live.get(dotted, False) or live.get(key, False)):
+            raise ValueError(f"free {key}: the car's equations do not use it (a width, a limit "
+                             "or a minimum load enters as a bound of the variables); expected "
+                             "a parameter of the rows, e.g. aero.Cz1, powertrain.brake_ratio, "
+                             "mass.total")
+        slo, sup = _schema_bounds(field)
+        if (slo is not None and lo < slo) or (sup is not None and up > sup):
+            raise ValueError(f"free {key}={lo:g}:{up:g}: outside the vehicle schema's range "
+                             f"[{slo}, {sup}]")
+    for group in keep_sum or ():
+        missing = [k for k in group if k not in free]
+        if missing:
+            raise ValueError(f"keep_sum {','.join(group)}: {', '.join(missing)} not free; give "
+                             "each with free (--free NAME=LOWER:UPPER)")
+
+
 def free_parameters(m, free: dict, keep_sum=()) -> dict:
     """Make some of the car's parameters decision variables of the model (setup optimization):
     ``m.vehicle.<section>.<key>`` unfixed within the given bounds, shared by every point; each
@@ -337,35 +383,14 @@ def free_parameters(m, free: dict, keep_sum=()) -> dict:
     Raises
     ------
     ValueError
-        A model whose rows hold the car's numbers (not the full model), a parameter the rows
-        do not use (a width or a limit that is a variable bound: it cannot be optimized
-        through the rows), bounds outside the schema's range, a ``keep_sum`` group with a
-        parameter that is not free. The model is left unchanged.
+        As :func:`check_free_parameters` (which :func:`pyomo_lap.solve_sector` calls before it
+        builds), or a parameter the model's car has no value for. The model is left unchanged.
     """
     from .common import vehicle_var
     rec = getattr(m.problem, "point_rows", None)
-    if rec is None or not rec.vehicle_inputs or m.component("vehicle") is None:
-        raise ValueError(f"model {m.problem.vehicle_model.name!r}: its equations hold the car's "
-                         "numbers; setup optimization needs the full model (model='full')")
-    live = {n.args[0]: rec.tape.live[n.index] for n in rec.tape.nodes if n.op == "input"}
-    plan = {}
-    for key, (lo, up) in free.items():
-        if not live.get(key, False):
-            raise ValueError(f"free {key}: the car's equations do not use it (a width, a limit "
-                             "or a minimum load enters as a bound of the variables); expected "
-                             "a parameter of the rows, e.g. aero.Cz1, powertrain.brake_ratio, "
-                             "mass.total")
-        var = vehicle_var(m, key)
-        slo, sup = var.bounds
-        if (slo is not None and lo < slo) or (sup is not None and up > sup):
-            raise ValueError(f"free {key}={lo:g}:{up:g}: outside the vehicle schema's range "
-                             f"[{slo}, {sup}]")
-        plan[key] = (var, lo, up)
-    for group in keep_sum or ():
-        missing = [k for k in group if k not in plan]
-        if missing:
-            raise ValueError(f"keep_sum {','.join(group)}: {', '.join(missing)} not free; give "
-                             "each with free (--free NAME=LOWER:UPPER)")
+    check_free_parameters(rec if m.component("vehicle") is not None else None, free, keep_sum,
+                          m.problem.vehicle_model.name)
+    plan = {key: (vehicle_var(m, key), lo, up) for key, (lo, up) in free.items()}
     out = {}
     for key, (var, lo, up) in plan.items():
         out[key] = (float(var.value), lo, up)
