@@ -155,9 +155,8 @@ def result_line(summary: dict, periodic: bool) -> str:
 
 from .ocp.options import CLI_OWNED  # noqa: E402
 
-OWN_OCP_OPTIONS = tuple(k for k in CLI_OWNED if k != "named_subexpressions")
-"""The OCP options that are also options of the job (:data:`SOLVE_CONFIG`); the solver decides
-``named_subexpressions``."""
+OWN_OCP_OPTIONS = CLI_OWNED
+"""The OCP options that are also options of the job (:data:`SOLVE_CONFIG`)."""
 """OCP options that solve_sector has as arguments and the summary records at its top level
 (the summary's ``ocp_options`` holds the others)."""
 
@@ -672,7 +671,7 @@ def _solve_sector(cfg, echo, progress, model_cache, held: list):
         prefetch_point_functions(p, compiled)
     build_kwargs = dict(start=start, length=length, nfe=nfe, ncp=ncp, scheme=scheme,
                         initial_speed=initial_speed, periodic=periodic, model=model,
-                        named_subexpressions=solver != DEFAULT_SOLVER, **ocp_options)
+                        **ocp_options)        # the same model whichever solver is named
     m, key = None, None
     if reuse:
         key = _model_key(track, repair_track, track_width, build_kwargs)

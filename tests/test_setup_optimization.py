@@ -105,3 +105,26 @@ def test_sensitivities_at_the_optimum_agree(balance):
         assert reduced >= -1e-6          # more Cz1 would be slower: the bound holds it
     else:
         assert reduced <= 1e-6
+
+
+@pytest.mark.unit
+def test_the_model_is_the_same_whichever_solver_is_named(monkeypatch):
+    """``solve_sector`` asks ``build_model`` for the same model for ``lap_ipopt``, the ASL
+    ``ipopt`` and any other Pyomo solver (no option depends on the solver)."""
+    import pyomo_lap.api as api
+    import pyomo_lap.solvers.solve as solve_mod
+
+    class Stop(Exception):
+        pass
+    asked = {}
+
+    def record(track, vehicle, progress=None, **kw):
+        asked[current] = kw
+        raise Stop
+    monkeypatch.setattr(api, "build_model", record)
+    monkeypatch.setattr(solve_mod, "ensure_solver", lambda name: None)
+    for current in ("lap_ipopt", "ipopt", "ipopt_v2"):
+        with pytest.raises(Stop):
+            solve_sector(**SECTOR, **QUIET, solver=current)
+    assert asked["lap_ipopt"] == asked["ipopt"] == asked["ipopt_v2"]
+    assert asked["ipopt"].get("named_subexpressions", True) is True

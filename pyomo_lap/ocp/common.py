@@ -204,6 +204,30 @@ class _Namer:
         return name
 
 
+def expression_setter(comp):
+    """A function ``set(index, value) -> entry`` that adds new entries to the IndexedExpression
+    ``comp``, the fast way: what Pyomo's ``_setitem_when_not_present`` does for an
+    ``ExpressionData`` (a new data object holding ``value``, owned by ``comp``, stored under
+    ``index``) without its per-entry checks, for values known to be numeric expressions and
+    indices known to be new and valid (the common subexpressions ``m.car.cse[s, k]``: about 50
+    per point, 0.1-1.3 million entries on a lap, 3.7 s per million the checked way).
+    Checked against the public route by the tests (``tests/test_named_model.py``)."""
+    import weakref
+    data = comp._data
+    cls = comp._ComponentDataClass
+    ref = weakref.ref(comp)
+    new = cls.__new__
+
+    def set_new(index, value):
+        obj = new(cls)
+        obj._args_ = (value,)
+        obj._component = ref
+        obj._index = index
+        data[index] = obj
+        return obj
+    return set_new
+
+
 def _set_new(comp, index, value):
     """``comp[index] = value`` for a new entry of an indexed component, returning the entry
     (Pyomo's ``_setitem_when_not_present`` does both in one step: a model has about 40 such

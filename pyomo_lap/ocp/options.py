@@ -18,11 +18,10 @@ from ..util.domains import error_text
 __all__ = ["check_ocp_options", "options_table", "parse_ocp_options", "parse_option_value",
            "key_value_pairs", "CLI_OWNED"]
 
-CLI_OWNED = ("model", "start", "length", "nfe", "ncp", "scheme", "periodic", "initial_speed",
-             "named_subexpressions")
+CLI_OWNED = ("model", "start", "length", "nfe", "ncp", "scheme", "periodic", "initial_speed")
 """OCP options that ``pyomo-lap solve`` and :func:`pyomo_lap.api.solve_sector` set from their
-own arguments (``--model``, ``--start``, ... ``--full-lap`` for ``periodic``; the solver
-decides ``named_subexpressions``); ``ocp_options`` holds the others."""
+own arguments (``--model``, ``--start``, ... ``--full-lap`` for ``periodic``);
+``ocp_options`` holds the others. The model built does not depend on the solver named."""
 
 
 def parse_option_value(text: str):

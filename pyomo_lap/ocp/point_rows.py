@@ -31,7 +31,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ..spatial.backend import is_number
-from .common import _Namer, _set_new
+from .common import _Namer, _set_new, expression_setter
 from .vehicle_model import update_problem
 
 __all__ = ["TRACK_INPUTS", "RowFamily", "PointRows", "rows_on_tape", "track_numbers",
@@ -289,8 +289,10 @@ def replay_rows(m, rec: PointRows, tp, sigma, named: bool, progress, user_tags) 
     if named:
         keys = sorted(set().union(*(set(g[3].values()) for g in groups)))
         m.car.cse_index = pyo.Set(initialize=keys, doc="tape index of a shared subexpression")
-        m.car.cse = pyo.Expression(m.s, m.car.cse_index, doc="common subexpressions of the car equations")
+        m.car.cse = pyo.Expression(m.s, m.car.cse_index, initialize={},   # sparse: the used ones
+                                    doc="common subexpressions of the car equations")
     cse = m.car.component("cse")
+    set_cse = expression_setter(cse) if named else None
     comps = [m.component(name) for name in rec.variables]
     columns = []          # the variables of each component at every point, in point order
     n = len(sigma)
@@ -305,7 +307,7 @@ def replay_rows(m, rec: PointRows, tp, sigma, named: bool, progress, user_tags) 
             s = sigma[i]
             if named:
                 def share(k, value, _s=s):
-                    return _set_new(cse, (_s, k), value)
+                    return set_cse((_s, k), value)
             else:
                 def share(k, value):
                     return value
@@ -397,9 +399,9 @@ def add_recorded_rows(m, rec: PointRows, values, tp, sigma, idx, record_built: b
     rec.components = {name: m.component(name) for name in rec.variables}
     rec.vehicle_components = {k: vehicle_var(m, k) for k in rec.vehicle_inputs}
     rec.named = []
-    for e in m.car.component_data_objects(pyo.Expression, descend_into=True):
-        ix = e.index()
-        rec.named.append((e, e.expr, idx[ix[0] if isinstance(ix, tuple) else ix]))
+    for comp in m.car.component_objects(pyo.Expression, descend_into=True):
+        rec.named.extend((e, e.expr, idx[ix[0] if isinstance(ix, tuple) else ix])
+                         for ix, e in comp.items())
     numbers = track_numbers(tp)
     rec.track_values = np.stack([numbers[k] for k in TRACK_INPUTS], axis=1)
     rec.points = list(sigma)
