@@ -664,11 +664,12 @@ def _solve_sector(cfg, echo, progress, model_cache, held: list):
         progress = echo_progress(echo)
     from .solvers.solve import DEFAULT_SOLVER
     compiled = prefetch_options(cfg, ocp_options)
+    compiling = None
     if compiled is not None:
         # the compiled per-point functions of this car: the C compiler runs while Pyomo builds
         # (nothing to do when a car of the same structure compiled them before)
         from .solvers.lap_nlp import prefetch_point_functions
-        prefetch_point_functions(p, compiled)
+        compiling = prefetch_point_functions(p, compiled)
     build_kwargs = dict(start=start, length=length, nfe=nfe, ncp=ncp, scheme=scheme,
                         initial_speed=initial_speed, periodic=periodic, model=model,
                         **ocp_options)        # the same model whichever solver is named
@@ -689,6 +690,9 @@ def _solve_sector(cfg, echo, progress, model_cache, held: list):
     echo(f"  {'the kept model given the car' if reused else 'built'} in "
          f"{m.problem.build_time_s:.1f} s: {len(m.s)} points, {nfe} elements; the Pyomo model "
          f"has {size['n_variables']} variables and {size['n_constraints']} constraints")
+    if compiling is not None and compiling.compiling:
+        echo("  compiling this model's point functions to machine code (once on this machine, "
+             "for every car; the set-up's `pyomo-lap compile` makes the common ones ahead) ...")
     t0 = time.perf_counter()
     info = initialize_model(m)
     warm = None

@@ -787,6 +787,29 @@ def channels(names, markdown):
     click.echo(channel_markdown(columns) if markdown else channel_text(columns), nl=False)
 
 
+@main.command("compile")
+@click.option("--vehicle", default="fsae", show_default=True,
+              help="the car the rows are recorded with (the libraries serve every car)")
+def compile_(vehicle):
+    """Compile the full model's point functions (rows, Jacobian, Hessian of the Lagrangian)
+    to machine code now, for an open sector and a closed lap, with a fixed setup and with
+    free parameters, so that the first solve is as fast as the later ones; the set-up
+    (scripts/bootstrap.sh) runs it. Without it the first solve of each of these compiles
+    them while the model is built (and says so). Cached on disk (PYOMO_LAP_CACHE, or the
+    user's cache folder); already compiled libraries are checked, not rebuilt."""
+    from .solvers.lap_nlp import compile_ahead
+    t0 = time.perf_counter()
+    echo = click.echo if _verbosity() >= 0 else (lambda *_: None)
+    echo("compiling the full model's point functions (once on this machine, any car) ...")
+    try:
+        rows = compile_ahead(vehicle, echo=echo)
+    except (RuntimeError, ValueError) as exc:
+        _fail(str(exc))
+    n = sum(not r["cached"] for r in rows)
+    click.echo(f"point functions ready: {n} compiled, {len(rows) - n} already there, "
+               f"{time.perf_counter() - t0:.1f} s")
+
+
 @main.command()
 def tracks():
     """List the tracks shipped with the package: name (for --track), what it is, length,

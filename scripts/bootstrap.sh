@@ -3,6 +3,8 @@
 #   1. create .venv with python3 (>= 3.10),
 #   2. pip install -e '.[test,docs]' into it (the package, the test tools and the documentation's
 #      tools; redone only when setup.cfg/pyproject.toml change),
+#      then compile the full model's point functions (pyomo-lap compile: the first solve is
+#      then as fast as the later ones),
 #   3. check that the IPOPT library of the casadi wheel loads (the default solver path);
 #      with PYOMO_LAP_ASL=1 also make sure an `ipopt` executable exists for the optional ASL
 #      path (on PATH or in .venv/bin; if not, build one from Debian packages with
@@ -82,6 +84,12 @@ _pyomo_lap_bootstrap() {
     if ! "$venv/bin/python" -c 'from pyomo_lap.solvers.ipopt_lib import load_ipopt_library; load_ipopt_library()' 2>/dev/null; then
       echo "error: the IPOPT library of the casadi wheel could not be loaded (see README, 'Installation')" >&2
       return 1
+    fi
+    # the full model's compiled point functions, so that the first solve is as fast as the
+    # later ones (without a C compiler the solves use CasADi's virtual machine instead)
+    _pyomo_lap_say "compiling the model's point functions to machine code (pyomo-lap compile, about 20 s) ..."
+    if ! "$venv/bin/pyomo-lap" compile -q >"$venv/compile.log" 2>&1; then
+      _pyomo_lap_say "note: $(tail -n 1 "$venv/compile.log") (the first solve of each model compiles instead)"
     fi
     echo "$want" >"$stamp"
     _pyomo_lap_say "python packages ready ($("$venv/bin/python" -c '

@@ -144,3 +144,35 @@ def test_two_threads_asking_at_once_compile_once(cars, tmp_path, monkeypatch):
     assert sorted(f.compile_s > 0 for f in funs) == [False, True]
     assert funs[0].paths == funs[1].paths
     assert len(list(tmp_path.glob(f"*{library_suffix()}"))) == 3
+
+
+@pytest.mark.component
+def test_compile_ahead_makes_the_first_solve_find_its_functions(tmp_path, monkeypatch):
+    """``pyomo-lap compile`` (the set-up runs it) leaves the libraries a solve's background
+    compile would otherwise make: the job's thread then finds them (``compiling`` False), a
+    structure it did not make (another adherence form) is compiled and said to be."""
+    from click.testing import CliRunner
+
+    from pyomo_lap.cli import main
+    from pyomo_lap.solvers.lap_nlp import point_functions_cached, prefetch_point_functions
+    from pyomo_lap.util.casadi_compile import find_compiler
+    if find_compiler() is None:
+        pytest.fail("no C compiler: the set-up's compile step and this test need one")
+    monkeypatch.setenv("PYOMO_LAP_CACHE", str(tmp_path / "cache"))
+    import pyomo_lap.solvers.lap_nlp as lap_nlp
+    monkeypatch.setattr(lap_nlp, "COMPILE_AHEAD", lap_nlp.COMPILE_AHEAD[:1])   # one job: 4 s
+    p = load_vehicle("fsae")
+    rec = record_point_rows(p, OCP_CONFIG({"periodic": False}))
+    assert not point_functions_cached(rec)
+    r = CliRunner().invoke(main, ["compile"])
+    assert r.exit_code == 0, r.output
+    assert "1 compiled, 0 already there" in r.output
+    assert point_functions_cached(rec)
+    r = CliRunner().invoke(main, ["compile"])
+    assert "0 compiled, 1 already there" in r.output
+    t = prefetch_point_functions(p.replace(m=p.m + 20.0), {"model": "full", "periodic": False})
+    t.join()
+    assert t.compiling is False                       # another car: the same libraries
+    t = prefetch_point_functions(p, {"model": "full", "periodic": False, "adherence": "squared"})
+    t.join()
+    assert t.compiling is True and t.compile_s > 0

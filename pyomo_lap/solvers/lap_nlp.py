@@ -54,7 +54,8 @@ from pyomo.core.expr.numeric_expr import (LinearExpression, MonomialTermExpressi
                                           NegationExpression, SumExpression)
 
 __all__ = ["LapNLP", "ReducedNLP", "RecordedRowsMismatch", "CompiledLibraryMismatch",
-           "evaluate_expression", "point_functions", "prefetch_point_functions"]
+           "evaluate_expression", "point_functions", "prefetch_point_functions",
+           "point_functions_cached", "compile_ahead", "COMPILE_AHEAD"]
 
 _INF = 1e20
 
@@ -247,13 +248,85 @@ def prefetch_point_functions(vehicle, config=None):
         # quiet: a fall-back to the virtual machine is reported by the solve; the warnings
         # about damaged cache files are given here (the entry is repaired here, once)
         try:
-            point_functions(rows(vehicle, cfg), "auto", quiet=True)
+            rec = rows(vehicle, cfg)
+            thread.compiling = not point_functions_cached(rec)
+            t0 = time.perf_counter()
+            point_functions(rec, "auto", quiet=True)
+            if thread.compiling:
+                thread.compile_s = time.perf_counter() - t0
         except Exception:   # the solve will compile (and report) for itself
             pass
 
     thread = threading.Thread(target=work, name="pyomo_lap-compile", daemon=True)
+    thread.compiling, thread.compile_s = None, None   # set by the thread: a cache miss, seconds
     thread.start()
     return thread
+
+
+def point_functions_cached(rec, free: bool = False) -> bool:
+    """Whether :func:`point_functions` finds the compiled libraries of ``rec`` in the cache
+    (False without a C compiler: nothing is compiled then)."""
+    import casadi as ca
+
+    from ..util.casadi_compile import COMPILER_FLAGS, cached_functions, find_compiler
+    cc = find_compiler()
+    if cc is None:
+        return False
+    key = rec.structure_key(f"vehicle-v3 free={free} {cc} {' '.join(COMPILER_FLAGS)} "
+                            f"{ca.__version__}")
+    return cached_functions("pyomo_lap_point", _POINT_FUNCTIONS, key) is not None
+
+
+#: the jobs whose point functions ``pyomo-lap compile`` (run by the set-up) makes ahead of the
+#: first solve: the full model on an open sector and on a closed lap, fixed setup and free
+COMPILE_AHEAD = (("open sector", {"periodic": False}, False),
+                 ("closed lap", {"periodic": True}, False),
+                 ("open sector, setup optimization", {"periodic": False}, True),
+                 ("closed lap, setup optimization", {"periodic": True}, True))
+
+
+def compile_ahead(vehicle="fsae", jobs=None, echo=print) -> list:
+    """Compile the point functions of the full model for ``jobs`` now (the set-up does it, so
+    that the first solve is as fast as the later ones): one library set per structure serves
+    every car (:func:`point_functions`), so ``vehicle`` only names the recording's car.
+
+    Parameters
+    ----------
+    vehicle : str or VehicleParameters
+    jobs : sequence of (label, OCP options, free), optional
+        Default :data:`COMPILE_AHEAD`.
+    echo : callable
+        One line per job.
+
+    Returns
+    -------
+    list of dict
+        ``label``, ``key``, ``cached`` (found in the cache), ``seconds``.
+
+    Raises
+    ------
+    RuntimeError
+        No C compiler (the solves then run in CasADi's virtual machine; nothing to compile).
+    """
+    from ..ocp.build import OCP_CONFIG, vehicle_model
+    from ..util.casadi_compile import find_compiler
+    from ..vehicle.car import load_vehicle
+    if find_compiler() is None:
+        raise RuntimeError("no C compiler found (cc, gcc or clang; or $CC): the solves evaluate "
+                           "the point functions in CasADi's virtual machine, nothing to compile")
+    p = load_vehicle(vehicle) if isinstance(vehicle, (str, os.PathLike)) else vehicle
+    out = []
+    for label, options, free in COMPILE_AHEAD if jobs is None else jobs:
+        rec = vehicle_model("full").point_rows(p, OCP_CONFIG(options))
+        t0 = time.perf_counter()
+        cached = point_functions_cached(rec, free)
+        funs = point_functions(rec, "auto", quiet=True, free=free)
+        row = {"label": label, "key": funs["key"], "cached": cached,
+               "seconds": time.perf_counter() - t0}
+        echo(f"  {label}: " + ("already compiled" if cached else f"compiled in {row['seconds']:.1f} s")
+             + f" ({funs['key']})")
+        out.append(row)
+    return out
 
 
 # --------------------------------------------------------------------------------------------
