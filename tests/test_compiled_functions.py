@@ -159,8 +159,8 @@ def test_compile_ahead_makes_the_first_solve_find_its_functions(tmp_path, monkey
     if find_compiler() is None:
         pytest.fail("no C compiler: the set-up's compile step and this test need one")
     monkeypatch.setenv("PYOMO_LAP_CACHE", str(tmp_path / "cache"))
-    import pyomo_lap.solvers.lap_nlp as lap_nlp
-    monkeypatch.setattr(lap_nlp, "COMPILE_AHEAD", lap_nlp.COMPILE_AHEAD[:1])   # one job: 4 s
+    import pyomo_lap.solvers.precompile as precompile
+    monkeypatch.setattr(precompile, "COMPILE_AHEAD", precompile.COMPILE_AHEAD[:1])   # one job: 4 s
     p = load_vehicle("fsae")
     rec = record_point_rows(p, OCP_CONFIG({"periodic": False}))
     assert not point_functions_cached(rec)

@@ -55,7 +55,7 @@ from pyomo.core.expr.numeric_expr import (LinearExpression, MonomialTermExpressi
 
 __all__ = ["LapNLP", "ReducedNLP", "RecordedRowsMismatch", "CompiledLibraryMismatch",
            "evaluate_expression", "point_functions", "prefetch_point_functions",
-           "point_functions_cached", "compile_ahead", "COMPILE_AHEAD"]
+           "point_functions_cached"]
 
 _INF = 1e20
 
@@ -159,14 +159,11 @@ def point_functions(rec, compile_mode: str = "auto", quiet: bool = False,
         Jacobian and of the Hessian's lower triangle), ``free``, ``key`` (the cache key, None
         without a compiler).
     """
-    import casadi as ca
-
-    from ..util.casadi_compile import COMPILER_FLAGS, cached_functions, find_compiler
+    from ..util.casadi_compile import cached_functions, find_compiler
     cc = find_compiler() if compile_mode != "vm" else None
     key = None
     if cc is not None:
-        key = rec.structure_key(f"vehicle-v3 free={free} {cc} {' '.join(COMPILER_FLAGS)} "
-                                f"{ca.__version__}")
+        key = _point_key(rec, free, cc)
         funs = cached_functions("pyomo_lap_point", _POINT_FUNCTIONS, key)
         n_vehicle = len(rec.vehicle_inputs)
         if funs is not None and (funs["point_f"].size1_in(0), funs["point_f"].size1_in(2)) \
@@ -266,67 +263,20 @@ def prefetch_point_functions(vehicle, config=None):
 def point_functions_cached(rec, free: bool = False) -> bool:
     """Whether :func:`point_functions` finds the compiled libraries of ``rec`` in the cache
     (False without a C compiler: nothing is compiled then)."""
+    from ..util.casadi_compile import cached_functions, find_compiler
+    cc = find_compiler()
+    return cc is not None and cached_functions("pyomo_lap_point", _POINT_FUNCTIONS,
+                                               _point_key(rec, free, cc)) is not None
+
+
+def _point_key(rec, free: bool, cc: str) -> str:
+    """The cache key of the point functions of ``rec``: the rows' structure, ``free``, the
+    compiler, its flags and CasADi's version."""
     import casadi as ca
 
-    from ..util.casadi_compile import COMPILER_FLAGS, cached_functions, find_compiler
-    cc = find_compiler()
-    if cc is None:
-        return False
-    key = rec.structure_key(f"vehicle-v3 free={free} {cc} {' '.join(COMPILER_FLAGS)} "
-                            f"{ca.__version__}")
-    return cached_functions("pyomo_lap_point", _POINT_FUNCTIONS, key) is not None
-
-
-#: the jobs whose point functions ``pyomo-lap compile`` (run by the set-up) makes ahead of the
-#: first solve: the full model on an open sector and on a closed lap, fixed setup and free
-COMPILE_AHEAD = (("open sector", {"periodic": False}, False),
-                 ("closed lap", {"periodic": True}, False),
-                 ("open sector, setup optimization", {"periodic": False}, True),
-                 ("closed lap, setup optimization", {"periodic": True}, True))
-
-
-def compile_ahead(vehicle="fsae", jobs=None, echo=print) -> list:
-    """Compile the point functions of the full model for ``jobs`` now (the set-up does it, so
-    that the first solve is as fast as the later ones): one library set per structure serves
-    every car (:func:`point_functions`), so ``vehicle`` only names the recording's car.
-
-    Parameters
-    ----------
-    vehicle : str or VehicleParameters
-    jobs : sequence of (label, OCP options, free), optional
-        Default :data:`COMPILE_AHEAD`.
-    echo : callable
-        One line per job.
-
-    Returns
-    -------
-    list of dict
-        ``label``, ``key``, ``cached`` (found in the cache), ``seconds``.
-
-    Raises
-    ------
-    RuntimeError
-        No C compiler (the solves then run in CasADi's virtual machine; nothing to compile).
-    """
-    from ..ocp.build import OCP_CONFIG, vehicle_model
-    from ..util.casadi_compile import find_compiler
-    from ..vehicle.car import load_vehicle
-    if find_compiler() is None:
-        raise RuntimeError("no C compiler found (cc, gcc or clang; or $CC): the solves evaluate "
-                           "the point functions in CasADi's virtual machine, nothing to compile")
-    p = load_vehicle(vehicle) if isinstance(vehicle, (str, os.PathLike)) else vehicle
-    out = []
-    for label, options, free in COMPILE_AHEAD if jobs is None else jobs:
-        rec = vehicle_model("full").point_rows(p, OCP_CONFIG(options))
-        t0 = time.perf_counter()
-        cached = point_functions_cached(rec, free)
-        funs = point_functions(rec, "auto", quiet=True, free=free)
-        row = {"label": label, "key": funs["key"], "cached": cached,
-               "seconds": time.perf_counter() - t0}
-        echo(f"  {label}: " + ("already compiled" if cached else f"compiled in {row['seconds']:.1f} s")
-             + f" ({funs['key']})")
-        out.append(row)
-    return out
+    from ..util.casadi_compile import COMPILER_FLAGS
+    return rec.structure_key(f"vehicle-v3 free={free} {cc} {' '.join(COMPILER_FLAGS)} "
+                             f"{ca.__version__}")
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,0 +1,61 @@
+"""The point functions of the common jobs compiled ahead of the first solve (``pyomo-lap
+compile``, which the set-up ``scripts/bootstrap.sh`` runs): one library set per structure of
+the rows serves every car (:func:`pyomo_lap.solvers.lap_nlp.point_functions`), so after this
+step the first solve of these jobs is as fast as the later ones."""
+from __future__ import annotations
+
+import os
+import time
+
+__all__ = ["COMPILE_AHEAD", "compile_ahead"]
+
+#: the jobs compiled ahead: the full model on an open sector and on a closed lap, with a fixed
+#: setup and with free parameters (setup optimization); ``(label, OCP options, free)``
+COMPILE_AHEAD = (("open sector", {"periodic": False}, False),
+                 ("closed lap", {"periodic": True}, False),
+                 ("open sector, setup optimization", {"periodic": False}, True),
+                 ("closed lap, setup optimization", {"periodic": True}, True))
+
+
+def compile_ahead(vehicle="fsae", jobs=None, echo=print) -> list:
+    """Compile the point functions of the full model for ``jobs`` now; ``vehicle`` only
+    names the car of the recording (the libraries serve every car).
+
+    Parameters
+    ----------
+    vehicle : str or VehicleParameters
+    jobs : sequence of (label, OCP options, free), optional
+        Default :data:`COMPILE_AHEAD`.
+    echo : callable
+        One line per job.
+
+    Returns
+    -------
+    list of dict
+        ``label``, ``key``, ``cached`` (found in the cache), ``seconds``.
+
+    Raises
+    ------
+    RuntimeError
+        No C compiler (the solves then run in CasADi's virtual machine; nothing to compile).
+    """
+    from ..ocp.build import OCP_CONFIG, vehicle_model
+    from ..util.casadi_compile import find_compiler
+    from ..vehicle.car import load_vehicle
+    from .lap_nlp import point_functions, point_functions_cached
+    if find_compiler() is None:
+        raise RuntimeError("no C compiler found (cc, gcc or clang; or $CC): the solves evaluate "
+                           "the point functions in CasADi's virtual machine, nothing to compile")
+    p = load_vehicle(vehicle) if isinstance(vehicle, (str, os.PathLike)) else vehicle
+    out = []
+    for label, options, free in COMPILE_AHEAD if jobs is None else jobs:
+        rec = vehicle_model("full").point_rows(p, OCP_CONFIG(options))
+        t0 = time.perf_counter()
+        cached = point_functions_cached(rec, free)
+        funs = point_functions(rec, "auto", quiet=True, free=free)
+        row = {"label": label, "key": funs["key"], "cached": cached,
+               "seconds": time.perf_counter() - t0}
+        echo(f"  {label}: " + ("already compiled" if cached else f"compiled in {row['seconds']:.1f} s")
+             + f" ({funs['key']})")
+        out.append(row)
+    return out
