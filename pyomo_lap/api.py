@@ -589,49 +589,77 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
 
 
 def _solve_sector(cfg, echo, progress, model_cache, held: list):
-    """The work of :func:`solve_sector` on checked options ``cfg``; the lock on ``out_dir``
+    """The work of :func:`solve_sector` on checked options ``cfg``, in its steps (each a
+    function below, sharing the job's state ``job``); the lock on ``out_dir``
     (:class:`pyomo_lap.post.results.OutputLock`) is appended to ``held`` when taken."""
-    cfg.model = job_model(cfg.model, cfg.vehicle)     # the vehicle file may name it
-    track, vehicle, model, initial_guess = cfg.track, cfg.vehicle, cfg.model, cfg.initial_guess
-    start, length, periodic, initial_speed = cfg.start, cfg.length, cfg.periodic, cfg.initial_speed
-    nfe, ncp, scheme = cfg.nfe, cfg.ncp, cfg.scheme
-    solver, solver_options, ocp_options = cfg.solver, cfg.solver_options, cfg.ocp_options
-    n_sectors, out_dir, tee = cfg.n_sectors, cfg.out_dir, cfg.tee
-    repair_track, track_width = cfg.repair_track, cfg.track_width
-    want_sens = cfg.sensitivities
-    if want_sens and model != "full":
-        raise ValueError(f"sensitivities = True with model = {model!r}: the lap-time "
-                         "sensitivities need the full model (model = 'full')")
-    from .track import checks as track_checks
-    from .solvers.solve import ensure_solver
-    from .track.geometry import Track
-    from .vehicle.car import VehicleParameters
+    import types
+    job = types.SimpleNamespace(cfg=cfg, echo=echo, progress=progress, cache=model_cache,
+                                held=held, out_dir=cfg.out_dir)
+    _check_job(job)                 # every option, before anything is loaded or built
+    _load_inputs(job)               # track, sector, car, solver, results folder
+    _build_or_reuse(job)            # the model (kept in model_cache or built)
+    _initial_guess(job)             # initial guess, warm starts, free parameters
+    _solve_job(job)                 # the solve (again from the usual start if a warm one fails)
+    _summarize(job)                 # summary.json's content
+    _channels_and_export(job)       # the channels, sensitivities, files
+    if not job.rep.ok:
+        kept = (f" Partial results (the last point, marked \"partial\": true) are in {job.where}/; "
+                f"{job.out_dir}/ was left untouched." if job.where is not None else "")
+        raise SolveFailedError(f"{cfg.solver} did not find an optimal solution: "
+                               f"{job.rep.describe()}.{kept}", job.rep, job.where)
+    echo(result_line(job.summary, cfg.periodic))
+    return SectorResults(job.m, job.rep, job.df, job.summary, job.sens)
 
-    from .ocp.options import check_ocp_options
-    ocp_options = check_ocp_options(ocp_options)    # before anything is loaded or built
-    ocp_options = _mesh_of_warm_start(cfg, ocp_options)
-    from .solvers.solve import check_solver_options
-    solver_options = check_solver_options(solver, solver_options) or None
+
+def _check_job(job) -> None:
+    """The job's options checked together (ValueError, one line): the model (the vehicle file
+    may name it), sensitivities, OCP and solver options, a Track object with a width, free
+    parameters; ``job.model``, ``job.ocp_options``, ``job.solver_options``, ``job.reuse``."""
     from .ocp.build import VEHICLE_MODELS
-    if model not in VEHICLE_MODELS:     # a VehicleModel object: build_model takes it, not this job
-        raise ValueError(f"model = {model!r}: expected one of {', '.join(map(repr, VEHICLE_MODELS))}")
-    if isinstance(track, Track) and track_width is not None:
-        raise ValueError(f"track_width = {track_width!r} m with a Track object: expected a track "
-                         "name or file (for a Track, give its widths when building it)")
+    from .ocp.options import check_ocp_options
+    from .solvers.solve import check_solver_options
+    from .track.geometry import Track
+    cfg = job.cfg
+    cfg.model = job.model = job_model(cfg.model, cfg.vehicle)
+    if cfg.sensitivities and job.model != "full":
+        raise ValueError(f"sensitivities = True with model = {job.model!r}: the lap-time "
+                         "sensitivities need the full model (model = 'full')")
+    job.ocp_options = _mesh_of_warm_start(cfg, check_ocp_options(cfg.ocp_options))
+    job.solver_options = check_solver_options(cfg.solver, cfg.solver_options) or None
+    if job.model not in VEHICLE_MODELS:   # a VehicleModel object: build_model takes it, not this job
+        raise ValueError(f"model = {job.model!r}: expected one of "
+                         f"{', '.join(map(repr, VEHICLE_MODELS))}")
+    if isinstance(cfg.track, Track) and cfg.track_width is not None:
+        raise ValueError(f"track_width = {cfg.track_width!r} m with a Track object: expected a "
+                         "track name or file (for a Track, give its widths when building it)")
     # a kept model (and its track) serves this call: see model_cache
-    reuse = (model_cache is not None and not want_sens and not ocp_options.get("lift")
-             and not isinstance(track, Track) and not cfg.free)
+    job.reuse = (job.cache is not None and not cfg.sensitivities
+                 and not job.ocp_options.get("lift") and not isinstance(cfg.track, Track)
+                 and not cfg.free)
     if cfg.keep_sum and not cfg.free:
-        raise ValueError("keep_sum without free parameters: give them with free (--free NAME=LOWER:UPPER)")
-    track_key = "track " + _model_key(track, repair_track, track_width, {}) if reuse else None
+        raise ValueError("keep_sum without free parameters: give them with free "
+                         "(--free NAME=LOWER:UPPER)")
+
+
+def _load_inputs(job) -> None:
+    """The track (repairs and data steps said), the sector, the car, the checks that need
+    them (the car fits, free parameters the rows use), the solver, the results folder (locked);
+    ``job.tr``, ``job.p``, ``job.start``, ``job.length``, ``job.track_key``."""
+    from .solvers.solve import ensure_solver
+    from .track import checks as track_checks
+    from .track.geometry import Track
+    cfg, echo = job.cfg, job.echo
+    track = cfg.track
+    job.track_key = ("track " + _model_key(track, cfg.repair_track, cfg.track_width, {})
+                     if job.reuse else None)
     with warnings.catch_warnings():      # the repairs are reported through echo instead
         warnings.simplefilter("ignore", track_checks.TrackRepairWarning)
         if isinstance(track, Track):
             tr = track
-        elif reuse and track_key in model_cache:
-            tr = model_cache[track_key]
+        elif job.reuse and job.track_key in job.cache:
+            tr = job.cache[job.track_key]
         else:
-            tr = load_track(track, repair=repair_track, track_width=track_width)
+            tr = load_track(track, repair=cfg.repair_track, track_width=cfg.track_width)
     for r in getattr(tr, "build_repairs", []):
         echo(f"track repaired when its bundled file was built: {r}")
     for f in getattr(tr, "findings", []):
@@ -643,123 +671,161 @@ def _solve_sector(cfg, echo, progress, model_cache, held: list):
         (detail or echo)(line)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", track_checks.TrackRepairWarning)
-        start, length, fixes = track_checks.check_sector(tr, start, length, repair=repair_track)
-    p = load_vehicle(vehicle) if isinstance(vehicle, (str, Path)) else vehicle
+        job.start, job.length, fixes = track_checks.check_sector(tr, cfg.start, cfg.length,
+                                                                 repair=cfg.repair_track)
+    p = load_vehicle(cfg.vehicle) if isinstance(cfg.vehicle, (str, Path)) else cfg.vehicle
     for f in fixes:
         echo(f"sector repaired: {f}")
-    track_checks.check_vehicle_fits(tr, p, start, length)
+    track_checks.check_vehicle_fits(tr, p, job.start, job.length)
     if cfg.free:           # a setup optimization the car's rows cannot do: said before building
-        _check_free_before_build(p, model, periodic, ocp_options, cfg)
-    ensure_solver(solver)  # fail before building when the solver is missing
-    if out_dir is not None:
+        _check_free_before_build(p, job.model, cfg.periodic, job.ocp_options, cfg)
+    ensure_solver(cfg.solver)  # fail before building when the solver is missing
+    if job.out_dir is not None:
         from .post.results import check_output_dir
         # fail before building when OUT is unusable, holds files of the user's or another run
         # writes into it; locked from here to the end (released by solve_sector)
-        out_dir = check_output_dir(out_dir, echo=echo, hold=held)
+        job.out_dir = check_output_dir(job.out_dir, echo=echo, hold=job.held)
+    job.tr, job.p = tr, p
+
+
+def _build_or_reuse(job) -> None:
+    """The model: the one kept in ``model_cache`` given this car, or a new build (the compiled
+    point functions prepared meanwhile); ``job.m``, ``job.reused``, ``job.size``."""
+    cfg, echo, tr, p = job.cfg, job.echo, job.tr, job.p
+    length = job.length if job.length is not None else tr.length - job.start
     echo(f"track {tr.name}: {tr.length:.1f} m ({'closed' if tr.closed else 'open'}); vehicle {p.name}")
-    echo(f"building the model: sector {start:.0f} m + {length if length is not None else tr.length - start:.0f} m, "
-         f"nfe={nfe if nfe is not None else 'auto (from the element length)'}, ncp={ncp}, {scheme} ...")
-    if progress is None:
+    echo(f"building the model: sector {job.start:.0f} m + {length:.0f} m, "
+         f"nfe={cfg.nfe if cfg.nfe is not None else 'auto (from the element length)'}, "
+         f"ncp={cfg.ncp}, {cfg.scheme} ...")
+    if job.progress is None:
         from .util.progress import echo_progress
-        progress = echo_progress(echo)
-    from .solvers.solve import DEFAULT_SOLVER
-    compiled = prefetch_options(cfg, ocp_options)
+        job.progress = echo_progress(echo)
+    compiled = prefetch_options(cfg, job.ocp_options)
     compiling = None
     if compiled is not None:
         # the compiled per-point functions of this car: the C compiler runs while Pyomo builds
         # (nothing to do when a car of the same structure compiled them before)
         from .solvers.lap_nlp import prefetch_point_functions
         compiling = prefetch_point_functions(p, compiled)
-    build_kwargs = dict(start=start, length=length, nfe=nfe, ncp=ncp, scheme=scheme,
-                        initial_speed=initial_speed, periodic=periodic, model=model,
-                        **ocp_options)        # the same model whichever solver is named
+    job.build_kwargs = dict(start=job.start, length=job.length, nfe=cfg.nfe, ncp=cfg.ncp,
+                            scheme=cfg.scheme, initial_speed=cfg.initial_speed,
+                            periodic=cfg.periodic, model=job.model,
+                            **job.ocp_options)   # the same model whichever solver is named
     m, key = None, None
-    if reuse:
-        key = _model_key(track, repair_track, track_width, build_kwargs)
-        m = _reuse_model(model_cache, key, p)
-        if model_cache.get(key) is None:
-            model_cache.clear()          # one model kept: the other one is freed first
-    reused = m is not None
+    if job.reuse:
+        key = _model_key(cfg.track, cfg.repair_track, cfg.track_width, job.build_kwargs)
+        m = _reuse_model(job.cache, key, p)
+        if job.cache.get(key) is None:
+            job.cache.clear()          # one model kept: the other one is freed first
+    job.reused = m is not None
     if m is None:
-        m = build_model(tr, p, progress=progress, **build_kwargs)
+        m = build_model(tr, p, progress=job.progress, **job.build_kwargs)
         if key is not None:
-            model_cache[key] = m
-            model_cache[track_key] = tr        # the model's track, loaded once
-    nfe = m.problem.options.nfe
-    size = model_size(m)
-    echo(f"  {'the kept model given the car' if reused else 'built'} in "
-         f"{m.problem.build_time_s:.1f} s: {len(m.s)} points, {nfe} elements; the Pyomo model "
-         f"has {size['n_variables']} variables and {size['n_constraints']} constraints")
+            job.cache[key] = m
+            job.cache[job.track_key] = tr        # the model's track, loaded once
+    job.m, job.size = m, model_size(m)
+    echo(f"  {'the kept model given the car' if job.reused else 'built'} in "
+         f"{m.problem.build_time_s:.1f} s: {len(m.s)} points, {m.problem.options.nfe} elements; "
+         f"the Pyomo model has {job.size['n_variables']} variables and "
+         f"{job.size['n_constraints']} constraints")
     if compiling is not None and compiling.compiling:
         echo("  compiling this model's point functions to machine code (once on this machine, "
              "for every car; the set-up's `pyomo-lap compile` makes the common ones ahead) ...")
+
+
+def _initial_guess(job) -> None:
+    """The initial guess (quasi-steady; the single-track model's solve; a warm start from a
+    results folder), then the free parameters unfixed and the sensitivities' solver options;
+    ``job.info``, ``job.warm``, ``job.init_s``, ``job.setup_start``."""
+    cfg, echo, m = job.cfg, job.echo, job.m
     t0 = time.perf_counter()
-    info = initialize_model(m)
-    warm = None
-    if initial_guess == "single-track" and model == "full":
-        from .ocp.single_track import warm_start_full
-        echo("  initial guess from the single-track model on the same mesh ...")
-        ms = build_model(tr, p, start=start, length=length, nfe=nfe, ncp=ncp, scheme=scheme,
-                         initial_speed=initial_speed, periodic=periodic, model="single-track",
-                         **ocp_options)
-        initialize_model(ms)
-        rs = solve_model(ms, solver=solver, options=solver_options)
-        if not rs.ok:
-            raise RuntimeError(f"the single-track model for the initial guess did not solve: "
-                               f"{rs.termination_condition}")
-        warm = {"single_track_time_s": float(pyo.value(ms.lap_time)),
-                "single_track_iterations": rs.iterations, "single_track_solve_time_s": rs.solve_time_s}
-        warm_start_full(m, ms)
-        echo(f"  single-track {'lap' if periodic else 'sector'} time {warm['single_track_time_s']:.3f} s "
-             f"({rs.iterations} iterations, {rs.solve_time_s:.1f} s)")
-    warm_from = cfg.warm_start_from
-    if warm_from is not None:
+    job.info = initialize_model(m)
+    job.warm = None
+    if cfg.initial_guess == "single-track" and job.model == "full":
+        job.warm = _single_track_start(job)
+    if cfg.warm_start_from is not None:
         from .post.results import load_solution
-        n_set = load_solution(m, warm_from)        # ValueError before the solve: another mesh
-        echo(f"  warm start: {n_set} variables from {warm_from}")
-    init_s = time.perf_counter() - t0
-    echo(f"  initial guess in {init_s:.1f} s (quasi-steady estimate {info['estimated_time_s']:.2f} s)")
-    setup_start = None
+        n_set = load_solution(m, cfg.warm_start_from)   # ValueError before the solve: another mesh
+        echo(f"  warm start: {n_set} variables from {cfg.warm_start_from}")
+    job.init_s = time.perf_counter() - t0
+    echo(f"  initial guess in {job.init_s:.1f} s (quasi-steady estimate "
+         f"{job.info['estimated_time_s']:.2f} s)")
+    job.setup_start = None
     if cfg.free:
         from .ocp.build import free_parameters
-        setup_start = free_parameters(m, cfg.free, cfg.keep_sum)
+        job.setup_start = free_parameters(m, cfg.free, cfg.keep_sum)
         echo("  setup optimization: " + ", ".join(f"{k} in [{lo:g}, {up:g}] from {v0:g}"
-                                                  for k, (v0, lo, up) in setup_start.items())
+                                                  for k, (v0, lo, up) in job.setup_start.items())
              + "".join(f"; {' + '.join(g)} held" for g in cfg.keep_sum or ()))
-    if want_sens:
+    if cfg.sensitivities:
         from .post.sensitivities import SENSITIVITY_SOLVER_OPTIONS, declare_multiplier_suffixes
         declare_multiplier_suffixes(m)       # the multipliers come back with the solution
         # a tighter solve: the active set and the multipliers the sensitivities stand on
-        solver_options = {**SENSITIVITY_SOLVER_OPTIONS, **(solver_options or {})}
-    echo(f"solving with {solver} ...")
+        job.solver_options = {**SENSITIVITY_SOLVER_OPTIONS, **(job.solver_options or {})}
+
+
+def _single_track_start(job) -> dict:
+    """Solve the single-track model on the same mesh and start the full model from it
+    (:func:`pyomo_lap.ocp.single_track.warm_start_full`); what it took, for the summary."""
+    from .ocp.single_track import warm_start_full
+    cfg, echo = job.cfg, job.echo
+    echo("  initial guess from the single-track model on the same mesh ...")
+    ms = build_model(job.tr, job.p, **{**job.build_kwargs, "nfe": job.m.problem.options.nfe,
+                                       "model": "single-track"})
+    initialize_model(ms)
+    rs = solve_model(ms, solver=cfg.solver, options=job.solver_options)
+    if not rs.ok:
+        raise RuntimeError(f"the single-track model for the initial guess did not solve: "
+                           f"{rs.termination_condition}")
+    warm = {"single_track_time_s": float(pyo.value(ms.lap_time)),
+            "single_track_iterations": rs.iterations, "single_track_solve_time_s": rs.solve_time_s}
+    warm_start_full(job.m, ms)
+    echo(f"  single-track {'lap' if cfg.periodic else 'sector'} time "
+         f"{warm['single_track_time_s']:.3f} s ({rs.iterations} iterations, {rs.solve_time_s:.1f} s)")
+    return warm
+
+
+def _solve_job(job) -> None:
+    """The solve (with a warm start's barrier parameter; from the usual initial guess again
+    if the warm start fails); ``job.rep``, ``job.used_options``, ``job.warm_retry``."""
+    from .solvers.solve import DEFAULT_SOLVER
+    cfg, echo, m, size = job.cfg, job.echo, job.m, job.size
+    echo(f"solving with {cfg.solver} ...")
 
     def solve(options):
-        rep = solve_model(m, solver=solver, options=options, tee=tee)
+        rep = solve_model(m, solver=cfg.solver, options=options, tee=cfg.tee)
         echo(f"  {rep.termination_condition} ({rep.exit_message or rep.message}) after "
              f"{rep.iterations} iterations, {rep.solve_time_s:.1f} s")
         if rep.n_variables is not None and rep.n_variables != size["n_variables"]:
             # summary.json's n_variables: the problem the solver saw, not the Pyomo model
             echo(f"  the solver saw {rep.n_variables} variables, {rep.n_constraints} constraints "
                  "(in summary.json): the model's less its fixed variables"
-                 + (" and pyomo.dae's derivatives, eliminated" if solver == DEFAULT_SOLVER else ""))
+                 + (" and pyomo.dae's derivatives, eliminated" if cfg.solver == DEFAULT_SOLVER else ""))
         return rep
 
-    used_options = (solver_options if warm_from is None else
-                    {"mu_init": WARM_START_MU_INIT, **(solver_options or {})})
-    rep = solve(used_options)
-    warm_retry = None
-    if warm_from is not None and not rep.ok:
+    job.used_options = (job.solver_options if cfg.warm_start_from is None else
+                        {"mu_init": WARM_START_MU_INIT, **(job.solver_options or {})})
+    job.rep = solve(job.used_options)
+    job.warm_retry = None
+    if cfg.warm_start_from is not None and not job.rep.ok:
         # the warm start did not lead to an optimum: the usual start, as without it
-        warm_retry = {"termination_condition": rep.termination_condition,
-                      "iterations": rep.iterations, "solve_time_s": rep.solve_time_s}
+        job.warm_retry = {"termination_condition": job.rep.termination_condition,
+                          "iterations": job.rep.iterations, "solve_time_s": job.rep.solve_time_s}
         echo("  the warm start failed: solving again from the usual initial guess ...")
         initialize_model(m)
-        used_options = solver_options
-        rep = solve(used_options)
+        job.used_options = job.solver_options
+        job.rep = solve(job.used_options)
+
+
+def _summarize(job) -> None:
+    """``job.summary``: what summary.json holds before the channels (result, options, sizes,
+    provenance, the NLP's size and the timings)."""
+    cfg, m, rep, size, tr, p = job.cfg, job.m, job.rep, job.size, job.tr, job.p
     lap = pyo.value(m.lap_time, exception=False)   # None if a failed solve left no values
     objective = pyo.value(m.objective, exception=False)
+    job.lap = float(lap) if lap is not None else None
     summary = {
-        "lap_time_s": float(lap) if lap is not None else None,
+        "lap_time_s": job.lap,
         "termination_condition": rep.termination_condition,
         "outcome": rep.kind,
         "solver_hint": rep.hint,
@@ -771,34 +837,34 @@ def _solve_sector(cfg, echo, progress, model_cache, held: list):
         "n_constraints": rep.n_constraints if rep.n_constraints is not None else size["n_constraints"],
         "iterations": rep.iterations,
         "build_time_s": m.problem.build_time_s,
-        "model_reused": reused,
-        "init_time_s": init_s,
+        "model_reused": job.reused,
+        "init_time_s": job.init_s,
         "solve_time_s": rep.solve_time_s,
-        "nfe": nfe, "ncp": ncp, "scheme": scheme,
+        "nfe": m.problem.options.nfe, "ncp": cfg.ncp, "scheme": cfg.scheme,
         "ocp_options": {k: (list(v) if isinstance(v, tuple) else v)
                         for k, v in m.problem.options.value().items() if k not in OWN_OCP_OPTIONS},
         "n_points": len(m.s),
-        "start_m": start,
+        "start_m": job.start,
         "length_m": m.problem.sector_length,
-        "periodic": periodic,
-        "model": model,
-        "initial_guess": initial_guess,
-        **({"warm_start": warm} if warm else {}),
-        "warm_start_from": str(warm_from) if warm_from is not None else None,
-        **({"warm_start_failed": warm_retry} if warm_retry else {}),
+        "periodic": cfg.periodic,
+        "model": job.model,
+        "initial_guess": cfg.initial_guess,
+        **({"warm_start": job.warm} if job.warm else {}),
+        "warm_start_from": str(cfg.warm_start_from) if cfg.warm_start_from is not None else None,
+        **({"warm_start_failed": job.warm_retry} if job.warm_retry else {}),
         "initial_speed_mps": m.problem.initial_speed,
         "track": tr.name,
         "vehicle": p.name,
-        "solver": solver,
-        "solver_options": dict(used_options or {}),   # of the solve that gave the result
-        "solver_options_effective": _effective_options(solver, used_options),
+        "solver": cfg.solver,
+        "solver_options": dict(job.used_options or {}),   # of the solve that gave the result
+        "solver_options_effective": _effective_options(cfg.solver, job.used_options),
         "objective": float(objective) if objective is not None else None,
         "pyomo_lap_version": __version__,
         "pyomo_version": _pyomo_version(),
         "python": platform.python_version(),
-        **_input_files(tr, vehicle),
-        **_provenance(p, solver),
-        "track_width_m": track_width,
+        **_input_files(tr, cfg.vehicle),
+        **_provenance(p, cfg.solver),
+        "track_width_m": cfg.track_width,
         "track_processing": list(getattr(tr, "processing_steps", [])),
         "track_assumptions": list(getattr(tr, "assumptions", [])),
         "track_repairs": [*getattr(tr, "build_repairs", []),
@@ -808,8 +874,17 @@ def _solve_sector(cfg, echo, progress, model_cache, held: list):
     stats = log_statistics(rep.log or "")
     summary["nlp"] = {k: stats[k] for k in ("n_variables", "n_equalities", "n_inequalities",
                                             "jac_nnz", "hess_nnz") if k in stats}
+    summary["timing"] = _timing(job, stats)
+    job.summary = summary
+
+
+def _timing(job, stats: dict) -> dict:
+    """summary.json's ``timing``: build, DAE transformation, initial guess, solve and, from the
+    solver's report and IPOPT's log, translation, compile, checks, IPOPT's own work and the
+    function evaluations [s]."""
+    m, rep = job.m, job.rep
     timing = {"build_s": m.problem.build_time_s, "dae_transformation_s": m.problem.dae_time_s,
-              "init_s": init_s, "solve_s": rep.solve_time_s}
+              "init_s": job.init_s, "solve_s": rep.solve_time_s}
     timing.update({k: stats[k] for k in ("ipopt_internal_s", "ipopt_eval_s",
                                          "inertia_corrections") if k in stats})
     d = rep.details or {}
@@ -822,63 +897,67 @@ def _solve_sector(cfg, echo, progress, model_cache, held: list):
         timing.setdefault("ipopt_eval_s", sum(d["function_s"].values()))
         if "ipopt_s" in d:      # IPOPT's own work: the solve minus the function evaluations
             timing.setdefault("ipopt_internal_s", d["ipopt_s"] - timing["ipopt_eval_s"])
-    summary["timing"] = timing
+    return timing
+
+
+def _channels_and_export(job) -> None:
+    """The channels (a failed solve whose last point cannot be evaluated writes nothing),
+    their quality, the mesh, sector times, mean speed, the car as solved and the optimal
+    setup, the sensitivities, and the files; ``job.df``, ``job.sens``, ``job.where``."""
+    from .ocp.common import vehicle_of_model
+    from .post.quality import channel_quality
+    from .post.results import sector_records, sector_times
+    from .vehicle.car import VehicleParameters
+    cfg, echo, m, rep, summary = job.cfg, job.echo, job.m, job.rep, job.summary
+    timing = summary["timing"]
     t_out = time.perf_counter()
     try:
-        df = trajectory_dataframe(m, progress=progress)
+        df = trajectory_dataframe(m, progress=job.progress)
     except Exception as exc:
         if rep.ok:
             raise
-        raise SolveFailedError(f"{solver}: {rep.describe()}. The last point could not be "
+        raise SolveFailedError(f"{cfg.solver}: {rep.describe()}. The last point could not be "
                                f"evaluated ({type(exc).__name__}: {exc}); nothing was written"
-                               + (f", {out_dir}/ was left untouched" if out_dir else ""),
+                               + (f", {job.out_dir}/ was left untouched" if job.out_dir else ""),
                                rep) from None
     summary["max_speed_kmh"] = float(df["speed_kmh"].max())
-    from .post.quality import channel_quality
     summary["channel_quality"] = channel_quality(df)
     summary["mesh"] = _mesh_summary(m)
-    from .post.results import sector_records, sector_times
-    summary["sectors"] = sector_records(sector_times(df, n_sectors))
+    summary["sectors"] = sector_records(sector_times(df, cfg.n_sectors))
     # the car's mean speed: its path length over the time (the time average of the speed
     # channel), not the centreline's length, which a car cutting corners does not drive
+    lap = job.lap
     summary["mean_speed_kmh"] = (None if lap is None or lap <= 0 else _mean_speed_kmh(df)
                                  if {"t", "speed_kmh"} <= set(df.columns)
                                  else float(3.6 * m.problem.sector_length / lap))
-    where = None
     timing["channels_s"] = time.perf_counter() - t_out
-    from .ocp.common import vehicle_of_model
-    p_solved = vehicle_of_model(m) if rep.ok or not cfg.free else p
+    p_solved = vehicle_of_model(m) if rep.ok or not cfg.free else job.p
     summary["vehicle_parameters"] = _vehicle_parameters(p_solved)
-    if setup_start is not None:
-        summary["setup"] = _setup_summary(m, setup_start)
+    if job.setup_start is not None:
+        summary["setup"] = _setup_summary(m, job.setup_start)
         echo("  optimal setup: " + ", ".join(
             f"{k} = {v['value']:.6g}" + (f" (at its {v['at_bound']} bound)" if v["at_bound"] else "")
             for k, v in summary["setup"].items()))
-    sens = None
-    if want_sens and rep.ok:
+    job.sens = None
+    if cfg.sensitivities and rep.ok:
         from .post.sensitivities import lap_time_sensitivities
-        sens = lap_time_sensitivities(m)
+        sens = job.sens = lap_time_sensitivities(m)
         timing["sensitivities_s"] = sens.attrs["time_s"]
         summary["sensitivities"] = sens.to_dict(orient="records")
         top = sens.reindex(sens["dT_1pct"].abs().sort_values(ascending=False).index).head(3)
         echo(f"  sensitivities in {sens.attrs['time_s']:.1f} s; largest, for +1 %: "
              + ", ".join(f"{r.parameter} {r.dT_1pct * 1e3:+.1f} ms" for r in top.itertuples()))
-    if out_dir is not None:
+    job.df, job.where = df, None
+    if job.out_dir is not None:
         echo("exporting ...")
         from .post.results import solution_arrays
-        where = _write_or_fallback(out_dir, df, summary, p_solved if isinstance(p_solved, VehicleParameters)
-                                   else summary["vehicle_parameters"], rep, echo, n_sectors,
-                                   solution_arrays(m) if rep.ok else None)
-        if sens is not None:
+        job.where = _write_or_fallback(
+            job.out_dir, df, summary, p_solved if isinstance(p_solved, VehicleParameters)
+            else summary["vehicle_parameters"], rep, echo, cfg.n_sectors,
+            solution_arrays(m) if rep.ok else None)
+        if job.sens is not None:
             from .post.plots import plot_results
-            plot_results(where, figures=["sensitivities"], echo=echo)
-    if not rep.ok:
-        kept = (f" Partial results (the last point, marked \"partial\": true) are in {where}/; "
-                f"{out_dir}/ was left untouched." if where is not None else "")
-        raise SolveFailedError(f"{solver} did not find an optimal solution: {rep.describe()}.{kept}",
-                               rep, where)
-    echo(result_line(summary, periodic))
-    return SectorResults(m, rep, df, summary, sens)
+            plot_results(job.where, figures=["sensitivities"], echo=echo)
 
 
 def _model_key(track, repair_track, track_width, build_kwargs: dict) -> str:
