@@ -162,3 +162,24 @@ def test_the_layout_table_names_every_module():
         if not ok:
             missing.append("/".join(parts))
     assert not missing, f"not in the layout table of docs/architecture.md: {missing}"
+
+
+def _long_functions(pkg: Path, limit: int) -> list:
+    out = []
+    for path in sorted(pkg.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > limit:
+                    out.append(f"{path.relative_to(pkg.parent)}:{node.lineno} {node.name} ({n} lines)")
+    return out
+
+
+@pytest.mark.unit
+def test_no_function_is_longer_than_a_hundred_lines(tmp_path):
+    """Long functions are split into named steps (issue 24); the check sees one that is not."""
+    assert _long_functions(PKG, 100) == []
+    bad = tmp_path / "pyomo_lap"
+    bad.mkdir()
+    (bad / "m.py").write_text("def f():\n" + "    x = 1\n" * 100)
+    assert _long_functions(bad, 100) == ["pyomo_lap/m.py:1 f (101 lines)"]
