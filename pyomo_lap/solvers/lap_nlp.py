@@ -404,7 +404,7 @@ class LapNLP:
         rec, rep.fallback = self._recorded_rows(model)
         recorded = []
         if rec is not None:
-            bad_points = {i for e, ex, i in rec.named if e.expr is not ex}
+            bad_points = {i for e, args, i in rec.named if e._args_ is not args}
             recorded = [(c, i, out) for c, ex, i, out in rec.built
                         if id(c) in active and c.expr is ex and i not in bad_points]
             if bad_points:
