@@ -185,7 +185,14 @@ def test_multibody_model_builds_with_the_interface_and_the_recorded_rows(car):
     n = len(m.s)
     # per point: 9 states + 10 rates + time + 3 controls, and a derivative of each of the 23
     # differential variables (the controls are states in q1: control_form = "state")
-    assert m.nvariables() == n * (9 + 10 + 1 + 3 + 23)
+    # and the car's parameters, fixed Vars m.vehicle.<section>.<key> (the [multibody] ones too)
+    from pyomo_lap.ocp.multibody import MULTIBODY_VEHICLE_INPUTS
+    from pyomo_lap.ocp.common import vehicle_var
+    n_car = len(list(m.vehicle.component_data_objects(pyo.Var)))
+    assert n_car == len(MULTIBODY_VEHICLE_INPUTS)
+    assert m.nvariables() == n * (9 + 10 + 1 + 3 + 23) + n_car
+    assert vehicle_var(m, "multibody.tyre_stiffness").value == car.tyre_kz
+    assert set(m.problem.point_rows.vehicle_inputs) == set(MULTIBODY_VEHICLE_INPUTS)
     for name in STATE_NAMES + RATE_NAMES:
         assert m.component(name) is not None and m.component(f"d{name}_ds") is not None
     assert m.problem.point_rows is not None and m.problem.point_rows.built
@@ -236,9 +243,12 @@ def test_multibody_sector_solves_through_both_solver_paths_near_the_reduced_mode
         assert rep.ok, rep.message
         times[(model, solver)] = pyo.value(m.lap_time)
         if model == "multibody":
-            for c in m.load_min.values():      # the tyre-spring loads honour fz_min
-                assert pyo.value(c.body) >= car.fz_min - 1e-4
-    assert times[("multibody", "ipopt")] == pytest.approx(times[("multibody", "lap_ipopt")], rel=1e-6)
+            for (w, s), c in m.load_min.items():   # the tyre-spring loads honour fz_min
+                assert pyo.value(m.car.component(f"f_{w}z")[s]) >= car.fz_min - 1e-4
+    # the ASL executable (IPOPT 3.11) stops a little above lap_ipopt's optimum on this sector,
+    # at tol 1e-9 too: 0.7e-6 relative with the car's numbers in the rows, 1.3e-6 with its
+    # parameters as symbols (the same power-limit activity; measured for issue 24)
+    assert times[("multibody", "ipopt")] == pytest.approx(times[("multibody", "lap_ipopt")], rel=3e-6)
     assert times[("multibody", "lap_ipopt")] == pytest.approx(times[("full", "lap_ipopt")], rel=0.01)
 
 

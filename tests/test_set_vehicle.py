@@ -87,6 +87,21 @@ def test_the_changed_model_is_the_new_build_of_the_other_car(track, named):
 
 
 @pytest.mark.component
+def test_the_multibody_car_changed_in_place_is_the_new_build(track):
+    """The multibody model's rows take the car's parameters as m.vehicle.* too (its
+    [multibody] section among them): set_vehicle gives the new build of the other car."""
+    a = load_vehicle("fsae")
+    b = _other_car(a).replace({"multibody.tyre_stiffness": a.tyre_kz * 1.3})
+    ma = build_model(track, a, model="multibody", **SECTOR)
+    mb = build_model(track, b, model="multibody", **SECTOR)
+    assert set_vehicle(ma, b) is ma
+    assert ma.vehicle.multibody.tyre_stiffness.value == b.tyre_kz
+    initialize_model(ma)
+    initialize_model(mb)
+    _same_model(ma, mb)
+
+
+@pytest.mark.component
 def test_a_parameter_changed_by_name_is_the_new_build(track):
     """``m.vehicle.<section>.<key>.fix(value)`` and the sync every solve makes (bounds, entry
     speed, scaling follow): the model of a new build with that car; any two cars share the

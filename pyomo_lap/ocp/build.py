@@ -266,11 +266,9 @@ def set_vehicle(m, vehicle: veh.VehicleParameters) -> pyo.ConcreteModel:
     ------
     ValueError
         The model's vehicle model cannot change its car (``set_vehicle`` of its
-        :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel` is None: the single-track and the
-        multibody car; or built with ``lift``), the new car's equations differ in structure
-        (:class:`pyomo_lap.ocp.full_model.VehicleStructureError`: a parameter that is 0, 1 or
-        equal to another folds operations away), or the track is too narrow for it. The model
-        is unchanged in each case.
+        :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel` is None: the single-track car; or
+        built with ``lift``), the new car has a parameter the model's has not (an optional
+        section), or the track is too narrow for it. The model is unchanged in each case.
     """
     vm = m.problem.vehicle_model
     if vm.set_vehicle is None:
@@ -338,7 +336,8 @@ def check_free_parameters(rec, free: dict, keep_sum=(), model_name: str = "full"
     from .common import _schema_bounds
     if rec is None or not rec.vehicle_inputs:
         raise ValueError(f"model {model_name!r}: its equations hold the car's numbers; setup "
-                         "optimization needs the full model (model='full')")
+                         "optimization needs the full model (model='full') or the multibody "
+                         "model (model='multibody')")
     live = {n.args[0]: rec.tape.live[n.index] for n in rec.tape.nodes if n.op == "input"}
     for key, (lo, up) in free.items():
         field = field_of(key)          # ValueError: an unknown name

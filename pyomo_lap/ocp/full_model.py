@@ -462,6 +462,16 @@ def set_full_vehicle(m, vehicle: veh.VehicleParameters) -> None:
         The track is narrower than the new car plus margins, or its entry speed is refused
         (the model is left unchanged).
     """
+    set_car(m, vehicle, veh.build_chain(vehicle),
+            {**car_control_bounds(vehicle), **load_bounds(vehicle)}, _set_scaling)
+
+
+def set_car(m, vehicle, chain, bounds: dict, set_scaling: Callable) -> None:
+    """What :func:`set_full_vehicle` does, for any model whose rows take the car's parameters
+    as ``m.vehicle.*`` (the full and the multibody car): the values, ``m.problem`` (``vehicle``,
+    ``chain``: the new car's chain or tree, ``initial_speed``), the variables' ``bounds``
+    (``{name: (lower, upper)}``), the track limits, the fixed entry speed and the scaling
+    (``set_scaling(m)``). Raises as :func:`set_full_vehicle`, before anything changes."""
     t0 = time.perf_counter()
     pr = m.problem
     cfg = pr.options
@@ -489,12 +499,12 @@ def set_full_vehicle(m, vehicle: veh.VehicleParameters) -> None:
     # ---- from here on the model changes -----------------------------------------------------
     for var, value in values.values():
         var.set_value(value, skip_validation=True)
-    update_problem(m, vehicle=p, chain=veh.build_chain(p), initial_speed=v0)
-    set_bounds(m, {**car_control_bounds(p), **load_bounds(p)})
+    update_problem(m, vehicle=p, chain=chain, initial_speed=v0)
+    set_bounds(m, bounds)
     set_track_limits(m, limits, idx)
     if v0 is not None:
         m.q1_dot[first].fix(v0)
-    _set_scaling(m)
+    set_scaling(m)
     if control_states(cfg, m):
         scale_control_rates(m, veh.CONTROLS)
     update_problem(m, build_time_s=time.perf_counter() - t0, dae_time_s=0.0)

@@ -32,10 +32,11 @@ from ..spatial.backend import mul, sub
 from ..spatial.chain import TrackJoint
 from ..vehicle import car as veh
 from ..vehicle import multibody_car as mbc
-from .common import (add_car_controls, add_derivative_vars, discretize_on_track, finish_build,
-                     new_sector_model)
-from .full_model import (_FAMILY_DOCS, TRACK_INPUTS, PointRows, add_point_rows, adherence_rows,
-                         chain_scaling, rows_on_tape)
+from ..vehicle.schema import OPTIONAL_SECTIONS, SymbolicVehicle
+from .common import (add_car_controls, add_derivative_vars, add_vehicle_block, car_control_bounds,
+                     discretize_on_track, finish_build, new_sector_model)
+from .full_model import (_FAMILY_DOCS, TRACK_INPUTS, VEHICLE_INPUTS, PointRows, add_point_rows,
+                         adherence_rows, chain_scaling, rows_on_tape, set_car)
 from .initialize import cold_start_profile
 from .vehicle_model import VehicleModel
 
@@ -73,6 +74,12 @@ def _point(v: dict, t) -> tuple:
     return tj, q, qd, u
 
 
+MULTIBODY_VEHICLE_INPUTS = VEHICLE_INPUTS + tuple(
+    f"multibody.{key}" for key in OPTIONAL_SECTIONS["multibody"])
+"""The car's parameters the multibody rows take as symbols: the full model's and the
+``[multibody]`` section's (the model's ``m.vehicle.*``)."""
+
+
 def record_multibody_rows(p, tree, cfg) -> PointRows:
     r"""Record the rows of the multibody OCP at one point (as
     :func:`pyomo_lap.ocp.full_model.record_point_rows`).
@@ -97,8 +104,11 @@ def record_multibody_rows(p, tree, cfg) -> PointRows:
     """
     groups = {"x": len(POINT_VARIABLES), "track": len(TRACK_INPUTS)}
     rows = []
+    car = p
 
     def fn(namer, x):
+        p = SymbolicVehicle(car, dict(zip(MULTIBODY_VEHICLE_INPUTS, x["vehicle"])))
+        tree = mbc.build_tree(p)
         v = dict(zip(POINT_VARIABLES, x["x"]))
         tj, q, qd, u = _point(v, x["track"])
         e = mbc.multibody_equations(p, tree, tj, q, qd, u, namer=namer)
@@ -110,18 +120,18 @@ def record_multibody_rows(p, tree, cfg) -> PointRows:
             rows.append(("ode_qdot", k + 1, sub(mul(q1d, v[f"d{name}_ds"]), e.qdd[k]), 0.0, 0.0,
                          "interior"))
         rows.append(("ode_t", None, mul(q1d, v["dt_ds"]), 1.0, 1.0, "interior"))
-        rows.append(("power_limit", None, ch["power"], None, p.P_max, "all"))
+        rows.append(("power_limit", None, sub(ch["power"], p.P_max), None, 0.0, "all"))
         for key, body in adherence_rows(p, ch, cfg.adherence):
             rows.append(("adherence", key, body, None, 0.0, "all"))
         rows.append(("speed_min", None, ch["v_3x"], cfg.v_min, None, "all"))
         for w in mbc.WHEELS:
-            rows.append(("load_min", w, ch[f"f_{w}z"], p.fz_min, None, "all"))
+            rows.append(("load_min", w, sub(ch[f"f_{w}z"], p.fz_min), 0.0, None, "all"))
         if not cfg.periodic:
             for k in range(4, 11):
                 rows.append(("settled_start", k, e.qdd[k - 1], 0.0, 0.0, "first"))
         return [r[2] for r in rows]
 
-    return rows_on_tape(fn, groups, rows, POINT_VARIABLES)
+    return rows_on_tape(fn, groups, rows, POINT_VARIABLES, MULTIBODY_VEHICLE_INPUTS)
 
 
 def build_multibody_model(track, vehicle, cfg, t0: Optional[float] = None,
@@ -166,11 +176,29 @@ def build_multibody_model(track, vehicle, cfg, t0: Optional[float] = None,
     add_car_controls(m, p, cfg)
     add_derivative_vars(m, STATE_NAMES + RATE_NAMES + ("t",))
     sigma, tp, idx = discretize_on_track(m, track, p, cfg, L, veh.CONTROLS)
+    add_vehicle_block(m, p)       # m.vehicle.<section>.<key>: the rows take them as symbols
     m.car = pyo.Block()
     tree = mbc.build_tree(p)
     add_point_rows(m, record_multibody_rows(p, tree, cfg), tree, tp, sigma, idx, cfg, progress,
                    user_tags=USER_TAGS, docs={**_FAMILY_DOCS, **_DOCS})
     return finish_build(m, track, p, cfg, STATE_NAMES, RATE_NAMES, veh.CONTROLS, _set_scaling, t0)
+
+
+def set_multibody_vehicle(m, vehicle) -> None:
+    """Change the car of a built multibody model in place (the ``set_vehicle`` of
+    :data:`MULTIBODY_MODEL`; public entry :func:`pyomo_lap.ocp.build.set_vehicle`): the model
+    becomes the one :func:`build_multibody_model` builds for ``vehicle`` (its parameters
+    ``m.vehicle.*``, the tree, control bounds, track limits, entry speed, scaling), as
+    :func:`pyomo_lap.ocp.full_model.set_full_vehicle`.
+
+    Raises
+    ------
+    ValueError
+        The car has no ``[multibody]`` section, or as :func:`~pyomo_lap.ocp.full_model.set_full_vehicle`
+        (the model is left unchanged).
+    """
+    mbc.require_multibody_parameters(vehicle)
+    set_car(m, vehicle, mbc.build_tree(vehicle), car_control_bounds(vehicle), _set_scaling)
 
 
 def _set_scaling(m) -> None:
@@ -333,5 +361,6 @@ MULTIBODY_MODEL = VehicleModel(
     states=STATE_NAMES, rates=RATE_NAMES, controls=veh.CONTROLS, algebraics=(),
     build=build_multibody_model, initialize=initialize_multibody_model,
     trajectory=trajectory_dataframe,
-    point_rows=lambda p, cfg: record_multibody_rows(p, mbc.build_tree(p), cfg))
+    point_rows=lambda p, cfg: record_multibody_rows(p, mbc.build_tree(p), cfg),
+    set_vehicle=set_multibody_vehicle)
 """The multibody car as a :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel` (key ``"multibody"``)."""

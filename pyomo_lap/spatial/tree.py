@@ -294,6 +294,49 @@ class KinematicTree:
         setattr_(self, "_exact_inertia",
                  tuple(tuple(tuple(_exact(x) for x in r) for r in M) for M in inertias))
 
+    def with_symbols(self, placement, inertia, gravity) -> "KinematicTree":
+        """This tree (checked on numbers) with its placements, inertias and gravity replaced by
+        objects of any scalar type of :mod:`pyomo_lap.spatial.backend` (tape symbols of the
+        car's parameters): the structure (parents, joints, axes, screws) is this tree's; the
+        literal numbers 0 and 1 among the new entries stay structural. The numbers' checks
+        are not repeated (they were made on this tree, the same car's values).
+
+        Parameters
+        ----------
+        placement : sequence of n pairs (3x3, 3)
+        inertia : sequence of n (6x6 or None)
+        gravity : 3 scalars
+
+        Returns
+        -------
+        KinematicTree
+        """
+        def exact(x):
+            return _exact(float(x)) if isinstance(x, (int, float)) else x
+
+        def numbers(P):
+            return all(isinstance(x, (int, float)) for r in P[0] for x in r) and all(
+                isinstance(x, (int, float)) for x in P[1])
+        zero6 = tuple(tuple(0 for _ in range(6)) for _ in range(6))
+        place = tuple((tuple(tuple(exact(x) for x in r) for r in R), tuple(exact(x) for x in p))
+                      for R, p in placement)
+        inert = tuple(zero6 if M is None else tuple(tuple(exact(x) for x in r) for r in M)
+                      for M in inertia)
+        new = object.__new__(KinematicTree)
+        setattr_ = object.__setattr__
+        for name in ("parent", "joint_type", "axis", "names", "nv", "dof", "body_of_dof",
+                     "children", "screw"):
+            setattr_(new, name, getattr(self, name))
+        setattr_(new, "placement", place)
+        setattr_(new, "inertia", inert)
+        setattr_(new, "gravity", tuple(exact(x) for x in gravity))
+        setattr_(new, "_placement_is_identity", tuple(
+            numbers(P) and tuple(tuple(float(x) for x in r) for r in P[0]) == _IDENTITY_FLOAT[0]
+            and tuple(float(x) for x in P[1]) == _IDENTITY_FLOAT[1] for P in place))
+        setattr_(new, "_exact_placement", place)
+        setattr_(new, "_exact_inertia", inert)
+        return new
+
     @property
     def n_bodies(self) -> int:
         """Number of bodies n."""

@@ -133,14 +133,27 @@ def _corner(p: VehicleParameters, w: str):
 
 def build_tree(p: VehicleParameters) -> KinematicTree:
     """The kinematic tree of the multibody car (module docstring), 10 degrees of freedom:
-    ``q = (q1, q2, q3, q4, q5, q6, z11, z12, z21, z22)``.
+    ``q = (q1, q2, q3, q4, q5, q6, z11, z12, z21, z22)``. For a
+    :class:`~pyomo_lap.vehicle.schema.SymbolicVehicle` (the car's parameters as symbols of a
+    recording) the tree of its numbers is checked and its placements, inertias and gravity
+    are the symbols' (:meth:`pyomo_lap.spatial.tree.KinematicTree.with_symbols`).
 
     Raises
     ------
     ValueError
         Without the ``[multibody]`` parameters (:func:`require_multibody_parameters`).
     """
+    from .schema import SymbolicVehicle
+    if isinstance(p, SymbolicVehicle):
+        checked = build_tree(p.numbers)
+        parts = _tree_parts(p)
+        return checked.with_symbols(parts["placement"], parts["inertia"], parts["gravity"])
     require_multibody_parameters(p)
+    return KinematicTree(**_tree_parts(p))
+
+
+def _tree_parts(p) -> dict:
+    """The fields of :func:`build_tree`'s tree for the car ``p`` (numbers or symbols)."""
     eye = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
     origin = (0.0, 0.0, 0.0)
     sprung = lie.spatial_inertia(p.m_s, [0.0, 0.0, p.h - p.h_vip],
@@ -161,8 +174,8 @@ def build_tree(p: VehicleParameters) -> KinematicTree:
         inertia.append(lie.spatial_inertia(carrier_mass(p, axle), [0.0, 0.0, 0.0],
                                            [[0.0] * 3, [0.0] * 3, [0.0] * 3]))
         names.append(f"carrier_{w}")
-    return KinematicTree(parent=parent, joint_type=jtype, axis=axis, placement=place,
-                         inertia=inertia, gravity=(0.0, 0.0, -p.gravity), names=names)
+    return dict(parent=parent, joint_type=jtype, axis=axis, placement=place,
+                inertia=inertia, gravity=(0.0, 0.0, -p.gravity), names=names)
 
 
 @dataclasses.dataclass

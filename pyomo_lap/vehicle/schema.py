@@ -371,6 +371,7 @@ class SymbolicVehicle:
     static_loads = VehicleParameters.static_loads
 
     def __init__(self, p: VehicleParameters, symbols: dict):
+        self.numbers = p          # the car whose values the symbols stand for
         for k, v in p.model_dump().items():
             setattr(self, k, v)
         for k, v in symbols.items():
