@@ -8,6 +8,8 @@ Usage (from the repository root; ``bash scripts/benchmark.sh ARGS`` sets up and 
     python benchmarks/speed.py --side-by-side           # + the same NLP through the ASL path,
                                                         #   the fast path and the CasADi twin
     python benchmarks/speed.py --csv bench.csv
+    python benchmarks/speed.py --job default --first-run --runs 3   # the first solve after
+                                                        #   a set-up against the next one
 
 Every run of ``lap_ipopt`` and ``ipopt`` is the CLI itself, ``pyomo-lap solve [--full-lap]
 --solver NAME --quiet --out TMP``, started as a child process: its wall time is everything the
@@ -106,13 +108,13 @@ def _row_from_summary(s: dict, wall: float, cpu: float, rss: float, path: str, j
     }
 
 
-def run_cli(job: str, solver: str, options=(), extra=()) -> dict:
+def run_cli(job: str, solver: str, options=(), extra=(), env=None) -> dict:
     out = Path(tempfile.mkdtemp(prefix="pyomo_lap_bench_")) / "run"
     cmd = _cli() + ["solve", *JOBS[job], *extra, "--solver", solver, "--quiet", "--out", str(out)]
     for o in options:
         cmd += ["--solver-option", o]
     try:
-        wall, cpu, rss, rc, text = _run(cmd)
+        wall, cpu, rss, rc, text = _run(cmd, env)
         where = out if (out / "summary.json").exists() else Path(str(out) + ".failed")
         if not (where / "summary.json").exists():
             raise RuntimeError(f"{' '.join(cmd)} wrote no summary (exit {rc}):\n{text[-2000:]}")
@@ -172,6 +174,31 @@ def _median_rows(rows):
     return out
 
 
+def first_run(job: str, runs: int) -> list:
+    """The first solve after a set-up against the next ones: each run starts from an empty
+    cache of compiled functions (``PYOMO_LAP_CACHE``, a new folder), runs ``pyomo-lap compile``
+    as ``scripts/bootstrap.sh`` does, then solves the job twice (first, warm)."""
+    rows = []
+    for _ in range(runs):
+        cache = tempfile.mkdtemp(prefix="pyomo_lap_cache_")
+        env = {**os.environ, "PYOMO_LAP_CACHE": cache}
+        try:
+            wall, _, _, rc, text = _run(_cli() + ["compile", "--quiet"], env)
+            if rc != 0:
+                raise RuntimeError(f"pyomo-lap compile failed (exit {rc}):\n{text[-2000:]}")
+            first = run_cli(job, "lap_ipopt", env=env)
+            warm = run_cli(job, "lap_ipopt", env=env)
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
+        ratio = first["wall_s"] / warm["wall_s"]
+        print(f"  {job:9s} set-up compile {wall:5.1f} s, first solve {first['wall_s']:5.2f} s, "
+              f"warm {warm['wall_s']:5.2f} s: first/warm {ratio:.2f}", flush=True)
+        rows.append({"job": job, "path": "first run after set-up", "compile_s": wall,
+                     "first_wall_s": first["wall_s"], "warm_wall_s": warm["wall_s"],
+                     "first_over_warm": ratio})
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -184,6 +211,9 @@ def main(argv=None):
                          "print each lap time's deviation from the finest mesh's")
     ap.add_argument("--ncp", type=int, default=2, help="collocation points for --mesh")
     ap.add_argument("--csv", default=None, help="also write the table to this CSV file")
+    ap.add_argument("--first-run", action="store_true",
+                    help="the first solve after a set-up (empty cache, pyomo-lap compile) "
+                         "against the next one, --runs times (target: within 1.5x)")
     a = ap.parse_args(argv)
     import pandas as pd
 
@@ -197,6 +227,14 @@ def main(argv=None):
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} "
           f"{os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f} (1, 5, 15 min) at the start", flush=True)
     rows = []
+    if a.first_run:
+        for job in jobs:
+            got = first_run(job, a.runs)
+            ratios = sorted(r["first_over_warm"] for r in got)
+            print(f"  {job}: first/warm median {statistics.median(ratios):.2f} "
+                  f"(min {ratios[0]:.2f}, max {ratios[-1]:.2f}, {len(ratios)} runs)", flush=True)
+            rows.extend(got)
+        jobs = []
     if a.mesh:
         for job in jobs:
             study = [run_cli(job, "lap_ipopt", extra=("--nfe", str(n), "--ncp", str(a.ncp)))
