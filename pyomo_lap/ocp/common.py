@@ -61,7 +61,7 @@ def fast_element_lookup(cs) -> None:
 
 
 def track_joints(tp) -> list:
-    """TrackJoint objects (numbers) for each point of a :class:`~pyomo_lap.track.geometry.TrackPoints`.
+    """TrackJoint objects (numbers) for each point of a :class:`~pyomo_lap.track.points.TrackPoints`.
 
     ``J = [1, 0, 0, Omega]`` and ``dJ = [0, 0, 0, dOmega/ds]`` because q1 is the arc length
     (eq 12b with ``|p_,q1| = 1``)."""
@@ -360,7 +360,7 @@ def discretize_on_track(m, track, vehicle, cfg, length: float, controls) -> tupl
     track limits on ``q2``: the steps every vehicle model's build shares.
 
     Sets ``m.problem.dae_time_s`` (pyomo.dae's share of the build [s]), ``m.problem.track_points`` (the
-    track numbers at the points, :class:`pyomo_lap.track.geometry.TrackPoints`) and
+    track numbers at the points, :class:`pyomo_lap.track.points.TrackPoints`) and
     ``m.problem.track_joints``; bounds ``m.q2[s]`` to the track's width minus half the car's width
     and ``cfg.track_margin`` each side.
 

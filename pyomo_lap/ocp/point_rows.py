@@ -189,7 +189,7 @@ def rows_on_tape(fn, groups: dict, rows: list, variables: tuple,
 
 def track_numbers(tp) -> dict:
     """The track numbers of :data:`TRACK_INPUTS` at the points of a
-    :class:`~pyomo_lap.track.geometry.TrackPoints`, as ``name -> (n,) array``."""
+    :class:`~pyomo_lap.track.points.TrackPoints`, as ``name -> (n,) array``."""
     n = len(tp.s)
     R = np.asarray(tp.rotation, dtype=float).reshape(n, 9)
     out = {f"R[{k}]": R[:, k] for k in range(9)}

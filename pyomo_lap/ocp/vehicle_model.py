@@ -117,7 +117,7 @@ class ProblemData:
         The whole track the sector lies on.
     sector_length : float
         Length of the sector [m] (``q1`` runs from 0 to it; ``m.s`` in the sector's frame).
-    track_points : pyomo_lap.track.geometry.TrackPoints or None
+    track_points : pyomo_lap.track.points.TrackPoints or None
         The track evaluated at every point of ``m.s`` (shape ``(len(m.s), ...)`` arrays).
     track_joints : list of pyomo_lap.spatial.chain.TrackJoint or None
         The track joint (frame, Ω, dΩ/ds as numbers) at every point of ``m.s``.

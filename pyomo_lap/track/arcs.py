@@ -47,11 +47,10 @@ points, which end before the last straight does) runs ahead of :math:`s/L`, so t
 curvature lags the arcs (measured for the oval in ``docs/racecar.md``). Positions, headings
 and frames stay those of the exact arcs; only ``Omega_z`` (the curvature) is replaced.
 
-Layer: track (imports numpy and scipy only: :func:`pyomo_lap.track.geometry.load_track`
-dispatches to it, so it does not import that module; :class:`ArcTrack` has the interface of
-:class:`~pyomo_lap.track.geometry.Track` and :meth:`ArcTrack.evaluate` returns an
-:class:`ArcTrackPoints`, with the fields and properties of
-:class:`~pyomo_lap.track.geometry.TrackPoints`).
+Layer: track (imports numpy, scipy and :mod:`pyomo_lap.track.points`:
+:func:`pyomo_lap.track.geometry.load_track` dispatches to it, so it does not import that module;
+:class:`ArcTrack` has the interface of :class:`~pyomo_lap.track.geometry.Track` and
+:meth:`ArcTrack.evaluate` returns the same :class:`~pyomo_lap.track.points.TrackPoints`).
 """
 from __future__ import annotations
 
@@ -63,8 +62,9 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from .points import TrackPoints
 
-__all__ = ["Segment", "ArcTrack", "ArcTrackPoints", "ArcTrackFileError", "load_arc_track", "read_arc_track_file",
+__all__ = ["Segment", "ArcTrack", "ArcTrackFileError", "load_arc_track", "read_arc_track_file",
            "is_arc_track", "spline_lookup_curvature", "CURVATURE_TREATMENTS", "LOOKUP_SAMPLES"]
 
 CURVATURE_TREATMENTS = ("exact", "spline-lookup")
@@ -136,51 +136,6 @@ class ArcTrackFileError(ValueError):
             msg = (f"arc track file {self.path}: {len(self.problems)} problems:\n"
                    + "\n".join(f"  - {p}" for p in self.problems))
         super().__init__(msg)
-
-
-@dataclasses.dataclass(frozen=True)
-class ArcTrackPoints:
-    """An :class:`ArcTrack` at ``n`` arc lengths: the fields and properties of
-    :class:`pyomo_lap.track.geometry.TrackPoints` (see there for each field's meaning and
-    unit)."""
-
-    s: np.ndarray
-    position: np.ndarray
-    rotation: np.ndarray
-    omega: np.ndarray
-    domega_ds: np.ndarray
-    width_left: np.ndarray
-    width_right: np.ndarray
-    banking: np.ndarray
-    heading: np.ndarray
-    slope: np.ndarray
-    speed: np.ndarray
-
-    tangent = property(lambda self: self.rotation[:, :, 0], doc="(n,3) unit tangent t")
-    normal = property(lambda self: self.rotation[:, :, 1], doc="(n,3) lateral unit vector n (left)")
-    binormal = property(lambda self: self.rotation[:, :, 2], doc="(n,3) m = t x n (up)")
-    grade = property(lambda self: np.tan(self.slope), doc="(n,) road grade [-]")
-
-    @property
-    def J1(self) -> np.ndarray:
-        """(n,6) ``[1, 0, 0, Omega]`` (eq. 12b)."""
-        out = np.zeros((len(self.s), 6))
-        out[:, 0] = 1.0
-        out[:, 3:] = self.omega
-        return out
-
-    @property
-    def dJ1_ds(self) -> np.ndarray:
-        """(n,6) ``[0, 0, 0, dOmega/ds]`` [1/m^2]."""
-        out = np.zeros((len(self.s), 6))
-        out[:, 3:] = self.domega_ds
-        return out
-
-    @property
-    def curvature_radius(self) -> np.ndarray:
-        """(n,) ``1/|Omega_z|`` [m] (inf on a straight)."""
-        with np.errstate(divide="ignore"):
-            return 1.0 / np.abs(self.omega[:, 2])
 
 
 class ArcTrack:
@@ -350,7 +305,7 @@ class ArcTrack:
             return -(k * k)[:, None] * t
         return np.zeros((len(s), 3))
 
-    def evaluate(self, s) -> ArcTrackPoints:
+    def evaluate(self, s) -> TrackPoints:
         """The track at arc lengths ``s`` [m] (wrapped on a closed track), exactly: position,
         frame ``[t n m]`` (flat: ``m`` up), ``Omega = (0, 0, kappa)``, ``dOmega/ds = 0``,
         the constant widths, no banking or slope. With ``curvature = "spline-lookup"``,
@@ -368,7 +323,7 @@ class ArcTrack:
         c, sn, z, one = np.cos(psi), np.sin(psi), np.zeros(n), np.ones(n)
         R = np.stack([np.column_stack([c, sn, z]), np.column_stack([-sn, c, z]),
                       np.column_stack([z, z, one])], axis=2)
-        return ArcTrackPoints(s=s, position=np.column_stack([P, z]), rotation=R,
+        return TrackPoints(s=s, position=np.column_stack([P, z]), rotation=R,
                            omega=np.column_stack([z, z, kappa]), domega_ds=np.zeros((n, 3)),
                            width_left=np.full(n, self.width_left),
                            width_right=np.full(n, self.width_right), banking=z.copy(),

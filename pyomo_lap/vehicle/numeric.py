@@ -58,7 +58,7 @@ def joint_from_vector(v) -> TrackJoint:
 
 
 def track_vectors(tp, start: int = 0, stop: Optional[int] = None) -> np.ndarray:
-    """Track-joint vectors of the points of a :class:`~pyomo_lap.track.geometry.TrackPoints`
+    """Track-joint vectors of the points of a :class:`~pyomo_lap.track.points.TrackPoints`
     (arc-length parametrisation: ``J = [1, 0, 0, Omega]``, ``dJ = [0, 0, 0, dOmega/ds]``).
 
     Returns
