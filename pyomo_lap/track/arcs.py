@@ -62,6 +62,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from ..util.errors import FileProblemsError
 from .points import TrackPoints
 
 __all__ = ["Segment", "ArcTrack", "ArcTrackFileError", "load_arc_track", "read_arc_track_file",
@@ -123,19 +124,11 @@ class Segment:
         return self.length / self.radius if self.is_arc else 0.0
 
 
-class ArcTrackFileError(ValueError):
+class ArcTrackFileError(FileProblemsError):
     """An arc-track file that cannot be used; ``problems`` lists one line per problem, each
     naming the file, the key (``segment[3].radius``), the value and what was expected."""
 
-    def __init__(self, path, problems: list):
-        self.path = str(path)
-        self.problems = list(problems)
-        if len(self.problems) == 1:
-            msg = f"arc track file {self.path}: {self.problems[0]}"
-        else:
-            msg = (f"arc track file {self.path}: {len(self.problems)} problems:\n"
-                   + "\n".join(f"  - {p}" for p in self.problems))
-        super().__init__(msg)
+    kind = "arc track file"
 
 
 class ArcTrack:

@@ -23,6 +23,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .schema import VehicleFileError
+
 __all__ = ["RacecarParameters", "RacecarFileError", "read_racecar_file", "RACECAR_SECTIONS",
            "RACECAR_MODEL_NAMES", "RACECAR_KEYS"]
 
@@ -184,19 +186,10 @@ _WHERE = {field: f"[{sec}] {key}" for sec, keys in RACECAR_SECTIONS.items()
 _TOP = ("model", "name", "description")
 
 
-class RacecarFileError(ValueError):
+class RacecarFileError(VehicleFileError):
     """A racecar vehicle file that cannot be used; ``problems`` lists one line per problem,
-    each naming the file, the ``[section] key``, the value and what was expected."""
-
-    def __init__(self, path, problems: list):
-        self.path = str(path)
-        self.problems = list(problems)
-        if len(self.problems) == 1:
-            msg = f"vehicle file {self.path}: {self.problems[0]}"
-        else:
-            msg = (f"vehicle file {self.path}: {len(self.problems)} problems:\n"
-                   + "\n".join(f"  - {p}" for p in self.problems))
-        super().__init__(msg)
+    each naming the file, the ``[section] key``, the value and what was expected (a
+    :class:`~pyomo_lap.vehicle.schema.VehicleFileError`)."""
 
 
 def _expected(field: str) -> str:

@@ -25,6 +25,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from ..spatial.chain import GRAVITY
+from ..util.errors import FileProblemsError
 
 __all__ = ["VehicleParameters", "VehicleFileError", "read_vehicle_file", "SECTIONS", "OPTIONAL_SECTIONS",
            "MAX_STATIC_SAG", "PARAMETER_KEYS", "FIELD_OF_KEY", "KEY_OF_FIELD", "field_of",
@@ -386,19 +387,11 @@ _LOCATION = {attr: (sec, key) for sec, keys in {**SECTIONS, **OPTIONAL_SECTIONS}
              for key, attr in keys.items()}
 
 
-class VehicleFileError(ValueError):
+class VehicleFileError(FileProblemsError):
     """A vehicle file that cannot be used. ``problems`` lists one line per problem, each
     naming the file, the ``[section] key``, the value and what was expected."""
 
-    def __init__(self, path, problems: list):
-        self.path = str(path)
-        self.problems = list(problems)
-        if len(self.problems) == 1:
-            msg = f"vehicle file {self.path}: {self.problems[0]}"
-        else:
-            msg = (f"vehicle file {self.path}: {len(self.problems)} problems:\n"
-                   + "\n".join(f"  - {p}" for p in self.problems))
-        super().__init__(msg)
+    kind = "vehicle file"
 
 
 def _where(loc: tuple) -> str:
