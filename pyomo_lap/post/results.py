@@ -30,6 +30,7 @@ import pyomo.environ as pyo
 from ..vehicle import car as veh
 from . import channels as _channels
 from ..ocp.build import RATE_NAMES, STATE_NAMES
+from ..util.processes import process_running
 
 __all__ = ["trajectory_dataframe", "UNITS", "write_results", "read_trajectory", "check_output_dir",
            "sector_times", "TRACK_COLUMNS", "read_summary", "read_parquet_units",
@@ -574,21 +575,6 @@ def _refuse_foreign(folder: Path, what: str, hashes: bool = True) -> None:
             "(nothing was touched)")
 
 
-def _running(pid: int) -> bool:
-    """Whether a process ``pid`` exists (on Windows: always taken as running)."""
-    if os.name == "nt":
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except (OverflowError, OSError, ValueError):
-        return False
-    return True
-
-
 def _remove_results_folder(folder: Path) -> bool:
     """Remove a folder of pyomo_lap's files only (:func:`_foreign_entry`; files first, then
     the folders left empty); True if it is gone, False if it holds something else (kept)."""
@@ -628,7 +614,7 @@ def _recover(out_dir: Path, echo) -> None:
                 if p.is_dir() and p.name[len(prefix):].isdigit()]
         for old in sorted(olds, key=lambda p: p.stat().st_mtime, reverse=True):
             pid = int(old.name[len(prefix):])
-            if _running(pid):
+            if process_running(pid):
                 continue
             if not target.exists():
                 os.replace(old, target)
@@ -647,7 +633,7 @@ def _recover(out_dir: Path, echo) -> None:
                 continue
             m = re.fullmatch(r"(\d+)-.+", tmp.name[len(prefix):])
             if m is not None:
-                if _running(int(m.group(1))):
+                if process_running(int(m.group(1))):
                     continue
             elif time.time() - tmp.stat().st_mtime < _STALE_AFTER_S:
                 continue

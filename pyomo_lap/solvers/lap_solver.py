@@ -44,6 +44,8 @@ from pyomo.contrib.solver.common.solution_loader import SolutionLoader
 from pyomo.contrib.solver.common.util import NoSolutionError
 from pyomo.core.staleflag import StaleFlagManager
 
+from ..util.processes import process_running
+
 __all__ = ["LapIpopt", "LAP_IPOPT_OPTIONS", "SOLVER_NAME", "IPOPT_LOG_PREFIX",
            "remove_stale_ipopt_logs"]
 
@@ -62,21 +64,6 @@ LAP_IPOPT_OPTIONS = {
 IPOPT_LOG_PREFIX = "pyomo_lap_ipopt_"
 """IPOPT's log file of a solve, in the temporary folder, is ``<prefix><pid>_<random>.log``
 (removed after the solve; those of killed processes by :func:`remove_stale_ipopt_logs`)."""
-
-
-def _process_running(pid: int) -> bool:
-    """Whether a process ``pid`` exists (on Windows: always taken as running)."""
-    if os.name == "nt":
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except (OverflowError, OSError, ValueError):
-        return False
-    return True
 
 
 def remove_stale_ipopt_logs(directory=None) -> list:
@@ -98,7 +85,7 @@ def remove_stale_ipopt_logs(directory=None) -> list:
         return removed
     for f in sorted(candidates):
         m = re.fullmatch(re.escape(IPOPT_LOG_PREFIX) + r"(\d+)_.*\.log", f.name)
-        if m is None or _process_running(int(m.group(1))):
+        if m is None or process_running(int(m.group(1))):
             continue
         try:
             f.unlink()

@@ -1,6 +1,6 @@
 """Infrastructure with no physics: where the bundled data are (:mod:`.paths`), progress bars
 (:mod:`.progress`), the garbage collector paused during builds (:mod:`.gc_pause`), CasADi
 functions compiled to C and cached (:mod:`.casadi_compile`), the error of an input file with
-every problem listed (:mod:`.errors`). Imports nothing else of
+every problem listed (:mod:`.errors`), whether a process still runs (:mod:`.processes`). Imports nothing else of
 :mod:`pyomo_lap`.
 """
