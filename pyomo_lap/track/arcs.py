@@ -63,7 +63,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ..util.errors import FileProblemsError
-from .points import TrackPoints
+from .points import TrackBase, TrackPoints
 
 __all__ = ["Segment", "ArcTrack", "ArcTrackFileError", "load_arc_track", "read_arc_track_file",
            "is_arc_track", "spline_lookup_curvature", "CURVATURE_TREATMENTS", "LOOKUP_SAMPLES"]
@@ -131,13 +131,14 @@ class ArcTrackFileError(FileProblemsError):
     kind = "arc track file"
 
 
-class ArcTrack:
+class ArcTrack(TrackBase):
     """A flat track of straights and arcs with closed-form geometry (module docstring).
 
     Has the interface of :class:`~pyomo_lap.track.geometry.Track` (``length``, ``closed``,
-    ``name``, ``provenance``, ``origin``, ``findings``, ``build_repairs``,
-    ``processing_steps``, ``assumptions``, ``repairs``, :meth:`evaluate`,
-    :meth:`global_position`, :meth:`sample_s`), with exact values instead of a spline fit.
+    ``name``, ``provenance``, ``origin``, ``findings``, ``build_repairs``, :meth:`evaluate`,
+    and from their common :class:`~pyomo_lap.track.points.TrackBase` ``processing_steps``,
+    ``assumptions``, ``repairs``, ``global_position``, ``sample_s``), with exact values
+    instead of a spline fit.
 
     Parameters
     ----------
@@ -216,38 +217,6 @@ class ArcTrack:
                 "note": "the lap is the segments' total length; the states are periodic, the "
                         "geometry closes only as far as the segments do"}
         self._lookup = spline_lookup_curvature(self) if curvature == "spline-lookup" else None
-
-    processing_steps = property(lambda self: list(self.provenance.get("processing_steps", [])))
-    assumptions = property(lambda self: list(self.provenance.get("assumptions", [])))
-    repairs = property(lambda self: list(self.build_repairs) + [str(f) for f in self.findings])
-
-    def _wrap(self, s) -> np.ndarray:
-        s = np.atleast_1d(np.asarray(s, dtype=float)).reshape(-1)
-        if not np.all(np.isfinite(s)):
-            raise ValueError("s must be finite")
-        if self.closed:
-            return np.mod(s, self.length)
-        tol = 1e-9 * max(1.0, self.length)
-        bad = (s < -tol) | (s > self.length + tol)
-        if np.any(bad):
-            raise ValueError(f"s = {float(s[bad][0]):.9g} m is outside [0, {self.length:.6f}] m "
-                             f"of open track {self.name!r}")
-        return np.clip(s, 0.0, self.length)
-
-    def global_position(self, s, lateral_offset, vertical_offset=0.0) -> np.ndarray:
-        """Point ``C(s) + q2 n(s) + h m(s)`` [m], (n, 3)."""
-        tp = self.evaluate(s)
-        q2 = np.broadcast_to(np.asarray(lateral_offset, float), tp.s.shape)
-        h = np.broadcast_to(np.asarray(vertical_offset, float), tp.s.shape)
-        return tp.position + q2[:, None] * tp.normal + h[:, None] * tp.binormal
-
-    def sample_s(self, spacing: float) -> np.ndarray:
-        """Uniform grid of s with about ``spacing`` [m]: [0, L) closed, [0, L] open."""
-        if self.closed:
-            M = max(int(round(self.length / spacing)), 1)
-            return np.arange(M) * (self.length / M)
-        M = max(int(math.ceil(self.length / spacing)), 1)
-        return np.linspace(0.0, self.length, M + 1)
 
     def __repr__(self) -> str:
         return (f"ArcTrack(name={self.name!r}, length={self.length:.3f} m, closed={self.closed}, "

@@ -42,7 +42,7 @@ from scipy.interpolate import make_interp_spline
 from . import checks as track_checks
 from . import formats
 from .checks import MAX_GRADE, TrackDataError
-from .points import TrackPoints
+from .points import TrackBase, TrackPoints
 
 __all__ = ["TrackPoints", "Track", "load_track", "available_tracks", "bundled_tracks", "data_dir",
            "TrackDataError"]
@@ -67,7 +67,7 @@ def _as_1d(s) -> np.ndarray:
     return a.reshape(-1) if a.ndim != 1 else a
 
 
-class Track:
+class Track(TrackBase):
     """A 3D ribbon track parametrised by spine arc length ``s`` in [0, length].
 
     Construct with :meth:`from_arclength_samples` (already smooth points at
@@ -193,44 +193,11 @@ class Track:
             self._aux = make_interp_spline(s, np.column_stack([wl, wr, nu]), k=5)
         return s, L
 
-    @property
-    def processing_steps(self) -> list:
-        """What the loader did to the data: records of
-        :func:`pyomo_lap.track.report.step` (``provenance['processing_steps']``)."""
-        return list(self.provenance.get("processing_steps", []))
-
-    @property
-    def repairs(self) -> list:
-        """Every repair made to the data, one sentence each: those made when a bundled file
-        was built (:attr:`build_repairs`, from its ``.json``) and those made by the loader
-        (``repair=True``: :attr:`findings`)."""
-        return list(self.build_repairs) + [str(f) for f in self.findings]
-
-    @property
-    def assumptions(self) -> list:
-        """Values the data do not give and a default replaced: records of
-        :func:`pyomo_lap.track.report.assumption` (``provenance['assumptions']``)."""
-        return list(self.provenance.get("assumptions", []))
-
     def __repr__(self) -> str:
         return (f"Track(name={self.name!r}, length={self.length:.3f} m, closed={self.closed}, "
                 f"samples={len(self._s_samples)})")
 
     # ------------------------------------------------------------------ evaluation
-    def _wrap(self, s) -> np.ndarray:
-        s = _as_1d(s)
-        if not np.all(np.isfinite(s)):
-            raise ValueError("s must be finite")
-        if self.closed:
-            return np.mod(s, self.length)
-        tol = 1e-9 * max(1.0, self.length)
-        bad = (s < -tol) | (s > self.length + tol)
-        if np.any(bad):
-            v = s[bad][0]
-            raise ValueError(f"s = {float(v):.9g} m is outside [0, {self.length:.6f}] m of open "
-                             f"track {self.name!r}")
-        return np.clip(s, 0.0, self.length)
-
     def evaluate(self, s) -> TrackPoints:
         """Evaluate spine, frame and angular velocity at arc lengths ``s``.
 
@@ -317,39 +284,6 @@ class Track:
         return TrackPoints(s=s, position=P, rotation=R, omega=om, domega_ds=dom,
                            width_left=wl, width_right=wr, banking=nu,
                            heading=psi, slope=theta, speed=speed)
-
-    def global_position(self, s, lateral_offset, vertical_offset=0.0) -> np.ndarray:
-        """Point ``C(s) + q2 n(s) + h m(s)`` in {G}.
-
-        Parameters
-        ----------
-        s : array_like (n,) [m]
-        lateral_offset : array_like (n,) or scalar
-            ``q2``, offset along n (positive left) [m].
-        vertical_offset : array_like (n,) or scalar
-            ``h``, offset along m [m].
-
-        Returns
-        -------
-        ndarray (n, 3) [m]
-
-        Raises
-        ------
-        ValueError
-            As :meth:`evaluate`.
-        """
-        tp = self.evaluate(s)
-        q2 = np.broadcast_to(np.asarray(lateral_offset, float), tp.s.shape)
-        h = np.broadcast_to(np.asarray(vertical_offset, float), tp.s.shape)
-        return tp.position + q2[:, None] * tp.normal + h[:, None] * tp.binormal
-
-    def sample_s(self, spacing: float) -> np.ndarray:
-        """Uniform grid of s with about ``spacing`` [m]: [0, L) closed, [0, L] open."""
-        if self.closed:
-            M = max(int(round(self.length / spacing)), 1)
-            return np.arange(M) * (self.length / M)
-        M = max(int(math.ceil(self.length / spacing)), 1)
-        return np.linspace(0.0, self.length, M + 1)
 
     def to_csv(self, path, spacing: float = 2.0) -> None:
         """Write ``s_m,x_m,y_m,z_m,width_left_m,width_right_m,banking_rad`` samples (1e-6 m)."""

@@ -1,14 +1,16 @@
 """The track evaluated at points: :class:`TrackPoints`, what every track kind's ``evaluate``
-returns (:class:`pyomo_lap.track.geometry.Track`, :class:`pyomo_lap.track.arcs.ArcTrack`).
+returns (:class:`pyomo_lap.track.geometry.Track`, :class:`pyomo_lap.track.arcs.ArcTrack`), and
+:class:`TrackBase`, what those kinds share.
 
 Layer: track (imports numpy only)."""
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
-__all__ = ["TrackPoints"]
+__all__ = ["TrackPoints", "TrackBase"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,3 +94,78 @@ class TrackPoints:
         """(n,) horizontal-plane-free radius ``1/|Omega_z|`` of geodesic curvature [m] (inf if straight)."""
         with np.errstate(divide="ignore"):
             return 1.0 / np.abs(self.omega[:, 2])
+
+
+class TrackBase:
+    """What every kind of track shares (:class:`pyomo_lap.track.geometry.Track`,
+    :class:`pyomo_lap.track.arcs.ArcTrack`): the records of what was done to the data, the
+    arc length wrapped (closed) or checked (open), points offset from the spine and uniform
+    grids of ``s``. A subclass has ``length`` [m], ``closed``, ``name``, ``provenance``,
+    ``findings``, ``build_repairs`` and ``evaluate(s) -> TrackPoints``."""
+
+    @property
+    def processing_steps(self) -> list:
+        """What the loader did to the data: records of
+        :func:`pyomo_lap.track.report.step` (``provenance['processing_steps']``)."""
+        return list(self.provenance.get("processing_steps", []))
+
+    @property
+    def repairs(self) -> list:
+        """Every repair made to the data, one sentence each: those made when a bundled file
+        was built (:attr:`build_repairs`, from its ``.json``) and those made by the loader
+        (``repair=True``: :attr:`findings`)."""
+        return list(self.build_repairs) + [str(f) for f in self.findings]
+
+    @property
+    def assumptions(self) -> list:
+        """Values the data do not give and a default replaced: records of
+        :func:`pyomo_lap.track.report.assumption` (``provenance['assumptions']``)."""
+        return list(self.provenance.get("assumptions", []))
+
+    # ------------------------------------------------------------------ evaluation
+    def _wrap(self, s) -> np.ndarray:
+        s = np.atleast_1d(np.asarray(s, dtype=float)).reshape(-1)
+        if not np.all(np.isfinite(s)):
+            raise ValueError("s must be finite")
+        if self.closed:
+            return np.mod(s, self.length)
+        tol = 1e-9 * max(1.0, self.length)
+        bad = (s < -tol) | (s > self.length + tol)
+        if np.any(bad):
+            v = s[bad][0]
+            raise ValueError(f"s = {float(v):.9g} m is outside [0, {self.length:.6f}] m of open "
+                             f"track {self.name!r}")
+        return np.clip(s, 0.0, self.length)
+
+    def global_position(self, s, lateral_offset, vertical_offset=0.0) -> np.ndarray:
+        """Point ``C(s) + q2 n(s) + h m(s)`` in {G}.
+
+        Parameters
+        ----------
+        s : array_like (n,) [m]
+        lateral_offset : array_like (n,) or scalar
+            ``q2``, offset along n (positive left) [m].
+        vertical_offset : array_like (n,) or scalar
+            ``h``, offset along m [m].
+
+        Returns
+        -------
+        ndarray (n, 3) [m]
+
+        Raises
+        ------
+        ValueError
+            As :meth:`evaluate`.
+        """
+        tp = self.evaluate(s)
+        q2 = np.broadcast_to(np.asarray(lateral_offset, float), tp.s.shape)
+        h = np.broadcast_to(np.asarray(vertical_offset, float), tp.s.shape)
+        return tp.position + q2[:, None] * tp.normal + h[:, None] * tp.binormal
+
+    def sample_s(self, spacing: float) -> np.ndarray:
+        """Uniform grid of s with about ``spacing`` [m]: [0, L) closed, [0, L] open."""
+        if self.closed:
+            M = max(int(round(self.length / spacing)), 1)
+            return np.arange(M) * (self.length / M)
+        M = max(int(math.ceil(self.length / spacing)), 1)
+        return np.linspace(0.0, self.length, M + 1)
