@@ -848,14 +848,8 @@ def tracks():
 def _range_text(info) -> str:
     """The range of a :class:`~pyomo_lap.vehicle.schema.VehicleParameters` field from its
     bounds (``> 0 and <= 10000``), '' when it has none."""
-    lo = hi = None
-    for meta in info.metadata:
-        for key, word in (("gt", ">"), ("ge", ">=")):
-            if getattr(meta, key, None) is not None:
-                lo = f"{word} {getattr(meta, key):g}"
-        for key, word in (("lt", "<"), ("le", "<=")):
-            if getattr(meta, key, None) is not None:
-                hi = f"{word} {getattr(meta, key):g}"
+    from .vehicle.schema import bound_texts
+    lo, hi = bound_texts(info)
     extra = info.json_schema_extra or {}
     if lo is None and extra.get("minimum") is not None:      # optional fields
         lo = f">= {extra['minimum']:g}"

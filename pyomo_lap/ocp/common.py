@@ -660,16 +660,9 @@ def _pyomo_unit(text: str):
 def _schema_bounds(field: str) -> tuple:
     """The range of a :class:`pyomo_lap.vehicle.schema.VehicleParameters` field (``(lo, up)``,
     None for an open side; a strict bound is given as the bound itself)."""
-    from ..vehicle.schema import VehicleParameters
-    lo = up = None
-    for c in VehicleParameters.model_fields[field].metadata:
-        for attr in ("ge", "gt"):
-            if getattr(c, attr, None) is not None:
-                lo = float(getattr(c, attr))
-        for attr in ("le", "lt"):
-            if getattr(c, attr, None) is not None:
-                up = float(getattr(c, attr))
-    return lo, up
+    from ..vehicle.schema import VehicleParameters, field_bounds
+    return tuple(None if b is None else float(b[1])
+                 for b in field_bounds(VehicleParameters.model_fields[field]))
 
 
 def add_vehicle_block(m, vehicle) -> None:

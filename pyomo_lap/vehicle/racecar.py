@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .schema import VehicleFileError
+from .schema import VehicleFileError, bound_texts
 
 __all__ = ["RacecarParameters", "RacecarFileError", "read_racecar_file", "RACECAR_SECTIONS",
            "RACECAR_MODEL_NAMES", "RACECAR_KEYS"]
@@ -194,15 +194,7 @@ class RacecarFileError(VehicleFileError):
 
 def _expected(field: str) -> str:
     info = RacecarParameters.model_fields[field]
-    lo = hi = None
-    for c in info.metadata:
-        for attr, sym in (("ge", ">="), ("gt", ">")):
-            if getattr(c, attr, None) is not None:
-                lo = f"{sym} {getattr(c, attr):g}"
-        for attr, sym in (("le", "<="), ("lt", "<")):
-            if getattr(c, attr, None) is not None:
-                hi = f"{sym} {getattr(c, attr):g}"
-    rng = " and ".join(x for x in (lo, hi) if x)
+    rng = " and ".join(x for x in bound_texts(info) if x)
     return f"expected a number {rng} ({info.description})"
 
 

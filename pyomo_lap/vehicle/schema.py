@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from ..spatial.chain import GRAVITY
 from ..util.errors import FileProblemsError
 
-__all__ = ["VehicleParameters", "VehicleFileError", "read_vehicle_file", "SECTIONS", "OPTIONAL_SECTIONS",
+__all__ = ["VehicleParameters", "VehicleFileError", "read_vehicle_file", "field_bounds", "bound_texts", "SECTIONS", "OPTIONAL_SECTIONS",
            "MAX_STATIC_SAG", "PARAMETER_KEYS", "FIELD_OF_KEY", "KEY_OF_FIELD", "field_of",
            "SymbolicVehicle"]
 
@@ -415,19 +415,31 @@ _BOUND_WORDS = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<
                 "less_than_equal": "<="}
 
 
+def field_bounds(info) -> tuple:
+    """The bounds of a pydantic field (``model_fields[name]``) from its metadata:
+    ``(lower, upper)``, each ``(word, value)`` (``(">", 0)``, ``("<=", 1e4)``) or None."""
+    lo = hi = None
+    for meta in info.metadata:
+        for key, word in (("gt", ">"), ("ge", ">=")):
+            if getattr(meta, key, None) is not None:
+                lo = (word, getattr(meta, key))
+        for key, word in (("lt", "<"), ("le", "<=")):
+            if getattr(meta, key, None) is not None:
+                hi = (word, getattr(meta, key))
+    return lo, hi
+
+
+def bound_texts(info) -> tuple:
+    """:func:`field_bounds` as texts: ``("> 0", "<= 10000")``, None for an open side."""
+    return tuple(None if b is None else f"{b[0]} {b[1]:g}" for b in field_bounds(info))
+
+
 def _expected(err: dict, attr: Optional[str]) -> str:
     """What was expected, from a pydantic error dict."""
     t, ctx = err["type"], err.get("ctx") or {}
     if t in _BOUND_WORDS:
         info = VehicleParameters.model_fields.get(attr) if attr else None
-        lo = hi = None
-        for meta in (info.metadata if info is not None else []):
-            for key, word in (("gt", ">"), ("ge", ">=")):
-                if getattr(meta, key, None) is not None:
-                    lo = f"{word} {getattr(meta, key):g}"
-            for key, word in (("lt", "<"), ("le", "<=")):
-                if getattr(meta, key, None) is not None:
-                    hi = f"{word} {getattr(meta, key):g}"
+        lo, hi = bound_texts(info) if info is not None else (None, None)
         if lo and hi:
             return f"expected a value {lo} and {hi}"
         bound = next(iter(ctx.values())) if ctx else "?"
