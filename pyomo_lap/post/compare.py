@@ -394,6 +394,32 @@ def _out_folder(out_dir, dirs, default: str) -> Path:
     return out
 
 
+def _check_formats(formats) -> tuple:
+    """The figure formats of a comparison (ValueError unless 'png' and/or 'pdf')."""
+    formats = tuple(formats)
+    if not formats or any(f not in ("png", "pdf") for f in formats):
+        raise ValueError(f"formats = {formats!r}: expected 'png' and/or 'pdf'")
+    return formats
+
+
+def _write_comparison(out: Path, tables: dict, fig, stem: str, formats, echo) -> list:
+    """Write a comparison into ``out`` (created): each table (``{file name: DataFrame}``) as
+    CSV, then the figure as ``<stem>.<format>``; every file said through ``echo``. Returns
+    the paths written, in that order."""
+    out.mkdir(parents=True, exist_ok=True)
+    files = []
+    for name, frame in tables.items():
+        frame.to_csv(out / name, index=False, float_format="%.10g")
+        files.append(out / name)
+    for fmt in formats:
+        fig.savefig(out / f"{stem}.{fmt}", dpi=120, bbox_inches="tight")
+        files.append(out / f"{stem}.{fmt}")
+    _plt().close(fig)
+    for f in files:
+        echo(f"  wrote {f}")
+    return files
+
+
 def compare_many(dirs, out_dir=None, n_sectors: int = 3, every=None, formats=("png",),
                  echo=None) -> dict:
     """Compare two or more results folders: the time of each along the track against the
@@ -433,9 +459,7 @@ def compare_many(dirs, out_dir=None, n_sectors: int = 3, every=None, formats=("p
     dirs = [Path(d) for d in dirs]
     if len(dirs) < 2:
         raise ValueError(f"{len(dirs)} run given: expected two results folders or more")
-    formats = tuple(formats)
-    if not formats or any(f not in ("png", "pdf") for f in formats):
-        raise ValueError(f"formats = {formats!r}: expected 'png' and/or 'pdf'")
+    formats = _check_formats(formats)
     if every is not None:
         parse_step(every)
     names = _unique_names(dirs)
@@ -463,21 +487,11 @@ def compare_many(dirs, out_dir=None, n_sectors: int = 3, every=None, formats=("p
         rows.append(row)
     sectors = pd.DataFrame(rows)
     table = delta if every is None else _at_steps(delta, every, "s [m]", f"t_{names[0]} [s]")
-    out.mkdir(parents=True, exist_ok=True)
-    files = []
-    for name, frame in (("compare.csv", table), ("compare_sectors.csv", sectors),
-                        ("compare_runs.csv", runs)):
-        frame.to_csv(out / name, index=False, float_format="%.10g")
-        files.append(out / name)
     span = f"{delta['s [m]'].iloc[0]:.0f}-{delta['s [m]'].iloc[-1]:.0f} m"
     fig = _figure_many(delta, names, labels, f"{len(names)} runs against {names[0]}, {span} "
                                              "(> 0: behind it)")
-    for fmt in formats:
-        fig.savefig(out / f"compare.{fmt}", dpi=120, bbox_inches="tight")
-        files.append(out / f"compare.{fmt}")
-    _plt().close(fig)
-    for f in files:
-        echo(f"  wrote {f}")
+    files = _write_comparison(out, {"compare.csv": table, "compare_sectors.csv": sectors,
+                                    "compare_runs.csv": runs}, fig, "compare", formats, echo)
     return {"delta": delta, "sectors": sectors, "runs": runs, "labels": labels, "files": files,
             "table": table}
 
@@ -730,9 +744,7 @@ def compare_telemetry(run_dir, telemetry, out_dir=None, n_sectors: int = 3, ever
     """
     from .results import read_trajectory
     echo = echo or (lambda *_: None)
-    formats = tuple(formats)
-    if not formats or any(f not in ("png", "pdf") for f in formats):
-        raise ValueError(f"formats = {formats!r}: expected 'png' and/or 'pdf'")
+    formats = _check_formats(formats)
     if every is not None:
         parse_step(every)
     run_dir, telemetry = Path(run_dir), Path(telemetry)
@@ -749,17 +761,8 @@ def compare_telemetry(run_dir, telemetry, out_dir=None, n_sectors: int = 3, ever
                              "delta [s]": (tl[k + 1] - tl[k]) - (tr[k + 1] - tr[k])}
                             for k in range(int(n_sectors))])
     table = delta if every is None else _at_steps(delta, every, "s [m]", "t_run [s]")
-    out.mkdir(parents=True, exist_ok=True)
-    files = []
-    for name, frame in (("telemetry.csv", table), ("telemetry_sectors.csv", sectors)):
-        frame.to_csv(out / name, index=False, float_format="%.10g")
-        files.append(out / name)
     fig = _figure_telemetry(delta, run_dir.name, telemetry.name, info["compared"])
-    for fmt in formats:
-        fig.savefig(out / f"telemetry.{fmt}", dpi=120, bbox_inches="tight")
-        files.append(out / f"telemetry.{fmt}")
-    _plt().close(fig)
-    for f in files:
-        echo(f"  wrote {f}")
+    files = _write_comparison(out, {"telemetry.csv": table, "telemetry_sectors.csv": sectors},
+                              fig, "telemetry", formats, echo)
     return {"delta": delta, "sectors": sectors, "table": table, "info": info, "files": files,
             "delta_t_s": float(delta["delta_t [s]"].iloc[-1])}

@@ -40,7 +40,8 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from .compare import channel_differences, delta_along_track, run_statistics, sector_deltas
+from .compare import (_check_formats, _out_folder, _plt, _within, _write_comparison,
+                      channel_differences, delta_along_track, run_statistics, sector_deltas)
 from .results import read_summary, read_trajectory
 
 __all__ = ["plot_results", "compare_runs", "figure_compare", "FIGURES", "figure_track_map", "figure_racing_line",
@@ -49,13 +50,6 @@ __all__ = ["plot_results", "compare_runs", "figure_compare", "FIGURES", "figure_
            "figure_sweep_parameter", "figure_sweep_heatmap", "sweep_plots", "parse_range",
            "resolve_range", "in_window", "friction_envelope", "marker_step", "distance_label",
            "read_vehicle", "RANGE_HELP", "ENVELOPE_NOTE"]
-
-
-def _plt():
-    import matplotlib
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-    return plt
 
 
 def _title(ax, summary: dict, what: str) -> None:
@@ -1227,12 +1221,6 @@ def plot_results(results_dir, out_dir=None, formats: Sequence[str] = ("png",),
     return written
 
 
-def _within(path: Path, folder: Path) -> bool:
-    """Whether ``path`` is ``folder`` or inside it (both made absolute)."""
-    path, folder = Path(path).expanduser().resolve(), Path(folder).expanduser().resolve()
-    return path == folder or folder in path.parents
-
-
 def _draw(out: Path, names, formats, df, summary, vehicle, ref, reference_dir, win, dpi,
           echo, written: list) -> None:
     """The figures ``names`` of :func:`plot_results` into ``out``; each file is appended to
@@ -1333,22 +1321,9 @@ def compare_runs(dir_a, dir_b, out_dir=None, n_sectors: int = 3, formats=("png",
         a run's folder, inside one, or a results folder (checked before anything is read).
     """
     echo = echo or (lambda *_: None)
-    formats = tuple(formats)
-    if not formats or any(f not in ("png", "pdf") for f in formats):
-        raise ValueError(f"formats = {formats!r}: expected 'png' and/or 'pdf'")
+    formats = _check_formats(formats)
     dir_a, dir_b = Path(dir_a), Path(dir_b)
-    out = (Path(out_dir) if out_dir is not None
-           else dir_b.parent / f"compare_{dir_a.name}_vs_{dir_b.name}")
-    for run in (dir_a, dir_b):
-        if _within(out, run):
-            raise ValueError(f"--out {out} is {'the' if _within(run, out) else 'inside the'} "
-                             f"results folder {run}: a comparison is written into a folder of "
-                             f"its own (default compare_{dir_a.name}_vs_{dir_b.name} next to "
-                             "the runs), never into a run's")
-    from .results import MANIFEST
-    if (out / MANIFEST).exists() or (out / "summary.json").exists():
-        raise ValueError(f"--out {out} is a results folder of `pyomo-lap solve`: a comparison is "
-                         "written into a folder of its own")
+    out = _out_folder(out_dir, [dir_a, dir_b], f"compare_{dir_a.name}_vs_{dir_b.name}")
     sum_a, sum_b = read_summary(dir_a), read_summary(dir_b)
     if sum_a.get("track") != sum_b.get("track"):
         raise ValueError(f"the runs are on different tracks: {sum_a.get('track')!r} ({dir_a}) and "
@@ -1357,21 +1332,10 @@ def compare_runs(dir_a, dir_b, out_dir=None, n_sectors: int = 3, formats=("png",
     sectors = sector_deltas(delta, n_sectors)
     channels = channel_differences(delta)
     runs = run_statistics(sum_a, sum_b)
-    out.mkdir(parents=True, exist_ok=True)
-    files = []
-    delta.to_csv(out / "compare.csv", index=False, float_format="%.10g")
-    sectors.to_csv(out / "compare_sectors.csv", index=False, float_format="%.10g")
-    channels.to_csv(out / "compare_channels.csv", index=False, float_format="%.10g")
-    runs.to_csv(out / "compare_runs.csv", index=False, float_format="%.10g")
-    files += [out / "compare.csv", out / "compare_sectors.csv", out / "compare_channels.csv",
-              out / "compare_runs.csv"]
     fig = figure_compare(delta, dir_a.name, dir_b.name)
-    for fmt in formats:
-        fig.savefig(out / f"compare.{fmt}", dpi=120, bbox_inches="tight")
-        files.append(out / f"compare.{fmt}")
-    _plt().close(fig)
-    for f in files:
-        echo(f"  wrote {f}")
+    files = _write_comparison(out, {"compare.csv": delta, "compare_sectors.csv": sectors,
+                                    "compare_channels.csv": channels, "compare_runs.csv": runs},
+                              fig, "compare", formats, echo)
     return {"delta": delta, "sectors": sectors, "channels": channels, "runs": runs,
             "delta_t_s": float(delta["delta_t [s]"].iloc[-1]), "files": files}
 
