@@ -633,16 +633,20 @@ def compare(runs, telemetry, every, out_dir, sectors, pdf):
         click.echo(f"written to {Path(res['files'][0]).parent}/")
 
 
-def _echo_two(res: dict, a: str, b: str) -> None:
-    """The tables of ``compare RUN_A RUN_B``: sector times, the runs' statistics, channels."""
-    tab = res["sectors"]
+def _echo_sectors(tab, a: str, b: str, col_a: str, col_b: str, delta_t: float) -> None:
+    """The sector table of a comparison of two laps: each sector's span and both times (the
+    columns ``col_a``, ``col_b`` of ``tab``, headed ``a``, ``b``), its delta, and the total."""
     click.echo(f"{'sector':>6} {'from [m]':>9} {'to [m]':>9} {a[:12]:>12} {b[:12]:>12} {'delta [s]':>10}")
     for _, r in tab.iterrows():
         click.echo(f"{int(r['sector']):>6} {r['s_start [m]']:>9.1f} {r['s_end [m]']:>9.1f} "
-                   f"{r['time_A [s]']:>12.3f} {r['time_B [s]']:>12.3f} {r['delta [s]']:>+10.3f}")
+                   f"{r[col_a]:>12.3f} {r[col_b]:>12.3f} {r['delta [s]']:>+10.3f}")
     click.echo(f"{'total':>6} {tab['s_start [m]'].iloc[0]:>9.1f} {tab['s_end [m]'].iloc[-1]:>9.1f} "
-               f"{tab['time_A [s]'].sum():>12.3f} {tab['time_B [s]'].sum():>12.3f} "
-               f"{res['delta_t_s']:>+10.3f}")
+               f"{tab[col_a].sum():>12.3f} {tab[col_b].sum():>12.3f} {delta_t:>+10.3f}")
+
+
+def _echo_two(res: dict, a: str, b: str) -> None:
+    """The tables of ``compare RUN_A RUN_B``: sector times, the runs' statistics, channels."""
+    _echo_sectors(res["sectors"], a, b, "time_A [s]", "time_B [s]", res["delta_t_s"])
     click.echo(f"(delta > 0: {b} is behind {a})")
     if _verbosity() < 0:
         return
@@ -678,14 +682,8 @@ def _echo_many(res: dict) -> None:
 def _echo_telemetry(res: dict, run: str, log: str) -> None:
     """The tables of ``compare RUN --telemetry LAP``: sector times, the alignment and the
     channels compared."""
-    tab, info = res["sectors"], res["info"]
-    click.echo(f"{'sector':>6} {'from [m]':>9} {'to [m]':>9} {run[:12]:>12} {log[:12]:>12} {'delta [s]':>10}")
-    for _, r in tab.iterrows():
-        click.echo(f"{int(r['sector']):>6} {r['s_start [m]']:>9.1f} {r['s_end [m]']:>9.1f} "
-                   f"{r['time_run [s]']:>12.3f} {r['time_log [s]']:>12.3f} {r['delta [s]']:>+10.3f}")
-    click.echo(f"{'total':>6} {tab['s_start [m]'].iloc[0]:>9.1f} {tab['s_end [m]'].iloc[-1]:>9.1f} "
-               f"{tab['time_run [s]'].sum():>12.3f} {tab['time_log [s]'].sum():>12.3f} "
-               f"{res['delta_t_s']:>+10.3f}")
+    info = res["info"]
+    _echo_sectors(res["sectors"], run, log, "time_run [s]", "time_log [s]", res["delta_t_s"])
     click.echo(f"(delta > 0: the logged lap {log} loses time on {run})")
     if _verbosity() < 0:
         return
