@@ -772,27 +772,9 @@ def _elevation_samples(P, sig_pts, XYs, sig, closed, Lh, z_points, z_points_max_
 
 def _distance_to_polyline(Q: np.ndarray, pts: np.ndarray, closed: bool) -> np.ndarray:
     """Distance [m] of each point (n,2) from the polyline Q (M,2) (closed: Q[-1] -> Q[0] too),
-    through the two segments at the nearest vertex."""
-    from scipy.spatial import cKDTree
-
-    M = len(Q)
-    _, idx = cKDTree(Q).query(pts)
-    best = np.linalg.norm(pts - Q[idx], axis=1)
-    for a in (idx - 1, idx):
-        b = a + 1
-        if closed:
-            a, b = np.mod(a, M), np.mod(b, M)
-        else:
-            ok = (a >= 0) & (b < M)
-            a, b = np.clip(a, 0, M - 1), np.clip(b, 0, M - 1)
-        d = Q[b] - Q[a]
-        dd = np.maximum(np.sum(d * d, axis=1), 1e-300)
-        t = np.clip(np.sum((pts - Q[a]) * d, axis=1) / dd, 0.0, 1.0)
-        dist = np.linalg.norm(pts - (Q[a] + t[:, None] * d), axis=1)
-        if not closed:
-            dist = np.where(ok, dist, np.inf)
-        best = np.minimum(best, dist)
-    return best
+    through the two segments at the nearest vertex (:func:`nearest_on_polyline`)."""
+    near, _, _ = nearest_on_polyline(Q, pts, closed)
+    return np.linalg.norm(np.asarray(pts, float) - near, axis=1)
 
 
 def _processing_steps(to_s, L, closed, *, n_in, merged_at, missing_at, n_z, far_at,
