@@ -123,7 +123,7 @@ def evaluate_expression(expr, memo: Optional[dict] = None) -> float:
 # --------------------------------------------------------------------------------------------
 
 def point_functions(rec, compile_mode: str = "auto", quiet: bool = False,
-                    free: bool = False) -> dict:
+                    free: bool = False, on_compile=None) -> dict:
     r"""The per-point functions of recorded rows (:class:`pyomo_lap.ocp.build.PointRows`), compiled.
 
     ``point_f(w, track, vehicle) -> rows``, ``point_fj(w, track, vehicle) -> (rows, Jacobian)``
@@ -150,6 +150,9 @@ def point_functions(rec, compile_mode: str = "auto", quiet: bool = False,
         As :func:`pyomo_lap.util.casadi_compile.compile_functions`.
     quiet : bool
         No warning when the functions fall back to CasADi's virtual machine.
+    on_compile : callable, optional
+        Called (no arguments) when the cache has no libraries for ``rec`` and they are about
+        to be compiled.
 
     Returns
     -------
@@ -169,6 +172,8 @@ def point_functions(rec, compile_mode: str = "auto", quiet: bool = False,
         if funs is not None and (funs["point_f"].size1_in(0), funs["point_f"].size1_in(2)) \
                 == (len(rec.variables) + (n_vehicle if free else 0), 0 if free else n_vehicle):
             return _described(funs, key, free)
+    if key is not None and on_compile is not None:
+        on_compile()
     return _described(_make_point_functions(rec, compile_mode, key, quiet, free), key, free)
 
 
@@ -245,12 +250,13 @@ def prefetch_point_functions(vehicle, config=None):
         # quiet: a fall-back to the virtual machine is reported by the solve; the warnings
         # about damaged cache files are given here (the entry is repaired here, once)
         try:
-            rec = rows(vehicle, cfg)
-            thread.compiling = not point_functions_cached(rec)
             t0 = time.perf_counter()
-            point_functions(rec, "auto", quiet=True)
+            point_functions(rows(vehicle, cfg), "auto", quiet=True,
+                            on_compile=lambda: setattr(thread, "compiling", True))
             if thread.compiling:
                 thread.compile_s = time.perf_counter() - t0
+            else:
+                thread.compiling = False
         except Exception:   # the solve will compile (and report) for itself
             pass
 

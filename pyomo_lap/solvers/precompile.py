@@ -42,7 +42,7 @@ def compile_ahead(vehicle="fsae", jobs=None, echo=print) -> list:
     from ..ocp.build import OCP_CONFIG, vehicle_model
     from ..util.casadi_compile import find_compiler
     from ..vehicle.car import load_vehicle
-    from .lap_nlp import point_functions, point_functions_cached
+    from .lap_nlp import point_functions
     if find_compiler() is None:
         raise RuntimeError("no C compiler found (cc, gcc or clang; or $CC): the solves evaluate "
                            "the point functions in CasADi's virtual machine, nothing to compile")
@@ -51,11 +51,12 @@ def compile_ahead(vehicle="fsae", jobs=None, echo=print) -> list:
     for label, options, free in COMPILE_AHEAD if jobs is None else jobs:
         rec = vehicle_model("full").point_rows(p, OCP_CONFIG(options))
         t0 = time.perf_counter()
-        cached = point_functions_cached(rec, free)
-        funs = point_functions(rec, "auto", quiet=True, free=free)
-        row = {"label": label, "key": funs["key"], "cached": cached,
+        compiled = []
+        funs = point_functions(rec, "auto", quiet=True, free=free,
+                               on_compile=lambda: compiled.append(True))
+        row = {"label": label, "key": funs["key"], "cached": not compiled,
                "seconds": time.perf_counter() - t0}
-        echo(f"  {label}: " + ("already compiled" if cached else f"compiled in {row['seconds']:.1f} s")
+        echo(f"  {label}: " + ("already compiled" if row["cached"] else f"compiled in {row['seconds']:.1f} s")
              + f" ({funs['key']})")
         out.append(row)
     return out
