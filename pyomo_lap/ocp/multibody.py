@@ -80,7 +80,7 @@ MULTIBODY_VEHICLE_INPUTS = VEHICLE_INPUTS + tuple(
 ``[multibody]`` section's (the model's ``m.vehicle.*``)."""
 
 
-def record_multibody_rows(p, tree, cfg) -> PointRows:
+def record_multibody_rows(p, cfg) -> PointRows:
     r"""Record the rows of the multibody OCP at one point (as
     :func:`pyomo_lap.ocp.full_model.record_point_rows`).
 
@@ -91,9 +91,9 @@ def record_multibody_rows(p, tree, cfg) -> PointRows:
     Parameters
     ----------
     p : VehicleParameters
-        With the ``[multibody]`` parameters.
-    tree : KinematicTree
-        :func:`pyomo_lap.vehicle.multibody_car.build_tree`.
+        With the ``[multibody]`` parameters (the values of the symbols
+        :data:`MULTIBODY_VEHICLE_INPUTS`: the tree is built on the symbols,
+        :func:`pyomo_lap.vehicle.multibody_car.build_tree`).
     cfg : ConfigDict
         OCP options (``adherence``, ``v_min``, ``periodic``).
 
@@ -179,7 +179,7 @@ def build_multibody_model(track, vehicle, cfg, t0: Optional[float] = None,
     add_vehicle_block(m, p)       # m.vehicle.<section>.<key>: the rows take them as symbols
     m.car = pyo.Block()
     tree = mbc.build_tree(p)
-    add_point_rows(m, record_multibody_rows(p, tree, cfg), tree, tp, sigma, idx, cfg, progress,
+    add_point_rows(m, record_multibody_rows(p, cfg), tree, tp, sigma, idx, cfg, progress,
                    user_tags=USER_TAGS, docs={**_FAMILY_DOCS, **_DOCS})
     return finish_build(m, track, p, cfg, STATE_NAMES, RATE_NAMES, veh.CONTROLS, _set_scaling, t0)
 
@@ -361,6 +361,6 @@ MULTIBODY_MODEL = VehicleModel(
     states=STATE_NAMES, rates=RATE_NAMES, controls=veh.CONTROLS, algebraics=(),
     build=build_multibody_model, initialize=initialize_multibody_model,
     trajectory=trajectory_dataframe,
-    point_rows=lambda p, cfg: record_multibody_rows(p, mbc.build_tree(p), cfg),
+    point_rows=record_multibody_rows,
     set_vehicle=set_multibody_vehicle)
 """The multibody car as a :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel` (key ``"multibody"``)."""
