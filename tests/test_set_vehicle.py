@@ -102,6 +102,22 @@ def test_the_multibody_car_changed_in_place_is_the_new_build(track):
 
 
 @pytest.mark.component
+def test_the_single_track_car_changed_in_place_is_the_new_build(track):
+    """The single-track model's rows take the car's parameters as m.vehicle.* (the same
+    recording machinery): set_vehicle gives the new build of the other car, and a parameter
+    of the axle's tyre (pK1) reaches its rows by name."""
+    a = load_vehicle("fsae")
+    b = _other_car(a).replace(pK1=a.pK1 * 0.9, mu_y0=a.mu_y0 * 1.05)
+    ma = build_model(track, a, model="single-track", **SECTOR)
+    mb = build_model(track, b, model="single-track", **SECTOR)
+    assert ma.vehicle.mass.total.value == a.m
+    assert set_vehicle(ma, b) is ma
+    initialize_model(ma)
+    initialize_model(mb)
+    _same_model(ma, mb)
+
+
+@pytest.mark.component
 def test_a_parameter_changed_by_name_is_the_new_build(track):
     """``m.vehicle.<section>.<key>.fix(value)`` and the sync every solve makes (bounds, entry
     speed, scaling follow): the model of a new build with that car; any two cars share the
@@ -141,9 +157,11 @@ def test_a_car_the_track_cannot_take_is_refused_and_the_model_is_unchanged(track
     with pytest.raises(ValueError, match="narrower"):
         set_vehicle(m, a.replace(width=5.0))
     assert m.problem.vehicle == a and [v.ub for v in m.q2.values()] == ub
-    ms = build_model(track, a, model="single-track", **SECTOR)
+    # a vehicle model without set_vehicle (the point-mass example: its rows hold numbers)
+    from pyomo_lap.ocp.point_mass import POINT_MASS_MODEL
+    mp = build_model(track, a, model=POINT_MASS_MODEL, **SECTOR)
     with pytest.raises(ValueError, match="cannot change its car"):
-        set_vehicle(ms, a.replace(m=250.0))
+        set_vehicle(mp, a.replace(m=250.0))
 
 
 @pytest.mark.unit

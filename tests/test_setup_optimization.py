@@ -29,8 +29,8 @@ def test_unusable_free_parameters_are_refused_before_the_build(monkeypatch):
         "aero.Cz2 not free": {"free": {"aero.Cz1": (0.3, 0.9)},
                               "keep_sum": [("aero.Cz1", "aero.Cz2")]},
         "'aero.Cz3': unknown (did you mean aero.Cz2": {"free": {"aero.Cz3": (0.0, 1.0)}},
-        "setup optimization needs the full model": {"free": {"aero.Cz1": (0.3, 0.9)},
-                                                    "model": "single-track"},
+        "its equations hold the car's numbers": {"free": {"aero.Cz1": (0.3, 0.9)},
+                                                 "model": "racecar"},
     }
     for words, kw in cases.items():
         with pytest.raises(ValueError) as exc:
@@ -90,6 +90,33 @@ def test_free_balance_is_no_slower_than_the_best_of_a_sweep(balance):
     k = xs.index(best)
     lo, hi = xs[max(k - 1, 0)], xs[min(k + 1, len(xs) - 1)]
     assert lo - 1e-8 <= cz1 <= hi + 1e-8, (cz1, lo, hi)
+
+
+@pytest.mark.integration
+def test_the_single_track_car_optimizes_its_setup_too():
+    """The single-track model's rows take the car's parameters as symbols: its aero balance
+    free (the sum held) is no slower than any of a 5-point sweep on the same mesh, and lies
+    between the sweep's best neighbours."""
+    base = load_vehicle("fsae")
+    total = base.Cz1 + base.Cz2
+    box = (0.3, 0.9)
+    kw = {**SECTOR, **QUIET, "model": "single-track"}
+    opt = solve_sector(**kw, free={"aero.Cz1": box, "aero.Cz2": (0.0, 2.0)},
+                       keep_sum=[("aero.Cz1", "aero.Cz2")]).summary
+    assert opt["optimal"]
+    cz1 = opt["setup"]["aero.Cz1"]["value"]
+    assert cz1 + opt["setup"]["aero.Cz2"]["value"] == pytest.approx(total, abs=1e-8)
+    mesh = {"element_boundaries": opt["mesh"]["element_boundaries_m"]}
+    sweep = {}
+    for x in np.linspace(*box, 5):
+        car = base.replace({"aero.Cz1": float(x), "aero.Cz2": float(total - x)})
+        s = solve_sector(**kw, vehicle=car, ocp_options=mesh).summary
+        assert s["optimal"]
+        sweep[float(x)] = s["lap_time_s"]
+    assert opt["lap_time_s"] <= min(sweep.values()) + 1e-6, (opt["lap_time_s"], sweep)
+    xs = sorted(sweep)
+    k = xs.index(min(xs, key=sweep.get))
+    assert xs[max(k - 1, 0)] - 1e-8 <= cz1 <= xs[min(k + 1, len(xs) - 1)] + 1e-8, (cz1, sweep)
 
 
 @pytest.mark.integration

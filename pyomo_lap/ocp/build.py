@@ -266,9 +266,10 @@ def set_vehicle(m, vehicle: veh.VehicleParameters) -> pyo.ConcreteModel:
     ------
     ValueError
         The model's vehicle model cannot change its car (``set_vehicle`` of its
-        :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel` is None: the single-track car; or
-        built with ``lift``), the new car has a parameter the model's has not (an optional
-        section), or the track is too narrow for it. The model is unchanged in each case.
+        :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel` is None: a model whose rows hold
+        the car's numbers, such as the point-mass example; or built with ``lift``), the new
+        car has a parameter the model's has not (an optional section), or the track is too
+        narrow for it. The model is unchanged in each case.
     """
     vm = m.problem.vehicle_model
     if vm.set_vehicle is None:
@@ -336,8 +337,8 @@ def check_free_parameters(rec, free: dict, keep_sum=(), model_name: str = "full"
     from .common import _schema_bounds
     if rec is None or not rec.vehicle_inputs:
         raise ValueError(f"model {model_name!r}: its equations hold the car's numbers; setup "
-                         "optimization needs the full model (model='full') or the multibody "
-                         "model (model='multibody')")
+                         "optimization needs a model whose rows take the car's parameters as "
+                         "symbols: 'full', 'single-track' or 'multibody'")
     live = {n.args[0]: rec.tape.live[n.index] for n in rec.tape.nodes if n.op == "input"}
     for key, (lo, up) in free.items():
         field = field_of(key)          # ValueError: an unknown name

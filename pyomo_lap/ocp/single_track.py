@@ -47,21 +47,43 @@ from typing import Optional
 
 import numpy as np
 import pyomo.environ as pyo
-from pyomo.dae import DerivativeVar
 
+from ..spatial.backend import add, mul, sub
+from ..spatial.chain import TrackJoint
 from ..vehicle import car as veh
-from .full_model import RATE_NAMES as FULL_RATES, STATE_NAMES as FULL_STATES
+from ..vehicle.schema import SymbolicVehicle
+from .full_model import (RATE_NAMES as FULL_RATES, STATE_NAMES as FULL_STATES, VEHICLE_INPUTS,
+                         _FAMILY_DOCS, set_car)
 from .initialize import cold_start_profile, initialize_from_solution, initialize_model
 from ..vehicle.numeric import AlgebraicLoopError, CarFunctions, track_vector
-from .common import (OBJECTIVE_SCALE, add_car_controls, discretize_on_track, finish_build,
-                     new_sector_model, _Namer, scale_variables, set_within_bounds)
+from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_vehicle_block,
+                     car_control_bounds, discretize_on_track, finish_build, new_sector_model,
+                     scale_variables, set_within_bounds)
+from .point_rows import TRACK_INPUTS, PointRows, add_point_rows, rows_on_tape
 from ..vehicle.single_track_car import (_ABS_EPS2, ALGEBRAIC, RATE_NAMES, STATE_NAMES,  # noqa: F401
                                _clip_unit, build_chain, fiala_axle, single_track_equations)
-from .vehicle_model import VehicleModel, update_problem
+from .vehicle_model import VehicleModel
 
-__all__ = ["ALGEBRAIC", "STATE_NAMES", "RATE_NAMES", "build_chain", "fiala_axle",
-           "single_track_equations", "build_single_track_model", "initialize_single_track",
-           "trajectory_dataframe", "warm_start_full", "SINGLE_TRACK_MODEL"]
+__all__ = ["ALGEBRAIC", "STATE_NAMES", "RATE_NAMES", "POINT_VARIABLES", "build_chain", "fiala_axle",
+           "single_track_equations", "build_single_track_model", "record_single_track_rows",
+           "set_single_track_vehicle", "initialize_single_track", "trajectory_dataframe",
+           "warm_start_full", "SINGLE_TRACK_MODEL"]
+
+DERIVATIVE_NAMES = tuple(f"d{k}_ds" for k in STATE_NAMES + RATE_NAMES) + ("dt_ds",)
+POINT_VARIABLES = STATE_NAMES + RATE_NAMES + veh.CONTROLS + ALGEBRAIC + DERIVATIVE_NAMES
+"""The variables of one point the recorded rows depend on (19 names, the tape's inputs)."""
+
+USER_TAGS = ("qdd", "W3J", "V3", "alpha_", "f_", "Y_", "aero_q")
+"""Tags kept as named Expressions ``m.car.<tag>[s]`` (slip angles, axle forces, ...)."""
+
+_DOCS = {
+    "ode_qdot": "spatial DAE (39), dynamics: q1_dot dq_k_dot/ds - q_k_ddot(ABA) = 0 (k = 1..3) "
+                "[m/s^2, rad/s^2]",
+    "loads_eq": "axle loads statically equivalent to W_3J: f_iz - F_i = 0 [N]",
+    "inplane_eq": "in-plane tyre resultant on the car: f_3x, f_3y, m_3z [N, N, N m]",
+    "adherence": "friction ellipse of each axle: (mu_y/mu_x f_ix)^2 + f_iy^2 - D_i^2 <= 0 [N^2]",
+    "fiala_range": "Fiala range of each axle: upsilon_i^2 <= 1 (the tyre slides at 1)",
+}
 
 
 # ------------------------------------------------------------------------------ the OCP
@@ -98,50 +120,103 @@ def build_single_track_model(track, vehicle: veh.VehicleParameters, cfg, t0: Opt
     m.q3_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq3/dt [rad/s]")
     m.t = pyo.Var(m.s, initialize=0.0, units=u.s, doc="time [s]")
     add_car_controls(m, p, cfg)
-    fz_max = 20 * p.m * p.gravity
-    for name in ("f_1z", "f_2z"):
-        m.add_component(name, pyo.Var(m.s, initialize=p.m * p.gravity / 2, bounds=(2 * p.fz_min, fz_max),
+    for name, bounds in axle_load_bounds(p).items():
+        m.add_component(name, pyo.Var(m.s, initialize=p.m * p.gravity / 2, bounds=bounds,
                                       units=u.N, doc=f"vertical load of axle {name[2]} [N]"))
     m.f_3x = pyo.Var(m.s, initialize=0.0, units=u.N, doc="in-plane tyre force on the car, x3 [N]")
     m.f_3y = pyo.Var(m.s, initialize=0.0, units=u.N, doc="in-plane tyre force on the car, y3 [N]")
     m.m_3z = pyo.Var(m.s, initialize=0.0, units=u.N * u.m, doc="tyre yaw moment about O3 [N m]")
-    for name in STATE_NAMES + RATE_NAMES + ("t",):
-        m.add_component(f"d{name}_ds", DerivativeVar(m.component(name), wrt=m.s, doc=f"d{name}/dq1"))
-    sigma, _, idx = discretize_on_track(m, track, p, cfg, L, ("f_xa", "f_xb", "delta"))
-    joints = m.problem.track_joints
+    add_derivative_vars(m, STATE_NAMES + RATE_NAMES + ("t",))
+    sigma, tp, idx = discretize_on_track(m, track, p, cfg, L, ("f_xa", "f_xb", "delta"))
+    add_vehicle_block(m, p)       # m.vehicle.<section>.<key>: the rows take them as symbols
     m.car = pyo.Block()
-    namer = _Namer(m.car, m.s)
-    chain = build_chain(p)
-    update_problem(m, chain=chain)
-    eqs = {}
-    for s in m.s:
-        q = (0.0, m.q2[s], m.q3[s])
-        qd = tuple(m.component(r)[s] for r in RATE_NAMES)
-        uu = (m.f_xa[s], m.f_xb[s], m.delta[s])
-        z = tuple(m.component(n)[s] for n in ALGEBRAIC)
-        eqs[s] = single_track_equations(p, chain, joints[idx[s]], q, qd, uu, z, namer=namer.at(s))
-    m.v_3x = pyo.Expression(m.s, rule=lambda m, s: eqs[s].channels["v_3x"], doc="longitudinal speed of O3 [m/s]")
-    first = sigma[0]
-    m.ode_q = pyo.Constraint(STATE_NAMES, m.s, rule=lambda m, k, s: pyo.Constraint.Skip if s == first
-                             else m.q1_dot[s] * m.component(f"d{k}_ds")[s] == m.component(f"{k}_dot")[s])
-    m.ode_qdot = pyo.Constraint(range(1, 4), m.s, rule=lambda m, k, s: pyo.Constraint.Skip if s == first
-                                else m.q1_dot[s] * m.component(f"dq{k}_dot_ds")[s] == eqs[s].qdd[k - 1])
-    m.ode_t = pyo.Constraint(m.s, rule=lambda m, s: pyo.Constraint.Skip if s == first
-                             else m.q1_dot[s] * m.dt_ds[s] == 1.0)
-    m.loads_eq = pyo.Constraint(range(2), m.s, rule=lambda m, k, s: eqs[s].load_residuals[k] == 0)
-    m.inplane_eq = pyo.Constraint(range(3), m.s, rule=lambda m, k, s: eqs[s].inplane_residuals[k] == 0)
-    m.power_limit = pyo.Constraint(m.s, rule=lambda m, s: eqs[s].channels["power"] <= p.P_max)
-    ratio = p.mu_y0 / p.mu_x0
-
-    def adherence(m, k, s):
-        ch = eqs[s].channels
-        return (ratio * ch[f"f_{k}x"]) ** 2 + ch[f"f_{k}y"] ** 2 <= ch[f"D_{k}"] ** 2
-    m.adherence = pyo.Constraint((1, 2), m.s, rule=adherence)
-    m.fiala_range = pyo.Constraint((1, 2), m.s, rule=lambda m, k, s:
-                                   eqs[s].channels[f"upsilon_{k}"] ** 2 <= 1.0)
-    m.speed_min = pyo.Constraint(m.s, rule=lambda m, s: eqs[s].channels["v_3x"] >= cfg.v_min)
+    add_point_rows(m, record_single_track_rows(p, cfg), build_chain(p), tp, sigma, idx, cfg,
+                   progress, user_tags=USER_TAGS, docs={**_FAMILY_DOCS, **_DOCS})
     return finish_build(m, track, p, cfg, STATE_NAMES, RATE_NAMES, ("f_xa", "f_xb", "delta"),
                         _set_scaling, t0)
+
+
+def record_single_track_rows(p, cfg) -> PointRows:
+    r"""Record the rows of the single-track OCP at one point (as
+    :func:`pyomo_lap.ocp.full_model.record_point_rows`: the car's parameters are the symbols
+    :data:`pyomo_lap.ocp.full_model.VEHICLE_INPUTS`, the model's ``m.vehicle.*``).
+
+    Rows: ``ode_q[k]`` (k = q2, q3), ``ode_qdot[k]`` (k = 1..3), ``ode_t``, ``loads_eq[k]``
+    (k = 0, 1: front, rear axle), ``inplane_eq[k]`` (k = 0..2), ``power_limit``,
+    ``adherence[k]`` (k = 1, 2: the friction ellipse of each axle), ``fiala_range[k]``
+    (:math:`\upsilon_k^2 \le 1`), ``speed_min``.
+
+    Parameters
+    ----------
+    p : VehicleParameters
+        Gives only what is not a parameter of the car (its name).
+    cfg : ConfigDict
+        OCP options (``v_min``).
+
+    Returns
+    -------
+    PointRows
+        With ``variables = POINT_VARIABLES``.
+    """
+    groups = {"x": len(POINT_VARIABLES), "track": len(TRACK_INPUTS)}
+    rows = []
+    car = p
+
+    def fn(namer, x):
+        p = SymbolicVehicle(car, dict(zip(VEHICLE_INPUTS, x["vehicle"])))
+        v = dict(zip(POINT_VARIABLES, x["x"]))
+        t = list(x["track"])
+        tj = TrackJoint(R=[t[0:3], t[3:6], t[6:9]], J=[1.0, 0, 0] + t[9:12],
+                        dJ=[0, 0, 0] + t[12:15], p=[0.0, 0.0, 0.0])
+        e = single_track_equations(p, build_chain(p), tj, [0.0, v["q2"], v["q3"]],
+                                   [v[k] for k in RATE_NAMES], [v[k] for k in veh.CONTROLS],
+                                   [v[k] for k in ALGEBRAIC], namer=namer)
+        ch = e.channels
+        q1d = v["q1_dot"]
+        for k in STATE_NAMES:
+            rows.append(("ode_q", k, sub(mul(q1d, v[f"d{k}_ds"]), v[f"{k}_dot"]), 0.0, 0.0, "interior"))
+        for k in range(1, 4):
+            rows.append(("ode_qdot", k, sub(mul(q1d, v[f"dq{k}_dot_ds"]), e.qdd[k - 1]), 0.0, 0.0,
+                         "interior"))
+        rows.append(("ode_t", None, mul(q1d, v["dt_ds"]), 1.0, 1.0, "interior"))
+        for k in range(2):
+            rows.append(("loads_eq", k, e.load_residuals[k], 0.0, 0.0, "all"))
+        for k in range(3):
+            rows.append(("inplane_eq", k, e.inplane_residuals[k], 0.0, 0.0, "all"))
+        rows.append(("power_limit", None, sub(ch["power"], p.P_max), None, 0.0, "all"))
+        ratio = p.mu_y0 / p.mu_x0
+        for k in (1, 2):
+            fx, fy, D = ch[f"f_{k}x"], ch[f"f_{k}y"], ch[f"D_{k}"]
+            rows.append(("adherence", k, sub(add(mul(mul(ratio, fx), mul(ratio, fx)), mul(fy, fy)),
+                                             mul(D, D)), None, 0.0, "all"))
+        for k in (1, 2):
+            ups = ch[f"upsilon_{k}"]
+            rows.append(("fiala_range", k, mul(ups, ups), None, 1.0, "all"))
+        rows.append(("speed_min", None, ch["v_3x"], cfg.v_min, None, "all"))
+        return [r[2] for r in rows]
+
+    return rows_on_tape(fn, groups, rows, POINT_VARIABLES, VEHICLE_INPUTS)
+
+
+def axle_load_bounds(p) -> dict:
+    """Bounds of the axle loads ``f_1z, f_2z``: ``(2 fz_min, 20 m g)`` [N]."""
+    return {name: (2 * p.fz_min, 20 * p.m * p.gravity) for name in ("f_1z", "f_2z")}
+
+
+def set_single_track_vehicle(m, vehicle: veh.VehicleParameters) -> None:
+    """Change the car of a built single-track model in place (the ``set_vehicle`` of
+    :data:`SINGLE_TRACK_MODEL`; public entry :func:`pyomo_lap.ocp.build.set_vehicle`): the
+    model becomes the one :func:`build_single_track_model` builds for ``vehicle`` (its
+    parameters ``m.vehicle.*``, chain, bounds of controls and axle loads, track limits, entry
+    speed, scaling), as :func:`pyomo_lap.ocp.full_model.set_full_vehicle`.
+
+    Raises
+    ------
+    ValueError
+        As :func:`~pyomo_lap.ocp.full_model.set_full_vehicle` (the model is left unchanged).
+    """
+    set_car(m, vehicle, build_chain(vehicle),
+            {**car_control_bounds(vehicle), **axle_load_bounds(vehicle)}, _set_scaling)
 
 
 def _set_scaling(m) -> None:
@@ -342,6 +417,7 @@ SINGLE_TRACK_MODEL = VehicleModel(
     description="rigid nonlinear bicycle with Fiala tyres (pyomo_lap.ocp.single_track)",
     states=STATE_NAMES, rates=RATE_NAMES, controls=veh.CONTROLS, algebraics=ALGEBRAIC,
     build=build_single_track_model, initialize=initialize_single_track,
-    trajectory=trajectory_dataframe)
+    trajectory=trajectory_dataframe, point_rows=record_single_track_rows,
+    set_vehicle=set_single_track_vehicle)
 """The single-track model as a :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel` (registry key
 ``"single-track"``)."""

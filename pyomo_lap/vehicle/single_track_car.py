@@ -33,7 +33,7 @@ def build_chain(p: veh.VehicleParameters) -> chain_mod.Chain:
     full = veh.build_chain(p)
 
     def diag(v):
-        return [[float(v[0]), 0, 0], [0, float(v[1]), 0], [0, 0, float(v[2])]]
+        return [[v[0], 0, 0], [0, v[1], 0], [0, 0, v[2]]]
     Ms = lie.spatial_inertia(p.m_s, (0, 0, p.h), diag((p.Ixx, p.Iyy, p.Izz)))
     Mu = lie.spatial_inertia(p.m_u, (0, 0, p.wheel_radius), diag(p.unsprung_inertia))
     M = [[Ms[i][j] + Mu[i][j] for j in range(6)] for i in range(6)]
