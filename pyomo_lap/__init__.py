@@ -7,6 +7,24 @@ in the track parameter q1 and solved by direct collocation (pyomo.dae) and IPOPT
 """
 __version__ = "0.1.0"
 
+
+def _scipy_without_pyomo_callback() -> None:
+    """Pyomo (``pyomo.common.dependencies``) registers a post-import callback on scipy that
+    imports ``scipy.stats``, ``scipy.integrate``, ``scipy.sparse`` and ``scipy.spatial`` as soon
+    as anything imports scipy: 0.25-0.3 s of every run, for modules a job does not use (the
+    track needs ``scipy.interpolate``). Pyomo's own deferred ``scipy`` still runs the callback
+    when Pyomo uses it. Nothing happens when scipy is already imported or Pyomo changes."""
+    import sys
+    if "scipy" in sys.modules:
+        return
+    from pyomo.common import dependencies
+    callbacks = getattr(getattr(dependencies, "DeferredImportCallbackFinder", None), "_callbacks", None)
+    if isinstance(callbacks, dict):
+        callbacks.pop("scipy", None)
+
+
+_scipy_without_pyomo_callback()
+
 from .track.geometry import Track, TrackPoints, load_track, available_tracks  # noqa: E402
 from .track.checks import TrackDataError  # noqa: E402
 from .vehicle.car import VehicleParameters, VehicleFileError, load_vehicle, available_vehicles  # noqa: E402
