@@ -17,7 +17,9 @@ timed from after its imports to its end:
 
 * **one after another**: :func:`pyomo_lap.solve_sector` for each case in that process (the
   model built, solved and written as ``pyomo-lap solve`` does; the imports paid once, where 16
-  ``pyomo-lap solve`` commands would pay them 16 times);
+  ``pyomo-lap solve`` commands would pay them 16 times), every case on the mesh the sweep
+  uses (the adaptive mesh placed for the base car, :func:`pyomo_lap.api.job_mesh`), so that
+  both runs solve the same 16 NLPs;
 * **sweep**: :func:`pyomo_lap.sweep` exactly as ``pyomo-lap sweep`` runs it: its own
   ``LocalCluster`` (one worker process per core, started and closed inside the timing), the
   compiled functions made ahead, every case's results folder and row, the table, the
@@ -65,11 +67,15 @@ def _phase(args) -> None:
     t0, c0 = time.perf_counter(), _cpu()
     laps, nlp, iters = {}, {}, {}
     if args.phase == "serial":
+        # the sweep's mesh (placed for the base car, pyomo_lap.sweeps._shared_meshes): the same
+        # NLP of every case in both runs
+        mesh = pyomo_lap.api.job_mesh({**job, "vehicle": "fsae"})
+        opts = {"ocp_options": {"element_boundaries": mesh}} if mesh is not None else {}
         for c in cases:
             p = load_vehicle("fsae").replace(**{resolve_parameter(k)[1]: v
                                                 for k, v in c["params"].items()})
             _, _, _, s = solve_sector(vehicle=p, out_dir=out / c["id"], echo=lambda *_: None,
-                                      progress=lambda *_: None, **job)
+                                      progress=lambda *_: None, **job, **opts)
             laps[c["index"]], iters[c["index"]] = s["lap_time_s"], s["iterations"]
         nlp = s.get("nlp", {})
     else:
