@@ -35,7 +35,8 @@ from .common import _Namer, _set_new, expression_setter
 from .vehicle_model import update_problem
 
 __all__ = ["TRACK_INPUTS", "RowFamily", "PointRows", "rows_on_tape", "track_numbers",
-           "replay_rows", "add_recorded_rows", "add_point_rows", "shared_nodes"]
+           "replay_rows", "add_recorded_rows", "add_point_rows", "shared_nodes",
+           "changed_named_points"]
 
 TRACK_INPUTS = tuple(f"R[{k}]" for k in range(9)) + tuple(f"Om[{k}]" for k in range(3)) \
     + tuple(f"dOm[{k}]" for k in range(3))
@@ -91,8 +92,9 @@ class PointRows:
     built : list of (ConstraintData, expression, point, output)
         Set by the build: every row as built (its relational expression object), the index of
         its point in :attr:`points` and of its body in :attr:`outputs`.
-    named : list of (ExpressionData, expression, point)
-        Set by the build: the named expressions ``m.car.*`` as built.
+    named : list of (Expression, list of ExpressionData, list of tuple)
+        Set by the build: the named expressions ``m.car.*`` as built (each component, its
+        entries and their argument tuples; :func:`changed_named_points`).
     components : dict
         ``name -> Var`` component of each of :attr:`variables`, as built.
     vehicle_components : dict
@@ -400,13 +402,27 @@ def add_recorded_rows(m, rec: PointRows, values, tp, sigma, idx, record_built: b
     rec.vehicle_components = {k: vehicle_var(m, k) for k in rec.vehicle_inputs}
     rec.named = []
     for comp in m.car.component_objects(pyo.Expression, descend_into=True):
-        # (entry, its argument tuple as built, point): set_value / .expr = ... replace the
-        # tuple, so an identity test finds every change (1.2 million entries on a lap)
-        rec.named.extend((e, e._args_, idx[ix[0] if isinstance(ix, tuple) else ix])
-                         for ix, e in comp.items())
+        # (component, its entries, their argument tuples as built): set_value / .expr = ...
+        # replace the tuple, so an identity test finds every change (1.2 million entries on a
+        # lap: kept as lists, the point of a changed entry is looked up only when one is found)
+        entries = list(comp.values())
+        rec.named.append((comp, entries, [e._args_ for e in entries]))
     numbers = track_numbers(tp)
     rec.track_values = np.stack([numbers[k] for k in TRACK_INPUTS], axis=1)
     rec.points = list(sigma)
+
+
+def changed_named_points(rec: PointRows) -> set:
+    """The points (positions in :attr:`PointRows.points`) whose named expressions ``m.car.*``
+    were changed since the build (an entry's argument tuple is no longer the one built)."""
+    idx = {s: i for i, s in enumerate(rec.points)}
+    bad = set()
+    for comp, entries, args in rec.named:
+        changed = [k for k, (e, a) in enumerate(zip(entries, args)) if e._args_ is not a]
+        if changed:
+            keys = list(comp.keys())
+            bad.update(idx[keys[k][0] if isinstance(keys[k], tuple) else keys[k]] for k in changed)
+    return bad
 
 
 def add_point_rows(m, rec: PointRows, chain, tp, sigma, idx, cfg, progress, lift=(),

@@ -410,7 +410,8 @@ class LapNLP:
         rec, rep.fallback = self._recorded_rows(model)
         recorded = []
         if rec is not None:
-            bad_points = {i for e, args, i in rec.named if e._args_ is not args}
+            from ..ocp.point_rows import changed_named_points
+            bad_points = changed_named_points(rec)
             recorded = [(c, i, out) for c, ex, i, out in rec.built
                         if id(c) in active and c.expr is ex and i not in bad_points]
             if bad_points:
