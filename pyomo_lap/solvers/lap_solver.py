@@ -54,11 +54,9 @@ SOLVER_NAME = "lap_ipopt"
 LAP_IPOPT_OPTIONS = {
     "linear_solver": "mumps",
     "mumps_pivot_order": 6,         # QAMD: the fastest MUMPS ordering measured on these KKT systems
-    # MUMPS's own row/column scalings off: the NLP is scaled (user-scaling), and on five laps
-    # (Nordschleife, Barcelona, Monza, Suzuka, Hungaroring) the same iterations and lap times
-    # to 1e-9 came 4-16 % faster without them
-    "mumps_scaling": 0,
-    "mumps_permuting_scaling": 0,
+    # MUMPS's own scalings stay on (IPOPT's defaults): off (mumps_scaling=0,
+    # mumps_permuting_scaling=0) the full car's laps took 4-16 % less IPOPT time with the same
+    # iterations, but the racecar model took 52 iterations instead of 23 (docs/solvers.md)
     "mu_strategy": "monotone",
     "tol": 1e-5,
     "acceptable_tol": 1e-4,
