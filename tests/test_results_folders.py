@@ -443,3 +443,22 @@ def test_a_solve_into_a_folder_another_process_writes_into_is_refused(tmp_path):
     assert p.returncode == 0, err
     assert out_.count("results written to") == 1
     assert sorted(x.name for x in tmp_path.iterdir()) == ["res"]        # no lock file left
+
+
+@pytest.mark.unit
+def test_the_csv_reads_back_to_the_parquet_values_with_units_and_gaps(tmp_path):
+    """trajectory.csv holds every number at full precision (read back equal to the parquet
+    file's, a second writer), the units in its headers, a missing value as an empty cell."""
+    df = _frame()
+    df["q2"] = df["q2"] * (1.0 + 1e-13) + 1e-17        # digits beyond %.10g
+    df.loc[3, "speed"] = np.nan
+    folder = write_results(tmp_path / "r", df, _summary())
+    header = (folder / "trajectory.csv").read_text().splitlines()[0]
+    assert '"q2 [m]"' in header and '"speed [m/s]"' in header
+    back = res_mod.read_trajectory(folder / "trajectory.csv")
+    stored = pd.read_parquet(folder / "trajectory.parquet")
+    for c in df.columns:
+        a, b = back[c].to_numpy(dtype=float), stored[c].to_numpy(dtype=float)
+        assert np.array_equal(a, b, equal_nan=True), c
+        assert np.array_equal(a, df[c].to_numpy(dtype=float), equal_nan=True), c
+    assert np.isnan(back.loc[3, "speed"]) and ",," in (folder / "trajectory.csv").read_text()

@@ -165,7 +165,7 @@ def collocation_defects(source, track, vehicle, *, ncp: Optional[int] = None,
     source : pyomo model or DataFrame
         A solved full model (:func:`pyomo_lap.ocp.build.build_model`) or its trajectory
         (:func:`pyomo_lap.post.results.trajectory_dataframe`, or ``trajectory.csv`` read with
-        :func:`pyomo_lap.post.results.read_trajectory`: its 10 significant digits suffice).
+        :func:`pyomo_lap.post.results.read_trajectory`: every number at full precision).
     track, vehicle
         Those the model was built with.
     ncp : int, optional
