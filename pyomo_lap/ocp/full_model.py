@@ -37,7 +37,6 @@ import pyomo.environ as pyo
 from ..vehicle import car as veh
 from ..vehicle.schema import SECTIONS, SymbolicVehicle
 from ..spatial.backend import add, is_number, mul, sub
-from ..spatial.chain import TrackJoint
 from .initialize import cold_start_profile
 from ..vehicle.numeric import CarFunctions, track_vector
 from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_vehicle_block,
@@ -45,7 +44,8 @@ from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add
                      discretize_on_track, entry_speed, finish_build, new_sector_model,
                      scale_variables, set_bounds, set_track_limits, track_limits)
 from .point_rows import (TRACK_INPUTS, PointRows, RowFamily, add_point_rows,  # noqa: F401 (re-exported)
-                         add_recorded_rows, rows_on_tape, track_numbers)
+                         add_recorded_rows, rows_on_tape, spatial_dae_rows, track_joint,
+                         track_numbers)
 from .vehicle_model import VehicleModel, update_problem
 
 __all__ = ["FULL_MODEL", "STATE_NAMES", "RATE_NAMES", "build_full_model", "initialize_full_model",
@@ -140,24 +140,14 @@ def point_row_list(p, chain, cfg, x, track, namer=None) -> list:
         One tuple per row, in the order of the recorded outputs; ``lower``/``upper`` are
         None, floats or (``power_limit``) ``p.P_max``.
     """
-    rows = []
     v = dict(zip(POINT_VARIABLES, x))
-    t = list(track)
-    tj = TrackJoint(R=[t[0:3], t[3:6], t[6:9]], J=[1.0, 0, 0] + t[9:12],
-                    dJ=[0, 0, 0] + t[12:15], p=[0.0, 0.0, 0.0])
     q = [0.0] + [v[k] for k in STATE_NAMES]
     qd = [v[k] for k in RATE_NAMES]
     u = [v[k] for k in veh.CONTROLS]
     z = [v[k] for k in veh.ALGEBRAIC]
-    e = veh.car_equations(p, chain, tj, q, qd, u, z, namer=namer)
+    e = veh.car_equations(p, chain, track_joint(track), q, qd, u, z, namer=namer)
     ch = e.channels
-    q1d = v["q1_dot"]
-    for k in STATE_NAMES:
-        rows.append(("ode_q", k, sub(mul(q1d, v[f"d{k}_ds"]), v[f"{k}_dot"]), 0.0, 0.0, "interior"))
-    for k in range(1, 7):
-        rows.append(("ode_qdot", k, sub(mul(q1d, v[f"dq{k}_dot_ds"]), e.qdd[k - 1]), 0.0, 0.0,
-                     "interior"))
-    rows.append(("ode_t", None, mul(q1d, v["dt_ds"]), 1.0, 1.0, "interior"))
+    rows = spatial_dae_rows(v, STATE_NAMES, RATE_NAMES, e.qdd)
     for k in range(4):
         rows.append(("loads_eq", k, e.load_residuals[k], 0.0, 0.0, "all"))
     for k in range(3):
@@ -372,7 +362,6 @@ def add_channel_expressions(m) -> None:
     """
     from ..spatial import lie
     from ..spatial.backend import cos, sin, sqrt
-    p = m.problem.vehicle
     joints = m.problem.track_joints
     sigma = sorted(m.s)
     idx = {s: i for i, s in enumerate(sigma)}

@@ -28,8 +28,7 @@ from typing import Optional
 import numpy as np
 import pyomo.environ as pyo
 
-from ..spatial.backend import mul, sub
-from ..spatial.chain import TrackJoint
+from ..spatial.backend import sub
 from ..vehicle import car as veh
 from ..vehicle import multibody_car as mbc
 from ..vehicle.schema import OPTIONAL_SECTIONS, SymbolicVehicle
@@ -37,6 +36,7 @@ from .common import (add_car_controls, add_derivative_vars, add_vehicle_block, c
                      discretize_on_track, finish_build, new_sector_model)
 from .full_model import (_FAMILY_DOCS, TRACK_INPUTS, VEHICLE_INPUTS, PointRows, add_point_rows,
                          adherence_rows, chain_scaling, rows_on_tape, set_car)
+from .point_rows import spatial_dae_rows, track_joint
 from .initialize import cold_start_profile
 from .vehicle_model import VehicleModel
 
@@ -66,8 +66,7 @@ _DOCS = {
 
 
 def _point(v: dict, t) -> tuple:
-    tj = TrackJoint(R=[t[0:3], t[3:6], t[6:9]], J=[1.0, 0, 0] + list(t[9:12]),
-                    dJ=[0, 0, 0] + list(t[12:15]), p=[0.0, 0.0, 0.0])
+    tj = track_joint(t)
     q = [0.0] + [v[k] for k in STATE_NAMES]
     qd = [v[k] for k in RATE_NAMES]
     u = [v[k] for k in veh.CONTROLS]
@@ -113,13 +112,7 @@ def record_multibody_rows(p, cfg) -> PointRows:
         tj, q, qd, u = _point(v, x["track"])
         e = mbc.multibody_equations(p, tree, tj, q, qd, u, namer=namer)
         ch = e.channels
-        q1d = v["q1_dot"]
-        for k in STATE_NAMES:
-            rows.append(("ode_q", k, sub(mul(q1d, v[f"d{k}_ds"]), v[f"{k}_dot"]), 0.0, 0.0, "interior"))
-        for k, name in enumerate(RATE_NAMES):
-            rows.append(("ode_qdot", k + 1, sub(mul(q1d, v[f"d{name}_ds"]), e.qdd[k]), 0.0, 0.0,
-                         "interior"))
-        rows.append(("ode_t", None, mul(q1d, v["dt_ds"]), 1.0, 1.0, "interior"))
+        rows[:] = spatial_dae_rows(v, STATE_NAMES, RATE_NAMES, e.qdd)
         rows.append(("power_limit", None, sub(ch["power"], p.P_max), None, 0.0, "all"))
         for key, body in adherence_rows(p, ch, cfg.adherence):
             rows.append(("adherence", key, body, None, 0.0, "all"))

@@ -30,18 +30,54 @@ from typing import Optional
 import numpy as np
 import pyomo.environ as pyo
 
-from ..spatial.backend import is_number
+from ..spatial.backend import is_number, mul, sub
+from ..spatial.chain import TrackJoint
 from .common import _Namer, _set_new, expression_setter
 from .vehicle_model import update_problem
 
 __all__ = ["TRACK_INPUTS", "RowFamily", "PointRows", "rows_on_tape", "track_numbers",
            "replay_rows", "add_recorded_rows", "add_point_rows", "shared_nodes",
-           "changed_named_points"]
+           "changed_named_points", "track_joint", "spatial_dae_rows"]
 
 TRACK_INPUTS = tuple(f"R[{k}]" for k in range(9)) + tuple(f"Om[{k}]" for k in range(3)) \
     + tuple(f"dOm[{k}]" for k in range(3))
 r"""The track numbers of one point the rows depend on: :math:`R_{0,1}` row by row,
 :math:`\Omega` and :math:`d\Omega/ds` (eq 12 with :math:`|p_{,q1}| = 1`)."""
+
+
+def track_joint(t) -> TrackJoint:
+    """The track joint of one point from its numbers :data:`TRACK_INPUTS` (any scalars: the
+    tape's symbols when the rows are recorded): :math:`R_{0,1}`, :math:`J = (1, 0, 0, \Omega)`,
+    :math:`dJ = (0, 0, 0, d\Omega/ds)` (eq 12 with :math:`|p_{,q1}| = 1`)."""
+    t = list(t)
+    return TrackJoint(R=[t[0:3], t[3:6], t[6:9]], J=[1.0, 0, 0] + t[9:12],
+                      dJ=[0, 0, 0] + t[12:15], p=[0.0, 0.0, 0.0])
+
+
+def spatial_dae_rows(v: dict, states, rates, qdd) -> list:
+    r"""The spatial DAE (39) at one point, multiplied through by :math:`\dot q_1 > 0`, as rows
+    ``(family, key, body, lower, upper, where)`` collocated at every point but the first:
+
+    * ``ode_q[k]`` (k in ``states``): :math:`\dot q_1\, dq_k/ds - \dot q_k = 0`;
+    * ``ode_qdot[k]`` (k = 1..len(rates)): :math:`\dot q_1\, d\dot q_k/ds - \ddot q_k = 0`;
+    * ``ode_t``: :math:`\dot q_1\, dt/ds = 1`.
+
+    Parameters
+    ----------
+    v : dict
+        The point's variables by name (``q2``, ``q2_dot``, ``dq2_ds``, ``dq2_dot_ds``, ``dt_ds`` ...).
+    states, rates : sequences of str
+        The joint coordinates besides ``q1`` and the rates, ``q1_dot`` first.
+    qdd : sequence
+        The accelerations of the rates' joints (from the ABA), in the order of ``rates``.
+    """
+    q1d = v["q1_dot"]
+    rows = [("ode_q", k, sub(mul(q1d, v[f"d{k}_ds"]), v[f"{k}_dot"]), 0.0, 0.0, "interior")
+            for k in states]
+    rows += [("ode_qdot", k + 1, sub(mul(q1d, v[f"d{name}_ds"]), qdd[k]), 0.0, 0.0, "interior")
+             for k, name in enumerate(rates)]
+    rows.append(("ode_t", None, mul(q1d, v["dt_ds"]), 1.0, 1.0, "interior"))
+    return rows
 
 
 @dataclasses.dataclass

@@ -49,7 +49,6 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ..spatial.backend import add, mul, sub
-from ..spatial.chain import TrackJoint
 from ..vehicle import car as veh
 from ..vehicle.schema import SymbolicVehicle
 from .full_model import (RATE_NAMES as FULL_RATES, STATE_NAMES as FULL_STATES, VEHICLE_INPUTS,
@@ -59,7 +58,8 @@ from ..vehicle.numeric import AlgebraicLoopError, CarFunctions, track_vector
 from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_vehicle_block,
                      car_control_bounds, discretize_on_track, finish_build, new_sector_model,
                      scale_variables, set_within_bounds)
-from .point_rows import TRACK_INPUTS, PointRows, add_point_rows, rows_on_tape
+from .point_rows import (TRACK_INPUTS, PointRows, add_point_rows, rows_on_tape, spatial_dae_rows,
+                         track_joint)
 from ..vehicle.single_track_car import (_ABS_EPS2, ALGEBRAIC, RATE_NAMES, STATE_NAMES,  # noqa: F401
                                _clip_unit, build_chain, fiala_axle, single_track_equations)
 from .vehicle_model import VehicleModel
@@ -165,20 +165,12 @@ def record_single_track_rows(p, cfg) -> PointRows:
     def fn(namer, x):
         p = SymbolicVehicle(car, dict(zip(VEHICLE_INPUTS, x["vehicle"])))
         v = dict(zip(POINT_VARIABLES, x["x"]))
-        t = list(x["track"])
-        tj = TrackJoint(R=[t[0:3], t[3:6], t[6:9]], J=[1.0, 0, 0] + t[9:12],
-                        dJ=[0, 0, 0] + t[12:15], p=[0.0, 0.0, 0.0])
-        e = single_track_equations(p, build_chain(p), tj, [0.0, v["q2"], v["q3"]],
-                                   [v[k] for k in RATE_NAMES], [v[k] for k in veh.CONTROLS],
-                                   [v[k] for k in ALGEBRAIC], namer=namer)
+        e = single_track_equations(p, build_chain(p), track_joint(x["track"]),
+                                   [0.0, v["q2"], v["q3"]], [v[k] for k in RATE_NAMES],
+                                   [v[k] for k in veh.CONTROLS], [v[k] for k in ALGEBRAIC],
+                                   namer=namer)
         ch = e.channels
-        q1d = v["q1_dot"]
-        for k in STATE_NAMES:
-            rows.append(("ode_q", k, sub(mul(q1d, v[f"d{k}_ds"]), v[f"{k}_dot"]), 0.0, 0.0, "interior"))
-        for k in range(1, 4):
-            rows.append(("ode_qdot", k, sub(mul(q1d, v[f"dq{k}_dot_ds"]), e.qdd[k - 1]), 0.0, 0.0,
-                         "interior"))
-        rows.append(("ode_t", None, mul(q1d, v["dt_ds"]), 1.0, 1.0, "interior"))
+        rows[:] = spatial_dae_rows(v, STATE_NAMES, RATE_NAMES, e.qdd)
         for k in range(2):
             rows.append(("loads_eq", k, e.load_residuals[k], 0.0, 0.0, "all"))
         for k in range(3):
