@@ -451,10 +451,15 @@ def add_recorded_rows(m, rec: PointRows, values, tp, sigma, idx, record_built: b
 def changed_named_points(rec: PointRows) -> set:
     """The points (positions in :attr:`PointRows.points`) whose named expressions ``m.car.*``
     were changed since the build (an entry's argument tuple is no longer the one built)."""
+    import itertools
+    import operator
     idx = {s: i for i, s in enumerate(rec.points)}
     bad = set()
+    now = operator.attrgetter("_args_")
     for comp, entries, args in rec.named:
-        changed = [k for k, (e, a) in enumerate(zip(entries, args)) if e._args_ is not a]
+        # C-level loops: 1.2 million entries on a lap
+        changed = list(itertools.compress(itertools.count(),
+                                          map(operator.is_not, map(now, entries), args)))
         if changed:
             keys = list(comp.keys())
             bad.update(idx[keys[k][0] if isinstance(keys[k], tuple) else keys[k]] for k in changed)
