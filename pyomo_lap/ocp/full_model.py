@@ -361,7 +361,7 @@ def add_channel_expressions(m) -> None:
     the model's ``m.vehicle.powertrain.brake_ratio`` and ``m.vehicle.gravity``.
     """
     from ..spatial import lie
-    from ..spatial.backend import cos, sin, sqrt
+    from ..spatial.backend import cos, sin, sqrt, total
     joints = m.problem.track_joints
     sigma = sorted(m.s)
     idx = {s: i for i, s in enumerate(sigma)}
@@ -374,23 +374,21 @@ def add_channel_expressions(m) -> None:
     def v3(s):
         return [named("V3", k, s) for k in range(6)]
 
-    done = {}
-
     def acc(s):
-        if s not in done:
-            R = joints[idx[s]].R
-            q3 = m.q3[s]
-            R03 = lie.matmul3(R, lie.rot_axis(2, cos(q3), sin(q3)))
-            a3 = [named("a3", k, s) for k in range(3)]
-            done.clear()
-            done[s] = veh.o3_acceleration(v3(s), a3, R03[2], vehicle_var(m, "gravity"))
-        return done[s]
+        R = joints[idx[s]].R
+        q3 = m.q3[s]
+        Rz = lie.rot_axis(2, cos(q3), sin(q3))
+        # the third row of R03 = R01 Rz(q3) (the ground's z axis in {B3}): only it is used
+        row_z = [total(mul(R[2][k], Rz[k][j]) for k in range(3)) for j in range(3)]
+        a3 = [named("a3", k, s) for k in range(3)]
+        return veh.o3_acceleration(v3(s), a3, row_z, vehicle_var(m, "gravity"))
 
+    a_xyz = {s: acc(s) for s in sigma}         # a_x and a_y of a point from one evaluation
     m.speed = pyo.Expression(m.s, rule=lambda m, s: sqrt(named("V3", 0, s) ** 2 + named("V3", 1, s) ** 2),
                              doc="speed of O3, sqrt(v_3x^2 + v_3y^2) [m/s]")
-    m.a_x = pyo.Expression(m.s, rule=lambda m, s: acc(s)[0],
+    m.a_x = pyo.Expression(m.s, rule=lambda m, s: a_xyz[s][0],
                            doc="longitudinal acceleration of O3 in {B3} without gravity, + forward [m/s^2]")
-    m.a_y = pyo.Expression(m.s, rule=lambda m, s: acc(s)[1],
+    m.a_y = pyo.Expression(m.s, rule=lambda m, s: a_xyz[s][1],
                            doc="lateral acceleration of O3 in {B3} without gravity, + left [m/s^2]")
     for axle in ("1", "2"):
         m.add_component(f"alpha_{axle}", pyo.Expression(
