@@ -652,9 +652,11 @@ class LapNLP:
                 W0[:, nw + j] = float(v.value)
                 if not v.fixed:
                     XIDX[needed[:, nw + j], nw + j] = self._var_id(v)
+        points = list(rec.points)
         for k, comp in enumerate(comps):
-            for i, s in enumerate(rec.points):
-                vd = comp[s]
+            keys, datas = zip(*comp.items()) if len(comp) == N else ((), ())
+            datas = datas if list(keys) == points else [comp[s] for s in points]
+            for i, vd in enumerate(datas):
                 if vd.value is not None:
                     W0[i, k] = vd.value
                 if needed[i, k]:
