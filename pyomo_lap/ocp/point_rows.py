@@ -46,7 +46,7 @@ r"""The track numbers of one point the rows depend on: :math:`R_{0,1}` row by ro
 
 
 def track_joint(t) -> TrackJoint:
-    """The track joint of one point from its numbers :data:`TRACK_INPUTS` (any scalars: the
+    r"""The track joint of one point from its numbers :data:`TRACK_INPUTS` (any scalars: the
     tape's symbols when the rows are recorded): :math:`R_{0,1}`, :math:`J = (1, 0, 0, \Omega)`,
     :math:`dJ = (0, 0, 0, d\Omega/ds)` (eq 12 with :math:`|p_{,q1}| = 1`)."""
     t = list(t)
