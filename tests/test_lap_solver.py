@@ -421,6 +421,25 @@ def test_replaced_row_and_named_expression_fall_back(track, vehicle, reference):
     assert pyo.value(m.lap_time) == pytest.approx(pyo.value(ref.lap_time), rel=1e-6)
 
 
+@pytest.mark.component
+def test_a_changed_named_expression_is_found_at_its_point_after_an_entry_was_added(track, vehicle):
+    """The check of the named expressions maps a changed entry to its point by the keys the
+    build had: an entry the user adds to the sparse m.car.cse (iterated in index order, so it
+    shifts the later ones) does not move the change to another point."""
+    from pyomo_lap.ocp.point_rows import changed_named_points
+    m = sector(track, vehicle, named=True)
+    rec = m.problem.point_rows
+    S = list(rec.points)
+    assert changed_named_points(rec) == set()
+    cse = m.car.cse
+    used = set(cse.keys())
+    new = next((S[0], k) for k in m.car.cse_index if (S[0], k) not in used)
+    cse[new] = 0.0                                   # added at the first point
+    last = next(k for k in cse.keys() if k[0] == S[-1])
+    cse[last].set_value(cse[last].expr * 1.0)        # changed at the last point
+    assert changed_named_points(rec) == {len(S) - 1}
+
+
 # --------------------------------------------------------------------------------------------
 # 6. a corrupted tape is refused
 # --------------------------------------------------------------------------------------------
