@@ -111,7 +111,9 @@ def test_the_single_track_car_changed_in_place_is_the_new_build(track):
     ma = build_model(track, a, model="single-track", **SECTOR)
     mb = build_model(track, b, model="single-track", **SECTOR)
     assert ma.vehicle.mass.total.value == a.m
+    sf = ma.scaling_factor
     assert set_vehicle(ma, b) is ma
+    assert ma.scaling_factor is sf                     # changed in place, not replaced
     initialize_model(ma)
     initialize_model(mb)
     _same_model(ma, mb)

@@ -455,7 +455,7 @@ def set_full_vehicle(m, vehicle: veh.VehicleParameters) -> None:
 
 def set_car(m, vehicle, chain, bounds: dict, set_scaling: Callable) -> None:
     """What :func:`set_full_vehicle` does, for any model whose rows take the car's parameters
-    as ``m.vehicle.*`` (the full and the multibody car): the values, ``m.problem`` (``vehicle``,
+    as ``m.vehicle.*`` (the full, single-track and multibody car): the values, ``m.problem`` (``vehicle``,
     ``chain``: the new car's chain or tree, ``initial_speed``), the variables' ``bounds``
     (``{name: (lower, upper)}``), the track limits, the fixed entry speed and the scaling
     (``set_scaling(m)``). Raises as :func:`set_full_vehicle`, before anything changes."""

@@ -1,8 +1,8 @@
 r"""The rows of one point of the OCP, recorded once and replayed at every point of the mesh.
 
-What the full and the multibody car share (:mod:`pyomo_lap.ocp.full_model`,
-:mod:`pyomo_lap.ocp.multibody`): their per-point rows (the spatial DAE, the algebraic
-equations, the path constraints) are written once as a function of
+What the full, the single-track and the multibody car share (:mod:`pyomo_lap.ocp.full_model`,
+:mod:`pyomo_lap.ocp.single_track`, :mod:`pyomo_lap.ocp.multibody`): their per-point rows (the
+spatial DAE, the algebraic equations, the path constraints) are written once as a function of
 
 * the point's variables (``m.<name>[s]``, :attr:`PointRows.variables`),
 * the track's numbers there (:data:`TRACK_INPUTS`: the frame, :math:`\Omega`,
@@ -466,8 +466,8 @@ def changed_named_points(rec: PointRows) -> set:
 
 def add_point_rows(m, rec: PointRows, chain, tp, sigma, idx, cfg, progress, lift=(),
                    user_tags=(), docs: Optional[dict] = None) -> None:
-    """Replay the recorded rows at every point into the model (what the full and the
-    multibody car share): ``m.problem`` gets the chain and the rows, the rows become the
+    """Replay the recorded rows at every point into the model (what the full, single-track and
+    multibody cars share): ``m.problem`` gets the chain and the rows, the rows become the
     ``Constraint`` components (:func:`add_recorded_rows`), the speed of the ``speed_min`` row
     the named expression ``m.v_3x[s]``.
 

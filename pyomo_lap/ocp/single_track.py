@@ -92,7 +92,7 @@ def build_single_track_model(track, vehicle: veh.VehicleParameters, cfg, t0: Opt
     """Build and discretize the minimum-time OCP of the single-track model on a sector.
 
     The ``build`` of :data:`SINGLE_TRACK_MODEL`, called by :func:`pyomo_lap.ocp.build.build_model`
-    with option ``model='single-track'`` (``progress`` is not called); same
+    with option ``model='single-track'`` (``progress`` as there); same
     options, mesh, objective (41), power limit, track limits and entry conditions as the full
     model. Differences: states ``q2, q3, q1_dot..q3_dot, t``; algebraic ``f_1z, f_2z, f_3x,
     f_3y, m_3z``; adherence per axle (friction ellipse) and the Fiala range
@@ -213,7 +213,9 @@ def set_single_track_vehicle(m, vehicle: veh.VehicleParameters) -> None:
 
 def _set_scaling(m) -> None:
     p = m.problem.vehicle
-    sf = m.scaling_factor = pyo.Suffix(direction=pyo.Suffix.EXPORT)
+    sf = m.component("scaling_factor")        # kept when the model's car changes (set_vehicle)
+    if sf is None:
+        sf = m.scaling_factor = pyo.Suffix(direction=pyo.Suffix.EXPORT)
     F = 1.0 / (p.m * p.gravity / 4)
     L = m.problem.sector_length
     typical = {"q2": 1.0, "q3": 10.0, "q1_dot": 0.05, "q2_dot": 1.0, "q3_dot": 2.0,
