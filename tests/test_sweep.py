@@ -260,12 +260,16 @@ def test_a_case_whose_workers_keep_dying_is_a_lost_row_that_resume_runs_again(cl
                       plots=False, _crash_once=[cases[1]["id"]], **JOB)
     finally:
         scheduler.allowed_failures = allowed
-    assert list(table["status"]) == ["solved", "lost"]
-    assert "KilledWorker" in table["reason"][1]
+    assert table["status"][1] == "lost" and "KilledWorker" in table["reason"][1]
+    # the other case is solved, or lost with it when Dask had queued it on the worker that died
+    # (a worker may hold a second task behind the running one): also a KilledWorker row
+    assert table["status"][0] == "solved" or "KilledWorker" in table["reason"][0]
+    finished = int((table["status"] == "solved").sum())
     said = []
     table = sweep(["mass.total=240,250"], out=out, client=client, echo=said.append,
                   plots=False, resume=True, **JOB)
-    assert said[0].startswith("sweep of 2 cases (1 already finished, 1 to run)"), said
+    assert said[0].startswith(f"sweep of 2 cases ({finished} already finished, "
+                              f"{2 - finished} to run)"), said
     assert list(table["status"]) == ["solved", "solved"]
     warm = table["warm_start_from"][1] != -1       # a warm start ends within IPOPT's tolerance
     assert table["lap_time_s"][1] == pytest.approx(one_by_one[250.0], rel=1e-6 if warm else 1e-9)
