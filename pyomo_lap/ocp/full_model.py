@@ -35,7 +35,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ..vehicle import car as veh
-from ..vehicle.schema import SECTIONS, SymbolicVehicle
+from ..vehicle.schema import SECTIONS
 from ..spatial.backend import add, is_number, mul, sub
 from .initialize import cold_start_profile
 from ..vehicle.numeric import CarFunctions, track_vector
@@ -104,16 +104,10 @@ def record_point_rows(p, cfg) -> PointRows:
     -------
     PointRows
     """
-
-    groups = {"x": len(POINT_VARIABLES), "track": len(TRACK_INPUTS)}
-    rows = []          # (family, key, node, lower, upper, where)
-
-    def fn(namer, x):
-        sym = SymbolicVehicle(p, dict(zip(VEHICLE_INPUTS, x["vehicle"])))
-        rows[:] = point_row_list(sym, veh.build_chain(sym), cfg, x["x"], x["track"], namer)
-        return [r[2] for r in rows]
-
-    return rows_on_tape(fn, groups, rows, POINT_VARIABLES, VEHICLE_INPUTS)
+    return rows_on_tape(
+        lambda sym, v, track, namer: point_row_list(sym, veh.build_chain(sym), cfg,
+                                                    [v[k] for k in POINT_VARIABLES], track, namer),
+        p, POINT_VARIABLES, VEHICLE_INPUTS)
 
 
 def point_row_list(p, chain, cfg, x, track, namer=None) -> list:

@@ -31,7 +31,7 @@ import pyomo.environ as pyo
 from ..spatial.backend import sub
 from ..vehicle import car as veh
 from ..vehicle import multibody_car as mbc
-from ..vehicle.schema import OPTIONAL_SECTIONS, SymbolicVehicle
+from ..vehicle.schema import OPTIONAL_SECTIONS
 from .common import (add_car_controls, add_derivative_vars, add_vehicle_block, car_control_bounds,
                      discretize_on_track, finish_build, new_sector_model)
 from .full_model import (_FAMILY_DOCS, TRACK_INPUTS, VEHICLE_INPUTS, PointRows, add_point_rows,
@@ -101,18 +101,12 @@ def record_multibody_rows(p, cfg) -> PointRows:
     PointRows
         With ``variables = POINT_VARIABLES``.
     """
-    groups = {"x": len(POINT_VARIABLES), "track": len(TRACK_INPUTS)}
-    rows = []
-    car = p
-
-    def fn(namer, x):
-        p = SymbolicVehicle(car, dict(zip(MULTIBODY_VEHICLE_INPUTS, x["vehicle"])))
+    def point_rows(p, v, track, namer):
         tree = mbc.build_tree(p)
-        v = dict(zip(POINT_VARIABLES, x["x"]))
-        tj, q, qd, u = _point(v, x["track"])
+        tj, q, qd, u = _point(v, track)
         e = mbc.multibody_equations(p, tree, tj, q, qd, u, namer=namer)
         ch = e.channels
-        rows[:] = spatial_dae_rows(v, STATE_NAMES, RATE_NAMES, e.qdd)
+        rows = spatial_dae_rows(v, STATE_NAMES, RATE_NAMES, e.qdd)
         rows.append(("power_limit", None, sub(ch["power"], p.P_max), None, 0.0, "all"))
         for key, body in adherence_rows(p, ch, cfg.adherence):
             rows.append(("adherence", key, body, None, 0.0, "all"))
@@ -122,9 +116,9 @@ def record_multibody_rows(p, cfg) -> PointRows:
         if not cfg.periodic:
             for k in range(4, 11):
                 rows.append(("settled_start", k, e.qdd[k - 1], 0.0, 0.0, "first"))
-        return [r[2] for r in rows]
+        return rows
 
-    return rows_on_tape(fn, groups, rows, POINT_VARIABLES, MULTIBODY_VEHICLE_INPUTS)
+    return rows_on_tape(point_rows, p, POINT_VARIABLES, MULTIBODY_VEHICLE_INPUTS)
 
 
 def build_multibody_model(track, vehicle, cfg, t0: Optional[float] = None,

@@ -177,20 +177,20 @@ class PointRows:
                              + tuple(self.vehicle_inputs), salt)
 
 
-def rows_on_tape(fn, groups: dict, rows: list, variables: tuple,
-                 vehicle_inputs: tuple = ()) -> PointRows:
-    """Record one point's rows on a tape and group them into families.
+def rows_on_tape(point_rows, car, variables: tuple, vehicle_inputs: tuple) -> PointRows:
+    """Record one point's rows on a tape and group them into families (what the full, the
+    single-track and the multibody recording share).
 
     Parameters
     ----------
-    fn : callable
-        ``fn(namer, x) -> list of expressions``; ``x`` has the groups' symbols (``x["x"]``,
-        ``x["track"]`` and, with ``vehicle_inputs``, ``x["vehicle"]``); fills ``rows`` with
-        tuples ``(family, key, node, lower, upper, where)`` as it runs.
-    groups : dict
-        ``{"x": number of point variables, "track": number of track inputs}``.
-    rows : list
-        The list ``fn`` fills.
+    point_rows : callable
+        ``point_rows(p, v, track, namer) -> list of (family, key, body, lower, upper, where)``:
+        the rows of one point, given the car ``p`` (a
+        :class:`~pyomo_lap.vehicle.schema.SymbolicVehicle` whose ``vehicle_inputs`` are the
+        tape's symbols), the point's variables ``v`` (``{name: symbol}``), the track numbers
+        (a list in the order of :data:`TRACK_INPUTS`) and the tape's ``namer``.
+    car : VehicleParameters
+        Gives what is not a symbol (the car's name, an absent optional section).
     variables : tuple of str
         The point variables in tape order.
     vehicle_inputs : tuple of str
@@ -202,9 +202,15 @@ def rows_on_tape(fn, groups: dict, rows: list, variables: tuple,
         The tape, with its inputs named after the model's components, its outputs and families.
     """
     from ..spatial.tape import record
-    groups = dict(groups)
-    if vehicle_inputs:
-        groups["vehicle"] = len(vehicle_inputs)
+    from ..vehicle.schema import SymbolicVehicle
+    rows = []           # (family, key, body, lower, upper, where)
+
+    def fn(namer, x):
+        p = SymbolicVehicle(car, dict(zip(vehicle_inputs, x["vehicle"])))
+        rows[:] = point_rows(p, dict(zip(variables, x["x"])), list(x["track"]), namer)
+        return [r[2] for r in rows]
+
+    groups = {"x": len(variables), "track": len(TRACK_INPUTS), "vehicle": len(vehicle_inputs)}
     tape, outs = record(fn, groups)
     # the tape's inputs are named x[i] / track[i] / vehicle[i]: rename them
     names = {f"x[{i}]": n for i, n in enumerate(variables)}

@@ -50,7 +50,6 @@ import pyomo.environ as pyo
 
 from ..spatial.backend import add, mul, sub
 from ..vehicle import car as veh
-from ..vehicle.schema import SymbolicVehicle
 from .full_model import (RATE_NAMES as FULL_RATES, STATE_NAMES as FULL_STATES, VEHICLE_INPUTS,
                          _FAMILY_DOCS, set_car)
 from .initialize import cold_start_profile, initialize_from_solution, initialize_model
@@ -58,7 +57,7 @@ from ..vehicle.numeric import AlgebraicLoopError, CarFunctions, track_vector
 from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_vehicle_block,
                      car_control_bounds, discretize_on_track, finish_build, new_sector_model,
                      scale_variables, set_within_bounds)
-from .point_rows import (TRACK_INPUTS, PointRows, add_point_rows, rows_on_tape, spatial_dae_rows,
+from .point_rows import (PointRows, add_point_rows, rows_on_tape, spatial_dae_rows,
                          track_joint)
 from ..vehicle.single_track_car import (_ABS_EPS2, ALGEBRAIC, RATE_NAMES, STATE_NAMES,  # noqa: F401
                                _clip_unit, build_chain, fiala_axle, single_track_equations)
@@ -158,19 +157,13 @@ def record_single_track_rows(p, cfg) -> PointRows:
     PointRows
         With ``variables = POINT_VARIABLES``.
     """
-    groups = {"x": len(POINT_VARIABLES), "track": len(TRACK_INPUTS)}
-    rows = []
-    car = p
-
-    def fn(namer, x):
-        p = SymbolicVehicle(car, dict(zip(VEHICLE_INPUTS, x["vehicle"])))
-        v = dict(zip(POINT_VARIABLES, x["x"]))
-        e = single_track_equations(p, build_chain(p), track_joint(x["track"]),
+    def point_rows(p, v, track, namer):
+        e = single_track_equations(p, build_chain(p), track_joint(track),
                                    [0.0, v["q2"], v["q3"]], [v[k] for k in RATE_NAMES],
                                    [v[k] for k in veh.CONTROLS], [v[k] for k in ALGEBRAIC],
                                    namer=namer)
         ch = e.channels
-        rows[:] = spatial_dae_rows(v, STATE_NAMES, RATE_NAMES, e.qdd)
+        rows = spatial_dae_rows(v, STATE_NAMES, RATE_NAMES, e.qdd)
         for k in range(2):
             rows.append(("loads_eq", k, e.load_residuals[k], 0.0, 0.0, "all"))
         for k in range(3):
@@ -185,9 +178,9 @@ def record_single_track_rows(p, cfg) -> PointRows:
             ups = ch[f"upsilon_{k}"]
             rows.append(("fiala_range", k, mul(ups, ups), None, 1.0, "all"))
         rows.append(("speed_min", None, ch["v_3x"], cfg.v_min, None, "all"))
-        return [r[2] for r in rows]
+        return rows
 
-    return rows_on_tape(fn, groups, rows, POINT_VARIABLES, VEHICLE_INPUTS)
+    return rows_on_tape(point_rows, p, POINT_VARIABLES, VEHICLE_INPUTS)
 
 
 def axle_load_bounds(p) -> dict:
