@@ -32,7 +32,7 @@ import pyomo.environ as pyo
 
 from ..spatial.backend import is_number, mul, sub
 from ..spatial.chain import TrackJoint
-from .common import _Namer, _set_new, expression_setter
+from .common import _Namer, _set_new, entries_at, expression_setter
 from .vehicle_model import update_problem
 
 __all__ = ["TRACK_INPUTS", "RowFamily", "PointRows", "rows_on_tape", "track_numbers",
@@ -338,12 +338,9 @@ def replay_rows(m, rec: PointRows, tp, sigma, named: bool, progress, user_tags) 
     cse = m.car.component("cse")
     set_cse = expression_setter(cse) if named else None
     comps = [m.component(name) for name in rec.variables]
-    columns = []          # the variables of each component at every point, in point order
     n = len(sigma)
-    for c in comps:
-        keys, datas = zip(*c.items()) if len(c) == n else ((), ())
-        columns.append(list(datas) if list(keys) == list(sigma) else [c[s] for s in sigma])
-    point_vars = list(zip(*columns))
+    # the variables of each component at every point, in point order
+    point_vars = list(zip(*(entries_at(c, sigma) for c in comps)))
     values = [None] * n
     done = 0
     for replay, pts, nums, _ in groups:

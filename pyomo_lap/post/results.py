@@ -154,7 +154,8 @@ def _point_values(m, name: str, sigma: list) -> np.ndarray:
     if comp is None:
         raise AttributeError(f"the model has no component {name!r}")
     if comp.ctype is pyo.Var:
-        data = [comp[s] for s in sigma]
+        from ..ocp.common import entries_at
+        data = entries_at(comp, sigma)
         vals = [d.value for d in data]
         for d, x in zip(data, vals):
             if x is None:
@@ -1072,7 +1073,7 @@ def _write_locked(out_dir: Path, df, summary, vehicle_params, partial, n_sectors
         echo("  writing trajectory.csv")
         _write_csv(tmp / "trajectory.csv", table)
         echo("  writing trajectory.parquet")
-        _write_parquet(tmp / "trajectory.parquet", table, df, summary)
+        _write_parquet(tmp / "trajectory.parquet", table, summary)
         with open(tmp / "summary.json", "w") as fh:
             json.dump(summary, fh, indent=2, default=_json_default)
         if solution is not None:
@@ -1386,12 +1387,13 @@ def _write_csv(path: Path, table) -> None:
     pacsv.write_csv(table.rename_columns(names), path)
 
 
-def _write_parquet(path: Path, table, df: pd.DataFrame, summary: dict) -> None:
-    """``trajectory.parquet``: the Arrow ``table`` of ``df`` with the units and the summary in
-    its schema metadata (``pyomo_lap.units``, ``pyomo_lap.summary``)."""
+def _write_parquet(path: Path, table, summary: dict) -> None:
+    """``trajectory.parquet``: the Arrow ``table`` of the trajectory with the units and the
+    summary in its schema metadata (``pyomo_lap.units``, ``pyomo_lap.summary``)."""
     import pyarrow.parquet as pq
     meta = dict(table.schema.metadata or {})
-    meta[b"pyomo_lap.units"] = json.dumps({c: UNITS[c] for c in df.columns if c in UNITS}).encode()
+    meta[b"pyomo_lap.units"] = json.dumps({c: UNITS[c] for c in table.column_names
+                                            if c in UNITS}).encode()
     meta[b"pyomo_lap.summary"] = json.dumps(summary, default=_json_default).encode()
     pq.write_table(table.replace_schema_metadata(meta), path)
 

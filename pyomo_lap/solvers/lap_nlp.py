@@ -652,11 +652,9 @@ class LapNLP:
                 W0[:, nw + j] = float(v.value)
                 if not v.fixed:
                     XIDX[needed[:, nw + j], nw + j] = self._var_id(v)
-        points = list(rec.points)
+        from ..ocp.common import entries_at
         for k, comp in enumerate(comps):
-            keys, datas = zip(*comp.items()) if len(comp) == N else ((), ())
-            datas = datas if list(keys) == points else [comp[s] for s in points]
-            for i, vd in enumerate(datas):
+            for i, vd in enumerate(entries_at(comp, rec.points)):
                 if vd.value is not None:
                     W0[i, k] = vd.value
                 if needed[i, k]:
