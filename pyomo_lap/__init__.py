@@ -32,11 +32,23 @@ from .ocp.build import build_model, OCP_CONFIG  # noqa: E402
 from .ocp.initialize import initialize_model  # noqa: E402
 from .solvers.solve import solve_model, SolveReport, SolverNotFoundError, SolveInterrupted  # noqa: E402
 from .solvers import lap_solver  # noqa: E402,F401  (registers the solver 'lap_ipopt' with Pyomo)
-from .post.results import trajectory_dataframe, write_results, read_trajectory  # noqa: E402
 from .api import solve_sector, SolveFailedError  # noqa: E402
-from .post.plots import plot_results  # noqa: E402  (matplotlib is imported when plotting)
-from .post.plots import compare_runs  # noqa: E402
-from .sweeps import sweep, SweepSpecError  # noqa: E402  (Dask is imported when a sweep runs)
+
+_LAZY = {"trajectory_dataframe": "post.results", "write_results": "post.results",
+         "read_trajectory": "post.results", "plot_results": "post.plots",
+         "compare_runs": "post.plots", "sweep": "sweeps", "SweepSpecError": "sweeps"}
+"""Names of the package imported on first use (PEP 562): their modules need pandas (0.2 s of
+every run's start), which a solve imports while IPOPT works (:func:`pyomo_lap.api.solve_sector`);
+matplotlib and Dask are imported when plotting or sweeping."""
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "Track", "TrackPoints", "load_track", "available_tracks", "TrackDataError",

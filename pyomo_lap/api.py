@@ -25,9 +25,9 @@ from pyomo.common.config import ConfigDict, ConfigValue, document_kwargs_from_co
 from . import __version__
 from .ocp.initialize import initialize_model
 from .ocp.build import build_model
-from .post.results import trajectory_dataframe, write_results
 from .solvers.solve import solve_model
 from .track.geometry import load_track
+from .util.overlap import while_solver_runs
 from .util.domains import (Anything, DictOrNone, IntBetween, OneOf, PathOrNone,
                            error_text)
 from .vehicle.car import load_vehicle
@@ -599,7 +599,8 @@ def _solve_sector(cfg, echo, progress, model_cache, held: list):
     _load_inputs(job)               # track, sector, car, solver, results folder
     _build_or_reuse(job)            # the model (kept in model_cache or built)
     _initial_guess(job)             # initial guess, warm starts, free parameters
-    _solve_job(job)                 # the solve (again from the usual start if a warm one fails)
+    with while_solver_runs(_post_imports(job.out_dir is not None)):
+        _solve_job(job)             # the solve (again from the usual start if a warm one fails)
     _summarize(job)                 # summary.json's content
     _channels_and_export(job)       # the channels, sensitivities, files
     if not job.rep.ok:
@@ -609,6 +610,29 @@ def _solve_sector(cfg, echo, progress, model_cache, held: list):
                                f"{job.rep.describe()}.{kept}", job.rep, job.where)
     echo(result_line(job.summary, cfg.periodic))
     return SectorResults(job.m, job.rep, job.df, job.summary, job.sens)
+
+
+_AFTER_THE_SOLVE = ("pyomo_lap.post.results", "pyomo_lap.post.quality")
+"""Modules the channels need after every solve (pandas among them: 0.2 s)."""
+_FOR_THE_EXPORT = ("pyarrow.csv", "pyarrow.parquet", "xlsxwriter")
+"""Modules the export needs after the solve (:func:`pyomo_lap.post.results.write_results`)."""
+
+
+def _post_imports(export: bool) -> Callable[[], None]:
+    """The imports of the channels (and of the export, when ``export``), to run while IPOPT
+    works (:func:`pyomo_lap.util.overlap.while_solver_runs`): 0.2-0.3 s of every solve no
+    longer waited for after it on a machine with a second core. The later imports of the
+    same modules wait for one under way (Python's per-module import locks); one that fails
+    here fails again, with its message, where the module is used."""
+    import importlib
+
+    def work():
+        for name in _AFTER_THE_SOLVE + (_FOR_THE_EXPORT if export else ()):
+            try:
+                importlib.import_module(name)
+            except Exception:   # noqa: BLE001  (raised again, with its message, where used)
+                pass
+    return work
 
 
 def _check_job(job) -> None:
@@ -681,7 +705,7 @@ def _load_inputs(job) -> None:
         _check_free_before_build(p, job.model, cfg.periodic, job.ocp_options, cfg)
     ensure_solver(cfg.solver)  # fail before building when the solver is missing
     if job.out_dir is not None:
-        from .post.results import check_output_dir
+        from .post.folders import check_output_dir
         # fail before building when OUT is unusable, holds files of the user's or another run
         # writes into it; locked from here to the end (released by solve_sector)
         job.out_dir = check_output_dir(job.out_dir, echo=echo, hold=job.held)
@@ -912,6 +936,7 @@ def _channels_and_export(job) -> None:
     timing = summary["timing"]
     t_out = time.perf_counter()
     try:
+        from .post.results import trajectory_dataframe
         df = trajectory_dataframe(m, progress=job.progress)
     except Exception as exc:
         if rep.ok:
@@ -1020,7 +1045,7 @@ def _write_or_fallback(out_dir: Path, df, summary: dict, params: dict, rep, echo
     """write_results, and when that fails (disk full, folder removed, permissions), the same
     files in a fresh folder of the temporary directory: a result is never lost."""
     import tempfile
-    from .post.results import FolderNotReplaceableError
+    from .post.results import FolderNotReplaceableError, write_results
     try:
         where = write_results(out_dir, df, summary, params, partial=not rep.ok, n_sectors=n_sectors,
                               solution=solution, echo=_recovery_only(echo))

@@ -10,7 +10,7 @@ import _solved_sector as sector
 from pyomo_lap import load_vehicle
 from pyomo_lap.vehicle import car as veh
 from pyomo_lap.spatial.chain import TrackJoint
-from pyomo_lap.vehicle.numeric import CarFunctions, track_vector
+from pyomo_lap.vehicle.numeric import CarFunctions, joint_from_vector, track_vector
 from pyomo_lap.post.replay import replay
 from pyomo_lap.post.simulate import CollocationControls, PiecewiseControls, controls_from_trajectory, simulate
 
@@ -41,6 +41,37 @@ def test_traced_equations_equal_the_python_evaluation():
         ch = cf.channels(track_vector(tj), q, qd, u, z_ca)
         assert ch["alpha_1"] == pytest.approx(float(e.channels["alpha_1"]), rel=1e-9)
 
+
+
+@pytest.mark.unit
+def test_many_points_at_once_equal_point_by_point():
+    """CarFunctions.evaluate_many (the cold start's evaluation of all points at once) gives the
+    numbers of car_equations on Python floats at each point, and exactly those of
+    CarFunctions.evaluate point by point."""
+    p = load_vehicle("fsae")
+    chain = veh.build_chain(p)
+    cf = CarFunctions(p)
+    rng = np.random.default_rng(11)
+    n = 7
+    trk, Q, QD, U, Z = [], [], [], [], []
+    for _ in range(n):
+        tj = TrackJoint(R=np.eye(3).tolist(), J=[1.0, 0, 0, *rng.uniform(-0.01, 0.01, 3)],
+                        dJ=[0, 0, 0, *rng.uniform(-1e-3, 1e-3, 3)])
+        trk.append(track_vector(tj))
+        Q.append([0.0, rng.uniform(-2, 2), rng.uniform(-0.03, 0.03), rng.uniform(-0.03, -0.01),
+                  rng.uniform(-0.005, 0.005), rng.uniform(-0.005, 0.005)])
+        QD.append([rng.uniform(15, 40), *rng.uniform(-0.1, 0.1, 5)])
+        U.append([rng.uniform(0, 800), rng.uniform(-800, 0), rng.uniform(-0.03, 0.03)])
+        Z.append([*rng.uniform(300, 900, 4), *rng.uniform(-500, 500, 3)])
+    qdd, res = cf.evaluate_many(np.array(trk), np.array(Q), np.array(QD), np.array(U), np.array(Z))
+    assert qdd.shape == (n, 6) and res.shape == (n, 7)
+    for i in range(n):
+        one = cf.evaluate(trk[i], Q[i], QD[i], U[i], Z[i])
+        assert np.array_equal(qdd[i], one[0]) and np.array_equal(res[i], one[1])
+        e = veh.car_equations(p, chain, joint_from_vector(trk[i]), Q[i], QD[i], U[i], Z[i])
+        assert qdd[i] == pytest.approx([float(x) for x in e.qdd], rel=1e-9, abs=1e-9)
+        assert res[i] == pytest.approx([float(x) for x in list(e.load_residuals) + list(e.inplane_residuals)],
+                                       rel=1e-9, abs=1e-6)
 
 @pytest.mark.unit
 def test_control_laws_and_inputs_are_checked():

@@ -39,7 +39,7 @@ from ..vehicle.schema import SECTIONS
 from ..spatial.backend import add, is_number, mul, sub
 from .initialize import cold_start_profile
 from ..vehicle.numeric import CarFunctions, track_vector
-from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_vehicle_block,
+from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_vehicle_block, entries_at,
                      car_control_bounds, control_states, scale_control_rates, vehicle_var,
                      discretize_on_track, entry_speed, finish_build, new_sector_model,
                      scale_variables, set_bounds, set_track_limits, track_limits)
@@ -527,53 +527,67 @@ def initialize_full_model(m, fixed_point_iterations: int = 4) -> dict:
     f_xa, f_xb, delta = prof["f_xa"], prof["f_xb"], prof["delta"]
     chain, joints = m.problem.chain, m.problem.track_joints
     car = CarFunctions(p)        # the same car equations, traced once for fast float evaluation
-    lifted = bool(m.problem.options.lift)
-    max_res = 0.0
+    n = len(sigma)
+    q = np.zeros((n, 6))
+    q[:, 3] = sag
+    qd = np.zeros((n, 6))
+    qd[:, 0] = v
+    u = np.column_stack([f_xa, f_xb, delta]).astype(float)
+    trk = np.array([track_vector(j) for j in joints])
     s1, s2 = p.static_loads
-    for i, s in enumerate(sigma):
-        q = [0.0, 0.0, 0.0, float(sag[i]), 0.0, 0.0]
-        qd = [float(v[i]), 0.0, 0.0, 0.0, 0.0, 0.0]
-        u = [float(f_xa[i]), float(f_xb[i]), float(delta[i])]
-        trk = track_vector(joints[i])
-
-        def residual(zz, _trk=trk, _q=q, _qd=qd, _u=u):
-            return car.evaluate(_trk, _q, _qd, _u, zz)[1]
-        # step 4: a fixed number of fixed-point (Picard) steps z <- z - r(z)
-        z = veh.solve_loop(residual, [s1, s1, s2, s2, float(fx[i]), 0.0, 0.0], None, tol=0.0,
-                           max_iter=fixed_point_iterations, floor=p.fz_min, line_search=False,
-                           raise_on_failure=False).tolist()
-        qdd, res = car.evaluate(trk, q, qd, u, z)
-        if lifted:   # values of the lifted intermediates (OCP option 'lift')
-            recorded = {}
-
-            def record(tag, value, _rec=recorded):
-                _rec[tag] = value
-                return value
-            veh.car_equations(p, chain, joints[i], q, qd, u, z, namer=record)
-            for tag, value in recorded.items():
-                comp = m.car.component(tag)
-                if comp is not None and comp.ctype is pyo.Var:
-                    comp[s].set_value(float(value))
-        max_res = max(max_res, float(np.max(np.abs(res))))
-        vals = dict(zip(STATE_NAMES, q[1:]))
-        vals.update(zip(RATE_NAMES, qd))
-        vals.update(t=float(t[i]), f_xa=u[0], f_xb=u[1], delta=u[2])
-        vals.update(zip(veh.ALGEBRAIC, z))
-        for name, val in vals.items():
-            var = m.component(name)[s]
-            if not var.fixed:
-                lb, ub = var.lb, var.ub
-                if lb is not None:
-                    val = max(val, lb)
-                if ub is not None:
-                    val = min(val, ub)
-                var.set_value(val, skip_validation=True)
-        for k, name in enumerate(STATE_NAMES):
-            m.component(f"d{name}_ds")[s].set_value(qd[k + 1] / qd[0])
-        for k, name in enumerate(RATE_NAMES):
-            m.component(f"d{name}_ds")[s].set_value(float(qdd[k]) / qd[0])
-        m.dt_ds[s].set_value(1.0 / qd[0])
+    z = np.tile([s1, s1, s2, s2, 0.0, 0.0, 0.0], (n, 1))
+    z[:, 4] = fx
+    # step 4: a fixed number of fixed-point (Picard) steps z <- z - r(z), the loads kept at
+    # or above fz_min (veh.solve_loop's steps without a Jacobian), all points at once
+    qdd, res = car.evaluate_many(trk, q, qd, u, z)
+    for _ in range(fixed_point_iterations):
+        z = z - res
+        z[:, :4] = np.maximum(z[:, :4], p.fz_min)
+        qdd, res = car.evaluate_many(trk, q, qd, u, z)
+    if m.problem.options.lift:   # values of the lifted intermediates (OCP option 'lift')
+        _set_lifted_values(m, p, chain, joints, sigma, q, qd, u, z)
+    values = dict(zip(STATE_NAMES, q[:, 1:].T))
+    values.update(zip(RATE_NAMES, qd.T))
+    values.update(t=np.asarray(t, float), f_xa=u[:, 0], f_xb=u[:, 1], delta=u[:, 2])
+    values.update(zip(veh.ALGEBRAIC, z.T))
+    for k, name in enumerate(STATE_NAMES):
+        values[f"d{name}_ds"] = qd[:, k + 1] / qd[:, 0]
+    for k, name in enumerate(RATE_NAMES):
+        values[f"d{name}_ds"] = qdd[:, k] / qd[:, 0]
+    values["dt_ds"] = 1.0 / qd[:, 0]
+    derivatives = {f"d{name}_ds" for name in STATE_NAMES + RATE_NAMES} | {"dt_ds"}
+    points = sorted(m.s)
+    for name, vals in values.items():
+        clip = name not in derivatives
+        for var, val in zip(entries_at(m.component(name), points), vals.tolist()):
+            if clip:
+                if var.fixed:
+                    continue
+                lb, ub = var.bounds
+                if lb is not None and val < lb:
+                    val = lb
+                if ub is not None and val > ub:
+                    val = ub
+            var.set_value(val, skip_validation=True)
+    max_res = float(np.max(np.abs(res))) if n else 0.0
     return {"status": "ok", "estimated_time_s": float(t[-1]), "max_algebraic_residual": max_res}
+
+
+def _set_lifted_values(m, p, chain, joints, sigma, q, qd, u, z) -> None:
+    """The values of the lifted intermediates (OCP option ``lift``) at the initial guess: the
+    car's equations evaluated point by point with their tags recorded."""
+    for i, s in enumerate(sigma):
+        recorded = {}
+
+        def record(tag, value, _rec=recorded):
+            _rec[tag] = value
+            return value
+        veh.car_equations(p, chain, joints[i], q[i].tolist(), qd[i].tolist(), u[i].tolist(),
+                          z[i].tolist(), namer=record)
+        for tag, value in recorded.items():
+            comp = m.car.component(tag)
+            if comp is not None and comp.ctype is pyo.Var:
+                comp[s].set_value(float(value))
 
 
 FULL_MODEL = VehicleModel(

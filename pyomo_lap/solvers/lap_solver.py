@@ -44,6 +44,7 @@ from pyomo.contrib.solver.common.solution_loader import SolutionLoader
 from pyomo.contrib.solver.common.util import NoSolutionError
 from pyomo.core.staleflag import StaleFlagManager
 
+from ..util.overlap import solver_starts
 from ..util.processes import process_running
 
 __all__ = ["LapIpopt", "LAP_IPOPT_OPTIONS", "SOLVER_NAME", "IPOPT_LOG_PREFIX",
@@ -427,6 +428,7 @@ def _run(prob, x0, print_level: int, tune_process: bool):
     try:
         try:
             with _tuned_process(tune_process):
+                solver_starts()
                 res = prob.solve(x0)
         finally:
             log = Path(logfile).read_text(errors="replace") if os.path.exists(logfile) else ""

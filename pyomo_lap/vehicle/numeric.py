@@ -132,6 +132,7 @@ class CarFunctions:
         # ordinary call with its argument conversions
         self._fj = ca.Function("car_jac", [args],
                                [ca.densify(ca.vertcat(qdd, res, ca.vec(ca.densify(jac))))])
+        self._f = ca.Function("car", [args], [ca.densify(ca.vertcat(qdd, res))])
         self._in = np.zeros(args.shape[0])
         self._out = np.zeros(n_q + self.n_z + self.n_z ** 2)
         self._buf, self._eval = self._fj.buffer()
@@ -192,6 +193,26 @@ class CarFunctions:
         """q̈ and the algebraic residuals at given z (see :meth:`evaluate_with_jacobian`)."""
         qdd, res, _ = self.evaluate_with_jacobian(trk, q, qd, u, z)
         return qdd, res
+
+    def evaluate_many(self, trk, q, qd, u, z):
+        """:meth:`evaluate` at many points in one call (CasADi's ``map`` of the same function:
+        the same numbers as point by point, without a Python call per point).
+
+        Parameters
+        ----------
+        trk : (n, 21)
+        q, qd : (n, n_q)
+        u : (n, 3)
+        z : (n, n_z)
+
+        Returns
+        -------
+        (qdd (n, n_q), res (n, n_z))
+            [m/s^2 or rad/s^2], [N or N m].
+        """
+        args = np.hstack([np.asarray(a, float) for a in (q, qd, u, z, trk)])
+        out = np.asarray(self._f.map(args.shape[0])(args.T))
+        return out[:self.n_q].T.copy(), out[self.n_q:self.n_q + self.n_z].T.copy()
 
     def channels(self, trk, q, qd, u, z) -> dict:
         """Named channels of the model (slip angles, tyre forces, W3J, speeds, power ...)."""
