@@ -1,12 +1,15 @@
-r"""Unit tests of :mod:`pyomo_lap.spatial.chain`: forward kinematics and the Articulated-Body Algorithm.
+r"""Unit tests of the race car's chain (:func:`pyomo_lap.vehicle.car.build_chain`, a
+:class:`pyomo_lap.spatial.tree.KinematicTree` with a track joint): forward kinematics and the
+Articulated-Body Algorithm (:func:`pyomo_lap.spatial.tree.hybrid_dynamics`) as the car uses
+them (:func:`pyomo_lap.vehicle.car.car_equations`).
 
 The reference dynamics here is written from scratch in plain NumPy and shares nothing with
-``pyomo_lap.spatial.lie`` / ``pyomo_lap.spatial.chain`` except the *description* of the chain:
+``pyomo_lap.spatial.lie`` / ``pyomo_lap.spatial.tree`` except the *description* of the chain
+(bodies numbered 1..6 as in the preprint; the tree's body ``k - 1`` is body ``k``):
 
 * poses ``g_{0,k}(q)`` are 4x4 homogeneous matrices of an analytic 3D test track (a climbing
-  helix with variable banking, parametrised by arc length) and of the joints of
-  ``vehicle_chain`` (2 prismatic y, 3 revolute z, 4 prismatic z above ``h_vip``,
-  5 revolute y, 6 revolute x);
+  helix with variable banking, parametrised by arc length) and of the joints of the chain
+  (2 prismatic y, 3 revolute z, 4 prismatic z above ``h_vip``, 5 revolute y, 6 revolute x);
 * body Jacobians ``J_k(q)`` (body frame) are 4th-order central finite differences of the poses,
   ``J_k[:, i] = vee(g^-1 dg/dq_i)``;
 * body twists and accelerations along a motion ``q(t) = q + qd t + qdd t^2 / 2`` are finite
@@ -20,6 +23,7 @@ The reference dynamics here is written from scratch in plain NumPy and shares no
 from __future__ import annotations
 
 import numbers
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -27,7 +31,8 @@ import pytest
 import pyomo.environ as pyo
 from pyomo.core.expr.visitor import replace_expressions
 
-from pyomo_lap.spatial import chain as ch
+from pyomo_lap.spatial import tree as tr
+from pyomo_lap.vehicle.car import UNSPRUNG, build_chain
 
 G_ACC = 9.81
 
@@ -114,11 +119,11 @@ def track_joint(s):
     a = nu(s)
     Om = [TR_C / TR_L ** 2 + nu_s(s), k * np.sin(a), k * np.cos(a)]
     dOm = [nu_ss(s), k * np.cos(a) * nu_s(s), -k * np.sin(a) * nu_s(s)]
-    return ch.TrackJoint(R=R.tolist(), J=[1.0, 0.0, 0.0] + Om, dJ=[0.0, 0.0, 0.0] + dOm,
+    return tr.TrackJoint(R=R.tolist(), J=[1.0, 0.0, 0.0] + Om, dJ=[0.0, 0.0, 0.0] + dOm,
                          p=C.tolist())
 
 
-FLAT = ch.TrackJoint(R=np.eye(3).tolist(), J=[1.0, 0, 0, 0, 0, 0], dJ=[0.0] * 6)
+FLAT = tr.TrackJoint(R=np.eye(3).tolist(), J=[1.0, 0, 0, 0, 0, 0], dJ=[0.0] * 6)
 
 
 def flat_pose(s):
@@ -127,9 +132,10 @@ def flat_pose(s):
 
 # --------------------------------------------------------------------------- reference model
 def make_chain():
-    return ch.vehicle_chain(h_vip=H_VIP, unsprung_mass=M_U, unsprung_com_height=H_U,
-                            unsprung_inertia=I_U, sprung_mass=M_S, sprung_com_height=H_S,
-                            sprung_inertia=I_S, gravity=G_ACC)
+    """The car's tree (:func:`pyomo_lap.vehicle.car.build_chain`) of the data above."""
+    return build_chain(SimpleNamespace(h_vip=H_VIP, m_u=M_U, wheel_radius=H_U, unsprung_inertia=I_U,
+                                       m_s=M_S, h=H_VIP + H_S, Ixx=I_S[0], Iyy=I_S[1], Izz=I_S[2],
+                                       gravity=G_ACC))
 
 
 # body -> (mass, com in body frame, inertia about com)
@@ -249,9 +255,16 @@ def reference_W3J(q, qd, qdd, wext, pose1):
 
 
 # --------------------------------------------------------------------------- code under test
-def run_aba(chn, track, q, qd, tau, wext):
-    kin = ch.forward_kinematics(chn, track, list(q), list(qd))
-    res = ch.aba(chn, track, kin, list(qd), list(tau), {k: list(w) for k, w in wext.items()})
+def run_aba(chn, track, q, qd, tau, wext, namer=None, wrenches=(UNSPRUNG,)):
+    """The route of :func:`pyomo_lap.vehicle.car.car_equations`: the forward kinematics, then
+    the ABA on them with the joint wrench of the unsprung body only (the track joint's body
+    is then treated in frame 2); ``wext`` by the preprint's body numbers 1..6. Returns the
+    kinematics and the ABA's result, both indexed by tree body (``k - 1`` for body ``k``)."""
+    tj = {0: track}
+    kin = tr.forward_kinematics(chn, list(q), list(qd), track=tj, namer=namer)
+    res = tr.hybrid_dynamics(chn, list(q), list(qd), [None] * 6, list(tau), (),
+                             f_ext={k - 1: list(w) for k, w in wext.items()}, track=tj,
+                             namer=namer, kin=kin, wrenches=wrenches)
     return kin, res
 
 
@@ -297,12 +310,13 @@ def test_forward_kinematics_twists_match_pose_derivatives():
     chn = make_chain()
     for _ in range(4):
         q, qd, _, _ = random_state(rng)
-        kin = ch.forward_kinematics(chn, track_joint(q[0]), list(q), list(qd))
+        kin = tr.forward_kinematics(chn, list(q), list(qd), track={0: track_joint(q[0])})
         G0 = poses(q, track_pose)
         Js = body_jacobians(q, track_pose)
         for k in range(1, 7):
-            np.testing.assert_allclose(as_float(kin.V[k]), Js[k - 1] @ qd, rtol=1e-8, atol=1e-8)
-            R, p = kin.posture(0, k)
+            np.testing.assert_allclose(as_float(kin.V[k - 1]), Js[k - 1] @ qd, rtol=1e-8,
+                                       atol=1e-8)
+            R, p = kin.pose[k - 1]
             np.testing.assert_allclose(hom(np.array(R, dtype=float), np.array(p, dtype=float)),
                                        G0[k - 1], rtol=1e-12, atol=1e-12)
 
@@ -334,17 +348,20 @@ def test_aba_with_wrenches_on_every_body():
     qdd = as_float(res.qdd)
     np.testing.assert_allclose(qdd, qdd_ref, rtol=1e-6, atol=1e-6 * np.max(np.abs(qdd_ref)))
     W3J_ref = reference_W3J(q, qd, qdd_ref, wext, track_pose)
-    np.testing.assert_allclose(as_float(res.W3J), W3J_ref, rtol=1e-6,
+    np.testing.assert_allclose(as_float(res.F[UNSPRUNG]), W3J_ref, rtol=1e-6,
                                atol=1e-6 * np.max(np.abs(W3J_ref)))
 
 
 @pytest.mark.unit
 @pytest.mark.parametrize("seed", [21, 22, 23, 24])
-def test_aba_accelerations_and_structural_wrench(seed):
+@pytest.mark.parametrize("wrenches", [(UNSPRUNG,), None], ids=["lean-root", "all-wrenches"])
+def test_aba_accelerations_and_structural_wrench(seed, wrenches):
+    """Both routes of the track joint: in frame 2 (the car's, only W3J asked for) and with
+    the articulated inertia of body 1 formed (every joint wrench asked for)."""
     rng = np.random.default_rng(seed)
     chn = make_chain()
     q, qd, tau, wext = random_state(rng)
-    _, res = run_aba(chn, track_joint(q[0]), q, qd, tau, wext)
+    _, res = run_aba(chn, track_joint(q[0]), q, qd, tau, wext, wrenches=wrenches)
     qdd = as_float(res.qdd)
     G0 = poses(q, track_pose)
     # body accelerations: the ABA's include the fictitious base acceleration [0, 0, g, 0, 0, 0]
@@ -352,12 +369,13 @@ def test_aba_accelerations_and_structural_wrench(seed):
     for k in range(1, 7):
         grav = np.concatenate([G0[k - 1][:3, :3].T @ np.array([0.0, 0.0, G_ACC]), np.zeros(3)])
         ref = Vd[k - 1] + grav
-        np.testing.assert_allclose(as_float(res.Vdot[k]), ref, rtol=1e-6,
+        np.testing.assert_allclose(as_float(res.Vdot[k - 1]), ref, rtol=1e-6,
                                    atol=1e-6 * np.max(np.abs(ref)))
     # W3J from the Newton-Euler of the subtree 3..6, with the reference accelerations
     qdd_ref, _, _ = reference_dynamics(q, qd, tau, wext, track_pose)
+    np.testing.assert_allclose(qdd, qdd_ref, rtol=1e-6, atol=1e-6 * np.max(np.abs(qdd_ref)))
     W3J_ref = reference_W3J(q, qd, qdd_ref, wext, track_pose)
-    W3J = as_float(res.W3J)
+    W3J = as_float(res.F[UNSPRUNG])
     np.testing.assert_allclose(W3J, W3J_ref, rtol=1e-6, atol=1e-6 * np.max(np.abs(W3J_ref)))
     # the joint-3 (yaw) component of the transmitted wrench is the joint torque
     assert W3J[5] == pytest.approx(tau[2], rel=1e-9, abs=1e-9)
@@ -383,7 +401,7 @@ def test_flat_ground_static_equilibrium(q2, q3, q4):
     tau = [0.0, 0.0, 0.0, M_S * G_ACC, 0.0, 0.0]
     _, res = run_aba(chn, FLAT, q, qd, tau, {})
     np.testing.assert_allclose(as_float(res.qdd), np.zeros(6), rtol=0, atol=1e-10)
-    np.testing.assert_allclose(as_float(res.W3J), [0, 0, (M_S + M_U) * G_ACC, 0, 0, 0],
+    np.testing.assert_allclose(as_float(res.F[UNSPRUNG]), [0, 0, (M_S + M_U) * G_ACC, 0, 0, 0],
                                rtol=1e-12, atol=1e-9)
 
 
@@ -394,7 +412,7 @@ def test_flat_ground_free_fall_of_the_sprung_mass():
     _, res = run_aba(chn, FLAT, q, [0.0] * 6, [0.0] * 6, {})
     np.testing.assert_allclose(as_float(res.qdd), [0, 0, 0, -G_ACC, 0, 0], rtol=0, atol=1e-10)
     # the ground then carries only the unsprung weight
-    np.testing.assert_allclose(as_float(res.W3J), [0, 0, M_U * G_ACC, 0, 0, 0],
+    np.testing.assert_allclose(as_float(res.F[UNSPRUNG]), [0, 0, M_U * G_ACC, 0, 0, 0],
                                rtol=1e-12, atol=1e-9)
 
 
@@ -452,23 +470,21 @@ def test_aba_with_pyomo_variables_matches_float_evaluation():
     kin_f, res_f = run_aba(chn, track, q, qd, tau, wext)
 
     # without a namer: plain expressions; the twists are shallow enough for pyo.value()
-    kin0 = ch.forward_kinematics(chn, track, qv, qdv)
-    for k in range(1, 7):
+    kin0, res0 = run_aba(chn, track, qv, qdv, tauv, wext)
+    for k in range(6):
         np.testing.assert_allclose(as_float(kin0.V[k]), as_float(kin_f.V[k]), rtol=1e-12,
                                    atol=1e-12)
-    res0 = ch.aba(chn, track, kin0, qdv, tauv, {k: list(w) for k, w in wext.items()})
     assert pyo.value(res0.qdd[0]) == pytest.approx(float(res_f.qdd[0]), rel=1e-12)
 
     # with named Expressions (the OCP route)
     namer = ExpressionNamer(mdl)
-    kin = ch.forward_kinematics(chn, track, qv, qdv, namer=namer)
-    res = ch.aba(chn, track, kin, qdv, tauv, {k: list(w) for k, w in wext.items()}, namer=namer)
+    _, res = run_aba(chn, track, qv, qdv, tauv, wext, namer=namer)
     assert all(not isinstance(x, numbers.Number) for x in res.qdd)
     assert len(namer.named) > 50
     np.testing.assert_allclose(namer.value(res.qdd), as_float(res_f.qdd), rtol=1e-12,
                                atol=1e-12)
-    np.testing.assert_allclose(namer.value(res.W3J), as_float(res_f.W3J), rtol=1e-12,
-                               atol=1e-9)
+    np.testing.assert_allclose(namer.value(res.F[UNSPRUNG]), as_float(res_f.F[UNSPRUNG]),
+                               rtol=1e-12, atol=1e-9)
     # the symbolic model follows a change of the variables' values
     mdl.qd[0].set_value(float(qd[0]) + 5.0)
     mdl.q[5].set_value(float(q[5]) - 0.1)

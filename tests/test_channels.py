@@ -32,7 +32,7 @@ def test_every_unit_has_an_entry_and_the_units_have_one_source():
 
 
 def _flat_track_joint():
-    from pyomo_lap.spatial.chain import TrackJoint
+    from pyomo_lap.spatial.tree import TrackJoint
     eye = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
     return TrackJoint(R=eye, J=[1.0, 0.0, 0.0, 0.0, 0.0, 0.002], dJ=[0.0] * 6)
 

@@ -10,7 +10,6 @@ test (the ABA, the load equations as wired in the model, the simulation):
 * energy conservation without damping, tyres and aerodynamics on a 3D track;
 * the static sag and loads reached by simulation from an undeflected suspension.
 """
-import dataclasses
 import math
 
 import numpy as np
@@ -19,7 +18,7 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import brentq, fsolve
 
 from pyomo_lap import Track, load_vehicle
-from pyomo_lap.spatial import chain as chain_mod
+from pyomo_lap.spatial.tree import TrackJoint, forward_kinematics
 from pyomo_lap.vehicle.numeric import CarFunctions
 from pyomo_lap.post.simulate import FunctionControls, TrackLookup, simulate
 from pyomo_lap.vehicle.car import build_chain
@@ -366,14 +365,14 @@ def test_energy_conserved_without_damping_tyres_and_aero():
     for k in range(0, len(sim.t), max(1, len(sim.t) // 60)):
         x = sim.x[k]
         tp = tr.evaluate([x[0]])
-        tj = chain_mod.TrackJoint(R=tp.rotation[0].tolist(), J=[1.0, 0, 0, *tp.omega[0]],
-                                  dJ=[0, 0, 0, *tp.domega_ds[0]], p=tp.position[0].tolist())
-        kin = chain_mod.forward_kinematics(chain, tj, list(x[:6]), list(x[6:]))
+        tj = TrackJoint(R=tp.rotation[0].tolist(), J=[1.0, 0, 0, *tp.omega[0]],
+                        dJ=[0, 0, 0, *tp.domega_ds[0]], p=tp.position[0].tolist())
+        kin = forward_kinematics(chain, list(x[:6]), list(x[6:]), track={0: tj})
         e = 0.5 * susp["k"] * x[3] ** 2 + 0.5 * susp["k_theta"] * x[4] ** 2 + 0.5 * susp["k_phi"] * x[5] ** 2
         for b in (3, 6):
-            V = np.array([float(c) for c in kin.V[b]])
-            M = np.array(chain.inertia[b], dtype=float)
-            Rb, pb = kin.posture(0, b)
+            V = np.array([float(c) for c in kin.V[b - 1]])     # tree body b - 1 is body b
+            M = np.array(chain.inertia[b - 1], dtype=float)
+            Rb, pb = kin.pose[b - 1]
             zc = float(np.asarray(pb, float)[2] + (np.asarray(Rb, float) @ com[b])[2])
             e += 0.5 * V @ M @ V + mass[b] * G * zc
         E.append(e)

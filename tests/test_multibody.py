@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy.optimize import fsolve
 
-from pyomo_lap.spatial.chain import TrackJoint
+from pyomo_lap.spatial.tree import TrackJoint
 from pyomo_lap.vehicle import car as veh
 from pyomo_lap.vehicle import multibody_car as mbc
 

@@ -33,13 +33,13 @@ def reference_dataframe(m) -> pd.DataFrame:
         z = [val[n] for n in veh.ALGEBRAIC]
         e = veh.car_equations(p, chain, joints[i], q, qd, u, z)
         ch = {k: float(v) for k, v in e.channels.items()}
-        V3 = [float(x) for x in e.kin.V[3]]
-        Vd3 = [float(x) for x in e.aba.Vdot[3]]
+        V3 = [float(x) for x in e.kin.V[veh.UNSPRUNG]]
+        Vd3 = [float(x) for x in e.aba.Vdot[veh.UNSPRUNG]]
         wxv = lie.cross(V3[3:], V3[:3])
-        R03 = np.array(e.kin.posture(0, 3)[0], dtype=float)
+        R03 = np.array(e.kin.pose[veh.UNSPRUNG][0], dtype=float)
         g3 = R03.T @ np.array([0.0, 0.0, p.gravity])
         acc = [Vd3[k] + float(wxv[k]) - g3[k] for k in range(3)]
-        g06 = e.kin.posture(0, 6)
+        g06 = e.kin.pose[veh.SPRUNG]
         row = {"s": float(tp.s[i]), "s_sector": float(s), "q1": float(tp.s[i])}
         row.update(val)
         row.update({f"q{k + 1}_ddot": float(e.qdd[k]) for k in range(6)})

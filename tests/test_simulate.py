@@ -9,7 +9,7 @@ import pytest
 import _solved_sector as sector
 from pyomo_lap import load_vehicle
 from pyomo_lap.vehicle import car as veh
-from pyomo_lap.spatial.chain import TrackJoint
+from pyomo_lap.spatial.tree import TrackJoint
 from pyomo_lap.vehicle.numeric import CarFunctions, joint_from_vector, track_vector
 from pyomo_lap.post.replay import replay
 from pyomo_lap.post.simulate import CollocationControls, PiecewiseControls, controls_from_trajectory, simulate

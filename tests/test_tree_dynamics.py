@@ -10,9 +10,9 @@ Independent references:
   the model is built in the depth-first order of the tree and compared through the
   permutation of the degrees of freedom. A fixed joint is merged into the nearest movable
   ancestor (its inertia appended with the accumulated placement, its children placed with it).
-* The existing chain ABA of the race car (:mod:`pyomo_lap.spatial.chain`, itself tested against
-  finite-difference Newton-Euler in ``tests/test_aba.py``), on the analytic banked helix of
-  that file, for the reproduction of the chain by a tree with a track joint.
+* For the race car's chain with its track joint (:func:`pyomo_lap.vehicle.car.build_chain`):
+  the finite-difference Newton-Euler reference of ``tests/test_aba.py`` (mass matrix,
+  accelerations, structural wrench) on the analytic banked helix of that file.
 * CasADi's automatic differentiation for the analytic RNEA derivatives.
 * Identities: ``ABA(RNEA(qdd)) = qdd``, ``RNEA(q, 0, qdd) - RNEA(q, 0, 0) = M qdd``, ``M``
   symmetric positive definite, the hybrid dynamics against the partitioned equations of
@@ -32,10 +32,10 @@ import pytest
 
 import pyomo.environ as pyo
 
-from pyomo_lap.spatial import chain as ch
 from pyomo_lap.spatial import tree as tr
+from pyomo_lap.vehicle.car import UNSPRUNG
 
-import test_aba as chain_ref      # the car's chain, its analytic test track and a namer
+import test_aba as chain_ref      # the car's chain, its analytic test track, the reference, a namer
 
 TOL_PIN = 1e-10
 MAX_DEPTH = 6
@@ -221,6 +221,38 @@ def test_rnea_aba_crba_match_pinocchio(seed):
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize("seed", [3, 4, 6])
+def test_aba_of_a_massless_root_with_one_child_matches_pinocchio(seed):
+    """A massless root on a free joint with one child and no external wrench (the race car's
+    track joint) is handled in its child's frame by hybrid_dynamics when its joint wrench is
+    not asked for: Pinocchio's accelerations, as with every wrench asked for and as aba
+    (which both form its articulated inertia)."""
+    _, spec, tree, *_ = case(seed)
+    lean = [r for r in range(tree.n_bodies) if tree.parent[r] < 0
+            and len(tree.children[r]) == 1 and tree.joint_type[r] != tr.FIXED]
+    assert lean
+    for r in lean:
+        spec["inertia"][r] = None
+    tree = tree_from_spec(spec, tree.gravity)
+    model, joint, in_joint, perm = pinocchio_model(spec, tree.gravity)
+    rng = np.random.default_rng(seed)
+    q, qd, _ = random_state(rng, tree.nv)
+    tau = rng.normal(size=tree.nv) * 10.0
+    f_ext = {i: w for i, w in random_wrenches(rng, tree.n_bodies).items() if i not in lean}
+    qp, qdp, taup = (np.empty(tree.nv) for _ in range(3))
+    qp[perm], qdp[perm], taup[perm] = q, qd, tau
+    qdd_pin = pin.aba(model, model.createData(), qp, qdp, taup,
+                      pin_fext(model, joint, in_joint, f_ext))[perm]
+    args = (tree, list(q), list(qd))
+    assert rel_err(tr.aba(*args, list(tau), f_ext=f_ext), qdd_pin) < TOL_PIN
+    for wrenches in ([], None):
+        h = tr.hybrid_dynamics(*args, [None] * tree.nv, list(tau), [], f_ext=f_ext,
+                               wrenches=wrenches)
+        assert rel_err(h.qdd, qdd_pin) < TOL_PIN
+        assert (h.F[lean[0]] is None) == (wrenches == [])
+
+
+@pytest.mark.unit
 @pytest.mark.parametrize("seed", SEEDS[:4])
 def test_forward_kinematics_matches_pinocchio(seed):
     """Poses in the ground frame, body twists and accelerations (ground at rest, local frames;
@@ -354,58 +386,39 @@ def test_time_derivative_of_the_inverse_dynamics_along_a_motion(seed):
 
 
 # --------------------------------------------------------------------------- the car's chain
-def tree_from_chain(chn: ch.Chain) -> tr.KinematicTree:
-    """The chain of sec. 2.2 as a tree: body k-1 is the chain's body k, joint 1 a track joint."""
-    n = chn.n_joints
-    jtype, axis, placement = [tr.TRACK], [None], [(np.eye(3), np.zeros(3))]
-    for k in range(2, n + 1):
-        X = chn.joints[k].axis
-        if any(X[3:]):
-            assert not any(X[:3])            # axes through the joint origin only
-            jtype.append(tr.REVOLUTE)
-            axis.append(X[3:])
-        else:
-            jtype.append(tr.PRISMATIC)
-            axis.append(X[:3])
-        placement.append(chn.joints[k].offset)
-    return tr.KinematicTree(parent=[-1] + list(range(n - 1)), joint_type=jtype, axis=axis,
-                            placement=placement,
-                            inertia=[chn.inertia.get(k) for k in range(1, n + 1)],
-                            gravity=(0.0, 0.0, -chn.gravity))
+def car_reference(seed):
+    """The car's tree, a random state on the banked helix and the Newton-Euler reference of
+    ``tests/test_aba.py`` (``qdd``, mass matrix, structural wrench), body ``k`` of the
+    reference being body ``k - 1`` of the tree."""
+    rng = np.random.default_rng(seed)
+    q, qd, tau, wext = chain_ref.random_state(rng)
+    qdd_ref, M_ref, _ = chain_ref.reference_dynamics(q, qd, tau, wext, chain_ref.track_pose)
+    W3J_ref = chain_ref.reference_W3J(q, qd, qdd_ref, wext, chain_ref.track_pose)
+    f_ext = {k - 1: list(w) for k, w in wext.items()}
+    return (chain_ref.make_chain(), q, qd, tau, f_ext, {0: chain_ref.track_joint(q[0])},
+            qdd_ref, M_ref, W3J_ref)
 
 
 @pytest.mark.unit
 @pytest.mark.parametrize("seed", [21, 22, 23, 24])
-def test_tree_reproduces_the_chain_aba_with_its_track_joint(seed):
-    rng = np.random.default_rng(seed)
-    chn = chain_ref.make_chain()
-    tree = tree_from_chain(chn)
-    q, qd, tau, wext = chain_ref.random_state(rng)
-    track = chain_ref.track_joint(q[0])
-    kin, res = chain_ref.run_aba(chn, track, q, qd, tau, wext)
-    f_ext = {k - 1: list(w) for k, w in wext.items()}
-    tj = {0: track}
-    qdd = tr.aba(tree, list(q), list(qd), list(tau), f_ext=f_ext, track=tj)
-    qdd_chain = np.array(res.qdd, dtype=float)
-    assert rel_err(qdd, qdd_chain) < 1e-12
+def test_car_tree_with_its_track_joint_against_newton_euler(seed):
+    """ABA, hybrid dynamics, RNEA and CRBA of the car's tree with its track joint against the
+    finite-difference Newton-Euler reference of tests/test_aba.py."""
+    tree, q, qd, tau, f_ext, tj, qdd_ref, M_ref, W3J_ref = car_reference(seed)
+    args = (tree, list(q), list(qd))
+    assert rel_err(tr.aba(*args, list(tau), f_ext=f_ext, track=tj), qdd_ref) < 1e-6
     # the structural wrench of eq (24) is the joint wrench of body 3 (index 2)
-    h = tr.hybrid_dynamics(tree, list(q), list(qd), [None] * 6, list(tau), [], f_ext=f_ext,
-                           track=tj)
-    assert rel_err(h.F[2], np.array(res.W3J, dtype=float)) < 1e-12
-    assert rel_err(h.qdd, qdd_chain) < 1e-12
-    # RNEA and CRBA with the track joint: M qdd + b = tau
-    assert rel_err(tr.rnea(tree, list(q), list(qd), list(qdd_chain), f_ext=f_ext, track=tj),
-                   tau) < 1e-11
+    h = tr.hybrid_dynamics(*args, [None] * 6, list(tau), [], f_ext=f_ext, track=tj)
+    assert rel_err(h.qdd, qdd_ref) < 1e-6
+    assert rel_err(h.F[UNSPRUNG], W3J_ref) < 1e-6
+    # RNEA and CRBA with the track joint: M = the reference's, RNEA(qdd) = tau
     M = np.array(tr.crba(tree, list(q), track=tj), dtype=float)
-    b = np.array(tr.rnea(tree, list(q), list(qd), [0] * 6, f_ext=f_ext, track=tj))
-    assert rel_err(M @ qdd_chain + b, tau) < 1e-11
-    # the kinematics: poses and twists of every body
-    fk = tr.forward_kinematics(tree, list(q), list(qd), track=tj)
-    for k in range(1, 7):
-        R, p = kin.posture(0, k)
-        np.testing.assert_allclose(np.array(fk.pose[k - 1][0], dtype=float), R, atol=1e-13)
-        np.testing.assert_allclose(np.array(fk.pose[k - 1][1], dtype=float), p, atol=1e-12)
-        assert rel_err(fk.V[k - 1], np.array(kin.V[k], dtype=float)) < 1e-13
+    assert rel_err(M, M_ref) < 1e-7
+    assert rel_err(tr.rnea(*args, list(qdd_ref), f_ext=f_ext, track=tj), tau) < 1e-6
+    # the joints of the chain with prescribed accelerations (the reference's): their torques
+    h = tr.hybrid_dynamics(*args, list(qdd_ref), [None, None, None] + list(tau[3:]), [0, 1, 2],
+                           f_ext=f_ext, track=tj)
+    assert rel_err(h.tau, tau) < 1e-6
 
 
 # --------------------------------------------------------------------------- symbolic backends
@@ -606,7 +619,7 @@ def test_pyomo_expressions_give_the_float_results():
     """Pyomo variables in, Pyomo expressions out, on a random tree: evaluated with the
     variables' values they equal the float results, and they follow a change of the values.
     RNEA and CRBA are plain expressions; ABA and hybrid dynamics go through named Expression
-    components (as chain.aba in the OCP): written out as plain trees, their articulated
+    components (as the car's ABA in the OCP): written out as plain trees, their articulated
     inertias nest every level into the next (33 s for pyo.value of this 6-body ABA)."""
     rng = np.random.default_rng(77)
     spec = random_spec(rng, 6, max_depth=4)
@@ -656,26 +669,21 @@ def test_pyomo_expressions_give_the_float_results():
 
 
 @pytest.mark.component
-def test_pyomo_named_expressions_reproduce_the_chain_aba():
+def test_pyomo_named_expressions_on_the_car_tree():
     """The car's tree with its track joint, Pyomo variables and named Expression components
-    (the OCP route of chain.aba): the same accelerations and structural wrench as the chain."""
-    rng = np.random.default_rng(31)
-    chn = chain_ref.make_chain()
-    tree = tree_from_chain(chn)
-    q, qd, tau, wext = chain_ref.random_state(rng)
-    track = chain_ref.track_joint(q[0])
-    _, res = chain_ref.run_aba(chn, track, q, qd, tau, wext)
+    (the route of the OCP): the accelerations and the structural wrench of the Newton-Euler
+    reference of tests/test_aba.py."""
+    tree, q, qd, tau, f_ext, tj, qdd_ref, _, W3J_ref = car_reference(31)
     m = pyo.ConcreteModel()
     qv, qdv, tauv = (pyomo_vector(m, name, v) for name, v in
                      (("q", q), ("qd", qd), ("tau", tau)))
     namer = chain_ref.ExpressionNamer(m)
-    h = tr.hybrid_dynamics(tree, qv, qdv, [None] * 6, tauv, [],
-                           f_ext={k - 1: list(w) for k, w in wext.items()}, track={0: track},
-                           namer=namer)
+    h = tr.hybrid_dynamics(tree, qv, qdv, [None] * 6, tauv, [], f_ext=f_ext, track=tj,
+                           namer=namer, wrenches=[UNSPRUNG])
     assert len(namer.named) > 50
     assert all(c.is_named_expression_type() for c in namer.named)
-    assert rel_err(namer.value(h.qdd), np.array(res.qdd, dtype=float)) < 1e-12
-    assert rel_err(namer.value(h.F[2]), np.array(res.W3J, dtype=float)) < 1e-12
+    assert rel_err(namer.value(h.qdd), qdd_ref) < 1e-6
+    assert rel_err(namer.value(h.F[UNSPRUNG]), W3J_ref) < 1e-6
 
 
 # --------------------------------------------------------------------------- input errors
@@ -731,8 +739,13 @@ def test_call_errors():
         tr.hybrid_dynamics(t, [0, 0], [0, 0], [0, 0], [0, 0], [2])
     with pytest.raises(ValueError, match=r"qdd\[1\] is prescribed .* but None"):
         tr.hybrid_dynamics(t, [0, 0], [0, 0], [0, None], [0, 0], [1])
-    car = tree_from_chain(chain_ref.make_chain())
-    with pytest.raises(ValueError, match=r"track must give the TrackJoint of body 0"):
+    with pytest.raises(ValueError, match=r"wrenches must hold body indices in \[0, 2\], got 3"):
+        tr.hybrid_dynamics(t, [0, 0], [0, 0], [0, 0], [0, 0], [], wrenches=[3])
+    with pytest.raises(ValueError, match=r"kin must be a forward_kinematics result with twists"):
+        tr.hybrid_dynamics(t, [0, 0], [0, 0], [0, 0], [0, 0], [],
+                           kin=tr.forward_kinematics(t, [0, 0]))
+    car = chain_ref.make_chain()
+    with pytest.raises(ValueError, match=r"track must give the TrackJoint of track \(joint type"):
         tr.aba(car, [0] * 6, [0] * 6, [0] * 6)
     with pytest.raises(ValueError, match=r"has a track joint"):
         tr.rnea_derivatives(car, [0] * 6, [0] * 6, [0] * 6)

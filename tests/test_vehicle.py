@@ -7,7 +7,7 @@ import pytest
 from scipy.optimize import fsolve
 
 from pyomo_lap.vehicle import car as veh
-from pyomo_lap.spatial.chain import TrackJoint
+from pyomo_lap.spatial.tree import TrackJoint
 
 FLAT = TrackJoint(R=np.eye(3).tolist(), J=[1.0, 0, 0, 0, 0, 0], dJ=[0] * 6)
 
@@ -65,7 +65,7 @@ def test_loads_statically_equivalent_to_structural_wrench(car):
     for _ in range(8):
         q, qd, u, tj = _random_state(rng)
         z, e = veh.solve_algebraic(p, ch, tj, q, qd, u)
-        W = [float(x) for x in e.aba.W3J]
+        W = [float(x) for x in e.aba.F[veh.UNSPRUNG]]
         fz = np.array(z[:4])
         xy = np.array(_xy(p))
         assert fz.sum() == pytest.approx(W[2], rel=1e-9)

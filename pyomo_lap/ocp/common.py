@@ -19,7 +19,7 @@ import pyomo.environ as pyo
 from pyomo.dae import ContinuousSet, DerivativeVar
 
 from ..spatial.backend import is_number
-from ..spatial.chain import TrackJoint
+from ..spatial.tree import TrackJoint
 from .vehicle_model import ProblemData, update_problem
 
 __all__ = ["add_vehicle_block", "vehicle_var", "vehicle_of_model", "add_boundary_conditions", "discretize_on_track", "scale_variables", "sector_mesh", "track_joints", "fast_element_lookup", "entry_speed", "add_objective",

@@ -15,7 +15,7 @@ The spatial DAE (39), multiplied through by :math:`\dot q_1 > 0`:
     \dot q_1 \frac{d\dot q_k}{ds} = \ddot q_k(x, u, z)\ (k = 1..6),\quad
     \dot q_1 \frac{dt}{ds} = 1,
 
-with :math:`\ddot q` from the ABA (:mod:`pyomo_lap.spatial.chain`), the four load equations (35)
+with :math:`\ddot q` from the ABA (:mod:`pyomo_lap.spatial.tree`), the four load equations (35)
 and the three in-plane equations (36) (:mod:`pyomo_lap.vehicle.car`). Path constraints: power
 :math:`f_{xa} v_{3x} \le P_{max}`, the friction ellipse of each tyre, the track limits on
 :math:`q_2`, steering bounds, :math:`f_{ijz} \ge f_{z,min}`, :math:`v_{3x} \ge v_{min}`.
@@ -117,7 +117,7 @@ def point_row_list(p, chain, cfg, x, track, namer=None) -> list:
     ----------
     p : VehicleParameters (or an object with its fields and properties, e.g. CasADi symbols:
         :mod:`pyomo_lap.post.sensitivities`)
-    chain : chain.Chain
+    chain : KinematicTree
         :func:`pyomo_lap.vehicle.car.build_chain` of ``p``.
     cfg : ConfigDict
         :data:`OCP_CONFIG` values (``adherence``, ``v_min``, ``periodic``).
@@ -525,7 +525,7 @@ def initialize_full_model(m, fixed_point_iterations: int = 4) -> dict:
     prof = cold_start_profile(m)
     v, t, sag, fx = prof["v"], prof["t"], prof["sag"], prof["fx"]
     f_xa, f_xb, delta = prof["f_xa"], prof["f_xb"], prof["delta"]
-    chain, joints = m.problem.chain, m.problem.track_joints
+    joints = m.problem.track_joints
     car = CarFunctions(p)        # the same car equations, traced once for fast float evaluation
     n = len(sigma)
     q = np.zeros((n, 6))
@@ -544,8 +544,6 @@ def initialize_full_model(m, fixed_point_iterations: int = 4) -> dict:
         z = z - res
         z[:, :4] = np.maximum(z[:, :4], p.fz_min)
         qdd, res = car.evaluate_many(trk, q, qd, u, z)
-    if m.problem.options.lift:   # values of the lifted intermediates (OCP option 'lift')
-        _set_lifted_values(m, p, chain, joints, sigma, q, qd, u, z)
     values = dict(zip(STATE_NAMES, q[:, 1:].T))
     values.update(zip(RATE_NAMES, qd.T))
     values.update(t=np.asarray(t, float), f_xa=u[:, 0], f_xb=u[:, 1], delta=u[:, 2])
@@ -570,29 +568,33 @@ def initialize_full_model(m, fixed_point_iterations: int = 4) -> dict:
                     val = ub
             var.set_value(val, skip_validation=True)
     max_res = float(np.max(np.abs(res))) if n else 0.0
+    if m.problem.options.lift:   # values of the lifted intermediates (OCP option 'lift')
+        _set_lifted(m, sigma)
     return {"status": "ok", "estimated_time_s": float(t[-1]), "max_algebraic_residual": max_res}
 
 
-def _set_lifted_values(m, p, chain, joints, sigma, q, qd, u, z) -> None:
-    """The values of the lifted intermediates (OCP option ``lift``) at the initial guess: the
-    car's equations evaluated point by point with their tags recorded."""
-    for i, s in enumerate(sigma):
-        recorded = {}
-
-        def record(tag, value, _rec=recorded):
-            _rec[tag] = value
-            return value
-        veh.car_equations(p, chain, joints[i], q[i].tolist(), qd[i].tolist(), u[i].tolist(),
-                          z[i].tolist(), namer=record)
-        for tag, value in recorded.items():
-            comp = m.car.component(tag)
-            if comp is not None and comp.ctype is pyo.Var:
-                comp[s].set_value(float(value))
+def _set_lifted(m, sigma) -> None:
+    """Give the lifted intermediates (OCP option ``lift``: the variables ``m.car.<tag>``) the
+    values of their definitions at the points' values: the tagged nodes of the recorded rows
+    (``m.problem.point_rows``), evaluated at all points at once."""
+    rec = m.problem.point_rows
+    tape = rec.tape
+    inputs = {name: np.array([m.component(name)[s].value for s in sigma], dtype=float)
+              for name in rec.variables}
+    inputs.update(track_numbers(m.problem.track_points))
+    inputs.update(zip(rec.vehicle_inputs, rec.vehicle_values(m.problem.vehicle)))
+    tagged = [(i, tag) for i, tag in tape.tags.items() if tape.live[i]]
+    values = tape.evaluate(inputs, [tape.nodes[i] for i, _ in tagged])
+    for (_, tag), value in zip(tagged, values):
+        comp = m.car.component(tag)
+        if comp is not None and comp.ctype is pyo.Var:
+            for s, x in zip(sigma, np.broadcast_to(np.asarray(value, dtype=float), len(sigma))):
+                comp[s].set_value(float(x))
 
 
 FULL_MODEL = VehicleModel(
     name="full",
-    description="the six-joint Lie-group car (pyomo_lap.vehicle.car, pyomo_lap.spatial.chain)",
+    description="the six-joint Lie-group car (pyomo_lap.vehicle.car, pyomo_lap.spatial.tree)",
     states=STATE_NAMES, rates=RATE_NAMES, controls=veh.CONTROLS, algebraics=veh.ALGEBRAIC,
     build=build_full_model, initialize=initialize_full_model,
     point_rows=lambda p, cfg: record_point_rows(p, cfg),

@@ -31,7 +31,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ..spatial.backend import is_number, mul, sub
-from ..spatial.chain import TrackJoint
+from ..spatial.tree import TrackJoint
 from .common import _Namer, _set_new, entries_at, expression_setter
 from .vehicle_model import update_problem
 

@@ -7,7 +7,7 @@ rigid. Here it is built from the same pieces as the full model:
 * **chain**: joints 1-3 of the car's chain (track joint, lateral offset ``q2``, relative yaw
   ``q3``), :func:`build_chain`, with one rigid body, the whole car (sprung and unsprung
   masses at zero suspension deflection, their spatial inertias added about O3). The ABA of
-  :mod:`pyomo_lap.spatial.chain` gives :math:`\ddot q_1..\ddot q_3` and the structural wrench
+  :mod:`pyomo_lap.spatial.tree` gives :math:`\ddot q_1..\ddot q_3` and the structural wrench
   :math:`W_{3J}` on any 3D track, so slope, banking and crests enter exactly as in the full
   model. On a flat track this is the seed's planar bicycle, written in the track coordinates
   instead of :math:`(U_x, U_y, r)` (the seed's listing has the sign of :math:`r U_y` in

@@ -119,12 +119,13 @@ class ProblemData:
         Length of the sector [m] (``q1`` runs from 0 to it; ``m.s`` in the sector's frame).
     track_points : pyomo_lap.track.points.TrackPoints or None
         The track evaluated at every point of ``m.s`` (shape ``(len(m.s), ...)`` arrays).
-    track_joints : list of pyomo_lap.spatial.chain.TrackJoint or None
+    track_joints : list of pyomo_lap.spatial.tree.TrackJoint or None
         The track joint (frame, Ω, dΩ/ds as numbers) at every point of ``m.s``.
     initial_speed : float or None
         The entry speed fixed at ``s = 0`` [m/s]; None when free or on a periodic lap.
-    chain : pyomo_lap.spatial.chain.Chain or None
-        The six-joint chain of the car (models built on it).
+    chain : pyomo_lap.spatial.tree.KinematicTree or None
+        The car's kinematic tree (:func:`pyomo_lap.vehicle.car.build_chain`, the single-track
+        or the multibody car's).
     point_rows : object or None
         The per-point rows recorded on a tape (:func:`pyomo_lap.ocp.full_model.record_point_rows`;
         the full model only), used by the solver path ``lap_ipopt``.

@@ -14,7 +14,7 @@ The paper is L. Bartali, M. Gabiccini, E. Grabovic, M. Guiggiani, *A Lie group-b
 model for systematic trajectory optimization on 3D tracks* (preprint); "eq (N)" is the
 preprint's numbering (``../shared/MODEL_NOTES.md``). Every sign below was checked against the
 code that computes the column (:func:`pyomo_lap.vehicle.car.car_equations`,
-:mod:`pyomo_lap.spatial.chain`, :mod:`pyomo_lap.post.results`,
+:mod:`pyomo_lap.spatial.tree`, :mod:`pyomo_lap.post.results`,
 :mod:`pyomo_lap.vehicle.multibody_car`, :mod:`pyomo_lap.vehicle.single_track_car`); where the
 code departs from the printed equations, the entry describes what the column holds.
 

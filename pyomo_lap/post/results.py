@@ -88,7 +88,7 @@ def _channel_tape(p, chain, general: bool = False) -> _ChannelTape:
     and ``dJ[k]`` (k = 0..2) of the track joint.
     """
     from ..spatial import tape as tape_mod
-    from ..spatial.chain import TrackJoint
+    from ..spatial.tree import TrackJoint
 
     try:
         key = (p, repr(chain), bool(general))
@@ -118,11 +118,12 @@ def _channel_tape(p, chain, general: bool = False) -> _ChannelTape:
         z = [v[k] for k in veh.ALGEBRAIC]
         e = veh.car_equations(p, chain, tj, q, qd, u, z)
         # acceleration of O3 without gravity: vdot + w x v - R03^T g (g = [0, 0, gravity])
-        R03 = e.kin.posture(0, 3)[0]
-        acc = veh.o3_acceleration(e.kin.V[3], e.aba.Vdot[3], R03[2], p.gravity)
+        body3, body6 = veh.UNSPRUNG, veh.SPRUNG
+        R03 = e.kin.pose[body3][0]
+        acc = veh.o3_acceleration(e.kin.V[body3], e.aba.Vdot[body3], R03[2], p.gravity)
         info["channel_names"] = list(e.channels)
         groups = {"channels": list(e.channels.values()), "qdd": list(e.qdd[:6]), "acc": acc,
-                  "vip": list(e.kin.posture(0, 6)[1]), "load_residuals": list(e.load_residuals)}
+                  "vip": list(e.kin.pose[body6][1]), "load_residuals": list(e.load_residuals)}
         return groups
 
     tape, groups = tape_mod.record(fn, sizes)

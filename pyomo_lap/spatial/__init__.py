@@ -1,8 +1,8 @@
 """Spatial algebra written once over scalars (floats, Pyomo expressions, CasADi symbols).
 
 :mod:`.backend` (scalar arithmetic with structural zeros), :mod:`.lie` (SE(3), se(3): exp,
-``Ad``, ``ad``, ``Ad*``, ``ad*``, spatial inertia), :mod:`.chain` (the reduced car's six-joint
-chain and its ABA), :mod:`.tree` (kinematic trees: RNEA, ABA, hybrid
-dynamics, CRBA, RNEA derivatives), :mod:`.tape` (one point's equations recorded once and replayed).
+``Ad``, ``ad``, ``Ad*``, ``ad*``, spatial inertia), :mod:`.tree` (kinematic trees with the race
+car's track joint among their joints: RNEA, ABA, hybrid dynamics, CRBA, RNEA derivatives),
+:mod:`.tape` (one point's equations recorded once and replayed).
 Imports nothing else of :mod:`pyomo_lap`.
 """

@@ -1,6 +1,6 @@
 """Scalar arithmetic shared by the float, Pyomo and CasADi evaluations of the model.
 
-Every algorithm of :mod:`pyomo_lap.spatial.lie`, :mod:`pyomo_lap.spatial.chain` and :mod:`pyomo_lap.vehicle.car`
+Every algorithm of :mod:`pyomo_lap.spatial.lie`, :mod:`pyomo_lap.spatial.tree` and :mod:`pyomo_lap.vehicle.car`
 is written once over "scalars" that may be Python/NumPy floats, Pyomo expressions or CasADi
 symbols. The helpers below keep the expression trees small: a literal ``0`` is a
 *structural zero* that is never multiplied or added into an expression, and a literal

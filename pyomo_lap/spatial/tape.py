@@ -1,6 +1,6 @@
 r"""Record the car equations once as a tape, replay it at every point of the mesh.
 
-The model code (:mod:`pyomo_lap.spatial.lie`, :mod:`pyomo_lap.spatial.chain`, :mod:`pyomo_lap.vehicle.car`) is
+The model code (:mod:`pyomo_lap.spatial.lie`, :mod:`pyomo_lap.spatial.tree`, :mod:`pyomo_lap.vehicle.car`) is
 written once over "scalars" (:mod:`pyomo_lap.spatial.backend`). Run on Pyomo variables it builds an
 expression *tree* per point: a subexpression used twice (``cos(q5)`` inside every entry of
 an adjoint map, say) is written twice into the NL file and evaluated, differentiated and

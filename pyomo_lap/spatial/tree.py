@@ -40,9 +40,10 @@ quantities by named stand-ins (Pyomo ``Expression`` components, say); it is neve
 a plain number. Vectors are lists, matrices lists of rows; nothing inverts a 6x6 matrix
 (1-DoF joints divide by a scalar).
 
-The track joint of the race car (:class:`pyomo_lap.spatial.chain.TrackJoint`, preprint sec. 2.1) is a
-joint type of its own: its motion :math:`(R_{0,1}, C)(q_1)`, twist :math:`J_1^1(q_1)` and
+The track joint of the race car (:class:`TrackJoint`, preprint sec. 2.1) is a joint type of
+its own: its motion :math:`(R_{0,1}, C)(q_1)`, twist :math:`J_1^1(q_1)` and
 :math:`dJ_1^1/dq_1` are numbers computed from the track spline, passed per call in ``track``.
+The race car's chain of sec. 2.2 is such a tree (:func:`pyomo_lap.vehicle.car.build_chain`).
 """
 from __future__ import annotations
 
@@ -52,15 +53,14 @@ from typing import Callable, Iterable, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from .backend import add, is_number, is_zero, mul, neg, sub, total
-from .chain import TrackJoint
 from .lie import (
     Ad_inv_apply, Ad_inv_T_apply, ad_apply, ad_star_apply, compose,
     congruence_to_parent, dot, exp_twist, matvec,
 )
 
 __all__ = [
-    "REVOLUTE", "PRISMATIC", "FIXED", "TRACK", "JOINT_TYPES", "STANDARD_GRAVITY",
-    "KinematicTree", "TreeKinematics", "HybridResult",
+    "REVOLUTE", "PRISMATIC", "FIXED", "TRACK", "JOINT_TYPES", "GRAVITY", "STANDARD_GRAVITY",
+    "TrackJoint", "KinematicTree", "TreeKinematics", "HybridResult",
     "forward_kinematics", "rnea", "aba", "crba", "hybrid_dynamics",
     "rnea_directional_derivative", "rnea_derivatives",
 ]
@@ -72,8 +72,11 @@ TRACK = "track"
 JOINT_TYPES = (REVOLUTE, PRISMATIC, FIXED, TRACK)
 """The joint types of :class:`KinematicTree`."""
 
-STANDARD_GRAVITY = (0.0, 0.0, -9.81)
-"""Default gravity vector in the ground frame, z up [m/s^2] (the chain's a_g = 9.81)."""
+GRAVITY = 9.81
+"""Gravity acceleration a_g [m/s^2], preprint eq (23a)."""
+
+STANDARD_GRAVITY = (0.0, 0.0, -GRAVITY)
+"""Default gravity vector in the ground frame, z up [m/s^2]."""
 
 Namer = Callable[[str, object], object]
 
@@ -84,6 +87,30 @@ _IDENTITY_FLOAT = (((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)), (0.0, 0.
 
 
 # --------------------------------------------------------------------------- the model
+@dataclasses.dataclass(frozen=True)
+class TrackJoint:
+    r"""The track joint at one value of ``q1`` (numbers computed from the track spline, or any
+    scalars), preprint sec. 2.1.
+
+    Attributes
+    ----------
+    R : 3x3 nested sequence
+        :math:`R_{0,1}(q_1) = [t\ n\ m]`, eq (9) [-].
+    J : sequence of 6
+        :math:`J_1^1 = |p_{,q_1}| [t^S; \Omega^S]`, eq (12b); ``[1,0,0,Ωx,Ωy,Ωz]`` when
+        ``q1`` is the arc length [-, 1/m].
+    dJ : sequence of 6
+        :math:`J^1_{1,q_1} = dJ_1^1/dq_1` [1/m, 1/m^2].
+    p : sequence of 3, optional
+        Spine point :math:`C(q_1)` [m] (only for global positions).
+    """
+
+    R: Sequence
+    J: Sequence
+    dJ: Sequence
+    p: Sequence = (0.0, 0.0, 0.0)
+
+
 def _fail(field: str, i: Optional[int], value, expected: str):
     where = f"KinematicTree.{field}" + ("" if i is None else f"[{i}]")
     raise ValueError(f"{where} must be {expected}, got {value!r}")
@@ -364,12 +391,17 @@ class TreeKinematics:
     Vdot : list of n twists or None
         Component-wise time derivatives :math:`\\dot V_i` in frame ``i`` [m/s^2, rad/s^2],
         Kim eq (41), with the ground at rest (no gravity term); None without ``qdd``.
+    motion : object
+        The per-body quantities of the first forward recursion (joint screws, twists, the
+        bias accelerations :math:`\\eta_i`), which :func:`hybrid_dynamics` reuses when it
+        is given this result as ``kin``.
     """
 
     g: list
     pose: list
     V: Optional[list]
     Vdot: Optional[list]
+    motion: object = dataclasses.field(default=None, repr=False)
 
 
 @dataclasses.dataclass
@@ -389,8 +421,9 @@ class HybridResult:
         of the ground [m/s^2, rad/s^2].
     F : list of n wrenches
         :math:`F_i`: the wrench transmitted to body ``i`` from its parent through joint ``i``,
-        in frame ``i`` [N, N m] (Kim eq 42); ``tau = S^T F``. For the race car, ``F`` of the
-        unsprung body is the structural wrench :math:`W_{3J}^3` of the preprint's eq (24).
+        in frame ``i`` [N, N m] (Kim eq 42); ``tau = S^T F``; None for a body not asked for
+        (``wrenches``). For the race car, ``F`` of the unsprung body is the structural wrench
+        :math:`W_{3J}^3` of the preprint's eq (24).
     """
 
     qdd: list
@@ -557,7 +590,7 @@ def forward_kinematics(tree: KinematicTree, q: Sequence, qd: Optional[Sequence] 
         ``track[i]``).
     qd, qdd : sequences of nv scalars, optional
         Joint rates and accelerations; without them ``V`` / ``Vdot`` are None.
-    track : mapping body index -> :class:`pyomo_lap.spatial.chain.TrackJoint`, optional
+    track : mapping body index -> :class:`TrackJoint`, optional
         For every track joint: ``T = P (R, p)``, ``S = J``, :math:`\dot S \dot q = dJ\,\dot q^2`.
     namer : callable, optional
         ``namer(tag, value)`` for the twists (tags ``V{i}_{k}``, ``c{i}_{k}``,
@@ -589,7 +622,8 @@ def forward_kinematics(tree: KinematicTree, q: Sequence, qd: Optional[Sequence] 
     Vdot = None
     if qdd is not None:
         Vdot = _accelerations(tree, mo, qdd, [0] * 6, namer)
-    return TreeKinematics(g=mo.g, pose=pose, V=mo.V if qd is not None else None, Vdot=Vdot)
+    return TreeKinematics(g=mo.g, pose=pose, V=mo.V if qd is not None else None, Vdot=Vdot,
+                          motion=mo if qd is not None else None)
 
 
 def _accelerations(tree, mo, qdd, a0, nm):
@@ -697,7 +731,8 @@ def aba(tree: KinematicTree, q: Sequence, qd: Sequence, tau: Sequence, *,
     * forward (eqs 45, 41): :math:`a = \mathrm{Ad}_{T^{-1}} \dot V_\lambda + \eta`,
       :math:`\ddot q = (u - U^T a) / d`, :math:`\dot V = a + S \ddot q`.
 
-    A fixed joint passes :math:`\Pi = \hat I`, :math:`\beta = \hat B` on.
+    A fixed joint passes :math:`\Pi = \hat I`, :math:`\beta = \hat B` on. (Every joint as
+    written here: the lean root of :func:`hybrid_dynamics` is not used.)
 
     With Pyomo, pass a ``namer`` that makes named ``Expression`` components: written out as
     plain expression trees, the articulated inertias of each level nest into the next and
@@ -731,7 +766,7 @@ def aba(tree: KinematicTree, q: Sequence, qd: Sequence, tau: Sequence, *,
     nm = namer
     n = tree.n_bodies
     mo = _motion(tree, q, qd, track, nm)
-    art = _articulated_bodies(tree, mo, tau, None, [S is not None for S in mo.S], f_ext, nm)
+    art = _articulated_bodies(tree, mo, tau, None, [S is not None for S in mo.S], f_ext, {}, nm)
     a0 = _ground_acceleration(tree, gravity)
     qdd = [None] * tree.nv
     Vdot = [None] * n
@@ -753,7 +788,8 @@ def hybrid_dynamics(tree: KinematicTree, q: Sequence, qd: Sequence, qdd: Sequenc
                     f_ext: Optional[Mapping[int, Sequence]] = None,
                     gravity: Optional[Sequence] = None,
                     track: Optional[Mapping[int, TrackJoint]] = None,
-                    namer: Optional[Namer] = None) -> HybridResult:
+                    namer: Optional[Namer] = None, kin: Optional[TreeKinematics] = None,
+                    wrenches: Optional[Iterable[int]] = None) -> HybridResult:
     r"""Hybrid dynamics: prescribed accelerations on some joints, torques on the others,
     Kim sec. 2.3, Table 4 (eqs 51-53).
 
@@ -767,6 +803,14 @@ def hybrid_dynamics(tree: KinematicTree, q: Sequence, qd: Sequence, qdd: Sequenc
     :math:`\tau = S^T F`. With no joint prescribed it is the ABA, with all of them the RNEA.
     With Pyomo, use a ``namer`` (see :func:`aba`).
 
+    A root ``r`` that is massless, has a free joint, no external wrench, one child ``c`` and
+    whose joint wrench is not asked for (``wrenches``; the race car's track joint, preprint
+    Step 3) never gets an articulated inertia: with :math:`A = \mathrm{Ad}_{T_{r,c}^{-1}}`,
+    :math:`\hat I_r = A^T \Pi_c A` and :math:`\hat B_r = A^T \beta_c`, so its row of
+    eq (45) is evaluated in the child's frame with :math:`S' = A S_r`:
+    :math:`U = \Pi_c S'`, :math:`d = S'^T U`, :math:`u = \tau_r - S'^T \beta_c`,
+    :math:`\ddot q_r = (u - U^T A a_r)/d`.
+
     Parameters
     ----------
     tree : KinematicTree
@@ -779,27 +823,61 @@ def hybrid_dynamics(tree: KinematicTree, q: Sequence, qd: Sequence, qdd: Sequenc
         Indices (into ``q``) of the degrees of freedom with prescribed acceleration.
     f_ext, gravity, track, namer
         As in :func:`rnea` and :func:`aba` (extra tags ``F{i}_{k}``, ``tau{k}``).
+    kin : TreeKinematics, optional
+        :func:`forward_kinematics` of the same ``q``, ``qd`` and ``track`` (with ``qd``):
+        its twists are used instead of being computed again.
+    wrenches : iterable of body indices, optional
+        The bodies whose joint wrench ``F`` is computed (always those with a prescribed
+        joint); default all.
 
     Returns
     -------
     HybridResult
-        Complete ``qdd`` and ``tau``, body accelerations (with gravity) and joint wrenches.
+        Complete ``qdd`` and ``tau``, body accelerations (with gravity) and joint wrenches
+        (None for a body not in ``wrenches``).
 
     Raises
     ------
     ValueError
-        If an index is out of range, a value that is read is None, or as :func:`aba`.
+        If an index is out of range, a value that is read is None, ``kin`` has no twists,
+        or as :func:`aba`.
     """
     for name, v in (("q", q), ("qd", qd), ("qdd", qdd), ("tau", tau)):
         _check_len(name, v, tree.nv)
     pres = _prescribed_dofs(tree, prescribed, qdd, tau)
     f_ext = _check_wrenches(tree, f_ext)
     track = _check_track(tree, track)
-    mo = _motion(tree, q, qd, track, namer)
+    if kin is not None and kin.motion is None:
+        raise ValueError("kin must be a forward_kinematics result with twists (qd given)")
+    mo = _motion(tree, q, qd, track, namer) if kin is None else kin.motion
     free = [mo.S[i] is not None and tree.dof[i] not in pres for i in range(tree.n_bodies)]
-    art = _articulated_bodies(tree, mo, tau, qdd, free, f_ext, namer)
+    want = set(range(tree.n_bodies)) if wrenches is None else _bodies("wrenches", tree, wrenches)
+    want.update(i for i in range(tree.n_bodies) if mo.S[i] is not None and not free[i])
+    lean = {r: tree.children[r][0] for r in range(tree.n_bodies)
+            if tree.parent[r] < 0 and free[r] and len(tree.children[r]) == 1
+            and r not in f_ext and r not in want
+            and all(is_zero(x) for row in tree._exact_inertia[r] for x in row)}
+    art = _articulated_bodies(tree, mo, tau, qdd, free, f_ext, lean, namer)
     a0 = _ground_acceleration(tree, gravity)
-    return _hybrid_forward(tree, mo, art, free, qdd, tau, pres, a0, namer)
+    return _hybrid_forward(tree, mo, art, free, qdd, tau, pres, a0, want, namer)
+
+
+def _bodies(name: str, tree: KinematicTree, bodies) -> set:
+    """``bodies`` as a set of body indices.
+
+    Raises
+    ------
+    ValueError
+        An entry that is not a body index.
+    """
+    out = set()
+    for i in bodies:
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)) \
+                or not 0 <= i < tree.n_bodies:
+            raise ValueError(f"{name} must hold body indices in [0, {tree.n_bodies - 1}], "
+                             f"got {i!r}")
+        out.add(int(i))
+    return out
 
 
 def _prescribed_dofs(tree: KinematicTree, prescribed, qdd, tau) -> set:
@@ -828,20 +906,23 @@ def _prescribed_dofs(tree: KinematicTree, prescribed, qdd, tau) -> set:
 @dataclasses.dataclass
 class _ArticulatedBodies:
     """Result of the backward recursion of :func:`aba` and :func:`hybrid_dynamics`, per body
-    (``None`` where a joint is fixed or prescribed)."""
+    (``None`` where a joint is fixed or prescribed, and for ``IA``, ``pA`` of a lean root)."""
 
     IA: list     # articulated-body inertias
     pA: list     # articulated bias wrenches
-    U: list      # IA S
-    Dinv: list   # 1 / (S^T U)
+    U: list      # IA S (of a lean root: Pi S' in its child's frame)
+    d: list      # S^T U
+    Dinv: list   # 1 / d (not formed for a lean root: its qdd divides by d)
     u: list      # tau - S^T pA
+    lean: dict   # lean root -> its child (hybrid_dynamics)
 
 
 def _articulated_bodies(tree: KinematicTree, mo: _Motion, tau, qdd, free: list, f_ext,
-                        nm: Optional[Namer]) -> _ArticulatedBodies:
+                        lean: dict, nm: Optional[Namer]) -> _ArticulatedBodies:
     """The backward recursion (Kim eqs 49, 50; a prescribed joint by eqs 52, 53): from the
     leaves to the root, ``free[i]``: joint ``i`` moves by its torque (else it is fixed, or its
-    acceleration ``qdd`` is prescribed).
+    acceleration ``qdd`` is prescribed); the lean roots ``lean`` (root -> child) in their
+    child's frame.
 
     Raises
     ------
@@ -851,18 +932,28 @@ def _articulated_bodies(tree: KinematicTree, mo: _Motion, tau, qdd, free: list, 
     n = tree.n_bodies
     _, pA = _bias(tree, mo, f_ext)
     IA = [[list(r) for r in tree._exact_inertia[i]] for i in range(n)]
-    U, Dinv, u = [None] * n, [None] * n, [None] * n
+    U, d, Dinv, u = [None] * n, [None] * n, [None] * n, [None] * n
+    to_root = {}                                        # lean root -> (Pi, beta) of its child
     for i in reversed(range(n)):
-        IA[i] = _named_sym(nm, f"IA{i}", IA[i])
-        pA[i] = _named_vec(nm, f"pA{i}", pA[i])
         S = mo.S[i]
-        if free[i]:
-            U[i] = _named_vec(nm, f"U{i}", matvec(IA[i], S))
-            d = dot(S, U[i])
-            _check_d(tree, i, d)
-            Dinv[i] = _named(nm, f"Dinv{i}", 1.0 / d)
-            u[i] = _named(nm, f"u{i}", sub(tau[tree.dof[i]], dot(S, pA[i])))
+        if i in lean:                                   # S' = A S, U = Pi S', in the child's frame
+            Pi, beta = to_root[i]
+            S = Ad_inv_apply(mo.g[lean[i]], S)
+            IA[i] = pA[i] = None
+            U[i] = _named_vec(nm, f"U{i}", matvec(Pi, S))
+        else:
+            IA[i] = _named_sym(nm, f"IA{i}", IA[i])
+            pA[i] = _named_vec(nm, f"pA{i}", pA[i])
+            if free[i]:
+                U[i] = _named_vec(nm, f"U{i}", matvec(IA[i], S))
         p = tree.parent[i]
+        if free[i]:
+            d[i] = dot(S, U[i])
+            _check_d(tree, i, d[i])
+            if i not in lean:
+                Dinv[i] = _named(nm, f"Dinv{i}", 1.0 / d[i])
+            bias = beta if i in lean else pA[i]
+            u[i] = _named(nm, f"u{i}", sub(tau[tree.dof[i]], dot(S, bias)))
         if p < 0:
             continue
         if S is None:                                   # fixed joint
@@ -874,20 +965,26 @@ def _articulated_bodies(tree: KinematicTree, mo: _Motion, tau, qdd, free: list, 
             beta = [add(x, y) for x, y in zip(pA[i], matvec(IA[i], eta))]
         else:
             Ui = U[i]
-            Pi = [[sub(IA[i][r][s], mul(mul(Ui[r], Ui[s]), Dinv[i])) for s in range(6)]
-                  for r in range(6)]
+            Pi = [[0] * 6 for _ in range(6)]
+            for r in range(6):                          # symmetric: the upper triangle
+                for s in range(r, 6):
+                    Pi[r][s] = Pi[s][r] = sub(IA[i][r][s], mul(mul(Ui[r], Ui[s]), Dinv[i]))
             uD = mul(u[i], Dinv[i])
             Pc = matvec(Pi, mo.c[i])
             beta = [total([pA[i][r], Pc[r], mul(Ui[r], uD)]) for r in range(6)]
+        if p in lean:
+            to_root[p] = (Pi, beta)
+            continue
         IA[p] = _symmetric_add(IA[p], congruence_to_parent(mo.g[i], Pi))
         pA[p] = [add(x, y) for x, y in zip(pA[p], Ad_inv_T_apply(mo.g[i], beta))]
-    return _ArticulatedBodies(IA=IA, pA=pA, U=U, Dinv=Dinv, u=u)
+    return _ArticulatedBodies(IA=IA, pA=pA, U=U, d=d, Dinv=Dinv, u=u, lean=lean)
 
 
 def _hybrid_forward(tree: KinematicTree, mo: _Motion, art: _ArticulatedBodies, free: list,
-                    qdd, tau, pres: set, a0, nm: Optional[Namer]) -> HybridResult:
+                    qdd, tau, pres: set, a0, want: set, nm: Optional[Namer]) -> HybridResult:
     """The forward recursion of :func:`hybrid_dynamics`: accelerations of the free joints,
-    body accelerations, joint wrenches and the torques of the prescribed joints."""
+    body accelerations, the joint wrenches of the bodies ``want`` and the torques of the
+    prescribed joints."""
     n = tree.n_bodies
     IA, pA, U, Dinv, u = art.IA, art.pA, art.U, art.Dinv, art.u
     qdd_out = [qdd[k] if k in pres else None for k in range(tree.nv)]
@@ -901,9 +998,14 @@ def _hybrid_forward(tree: KinematicTree, mo: _Motion, art: _ArticulatedBodies, f
             k = tree.dof[i]
             if free[i]:
                 a = _named_vec(nm, f"a{i}", a)
-                qdd_out[k] = _named(nm, f"qdd{k}", mul(sub(u[i], dot(U[i], a)), Dinv[i]))
+                aU = Ad_inv_apply(mo.g[art.lean[i]], a) if i in art.lean else a
+                num = sub(u[i], dot(U[i], aU))
+                qdd_out[k] = _named(nm, f"qdd{k}", num / art.d[i] if i in art.lean
+                                    else mul(num, Dinv[i]))
             a = [add(x, mul(s, qdd_out[k])) for x, s in zip(a, S)]
         Vdot[i] = _named_vec(nm, f"Vd{i}", a)
+        if i not in want:
+            continue
         F[i] = _named_vec(nm, f"F{i}", [add(x, y) for x, y in zip(matvec(IA[i], Vdot[i]), pA[i])])
         if S is not None and not free[i]:
             k = tree.dof[i]

@@ -32,24 +32,31 @@ in-plane parts, which the paper neglects and so does this model (MODEL_NOTES, it
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from ..spatial import chain as chain_mod
 from ..spatial import lie
 from ..spatial.backend import add, atan, cos, is_number, mul, sin, sub, total
+from ..spatial.tree import (PRISMATIC, REVOLUTE, TRACK, KinematicTree, TrackJoint,
+                            forward_kinematics, hybrid_dynamics)
 from .schema import VehicleFileError, VehicleParameters, read_vehicle_file
 
 __all__ = ["VehicleParameters", "VehicleFileError", "load_vehicle", "vehicle_file_model", "available_vehicles", "models_dir",
            "CarEquations", "car_equations", "tyre_lateral_force", "tyre_lateral_angle", "peak_force",
-           "build_chain", "aero_forces", "ALGEBRAIC", "CONTROLS", "solve_loop", "solve_algebraic",
-           "o3_acceleration"]
+           "build_chain", "chain_parts", "chain_namer", "UNSPRUNG", "SPRUNG", "aero_forces",
+           "ALGEBRAIC", "CONTROLS", "solve_loop", "solve_algebraic", "o3_acceleration"]
 
 ALGEBRAIC = ("f_11z", "f_12z", "f_21z", "f_22z", "f_3x", "f_3y", "m_3z")
 """Names of the seven algebraic variables z of sec. 4 (N, N, N, N, N, N, N m)."""
 CONTROLS = ("f_xa", "f_xb", "delta")
 """Names of the controls u of sec. 4: traction force [N] >= 0, braking force [N] <= 0,
 road-wheel steer angle [rad]."""
+UNSPRUNG = 2
+"""Index in :func:`build_chain` of the unsprung body, the preprint's body 3 (frame {B3}: the
+road plane at road level under the VIP)."""
+SPRUNG = 5
+"""Index in :func:`build_chain` of the sprung body, the preprint's body 6."""
 
 
 def models_dir() -> Path:
@@ -121,14 +128,104 @@ def vehicle_file_model(vehicle):
     return model if isinstance(model, str) else None
 
 
-def build_chain(p: VehicleParameters) -> chain_mod.Chain:
-    """The six-joint chain of the car (sec. 2.2): VIP at :attr:`VehicleParameters.h_vip`,
-    unsprung mass at wheel-centre height, G6 at ``h`` above the road at zero heave."""
-    return chain_mod.vehicle_chain(
-        h_vip=p.h_vip, unsprung_mass=p.m_u, unsprung_com_height=p.wheel_radius,
-        unsprung_inertia=p.unsprung_inertia, sprung_mass=p.m_s,
-        sprung_com_height=p.h - p.h_vip, sprung_inertia=(p.Ixx, p.Iyy, p.Izz),
-        gravity=p.gravity)
+def build_chain(p: VehicleParameters) -> KinematicTree:
+    r"""The six-joint chain of the car (sec. 2.2) as a kinematic tree, body ``k - 1`` being
+    the preprint's body ``k``:
+
+    ====  ======================  ===================  =======================================
+    body  joint                   coordinate           placement, mass
+    ====  ======================  ===================  =======================================
+    0     track (eq 12)           ``q1``, arc length   massless
+    1     prismatic along y       ``q2``, + left       massless
+    2     revolute about z        ``q3``, yaw          unsprung mass at wheel-centre height
+    3     prismatic along z       ``q4``, heave        at the VIP height ``h_vip``; massless
+    4     revolute about y        ``q5``, pitch        massless
+    5     revolute about x        ``q6``, roll         sprung mass, G6 at ``h`` above the road
+                                                       at zero heave
+    ====  ======================  ===================  =======================================
+
+    For a :class:`~pyomo_lap.vehicle.schema.SymbolicVehicle` (the car's parameters as
+    symbols of a recording) the tree of its numbers is checked and its placements, inertias
+    and gravity are the symbols' (:meth:`pyomo_lap.spatial.tree.KinematicTree.with_symbols`).
+
+    Parameters
+    ----------
+    p : VehicleParameters or SymbolicVehicle
+        Or an object with their fields and derived quantities (``h_vip``, ``m_s``, ``m_u``,
+        ``unsprung_inertia``, ``wheel_radius``, ``h``, ``Ixx``, ``Iyy``, ``Izz``,
+        ``gravity``).
+
+    Returns
+    -------
+    KinematicTree
+
+    Raises
+    ------
+    ValueError
+        If an inertia is not that of a rigid body (:class:`~pyomo_lap.spatial.tree.KinematicTree`).
+    """
+    from .schema import SymbolicVehicle
+    if isinstance(p, SymbolicVehicle):
+        parts = chain_parts(p)
+        return build_chain(p.numbers).with_symbols(parts["placement"], parts["inertia"],
+                                                   (0.0, 0.0, -p.gravity))
+    return KinematicTree(**chain_parts(p), gravity=(0.0, 0.0, -p.gravity))
+
+
+def chain_parts(p, unsprung: bool = True) -> dict:
+    """The fields of :func:`build_chain`'s tree for the car ``p`` (numbers or symbols): the
+    arguments of :class:`~pyomo_lap.spatial.tree.KinematicTree` but the gravity, as a dict.
+    Without ``unsprung`` the unsprung body is massless (the chassis of the multibody car,
+    :func:`pyomo_lap.vehicle.multibody_car.build_tree`)."""
+    eye = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
+    origin = (0.0, 0.0, 0.0)
+
+    def body(mass, height, moments):
+        Ixx, Iyy, Izz = moments
+        return lie.spatial_inertia(mass, [0.0, 0.0, height],
+                                   [[Ixx, 0.0, 0.0], [0.0, Iyy, 0.0], [0.0, 0.0, Izz]])
+    inertia = [None] * 6
+    inertia[SPRUNG] = body(p.m_s, p.h - p.h_vip, (p.Ixx, p.Iyy, p.Izz))
+    if unsprung:
+        inertia[UNSPRUNG] = body(p.m_u, p.wheel_radius, p.unsprung_inertia)
+    place = [(eye, origin)] * 6
+    place[3] = (eye, (0.0, 0.0, p.h_vip))
+    return dict(parent=[-1, 0, 1, 2, 3, 4],
+                joint_type=[TRACK, PRISMATIC, REVOLUTE, PRISMATIC, REVOLUTE, REVOLUTE],
+                axis=[None, (0, 1, 0), (0, 0, 1), (0, 0, 1), (0, 1, 0), (1, 0, 0)],
+                placement=place, inertia=inertia,
+                names=["track", "lateral", "yaw", "heave", "pitch", "chassis"])
+
+
+_TREE_TAG = re.compile(r"([A-Za-z]+?)(\d+)(_\d+)?")
+
+
+def chain_namer(namer: Optional[Callable]) -> Callable:
+    """A ``namer`` for the tree's algorithms on :func:`build_chain` (or the single-track
+    car's three bodies) that names the tree's intermediates with the preprint's numbering of
+    the chain (bodies and joints from 1): the tree's ``V{i}_{k}``, ``a{i}_{k}``, ``IA{i}_{jk}``,
+    ``pA{i}_{k}``, ``U{i}_{k}``, ``Dinv{i}``, ``u{i}``, ``c{i}_{k}`` and ``qdd{k}`` become
+    ``V{i+1}_{k}`` ... ``qdd{k+1}`` (twists from body 3 on, accelerations from body 2 on, as
+    the chain's ABA named them), the joint wrench ``F{2}_{k}`` of the unsprung body is the
+    structural wrench ``W3J_{k}`` of eq (24); the other joint wrenches and the body
+    accelerations stay unnamed (all of them for ``namer=None``).
+
+    Every articulated-body quantity stays a named ``Expression`` in the Pyomo model, as the
+    chain's ABA had them: unnamed, the nested inertias of each level are written out into the
+    next, and walks over the expressions that do not share subexpressions (IDAES's check of
+    evaluation errors, Pyomo's ``value``) grow with the depth (``pyomo-lap diagnose`` of a 7-point
+    sector: 3 s named, over 2 minutes unnamed)."""
+    def name(tag, value):
+        m = _TREE_TAG.fullmatch(tag)
+        if namer is None or m is None:
+            return value
+        kind, i, k = m.group(1), int(m.group(2)), m.group(3) or ""
+        if kind == "F":
+            return namer(f"W3J{k}", value) if i == UNSPRUNG else value
+        if kind in ("Vd", "tau") or (kind == "V" and i < 2) or (kind == "a" and i < 1):
+            return value     # (the twists of bodies 1-2 are body 3's before the yaw: one name)
+        return namer(f"{kind}{i + 1}{k}", value)
+    return name
 
 
 def peak_force(p: VehicleParameters, fz):
@@ -205,8 +302,12 @@ class CarEquations:
         ``f_3x - (X1+X2)``, ``f_3y - (Y1+Y2)``, ``m_3z - m_z(tyres)``, eq (36) [N, N, N m].
     channels : dict
         Named intermediate quantities (slip angles, tyre forces, W3J, speeds, aero...).
-    kin : chain.Kinematics
-    aba : chain.ABAResult
+    kin : pyomo_lap.spatial.tree.TreeKinematics
+        Postures and twists of the bodies of :func:`build_chain` (body ``k - 1`` is the
+        preprint's body ``k``).
+    aba : pyomo_lap.spatial.tree.HybridResult
+        The ABA's body accelerations ``Vdot`` (with gravity, eq 23a) and the structural
+        wrench :math:`W_{3J}^3` of eq (24), ``F[UNSPRUNG]`` (the other ``F`` are None).
     """
 
     qdd: list
@@ -239,7 +340,7 @@ def aero_forces(p: VehicleParameters, v3x, namer: Optional[Callable] = None):
             mul(-(p.Cz2 * p.a2 - p.Cz1 * p.a1), qdyn))
 
 
-def car_equations(p: VehicleParameters, chain: chain_mod.Chain, track: chain_mod.TrackJoint,
+def car_equations(p: VehicleParameters, chain: KinematicTree, track: TrackJoint,
                   q: Sequence, qd: Sequence, u: Sequence, z: Sequence,
                   namer: Optional[Callable] = None) -> CarEquations:
     r"""All equations of the car at one point of the track.
@@ -247,9 +348,9 @@ def car_equations(p: VehicleParameters, chain: chain_mod.Chain, track: chain_mod
     Parameters
     ----------
     p : VehicleParameters
-    chain : chain.Chain
+    chain : KinematicTree
         From :func:`build_chain`.
-    track : chain.TrackJoint
+    track : TrackJoint
         Track joint at the current q1.
     q, qd : sequences of 6 scalars
         q1..q6 and q̇1..q̇6.
@@ -258,7 +359,7 @@ def car_equations(p: VehicleParameters, chain: chain_mod.Chain, track: chain_mod
     z : sequence of 7 scalars
         Algebraic variables ``(f_11z, f_12z, f_21z, f_22z [N], f_3x, f_3y [N], m_3z [N m])``.
     namer : callable, optional
-        ``namer(tag, value)`` returning a named stand-in (Pyomo ``Expression``).
+        ``namer(tag, value)``, a named stand-in (Pyomo ``Expression``; :func:`chain_namer`).
 
     Returns
     -------
@@ -282,16 +383,17 @@ def car_equations(p: VehicleParameters, chain: chain_mod.Chain, track: chain_mod
            sub(mul(-susp["k"], q[3]), mul(susp["c"], qd[3])),
            sub(mul(-susp["k_theta"], q[4]), mul(susp["c_theta"], qd[4])),
            sub(mul(-susp["k_phi"], q[5]), mul(susp["c_phi"], qd[5]))]
-    kin = chain_mod.forward_kinematics(chain, track, q, qd, namer=nm)
-    V3 = kin.V[3]
+    tree_nm, tj = chain_namer(namer), {0: track}
+    kin = forward_kinematics(chain, q, qd, track=tj, namer=tree_nm)
+    V3 = kin.V[UNSPRUNG]
     v3x, v3y, w3z = V3[0], V3[1], V3[5]
     # eq (20): aerodynamic wrench at O3 in {B3}, moved to {B6}
     f_drag, f_down, m_aero = aero_forces(p, v3x, nm)
-    W6E3 = [f_drag, 0, f_down, 0, m_aero, 0]
-    g36 = kin.posture(3, 6)
-    W6E6 = lie.Ad_T_apply(g36, W6E3)
-    W3E3 = [f3x, f3y, 0, 0, 0, m3z]
-    res = chain_mod.aba(chain, track, kin, qd, tau, {3: W3E3, 6: W6E6}, namer=nm)
+    g36 = lie.compose(lie.compose(kin.g[3], kin.g[4]), kin.g[SPRUNG])
+    f_ext = {UNSPRUNG: [f3x, f3y, 0, 0, 0, m3z],
+             SPRUNG: lie.Ad_T_apply(g36, [f_drag, 0, f_down, 0, m_aero, 0])}
+    res = hybrid_dynamics(chain, q, qd, [None] * 6, tau, (), f_ext=f_ext, track=tj,
+                          namer=tree_nm, kin=kin, wrenches=(UNSPRUNG,))
     # eq (33): slip angles (small-angle form; v3x is kept away from zero by the OCP)
     inv_vx = 1 / v3x
     alpha1 = nm("alpha_1", sub(delta, mul(add(v3y, mul(p.a1, w3z)), inv_vx)))
@@ -312,7 +414,7 @@ def car_equations(p: VehicleParameters, chain: chain_mod.Chain, track: chain_mod
     mz_tyres = total([mul(p.a1, Y1), mul(-p.a2, Y2), mul(0.5 * p.t1, mul(sub(f11y, f12y), sd))])
     inplane = [sub(f3x, add(X1, X2)), sub(f3y, add(Y1, Y2)), sub(m3z, mz_tyres)]
     # vertical loads statically equivalent to W3J (module docstring)
-    W3J = res.W3J
+    W3J = res.F[UNSPRUNG]
     fz3, mx3, my3 = W3J[2], W3J[3], W3J[4]
     l = p.l
     F1 = add(mul(p.a2 / l, fz3), mul(-1.0 / l, my3))
@@ -355,7 +457,7 @@ def o3_acceleration(V3, Vdot3, R03_row_z, gravity) -> list:
     V3 : sequence of 6
         Twist of body 3 in {B3}, :math:`[v; \omega]` [m/s, rad/s].
     Vdot3 : sequence of at least 3
-        Linear part of :math:`\dot V_3` [m/s^2] (the ABA's ``Vdot[3][:3]``).
+        Linear part of :math:`\dot V_3` [m/s^2] (the ABA's ``Vdot[UNSPRUNG][:3]``).
     R03_row_z : sequence of 3
         Third row of :math:`R_{0,3}` (the ground's z axis in {B3}) [-].
     gravity : float or scalar
@@ -433,7 +535,7 @@ def solve_loop(residual: Callable, z0, jacobian: Optional[Callable] = None, *, t
     raise RuntimeError(f"algebraic loop did not converge: |residual| = {np.linalg.norm(r):.3g} N")
 
 
-def solve_algebraic(p: VehicleParameters, chain: chain_mod.Chain, track: chain_mod.TrackJoint,
+def solve_algebraic(p: VehicleParameters, chain: KinematicTree, track: TrackJoint,
                     q, qd, u, z0=None, tol: float = 1e-9, max_iter: int = 50):
     """Solve the seven algebraic equations (35)-(36) for z with floats (Newton with a
     finite-difference Jacobian, from a static guess). For many evaluations use the much faster

@@ -69,9 +69,8 @@ from typing import Callable, Optional, Sequence
 
 from ..spatial import lie
 from ..spatial.backend import add, cos, mul, neg, sin, sub, total
-from ..spatial.chain import TrackJoint
-from ..spatial.tree import PRISMATIC, REVOLUTE, TRACK, KinematicTree, aba, forward_kinematics
-from .car import aero_forces, tyre_lateral_angle
+from ..spatial.tree import PRISMATIC, KinematicTree, TrackJoint, aba, forward_kinematics
+from .car import SPRUNG, aero_forces, chain_parts, tyre_lateral_angle
 from .schema import VehicleParameters
 
 __all__ = ["WHEELS", "SUSPENSION", "build_tree", "carrier_mass", "free_radius", "spring_preload",
@@ -82,7 +81,7 @@ WHEELS = ("11", "12", "21", "22")
 SUSPENSION = tuple(f"z{w}" for w in WHEELS)
 """Names of the carrier travels (suspension joints), + up relative to the chassis [m]."""
 
-CHASSIS = 5
+CHASSIS = SPRUNG
 """Index of the sprung body in :func:`build_tree`."""
 ROAD = 2
 """Index of the body with the frame {B3} (road plane, at road level under the VIP)."""
@@ -153,29 +152,22 @@ def build_tree(p: VehicleParameters) -> KinematicTree:
 
 
 def _tree_parts(p) -> dict:
-    """The fields of :func:`build_tree`'s tree for the car ``p`` (numbers or symbols)."""
+    """The fields of :func:`build_tree`'s tree for the car ``p`` (numbers or symbols): the
+    chassis chain of :func:`pyomo_lap.vehicle.car.chain_parts` without the unsprung mass,
+    and the four carriers."""
     eye = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
-    origin = (0.0, 0.0, 0.0)
-    sprung = lie.spatial_inertia(p.m_s, [0.0, 0.0, p.h - p.h_vip],
-                                 [[p.Ixx, 0.0, 0.0], [0.0, p.Iyy, 0.0], [0.0, 0.0, p.Izz]])
-    parent = [-1, 0, 1, 2, 3, 4]
-    jtype = [TRACK, PRISMATIC, REVOLUTE, PRISMATIC, REVOLUTE, REVOLUTE]
-    axis = [None, (0, 1, 0), (0, 0, 1), (0, 0, 1), (0, 1, 0), (1, 0, 0)]
-    place = [(eye, origin), (eye, origin), (eye, origin), (eye, (0.0, 0.0, p.h_vip)),
-             (eye, origin), (eye, origin)]
-    inertia = [None, None, None, None, None, sprung]
-    names = ["track", "lateral", "yaw", "heave", "pitch", "chassis"]
+    parts = chain_parts(p, unsprung=False)
     for w in WHEELS:
         axle, x, y = _corner(p, w)
-        parent.append(CHASSIS)
-        jtype.append(PRISMATIC)
-        axis.append((0, 0, 1))
-        place.append((eye, (x, y, p.wheel_radius - p.h_vip)))
-        inertia.append(lie.spatial_inertia(carrier_mass(p, axle), [0.0, 0.0, 0.0],
-                                           [[0.0] * 3, [0.0] * 3, [0.0] * 3]))
-        names.append(f"carrier_{w}")
-    return dict(parent=parent, joint_type=jtype, axis=axis, placement=place,
-                inertia=inertia, gravity=(0.0, 0.0, -p.gravity), names=names)
+        parts["parent"].append(CHASSIS)
+        parts["joint_type"].append(PRISMATIC)
+        parts["axis"].append((0, 0, 1))
+        parts["placement"].append((eye, (x, y, p.wheel_radius - p.h_vip)))
+        parts["inertia"].append(lie.spatial_inertia(carrier_mass(p, axle), [0.0, 0.0, 0.0],
+                                                    [[0.0] * 3, [0.0] * 3, [0.0] * 3]))
+        parts["names"].append(f"carrier_{w}")
+    parts["gravity"] = (0.0, 0.0, -p.gravity)
+    return parts
 
 
 @dataclasses.dataclass

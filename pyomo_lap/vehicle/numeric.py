@@ -1,7 +1,7 @@
 r"""Fast float evaluation of a vehicle model: the *same* equations that build the Pyomo model,
 traced once into CasADi functions, and the algebraic loop solved by Newton's method.
 
-:func:`pyomo_lap.vehicle.car.car_equations` (and the ABA of :mod:`pyomo_lap.spatial.chain` under it) is
+:func:`pyomo_lap.vehicle.car.car_equations` (and the ABA of :mod:`pyomo_lap.spatial.tree` under it) is
 written once over "scalars" (:mod:`pyomo_lap.spatial.backend`). Called with plain floats it takes a few
 milliseconds per point, far too slow inside an ODE integrator that needs tens of thousands of
 evaluations. :class:`CarFunctions` calls it once with CasADi ``SX`` symbols for the state, the
@@ -25,7 +25,7 @@ import numpy as np
 
 from . import single_track_car as st
 from . import car as veh
-from ..spatial.chain import TrackJoint
+from ..spatial.tree import TrackJoint
 
 __all__ = ["CarFunctions", "track_vector", "joint_from_vector", "AlgebraicLoopError"]
 
@@ -40,7 +40,7 @@ class AlgebraicLoopError(RuntimeError):
 
 
 def track_vector(tj: TrackJoint) -> np.ndarray:
-    """The 21 numbers of a :class:`~pyomo_lap.spatial.chain.TrackJoint` that the dynamics use.
+    """The 21 numbers of a :class:`~pyomo_lap.spatial.tree.TrackJoint` that the dynamics use.
 
     Returns
     -------

@@ -24,7 +24,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from ..spatial.chain import GRAVITY
+from ..spatial.tree import GRAVITY
 from ..util.errors import FileProblemsError
 
 __all__ = ["VehicleParameters", "VehicleFileError", "read_vehicle_file", "field_bounds", "bound_texts", "SECTIONS", "OPTIONAL_SECTIONS",

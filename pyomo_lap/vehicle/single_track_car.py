@@ -1,7 +1,7 @@
 r"""The single-track (bicycle) car's equations with Fiala tyres, written once over the scalar
 backend (:mod:`pyomo_lap.spatial.backend`: floats, Pyomo, CasADi): the chain of joints 1-3 with one
-rigid body (:func:`build_chain`), the Fiala axle force (:func:`fiala_axle`) and all equations
-at one point (:func:`single_track_equations`). The model is described in
+rigid body (:func:`build_chain`, a :class:`~pyomo_lap.spatial.tree.KinematicTree`), the Fiala
+axle force (:func:`fiala_axle`) and all equations at one point (:func:`single_track_equations`). The model is described in
 :mod:`pyomo_lap.ocp.single_track`, which builds its OCP from these equations; this module holds
 no OCP code, so that :mod:`pyomo_lap.vehicle.numeric` can trace the equations without importing the
 OCP layers.
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Sequence
 
-from ..spatial import chain as chain_mod
 from ..spatial import lie
+from ..spatial.tree import KinematicTree, TrackJoint, forward_kinematics, hybrid_dynamics
 from . import car as veh
 from ..spatial.backend import add, atan, cos, is_number, mul, sin, sqrt, sub, total
 
@@ -26,19 +26,36 @@ RATE_NAMES = ("q1_dot", "q2_dot", "q3_dot")
 _ABS_EPS2 = 1e-10   # |v| ~ sqrt(v^2 + eps^2): a smooth absolute value for the NLP
 
 
-def build_chain(p: veh.VehicleParameters) -> chain_mod.Chain:
-    """Joints 1-3 of the car's chain with one rigid body: the whole car at zero suspension
-    deflection (sprung mass at ``h``, unsprung at wheel-centre height, inertias added about
-    O3)."""
-    full = veh.build_chain(p)
+def build_chain(p: veh.VehicleParameters) -> KinematicTree:
+    """Joints 1-3 of the car's chain (bodies 0-2 of
+    :func:`pyomo_lap.vehicle.car.build_chain`) with one rigid body, body 2: the whole car at
+    zero suspension deflection (sprung mass at ``h``, unsprung at wheel-centre height,
+    inertias added about O3). A :class:`~pyomo_lap.vehicle.schema.SymbolicVehicle` gives the
+    tree of its numbers with its symbols (as :func:`pyomo_lap.vehicle.car.build_chain`).
 
+    Raises
+    ------
+    ValueError
+        If the inertia is not that of a rigid body.
+    """
+    from .schema import SymbolicVehicle
+    if isinstance(p, SymbolicVehicle):
+        parts = _parts(p)
+        return build_chain(p.numbers).with_symbols(parts["placement"], parts["inertia"],
+                                                   parts["gravity"])
+    return KinematicTree(**_parts(p))
+
+
+def _parts(p) -> dict:
+    """The fields of :func:`build_chain`'s tree for the car ``p`` (numbers or symbols)."""
     def diag(v):
         return [[v[0], 0, 0], [0, v[1], 0], [0, 0, v[2]]]
     Ms = lie.spatial_inertia(p.m_s, (0, 0, p.h), diag((p.Ixx, p.Iyy, p.Izz)))
     Mu = lie.spatial_inertia(p.m_u, (0, 0, p.wheel_radius), diag(p.unsprung_inertia))
-    M = [[Ms[i][j] + Mu[i][j] for j in range(6)] for i in range(6)]
-    return chain_mod.Chain(joints={2: full.joints[2], 3: full.joints[3]}, inertia={3: M},
-                           gravity=p.gravity)
+    parts = {k: v[:3] for k, v in veh.chain_parts(p).items()}
+    parts["inertia"] = [None, None, [[Ms[i][j] + Mu[i][j] for j in range(6)] for i in range(6)]]
+    parts["gravity"] = (0.0, 0.0, -p.gravity)
+    return parts
 
 
 def _clip_unit(v):
@@ -80,8 +97,8 @@ def fiala_axle(p: veh.VehicleParameters, alpha, fz_axle):
     return fy, C, D, ups
 
 
-def single_track_equations(p: veh.VehicleParameters, chain: chain_mod.Chain,
-                           track: chain_mod.TrackJoint, q: Sequence, qd: Sequence, u: Sequence,
+def single_track_equations(p: veh.VehicleParameters, chain: KinematicTree,
+                           track: TrackJoint, q: Sequence, qd: Sequence, u: Sequence,
                            z: Sequence, namer: Optional[Callable] = None) -> veh.CarEquations:
     r"""All equations of the single-track car at one point (the analogue of
     :func:`pyomo_lap.vehicle.car.car_equations`).
@@ -89,9 +106,9 @@ def single_track_equations(p: veh.VehicleParameters, chain: chain_mod.Chain,
     Parameters
     ----------
     p : VehicleParameters
-    chain : chain.Chain
+    chain : KinematicTree
         From :func:`build_chain`.
-    track : chain.TrackJoint
+    track : TrackJoint
     q, qd : sequences of 3 scalars
         q1..q3 [m, m, rad] and rates (q1 enters only through ``track``).
     u : sequence of 3 scalars
@@ -109,12 +126,14 @@ def single_track_equations(p: veh.VehicleParameters, chain: chain_mod.Chain,
     nm = namer or (lambda tag, v: v)
     f_xa, f_xb, delta = u
     f1z, f2z, f3x, f3y, m3z = z
-    kin = chain_mod.forward_kinematics(chain, track, q, qd, namer=nm)
-    V3 = kin.V[3]
+    tree_nm, tj, body = veh.chain_namer(namer), {0: track}, veh.UNSPRUNG
+    kin = forward_kinematics(chain, q, qd, track=tj, namer=tree_nm)
+    V3 = kin.V[body]
     v3x, v3y, w3z = V3[0], V3[1], V3[5]
     f_drag, f_down, m_aero = veh.aero_forces(p, v3x, nm)    # eq (20), as the full car
     W3E = [add(f3x, f_drag), f3y, f_down, 0, m_aero, m3z]
-    res = chain_mod.aba(chain, track, kin, qd, [0, 0, 0], {3: W3E}, namer=nm)
+    res = hybrid_dynamics(chain, q, qd, [None] * 3, [0, 0, 0], (), f_ext={body: W3E}, track=tj,
+                          namer=tree_nm, kin=kin, wrenches=(body,))
     inv_vx = 1 / v3x
     alpha1 = nm("alpha_1", sub(delta, atan(mul(add(v3y, mul(p.a1, w3z)), inv_vx))))
     alpha2 = nm("alpha_2", atan(mul(sub(mul(p.a2, w3z), v3y), inv_vx)))
@@ -128,7 +147,7 @@ def single_track_equations(p: veh.VehicleParameters, chain: chain_mod.Chain,
     X1 = sub(mul(f1x, cd), mul(fy1, sd))
     inplane = [sub(f3x, add(X1, f2x)), sub(f3y, add(Y1, fy2)),
                sub(m3z, total([mul(p.a1, Y1), mul(-p.a2, fy2)]))]
-    W3J = res.W3J
+    W3J = res.F[body]
     fz3, mx3, my3 = W3J[2], W3J[3], W3J[4]
     l = p.l
     F1 = add(mul(p.a2 / l, fz3), mul(-1.0 / l, my3))
