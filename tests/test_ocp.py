@@ -249,3 +249,25 @@ def test_lifted_intermediates_are_initialized_consistently(setup):
         for s, con in list(c.items())[:2]:   # pyo.value re-walks nested named expressions: slow
             body = pyo.value(con.body)
             assert body == pytest.approx(0.0, abs=1e-6 * max(1.0, abs(pyo.value(con.upper))))
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("model", ["full", "single-track"])
+def test_articulated_body_intermediates_are_named(model):
+    """The ABA's intermediates of the recorded rows (articulated inertias IA, bias wrenches pA,
+    U = IA S, 1/d, u) are tagged, so each becomes a named Expression of the Pyomo model: written
+    out instead, the inertias of each level nest into the next, and walks that do not share
+    subexpressions (IDAES's evaluation-error check in `pyomo-lap diagnose`, pyo.value) grow
+    with the depth (a 7-point diagnose ran over 15 minutes instead of 3 s)."""
+    from pyomo_lap.ocp.build import OCP_CONFIG
+    from pyomo_lap.ocp.full_model import record_point_rows
+    from pyomo_lap.ocp.single_track import record_single_track_rows
+    p = load_vehicle("fsae")
+    rec = (record_point_rows(p, OCP_CONFIG()) if model == "full" else
+           record_single_track_rows(p, OCP_CONFIG({"model": "single-track"})))
+    tape = rec.tape
+    live = {tag for i, tag in tape.tags.items() if tape.live[i]}
+    for prefix in ("IA", "pA", "U", "Dinv", "u"):
+        assert any(t.startswith(prefix) and t[len(prefix):len(prefix) + 1].isdigit() for t in live), prefix
+    # the public names as before: the twist of O3 and the structural wrench (eq 24)
+    assert {"V3_0", "V3_1", "W3J_2", "qdd1"} <= live
