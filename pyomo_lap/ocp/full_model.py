@@ -38,7 +38,7 @@ from ..vehicle import car as veh
 from ..vehicle.schema import SECTIONS
 from ..spatial.backend import add, is_number, mul, sub
 from .initialize import cold_start_profile
-from ..vehicle.numeric import CarFunctions, track_vector
+from ..vehicle.numeric import CarFunctions, track_vectors
 from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_vehicle_block, entries_at,
                      car_control_bounds, control_states, scale_control_rates, vehicle_var,
                      discretize_on_track, entry_speed, finish_build, new_sector_model,
@@ -521,11 +521,10 @@ def initialize_full_model(m, fixed_point_iterations: int = 4) -> dict:
         ``{"status": "ok", "estimated_time_s": float, "max_algebraic_residual": float}``.
     """
     p = m.problem.vehicle
-    sigma = np.array(sorted(m.s))
+    sigma = sorted(m.s)
     prof = cold_start_profile(m)
     v, t, sag, fx = prof["v"], prof["t"], prof["sag"], prof["fx"]
     f_xa, f_xb, delta = prof["f_xa"], prof["f_xb"], prof["delta"]
-    joints = m.problem.track_joints
     car = CarFunctions(p)        # the same car equations, traced once for fast float evaluation
     n = len(sigma)
     q = np.zeros((n, 6))
@@ -533,7 +532,7 @@ def initialize_full_model(m, fixed_point_iterations: int = 4) -> dict:
     qd = np.zeros((n, 6))
     qd[:, 0] = v
     u = np.column_stack([f_xa, f_xb, delta]).astype(float)
-    trk = np.array([track_vector(j) for j in joints])
+    trk = track_vectors(m.problem.track_points)        # the numbers of the track joints
     s1, s2 = p.static_loads
     z = np.tile([s1, s1, s2, s2, 0.0, 0.0, 0.0], (n, 1))
     z[:, 4] = fx
@@ -554,10 +553,9 @@ def initialize_full_model(m, fixed_point_iterations: int = 4) -> dict:
         values[f"d{name}_ds"] = qdd[:, k] / qd[:, 0]
     values["dt_ds"] = 1.0 / qd[:, 0]
     derivatives = {f"d{name}_ds" for name in STATE_NAMES + RATE_NAMES} | {"dt_ds"}
-    points = sorted(m.s)
     for name, vals in values.items():
         clip = name not in derivatives
-        for var, val in zip(entries_at(m.component(name), points), vals.tolist()):
+        for var, val in zip(entries_at(m.component(name), sigma), vals.tolist()):
             if clip:
                 if var.fixed:
                     continue
@@ -573,13 +571,13 @@ def initialize_full_model(m, fixed_point_iterations: int = 4) -> dict:
     return {"status": "ok", "estimated_time_s": float(t[-1]), "max_algebraic_residual": max_res}
 
 
-def _set_lifted(m, sigma) -> None:
+def _set_lifted(m, sigma: list) -> None:
     """Give the lifted intermediates (OCP option ``lift``: the variables ``m.car.<tag>``) the
     values of their definitions at the points' values: the tagged nodes of the recorded rows
     (``m.problem.point_rows``), evaluated at all points at once."""
     rec = m.problem.point_rows
     tape = rec.tape
-    inputs = {name: np.array([m.component(name)[s].value for s in sigma], dtype=float)
+    inputs = {name: np.array([v.value for v in entries_at(m.component(name), sigma)], dtype=float)
               for name in rec.variables}
     inputs.update(track_numbers(m.problem.track_points))
     inputs.update(zip(rec.vehicle_inputs, rec.vehicle_values(m.problem.vehicle)))

@@ -44,7 +44,7 @@ from .schema import VehicleFileError, VehicleParameters, read_vehicle_file
 
 __all__ = ["VehicleParameters", "VehicleFileError", "load_vehicle", "vehicle_file_model", "available_vehicles", "models_dir",
            "CarEquations", "car_equations", "tyre_lateral_force", "tyre_lateral_angle", "peak_force",
-           "build_chain", "chain_parts", "chain_namer", "UNSPRUNG", "SPRUNG", "aero_forces",
+           "build_chain", "chain_parts", "chain_namer", "kinematic_tree", "UNSPRUNG", "SPRUNG", "aero_forces",
            "ALGEBRAIC", "CONTROLS", "solve_loop", "solve_algebraic", "o3_acceleration"]
 
 ALGEBRAIC = ("f_11z", "f_12z", "f_21z", "f_22z", "f_3x", "f_3y", "m_3z")
@@ -144,9 +144,8 @@ def build_chain(p: VehicleParameters) -> KinematicTree:
                                                        at zero heave
     ====  ======================  ===================  =======================================
 
-    For a :class:`~pyomo_lap.vehicle.schema.SymbolicVehicle` (the car's parameters as
-    symbols of a recording) the tree of its numbers is checked and its placements, inertias
-    and gravity are the symbols' (:meth:`pyomo_lap.spatial.tree.KinematicTree.with_symbols`).
+    For a :class:`~pyomo_lap.vehicle.schema.SymbolicVehicle` the tree of its numbers with
+    its symbols (:func:`kinematic_tree`).
 
     Parameters
     ----------
@@ -164,18 +163,38 @@ def build_chain(p: VehicleParameters) -> KinematicTree:
     ValueError
         If an inertia is not that of a rigid body (:class:`~pyomo_lap.spatial.tree.KinematicTree`).
     """
+    return kinematic_tree(p, chain_parts)
+
+
+def kinematic_tree(p, parts: Callable[..., dict]) -> KinematicTree:
+    """The :class:`~pyomo_lap.spatial.tree.KinematicTree` of the fields ``parts(p)`` (its
+    arguments but the gravity, as a dict) and the car's gravity (``-p.gravity`` along z) for
+    the car ``p``; for a
+    :class:`~pyomo_lap.vehicle.schema.SymbolicVehicle` (the car's parameters as symbols of a
+    recording) the tree of its numbers, checked, with the placements, inertias and gravity of
+    the symbols (:meth:`pyomo_lap.spatial.tree.KinematicTree.with_symbols`). What the full,
+    single-track and multibody cars' trees share (:func:`build_chain`,
+    :func:`pyomo_lap.vehicle.single_track_car.build_chain`,
+    :func:`pyomo_lap.vehicle.multibody_car.build_tree`).
+
+    Raises
+    ------
+    ValueError
+        As :class:`~pyomo_lap.spatial.tree.KinematicTree`, checked on the numbers.
+    """
     from .schema import SymbolicVehicle
     if isinstance(p, SymbolicVehicle):
-        parts = chain_parts(p)
-        return build_chain(p.numbers).with_symbols(parts["placement"], parts["inertia"],
-                                                   (0.0, 0.0, -p.gravity))
-    return KinematicTree(**chain_parts(p), gravity=(0.0, 0.0, -p.gravity))
+        sym = parts(p)
+        return kinematic_tree(p.numbers, parts).with_symbols(sym["placement"], sym["inertia"],
+                                                             (0.0, 0.0, -p.gravity))
+    return KinematicTree(**parts(p), gravity=(0.0, 0.0, -p.gravity))
 
 
 def chain_parts(p, unsprung: bool = True) -> dict:
     """The fields of :func:`build_chain`'s tree for the car ``p`` (numbers or symbols): the
-    arguments of :class:`~pyomo_lap.spatial.tree.KinematicTree` but the gravity, as a dict.
-    Without ``unsprung`` the unsprung body is massless (the chassis of the multibody car,
+    arguments of :class:`~pyomo_lap.spatial.tree.KinematicTree` but the gravity, as a dict
+    (:func:`kinematic_tree` adds it). Without
+    ``unsprung`` the unsprung body is massless (the chassis of the multibody car,
     :func:`pyomo_lap.vehicle.multibody_car.build_tree`)."""
     eye = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
     origin = (0.0, 0.0, 0.0)

@@ -70,7 +70,7 @@ from typing import Callable, Optional, Sequence
 from ..spatial import lie
 from ..spatial.backend import add, cos, mul, neg, sin, sub, total
 from ..spatial.tree import PRISMATIC, KinematicTree, TrackJoint, aba, forward_kinematics
-from .car import SPRUNG, aero_forces, chain_parts, tyre_lateral_angle
+from .car import SPRUNG, aero_forces, chain_parts, kinematic_tree, tyre_lateral_angle
 from .schema import VehicleParameters
 
 __all__ = ["WHEELS", "SUSPENSION", "build_tree", "carrier_mass", "free_radius", "spring_preload",
@@ -134,8 +134,8 @@ def build_tree(p: VehicleParameters) -> KinematicTree:
     """The kinematic tree of the multibody car (module docstring), 10 degrees of freedom:
     ``q = (q1, q2, q3, q4, q5, q6, z11, z12, z21, z22)``. For a
     :class:`~pyomo_lap.vehicle.schema.SymbolicVehicle` (the car's parameters as symbols of a
-    recording) the tree of its numbers is checked and its placements, inertias and gravity
-    are the symbols' (:meth:`pyomo_lap.spatial.tree.KinematicTree.with_symbols`).
+    recording) the tree of its numbers with its symbols
+    (:func:`pyomo_lap.vehicle.car.kinematic_tree`).
 
     Raises
     ------
@@ -143,12 +143,8 @@ def build_tree(p: VehicleParameters) -> KinematicTree:
         Without the ``[multibody]`` parameters (:func:`require_multibody_parameters`).
     """
     from .schema import SymbolicVehicle
-    if isinstance(p, SymbolicVehicle):
-        checked = build_tree(p.numbers)
-        parts = _tree_parts(p)
-        return checked.with_symbols(parts["placement"], parts["inertia"], parts["gravity"])
-    require_multibody_parameters(p)
-    return KinematicTree(**_tree_parts(p))
+    require_multibody_parameters(p.numbers if isinstance(p, SymbolicVehicle) else p)
+    return kinematic_tree(p, _tree_parts)
 
 
 def _tree_parts(p) -> dict:
@@ -166,7 +162,6 @@ def _tree_parts(p) -> dict:
         parts["inertia"].append(lie.spatial_inertia(carrier_mass(p, axle), [0.0, 0.0, 0.0],
                                                     [[0.0] * 3, [0.0] * 3, [0.0] * 3]))
         parts["names"].append(f"carrier_{w}")
-    parts["gravity"] = (0.0, 0.0, -p.gravity)
     return parts
 
 

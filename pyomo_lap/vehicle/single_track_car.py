@@ -31,19 +31,14 @@ def build_chain(p: veh.VehicleParameters) -> KinematicTree:
     :func:`pyomo_lap.vehicle.car.build_chain`) with one rigid body, body 2: the whole car at
     zero suspension deflection (sprung mass at ``h``, unsprung at wheel-centre height,
     inertias added about O3). A :class:`~pyomo_lap.vehicle.schema.SymbolicVehicle` gives the
-    tree of its numbers with its symbols (as :func:`pyomo_lap.vehicle.car.build_chain`).
+    tree of its numbers with its symbols (:func:`pyomo_lap.vehicle.car.kinematic_tree`).
 
     Raises
     ------
     ValueError
         If the inertia is not that of a rigid body.
     """
-    from .schema import SymbolicVehicle
-    if isinstance(p, SymbolicVehicle):
-        parts = _parts(p)
-        return build_chain(p.numbers).with_symbols(parts["placement"], parts["inertia"],
-                                                   parts["gravity"])
-    return KinematicTree(**_parts(p))
+    return veh.kinematic_tree(p, _parts)
 
 
 def _parts(p) -> dict:
@@ -52,9 +47,10 @@ def _parts(p) -> dict:
         return [[v[0], 0, 0], [0, v[1], 0], [0, 0, v[2]]]
     Ms = lie.spatial_inertia(p.m_s, (0, 0, p.h), diag((p.Ixx, p.Iyy, p.Izz)))
     Mu = lie.spatial_inertia(p.m_u, (0, 0, p.wheel_radius), diag(p.unsprung_inertia))
-    parts = {k: v[:3] for k, v in veh.chain_parts(p).items()}
+    parts = veh.chain_parts(p)
+    for k in ("parent", "joint_type", "axis", "placement", "names"):
+        parts[k] = parts[k][:3]
     parts["inertia"] = [None, None, [[Ms[i][j] + Mu[i][j] for j in range(6)] for i in range(6)]]
-    parts["gravity"] = (0.0, 0.0, -p.gravity)
     return parts
 
 
