@@ -99,6 +99,17 @@ def vehicle_model(model) -> VehicleModel:
                          "or a pyomo_lap.ocp.vehicle_model.VehicleModel") from None
 
 
+W_DEFAULTS = {"w_steer_rate": 1.0, "w_force_rate": 0.5, "w_steer_jump": 0.5,
+              "w_complementarity": 7.0}
+"""The defaults of the dimensionless penalty weights (:func:`pyomo_lap.ocp.common.penalty_weights`):
+chosen so that the penalties are at most 0.1 % of the objective on the closed laps of every
+bundled car on every bundled circuit (docs/formulation.md, "Penalties"), with smooth channels."""
+
+RETIRED_OPTIONS = {"K_delta_rate": "w_steer_rate", "K_force_rate": "w_force_rate",
+                   "K_delta": "w_steer_jump", "K_force": "w_force_jump", "K_f": "w_complementarity"}
+"""OCP options of earlier versions (absolute weights sized for one car) -> the dimensionless
+option that replaced each; the model's Params ``m.K_*`` keep their names and SI units."""
+
 OCP_CONFIG = ConfigDict("pyomo_lap OCP options")
 OCP_CONFIG.declare("model", ConfigValue(default="full", domain=_vehicle_model_domain,
                    description="vehicle model: 'full' (the six-joint Lie-group car) or 'single-track' "
@@ -161,19 +172,26 @@ OCP_CONFIG.declare("control_form", ConfigValue(default="state", domain=In(["poin
                                "states in q1 (continuous, a polynomial in each element) and their "
                                "rates d/dq1 the decision variables, penalized by K_delta_rate and "
                                "K_force_rate"))
-OCP_CONFIG.declare("K_delta_rate", ConfigValue(default=30.0, domain=NonNegativeFloat,
-                   description="control_form 'state': weight of the steering-rate penalty "
-                               "integral of (d delta/dq1)^2 dq1 [s m/rad^2]"))
-OCP_CONFIG.declare("K_force_rate", ConfigValue(default=3e-8, domain=NonNegativeFloat,
-                   description="control_form 'state': weight of the force-rate penalty "
-                               "integral of (d f_xa/dq1)^2 + (d f_xb/dq1)^2 dq1 [s m/N^2]"))
-OCP_CONFIG.declare("K_delta", ConfigValue(default=1.0, domain=NonNegativeFloat,
-                   description="weight of the steering-jump penalty sum (delta_{i+1}-delta_i)^2 [s/rad^2], eq (41)"))
-OCP_CONFIG.declare("K_force", ConfigValue(default=0.0, domain=NonNegativeFloat,
-                   description="weight of the force-jump penalty sum (f_{i+1}-f_i)^2 over f_xa and "
-                               "f_xb [s/N^2], eq (41) of the journal paper (0: not added)"))
-OCP_CONFIG.declare("K_f", ConfigValue(default=1e-5, domain=NonNegativeFloat,
-                   description="weight of the complementarity penalty mean(-f_xa f_xb) [s/N^2], eq (41)"))
+OCP_CONFIG.declare("w_steer_rate", ConfigValue(default=W_DEFAULTS["w_steer_rate"], domain=NonNegativeFloat,
+                   description="control_form 'state': dimensionless weight of the steering-rate "
+                               "penalty (T/L) integral of (l d delta/dq1 / delta_max)^2 dq1, T the "
+                               "sector's quasi-steady time, L its length, l the wheelbase "
+                               "(pyomo_lap.ocp.common.penalty_weights) [-]"))
+OCP_CONFIG.declare("w_force_rate", ConfigValue(default=W_DEFAULTS["w_force_rate"], domain=NonNegativeFloat,
+                   description="control_form 'state': dimensionless weight of the force-rate "
+                               "penalty (T/L) integral of (l d f_xa/dq1 / F)^2 + (l d f_xb/dq1 / F)^2 "
+                               "dq1, F the car's largest tyre force "
+                               "(pyomo_lap.ocp.common.force_scale) [-]"))
+OCP_CONFIG.declare("w_steer_jump", ConfigValue(default=W_DEFAULTS["w_steer_jump"], domain=NonNegativeFloat,
+                   description="dimensionless weight of the steering-jump penalty of eq (41): T "
+                               "times the mean of ((delta_{i+1} - delta_i) / delta_max)^2 [-]"))
+OCP_CONFIG.declare("w_force_jump", ConfigValue(default=0.0, domain=NonNegativeFloat,
+                   description="dimensionless weight of the force-jump penalty of eq (41) of the "
+                               "journal paper: T times the mean of ((f_{i+1} - f_i) / F)^2 over "
+                               "f_xa and f_xb (0: not added) [-]"))
+OCP_CONFIG.declare("w_complementarity", ConfigValue(default=W_DEFAULTS["w_complementarity"], domain=NonNegativeFloat,
+                   description="dimensionless weight of the complementarity penalty of eq (41): T "
+                               "times the mean of -f_xa f_xb / F^2 [-]"))
 OCP_CONFIG.declare("v_min", ConfigValue(default=5.0, domain=NonNegativeFloat,
                    description="lower bound on v_3x and q1_dot [m/s] (slip angles (33) divide by v_3x)"))
 OCP_CONFIG.declare("lift", ConfigValue(default=(), domain=tuple,

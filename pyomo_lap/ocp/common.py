@@ -22,7 +22,8 @@ from ..spatial.backend import is_number
 from ..spatial.tree import TrackJoint
 from .vehicle_model import ProblemData, update_problem
 
-__all__ = ["add_vehicle_block", "vehicle_var", "vehicle_of_model", "add_boundary_conditions", "discretize_on_track", "scale_variables", "sector_mesh", "track_joints", "fast_element_lookup", "entry_speed", "add_objective",
+__all__ = ["force_scale", "reference_time", "penalty_weights", "set_penalty_weights",
+           "regularization", "PENALTIES", "add_vehicle_block", "vehicle_var", "vehicle_of_model", "add_boundary_conditions", "discretize_on_track", "scale_variables", "sector_mesh", "track_joints", "fast_element_lookup", "entry_speed", "add_objective",
            "OBJECTIVE_SCALE", "pyomo_units"]
 
 
@@ -270,15 +271,94 @@ def pyomo_units():
     return pyo.units
 
 
+def force_scale(p) -> float:
+    r"""The car's largest tyre force, the scale of its forces in the objective's penalties
+    [N]: :math:`\max(\mu_{x0}, \mu_{y0})\,(m g + F_{down}(v_{top}))`, the downforce at the
+    speed where the power equals the drag (:math:`v_{top} = (P_{max}/(\tfrac12\rho S
+    C_x))^{1/3}`, at most 150 m/s). Forces over it are alike for a 240 kg FSAE car (6.3 kN)
+    and a Formula One car with 25 kN of downforce (56 kN)."""
+    drag = 0.5 * p.rho * p.S * p.Cx
+    v_top = min(150.0, (p.P_max / drag) ** (1.0 / 3.0)) if drag > 0 else 150.0
+    down = 0.5 * p.rho * p.S * (p.Cz1 + p.Cz2) * v_top ** 2
+    return max(p.mu_x0, p.mu_y0) * (p.m * p.gravity + down)
+
+
+def reference_time(track, vehicle, cfg, length: float) -> float:
+    """The sector time of the car's quasi-steady speed profile on the centreline
+    (:func:`pyomo_lap.vehicle.speed_profile.quasi_steady_speed`, 2 m grid) [s]: the time scale
+    of the objective's penalties and of its scaling (``m.problem.time_scale``)."""
+    from ..vehicle.speed_profile import quasi_steady_speed
+    n = max(3, int(math.ceil(length / 2.0)) + 1)
+    grid = np.linspace(0.0, length, n)
+    s_track = np.mod(cfg.start + grid, track.length) if track.closed else cfg.start + grid
+    tp = track.evaluate(s_track)
+    v = quasi_steady_speed(vehicle, grid, tp.omega, tp.rotation, closed=bool(cfg.periodic),
+                           v_min=cfg.v_min)
+    return float(np.sum(np.diff(grid) * 2.0 / (v[1:] + v[:-1])))
+
+
+def penalty_weights(m, cfg) -> dict:
+    r"""The weights of the objective's penalties in SI units, from the dimensionless OCP
+    options and the car's and the sector's scales (no constant of one car: :math:`T` the
+    sector's quasi-steady time ``m.problem.time_scale``, :math:`L` its length, :math:`F` :func:`force_scale`, :math:`\delta_{max}` the steer limit,
+    :math:`N` the number of control values):
+
+    * ``K_delta_rate`` :math:`= w_{\dot\delta} T/(L \delta_{max}^2)` [s/(m rad^2)] and
+      ``K_force_rate`` :math:`= w_{\dot f} T/(L F^2)` [s/(m N^2)]: the rate penalties are
+      :math:`w\,\frac{T}{L}\int (h\,\frac{d}{ds}\frac{u}{u_{ref}})^2 ds`, the time times the
+      mean square of the control's change over an element (length :math:`h`), relative to its
+      range (:func:`_add_rate_penalties`);
+    * ``K_delta`` :math:`= w_{\Delta\delta} T/(N \delta_{max}^2)` [s/rad^2] and ``K_force``
+      :math:`= w_{\Delta f} T/(N F^2)` [s/N^2]: the jumps of eq (41), :math:`w T` times the
+      mean square jump relative to the range;
+    * ``K_f`` :math:`= w_f T / F^2` [s/N^2]: the complementarity penalty, :math:`w_f T` times
+      the mean of :math:`-f_{xa} f_{xb} / F^2`.
+    """
+    p = m.problem.vehicle
+    T = float(m.problem.time_scale) or 1.0
+    L = float(m.problem.sector_length)
+    F = force_scale(p)
+    n = max(1, len(m.s) - 1)
+    return {"K_delta_rate": cfg.w_steer_rate * T / (L * p.delta_max ** 2),
+            "K_force_rate": cfg.w_force_rate * T / (L * F ** 2),
+            "K_delta": cfg.w_steer_jump * T / (n * p.delta_max ** 2),
+            "K_force": cfg.w_force_jump * T / (n * F ** 2),
+            "K_f": cfg.w_complementarity * T / F ** 2}
+
+
+PENALTIES = (("steer_jump", "K_delta", "steer_penalty"), ("complementarity", "K_f", "complementarity_penalty"),
+             ("force_jump", "K_force", "force_penalty"), ("steer_rate", "K_delta_rate", "steer_rate_penalty"),
+             ("force_rate", "K_force_rate", "force_rate_penalty"))
+"""The penalties of the objective: (name, weight Param, penalty Expression) on the model."""
+
+
+def regularization(m) -> dict:
+    """The objective's penalties at the model's values, in seconds and as a share of the
+    objective: ``{"terms": {name: s}, "total_s": s, "share": -, "lap_time_s": s,
+    "objective_s": s}`` (:data:`PENALTIES`; absent ones are left out)."""
+    terms = {}
+    for name, K, P in PENALTIES:
+        k, pen = m.component(K), m.component(P)
+        if k is not None and pen is not None:
+            terms[name] = float(pyo.value(k)) * float(pyo.value(pen))
+    T = float(pyo.value(m.lap_time))
+    total = sum(terms.values())
+    J = T + total
+    return {"terms": terms, "total_s": total, "share": total / J if J else 0.0,
+            "lap_time_s": T, "objective_s": J}
+
+
 def add_objective(m, cfg) -> None:
-    r"""The sector time and the penalties of eq (41), shared by both vehicle models.
+    r"""The sector time and the penalties of eq (41), shared by the car models.
 
     Adds ``m.lap_time`` (:math:`t(L) - t(0)` [s]), ``m.steer_penalty``
     (:math:`\sum (\delta_{k+1} - \delta_k)^2` over consecutive control values [rad^2]),
     ``m.complementarity_penalty`` (the mean of :math:`-f_{xa} f_{xb}` over the sector
     [N^2]), their weights ``m.K_delta`` [s/rad^2] and ``m.K_f`` [s/N^2], and
     ``m.objective``. With piecewise-constant controls a control value is the element's;
-    otherwise every collocation point has one (the point ``s = 0`` copies the first).
+    otherwise every collocation point has one (the point ``s = 0`` copies the first). The
+    weights are mutable ``Param`` s set from the dimensionless OCP options by
+    :func:`penalty_weights` (and again when the car changes, :func:`set_penalty_weights`).
     """
     u = pyo.units
     sigma = sorted(m.s)
@@ -299,22 +379,36 @@ def add_objective(m, cfg) -> None:
     m.complementarity_penalty = pyo.Expression(expr=sum(-m.f_xa[c] * m.f_xb[c] * hh / L
                                                         for c, hh in zip(ctrl_pts, h)),
                                                doc="mean of -f_xa f_xb [N^2], eq (41)")
-    m.K_delta = pyo.Param(initialize=cfg.K_delta, units=u.s / u.rad ** 2,
-                          doc="weight of the steering-jump penalty [s/rad^2], eq (41)")
-    m.K_f = pyo.Param(initialize=cfg.K_f, units=u.s / u.N ** 2,
-                      doc="weight of the complementarity penalty [s/N^2], eq (41)")
+    K = penalty_weights(m, cfg)
+    m.K_delta = pyo.Param(initialize=K["K_delta"], mutable=True, units=u.s / u.rad ** 2,
+                          doc="weight of the steering-jump penalty [s/rad^2], eq (41): from "
+                              "the OCP option w_steer_jump (penalty_weights)")
+    m.K_f = pyo.Param(initialize=K["K_f"], mutable=True, units=u.s / u.N ** 2,
+                      doc="weight of the complementarity penalty [s/N^2], eq (41): from the "
+                          "OCP option w_complementarity (penalty_weights)")
     total = m.lap_time + m.K_delta * m.steer_penalty + m.K_f * m.complementarity_penalty
-    if cfg.K_force > 0:
+    if cfg.w_force_jump > 0:
         m.force_penalty = pyo.Expression(
             expr=sum((m.f_xa[b] - m.f_xa[a]) ** 2 + (m.f_xb[b] - m.f_xb[a]) ** 2
                      for a, b in zip(ctrl_pts[:-1], ctrl_pts[1:])),
             doc="force jumps between control values [N^2], eq (41)")
-        m.K_force = pyo.Param(initialize=cfg.K_force, units=u.s / u.N ** 2,
-                              doc="weight of the force-jump penalty [s/N^2], eq (41)")
+        m.K_force = pyo.Param(initialize=K["K_force"], mutable=True, units=u.s / u.N ** 2,
+                              doc="weight of the force-jump penalty [s/N^2], eq (41): from the "
+                                  "OCP option w_force_jump (penalty_weights)")
         total = total + m.K_force * m.force_penalty
     if control_states(cfg, m):
-        total = total + _add_rate_penalties(m, cfg)
+        total = total + _add_rate_penalties(m, cfg, K)
     m.objective = pyo.Objective(expr=total, sense=pyo.minimize)
+
+
+def set_penalty_weights(m) -> None:
+    """The penalties' weights (``m.K_*``) of :func:`penalty_weights` for the model's car and
+    options now (after :func:`pyomo_lap.ocp.build.set_vehicle`)."""
+    K = penalty_weights(m, m.problem.options)
+    for name, value in K.items():
+        comp = m.component(name)
+        if comp is not None:
+            comp.set_value(value)
 
 
 def quadrature_weights(m) -> dict:
@@ -343,28 +437,48 @@ def quadrature_weights(m) -> dict:
     return out
 
 
-def _add_rate_penalties(m, cfg):
-    r"""The penalties on the controls' rates along the track (``control_form = "state"``):
-    ``m.steer_rate_penalty`` :math:`\int (d\delta/ds)^2 ds` [rad^2/m] and
-    ``m.force_rate_penalty`` :math:`\int (df_{xa}/ds)^2 + (df_{xb}/ds)^2 ds` [N^2/m] by the
-    collocation quadrature (:func:`quadrature_weights`), their weights ``m.K_delta_rate``
-    [s m/rad^2] and ``m.K_force_rate`` [s m/N^2]; returns their weighted sum [s]."""
+def element_lengths(m) -> dict:
+    """The length of the finite element each point of ``m.s`` lies in [m] (the first point:
+    the first element's): ``{point: h}``."""
+    sigma = np.array(sorted(m.s))
+    elems = np.array(sorted(m.s.get_finite_elements()))
+    k = np.clip(np.searchsorted(elems, sigma, side="left") - 1, 0, len(elems) - 2)
+    h = np.diff(elems)[k]
+    return {float(s_): float(hh) for s_, hh in zip(sigma, h)}
+
+
+def _add_rate_penalties(m, cfg, K: dict):
+    r"""The penalties on the controls' rates along the track (``control_form = "state"``), on
+    the scale of the mesh: ``m.steer_rate_penalty`` :math:`\int (h\,d\delta/ds)^2 ds`
+    [rad^2 m] and ``m.force_rate_penalty`` :math:`\int (h\,df_{xa}/ds)^2 + (h\,df_{xb}/ds)^2
+    ds` [N^2 m], :math:`h(s)` the length of the element (the change of the control over an
+    element: an oscillation from one collocation point to the next costs as much as a jump,
+    a transient longer than the element far less), by the collocation quadrature
+    (:func:`quadrature_weights`); their weights ``m.K_delta_rate`` [s/(m rad^2)] and
+    ``m.K_force_rate`` [s/(m N^2)] (:func:`penalty_weights`); returns their weighted sum [s]."""
     u = pyo.units
     w = quadrature_weights(m)
+    h = element_lengths(m)
     m.quadrature_weight = pyo.Param(list(w), initialize=w, units=u.m,
                                     doc="weight of each collocation point in the quadrature of "
                                         "an integral over the sector [m]")
-    wq = m.quadrature_weight
+    m.element_length = pyo.Param(list(w), initialize={s_: h[s_] for s_ in w}, units=u.m,
+                                 doc="length of the finite element of each collocation point [m]")
+    wq, he = m.quadrature_weight, m.element_length
     m.steer_rate_penalty = pyo.Expression(
-        expr=sum(wq[s] * m.ddelta_ds[s] ** 2 for s in w),
-        doc="integral of (d delta/ds)^2 over the sector [rad^2/m]")
+        expr=sum(wq[s_] * he[s_] ** 2 * m.ddelta_ds[s_] ** 2 for s_ in w),
+        doc="integral of (h d delta/ds)^2 over the sector, h the element length [rad^2 m]")
     m.force_rate_penalty = pyo.Expression(
-        expr=sum(wq[s] * (m.df_xa_ds[s] ** 2 + m.df_xb_ds[s] ** 2) for s in w),
-        doc="integral of (d f_xa/ds)^2 + (d f_xb/ds)^2 over the sector [N^2/m]")
-    m.K_delta_rate = pyo.Param(initialize=cfg.K_delta_rate, units=u.s * u.m / u.rad ** 2,
-                               doc="weight of the steering-rate penalty [s m/rad^2]")
-    m.K_force_rate = pyo.Param(initialize=cfg.K_force_rate, units=u.s * u.m / u.N ** 2,
-                               doc="weight of the force-rate penalty [s m/N^2]")
+        expr=sum(wq[s_] * he[s_] ** 2 * (m.df_xa_ds[s_] ** 2 + m.df_xb_ds[s_] ** 2) for s_ in w),
+        doc="integral of (h d f_xa/ds)^2 + (h d f_xb/ds)^2 over the sector [N^2 m]")
+    m.K_delta_rate = pyo.Param(initialize=K["K_delta_rate"], mutable=True,
+                               units=u.s / u.m / u.rad ** 2,
+                               doc="weight of the steering-rate penalty [s/(m rad^2)]: from the "
+                                   "OCP option w_steer_rate (penalty_weights)")
+    m.K_force_rate = pyo.Param(initialize=K["K_force_rate"], mutable=True,
+                               units=u.s / u.m / u.N ** 2,
+                               doc="weight of the force-rate penalty [s/(m N^2)]: from the OCP "
+                                   "option w_force_rate (penalty_weights)")
     return m.K_delta_rate * m.steer_rate_penalty + m.K_force_rate * m.force_rate_penalty
 
 
@@ -417,13 +531,17 @@ def discretize_on_track(m, track, vehicle, cfg, length: float, controls) -> tupl
     tp = _sector_points(track, cfg.start, length, sigma)
     update_problem(m, dae_time_s=dae_time_s, track_points=tp, track_joints=track_joints(tp))
     idx = {s: i for i, s in enumerate(sigma)}
-    set_track_limits(m, track_limits(track, tp, sigma, vehicle, cfg), idx)
+    patches = getattr(m.problem.vehicle_model, "patch_limits", False)
+    set_track_limits(m, track_limits(track, tp, sigma, vehicle, cfg, patches), idx)
     return sigma, tp, idx
 
 
-def track_limits(track, tp, sigma, vehicle, cfg) -> tuple:
+def track_limits(track, tp, sigma, vehicle, cfg, patches: bool = False) -> tuple:
     """The bounds of ``q2`` [m] at the points: the track's width each side minus half the
-    car's width and ``cfg.track_margin``.
+    car's width and ``cfg.track_margin``; with ``patches`` (a model whose rows keep each
+    contact patch within the track, :attr:`~pyomo_lap.ocp.vehicle_model.VehicleModel.patch_limits`)
+    the track's width each side minus ``cfg.track_margin`` (the car's centre within the
+    edges), the check below with the contact patches' span ``max(t_i + tw_i)``.
 
     Parameters
     ----------
@@ -446,10 +564,14 @@ def track_limits(track, tp, sigma, vehicle, cfg) -> tuple:
     ValueError
         The track is narrower than the car plus margins at a point (the first one is named).
     """
-    half = 0.5 * vehicle.width + cfg.track_margin
+    span = (max(vehicle.t1 + vehicle.tw1, vehicle.t2 + vehicle.tw2) if patches else vehicle.width)
+    half = 0.5 * span + cfg.track_margin
     lower = -(np.asarray(tp.width_right, dtype=float) - half)
     upper = np.asarray(tp.width_left, dtype=float) - half
     bad = np.flatnonzero(~(lower < upper))
+    if patches:
+        lower = lower - 0.5 * span
+        upper = upper + 0.5 * span
     if bad.size:
         i = int(bad[0])
         raise ValueError(f"track {track.name!r} at s={cfg.start + sigma[i]:.1f} m is narrower "
@@ -471,7 +593,8 @@ def scale_variables(m, sf, typical: dict) -> None:
     """Scaling factors of the variables from their typical magnitudes, shared by the vehicle
     models: ``sf[v] = typical[name]`` for every unfixed entry of ``m.<name>``, and for the
     derivative ``m.d<name>_ds`` (a state's change over a few metres; the entry at the first
-    point is not used by the collocation) ``typical[name] * 10`` (``t``: ``* L / 30``).
+    point is not used by the collocation) ``typical[name] * 10`` (``dt/ds``: 1, its
+    typical value ``T/L`` scaled by ``typical["t"] = 1/T`` times ``L``).
 
     Parameters
     ----------
@@ -492,7 +615,7 @@ def scale_variables(m, sf, typical: dict) -> None:
         if dv is not None:
             for s, v in dv.items():
                 if s != first:
-                    sf[v] = f * (L / 30.0 if name == "t" else 10.0)
+                    sf[v] = f * (L if name == "t" else 10.0)
 
 
 def add_boundary_conditions(m, track, vehicle, cfg, states, rates, controls) -> None:
@@ -567,7 +690,8 @@ def new_sector_model(track, vehicle, cfg, vehicle_model, title: str):
     L, bounds = sector_mesh(track, cfg, vehicle)
     m = pyo.ConcreteModel(name=f"{title} {track.name} {cfg.start:.0f}+{L:.0f} m")
     m.problem = ProblemData(vehicle_model=vehicle_model, options=cfg, vehicle=vehicle, track=track,
-                            sector_length=L, mesh=placement)
+                            sector_length=L, mesh=placement,
+                            time_scale=reference_time(track, vehicle, cfg, L))
     m.s = ContinuousSet(bounds=(0.0, L), initialize=None if bounds is None else bounds.tolist(),
                         doc="distance along the spine from the sector start, q1 [m]")
     fast_element_lookup(m.s)

@@ -35,9 +35,10 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ..vehicle import car as veh
-from ..vehicle.schema import SECTIONS
+from ..vehicle.schema import OPTIONAL_KEYS, SECTIONS
 from ..spatial.backend import add, is_number, mul, sub
 from .initialize import cold_start_profile
+from ..vehicle.powertrain import power_available
 from ..vehicle.numeric import CarFunctions, track_vectors
 from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_vehicle_block, entries_at,
                      car_control_bounds, control_states, scale_control_rates, vehicle_var,
@@ -67,10 +68,36 @@ POINT_VARIABLES = STATE_NAMES + RATE_NAMES + veh.CONTROLS + veh.ALGEBRAIC + DERI
 """The model variables of one point that the rows of :func:`record_point_rows` depend on
 (33 names, in the order of the tape's inputs)."""
 
-VEHICLE_INPUTS = tuple(f"{sec}.{key}" for sec, keys in SECTIONS.items() for key in keys) + ("gravity",)
-"""The car's parameters the full model's rows take as symbols (the dotted names of the
-vehicle file, without the optional ``[multibody]`` section, and the gravity): the model's
-``m.vehicle.*``."""
+STRUCTURAL_ZEROS = ("aero.h_cp", "powertrain.drive_ratio")
+"""Parameters that are numbers, not symbols, in the rows of a car that has them 0 (drag at
+road level; rear-wheel drive): their terms are left out, so such a car's rows are those of
+the papers' model. A car with another value has other rows (another compiled function); a
+model built for the one cannot take the other (:class:`VehicleStructureError`)."""
+
+VEHICLE_INPUTS = tuple(f"{sec}.{key}" for sec, keys in SECTIONS.items() for key in keys
+                       if f"{sec}.{key}" not in OPTIONAL_KEYS
+                       or f"{sec}.{key}" in ("geometry.width", "geometry.tyre_width_front",
+                                             "geometry.tyre_width_rear")) + ("gravity",)
+"""The car's parameters the full model's rows take as symbols for every car (the dotted names
+of the vehicle file, without the optional ``[multibody]`` section and the optional keys that
+may be absent or structural zeros, and the gravity): the model's ``m.vehicle.*``;
+:func:`vehicle_inputs` adds those a car has."""
+
+
+def vehicle_inputs(p, base: tuple = None) -> tuple:
+    """The car's parameters a model's rows take as symbols for the car ``p``: ``base``
+    (default :data:`VEHICLE_INPUTS`), then each optional key the car has (a value that is not
+    None, and not 0 for :data:`STRUCTURAL_ZEROS`)."""
+    from ..vehicle.schema import field_of
+    out = list(VEHICLE_INPUTS if base is None else base)
+    for key in OPTIONAL_KEYS:
+        if key in out:
+            continue
+        value = getattr(p, field_of(key), None)
+        if value is None or (key in STRUCTURAL_ZEROS and value == 0.0):
+            continue
+        out.insert(len(out) - 1 if out and out[-1] == "gravity" else len(out), key)
+    return tuple(out)
 
 WHEELS = ("11", "12", "21", "22")
 
@@ -107,7 +134,7 @@ def record_point_rows(p, cfg) -> PointRows:
     return rows_on_tape(
         lambda sym, v, track, namer: point_row_list(sym, veh.build_chain(sym), cfg,
                                                     [v[k] for k in POINT_VARIABLES], track, namer),
-        p, POINT_VARIABLES, VEHICLE_INPUTS)
+        p, POINT_VARIABLES, vehicle_inputs(p))
 
 
 def point_row_list(p, chain, cfg, x, track, namer=None) -> list:
@@ -146,14 +173,78 @@ def point_row_list(p, chain, cfg, x, track, namer=None) -> list:
         rows.append(("loads_eq", k, e.load_residuals[k], 0.0, 0.0, "all"))
     for k in range(3):
         rows.append(("inplane_eq", k, e.inplane_residuals[k], 0.0, 0.0, "all"))
-    rows.append(("power_limit", None, sub(ch["power"], p.P_max), None, 0.0, "all"))
+    rows.append(("power_limit", None, sub(ch["power"], power_available(p, ch["v_3x"])), None,
+                 0.0, "all"))
     for key, body in adherence_rows(p, ch, cfg.adherence):
         rows.append(("adherence", key, body, None, 0.0, "all"))
+    for key, body in slip_rows(p, ch, cfg.adherence):
+        rows.append(("slip_limit", key, body, None, 0.0, "all"))
+    for key, body in brake_rows(p, v["f_xb"]):
+        rows.append(("brake_limit", key, body, None, 0.0, "all"))
+    for w in WHEELS:
+        left = w[1] == "1"
+        rows.append(("track_limit", w, ch[f"patch_{w}"], None if left else "lower",
+                     "upper" if left else None, "all"))
     rows.append(("speed_min", None, ch["v_3x"], cfg.v_min, None, "all"))
     if not cfg.periodic:
         for k in range(4, 7):
             rows.append(("settled_start", k, e.qdd[k - 1], 0.0, 0.0, "first"))
     return rows
+
+
+def adherence_form(p, form: str) -> str:
+    """The form the adherence rows of the car ``p`` take (:func:`adherence_rows`): ``form``
+    (the OCP option, ``"below-peak"`` or ``"squared"``) for the paper's tyre (Magic Formula,
+    the friction ellipse a constraint, tyres at or below their peak); ``"squared"`` for a
+    Fiala tyre or tyres allowed past their peak with that ellipse; ``"longitudinal"`` for
+    ``combined_slip = "ellipse"`` (the lateral force already scaled for the longitudinal one:
+    only :math:`|f_x| \\le D_x`)."""
+    if getattr(p, "combined_slip", "constraint") == "ellipse":
+        return "longitudinal"
+    if getattr(p, "tyre_model", "magic-formula") != "magic-formula" or getattr(p, "alpha_max", None) is not None:
+        return "squared"
+    return form
+
+
+def slip_rows(p, ch, form: str) -> list:
+    r"""Bodies (``<= 0``) of the slip limits of the tyres (the family ``slip_limit``), where the
+    adherence rows do not already imply them (:func:`adherence_form`):
+
+    * ``slip_angle_max`` given (tyres may pass their peak): :math:`\pm\alpha_i - \alpha_{max}
+      \le 0` for each axle (keys ``(i, +1)``, ``(i, -1)``) [rad];
+    * else each tyre at or below its peak: :math:`-D\cos\theta \le 0` (Magic Formula, key
+      ``(w, 0)``) [N] or :math:`\pm\upsilon - 1 \le 0` (Fiala, keys ``(w, +1)``, ``(w, -1)``) [-];
+      none for the "below-peak" form, whose rows imply :math:`\cos\theta \ge 0`.
+    """
+    out = []
+    if getattr(p, "alpha_max", None) is not None:
+        for i in ("1", "2"):
+            for sense in (1, -1):
+                out.append(((i, sense), sub(mul(float(sense), ch[f"alpha_{i}"]), p.alpha_max)))
+        return out
+    if adherence_form(p, form) == "below-peak":
+        return out
+    from ..spatial.backend import cos
+    for w in WHEELS:
+        if f"theta_{w}" in ch:
+            out.append(((w, 0), mul(-1.0, mul(ch[f"D_{w}"], cos(ch[f"theta_{w}"])))))
+        else:
+            for sense in (1, -1):
+                out.append(((w, sense), sub(mul(float(sense), ch[f"upsilon_{w}"]), 1.0)))
+    return out
+
+
+def brake_rows(p, f_xb) -> list:
+    r"""Bodies (``<= 0``) of the brake torque limits (family ``brake_limit``, keys ``1``
+    front, ``2`` rear) of a car that has them (``brake_torque_front``, ``_rear``): the brake
+    torque of a wheel of axle :math:`i`, :math:`-k_i f_{xb} R / 2` (:math:`k_1 = k_b`,
+    :math:`k_2 = 1 - k_b`, :math:`R` the wheel radius), minus its limit [N m]."""
+    out = []
+    for key, limit, share in (("1", getattr(p, "T_b1", None), p.brake_ratio),
+                              ("2", getattr(p, "T_b2", None), 1 - p.brake_ratio)):
+        if limit is not None:
+            out.append((key, sub(mul(mul(-0.5, mul(share, p.wheel_radius)), f_xb), limit)))
+    return out
 
 
 def adherence_rows(p, ch, form: str) -> list:
@@ -187,9 +278,15 @@ def adherence_rows(p, ch, form: str) -> list:
     """
     from ..spatial.backend import cos
     ratio = p.mu_y0 / p.mu_x0
+    form = adherence_form(p, form)
+    front_drive = not is_number(getattr(p, "drive_ratio", 0.0)) or getattr(p, "drive_ratio", 0.0) > 0
     out = []
     for w in WHEELS:
         fx, D = ch[f"f_{w}x"], ch[f"D_{w}"]
+        if form == "longitudinal":
+            for sense in ((1, -1) if not w.startswith("1") or front_drive else (-1,)):
+                out.append(((w, sense), sub(mul(sense * ratio, fx), D)))
+            continue
         if form == "squared":
             body = sub(add(mul(mul(ratio, fx), mul(ratio, fx)), mul(ch[f"f_{w}y"], ch[f"f_{w}y"])),
                        mul(D, D))
@@ -198,7 +295,7 @@ def adherence_rows(p, ch, form: str) -> list:
         cap = mul(D, cos(ch[f"theta_{w}"]))
         # brake_ratio >= 0 (schema): a symbolic one (sensitivities) has the same rows
         front_brakes = not is_number(p.brake_ratio) or 0.0 <= p.brake_ratio
-        senses = (-1,) if w.startswith("1") and front_brakes else (1, -1)
+        senses = (-1,) if w.startswith("1") and front_brakes and not front_drive else (1, -1)
         for sense in senses:
             out.append(((w, sense), sub(mul(sense * ratio, fx), cap)))
     return out
@@ -213,6 +310,12 @@ _FAMILY_DOCS = {
     "power_limit": "traction power f_xa v_3x - P_max <= 0 [W]",
     "adherence": "friction ellipse of each tyre (see pyomo_lap.ocp.build.adherence_rows) [N]",
     "speed_min": "v_3x >= v_min [m/s] (slip angles (33) divide by v_3x)",
+    "slip_limit": "the tyres' slip within their limit: at or below the peak of their lateral "
+                  "characteristic, or |alpha_i| <= slip_angle_max (see "
+                  "pyomo_lap.ocp.full_model.slip_rows)",
+    "brake_limit": "brake torque of a wheel within its limit [N m] (brake_torque_front, _rear)",
+    "track_limit": "outer edge of each tyre's contact patch within the track [m]: left wheels "
+                   "<= width_left, right wheels >= -width_right (minus track_margin)",
     "settled_start": "open sector: the car enters settled, q_k_ddot = 0 (k = 4..6) at the start",
 }
 
@@ -241,9 +344,10 @@ def chain_scaling(m, extra: Optional[Callable] = None) -> tuple:
         sf = m.scaling_factor = pyo.Suffix(direction=pyo.Suffix.EXPORT)
     F = 1.0 / (p.m * p.gravity / 4)       # per-wheel forces
     L = m.problem.sector_length
-    typical = {"q2": 1.0, "q3": 10.0, "q4": 100.0, "q5": 100.0, "q6": 100.0, "q1_dot": 0.05,
+    T = max(1.0, float(m.problem.time_scale) or L / 30.0)    # the sector's quasi-steady time
+    typical = {"q2": 1.0, "q3": 10.0, "q4": 100.0, "q5": 100.0, "q6": 100.0, "q1_dot": T / L,
                "q2_dot": 1.0, "q3_dot": 2.0, "q4_dot": 10.0, "q5_dot": 10.0, "q6_dot": 10.0,
-               "t": 1.0 / max(1.0, L / 30.0), "f_xa": F, "f_xb": F, "delta": 10.0}
+               "t": 1.0 / T, "f_xa": F, "f_xb": F, "delta": 10.0}
     if extra is not None:
         typical.update(extra(F))
     scale_variables(m, sf, typical)
@@ -259,14 +363,23 @@ def chain_scaling(m, extra: Optional[Callable] = None) -> tuple:
     for c in m.adherence.values():
         sf[c] = F * F if m.problem.options.adherence == "squared" else F
     for c in m.speed_min.values():
-        sf[c] = 0.05
-    # the objective is scaled to about 1000 (the sector time divided by the time it takes at
-    # 30 m/s, times 1000). With an objective of order one (as before), the log-barrier terms
+        sf[c] = T / L
+    if m.component("slip_limit") is not None:
+        for key, c in m.slip_limit.items():         # rad or - (slip), or N (D cos theta)
+            sf[c] = F if key[1] == 0 else 1.0
+    if m.component("brake_limit") is not None:
+        for (key, s), c in m.brake_limit.items():
+            sf[c] = 1.0 / float(p.T_b1 if key == "1" else p.T_b2)
+    if m.component("track_limit") is not None:
+        for c in m.track_limit.values():
+            sf[c] = 1.0
+    # the objective is scaled to about 1000 (the sector time divided by its quasi-steady
+    # estimate, times 1000). With an objective of order one (as before), the log-barrier terms
     # of the ~3 active inequalities per point, mu * sum(log(slack)), still moved the optimum
     # by 0.5-1 % at IPOPT's final barrier parameter, and IPOPT needed 120-180 iterations; scaled
     # to 1000, the same solve takes about 30 iterations and ends within 1e-5 of the optimum
     # (README, "Scaling and solver options")
-    sf[m.objective] = OBJECTIVE_SCALE / max(1.0, L / 30.0)
+    sf[m.objective] = OBJECTIVE_SCALE / T
     return sf, F, typical
 
 
@@ -320,7 +433,8 @@ def build_full_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[fl
     m.car = pyo.Block()
     chain = veh.build_chain(p)
     add_point_rows(m, record_point_rows(p, cfg), chain, tp, sigma, idx, cfg, progress,
-                   lift=cfg.lift, user_tags=USER_TAGS, docs=_FAMILY_DOCS)
+                   lift=cfg.lift, user_tags=USER_TAGS, docs=_FAMILY_DOCS,
+                   bound_values=edge_bounds(tp, cfg))
 
     add_channel_expressions(m)
 
@@ -328,6 +442,14 @@ def build_full_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[fl
     # start are the recorded rows 'settled_start') --------------------------------------------
     # ---- and the objective (41), the scaling, the build time -----------------------------------
     return finish_build(m, track, p, cfg, STATE_NAMES, RATE_NAMES, veh.CONTROLS, _set_scaling, t0)
+
+
+def edge_bounds(tp, cfg) -> dict:
+    """The per-point bounds of the ``track_limit`` rows: ``{"lower": -(width_right -
+    track_margin), "upper": width_left - track_margin}``, (n,) arrays [m] at the points of
+    ``tp``."""
+    return {"lower": -(np.asarray(tp.width_right, dtype=float) - cfg.track_margin),
+            "upper": np.asarray(tp.width_left, dtype=float) - cfg.track_margin}
 
 
 CHANNEL_EXPRESSIONS = ("speed", "a_x", "a_y", "alpha_1", "alpha_2", "f_11x", "f_12x", "f_21x",
@@ -462,7 +584,8 @@ def set_car(m, vehicle, chain, bounds: dict, set_scaling: Callable) -> None:
     tp = pr.track_points
     sigma = np.array(sorted(m.s))
     idx = {s: i for i, s in enumerate(sigma)}
-    limits = track_limits(pr.track, tp, sigma, p, cfg)     # may refuse the car: nothing changed yet
+    limits = track_limits(pr.track, tp, sigma, p, cfg,     # may refuse the car: nothing changed yet
+                          getattr(pr.vehicle_model, "patch_limits", False))
     first = sigma[0]
     v0 = (entry_speed(pr.track, p, cfg, m.q1_dot[first].ub)
           if pr.initial_speed is not None else None)
@@ -480,7 +603,10 @@ def set_car(m, vehicle, chain, bounds: dict, set_scaling: Callable) -> None:
     # ---- from here on the model changes -----------------------------------------------------
     for var, value in values.values():
         var.set_value(value, skip_validation=True)
-    update_problem(m, vehicle=p, chain=chain, initial_speed=v0)
+    from .common import reference_time, set_penalty_weights
+    update_problem(m, vehicle=p, chain=chain, initial_speed=v0,
+                   time_scale=reference_time(pr.track, p, cfg, pr.sector_length))
+    set_penalty_weights(m)
     set_bounds(m, bounds)
     set_track_limits(m, limits, idx)
     if v0 is not None:
@@ -596,5 +722,5 @@ FULL_MODEL = VehicleModel(
     states=STATE_NAMES, rates=RATE_NAMES, controls=veh.CONTROLS, algebraics=veh.ALGEBRAIC,
     build=build_full_model, initialize=initialize_full_model,
     point_rows=lambda p, cfg: record_point_rows(p, cfg),
-    set_vehicle=set_full_vehicle)
+    set_vehicle=set_full_vehicle, patch_limits=True)
 """The full model as a :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel` (registry key ``"full"``)."""

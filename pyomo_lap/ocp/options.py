@@ -99,6 +99,12 @@ def check_ocp_options(options: Optional[dict], owned: Iterable[str] = CLI_OWNED)
             raise ValueError(f"OCP option {key!r} is set by its own argument (--{key.replace('_', '-')}"
                              f" / {key}=), not among the OCP options")
         if key not in OCP_CONFIG:
+            from .build import RETIRED_OPTIONS
+            if key in RETIRED_OPTIONS:
+                raise ValueError(f"OCP option {key!r}: replaced by the dimensionless "
+                                 f"{RETIRED_OPTIONS[key]} (its weight in SI units follows from "
+                                 "the car and the sector: pyomo_lap.ocp.common.penalty_weights; "
+                                 f"{RETIRED_OPTIONS[key]}=0 turns the penalty off)")
             raise ValueError(f"OCP option {key!r}: unknown; expected one of {', '.join(valid)}")
         cfg = OCP_CONFIG()
         try:

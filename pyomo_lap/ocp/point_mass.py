@@ -100,7 +100,7 @@ def _set_scaling(m) -> None:
     sf = m.scaling_factor = pyo.Suffix(direction=pyo.Suffix.EXPORT)
     F = 1.0 / (p.m * p.gravity)
     L = m.problem.sector_length
-    typical = {"q2": 1.0, "q1_dot": 0.05, "q2_dot": 1.0, "t": 1.0 / max(1.0, L / 30.0),
+    typical = {"q2": 1.0, "q1_dot": 0.05, "q2_dot": 1.0, "t": 1.0 / max(1.0, float(m.problem.time_scale) or L / 30.0),
                "f_xa": F, "f_xb": F, "delta": 10.0}
     scale_variables(m, sf, typical)
     for (k, s), c in m.ode.items():
@@ -109,7 +109,7 @@ def _set_scaling(m) -> None:
         sf[c] = F * F
     for c in m.power_limit.values():
         sf[c] = 1.0 / p.P_max
-    sf[m.objective] = OBJECTIVE_SCALE / max(1.0, L / 30.0)
+    sf[m.objective] = OBJECTIVE_SCALE / max(1.0, float(m.problem.time_scale) or L / 30.0)
 
 
 def initialize_point_mass(m, **kwargs) -> dict:

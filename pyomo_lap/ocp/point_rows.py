@@ -381,7 +381,7 @@ def replay_lifted(m, rec: PointRows, tp, sigma, lift, progress) -> list:
 
 
 def add_recorded_rows(m, rec: PointRows, values, tp, sigma, idx, record_built: bool = True,
-                      docs: Optional[dict] = None) -> None:
+                      docs: Optional[dict] = None, bound_values: Optional[dict] = None) -> None:
     """Add the replayed rows of every point as ``Constraint`` components (one per
     :class:`RowFamily`) and record on ``rec`` what the fast solver path checks: the rows as
     built, the variable components, the named expressions of ``m.car``, the track numbers and
@@ -402,6 +402,10 @@ def add_recorded_rows(m, rec: PointRows, values, tp, sigma, idx, record_built: b
         False for lifted rows (option ``lift``), which are not the recorded ones.
     docs : dict, optional
         ``family name -> doc`` of the constraint components.
+    bound_values : dict, optional
+        ``name -> (n,) array`` over the points: a row bound given as a string (a
+        :class:`RowFamily` bound ``"upper"``, say) takes the array's value at each point (the
+        track's edges of the ``track_limit`` rows).
     """
     from .common import vehicle_var
     docs = docs or {}
@@ -432,7 +436,12 @@ def add_recorded_rows(m, rec: PointRows, values, tp, sigma, idx, record_built: b
                     ix = s
                 else:
                     ix = key + (s,) if isinstance(key, tuple) else (key, s)
-                c = _set_new(con, ix, (body == lo) if equality else (lo, body, up))
+                if isinstance(lo, str) or isinstance(up, str):
+                    lo_i = float(bound_values[lo][i]) if isinstance(lo, str) else lo
+                    up_i = float(bound_values[up][i]) if isinstance(up, str) else up
+                    c = _set_new(con, ix, (lo_i, body, up_i))
+                else:
+                    c = _set_new(con, ix, (body == lo) if equality else (lo, body, up))
                 if record_built:
                     built.append((c, c.expr, i, out))
     # what the fast solver path checks before it uses the recorded rows instead of these
@@ -468,7 +477,8 @@ def changed_named_points(rec: PointRows) -> set:
 
 
 def add_point_rows(m, rec: PointRows, chain, tp, sigma, idx, cfg, progress, lift=(),
-                   user_tags=(), docs: Optional[dict] = None) -> None:
+                   user_tags=(), docs: Optional[dict] = None,
+                   bound_values: Optional[dict] = None) -> None:
     """Replay the recorded rows at every point into the model (what the full, single-track and
     multibody cars share): ``m.problem`` gets the chain and the rows, the rows become the
     ``Constraint`` components (:func:`add_recorded_rows`), the speed of the ``speed_min`` row
@@ -487,7 +497,8 @@ def add_point_rows(m, rec: PointRows, chain, tp, sigma, idx, cfg, progress, lift
         values = replay_lifted(m, rec, tp, sigma, lift, progress)
     else:
         values = replay_rows(m, rec, tp, sigma, cfg.named_subexpressions, progress, tuple(user_tags))
-    add_recorded_rows(m, rec, values, tp, sigma, idx, record_built=not lift, docs=docs)
+    add_recorded_rows(m, rec, values, tp, sigma, idx, record_built=not lift, docs=docs,
+                      bound_values=bound_values)
     v3x_out = next(f.outputs[0] for f in rec.families if f.name == "speed_min")
     m.v_3x = pyo.Expression(m.s, rule=lambda m, s: values[idx[s]][v3x_out],
                             doc="longitudinal speed of O3 in {B3} [m/s]")

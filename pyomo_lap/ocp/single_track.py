@@ -211,8 +211,9 @@ def _set_scaling(m) -> None:
         sf = m.scaling_factor = pyo.Suffix(direction=pyo.Suffix.EXPORT)
     F = 1.0 / (p.m * p.gravity / 4)
     L = m.problem.sector_length
-    typical = {"q2": 1.0, "q3": 10.0, "q1_dot": 0.05, "q2_dot": 1.0, "q3_dot": 2.0,
-               "t": 1.0 / max(1.0, L / 30.0), "f_xa": F, "f_xb": F, "delta": 10.0,
+    T = max(1.0, float(m.problem.time_scale) or L / 30.0)    # the sector's quasi-steady time
+    typical = {"q2": 1.0, "q3": 10.0, "q1_dot": T / L, "q2_dot": 1.0, "q3_dot": 2.0,
+               "t": 1.0 / T, "f_xa": F, "f_xb": F, "delta": 10.0,
                "f_1z": F / 2, "f_2z": F / 2, "f_3x": F / 4, "f_3y": F / 4, "m_3z": F / 4}
     scale_variables(m, sf, typical)
     for (k, s), c in m.ode_qdot.items():
@@ -231,7 +232,7 @@ def _set_scaling(m) -> None:
         sf[c] = (F / 2) ** 2
     for c in m.speed_min.values():
         sf[c] = 0.05
-    sf[m.objective] = OBJECTIVE_SCALE / max(1.0, L / 30.0)   # see pyomo_lap.ocp.full_model._set_scaling
+    sf[m.objective] = OBJECTIVE_SCALE / T   # see pyomo_lap.ocp.full_model._set_scaling
 
 
 # ------------------------------------------------------------------------------ initial guess, results

@@ -77,6 +77,10 @@ class VehicleModel:
         for another car on the same track, sector, mesh and options, in place (raises
         ``ValueError`` when it cannot; reached through
         :func:`pyomo_lap.ocp.build.set_vehicle`). None: a new car needs a new build.
+    patch_limits : bool
+        The model keeps each tyre's contact patch within the track by rows of its own
+        (the full model's ``track_limit``): ``q2`` is then only bounded by the track's edges;
+        False: ``q2`` keeps half the car's ``width`` from each edge.
     """
 
     name: str
@@ -90,6 +94,7 @@ class VehicleModel:
     trajectory: Optional[Callable] = None
     point_rows: Optional[Callable] = None
     set_vehicle: Optional[Callable] = None
+    patch_limits: bool = False
 
     @property
     def variables(self) -> tuple:
@@ -137,6 +142,10 @@ class ProblemData:
         Wall time of pyomo.dae's transformation [s].
     build_time_s : float
         Wall time of the whole build [s] (includes ``dae_time_s``).
+    time_scale : float
+        The sector time of the car's quasi-steady speed profile on the centreline [s]
+        (:func:`pyomo_lap.ocp.common.reference_time`): the scale of the objective's
+        penalties (:func:`pyomo_lap.ocp.common.add_objective`).
     """
 
     vehicle_model: Optional[VehicleModel]
@@ -152,6 +161,7 @@ class ProblemData:
     mesh: str = "uniform"
     dae_time_s: float = 0.0
     build_time_s: float = 0.0
+    time_scale: float = 0.0
 
 
 def update_problem(m, **fields) -> ProblemData:

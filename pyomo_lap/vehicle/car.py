@@ -32,18 +32,20 @@ in-plane parts, which the paper neglects and so does this model (MODEL_NOTES, it
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from ..spatial import lie
-from ..spatial.backend import add, atan, cos, is_number, mul, sin, sub, total
+from ..spatial.backend import add, atan, cos, is_number, mul, sin, sqrt, sub, total
 from ..spatial.tree import (PRISMATIC, REVOLUTE, TRACK, KinematicTree, TrackJoint,
                             forward_kinematics, hybrid_dynamics)
 from .schema import VehicleFileError, VehicleParameters, read_vehicle_file
 
 __all__ = ["VehicleParameters", "VehicleFileError", "load_vehicle", "vehicle_file_model", "available_vehicles", "models_dir",
            "CarEquations", "car_equations", "tyre_lateral_force", "tyre_lateral_angle", "peak_force",
+           "fiala_force", "tyre_forces", "combined_slip_factor", "contact_patch_offsets",
            "build_chain", "chain_parts", "chain_namer", "kinematic_tree", "UNSPRUNG", "SPRUNG", "aero_forces",
            "ALGEBRAIC", "CONTROLS", "solve_loop", "solve_algebraic", "o3_acceleration"]
 
@@ -307,6 +309,110 @@ def tyre_lateral_angle(p: VehicleParameters, alpha, fz):
     return D, mul(p.C, arg)
 
 
+def fiala_force(p: VehicleParameters, alpha, fz):
+    r"""Fiala (brush model) lateral force of one tyre, with the peak force and cornering
+    stiffness of :func:`tyre_lateral_angle`'s Magic Formula (keys ``mu_y0, pD2, pK1, pK2``).
+
+    .. math::
+        \upsilon = \frac{C_\alpha \tan\alpha}{3 D},\quad
+        f_y = D\,(3\upsilon - 3\upsilon|\upsilon| + \upsilon^3)\ (|\upsilon| \le 1),
+
+    the tyre sliding (:math:`f_y = \pm D`, its peak) at :math:`|\upsilon| = 1`; the OCP keeps
+    :math:`|\upsilon| \le 1` (seed ``004``; :func:`pyomo_lap.vehicle.single_track_car.fiala_axle`
+    is the same law for an axle). :math:`|\upsilon|` is :math:`\sqrt{\upsilon^2 + 10^{-8}}`
+    (smooth at 0).
+
+    Returns
+    -------
+    (D [N], upsilon [-], f_y [N])
+    """
+    D = peak_force(p, fz)
+    c_alpha = mul(p.pK1 * p.Fz0, sin(mul(2.0, atan(mul(1.0 / (p.pK2 * p.Fz0), fz)))))
+    ups = c_alpha * (sin(alpha) / cos(alpha)) / (3.0 * D)
+    av = sqrt(ups * ups + 1e-8)
+    return D, ups, D * (3.0 * ups - 3.0 * ups * av + ups * ups * ups)
+
+
+COMBINED_SMOOTHING = 5e-2
+"""Width :math:`\epsilon` of the smooth maximum in :func:`combined_slip_factor` [-]: the factor
+is defined (small, positive) where a trial point of the solver is outside the ellipse, and
+its slope at the ellipse's end is bounded."""
+
+
+def combined_slip_factor(r):
+    r"""The factor :math:`G` that scales a tyre's lateral force of pure slip for its
+    longitudinal force (``combined_slip = "ellipse"``), :math:`r = \mu_y f_x / (\mu_x D)` the
+    longitudinal force over its peak:
+
+    .. math::
+        G = \sqrt{\frac{\max_\epsilon(1 - r^2)}{\max_\epsilon(1)}},\quad
+        \max_\epsilon(h) = \tfrac12\big(h + \sqrt{h^2 + \epsilon^2}\big),
+
+    :math:`\sqrt{1 - r^2}` within :math:`10^{-4}` for :math:`r^2 \le 0.95`
+    (:data:`COMBINED_SMOOTHING`): the force stays on or inside the friction ellipse
+    :math:`(f_x/D_x)^2 + (f_y/D_y)^2 \le 1` (the friction-ellipse scaling of pure-slip forces:
+    a longitudinal force uses up lateral grip; Pacejka, *Tire and Vehicle Dynamics*, 3rd ed.,
+    sec. 4.3.2)."""
+    e2 = COMBINED_SMOOTHING ** 2
+    h = sub(1.0, mul(r, r))
+    norm = 1.0 / math.sqrt(0.5 * (1.0 + math.sqrt(1.0 + e2)))
+    return mul(norm, sqrt(mul(0.5, add(h, sqrt(add(mul(h, h), e2))))))
+
+
+def tyre_forces(p: VehicleParameters, wheels: dict) -> dict:
+    r"""The lateral force of each tyre by the car's tyre model (``tyre_model``: the Magic
+    Formula of eq (32), :func:`tyre_lateral_angle`, or :func:`fiala_force`) and its combined
+    slip (``combined_slip``: ``"constraint"``, the force of pure slip as in the paper, the
+    friction ellipse a constraint of the OCP; ``"ellipse"``, that force scaled by
+    :func:`combined_slip_factor` of the tyre's longitudinal force).
+
+    Parameters
+    ----------
+    p : VehicleParameters
+    wheels : dict
+        ``{wheel: (slip angle [rad], vertical load [N], longitudinal force [N])}``.
+
+    Returns
+    -------
+    dict
+        ``{wheel: {"D": peak lateral force [N], "f_y": lateral force [N], "theta" (Magic
+        Formula) or "upsilon" (Fiala) [-], "f_y0": the force of pure slip [N]}}``.
+    """
+    model = getattr(p, "tyre_model", "magic-formula")
+    ellipse = getattr(p, "combined_slip", "constraint") == "ellipse"
+    ratio = p.mu_y0 / p.mu_x0
+    out = {}
+    for w, (alpha, fz, fx) in wheels.items():
+        if model == "fiala":
+            D, ups, fy0 = fiala_force(p, alpha, fz)
+            t = {"D": D, "upsilon": ups, "f_y0": fy0}
+        else:
+            D, th = tyre_lateral_angle(p, alpha, fz)
+            t = {"D": D, "theta": th, "f_y0": mul(D, sin(th))}
+        t["f_y"] = mul(t["f_y0"], combined_slip_factor(mul(ratio, fx) / D)) if ellipse else t["f_y0"]
+        out[w] = t
+    return out
+
+
+def contact_patch_offsets(p: VehicleParameters, q2, q3) -> dict:
+    r"""Lateral offsets from the spine of the outer edges of the four contact patches [m]
+    (``patch_11`` ... ``patch_22``; + left): the patch of wheel ``ij`` at :math:`x_i` (:math:`a_1`,
+    :math:`-a_2`) and :math:`y_{ij} = \pm(t_i + w_i)/2` in {B3} (:math:`w_i` the tyre widths
+    ``tw1``, ``tw2``), yawed by :math:`q_3`:
+    :math:`q_2 + x_i \sin q_3 \pm \tfrac12(t_i + w_i)\cos q_3`. Measured along the spine's
+    normal at the car's :math:`q_1`: the spine's curvature :math:`\kappa` moves a point
+    :math:`x` ahead by about :math:`\kappa x^2/2` more, which is neglected (as fastest-lap's
+    track limits neglect it)."""
+    s3, c3 = sin(q3), cos(q3)
+    half = {1: mul(0.5, add(p.t1, p.tw1)), 2: mul(0.5, add(p.t2, p.tw2))}
+    x = {1: p.a1, 2: mul(-1.0, p.a2)}
+    out = {}
+    for i in (1, 2):
+        for j, sign in ((1, 1.0), (2, -1.0)):
+            out[f"patch_{i}{j}"] = add(add(q2, mul(x[i], s3)), mul(mul(sign, half[i]), c3))
+    return out
+
+
 @dataclasses.dataclass
 class CarEquations:
     """The car's dynamics at one point, from :func:`car_equations`.
@@ -338,7 +444,9 @@ class CarEquations:
 
 
 def aero_forces(p: VehicleParameters, v3x, namer: Optional[Callable] = None):
-    """Drag, downforce and aerodynamic pitch moment at O3 in {B3}, eq (20).
+    """Drag, downforce and aerodynamic pitch moment at O3 in {B3}, eq (20), with drag and
+    downforce acting at the height ``h_cp`` of the centre of pressure (0 in eq 20: drag at
+    road level; the drag's moment :math:`h_{cp} f_{drag}` about y3 takes load off the front).
 
     Parameters
     ----------
@@ -355,8 +463,9 @@ def aero_forces(p: VehicleParameters, v3x, namer: Optional[Callable] = None):
     """
     nm = namer or (lambda tag, v: v)
     qdyn = nm("aero_q", mul(0.5 * p.rho * p.S, mul(v3x, v3x)))
+    h_cp = getattr(p, "h_cp", 0.0)
     return (mul(-p.Cx, qdyn), mul(-(p.Cz1 + p.Cz2), qdyn),
-            mul(-(p.Cz2 * p.a2 - p.Cz1 * p.a1), qdyn))
+            mul(sub(mul(-1.0, sub(mul(p.Cz2, p.a2), mul(p.Cz1, p.a1))), mul(h_cp, p.Cx)), qdyn))
 
 
 def car_equations(p: VehicleParameters, chain: KinematicTree, track: TrackJoint,
@@ -417,13 +526,14 @@ def car_equations(p: VehicleParameters, chain: KinematicTree, track: TrackJoint,
     inv_vx = 1 / v3x
     alpha1 = nm("alpha_1", sub(delta, mul(add(v3y, mul(p.a1, w3z)), inv_vx)))
     alpha2 = nm("alpha_2", mul(sub(mul(p.a2, w3z), v3y), inv_vx))
-    # eq (34)
-    f1x = mul(0.5 * p.brake_ratio, f_xb)
-    f2x = add(mul(0.5 * (1 - p.brake_ratio), f_xb), mul(0.5, f_xa))
-    # eq (32)
-    tyres = {w: tyre_lateral_angle(p, a, fz) for w, a, fz in
-             (("11", alpha1, f11z), ("12", alpha1, f12z), ("21", alpha2, f21z), ("22", alpha2, f22z))}
-    f11y, f12y, f21y, f22y = (nm(f"f_{w}y", mul(D, sin(th))) for w, (D, th) in tyres.items())
+    # eq (34), the drive force split k_d : 1 - k_d between the axles (k_d = 0: eq 34)
+    k_d = getattr(p, "drive_ratio", 0.0)
+    f1x = add(mul(0.5 * p.brake_ratio, f_xb), mul(0.5 * k_d, f_xa))
+    f2x = add(mul(0.5 * (1 - p.brake_ratio), f_xb), mul(0.5 * (1 - k_d), f_xa))
+    # eq (32) (or the Fiala law), scaled for the longitudinal force with combined_slip = ellipse
+    tyres = tyre_forces(p, {"11": (alpha1, f11z, f1x), "12": (alpha1, f12z, f1x),
+                            "21": (alpha2, f21z, f2x), "22": (alpha2, f22z, f2x)})
+    f11y, f12y, f21y, f22y = (nm(f"f_{w}y", t["f_y"]) for w, t in tyres.items())
     cd, sd = cos(delta), sin(delta)
     # eq (31) and (36)
     Y1 = nm("Y_1", add(mul(add(f11y, f12y), cd), mul(mul(2.0, f1x), sd)))
@@ -454,9 +564,13 @@ def car_equations(p: VehicleParameters, chain: KinematicTree, track: TrackJoint,
         "tau_4": tau[3], "tau_5": tau[4], "tau_6": tau[5],
         "delta_F1": dF1, "delta_F2": dF2, "power": mul(f_xa, v3x),
     }
-    for w, (D, th) in tyres.items():
-        channels[f"D_{w}"] = D
-        channels[f"theta_{w}"] = th
+    for w, t in tyres.items():
+        channels[f"D_{w}"] = t["D"]
+        if "theta" in t:
+            channels[f"theta_{w}"] = t["theta"]
+        else:
+            channels[f"upsilon_{w}"] = t["upsilon"]
+    channels.update(contact_patch_offsets(p, q[1], q[2]))
     return CarEquations(qdd=res.qdd, load_residuals=load_res, inplane_residuals=inplane,
                         channels=channels, kin=kin, aba=res)
 

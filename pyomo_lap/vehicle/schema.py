@@ -18,16 +18,19 @@ value and what was expected (:class:`VehicleFileError`).
 """
 from __future__ import annotations
 
+import math
 import tomllib
 from pathlib import Path
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
+                      model_validator)
 
 from ..spatial.tree import GRAVITY
 from ..util.errors import FileProblemsError
 
 __all__ = ["VehicleParameters", "VehicleFileError", "read_vehicle_file", "field_bounds", "bound_texts", "SECTIONS", "OPTIONAL_SECTIONS",
+           "OPTIONAL_KEYS", "SETTINGS", "ABSENT_WHEN_NONE", "settings_of",
            "MAX_STATIC_SAG", "PARAMETER_KEYS", "FIELD_OF_KEY", "KEY_OF_FIELD", "field_of",
            "SymbolicVehicle"]
 
@@ -116,13 +119,23 @@ class VehicleParameters(BaseModel):
     hq1: float = _f("front no-roll centre height; < h", "m", ge=0.0)
     hq2: float = _f("rear no-roll centre height; < h", "m", ge=0.0)
     wheel_radius: float = _f("loaded wheel radius", "m", gt=0.0, le=1.5)
-    width: float = _f("overall width, used for the track limits; >= the wider track", "m",
-                      gt=0.0, le=5.0)
+    width: Optional[float] = _optional("overall width; >= the wider track (default: the wider "
+                                       "of t1 + tyre_width_front and t2 + tyre_width_rear); the "
+                                       "single-track and multibody models keep it within the "
+                                       "track", "m", ge=0.01, le=5.0)
+    tw1: Optional[float] = _optional("width of a front tyre's contact patch: the full model keeps "
+                                     "every contact patch within the track (default: width - t1)",
+                                     "m", ge=0.0, le=1.0)
+    tw2: Optional[float] = _optional("width of a rear tyre's contact patch (default: width - t2)",
+                                     "m", ge=0.0, le=1.0)
     S: float = _f("frontal area", "m^2", gt=0.0, le=20.0)
     Cx: float = _f("drag coefficient", "-", gt=0.0, le=3.0)
     Cz1: float = _f("front downforce coefficient", "-", ge=0.0, le=10.0)
     Cz2: float = _f("rear downforce coefficient", "-", ge=0.0, le=10.0)
     rho: float = _f("air density (0: no aerodynamic forces)", "kg/m^3", ge=0.0, le=1.5)
+    h_cp: float = _f("height of the aerodynamic centre of pressure above the road, where drag "
+                     "and downforce act (0: at road level, as eq 20)", "m", ge=0.0, le=3.0,
+                     default=0.0)
     k1: float = _f("front wheel rate, per wheel", "N/m", gt=0.0, le=1.0e7)
     k2: float = _f("rear wheel rate, per wheel; static sag m_s g/(2 k1 + 2 k2) <= "
                    f"{MAX_STATIC_SAG} m", "N/m", gt=0.0, le=1.0e7)
@@ -130,6 +143,33 @@ class VehicleParameters(BaseModel):
     c2: float = _f("rear damping, per wheel (0: undamped)", "N s/m", ge=0.0, le=1.0e6)
     P_max: float = _f("maximum power (W, not kW)", "W", ge=1.0e3, le=2.0e6)
     brake_ratio: float = _f("front share k_b of the braking force", "-", ge=0.0, le=1.0)
+    drive_ratio: float = _f("front share k_d of the drive force: 0 rear-wheel drive, 1 "
+                            "front-wheel drive, between them all-wheel drive with this split",
+                            "-", ge=0.0, le=1.0, default=0.0)
+    T_b1: Optional[float] = _optional("largest brake torque of a front wheel (default: no "
+                                      "limit; the tyres limit the braking)", "N m",
+                                      ge=1.0, le=1.0e5)
+    T_b2: Optional[float] = _optional("largest brake torque of a rear wheel (default: no limit)",
+                                      "N m", ge=1.0, le=1.0e5)
+    power_curve_speed: Optional[tuple[float, ...]] = Field(
+        default=None, strict=False, description="road speeds of the power curve, increasing [m/s]",
+        json_schema_extra={"unit": "m/s"})
+    power_curve_power: Optional[tuple[float, ...]] = Field(
+        default=None, strict=False, description="power available at the driven wheels at each speed of "
+        "power_curve_speed (capped at P_max) [W]", json_schema_extra={"unit": "W"})
+    engine_speed: Optional[tuple[float, ...]] = Field(
+        default=None, strict=False, description="engine speeds of the torque curve, increasing (rad/s, "
+        "not rpm: rpm x pi/30) [rad/s]", json_schema_extra={"unit": "rad/s"})
+    engine_torque: Optional[tuple[float, ...]] = Field(
+        default=None, strict=False, description="engine torque at full load at each engine_speed [N m]",
+        json_schema_extra={"unit": "N m"})
+    gear_ratios: Optional[tuple[float, ...]] = Field(
+        default=None, strict=False, description="gearbox ratios (engine speed / gearbox output speed), "
+        "first gear first [-]", json_schema_extra={"unit": "-"})
+    final_drive: Optional[float] = _optional("final drive ratio (gearbox output / wheel speed)",
+                                             "-", ge=0.1, le=50.0)
+    drivetrain_efficiency: Optional[float] = _optional("efficiency from the crankshaft to the "
+                                                       "wheels (default 1)", "-", ge=0.1, le=1.0)
     Fz0: float = _f("nominal tyre load of the Magic Formula", "N", gt=0.0, le=1.0e5)
     mu_y0: float = _f("peak lateral friction coefficient at Fz0", "-", ge=0.1, le=3.0)
     mu_x0: float = _f("peak longitudinal friction coefficient at Fz0", "-", ge=0.1, le=3.0)
@@ -141,6 +181,20 @@ class VehicleParameters(BaseModel):
     pK2: float = _f("load, in Fz0, at which the cornering stiffness peaks", "-", gt=0.0, le=50.0)
     fz_min: float = _f("minimum vertical load per wheel in the OCP; < static wheel load", "N",
                        ge=0.0)
+    tyre_model: Literal["magic-formula", "fiala"] = Field(
+        default="magic-formula", description="shape of the lateral characteristic: "
+        "'magic-formula' (eq 32: C, E) or 'fiala' (the brush model's cubic, sliding beyond "
+        "3 D / C_alpha); both with the peak D(f_z) and the cornering stiffness of the keys "
+        "mu_y0, pD2, pK1, pK2")
+    combined_slip: Literal["constraint", "ellipse"] = Field(
+        default="constraint", description="combined slip: 'constraint' (the paper: the lateral "
+        "force of pure slip, the friction ellipse as a constraint) or 'ellipse' (the lateral "
+        "force of pure slip scaled by sqrt(1 - (f_x / (mu_x f_z))^2): a longitudinal force uses "
+        "up lateral grip, as combined-slip tyre models do)")
+    alpha_max: Optional[float] = _optional("largest slip angle of a tyre: the tyres may work "
+                                           "past the peak of their lateral characteristic up "
+                                           "to it (default: at or below the peak)", "rad",
+                                           ge=0.01, le=0.6)
     delta_max: float = _f("road-wheel steer limit (radians, not degrees)", "rad", gt=0.0, lt=1.2)
     tyre_kz: Optional[float] = _optional("tyre vertical stiffness, per tyre (multibody model "
                                          "only; None: not given)", "N/m", ge=1.0e4, le=1.0e7)
@@ -150,6 +204,50 @@ class VehicleParameters(BaseModel):
 
     # cross-field checks (fields are validated in declaration order; info.data holds the
     # earlier fields that passed their own checks) ---------------------------------------
+    @model_validator(mode="before")
+    @classmethod
+    def _widths(cls, data):
+        """The defaults of ``width``, ``tw1``, ``tw2`` from each other and the tracks: a tyre
+        width left out is ``width - t_i``; a width left out is the wider of ``t_i + tw_i``."""
+        if not isinstance(data, dict):
+            return data
+        d = dict(data)
+        t = [d.get("t1"), d.get("t2")]
+        ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in t)
+        w = d.get("width")
+        if ok and isinstance(w, (int, float)) and not isinstance(w, bool):
+            for k, ti in (("tw1", t[0]), ("tw2", t[1])):
+                if d.get(k) is None:
+                    d[k] = max(float(w) - float(ti), 0.0)
+        elif ok and w is None and all(isinstance(d.get(k), (int, float)) for k in ("tw1", "tw2")):
+            d["width"] = max(t[0] + d["tw1"], t[1] + d["tw2"])
+        return d
+
+    @model_validator(mode="after")
+    def _complete(self):
+        problems = []
+        if self.width is None or self.tw1 is None or self.tw2 is None:
+            problems.append("[geometry]: give width, or tyre_width_front and tyre_width_rear "
+                            "(the contact patches' widths, for the track limits), or all three")
+        curve = (self.power_curve_speed, self.power_curve_power)
+        engine = (self.engine_speed, self.engine_torque, self.gear_ratios, self.final_drive)
+        if any(x is not None for x in curve) and any(x is not None for x in engine):
+            problems.append("[power_curve] and [engine] both given: expected one of them (the "
+                            "power at the wheels over the road speed, or the engine's torque "
+                            "curve with its gears)")
+        problems += _curve_problems("power_curve", ("speed", "power"), curve, (0.0, 0.0))
+        problems += _curve_problems("engine", ("speed", "torque"), engine[:2], (0.0, 0.0))
+        if any(x is not None for x in engine) and any(x is None for x in engine):
+            problems.append("[engine]: expected speed, torque, gear_ratios and final_drive "
+                            "together (efficiency optional)")
+        if self.gear_ratios is not None and (len(self.gear_ratios) < 1 or any(
+                not (0.1 <= g <= 50.0) for g in self.gear_ratios)):
+            problems.append(f"[engine] gear_ratios = {list(self.gear_ratios)!r}: expected one or "
+                            "more ratios between 0.1 and 50")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
     @field_validator("m_u")
     @classmethod
     def _unsprung_below_total(cls, v: float, info: ValidationInfo) -> float:
@@ -299,14 +397,39 @@ class VehicleParameters(BaseModel):
 # ---------------------------------------------------------------------------------------
 SECTIONS = {
     "mass": {"total": "m", "unsprung": "m_u", "Ixx": "Ixx", "Iyy": "Iyy", "Izz": "Izz"},
-    "geometry": {k: k for k in ("a1", "a2", "t1", "t2", "h", "hq1", "hq2", "wheel_radius", "width")},
-    "aero": {k: k for k in ("S", "Cx", "Cz1", "Cz2", "rho")},
+    "geometry": {**{k: k for k in ("a1", "a2", "t1", "t2", "h", "hq1", "hq2", "wheel_radius",
+                                   "width")},
+                 "tyre_width_front": "tw1", "tyre_width_rear": "tw2"},
+    "aero": {k: k for k in ("S", "Cx", "Cz1", "Cz2", "rho", "h_cp")},
     "suspension": {k: k for k in ("k1", "k2", "c1", "c2")},
-    "powertrain": {"P_max": "P_max", "brake_ratio": "brake_ratio"},
-    "tyre": {k: k for k in ("Fz0", "mu_y0", "mu_x0", "pD2", "C", "E", "pK1", "pK2", "fz_min")},
+    "powertrain": {"P_max": "P_max", "brake_ratio": "brake_ratio", "drive_ratio": "drive_ratio",
+                   "brake_torque_front": "T_b1", "brake_torque_rear": "T_b2"},
+    "tyre": {**{k: k for k in ("Fz0", "mu_y0", "mu_x0", "pD2", "C", "E", "pK1", "pK2", "fz_min")},
+             "slip_angle_max": "alpha_max"},
     "steering": {"delta_max": "delta_max"},
 }
-"""Layout of a vehicle file: ``{section: {key: VehicleParameters field}}``."""
+"""Layout of a vehicle file, its numeric parameters: ``{section: {key: VehicleParameters
+field}}``. The keys of :data:`OPTIONAL_KEYS` may be left out."""
+
+OPTIONAL_KEYS = ("geometry.width", "geometry.tyre_width_front", "geometry.tyre_width_rear",
+                 "aero.h_cp", "powertrain.drive_ratio", "powertrain.brake_torque_front",
+                 "powertrain.brake_torque_rear", "tyre.slip_angle_max")
+"""Keys of :data:`SECTIONS` a vehicle file may leave out, each with its default (the field's
+description says which): the defaults leave the model as it was before the key existed."""
+
+ABSENT_WHEN_NONE = ("T_b1", "T_b2", "alpha_max")
+"""Fields whose default is None, meaning "not given": the model then has no variable and no
+row of theirs (a car with them and a car without have different rows)."""
+
+SETTINGS = {
+    "tyre": {"model": "tyre_model", "combined_slip": "combined_slip"},
+    "power_curve": {"speed": "power_curve_speed", "power": "power_curve_power"},
+    "engine": {"speed": "engine_speed", "torque": "engine_torque", "gear_ratios": "gear_ratios",
+               "final_drive": "final_drive", "efficiency": "drivetrain_efficiency"},
+}
+"""Keys of a vehicle file that are not parameters of the model (not ``m.vehicle.*``, not
+swept or freed): choices (the tyre model) and curves (the power or engine curve), all
+optional. A car whose settings differ has other rows: the model is built anew for it."""
 
 OPTIONAL_SECTIONS = {
     "multibody": {"tyre_stiffness": "tyre_kz", "tyre_damping": "tyre_cz"},
@@ -329,6 +452,28 @@ KEY_OF_FIELD = {attr: key for key, attr in FIELD_OF_KEY.items()}
 """:class:`VehicleParameters` field -> dotted name."""
 
 
+def _curve_problems(section: str, names: tuple, arrays: tuple, lows: tuple) -> list:
+    """What is wrong with a pair of curve arrays (``[section] names[0]``, ``names[1]``): given
+    together, of equal length >= 2, finite, the first strictly increasing, each >= its low."""
+    a, b = arrays
+    if a is None and b is None:
+        return []
+    if a is None or b is None:
+        return [f"[{section}]: expected {names[0]} and {names[1]} together"]
+    out = []
+    if len(a) != len(b) or len(a) < 2:
+        out.append(f"[{section}] {names[0]} ({len(a)} values), {names[1]} ({len(b)} values): "
+                   "expected two or more values each, as many of one as of the other")
+    if any(not math.isfinite(x) for x in tuple(a) + tuple(b)):
+        out.append(f"[{section}]: expected finite numbers")
+    elif any(y <= x for x, y in zip(a[:-1], a[1:])):
+        out.append(f"[{section}] {names[0]} = {list(a)!r}: expected strictly increasing values")
+    for name, arr, low in zip(names, (a, b), lows):
+        if any(x < low for x in arr):
+            out.append(f"[{section}] {name}: expected values >= {low:g}")
+    return out
+
+
 def field_of(name: str) -> str:
     """The :class:`VehicleParameters` field of a parameter named by its dotted name or its field
     name (``"mass.total"`` or ``"m"`` -> ``"m"``).
@@ -342,11 +487,22 @@ def field_of(name: str) -> str:
         return FIELD_OF_KEY[name]
     if name in KEY_OF_FIELD or name == "gravity":
         return name
+    sec, _, key = name.partition(".")
+    if key in SETTINGS.get(sec, {}):
+        return SETTINGS[sec][key]
+    if name in {attr for keys in SETTINGS.values() for attr in keys.values()}:
+        return name
     import difflib
     close = difflib.get_close_matches(name, list(PARAMETER_KEYS) + list(KEY_OF_FIELD), n=3)
     hint = f" (did you mean {', '.join(close)}?)" if close else ""
     raise ValueError(f"vehicle parameter {name!r}: unknown{hint}; expected one of "
                      f"{', '.join(PARAMETER_KEYS)}")
+
+
+def settings_of(p) -> dict:
+    """The :data:`SETTINGS` of a car (``{field: value}``): two cars with different settings
+    have different rows (a model is built anew for the other)."""
+    return {attr: getattr(p, attr, None) for keys in SETTINGS.values() for attr in keys.values()}
 
 
 class SymbolicVehicle:
@@ -382,9 +538,10 @@ class SymbolicVehicle:
 _TOP_LEVEL = ("model", "name", "description")
 #: the vehicle models that read a file of this schema (its optional top-level ``model = "..."``)
 FILE_MODELS = ("full", "single-track", "multibody")
-_ALL_SECTIONS = {**SECTIONS, **OPTIONAL_SECTIONS}
-_LOCATION = {attr: (sec, key) for sec, keys in {**SECTIONS, **OPTIONAL_SECTIONS}.items()
-             for key, attr in keys.items()}
+_ALL_SECTIONS = {sec: {**SECTIONS.get(sec, {}), **OPTIONAL_SECTIONS.get(sec, {}),
+                       **SETTINGS.get(sec, {})}
+                 for sec in {**SECTIONS, **OPTIONAL_SECTIONS, **SETTINGS}}
+_LOCATION = {attr: (sec, key) for sec, keys in _ALL_SECTIONS.items() for key, attr in keys.items()}
 
 
 class VehicleFileError(FileProblemsError):
@@ -458,6 +615,8 @@ def _expected(err: dict, attr: Optional[str]) -> str:
 def _format(err: dict, data: dict) -> str:
     loc = tuple(err["loc"])
     t = err["type"]
+    if not loc and t == "value_error":        # a check across sections (model validator)
+        return str((err.get("ctx") or {}).get("error", err["msg"]))
     if len(loc) == 1 and loc[0] in _LOCATION:
         attr = loc[0]
     elif len(loc) == 2 and loc[0] in _ALL_SECTIONS:
@@ -485,9 +644,18 @@ def _format(err: dict, data: dict) -> str:
 
 def _section_model(section: str):
     from pydantic import create_model
-    keys = {**SECTIONS, **OPTIONAL_SECTIONS}[section]
-    fields = {key: (float, Field(description=VehicleParameters.model_fields[attr].description))
-              for key, attr in keys.items()}
+    keys = {**SECTIONS, **OPTIONAL_SECTIONS}.get(section, {})
+    info = VehicleParameters.model_fields
+    fields = {}
+    for key, attr in keys.items():
+        desc = info[attr].description
+        fields[key] = ((Optional[float], Field(None, description=desc))
+                       if f"{section}.{key}" in OPTIONAL_KEYS else (float, Field(description=desc)))
+    for key, attr in SETTINGS.get(section, {}).items():
+        ann = info[attr].annotation
+        if "tuple" in str(ann):
+            ann = Optional[list[float]]
+        fields[key] = (Optional[ann] if ann is not None else ann, Field(None, description=info[attr].description))
     return create_model(f"{section.capitalize()}Section",
                         __config__=ConfigDict(extra="forbid", strict=True, allow_inf_nan=False),
                         **fields)
@@ -497,6 +665,8 @@ def _file_model():
     from pydantic import create_model
     fields = {sec: (_section_model(sec), ...) for sec in SECTIONS}
     fields.update({sec: (Optional[_section_model(sec)], None) for sec in OPTIONAL_SECTIONS})
+    fields.update({sec: (Optional[_section_model(sec)], None) for sec in SETTINGS
+                   if sec not in SECTIONS})
     fields["model"] = (Optional[Literal[FILE_MODELS]], None)   # the model the car is for
     fields["name"] = (Optional[str], None)
     fields["description"] = (str, "")
@@ -544,7 +714,14 @@ def read_vehicle_file(path) -> VehicleParameters:
     for sec in SECTIONS:
         section = getattr(parsed, sec)
         for key, attr in SECTIONS[sec].items():
-            kw[attr] = getattr(section, key)
+            if getattr(section, key) is not None:
+                kw[attr] = getattr(section, key)
+    for sec, keys in SETTINGS.items():
+        section = getattr(parsed, sec)
+        for key, attr in keys.items() if section is not None else ():
+            value = getattr(section, key)
+            if value is not None:
+                kw[attr] = tuple(value) if isinstance(value, list) else value
     for sec, keys in OPTIONAL_SECTIONS.items():
         section = getattr(parsed, sec)
         if section is not None:
