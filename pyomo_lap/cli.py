@@ -810,9 +810,10 @@ def compile_(vehicle):
 
 @main.command()
 def tracks():
-    """List the tracks shipped with the package: name (for --track), what it is, length,
-    elevation range, closed or open, and where the data come from (repository and commit;
-    provenance, processing and repairs: data/tracks/README.md and each track's .json)."""
+    """List the tracks shipped with the package: name (for --track), what it is, its kind
+    (a centreline, or straights and arcs), length, elevation range, closed or open, and where
+    the data come from (repository and commit; provenance, processing and repairs:
+    data/tracks/README.md and each track's .json or .toml)."""
     try:
         import pandas as pd
 
@@ -828,6 +829,7 @@ def tracks():
     df = pd.DataFrame([{
         "name": r["name"],
         "track": r["display_name"] + (f" ({r['country']})" if r["country"] else ""),
+        "kind": r["kind"],
         "length [m]": f"{r['length_m']:.1f}",
         "elevation [m]": f"{r['elevation_min_m']:.1f}-{r['elevation_max_m']:.1f}",
         "loop": {True: "closed", False: "open"}.get(r["closed"], "?"),

@@ -49,6 +49,7 @@ __all__ = [
     "penalized_smooth",
     "curve_spline",
     "resample_arclength",
+    "interpolate_arclength",
     "process_points",
     "sha256_file",
     "centreline_from_boundaries",
@@ -603,6 +604,65 @@ def resample_arclength(spl, u0: float, u1: float, spacing: float, closed: bool,
         uq = np.mod(uq - u0, u1 - u0) + u0
     P = spl(uq)
     return s, P, L
+
+
+def interpolate_arclength(u, points, extra, closed: bool, period: float | None,
+                          spacing: float = 1.0):
+    """Smooth samples of a curve interpolated (not smoothed) and resampled at uniform 3D arc
+    length, with per-point values carried along (widths, banking).
+
+    A quintic spline through ``points`` and ``extra`` in the parameter ``u`` (periodic with
+    ``period`` when ``closed``, :func:`curve_spline`), sampled every ``spacing`` of the arc
+    length of its first three columns (:func:`resample_arclength`).
+
+    Parameters
+    ----------
+    u : ndarray (n,)
+        Increasing parameter of the samples [m] (e.g. the file's arc length); closed: in
+        ``[0, period)``, the last sample not repeating the first.
+    points : ndarray (n, 3)
+        x, y, z [m].
+    extra : ndarray (n, k)
+        Values carried along (k may be 0).
+    closed : bool
+    period : float or None
+        The parameter's period [m] (closed curves).
+    spacing : float
+        Target arc-length spacing [m].
+
+    Returns
+    -------
+    s : ndarray (M,)
+        Uniform 3D arc length [m].
+    P : ndarray (M, 3)
+        Points [m].
+    E : ndarray (M, k)
+        The carried values at the points.
+    length : float
+        Length of the interpolated curve [m].
+    u_to_s : callable
+        The map from the parameter ``u`` to the arc length ``s`` (for comparisons at the
+        samples).
+    """
+    u = np.asarray(u, float)
+    data = np.column_stack([np.asarray(points, float), np.asarray(extra, float).reshape(len(u), -1)])
+    full = curve_spline(u, data, closed, period)
+    u0, u1 = (float(u[0]), float(u[0] + period)) if closed else (float(u[0]), float(u[-1]))
+
+    def spl(x, nu=0):                 # the arc length is that of x, y, z only
+        v = full(x, nu)
+        return v if nu == 0 else v[..., :3]
+
+    s, PE, L = resample_arclength(spl, u0, u1, spacing, closed)
+    ub, sb = _arclength_table(spl, u0, u1, max(int(np.ceil((u1 - u0) / (0.25 * spacing))), 64))
+
+    def u_to_s(x):
+        x = np.asarray(x, float)
+        if closed:
+            return np.interp(np.mod(x - u0, u1 - u0) + u0, ub, sb)
+        return np.interp(x, ub, sb)
+
+    return s, PE[:, :3], PE[:, 3:], float(L), u_to_s
 
 
 def process_points(points, closed: bool, xy_cutoff: float, z_cutoff: float | None = None,
