@@ -1653,6 +1653,9 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
         w = tr.evaluate(0.0)
         notes.append(assumption("width", float(w.width_left[0]), "m each side",
                                 f"when the bundled file was built: {meta['width_note']}", SET_WIDTH))
+    if meta.get("elevation_note") and not flat:
+        notes.append(_flat_assumption(f"when the bundled file was built: {meta['elevation_note']}",
+                                      "a 3D source file"))
     if meta.get("banking_note"):
         notes.append(assumption("banking", DEFAULT_BANKING, "rad",
                                 f"when the bundled file was built: {meta['banking_note']}",
