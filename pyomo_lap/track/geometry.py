@@ -378,12 +378,13 @@ class Track(TrackBase):
             raise ValueError(f"need at least 4 points, got {len(P)}")
         dd = np.linalg.norm(np.diff(P, axis=0), axis=1)
         med = float(np.median(dd[dd > 0])) if np.any(dd > 0) else 1.0
-        if smoothing is None:
-            smoothing = 3.0 * med
+        noise_steps = []
+        if smoothing is None:     # light smoothing, from the data's spacing and noise
+            smoothing, noise_steps = _light_cutoff(P, closed, med)
         if spacing is None:
-            spacing = float(np.clip(min(2.0, med / 2.0), 0.05, None))
+            spacing = float(np.clip(min(2.0, max(med, smoothing / 3.0) / 2.0), 0.05, None))
         s_new, Pn, L, info = tb.process_points(P, closed, smoothing, z_smoothing, spacing=spacing,
-                                               grid_spacing=min(spacing, 1.0))
+                                               grid_spacing=_grid_spacing(min(spacing, 1.0), med))
         # map per-point attributes via the horizontal arc length of the raw points
         sig = info.pop("sigma_of_raw_points")
         steps = info.pop("steps", [])
@@ -409,7 +410,7 @@ class Track(TrackBase):
         prov.setdefault("processing", {}).update(
             dict(smoothing_cutoff_m=smoothing, z_smoothing_cutoff_m=z_smoothing, spacing_m=spacing,
                  **{k: v for k, v in info.items() if not isinstance(v, np.ndarray)}))
-        prov["processing_steps"] = list(prov.get("processing_steps", [])) + steps
+        prov["processing_steps"] = list(prov.get("processing_steps", [])) + noise_steps + steps
         return cls(s_new, Pn, remap(width_left, None), remap(width_right, None),
                    remap(banking, None), closed, name, prov, origin=origin)
 
@@ -1042,6 +1043,61 @@ def _arc_length_samples(s, P, closed: bool) -> bool:
     closing = float(np.linalg.norm(P[0] - P[-1])) if closed else h
     return bool(h > 0 and np.all(np.abs(ds - h) <= 1e-6 * max(h, 1.0) + 1e-6)
                 and np.all(np.abs(chord - ds) <= 0.01 * h) and abs(closing - h) <= 0.01 * h)
+
+
+def _grid_spacing(target: float, med: float) -> float:
+    """The smoother's grid spacing [m]: the multiple of the points' median spacing ``med``
+    nearest to ``target`` (dense points), or the whole fraction of it nearest to ``target`` from
+    below, so that evenly spaced points sit at
+    the same places between the grid's nodes all along the line (at other ratios the linear
+    interpolation between the nodes, which lies inside a curve by up to h^2 / 8R, beats with
+    the points and leaves a ripple in the curvature: 2 % of 1/R for points every 0.2 m on a
+    0.25 m grid, R = 300 m)."""
+    if not med > 0 or not target > 0:
+        return target
+    if med <= target:       # (not much finer than target: the elevation's long cut-off on a
+        return med * max(round(target / med), 1)     # fine grid is ill-conditioned)
+    return med / math.ceil(med / target)
+
+
+def _light_cutoff(P, closed: bool, med: float):
+    """The cut-off wavelength [m] of the light smoothing of :meth:`Track.from_points`
+    (``smoothing`` None), from the data: the largest of 3 point spacings, 3 x
+    :data:`pyomo_lap.track.build.MIN_SPACING` and the cut-off that leaves a curvature noise of
+    at most :data:`~pyomo_lap.track.build.KAPPA_NOISE` from the points' own noise
+    (:func:`~pyomo_lap.track.build.position_noise`, :func:`~pyomo_lap.track.build.noise_cutoff`).
+    The smoother weighs each point by its length along the line (Voronoi weights) and fits a
+    grid of a tenth of the cut-off or finer, so dense points are resampled on it and the track
+    does not depend on how densely the line was sampled.
+
+    Returns
+    -------
+    cutoff : float
+        [m]
+    steps : list
+        The processing step ``resampled`` when the cut-off is not 3 spacings (dense or noisy
+        points), else [].
+    """
+    from . import build as tb
+    from .report import step
+    sigma = tb.position_noise(P, closed)
+    lam = tb.noise_cutoff(sigma, med)
+    cutoff = max(3.0 * med, 3.0 * tb.MIN_SPACING, lam)
+    if cutoff <= 3.0 * med:
+        return cutoff, []
+    why = (f"their noise ({1e3 * sigma:.3g} mm, from the points' deviations from their "
+           f"neighbours' chords) asks for {lam:.3g} m to leave a curvature noise below "
+           f"{tb.KAPPA_NOISE:g} 1/m" if lam >= 3.0 * tb.MIN_SPACING else
+           f"they are closer than {tb.MIN_SPACING:g} m, the finest spacing resolved (their "
+           f"noise, {1e3 * sigma:.2g} mm, asks for less)")
+    n = len(P)
+    rec = step("resampled", f"{n} points every {med:.3g} m (median): the plan view is smoothed "
+               f"at a cut-off of {cutoff:.3g} m, not 3 spacings ({3 * med:.3g} m): {why}; the "
+               f"points, weighted by their length along the line, are fitted on a grid of "
+               f"{min(1.0, cutoff / 6):.3g} m or finer, so the track does not depend on how "
+               "densely the file was sampled", method=f"{n} points every {med:.2g} m, noise "
+               f"{1e3 * sigma:.2g} mm: cut-off {cutoff:.3g} m", count=n)
+    return cutoff, [rec]
 
 
 def _fl_line(d: dict, line: str, dims: int) -> np.ndarray:
