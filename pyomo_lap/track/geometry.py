@@ -423,11 +423,9 @@ class Track(TrackBase):
         and ``s``) or a GPS logger's trace (``lat, lon``, optional altitude).
 
         Columns (header row, case-insensitive, an optional unit in brackets: ``x [m]``):
-        ``x, y, z`` [m] required (aliases ``x_m, y_m, z_m``, ``x_spine, y_spine, z_spine``:
-        the tool's own ``trajectory.csv``); optional ``width_left, width_right`` [m]
-        (aliases ``width_left_m, width_right_m``, the TUM racetrack database's
-        ``w_tr_left_m, w_tr_right_m``) and ``banking`` [rad] (alias ``banking_rad``);
-        optional ``s`` / ``s_m`` [m]. Every accepted name:
+        ``x, y, z`` [m] required (``x_m``, ``x_spine`` of the tool's ``trajectory.csv`` ...);
+        optional ``width_left, width_right`` [m] (the TUM racetrack database's
+        ``w_tr_left_m, w_tr_right_m`` ...), ``banking`` [rad], ``s`` [m]; every accepted name:
         :data:`pyomo_lap.track.formats.COLUMNS`. The columns may be separated by ``,``,
         ``;`` (numbers with a decimal comma then too) or a tab. Lines starting with ``#`` are
         comments, but a first comment line that names the columns is the header (the TUM
@@ -471,9 +469,8 @@ class Track(TrackBase):
             Without it the file's ``width_left`` / ``width_right`` are used, and a missing
             one is 4.0 m (recorded in ``provenance['assumptions']``).
         flat : bool
-            Ignore the file's elevations (a noisy ``z`` or GPS altitude): z = 0 before the
-            checks and the processing, banking as given (processing step ``flattened``; an
-            assumed value).
+            Ignore the file's elevations: z = 0 before the checks, banking as given (step
+            ``flattened``, an assumed value).
 
         What the loader did: ``provenance['processing_steps']`` (:mod:`pyomo_lap.track.report`).
 
@@ -499,27 +496,19 @@ class Track(TrackBase):
         offsets, read = {}, {}  # x, y re-centred exactly (see the reader)
         _, data, cells, labels = _read_csv_columns(path, origin=offsets, table=table, info=read)
         origin = np.array([offsets.get("x", 0.0), offsets.get("y", 0.0), 0.0])
-        if flat:
-            cells.pop("z", None)
-            data["z"] = np.zeros(len(data["x"]))
+        if flat:                   # the elevations ignored: z = 0 before the checks
+            cells.pop("z", None), data.update(z=np.zeros(len(data["x"])), **(
+                {"s": None} if "s" in data else {}))     # (s, the 3D arc length, no longer is)
         P = np.column_stack([data["x"], data["y"], data["z"]])
-        attrs = {k: data[k] for k in ("width_left", "width_right", "banking", "s") if k in data}
+        attrs = {k: data[k] for k in ("width_left", "width_right", "banking", "s")
+                 if data.get(k) is not None}
         chk = track_checks.check_points(P, closed, attrs=attrs, labels=labels, cells=cells,
                                         source=source, repair=repair, max_grade=max_grade)
         P, closed, data = chk.points, chk.closed, chk.attrs
         name = name or path.stem
-        prov = _csv_provenance(provenance, path, read)
-        if flat:
-            prov = _flat_provenance(prov, len(P), "z")
-        wl, wr = data.get("width_left"), data.get("width_right")
-        if half is not None:
-            had = [k for k in ("width_left", "width_right") if k in data]
-            prov["processing_steps"] = list(prov.get("processing_steps", [])) + [
-                _widths_set_step(track_width, had)]
-            wl = wr = half
+        prov = _flat_provenance(_csv_provenance(provenance, path, read), len(P), "z", flat)
+        wl, wr = _csv_widths(data, prov, half, track_width)
         s = data.get("s")
-        if s is not None and flat and len(P) >= 6:       # the 3D arc length is no longer it
-            s = None
         if s is not None and smoothing is None and len(P) >= 6 and _arc_length_samples(s, P, closed):
             tr = cls(s, P, wl, wr, data.get("banking"), closed, name, prov, origin=origin)
             return _finish(tr, chk.findings, source, max_grade)
@@ -1148,8 +1137,21 @@ def _fl_sides(C, Bl, Br, nl, nr, closed: bool, path: Path):
         "left)", count=n)
 
 
-def _flat_provenance(prov: dict, n: int, column: str) -> dict:
-    """``prov`` with the step ``flattened`` and the assumed flat elevation (``flat=True``)."""
+def _csv_widths(data: dict, prov: dict, half, track_width):
+    """The half-widths of a CSV track: the file's, or ``half`` each side when ``track_width``
+    is given (the step ``widths_set`` added to ``prov``)."""
+    if half is None:
+        return data.get("width_left"), data.get("width_right")
+    had = [k for k in ("width_left", "width_right") if k in data]
+    prov["processing_steps"] = list(prov.get("processing_steps", [])) + [
+        _widths_set_step(track_width, had)]
+    return half, half
+
+def _flat_provenance(prov: dict, n: int, column: str, flat: bool = True) -> dict:
+    """``prov`` with the step ``flattened`` and the assumed flat elevation (``flat``; else
+    ``prov`` as it is)."""
+    if not flat:
+        return prov
     prov = dict(prov)
     prov["processing_steps"] = list(prov.get("processing_steps", [])) + [_flattened_step(n)]
     prov["assumptions"] = [a for a in prov.get("assumptions", []) if a.get("quantity") != "elevation"]
@@ -1702,6 +1704,12 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
         closed = meta.get("closed")
     tr = Track.from_csv(csv_path, name=meta.get("name", key), closed=closed, provenance=meta,
                         repair=repair, max_grade=max_grade, track_width=track_width, flat=flat)
+    return _with_build_notes(tr, meta, track_width, flat)
+
+
+def _with_build_notes(tr: Track, meta: dict, track_width, flat: bool) -> Track:
+    """A bundled track with what was assumed (``width_note``, ``elevation_note``,
+    ``banking_note`` of its ``.json``) and repaired (``repairs``) when its file was built."""
     # the values assumed when the bundled file was built (its widths and banking are columns)
     from .report import assumption
     notes = []
