@@ -56,6 +56,7 @@ __all__ = [
     "sha256_file",
     "centreline_from_boundaries",
     "nearest_on_polyline",
+    "distance_along_normal",
 ]
 
 EARTH_ELEV_SCALE = 1e-3   # zaggy elevation unit: mm -> m
@@ -1294,10 +1295,15 @@ def nearest_on_polyline(Q: np.ndarray, pts: np.ndarray, closed: bool):
 
 def _dense_boundary(B: np.ndarray, closed: bool, spacing: float) -> np.ndarray:
     """A boundary (n, 3) resampled every ``spacing`` [m] of its plan-view chord length on a
-    cubic spline through its points (the elevation linearly; NaN where not given), so that the
-    nearest points of :func:`centreline_from_boundaries` do not fall on chords. Points closer
-    than 5 % of the median spacing to the previous one are merged first."""
-    from scipy.interpolate import make_interp_spline as mis
+    modified Akima interpolant through its points (the elevation linearly; NaN where not
+    given), so that the nearest points of :func:`centreline_from_boundaries` do not fall on
+    chords. Unlike a cubic spline it makes no loop or overshoot at a kink (a boundary drawn on
+    a map turns by up to 86 deg at one point: fastest-lap's Catalunya, where a cubic spline
+    swings 1.8 m off the drawn line) and follows smooth curves (a circle of radius 94 m drawn
+    with 3.3 m segments: within 1 mm). A segment longer than 4 times the median is a straight
+    as drawn (a curve is drawn with short segments): interpolated linearly. Points closer than
+    5 % of the median spacing to the previous one are merged first."""
+    from scipy.interpolate import Akima1DInterpolator
     seg = np.linalg.norm(np.diff(B[:, :2], axis=0), axis=1)
     near = 0.05 * float(np.median(seg))       # points this close to the previous one: merged
     keep, last = [0], B[0, :2]
@@ -1311,15 +1317,32 @@ def _dense_boundary(B: np.ndarray, closed: bool, spacing: float) -> np.ndarray:
     xy = B[:, :2]
     if closed:
         u = chord_parameter(np.concatenate([xy, xy[:1]]))
-        spl = mis(u, np.concatenate([xy, xy[:1]]), k=3, bc_type="periodic")
         uu = np.linspace(0.0, u[-1], max(int(np.ceil(u[-1] / spacing)), len(B)), endpoint=False)
         z = np.interp(uu, u, np.concatenate([B[:, 2], B[:1, 2]]))
+        k = min(3, len(B) - 1)            # a few points of the other end on each side
+        uw = np.concatenate([u[-1 - k:-1] - u[-1], u, u[-1] + u[1:k + 1]])
+        xyw = np.concatenate([xy[-k:], xy, xy[:1], xy[1:k + 1]])
     else:
         u = chord_parameter(xy)
-        spl = mis(u, xy, k=3 if len(B) >= 4 else 1)
         uu = np.linspace(0.0, u[-1], max(int(np.ceil(u[-1] / spacing)) + 1, len(B)))
         z = np.interp(uu, u, B[:, 2])
-    return np.column_stack([spl(uu), z])
+        uw, xyw = u, xy
+    if len(uw) < 5:
+        return np.column_stack([np.interp(uu, u, xy[:len(u), 0] if not closed else np.append(xy[:, 0], xy[0, 0])),
+                                np.interp(uu, u, xy[:len(u), 1] if not closed else np.append(xy[:, 1], xy[0, 1])), z])
+    spl = Akima1DInterpolator(uw, xyw, axis=0, method="makima")
+    out = spl(uu)
+    # a segment much longer than the boundary's typical one is a straight as drawn (a curve is
+    # drawn with short segments): linear there, not bowed by the curve at its ends
+    ue = np.concatenate([u, [u[-1]]]) if not closed else u
+    seg = np.diff(ue)
+    xy_closed = np.concatenate([xy, xy[:1]]) if closed else xy
+    long = np.flatnonzero(seg > 4.0 * float(np.median(seg[seg > 0])))
+    for j in long:
+        sel = (uu >= ue[j]) & (uu <= ue[j + 1])
+        f = (uu[sel] - ue[j]) / seg[j]
+        out[sel] = xy_closed[j] + f[:, None] * (xy_closed[j + 1] - xy_closed[j])
+    return np.column_stack([out, z])
 
 
 def centreline_from_boundaries(left, right, closed: bool, spacing: float = 0.5):
@@ -1371,3 +1394,53 @@ def centreline_from_boundaries(left, right, closed: bool, spacing: float = 0.5):
     cross = t[:, 0] * v[:, 1] - t[:, 1] * v[:, 0]
     side = 1.0 if np.median(np.sign(cross)) >= 0 else -1.0
     return mid, wl, wr, side
+
+
+def distance_along_normal(C, N, B, closed: bool, reach: int = 3) -> np.ndarray:
+    """How far from each point ``C`` (n, 2) along its unit normal ``N`` (n, 2) the line
+    crosses the polyline ``B`` (m, 2) (closed: ``B[-1] -> B[0]`` too): the half-width of a
+    track whose boundary is ``B`` (the edge ``C + t N`` lies on it).
+
+    The crossing is searched on the segments within ``reach`` of the one nearest to the point
+    ``C + d N``, d the distance from ``C`` to ``B`` (iterated twice); where the line crosses none
+    of them (a kink it passes by), the distance to ``B`` is taken.
+
+    Returns
+    -------
+    ndarray (n,)
+        |t| [m].
+    """
+    C, N, B = (np.asarray(a, float) for a in (C, N, B))
+    M = len(B)
+    near, seg, _ = nearest_on_polyline(B, C, closed)
+    d = np.linalg.norm(near - C, axis=1)
+    sign = np.sign(np.sum((near - C) * N, axis=1))
+    sign[sign == 0] = 1.0
+    t = sign * d
+    found = np.zeros(len(C), bool)
+    for _ in range(2):
+        _, seg, _ = nearest_on_polyline(B, C + t[:, None] * N, closed)
+        best = np.full(len(C), np.inf)
+        tn = t.copy()
+        for off in range(-reach, reach + 1):
+            a = seg + off
+            if closed:
+                a = np.mod(a, M)
+                b = np.mod(a + 1, M)
+                ok = np.ones(len(C), bool)
+            else:
+                ok = (a >= 0) & (a + 1 < M)
+                a = np.clip(a, 0, M - 2)
+                b = a + 1
+            e = B[b] - B[a]
+            den = N[:, 0] * e[:, 1] - N[:, 1] * e[:, 0]
+            w = B[a] - C
+            with np.errstate(divide="ignore", invalid="ignore"):
+                tt = (w[:, 0] * e[:, 1] - w[:, 1] * e[:, 0]) / den
+                u = (w[:, 0] * N[:, 1] - w[:, 1] * N[:, 0]) / den
+            hit = ok & (np.abs(den) > 1e-12) & (u >= -1e-9) & (u <= 1 + 1e-9) & (np.sign(tt) == sign)
+            closer = hit & (np.abs(tt - t) < best)
+            tn[closer], best[closer] = tt[closer], np.abs(tt - t)[closer]
+        found |= np.isfinite(best)
+        t = tn
+    return np.where(found, np.abs(t), d)

@@ -752,13 +752,14 @@ class Track(TrackBase):
                         spacing: float | None = None, name: str = "track",
                         provenance: dict | None = None, repair: bool = False,
                         max_grade: float = MAX_GRADE, source: str | None = None,
-                        labels=(None, None)) -> "Track":
+                        labels=(None, None), min_jacobian: float | None = 0.5) -> "Track":
         """A track from its left and right boundaries (in the direction of travel).
 
         The centreline is the set of midpoints between each point of one boundary and the
         nearest point of the other (both ways, ordered along the left boundary,
-        :func:`pyomo_lap.track.build.centreline_from_boundaries`); the half-widths are the
-        distances of these midpoints to the two boundaries; the elevation is the mean of the
+        :func:`pyomo_lap.track.build.centreline_from_boundaries`), smoothed into a regular
+        reference line (``min_jacobian``); the half-widths are the distances from it to the
+        two boundaries; the elevation is the mean of the
         two boundaries'. The boundaries are checked first
         (:func:`pyomo_lap.track.checks.check_points`: missing values, duplicates, spikes,
         closure), the midpoints then go through the checks and the smoothing of
@@ -777,6 +778,19 @@ class Track(TrackBase):
         smoothing, z_smoothing, spacing : float, optional
             As :meth:`from_points` (the elevation's cut-off defaults to 200 m: boundaries
             drawn on maps carry the terrain's heights, with steps; the spacing to 1 m).
+            ``smoothing`` is the cut-off the reference line starts from (see
+            ``min_jacobian``).
+        min_jacobian : float or None
+            The centreline is a reference line for the lateral coordinate n (left positive):
+            the point at n is at ``1 - n Omega_z`` times the centreline's speed, which must
+            stay positive across the track. Where the boundaries have a kinked apex, their
+            midline turns about the kink with half the track's width as radius (fastest-lap's
+            Catalunya: 10.5 m in the last chicane at a 30 m cut-off, 4.3 m with light
+            smoothing), and ``1 - n Omega_z`` reaches 0.3 on the inside edge. The cut-off is
+            raised by factors 2^(1/4) (up to 24 times) until ``1 - n Omega_z >= min_jacobian``
+            over the whole width (step ``centreline_from_boundaries``; None: not raised); the
+            half-widths are then measured from the smoothed centreline to the boundaries, so
+            the track's edges stay on them whatever the smoothing.
         name, provenance, repair, max_grade
             As :meth:`from_points`.
         source : str, optional
@@ -791,7 +805,6 @@ class Track(TrackBase):
             centreline or a bad track; every problem is listed.
         """
         from . import build as tb
-        from .report import step
         source = source or f"track {name!r}"
         if closed is None:
             closed = _boundary_closes(left)
@@ -817,34 +830,16 @@ class Track(TrackBase):
             findings.append(f)
             L, R = R, L
             mid, wl, wr, side = tb.centreline_from_boundaries(L, R, closed)
-        flat = not np.any(np.isfinite(mid[:, 2]))
-        if flat:
-            mid[:, 2] = 0.0
-        rec = step("centreline_from_boundaries",
-                   f"centreline from the left ({len(L)} points) and right ({len(R)} points) "
-                   f"boundaries: {len(mid)} midpoints between each point of one and the nearest "
-                   f"point of the other; half-widths {float(np.min(wl)):.3g}-"
-                   f"{float(np.max(wl)):.3g} m left, {float(np.min(wr)):.3g}-"
-                   f"{float(np.max(wr)):.3g} m right (distances of the midpoints to the "
-                   "boundaries); elevation the mean of the two boundaries'",
-                   method=f"midpoints to the nearest boundary point; half-widths "
-                          f"{float(min(wl.min(), wr.min())):.3g}-{float(max(wl.max(), wr.max())):.3g} m",
-                   count=len(mid))
-        prov = dict(provenance or {})
-        prov["processing_steps"] = list(prov.get("processing_steps", [])) + [rec]
-        if flat:
-            from .report import assumption
-            prov["assumptions"] = list(prov.get("assumptions", [])) + [assumption(
-                "elevation", 0.0, "m", "the boundaries have no elevation: the track is flat",
-                "altitudes in the boundaries' coordinates, or a CSV track file with a z column")]
+        prov = _midpoints_provenance(provenance, L, R, mid, wl, wr)
         chk = track_checks.check_points(mid, closed, attrs=dict(width_left=wl, width_right=wr),
                                         source=f"{source}, centreline", repair=repair,
                                         max_grade=max_grade, z_missing_ok=True,
                                         elevation_checks=False)
         a = chk.attrs
-        tr = cls._build_from_points(chk.points, chk.closed, a["width_left"], a["width_right"],
-                                    None, smoothing, z_smoothing,
-                                    1.0 if spacing is None else spacing, name, prov)
+        build = lambda cut: cls._build_from_points(  # noqa: E731
+            chk.points, chk.closed, a["width_left"], a["width_right"], None, cut, z_smoothing,
+            1.0 if spacing is None else spacing, name, dict(prov))
+        tr = _regular_reference_line(cls, build, smoothing, L, R, chk.closed, min_jacobian)
         return _finish(tr, findings + chk.findings, source, max_grade)
 
     @classmethod
@@ -876,9 +871,10 @@ class Track(TrackBase):
             Default: the file's stem without ``_left``/``_right``.
         smoothing : float, optional
             Cut-off wavelength of the plan-view smoother [m]: 30 m by default, as for raw
-            GPS data (:meth:`from_geodetic`): boundaries drawn on a map have kinks (fastest-lap's
-            Catalunya: a 4.6 m radius in the last chicane with the light smoothing of
-            :meth:`from_points`, 10.5 m with 30 m; the lap is 1.7 m shorter).
+            GPS data (:meth:`from_geodetic`); the cut-off the reference line starts from:
+            it is raised until the lateral coordinate is regular across the track
+            (``min_jacobian`` of :meth:`from_boundaries`; fastest-lap's Catalunya: 76 m,
+            18.7 m in the last chicane where fastest-lap has 19.2 m).
         closed, z_smoothing, repair, max_grade
             As :meth:`from_boundaries`.
         flat : bool
@@ -1087,6 +1083,78 @@ def _light_cutoff(P, closed: bool, med: float):
                "densely the file was sampled", method=f"{n} points every {med:.2g} m, noise "
                f"{1e3 * sigma:.2g} mm: cut-off {cutoff:.3g} m", count=n)
     return cutoff, [rec]
+
+
+def _midpoints_provenance(provenance, L, R, mid, wl, wr) -> dict:
+    """The provenance of :meth:`Track.from_boundaries` after the midpoints: the step
+    ``centreline_from_boundaries`` and, when the boundaries have no elevation (``mid``'s z
+    all NaN: set to 0 here), the assumed flat track."""
+    from .report import assumption, step
+    flat = not np.any(np.isfinite(mid[:, 2]))
+    if flat:
+        mid[:, 2] = 0.0
+    rec = step("centreline_from_boundaries",
+               f"centreline from the left ({len(L)} points) and right ({len(R)} points) "
+               f"boundaries: {len(mid)} midpoints between each point of one and the nearest "
+               f"point of the other; half-widths {float(np.min(wl)):.3g}-"
+               f"{float(np.max(wl)):.3g} m left, {float(np.min(wr)):.3g}-"
+               f"{float(np.max(wr)):.3g} m right (distances of the midpoints to the "
+               "boundaries); elevation the mean of the two boundaries'",
+               method=f"midpoints to the nearest boundary point; half-widths "
+                      f"{float(min(wl.min(), wr.min())):.3g}-{float(max(wl.max(), wr.max())):.3g} m",
+               count=len(mid))
+    prov = dict(provenance or {})
+    prov["processing_steps"] = list(prov.get("processing_steps", [])) + [rec]
+    if flat:
+        prov["assumptions"] = list(prov.get("assumptions", [])) + [assumption(
+            "elevation", 0.0, "m", "the boundaries have no elevation: the track is flat",
+            "altitudes in the boundaries' coordinates, or a CSV track file with a z column")]
+    return prov
+
+def _regular_reference_line(cls, build, smoothing, left, right, closed: bool,
+                            min_jacobian: float | None, factor: float = 2 ** 0.25,
+                            tries: int = 24):
+    """The track of :meth:`Track.from_boundaries`: ``build(cutoff)`` (the midpoints smoothed at
+    ``cutoff``) with the cut-off raised by ``factor`` until ``1 - n Omega_z >= min_jacobian``
+    for n across the track (at most ``tries`` times), then the half-widths measured from the
+    smoothed centreline along its normal to the boundaries ``left``, ``right`` (n, 3) [m], on
+    the cubic splines through their points that the midpoints were made from
+    (:func:`pyomo_lap.track.build.distance_along_normal`). The steps say the
+    cut-off used, why, and how far the widths moved."""
+    from . import build as tb
+    from .report import step
+    Ld = tb._dense_boundary(np.asarray(left, float), closed, 0.5)[:, :2]   # as the midpoints'
+    Rd = tb._dense_boundary(np.asarray(right, float), closed, 0.5)[:, :2]
+    cut = smoothing
+    for k in range(tries + 1):
+        tr = build(cut)
+        s = tr._s_samples
+        tp = tr.evaluate(s)
+        c, n = tp.position[:, :2] - tr.origin[:2], tp.rotation[:, :2, 1]
+        wl = tb.distance_along_normal(c, n, Ld, closed)
+        wr = tb.distance_along_normal(c, -n, Rd, closed)
+        om = tp.omega[:, 2]
+        jac = np.minimum(1.0 - om * wl, 1.0 + om * wr)
+        used = tr.provenance["processing"]["smoothing_cutoff_m"]
+        if min_jacobian is None or jac.min() >= min_jacobian or k == tries:
+            break
+        # the next of the cut-offs factor^j m above this one (the same ladder from any start)
+        cut = factor ** (math.floor(math.log(used) / math.log(factor) + 1e-9) + 1)
+    moved = max(float(np.abs(wl - tp.width_left).max()), float(np.abs(wr - tp.width_right).max()))
+    i = int(np.argmin(jac))
+    why = (f"raised from {smoothing if smoothing is not None else 'the light cut-off'} m along "
+           f"2^(j/4) m until 1 - n Omega_z >= {min_jacobian:g} across the track"
+           if k else "as given") if min_jacobian is not None else "as given"
+    rec = step("centreline_from_boundaries", f"reference line: the midpoints smoothed at a "
+               f"cut-off of {used:.3g} m ({why}); 1 - n Omega_z is at least {jac[i]:.2f} (at s = "
+               f"{s[i]:.0f} m, radius {1 / max(abs(om[i]), 1e-12):.1f} m); the half-widths "
+               f"measured from it to the boundaries ({wl.min():.3g}-{wl.max():.3g} m left, "
+               f"{wr.min():.3g}-{wr.max():.3g} m right; up to {moved:.2g} m from the "
+               "midpoints' distances)", method=f"reference line at cut-off {used:.3g} m, "
+               f"1 - n Omega_z >= {jac[i]:.2f}; widths from it", count=len(s))
+    prov = dict(tr.provenance)
+    prov["processing_steps"] = list(prov.get("processing_steps", [])) + [rec]
+    return cls(s, tr._p(s), wl, wr, None, closed, tr.name, prov, origin=tr.origin)
 
 
 def _fl_line(d: dict, line: str, dims: int) -> np.ndarray:
