@@ -108,3 +108,21 @@ def test_every_format_is_listed():
         assert what in out, what
     with pytest.raises(ValueError, match=r"expected .*\.xml: a fastest-lap.*\.toml: straights"):
         load_track(__file__)          # a .py file
+
+
+@pytest.mark.unit
+def test_suzukas_raw_file_loads_flat_with_its_bridge():
+    """zaggyai's raw Suzuka (a figure of eight whose ground heights differ by 0.70 m where the
+    roads cross) is refused as it is, with what to do; with flat=True it loads, its crossing
+    (s = 2536 m under s = 4894 m, the later branch on top) taken as a bridge, and no
+    'elevations missing' step for the ignored ones."""
+    from pathlib import Path
+    raw = (Path(__file__).resolve().parents[1] / "data" / "tracks" / "raw" / "zaggyai"
+           / "12bd4b0b4d4a04030c1b3f5e65c94f0a--suzuka-circuit.json")
+    with pytest.raises(TrackDataError, match=r"height difference 0\.70 m.*--flat"):
+        load_track(raw)
+    tr = load_track(raw, flat=True)
+    kinds = [st["step"] for st in tr.processing_steps]
+    assert "flattened" in kinds and "crossing_bridge" in kinds and "elevation_missing" not in kinds
+    (br,) = tr.provenance["bridges"]
+    assert br["s_lower"] == pytest.approx(2536, abs=5) and br["s_upper"] == pytest.approx(4894, abs=5)

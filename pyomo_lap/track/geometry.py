@@ -555,7 +555,8 @@ class Track(TrackBase):
             no_elevation=("flat=True: the file's altitudes are ignored" if flat else
                           "the file has no altitude column" if j["alt"] is None else
                           "the file's altitude column has no value"),
-            elevation_hint="an altitude column (alt, altitude, elevation) in metres")
+            elevation_hint="flat=False (no --flat)" if flat else
+                           "an altitude column (alt, altitude, elevation) in metres")
 
     @classmethod
     def from_geodetic(cls, lat, lon, elev=None, *, name: str = "track",
@@ -641,6 +642,8 @@ class Track(TrackBase):
             robust_iterations=robust_iterations)
         info.pop("sigma_of_raw_points", None)
         steps = list(steps) + geo_steps + info.pop("steps", [])
+        if any(st["step"] == "flattened" for st in steps):      # (not missing: ignored)
+            steps = [st for st in steps if st["step"] != "elevation_missing"]
         if half is not None:
             steps.append(_widths_set_step(track_width, []))
         prov = dict(provenance or {})
@@ -744,7 +747,7 @@ class Track(TrackBase):
             steps=[_flattened_step(len(d["lat"]))] if flat else (),
             no_elevation=("flat=True: the file's elevations are ignored" if flat else
                           "the file has no elevation (every elev is 0, which means missing)"),
-            elevation_hint="elevations in the file (elev in mm)")
+            elevation_hint="flat=False (no --flat)" if flat else "elevations in the file (elev in mm)")
 
     @classmethod
     def from_boundaries(cls, left, right, closed: bool | None = None, *,
