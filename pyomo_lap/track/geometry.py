@@ -622,6 +622,7 @@ class Track(TrackBase):
         from . import build as tb
         half = track_checks.check_track_width(track_width)
         lat = np.asarray(lat, dtype=float)
+        elev_none = elev is None and any(st["step"] == "flattened" for st in steps)
         elev = np.full(len(lat), np.nan) if elev is None else np.asarray(elev, dtype=float)
         cl, co, ce = columns
         x, y, (lat0, lon0), geo_findings, geo_steps = _projected_geodetic(
@@ -641,11 +642,9 @@ class Track(TrackBase):
             P, closed, smoothing, z_smoothing, spacing=spacing, hampel=hampel,
             robust_iterations=robust_iterations)
         info.pop("sigma_of_raw_points", None)
-        steps = list(steps) + geo_steps + info.pop("steps", [])
-        if any(st["step"] == "flattened" for st in steps):      # (not missing: ignored)
-            steps = [st for st in steps if st["step"] != "elevation_missing"]
-        if half is not None:
-            steps.append(_widths_set_step(track_width, []))
+        steps = [st for st in list(steps) + geo_steps + info.pop("steps", []) if not (
+            st["step"] == "elevation_missing" and elev_none)] + (   # (ignored: not "missing")
+            [_widths_set_step(track_width, [])] if half is not None else [])
         prov = dict(provenance or {})
         prov.update(projection=tb.projection_string(lat0, lon0),
                     processing=dict(smoothing_cutoff_m=smoothing, z_smoothing_cutoff_m=z_smoothing,
