@@ -26,7 +26,7 @@ from . import __version__
 from .ocp.initialize import initialize_model
 from .ocp.build import build_model
 from .solvers.solve import solve_model
-from .track.geometry import load_track
+from .track.geometry import TRACK_FORMATS, load_track
 from .util.overlap import while_solver_runs
 from .util.domains import (Anything, DictOrNone, IntBetween, OneOf, PathOrNone,
                            error_text)
@@ -277,8 +277,10 @@ def _solve_config() -> ConfigDict:
     from .ocp.build import OCP_CONFIG
     c = ConfigDict(description="the options of one job (solve_sector, pyomo-lap solve)")
     c.declare("track", ConfigValue(default="nordschleife", domain=Anything("str, Path or Track"),
-              description="track name (see `pyomo-lap tracks`) or a .csv / .json file (in "
-                          "Python also a Track)"))
+              description="track name (see `pyomo-lap tracks`: centrelines and arc tracks such "
+                          "as dymos_oval) or a file (docs/tracks.md): "
+                          + "; ".join(f"{k} {v}" for k, v in TRACK_FORMATS[1:])
+                          + " (in Python also a Track)"))
     c.declare("vehicle", ConfigValue(default="fsae", domain=Anything("str, Path or VehicleParameters"),
               description="vehicle name (models/*.toml) or a .toml file (in Python also a "
                           "VehicleParameters)"))
@@ -321,6 +323,10 @@ def _solve_config() -> ConfigDict:
               description="total width of the track [m], half each side of the centreline; "
                           "replaces the widths of the track data (default: the data's widths; "
                           "4 m each side for data without widths, which is reported)"))
+    c.declare("flat", ConfigValue(default=False, domain=bool,
+              description="ignore the track file's elevations (noisy ones): z = 0, banking as "
+                          "given; reported as a processing step and an assumed value (a "
+                          "crossing of the flat track is taken as a bridge)"))
     c.declare("free", ConfigValue(default=None, domain=_FreeParameters(),
               description="the car's parameters optimized with the trajectory (setup "
                           "optimization): {name: (lower, upper)} with the dotted names of the "
@@ -449,7 +455,8 @@ def job_mesh(config: Optional[dict] = None, **kwargs) -> Optional[list]:
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", track_checks.TrackRepairWarning)
-        tr = load_track(cfg.track, repair=cfg.repair_track, track_width=cfg.track_width)
+        tr = load_track(cfg.track, repair=cfg.repair_track, track_width=cfg.track_width,
+                        flat=cfg.flat)
         start, length, _ = track_checks.check_sector(tr, cfg.start, cfg.length,
                                                      repair=cfg.repair_track)
     p = load_vehicle(cfg.vehicle) if isinstance(cfg.vehicle, (str, Path)) else cfg.vehicle
@@ -637,7 +644,7 @@ def _post_imports(export: bool) -> Callable[[], None]:
 
 def _check_job(job) -> None:
     """The job's options checked together (ValueError, one line): the model (the vehicle file
-    may name it), sensitivities, OCP and solver options, a Track object with a width, free
+    may name it), sensitivities, OCP and solver options, a Track object with a width or flat, free
     parameters; ``job.model``, ``job.ocp_options``, ``job.solver_options``, ``job.reuse``."""
     from .ocp.build import VEHICLE_MODELS
     from .ocp.options import check_ocp_options
@@ -656,6 +663,9 @@ def _check_job(job) -> None:
     if isinstance(cfg.track, Track) and cfg.track_width is not None:
         raise ValueError(f"track_width = {cfg.track_width!r} m with a Track object: expected a "
                          "track name or file (for a Track, give its widths when building it)")
+    if isinstance(cfg.track, Track) and cfg.flat:
+        raise ValueError("flat = True with a Track object: expected a track name or file (for "
+                         "a Track, load it with load_track(..., flat=True))")
     # a kept model (and its track) serves this call: see model_cache
     job.reuse = (job.cache is not None and not cfg.sensitivities
                  and not job.ocp_options.get("lift") and not isinstance(cfg.track, Track)
@@ -674,7 +684,7 @@ def _load_inputs(job) -> None:
     from .track.geometry import Track
     cfg, echo = job.cfg, job.echo
     track = cfg.track
-    job.track_key = ("track " + _model_key(track, cfg.repair_track, cfg.track_width, {})
+    job.track_key = ("track " + _model_key(track, cfg.repair_track, cfg.track_width, {}, cfg.flat)
                      if job.reuse else None)
     with warnings.catch_warnings():      # the repairs are reported through echo instead
         warnings.simplefilter("ignore", track_checks.TrackRepairWarning)
@@ -683,7 +693,8 @@ def _load_inputs(job) -> None:
         elif job.reuse and job.track_key in job.cache:
             tr = job.cache[job.track_key]
         else:
-            tr = load_track(track, repair=cfg.repair_track, track_width=cfg.track_width)
+            tr = load_track(track, repair=cfg.repair_track, track_width=cfg.track_width,
+                            flat=cfg.flat)
     for r in getattr(tr, "build_repairs", []):
         echo(f"track repaired when its bundled file was built: {r}")
     for f in getattr(tr, "findings", []):
@@ -737,7 +748,7 @@ def _build_or_reuse(job) -> None:
                             **job.ocp_options)   # the same model whichever solver is named
     m, key = None, None
     if job.reuse:
-        key = _model_key(cfg.track, cfg.repair_track, cfg.track_width, job.build_kwargs)
+        key = _model_key(cfg.track, cfg.repair_track, cfg.track_width, job.build_kwargs, cfg.flat)
         m = _reuse_model(job.cache, key, p)
         if job.cache.get(key) is None:
             job.cache.clear()          # one model kept: the other one is freed first
@@ -889,6 +900,7 @@ def _summarize(job) -> None:
         **_input_files(tr, cfg.vehicle),
         **_provenance(p, cfg.solver),
         "track_width_m": cfg.track_width,
+        "track_flat": bool(cfg.flat),
         "track_processing": list(getattr(tr, "processing_steps", [])),
         "track_assumptions": list(getattr(tr, "assumptions", [])),
         "track_repairs": [*getattr(tr, "build_repairs", []),
@@ -985,15 +997,16 @@ def _channels_and_export(job) -> None:
             plot_results(job.where, figures=["sensitivities"], echo=echo)
 
 
-def _model_key(track, repair_track, track_width, build_kwargs: dict) -> str:
+def _model_key(track, repair_track, track_width, build_kwargs: dict, flat: bool = False) -> str:
     """What a model kept in a ``model_cache`` was built from, except the car: the track (a
-    name, or a file with its size and modification time) and the build's options."""
+    name, or a file with its size and modification time, how it was loaded) and the build's
+    options."""
     where = Path(str(track)).expanduser()
     stamp = None
     if where.is_file():
         st = where.stat()
         stamp = (str(where.resolve()), st.st_size, st.st_mtime_ns)
-    return repr((str(track), stamp, repair_track, track_width,
+    return repr((str(track), stamp, repair_track, track_width, bool(flat),
                  sorted((k, repr(v)) for k, v in build_kwargs.items())))
 
 

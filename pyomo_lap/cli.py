@@ -283,7 +283,8 @@ def _checked(values: dict):
                    "3000 for lap_ipopt, ipopt and ipopt_v2: pyomo_lap.solvers.lap_solver."
                    "LAP_IPOPT_OPTIONS, and for the ASL path pyomo_lap.solvers.solve."
                    "DEFAULT_IPOPT_OPTIONS; another solver: its own)")
-@job_options("repair_track", "track_width", "sensitivities", "warm_start_from", "free", "keep_sum")
+@job_options("repair_track", "track_width", "flat", "sensitivities", "warm_start_from", "free",
+             "keep_sum")
 def solve(max_iter, solver_options, ocp_options, **job):
     """Solve the minimum-time problem on a sector (or, with --full-lap, the closed lap) and
     write trajectory.csv, trajectory.parquet, results.xlsx, summary.json and solution.npz to OUT.
@@ -386,7 +387,7 @@ def solve(max_iter, solver_options, ocp_options, **job):
                    "initial guess; a warm start that fails is solved again from it)")
 @job_options("track", "vehicle", "start", "length", "periodic", "nfe", "ncp", "scheme",
              "initial_speed", "model", "initial_guess", "solver", "solver_options", "ocp_options",
-             "n_sectors", "repair_track", "track_width")
+             "n_sectors", "repair_track", "track_width", "flat")
 def sweep(set_values, cases_file, out, resume, scheduler, workers, warm_start, solver_options,
           ocp_options, **job):
     """Solve many cases of one job on Dask: a grid of vehicle parameters (--set), a CSV of
@@ -433,8 +434,8 @@ def sweep(set_values, cases_file, out, resume, scheduler, workers, warm_start, s
 
 
 @main.command()
-@job_options("track", "vehicle", "repair_track", "track_width")
-def check(track, vehicle, repair_track, track_width):
+@job_options("track", "vehicle", "repair_track", "track_width", "flat")
+def check(track, vehicle, repair_track, track_width, flat):
     """Check a track and a vehicle file (and that the car fits the track) without solving.
     Lists what was done to the track's data (a table: elevations missing, outliers dropped,
     gaps filled, smoothing, merged points) and every value assumed because the data lack it
@@ -452,7 +453,7 @@ def check(track, vehicle, repair_track, track_width):
         try:
             with warnings.catch_warnings():   # the repairs are listed below
                 warnings.simplefilter("ignore", track_checks.TrackRepairWarning)
-                tr = load_track(track, repair=repair_track, track_width=track_width)
+                tr = load_track(track, repair=repair_track, track_width=track_width, flat=flat)
             for r in tr.build_repairs:
                 click.echo(f"track repaired when its bundled file was built: {r}")
             for f in tr.findings:
@@ -810,9 +811,10 @@ def compile_(vehicle):
 
 @main.command()
 def tracks():
-    """List the tracks shipped with the package: name (for --track), what it is, length,
-    elevation range, closed or open, and where the data come from (repository and commit;
-    provenance, processing and repairs: data/tracks/README.md and each track's .json)."""
+    """List the tracks shipped with the package: name (for --track), what it is, its kind
+    (a centreline, or straights and arcs), length, elevation range, closed or open, and where
+    the data come from (repository and commit; provenance, processing and repairs:
+    data/tracks/README.md and each track's .json or .toml)."""
     try:
         import pandas as pd
 
@@ -828,6 +830,7 @@ def tracks():
     df = pd.DataFrame([{
         "name": r["name"],
         "track": r["display_name"] + (f" ({r['country']})" if r["country"] else ""),
+        "kind": r["kind"],
         "length [m]": f"{r['length_m']:.1f}",
         "elevation [m]": f"{r['elevation_min_m']:.1f}-{r['elevation_max_m']:.1f}",
         "loop": {True: "closed", False: "open"}.get(r["closed"], "?"),

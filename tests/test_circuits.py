@@ -260,11 +260,20 @@ def test_tracks_command_lists_every_track_with_its_figures():
     r = CliRunner().invoke(main, ["tracks"])
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
-    assert lines[0].split() == ["name", "track", "length", "[m]", "elevation", "[m]", "loop", "source"]
+    assert lines[0].split() == ["name", "track", "kind", "length", "[m]", "elevation", "[m]",
+                                "loop", "source"]
     rows = {ln.split()[0]: ln for ln in lines[1:]}
-    assert set(rows) == set(available_tracks()) and set(NAMES) <= set(rows)
+    arcs = {p.stem for p in TRACKS.glob("*.toml")}
+    assert arcs >= {"dymos_oval", "dymos_oval_spline"}
+    assert set(rows) == set(available_tracks()) | arcs and set(NAMES) <= set(rows)
     info = {r["name"]: r for r in bundled_tracks()}
+    for name in arcs:       # the arc tracks (straights and arcs, TOML), with their kind
+        assert " straights and arcs " in rows[name] and "OpenMDAO/dymos @ 5bfbe394d251" in rows[name]
+        assert "1244.8" in rows[name]
     for name, line in rows.items():
+        if name in arcs or name == "catalunya_fastest_lap":   # (tests/test_track_fastest_lap.py)
+            continue
+        assert " centreline " in line
         meta = json.loads((TRACKS / f"{name}.json").read_text(encoding="utf-8"))
         assert meta["display_name"] in line and meta["country"] in line
         assert f"{meta['length_m']:.1f}" in line

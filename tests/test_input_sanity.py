@@ -398,15 +398,20 @@ def test_points_far_from_the_origin_are_recentred_before_the_fit():
 
 @pytest.mark.unit
 def test_a_crossing_is_located_in_the_files_frame(tmp_path):
-    """Messages give positions in the file's coordinates, also for a re-centred track."""
+    """Messages give positions in the file's coordinates, also for a re-centred track: a
+    figure eight with elevations equal where it crosses (refused), and flat (the crossing taken
+    as a bridge, recorded where it is)."""
     u = np.linspace(0, 2 * np.pi, 400, endpoint=False)
-    rows = ["x,y,z"] + [f"{1e6 + 200 * np.sin(t):.6f},{2e6 + 100 * np.sin(2 * t):.6f},50"
-                        for t in u]                                     # a figure eight
-    f = tmp_path / "eight.csv"
-    f.write_text("\n".join(rows) + "\n")
+    for z, name in ((50 + 10 * np.sin(2 * u), "eight.csv"), (np.full(len(u), 50.0), "flat.csv")):
+        rows = ["x,y,z"] + [f"{1e6 + 200 * np.sin(t):.6f},{2e6 + 100 * np.sin(2 * t):.6f},{h:.6f}"
+                            for t, h in zip(u, z)]                      # a figure eight
+        f = tmp_path / name
+        f.write_text("\n".join(rows) + "\n")
     where = r"crosses itself .*\(x, y\) = \(1000000\.0, 2000000\.0\) m"
     with pytest.raises(TrackDataError, match=where):
-        load_track(f)
+        load_track(tmp_path / "eight.csv")
+    tr = load_track(tmp_path / "flat.csv")
+    assert tr.provenance["bridges"][0]["xy"] == [1e6, 2e6]
 
 
 @pytest.mark.integration

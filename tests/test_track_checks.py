@@ -266,11 +266,15 @@ def test_latitude_longitude_instead_of_metres(tmp_path):
 # ------------------------------------------------------------------ self-intersections
 @pytest.mark.unit
 def test_self_intersecting_centreline(tmp_path):
+    """A figure of eight with elevations equal where its branches cross (z = 10 sin 2u: 0 at
+    u = 0 and pi) is refused, and the message says what to do (the bridge's height in z, or
+    --flat); with a bridge it loads."""
     u = np.linspace(0, 2 * np.pi, 300, endpoint=False)
-    eight = np.c_[200 * np.sin(u), 100 * np.sin(2 * u), np.zeros_like(u)]
+    eight = np.c_[200 * np.sin(u), 100 * np.sin(2 * u), 10 * np.sin(2 * u)]
     err = refused(write_csv(tmp_path / "eight.csv", eight), repair=True)
     assert err.findings[0].kind == "self_intersection"
-    assert "(x, y) = (0.0, 0.0) m" in str(err) and "s = 0.0 m and s = 609.7 m" in str(err)
+    assert "(x, y) = (0.0, 0.0) m" in str(err) and "s = 0.0 m and s = 611.2 m" in str(err)
+    assert "give its height in the elevations" in str(err) and "--flat" in str(err)
     # the same figure eight with a bridge (20 m between the branches at the crossing)
     bridge = eight.copy()
     bridge[:, 2] = 10 * np.cos(u)
@@ -353,3 +357,58 @@ def test_unreadable_track_files(tmp_path):
         (tmp_path / name).write_text(text)
         with pytest.raises(ValueError, match=name.replace(".", r"\.")):
             load_track(tmp_path / name)
+
+
+def _eight(n=300):
+    """A figure of eight through (0, 0) twice: at u = 0 (s = 0) and u = pi (half the lap)."""
+    u = np.linspace(0, 2 * np.pi, n, endpoint=False)
+    return 200 * np.sin(u), 100 * np.sin(2 * u)
+
+
+def _bridge_step(tr):
+    return next(st for st in tr.processing_steps if st["step"] == "crossing_bridge")
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("layout", ["tum", "xyz"])
+def test_a_flat_figure_of_eight_is_a_bridge(tmp_path, layout):
+    """A figure of eight without elevation data, in the TUM racetrack database's layout (no z)
+    and in the x, y, z layout (z = 0 everywhere): the crossing at (0, 0) is taken as a bridge,
+    the later branch (s = L/2) over the earlier (s = 0), reported by one processing step; the
+    track stays flat; its length is the curve's (the integral of the parametrisation's speed,
+    computed here by quadrature)."""
+    from scipy.integrate import quad
+    x, y = _eight()
+    f = tmp_path / f"eight_{layout}.csv"
+    if layout == "tum":
+        f.write_text("# x_m,y_m,w_tr_right_m,w_tr_left_m\n"
+                     + "".join(f"{a:.6f},{b:.6f},5.0,5.0\n" for a, b in zip(x, y)))
+    else:
+        write_csv(f, np.c_[x, y, np.zeros_like(x)])
+    tr = Track.from_csv(f)
+    L = quad(lambda u: math.hypot(200 * math.cos(u), 200 * math.cos(2 * u)), 0, 2 * math.pi,
+             limit=200)[0]
+    assert tr.length == pytest.approx(L, rel=1e-4)
+    (br,) = tr.provenance["bridges"]
+    assert br["xy"] == [0.0, 0.0] and br["s_lower"] == pytest.approx(0.0, abs=0.5)
+    assert br["s_upper"] == pytest.approx(L / 2, abs=0.5)
+    step = _bridge_step(tr)
+    assert step["count"] == 1 and "the later branch in the direction of travel" in step["detail"]
+    assert np.all(tr.evaluate(tr.sample_s(5.0)).position[:, 2] == 0.0)
+    from pyomo_lap.track.checks import check_track      # the other branch on top
+    check_track(tr, upper_branch="earlier")
+    assert tr.provenance["bridges"][0]["s_upper"] == pytest.approx(0.0, abs=0.5)
+    assert [st["step"] for st in tr.processing_steps].count("crossing_bridge") == 1
+
+
+@pytest.mark.unit
+def test_flat_takes_a_crossing_with_equal_elevations_as_a_bridge(tmp_path):
+    """The refused figure of eight with elevations (equal at the crossing) loads with flat=True:
+    z = 0, the steps `flattened` and `crossing_bridge`."""
+    x, y = _eight()
+    f = write_csv(tmp_path / "eight.csv", np.c_[x, y, 10 * np.sin(2 * np.linspace(0, 2 * np.pi, 300, endpoint=False))])
+    refused(f)
+    tr = Track.from_csv(f, flat=True)
+    kinds = [st["step"] for st in tr.processing_steps]
+    assert "flattened" in kinds and "crossing_bridge" in kinds
+    assert any(a["quantity"] == "elevation" and "flat=True" in a["reason"] for a in tr.assumptions)

@@ -38,8 +38,9 @@ kind                   detected when                                            
 ``too_short``          the track is shorter than 20 m (coordinates not in metres?)     none
 ``too_long``           the points' polyline is longer than 200 km                      none
 ``steep_grade``        |grade| of the built track > max_grade (default 35 %)           none
-``self_intersection``  the centreline crosses itself in plan view with less than 2 m   none
-                       of height between the two branches (no bridge)
+``self_intersection``  the centreline crosses itself in plan view with less than 2 m   none (a flat track's crossing, no elevation data, is
+                       of height between the two branches (no bridge) on a track with  taken as a bridge: processing step ``crossing_bridge``)
+                       elevations
 ``narrower_than_car``  left + right width < car width + 2 margins (per sector)         none
 ``sector_past_end``    start + length beyond the end of an open track                  the sector is shortened to end at the track's end
 ``longer_than_lap``    a sector longer than one lap of a closed loop                   none (a whole lap: ``--full-lap``, ``periodic=True``)
@@ -690,8 +691,16 @@ def _segments_crossing(P2: np.ndarray, closed: bool):
 
 
 def check_track(track, *, source: Optional[str] = None, max_grade: float = MAX_GRADE,
-                spacing: float = 2.0) -> list:
+                spacing: float = 2.0, upper_branch: str = "later") -> list:
     """Check a built :class:`~pyomo_lap.track.geometry.Track`: length, grades, self-intersections.
+
+    A flat track (every elevation the same: a file without elevation data, a 2D file, or one
+    loaded with ``flat=True``) may cross itself: a figure of eight such as Suzuka in a 2D
+    file cannot say which branch is the bridge. Each crossing is taken as a bridge and
+    recorded in ``track.provenance``: the processing step ``crossing_bridge`` and
+    ``provenance['bridges']`` (``s_lower``, ``s_upper`` [m], ``xy`` [m]); the track stays
+    flat (z = 0 both ways: the crossing matters for the drawing only). A track with
+    elevations must have its branches at least :data:`BRIDGE_CLEARANCE` apart where they cross.
 
     Parameters
     ----------
@@ -702,6 +711,9 @@ def check_track(track, *, source: Optional[str] = None, max_grade: float = MAX_G
         Steepest plausible grade [-].
     spacing : float
         Sampling of the checks [m].
+    upper_branch : {"later", "earlier"}
+        Which branch of a flat track's crossing is taken as the upper one: the later one in
+        the direction of travel (from s = 0), or the earlier.
 
     Returns
     -------
@@ -711,8 +723,13 @@ def check_track(track, *, source: Optional[str] = None, max_grade: float = MAX_G
     Raises
     ------
     TrackDataError
-        Too short, too steep somewhere, or a plan-view self-intersection without a bridge.
+        Too short, too steep somewhere, or a plan-view self-intersection without a bridge
+        on a track with elevations.
+    ValueError
+        ``upper_branch`` neither 'later' nor 'earlier'.
     """
+    if upper_branch not in ("later", "earlier"):
+        raise ValueError(f"upper_branch = {upper_branch!r}; expected 'later' or 'earlier'")
     source = source or (track.provenance or {}).get("source_file") or f"track {track.name!r}"
     findings = []
     L = track.length
@@ -736,37 +753,77 @@ def check_track(track, *, source: Optional[str] = None, max_grade: float = MAX_G
             "steep_grade", f"grade up to {100 * grade[k]:+.1f} % at s = {s[k]:.1f} m "
             f"(steeper than {100 * max_grade:g} % on {_ranges(runs)}); expected a road: "
             "check the elevations there (glitches, a missing value written as 0, a step)"))
-    P2 = position[:, :2]
-    hits = _segments_crossing(P2, track.closed)
-    if hits:
-        z = position[:, 2]
-        n = len(s)
-        L_s = np.append(s, track.length) if track.closed else s
-        zz = np.append(z, z[0]) if track.closed else z
-        crossings = []
-        for i, j, ti, tj in hits:
-            zi = zz[i] + ti * (zz[i + 1] - zz[i])
-            zj = zz[j] + tj * (zz[j + 1] - zz[j])
-            if abs(zi - zj) < BRIDGE_CLEARANCE:
-                si = L_s[i] + ti * (L_s[i + 1] - L_s[i])
-                sj = L_s[j] + tj * (L_s[j + 1] - L_s[j])
-                if track.closed:
-                    si, sj = sorted((si % track.length, sj % track.length))
-                xy = P2[i] + ti * (P2[(i + 1) % n] - P2[i]) + origin[:2]   # the file's frame
-                xy = np.round(xy, 1) + 0.0   # no "-0.0"
-                crossings.append((si, sj, xy, abs(zi - zj)))
-        if crossings:
-            desc = "; ".join(f"s = {a:.1f} m and s = {b:.1f} m at (x, y) = ({xy[0]:.1f}, {xy[1]:.1f}) m, "
-                             f"height difference {dz:.2f} m" for a, b, xy, dz in crossings[:MAX_LISTED])
-            more = f" and {len(crossings) - MAX_LISTED} more" if len(crossings) > MAX_LISTED else ""
-            findings.append(Finding(
-                "self_intersection", f"the centreline crosses itself {len(crossings)} time(s): "
-                f"{desc}{more}; expected no crossing, or a bridge (>= {BRIDGE_CLEARANCE:g} m "
-                "height difference): check the point order and glitches there"))
+    crossings = _low_crossings(track, s, position, origin)
+    if crossings and np.ptp(position[:, 2]) < 1e-9:       # a flat track: no elevation data
+        _record_bridges(track, crossings, upper_branch)
+    elif crossings:
+        desc = "; ".join(f"s = {a:.1f} m and s = {b:.1f} m at (x, y) = ({xy[0]:.1f}, {xy[1]:.1f}) m, "
+                         f"height difference {dz:.2f} m" for a, b, xy, dz in crossings[:MAX_LISTED])
+        more = f" and {len(crossings) - MAX_LISTED} more" if len(crossings) > MAX_LISTED else ""
+        findings.append(Finding(
+            "self_intersection", f"the centreline crosses itself {len(crossings)} time(s): "
+            f"{desc}{more}; expected no crossing, or a bridge (>= {BRIDGE_CLEARANCE:g} m "
+            "height difference): check the point order and glitches there; if it is a bridge, "
+            f"give its height in the elevations (z of the upper road {BRIDGE_CLEARANCE:g} m or "
+            "more above the lower one), or load the track flat (--flat; Python: flat=True): "
+            "a crossing of a flat track is taken as a bridge"))
     if findings:
         raise TrackDataError(source, findings)
     return findings
 
+
+def _low_crossings(track, s, position, origin) -> list:
+    """The plan-view crossings of the spine (sampled at ``s``) whose two branches are less than
+    :data:`BRIDGE_CLEARANCE` apart in height: (s_a, s_b, (x, y) in the file's frame, dz)."""
+    P2 = position[:, :2]
+    hits = _segments_crossing(P2, track.closed)
+    crossings = []
+    if not hits:
+        return crossings
+    z = position[:, 2]
+    n = len(s)
+    L_s = np.append(s, track.length) if track.closed else s
+    zz = np.append(z, z[0]) if track.closed else z
+    for i, j, ti, tj in hits:
+        zi = zz[i] + ti * (zz[i + 1] - zz[i])
+        zj = zz[j] + tj * (zz[j + 1] - zz[j])
+        if abs(zi - zj) < BRIDGE_CLEARANCE:
+            si = L_s[i] + ti * (L_s[i + 1] - L_s[i])
+            sj = L_s[j] + tj * (L_s[j + 1] - L_s[j])
+            if track.closed:          # (a crossing at the start: s = 0, not s = L - 1 mm)
+                si, sj = sorted(v % track.length if track.length - v % track.length > 1e-6 *
+                                track.length else 0.0 for v in (si, sj))
+            xy = P2[i] + ti * (P2[(i + 1) % n] - P2[i]) + origin[:2]   # the file's frame
+            xy = np.round(xy, 1) + 0.0   # no "-0.0"
+            crossings.append((si, sj, xy, abs(zi - zj)))
+    return crossings
+
+
+def _record_bridges(track, crossings, upper_branch: str) -> None:
+    """The crossings of a flat track taken as bridges: the processing step ``crossing_bridge``
+    and ``provenance['bridges']`` (once per track, however often it is checked)."""
+    from .report import step
+    bridges = []
+    for a, b, xy, _ in crossings:
+        lo, up = (a, b) if upper_branch == "later" else (b, a)
+        bridges.append(dict(s_lower=float(lo), s_upper=float(up), xy=[float(xy[0]), float(xy[1])]))
+    where = "; ".join(f"(x, y) = ({br['xy'][0]:.1f}, {br['xy'][1]:.1f}) m, s = "
+                      f"{br['s_lower']:.1f} m under s = {br['s_upper']:.1f} m" for br in bridges[:MAX_LISTED])
+    prov = track.provenance
+    prov["bridges"] = bridges
+    steps = [st for st in prov.get("processing_steps", []) if st.get("step") != "crossing_bridge"]
+    steps.append(step(
+        "crossing_bridge", f"the centreline crosses itself {len(bridges)} time(s) and the track "
+        f"is flat (no elevation data): each crossing is taken as a bridge, the {upper_branch} "
+        f"branch in the direction of travel as the upper one ({where}); the track stays flat (z "
+        "= 0 both ways: the crossing matters only for the drawing); the other branch on top: "
+        "upper_branch='earlier' (pyomo_lap.track.checks.check_track)",
+        method=f"{len(bridges)} crossing(s) taken as bridges, the {upper_branch} branch upper: "
+               + ", ".join(f"s = {br['s_upper']:.0f} m over s = {br['s_lower']:.0f} m"
+                           for br in bridges[:MAX_LISTED]),
+        count=len(bridges), where_m=[(br["s_lower"], br["s_lower"]) for br in bridges]
+        + [(br["s_upper"], br["s_upper"]) for br in bridges]))
+    prov["processing_steps"] = steps
 
 def _runs(mask: np.ndarray, s: np.ndarray) -> list:
     """Contiguous runs of True in mask as (s_start, s_end)."""

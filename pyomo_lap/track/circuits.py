@@ -37,7 +37,8 @@ from .geometry import Track, _write_track_csv
 from .nordschleife import NORDSCHLEIFE_SOURCE, _json_default
 
 __all__ = ["CIRCUITS", "CIRCUIT_PARAMS", "CIRCUIT_SOURCE", "CIRCUIT_WIDTH_REASON",
-           "build_circuit", "bridge_correction", "circuit_names", "raw_path"]
+           "FASTEST_LAP_SOURCE", "FASTEST_LAP_TRACKS", "build_circuit", "build_fastest_lap",
+           "bridge_correction", "circuit_names", "raw_path"]
 
 CIRCUIT_SOURCE = dict(NORDSCHLEIFE_SOURCE)
 """Repository, commit and licence of the raw files (the Nordschleife's source)."""
@@ -487,3 +488,105 @@ def _circuit_meta(name, entry, raw, prm, info, steps, repairs, records, hw, figu
         width_note=entry["width_reason"],
         banking_note="the data have no banking: 0",
     )
+
+
+# ---------------------------------------------------------------------------------------
+# tracks of fastest-lap's database
+# ---------------------------------------------------------------------------------------
+FASTEST_LAP_SOURCE = dict(repository="https://github.com/juanmanzanero/fastest-lap",
+                          commit="0660208aaeea956c9d833cb32a0ae6b4d959ecb9", licence="MIT")
+"""Repository, commit and licence of the fastest-lap files (copy of the licence in
+``data/tracks/raw/fastest-lap/LICENSE``)."""
+
+FASTEST_LAP_TRACKS = {
+    "catalunya_fastest_lap": dict(
+        file="catalunya.xml", path="database/tracks/catalunya/catalunya.xml",
+        sha256="413802fb59758dea0debcceb8b3a9ec75baad348f3a58d4f7194cdd7a489687f",
+        display_name="Circuit de Barcelona-Catalunya, fastest-lap's centreline",
+        country="Spain", spacing_m=2.0),
+}
+"""The bundled tracks read from fastest-lap's XML files (kept unchanged in
+``data/tracks/raw/fastest-lap/``): the file, its path in the repository and its SHA-256."""
+
+
+def build_fastest_lap(name: str, raw_dir, out_dir=None):
+    """A bundled track from a fastest-lap XML file: read by
+    :meth:`pyomo_lap.track.geometry.Track.from_fastest_lap_xml` (frame changed to x east,
+    y north, z up; sides decided geometrically; interpolated, not smoothed) and sampled
+    every ``spacing_m`` of arc length; the widths are the file's, banking the file's (0 in a
+    2D file). The raw file's SHA-256 is checked against :data:`FASTEST_LAP_TRACKS`.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`FASTEST_LAP_TRACKS`.
+    raw_dir : str or Path
+        The folder holding the raw file.
+    out_dir : str or Path, optional
+        If given, write ``<name>.csv`` and ``<name>.json`` there.
+
+    Returns
+    -------
+    track : pyomo_lap.track.geometry.Track
+    meta : dict
+
+    Raises
+    ------
+    ValueError
+        Unknown ``name``, a raw file whose SHA-256 differs from the table's.
+    FileNotFoundError
+        The raw file is not in ``raw_dir``.
+    """
+    entry = FASTEST_LAP_TRACKS.get(name)
+    if entry is None:
+        raise ValueError(f"unknown fastest-lap track {name!r}; expected one of "
+                         f"{', '.join(FASTEST_LAP_TRACKS)}")
+    path = Path(raw_dir) / entry["file"]
+    if not path.is_file():
+        raise FileNotFoundError(f"raw file of {name} not found: {path}")
+    digest = sha256_file(path)
+    if digest != entry["sha256"]:
+        raise ValueError(f"raw file {path}: SHA-256 {digest}; expected {entry['sha256']} (the "
+                         f"file of {FASTEST_LAP_SOURCE['repository']} at {FASTEST_LAP_SOURCE['commit']})")
+    tr = Track.from_fastest_lap_xml(path, name=name, spacing=entry["spacing_m"])
+    s = tr._s_samples
+    tp = tr.evaluate(s)
+    figures = track_figures(tr, s, tp.position, tr.length)
+    prov = tr.provenance
+    meta = dict(
+        name=name, display_name=entry["display_name"], country=entry["country"],
+        layout=f"fastest-lap's {entry['path']} (the layout of its KML boundaries)",
+        description=f"{entry['display_name']}: {FASTEST_LAP_SOURCE['repository']} file "
+                    f"{entry['path']}, read by pyomo_lap.track.geometry.Track.from_fastest_lap_xml",
+        closed=bool(tr.closed), columns=TRACK_CSV_COLUMNS,
+        direction=_direction(tp.position),
+        gps_parameters=prov.get("gps_parameters"),
+        crs_note="x east, y north [m]: fastest-lap's x and -y (its equirectangular projection "
+                 "about GPS_parameters' origin, y pointing south, negated); z up",
+        **figures,
+        source=dict(FASTEST_LAP_SOURCE, files={"track": dict(file=entry["path"], sha256=digest)}),
+        processing=dict(spacing_m=entry["spacing_m"], interpolation="quintic spline, no smoothing"),
+        processing_steps=prov.get("processing_steps", []),
+        repairs=[], repair_records=[],
+        widths="the file's nl, nr (fastest-lap's fit of its KML boundaries), on the sides "
+               "found geometrically",
+        elevation_note="the file is 2D (dimensions=\"2\"): flat, z = 0",
+        banking_note="the file is 2D: no banking, 0")
+    if out_dir is not None:
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        _write_track_csv(out_dir / f"{name}.csv", s, tp.position, tp.width_left,
+                         tp.width_right, tp.banking)
+        with open(out_dir / f"{name}.json", "w", encoding="utf-8") as fh:
+            json.dump(meta, fh, indent=2, ensure_ascii=False, default=_json_default)
+            fh.write("\n")
+    tr.provenance = meta
+    return tr, meta
+
+
+def _direction(P: np.ndarray) -> str:
+    """``'clockwise (plan-view signed area -... m^2)'`` or counter-clockwise, of a loop."""
+    x, y = P[:, 0], P[:, 1]
+    area = 0.5 * float(np.sum(x * np.roll(y, -1) - np.roll(x, -1) * y))
+    return (f"{'clockwise' if area < 0 else 'counter-clockwise'} (plan-view signed area "
+            f"{area:.0f} m^2)")

@@ -17,6 +17,10 @@ accepts, and says how it read it:
 altitude per point), whatever the spacing of their coordinate lists (fastest-lap's files
 separate every number by ``", "``).
 
+:func:`read_fastest_lap_xml` reads the track files of fastest-lap (github
+juanmanzanero/fastest-lap, ``database/tracks/<circuit>/<circuit>.xml``): the fields of its
+``<data>`` as arrays, in the file's frame.
+
 Nothing here checks the data: that is :mod:`pyomo_lap.track.checks`, after the loaders of
 :mod:`pyomo_lap.track.geometry` have put the columns together.
 """
@@ -32,7 +36,7 @@ from typing import Optional
 import numpy as np
 
 __all__ = ["COLUMNS", "UNITS", "Table", "read_table", "split_header", "read_kml_lines",
-           "column_index"]
+           "column_index", "read_fastest_lap_xml", "FASTEST_LAP_FIELDS"]
 
 COLUMNS = {
     "s": ("s_m", "s"),
@@ -314,3 +318,126 @@ def read_kml_lines(path) -> list:
         raise ValueError(f"track file {path}: no LineString with coordinates; expected the "
                          "track's boundaries as LineStrings (left and right)")
     return out
+
+
+# ---------------------------------------------------------------------------------------
+# fastest-lap XML
+# ---------------------------------------------------------------------------------------
+FASTEST_LAP_FIELDS = {
+    "arclength": "arc length s of the centreline [m], from 0, uniform",
+    "centerline/x": "centreline, east [m]",
+    "centerline/y": "centreline, SOUTH [m] (fastest-lap's y = -R (latitude - origin))",
+    "centerline/z": "centreline, DOWN [m] (-altitude; 3D files only)",
+    "left_boundary/x": "boundary labelled left [m]",
+    "left_boundary/y": "", "left_boundary/z": "",
+    "right_boundary/x": "boundary labelled right [m]",
+    "right_boundary/y": "", "right_boundary/z": "",
+    "yaw": "heading, angle of the tangent from x towards y [rad]",
+    "yaw_dot": "plan-view curvature d(yaw)/ds in the file's frame [1/m]",
+    "nl": "distance from the centreline to the left boundary [m] (labelled 'rad')",
+    "nr": "distance from the centreline to the right boundary [m] (labelled 'rad')",
+    "pitch": "3D files: pitch [rad]", "roll": "3D files: roll (banking) [rad]",
+}
+"""The fields of fastest-lap's ``<data>`` read by :func:`read_fastest_lap_xml` (what each
+means: fastest-lap's ``src/core/applications/circuit_preprocessor.hpp``, the constructor from
+an XML document and ``transform_coordinates``)."""
+
+_FL_REQUIRED = ("arclength", "centerline/x", "centerline/y", "left_boundary/x",
+                "left_boundary/y", "right_boundary/x", "right_boundary/y", "yaw_dot", "nl", "nr")
+
+
+def read_fastest_lap_xml(path) -> dict:
+    """A fastest-lap track file (``<circuit format="discrete" type="closed|open"
+    dimensions="2|3">``), its fields as they are in the file.
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Returns
+    -------
+    dict
+        ``closed`` (bool), ``dimensions`` (2 or 3), ``track_length`` [m] (the header's),
+        ``number_of_points``, ``gps`` (the ``GPS_parameters``: ``origin_longitude``,
+        ``origin_latitude`` [deg], ``earth_radius`` [m], ``reference_latitude`` [deg]; {} if
+        absent) and one (n,) float array per field of :data:`FASTEST_LAP_FIELDS` found
+        (keys as there: ``'centerline/x'`` ...), in the file's frame: x east, y south, z down.
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    ValueError
+        Not XML; not a ``<circuit format="discrete">``; a ``type`` other than closed/open or
+        ``dimensions`` other than 2/3; a required field missing (arclength, centreline,
+        both boundaries, yaw_dot, nl, nr; z of the three lines in a 3D file); a value that
+        is not a number; a field whose length is not ``number_of_points``.
+    """
+    import xml.etree.ElementTree as ET
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"track file not found: {path}")
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as exc:
+        raise ValueError(f"track file {path}: not a valid XML file: {exc}") from None
+    where = f"track file {path}"
+    if root.tag != "circuit" or root.get("format") != "discrete":
+        raise ValueError(f"{where}: root <{root.tag} format={root.get('format')!r}>; expected "
+                         '<circuit format="discrete"> (a fastest-lap track file)')
+    kind, dims = root.get("type"), root.get("dimensions", "2")
+    if kind not in ("closed", "open") or dims not in ("2", "3"):
+        raise ValueError(f"{where}: <circuit type={kind!r} dimensions={dims!r}>; expected type "
+                         "'closed' or 'open' and dimensions '2' or '3'")
+    data = root.find("data")
+    if data is None:
+        raise ValueError(f"{where}: no <data>; expected the track's fields in <data>")
+    out = dict(closed=kind == "closed", dimensions=int(dims))
+    n = data.get("number_of_points")
+    required = _FL_REQUIRED + (("centerline/z", "left_boundary/z", "right_boundary/z")
+                               if dims == "3" else ())
+    for key in FASTEST_LAP_FIELDS:
+        node = data.find(key)
+        if node is None:
+            if key in required:
+                raise ValueError(f"{where}: no <data>/{key}; expected it ({FASTEST_LAP_FIELDS[key] or key})")
+            continue
+        out[key] = _fl_numbers(node.text or "", f"{where}, <{key}>")
+    lengths = {k: len(v) for k, v in out.items() if isinstance(v, np.ndarray)}
+    n = int(n) if n is not None and n.strip().isdigit() else lengths["arclength"]
+    bad = {k: m for k, m in lengths.items() if m != n}
+    if bad:
+        raise ValueError(f"{where}: fields with a number of values other than "
+                         f"number_of_points = {n}: {bad}")
+    head = root.find("header/track_length")
+    out["number_of_points"] = n
+    out["track_length"] = (_fl_numbers(head.text or "", f"{where}, <track_length>")[0]
+                           if head is not None else math.nan)
+    gps = root.find("GPS_parameters")
+    out["gps"] = {} if gps is None else {
+        c.tag: float(_fl_numbers(c.text or "", f"{where}, <{c.tag}>")[0]) for c in gps
+        if isinstance(c.tag, str)}
+    return out
+
+
+def _fl_numbers(text: str, where: str) -> np.ndarray:
+    """A comma-separated list of numbers (fastest-lap's fields) as a float array."""
+    cells = [c for c in re.split(r"[\s,]+", text.strip()) if c]
+    try:
+        a = np.array([float(c) for c in cells], dtype=float)
+    except ValueError:
+        bad = next(c for c in cells if not _is_number(c))
+        raise ValueError(f"{where}: {bad!r} is not a number; expected comma-separated "
+                         "numbers") from None
+    if not len(a) or not np.all(np.isfinite(a)):
+        raise ValueError(f"{where}: {len(a)} values, {int(np.sum(~np.isfinite(a)))} not finite; "
+                         "expected finite numbers")
+    return a
+
+
+def _is_number(c: str) -> bool:
+    try:
+        float(c)
+        return True
+    except ValueError:
+        return False

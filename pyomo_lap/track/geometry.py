@@ -378,12 +378,13 @@ class Track(TrackBase):
             raise ValueError(f"need at least 4 points, got {len(P)}")
         dd = np.linalg.norm(np.diff(P, axis=0), axis=1)
         med = float(np.median(dd[dd > 0])) if np.any(dd > 0) else 1.0
-        if smoothing is None:
-            smoothing = 3.0 * med
+        noise_steps = []
+        if smoothing is None:     # light smoothing, from the data's spacing and noise
+            smoothing, noise_steps = _light_cutoff(P, closed, med)
         if spacing is None:
-            spacing = float(np.clip(min(2.0, med / 2.0), 0.05, None))
+            spacing = float(np.clip(min(2.0, max(med, smoothing / 3.0) / 2.0), 0.05, None))
         s_new, Pn, L, info = tb.process_points(P, closed, smoothing, z_smoothing, spacing=spacing,
-                                               grid_spacing=min(spacing, 1.0))
+                                               grid_spacing=_grid_spacing(min(spacing, 1.0), med))
         # map per-point attributes via the horizontal arc length of the raw points
         sig = info.pop("sigma_of_raw_points")
         steps = info.pop("steps", [])
@@ -409,7 +410,7 @@ class Track(TrackBase):
         prov.setdefault("processing", {}).update(
             dict(smoothing_cutoff_m=smoothing, z_smoothing_cutoff_m=z_smoothing, spacing_m=spacing,
                  **{k: v for k, v in info.items() if not isinstance(v, np.ndarray)}))
-        prov["processing_steps"] = list(prov.get("processing_steps", [])) + steps
+        prov["processing_steps"] = list(prov.get("processing_steps", [])) + noise_steps + steps
         return cls(s_new, Pn, remap(width_left, None), remap(width_right, None),
                    remap(banking, None), closed, name, prov, origin=origin)
 
@@ -417,16 +418,14 @@ class Track(TrackBase):
     def from_csv(cls, path, name: str | None = None, closed: bool | None = None,
                  smoothing: float | None = None, provenance: dict | None = None,
                  repair: bool = False, max_grade: float = MAX_GRADE,
-                 track_width: float | None = None) -> "Track":
+                 track_width: float | None = None, flat: bool = False) -> "Track":
         """Load a track from a CSV file: a centreline (``x, y, z``, optional widths, banking
         and ``s``) or a GPS logger's trace (``lat, lon``, optional altitude).
 
         Columns (header row, case-insensitive, an optional unit in brackets: ``x [m]``):
-        ``x, y, z`` [m] required (aliases ``x_m, y_m, z_m``, ``x_spine, y_spine, z_spine``:
-        the tool's own ``trajectory.csv``); optional ``width_left, width_right`` [m]
-        (aliases ``width_left_m, width_right_m``, the TUM racetrack database's
-        ``w_tr_left_m, w_tr_right_m``) and ``banking`` [rad] (alias ``banking_rad``);
-        optional ``s`` / ``s_m`` [m]. Every accepted name:
+        ``x, y, z`` [m] required (``x_m``, ``x_spine`` of the tool's ``trajectory.csv`` ...);
+        optional ``width_left, width_right`` [m] (the TUM racetrack database's
+        ``w_tr_left_m, w_tr_right_m`` ...), ``banking`` [rad], ``s`` [m]; every accepted name:
         :data:`pyomo_lap.track.formats.COLUMNS`. The columns may be separated by ``,``,
         ``;`` (numbers with a decimal comma then too) or a tab. Lines starting with ``#`` are
         comments, but a first comment line that names the columns is the header (the TUM
@@ -469,6 +468,9 @@ class Track(TrackBase):
             replaces the file's widths (recorded as the processing step ``widths_set``).
             Without it the file's ``width_left`` / ``width_right`` are used, and a missing
             one is 4.0 m (recorded in ``provenance['assumptions']``).
+        flat : bool
+            Ignore the file's elevations: z = 0 before the checks, banking as given (step
+            ``flattened``, an assumed value).
 
         What the loader did: ``provenance['processing_steps']`` (:mod:`pyomo_lap.track.report`).
 
@@ -490,23 +492,22 @@ class Track(TrackBase):
         if _is_gps_table(table):
             return cls._from_gps_table(path, table, name=name, closed=closed, repair=repair,
                                        max_grade=max_grade, track_width=track_width,
-                                       smoothing=smoothing, provenance=provenance)
+                                       smoothing=smoothing, provenance=provenance, flat=flat)
         offsets, read = {}, {}  # x, y re-centred exactly (see the reader)
         _, data, cells, labels = _read_csv_columns(path, origin=offsets, table=table, info=read)
         origin = np.array([offsets.get("x", 0.0), offsets.get("y", 0.0), 0.0])
+        if flat:                   # the elevations ignored: z = 0 before the checks
+            cells.pop("z", None), data.update(z=np.zeros(len(data["x"])), **(
+                {"s": None} if "s" in data else {}))     # (s, the 3D arc length, no longer is)
         P = np.column_stack([data["x"], data["y"], data["z"]])
-        attrs = {k: data[k] for k in ("width_left", "width_right", "banking", "s") if k in data}
+        attrs = {k: data[k] for k in ("width_left", "width_right", "banking", "s")
+                 if data.get(k) is not None}
         chk = track_checks.check_points(P, closed, attrs=attrs, labels=labels, cells=cells,
                                         source=source, repair=repair, max_grade=max_grade)
         P, closed, data = chk.points, chk.closed, chk.attrs
         name = name or path.stem
-        prov = _csv_provenance(provenance, path, read)
-        wl, wr = data.get("width_left"), data.get("width_right")
-        if half is not None:
-            had = [k for k in ("width_left", "width_right") if k in data]
-            prov["processing_steps"] = list(prov.get("processing_steps", [])) + [
-                _widths_set_step(track_width, had)]
-            wl = wr = half
+        prov = _flat_provenance(_csv_provenance(provenance, path, read), len(P), "z", flat)
+        wl, wr = _csv_widths(data, prov, half, track_width)
         s = data.get("s")
         if s is not None and smoothing is None and len(P) >= 6 and _arc_length_samples(s, P, closed):
             tr = cls(s, P, wl, wr, data.get("banking"), closed, name, prov, origin=origin)
@@ -518,7 +519,7 @@ class Track(TrackBase):
     @classmethod
     def _from_gps_table(cls, path: Path, table, *, name=None, closed=None, repair=False,
                         max_grade=MAX_GRADE, track_width=None, smoothing=None,
-                        provenance=None) -> "Track":
+                        provenance=None, flat=False) -> "Track":
         """:meth:`from_csv` of a GPS logger's CSV file (latitude, longitude and optional
         altitude columns), through :meth:`from_geodetic`."""
         from . import build as tb
@@ -530,7 +531,7 @@ class Track(TrackBase):
                                  f"{table.units[k]!r}; expected {' or '.join(formats.UNITS[q])}")
         lat, bad_lat, _ = formats.column_values(table, j["lat"])
         lon, bad_lon, _ = formats.column_values(table, j["lon"])
-        if j["alt"] is not None:
+        if j["alt"] is not None and not flat:
             alt, bad_alt, _ = formats.column_values(table, j["alt"])
         else:
             alt, bad_alt = np.full(len(lat), np.nan), {}
@@ -541,7 +542,7 @@ class Track(TrackBase):
                   + (f"altitude from {shown[2]!r}" if j["alt"] is not None else "no altitude")
                   + f"; {table.how}")
         first = [step("file_read", detail, method=f"GPS trace; {table.how}",
-                      count=len(table.rows))]
+                      count=len(table.rows))] + ([_flattened_step(len(table.rows))] if flat else [])
         prov = dict(provenance or {})
         prov.update(source_file=str(path.resolve()), sha256=tb.sha256_file(path))
         return cls.from_geodetic(
@@ -551,9 +552,11 @@ class Track(TrackBase):
             labels=table.labels(), columns=tuple(shown), cells={"x": bad_lon, "y": bad_lat,
                                                                  "z": bad_alt},
             provenance=prov, steps=first,
-            no_elevation=("the file has no altitude column" if j["alt"] is None else
+            no_elevation=("flat=True: the file's altitudes are ignored" if flat else
+                          "the file has no altitude column" if j["alt"] is None else
                           "the file's altitude column has no value"),
-            elevation_hint="an altitude column (alt, altitude, elevation) in metres")
+            elevation_hint="flat=False (no --flat)" if flat else
+                           "an altitude column (alt, altitude, elevation) in metres")
 
     @classmethod
     def from_geodetic(cls, lat, lon, elev=None, *, name: str = "track",
@@ -619,6 +622,7 @@ class Track(TrackBase):
         from . import build as tb
         half = track_checks.check_track_width(track_width)
         lat = np.asarray(lat, dtype=float)
+        elev_none = elev is None and any(st["step"] == "flattened" for st in steps)
         elev = np.full(len(lat), np.nan) if elev is None else np.asarray(elev, dtype=float)
         cl, co, ce = columns
         x, y, (lat0, lon0), geo_findings, geo_steps = _projected_geodetic(
@@ -638,9 +642,9 @@ class Track(TrackBase):
             P, closed, smoothing, z_smoothing, spacing=spacing, hampel=hampel,
             robust_iterations=robust_iterations)
         info.pop("sigma_of_raw_points", None)
-        steps = list(steps) + geo_steps + info.pop("steps", [])
-        if half is not None:
-            steps.append(_widths_set_step(track_width, []))
+        steps = [st for st in list(steps) + geo_steps + info.pop("steps", []) if not (
+            st["step"] == "elevation_missing" and elev_none)] + (   # (ignored: not "missing")
+            [_widths_set_step(track_width, [])] if half is not None else [])
         prov = dict(provenance or {})
         prov.update(projection=tb.projection_string(lat0, lon0),
                     processing=dict(smoothing_cutoff_m=smoothing, z_smoothing_cutoff_m=z_smoothing,
@@ -663,7 +667,7 @@ class Track(TrackBase):
                         hampel=(250.0, 3.0, 8.0), robust_iterations: int = 5,
                         half_width: float | None = None, repair: bool = False,
                         max_grade: float = MAX_GRADE,
-                        track_width: float | None = None) -> "Track":
+                        track_width: float | None = None, flat: bool = False) -> "Track":
         """Load a raw zaggyai/track_data JSON file (lat/lon in 1e-7 deg, elev in mm).
 
         Processing (same functions and defaults as the bundled Nordschleife, see
@@ -706,6 +710,8 @@ class Track(TrackBase):
             Repair the problems where a repair is well defined (reported).
         max_grade : float
             Steepest plausible grade of the result [-].
+        flat : bool
+            Ignore the file's elevations: a flat track (step ``flattened``, an assumed value).
 
         Raises
         ------
@@ -729,15 +735,18 @@ class Track(TrackBase):
         track_checks.check_track_width(track_width)
         d = tb.read_zaggy_json(path)
         return cls.from_geodetic(
-            d["lat"], d["lon"], d["elev"], name=name or tb.display_name(d["name"], d["short_name"]),
+            d["lat"], d["lon"], None if flat else d["elev"],
+            name=name or tb.display_name(d["name"], d["short_name"]),
             closed=closed, start_finish=d["start_finish"],
             start_finish_given=d.get("start_finish_given"), origin=origin, smoothing=smoothing,
             z_smoothing=z_smoothing, spacing=spacing, hampel=hampel,
             robust_iterations=robust_iterations, track_width=track_width, repair=repair,
             max_grade=max_grade, source=f"track file {path}",
             provenance=dict(source_file=str(path.resolve()), sha256=tb.sha256_file(path)),
-            no_elevation="the file has no elevation (every elev is 0, which means missing)",
-            elevation_hint="elevations in the file (elev in mm)")
+            steps=[_flattened_step(len(d["lat"]))] if flat else (),
+            no_elevation=("flat=True: the file's elevations are ignored" if flat else
+                          "the file has no elevation (every elev is 0, which means missing)"),
+            elevation_hint="flat=False (no --flat)" if flat else "elevations in the file (elev in mm)")
 
     @classmethod
     def from_boundaries(cls, left, right, closed: bool | None = None, *,
@@ -745,13 +754,14 @@ class Track(TrackBase):
                         spacing: float | None = None, name: str = "track",
                         provenance: dict | None = None, repair: bool = False,
                         max_grade: float = MAX_GRADE, source: str | None = None,
-                        labels=(None, None)) -> "Track":
+                        labels=(None, None), min_jacobian: float | None = 0.5) -> "Track":
         """A track from its left and right boundaries (in the direction of travel).
 
         The centreline is the set of midpoints between each point of one boundary and the
         nearest point of the other (both ways, ordered along the left boundary,
-        :func:`pyomo_lap.track.build.centreline_from_boundaries`); the half-widths are the
-        distances of these midpoints to the two boundaries; the elevation is the mean of the
+        :func:`pyomo_lap.track.build.centreline_from_boundaries`), smoothed into a regular
+        reference line (``min_jacobian``); the half-widths are the distances from it to the
+        two boundaries; the elevation is the mean of the
         two boundaries'. The boundaries are checked first
         (:func:`pyomo_lap.track.checks.check_points`: missing values, duplicates, spikes,
         closure), the midpoints then go through the checks and the smoothing of
@@ -770,6 +780,19 @@ class Track(TrackBase):
         smoothing, z_smoothing, spacing : float, optional
             As :meth:`from_points` (the elevation's cut-off defaults to 200 m: boundaries
             drawn on maps carry the terrain's heights, with steps; the spacing to 1 m).
+            ``smoothing`` is the cut-off the reference line starts from (see
+            ``min_jacobian``).
+        min_jacobian : float or None
+            The centreline is a reference line for the lateral coordinate n (left positive):
+            the point at n is at ``1 - n Omega_z`` times the centreline's speed, which must
+            stay positive across the track. Where the boundaries have a kinked apex, their
+            midline turns about the kink with half the track's width as radius (fastest-lap's
+            Catalunya: 10.5 m in the last chicane at a 30 m cut-off, 4.3 m with light
+            smoothing), and ``1 - n Omega_z`` reaches 0.3 on the inside edge. The cut-off is
+            raised by factors 2^(1/4) (up to 24 times) until ``1 - n Omega_z >= min_jacobian``
+            over the whole width (step ``centreline_from_boundaries``; None: not raised); the
+            half-widths are then measured from the smoothed centreline to the boundaries, so
+            the track's edges stay on them whatever the smoothing.
         name, provenance, repair, max_grade
             As :meth:`from_points`.
         source : str, optional
@@ -784,7 +807,6 @@ class Track(TrackBase):
             centreline or a bad track; every problem is listed.
         """
         from . import build as tb
-        from .report import step
         source = source or f"track {name!r}"
         if closed is None:
             closed = _boundary_closes(left)
@@ -810,40 +832,23 @@ class Track(TrackBase):
             findings.append(f)
             L, R = R, L
             mid, wl, wr, side = tb.centreline_from_boundaries(L, R, closed)
-        flat = not np.any(np.isfinite(mid[:, 2]))
-        if flat:
-            mid[:, 2] = 0.0
-        rec = step("centreline_from_boundaries",
-                   f"centreline from the left ({len(L)} points) and right ({len(R)} points) "
-                   f"boundaries: {len(mid)} midpoints between each point of one and the nearest "
-                   f"point of the other; half-widths {float(np.min(wl)):.3g}-"
-                   f"{float(np.max(wl)):.3g} m left, {float(np.min(wr)):.3g}-"
-                   f"{float(np.max(wr)):.3g} m right (distances of the midpoints to the "
-                   "boundaries); elevation the mean of the two boundaries'",
-                   method=f"midpoints to the nearest boundary point; half-widths "
-                          f"{float(min(wl.min(), wr.min())):.3g}-{float(max(wl.max(), wr.max())):.3g} m",
-                   count=len(mid))
-        prov = dict(provenance or {})
-        prov["processing_steps"] = list(prov.get("processing_steps", [])) + [rec]
-        if flat:
-            from .report import assumption
-            prov["assumptions"] = list(prov.get("assumptions", [])) + [assumption(
-                "elevation", 0.0, "m", "the boundaries have no elevation: the track is flat",
-                "altitudes in the boundaries' coordinates, or a CSV track file with a z column")]
+        prov = _midpoints_provenance(provenance, L, R, mid, wl, wr)
         chk = track_checks.check_points(mid, closed, attrs=dict(width_left=wl, width_right=wr),
                                         source=f"{source}, centreline", repair=repair,
                                         max_grade=max_grade, z_missing_ok=True,
                                         elevation_checks=False)
         a = chk.attrs
-        tr = cls._build_from_points(chk.points, chk.closed, a["width_left"], a["width_right"],
-                                    None, smoothing, z_smoothing,
-                                    1.0 if spacing is None else spacing, name, prov)
+        build = lambda cut: cls._build_from_points(  # noqa: E731
+            chk.points, chk.closed, a["width_left"], a["width_right"], None, cut, z_smoothing,
+            1.0 if spacing is None else spacing, name, dict(prov))
+        tr = _regular_reference_line(cls, build, smoothing, L, R, chk.closed, min_jacobian)
         return _finish(tr, findings + chk.findings, source, max_grade)
 
     @classmethod
     def from_kml(cls, path, right=None, name: str | None = None, closed: bool | None = None,
                  smoothing: float | None = 30.0, z_smoothing: float | None = 200.0,
-                 repair: bool = False, max_grade: float = MAX_GRADE) -> "Track":
+                 repair: bool = False, max_grade: float = MAX_GRADE,
+                 flat: bool = False) -> "Track":
         """A track from its boundaries in KML (longitude, latitude, altitude, as Google Earth
         and fastest-lap's track database write them), through :meth:`from_boundaries`.
 
@@ -868,11 +873,14 @@ class Track(TrackBase):
             Default: the file's stem without ``_left``/``_right``.
         smoothing : float, optional
             Cut-off wavelength of the plan-view smoother [m]: 30 m by default, as for raw
-            GPS data (:meth:`from_geodetic`): boundaries drawn on a map have kinks (fastest-lap's
-            Catalunya: a 4.6 m radius in the last chicane with the light smoothing of
-            :meth:`from_points`, 10.5 m with 30 m; the lap is 1.7 m shorter).
+            GPS data (:meth:`from_geodetic`); the cut-off the reference line starts from:
+            it is raised until the lateral coordinate is regular across the track
+            (``min_jacobian`` of :meth:`from_boundaries`; fastest-lap's Catalunya: 76 m,
+            18.7 m in the last chicane where fastest-lap has 19.2 m).
         closed, z_smoothing, repair, max_grade
             As :meth:`from_boundaries`.
+        flat : bool
+            Ignore the boundaries' altitudes: a flat track (step ``flattened``).
 
         Raises
         ------
@@ -894,7 +902,7 @@ class Track(TrackBase):
             lat, lon, _, f, _ = tb.check_geodetic(c[:, 1], c[:, 0], source=f"{source}, {side} boundary",
                                                   columns=("latitude", "longitude"), repair=repair)
             track_checks._warn(source, f)
-            sides.append((lat, lon, c[:, 2]))
+            sides.append((lat, lon, np.full(len(c), np.nan) if flat else c[:, 2]))
         lat0, lon0 = float(sides[0][0][0]), float(sides[0][1][0])
         pts = []
         for lat, lon, alt in sides:
@@ -904,12 +912,111 @@ class Track(TrackBase):
                     source_files=[str(Path(f).resolve()) for f in files],
                     projection=tb.projection_string(lat0, lon0),
                     processing_steps=[step("file_read", f"KML boundaries: {how}",
-                                           method=how, count=len(left_c) + len(right_c))])
+                                           method=how, count=len(left_c) + len(right_c))]
+                    + ([_flattened_step(len(left_c) + len(right_c))] if flat else []))
         return cls.from_boundaries(
             pts[0], pts[1], closed, smoothing=smoothing, z_smoothing=z_smoothing, name=name,
             provenance=prov, repair=repair, max_grade=max_grade, source=source,
             labels=([f"left point {i}" for i in range(len(left_c))],
                     [f"right point {i}" for i in range(len(right_c))]))
+
+    @classmethod
+    def from_fastest_lap_xml(cls, path, name: str | None = None, *, spacing: float = 1.0,
+                             flat: bool = False, track_width: float | None = None,
+                             repair: bool = False, max_grade: float = MAX_GRADE) -> "Track":
+        """A track from a fastest-lap track file (github juanmanzanero/fastest-lap,
+        ``database/tracks/<circuit>/<circuit>.xml``, MIT licence; read by
+        :func:`pyomo_lap.track.formats.read_fastest_lap_xml`).
+
+        * **Frame.** fastest-lap's x is east, its y *south* and its z *down* (its
+          ``Circuit_preprocessor::transform_coordinates`` negates latitude and altitude; the
+          comment in the 2D files' ``GPS_parameters`` says otherwise, but their
+          ``left_measured_boundary`` is fastest-lap's ``catalunya_left.kml`` projected with y
+          south to 5e-10 m). Ours is x east, y north, z up: y and z are negated (a rotation by
+          pi about x, no mirror), so the track keeps its real direction (Catalunya clockwise)
+          and our ``Omega_z`` is the file's ``-yaw_dot``. Banking is the file's ``roll`` (a
+          right-handed rotation about the tangent in both frames: left edge up).
+        * **Sides.** Which boundary lies left of the direction of travel is decided
+          geometrically, not by the labels: the sign of the cross product of the tangent and
+          the offset from the centreline to each boundary point (processing step
+          ``boundary_sides`` says what was found); the widths are ``nl`` / ``nr`` of the
+          boundary found on each side (in metres; the files label them "rad").
+        * **Interpolation.** The data are already smooth (fastest-lap fitted them by optimal
+          control): a quintic spline through the centreline, widths and banking in the
+          file's arc length, resampled at uniform 3D arc length every ``spacing`` (step
+          ``interpolated``, with the length found against the file's ``track_length``); no
+          smoothing.
+
+        Parameters
+        ----------
+        path : str or Path
+        name : str, optional
+            Default: the file's stem.
+        spacing : float
+            Arc-length spacing of the resampled spine [m].
+        flat : bool
+            Ignore the file's elevations (3D files): z = 0, banking as given (step
+            ``flattened``).
+        track_width : float, optional
+            Total width [m], half each side, replacing the file's widths.
+        repair, max_grade
+            As :meth:`from_csv` (the built track is checked by
+            :func:`~pyomo_lap.track.checks.check_track`).
+
+        Raises
+        ------
+        FileNotFoundError, ValueError
+            See :func:`~pyomo_lap.track.formats.read_fastest_lap_xml`; a bad ``track_width``;
+            a boundary that lies on neither side consistently.
+        TrackDataError (a ValueError)
+            A bad track (too steep, crossing itself without a bridge).
+        """
+        from . import build as tb
+        from .report import step
+        path = Path(path)
+        half = track_checks.check_track_width(track_width)
+        d = formats.read_fastest_lap_xml(path)
+        closed, dims = d["closed"], d["dimensions"]
+        s = d["arclength"]
+        C, Bl, Br = (_fl_line(d, line, dims) for line in ("centerline", "left_boundary",
+                                                          "right_boundary"))
+        wl, wr, sides = _fl_sides(C, Bl, Br, d["nl"], d["nr"], closed, path)
+        nu = d.get("roll", np.zeros(len(s))) if dims == 3 else np.zeros(len(s))
+        period = float(d["track_length"]) if closed else None
+        if closed and not (period > s[-1]):
+            period = float(s[-1] + (s[-1] - s[-2]))
+        steps = [step("file_read", f"fastest-lap XML track (dimensions {dims}, {'closed' if closed else 'open'}, "
+                      f"{len(s)} points every {float(np.median(np.diff(s))):.4g} m, track_length "
+                      f"{d['track_length']:.6g} m): fastest-lap's frame is x east, y south, z down; "
+                      "y and z negated to x east, y north, z up (the plan-view curvature "
+                      "Omega_z is the file's -yaw_dot)", method=f"fastest-lap XML, {dims}D, "
+                      "y and z negated (y south, z down in the file)", count=len(s)), sides]
+        if flat and dims == 3:
+            C[:, 2] = 0.0
+            steps.append(_flattened_step(len(s)))
+        sn, P, E, L, _ = tb.interpolate_arclength(s - s[0], C, np.column_stack([wl, wr, nu]),
+                                                  closed, period, spacing)
+        steps.append(step("interpolated", f"centreline, widths and banking interpolated (quintic "
+                          f"spline in the file's arc length, no smoothing: the file's data are "
+                          f"smooth) and resampled every {spacing:g} m of 3D arc length; length "
+                          f"{L:.2f} m, the file's track_length {d['track_length']:.2f} m "
+                          f"({100 * (L / d['track_length'] - 1):+.3f} %)",
+                          method=f"quintic spline, every {spacing:g} m; length {L:.1f} m "
+                          f"(file {d['track_length']:.1f} m)", count=len(s)))
+        if half is not None:
+            steps.append(_widths_set_step(track_width, ["width_left", "width_right"]))
+            E[:, 0] = E[:, 1] = half
+        prov = dict(source_file=str(path.resolve()), sha256=tb.sha256_file(path),
+                    source_format="fastest-lap XML", gps_parameters=d["gps"],
+                    processing_steps=steps)
+        if dims == 2 or flat:
+            prov["assumptions"] = [_flat_assumption(
+                "the file is 2D (dimensions=\"2\"): the track is flat" if dims == 2 else
+                "flat=True: the file's elevations are ignored",
+                "a 3D fastest-lap file (dimensions=\"3\")" if dims == 2 else "flat=False")]
+        tr = cls(sn, P, E[:, 0], E[:, 1], E[:, 2] if dims == 3 else None, closed,
+                 name or path.stem, prov)
+        return _finish(tr, [], f"track file {path}", max_grade)
 
 
 # ---------------------------------------------------------------------------
@@ -923,6 +1030,211 @@ def _arc_length_samples(s, P, closed: bool) -> bool:
     closing = float(np.linalg.norm(P[0] - P[-1])) if closed else h
     return bool(h > 0 and np.all(np.abs(ds - h) <= 1e-6 * max(h, 1.0) + 1e-6)
                 and np.all(np.abs(chord - ds) <= 0.01 * h) and abs(closing - h) <= 0.01 * h)
+
+
+def _grid_spacing(target: float, med: float) -> float:
+    """The smoother's grid spacing [m]: the multiple of the points' median spacing ``med``
+    nearest to ``target`` (dense points), or the whole fraction of it nearest to ``target`` from
+    below, so that evenly spaced points sit at
+    the same places between the grid's nodes all along the line (at other ratios the linear
+    interpolation between the nodes, which lies inside a curve by up to h^2 / 8R, beats with
+    the points and leaves a ripple in the curvature: 2 % of 1/R for points every 0.2 m on a
+    0.25 m grid, R = 300 m)."""
+    if not med > 0 or not target > 0:
+        return target
+    if med <= target:       # (not much finer than target: the elevation's long cut-off on a
+        return med * max(round(target / med), 1)     # fine grid is ill-conditioned)
+    return med / math.ceil(med / target)
+
+
+def _light_cutoff(P, closed: bool, med: float):
+    """The cut-off wavelength [m] of the light smoothing of :meth:`Track.from_points`
+    (``smoothing`` None), from the data: the largest of 3 point spacings, 3 x
+    :data:`pyomo_lap.track.build.MIN_SPACING` and the cut-off that leaves a curvature noise of
+    at most :data:`~pyomo_lap.track.build.KAPPA_NOISE` from the points' own noise
+    (:func:`~pyomo_lap.track.build.position_noise`, :func:`~pyomo_lap.track.build.noise_cutoff`).
+    The smoother weighs each point by its length along the line (Voronoi weights) and fits a
+    grid of a tenth of the cut-off or finer, so dense points are resampled on it and the track
+    does not depend on how densely the line was sampled.
+
+    Returns
+    -------
+    cutoff : float
+        [m]
+    steps : list
+        The processing step ``resampled`` when the cut-off is not 3 spacings (dense or noisy
+        points), else [].
+    """
+    from . import build as tb
+    from .report import step
+    sigma = tb.position_noise(P, closed)
+    lam = tb.noise_cutoff(sigma, med)
+    cutoff = max(3.0 * med, 3.0 * tb.MIN_SPACING, lam)
+    if cutoff <= 3.0 * med:
+        return cutoff, []
+    why = (f"their noise ({1e3 * sigma:.3g} mm, from the points' deviations from their "
+           f"neighbours' chords) asks for {lam:.3g} m to leave a curvature noise below "
+           f"{tb.KAPPA_NOISE:g} 1/m" if lam >= 3.0 * tb.MIN_SPACING else
+           f"they are closer than {tb.MIN_SPACING:g} m, the finest spacing resolved (their "
+           f"noise, {1e3 * sigma:.2g} mm, asks for less)")
+    n = len(P)
+    rec = step("resampled", f"{n} points every {med:.3g} m (median): the plan view is smoothed "
+               f"at a cut-off of {cutoff:.3g} m, not 3 spacings ({3 * med:.3g} m): {why}; the "
+               f"points, weighted by their length along the line, are fitted on a grid of "
+               f"{min(1.0, cutoff / 6):.3g} m or finer, so the track does not depend on how "
+               "densely the file was sampled", method=f"{n} points every {med:.2g} m, noise "
+               f"{1e3 * sigma:.2g} mm: cut-off {cutoff:.3g} m", count=n)
+    return cutoff, [rec]
+
+
+def _midpoints_provenance(provenance, L, R, mid, wl, wr) -> dict:
+    """The provenance of :meth:`Track.from_boundaries` after the midpoints: the step
+    ``centreline_from_boundaries`` and, when the boundaries have no elevation (``mid``'s z
+    all NaN: set to 0 here), the assumed flat track."""
+    from .report import assumption, step
+    flat = not np.any(np.isfinite(mid[:, 2]))
+    if flat:
+        mid[:, 2] = 0.0
+    rec = step("centreline_from_boundaries",
+               f"centreline from the left ({len(L)} points) and right ({len(R)} points) "
+               f"boundaries: {len(mid)} midpoints between each point of one and the nearest "
+               f"point of the other; half-widths {float(np.min(wl)):.3g}-"
+               f"{float(np.max(wl)):.3g} m left, {float(np.min(wr)):.3g}-"
+               f"{float(np.max(wr)):.3g} m right (distances of the midpoints to the "
+               "boundaries); elevation the mean of the two boundaries'",
+               method=f"midpoints to the nearest boundary point; half-widths "
+                      f"{float(min(wl.min(), wr.min())):.3g}-{float(max(wl.max(), wr.max())):.3g} m",
+               count=len(mid))
+    prov = dict(provenance or {})
+    prov["processing_steps"] = list(prov.get("processing_steps", [])) + [rec]
+    if flat:
+        prov["assumptions"] = list(prov.get("assumptions", [])) + [assumption(
+            "elevation", 0.0, "m", "the boundaries have no elevation: the track is flat",
+            "altitudes in the boundaries' coordinates, or a CSV track file with a z column")]
+    return prov
+
+def _regular_reference_line(cls, build, smoothing, left, right, closed: bool,
+                            min_jacobian: float | None, factor: float = 2 ** 0.25,
+                            tries: int = 24):
+    """The track of :meth:`Track.from_boundaries`: ``build(cutoff)`` (the midpoints smoothed at
+    ``cutoff``) with the cut-off raised by ``factor`` until ``1 - n Omega_z >= min_jacobian``
+    for n across the track (at most ``tries`` times), then the half-widths measured from the
+    smoothed centreline along its normal to the boundaries ``left``, ``right`` (n, 3) [m], on
+    the cubic splines through their points that the midpoints were made from
+    (:func:`pyomo_lap.track.build.distance_along_normal`). The steps say the
+    cut-off used, why, and how far the widths moved."""
+    from . import build as tb
+    from .report import step
+    Ld = tb._dense_boundary(np.asarray(left, float), closed, 0.5)[:, :2]   # as the midpoints'
+    Rd = tb._dense_boundary(np.asarray(right, float), closed, 0.5)[:, :2]
+    cut = smoothing
+    for k in range(tries + 1):
+        tr = build(cut)
+        s = tr._s_samples
+        tp = tr.evaluate(s)
+        c, n = tp.position[:, :2] - tr.origin[:2], tp.rotation[:, :2, 1]
+        wl = tb.distance_along_normal(c, n, Ld, closed)
+        wr = tb.distance_along_normal(c, -n, Rd, closed)
+        om = tp.omega[:, 2]
+        jac = np.minimum(1.0 - om * wl, 1.0 + om * wr)
+        used = tr.provenance["processing"]["smoothing_cutoff_m"]
+        if min_jacobian is None or jac.min() >= min_jacobian or k == tries:
+            break
+        # the next of the cut-offs factor^j m above this one (the same ladder from any start)
+        cut = factor ** (math.floor(math.log(used) / math.log(factor) + 1e-9) + 1)
+    moved = max(float(np.abs(wl - tp.width_left).max()), float(np.abs(wr - tp.width_right).max()))
+    i = int(np.argmin(jac))
+    why = (f"raised from {smoothing if smoothing is not None else 'the light cut-off'} m along "
+           f"2^(j/4) m until 1 - n Omega_z >= {min_jacobian:g} across the track"
+           if k else "as given") if min_jacobian is not None else "as given"
+    rec = step("centreline_from_boundaries", f"reference line: the midpoints smoothed at a "
+               f"cut-off of {used:.3g} m ({why}); 1 - n Omega_z is at least {jac[i]:.2f} (at s = "
+               f"{s[i]:.0f} m, radius {1 / max(abs(om[i]), 1e-12):.1f} m); the half-widths "
+               f"measured from it to the boundaries ({wl.min():.3g}-{wl.max():.3g} m left, "
+               f"{wr.min():.3g}-{wr.max():.3g} m right; up to {moved:.2g} m from the "
+               "midpoints' distances)", method=f"reference line at cut-off {used:.3g} m, "
+               f"1 - n Omega_z >= {jac[i]:.2f}; widths from it", count=len(s))
+    prov = dict(tr.provenance)
+    prov["processing_steps"] = list(prov.get("processing_steps", [])) + [rec]
+    return cls(s, tr._p(s), wl, wr, None, closed, tr.name, prov, origin=tr.origin)
+
+
+def _fl_line(d: dict, line: str, dims: int) -> np.ndarray:
+    """A line of a fastest-lap file (``centerline``, ``left_boundary``, ``right_boundary``) as
+    (n, 3) points in our frame: x east, y north, z up (the file's y and z negated)."""
+    z = -d[f"{line}/z"] if dims == 3 else np.zeros(len(d[f"{line}/x"]))
+    return np.column_stack([d[f"{line}/x"], -d[f"{line}/y"], z])
+
+
+def _fl_sides(C, Bl, Br, nl, nr, closed: bool, path: Path):
+    """Which boundary of a fastest-lap file lies left of the direction of travel, decided by
+    the sign of ``t x (b - c)`` (z up) at every point: the left and right half-widths [m] and
+    the processing step ``boundary_sides`` saying what was found.
+
+    Raises
+    ------
+    ValueError
+        A boundary that lies left at some points and right at others, or both on one side.
+    """
+    from .report import step
+    t = np.roll(C, -1, axis=0) - np.roll(C, 1, axis=0)
+    if not closed:
+        t[0], t[-1] = C[1] - C[0], C[-1] - C[-2]
+
+    def side(B):
+        v = B - C
+        return np.sign(t[:, 0] * v[:, 1] - t[:, 1] * v[:, 0])
+
+    a, b = side(Bl), side(Br)
+    n = len(C)
+    if not ((np.all(a > 0) and np.all(b < 0)) or (np.all(a < 0) and np.all(b > 0))):
+        raise ValueError(
+            f"track file {path}: the boundary labelled left lies left of the direction of "
+            f"travel at {int(np.sum(a > 0))} and right at {int(np.sum(a < 0))} of {n} points "
+            f"(the one labelled right: {int(np.sum(b > 0))} left, {int(np.sum(b < 0))} right); "
+            "expected each boundary on one side everywhere")
+    if a[0] > 0:
+        found = ("left_boundary lies left of the direction of travel at all "
+                 f"{n} points (right_boundary right): nl is the left width, as labelled")
+        return np.asarray(nl, float), np.asarray(nr, float), step(
+            "boundary_sides", found, method="as labelled: left_boundary left (nl), "
+            "right_boundary right (nr)", count=n)
+    found = ("left_boundary lies RIGHT of the direction of travel at all "
+             f"{n} points (right_boundary left), with x east, y north, z up: nl is taken as the "
+             "right width, nr as the left one")
+    return np.asarray(nr, float), np.asarray(nl, float), step(
+        "boundary_sides", found, method="swapped: left_boundary lies right (nl right, nr "
+        "left)", count=n)
+
+
+def _csv_widths(data: dict, prov: dict, half, track_width):
+    """The half-widths of a CSV track: the file's, or ``half`` each side when ``track_width``
+    is given (the step ``widths_set`` added to ``prov``)."""
+    if half is None:
+        return data.get("width_left"), data.get("width_right")
+    had = [k for k in ("width_left", "width_right") if k in data]
+    prov["processing_steps"] = list(prov.get("processing_steps", [])) + [
+        _widths_set_step(track_width, had)]
+    return half, half
+
+def _flat_provenance(prov: dict, n: int, column: str, flat: bool = True) -> dict:
+    """``prov`` with the step ``flattened`` and the assumed flat elevation (``flat``; else
+    ``prov`` as it is)."""
+    if not flat:
+        return prov
+    prov = dict(prov)
+    prov["processing_steps"] = list(prov.get("processing_steps", [])) + [_flattened_step(n)]
+    prov["assumptions"] = [a for a in prov.get("assumptions", []) if a.get("quantity") != "elevation"]
+    prov["assumptions"].append(_flat_assumption(
+        f"flat=True: the file's elevations ({column}) are ignored", "flat=False"))
+    return prov
+
+
+def _flattened_step(n: int) -> dict:
+    """The record of elevations ignored (``flat=True``): z = 0, banking kept."""
+    from .report import step
+    return step("flattened", f"the file's elevations ignored (flat=True): z = 0 at all {n} "
+                "points; banking as given", method="flat=True: z = 0, banking as given", count=n)
 
 
 def _projected_geodetic(lat, lon, start_finish, start_finish_given, origin, source, labels,
@@ -1284,64 +1596,110 @@ def available_tracks() -> list[str]:
 
 
 def bundled_tracks() -> list[dict]:
-    """What :func:`available_tracks` holds, one dict per track, from its metadata (the
-    ``.json`` next to the ``.csv``; without one, the CSV's ``s_m`` and ``z_m`` columns).
+    """Every bundled track: those of :func:`available_tracks` (a centreline ``<name>.csv``,
+    from its metadata, the ``.json`` next to it; without one, the CSV's ``s_m`` and ``z_m``
+    columns) and the arc tracks (``<name>.toml``: straights and arcs,
+    :mod:`pyomo_lap.track.arcs`), one dict per track.
 
     Returns
     -------
     list of dict
-        Sorted by name; keys ``name``, ``display_name``, ``country``, ``length_m`` [m],
-        ``elevation_min_m``, ``elevation_max_m`` [m], ``closed`` (bool or None: not said),
-        ``repository``, ``commit`` (the source's, '' if unknown), ``licence``.
+        Sorted by name; keys ``name``, ``kind`` (``'centreline'`` or ``'straights and
+        arcs'``), ``display_name``, ``country``, ``length_m`` [m], ``elevation_min_m``,
+        ``elevation_max_m`` [m], ``closed`` (bool or None: not said), ``repository``,
+        ``commit`` (the source's, '' if unknown), ``licence``.
 
     Raises
     ------
     ValueError
-        A metadata file that is not valid JSON, or a CSV without ``s_m`` and ``z_m`` columns
-        (the message names the file).
+        A metadata file that is not valid JSON, a CSV without ``s_m`` and ``z_m`` columns,
+        a bad arc-track file (the message names the file).
     """
-    out = []
-    for name in available_tracks():
-        csv_path = data_dir() / "tracks" / f"{name}.csv"
-        meta_path = csv_path.with_suffix(".json")
-        meta = {}
-        if meta_path.is_file():
-            try:
-                meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"track metadata {meta_path}: not valid JSON ({exc})") from None
-        if "length_m" in meta and "elevation_min_m" in meta and "elevation_max_m" in meta:
-            length, zmin, zmax = meta["length_m"], meta["elevation_min_m"], meta["elevation_max_m"]
-        else:
-            _, data, _, _ = _read_csv_columns(csv_path)
-            if "s" not in data:
-                raise ValueError(f"track file {csv_path}: no 's_m' column and no metadata "
-                                 f"({meta_path.name}) giving length_m; expected one of them")
-            s, z = data["s"], data["z"]
-            length = float(np.nanmax(s))
-            zmin, zmax = float(np.nanmin(z)), float(np.nanmax(z))
-        src = meta.get("source") or {}
-        out.append(dict(name=name, display_name=meta.get("display_name", name),
-                        country=meta.get("country", ""), length_m=float(length),
-                        elevation_min_m=float(zmin), elevation_max_m=float(zmax),
-                        closed=meta.get("closed"), repository=src.get("repository", ""),
-                        commit=src.get("commit", ""), licence=src.get("licence", "")))
-    return out
+    out = [_bundled_csv_row(name) for name in available_tracks()]
+    d = data_dir() / "tracks"
+    for f in (sorted(d.glob("*.toml")) if d.is_dir() else []):
+        from . import arcs
+        tr = arcs.load_arc_track(f)
+        src = tr.provenance.get("source") or {}
+        out.append(dict(name=f.stem, kind="straights and arcs",
+                        display_name=(str(tr.provenance.get("description") or f.stem)
+                                      .split(":")[0] + f", curvature {tr.provenance['curvature']}"),
+                        country="", length_m=float(tr.length), elevation_min_m=0.0,
+                        elevation_max_m=0.0, closed=bool(tr.closed),
+                        repository=src.get("repository", ""), commit=src.get("commit", ""),
+                        licence=src.get("licence", "")))
+    return sorted(out, key=lambda r: r["name"])
+
+
+def _bundled_csv_row(name: str) -> dict:
+    """The row of :func:`bundled_tracks` of the bundled centreline ``<name>.csv``."""
+    csv_path = data_dir() / "tracks" / f"{name}.csv"
+    meta_path = csv_path.with_suffix(".json")
+    meta = {}
+    if meta_path.is_file():
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"track metadata {meta_path}: not valid JSON ({exc})") from None
+    if "length_m" in meta and "elevation_min_m" in meta and "elevation_max_m" in meta:
+        length, zmin, zmax = meta["length_m"], meta["elevation_min_m"], meta["elevation_max_m"]
+    else:
+        _, data, _, _ = _read_csv_columns(csv_path)
+        if "s" not in data:
+            raise ValueError(f"track file {csv_path}: no 's_m' column and no metadata "
+                             f"({meta_path.name}) giving length_m; expected one of them")
+        s, z = data["s"], data["z"]
+        length = float(np.nanmax(s))
+        zmin, zmax = float(np.nanmin(z)), float(np.nanmax(z))
+    src = meta.get("source") or {}
+    return dict(name=name, kind="centreline", display_name=meta.get("display_name", name),
+                country=meta.get("country", ""), length_m=float(length),
+                elevation_min_m=float(zmin), elevation_max_m=float(zmax),
+                closed=meta.get("closed"), repository=src.get("repository", ""),
+                commit=src.get("commit", ""), licence=src.get("licence", ""))
+
+
+TRACK_FORMATS = (
+    ("bundled name", "a track shipped with the package (pyomo-lap tracks lists them)"),
+    (".csv", "a centreline x, y, z [m] (optional width_left, width_right [m], banking [rad], "
+             "s [m]; separators , ; or tab)"),
+    (".csv", "the TUM racetrack database's layout (# x_m,y_m,w_tr_right_m,w_tr_left_m, "
+             "optional z_m)"),
+    (".csv", "a GPS logger's trace (lat, lon, optional altitude)"),
+    (".json", "a raw zaggyai/track_data file (latitude, longitude, elevation)"),
+    (".kml", "left and right boundaries (one file with two LineStrings, or NAME_left.kml + "
+             "NAME_right.kml; fastest-lap's database)"),
+    (".xml", "a fastest-lap track file (<circuit format=\"discrete\">, 2D or 3D)"),
+    (".toml", "straights and arcs (like the bundled dymos_oval)"),
+)
+"""What ``--track`` / :func:`load_track` accept: (suffix, what) (``docs/tracks.md``)."""
+
+
+def track_formats_text() -> str:
+    """:data:`TRACK_FORMATS` in one line (the ``--track`` help and messages)."""
+    return "; ".join(f"{k}: {v}" for k, v in TRACK_FORMATS)
 
 
 def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
-               track_width: float | None = None) -> Track:
+               track_width: float | None = None, flat: bool = False):
     """Load a bundled track by name or a track file by path, checked (see
     :mod:`pyomo_lap.track.checks`).
 
     Parameters
     ----------
     name_or_path : str or Path
-        A bundled name (see :func:`available_tracks`, e.g. ``'nordschleife'``), a
-        ``.csv`` path (:meth:`Track.from_csv`: a centreline, the TUM racetrack database's
-        layout, a pyomo_lap ``trajectory.csv``, or a GPS logger's trace), a zaggyai ``.json``
-        path (:meth:`Track.from_zaggy_json`) or a ``.kml`` path (:meth:`Track.from_kml`: left
-        and right boundaries; no ``track_width``).
+        A bundled name (:func:`available_tracks`, e.g. ``'nordschleife'``, or an arc track
+        such as ``'dymos_oval'``: :func:`bundled_tracks` lists both) or a file
+        (:data:`TRACK_FORMATS`):
+
+        * ``.csv``: a centreline ``x, y, z`` [m] with optional widths, banking and ``s``; the
+          TUM racetrack database's layout (``# x_m,y_m,w_tr_right_m,w_tr_left_m``); a
+          pyomo_lap ``trajectory.csv``; a GPS logger's trace (``lat, lon[, alt]``)
+          (:meth:`Track.from_csv`);
+        * ``.json``: a raw zaggyai/track_data file (:meth:`Track.from_zaggy_json`);
+        * ``.kml``: left and right boundaries (:meth:`Track.from_kml`; no ``track_width``);
+        * ``.xml``: a fastest-lap track file (:meth:`Track.from_fastest_lap_xml`);
+        * ``.toml``: straights and arcs (:func:`pyomo_lap.track.arcs.load_arc_track`).
     repair : bool
         Repair the problems of the data where a repair is well defined; the repairs are
         reported (a :class:`~pyomo_lap.track.checks.TrackRepairWarning` each, and
@@ -1352,10 +1710,13 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
         Total width of the track [m], half each side of the centreline, replacing the
         widths of the data (see :meth:`Track.from_csv`). Without it, data without widths get
         4.0 m each side, recorded in ``track.assumptions``.
+    flat : bool
+        Ignore the data's elevations (noisy ones): z = 0, banking as given; recorded as the
+        processing step ``flattened`` and an assumed value. Arc tracks are flat already.
 
     Returns
     -------
-    Track
+    Track (or :class:`~pyomo_lap.track.arcs.ArcTrack` for a ``.toml`` arc track)
         ``track.processing_steps`` and ``track.assumptions`` say what the loader did to the
         data and which values it assumed (:mod:`pyomo_lap.track.report`); for a bundled
         track also what was assumed when it was built (its ``.json``: ``width_note``,
@@ -1365,8 +1726,9 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
     Raises
     ------
     ValueError
-        Unknown name (the message lists the known names), a file of another type, a
-        ``track_width`` that is not a positive width in metres.
+        Unknown name (the message lists the known names), a file of another type (the
+        message lists the accepted ones), a ``track_width`` that is not a positive width in
+        metres.
     FileNotFoundError
         A path that does not exist.
     TrackDataError (a ValueError)
@@ -1376,29 +1738,32 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
     if arcs.is_arc_track(name_or_path): return arcs.load_arc_track(name_or_path, track_width=track_width)  # noqa: E701
     p = Path(name_or_path)
     suffix = p.suffix.lower()
-    if suffix in (".csv", ".json", ".kml") or p.exists():
+    if suffix in (".csv", ".json", ".kml", ".xml") or p.exists():
         if not p.exists():
             raise FileNotFoundError(f"track file not found: {p}")
         if p.is_dir():
-            raise ValueError(f"track {str(p)!r} is a folder; expected a .csv, .json or .kml file")
+            raise ValueError(f"track {str(p)!r} is a folder; expected a file: {track_formats_text()}")
+        kw = dict(repair=repair, max_grade=max_grade, flat=flat)
         if suffix == ".json":
-            return Track.from_zaggy_json(p, repair=repair, max_grade=max_grade,
-                                         track_width=track_width)
+            return Track.from_zaggy_json(p, track_width=track_width, **kw)
+        if suffix == ".xml":
+            return Track.from_fastest_lap_xml(p, track_width=track_width, **kw)
         if suffix == ".kml":
             if track_width is not None:
                 raise ValueError(f"track file {p}: the widths of a KML track come from its "
                                  f"boundaries; track_width = {track_width!r} cannot replace them")
-            return Track.from_kml(p, repair=repair, max_grade=max_grade)
+            return Track.from_kml(p, **kw)
         if suffix != ".csv":
-            raise ValueError(f"track file {p}: unknown type {suffix or '(no suffix)'!r}; expected "
-                             ".csv (a centreline x, y, z or a GPS trace lat, lon), .json "
-                             "(zaggyai format) or .kml (left and right boundaries)")
-        return Track.from_csv(p, repair=repair, max_grade=max_grade, track_width=track_width)
+            raise ValueError(f"track file {p}: unknown type {suffix or '(no suffix)'!r}; "
+                             f"expected {track_formats_text()}")
+        return Track.from_csv(p, track_width=track_width, **kw)
     key = str(name_or_path).strip().lower()
     known = available_tracks()
     if key not in known:
+        arcs_dir = data_dir() / "tracks"
+        known = sorted(known + [f.stem for f in arcs_dir.glob("*.toml")]) if arcs_dir.is_dir() else known
         raise ValueError(f"unknown track {name_or_path!r}; known tracks: {', '.join(known) or '(none)'}"
-                         " (or pass a .csv / .json path)")
+                         f" (or pass a file: {', '.join(dict.fromkeys(k for k, _ in TRACK_FORMATS[1:]))})")
     csv_path = data_dir() / "tracks" / f"{key}.csv"
     meta_path = csv_path.with_suffix(".json")
     meta = {}
@@ -1408,7 +1773,13 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
             meta = json.load(fh)
         closed = meta.get("closed")
     tr = Track.from_csv(csv_path, name=meta.get("name", key), closed=closed, provenance=meta,
-                        repair=repair, max_grade=max_grade, track_width=track_width)
+                        repair=repair, max_grade=max_grade, track_width=track_width, flat=flat)
+    return _with_build_notes(tr, meta, track_width, flat)
+
+
+def _with_build_notes(tr: Track, meta: dict, track_width, flat: bool) -> Track:
+    """A bundled track with what was assumed (``width_note``, ``elevation_note``,
+    ``banking_note`` of its ``.json``) and repaired (``repairs``) when its file was built."""
     # the values assumed when the bundled file was built (its widths and banking are columns)
     from .report import assumption
     notes = []
@@ -1416,6 +1787,9 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
         w = tr.evaluate(0.0)
         notes.append(assumption("width", float(w.width_left[0]), "m each side",
                                 f"when the bundled file was built: {meta['width_note']}", SET_WIDTH))
+    if meta.get("elevation_note") and not flat:
+        notes.append(_flat_assumption(f"when the bundled file was built: {meta['elevation_note']}",
+                                      "a 3D source file"))
     if meta.get("banking_note"):
         notes.append(assumption("banking", DEFAULT_BANKING, "rad",
                                 f"when the bundled file was built: {meta['banking_note']}",

@@ -11,7 +11,10 @@ The loaders of :mod:`pyomo_lap.track.geometry` keep two lists in ``track.provena
     down-weighted by the robust smoother, gaps filled, plan view and elevation smoothed,
     points merged, widths set by the user, the order of latitude and longitude in a GPS file
     when both orders are valid coordinates, coordinates re-centred far from the origin, how
-    a file was read (its separator, layout, units) and a centreline made from boundaries.
+    a file was read (its separator, layout, units), a centreline made from boundaries, which
+    side each boundary of a file lies on (decided geometrically), data interpolated without
+    smoothing, dense or noisy points resampled before the fit, elevations ignored
+    (``flat=True``) and a crossing of a flat file taken as a bridge.
     Keys: ``step`` (the kind), ``count`` (how many
     points or gaps, or None), ``where_m`` (list of ``[s_from, s_to]`` ranges on the built
     track's arc length [m]; a single point has ``s_from == s_to``), ``size`` (the largest
@@ -48,14 +51,21 @@ STEPS = {
     "recentred": "coordinates re-centred",
     "file_read": "file read as",
     "centreline_from_boundaries": "centreline from boundaries",
+    "boundary_sides": "boundary sides",
+    "interpolated": "interpolated",
+    "resampled": "points resampled",
+    "flattened": "elevation ignored",
+    "crossing_bridge": "crossing taken as a bridge",
 }
 """Kinds of processing steps and their titles in tables and lines."""
 
 MAX_PLACES = 4     # positions written out in a table cell or a line
 WHOLE_TRACK = ("smoothing_plan_view", "smoothing_elevation", "lat_lon_order", "recentred",
-               "file_read", "centreline_from_boundaries")
+               "file_read", "centreline_from_boundaries", "boundary_sides", "interpolated",
+               "resampled", "flattened")
 """Kinds of steps applied to the whole track (their ``where_m`` is ``[[0, length]]``)."""
-SAID_BY_METHOD = ("lat_lon_order", "recentred", "file_read", "centreline_from_boundaries")
+SAID_BY_METHOD = ("lat_lon_order", "recentred", "file_read", "centreline_from_boundaries",
+                  "boundary_sides", "interpolated", "resampled", "flattened", "crossing_bridge")
 """Kinds of steps whose one-line summary is their ``method`` (a decision, not a count)."""
 
 
