@@ -859,6 +859,25 @@ def _range_text(info) -> str:
     return " and ".join(t for t in (lo, hi) if t)
 
 
+_EXAMPLE_VALUES = {
+    "T_b1": 3000.0, "T_b2": 2000.0, "alpha_max": 0.166,
+    "power_curve_speed": [0.0, 10.0, 20.0, 40.0, 60.0], "power_curve_power": [0.0, 30e3, 45e3, 47e3, 47e3],
+    "engine_speed": [100.0, 400.0, 700.0, 1000.0], "engine_torque": [60.0, 75.0, 70.0, 55.0],
+    "gear_ratios": [2.8, 2.0, 1.6, 1.3, 1.1], "final_drive": 3.2, "drivetrain_efficiency": 0.9,
+}
+"""Values shown (commented out) in the template for keys the car leaves out."""
+
+
+def _toml_value(value) -> str:
+    """A value as TOML: a float, a string in quotes or an array of floats."""
+    import json
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(repr(float(v)) for v in value) + "]"
+    return repr(float(value))
+
+
 def vehicle_template(base: str = "fsae") -> str:
     """A vehicle file (TOML) with every key of the schema, each preceded by comments giving
     its meaning, unit and range, generated from
@@ -879,8 +898,8 @@ def vehicle_template(base: str = "fsae") -> str:
     import textwrap
 
     from .vehicle.car import load_vehicle
-    from .vehicle.schema import (MAX_STATIC_SAG, OPTIONAL_SECTIONS, SECTIONS,
-                                 VehicleParameters)
+    from .vehicle.schema import (MAX_STATIC_SAG, OPTIONAL_KEYS, OPTIONAL_SECTIONS, SECTIONS,
+                                 SETTINGS, VehicleParameters)
     car = load_vehicle(base)
     if not isinstance(car, VehicleParameters):
         raise ValueError(f"vehicle {base!r} is a {type(car).__name__} file, not one of the "
@@ -915,16 +934,31 @@ def vehicle_template(base: str = "fsae") -> str:
         meaning = (info.description or "").rsplit(" [", 1)[0]
         rng = _range_text(info)
         value = getattr(car, attr)
-        out = [f"# {meaning}", f"#   unit: {unit}" + (f"; range: {rng}" if rng else "")]
+        optional = f"{section}.{key}" in OPTIONAL_KEYS or key in SETTINGS.get(section, {})
+        out = [f"# {meaning}",
+               f"#   unit: {unit}" + (f"; range: {rng}" if rng else "")
+               + ("; optional" if optional else "")]
         if value is None:
-            value = getattr(load_vehicle("fsae"), attr)
-        out.append(f"{'# ' if commented else ''}{key} = {float(value)!r}")
+            value = _EXAMPLE_VALUES.get(attr, getattr(load_vehicle("fsae"), attr))
+            commented = True
+        out.append(f"{'# ' if commented else ''}{key} = {_toml_value(value)}")
         return out
 
     for section, keys in SECTIONS.items():
         lines += ["", f"[{section}]"]
         for key, attr in keys.items():
             lines += key_lines(section, key, attr, False)
+        for key, attr in SETTINGS.get(section, {}).items():
+            lines += key_lines(section, key, attr, False)
+    for section, keys in SETTINGS.items():
+        if section in SECTIONS:
+            continue
+        absent = all(getattr(car, attr) is None for attr in keys.values())
+        lines += ["", f"# optional section [{section}]"
+                  + (f" (not given for {car.name!r}: remove the '# ' to use it)" if absent else ""),
+                  f"{'# ' if absent else ''}[{section}]"]
+        for key, attr in keys.items():
+            lines += key_lines(section, key, attr, absent)
     for section, keys in OPTIONAL_SECTIONS.items():
         absent = all(getattr(car, attr) is None for attr in keys.values())
         lines += ["", f"# optional section [{section}]: all its keys or none"

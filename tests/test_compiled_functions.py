@@ -30,7 +30,9 @@ def _float_rows(p, w, t, **options):
     """The rows of car ``p`` with floats: the model code run on numbers (no tape)."""
     rows = point_row_list(p, veh.build_chain(p), OCP_CONFIG(options), list(map(float, w)),
                           list(map(float, t)))
-    return np.array([float(r[2]) - (float(r[4]) if r[3] is None and r[4] is not None else 0.0)
+    def const(b):       # a bound given per point (the track's edges) is not in the body
+        return b is not None and not isinstance(b, str)
+    return np.array([float(r[2]) - (float(r[4]) if r[3] is None and const(r[4]) else 0.0)
                      for r in rows])
 
 

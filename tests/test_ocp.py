@@ -1,6 +1,7 @@
 """The optimal control problem: structure (component) and a short sector solved by IPOPT
 (integration), checked against invariants that do not come from the solver itself."""
 import json
+import math
 
 import numpy as np
 import pyomo.environ as pyo
@@ -31,10 +32,20 @@ def test_model_structure(setup):
     for name in ("q2", "q3", "q4", "q5", "q6", "q1_dot", "f_xa", "f_xb", "delta",
                  "f_11z", "f_12z", "f_21z", "f_22z", "f_3x", "f_3y", "m_3z", "t"):
         assert m.component(name) is not None
-    # track limits: q2 within the edges minus half the car's width
+    # track limits: the contact patches within the edges (the rows track_limit, left wheels
+    # <= width_left, right wheels >= -width_right), the reference point q2 within the edges
     s = m.s.at(3)
-    assert m.q2[s].ub == pytest.approx(4.0 - p.width / 2)
-    assert m.q2[s].lb == pytest.approx(-(4.0 - p.width / 2))
+    assert m.q2[s].ub == pytest.approx(4.0) and m.q2[s].lb == pytest.approx(-4.0)
+    for w, side in (("11", 1), ("21", 1), ("12", -1), ("22", -1)):
+        c = m.track_limit[w, s]
+        assert pyo.value(c.upper if side > 0 else -c.lower) == pytest.approx(4.0)
+    # at q2 = 0 and no yaw the outer edge of a front patch is (t1 + tw1)/2 = width/2 aside
+    m.q2[s].set_value(0.0)
+    m.q3[s].set_value(0.0)
+    assert pyo.value(m.track_limit["11", s].body) == pytest.approx(p.width / 2)
+    m.q3[s].set_value(0.1)      # yawed left: the front patch moves left by a1 sin(q3)
+    assert pyo.value(m.track_limit["11", s].body) == pytest.approx(
+        p.a1 * math.sin(0.1) + 0.5 * (p.t1 + p.tw1) * math.cos(0.1))
     # the initial guess satisfies the algebraic loop closely
     info = initialize_model(m)
     assert info["max_algebraic_residual"] < 1.0

@@ -66,9 +66,9 @@ def test_values_are_converted_and_checked_by_their_domains():
     assert parse_option_value("5") == 5 and parse_option_value("2.5e-3") == 2.5e-3
     assert parse_option_value("qdd,W3J") == ("qdd", "W3J")
     assert parse_option_value("squared") == "squared"
-    got = check_ocp_options({"adherence": "squared", "K_delta": 2, "lift": ("qdd",)})
-    assert got == {"adherence": "squared", "K_delta": 2.0, "lift": ("qdd",)}
-    assert isinstance(got["K_delta"], float)
+    got = check_ocp_options({"adherence": "squared", "w_steer_jump": 2, "lift": ("qdd",)})
+    assert got == {"adherence": "squared", "w_steer_jump": 2.0, "lift": ("qdd",)}
+    assert isinstance(got["w_steer_jump"], float)
     assert check_ocp_options(None) == {}
 
 
@@ -76,7 +76,8 @@ def test_values_are_converted_and_checked_by_their_domains():
 @pytest.mark.parametrize("options, words", [
     ({"adherance": "squared"}, ["'adherance'", "unknown", "adherence", "element_length"]),
     ({"adherence": "cubic"}, ["adherence", "'cubic'", "below-peak", "squared"]),
-    ({"K_f": -1.0}, ["K_f", "-1.0", "non-negative"]),
+    ({"w_complementarity": -1.0}, ["w_complementarity", "-1.0", "non-negative"]),
+    ({"K_f": 1e-5}, ["K_f", "w_complementarity", "dimensionless"]),     # a retired option
     ({"nfe": 10}, ["'nfe'", "its own argument"]),
 ])
 def test_bad_options_are_refused_naming_the_option_and_value(options, words):

@@ -23,9 +23,16 @@ START, LENGTH = 1150.0, 400.0
 
 @pytest.mark.unit
 def test_parameters_are_the_vehicle_file_keys_with_units():
-    from pyomo_lap.vehicle.schema import SECTIONS
+    from pyomo_lap import load_vehicle
+    from pyomo_lap.vehicle.schema import OPTIONAL_KEYS, SECTIONS, field_of
     keys = [a for sec in SECTIONS.values() for a in sec.values()]
-    assert list(sens.PARAMETERS) == keys and len(keys) == 35
+    assert list(sens.PARAMETERS) == keys and len(keys) == 42
+    # a car's table: its file's keys; of the optional ones, those it gives (not 0 for the
+    # height of the centre of pressure and the drive split, terms its rows leave out)
+    absent = {field_of(k) for k in OPTIONAL_KEYS} - {"width", "tw1", "tw2"}
+    assert list(sens.parameters_of(load_vehicle("fsae"))) == [k for k in keys if k not in absent]
+    f1 = load_vehicle("f1_2014")
+    assert {"T_b1", "T_b2", "h_cp", "alpha_max"} <= set(sens.parameters_of(f1))
     assert sens.parameter_unit("P_max") == "W"
     assert sens.parameter_unit("k1") == "N/m"
     assert sens.parameter_unit("friction_scale") == "-"
@@ -57,7 +64,7 @@ def test_symbolic_rows_equal_the_numeric_rows():
         return np.array([float(r[2]) - (float(r[4]) if r[0] == "power_limit" else 0.0)
                          for r in rows])
 
-    names = list(sens.PARAMETERS)
+    names = list(sens.parameters_of(p))
     P = ca.SX.sym("p", len(names))
     from pyomo_lap.vehicle.schema import SymbolicVehicle
     sym = SymbolicVehicle(p, {k: P[i] for i, k in enumerate(names)})
@@ -119,7 +126,7 @@ def solved_with_multipliers():
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("name", ["P_max", "m", "friction_scale", "width", "h"])
+@pytest.mark.parametrize("name", ["P_max", "m", "friction_scale", "tw1", "h"])
 def test_sensitivities_match_finite_differences(solved_with_multipliers, name):
     m, table = solved_with_multipliers
     # a step of 1e-4: the sector time's response to the parameters is curved enough that a
@@ -130,20 +137,22 @@ def test_sensitivities_match_finite_differences(solved_with_multipliers, name):
     assert dT == pytest.approx(fd["dT_dp"], rel=1e-4), (name, dT, fd)
     assert dobj == pytest.approx(fd["dobj_dp"], rel=1e-4), (name, dobj, fd)
     # the penalties' response: the two derivatives differ, by less than 10 % here (the rate
-    # penalties of controls that are states, OCP options K_delta_rate and K_force_rate)
+    # penalties of controls that are states, OCP options w_steer_rate and w_force_rate)
     assert dobj == pytest.approx(dT, rel=0.1) and dobj != pytest.approx(dT, rel=1e-4)
 
 
 @pytest.mark.integration
 def test_sensitivity_table(solved_with_multipliers):
     m, table = solved_with_multipliers
-    assert len(table) == len(sens.PARAMETERS) + 1
+    assert len(table) == len(sens.parameters_of(m.problem.vehicle)) + 1
     assert list(table.reset_index().columns) == list(sens.SENSITIVITY_COLUMNS)
     # physics: more power, grip, downforce: faster; more mass, drag: slower
     assert table.loc["P_max", "dT_dp"] < 0 and table.loc["mu_y0", "dT_dp"] < 0
     assert table.loc["Cz2", "dT_dp"] < 0 and table.loc["friction_scale", "dT_dp"] < 0
     assert table.loc["m", "dT_dp"] > 0 and table.loc["Cx", "dT_dp"] > 0
-    assert (table["dT_dp"] != table["dobj_dp"]).all()
+    used = table.drop(index="width")     # the overall width: not in the full model's rows
+    assert table.loc["width", "dT_dp"] == 0.0 == table.loc["width", "dobj_dp"]
+    assert (used["dT_dp"] != used["dobj_dp"]).all()
     # rho and S enter only as their product (drag and downforce): the same relative effect
     assert table.loc["rho", "dT_1pct"] == pytest.approx(table.loc["S", "dT_1pct"], rel=1e-6)
     np.testing.assert_allclose(table["dT_1pct"], 0.01 * table["value"] * table["dT_dp"])
@@ -183,7 +192,8 @@ def test_solve_sector_and_cli_write_the_sensitivities(tmp_path):
     m, rep, df, summary = res                          # still unpacks as before
     assert res.model is m and res.summary is summary
     table = res.sensitivities
-    assert list(table.columns) == list(sens.SENSITIVITY_COLUMNS) and len(table) == 36
+    assert list(table.columns) == list(sens.SENSITIVITY_COLUMNS)
+    assert len(table) == len(sens.parameters_of(m.problem.vehicle)) + 1 == 38
     assert table.attrs["method"] == "adjoint"
     sheet = pd.read_excel(tmp_path / "r" / "results.xlsx", sheet_name="sensitivities")
     assert list(sheet.columns) == list(SENSITIVITY_HEADERS.values())

@@ -153,11 +153,11 @@ def test_a_parameter_changed_by_name_is_the_new_build(track):
 def test_a_car_the_track_cannot_take_is_refused_and_the_model_is_unchanged(track):
     a = load_vehicle("fsae")
     # too wide for the track: refused with the build's message, nothing changed
-    narrow = dict(SECTOR, track_margin=1.6)       # 4 m each side: 0.7 + 1.6 fits, 2.5 + 1.6 not
+    narrow = dict(SECTOR, track_margin=2.2)       # 4 m each side: 0.7 + 2.2 fits, 1.86 + 2.2 not
     m = build_model(track, a, **narrow)
     ub = [v.ub for v in m.q2.values()]
-    with pytest.raises(ValueError, match="narrower"):
-        set_vehicle(m, a.replace(width=5.0))
+    with pytest.raises(ValueError, match="narrower"):     # contact patches 1.21 + 2.5 m apart
+        set_vehicle(m, a.replace(tw1=2.5, tw2=2.5))
     assert m.problem.vehicle == a and [v.ub for v in m.q2.values()] == ub
     # a vehicle model without set_vehicle (the point-mass example: its rows hold numbers)
     from pyomo_lap.ocp.point_mass import POINT_MASS_MODEL

@@ -170,16 +170,16 @@ OCP_CONFIG.declare("control_form", ConfigValue(default="state", domain=In(["poin
                    description="'point': a value of each control at every collocation point (as "
                                "algebraic variables); 'state': the controls are differential "
                                "states in q1 (continuous, a polynomial in each element) and their "
-                               "rates d/dq1 the decision variables, penalized by K_delta_rate and "
-                               "K_force_rate"))
+                               "rates d/dq1 the decision variables, penalized by w_steer_rate and "
+                               "w_force_rate"))
 OCP_CONFIG.declare("w_steer_rate", ConfigValue(default=W_DEFAULTS["w_steer_rate"], domain=NonNegativeFloat,
                    description="control_form 'state': dimensionless weight of the steering-rate "
-                               "penalty (T/L) integral of (l d delta/dq1 / delta_max)^2 dq1, T the "
-                               "sector's quasi-steady time, L its length, l the wheelbase "
+                               "penalty (T/L) integral of (h d delta/dq1 / delta_max)^2 dq1, T the "
+                               "sector's quasi-steady time, L its length, h the element length "
                                "(pyomo_lap.ocp.common.penalty_weights) [-]"))
 OCP_CONFIG.declare("w_force_rate", ConfigValue(default=W_DEFAULTS["w_force_rate"], domain=NonNegativeFloat,
                    description="control_form 'state': dimensionless weight of the force-rate "
-                               "penalty (T/L) integral of (l d f_xa/dq1 / F)^2 + (l d f_xb/dq1 / F)^2 "
+                               "penalty (T/L) integral of (h d f_xa/dq1 / F)^2 + (h d f_xb/dq1 / F)^2 "
                                "dq1, F the car's largest tyre force "
                                "(pyomo_lap.ocp.common.force_scale) [-]"))
 OCP_CONFIG.declare("w_steer_jump", ConfigValue(default=W_DEFAULTS["w_steer_jump"], domain=NonNegativeFloat,

@@ -297,11 +297,26 @@ def reference_time(track, vehicle, cfg, length: float) -> float:
     return float(np.sum(np.diff(grid) * 2.0 / (v[1:] + v[:-1])))
 
 
+SCALE_STEP = 2.0 ** 0.25
+"""The grid the penalties' scales are rounded to (:func:`rounded_scale`): a factor of about
+1.19 between neighbours."""
+
+
+def rounded_scale(x: float) -> float:
+    """``x`` (> 0) rounded to the nearest power of :data:`SCALE_STEP`: the scales of the
+    penalties are the car's and the sector's to within 9 %, and the same for two cars that
+    differ a little (a finite difference of a sensitivity, a sweep's neighbouring cases), so
+    that their lap times differ by the physics, not by the weights of the penalties."""
+    import math
+    return SCALE_STEP ** round(math.log(x) / math.log(SCALE_STEP)) if x > 0 else x
+
+
 def penalty_weights(m, cfg) -> dict:
     r"""The weights of the objective's penalties in SI units, from the dimensionless OCP
     options and the car's and the sector's scales (no constant of one car: :math:`T` the
     sector's quasi-steady time ``m.problem.time_scale``, :math:`L` its length, :math:`F` :func:`force_scale`, :math:`\delta_{max}` the steer limit,
-    :math:`N` the number of control values):
+    :math:`N` the number of control values; :math:`T` and :math:`F` rounded by
+    :func:`rounded_scale`):
 
     * ``K_delta_rate`` :math:`= w_{\dot\delta} T/(L \delta_{max}^2)` [s/(m rad^2)] and
       ``K_force_rate`` :math:`= w_{\dot f} T/(L F^2)` [s/(m N^2)]: the rate penalties are
@@ -315,9 +330,9 @@ def penalty_weights(m, cfg) -> dict:
       the mean of :math:`-f_{xa} f_{xb} / F^2`.
     """
     p = m.problem.vehicle
-    T = float(m.problem.time_scale) or 1.0
+    T = rounded_scale(float(m.problem.time_scale) or 1.0)
     L = float(m.problem.sector_length)
-    F = force_scale(p)
+    F = rounded_scale(force_scale(p))
     n = max(1, len(m.s) - 1)
     return {"K_delta_rate": cfg.w_steer_rate * T / (L * p.delta_max ** 2),
             "K_force_rate": cfg.w_force_rate * T / (L * F ** 2),

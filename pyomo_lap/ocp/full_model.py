@@ -234,6 +234,28 @@ def slip_rows(p, ch, form: str) -> list:
     return out
 
 
+def unsupported_tyre(p, model: str) -> None:
+    """Refuse a car whose tyre settings the vehicle model ``model`` does not implement (the
+    multibody car has the paper's tyre only: the Magic Formula, the friction ellipse a
+    constraint, at or below the peak).
+
+    Raises
+    ------
+    ValueError
+        Naming the settings and what the model implements.
+    """
+    wrong = [f"{k} = {v!r}" for k, v, ok in
+             (("[tyre] model", getattr(p, "tyre_model", "magic-formula"), "magic-formula"),
+              ("[tyre] combined_slip", getattr(p, "combined_slip", "constraint"), "constraint"))
+             if v != ok]
+    if getattr(p, "alpha_max", None) is not None:
+        wrong.append(f"[tyre] slip_angle_max = {p.alpha_max!r}")
+    if wrong:
+        raise ValueError(f"vehicle {p.name!r}: {', '.join(wrong)}: the {model} model has the "
+                         "paper's tyre only (model 'magic-formula', combined_slip "
+                         "'constraint', no slip_angle_max); use the full model (--model full)")
+
+
 def brake_rows(p, f_xb) -> list:
     r"""Bodies (``<= 0``) of the brake torque limits (family ``brake_limit``, keys ``1``
     front, ``2`` rear) of a car that has them (``brake_torque_front``, ``_rear``): the brake
@@ -581,6 +603,7 @@ def set_car(m, vehicle, chain, bounds: dict, set_scaling: Callable) -> None:
     if m.component("vehicle") is None:
         raise VehicleStructureError("the model has no m.vehicle: build a new model for the car")
     p = vehicle
+    _same_structure(pr.vehicle, p)
     tp = pr.track_points
     sigma = np.array(sorted(m.s))
     idx = {s: i for i, s in enumerate(sigma)}
@@ -615,6 +638,28 @@ def set_car(m, vehicle, chain, bounds: dict, set_scaling: Callable) -> None:
     if control_states(cfg, m):
         scale_control_rates(m, veh.CONTROLS)
     update_problem(m, build_time_s=time.perf_counter() - t0, dae_time_s=0.0)
+
+
+def _same_structure(old, new) -> None:
+    """Refuse a car whose rows differ in structure from the model's car: other settings
+    (:func:`~pyomo_lap.vehicle.schema.settings_of`), an optional key one car has and the other
+    has not, a structural zero (:data:`STRUCTURAL_ZEROS`) that is 0 for one car only.
+
+    Raises
+    ------
+    VehicleStructureError
+        Naming the difference.
+    """
+    from ..vehicle.schema import settings_of
+    a, b = settings_of(old), settings_of(new)
+    diff = [k for k in a if a[k] != b[k]]
+    have_a, have_b = set(vehicle_inputs(old)), set(vehicle_inputs(new))
+    diff += sorted(have_a ^ have_b)
+    if diff:
+        raise VehicleStructureError(
+            f"vehicle {new.name!r} differs from the model's car {old.name!r} in its rows' "
+            f"structure ({', '.join(diff)}: a setting, an optional key given for one car only, "
+            "or a parameter that is 0 for one car only); build a new model for it")
 
 
 def _set_scaling(m) -> None:

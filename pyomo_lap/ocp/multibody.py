@@ -35,7 +35,9 @@ from ..vehicle.schema import OPTIONAL_SECTIONS
 from .common import (add_car_controls, add_derivative_vars, add_vehicle_block, car_control_bounds,
                      discretize_on_track, finish_build, new_sector_model)
 from .full_model import (_FAMILY_DOCS, TRACK_INPUTS, VEHICLE_INPUTS, PointRows, add_point_rows,
-                         adherence_rows, chain_scaling, rows_on_tape, set_car)
+                         adherence_rows, brake_rows, chain_scaling, rows_on_tape, set_car,
+                         unsupported_tyre, vehicle_inputs)
+from ..vehicle.powertrain import power_available
 from .point_rows import spatial_dae_rows, track_joint
 from .initialize import cold_start_profile
 from .vehicle_model import VehicleModel
@@ -107,7 +109,10 @@ def record_multibody_rows(p, cfg) -> PointRows:
         e = mbc.multibody_equations(p, tree, tj, q, qd, u, namer=namer)
         ch = e.channels
         rows = spatial_dae_rows(v, STATE_NAMES, RATE_NAMES, e.qdd)
-        rows.append(("power_limit", None, sub(ch["power"], p.P_max), None, 0.0, "all"))
+        rows.append(("power_limit", None, sub(ch["power"], power_available(p, ch["v_3x"])),
+                     None, 0.0, "all"))
+        for key, body in brake_rows(p, v["f_xb"]):
+            rows.append(("brake_limit", key, body, None, 0.0, "all"))
         for key, body in adherence_rows(p, ch, cfg.adherence):
             rows.append(("adherence", key, body, None, 0.0, "all"))
         rows.append(("speed_min", None, ch["v_3x"], cfg.v_min, None, "all"))
@@ -118,7 +123,9 @@ def record_multibody_rows(p, cfg) -> PointRows:
                 rows.append(("settled_start", k, e.qdd[k - 1], 0.0, 0.0, "first"))
         return rows
 
-    return rows_on_tape(point_rows, p, POINT_VARIABLES, MULTIBODY_VEHICLE_INPUTS)
+    unsupported_tyre(p, "multibody")
+    return rows_on_tape(point_rows, p, POINT_VARIABLES,
+                        vehicle_inputs(p, MULTIBODY_VEHICLE_INPUTS))
 
 
 def build_multibody_model(track, vehicle, cfg, t0: Optional[float] = None,

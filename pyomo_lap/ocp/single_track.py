@@ -50,8 +50,9 @@ import pyomo.environ as pyo
 
 from ..spatial.backend import add, mul, sub
 from ..vehicle import car as veh
-from .full_model import (RATE_NAMES as FULL_RATES, STATE_NAMES as FULL_STATES, VEHICLE_INPUTS,
-                         _FAMILY_DOCS, set_car)
+from .full_model import (RATE_NAMES as FULL_RATES, STATE_NAMES as FULL_STATES, VEHICLE_INPUTS,  # noqa: F401
+                         _FAMILY_DOCS, brake_rows, set_car, vehicle_inputs)
+from ..vehicle.powertrain import power_available
 from .initialize import cold_start_profile, initialize_from_solution, initialize_model
 from ..vehicle.numeric import AlgebraicLoopError, CarFunctions, track_vector
 from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_vehicle_block,
@@ -168,7 +169,10 @@ def record_single_track_rows(p, cfg) -> PointRows:
             rows.append(("loads_eq", k, e.load_residuals[k], 0.0, 0.0, "all"))
         for k in range(3):
             rows.append(("inplane_eq", k, e.inplane_residuals[k], 0.0, 0.0, "all"))
-        rows.append(("power_limit", None, sub(ch["power"], p.P_max), None, 0.0, "all"))
+        rows.append(("power_limit", None, sub(ch["power"], power_available(p, ch["v_3x"])),
+                     None, 0.0, "all"))
+        for key, body in brake_rows(p, v["f_xb"]):
+            rows.append(("brake_limit", key, body, None, 0.0, "all"))
         ratio = p.mu_y0 / p.mu_x0
         for k in (1, 2):
             fx, fy, D = ch[f"f_{k}x"], ch[f"f_{k}y"], ch[f"D_{k}"]
@@ -180,7 +184,7 @@ def record_single_track_rows(p, cfg) -> PointRows:
         rows.append(("speed_min", None, ch["v_3x"], cfg.v_min, None, "all"))
         return rows
 
-    return rows_on_tape(point_rows, p, POINT_VARIABLES, VEHICLE_INPUTS)
+    return rows_on_tape(point_rows, p, POINT_VARIABLES, vehicle_inputs(p))
 
 
 def axle_load_bounds(p) -> dict:
@@ -230,8 +234,11 @@ def _set_scaling(m) -> None:
         sf[c] = 1.0 / p.P_max
     for c in m.adherence.values():
         sf[c] = (F / 2) ** 2
+    if m.component("brake_limit") is not None:
+        for (key, s), c in m.brake_limit.items():
+            sf[c] = 1.0 / float(p.T_b1 if key == "1" else p.T_b2)
     for c in m.speed_min.values():
-        sf[c] = 0.05
+        sf[c] = T / L
     sf[m.objective] = OBJECTIVE_SCALE / T   # see pyomo_lap.ocp.full_model._set_scaling
 
 

@@ -74,6 +74,9 @@ UNITS = {
     # forces, suspension forces and torques, lateral load transfers
     "Y_1": "N", "Y_2": "N", "tau_4": "N", "tau_5": "N m", "tau_6": "N m",
     "delta_F1": "N", "delta_F2": "N",
+    # the contact patches' outer edges (track limits) and a Fiala tyre's sliding measure
+    **{f"patch_{w}": "m" for w in ("11", "12", "21", "22")},
+    **{f"upsilon_{w}": "-" for w in ("11", "12", "21", "22")},
     # the single-track model (pyomo_lap.ocp.single_track): axle loads and forces, Fiala tyres
     "f_1z": "N", "f_2z": "N", "f_1x": "N", "f_2x": "N", "f_1y": "N", "f_2y": "N",
     "C_1": "N/rad", "C_2": "N/rad", "D_1": "N", "D_2": "N", "upsilon_1": "-", "upsilon_2": "-",
@@ -345,6 +348,15 @@ _RECORDS = (
                      "f_y = D sin(theta): the tyre is below its peak while abs(theta) < pi/2 "
                      "(what the 'below-peak' adherence rows keep).",
                      "the sign of the slip angle (+ force to the left)", "paper eq (32)",
+                     "$where"),)),
+    _Each("wheel", (("upsilon_$w", "Sliding measure of the $where tyre's Fiala law (tyre model "
+                     "'fiala'), C_alpha tan(alpha) / (3 D): the tyre slides (its peak) at "
+                     "abs(upsilon) = 1.", "the sign of the slip angle",
+                     "not in the paper: vehicle/car.py fiala_force (seed 004)", "$where"),)),
+    _Each("wheel", (("patch_$w", "Lateral offset from the spine of the outer edge of the "
+                     "$where tyre's contact patch, q2 + x_i sin(q3) +- (t_i + tw_i)/2 cos(q3): the "
+                     "full model keeps it within the track (rows track_limit).",
+                     "+ to the left", "not in the paper: vehicle/car.py contact_patch_offsets",
                      "$where"),)),
     ("Y_1", "Lateral force of the front axle in {B3}: (f_11y + f_12y) cos(delta) + (f_11x + "
      "f_12x) sin(delta) (single-track: f_1y cos(delta) + f_1x sin(delta)).", "+ to the left",

@@ -102,13 +102,24 @@ import pyomo.environ as pyo
 from ..spatial.backend import is_number
 from ..vehicle.schema import SECTIONS, VehicleParameters
 
-__all__ = ["PARAMETERS", "SENSITIVITY_COLUMNS", "SENSITIVITY_SOLVER_OPTIONS",
+__all__ = ["PARAMETERS", "parameters_of", "SENSITIVITY_COLUMNS", "SENSITIVITY_SOLVER_OPTIONS",
            "FD_SOLVER_OPTIONS", "finite_difference", "declare_multiplier_suffixes",
            "lap_time_sensitivities", "bound_functions", "parameter_unit"]
 
 PARAMETERS = tuple(attr for keys in SECTIONS.values() for attr in keys.values())
 """The numeric parameters of a vehicle file (:data:`pyomo_lap.vehicle.schema.SECTIONS`, in
-file order): the vehicle rows of the sensitivity table."""
+file order); a car's sensitivity table has those it gives (:func:`parameters_of`)."""
+
+
+def parameters_of(p) -> tuple:
+    """The parameters of the car ``p`` its rows take as symbols (field names, in file order;
+    the optional keys the car leaves out and the structural zeros it has are not among them:
+    :func:`pyomo_lap.ocp.full_model.vehicle_inputs`): the vehicle rows of its sensitivity
+    table."""
+    from ..ocp.full_model import vehicle_inputs
+    from ..vehicle.schema import field_of
+    have = {field_of(k) for k in vehicle_inputs(p) if k != "gravity"}
+    return tuple(a for a in PARAMETERS if a in have)
 
 SECTION_OF = {attr: sec for sec, keys in SECTIONS.items() for attr in keys.values()}
 
@@ -174,7 +185,7 @@ def bound_functions(p, cfg) -> dict:
           else max(p.mu_x0, p.mu_y0))
     fmax = 3 * p.m * p.gravity * mu
     fz_max = 20 * p.m * p.gravity
-    half = 0.5 * p.width + cfg.track_margin
+    half = cfg.track_margin     # q2 within the edges: the contact patches are rows (track_limit)
     out = {"delta": (-p.delta_max, p.delta_max), "f_xa": (None, fmax), "f_xb": (-fmax, None),
            "q2": (half, half)}
     for w in ("11", "12", "21", "22"):
@@ -269,8 +280,8 @@ def lap_time_sensitivities(m, parameters=None, entry_step: float = 1e-4):
     t0 = time.perf_counter()
     prob, dual, zl, zu = _checked_model(m)
     cfg, p = prob.options, prob.vehicle
-    wanted = _wanted_parameters(parameters)
-    names = list(PARAMETERS)
+    names = list(parameters_of(p))
+    wanted = _wanted_parameters(parameters, names)
     rows = _point_lagrangian(m, names, dual)
     gp, gw, _, _ = rows.F(rows.Wv, rows.Tv, rows.PP, rows.Dv, np.zeros(rows.Wv.shape))
     grad_rows = -np.asarray(gp).sum(axis=1)           # -sum y dc/dp
@@ -323,7 +334,7 @@ def _checked_model(m) -> tuple:
     return prob, dual, zl, zu
 
 
-def _wanted_parameters(parameters) -> list:
+def _wanted_parameters(parameters, names=PARAMETERS) -> list:
     """The field names (``m``) of the parameters asked for by dotted name (``mass.total``) or
     field name, and ``"friction_scale"``; all of :data:`PARAMETERS` and the friction scale
     for None.
@@ -334,16 +345,16 @@ def _wanted_parameters(parameters) -> list:
         An unknown name.
     """
     from ..vehicle.schema import KEY_OF_FIELD, field_of
-    wanted = list(PARAMETERS) + ["friction_scale"] if parameters is None else list(parameters)
+    wanted = list(names) + ["friction_scale"] if parameters is None else list(parameters)
     for i, name in enumerate(wanted):         # dotted names (mass.total) or field names (m)
         if name != "friction_scale":
             try:
                 wanted[i] = field_of(name)
             except ValueError:
                 wanted[i] = None
-            if wanted[i] not in PARAMETERS:
+            if wanted[i] not in names:
                 raise ValueError(f"unknown parameter {name!r}: expected one of "
-                                 f"{', '.join(KEY_OF_FIELD[k] for k in PARAMETERS)}, friction_scale")
+                                 f"{', '.join(KEY_OF_FIELD[k] for k in names)}, friction_scale")
     return wanted
 
 

@@ -46,6 +46,7 @@ from .schema import VehicleFileError, VehicleParameters, read_vehicle_file
 __all__ = ["VehicleParameters", "VehicleFileError", "load_vehicle", "vehicle_file_model", "available_vehicles", "models_dir",
            "CarEquations", "car_equations", "tyre_lateral_force", "tyre_lateral_angle", "peak_force",
            "fiala_force", "tyre_forces", "combined_slip_factor", "contact_patch_offsets",
+           "longitudinal_forces",
            "build_chain", "chain_parts", "chain_namer", "kinematic_tree", "UNSPRUNG", "SPRUNG", "aero_forces",
            "ALGEBRAIC", "CONTROLS", "solve_loop", "solve_algebraic", "o3_acceleration"]
 
@@ -279,7 +280,7 @@ def tyre_lateral_force(p: VehicleParameters, alpha, fz):
     return D * sin(theta)
 
 
-def tyre_lateral_angle(p: VehicleParameters, alpha, fz):
+def tyre_lateral_angle(p: VehicleParameters, alpha, fz, peak=None):
     r"""Peak force and argument of the sine of the Magic Formula, eq (32):
     :math:`f_y = D \sin\theta`, :math:`\theta = C \arctan(B\alpha - E(B\alpha - \arctan B\alpha))`.
 
@@ -293,13 +294,16 @@ def tyre_lateral_angle(p: VehicleParameters, alpha, fz):
         Slip angle [rad].
     fz : scalar
         Vertical load [N], > 0.
+    peak : scalar, optional
+        The peak force :math:`D` to use instead of the load's (a combined-slip tyre,
+        :func:`tyre_forces`); the cornering stiffness :math:`BCD` stays the load's [N].
 
     Returns
     -------
     (D, theta) : scalars
         Peak force [N] and the angle [rad].
     """
-    D = peak_force(p, fz)
+    D = peak_force(p, fz) if peak is None else peak
     c_alpha = mul(p.pK1 * p.Fz0, sin(mul(2.0, atan(mul(1.0 / (p.pK2 * p.Fz0), fz)))))
     Ba = c_alpha * alpha / (p.C * D)
     if is_number(p.E) and p.E == 0:     # a symbolic E (sensitivities) keeps its term
@@ -309,7 +313,7 @@ def tyre_lateral_angle(p: VehicleParameters, alpha, fz):
     return D, mul(p.C, arg)
 
 
-def fiala_force(p: VehicleParameters, alpha, fz):
+def fiala_force(p: VehicleParameters, alpha, fz, peak=None):
     r"""Fiala (brush model) lateral force of one tyre, with the peak force and cornering
     stiffness of :func:`tyre_lateral_angle`'s Magic Formula (keys ``mu_y0, pD2, pK1, pK2``).
 
@@ -322,11 +326,13 @@ def fiala_force(p: VehicleParameters, alpha, fz):
     is the same law for an axle). :math:`|\upsilon|` is :math:`\sqrt{\upsilon^2 + 10^{-8}}`
     (smooth at 0).
 
+    ``peak``: the peak force to use instead of the load's (as :func:`tyre_lateral_angle`).
+
     Returns
     -------
     (D [N], upsilon [-], f_y [N])
     """
-    D = peak_force(p, fz)
+    D = peak_force(p, fz) if peak is None else peak
     c_alpha = mul(p.pK1 * p.Fz0, sin(mul(2.0, atan(mul(1.0 / (p.pK2 * p.Fz0), fz)))))
     ups = c_alpha * (sin(alpha) / cos(alpha)) / (3.0 * D)
     av = sqrt(ups * ups + 1e-8)
@@ -334,7 +340,7 @@ def fiala_force(p: VehicleParameters, alpha, fz):
 
 
 COMBINED_SMOOTHING = 5e-2
-"""Width :math:`\epsilon` of the smooth maximum in :func:`combined_slip_factor` [-]: the factor
+r"""Width :math:`\epsilon` of the smooth maximum in :func:`combined_slip_factor` [-]: the factor
 is defined (small, positive) where a trial point of the solver is outside the ellipse, and
 its slope at the ellipse's end is bounded."""
 
@@ -359,12 +365,56 @@ def combined_slip_factor(r):
     return mul(norm, sqrt(mul(0.5, add(h, sqrt(add(mul(h, h), e2))))))
 
 
+def vertical_loads(p: VehicleParameters, fz3, mx3, my3, Y1, Y2, nm) -> tuple:
+    r"""The four vertical loads statically equivalent to the structural wrench :math:`W_{3J}`
+    (module docstring): the axle loads :math:`F_i` from :math:`f_{3z}, m_{3y}`, the lateral
+    transfers :math:`\Delta F_i` of eq (30) from :math:`m_{3x}` and the axle forces
+    :math:`Y_i` split by roll stiffness and no-roll-centre heights.
+
+    Returns
+    -------
+    (loads [f_11, f_12, f_21, f_22] [N], delta_F1 [N], delta_F2 [N])
+    """
+    susp = p.suspension
+    l = p.l
+    F1 = add(mul(p.a2 / l, fz3), mul(-1.0 / l, my3))
+    F2 = add(mul(p.a1 / l, fz3), mul(1.0 / l, my3))
+    share1 = susp["k_phi1"] / susp["k_phi"]
+    share2 = susp["k_phi2"] / susp["k_phi"]
+    roll_moment = nm("roll_moment", total([mul(-1.0, mx3), mul(-p.hq1, Y1), mul(-p.hq2, Y2)]))
+    dF1 = add(mul(share1 / p.t1, roll_moment), mul(p.hq1 / p.t1, Y1))
+    dF2 = add(mul(share2 / p.t2, roll_moment), mul(p.hq2 / p.t2, Y2))
+    loads = [sub(mul(0.5, F1), dF1), add(mul(0.5, F1), dF1),
+             sub(mul(0.5, F2), dF2), add(mul(0.5, F2), dF2)]
+    return loads, dF1, dF2
+
+
+def longitudinal_forces(p: VehicleParameters, f_xa, f_xb, share: float = 0.5) -> tuple:
+    r"""The longitudinal force of a front and of a rear tyre, eq (34) with the drive force
+    split between the axles: :math:`f_{1x} = s\,(k_b f_{xb} + k_d f_{xa})`,
+    :math:`f_{2x} = s\,((1 - k_b) f_{xb} + (1 - k_d) f_{xa})` [N], :math:`k_d` the front share
+    ``drive_ratio`` of the drive force (0, rear-wheel drive: eq 34), :math:`s` the tyre's
+    share of its axle (1/2 for a tyre of the four-wheeled car, 1 for an axle of the
+    single-track car). An open differential: both tyres of an axle take the same force."""
+    k_d = getattr(p, "drive_ratio", 0.0)
+    f1x = add(mul(share * p.brake_ratio, f_xb), mul(share * k_d, f_xa))
+    f2x = add(mul(share * (1 - p.brake_ratio), f_xb), mul(share * (1 - k_d), f_xa))
+    return f1x, f2x
+
+
 def tyre_forces(p: VehicleParameters, wheels: dict) -> dict:
     r"""The lateral force of each tyre by the car's tyre model (``tyre_model``: the Magic
     Formula of eq (32), :func:`tyre_lateral_angle`, or :func:`fiala_force`) and its combined
-    slip (``combined_slip``: ``"constraint"``, the force of pure slip as in the paper, the
-    friction ellipse a constraint of the OCP; ``"ellipse"``, that force scaled by
-    :func:`combined_slip_factor` of the tyre's longitudinal force).
+    slip (``combined_slip``):
+
+    * ``"constraint"``: the force of pure slip, as in the paper; the friction ellipse is a
+      constraint of the OCP;
+    * ``"ellipse"``: the tyre's lateral characteristic with its peak lowered to
+      :math:`D' = D\,G(r)` by its longitudinal force (:func:`combined_slip_factor`,
+      :math:`r = \mu_y f_x / (\mu_x D)`) and its cornering stiffness kept: the force stays
+      within the friction ellipse, a small longitudinal force leaves the lateral force of a
+      small slip angle as it is (as the brush model and similarity combined-slip models do,
+      e.g. fastest-lap's), and a tyre at its longitudinal limit saturates laterally at once.
 
     Parameters
     ----------
@@ -375,22 +425,23 @@ def tyre_forces(p: VehicleParameters, wheels: dict) -> dict:
     Returns
     -------
     dict
-        ``{wheel: {"D": peak lateral force [N], "f_y": lateral force [N], "theta" (Magic
-        Formula) or "upsilon" (Fiala) [-], "f_y0": the force of pure slip [N]}}``.
+        ``{wheel: {"D": peak lateral force of the load [N], "D_eff": the peak with the
+        longitudinal force (``D`` for ``"constraint"``) [N], "f_y": lateral force [N],
+        "theta" (Magic Formula) or "upsilon" (Fiala) [-]}}``.
     """
     model = getattr(p, "tyre_model", "magic-formula")
     ellipse = getattr(p, "combined_slip", "constraint") == "ellipse"
     ratio = p.mu_y0 / p.mu_x0
     out = {}
     for w, (alpha, fz, fx) in wheels.items():
+        D = peak_force(p, fz)
+        peak = mul(D, combined_slip_factor(mul(ratio, fx) / D)) if ellipse else None
         if model == "fiala":
-            D, ups, fy0 = fiala_force(p, alpha, fz)
-            t = {"D": D, "upsilon": ups, "f_y0": fy0}
+            Dp, ups, fy = fiala_force(p, alpha, fz, peak)
+            out[w] = {"D": D, "D_eff": Dp, "upsilon": ups, "f_y": fy}
         else:
-            D, th = tyre_lateral_angle(p, alpha, fz)
-            t = {"D": D, "theta": th, "f_y0": mul(D, sin(th))}
-        t["f_y"] = mul(t["f_y0"], combined_slip_factor(mul(ratio, fx) / D)) if ellipse else t["f_y0"]
-        out[w] = t
+            Dp, th = tyre_lateral_angle(p, alpha, fz, peak)
+            out[w] = {"D": D, "D_eff": Dp, "theta": th, "f_y": mul(Dp, sin(th))}
     return out
 
 
@@ -526,10 +577,7 @@ def car_equations(p: VehicleParameters, chain: KinematicTree, track: TrackJoint,
     inv_vx = 1 / v3x
     alpha1 = nm("alpha_1", sub(delta, mul(add(v3y, mul(p.a1, w3z)), inv_vx)))
     alpha2 = nm("alpha_2", mul(sub(mul(p.a2, w3z), v3y), inv_vx))
-    # eq (34), the drive force split k_d : 1 - k_d between the axles (k_d = 0: eq 34)
-    k_d = getattr(p, "drive_ratio", 0.0)
-    f1x = add(mul(0.5 * p.brake_ratio, f_xb), mul(0.5 * k_d, f_xa))
-    f2x = add(mul(0.5 * (1 - p.brake_ratio), f_xb), mul(0.5 * (1 - k_d), f_xa))
+    f1x, f2x = longitudinal_forces(p, f_xa, f_xb, 0.5)      # eq (34)
     # eq (32) (or the Fiala law), scaled for the longitudinal force with combined_slip = ellipse
     tyres = tyre_forces(p, {"11": (alpha1, f11z, f1x), "12": (alpha1, f12z, f1x),
                             "21": (alpha2, f21z, f2x), "22": (alpha2, f22z, f2x)})
@@ -542,19 +590,9 @@ def car_equations(p: VehicleParameters, chain: KinematicTree, track: TrackJoint,
     X2 = mul(2.0, f2x)
     mz_tyres = total([mul(p.a1, Y1), mul(-p.a2, Y2), mul(0.5 * p.t1, mul(sub(f11y, f12y), sd))])
     inplane = [sub(f3x, add(X1, X2)), sub(f3y, add(Y1, Y2)), sub(m3z, mz_tyres)]
-    # vertical loads statically equivalent to W3J (module docstring)
     W3J = res.F[UNSPRUNG]
     fz3, mx3, my3 = W3J[2], W3J[3], W3J[4]
-    l = p.l
-    F1 = add(mul(p.a2 / l, fz3), mul(-1.0 / l, my3))
-    F2 = add(mul(p.a1 / l, fz3), mul(1.0 / l, my3))
-    share1 = susp["k_phi1"] / susp["k_phi"]
-    share2 = susp["k_phi2"] / susp["k_phi"]
-    roll_moment = nm("roll_moment", total([mul(-1.0, mx3), mul(-p.hq1, Y1), mul(-p.hq2, Y2)]))
-    dF1 = add(mul(share1 / p.t1, roll_moment), mul(p.hq1 / p.t1, Y1))
-    dF2 = add(mul(share2 / p.t2, roll_moment), mul(p.hq2 / p.t2, Y2))
-    loads = [sub(mul(0.5, F1), dF1), add(mul(0.5, F1), dF1),
-             sub(mul(0.5, F2), dF2), add(mul(0.5, F2), dF2)]
+    loads, dF1, dF2 = vertical_loads(p, fz3, mx3, my3, Y1, Y2, nm)
     load_res = [sub(fz, ld) for fz, ld in zip((f11z, f12z, f21z, f22z), loads)]
     channels = {
         "v_3x": v3x, "v_3y": v3y, "omega_3z": w3z, "alpha_1": alpha1, "alpha_2": alpha2,

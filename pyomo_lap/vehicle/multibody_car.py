@@ -70,7 +70,8 @@ from typing import Callable, Optional, Sequence
 from ..spatial import lie
 from ..spatial.backend import add, cos, mul, neg, sin, sub, total
 from ..spatial.tree import PRISMATIC, KinematicTree, TrackJoint, aba, forward_kinematics
-from .car import SPRUNG, aero_forces, chain_parts, kinematic_tree, tyre_lateral_angle
+from .car import (SPRUNG, aero_forces, chain_parts, kinematic_tree, longitudinal_forces,
+                  tyre_lateral_angle)
 from .schema import VehicleParameters
 
 __all__ = ["WHEELS", "SUSPENSION", "build_tree", "carrier_mass", "free_radius", "spring_preload",
@@ -227,8 +228,7 @@ def multibody_equations(p: VehicleParameters, tree: KinematicTree, track: TrackJ
     inv_vx = 1 / v3x
     alpha1 = nm("alpha_1", sub(delta, mul(add(v3y, mul(p.a1, w3z)), inv_vx)))
     alpha2 = nm("alpha_2", mul(sub(mul(p.a2, w3z), v3y), inv_vx))
-    f1x = mul(0.5 * p.brake_ratio, f_xb)
-    f2x = add(mul(0.5 * (1 - p.brake_ratio), f_xb), mul(0.5, f_xa))
+    f1x, f2x = longitudinal_forces(p, f_xa, f_xb, 0.5)          # eq (34)
     cd, sd = cos(delta), sin(delta)
     ch = {"v_3x": v3x, "v_3y": v3y, "omega_3z": w3z, "alpha_1": alpha1, "alpha_2": alpha2}
     f_ext = {}

@@ -125,9 +125,9 @@ class VehicleParameters(BaseModel):
                                        "track", "m", ge=0.01, le=5.0)
     tw1: Optional[float] = _optional("width of a front tyre's contact patch: the full model keeps "
                                      "every contact patch within the track (default: width - t1)",
-                                     "m", ge=0.0, le=1.0)
+                                     "m", ge=0.0, le=2.5)
     tw2: Optional[float] = _optional("width of a rear tyre's contact patch (default: width - t2)",
-                                     "m", ge=0.0, le=1.0)
+                                     "m", ge=0.0, le=2.5)
     S: float = _f("frontal area", "m^2", gt=0.0, le=20.0)
     Cx: float = _f("drag coefficient", "-", gt=0.0, le=3.0)
     Cz1: float = _f("front downforce coefficient", "-", ge=0.0, le=10.0)
@@ -185,12 +185,12 @@ class VehicleParameters(BaseModel):
         default="magic-formula", description="shape of the lateral characteristic: "
         "'magic-formula' (eq 32: C, E) or 'fiala' (the brush model's cubic, sliding beyond "
         "3 D / C_alpha); both with the peak D(f_z) and the cornering stiffness of the keys "
-        "mu_y0, pD2, pK1, pK2")
+        "mu_y0, pD2, pK1, pK2 [-]", json_schema_extra={"unit": "-"})
     combined_slip: Literal["constraint", "ellipse"] = Field(
         default="constraint", description="combined slip: 'constraint' (the paper: the lateral "
         "force of pure slip, the friction ellipse as a constraint) or 'ellipse' (the lateral "
         "force of pure slip scaled by sqrt(1 - (f_x / (mu_x f_z))^2): a longitudinal force uses "
-        "up lateral grip, as combined-slip tyre models do)")
+        "up lateral grip, as combined-slip tyre models do) [-]", json_schema_extra={"unit": "-"})
     alpha_max: Optional[float] = _optional("largest slip angle of a tyre: the tyres may work "
                                            "past the peak of their lateral characteristic up "
                                            "to it (default: at or below the peak)", "rad",
@@ -244,6 +244,14 @@ class VehicleParameters(BaseModel):
                 not (0.1 <= g <= 50.0) for g in self.gear_ratios)):
             problems.append(f"[engine] gear_ratios = {list(self.gear_ratios)!r}: expected one or "
                             "more ratios between 0.1 and 50")
+        if self.combined_slip != "ellipse" and (self.tyre_model != "magic-formula"
+                                                or self.alpha_max is not None):
+            what = (f"[tyre] model = {self.tyre_model!r}" if self.tyre_model != "magic-formula"
+                    else f"[tyre] slip_angle_max = {self.alpha_max!r}")
+            problems.append(f"{what} needs [tyre] combined_slip = \"ellipse\": with the paper's "
+                            "friction ellipse as a constraint on the force of pure slip "
+                            "('constraint') the Magic Formula tyre is held at or below its peak "
+                            "(a tyre past its peak makes that constraint degenerate)")
         if problems:
             raise ValueError("; ".join(problems))
         return self

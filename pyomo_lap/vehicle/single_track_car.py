@@ -133,8 +133,7 @@ def single_track_equations(p: veh.VehicleParameters, chain: KinematicTree,
     inv_vx = 1 / v3x
     alpha1 = nm("alpha_1", sub(delta, atan(mul(add(v3y, mul(p.a1, w3z)), inv_vx))))
     alpha2 = nm("alpha_2", atan(mul(sub(mul(p.a2, w3z), v3y), inv_vx)))
-    f1x = mul(p.brake_ratio, f_xb)
-    f2x = add(mul(1.0 - p.brake_ratio, f_xb), f_xa)
+    f1x, f2x = veh.longitudinal_forces(p, f_xa, f_xb, 1.0)     # eq (34) for the axles
     fy1, C1, D1, u1 = fiala_axle(p, alpha1, f1z)
     fy2, C2, D2, u2 = fiala_axle(p, alpha2, f2z)
     fy1, fy2 = nm("f_1y", fy1), nm("f_2y", fy2)
