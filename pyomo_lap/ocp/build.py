@@ -106,9 +106,13 @@ chosen so that the penalties are at most 0.1 % of the objective on the closed la
 bundled car on every bundled circuit (docs/formulation.md, "Penalties"), with smooth channels."""
 
 RETIRED_OPTIONS = {"K_delta_rate": "w_steer_rate", "K_force_rate": "w_force_rate",
-                   "K_delta": "w_steer_jump", "K_force": "w_force_jump", "K_f": "w_complementarity"}
-"""OCP options of earlier versions (absolute weights sized for one car) -> the dimensionless
-option that replaced each; the model's Params ``m.K_*`` keep their names and SI units."""
+                   "K_delta": "w_steer_jump", "K_force": "w_force_jump", "K_f": "w_complementarity",
+                   "mesh_lateral_rate": "mesh_lateral_change",
+                   "mesh_longitudinal_rate": "mesh_longitudinal_change",
+                   "mesh_curvature_rate": "mesh_curvature_change"}
+"""OCP options of earlier versions (absolute weights and rates sized for one car) -> the
+dimensionless option that replaced each; the model's Params ``m.K_*`` keep their names and SI
+units."""
 
 OCP_CONFIG = ConfigDict("pyomo_lap OCP options")
 OCP_CONFIG.declare("model", ConfigValue(default="full", domain=_vehicle_model_domain,
@@ -133,17 +137,17 @@ OCP_CONFIG.declare("mesh", ConfigValue(default="adaptive", domain=In(["adaptive"
                                "are not given: 'adaptive' (element_length, split where the car's "
                                "quasi-steady accelerations change fast and doubled where they are "
                                "calm, pyomo_lap.ocp.mesh) or 'uniform' (element_length)"))
-OCP_CONFIG.declare("mesh_lateral_rate", ConfigValue(default=0.25, domain=FiniteFloat(0.0, True, "a positive rate in m/s^2 per m"),
-                   description="adaptive mesh: rate of change of the quasi-steady lateral "
-                               "acceleration along the track above which elements are split "
-                               "[m/s^2 per m]"))
-OCP_CONFIG.declare("mesh_longitudinal_rate", ConfigValue(default=0.5, domain=FiniteFloat(0.0, True, "a positive rate in m/s^2 per m"),
-                   description="adaptive mesh: the same for the longitudinal acceleration "
-                               "[m/s^2 per m]"))
-OCP_CONFIG.declare("mesh_curvature_rate", ConfigValue(default=5e-4, domain=FiniteFloat(0.0, True, "a positive rate in 1/m^2"),
-                   description="adaptive mesh: rate of change of the track's curvature along the "
-                               "track above which elements are split (hairpins, where the car "
-                               "turns fast at low speed) [1/m^2]"))
+OCP_CONFIG.declare("mesh_lateral_change", ConfigValue(default=0.095, domain=FiniteFloat(0.0, True, "a positive fraction"),
+                   description="adaptive mesh: change of the quasi-steady lateral acceleration "
+                               "over an element_length, relative to the car's largest tyre force "
+                               "over its mass (pyomo_lap.ocp.common.force_scale), above which "
+                               "elements are split [-]"))
+OCP_CONFIG.declare("mesh_longitudinal_change", ConfigValue(default=0.19, domain=FiniteFloat(0.0, True, "a positive fraction"),
+                   description="adaptive mesh: the same for the longitudinal acceleration [-]"))
+OCP_CONFIG.declare("mesh_curvature_change", ConfigValue(default=0.05, domain=FiniteFloat(0.0, True, "a positive fraction"),
+                   description="adaptive mesh: change of the track's curvature over an "
+                               "element_length, times element_length, above which elements are "
+                               "split (hairpins, where the car turns fast at low speed) [-]"))
 OCP_CONFIG.declare("mesh_max_split", ConfigValue(default=3, domain=IntBetween(1, 10),
                    description="adaptive mesh: most parts an element_length is split into"))
 OCP_CONFIG.declare("mesh_coarsen", ConfigValue(default=2.0, domain=FiniteFloat(1.0, False, "a factor >= 1"),

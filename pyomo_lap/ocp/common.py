@@ -839,7 +839,8 @@ def add_vehicle_block(m, vehicle) -> None:
     m : ConcreteModel
     vehicle : VehicleParameters
     """
-    from ..vehicle.schema import OPTIONAL_SECTIONS, SECTIONS, SymbolicVehicle, VehicleParameters
+    from ..vehicle.schema import (OPTIONAL_SECTIONS, SECTIONS, SymbolicVehicle, VehicleParameters,
+                                  absent)
     u = pyo.units
     m.vehicle = pyo.Block(doc="the car's parameters (fixed Vars, dotted names of the vehicle file)")
     symbols = {}
@@ -847,8 +848,8 @@ def add_vehicle_block(m, vehicle) -> None:
         block = None
         for key, field in keys.items():
             value = getattr(vehicle, field)
-            if value is None:
-                continue
+            if value is None or (sec in SECTIONS and absent(vehicle, f"{sec}.{key}")):
+                continue       # not given, or a structural zero (no term in the rows)
             if block is None:
                 block = pyo.Block(doc=f"[{sec}] of the vehicle file")
                 m.vehicle.add_component(sec, block)
@@ -941,10 +942,10 @@ def control_states(cfg, m=None) -> bool:
 
 def car_control_bounds(vehicle) -> dict:
     """The bounds of the controls of :func:`add_car_controls`: ``{name: (lower, upper)}``
-    (``f_xa``, ``f_xb`` [N]: three times the weight times the larger friction coefficient;
-    ``delta`` [rad]: ``delta_max``)."""
+    (``f_xa``, ``f_xb`` [N]: twice the car's largest tyre force :func:`force_scale`, downforce
+    included: never active, a box for the solver; ``delta`` [rad]: ``delta_max``)."""
     p = vehicle
-    fmax = 3 * p.m * p.gravity * max(p.mu_x0, p.mu_y0)
+    fmax = 2.0 * force_scale(p)
     return {"f_xa": (0.0, fmax), "f_xb": (-fmax, 0.0), "delta": (-p.delta_max, p.delta_max)}
 
 

@@ -35,7 +35,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ..vehicle import car as veh
-from ..vehicle.schema import OPTIONAL_KEYS, SECTIONS
+from ..vehicle.schema import OPTIONAL_KEYS, SECTIONS, STRUCTURAL_ZEROS, absent
 from ..spatial.backend import add, is_number, mul, sub
 from .initialize import cold_start_profile
 from ..vehicle.powertrain import power_available
@@ -68,11 +68,6 @@ POINT_VARIABLES = STATE_NAMES + RATE_NAMES + veh.CONTROLS + veh.ALGEBRAIC + DERI
 """The model variables of one point that the rows of :func:`record_point_rows` depend on
 (33 names, in the order of the tape's inputs)."""
 
-STRUCTURAL_ZEROS = ("aero.h_cp", "powertrain.drive_ratio")
-"""Parameters that are numbers, not symbols, in the rows of a car that has them 0 (drag at
-road level; rear-wheel drive): their terms are left out, so such a car's rows are those of
-the papers' model. A car with another value has other rows (another compiled function); a
-model built for the one cannot take the other (:class:`VehicleStructureError`)."""
 
 VEHICLE_INPUTS = tuple(f"{sec}.{key}" for sec, keys in SECTIONS.items() for key in keys
                        if f"{sec}.{key}" not in OPTIONAL_KEYS
@@ -88,13 +83,9 @@ def vehicle_inputs(p, base: tuple = None) -> tuple:
     """The car's parameters a model's rows take as symbols for the car ``p``: ``base``
     (default :data:`VEHICLE_INPUTS`), then each optional key the car has (a value that is not
     None, and not 0 for :data:`STRUCTURAL_ZEROS`)."""
-    from ..vehicle.schema import field_of
     out = list(VEHICLE_INPUTS if base is None else base)
     for key in OPTIONAL_KEYS:
-        if key in out:
-            continue
-        value = getattr(p, field_of(key), None)
-        if value is None or (key in STRUCTURAL_ZEROS and value == 0.0):
+        if key in out or absent(p, key):
             continue
         out.insert(len(out) - 1 if out and out[-1] == "gravity" else len(out), key)
     return tuple(out)
@@ -614,9 +605,10 @@ def set_car(m, vehicle, chain, bounds: dict, set_scaling: Callable) -> None:
           if pr.initial_speed is not None else None)
     from ..vehicle.schema import PARAMETER_KEYS
     values = {}
+    from ..vehicle.schema import absent
     for key in PARAMETER_KEYS + ("gravity",):
         value = p.value(key)
-        if value is None:
+        if value is None or (key != "gravity" and absent(p, key)):
             continue
         try:
             values[key] = (vehicle_var(m, key), float(value))

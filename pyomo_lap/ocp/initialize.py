@@ -89,6 +89,17 @@ def cold_start_profile(m) -> dict:
     fx = p.m * (ax + g_t) + kx * v ** 2
     f_xa = np.clip(fx, 0.0, p.P_max / v)
     f_xb = np.minimum(fx, 0.0)
+    if getattr(p, "combined_slip", "constraint") == "ellipse":
+        # a combined-slip tyre loses its lateral force to its longitudinal one: a guess asking
+        # an axle for more than the friction ellipse leaves it (the quasi-steady profile's
+        # corner exits and entries) starts the solver far from any feasible point; keep each
+        # axle's longitudinal force within half of what the ellipse leaves
+        normal = p.m * p.gravity * tp.rotation[:, 2, 2] + kd * v ** 2
+        lateral = p.m * v ** 2 * np.abs(tp.omega[:, 2]) / np.maximum(p.mu_y0 * normal, 1e-9)
+        left = p.mu_x0 * np.maximum(normal, 0.0) * np.sqrt(np.clip(1.0 - lateral ** 2, 0.0, 1.0))
+        rear = p.a1 / p.l
+        f_xa = np.minimum(f_xa, 0.5 * rear * left)
+        f_xb = np.maximum(f_xb, -0.5 * left)
     delta = np.clip(p.l * tp.omega[:, 2], -0.9 * p.delta_max, 0.9 * p.delta_max)
     return {"v": v, "t": t, "sag": sag, "fx": fx, "f_xa": f_xa, "f_xb": f_xb, "delta": delta}
 

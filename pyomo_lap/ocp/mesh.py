@@ -14,13 +14,19 @@ speed profile of the car on the centreline, :math:`v(s)`
 (:func:`pyomo_lap.vehicle.speed_profile.quasi_steady_speed`, the initial guess's):
 
 .. math::
-    g(s) = \max\Big(\frac{|d(v^2\kappa)/ds|}{g_y},\ \frac{|d(v\,dv/ds)/ds|}{g_x}\Big),
+    g(s) = \max\Big(\frac{h_0 |d(v^2\kappa)/ds|}{c_y a_{ref}},\
+    \frac{h_0 |d(v\,dv/ds)/ds|}{c_x a_{ref}},\ \frac{h_0^2 |d\kappa/ds|}{c_\kappa}\Big),
 
-the rates [m/s^2 per m] at which the quasi-steady lateral (:math:`v^2\kappa`, :math:`\kappa =
-\Omega_z`) and longitudinal accelerations change along the track, each relative to a
-reference rate (OCP options ``mesh_lateral_rate`` :math:`g_y`, ``mesh_longitudinal_rate``
-:math:`g_x`), taken as the largest value within 10 m (the optimal path moves a transient by
-about that much). Where :math:`g > 1` the element is :math:`h / k` long with
+the changes of the quasi-steady lateral (:math:`v^2\kappa`, :math:`\kappa = \Omega_z`) and
+longitudinal accelerations over an element of length :math:`h_0` (``element_length``),
+relative to the car's acceleration scale :math:`a_{ref} = F/m`
+(:func:`pyomo_lap.ocp.common.force_scale`: the largest tyre force, downforce at top speed
+included, over the mass) and to the dimensionless OCP options ``mesh_lateral_change``
+:math:`c_y` and ``mesh_longitudinal_change`` :math:`c_x`, and the change of the track's
+curvature over an element times :math:`h_0` relative to ``mesh_curvature_change``
+:math:`c_\kappa`; taken as the largest value within one element length (the optimal path
+moves a transient by about that much). No constant of one car: an F1 car, whose accelerations
+are three times an FSAE car's, is split where its own accelerations change fast. Where :math:`g > 1` the element is :math:`h / k` long with
 :math:`k = \lceil\sqrt{g}\,\rceil \le` ``mesh_max_split`` (the residual of a channel between
 collocation points falls as :math:`h^2`); where :math:`g < 1/2` everywhere within 30 m
 and the track is straight (curvature below :data:`STRAIGHT_CURVATURE`) within 30 m ("calm":
@@ -41,19 +47,21 @@ import math
 
 import numpy as np
 
-__all__ = ["adaptive_boundaries", "mesh_indicator", "CALM_WINDOW_M", "SPREAD_M",
+__all__ = ["adaptive_boundaries", "mesh_indicator", "CALM_WINDOW", "SPREAD",
            "STRAIGHT_CURVATURE"]
 
-SPREAD_M = 10.0
-"""Half-width of the window over which the indicator takes its largest value [m]."""
+SPREAD = 1.0
+"""Half-width of the window over which the indicator takes its largest value, in element
+lengths [-] (10 m with the default element_length)."""
 
-CALM_WINDOW_M = 30.0
+CALM_WINDOW = 3.0
 """Half-width of the window that must be calm (indicator below 1/2, track straight) for a
-coarse element [m]."""
+coarse element, in element lengths [-]."""
 
-STRAIGHT_CURVATURE = 1.0 / 1000.0
-"""Curvature [1/m] below which the track counts as straight for a coarse element (a radius of
-1 km: 2 m/s^2 at 160 km/h); the calm measure is ``|kappa|`` over this, times 1/2."""
+STRAIGHT_CURVATURE = 0.01
+"""Curvature times the element length below which the track counts as straight for a coarse
+element [-] (a radius of 1 km with 10 m elements); the calm measure is ``|kappa| h_0`` over
+this, times 1/2."""
 
 
 def mesh_indicator(track, vehicle, start: float, length: float, closed: bool, cfg,
@@ -68,19 +76,23 @@ def mesh_indicator(track, vehicle, start: float, length: float, closed: bool, cf
         The sector [m] (track coordinate of its start, its length).
     closed : bool
         A whole closed lap (the profile and the windows wrap around).
-    cfg : OCP options (``mesh_lateral_rate``, ``mesh_longitudinal_rate``, ``v_min``)
+    cfg : OCP options (``element_length``, ``mesh_lateral_change``,
+        ``mesh_longitudinal_change``, ``mesh_curvature_change``, ``v_min``)
     v_start : float, optional
         The speed fixed at the start of an open sector [m/s].
 
     Returns
     -------
     (grid, g, g_calm) : three (n,) arrays
-        The grid [m] from the sector start, the indicator (largest within
-        :data:`SPREAD_M`) and its largest value within :data:`CALM_WINDOW_M` [-].
+        The grid [m] from the sector start, the indicator (largest within :data:`SPREAD`
+        element lengths) and its largest value within :data:`CALM_WINDOW` element lengths [-].
     """
     from scipy.ndimage import maximum_filter1d
 
     from ..vehicle.speed_profile import quasi_steady_speed
+    from .common import force_scale
+    h0 = float(cfg.element_length)
+    a_ref = force_scale(vehicle) / vehicle.m
     n = max(3, int(math.ceil(length)) + 1)
     grid = np.linspace(0.0, length, n)
     s_track = np.mod(start + grid, track.length) if track.closed else start + grid
@@ -89,17 +101,17 @@ def mesh_indicator(track, vehicle, start: float, length: float, closed: bool, cf
                            v_min=cfg.v_min)
     a_y = v ** 2 * tp.omega[:, 2]
     a_x = v * np.gradient(v, grid)
-    g = np.maximum.reduce([np.abs(np.gradient(a_y, grid)) / cfg.mesh_lateral_rate,
-                           np.abs(np.gradient(a_x, grid)) / cfg.mesh_longitudinal_rate,
-                           np.abs(np.gradient(tp.omega[:, 2], grid)) / cfg.mesh_curvature_rate])
+    g = np.maximum.reduce([np.abs(np.gradient(a_y, grid)) * h0 / (cfg.mesh_lateral_change * a_ref),
+                           np.abs(np.gradient(a_x, grid)) * h0 / (cfg.mesh_longitudinal_change * a_ref),
+                           np.abs(np.gradient(tp.omega[:, 2], grid)) * h0 ** 2 / cfg.mesh_curvature_change])
     step = grid[1] - grid[0]
     mode = "wrap" if closed else "nearest"
-    near = maximum_filter1d(g, 2 * int(round(SPREAD_M / step)) + 1, mode=mode)
-    # calm: the indicator small and the track straight (|kappa| below STRAIGHT_CURVATURE) all
-    # within CALM_WINDOW_M; a corner is never calm: where the optimal car brakes, turns in
-    # and accelerates out of it differs from the quasi-steady profile by tens of metres
-    window = 2 * int(round(CALM_WINDOW_M / step)) + 1
-    curved = maximum_filter1d(np.abs(tp.omega[:, 2]), window, mode=mode) / STRAIGHT_CURVATURE
+    near = maximum_filter1d(g, 2 * int(round(SPREAD * h0 / step)) + 1, mode=mode)
+    # calm: the indicator small and the track straight (|kappa| h0 below STRAIGHT_CURVATURE)
+    # all within CALM_WINDOW elements; a corner is never calm: where the optimal car brakes,
+    # turns in and accelerates out of it differs from the quasi-steady profile by tens of metres
+    window = 2 * int(round(CALM_WINDOW * h0 / step)) + 1
+    curved = maximum_filter1d(np.abs(tp.omega[:, 2]) * h0, window, mode=mode) / STRAIGHT_CURVATURE
     calm = np.maximum(maximum_filter1d(near, window, mode=mode), 0.5 * curved)
     return grid, near, calm
 

@@ -101,10 +101,14 @@ def check_ocp_options(options: Optional[dict], owned: Iterable[str] = CLI_OWNED)
         if key not in OCP_CONFIG:
             from .build import RETIRED_OPTIONS
             if key in RETIRED_OPTIONS:
-                raise ValueError(f"OCP option {key!r}: replaced by the dimensionless "
-                                 f"{RETIRED_OPTIONS[key]} (its weight in SI units follows from "
-                                 "the car and the sector: pyomo_lap.ocp.common.penalty_weights; "
-                                 f"{RETIRED_OPTIONS[key]}=0 turns the penalty off)")
+                new = RETIRED_OPTIONS[key]
+                hint = (f"its weight in SI units follows from the car and the sector: "
+                        f"pyomo_lap.ocp.common.penalty_weights; {new}=0 turns the penalty off"
+                        if new.startswith("w_") else
+                        "relative to the car's accelerations and the element length: "
+                        "pyomo_lap.ocp.mesh")
+                raise ValueError(f"OCP option {key!r}: replaced by the dimensionless {new} "
+                                 f"({hint})")
             raise ValueError(f"OCP option {key!r}: unknown; expected one of {', '.join(valid)}")
         cfg = OCP_CONFIG()
         try:

@@ -180,10 +180,9 @@ def bound_functions(p, cfg) -> dict:
         ``lb = -w_right + offset``, ``ub = w_left - offset`` with ``offset`` returned in both
         places [m]; ``None`` where the bound does not depend on ``p``.
     """
-    import casadi as ca
-    mu = (ca.fmax(p.mu_x0, p.mu_y0) if not is_number(p.mu_x0) or not is_number(p.mu_y0)
-          else max(p.mu_x0, p.mu_y0))
-    fmax = 3 * p.m * p.gravity * mu
+    from ..ocp.common import force_scale
+    # the controls' box (twice the largest tyre force) is never active: taken as a number
+    fmax = 2.0 * force_scale(getattr(p, "numbers", p))
     fz_max = 20 * p.m * p.gravity
     half = cfg.track_margin     # q2 within the edges: the contact patches are rows (track_limit)
     out = {"delta": (-p.delta_max, p.delta_max), "f_xa": (None, fmax), "f_xb": (-fmax, None),

@@ -30,7 +30,7 @@ from ..spatial.tree import GRAVITY
 from ..util.errors import FileProblemsError
 
 __all__ = ["VehicleParameters", "VehicleFileError", "read_vehicle_file", "field_bounds", "bound_texts", "SECTIONS", "OPTIONAL_SECTIONS",
-           "OPTIONAL_KEYS", "SETTINGS", "ABSENT_WHEN_NONE", "settings_of",
+           "OPTIONAL_KEYS", "SETTINGS", "ABSENT_WHEN_NONE", "settings_of", "STRUCTURAL_ZEROS", "absent",
            "MAX_STATIC_SAG", "PARAMETER_KEYS", "FIELD_OF_KEY", "KEY_OF_FIELD", "field_of",
            "SymbolicVehicle"]
 
@@ -424,6 +424,21 @@ OPTIONAL_KEYS = ("geometry.width", "geometry.tyre_width_front", "geometry.tyre_w
                  "powertrain.brake_torque_rear", "tyre.slip_angle_max")
 """Keys of :data:`SECTIONS` a vehicle file may leave out, each with its default (the field's
 description says which): the defaults leave the model as it was before the key existed."""
+
+STRUCTURAL_ZEROS = ("aero.h_cp", "powertrain.drive_ratio")
+"""Parameters that are numbers, not symbols, in the rows of a car that has them 0 (drag at
+road level; rear-wheel drive): their terms are left out, so such a car's rows are those of
+the papers' model, and the model has no variable ``m.vehicle.*`` of theirs. A car with another
+value has other rows (another compiled function); a model built for the one cannot take the
+other (:class:`pyomo_lap.ocp.full_model.VehicleStructureError`)."""
+
+
+def absent(p, key: str) -> bool:
+    """Whether the car ``p`` leaves the parameter ``key`` (dotted name) out of its rows: an
+    optional key it does not give, or a structural zero (:data:`STRUCTURAL_ZEROS`) it has 0."""
+    value = getattr(p, field_of(key), None)
+    return value is None or (key in STRUCTURAL_ZEROS and value == 0.0)
+
 
 ABSENT_WHEN_NONE = ("T_b1", "T_b2", "alpha_max")
 """Fields whose default is None, meaning "not given": the model then has no variable and no
