@@ -37,7 +37,7 @@ import numpy as np
 
 __all__ = ["SmoothnessCheck", "SMOOTHNESS_CHECKS", "zigzag_residuals", "zigzag_count",
            "speed_consistency", "tangential_acceleration", "channel_quality",
-           "SPEED_CONSISTENCY_TOL", "quality_table", "channel_scales", "speed_scale", "slip_scale"]
+           "SPEED_CONSISTENCY_TOL", "quality_table", "smoothness_table", "channel_scales", "speed_scale", "slip_scale"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -355,3 +355,27 @@ def quality_table(quality: dict):
                      "count": sc["count"], "threshold": sc["tol_mps"], "unit": "m/s",
                      "largest": sc["max_error_mps"], "at s [m]": sc["max_error_at"]})
     return pd.DataFrame(rows, columns=["check", "count", "threshold", "unit", "largest", "at s [m]"])
+
+
+SCALE_NAMES = {"steer": "steer limit delta_max", "slip": "slip scale D/C_alpha",
+               "force": "force scale", "speed": "top speed",
+               "acceleration": "force scale / mass"}
+"""How :func:`smoothness_table` names the scales of :func:`channel_scales`."""
+
+
+def smoothness_table(cars=("fsae", "f1_2014", "bmw_320i")) -> str:
+    """:data:`SMOOTHNESS_CHECKS` and :data:`SPEED_CONSISTENCY_TOL` as a Markdown table: the
+    channel, the fraction of which scale, and the threshold for each of ``cars`` (bundled
+    vehicle names) in the channel's display unit."""
+    from ..vehicle.car import load_vehicle
+    scales = {c: channel_scales(load_vehicle(c)) for c in cars}
+    head = "| channel | threshold | of | " + " | ".join(cars) + " |"
+    lines = [head, "|---|---|---|" + "---|" * len(cars)]
+    for chk in SMOOTHNESS_CHECKS:
+        vals = " | ".join(f"{chk.display_threshold(scales[c]):.3g} {chk.display_unit}" for c in cars)
+        lines.append(f"| `{chk.channel}` zig-zags | {100 * chk.fraction:g} % | "
+                     f"{SCALE_NAMES[chk.scale]} | {vals} |")
+    vals = " | ".join(f"{SPEED_CONSISTENCY_TOL * scales[c]['speed']:.3g} m/s" for c in cars)
+    lines.append(f"| speed consistency, steps counted above | {100 * SPEED_CONSISTENCY_TOL:g} % | "
+                 f"{SCALE_NAMES['speed']} | {vals} |")
+    return "\n".join(lines)
