@@ -113,6 +113,11 @@ def test_speed_consistency_of_an_exact_trajectory_and_of_a_perturbed_one():
     assert speed_consistency(bad, 200.0)["count"] == 0
     with pytest.raises(ValueError, match="v_ref"):
         speed_consistency(df, 0.0)
+    # the worst step on a step of the track's curvature (straight to arc) is said to be one
+    bad["Omega_z"] = np.where(np.arange(len(bad)) >= 100, 1.0 / 90.0, 0.0)
+    assert speed_consistency(bad, 40.0)["curvature_step"] is True
+    bad["Omega_z"] = 1.0 / 90.0
+    assert speed_consistency(bad, 40.0)["curvature_step"] is False
 
 
 @pytest.mark.unit

@@ -21,6 +21,9 @@ and so does a transient too short for the mesh (the inflection of a lateral-acce
 flick that falls on three points). A channel sampled finely enough for its variations has
 none.
 
+The thresholds are fractions of the car's scales (:func:`channel_scales`: its steer limit,
+slip scale, largest tyre force, top speed, largest acceleration), not numbers of one car.
+
 **Speed consistency.** Between neighbouring points the change of speed must equal the
 integral of the tangential acceleration :math:`a_t = (v_{3x} a_x + v_{3y} a_y)/|v|` over the
 time between them; :func:`speed_consistency` compares :math:`v_{i+1} - v_i` with the
@@ -265,7 +268,8 @@ def speed_consistency(df, v_ref: float, tol: float = SPEED_CONSISTENCY_TOL) -> d
         ``max_error_mps`` (largest :math:`|\Delta v - \int a_t dt|`), ``max_error_rel``
         (over ``v_ref`` [-]), ``max_error_at`` (``s`` of the step's first point [m]),
         ``rms_error_mps``, ``count`` (steps above ``tol``), ``tol`` [-], ``tol_mps``,
-        ``v_ref_mps``.
+        ``v_ref_mps``; with a column ``Omega_z``, ``curvature_step`` (the track's curvature
+        steps within the worst step: a track of straights and arcs).
 
     Raises
     ------
@@ -290,6 +294,11 @@ def speed_consistency(df, v_ref: float, tol: float = SPEED_CONSISTENCY_TOL) -> d
     out.update(max_error_mps=float(abs(err[i])), max_error_rel=float(abs(err[i]) / v_ref),
                max_error_at=float(s[keep][i]), rms_error_mps=float(np.sqrt(np.mean(err ** 2))),
                count=int(np.sum(np.abs(err) > tol * v_ref)))
+    if "Omega_z" in df.columns and err.size > 2:
+        # a step of the track's curvature within the worst step: the speed of O3,
+        # q1_dot (1 - kappa q2), jumps with kappa while q1_dot is continuous
+        dk = np.abs(np.diff(df["Omega_z"].to_numpy(float)[keep]))
+        out["curvature_step"] = bool(dk[i] > 1e-4 and dk[i] > 20.0 * np.median(dk))
     return out
 
 

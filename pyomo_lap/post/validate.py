@@ -363,6 +363,8 @@ def _speed_check(sc: dict) -> list:
         return []
     detail = (f"{sc['max_error_mps']:.3f} m/s (top speed {sc['v_ref_mps']:.1f} m/s) at s = "
               f"{sc['max_error_at']:.0f} m; {sc['count']} step(s) above {sc['tol_mps']:.3g} m/s"
+              + ("; the track's curvature steps there (straight to arc): the speed of O3, "
+                 "q1_dot (1 - kappa q2), jumps with it" if sc.get("curvature_step") else "")
               if sc["max_error_at"] is not None else "")
     return [make_check("speed_consistency", 100.0 * sc["max_error_rel"], "% v_top",
                        SPEED_CONSISTENCY, detail, at=sc["max_error_at"])]
