@@ -154,7 +154,7 @@ def test_a_solve_checks_itself_and_a_raised_acceleration_fails(solved):
     assert res.self_check["verdict"] == "pass", res.self_check
     assert set(res.self_check["checks"]) == set(SELF_CHECKS)
     assert lines[-1].startswith("sector time ") and lines[-1].endswith("; self-check PASS")
-    assert any(ln.strip().startswith("penalties ") and "% of the objective" in ln for ln in lines)
+    assert any(ln.strip().startswith("penalties ") and "% of what was minimized" in ln for ln in lines)
     saved = json.loads((out / "summary.json").read_text())
     assert saved["self_check"]["verdict"] == "pass"
     for c in saved["self_check"]["checks"].values():
