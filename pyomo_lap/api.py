@@ -146,11 +146,17 @@ def track_data_lines(tr, brief: bool = False) -> list:
 def result_line(summary: dict, periodic: bool) -> str:
     """The last line of a solve: ``'lap time ...'`` for a closed lap (``periodic``),
     ``'sector time ...'`` for a sector, with the distance, mean and top speed and the times
-    of the timed sectors."""
+    of the timed sectors, and the verdict of the result's self-check when the summary has
+    one (``'; self-check PASS'``, ``'; self-check FAIL: energy_balance 6.2 % P_max at s = 75
+    m'``: :func:`pyomo_lap.post.validate.self_check_text`)."""
     what = "lap time" if periodic else "sector time"
-    return (f"{what} {summary['lap_time_s']:.3f} s over {summary['length_m']:.0f} m "
+    line = (f"{what} {summary['lap_time_s']:.3f} s over {summary['length_m']:.0f} m "
             f"(mean {summary['mean_speed_kmh']:.1f} km/h, max {summary['max_speed_kmh']:.1f} km/h); "
             "sectors " + ", ".join(f"{x['time_s']:.3f}" for x in summary["sectors"]) + " s")
+    if summary.get("self_check"):
+        from .post.validate import self_check_text
+        line += "; " + self_check_text(summary["self_check"])
+    return line
 
 
 from .ocp.options import CLI_OWNED  # noqa: E402
@@ -616,7 +622,7 @@ def _solve_sector(cfg, echo, progress, model_cache, held: list):
         raise SolveFailedError(f"{cfg.solver} did not find an optimal solution: "
                                f"{job.rep.describe()}.{kept}", job.rep, job.where)
     echo(result_line(job.summary, cfg.periodic))
-    return SectorResults(job.m, job.rep, job.df, job.summary, job.sens)
+    return SectorResults(job.m, job.rep, job.df, job.summary, job.sens, job.self_check)
 
 
 _AFTER_THE_SOLVE = ("pyomo_lap.post.results", "pyomo_lap.post.quality")
@@ -958,7 +964,8 @@ def _channels_and_export(job) -> None:
                                + (f", {job.out_dir}/ was left untouched" if job.out_dir else ""),
                                rep) from None
     summary["max_speed_kmh"] = float(df["speed_kmh"].max())
-    summary["channel_quality"] = channel_quality(df)
+    p_solved = vehicle_of_model(m) if rep.ok or not cfg.free else job.p
+    summary["channel_quality"] = channel_quality(df, p_solved)
     summary["mesh"] = _mesh_summary(m)
     summary["sectors"] = sector_records(sector_times(df, cfg.n_sectors))
     # the car's mean speed: its path length over the time (the time average of the speed
@@ -968,8 +975,11 @@ def _channels_and_export(job) -> None:
                                  if {"t", "speed_kmh"} <= set(df.columns)
                                  else float(3.6 * m.problem.sector_length / lap))
     timing["channels_s"] = time.perf_counter() - t_out
-    p_solved = vehicle_of_model(m) if rep.ok or not cfg.free else job.p
     summary["vehicle_parameters"] = _vehicle_parameters(p_solved)
+    _regularization(job, summary)
+    job.self_check = None
+    if rep.ok:
+        _self_check(job, df, p_solved)
     if job.setup_start is not None:
         summary["setup"] = _setup_summary(m, job.setup_start)
         echo("  optimal setup: " + ", ".join(
@@ -995,6 +1005,33 @@ def _channels_and_export(job) -> None:
         if job.sens is not None:
             from .post.plots import plot_results
             plot_results(job.where, figures=["sensitivities"], echo=echo)
+
+
+def _regularization(job, summary: dict) -> None:
+    """``summary["regularization"]``: the objective's penalties in seconds and their share of
+    the objective (:func:`pyomo_lap.ocp.common.regularization`), said on the console; none
+    for a model without them or without values."""
+    from .ocp.common import regularization
+    from .post.validate import regularization_text
+    try:
+        reg = regularization(job.m)
+    except (ValueError, TypeError, AttributeError, ZeroDivisionError):
+        return
+    if not all(math.isfinite(x) for x in (reg["total_s"], reg["share"])):
+        return
+    summary["regularization"] = reg
+    job.echo(f"  {regularization_text(reg)}")
+
+
+def _self_check(job, df, vehicle) -> None:
+    """The fast checks of the result (:func:`pyomo_lap.post.validate.self_check`: defects,
+    speed consistency, energy balance, power limit) into ``summary["self_check"]`` and
+    ``job.self_check``; its time into ``summary["timing"]["self_check_s"]``."""
+    from .post.validate import self_check
+    sc = self_check(df, job.summary, job.tr, vehicle)
+    job.summary["self_check"] = sc
+    job.summary["timing"]["self_check_s"] = sc["wall_time_s"]
+    job.self_check = sc
 
 
 def _model_key(track, repair_track, track_width, build_kwargs: dict, flat: bool = False) -> str:
@@ -1040,11 +1077,17 @@ class SectorResults(tuple):
     sensitivities : DataFrame or None
         With ``sensitivities=True``: d(lap time)/d(parameter) per parameter
         (:func:`pyomo_lap.post.sensitivities.lap_time_sensitivities`), else None.
+    self_check : dict or None
+        The fast checks of the result and their verdict (``summary["self_check"]``,
+        :func:`pyomo_lap.post.validate.self_check`): ``self_check["verdict"]`` is ``"pass"``,
+        ``"warn"`` or ``"fail"``. A result that fails is returned (and written) all the
+        same: look at it before using it.
     """
 
-    def __new__(cls, model, report, trajectory, summary, sensitivities=None):
+    def __new__(cls, model, report, trajectory, summary, sensitivities=None, self_check=None):
         self = super().__new__(cls, (model, report, trajectory, summary))
         self.sensitivities = sensitivities
+        self.self_check = self_check
         return self
 
     model = property(lambda self: self[0])

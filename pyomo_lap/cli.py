@@ -26,6 +26,11 @@ def _fail(msg: str, code: int = 2):
     sys.exit(code)
 
 
+SELF_CHECK_FAILED = 4
+"""Exit code of ``pyomo-lap solve`` for a result that was solved (IPOPT: optimal) and written,
+but failed its self-check (:func:`pyomo_lap.post.validate.self_check`): a script must not take
+it for a good result."""
+
 _SIGNAL = {"name": "SIGINT (Ctrl-C)", "code": 130}
 
 
@@ -292,10 +297,17 @@ def solve(max_iter, solver_options, ocp_options, **job):
     Prints one line per stage and the result; -v adds what was done to the track data (each
     step) and the solver's iterations, -q prints the result only.
 
-    Exit codes: 0 solved; 1 the solver failed (partial results in OUT.failed, OUT untouched)
-    or the results could not be written to OUT (saved elsewhere, named); 2 bad input or
-    missing solver (nothing built); 3 unexpected error; 130 / 143 interrupted by SIGINT
-    (Ctrl-C) / SIGTERM (nothing written).
+    Every solved result checks itself (the collocation defects, the speed against the
+    acceleration, the energy balance, the power limit; the fast checks of `pyomo-lap
+    validate`): the result line ends with "self-check PASS", "self-check WARN: ..." or
+    "self-check FAIL: ..." (the checks, their values and where), and summary.json holds them
+    (self_check).
+
+    Exit codes: 0 solved (self-check pass or warn); 1 the solver failed (partial results in
+    OUT.failed, OUT untouched) or the results could not be written to OUT (saved elsewhere,
+    named); 2 bad input or missing solver (nothing built); 3 unexpected error; 4 solved, but
+    the result failed its self-check (written to OUT all the same, to be looked at, not
+    used); 130 / 143 interrupted by SIGINT (Ctrl-C) / SIGTERM (nothing written).
     """
     try:
         from .api import ResultsNotWrittenError, SolveFailedError, solve_sector  # heavy imports
@@ -333,9 +345,10 @@ def solve(max_iter, solver_options, ocp_options, **job):
     before = _state(Path(out_dir)) if out_dir is not None else None
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     t0 = time.perf_counter()
+    res = None
     try:
-        solve_sector(cfg.value(), echo=_Echo(level, keep=_SOLVE_RESULT_LINES),
-                     progress=click_progress() if level >= 0 else (lambda *a, **k: None))
+        res = solve_sector(cfg.value(), echo=_Echo(level, keep=_SOLVE_RESULT_LINES),
+                           progress=click_progress() if level >= 0 else (lambda *a, **k: None))
     except SolveInterrupted as exc:
         r = exc.report
         its = f", {r.iterations} iterations" if r.iterations is not None else ""
@@ -362,6 +375,14 @@ def solve(max_iter, solver_options, ocp_options, **job):
         _unexpected(exc)
     finally:
         signal.signal(signal.SIGTERM, previous)
+    sc = getattr(res, "self_check", None)
+    if sc is not None and sc["verdict"] == "fail":
+        where = "" if out_dir is None else f" (written to {out_dir}/ to be looked at)"
+        _fail(f"the result failed its self-check{where}: "
+              + ", ".join(f"{n}: {c['detail']}" for n, c in sc["checks"].items()
+                          if c["verdict"] == "fail")
+              + ". Hint: a finer mesh (--nfe, --ocp-option element_length=...) or "
+              "`pyomo-lap validate` for the replay", code=SELF_CHECK_FAILED)
 
 
 @main.command()

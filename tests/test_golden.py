@@ -122,7 +122,7 @@ def _check_smooth(df, summary, most: int):
     """The exported channels do not zig-zag (pyomo_lap.post.quality, recomputed from the
     table), and the summary says the same."""
     from pyomo_lap.post.quality import channel_quality
-    q = channel_quality(df)
+    q = channel_quality(df, load_vehicle(summary["vehicle"]))
     counts = {c: q["zigzags"][c]["count"] for c in TARGET_CHANNELS}
     assert max(counts.values()) <= most, counts
     assert {c: summary["channel_quality"]["zigzags"][c]["count"] for c in TARGET_CHANNELS} == counts

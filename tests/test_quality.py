@@ -100,20 +100,32 @@ def test_speed_consistency_of_an_exact_trajectory_and_of_a_perturbed_one():
     integrates to the speed exactly; a speed point moved by 0.2 m/s is found, with both steps
     around it."""
     df = _uniform_acceleration_table()
-    sc = speed_consistency(df)
+    sc = speed_consistency(df, 40.0)
     assert sc["max_error_mps"] < 1e-12 and sc["count"] == 0
     bad = df.copy()
     bad.loc[100, "speed"] += 0.2
-    sc = speed_consistency(bad)
+    sc = speed_consistency(bad, 40.0)
     assert sc["max_error_mps"] == pytest.approx(0.2, rel=1e-9)
+    assert sc["max_error_rel"] == pytest.approx(0.2 / 40.0, rel=1e-9)     # of the top speed
     assert sc["count"] == 2 and sc["max_error_at"] == pytest.approx(df["s"][99])
+    # the count's tolerance is a fraction of the car's top speed: 0.2 m/s is within it
+    # for a car of 200 m/s
+    assert speed_consistency(bad, 200.0)["count"] == 0
+    with pytest.raises(ValueError, match="v_ref"):
+        speed_consistency(df, 0.0)
+    # the worst step on a step of the track's curvature (straight to arc) is said to be one
+    bad["Omega_z"] = np.where(np.arange(len(bad)) >= 100, 1.0 / 90.0, 0.0)
+    assert speed_consistency(bad, 40.0)["curvature_step"] is True
+    bad["Omega_z"] = 1.0 / 90.0
+    assert speed_consistency(bad, 40.0)["curvature_step"] is False
 
 
 @pytest.mark.unit
 def test_channel_quality_and_its_table():
+    from pyomo_lap.vehicle.car import load_vehicle
     df = _uniform_acceleration_table()
     df["delta"] = 0.01 * (-1.0) ** np.arange(len(df))     # 0.57 deg chatter
-    q = channel_quality(df)
+    q = channel_quality(df, load_vehicle("fsae"))
     assert q["zigzags"]["delta"]["count"] == len(df) - 3
     assert q["zigzags"]["delta"]["unit"] == "deg"
     assert q["zigzags"]["delta"]["max_residual"] == pytest.approx(math.degrees(0.02))
@@ -150,7 +162,7 @@ def test_named_channels_equal_the_exported_columns_and_the_summary_has_the_quali
     np.testing.assert_allclose([m.f_11z[s].value for s in sigma], df["f_11z"], rtol=0, atol=0)
     saved = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert saved["channel_quality"]["zigzags"]["delta"]["count"] == \
-        channel_quality(df)["zigzags"]["delta"]["count"]
+        channel_quality(df, m.problem.vehicle)["zigzags"]["delta"]["count"]
     assert saved["mesh"]["n_elements"] == len(saved["mesh"]["element_boundaries_m"]) - 1
     wb = openpyxl.load_workbook(tmp_path / "r" / "results.xlsx", read_only=True)
     assert "quality" in wb.sheetnames

@@ -207,7 +207,8 @@ def test_a_good_short_sector_passes(good, tmp_path):
     assert res["interpolation"] == "state"
     names = [c["name"] for c in res["checks"]]
     assert names == ["defect_max", "defect_p95", "replay_shortfall", "replay_lateral",
-                     "replay_time", "replay_steering", "zigzags", "speed_consistency"]
+                     "replay_time", "replay_steering", "zigzags", "speed_consistency",
+                     "energy_balance", "power_limit"]
     by = _by_name(res)
     assert by["replay_shortfall"]["value"] == 0.0
     assert by["replay_lateral"]["value"] < 1.0                  # % of the track width

@@ -21,6 +21,9 @@ and so does a transient too short for the mesh (the inflection of a lateral-acce
 flick that falls on three points). A channel sampled finely enough for its variations has
 none.
 
+The thresholds are fractions of the car's scales (:func:`channel_scales`: its steer limit,
+slip scale, largest tyre force, top speed, largest acceleration), not numbers of one car.
+
 **Speed consistency.** Between neighbouring points the change of speed must equal the
 integral of the tangential acceleration :math:`a_t = (v_{3x} a_x + v_{3y} a_y)/|v|` over the
 time between them; :func:`speed_consistency` compares :math:`v_{i+1} - v_i` with the
@@ -37,19 +40,27 @@ import numpy as np
 
 __all__ = ["SmoothnessCheck", "SMOOTHNESS_CHECKS", "zigzag_residuals", "zigzag_count",
            "speed_consistency", "tangential_acceleration", "channel_quality",
-           "SPEED_CONSISTENCY_TOL_MPS", "quality_table"]
+           "SPEED_CONSISTENCY_TOL", "quality_table", "smoothness_table", "channel_scales", "speed_scale", "slip_scale"]
 
 
 @dataclasses.dataclass(frozen=True)
 class SmoothnessCheck:
-    """The zig-zag threshold of one channel.
+    """The zig-zag threshold of one channel, a fraction of one of the car's scales
+    (:func:`channel_scales`).
 
     Attributes
     ----------
     channel : str
         Column of the trajectory table (SI units).
-    threshold : float
-        In the column's SI unit (rad, N, m/s, m/s^2).
+    fraction : float
+        The threshold over the scale [-].
+    scale : str
+        A key of :func:`channel_scales`: ``"steer"`` (the steer limit
+        :math:`\\delta_{max}`), ``"slip"`` (the slip angle at which the tyre's linear force
+        reaches its peak, :math:`D/C_\\alpha` at the static load), ``"force"`` (the largest
+        tyre force, :func:`pyomo_lap.ocp.common.force_scale`), ``"speed"`` (the top speed
+        of power and drag, :func:`speed_scale`), ``"acceleration"`` (the force scale over
+        the mass).
     display_unit : str
         The unit the threshold is stated in for people (``"deg"``, ``"N"``, ``"km/h"`` ...).
     display_factor : float
@@ -57,39 +68,95 @@ class SmoothnessCheck:
     """
 
     channel: str
-    threshold: float
+    fraction: float
+    scale: str
     display_unit: str
     display_factor: float = 1.0
 
-    @property
-    def display_threshold(self) -> float:
+    def threshold(self, scales: dict) -> float:
+        """The threshold in the column's SI unit for a car's :func:`channel_scales`."""
+        return self.fraction * scales[self.scale]
+
+    def display_threshold(self, scales: dict) -> float:
         """The threshold in :attr:`display_unit`."""
-        return self.threshold * self.display_factor
+        return self.threshold(scales) * self.display_factor
 
 
 _DEG = 180.0 / math.pi
 
 SMOOTHNESS_CHECKS: tuple = (
-    SmoothnessCheck("delta", math.radians(0.1), "deg", _DEG),
-    SmoothnessCheck("alpha_1", math.radians(0.1), "deg", _DEG),
-    SmoothnessCheck("alpha_2", math.radians(0.1), "deg", _DEG),
-    SmoothnessCheck("f_11z", 20.0, "N"),
-    SmoothnessCheck("f_12z", 20.0, "N"),
-    SmoothnessCheck("f_21z", 20.0, "N"),
-    SmoothnessCheck("f_22z", 20.0, "N"),
-    SmoothnessCheck("speed", 0.3 / 3.6, "km/h", 3.6),
-    SmoothnessCheck("a_x", 1.0, "m/s^2"),
-    SmoothnessCheck("a_y", 1.0, "m/s^2"),
+    SmoothnessCheck("delta", 0.004, "steer", "deg", _DEG),
+    SmoothnessCheck("alpha_1", 0.045, "slip", "deg", _DEG),
+    SmoothnessCheck("alpha_2", 0.045, "slip", "deg", _DEG),
+    SmoothnessCheck("f_11z", 0.0032, "force", "N"),
+    SmoothnessCheck("f_12z", 0.0032, "force", "N"),
+    SmoothnessCheck("f_21z", 0.0032, "force", "N"),
+    SmoothnessCheck("f_22z", 0.0032, "force", "N"),
+    SmoothnessCheck("speed", 0.0021, "speed", "km/h", 3.6),
+    SmoothnessCheck("a_x", 0.04, "acceleration", "m/s^2"),
+    SmoothnessCheck("a_y", 0.04, "acceleration", "m/s^2"),
 )
-"""The channels whose zig-zags are counted, with their thresholds: steer and slip angles
-0.1 deg, vertical loads 20 N, speed 0.3 km/h, accelerations 1 m/s^2 (below what a logger
-channel resolves at race speeds; the thresholds of issue 22 of the project)."""
+"""The channels whose zig-zags are counted, with their thresholds as fractions of the car's
+scales (:func:`channel_scales`): steer angle 0.4 % of the steer limit, slip angles 4.5 % of
+the tyre's peak slip scale, vertical loads 0.32 % of the largest tyre force, speed 0.21 % of
+the top speed, accelerations 4 % of the largest acceleration. They were the absolute
+thresholds of issue 22 (0.1 deg, 0.1 deg, 20 N, 0.3 km/h, 1 m/s^2: below what a logger
+channel resolves at race speeds), measured on the FSAE car, made relative to its scales
+(steer limit 25.8 deg, slip scale 2.35 deg, force scale 6280 N, top speed 40.9 m/s,
+acceleration scale 26.2 m/s^2) and rounded up: on the FSAE car they are 0.103 deg, 0.106
+deg, 20.1 N, 0.31 km/h and 1.05 m/s^2; on the Formula One car of 2014 0.080 deg, 0.149 deg,
+183 N, 0.73 km/h, 3.5 m/s^2; on the BMW 320i 0.119 deg, 0.123 deg, 40 N, 0.45 km/h,
+0.46 m/s^2."""
 
-SPEED_CONSISTENCY_TOL_MPS = 0.05
-"""Largest accepted difference [m/s] between the change of speed from one point to the next and
-the integral of the tangential acceleration over the time between them (0.18 km/h; a
-trapezoid over 7 m at 30 m/s with the tangential acceleration changing by 10 m/s^2 over
-the step errs by about 0.01 m/s)."""
+SPEED_CONSISTENCY_TOL = 0.0012
+"""Largest accepted difference between the change of speed from one point to the next and
+the integral of the tangential acceleration over the time between them, as a fraction of the
+car's top speed (:func:`speed_scale`) [-]: the steps above it are counted. It was 0.05 m/s
+on the FSAE car (top speed 40.9 m/s; 0.049 m/s now; a trapezoid over 7 m at 30 m/s with the
+tangential acceleration changing by 10 m/s^2 over the step errs by about 0.01 m/s); 0.12
+m/s on the Formula One car of 2014, 0.07 m/s on the BMW 320i."""
+
+SPEED_CAP_MPS = 150.0
+"""The top speed of :func:`speed_scale` is at most this [m/s] (as in
+:func:`pyomo_lap.ocp.common.force_scale`: a car without drag has none)."""
+
+
+def speed_scale(p) -> float:
+    r"""The car's top speed, the scale of its speeds [m/s]: where the power ``P_max`` equals
+    the drag, :math:`(P_{max}/(\tfrac12\rho S C_x))^{1/3}`, at most :data:`SPEED_CAP_MPS`
+    (the speed :func:`pyomo_lap.ocp.common.force_scale` takes the downforce at). FSAE car
+    40.9 m/s, Formula One car of 2014 96.8 m/s, BMW 320i 59.3 m/s."""
+    drag = 0.5 * p.rho * p.S * p.Cx
+    return min(SPEED_CAP_MPS, (p.P_max / drag) ** (1.0 / 3.0)) if drag > 0 else SPEED_CAP_MPS
+
+
+def slip_scale(p) -> float:
+    r"""The slip angle at which a tyre at the static load (:math:`f_z = m g / 4`) would reach
+    its peak force :math:`D` along its cornering stiffness :math:`C_\alpha` (eq 32), :math:`D /
+    C_\alpha` [rad]: the scale of the slip angles. FSAE car 2.35 deg, Formula One car of 2014
+    3.32 deg, BMW 320i 2.74 deg."""
+    from ..vehicle.car import peak_force
+    fz = p.m * p.gravity / 4.0
+    c_alpha = p.pK1 * p.Fz0 * math.sin(2.0 * math.atan(fz / (p.pK2 * p.Fz0)))
+    return float(peak_force(p, fz)) / c_alpha
+
+
+def channel_scales(p) -> dict:
+    """The car's scales of the channels (:class:`SmoothnessCheck`), in SI units: ``steer``
+    (``delta_max`` [rad]), ``slip`` (:func:`slip_scale` [rad]), ``force``
+    (:func:`pyomo_lap.ocp.common.force_scale` [N]), ``speed`` (:func:`speed_scale` [m/s]),
+    ``acceleration`` (the force scale over the mass [m/s^2]). A car file without the
+    parameters of a scale (the ``racecar`` model's) has none: its channels are not counted."""
+    from ..ocp.common import force_scale
+    out = {}
+    for name, f in (("steer", lambda: float(p.delta_max)), ("slip", lambda: slip_scale(p)),
+                    ("force", lambda: force_scale(p)), ("speed", lambda: speed_scale(p)),
+                    ("acceleration", lambda: force_scale(p) / p.m)):
+        try:
+            out[name] = float(f())
+        except AttributeError:
+            pass
+    return out
 
 
 def _distinct(s: np.ndarray) -> np.ndarray:
@@ -181,25 +248,36 @@ def tangential_acceleration(df) -> np.ndarray:
     return (vx * ax + vy * ay) / np.maximum(np.hypot(vx, vy), 1e-9)
 
 
-def speed_consistency(df, tol: float = SPEED_CONSISTENCY_TOL_MPS) -> dict:
-    """The change of speed between neighbouring points against the integrated tangential
-    acceleration (module docstring).
+def speed_consistency(df, v_ref: float, tol: float = SPEED_CONSISTENCY_TOL) -> dict:
+    r"""The change of speed between neighbouring points against the integrated tangential
+    acceleration (module docstring), relative to the car's speed scale.
 
     Parameters
     ----------
     df : DataFrame
         Columns ``s`` (or ``s_sector``), ``t``, ``speed``, ``v_3x``, ``v_3y``, ``a_x``,
         ``a_y`` (SI).
+    v_ref : float
+        The car's speed scale [m/s] (:func:`speed_scale`), > 0.
     tol : float
-        Accepted difference per step [m/s].
+        Accepted difference per step, a fraction of ``v_ref`` [-].
 
     Returns
     -------
     dict
-        ``max_error_mps`` (largest :math:`|\\Delta v - \\int a_t dt|`), ``max_error_at``
-        (``s`` of the step's first point [m]), ``rms_error_mps``, ``count`` (steps above
-        ``tol``), ``tol_mps``.
+        ``max_error_mps`` (largest :math:`|\Delta v - \int a_t dt|`), ``max_error_rel``
+        (over ``v_ref`` [-]), ``max_error_at`` (``s`` of the step's first point [m]),
+        ``rms_error_mps``, ``count`` (steps above ``tol``), ``tol`` [-], ``tol_mps``,
+        ``v_ref_mps``; with a column ``Omega_z``, ``curvature_step`` (the track's curvature
+        steps within the worst step: a track of straights and arcs).
+
+    Raises
+    ------
+    ValueError
+        ``v_ref`` not a positive number.
     """
+    if not (v_ref > 0 and math.isfinite(v_ref)):
+        raise ValueError(f"v_ref = {v_ref!r} m/s: expected a positive speed")
     col = "s_sector" if "s_sector" in df.columns else "s"
     s = df[col].to_numpy(float)
     keep = _distinct(s)
@@ -207,16 +285,24 @@ def speed_consistency(df, tol: float = SPEED_CONSISTENCY_TOL_MPS) -> dict:
     v = df["speed"].to_numpy(float)[keep]
     at = tangential_acceleration(df)[keep]
     err = np.diff(v) - 0.5 * (at[1:] + at[:-1]) * np.diff(t)
+    out = {"max_error_mps": 0.0, "max_error_rel": 0.0, "max_error_at": None,
+           "rms_error_mps": 0.0, "count": 0, "tol": tol, "tol_mps": tol * v_ref,
+           "v_ref_mps": float(v_ref)}
     if err.size == 0:
-        return {"max_error_mps": 0.0, "max_error_at": None, "rms_error_mps": 0.0, "count": 0,
-                "tol_mps": tol}
+        return out
     i = int(np.argmax(np.abs(err)))
-    return {"max_error_mps": float(abs(err[i])), "max_error_at": float(s[keep][i]),
-            "rms_error_mps": float(np.sqrt(np.mean(err ** 2))),
-            "count": int(np.sum(np.abs(err) > tol)), "tol_mps": tol}
+    out.update(max_error_mps=float(abs(err[i])), max_error_rel=float(abs(err[i]) / v_ref),
+               max_error_at=float(s[keep][i]), rms_error_mps=float(np.sqrt(np.mean(err ** 2))),
+               count=int(np.sum(np.abs(err) > tol * v_ref)))
+    if "Omega_z" in df.columns and err.size > 2:
+        # a step of the track's curvature within the worst step: the speed of O3,
+        # q1_dot (1 - kappa q2), jumps with kappa while q1_dot is continuous
+        dk = np.abs(np.diff(df["Omega_z"].to_numpy(float)[keep]))
+        out["curvature_step"] = bool(dk[i] > 1e-4 and dk[i] > 20.0 * np.median(dk))
+    return out
 
 
-def channel_quality(df, checks: Optional[Sequence[SmoothnessCheck]] = None) -> dict:
+def channel_quality(df, vehicle, checks: Optional[Sequence[SmoothnessCheck]] = None) -> dict:
     """The smoothness and consistency of a trajectory table, for ``summary.json``.
 
     Parameters
@@ -224,37 +310,43 @@ def channel_quality(df, checks: Optional[Sequence[SmoothnessCheck]] = None) -> d
     df : DataFrame
         A trajectory table of the full or multibody model (channels missing from it are
         skipped; the single-track table has no per-wheel loads).
+    vehicle : VehicleParameters
+        The car of the table: its scales (:func:`channel_scales`) give the thresholds.
     checks : sequence of SmoothnessCheck, optional
         Default :data:`SMOOTHNESS_CHECKS`.
 
     Returns
     -------
     dict
-        ``zigzags``: ``{channel: {"count", "threshold", "unit", "max_residual", "at"}}``
-        (threshold and residual in ``unit``, at most 20 positions in ``at``),
-        ``zigzag_total``, ``speed_consistency`` (:func:`speed_consistency`, when the table
-        has the columns it needs).
+        ``zigzags``: ``{channel: {"count", "threshold", "unit", "fraction", "scale",
+        "max_residual", "at"}}`` (threshold and residual in ``unit``, the threshold as a
+        fraction of the car's scale, at most 20 positions in ``at``), ``zigzag_total``,
+        ``speed_consistency`` (:func:`speed_consistency`, when the table has the columns it
+        needs), ``scales`` (:func:`channel_scales`).
     """
+    scales = channel_scales(vehicle)
     col = "s_sector" if "s_sector" in df.columns else "s"
     s = df[col].to_numpy(float)
     offset = (df["s"].to_numpy(float)[0] - s[0]) if col == "s_sector" and "s" in df.columns else 0.0
     out = {}
     for chk in checks or SMOOTHNESS_CHECKS:
-        if chk.channel not in df.columns:
+        if chk.channel not in df.columns or chk.scale not in scales:
             continue
-        z = zigzag_count(s, df[chk.channel].to_numpy(float), chk.threshold)
+        z = zigzag_count(s, df[chk.channel].to_numpy(float), chk.threshold(scales))
         f = chk.display_factor
-        out[chk.channel] = {"count": z["count"], "threshold": chk.display_threshold,
-                            "unit": chk.display_unit, "max_residual": z["max_residual"] * f,
+        out[chk.channel] = {"count": z["count"], "threshold": chk.display_threshold(scales),
+                            "unit": chk.display_unit, "fraction": chk.fraction,
+                            "scale": chk.scale, "max_residual": z["max_residual"] * f,
                             "max_residual_at_m": (None if z["max_residual_at"] is None
                                                   else z["max_residual_at"] + offset),
                             "at_m": [a + offset for a in z["at"][:20]]}
     res = {"zigzags": out, "zigzag_total": int(sum(v["count"] for v in out.values()))}
-    if all(c in df.columns for c in ("t", "speed", "v_3x", "v_3y", "a_x", "a_y")):
-        sc = speed_consistency(df)
+    if "speed" in scales and all(c in df.columns for c in ("t", "speed", "v_3x", "v_3y", "a_x", "a_y")):
+        sc = speed_consistency(df, scales["speed"])
         if sc["max_error_at"] is not None:
             sc["max_error_at"] += offset
         res["speed_consistency"] = sc
+    res["scales"] = scales
     return res
 
 
@@ -272,3 +364,27 @@ def quality_table(quality: dict):
                      "count": sc["count"], "threshold": sc["tol_mps"], "unit": "m/s",
                      "largest": sc["max_error_mps"], "at s [m]": sc["max_error_at"]})
     return pd.DataFrame(rows, columns=["check", "count", "threshold", "unit", "largest", "at s [m]"])
+
+
+SCALE_NAMES = {"steer": "steer limit delta_max", "slip": "slip scale D/C_alpha",
+               "force": "force scale", "speed": "top speed",
+               "acceleration": "force scale / mass"}
+"""How :func:`smoothness_table` names the scales of :func:`channel_scales`."""
+
+
+def smoothness_table(cars=("fsae", "f1_2014", "bmw_320i")) -> str:
+    """:data:`SMOOTHNESS_CHECKS` and :data:`SPEED_CONSISTENCY_TOL` as a Markdown table: the
+    channel, the fraction of which scale, and the threshold for each of ``cars`` (bundled
+    vehicle names) in the channel's display unit."""
+    from ..vehicle.car import load_vehicle
+    scales = {c: channel_scales(load_vehicle(c)) for c in cars}
+    head = "| channel | threshold | of | " + " | ".join(cars) + " |"
+    lines = [head, "|---|---|---|" + "---|" * len(cars)]
+    for chk in SMOOTHNESS_CHECKS:
+        vals = " | ".join(f"{chk.display_threshold(scales[c]):.3g} {chk.display_unit}" for c in cars)
+        lines.append(f"| `{chk.channel}` zig-zags | {100 * chk.fraction:g} % | "
+                     f"{SCALE_NAMES[chk.scale]} | {vals} |")
+    vals = " | ".join(f"{SPEED_CONSISTENCY_TOL * scales[c]['speed']:.3g} m/s" for c in cars)
+    lines.append(f"| speed consistency, steps counted above | {100 * SPEED_CONSISTENCY_TOL:g} % | "
+                 f"{SCALE_NAMES['speed']} | {vals} |")
+    return "\n".join(lines)

@@ -1,0 +1,111 @@
+r"""The energy balance of a trajectory: no acceleration that the power and the drag do not
+allow, and no drive force above the power available.
+
+Along its velocity the car is pushed by its drive force and pulled back by its drag, the
+grade and whatever its tyres dissipate (brakes, slip, the lateral forces' work at the contact
+patches, the dampers; all :math:`\le 0`). So at every point
+
+.. math::
+    m\,a_t \le \frac{P(v_x)}{v_x} + f_{drag}\,\frac{v_x}{v} - m g\,(\hat z \cdot \hat v)
+
+(:math:`a_t` the tangential acceleration of O3 without gravity, channel ``a_t``; :math:`P(v)`
+the power available at the driven wheels, :func:`pyomo_lap.vehicle.powertrain.power_available`;
+:math:`f_{drag} \le 0` the drag along :math:`x_3`, channel ``f_drag``, its share along the
+velocity :math:`v_x/v`; :math:`\hat z` the ground's vertical in {B3} from the track's rotation
+and the heading :math:`q_3`, :math:`\hat v = (v_{3x}, v_{3y}, 0)/v`). The drive force's share
+along the velocity, :math:`f_{xa} v_x / v`, is at most :math:`f_{xa}`, and :math:`f_{xa} v_x
+\le P(v_x)` is the power row of the OCP. :func:`energy_balance` measures the excess of the
+left side over the right, as power relative to the car's :math:`P_{max}`:
+
+.. math::
+    e_i = \frac{\big(m a_t - P/v_x - f_{drag} v_x/v + m g\,\hat z\cdot\hat v\big)\,v}{P_{max}},
+
+and the power row's excess :math:`(f_{xa} v_x - P(v_x))/P_{max}`. Both are dimensionless and
+negative for a car that is not at full power. What the inequality leaves out: the kinetic
+energy the car's yaw, pitch, roll and heave exchange with its forward motion
+(:math:`I_z \omega_z \dot\omega_z` at a corner's exit gives some back), and the distance
+between O3 and the centre of mass; measured on good results it is below 1 % of
+:math:`P_{max}` (:data:`pyomo_lap.post.validate.ENERGY_BALANCE`).
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+
+__all__ = ["energy_balance", "ground_vertical", "ENERGY_COLUMNS"]
+
+ENERGY_COLUMNS = ("t", "q3", "v_3x", "v_3y", "a_x", "a_y", "f_drag", "f_xa")
+"""The trajectory columns :func:`energy_balance` needs (and ``s``, ``speed``)."""
+
+
+def ground_vertical(track, s, q3) -> np.ndarray:
+    r"""The ground's vertical :math:`\hat z` in {B3} at track coordinates ``s`` [m] and
+    headings ``q3`` [rad] relative to the track frame: the third row of the track's rotation
+    (:meth:`pyomo_lap.track.geometry.Track.evaluate`, columns tangent, lateral, normal)
+    turned by :math:`-q_3` about the track's normal. Returns (n, 3)."""
+    R = np.asarray(track.evaluate(np.asarray(s, dtype=float)).rotation, dtype=float)
+    ez = R[:, 2, :]                           # e_z of the ground in the track frame
+    c, sn = np.cos(q3), np.sin(q3)
+    return np.column_stack([c * ez[:, 0] + sn * ez[:, 1], -sn * ez[:, 0] + c * ez[:, 1], ez[:, 2]])
+
+
+def energy_balance(df, vehicle, track=None, zhat: Optional[np.ndarray] = None) -> dict:
+    """The excess acceleration and the power row of a trajectory (module docstring).
+
+    Parameters
+    ----------
+    df : DataFrame
+        A trajectory table (columns :data:`ENERGY_COLUMNS`, ``s``; ``speed`` optional).
+    vehicle : VehicleParameters
+    track : Track, optional
+        The track of the table's ``s`` (for the grade); or ``zhat``.
+    zhat : (n, 3) array, optional
+        The ground's vertical in {B3} at the table's points (:func:`ground_vertical`).
+
+    Returns
+    -------
+    dict
+        ``excess`` (the largest :math:`e_i` [-], relative to ``P_max``), ``excess_at`` (its
+        ``s`` [m]), ``excess_accel_mps2`` (there, the excess as an acceleration
+        [m/s^2]), ``speed_at_mps`` (the speed there), ``power_row`` (the largest
+        :math:`(f_{xa} v_x - P(v_x))/P_{max}` [-]), ``power_row_at`` (its ``s``), ``e``
+        (every point's :math:`e_i`, an array).
+
+    Raises
+    ------
+    ValueError
+        A column missing, or neither ``track`` nor ``zhat``.
+    """
+    from ..vehicle.powertrain import power_available
+    missing = [c for c in ENERGY_COLUMNS + ("s",) if c not in df.columns]
+    if missing:
+        raise ValueError(f"the trajectory has no column(s) {', '.join(missing)}")
+    p = vehicle
+    s = df["s"].to_numpy(float)
+    vx, vy = df["v_3x"].to_numpy(float), df["v_3y"].to_numpy(float)
+    v = np.maximum(np.hypot(vx, vy), 1e-6)
+    vxp = np.maximum(vx, 1e-6)
+    at = (vx * df["a_x"].to_numpy(float) + vy * df["a_y"].to_numpy(float)) / v
+    if zhat is None:
+        if track is None:
+            raise ValueError("energy_balance needs the track (or zhat) for the grade")
+        zhat = ground_vertical(track, s, df["q3"].to_numpy(float))
+    grade = (zhat[:, 0] * vx + zhat[:, 1] * vy) / v          # sine of the climb along v
+    P = np.asarray(power_available(p, vxp), dtype=float)
+    drive = P / vxp
+    drag_t = df["f_drag"].to_numpy(float) * vx / v
+    excess_force = p.m * at - drive - drag_t + p.m * p.gravity * grade
+    e = excess_force * v / p.P_max
+    i = int(np.argmax(e))
+    row = (df["f_xa"].to_numpy(float) * vx - P) / p.P_max
+    k = int(np.argmax(row))
+    return {"excess": float(e[i]), "excess_at": float(s[i]),
+            "excess_accel_mps2": float(excess_force[i] / p.m), "speed_at_mps": float(v[i]),
+            "power_row": float(row[k]), "power_row_at": float(s[k]), "e": e,
+            "grade": grade}
+
+
+def _finite(x) -> bool:
+    return x is not None and math.isfinite(x)
