@@ -360,8 +360,15 @@ def _replay_controls(df, vehicle, start: float, s_ref, basis, feedback, scheme, 
     if opts.get("k_v", 0) > 0:
         opts.setdefault("v_ref", df["q1_dot"].to_numpy(float))
     if path_reference == "polynomial":
-        opts.setdefault("reference", state_polynomials(df, ("q2", "q3", "q1_dot"), start=start,
-                                                       scheme=scheme or "LAGRANGE-RADAU").at)
+        path = state_polynomials(df, ("q2", "q3", "q1_dot"), start=start,
+                                 scheme=scheme or "LAGRANGE-RADAU").at
+        rates = state_polynomials(df, ("q3_dot", "q2_dot", "q2_dot"), start=start,
+                                  scheme=scheme or "LAGRANGE-RADAU").at
+
+        def reference(q1, _path=path, _rates=rates):
+            """q2, q3, q1_dot and q3_dot of the optimum at the track coordinate ``q1``."""
+            return tuple(_path(q1)) + (_rates(q1)[0],)
+        opts.setdefault("reference", reference)
     return PathFollowing(ctl, s_ref, df["q2"].to_numpy(float), df["q3"].to_numpy(float),
                          vehicle=vehicle, **opts)
 

@@ -344,7 +344,7 @@ class PathFollowing:
 
     def __init__(self, feedforward, s_ref, q2_ref, q3_ref, gain: float = 0.05,
                  preview_time: float = 0.3, preview_min: float = 3.0, v_ref=None,
-                 k_v: float = 0.0, vehicle=None, reference=None):
+                 k_v: float = 0.0, vehicle=None, reference=None, yaw_damping: float = 0.0):
         self.ff = feedforward
         self.basis, self.breaks = feedforward.basis, feedforward.breaks
         self.restart = getattr(feedforward, "restart", True)
@@ -358,6 +358,7 @@ class PathFollowing:
         if k_v > 0 and (self.v_ref is None or vehicle is None):
             raise ValueError("k_v > 0 needs v_ref and vehicle")
         self.gain, self.preview_time, self.preview_min, self.k_v = gain, preview_time, preview_min, k_v
+        self.yaw_damping = float(yaw_damping)
         self.vehicle = vehicle
         self.reference = reference
 
@@ -375,7 +376,12 @@ class PathFollowing:
             e_y = np.interp(s, self.s_ref, self.q2_ref) - x[1]
             e_psi = np.interp(s, self.s_ref, self.q3_ref) - x[2]
         L = max(self.preview_min, self.preview_time * x[n])
-        return self.gain * (e_y + L * e_psi)
+        out = self.gain * (e_y + L * e_psi)
+        if self.yaw_damping > 0 and self.reference is not None and self.vehicle is not None:
+            ref = self.reference(s)
+            if len(ref) > 3:      # the reference's q3_dot: damp the yaw rate's error
+                out += self.yaw_damping * self.vehicle.l / max(x[n], 1.0) * (ref[3] - x[n + 2])
+        return out
 
     def __call__(self, t, x, segment: int):
         f_xa, f_xb, delta = self.ff(t, x, segment)
