@@ -284,3 +284,37 @@ def test_all_wheel_drive_leaves_a_slow_corner_faster_on_low_grip():
     awd_straight = ((df["s_sector"] > HAIRPIN + 15.0) & (df["power"] < 0.9 * fsae.P_max)).to_numpy()
     use = ind.friction_ellipse_use(fsae, df)[awd_straight]
     assert awd_straight.sum() >= 10 and use[:, :2].min() >= 0.99 and use[:, 2:].max() < 0.6
+
+
+# ------------------------------------------------------------------------------ engine car
+@pytest.mark.integration
+def test_engine_car_accelerates_on_its_gear_envelope():
+    r"""The power row with an engine (tests/test_powertrain.py's four-gear test engine at a
+    quarter of its torque, 40 kW cap): accelerating from 8 m/s along a flat straight, the car
+    shifts through three gears (the envelope's gear, computed here from the closed forms), and
+    wherever the rear tyres are below 95 % of their friction ellipse (not the grip) the power
+    at the wheels is the car's power curve :math:`P(v)` (the PCHIP, within 0.2 %: the blends
+    and IPOPT's interior point; measured 0.05 %) and within 3.5 % of the peak of the
+    closed-form envelope :math:`\min(\max_k F_k(v)\,v, P_{max})` (the curve's fit,
+    tests/test_powertrain.py; measured 2.2 %)."""
+    import test_powertrain as tp
+    from pyomo_lap.vehicle import powertrain as pt
+    e = dict(tp.ENGINES["test engine"], P_max=40e3)
+    e["engine_torque"] = tuple(0.25 * x for x in e["engine_torque"])
+    p = load_vehicle("fsae").replace(**e)
+    m = build_model(straight(), p, start=0.0, length=150.0, nfe=15, ncp=3, initial_speed=8.0)
+    initialize_model(m)
+    rep = solve_model(m)
+    assert rep.ok, rep.termination_condition
+    df = trajectory_dataframe(m)
+    v = df["v_3x"].to_numpy()
+    R = p.wheel_radius
+    by_gear = np.array([[tp.hand_force(e, k, x, R) for k in range(4)] for x in v])
+    gear = np.argmax(by_gear, axis=1)
+    assert set(gear) >= {0, 1, 2} and np.all(np.diff(gear) >= 0)
+    envelope = np.minimum(by_gear.max(axis=1) * v, e["P_max"])
+    free = ind.friction_ellipse_use(p, df)[:, 2:].max(axis=1) < 0.95
+    assert free.sum() >= 0.8 * len(df)
+    power = df["power"].to_numpy()[free]
+    assert power == pytest.approx(pt.wheel_power_curve(p)(v[free]), rel=2e-3)
+    assert np.abs(power - envelope[free]).max() < 0.035 * envelope.max()
