@@ -524,12 +524,19 @@ def add_channel_expressions(m) -> None:
             m.s, rule=lambda m, s, a=axle: car.component(f"alpha_{a}")[s],
             doc=f"slip angle of the {'front' if axle == '1' else 'rear'} axle, eq (33) [rad]"))
     k_b = vehicle_var(m, "powertrain.brake_ratio")
+    # the drive split k_d of an all- or front-wheel-drive car (a structural zero: no variable
+    # for rear-wheel drive); before, the front wheels were written as braking only, whatever
+    # k_d (tests/test_vehicle_physics.py)
+    try:
+        k_d = vehicle_var(m, "powertrain.drive_ratio")
+    except ValueError:
+        k_d = 0.0
     for w in WHEELS:
         where = f"{'front' if w[0] == '1' else 'rear'}-{'left' if w[1] == '1' else 'right'}"
         if w[0] == "1":
-            rule = (lambda m, s: 0.5 * k_b * m.f_xb[s])
+            rule = (lambda m, s: 0.5 * k_b * m.f_xb[s] + 0.5 * k_d * m.f_xa[s])
         else:
-            rule = (lambda m, s: 0.5 * (1.0 - k_b) * m.f_xb[s] + 0.5 * m.f_xa[s])
+            rule = (lambda m, s: 0.5 * (1.0 - k_b) * m.f_xb[s] + 0.5 * (1.0 - k_d) * m.f_xa[s])
         m.add_component(f"f_{w}x", pyo.Expression(
             m.s, rule=rule, doc=f"longitudinal tyre force, {where} wheel, eq (34) [N]"))
         m.add_component(f"f_{w}y", pyo.Expression(

@@ -273,16 +273,16 @@ _RECORDS = (
      "(small-angle form; single-track model: with arctan).", _SLIP_SIGN,
      "paper eq (33b)", AXLE_WORDS["2"]),
     ("f_11x", "Longitudinal force of the front-left tyre in the wheel's plane (the front "
-     "wheels are steered by delta), k_b f_xb/2 (the front wheels only brake).",
+     "wheels are steered by delta), (k_b f_xb + k_d f_xa)/2 (k_d the drive split drive_ratio; 0, rear-wheel drive: the front wheels only brake).",
      "+ forward (driving), - braking", "paper eq (34a)", WHEEL_WORDS["11"]),
     ("f_12x", "Longitudinal force of the front-right tyre in the wheel's plane (the front "
-     "wheels are steered by delta), k_b f_xb/2 (the front wheels only brake).",
+     "wheels are steered by delta), (k_b f_xb + k_d f_xa)/2 (k_d the drive split drive_ratio; 0, rear-wheel drive: the front wheels only brake).",
      "+ forward (driving), - braking", "paper eq (34a)", WHEEL_WORDS["12"]),
     ("f_21x", "Longitudinal force of the rear-left tyre in the wheel's plane (the front "
-     "wheels are steered by delta), (1 - k_b) f_xb/2 + f_xa/2.",
+     "wheels are steered by delta), ((1 - k_b) f_xb + (1 - k_d) f_xa)/2.",
      "+ forward (driving), - braking", "paper eq (34b)", WHEEL_WORDS["21"]),
     ("f_22x", "Longitudinal force of the rear-right tyre in the wheel's plane (the front "
-     "wheels are steered by delta), (1 - k_b) f_xb/2 + f_xa/2.",
+     "wheels are steered by delta), ((1 - k_b) f_xb + (1 - k_d) f_xa)/2.",
      "+ forward (driving), - braking", "paper eq (34b)", WHEEL_WORDS["22"]),
     _Each("wheel", (("f_${w}y", "Lateral force of the $where tyre, perpendicular to the "
                      "wheel's plane in the road plane: the Magic Formula D sin(theta) of its "

@@ -354,11 +354,18 @@ def combined_slip_factor(r):
         G = \sqrt{\frac{\max_\epsilon(1 - r^2)}{\max_\epsilon(1)}},\quad
         \max_\epsilon(h) = \tfrac12\big(h + \sqrt{h^2 + \epsilon^2}\big),
 
-    :math:`\sqrt{1 - r^2}` within :math:`10^{-4}` for :math:`r^2 \le 0.95`
-    (:data:`COMBINED_SMOOTHING`): the force stays on or inside the friction ellipse
-    :math:`(f_x/D_x)^2 + (f_y/D_y)^2 \le 1` (the friction-ellipse scaling of pure-slip forces:
-    a longitudinal force uses up lateral grip; Pacejka, *Tire and Vehicle Dynamics*, 3rd ed.,
-    sec. 4.3.2)."""
+    a smoothed :math:`\sqrt{1 - r^2}` (:data:`COMBINED_SMOOTHING`): the force stays on or
+    near the friction ellipse :math:`(f_x/D_x)^2 + (f_y/D_y)^2 \le 1` (the friction-ellipse
+    scaling of pure-slip forces: a longitudinal force uses up lateral grip; Pacejka, *Tire
+    and Vehicle Dynamics*, 3rd ed., sec. 4.3.2). :math:`G(0) = 1` and
+    :math:`G \ge \sqrt{1 - r^2}`: the excess :math:`G^2 + r^2 - 1` is 0 at :math:`r = 0`,
+    grows with :math:`|r|`, is below :math:`10^{-3}` for :math:`|r| \le 0.72`,
+    :math:`6.0 \cdot 10^{-3}` at :math:`|r| = 0.95` and
+    :math:`\epsilon/(1 + \sqrt{1 + \epsilon^2}) = 0.025` at :math:`|r| = 1` (the most the
+    adherence rows allow), so :math:`(f_x/D_x)^2 + (f_y/D_y)^2 \le 1.025`
+    (tests/test_vehicle_physics.py; this text said before "within :math:`10^{-4}` of
+    :math:`\sqrt{1 - r^2}` for :math:`r^2 \le 0.95`", which needs a much smaller
+    :math:`\epsilon`: it is 0.022 off there)."""
     e2 = COMBINED_SMOOTHING ** 2
     h = sub(1.0, mul(r, r))
     norm = 1.0 / math.sqrt(0.5 * (1.0 + math.sqrt(1.0 + e2)))
