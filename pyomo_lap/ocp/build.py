@@ -99,8 +99,8 @@ def vehicle_model(model) -> VehicleModel:
                          "or a pyomo_lap.ocp.vehicle_model.VehicleModel") from None
 
 
-W_DEFAULTS = {"w_steer_rate": 1.0, "w_force_rate": 0.5, "w_steer_jump": 0.5,
-              "w_complementarity": 7.0}
+W_DEFAULTS = {"w_steer_rate": 0.7, "w_force_rate": 0.35, "w_steer_jump": 0.35,
+              "w_complementarity": 5.0}
 """The defaults of the dimensionless penalty weights (:func:`pyomo_lap.ocp.common.penalty_weights`):
 chosen so that the penalties are at most 0.1 % of the objective on the closed laps of every
 bundled car on every bundled circuit (docs/formulation.md, "Penalties"), with smooth channels."""
