@@ -344,6 +344,13 @@ def _solve_config() -> ConfigDict:
               description="groups of free parameters whose sum is held at its value (a fixed "
                           "total downforce with a free balance: aero.Cz1,aero.Cz2); on the "
                           "command line --keep-sum aero.Cz1,aero.Cz2 (repeatable)"))
+    c.declare("refine_mesh", ConfigValue(default=True, domain=bool,
+              description="after an optimal solve of the full model whose collocation defects "
+                          "are above the self-check's warning (DEFECT_MAX, DEFECT_P95), split "
+                          "the elements where they are large and solve again from the solution "
+                          "on the refined mesh, once (pyomo_lap.post.defects.refine_mesh; not "
+                          "when the job gives its mesh: nfe, element_boundaries, a warm start, "
+                          "free parameters or sensitivities); summary.json says what was split"))
     c.declare("sensitivities", ConfigValue(default=False, domain=bool,
               description="after the solve, d(lap time)/d(parameter) for every parameter of the "
                           "vehicle file and the track's friction scale from the multipliers "
@@ -614,6 +621,7 @@ def _solve_sector(cfg, echo, progress, model_cache, held: list):
     _initial_guess(job)             # initial guess, warm starts, free parameters
     with while_solver_runs(_post_imports(job.out_dir is not None)):
         _solve_job(job)             # the solve (again from the usual start if a warm one fails)
+    _refine_job(job)                # a finer mesh where the defects are large, solved again
     _summarize(job)                 # summary.json's content
     _channels_and_export(job)       # the channels, sensitivities, files
     if not job.rep.ok:
@@ -858,6 +866,51 @@ def _solve_job(job) -> None:
         job.rep = solve(job.used_options)
 
 
+def _refine_job(job) -> None:
+    """The job option ``refine_mesh``: a full model solved to optimality whose collocation
+    defects are above the self-check's warning is solved again on a mesh refined where they
+    are (:func:`pyomo_lap.post.defects.refine_mesh`, elements above half the warning split),
+    from its solution; the refined model replaces ``job.m``, its report ``job.rep``, if it is
+    optimal (else the first solve stands). ``job.refinement`` says what was done."""
+    import numpy as np
+    from .post.validate import DEFECT_MAX, DEFECT_P95
+    cfg, m, rep = job.cfg, job.m, job.rep
+    job.refinement = None
+    opts = m.problem.options
+    given = (opts.element_boundaries is not None or m.problem.mesh == "uniform"
+             or cfg.warm_start_from is not None or cfg.free or cfg.sensitivities
+             or opts.lift)
+    if not (cfg.refine_mesh and rep.ok and m.problem.vehicle_model.name == "full") or given:
+        return
+    from .post.defects import collocation_defects, refine_mesh
+    t0 = time.perf_counter()
+    d = collocation_defects(m, m.problem.track, m.problem.vehicle, node_residuals=False)
+    eps = d.elements["eps"].to_numpy(float)
+    if not np.all(np.isfinite(eps)) or (eps.max() <= DEFECT_MAX[0]
+                                        and np.percentile(eps, 95) <= DEFECT_P95[0]):
+        return
+    job.echo(f"  the collocation defects reach {eps.max():.3g} (warning above {DEFECT_MAX[0]:g}): "
+             "refining the mesh where they are large and solving again ...")
+    options = {"mu_init": WARM_START_MU_INIT, **(job.solver_options or {})}
+    res = refine_mesh(m, tol=0.5 * DEFECT_MAX[0], defects=d, max_split=3, solver=cfg.solver,
+                      solver_options=options)
+    new_rep = res.solve_report
+    job.refinement = {"elements_split": len(res.split), "nfe_before": len(eps),
+                      "nfe_after": len(res.boundaries) - 1, "defect_max_before": float(eps.max()),
+                      "lap_time_before_s": res.lap_time_before,
+                      "iterations": None if new_rep is None else new_rep.iterations,
+                      "optimal": bool(new_rep is not None and new_rep.ok),
+                      "time_s": time.perf_counter() - t0}
+    if new_rep is not None and new_rep.ok:
+        job.echo(f"  {len(res.split)} elements split ({len(eps)} -> {len(res.boundaries) - 1}); "
+                 f"{new_rep.termination_condition} after {new_rep.iterations} iterations, "
+                 f"{new_rep.solve_time_s:.1f} s")
+        job.m, job.rep = res.model, new_rep
+        job.size = model_size(res.model)
+    else:
+        job.echo("  the solve on the refined mesh did not end optimal: the first result stands")
+
+
 def _summarize(job) -> None:
     """``job.summary``: what summary.json holds before the channels (result, options, sizes,
     provenance, the NLP's size and the timings)."""
@@ -917,6 +970,7 @@ def _summarize(job) -> None:
     summary["nlp"] = {k: stats[k] for k in ("n_variables", "n_equalities", "n_inequalities",
                                             "jac_nnz", "hess_nnz") if k in stats}
     summary["timing"] = _timing(job, stats)
+    summary["mesh_refinement"] = getattr(job, "refinement", None)
     job.summary = summary
 
 

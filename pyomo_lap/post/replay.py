@@ -33,7 +33,8 @@ from .simulate import (CollocationControls, PathFollowing, SimulationResult, Tra
                        controls_from_trajectory, element_points, simulate, state_names)
 from ..vehicle.car import ALGEBRAIC
 
-__all__ = ["replay", "ReplayReport", "DEFAULT_TOLERANCES", "stability_along", "state_polynomials"]
+__all__ = ["replay", "ReplayReport", "DEFAULT_TOLERANCES", "stability_along", "state_polynomials",
+           "segment_rows", "replay_segments", "SegmentReplays"]
 
 DEFAULT_TOLERANCES = {
     "q2": 0.05, "q3": 0.005, "q4": 1e-3, "q5": 1e-3, "q6": 1e-3,
@@ -99,6 +100,134 @@ class ReplayReport:
             "steer_correction_max_rad": self.steer_correction_max,
             "reason": self.reason, "wall_time_s": self.simulation.wall_time_s,
         }
+
+
+def segment_rows(df, segment_s: float) -> list:
+    """Where a trajectory table is cut into the segments of :func:`replay_segments`: the rows
+    ``(a, b)`` of each segment, both ends at element ends (a row whose next row is in another
+    element), every segment about ``segment_s`` [s] of the optimum's time long (the last one
+    takes what is left, at least half a segment)."""
+    t = df["t"].to_numpy(float)
+    el = df["element"].to_numpy(int)
+    ends = [0] + [i for i in range(1, len(df)) if i == len(df) - 1 or el[i + 1] != el[i]]
+    cuts, last = [0], t[0]
+    for i in ends[1:-1]:
+        if t[i] - last >= segment_s and t[-1] - t[i] >= 0.5 * segment_s:
+            cuts.append(i)
+            last = t[i]
+    cuts.append(len(df) - 1)
+    return list(zip(cuts[:-1], cuts[1:]))
+
+
+@dataclasses.dataclass
+class SegmentReplays:
+    """The replays of :func:`replay_segments`, put together as one (the attributes that
+    :func:`pyomo_lap.post.validate.validate_results` reads of a :class:`ReplayReport`).
+
+    Attributes
+    ----------
+    reports : list of ReplayReport
+        Each segment's, in order.
+    segments : list of (float, float)
+        Each segment's start and end on the track [m].
+    comparison : pandas.DataFrame
+        The segments' comparisons, one after the other (``t_dev`` each segment's own).
+    simulation : SimulationResult
+        The first segment's that did not reach its end, else the last segment's.
+    shortfall_m : float
+        The distance the segments fell short of their ends, summed [m].
+    time_dev_s : float
+        The segments' differences of time from the optimum, their absolute values summed [s].
+    """
+
+    reports: list
+    segments: list
+    comparison: pd.DataFrame
+    simulation: object
+    shortfall_m: float
+    time_dev_s: float
+    max_deviation: dict
+    steer_correction_rms: float
+    steer_correction_max: float
+    feedback: bool = True
+
+    def summary(self) -> dict:
+        """Plain numbers for JSON/tables."""
+        return {"feedback": True, "segments": len(self.segments),
+                "status": self.simulation.status, "shortfall_m": self.shortfall_m,
+                "time_dev_s": self.time_dev_s,
+                "max_deviation": {k: float(v) for k, v in self.max_deviation.items()},
+                "steer_correction_rms_rad": self.steer_correction_rms,
+                "steer_correction_max_rad": self.steer_correction_max,
+                "failed_segments": [(a, b, r.simulation.status, r.reason) for (a, b), r in
+                                    zip(self.segments, self.reports) if r.simulation.status != "end"],
+                "wall_time_s": float(sum(r.simulation.wall_time_s for r in self.reports))}
+
+
+def replay_segments(df, track, vehicle, segment_s: float, start: Optional[float] = None,
+                    car=None, feedback=True, **kwargs) -> SegmentReplays:
+    r"""Replay a solved sector in segments of about ``segment_s`` [s] of its time, each from
+    the optimum's state at its start, with the path-following driver (:func:`replay`).
+
+    A car at the limit of its tyres is open-loop unstable (a real part of 0.1-0.5 1/s in its
+    linearized dynamics): over a whole lap a driver's small errors grow by :math:`e^{0.5 t}`
+    and whether a replay of several minutes survives is decided by chance more than by the
+    plan. Restarted from the plan every few seconds, the replay asks what matters: that the
+    plan is dynamically consistent and that a driver can follow it with small corrections,
+    everywhere.
+
+    Parameters
+    ----------
+    df : DataFrame
+        A trajectory table (as :func:`replay` takes it).
+    track, vehicle, start, car
+        As :func:`replay`.
+    segment_s : float
+        The segments' length in the optimum's time [s] (:func:`segment_rows`).
+    feedback : bool or dict
+        The driver (:func:`replay`).
+    **kwargs
+        Passed to :func:`replay` (``scheme``, ``interpolation``, ``path_reference`` ...).
+
+    Returns
+    -------
+    SegmentReplays
+    """
+    if start is None:
+        start = float(df["s"].iloc[0]) if "s" in df.columns else 0.0
+    car = car or CarFunctions(vehicle)
+    reports, spans, comps = [], [], []
+    short = tdev = 0.0
+    worst = None
+    for a, b in segment_rows(df, segment_s):
+        seg = df.iloc[a:b + 1].copy()
+        s0, t0, e0 = float(seg["s_sector"].iloc[0]), float(seg["t"].iloc[0]), int(seg["element"].iloc[0])
+        seg["s_sector"] = seg["s_sector"] - s0
+        seg["t"] = seg["t"] - t0
+        seg["element"] = np.maximum(seg["element"].to_numpy(int) - e0, 0)
+        seg.iloc[0, seg.columns.get_loc("element")] = 0
+        seg = seg.reset_index(drop=True)
+        r = replay(seg, track, vehicle, start=start + s0, car=car, feedback=feedback,
+                   explain=False, **kwargs)
+        end = start + s0 + float(seg["s_sector"].iloc[-1])
+        reached = float(r.simulation.x[-1, 0])
+        if r.simulation.status != "end":
+            short += max(0.0, end - reached)
+            worst = worst or r.simulation
+        c = r.comparison.copy()
+        tdev += abs(float(c["t_dev"].iloc[-1])) if len(c) else 0.0
+        comps.append(c)
+        reports.append(r)
+        spans.append((start + s0, end))
+    comp = pd.concat(comps, ignore_index=True)
+    maxdev = {k: max(float(r.max_deviation.get(k, 0.0)) for r in reports)
+              for k in reports[0].max_deviation}
+    corr = comp["steer_correction"].to_numpy(float) if "steer_correction" in comp else np.zeros(1)
+    return SegmentReplays(reports=reports, segments=spans, comparison=comp,
+                          simulation=worst or reports[-1].simulation, shortfall_m=short,
+                          time_dev_s=tdev, max_deviation=maxdev,
+                          steer_correction_rms=float(np.sqrt(np.nanmean(corr ** 2))),
+                          steer_correction_max=float(np.nanmax(np.abs(corr))))
 
 
 def state_polynomials(df, columns=("q2", "q3", "q1_dot"), start: Optional[float] = None,
