@@ -116,6 +116,7 @@ _SPELLING = {
     "periodic": (("--full-lap", "periodic"), {"is_flag": True, "help": "the whole closed lap, "
                  "periodic in every state (from the track's start; no --start, --length, "
                  "--initial-speed)"}),
+    "refine_mesh": (("--refine-mesh/--no-refine-mesh", "refine_mesh"), {"default": True}),
     "solver_options": (("--solver-option", "solver_options"), {
         "multiple": True, "metavar": "KEY=VALUE",
         "help": "solver option passed through to the solver (repeatable), e.g. max_iter=500"}),
@@ -288,7 +289,7 @@ def _checked(values: dict):
                    "3000 for lap_ipopt, ipopt and ipopt_v2: pyomo_lap.solvers.lap_solver."
                    "LAP_IPOPT_OPTIONS, and for the ASL path pyomo_lap.solvers.solve."
                    "DEFAULT_IPOPT_OPTIONS; another solver: its own)")
-@job_options("repair_track", "track_width", "flat", "sensitivities", "warm_start_from", "free",
+@job_options("repair_track", "track_width", "flat", "refine_mesh", "sensitivities", "warm_start_from", "free",
              "keep_sum")
 def solve(max_iter, solver_options, ocp_options, **job):
     """Solve the minimum-time problem on a sector (or, with --full-lap, the closed lap) and

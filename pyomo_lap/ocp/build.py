@@ -99,7 +99,7 @@ def vehicle_model(model) -> VehicleModel:
                          "or a pyomo_lap.ocp.vehicle_model.VehicleModel") from None
 
 
-W_DEFAULTS = {"w_steer_rate": 0.7, "w_force_rate": 0.35, "w_steer_jump": 0.35,
+W_DEFAULTS = {"w_steer_rate": 0.01, "w_force_rate": 0.25, "w_steer_jump": 0.01,
               "w_complementarity": 5.0}
 """The defaults of the dimensionless penalty weights (:func:`pyomo_lap.ocp.common.penalty_weights`):
 chosen so that the penalties are at most 0.1 % of the objective on the closed laps of every
@@ -178,9 +178,10 @@ OCP_CONFIG.declare("control_form", ConfigValue(default="state", domain=In(["poin
                                "w_force_rate"))
 OCP_CONFIG.declare("w_steer_rate", ConfigValue(default=W_DEFAULTS["w_steer_rate"], domain=NonNegativeFloat,
                    description="control_form 'state': dimensionless weight of the steering-rate "
-                               "penalty (T/L) integral of (h d delta/dq1 / delta_max)^2 dq1, T the "
-                               "sector's quasi-steady time, L its length, h the element length "
-                               "(pyomo_lap.ocp.common.penalty_weights) [-]"))
+                               "penalty (T/L) integral of (h d delta/dq1 / d_ref)^2 dq1, T the "
+                               "sector's quasi-steady time, L its length, h the element length, "
+                               "d_ref the steering the sector asks of the car (wheelbase times the "
+                               "track's RMS curvature: pyomo_lap.ocp.common.steer_scale) [-]"))
 OCP_CONFIG.declare("w_force_rate", ConfigValue(default=W_DEFAULTS["w_force_rate"], domain=NonNegativeFloat,
                    description="control_form 'state': dimensionless weight of the force-rate "
                                "penalty (T/L) integral of (h d f_xa/dq1 / F)^2 + (h d f_xb/dq1 / F)^2 "
@@ -188,7 +189,7 @@ OCP_CONFIG.declare("w_force_rate", ConfigValue(default=W_DEFAULTS["w_force_rate"
                                "(pyomo_lap.ocp.common.force_scale) [-]"))
 OCP_CONFIG.declare("w_steer_jump", ConfigValue(default=W_DEFAULTS["w_steer_jump"], domain=NonNegativeFloat,
                    description="dimensionless weight of the steering-jump penalty of eq (41): T "
-                               "times the mean of ((delta_{i+1} - delta_i) / delta_max)^2 [-]"))
+                               "times the mean of ((delta_{i+1} - delta_i) / d_ref)^2 [-]"))
 OCP_CONFIG.declare("w_force_jump", ConfigValue(default=0.0, domain=NonNegativeFloat,
                    description="dimensionless weight of the force-jump penalty of eq (41) of the "
                                "journal paper: T times the mean of ((f_{i+1} - f_i) / F)^2 over "

@@ -311,6 +311,21 @@ def rounded_scale(x: float) -> float:
     return SCALE_STEP ** round(math.log(x) / math.log(SCALE_STEP)) if x > 0 else x
 
 
+def steer_scale(m) -> float:
+    r"""The steering the sector asks of the car [rad]: :math:`l\,\kappa_{ref}`, the wheelbase
+    times the root mean square of the track's curvature over the points of the sector (at
+    least :math:`2\pi/L`, a full turn over the sector's length :math:`L`): the kinematic steer
+    angle of a typical corner. The steering penalties' scale: a car twice as long steers
+    twice as much through the same corners (a steering-rack limit ``delta_max`` is no measure
+    of that)."""
+    p = m.problem.vehicle
+    tp = getattr(m.problem, "track_points", None)
+    L = float(m.problem.sector_length)
+    kappa = np.asarray(tp.omega, dtype=float)[:, 2] if tp is not None else np.zeros(0)
+    k_rms = float(np.sqrt(np.mean(kappa ** 2))) if kappa.size else 0.0
+    return (p.a1 + p.a2) * max(k_rms, 2.0 * math.pi / max(L, 1.0))
+
+
 def penalty_weights(m, cfg) -> dict:
     r"""The weights of the objective's penalties in SI units, from the dimensionless OCP
     options and the car's and the sector's scales (no constant of one car: :math:`T` the
@@ -333,10 +348,11 @@ def penalty_weights(m, cfg) -> dict:
     T = rounded_scale(float(m.problem.time_scale) or 1.0)
     L = float(m.problem.sector_length)
     F = rounded_scale(force_scale(p))
+    d_ref = rounded_scale(steer_scale(m))
     n = max(1, len(m.s) - 1)
-    return {"K_delta_rate": cfg.w_steer_rate * T / (L * p.delta_max ** 2),
+    return {"K_delta_rate": cfg.w_steer_rate * T / (L * d_ref ** 2),
             "K_force_rate": cfg.w_force_rate * T / (L * F ** 2),
-            "K_delta": cfg.w_steer_jump * T / (n * p.delta_max ** 2),
+            "K_delta": cfg.w_steer_jump * T / (n * d_ref ** 2),
             "K_force": cfg.w_force_jump * T / (n * F ** 2),
             "K_f": cfg.w_complementarity * T / F ** 2}
 

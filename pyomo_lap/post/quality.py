@@ -85,7 +85,7 @@ class SmoothnessCheck:
 _DEG = 180.0 / math.pi
 
 SMOOTHNESS_CHECKS: tuple = (
-    SmoothnessCheck("delta", 0.004, "steer", "deg", _DEG),
+    SmoothnessCheck("delta", 0.12, "steer", "deg", _DEG),
     SmoothnessCheck("alpha_1", 0.045, "slip", "deg", _DEG),
     SmoothnessCheck("alpha_2", 0.045, "slip", "deg", _DEG),
     SmoothnessCheck("f_11z", 0.0032, "force", "N"),
@@ -97,7 +97,10 @@ SMOOTHNESS_CHECKS: tuple = (
     SmoothnessCheck("a_y", 0.04, "acceleration", "m/s^2"),
 )
 """The channels whose zig-zags are counted, with their thresholds as fractions of the car's
-scales (:func:`channel_scales`): steer angle 0.4 % of the steer limit, slip angles 4.5 % of
+scales (:func:`channel_scales`): steer angle 12 % of the steering the sector asks of the car
+(:func:`steer_scale`: the wheelbase times the track's RMS curvature; 0.1 deg on the FSAE car's
+default job, where it was 0.4 % of the steer limit before the steering penalties were scaled
+by the same measure, issue 33), slip angles 4.5 % of
 the tyre's peak slip scale, vertical loads 0.32 % of the largest tyre force, speed 0.21 % of
 the top speed, accelerations 4 % of the largest acceleration. They were the absolute
 thresholds of issue 22 (0.1 deg, 0.1 deg, 20 N, 0.3 km/h, 1 m/s^2: below what a logger
@@ -141,15 +144,36 @@ def slip_scale(p) -> float:
     return float(peak_force(p, fz)) / c_alpha
 
 
-def channel_scales(p) -> dict:
+REFERENCE_CURVATURE = 0.02
+"""The curvature [1/m] of the steer scale where a table has no track (the docs' table of the
+thresholds): corners of 50 m radius."""
+
+
+def steer_scale(p, df=None) -> float:
+    r"""The steering a sector asks of the car [rad]: the wheelbase times the root mean square
+    of the track's curvature over the table's points (column ``Omega_z``; at least
+    :math:`2\pi/L`, a full turn over the sector's length), as the objective's steering
+    penalties take it (:func:`pyomo_lap.ocp.common.steer_scale`); without a table, corners of
+    :data:`REFERENCE_CURVATURE`. A car twice as long steers twice as much through the same
+    corners: its steering is judged against that, not against its steering rack's limit."""
+    kappa = REFERENCE_CURVATURE
+    if df is not None and "Omega_z" in df.columns and len(df) > 1:
+        om = df["Omega_z"].to_numpy(float)
+        s = df["s_sector"].to_numpy(float) if "s_sector" in df.columns else df["s"].to_numpy(float)
+        L = float(s[-1] - s[0])
+        kappa = max(float(np.sqrt(np.mean(om ** 2))), 2.0 * math.pi / max(L, 1.0))
+    return float((p.a1 + p.a2) * kappa)
+
+
+def channel_scales(p, df=None) -> dict:
     """The car's scales of the channels (:class:`SmoothnessCheck`), in SI units: ``steer``
-    (``delta_max`` [rad]), ``slip`` (:func:`slip_scale` [rad]), ``force``
+    (:func:`steer_scale` of the table ``df`` [rad]), ``slip`` (:func:`slip_scale` [rad]), ``force``
     (:func:`pyomo_lap.ocp.common.force_scale` [N]), ``speed`` (:func:`speed_scale` [m/s]),
     ``acceleration`` (the force scale over the mass [m/s^2]). A car file without the
     parameters of a scale (the ``racecar`` model's) has none: its channels are not counted."""
     from ..ocp.common import force_scale
     out = {}
-    for name, f in (("steer", lambda: float(p.delta_max)), ("slip", lambda: slip_scale(p)),
+    for name, f in (("steer", lambda: steer_scale(p, df)), ("slip", lambda: slip_scale(p)),
                     ("force", lambda: force_scale(p)), ("speed", lambda: speed_scale(p)),
                     ("acceleration", lambda: force_scale(p) / p.m)):
         try:
@@ -324,7 +348,7 @@ def channel_quality(df, vehicle, checks: Optional[Sequence[SmoothnessCheck]] = N
         ``speed_consistency`` (:func:`speed_consistency`, when the table has the columns it
         needs), ``scales`` (:func:`channel_scales`).
     """
-    scales = channel_scales(vehicle)
+    scales = channel_scales(vehicle, df)
     col = "s_sector" if "s_sector" in df.columns else "s"
     s = df[col].to_numpy(float)
     offset = (df["s"].to_numpy(float)[0] - s[0]) if col == "s_sector" and "s" in df.columns else 0.0
@@ -366,7 +390,7 @@ def quality_table(quality: dict):
     return pd.DataFrame(rows, columns=["check", "count", "threshold", "unit", "largest", "at s [m]"])
 
 
-SCALE_NAMES = {"steer": "steer limit delta_max", "slip": "slip scale D/C_alpha",
+SCALE_NAMES = {"steer": "steer scale l kappa_rms (here kappa 0.02 1/m)", "slip": "slip scale D/C_alpha",
                "force": "force scale", "speed": "top speed",
                "acceleration": "force scale / mass"}
 """How :func:`smoothness_table` names the scales of :func:`channel_scales`."""
