@@ -166,7 +166,8 @@ class _OrNone(click.ParamType):
 
 
 def _flag(name: str) -> str:
-    return _SPELLING[name][0][0] if name in _SPELLING else "--" + name.replace("_", "-")
+    return (_SPELLING[name][0][0].split("/")[0] if name in _SPELLING
+            else "--" + name.replace("_", "-"))
 
 
 def _click_type(cv):

@@ -86,8 +86,12 @@ def test_f1_car_maps_the_published_tyre_and_aero():
         assert c_alpha == pytest.approx(1.9 * sy * mu * fz / math.radians(lam), rel=1e-5)
     assert p.Cz1 + p.Cz2 == pytest.approx(3.0)
     assert p.Cz1 / (p.Cz1 + p.Cz2) == pytest.approx((p.a2 - 0.1) / (p.a1 + p.a2), rel=1e-4)
-    assert (p.m, p.Izz, p.a1, p.a2, p.t1, p.h, p.S, p.Cx, p.P_max) == (
-        660.0, 450.0, 1.8, 1.6, 1.46, 0.3, 1.5, 0.9, 735.499e3)
+    # the source's inertias are its one rigid body's: the sprung body's plus the unsprung's
+    assert p.Izz + p.unsprung_inertia[2] == pytest.approx(450.0)
+    assert p.Iyy + p.unsprung_inertia[1] == pytest.approx(425.0)
+    assert p.Ixx + p.unsprung_inertia[0] == pytest.approx(112.5)
+    assert (p.m, p.a1, p.a2, p.t1, p.h, p.S, p.Cx, p.P_max) == (
+        660.0, 1.8, 1.6, 1.46, 0.3, 1.5, 0.9, 735.499e3)
 
 
 @pytest.mark.unit

@@ -57,16 +57,23 @@ class _Model:
 @pytest.mark.unit
 def test_penalty_weights_by_hand():
     """Each weight = its dimensionless option times T / (L u_ref^2) (rates) or T / (N u_ref^2)
-    (jumps) or T / F^2 (complementarity), with T and F rounded to the grid."""
+    (jumps) or T / F^2 (complementarity), with T, F and the steer scale rounded to the grid;
+    the steer scale: the wheelbase times the track's RMS curvature, at least 2 pi / L."""
     p = load_vehicle("f1_2014")
     cfg = OCP_CONFIG(dict(w_steer_rate=2.0, w_force_rate=3.0, w_steer_jump=0.7, w_force_jump=0.4,
                           w_complementarity=5.0))
     T, L, n = 81.3, 4630.0, 1504
     K = penalty_weights(_Model(p, T, L, n), cfg)
     Tr, Fr = rounded_scale(T), rounded_scale(force_scale(p))
-    assert K["K_delta_rate"] == pytest.approx(2.0 * Tr / (L * p.delta_max ** 2))
+    d = rounded_scale((p.a1 + p.a2) * 2 * math.pi / L)      # no track points: the floor
+    assert K["K_delta_rate"] == pytest.approx(2.0 * Tr / (L * d ** 2))
     assert K["K_force_rate"] == pytest.approx(3.0 * Tr / (L * Fr ** 2))
-    assert K["K_delta"] == pytest.approx(0.7 * Tr / (n * p.delta_max ** 2))
+    assert K["K_delta"] == pytest.approx(0.7 * Tr / (n * d ** 2))
+    # with the track's curvature: its RMS (above the floor)
+    mm = _Model(p, T, L, n)
+    mm.problem.track_points = _Problem(omega=np.array([[0, 0, 0.02], [0, 0, -0.04], [0, 0, 0.0]]))
+    dk = rounded_scale((p.a1 + p.a2) * math.sqrt((0.02 ** 2 + 0.04 ** 2) / 3))
+    assert penalty_weights(mm, cfg)["K_delta_rate"] == pytest.approx(2.0 * Tr / (L * dk ** 2))
     assert K["K_force"] == pytest.approx(0.4 * Tr / (n * Fr ** 2))
     assert K["K_f"] == pytest.approx(5.0 * Tr / Fr ** 2)
     # a car twice as heavy (forces four times the square) has a force weight 4x smaller

@@ -104,8 +104,14 @@ def test_thresholds_are_fractions_of_the_car():
     f = by["f_11z"]
     assert f.threshold(b) / f.threshold(a) == pytest.approx(F2 / F1, rel=1e-3)
     assert f.threshold(a) == pytest.approx(20.0, rel=0.02)     # issue 22's 20 N on the FSAE car
-    assert by["delta"].threshold(a) == pytest.approx(0.004 * 0.45)
-    assert by["delta"].threshold(a) >= math.radians(0.1)        # FSAE: not tighter than before
+    # the steer angle's: 12 % of the steering the sector asks (wheelbase x RMS curvature)
+    from pyomo_lap.post.quality import REFERENCE_CURVATURE
+    fsae = load_vehicle("fsae")
+    assert by["delta"].threshold(a) == pytest.approx(0.12 * (fsae.a1 + fsae.a2) * REFERENCE_CURVATURE)
+    import pandas as pd
+    df = pd.DataFrame({"s_sector": [0.0, 1000.0, 2000.0], "Omega_z": [0.01, -0.02, 0.0]})
+    d_ref = (fsae.a1 + fsae.a2) * math.sqrt((0.01 ** 2 + 0.02 ** 2) / 3)
+    assert channel_scales(fsae, df)["steer"] == pytest.approx(d_ref)
     table = thresholds_table()
     units = [row.split("|")[2].strip() for row in table.splitlines()[2:]]
     assert len(units) == len(THRESHOLDS)

@@ -20,6 +20,7 @@ from pyomo.dae import ContinuousSet, DerivativeVar
 
 from ..spatial.backend import is_number
 from ..spatial.tree import TrackJoint
+from ..vehicle.car import force_scale  # noqa: F401  (re-exported: the penalties' force scale)
 from .vehicle_model import ProblemData, update_problem
 
 __all__ = ["force_scale", "reference_time", "penalty_weights", "set_penalty_weights",
@@ -269,18 +270,6 @@ def pyomo_units():
     with a warm cache and 3 % of its whole run: not worth a pickle loaded from disk. Pickles
     that earlier versions left in ``<cache>/pint`` are never read."""
     return pyo.units
-
-
-def force_scale(p) -> float:
-    r"""The car's largest tyre force, the scale of its forces in the objective's penalties
-    [N]: :math:`\max(\mu_{x0}, \mu_{y0})\,(m g + F_{down}(v_{top}))`, the downforce at the
-    speed where the power equals the drag (:math:`v_{top} = (P_{max}/(\tfrac12\rho S
-    C_x))^{1/3}`, at most 150 m/s). Forces over it are alike for a 240 kg FSAE car (6.3 kN)
-    and a Formula One car with 25 kN of downforce (56 kN)."""
-    drag = 0.5 * p.rho * p.S * p.Cx
-    v_top = min(150.0, (p.P_max / drag) ** (1.0 / 3.0)) if drag > 0 else 150.0
-    down = 0.5 * p.rho * p.S * (p.Cz1 + p.Cz2) * v_top ** 2
-    return max(p.mu_x0, p.mu_y0) * (p.m * p.gravity + down)
 
 
 def reference_time(track, vehicle, cfg, length: float) -> float:

@@ -90,7 +90,7 @@ def mesh_indicator(track, vehicle, start: float, length: float, closed: bool, cf
     from scipy.ndimage import maximum_filter1d
 
     from ..vehicle.speed_profile import quasi_steady_speed
-    from .common import force_scale
+    from ..vehicle.car import force_scale
     h0 = float(cfg.element_length)
     a_ref = force_scale(vehicle) / vehicle.m
     n = max(3, int(math.ceil(length)) + 1)

@@ -168,10 +168,10 @@ def steer_scale(p, df=None) -> float:
 def channel_scales(p, df=None) -> dict:
     """The car's scales of the channels (:class:`SmoothnessCheck`), in SI units: ``steer``
     (:func:`steer_scale` of the table ``df`` [rad]), ``slip`` (:func:`slip_scale` [rad]), ``force``
-    (:func:`pyomo_lap.ocp.common.force_scale` [N]), ``speed`` (:func:`speed_scale` [m/s]),
+    (:func:`pyomo_lap.vehicle.car.force_scale` [N]), ``speed`` (:func:`speed_scale` [m/s]),
     ``acceleration`` (the force scale over the mass [m/s^2]). A car file without the
     parameters of a scale (the ``racecar`` model's) has none: its channels are not counted."""
-    from ..ocp.common import force_scale
+    from ..vehicle.car import force_scale
     out = {}
     for name, f in (("steer", lambda: steer_scale(p, df)), ("slip", lambda: slip_scale(p)),
                     ("force", lambda: force_scale(p)), ("speed", lambda: speed_scale(p)),

@@ -180,7 +180,7 @@ def bound_functions(p, cfg) -> dict:
         ``lb = -w_right + offset``, ``ub = w_left - offset`` with ``offset`` returned in both
         places [m]; ``None`` where the bound does not depend on ``p``.
     """
-    from ..ocp.common import force_scale
+    from ..vehicle.car import force_scale
     # the controls' box (twice the largest tyre force) is never active: taken as a number
     fmax = 2.0 * force_scale(getattr(p, "numbers", p))
     fz_max = 20 * p.m * p.gravity

@@ -46,7 +46,7 @@ from .schema import VehicleFileError, VehicleParameters, read_vehicle_file
 __all__ = ["VehicleParameters", "VehicleFileError", "load_vehicle", "vehicle_file_model", "available_vehicles", "models_dir",
            "CarEquations", "car_equations", "tyre_lateral_force", "tyre_lateral_angle", "peak_force",
            "fiala_force", "tyre_forces", "combined_slip_factor", "contact_patch_offsets",
-           "longitudinal_forces",
+           "longitudinal_forces", "force_scale",
            "build_chain", "chain_parts", "chain_namer", "kinematic_tree", "UNSPRUNG", "SPRUNG", "aero_forces",
            "ALGEBRAIC", "CONTROLS", "solve_loop", "solve_algebraic", "o3_acceleration"]
 
@@ -248,6 +248,18 @@ def chain_namer(namer: Optional[Callable]) -> Callable:
             return value     # (the twists of bodies 1-2 are body 3's before the yaw: one name)
         return namer(f"{kind}{i + 1}{k}", value)
     return name
+
+
+def force_scale(p) -> float:
+    r"""The car's largest tyre force, the scale of its forces in the objective's penalties
+    [N]: :math:`\max(\mu_{x0}, \mu_{y0})\,(m g + F_{down}(v_{top}))`, the downforce at the
+    speed where the power equals the drag (:math:`v_{top} = (P_{max}/(\tfrac12\rho S
+    C_x))^{1/3}`, at most 150 m/s). Forces over it are alike for a 240 kg FSAE car (6.3 kN)
+    and a Formula One car with 25 kN of downforce (56 kN)."""
+    drag = 0.5 * p.rho * p.S * p.Cx
+    v_top = min(150.0, (p.P_max / drag) ** (1.0 / 3.0)) if drag > 0 else 150.0
+    down = 0.5 * p.rho * p.S * (p.Cz1 + p.Cz2) * v_top ** 2
+    return max(p.mu_x0, p.mu_y0) * (p.m * p.gravity + down)
 
 
 def peak_force(p: VehicleParameters, fz):
