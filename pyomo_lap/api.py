@@ -351,6 +351,14 @@ def _solve_config() -> ConfigDict:
                           "on the refined mesh, once (pyomo_lap.post.defects.refine_mesh; not "
                           "when the job gives its mesh: nfe, element_boundaries, a warm start, "
                           "free parameters or sensitivities); summary.json says what was split"))
+    c.declare("penalty_cost", ConfigValue(default=False, domain=bool,
+              description="after an optimal solve, solve again from the optimum with every "
+                          "penalty weight divided by 10 and report what the penalties cost in "
+                          "lap time: the difference of the two sector times (summary.json "
+                          "regularization.lap_time_cost_s, the console, pyomo-lap validate; "
+                          "pyomo_lap.post.sensitivities.lap_time_cost). The result written is "
+                          "the one with the default weights; the second solve takes about a "
+                          "third of the first's time"))
     c.declare("sensitivities", ConfigValue(default=False, domain=bool,
               description="after the solve, d(lap time)/d(parameter) for every parameter of the "
                           "vehicle file and the track's friction scale from the multipliers "
@@ -1048,6 +1056,8 @@ def _channels_and_export(job) -> None:
         top = sens.reindex(sens["dT_1pct"].abs().sort_values(ascending=False).index).head(3)
         echo(f"  sensitivities in {sens.attrs['time_s']:.1f} s; largest, for +1 %: "
              + ", ".join(f"{r.parameter} {r.dT_1pct * 1e3:+.1f} ms" for r in top.itertuples()))
+    if cfg.penalty_cost and rep.ok and "regularization" in summary:
+        _penalty_cost(job, summary)
     job.df, job.where = df, None
     if job.out_dir is not None:
         echo("exporting ...")
@@ -1075,6 +1085,23 @@ def _regularization(job, summary: dict) -> None:
         return
     summary["regularization"] = reg
     job.echo(f"  {regularization_text(reg)}")
+
+
+def _penalty_cost(job, summary: dict) -> None:
+    """The job option ``penalty_cost``: what the penalties cost in lap time
+    (:func:`pyomo_lap.post.sensitivities.lap_time_cost`, a second solve with every weight / 10
+    from the optimum, which the model keeps) into ``summary["regularization"]``, said on the
+    console; its time into ``summary["timing"]["penalty_cost_s"]``."""
+    from .post.sensitivities import PENALTY_COST_FACTOR, lap_time_cost
+    from .post.validate import lap_time_cost_text
+    job.echo(f"  the penalties' lap-time cost: solving again with every weight / "
+             f"{PENALTY_COST_FACTOR:g} ...")
+    cost = lap_time_cost(job.m, job.cfg.solver, job.solver_options)
+    reg = summary["regularization"]
+    reg["lap_time_cost_s"] = cost["lap_time_cost_s"]
+    reg["lap_time_cost"] = cost
+    summary["timing"]["penalty_cost_s"] = cost["time_s"]
+    job.echo(f"  {lap_time_cost_text(reg)}")
 
 
 def _self_check(job, df, vehicle) -> None:

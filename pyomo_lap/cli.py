@@ -290,7 +290,8 @@ def _checked(values: dict):
                    "3000 for lap_ipopt, ipopt and ipopt_v2: pyomo_lap.solvers.lap_solver."
                    "LAP_IPOPT_OPTIONS, and for the ASL path pyomo_lap.solvers.solve."
                    "DEFAULT_IPOPT_OPTIONS; another solver: its own)")
-@job_options("repair_track", "track_width", "flat", "refine_mesh", "sensitivities", "warm_start_from", "free",
+@job_options("repair_track", "track_width", "flat", "refine_mesh", "penalty_cost", "sensitivities",
+             "warm_start_from", "free",
              "keep_sum")
 def solve(max_iter, solver_options, ocp_options, **job):
     """Solve the minimum-time problem on a sector (or, with --full-lap, the closed lap) and

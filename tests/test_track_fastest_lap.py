@@ -289,3 +289,21 @@ def test_kml_boundaries_give_fastest_laps_chicane_radii():
         edge = tp.position[:, :2] + sign * w[:, None] * tp.rotation[:, :2, 1]
         d, _ = cKDTree(edge).query(np.column_stack(to.transform(lon, lat)))
         assert np.percentile(d, 99) < 0.03 and d.max() < 0.1, (side, np.percentile(d, 99), d.max())
+
+
+@pytest.mark.unit
+def test_reference_solution_is_the_one_its_readme_names():
+    """data/reference/fastest-lap holds fastest-lap's saved solution unchanged: the SHA-256 its
+    README states, the MIT licence beside it, and the lap time fastest-lap's test asserts
+    (77.791438 s, f1_optimal_laptime_test.cpp) in its <laptime>; its 500 points are the
+    raw track file's arc lengths."""
+    import hashlib
+    ref = ROOT / "data" / "reference" / "fastest-lap"
+    xml = ref / "f1_optimal_laptime_catalunya_discrete.xml"
+    readme = (ref / "README.md").read_text()
+    assert hashlib.sha256(xml.read_bytes()).hexdigest() in readme
+    assert (ref / "LICENSE").read_text().startswith("MIT License")
+    root = ET.parse(xml).getroot()
+    assert float(root.find("laptime").text) == 77.791438
+    s = np.array([float(v) for v in root.find("road.arclength").text.split(",")])
+    np.testing.assert_allclose(s, _fields(RAW)["arclength"], atol=1e-9)

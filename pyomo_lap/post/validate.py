@@ -75,7 +75,8 @@ __all__ = ["validate_results", "make_check", "overall_verdict", "format_check", 
            "DEFECT_MAX", "DEFECT_P95", "REPLAY_SHORTFALL", "REPLAY_LATERAL", "REPLAY_TIME",
            "REPLAY_STEERING", "ZIGZAGS", "SPEED_CONSISTENCY", "ENERGY_BALANCE", "POWER_LIMIT",
            "THRESHOLDS", "SELF_CHECKS", "self_check", "fast_checks", "self_check_text",
-           "thresholds_table", "docs_tables", "regularization_text", "interpolation_of"]
+           "thresholds_table", "docs_tables", "regularization_text", "lap_time_cost_text",
+           "interpolation_of"]
 
 VERDICTS = ("pass", "warn", "fail")
 """The verdicts, from best to worst."""
@@ -539,6 +540,23 @@ def regularization_text(reg: dict) -> str:
             + (f"; largest {big} {terms[big]:.2g} s" if big else "") + ")")
 
 
+def lap_time_cost_text(reg: dict) -> str:
+    """``lap-time cost of the penalties 0.020 s (0.039 % of the lap; with every weight / 10:
+    52.379 s, 12 iterations, 1.1 s)``, or how to measure it, from ``summary["regularization"]``
+    (job option ``penalty_cost``, :func:`pyomo_lap.post.sensitivities.lap_time_cost`)."""
+    cost = reg.get("lap_time_cost")
+    if not cost:
+        return "lap-time cost of the penalties: not measured (solve with --penalty-cost)"
+    if cost.get("lap_time_cost_s") is None:
+        return (f"lap-time cost of the penalties: not measured (the solve with every weight / "
+                f"{cost['weights_divided_by']:g} ended {cost['termination_condition']})")
+    T = reg.get("lap_time_s")
+    share = f"{100.0 * cost['lap_time_cost_s'] / T:.2g} % of the lap; " if T else ""
+    return (f"lap-time cost of the penalties {cost['lap_time_cost_s']:.3g} s ({share}with every "
+            f"weight / {cost['weights_divided_by']:g}: {cost['lap_time_s']:.3f} s, "
+            f"{cost['iterations']} iterations, {cost['time_s']:.1f} s)")
+
+
 def thresholds_table() -> str:
     """The checks of :func:`validate_results` and their thresholds as a Markdown table (the
     one in ``docs/validation.md``): check, unit, warn above, fail above, whether the solve's
@@ -647,6 +665,7 @@ def validate_results(folder, feedback: bool = True, shooting: bool = False,
     reg = out.get("regularization")
     if reg:
         echo(regularization_text(reg))
+        echo(lap_time_cost_text(reg))
     echo(f"verdict: {out['verdict'].upper()}")
     echo(f"written {folder / 'validation.json'}, {folder / 'defects.csv'}"
          + "".join(f", {f}" for f in files))
