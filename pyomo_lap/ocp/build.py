@@ -32,7 +32,7 @@ from typing import Optional
 import pyomo.environ as pyo
 from pyomo.common.config import ConfigDict, ConfigValue, In, NonNegativeFloat
 
-from ..util.domains import EntrySpeed, FiniteFloat, IntBetween, OneOf
+from ..util.domains import EntrySpeed, FiniteFloat, FloatBetween, IntBetween, OneOf
 from ..vehicle import car as veh
 from .full_model import (  # noqa: F401  (re-exported: the names of pyomo_lap.ocp.build before the split)
     DERIVATIVE_NAMES, FULL_MODEL, POINT_VARIABLES, RATE_NAMES, STATE_NAMES, TRACK_INPUTS, USER_TAGS,
@@ -99,7 +99,7 @@ def vehicle_model(model) -> VehicleModel:
                          "or a pyomo_lap.ocp.vehicle_model.VehicleModel") from None
 
 
-W_DEFAULTS = {"w_steer_rate": 0.01, "w_force_rate": 0.25, "w_steer_jump": 0.01,
+W_DEFAULTS = {"w_steer_rate": 0.01, "w_force_rate": 0.1, "w_steer_jump": 0.01,
               "w_complementarity": 5.0}
 """The defaults of the dimensionless penalty weights (:func:`pyomo_lap.ocp.common.penalty_weights`):
 chosen so that the penalties are at most 0.1 % of the objective on the closed laps of every
@@ -212,6 +212,20 @@ OCP_CONFIG.declare("adherence", ConfigValue(default="below-peak", domain=In(["be
                                "tyre at or below the peak of its Magic Formula; 'squared' the paper's "
                                "(mu_y/mu_x f_x)^2 + f_y^2 <= D^2 (degenerate at the peak; see "
                                "pyomo_lap.ocp.full_model.adherence_rows)"))
+OCP_CONFIG.declare("stiffness_reserve", ConfigValue(default=None, domain=FloatBetween(0.0, 0.5, "a share between 0 and 0.5, or None", optional=True),
+                   description="share of its cornering stiffness every tyre keeps at the optimum "
+                               "[-]: the Magic Formula's cos(theta) >= it (the lateral force at most "
+                               "sqrt(1 - r^2) of its peak: 0.5 % below at 0.1), Fiala's "
+                               "(1 - upsilon)^2 >= it. At 0 the plan may hold a tyre at the very peak "
+                               "of its lateral characteristic, where the steering has no authority "
+                               "and the car no stability: no driver follows such a plan (issue 33). "
+                               "None: 0.1 (AUTO_STIFFNESS_RESERVE) for the tyres that can sit at their "
+                               "peak under any longitudinal force (combined_slip = 'ellipse', a Fiala "
+                               "tyre, the 'squared' adherence form), 0 for the default 'below-peak' "
+                               "form, whose friction ellipse keeps a tyre below its peak whenever it "
+                               "carries a longitudinal force. Not applied with slip_angle_max (the "
+                               "car file allows past the peak) nor by the multibody model "
+                               "(pyomo_lap.ocp.full_model.slip_rows)"))
 OCP_CONFIG.declare("named_subexpressions", ConfigValue(default=True, domain=bool,
                    description="write shared subexpressions of the car equations as named "
                                "Expressions m.car.cse[s, k] (the NL writer makes them defined "

@@ -9,7 +9,7 @@ import math
 import numbers
 from pathlib import Path
 
-__all__ = ["IntBetween", "FiniteFloat", "EntrySpeed", "OneOf", "Anything", "DictOrNone", "PathOrNone",
+__all__ = ["IntBetween", "FloatBetween", "FiniteFloat", "EntrySpeed", "OneOf", "Anything", "DictOrNone", "PathOrNone",
            "error_text"]
 
 
@@ -31,6 +31,28 @@ class IntBetween:
 
     def domain_name(self) -> str:
         return f"int in [{self.lo}, {self.hi}]" + (" or None" if self.optional else "")
+
+
+class FloatBetween:
+    """A number ``lo <= x < hi`` (a bool is refused), ``None`` too if ``optional``;
+    ``expected`` is the message's text."""
+
+    def __init__(self, lo: float, hi: float, expected: str, optional: bool = False):
+        self.lo, self.hi, self.expected, self.optional = lo, hi, expected, optional
+
+    def __call__(self, x):
+        if x is None and self.optional:
+            return None
+        try:
+            v = float(x)
+        except (TypeError, ValueError):
+            raise ValueError(f"expected {self.expected}") from None
+        if isinstance(x, bool) or not (self.lo <= v < self.hi):
+            raise ValueError(f"expected {self.expected}")
+        return v
+
+    def domain_name(self) -> str:
+        return f"float in [{self.lo:g}, {self.hi:g})" + (" or None" if self.optional else "")
 
 
 class FiniteFloat:
