@@ -24,9 +24,10 @@ difference is worth (docs/fastest_lap.md, "What remains").
 Usage::
 
     python benchmarks/fastest_lap.py [--element-length 10] [--differences] [--out DIR]
+                                     [--no-validate]
 
 Exit code 0 when the targets are met (lap within 1.0 %, peak braking within 5 %, speed RMS
-within 2 % of the mean speed), else 1.
+within 2 % of the mean speed) and ``pyomo-lap validate`` passes the lap, else 1.
 """
 from __future__ import annotations
 
@@ -76,13 +77,13 @@ def corners(s, v, v_max: float = 70.0) -> list:
     return [i for i in range(1, len(v) - 1) if v[i] < v[i - 1] and v[i] <= v[i + 1] and v[i] < v_max]
 
 
-def solve(vehicle, element_length: float, out, label: str) -> dict:
+def solve(vehicle, element_length: float, out, label: str, ocp_options=None) -> dict:
     """Solve the lap as the CLI does (``solve_sector``); returns the trajectory and figures."""
     from pyomo_lap import solve_sector
     t0 = time.perf_counter()
     res = solve_sector(track="catalunya_fastest_lap", vehicle=vehicle, periodic=True,
                        length=None, out_dir=out, echo=lambda *a, **k: None, progress=None,
-                       ocp_options={"element_length": element_length})
+                       ocp_options={"element_length": element_length, **(ocp_options or {})})
     wall = time.perf_counter() - t0
     df = res.trajectory
     return {"label": label, "df": df, "lap_s": float(res.summary["lap_time_s"]),
@@ -137,18 +138,20 @@ def report(run: dict, c: dict, echo=print) -> bool:
 
 
 def variants(base) -> list:
-    """One difference from fastest-lap's model at a time: (label, car)."""
+    """One difference from fastest-lap's model at a time: (label, car, OCP options)."""
     return [
         ("the bundled car's contact patches (Pirelli 2014 widths) instead of tyre centres",
-         base.replace(tw1=0.245, tw2=0.325)),
+         base.replace(tw1=0.245, tw2=0.325), {}),
+        ("the tyres at the very peak (stiffness_reserve = 0 instead of 0.1)", base,
+         {"stiffness_reserve": 0.0}),
         ("the paper's tyre: friction ellipse as a constraint, at or below the peak",
-         base.replace(combined_slip="constraint")),
+         base.replace(combined_slip="constraint"), {}),
         ("tyres past their peak up to 9.5 deg (fastest-lap's slip_angle_max)",
-         base.replace(alpha_max=0.16581)),
-        ("no brake torque limit", base.replace(T_b1=None, T_b2=None)),
-        ("drag at road level (h_cp = 0)", base.replace(h_cp=0.0)),
+         base.replace(alpha_max=0.16581), {}),
+        ("no brake torque limit", base.replace(T_b1=None, T_b2=None), {}),
+        ("drag at road level (h_cp = 0)", base.replace(h_cp=0.0), {}),
         ("the inertias of the file as the sprung body's (fastest-lap's as the whole car's)",
-         base.replace(Ixx=112.5, Iyy=425.0, Izz=450.0)),
+         base.replace(Ixx=112.5, Iyy=425.0, Izz=450.0), {}),
     ]
 
 
@@ -157,18 +160,33 @@ def main(argv=None) -> int:
     ap.add_argument("--element-length", type=float, default=10.0,
                     help="element_length of the mesh [m] (default: the OCP's default)")
     ap.add_argument("--differences", action="store_true", help="also solve each variant")
-    ap.add_argument("--out", default=None, help="results folder of the main run (default: none)")
+    ap.add_argument("--out", default=None, help="results folder of the main run (default: a "
+                    "temporary folder)")
+    ap.add_argument("--no-validate", action="store_true",
+                    help="do not run pyomo-lap validate on the main run")
     args = ap.parse_args(argv)
+    import tempfile
     from pyomo_lap import load_vehicle
     ref = fastest_lap_solution()
     car = load_vehicle("f1_2014").replace(tw1=0.0, tw2=0.0)   # fastest-lap: tyre centres
-    run = solve(car, args.element_length, args.out, f"f1_2014 on catalunya_fastest_lap "
-                f"(tyre centres within the track, element_length {args.element_length:g} m)")
-    ok = report(run, compare(run, ref))
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(args.out) if args.out else Path(tmp) / "lap"
+        run = solve(car, args.element_length, out, f"f1_2014 on catalunya_fastest_lap "
+                    f"(tyre centres within the track, element_length {args.element_length:g} m)")
+        ok = report(run, compare(run, ref))
+        if not args.no_validate:
+            from pyomo_lap.post.validate import validate_results
+            t0 = time.perf_counter()
+            v = validate_results(out, plots=False, echo=lambda *a, **k: None)
+            bad = [f"{c['name']} {c['value']:.3g} {c.get('unit', '')}".strip()
+                   for c in v["checks"] if c["verdict"] != "pass"]
+            print(f"  pyomo-lap validate: {v['verdict'].upper()} ({time.perf_counter() - t0:.0f} s)"
+                  + (f": {'; '.join(bad)}" if bad else ""))
+            ok = ok and v["verdict"] == "pass"
     if args.differences:
         print("\nEach difference, one at a time (lap time, change against the run above):")
-        for label, variant in variants(car):
-            r = solve(variant, args.element_length, None, label)
+        for label, variant, options in variants(car):
+            r = solve(variant, args.element_length, None, label, options)
             c = compare(r, ref)
             print(f"  {r['lap_s']:8.3f} s  {r['lap_s'] - run['lap_s']:+7.3f} s  "
                   f"({100 * c['lap_rel']:+.2f} % against fastest-lap; speed RMS "
