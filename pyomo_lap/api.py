@@ -346,8 +346,10 @@ def _solve_config() -> ConfigDict:
                           "command line --keep-sum aero.Cz1,aero.Cz2 (repeatable)"))
     c.declare("refine_mesh", ConfigValue(default=True, domain=bool,
               description="after an optimal solve of the full model whose collocation defects "
-                          "are above the self-check's warning (DEFECT_MAX, DEFECT_P95), split "
-                          "the elements where they are large and solve again from the solution "
+                          "or speed consistency are above the self-check's warning (DEFECT_MAX, "
+                          "DEFECT_P95, SPEED_CONSISTENCY: a step of the speed that the "
+                          "acceleration does not integrate to, e.g. a throttle blip one element "
+                          "long), split the elements where they are large and solve again from the solution "
                           "on the refined mesh, once (pyomo_lap.post.defects.refine_mesh; not "
                           "when the job gives its mesh: nfe, element_boundaries, a warm start, "
                           "free parameters or sensitivities); summary.json says what was split"))
@@ -876,12 +878,15 @@ def _solve_job(job) -> None:
 
 def _refine_job(job) -> None:
     """The job option ``refine_mesh``: a full model solved to optimality whose collocation
-    defects are above the self-check's warning is solved again on a mesh refined where they
-    are (:func:`pyomo_lap.post.defects.refine_mesh`, elements above half the warning split),
-    from its solution; the refined model replaces ``job.m``, its report ``job.rep``, if it is
-    optimal (else the first solve stands). ``job.refinement`` says what was done."""
+    defects or speed consistency (:func:`pyomo_lap.post.quality.speed_consistency`) are above
+    the self-check's warning is solved again on a mesh refined where they are
+    (:func:`pyomo_lap.post.defects.refine_mesh`: elements above half the warning split; the
+    speed error of a step falls with its length, so an element is split in as many parts as
+    its error is multiples of that), from its solution; the refined model replaces ``job.m``,
+    its report ``job.rep``, if it is optimal (else the first solve stands).
+    ``job.refinement`` says what was done."""
     import numpy as np
-    from .post.validate import DEFECT_MAX, DEFECT_P95
+    from .post.validate import DEFECT_MAX, DEFECT_P95, SPEED_CONSISTENCY
     cfg, m, rep = job.cfg, job.m, job.rep
     job.refinement = None
     opts = m.problem.options
@@ -894,14 +899,22 @@ def _refine_job(job) -> None:
     t0 = time.perf_counter()
     d = collocation_defects(m, m.problem.track, m.problem.vehicle, node_residuals=False)
     eps = d.elements["eps"].to_numpy(float)
-    if not np.all(np.isfinite(eps)) or (eps.max() <= DEFECT_MAX[0]
-                                        and np.percentile(eps, 95) <= DEFECT_P95[0]):
+    if not np.all(np.isfinite(eps)):
         return
-    job.echo(f"  the collocation defects reach {eps.max():.3g} (warning above {DEFECT_MAX[0]:g}): "
-             "refining the mesh where they are large and solving again ...")
+    speed_split, speed_max = _speed_consistency_split(m)
+    if (eps.max() <= DEFECT_MAX[0] and np.percentile(eps, 95) <= DEFECT_P95[0]
+            and not speed_split):
+        return
+    why = []
+    if eps.max() > DEFECT_MAX[0] or np.percentile(eps, 95) > DEFECT_P95[0]:
+        why.append(f"the collocation defects reach {eps.max():.3g} (warning above {DEFECT_MAX[0]:g})")
+    if speed_split:
+        why.append(f"the speed consistency reaches {speed_max:.3g} % of the top speed (warning "
+                   f"above {SPEED_CONSISTENCY[0]:g} %)")
+    job.echo(f"  {' and '.join(why)}: refining the mesh where they are large and solving again ...")
     options = {"mu_init": WARM_START_MU_INIT, **(job.solver_options or {})}
     res = refine_mesh(m, tol=0.5 * DEFECT_MAX[0], defects=d, max_split=3, solver=cfg.solver,
-                      solver_options=options)
+                      solver_options=options, also_split=speed_split)
     new_rep = res.solve_report
     job.refinement = {"elements_split": len(res.split), "nfe_before": len(eps),
                       "nfe_after": len(res.boundaries) - 1, "defect_max_before": float(eps.max()),
@@ -917,6 +930,39 @@ def _refine_job(job) -> None:
         job.size = model_size(res.model)
     else:
         job.echo("  the solve on the refined mesh did not end optimal: the first result stands")
+
+
+def _speed_consistency_split(m) -> tuple:
+    """The elements of a solved full model whose speed consistency
+    (:func:`pyomo_lap.post.quality.speed_step_errors`) is above half the self-check's warning
+    (:data:`pyomo_lap.post.validate.SPEED_CONSISTENCY`), ``{element: parts}`` (the error of a
+    step falls with its length: as many parts as the error is multiples of that half), and the
+    largest error [% of the car's top speed]."""
+    import numpy as np
+    from .ocp.common import vehicle_of_model
+    from .post.quality import channel_scales, speed_step_errors
+    from .post.results import trajectory_dataframe
+    from .post.validate import SPEED_CONSISTENCY
+    df = trajectory_dataframe(m)
+    need = {"t", "speed", "v_3x", "v_3y", "a_x", "a_y", "element"}
+    if not need <= set(df.columns) or len(df) < 3:
+        return {}, 0.0
+    v_ref = channel_scales(vehicle_of_model(m), df).get("speed")
+    if not v_ref:
+        return {}, 0.0
+    col = "s_sector" if "s_sector" in df.columns else "s"
+    s = df[col].to_numpy(float)
+    keep = np.ones(len(s), dtype=bool)
+    keep[1:] = np.diff(s) > 1e-9
+    _, err = speed_step_errors(df)
+    rel = 100.0 * np.abs(err) / v_ref                   # [% of the top speed]
+    element = df["element"].to_numpy(int)[keep][1:]     # a step lies in its end point's element
+    tol = 0.5 * SPEED_CONSISTENCY[0]
+    split = {}
+    for j, r in zip(element, rel):
+        if r > tol:
+            split[int(j)] = max(split.get(int(j), 1), int(min(3, max(2, np.ceil(r / tol)))))
+    return (split if rel.max() > SPEED_CONSISTENCY[0] else {}), float(rel.max())
 
 
 def _summarize(job) -> None:

@@ -127,6 +127,29 @@ def test_refine_mesh_splits_and_resolves_warm_started():
     assert h_new.min() == pytest.approx(sector.LENGTH / sector.NFE / max(res.split.values()), rel=1e-6)
 
 
+@pytest.mark.integration
+def test_refine_mesh_also_splits_the_elements_it_is_given():
+    """Elements named for another reason (the speed consistency of the channels) are split in
+    the parts given, with none of the defects above the tolerance; a bad count is refused."""
+    tr, p, m, rep, df = sector.solved("full")
+    d = collocation_defects(m, tr, p)
+    res = refine_mesh(m, 10.0 * float(d.elements["eps"].max()), defects=d, solve=False,
+                      also_split={2: 2, 5: 3})
+    assert res.split == {2: 2, 5: 3}
+    h = np.diff(res.boundaries)
+    assert len(h) == sector.NFE + 1 + 2
+    assert h[1] == pytest.approx(h[0] / 2) and h[5] == pytest.approx(h[0] / 3)
+    with pytest.raises(ValueError, match="also_split"):
+        refine_mesh(m, 1.0, defects=d, solve=False, also_split={2: 0})
+    # what solve's refinement asks for: nothing on this sector, whose worst step is the one
+    # of channel_quality
+    from pyomo_lap.api import _speed_consistency_split
+    from pyomo_lap.post.quality import channel_quality
+    split, worst = _speed_consistency_split(m)
+    sc = channel_quality(df, p)["speed_consistency"]
+    assert split == {} and worst == pytest.approx(100 * sc["max_error_rel"], rel=1e-9)
+
+
 @pytest.mark.component
 def test_element_boundaries_are_checked():
     from pyomo_lap import load_track

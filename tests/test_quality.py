@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pyomo_lap.post.quality import (SMOOTHNESS_CHECKS, channel_quality, quality_table,
+from pyomo_lap.post.quality import (speed_step_errors, SMOOTHNESS_CHECKS, channel_quality, quality_table,
                                     speed_consistency, zigzag_count, zigzag_residuals)
 
 
@@ -118,6 +118,14 @@ def test_speed_consistency_of_an_exact_trajectory_and_of_a_perturbed_one():
     assert speed_consistency(bad, 40.0)["curvature_step"] is True
     bad["Omega_z"] = 1.0 / 90.0
     assert speed_consistency(bad, 40.0)["curvature_step"] is False
+    # a fast but continuous change of curvature (a chicane's) is not a step
+    bad["Omega_z"] = np.linspace(-0.06, 0.06, len(bad))
+    assert speed_consistency(bad, 40.0)["curvature_step"] is False
+    # every step's error: +0.2 m/s into the moved point, -0.2 m/s out of it, none elsewhere
+    s, err = speed_step_errors(bad)
+    assert len(s) == len(err) == len(bad) - 1 and s[99] == pytest.approx(df["s"][99])
+    assert err[99] == pytest.approx(0.2, rel=1e-9) and err[100] == pytest.approx(-0.2, rel=1e-9)
+    assert np.abs(np.delete(err, [99, 100])).max() < 1e-12
 
 
 @pytest.mark.unit

@@ -503,7 +503,8 @@ class RefinementResult:
 
 def refine_mesh(m, tol: Optional[float] = None, *, defects: Optional[DefectReport] = None,
                 max_split: int = 4, solve: bool = True, solver: str = "ipopt",
-                solver_options: Optional[dict] = None, tee: bool = False) -> RefinementResult:
+                solver_options: Optional[dict] = None, tee: bool = False,
+                also_split: Optional[dict] = None) -> RefinementResult:
     r"""Re-solve on a mesh refined where the dynamics residual is large (warm-started).
 
     Each element with scaled error :math:`\varepsilon_j > tol` is split into
@@ -529,6 +530,10 @@ def refine_mesh(m, tol: Optional[float] = None, *, defects: Optional[DefectRepor
         False: build and initialize only.
     solver, solver_options, tee : passed to :func:`pyomo_lap.solvers.solve.solve_model`; for IPOPT
         :data:`WARM_START_IPOPT_OPTIONS` apply unless ``solver_options`` overrides them.
+    also_split : dict, optional
+        Elements split for another reason, ``{element (1..N): parts}`` (e.g. the speed
+        consistency of the channels, ``pyomo_lap.api``): an element is split into the larger of
+        these parts and those of its error (at most ``max_split``).
 
     Returns
     -------
@@ -547,6 +552,10 @@ def refine_mesh(m, tol: Optional[float] = None, *, defects: Optional[DefectRepor
 
     if max_split < 2:
         raise ValueError(f"max_split = {max_split!r}: expected >= 2")
+    also_split = dict(also_split or {})
+    bad = {j: k for j, k in also_split.items() if not (isinstance(k, (int, np.integer)) and k >= 1)}
+    if bad:
+        raise ValueError(f"also_split = {bad!r}: expected element -> parts (an integer >= 1)")
     before = defects or collocation_defects(m, m.problem.track, m.problem.vehicle)
     eps = before.elements["eps"].to_numpy()
     if tol is None:
@@ -560,6 +569,8 @@ def refine_mesh(m, tol: Optional[float] = None, *, defects: Optional[DefectRepor
         k = 1
         if np.isfinite(row.eps) and row.eps > tol:
             k = int(min(max_split, max(2, np.ceil((row.eps / tol) ** (1.0 / (ncp + 1))))))
+        k = int(min(max_split, max(k, also_split.get(int(row.element), 1))))
+        if k > 1:
             split[int(row.element)] = k
         for i in range(1, k + 1):
             bounds.append(row.s_start + (row.s_end - row.s_start) * i / k)
