@@ -37,7 +37,7 @@ def circle_csv(path: Path, spacing: float, decimals=None, radius: float = RADIUS
     x, y = radius * np.cos(a), radius * np.sin(a)
     if decimals is not None:
         x, y = np.round(x, decimals), np.round(y, decimals)
-    lines = ["x,y,z,width_left,width_right"] + [f"{xi!r},{yi!r},0.0,6.0,6.0" for xi, yi in zip(x, y)]
+    lines = ["x,y,z,width_left,width_right"] + [f"{float(xi)!r},{float(yi)!r},0.0,6.0,6.0" for xi, yi in zip(x, y)]
     path.write_text("\n".join(lines) + "\n")
     return path
 

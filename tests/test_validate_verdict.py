@@ -295,3 +295,20 @@ def test_cli_exit_codes_follow_the_verdict(good, coarse, tmp_path, monkeypatch):
     assert r.exit_code == 0 and "verdict: WARN" in r.output, r.output
     r = CliRunner().invoke(main, ["validate", str(g), "--no-plots", "--strict"])
     assert r.exit_code == 1 and "verdict: WARN" in r.output, r.output
+
+
+@pytest.mark.unit
+def test_zigzag_limits_scale_with_the_sector_length():
+    """The counts hold per ZIGZAG_LENGTH_M of sector and never less: 9 zig-zags of one channel
+    warn on a 2 km sector and pass on the 20.8 km Nordschleife; 90 fail there."""
+    from pyomo_lap.post.validate import ZIGZAG_LENGTH_M, ZIGZAGS, _zigzag_check, zigzag_limits
+    assert zigzag_limits(400.0) == ZIGZAGS == zigzag_limits(ZIGZAG_LENGTH_M)
+    assert zigzag_limits(4 * ZIGZAG_LENGTH_M) == (4 * ZIGZAGS[0], 4 * ZIGZAGS[1])
+
+    def q(n):
+        return {"zigzags": {"a_x": {"count": n, "at_m": [100.0 * k for k in range(n)]},
+                            "delta": {"count": 0, "at_m": []}}}
+    assert _zigzag_check(q(9), 2000.0)[0]["verdict"] == "warn"
+    c = _zigzag_check(q(9), 20800.0)[0]
+    assert c["verdict"] == "pass" and c["warn_above"] == pytest.approx(8 * 20800.0 / 5000.0)
+    assert _zigzag_check(q(90), 20800.0)[0]["verdict"] == "fail"
