@@ -32,8 +32,11 @@ b_r`, :math:`S_{rj} = \tfrac{Mg}{2}(t_h - (1-\beta) b_r)` with throttle
 :math:`t_h = \max(\text{thrust}, 0)` and brake :math:`b_r = \max(-\text{thrust}, 0)`, lateral
 forces :math:`F_{ij} = N_{ij} k_\lambda \times` (the tyre's slip angle), path constraints
 ``c_ij`` :math:`= (S_{ij}/(N_{ij}\mu_x))^2 + (F_{ij}/(N_{ij}\mu_y))^2 \le 1` (four friction
-ellipses) and ``power`` :math:`= V S_{all} \le P_{max}`; the track limits bound ``n``. The lap
-is closed by periodicity of ``n, V, alpha, lam, omega, ax, ay`` (not ``t``, not the controls:
+ellipses) and ``power`` :math:`= V S_{all} \le P_{max}`; the track limits bound ``n``. These
+equations are written once, in :func:`pyomo_lap.vehicle.racecar_equations.racecar_equations`,
+which builds the model's named Expressions here and evaluates the car on floats for the
+simulation and the checks of ``pyomo-lap validate`` (:mod:`pyomo_lap.post.racecar_checks`).
+The lap is closed by periodicity of ``n, V, alpha, lam, omega, ax, ay`` (not ``t``, not the controls:
 dymos links exactly these), ``t(0) = 0``, and the objective is ``t`` at the end.
 
 Differences from dymos, each an option here so that its effect can be measured
@@ -53,8 +56,8 @@ Differences from dymos, each an option here so that its effect can be measured
 * the curvature: exact arcs, or dymos's spline looked up by position (a property of the
   track, :mod:`pyomo_lap.track.arcs`).
 
-Layer: ocp (imports :mod:`pyomo_lap.ocp.common`, :mod:`pyomo_lap.ocp.vehicle_model` and the
-racecar's parameters).
+Layer: ocp (imports :mod:`pyomo_lap.ocp.common`, :mod:`pyomo_lap.ocp.vehicle_model`, the
+racecar's parameters and its equations).
 """
 from __future__ import annotations
 
@@ -68,6 +71,8 @@ import pyomo.environ as pyo
 from pyomo.dae import ContinuousSet, DerivativeVar
 
 from ..vehicle.racecar import RacecarParameters
+from ..vehicle.racecar_equations import (CONTROLS, QUANTITIES, STATE_NAMES, THRUST_EPS, WHEELS,
+                                         racecar_equations)
 from .common import _sector_points, fast_element_lookup, sector_mesh, track_joints, track_limits
 from .vehicle_model import ProblemData, VehicleModel, update_problem
 
@@ -75,11 +80,6 @@ __all__ = ["RACECAR_MODEL", "racecar_model", "build_racecar_model", "initialize_
            "racecar_trajectory", "STATE_NAMES", "CONTROLS", "WHEELS", "DYMOS_IPOPT_OPTIONS",
            "lagrange_derivative_weights"]
 
-STATE_NAMES = ("n", "V", "alpha", "lam", "omega", "ax", "ay")
-"""The states besides the time, as the Pyomo variables are named (``lam`` is dymos's
-``lambda``, a Python keyword); all periodic on a closed lap."""
-CONTROLS = ("delta", "thrust")
-WHEELS = ("fl", "fr", "rl", "rr")
 
 DYMOS_IPOPT_OPTIONS = {
     "mu_init": 1e-3, "max_iter": 500, "acceptable_tol": 1e-3, "constr_viol_tol": 1e-3,
@@ -97,7 +97,7 @@ scaling factors are their inverses."""
 
 @dataclasses.dataclass(frozen=True)
 class _Options:
-    thrust_eps: float = 1e-4
+    thrust_eps: float = THRUST_EPS
     control_form: Optional[str] = None     # None: the OCP option control_form
     limits_at: str = "all"                 # or "element-ends" (Gauss-Lobatto's state nodes)
 
@@ -190,105 +190,46 @@ def build_racecar_model(track, vehicle, cfg, t0: Optional[float] = None, progres
     return m
 
 
-def _smooth_max0(x, eps: float):
-    """max(x, 0), smoothed: (x + sqrt(x^2 + eps^2)) / 2 (error at most eps/2, at x = 0)."""
-    return 0.5 * (x + pyo.sqrt(x * x + eps * eps))
+_EXPRESSION_DOCS = {
+    "N": "tyre loads [N] (normalForceODE)", "throttle": "max(thrust, 0), smoothed [-]",
+    "brake": "max(-thrust, 0), smoothed [-]", "S": "longitudinal tyre forces [N] (tireODE)",
+    "F": "lateral tyre forces [N] (tireODE)",
+    "c": "friction ellipse of each tyre [-] (tireConstraintODE), <= 1",
+    "S_all": "sum of the longitudinal tyre forces [N]",
+    "power": "tractive power V sum(S) [W] (carODE)", "drag": "aerodynamic drag [N]",
+    "V_dot": "dV/dt [m/s^2]", "lam_dot": "d lambda/dt [rad/s]",
+    "cos_heading": "cos(alpha - lambda) [-]", "s_dot": "ds/dt [m/s]"}
 
 
 def _add_equations(m, p: RacecarParameters, eps: float) -> None:
-    """The racecar's ODE (``m.ode``), tyre loads and forces (named Expressions on ``m``) and
-    path constraints (``m.friction[wheel, s]`` <= 1, ``m.power_limit``)."""
-    M, g, a, b, tw = p.M, p.g, p.a, p.b, p.tw
-    l = a + b
-    kd = 0.5 * p.rho * p.ClA
-    rear_share = p.CoP / l
-    static = {"fl": M * g / 2 * b / l, "fr": M * g / 2 * b / l,
-              "rl": M * g / 2 * a / l, "rr": M * g / 2 * a / l}
-    long_tr = {"fl": -h_over(M, p.h, l), "fr": -h_over(M, p.h, l),
-               "rl": h_over(M, p.h, l), "rr": h_over(M, p.h, l)}
-    lat_tr = {"fl": M / 4 * p.chi * p.h / tw, "fr": -M / 4 * p.chi * p.h / tw,
-              "rl": M / 4 * (1 - p.chi) * p.h / tw, "rr": -M / 4 * (1 - p.chi) * p.h / tw}
-    aero_share = {"fl": (1 - rear_share) / 2, "fr": (1 - rear_share) / 2,
-                  "rl": rear_share / 2, "rr": rear_share / 2}
-
-    def N(m, w, s):
-        return static[w] + long_tr[w] * m.ax[s] + lat_tr[w] * m.ay[s] + aero_share[w] * kd * m.V[s] ** 2
-    m.N = pyo.Expression(WHEELS, m.s, rule=N, doc="tyre loads [N] (normalForceODE)")
-    m.throttle = pyo.Expression(m.s, rule=lambda m, s: _smooth_max0(m.thrust[s], eps),
-                                doc="max(thrust, 0), smoothed [-]")
-    m.brake = pyo.Expression(m.s, rule=lambda m, s: _smooth_max0(-m.thrust[s], eps),
-                             doc="max(-thrust, 0), smoothed [-]")
-
-    def S(m, w, s):
-        if w[0] == "f":
-            return -(M * g / 2) * m.brake[s] * p.beta
-        return (M * g / 2) * (m.throttle[s] - m.brake[s] * (1 - p.beta))
-    m.S = pyo.Expression(WHEELS, m.s, rule=S, doc="longitudinal tyre forces [N] (tireODE)")
-    def F(m, w, s):
-        # dymos (tireODE): F_rr = N k (lam + om (b + lam tw)/V), F_rl: (b - lam tw),
-        # F_fr = N k (lam + delta - om (a - lam tw)/V), F_fl: (a + lam tw)
-        V, lam, om = m.V[s], m.lam[s], m.omega[s]
-        slip = {"rr": lam + om * (b + lam * tw) / V,
-                "rl": lam + om * (b - lam * tw) / V,
-                "fr": lam + m.delta[s] - om * (a - lam * tw) / V,
-                "fl": lam + m.delta[s] - om * (a + lam * tw) / V}[w]
-        return m.N[w, s] * p.k_lambda * slip
-    m.F = pyo.Expression(WHEELS, m.s, rule=F, doc="lateral tyre forces [N] (tireODE)")
-
-    def mu(m, w, s, mu0):
-        return mu0 + p.k_mu * m.N[w, s] / static[w] if p.k_mu != 0 else mu0
-    m.c = pyo.Expression(WHEELS, m.s, rule=lambda m, w, s:
-                         (m.S[w, s] / (m.N[w, s] * mu(m, w, s, p.mu0_x))) ** 2
-                         + (m.F[w, s] / (m.N[w, s] * mu(m, w, s, p.mu0_y))) ** 2,
-                         doc="friction ellipse of each tyre [-] (tireConstraintODE), <= 1")
+    """The racecar's ODE (``m.ode``), tyre loads and forces (named Expressions on ``m``, one
+    per quantity of :data:`pyomo_lap.vehicle.racecar_equations.QUANTITIES`) and path
+    constraints (``m.friction[wheel, s]`` <= 1, ``m.power_limit``), from
+    :func:`~pyomo_lap.vehicle.racecar_equations.racecar_equations` (the equations the
+    simulation evaluates on floats) with every quantity stored in its named Expression."""
+    for key, per_wheel in QUANTITIES.items():
+        m.add_component(key, pyo.Expression(WHEELS, m.s, doc=_EXPRESSION_DOCS[key])
+                        if per_wheel else pyo.Expression(m.s, doc=_EXPRESSION_DOCS[key]))
+    rates = {}
+    for s in m.s:
+        def name(key, wheel, value, _s=s):
+            comp = m.component(key)
+            index = _s if wheel is None else (wheel, _s)
+            comp[index] = value
+            return comp[index]
+        eq = racecar_equations(p, {k: m.component(k)[s] for k in STATE_NAMES},
+                               {"delta": m.delta[s], "thrust": m.thrust[s]}, m.kappa[s], eps, name)
+        rates[s] = eq["rates"]
     m.friction = pyo.Constraint(WHEELS, m.s, rule=lambda m, w, s: m.c[w, s] <= 1.0,
                                 doc="friction ellipses c_ij <= 1")
-    m.S_all = pyo.Expression(m.s, rule=lambda m, s: sum(m.S[w, s] for w in WHEELS))
-    m.power = pyo.Expression(m.s, rule=lambda m, s: m.V[s] * m.S_all[s],
-                             doc="tractive power V sum(S) [W] (carODE)")
     m.power_limit = pyo.Constraint(m.s, rule=lambda m, s: m.power[s] <= p.P_max,
                                    doc="power <= P_max")
-    m.drag = pyo.Expression(m.s, rule=lambda m, s: 0.5 * p.rho * p.CdA * m.V[s] ** 2)
-    m.V_dot = pyo.Expression(m.s, rule=lambda m, s: (
-        m.S_all[s] - m.delta[s] * (m.F["fl", s] + m.F["fr", s]) - m.drag[s]) / M
-        - m.omega[s] * m.V[s] * m.lam[s], doc="dV/dt [m/s^2]")
-    m.lam_dot = pyo.Expression(m.s, rule=lambda m, s: m.omega[s] - m.V_dot[s] * m.lam[s] / m.V[s]
-                               - m.delta[s] * (m.S["fl", s] + m.S["fr", s]) / (M * m.V[s])
-                               - sum(m.F[w, s] for w in WHEELS) / (M * m.V[s]),
-                               doc="d lambda/dt [rad/s]")
-    m.cos_heading = pyo.Expression(m.s, rule=lambda m, s: pyo.cos(m.alpha[s] - m.lam[s]))
-    m.s_dot = pyo.Expression(m.s, rule=lambda m, s: m.V[s] * m.cos_heading[s] / (1 - m.n[s] * m.kappa[s]),
-                             doc="ds/dt [m/s]")
-
-    def rate(m, k, s):
-        V, lam, om = m.V[s], m.lam[s], m.omega[s]
-        if k == "t":
-            return 1.0
-        if k == "n":
-            return V * pyo.sin(m.alpha[s] - lam)
-        if k == "alpha":
-            return om - m.kappa[s] * m.s_dot[s]
-        if k == "V":
-            return m.V_dot[s]
-        if k == "lam":
-            return m.lam_dot[s]
-        if k == "omega":
-            return (a * (m.F["fr", s] + m.F["fl", s]) - b * (m.F["rr", s] + m.F["rl", s])
-                    + tw * (-m.S["rr", s] + m.S["rl", s] - m.S["fr", s] + m.S["fl", s])) / p.Iz
-        if k == "ax":
-            return (m.V_dot[s] + om * V * lam - m.ax[s]) / p.tau_x
-        return (om * V - (V * m.lam_dot[s] + m.V_dot[s] * lam) - m.ay[s]) / p.tau_y
     first = m.s.first()
     m.ode = pyo.Constraint(("t",) + STATE_NAMES, m.s, rule=lambda m, k, s: pyo.Constraint.Skip
                            if s == first else
                            m.V[s] * m.cos_heading[s] * m.component(f"d{k}_ds")[s]
-                           == (1 - m.n[s] * m.kappa[s]) * rate(m, k, s),
+                           == (1 - m.n[s] * m.kappa[s]) * rates[s][k],
                            doc="spatial ODE: ds/dt dx/ds = dx/dt, times (1 - n kappa)")
-
-
-def h_over(M: float, h: float, l: float) -> float:
-    """Longitudinal load transfer per wheel and per m/s^2 of ``ax``: M h / (4 l) [kg]."""
-    return M / 4 * h / l
 
 
 def lagrange_derivative_weights(nodes, x: float) -> np.ndarray:
