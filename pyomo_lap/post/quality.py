@@ -161,7 +161,7 @@ def steer_scale(p, df=None) -> float:
 
 
 def rms_curvature(df=None) -> float:
-    """The root mean square of the track's curvature over a table's points [1/m] (column
+    r"""The root mean square of the track's curvature over a table's points [1/m] (column
     ``Omega_z``), at least :math:`2\pi/L` (a full turn over the sector's length); without a
     table (or the column), :data:`REFERENCE_CURVATURE`. The curvature of :func:`steer_scale`."""
     kappa = REFERENCE_CURVATURE
