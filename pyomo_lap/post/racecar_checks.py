@@ -280,7 +280,20 @@ def racecar_defects(df, track, p, *, start: float = 0.0, scheme: str = "LAGRANGE
     elements = pd.DataFrame(rows)
     points = pd.DataFrame({"s_sector": sg, "element": np.repeat(np.arange(1, len(nodes) + 1), ng),
                            **{f"res_{st}": res[:, i] for i, st in enumerate(RACECAR_DEFECT_STATES)}})
-    # the residual at the collocation points: the ODE as the solver satisfied it
+    node_res = _node_residuals(p, X, U, s, nodes, a, h, kap, start, eps)
+    if shooting:
+        _shooting(elements, X, U, s, nodes, ends, p, kap, start, interpolation, eps, wvec)
+    return DefectReport(elements=elements, points=points,
+                        node_residual=dict(zip(RACECAR_DEFECT_STATES, node_res)),
+                        weights=dict(zip(RACECAR_DEFECT_STATES, wvec)),
+                        wall_time_s=time.perf_counter() - t0)
+
+
+def _node_residuals(p, X, U, s, nodes, a, h, kap, start: float, eps: float) -> np.ndarray:
+    """The largest |residual| of each state at the collocation points [state unit / m]: the
+    ODE as the solver satisfied it (``nodes``: each element's rows, its start first; ``a``,
+    ``h``: the elements' starts and lengths [m])."""
+    from .defects import _lagrange
     node_res = np.zeros(len(RACECAR_DEFECT_STATES))
     pts = np.concatenate([nd[1:] for nd in nodes])
     fn = _spatial_rates(p, {k2: X[pts, i] for i, k2 in enumerate(RACECAR_DEFECT_STATES)},
@@ -293,12 +306,7 @@ def racecar_defects(df, track, p, *, start: float = 0.0, scheme: str = "LAGRANGE
         dx = dLn @ X[nd] / h[j]
         node_res = np.maximum(node_res, np.max(np.abs(dx - fn[row:row + len(nd) - 1]), axis=0))
         row += len(nd) - 1
-    if shooting:
-        _shooting(elements, X, U, s, nodes, ends, p, kap, start, interpolation, eps, wvec)
-    return DefectReport(elements=elements, points=points,
-                        node_residual=dict(zip(RACECAR_DEFECT_STATES, node_res)),
-                        weights=dict(zip(RACECAR_DEFECT_STATES, wvec)),
-                        wall_time_s=time.perf_counter() - t0)
+    return node_res
 
 
 def _shooting(elements, X, U, s, nodes, ends, p, kap, start, interpolation, eps, wvec) -> None:
@@ -425,100 +433,141 @@ def racecar_replay(df, track, p, segment_s: float, driver: dict, *, start: float
     -------
     RacecarReplay
     """
-    from scipy.integrate import solve_ivp
-
-    from .replay import segment_rows, state_polynomials
-    from .simulate import controls_from_trajectory, preview_steering
+    from .replay import segment_rows
     t0 = time.perf_counter()
     x = table_states(df)
     s_tab = start + df["s_sector"].to_numpy(float)
-    ctl = controls_from_trajectory(df, basis="s", start=start, scheme=scheme,
-                                   interpolation="state" if interpolation == "state" else "auto",
-                                   columns=CONTROLS)
-    ref = state_polynomials(df, ("n", "alpha", "V"), start=start, scheme=scheme).at
-    kap = KappaLookup(track, (s_tab[0] - 50.0, s_tab[-1] + 50.0))
+    car = _DrivenCar(df, track, p, driver, start, scheme, interpolation, eps)
     width = df["width_left"].to_numpy(float) + df["width_right"].to_numpy(float)
-    names = ("s",) + STATE_NAMES
-    gain, tp, lmin = driver["gain"], driver["preview_time"], driver["preview_min"]
-
-    def controls(y):
-        """Applied (delta, thrust) and the steering correction at the state ``y``."""
-        xx = dict(zip(names, y))
-        u = ctl.at(xx["s"])
-        r = ref(xx["s"])
-        sd = xx["V"] * math.cos(xx["alpha"] - xx["lam"]) / (1.0 - xx["n"] * kap(xx["s"]))
-        corr = preview_steering(r[0] - xx["n"], r[1] - xx["alpha"], sd, gain, tp, lmin)
-        return u[0] + corr, u[1], corr
-
-    def rhs(t, y):
-        d, th, _ = controls(y)
-        r = state_rates(p, dict(zip(names, y)), {"delta": d, "thrust": th}, kap(y[0]), eps)
-        return [r["s"]] + [r[k] for k in STATE_NAMES]
-
-    def ev(fun):
-        fun.terminal = True
-        return fun
-    spin_a = ev(lambda t, y: math.pi / 2 - abs(y[3]))
-    spin_l = ev(lambda t, y: 0.5 - abs(y[4]))
-    stop = ev(lambda t, y: y[2] - v_min)
     segments, status, comps, traces = [], [], [], []
     short = tdev = 0.0
     for a, b in segment_rows(df, segment_s):
-        s_end = s_tab[b]
-        end = ev(lambda t, y, _e=s_end: y[0] - _e)
         y0 = [s_tab[a]] + [x[k][a] for k in STATE_NAMES]
         T_opt = x["t"][b] - x["t"][a]
-        try:
-            sol = solve_ivp(rhs, (0.0, 3.0 * T_opt + 10.0), y0, rtol=rtol, atol=1e-8,
-                            events=[end, spin_a, spin_l, stop], dense_output=True)
-            st = ("end" if len(sol.t_events[0]) else "spin" if len(sol.t_events[1]) or
-                  len(sol.t_events[2]) else "stopped" if len(sol.t_events[3]) else
-                  "time" if sol.success else "failed")
-        except (ValueError, ZeroDivisionError, FloatingPointError):
-            sol, st = None, "failed"
-        segments.append((float(s_tab[a]), float(s_end)))
+        st, sol = car.drive(y0, s_tab[b], T_opt, rtol, v_min)
+        segments.append((float(s_tab[a]), float(s_tab[b])))
         status.append(st)
         if sol is None or len(sol.t) < 2:
-            short += s_end - s_tab[a]
+            short += s_tab[b] - s_tab[a]
             continue
-        T = sol.t[-1]
         if st == "end":
-            tdev += abs(T - T_opt)
+            tdev += abs(sol.t[-1] - T_opt)
         else:
-            short += max(0.0, s_end - sol.y[0, -1])
-        tt = np.linspace(0.0, T, max(200, int(T / 0.005)))
-        Y = sol.sol(tt)
-        U = np.array([controls(Y[:, i]) for i in range(len(tt))])
-        kk = np.array([kap(v) for v in Y[0]])
-        eq = racecar_equations(p, dict(zip(names[1:], Y[1:])),
-                               {"delta": U[:, 0], "thrust": U[:, 1]}, kk, eps)
-        tr = {"s": Y[0], "t": tt, **dict(zip(STATE_NAMES, Y[1:])), "delta": U[:, 0],
-              "thrust": U[:, 1], "steer_correction": U[:, 2],
-              "c_max": np.max([eq["c"][w] for w in WHEELS], axis=0), "power": eq["power"]}
-        traces.append(pd.DataFrame(tr))
+            short += max(0.0, s_tab[b] - sol.y[0, -1])
+        tr = car.trace(sol)
+        traces.append(tr)
         rows = np.arange(a, b + 1)
-        rows = rows[s_tab[rows] <= Y[0, -1] + 1e-9]
-        sim = {k: np.interp(s_tab[rows], Y[0], Y[i + 1]) for i, k in enumerate(STATE_NAMES)}
-        corr = np.interp(s_tab[rows], Y[0], U[:, 2])
-        comps.append(pd.DataFrame({
-            "s": s_tab[rows], "n_opt": x["n"][rows], "n_sim": sim["n"],
-            "n_dev": sim["n"] - x["n"][rows], "V_opt": x["V"][rows], "V_sim": sim["V"],
-            "V_dev": sim["V"] - x["V"][rows], "alpha_dev": sim["alpha"] - x["alpha"][rows],
-            "steer_correction": corr, "width": width[rows]}))
+        comps.append(_compared(tr, x, s_tab, width, rows))
+    return _replay_result(segments, status, comps, traces, short, tdev, t0)
+
+
+def _compared(tr: pd.DataFrame, x: dict, s_tab, width, rows) -> pd.DataFrame:
+    """:attr:`RacecarReplay.comparison` of one segment: the replay's trace ``tr`` against the
+    optimum ``x`` at the table's ``rows`` it reached."""
+    ss = tr["s"].to_numpy(float)
+    rows = rows[s_tab[rows] <= ss[-1] + 1e-9]
+    sim = {k: np.interp(s_tab[rows], ss, tr[k].to_numpy(float)) for k in STATE_NAMES}
+    return pd.DataFrame({
+        "s": s_tab[rows], "n_opt": x["n"][rows], "n_sim": sim["n"],
+        "n_dev": sim["n"] - x["n"][rows], "V_opt": x["V"][rows], "V_sim": sim["V"],
+        "V_dev": sim["V"] - x["V"][rows], "alpha_dev": sim["alpha"] - x["alpha"][rows],
+        "steer_correction": np.interp(s_tab[rows], ss, tr["steer_correction"].to_numpy(float)),
+        "width": width[rows]})
+
+
+def _replay_result(segments, status, comps, traces, short, tdev, t0) -> RacecarReplay:
+    """The segments' replays put together (:class:`RacecarReplay`)."""
     comp = pd.concat(comps, ignore_index=True) if comps else pd.DataFrame(
         columns=["s", "n_dev", "V_dev", "steer_correction", "width"])
     trace = pd.concat(traces, ignore_index=True) if traces else pd.DataFrame(
         columns=["s", "c_max", "power"])
     corr = comp["steer_correction"].to_numpy(float)
+    nan = float("nan")
     kc = int(np.nanargmax(trace["c_max"])) if len(trace) else 0
     kp = int(np.nanargmax(trace["power"])) if len(trace) else 0
     return RacecarReplay(
         segments=segments, status=status, comparison=comp, trace=trace, shortfall_m=float(short),
         time_dev_s=float(tdev),
-        steer_correction_max=float(np.nanmax(np.abs(corr))) if len(corr) else float("nan"),
-        steer_correction_rms=float(np.sqrt(np.nanmean(corr ** 2))) if len(corr) else float("nan"),
-        c_max=float(trace["c_max"].iloc[kc]) if len(trace) else float("nan"),
-        c_max_at=float(trace["s"].iloc[kc]) if len(trace) else float("nan"),
-        power_max=float(trace["power"].iloc[kp]) if len(trace) else float("nan"),
-        power_max_at=float(trace["s"].iloc[kp]) if len(trace) else float("nan"),
+        steer_correction_max=float(np.nanmax(np.abs(corr))) if len(corr) else nan,
+        steer_correction_rms=float(np.sqrt(np.nanmean(corr ** 2))) if len(corr) else nan,
+        c_max=float(trace["c_max"].iloc[kc]) if len(trace) else nan,
+        c_max_at=float(trace["s"].iloc[kc]) if len(trace) else nan,
+        power_max=float(trace["power"].iloc[kp]) if len(trace) else nan,
+        power_max_at=float(trace["s"].iloc[kp]) if len(trace) else nan,
         wall_time_s=time.perf_counter() - t0)
+
+
+class _DrivenCar:
+    """The racecar driven along a result (:func:`racecar_replay`): the optimum's controls at
+    the car's ``s`` (:func:`pyomo_lap.post.simulate.controls_from_trajectory`), the steer
+    angle plus the look-ahead driver's correction towards the states' collocation
+    polynomials of ``n`` and ``alpha``; the state ``y = (s, n, V, alpha, lam, omega, ax,
+    ay)`` [SI], integrated in time."""
+
+    NAMES = ("s",) + STATE_NAMES
+
+    def __init__(self, df, track, p, driver: dict, start: float, scheme: str,
+                 interpolation: str, eps: float):
+        from .replay import state_polynomials
+        from .simulate import controls_from_trajectory
+        s_tab = start + df["s_sector"].to_numpy(float)
+        self.p, self.eps = p, eps
+        self.ctl = controls_from_trajectory(
+            df, basis="s", start=start, scheme=scheme, columns=CONTROLS,
+            interpolation="state" if interpolation == "state" else "auto")
+        self.ref = state_polynomials(df, ("n", "alpha", "V"), start=start, scheme=scheme).at
+        self.kap = KappaLookup(track, (s_tab[0] - 50.0, s_tab[-1] + 50.0))
+        self.gain, self.preview_time = driver["gain"], driver["preview_time"]
+        self.preview_min = driver["preview_min"]
+
+    def controls(self, y) -> tuple:
+        """Applied ``(delta [rad], thrust [-], the steering correction [rad])`` at ``y``."""
+        from .simulate import preview_steering
+        s, n, V, alpha, lam = y[0], y[1], y[2], y[3], y[4]
+        u = self.ctl.at(s)
+        r = self.ref(s)
+        sd = V * math.cos(alpha - lam) / (1.0 - n * self.kap(s))
+        corr = preview_steering(r[0] - n, r[1] - alpha, sd, self.gain, self.preview_time,
+                                self.preview_min)
+        return u[0] + corr, u[1], corr
+
+    def rhs(self, t, y):
+        d, th, _ = self.controls(y)
+        r = state_rates(self.p, dict(zip(self.NAMES, y)), {"delta": d, "thrust": th},
+                        self.kap(y[0]), self.eps)
+        return [r["s"]] + [r[k] for k in STATE_NAMES]
+
+    def drive(self, y0, s_end: float, T_opt: float, rtol: float, v_min: float) -> tuple:
+        """From ``y0`` until ``s = s_end``, a spin (``|alpha| = pi/2`` or ``|lam| = 0.5``, the
+        OCP's bounds), a stop (``V < v_min``) or ``3 T_opt + 10`` s; returns (status, the
+        ``solve_ivp`` solution with dense output, or None)."""
+        from scipy.integrate import solve_ivp
+
+        def ev(fun):
+            fun.terminal = True
+            return fun
+        events = [ev(lambda t, y: y[0] - s_end), ev(lambda t, y: math.pi / 2 - abs(y[3])),
+                  ev(lambda t, y: 0.5 - abs(y[4])), ev(lambda t, y: y[2] - v_min)]
+        try:
+            sol = solve_ivp(self.rhs, (0.0, 3.0 * T_opt + 10.0), y0, rtol=rtol, atol=1e-8,
+                            events=events, dense_output=True)
+        except (ValueError, ZeroDivisionError, FloatingPointError):
+            return "failed", None
+        hit = [len(e) > 0 for e in sol.t_events]
+        st = ("end" if hit[0] else "spin" if hit[1] or hit[2] else "stopped" if hit[3]
+              else "time" if sol.success else "failed")
+        return st, sol
+
+    def trace(self, sol) -> pd.DataFrame:
+        """A segment's replay every 5 ms (at least 200 points): :attr:`RacecarReplay.trace`."""
+        T = sol.t[-1]
+        tt = np.linspace(0.0, T, max(200, int(T / 0.005)))
+        Y = sol.sol(tt)
+        U = np.array([self.controls(Y[:, i]) for i in range(len(tt))])
+        kk = np.array([self.kap(v) for v in Y[0]])
+        eq = racecar_equations(self.p, dict(zip(STATE_NAMES, Y[1:])),
+                               {"delta": U[:, 0], "thrust": U[:, 1]}, kk, self.eps)
+        return pd.DataFrame({"s": Y[0], "t": tt, **dict(zip(STATE_NAMES, Y[1:])),
+                             "delta": U[:, 0], "thrust": U[:, 1], "steer_correction": U[:, 2],
+                             "c_max": np.max([eq["c"][w] for w in WHEELS], axis=0),
+                             "power": eq["power"]})
