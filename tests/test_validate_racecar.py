@@ -79,7 +79,7 @@ def test_the_checks_evaluate_the_ocps_equations(junction):
     summary = json.loads((junction / "summary.json").read_text())
     tr, p = _inputs(summary)
     d = racecar_defects(read_trajectory(junction), tr, p, shooting=False)
-    assert max(d.node_residual.values()) < 1e-5
+    assert max(d.node_residual.values()) < 1e-6
     assert len(d.elements) == summary["nfe"]
 
 
