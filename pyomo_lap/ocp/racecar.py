@@ -131,9 +131,15 @@ def build_racecar_model(track, vehicle, cfg, t0: Optional[float] = None, progres
     placement = ("given" if cfg.element_boundaries is not None else
                  "uniform" if cfg.nfe is not None or cfg.mesh != "adaptive" else "uniform-10m")
     L, bounds = sector_mesh(track, cfg, None)       # no adaptive mesh: element_length
+    if placement == "uniform-10m":
+        junctions = junction_boundaries(track, cfg.start, L, cfg.element_length)
+        if junctions is not None:        # an arc track: elements end at its junctions
+            bounds, placement = junctions, "junctions"
+            cfg.nfe = len(bounds) - 1
     m = pyo.ConcreteModel(name=f"pyomo_lap racecar {track.name} {cfg.start:.0f}+{L:.0f} m")
     m.problem = ProblemData(vehicle_model=RACECAR_MODEL, options=cfg, vehicle=p, track=track,
-                            sector_length=L, mesh="given" if placement == "given" else "uniform")
+                            sector_length=L,
+                            mesh=placement if placement in ("given", "junctions") else "uniform")
     m.s = ContinuousSet(bounds=(0.0, L), initialize=None if bounds is None else bounds.tolist(),
                         doc="distance along the centre line from the sector start [m]")
     fast_element_lookup(m.s)
@@ -163,6 +169,8 @@ def build_racecar_model(track, vehicle, cfg, t0: Optional[float] = None, progres
     dae_time_s = time.perf_counter() - t_dae
     sigma = np.array(sorted(m.s))
     tp = _sector_points(track, cfg.start, L, sigma)
+    kappa = _curvature_in_elements(track, cfg.start, L, sigma,
+                                   np.array(sorted(m.s.get_finite_elements())), tp.omega[:, 2])
     update_problem(m, dae_time_s=dae_time_s, track_points=tp, track_joints=track_joints(tp))
     lower, upper = track_limits(track, tp, sigma, p, cfg)
     ends = set(float(x) for x in m.s.get_finite_elements())
@@ -170,7 +178,7 @@ def build_racecar_model(track, vehicle, cfg, t0: Optional[float] = None, progres
         if options.limits_at == "all" or float(s) in ends:
             m.n[s].setlb(float(lower[i]))
             m.n[s].setub(float(upper[i]))
-    m.kappa = pyo.Param(m.s, initialize={float(s): float(tp.omega[i, 2]) for i, s in enumerate(sigma)},
+    m.kappa = pyo.Param(m.s, initialize={float(s): float(kappa[i]) for i, s in enumerate(sigma)},
                         units=1 / u.m, doc="curvature of the centre line, + left [1/m]")
     _add_equations(m, p, options.thrust_eps)
     first, last = sigma[0], sigma[-1]
@@ -199,6 +207,64 @@ _EXPRESSION_DOCS = {
     "power": "tractive power V sum(S) [W] (carODE)", "drag": "aerodynamic drag [N]",
     "V_dot": "dV/dt [m/s^2]", "lam_dot": "d lambda/dt [rad/s]",
     "cos_heading": "cos(alpha - lambda) [-]", "s_dot": "ds/dt [m/s]"}
+
+
+def junction_boundaries(track, start: float, length: float, element_length: float):
+    """Element boundaries [m from the sector start] at the junctions of an arc track's segments
+    (:class:`pyomo_lap.track.arcs.ArcTrack`), each segment's part of the sector cut into equal
+    elements of at most ``element_length``: the curvature, which steps at a junction, is then
+    constant within every element, as a polynomial can follow. None for a track of points
+    (its curvature is smooth).
+
+    Parameters
+    ----------
+    track : Track or ArcTrack
+    start, length : float
+        The sector [m] (on a closed track ``start + length`` may pass the lap's end).
+    element_length : float
+        Longest element [m], > 0.
+
+    Returns
+    -------
+    ndarray or None
+        Increasing from 0 to ``length``.
+    """
+    s0 = getattr(track, "_s0", None)
+    if s0 is None or not hasattr(track, "segments"):
+        return None
+    junctions = np.asarray(s0, float)
+    if track.closed:                     # the junctions of as many laps as the sector spans
+        laps = np.arange(0, int(math.ceil((start + length) / track.length)) + 1)
+        junctions = (junctions[None, :] + track.length * laps[:, None]).ravel()
+    inner = junctions - start
+    inner = inner[(inner > 0.1) & (inner < length - 0.1)]     # elements of at least 0.1 m
+    knots = np.concatenate([[0.0], np.unique(inner), [length]])
+    out = [0.0]
+    for a, b in zip(knots[:-1], knots[1:]):
+        k = max(1, int(math.ceil((b - a) / element_length - 1e-9)))
+        out.extend(a + (b - a) * np.arange(1, k + 1) / k)
+    out = np.array(out)
+    out[-1] = length
+    return out
+
+
+def _curvature_in_elements(track, start: float, length: float, sigma, ends, kappa):
+    """The curvature [1/m] at the points ``sigma`` [m from the sector start] as each point's
+    element sees it: an element's last point takes the curvature just before it (the track
+    gives a junction the curvature of the segment that starts there, which belongs to the
+    next element). ``kappa`` is the curvature at the points; a track whose curvature does not
+    step (a track of points) is returned unchanged."""
+    if getattr(track, "_s0", None) is None:
+        return kappa
+    kappa = np.array(kappa, float)
+    last = np.isin(np.asarray(sigma, float), np.asarray(ends, float)[1:])
+    if np.any(last):
+        ends_before = np.asarray(sigma, float)[last] - 1e-7 * max(1.0, length)
+        s_track = start + ends_before
+        if track.closed:
+            s_track = np.mod(s_track, track.length)
+        kappa[last] = track.evaluate(s_track).omega[:, 2]
+    return kappa
 
 
 def _add_equations(m, p: RacecarParameters, eps: float) -> None:
@@ -394,7 +460,7 @@ def racecar_trajectory(m):
             row[f"F_{w}"] = v(m.F[w, s])
             row[f"c_{w}"] = v(m.c[w, s])
         row["power"] = v(m.power[s])
-        row["Omega_z"] = float(tp.omega[i, 2])
+        row["Omega_z"] = float(pyo.value(m.kappa[s]))     # as the point's element saw it
         row["x_spine"], row["y_spine"] = float(tp.position[i, 0]), float(tp.position[i, 1])
         row["x"] = row["x_spine"] + row["n"] * float(tp.normal[i, 0])
         row["y"] = row["y_spine"] + row["n"] * float(tp.normal[i, 1])

@@ -191,6 +191,16 @@ def _spatial_rates(p, x: dict, u: dict, kappa, eps: float) -> np.ndarray:
                      for k in RACECAR_DEFECT_STATES])
 
 
+def plan_limits(p, x: dict, u: dict, kappa, eps: float = THRUST_EPS) -> dict:
+    """The largest friction-ellipse use of the four tyres ``c_max`` [-] (<= 1 within the
+    ellipses) and the tractive power ``power`` [W] (<= ``P_max``) at states ``x`` and
+    controls ``u`` (arrays of one shape; :func:`pyomo_lap.vehicle.racecar_equations.racecar_equations`,
+    dymos's ``tireConstraintODE`` and ``carODE``)."""
+    q = racecar_equations(p, x, u, kappa, eps)
+    c = np.max(np.array([np.asarray(q["c"][w], float) for w in q["c"]]), axis=0)
+    return {"c_max": c, "power": np.asarray(q["power"], float) * np.ones_like(c)}
+
+
 def racecar_defects(df, track, p, *, start: float = 0.0, scheme: str = "LAGRANGE-RADAU",
                     interpolation: str = "state", n_gauss: Optional[int] = None,
                     shooting: bool = True, eps: float = THRUST_EPS):
@@ -224,7 +234,8 @@ def racecar_defects(df, track, p, *, start: float = 0.0, scheme: str = "LAGRANGE
     -------
     DefectReport
         ``elements``: ``element``, ``s_start``, ``s_end``, ``h`` [m], ``eta_<state>``,
-        ``eps``, ``worst``; ``points``: the residuals at the Gauss points; ``node_residual``:
+        ``eps``, ``worst``; ``points``: the residuals at the Gauss points and the plan's
+        friction use ``c_max`` [-] and power [W] there (:func:`plan_limits`); ``node_residual``:
         the largest |residual| at the collocation points [state unit / m] (the solver's
         tolerance); ``weights``: ``1 + max|x_i|``.
 
@@ -279,7 +290,10 @@ def racecar_defects(df, track, p, *, start: float = 0.0, scheme: str = "LAGRANGE
     rows["worst"] = [RACECAR_DEFECT_STATES[i] for i in k]
     elements = pd.DataFrame(rows)
     points = pd.DataFrame({"s_sector": sg, "element": np.repeat(np.arange(1, len(nodes) + 1), ng),
-                           **{f"res_{st}": res[:, i] for i, st in enumerate(RACECAR_DEFECT_STATES)}})
+                           **{f"res_{st}": res[:, i] for i, st in enumerate(RACECAR_DEFECT_STATES)},
+                           **plan_limits(p, {k: xs[:, i] for i, k in enumerate(RACECAR_DEFECT_STATES)},
+                                         {c: us[:, i] for i, c in enumerate(CONTROLS)},
+                                         kap.exact(start + sg), eps)})
     node_res = _node_residuals(p, X, U, s, nodes, a, h, kap, start, eps)
     if shooting:
         _shooting(elements, X, U, s, nodes, ends, p, kap, start, interpolation, eps, wvec)
@@ -296,9 +310,13 @@ def _node_residuals(p, X, U, s, nodes, a, h, kap, start: float, eps: float) -> n
     from .defects import _lagrange
     node_res = np.zeros(len(RACECAR_DEFECT_STATES))
     pts = np.concatenate([nd[1:] for nd in nodes])
+    # an element's last point sees the curvature just before it, as the OCP
+    # (pyomo_lap.ocp.racecar: a junction of an arc track belongs to the segment it starts)
+    last = np.concatenate([np.arange(len(nd) - 1) == len(nd) - 2 for nd in nodes])
+    s_eval = start + s[pts] - np.where(last, 1e-7 * max(1.0, float(s[-1] - s[0])), 0.0)
     fn = _spatial_rates(p, {k2: X[pts, i] for i, k2 in enumerate(RACECAR_DEFECT_STATES)},
                         {c: U[pts, i] for i, c in enumerate(CONTROLS)},
-                        kap.exact(start + s[pts]), eps).T
+                        kap.exact(s_eval), eps).T
     row = 0
     for j, nd in enumerate(nodes):
         xi = (s[nd] - a[j]) / h[j]

@@ -720,9 +720,12 @@ def _validate_racecar(folder: Path, summary: dict, df, track, p, *, feedback: bo
          f"{ds['eps_max_at_s_m']:.0f} m, {ds['eps_max_state']}), 95th percentile "
          f"{ds['eps_p95']:.3g}, median {ds['eps_median']:.3g}")
     checks = _defect_checks(d, start, track.length if track.closed else None)
+    rf = None
     if feedback:
-        checks += _racecar_replay_step(df, track, p, summary, out, start, scheme, interp,
-                                       racecar_scales(p, df)["steer"], echo)
+        more, rf = _racecar_replay_step(df, track, p, summary, out, start, scheme, interp,
+                                        racecar_scales(p, df)["steer"], echo)
+        checks += more
+    checks += _racecar_limit_checks(df, d, p, start, rf)
     quality = racecar_channel_quality(df, p)
     out["channel_quality"] = quality
     checks += _zigzag_check(quality) + _speed_check(quality.get("speed_consistency"))
@@ -814,16 +817,40 @@ def _racecar_replay_step(df, track, p, summary: dict, out: dict, start: float, s
                              f"curvature) at s = {c['s'].iloc[k]:.0f} m; RMS "
                              f"{math.degrees(rf.steer_correction_rms):.3f} deg",
                              at=float(c["s"].iloc[k]) if len(c) else None))
-    checks.append(make_check("friction_limit", 100.0 * (math.sqrt(max(rf.c_max, 0.0)) - 1.0),
-                             "% limit", POWER_LIMIT,
-                             f"the largest tyre force over its friction ellipse along the "
-                             f"replay, c = {rf.c_max:.4f} at s = {rf.c_max_at:.0f} m",
-                             at=rf.c_max_at))
-    checks.append(make_check("power_limit", 100.0 * (rf.power_max / p.P_max - 1.0), "% P_max",
-                             POWER_LIMIT, f"V S_all = {rf.power_max / 1e3:.1f} kW of "
-                             f"{p.P_max / 1e3:.0f} kW along the replay at s = "
-                             f"{rf.power_max_at:.0f} m", at=rf.power_max_at))
-    return checks
+    return checks, rf
+
+
+def _racecar_limit_checks(df, d, p, start: float, rf=None) -> list:
+    r"""``friction_limit`` (the largest tyre force over its friction ellipse,
+    :math:`\sqrt{c_{ij}} - 1`) and ``power_limit`` (the power over ``P_max``) of the plan: at
+    its points and at the Gauss points between them, from the collocation polynomials
+    (``d.points``, :func:`pyomo_lap.post.racecar_checks.racecar_defects`), in % of the limit,
+    judged by :data:`POWER_LIMIT` as the full model's power row. What the replay's driver
+    asks of the tyres and the engine (``rf``) is said, not judged: a plan that rides its
+    friction ellipses leaves no room for a driver's correction, in this model whose tyre
+    forces follow the accelerations without a tyre characteristic to saturate them."""
+    from ..vehicle.racecar_equations import WHEELS
+    cols = [f"c_{w}" for w in WHEELS]
+    have = all(c in df.columns for c in cols + ["power"])      # the model's own values
+    c_pts = df[cols].to_numpy(float).max(axis=1) if have else np.zeros(0)
+    P_pts = df["power"].to_numpy(float) if have else np.zeros(0)
+    s_pts = df["s_sector"].to_numpy(float) if have else np.zeros(0)
+    c_all = np.r_[c_pts, d.points["c_max"].to_numpy(float)]
+    P_all = np.r_[P_pts, d.points["power"].to_numpy(float)]
+    s_all = np.r_[s_pts, d.points["s_sector"].to_numpy(float)]
+    i, j = int(np.argmax(c_all)), int(np.argmax(P_all))
+    replay_c = (f"; along the replay (said, not judged) c = {rf.c_max:.4f} at s = "
+                f"{rf.c_max_at:.0f} m" if rf is not None else "")
+    replay_P = (f"; along the replay (said, not judged) {rf.power_max / 1e3:.1f} kW at s = "
+                f"{rf.power_max_at:.0f} m" if rf is not None else "")
+    return [make_check("friction_limit", 100.0 * (math.sqrt(max(c_all[i], 0.0)) - 1.0), "% limit",
+                       POWER_LIMIT, f"the plan's largest tyre force over its friction ellipse, "
+                       f"at its points and between them: c = {c_all[i]:.4f} at s = "
+                       f"{start + s_all[i]:.0f} m" + replay_c, at=start + float(s_all[i])),
+            make_check("power_limit", 100.0 * (P_all[j] / p.P_max - 1.0), "% P_max", POWER_LIMIT,
+                       f"the plan's V S_all, at its points and between them: "
+                       f"{P_all[j] / 1e3:.1f} kW of {p.P_max / 1e3:.0f} kW at s = "
+                       f"{start + s_all[j]:.0f} m" + replay_P, at=start + float(s_all[j]))]
 
 
 def _read_summary(folder: Path) -> dict:
