@@ -32,8 +32,11 @@ b_r`, :math:`S_{rj} = \tfrac{Mg}{2}(t_h - (1-\beta) b_r)` with throttle
 :math:`t_h = \max(\text{thrust}, 0)` and brake :math:`b_r = \max(-\text{thrust}, 0)`, lateral
 forces :math:`F_{ij} = N_{ij} k_\lambda \times` (the tyre's slip angle), path constraints
 ``c_ij`` :math:`= (S_{ij}/(N_{ij}\mu_x))^2 + (F_{ij}/(N_{ij}\mu_y))^2 \le 1` (four friction
-ellipses) and ``power`` :math:`= V S_{all} \le P_{max}`; the track limits bound ``n``. The lap
-is closed by periodicity of ``n, V, alpha, lam, omega, ax, ay`` (not ``t``, not the controls:
+ellipses) and ``power`` :math:`= V S_{all} \le P_{max}`; the track limits bound ``n``. These
+equations are written once, in :func:`pyomo_lap.vehicle.racecar_equations.racecar_equations`,
+which builds the model's named Expressions here and evaluates the car on floats for the
+simulation and the checks of ``pyomo-lap validate`` (:mod:`pyomo_lap.post.racecar_checks`).
+The lap is closed by periodicity of ``n, V, alpha, lam, omega, ax, ay`` (not ``t``, not the controls:
 dymos links exactly these), ``t(0) = 0``, and the objective is ``t`` at the end.
 
 Differences from dymos, each an option here so that its effect can be measured
@@ -53,8 +56,8 @@ Differences from dymos, each an option here so that its effect can be measured
 * the curvature: exact arcs, or dymos's spline looked up by position (a property of the
   track, :mod:`pyomo_lap.track.arcs`).
 
-Layer: ocp (imports :mod:`pyomo_lap.ocp.common`, :mod:`pyomo_lap.ocp.vehicle_model` and the
-racecar's parameters).
+Layer: ocp (imports :mod:`pyomo_lap.ocp.common`, :mod:`pyomo_lap.ocp.vehicle_model`, the
+racecar's parameters and its equations).
 """
 from __future__ import annotations
 
@@ -68,6 +71,8 @@ import pyomo.environ as pyo
 from pyomo.dae import ContinuousSet, DerivativeVar
 
 from ..vehicle.racecar import RacecarParameters
+from ..vehicle.racecar_equations import (CONTROLS, QUANTITIES, STATE_NAMES, THRUST_EPS, WHEELS,
+                                         racecar_equations)
 from .common import _sector_points, fast_element_lookup, sector_mesh, track_joints, track_limits
 from .vehicle_model import ProblemData, VehicleModel, update_problem
 
@@ -75,11 +80,6 @@ __all__ = ["RACECAR_MODEL", "racecar_model", "build_racecar_model", "initialize_
            "racecar_trajectory", "STATE_NAMES", "CONTROLS", "WHEELS", "DYMOS_IPOPT_OPTIONS",
            "lagrange_derivative_weights"]
 
-STATE_NAMES = ("n", "V", "alpha", "lam", "omega", "ax", "ay")
-"""The states besides the time, as the Pyomo variables are named (``lam`` is dymos's
-``lambda``, a Python keyword); all periodic on a closed lap."""
-CONTROLS = ("delta", "thrust")
-WHEELS = ("fl", "fr", "rl", "rr")
 
 DYMOS_IPOPT_OPTIONS = {
     "mu_init": 1e-3, "max_iter": 500, "acceptable_tol": 1e-3, "constr_viol_tol": 1e-3,
@@ -97,7 +97,7 @@ scaling factors are their inverses."""
 
 @dataclasses.dataclass(frozen=True)
 class _Options:
-    thrust_eps: float = 1e-4
+    thrust_eps: float = THRUST_EPS
     control_form: Optional[str] = None     # None: the OCP option control_form
     limits_at: str = "all"                 # or "element-ends" (Gauss-Lobatto's state nodes)
 
@@ -131,9 +131,15 @@ def build_racecar_model(track, vehicle, cfg, t0: Optional[float] = None, progres
     placement = ("given" if cfg.element_boundaries is not None else
                  "uniform" if cfg.nfe is not None or cfg.mesh != "adaptive" else "uniform-10m")
     L, bounds = sector_mesh(track, cfg, None)       # no adaptive mesh: element_length
+    if placement == "uniform-10m":
+        junctions = junction_boundaries(track, cfg.start, L, cfg.element_length)
+        if junctions is not None:        # an arc track: elements end at its junctions
+            bounds, placement = junctions, "junctions"
+            cfg.nfe = len(bounds) - 1
     m = pyo.ConcreteModel(name=f"pyomo_lap racecar {track.name} {cfg.start:.0f}+{L:.0f} m")
     m.problem = ProblemData(vehicle_model=RACECAR_MODEL, options=cfg, vehicle=p, track=track,
-                            sector_length=L, mesh="given" if placement == "given" else "uniform")
+                            sector_length=L,
+                            mesh=placement if placement in ("given", "junctions") else "uniform")
     m.s = ContinuousSet(bounds=(0.0, L), initialize=None if bounds is None else bounds.tolist(),
                         doc="distance along the centre line from the sector start [m]")
     fast_element_lookup(m.s)
@@ -163,6 +169,8 @@ def build_racecar_model(track, vehicle, cfg, t0: Optional[float] = None, progres
     dae_time_s = time.perf_counter() - t_dae
     sigma = np.array(sorted(m.s))
     tp = _sector_points(track, cfg.start, L, sigma)
+    kappa = _curvature_in_elements(track, cfg.start, L, sigma,
+                                   np.array(sorted(m.s.get_finite_elements())), tp.omega[:, 2])
     update_problem(m, dae_time_s=dae_time_s, track_points=tp, track_joints=track_joints(tp))
     lower, upper = track_limits(track, tp, sigma, p, cfg)
     ends = set(float(x) for x in m.s.get_finite_elements())
@@ -170,7 +178,7 @@ def build_racecar_model(track, vehicle, cfg, t0: Optional[float] = None, progres
         if options.limits_at == "all" or float(s) in ends:
             m.n[s].setlb(float(lower[i]))
             m.n[s].setub(float(upper[i]))
-    m.kappa = pyo.Param(m.s, initialize={float(s): float(tp.omega[i, 2]) for i, s in enumerate(sigma)},
+    m.kappa = pyo.Param(m.s, initialize={float(s): float(kappa[i]) for i, s in enumerate(sigma)},
                         units=1 / u.m, doc="curvature of the centre line, + left [1/m]")
     _add_equations(m, p, options.thrust_eps)
     first, last = sigma[0], sigma[-1]
@@ -190,105 +198,104 @@ def build_racecar_model(track, vehicle, cfg, t0: Optional[float] = None, progres
     return m
 
 
-def _smooth_max0(x, eps: float):
-    """max(x, 0), smoothed: (x + sqrt(x^2 + eps^2)) / 2 (error at most eps/2, at x = 0)."""
-    return 0.5 * (x + pyo.sqrt(x * x + eps * eps))
+_EXPRESSION_DOCS = {
+    "N": "tyre loads [N] (normalForceODE)", "throttle": "max(thrust, 0), smoothed [-]",
+    "brake": "max(-thrust, 0), smoothed [-]", "S": "longitudinal tyre forces [N] (tireODE)",
+    "F": "lateral tyre forces [N] (tireODE)",
+    "c": "friction ellipse of each tyre [-] (tireConstraintODE), <= 1",
+    "S_all": "sum of the longitudinal tyre forces [N]",
+    "power": "tractive power V sum(S) [W] (carODE)", "drag": "aerodynamic drag [N]",
+    "V_dot": "dV/dt [m/s^2]", "lam_dot": "d lambda/dt [rad/s]",
+    "cos_heading": "cos(alpha - lambda) [-]", "s_dot": "ds/dt [m/s]"}
+
+
+def junction_boundaries(track, start: float, length: float, element_length: float):
+    """Element boundaries [m from the sector start] at the junctions of an arc track's segments
+    (:class:`pyomo_lap.track.arcs.ArcTrack`), each segment's part of the sector cut into equal
+    elements of at most ``element_length``: the curvature, which steps at a junction, is then
+    constant within every element, as a polynomial can follow. None for a track of points
+    (its curvature is smooth).
+
+    Parameters
+    ----------
+    track : Track or ArcTrack
+    start, length : float
+        The sector [m] (on a closed track ``start + length`` may pass the lap's end).
+    element_length : float
+        Longest element [m], > 0.
+
+    Returns
+    -------
+    ndarray or None
+        Increasing from 0 to ``length``.
+    """
+    s0 = getattr(track, "_s0", None)
+    if s0 is None or not hasattr(track, "segments"):
+        return None
+    junctions = np.asarray(s0, float)
+    if track.closed:                     # the junctions of as many laps as the sector spans
+        laps = np.arange(0, int(math.ceil((start + length) / track.length)) + 1)
+        junctions = (junctions[None, :] + track.length * laps[:, None]).ravel()
+    inner = junctions - start
+    inner = inner[(inner > 0.1) & (inner < length - 0.1)]     # elements of at least 0.1 m
+    knots = np.concatenate([[0.0], np.unique(inner), [length]])
+    out = [0.0]
+    for a, b in zip(knots[:-1], knots[1:]):
+        k = max(1, int(math.ceil((b - a) / element_length - 1e-9)))
+        out.extend(a + (b - a) * np.arange(1, k + 1) / k)
+    out = np.array(out)
+    out[-1] = length
+    return out
+
+
+def _curvature_in_elements(track, start: float, length: float, sigma, ends, kappa):
+    """The curvature [1/m] at the points ``sigma`` [m from the sector start] as each point's
+    element sees it: an element's last point takes the curvature just before it (the track
+    gives a junction the curvature of the segment that starts there, which belongs to the
+    next element). ``kappa`` is the curvature at the points; a track whose curvature does not
+    step (a track of points) is returned unchanged."""
+    if getattr(track, "_s0", None) is None:
+        return kappa
+    kappa = np.array(kappa, float)
+    last = np.isin(np.asarray(sigma, float), np.asarray(ends, float)[1:])
+    if np.any(last):
+        ends_before = np.asarray(sigma, float)[last] - 1e-7 * max(1.0, length)
+        s_track = start + ends_before
+        if track.closed:
+            s_track = np.mod(s_track, track.length)
+        kappa[last] = track.evaluate(s_track).omega[:, 2]
+    return kappa
 
 
 def _add_equations(m, p: RacecarParameters, eps: float) -> None:
-    """The racecar's ODE (``m.ode``), tyre loads and forces (named Expressions on ``m``) and
-    path constraints (``m.friction[wheel, s]`` <= 1, ``m.power_limit``)."""
-    M, g, a, b, tw = p.M, p.g, p.a, p.b, p.tw
-    l = a + b
-    kd = 0.5 * p.rho * p.ClA
-    rear_share = p.CoP / l
-    static = {"fl": M * g / 2 * b / l, "fr": M * g / 2 * b / l,
-              "rl": M * g / 2 * a / l, "rr": M * g / 2 * a / l}
-    long_tr = {"fl": -h_over(M, p.h, l), "fr": -h_over(M, p.h, l),
-               "rl": h_over(M, p.h, l), "rr": h_over(M, p.h, l)}
-    lat_tr = {"fl": M / 4 * p.chi * p.h / tw, "fr": -M / 4 * p.chi * p.h / tw,
-              "rl": M / 4 * (1 - p.chi) * p.h / tw, "rr": -M / 4 * (1 - p.chi) * p.h / tw}
-    aero_share = {"fl": (1 - rear_share) / 2, "fr": (1 - rear_share) / 2,
-                  "rl": rear_share / 2, "rr": rear_share / 2}
-
-    def N(m, w, s):
-        return static[w] + long_tr[w] * m.ax[s] + lat_tr[w] * m.ay[s] + aero_share[w] * kd * m.V[s] ** 2
-    m.N = pyo.Expression(WHEELS, m.s, rule=N, doc="tyre loads [N] (normalForceODE)")
-    m.throttle = pyo.Expression(m.s, rule=lambda m, s: _smooth_max0(m.thrust[s], eps),
-                                doc="max(thrust, 0), smoothed [-]")
-    m.brake = pyo.Expression(m.s, rule=lambda m, s: _smooth_max0(-m.thrust[s], eps),
-                             doc="max(-thrust, 0), smoothed [-]")
-
-    def S(m, w, s):
-        if w[0] == "f":
-            return -(M * g / 2) * m.brake[s] * p.beta
-        return (M * g / 2) * (m.throttle[s] - m.brake[s] * (1 - p.beta))
-    m.S = pyo.Expression(WHEELS, m.s, rule=S, doc="longitudinal tyre forces [N] (tireODE)")
-    def F(m, w, s):
-        # dymos (tireODE): F_rr = N k (lam + om (b + lam tw)/V), F_rl: (b - lam tw),
-        # F_fr = N k (lam + delta - om (a - lam tw)/V), F_fl: (a + lam tw)
-        V, lam, om = m.V[s], m.lam[s], m.omega[s]
-        slip = {"rr": lam + om * (b + lam * tw) / V,
-                "rl": lam + om * (b - lam * tw) / V,
-                "fr": lam + m.delta[s] - om * (a - lam * tw) / V,
-                "fl": lam + m.delta[s] - om * (a + lam * tw) / V}[w]
-        return m.N[w, s] * p.k_lambda * slip
-    m.F = pyo.Expression(WHEELS, m.s, rule=F, doc="lateral tyre forces [N] (tireODE)")
-
-    def mu(m, w, s, mu0):
-        return mu0 + p.k_mu * m.N[w, s] / static[w] if p.k_mu != 0 else mu0
-    m.c = pyo.Expression(WHEELS, m.s, rule=lambda m, w, s:
-                         (m.S[w, s] / (m.N[w, s] * mu(m, w, s, p.mu0_x))) ** 2
-                         + (m.F[w, s] / (m.N[w, s] * mu(m, w, s, p.mu0_y))) ** 2,
-                         doc="friction ellipse of each tyre [-] (tireConstraintODE), <= 1")
+    """The racecar's ODE (``m.ode``), tyre loads and forces (named Expressions on ``m``, one
+    per quantity of :data:`pyomo_lap.vehicle.racecar_equations.QUANTITIES`) and path
+    constraints (``m.friction[wheel, s]`` <= 1, ``m.power_limit``), from
+    :func:`~pyomo_lap.vehicle.racecar_equations.racecar_equations` (the equations the
+    simulation evaluates on floats) with every quantity stored in its named Expression."""
+    for key, per_wheel in QUANTITIES.items():
+        m.add_component(key, pyo.Expression(WHEELS, m.s, doc=_EXPRESSION_DOCS[key])
+                        if per_wheel else pyo.Expression(m.s, doc=_EXPRESSION_DOCS[key]))
+    rates = {}
+    for s in m.s:
+        def name(key, wheel, value, _s=s):
+            comp = m.component(key)
+            index = _s if wheel is None else (wheel, _s)
+            comp[index] = value
+            return comp[index]
+        eq = racecar_equations(p, {k: m.component(k)[s] for k in STATE_NAMES},
+                               {"delta": m.delta[s], "thrust": m.thrust[s]}, m.kappa[s], eps, name)
+        rates[s] = eq["rates"]
     m.friction = pyo.Constraint(WHEELS, m.s, rule=lambda m, w, s: m.c[w, s] <= 1.0,
                                 doc="friction ellipses c_ij <= 1")
-    m.S_all = pyo.Expression(m.s, rule=lambda m, s: sum(m.S[w, s] for w in WHEELS))
-    m.power = pyo.Expression(m.s, rule=lambda m, s: m.V[s] * m.S_all[s],
-                             doc="tractive power V sum(S) [W] (carODE)")
     m.power_limit = pyo.Constraint(m.s, rule=lambda m, s: m.power[s] <= p.P_max,
                                    doc="power <= P_max")
-    m.drag = pyo.Expression(m.s, rule=lambda m, s: 0.5 * p.rho * p.CdA * m.V[s] ** 2)
-    m.V_dot = pyo.Expression(m.s, rule=lambda m, s: (
-        m.S_all[s] - m.delta[s] * (m.F["fl", s] + m.F["fr", s]) - m.drag[s]) / M
-        - m.omega[s] * m.V[s] * m.lam[s], doc="dV/dt [m/s^2]")
-    m.lam_dot = pyo.Expression(m.s, rule=lambda m, s: m.omega[s] - m.V_dot[s] * m.lam[s] / m.V[s]
-                               - m.delta[s] * (m.S["fl", s] + m.S["fr", s]) / (M * m.V[s])
-                               - sum(m.F[w, s] for w in WHEELS) / (M * m.V[s]),
-                               doc="d lambda/dt [rad/s]")
-    m.cos_heading = pyo.Expression(m.s, rule=lambda m, s: pyo.cos(m.alpha[s] - m.lam[s]))
-    m.s_dot = pyo.Expression(m.s, rule=lambda m, s: m.V[s] * m.cos_heading[s] / (1 - m.n[s] * m.kappa[s]),
-                             doc="ds/dt [m/s]")
-
-    def rate(m, k, s):
-        V, lam, om = m.V[s], m.lam[s], m.omega[s]
-        if k == "t":
-            return 1.0
-        if k == "n":
-            return V * pyo.sin(m.alpha[s] - lam)
-        if k == "alpha":
-            return om - m.kappa[s] * m.s_dot[s]
-        if k == "V":
-            return m.V_dot[s]
-        if k == "lam":
-            return m.lam_dot[s]
-        if k == "omega":
-            return (a * (m.F["fr", s] + m.F["fl", s]) - b * (m.F["rr", s] + m.F["rl", s])
-                    + tw * (-m.S["rr", s] + m.S["rl", s] - m.S["fr", s] + m.S["fl", s])) / p.Iz
-        if k == "ax":
-            return (m.V_dot[s] + om * V * lam - m.ax[s]) / p.tau_x
-        return (om * V - (V * m.lam_dot[s] + m.V_dot[s] * lam) - m.ay[s]) / p.tau_y
     first = m.s.first()
     m.ode = pyo.Constraint(("t",) + STATE_NAMES, m.s, rule=lambda m, k, s: pyo.Constraint.Skip
                            if s == first else
                            m.V[s] * m.cos_heading[s] * m.component(f"d{k}_ds")[s]
-                           == (1 - m.n[s] * m.kappa[s]) * rate(m, k, s),
+                           == (1 - m.n[s] * m.kappa[s]) * rates[s][k],
                            doc="spatial ODE: ds/dt dx/ds = dx/dt, times (1 - n kappa)")
-
-
-def h_over(M: float, h: float, l: float) -> float:
-    """Longitudinal load transfer per wheel and per m/s^2 of ``ax``: M h / (4 l) [kg]."""
-    return M / 4 * h / l
 
 
 def lagrange_derivative_weights(nodes, x: float) -> np.ndarray:
@@ -453,7 +460,7 @@ def racecar_trajectory(m):
             row[f"F_{w}"] = v(m.F[w, s])
             row[f"c_{w}"] = v(m.c[w, s])
         row["power"] = v(m.power[s])
-        row["Omega_z"] = float(tp.omega[i, 2])
+        row["Omega_z"] = float(pyo.value(m.kappa[s]))     # as the point's element saw it
         row["x_spine"], row["y_spine"] = float(tp.position[i, 0]), float(tp.position[i, 1])
         row["x"] = row["x_spine"] + row["n"] * float(tp.normal[i, 0])
         row["y"] = row["y_spine"] + row["n"] * float(tp.normal[i, 1])

@@ -40,8 +40,8 @@ import numpy as np
 
 __all__ = ["SmoothnessCheck", "SMOOTHNESS_CHECKS", "zigzag_residuals", "zigzag_count",
            "speed_consistency", "tangential_acceleration", "channel_quality",
-           "SPEED_CONSISTENCY_TOL", "quality_table", "smoothness_table", "channel_scales", "speed_scale", "slip_scale",
-           "speed_step_errors"]
+           "SPEED_CONSISTENCY_TOL", "quality_table", "smoothness_table", "channel_scales",
+           "speed_scale", "slip_scale", "steer_scale", "rms_curvature", "speed_step_errors"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,13 +157,20 @@ def steer_scale(p, df=None) -> float:
     penalties take it (:func:`pyomo_lap.ocp.common.steer_scale`); without a table, corners of
     :data:`REFERENCE_CURVATURE`. A car twice as long steers twice as much through the same
     corners: its steering is judged against that, not against its steering rack's limit."""
+    return float((p.a1 + p.a2) * rms_curvature(df))
+
+
+def rms_curvature(df=None) -> float:
+    r"""The root mean square of the track's curvature over a table's points [1/m] (column
+    ``Omega_z``), at least :math:`2\pi/L` (a full turn over the sector's length); without a
+    table (or the column), :data:`REFERENCE_CURVATURE`. The curvature of :func:`steer_scale`."""
     kappa = REFERENCE_CURVATURE
     if df is not None and "Omega_z" in df.columns and len(df) > 1:
         om = df["Omega_z"].to_numpy(float)
         s = df["s_sector"].to_numpy(float) if "s_sector" in df.columns else df["s"].to_numpy(float)
         L = float(s[-1] - s[0])
         kappa = max(float(np.sqrt(np.mean(om ** 2))), 2.0 * math.pi / max(L, 1.0))
-    return float((p.a1 + p.a2) * kappa)
+    return kappa
 
 
 def channel_scales(p, df=None) -> dict:
@@ -273,19 +280,25 @@ def tangential_acceleration(df) -> np.ndarray:
     return (vx * ax + vy * ay) / np.maximum(np.hypot(vx, vy), 1e-9)
 
 
-def speed_consistency(df, v_ref: float, tol: float = SPEED_CONSISTENCY_TOL) -> dict:
+def speed_consistency(df, v_ref: float, tol: float = SPEED_CONSISTENCY_TOL,
+                      a_t: Optional[np.ndarray] = None) -> dict:
     r"""The change of speed between neighbouring points against the integrated tangential
     acceleration (module docstring), relative to the car's speed scale.
 
     Parameters
     ----------
     df : DataFrame
-        Columns ``s`` (or ``s_sector``), ``t``, ``speed``, ``v_3x``, ``v_3y``, ``a_x``,
-        ``a_y`` (SI).
+        Columns ``s`` (or ``s_sector``), ``t``, ``speed``, and, without ``a_t``, ``v_3x``,
+        ``v_3y``, ``a_x``, ``a_y`` (SI).
     v_ref : float
         The car's speed scale [m/s] (:func:`speed_scale`), > 0.
     tol : float
         Accepted difference per step, a fraction of ``v_ref`` [-].
+    a_t : (n,) array, optional
+        The rate of change of ``speed`` at the table's points [m/s^2], for a table without
+        the columns ``v_3x, v_3y, a_x, a_y`` (the racecar's: its ``dV/dt`` from its equations,
+        :func:`pyomo_lap.post.racecar_checks.racecar_channel_quality`). Default: the
+        tangential acceleration of those columns (:func:`tangential_acceleration`).
 
     Returns
     -------
@@ -303,7 +316,7 @@ def speed_consistency(df, v_ref: float, tol: float = SPEED_CONSISTENCY_TOL) -> d
     """
     if not (v_ref > 0 and math.isfinite(v_ref)):
         raise ValueError(f"v_ref = {v_ref!r} m/s: expected a positive speed")
-    s, err = speed_step_errors(df)
+    s, err = speed_step_errors(df, a_t)
     keep = _distinct(df["s_sector" if "s_sector" in df.columns else "s"].to_numpy(float))
     out = {"max_error_mps": 0.0, "max_error_rel": 0.0, "max_error_at": None,
            "rms_error_mps": 0.0, "count": 0, "tol": tol, "tol_mps": tol * v_ref,
@@ -324,7 +337,7 @@ def speed_consistency(df, v_ref: float, tol: float = SPEED_CONSISTENCY_TOL) -> d
     return out
 
 
-def speed_step_errors(df) -> tuple:
+def speed_step_errors(df, a_t: Optional[np.ndarray] = None) -> tuple:
     r"""The error of every step of :func:`speed_consistency`: the change of speed from one point
     to the next minus the trapezoid integral of the tangential acceleration over the time
     between them.
@@ -332,8 +345,10 @@ def speed_step_errors(df) -> tuple:
     Parameters
     ----------
     df : DataFrame
-        Columns ``s`` (or ``s_sector``), ``t``, ``speed``, ``v_3x``, ``v_3y``, ``a_x``,
-        ``a_y`` (SI). Points repeated at the same ``s`` count once.
+        Columns ``s`` (or ``s_sector``), ``t``, ``speed`` and, without ``a_t``, ``v_3x``,
+        ``v_3y``, ``a_x``, ``a_y`` (SI). Points repeated at the same ``s`` count once.
+    a_t : (n,) array, optional
+        The rate of change of ``speed`` at the table's points [m/s^2] (:func:`speed_consistency`).
 
     Returns
     -------
@@ -348,12 +363,13 @@ def speed_step_errors(df) -> tuple:
     keep = _distinct(s)
     t = df["t"].to_numpy(float)[keep]
     v = df["speed"].to_numpy(float)[keep]
-    at = tangential_acceleration(df)[keep]
+    at = (tangential_acceleration(df) if a_t is None else np.asarray(a_t, float))[keep]
     err = np.diff(v) - 0.5 * (at[1:] + at[:-1]) * np.diff(t)
     return s[keep][:-1], err
 
 
-def channel_quality(df, vehicle, checks: Optional[Sequence[SmoothnessCheck]] = None) -> dict:
+def channel_quality(df, vehicle, checks: Optional[Sequence[SmoothnessCheck]] = None,
+                    scales: Optional[dict] = None, a_t: Optional[np.ndarray] = None) -> dict:
     """The smoothness and consistency of a trajectory table, for ``summary.json``.
 
     Parameters
@@ -365,6 +381,12 @@ def channel_quality(df, vehicle, checks: Optional[Sequence[SmoothnessCheck]] = N
         The car of the table: its scales (:func:`channel_scales`) give the thresholds.
     checks : sequence of SmoothnessCheck, optional
         Default :data:`SMOOTHNESS_CHECKS`.
+    scales : dict, optional
+        The car's scales (default :func:`channel_scales`; a car of another schema gives its
+        own, :func:`pyomo_lap.post.racecar_checks.racecar_scales`).
+    a_t : (n,) array, optional
+        The rate of change of the speed at the points, for the speed consistency of a table
+        without the full model's velocity and acceleration columns (:func:`speed_consistency`).
 
     Returns
     -------
@@ -375,7 +397,7 @@ def channel_quality(df, vehicle, checks: Optional[Sequence[SmoothnessCheck]] = N
         ``speed_consistency`` (:func:`speed_consistency`, when the table has the columns it
         needs), ``scales`` (:func:`channel_scales`).
     """
-    scales = channel_scales(vehicle, df)
+    scales = channel_scales(vehicle, df) if scales is None else scales
     col = "s_sector" if "s_sector" in df.columns else "s"
     s = df[col].to_numpy(float)
     offset = (df["s"].to_numpy(float)[0] - s[0]) if col == "s_sector" and "s" in df.columns else 0.0
@@ -392,8 +414,9 @@ def channel_quality(df, vehicle, checks: Optional[Sequence[SmoothnessCheck]] = N
                                                   else z["max_residual_at"] + offset),
                             "at_m": [a + offset for a in z["at"][:20]]}
     res = {"zigzags": out, "zigzag_total": int(sum(v["count"] for v in out.values()))}
-    if "speed" in scales and all(c in df.columns for c in ("t", "speed", "v_3x", "v_3y", "a_x", "a_y")):
-        sc = speed_consistency(df, scales["speed"])
+    need = ("t", "speed") + (("v_3x", "v_3y", "a_x", "a_y") if a_t is None else ())
+    if "speed" in scales and all(c in df.columns for c in need):
+        sc = speed_consistency(df, scales["speed"], a_t=a_t)
         if sc["max_error_at"] is not None:
             sc["max_error_at"] += offset
         res["speed_consistency"] = sc

@@ -48,7 +48,11 @@ from ..vehicle.numeric import AlgebraicLoopError, CarFunctions
 
 __all__ = ["simulate", "SimulationResult", "PiecewiseControls", "CollocationControls", "FunctionControls",
            "PathFollowing", "TrackLookup", "state_names", "controls_from_trajectory",
-           "element_points"]
+           "element_points", "preview_steering", "CONTROL_COLUMNS"]
+
+CONTROL_COLUMNS = ("f_xa", "f_xb", "delta")
+"""The controls of the cars :func:`simulate` drives: drive and brake forces [N], steer angle
+[rad]."""
 
 
 def state_names(n_q: int = 6) -> tuple:
@@ -143,8 +147,10 @@ class PiecewiseControls:
     breaks : ndarray (N+1,)
         Increasing segment boundaries [m or s]; segment ``k`` is ``[breaks[k], breaks[k+1])``.
         Before the first and after the last boundary the first and last values hold.
-    values : ndarray (N, 3)
-        ``f_xa [N], f_xb [N], delta [rad]`` on each segment.
+    values : ndarray (N, m)
+        The controls on each segment: ``f_xa [N], f_xb [N], delta [rad]`` for the cars of
+        :func:`simulate` (other control sets for other models, e.g. the racecar's ``delta,
+        thrust``).
 
     Raises
     ------
@@ -161,8 +167,8 @@ class PiecewiseControls:
         self.values = np.asarray(self.values, float)
         if self.basis not in ("s", "t"):
             raise ValueError(f"basis = {self.basis!r}: expected 's' (track distance) or 't' (time)")
-        if self.values.ndim != 2 or self.values.shape[1] != 3:
-            raise ValueError(f"values must have shape (N, 3), got {self.values.shape}")
+        if self.values.ndim != 2:
+            raise ValueError(f"values must have shape (N, m), got {self.values.shape}")
         if self.breaks.shape != (len(self.values) + 1,):
             raise ValueError(f"breaks must have N+1 = {len(self.values) + 1} entries, got "
                              f"{self.breaks.shape}")
@@ -213,8 +219,9 @@ class CollocationControls:
     nodes : ndarray (N, K)
         Positions of the values on each segment [m or s], distinct within a segment (they
         may lie on its boundaries, e.g. the Radau point at the element end).
-    values : ndarray (N, K, 3)
-        ``f_xa [N], f_xb [N], delta [rad]`` at the nodes.
+    values : ndarray (N, K, m)
+        The controls at the nodes: ``f_xa [N], f_xb [N], delta [rad]`` for the cars of
+        :func:`simulate` (other control sets, or states, for other uses).
     restart : bool
         True (default): the polynomials may jump at the boundaries; :func:`simulate` restarts
         the integration at each and the polynomial of the current segment is used over the
@@ -244,8 +251,8 @@ class CollocationControls:
         self.values = np.asarray(self.values, float)
         if self.basis not in ("s", "t"):
             raise ValueError(f"basis = {self.basis!r}: expected 's' (track distance) or 't' (time)")
-        if self.values.ndim != 3 or self.values.shape[2] != 3 or self.nodes.shape != self.values.shape[:2]:
-            raise ValueError(f"values must have shape (N, K, 3) and nodes (N, K), got "
+        if self.values.ndim != 3 or self.nodes.shape != self.values.shape[:2]:
+            raise ValueError(f"values must have shape (N, K, m) and nodes (N, K), got "
                              f"{self.values.shape} and {self.nodes.shape}")
         if self.breaks.shape != (len(self.values) + 1,):
             raise ValueError(f"breaks must have N+1 = {len(self.values) + 1} entries, got "
@@ -300,6 +307,28 @@ class FunctionControls:
 
     def __call__(self, t, x, segment: int):
         return self.fun(t, x)
+
+
+def preview_steering(e_y, e_psi, speed, gain: float, preview_time: float,
+                     preview_min: float):
+    r"""The steering correction of the look-ahead driver [rad]: :math:`K\,(e_y + L\,e_\psi)`,
+    :math:`L = \max(L_{min}, T_p v)` (:class:`PathFollowing`).
+
+    Parameters
+    ----------
+    e_y : float
+        Lateral error, the reference's lateral offset minus the car's [m] (+: the path is to
+        the car's left, and a positive steer angle steers left).
+    e_psi : float
+        Heading error, the reference's heading relative to the centre line minus the car's
+        [rad].
+    speed : float
+        The car's speed along the centre line [m/s].
+    gain, preview_time, preview_min : float
+        K [rad/m], T_p [s], L_min [m].
+    """
+    L = max(preview_min, preview_time * speed)
+    return gain * (e_y + L * e_psi)
 
 
 class PathFollowing:
@@ -375,8 +404,7 @@ class PathFollowing:
         else:
             e_y = np.interp(s, self.s_ref, self.q2_ref) - x[1]
             e_psi = np.interp(s, self.s_ref, self.q3_ref) - x[2]
-        L = max(self.preview_min, self.preview_time * x[n])
-        out = self.gain * (e_y + L * e_psi)
+        out = preview_steering(e_y, e_psi, x[n], self.gain, self.preview_time, self.preview_min)
         if self.yaw_damping > 0 and self.reference is not None and self.vehicle is not None:
             ref = self.reference(s)
             if len(ref) > 3:      # the reference's q3_dot: damp the yaw rate's error
@@ -454,7 +482,8 @@ def element_points(element, s, scheme: str = "LAGRANGE-RADAU") -> list:
     return out
 
 
-def _check_control_options(df, basis: str, interpolation: str, scheme: str) -> None:
+def _check_control_options(df, basis: str, interpolation: str, scheme: str,
+                           columns=CONTROL_COLUMNS) -> None:
     """The columns and options of :func:`controls_from_trajectory`.
 
     Raises
@@ -462,7 +491,7 @@ def _check_control_options(df, basis: str, interpolation: str, scheme: str) -> N
     ValueError
         A missing column, or an option not among those listed there.
     """
-    need = {"s_sector", "t", "element", "f_xa", "f_xb", "delta"}
+    need = {"s_sector", "t", "element", *columns}
     missing = need - set(df.columns)
     if missing:
         raise ValueError(f"trajectory lacks column(s) {sorted(missing)}")
@@ -476,7 +505,8 @@ def _check_control_options(df, basis: str, interpolation: str, scheme: str) -> N
 
 
 def controls_from_trajectory(df, basis: str = "s", start: Optional[float] = None,
-                             interpolation: str = "auto", scheme: str = "LAGRANGE-RADAU"):
+                             interpolation: str = "auto", scheme: str = "LAGRANGE-RADAU",
+                             columns=CONTROL_COLUMNS):
     """The controls of a solved OCP as a control law of :func:`simulate`.
 
     The OCP's dynamics see the controls at the collocation points only. With a control value
@@ -518,23 +548,27 @@ def controls_from_trajectory(df, basis: str = "s", start: Optional[float] = None
         The collocation scheme: for Radau all points of an element are collocation points; for
         Legendre the element's end point is not (its control enters no dynamics) and is left
         out of the polynomial.
+    columns : sequence of str
+        The controls' columns (default :data:`CONTROL_COLUMNS`, the cars of :func:`simulate`;
+        ``("delta", "thrust")`` for the racecar's).
 
     Returns
     -------
     CollocationControls or PiecewiseControls
+        Their values in the order of ``columns``.
 
     Raises
     ------
     ValueError
         Missing columns, an unknown option, or an element count that does not match.
     """
-    _check_control_options(df, basis, interpolation, scheme)
+    _check_control_options(df, basis, interpolation, scheme, columns)
     if start is None:
         start = float(df["s"].iloc[0]) if "s" in df.columns else 0.0
     el = df["element"].to_numpy().astype(int)
     s = df["s_sector"].to_numpy(float)
     t = df["t"].to_numpy(float)
-    U = df[["f_xa", "f_xb", "delta"]].to_numpy(float)
+    U = df[list(columns)].to_numpy(float)
     n = int(el.max())
     members = [np.flatnonzero(el == j) for j in range(1, n + 1)]
     if any(len(idx) == 0 for idx in members):

@@ -77,10 +77,14 @@ __all__ = ["validate_results", "make_check", "overall_verdict", "format_check", 
            "POWER_LIMIT", "zigzag_limits",
            "THRESHOLDS", "SELF_CHECKS", "self_check", "fast_checks", "self_check_text",
            "thresholds_table", "docs_tables", "regularization_text", "lap_time_cost_text",
-           "interpolation_of"]
+           "interpolation_of", "VALIDATED_MODELS"]
 
 VERDICTS = ("pass", "warn", "fail")
 """The verdicts, from best to worst."""
+
+VALIDATED_MODELS = ("full", "racecar")
+"""The vehicle models whose results :func:`validate_results` checks: the full model, and
+dymos's racecar (:mod:`pyomo_lap.post.racecar_checks`)."""
 
 DEFECT_MAX = (0.15, 0.3)
 """(warn above, fail above) of the largest scaled defect of an element [-]. The scaled defect
@@ -624,7 +628,8 @@ def thresholds_table() -> str:
 def validate_results(folder, feedback: bool = True, shooting: bool = False,
                      open_loop: bool = False, plots: bool = True, plots_dir=None,
                      echo=print) -> dict:
-    """Replay, defect and channel checks of a solved full-model sector, and a verdict.
+    """Replay, defect and channel checks of a solved sector of the full model or of dymos's
+    racecar (``model = "racecar"``: :func:`_validate_racecar`), and a verdict.
 
     Parameters
     ----------
@@ -659,8 +664,9 @@ def validate_results(folder, feedback: bool = True, shooting: bool = False,
     Raises
     ------
     ValueError
-        The folder lacks the files, or holds a result of a model other than the full one
-        (replay and defects are for the full model).
+        The folder lacks the files, or holds a result of a model other than those of
+        :data:`VALIDATED_MODELS` (a ``racecar`` result is checked by
+        :func:`_validate_racecar`).
     """
     from ..vehicle.numeric import CarFunctions
     from .results import read_trajectory
@@ -669,6 +675,10 @@ def validate_results(folder, feedback: bool = True, shooting: bool = False,
     summary = _read_summary(folder)
     tr, p = _inputs(summary)
     df = read_trajectory(folder)
+    if summary.get("model", "full") == "racecar":
+        return _validate_racecar(folder, summary, df, tr, p, feedback=feedback,
+                                 shooting=shooting, plots=plots, plots_dir=plots_dir,
+                                 echo=echo, t0=t0)
     run = _ValidationRun(folder=folder, df=df, track=tr, vehicle=p, car=CarFunctions(p),
                          start=float(summary.get("start_m", df["s"].iloc[0])),
                          scheme=summary.get("scheme", "LAGRANGE-RADAU"),
@@ -713,6 +723,164 @@ def validate_results(folder, feedback: bool = True, shooting: bool = False,
     return out
 
 
+
+def _validate_racecar(folder: Path, summary: dict, df, track, p, *, feedback: bool,
+                      shooting: bool, plots: bool, plots_dir, echo, t0: float) -> dict:
+    """:func:`validate_results` for a result of dymos's racecar (``model = "racecar"``,
+    :mod:`pyomo_lap.post.racecar_checks`): the collocation defects, the segmented replay with
+    the path-following driver, the friction ellipses and the power along it, the zig-zags and
+    the speed consistency, against the thresholds of the full model's checks (module
+    docstring). Writes ``validation.json``, ``defects.csv`` and (``plots``)
+    ``validation_defects.png``; returns what :func:`validate_results` returns (with
+    ``model = "racecar"``; no ``interpolation``-dependent open-loop replay)."""
+    from .racecar_checks import racecar_channel_quality, racecar_defects, racecar_scales
+    start = float(summary.get("start_m", df["s"].iloc[0]))
+    scheme = summary.get("scheme", "LAGRANGE-RADAU")
+    interp = "state" if interpolation_of(summary) == "state" else "polynomial"
+    out = {"results": str(folder), "model": "racecar", "lap_time_s": summary.get("lap_time_s"),
+           "interpolation": interp}
+    echo("collocation defects (racecar) ...")
+    d = racecar_defects(df, track, p, start=start, scheme=scheme, interpolation=interp,
+                        shooting=shooting)
+    ds = _racecar_defect_summary(d)
+    out["defects"] = ds
+    echo(f"  scaled defect max {ds['eps_max']:.3g} (element at s_sector = "
+         f"{ds['eps_max_at_s_m']:.0f} m, {ds['eps_max_state']}), 95th percentile "
+         f"{ds['eps_p95']:.3g}, median {ds['eps_median']:.3g}")
+    checks = _defect_checks(d, start, track.length if track.closed else None)
+    rf = None
+    if feedback:
+        more, rf = _racecar_replay_step(df, track, p, summary, out, start, scheme, interp,
+                                        racecar_scales(p, df)["steer"], echo)
+        checks += more
+    checks += _racecar_limit_checks(df, d, p, start, rf)
+    quality = racecar_channel_quality(df, p)
+    out["channel_quality"] = quality
+    checks += _zigzag_check(quality, _table_length(df)) + _speed_check(quality.get("speed_consistency"))
+    out["checks"] = checks
+    out["verdict"] = overall_verdict(checks)
+    files = []
+    if plots:
+        pdir = Path(plots_dir) if plots_dir is not None else folder
+        pdir.mkdir(parents=True, exist_ok=True)
+        files.append(_plot_defects(d, start, pdir / "validation_defects.png", folder.name))
+    out["plots"] = [str(f) for f in files]
+    out["wall_time_s"] = time.perf_counter() - t0
+    out = _clean(out)
+    (folder / "validation.json").write_text(json.dumps(out, indent=2, default=float))
+    d.elements.to_csv(folder / "defects.csv", index=False)
+    echo("")
+    for c in out["checks"]:
+        echo(format_check(c))
+    echo(f"verdict: {out['verdict'].upper()}")
+    echo(f"written {folder / 'validation.json'}, {folder / 'defects.csv'}"
+         + "".join(f", {f}" for f in files))
+    return out
+
+
+def _racecar_defect_summary(d) -> dict:
+    """The headline numbers of a racecar :class:`~pyomo_lap.post.defects.DefectReport`
+    (JSON-friendly; :meth:`DefectReport.summary` names the full model's states)."""
+    el = d.elements
+    eps = el["eps"].to_numpy(float)
+    k = int(np.nanargmax(eps)) if np.any(np.isfinite(eps)) else 0
+    states = [c[4:] for c in el.columns if c.startswith("eta_")]
+    out = {"n_elements": int(len(el)), "eps_max": float(np.nanmax(eps)),
+           "eps_p95": float(np.percentile(eps, 95)), "eps_median": float(np.median(eps)),
+           "eps_max_element": int(el["element"].iloc[k]),
+           "eps_max_at_s_m": float(0.5 * (el["s_start"].iloc[k] + el["s_end"].iloc[k])),
+           "eps_max_state": str(el["worst"].iloc[k]),
+           "eta_max": {st: float(el[f"eta_{st}"].max()) for st in states},
+           "node_residual_max": {k2: float(v) for k2, v in d.node_residual.items()},
+           "wall_time_s": d.wall_time_s}
+    if "shoot_eps" in el.columns:
+        out["shoot_eps_max"] = float(np.nanmax(el["shoot_eps"]))
+        out["shoot_eps_p95"] = float(np.nanpercentile(el["shoot_eps"], 95))
+    return out
+
+
+def _racecar_replay_step(df, track, p, summary: dict, out: dict, start: float, scheme: str,
+                         interp: str, steer_scale: float, echo) -> list:
+    """The racecar's segmented replay (:func:`pyomo_lap.post.racecar_checks.racecar_replay`,
+    segments of :data:`REPLAY_SEGMENT_S`, driver :data:`REPLAY_DRIVER`), its summary put into
+    ``out["replay_feedback"]``; returns its checks: ``replay_shortfall``, ``replay_lateral``,
+    ``replay_time``, ``replay_steering`` (in % of the steering scale ``steer_scale`` [rad]:
+    the racecar has no steer limit), ``friction_limit`` (the largest tyre force over its
+    friction ellipse, :math:`\\sqrt{c_{ij}} - 1`, and ``power_limit`` (the power over
+    ``P_max``), both in % of the limit and judged by :data:`POWER_LIMIT`)."""
+    from .racecar_checks import racecar_replay
+    v_min = max(float((summary.get("ocp_options") or {}).get("v_min", 1.0)), 1.0)
+    echo(f"replaying with path-following steering, in segments of {REPLAY_SEGMENT_S:g} s ...")
+    rf = racecar_replay(df, track, p, REPLAY_SEGMENT_S, REPLAY_DRIVER, start=start, scheme=scheme,
+                        interpolation=interp, v_min=v_min)
+    out["replay_feedback"] = rf.summary()
+    c = rf.comparison
+    echo(f"  {len(rf.segments)} segments, max |n dev| {np.nanmax(np.abs(c['n_dev'])):.4f} m, "
+         f"steering correction RMS {rf.steer_correction_rms:.2e} rad (max "
+         f"{rf.steer_correction_max:.2e} rad), time {rf.time_dev_s * 1e3:.1f} ms")
+    failed = [f"{a:.0f}-{b:.0f} m {st}" for (a, b), st in zip(rf.segments, rf.status) if st != "end"]
+    checks = [make_check("replay_shortfall", rf.shortfall_m, "m", REPLAY_SHORTFALL,
+                         f"{len(rf.segments)} segments of {REPLAY_SEGMENT_S:g} s replayed from the "
+                         "optimum's state; " + (f"not finished: {', '.join(failed[:4])}"
+                                                if failed else "every one finished"))]
+    rel = 100.0 * np.abs(c["n_dev"].to_numpy(float)) / c["width"].to_numpy(float)
+    ok = np.any(np.isfinite(rel))
+    k = int(np.nanargmax(rel)) if ok else 0
+    checks.append(make_check("replay_lateral", float(np.nanmax(rel)) if ok else None, "% width",
+                             REPLAY_LATERAL,
+                             f"{abs(c['n_dev'].iloc[k]):.3f} m of {c['width'].iloc[k]:.1f} m at "
+                             f"s = {c['s'].iloc[k]:.0f} m" if ok else "no point reached",
+                             at=float(c["s"].iloc[k]) if ok else None))
+    t_opt = float(df["t"].iloc[-1] - df["t"].iloc[0])
+    checks.append(make_check("replay_time", 100.0 * rf.time_dev_s / t_opt if t_opt > 0 else None,
+                             "%", REPLAY_TIME,
+                             f"{rf.time_dev_s * 1e3:.1f} ms (the segments' differences, their "
+                             f"sizes summed) over {t_opt:.3f} s"))
+    corr = c["steer_correction"].to_numpy(float)
+    k = int(np.nanargmax(np.abs(corr))) if np.any(np.isfinite(corr)) else 0
+    checks.append(make_check("replay_steering", 100.0 * rf.steer_correction_max / steer_scale,
+                             "% steer scale", REPLAY_STEERING,
+                             f"{math.degrees(rf.steer_correction_max):.3f} deg of the steering "
+                             f"scale {math.degrees(steer_scale):.2f} deg (wheelbase x RMS "
+                             f"curvature) at s = {c['s'].iloc[k]:.0f} m; RMS "
+                             f"{math.degrees(rf.steer_correction_rms):.3f} deg",
+                             at=float(c["s"].iloc[k]) if len(c) else None))
+    return checks, rf
+
+
+def _racecar_limit_checks(df, d, p, start: float, rf=None) -> list:
+    r"""``friction_limit`` (the largest tyre force over its friction ellipse,
+    :math:`\sqrt{c_{ij}} - 1`) and ``power_limit`` (the power over ``P_max``) of the plan: at
+    its points and at the Gauss points between them, from the collocation polynomials
+    (``d.points``, :func:`pyomo_lap.post.racecar_checks.racecar_defects`), in % of the limit,
+    judged by :data:`POWER_LIMIT` as the full model's power row. What the replay's driver
+    asks of the tyres and the engine (``rf``) is said, not judged: a plan that rides its
+    friction ellipses leaves no room for a driver's correction, in this model whose tyre
+    forces follow the accelerations without a tyre characteristic to saturate them."""
+    from ..vehicle.racecar_equations import WHEELS
+    cols = [f"c_{w}" for w in WHEELS]
+    have = all(c in df.columns for c in cols + ["power"])      # the model's own values
+    c_pts = df[cols].to_numpy(float).max(axis=1) if have else np.zeros(0)
+    P_pts = df["power"].to_numpy(float) if have else np.zeros(0)
+    s_pts = df["s_sector"].to_numpy(float) if have else np.zeros(0)
+    c_all = np.r_[c_pts, d.points["c_max"].to_numpy(float)]
+    P_all = np.r_[P_pts, d.points["power"].to_numpy(float)]
+    s_all = np.r_[s_pts, d.points["s_sector"].to_numpy(float)]
+    i, j = int(np.argmax(c_all)), int(np.argmax(P_all))
+    replay_c = (f"; along the replay (said, not judged) c = {rf.c_max:.4f} at s = "
+                f"{rf.c_max_at:.0f} m" if rf is not None else "")
+    replay_P = (f"; along the replay (said, not judged) {rf.power_max / 1e3:.1f} kW at s = "
+                f"{rf.power_max_at:.0f} m" if rf is not None else "")
+    return [make_check("friction_limit", 100.0 * (math.sqrt(max(c_all[i], 0.0)) - 1.0), "% limit",
+                       POWER_LIMIT, f"the plan's largest tyre force over its friction ellipse, "
+                       f"at its points and between them: c = {c_all[i]:.4f} at s = "
+                       f"{start + s_all[i]:.0f} m" + replay_c, at=start + float(s_all[i])),
+            make_check("power_limit", 100.0 * (P_all[j] / p.P_max - 1.0), "% P_max", POWER_LIMIT,
+                       f"the plan's V S_all, at its points and between them: "
+                       f"{P_all[j] / 1e3:.1f} kW of {p.P_max / 1e3:.0f} kW at s = "
+                       f"{start + s_all[j]:.0f} m" + replay_P, at=start + float(s_all[j]))]
+
+
 def _read_summary(folder: Path) -> dict:
     """The ``summary.json`` of a results folder of the full model (:func:`validate_results`).
 
@@ -720,7 +888,7 @@ def _read_summary(folder: Path) -> dict:
     ------
     ValueError
         No such folder, no ``summary.json`` or trajectory in it, a ``summary.json`` that is
-        not JSON, or the result of a model other than the full one.
+        not JSON, or the result of a model not in :data:`VALIDATED_MODELS`.
     """
     if not folder.is_dir():
         raise ValueError(f"{folder}: no such folder; expected a results folder of `pyomo-lap solve`")
@@ -733,9 +901,9 @@ def _read_summary(folder: Path) -> dict:
         summary = json.loads((folder / "summary.json").read_text())
     except json.JSONDecodeError as exc:
         raise ValueError(f"{folder / 'summary.json'} is not JSON: {exc}") from None
-    if summary.get("model", "full") != "full":
+    if summary.get("model", "full") not in VALIDATED_MODELS:
         raise ValueError(f"{folder} holds a {summary.get('model')!r} result; replay and defects "
-                         "check the full model")
+                         f"check the models {', '.join(VALIDATED_MODELS)}")
     return summary
 
 

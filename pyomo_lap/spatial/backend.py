@@ -7,8 +7,8 @@ symbols. The helpers below keep the expression trees small: a literal ``0`` is a
 ``1`` is never multiplied.
 
 Elementary functions (:func:`sin`, :func:`cos`, :func:`atan`, :func:`sqrt`) dispatch on
-the type of their argument: :mod:`math` for numbers, CasADi for CasADi symbols, Pyomo's
-intrinsic functions otherwise.
+the type of their argument: :mod:`math` for numbers, NumPy for NumPy arrays (many points at
+once), CasADi for CasADi symbols, Pyomo's intrinsic functions otherwise.
 """
 from __future__ import annotations
 
@@ -106,6 +106,10 @@ def _dispatch(name, x):
     if tape_function is not None:      # a pyomo_lap.spatial.tape.Node being recorded
         return tape_function(name)
     mod = type(x).__module__
+    if mod == "numpy":                 # an array: elementwise
+        import numpy
+
+        return getattr(numpy, {"atan": "arctan"}.get(name, name))(x)
     if mod.startswith("casadi"):
         import casadi  # optional dependency (benchmarks only)
 
@@ -116,25 +120,25 @@ def _dispatch(name, x):
 
 
 def sin(x):
-    """Sine of a number, Pyomo expression or CasADi symbol."""
+    """Sine of a number, NumPy array, Pyomo expression or CasADi symbol."""
     return _dispatch("sin", x)
 
 
 def cos(x):
-    """Cosine of a number, Pyomo expression or CasADi symbol."""
+    """Cosine of a number, NumPy array, Pyomo expression or CasADi symbol."""
     return _dispatch("cos", x)
 
 
 def atan(x):
-    """Arc tangent of a number, Pyomo expression or CasADi symbol."""
+    """Arc tangent of a number, NumPy array, Pyomo expression or CasADi symbol."""
     return _dispatch("atan", x)
 
 
 def sqrt(x):
-    """Square root of a number, Pyomo expression or CasADi symbol."""
+    """Square root of a number, NumPy array, Pyomo expression or CasADi symbol."""
     return _dispatch("sqrt", x)
 
 
 def tanh(x):
-    """Hyperbolic tangent of a number, Pyomo expression or CasADi symbol."""
+    """Hyperbolic tangent of a number, NumPy array, Pyomo expression or CasADi symbol."""
     return _dispatch("tanh", x)
