@@ -199,3 +199,32 @@ def test_cli_exit_code_4_when_the_result_fails_its_self_check(tmp_path, monkeypa
     assert "failed its self-check" in r.output
     saved = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert saved["self_check"]["verdict"] == "fail" and saved["optimal"] is True
+
+
+@pytest.mark.unit
+def test_the_energy_balance_follows_the_centre_of_mass_over_a_crest():
+    """Closed form: at constant speed v over a crest whose pitch curvature grows linearly,
+    Omega_y = k s, the frame {B3} pitches at w_y = k s v, and the centre of mass h_G above O3
+    has the extra acceleration h_G dw_y/dt = h_G k v^2 along x3; with a steady yaw rate w_z and
+    a constant banking rate w_x it also has h_G w_x w_z."""
+    import types
+
+    import numpy as np
+    import pandas as pd
+
+    from pyomo_lap.post.energy import _frame_rotation_terms
+    p = types.SimpleNamespace(m=300.0, m_s=240.0, m_u=60.0, h=0.3, wheel_radius=0.25)
+    hG = (240.0 * 0.3 + 60.0 * 0.25) / 300.0
+    v, k = 40.0, 2e-5
+    s = np.linspace(0.0, 200.0, 401)
+    df = pd.DataFrame({"t": s / v, "q1_dot": v, "q3": 0.0, "q3_dot": 0.0, "Omega_x": 0.0,
+                       "Omega_y": k * s, "omega_3z": 0.0})
+    ax, ay = _frame_rotation_terms(df, p, np.zeros(len(s)), np.zeros(len(s)))
+    assert ax == pytest.approx(hG * k * v ** 2, rel=1e-9)
+    assert np.abs(ay).max() < 1e-12
+    df["Omega_y"], df["Omega_x"], df["omega_3z"] = 0.0, 1e-3, 0.2
+    ax, ay = _frame_rotation_terms(df, p, np.zeros(len(s)), np.zeros(len(s)))
+    assert ax == pytest.approx(hG * 1e-3 * v * 0.2, rel=1e-9)
+    # without the columns the accelerations are O3's
+    ax, _ = _frame_rotation_terms(df.drop(columns="Omega_y"), p, np.ones(len(s)), np.zeros(len(s)))
+    assert (ax == 1.0).all()
