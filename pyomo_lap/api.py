@@ -933,9 +933,10 @@ def _refine_once(job):
     eps = d.elements["eps"].to_numpy(float)
     if not np.all(np.isfinite(eps)):
         return None
-    speed_split, speed_max = _speed_consistency_split(m)
+    speed_split, speed_max = _speed_consistency_split(m, job)
     defects_high = eps.max() > DEFECT_MAX[0] or np.percentile(eps, 95) > DEFECT_P95[0]
     if not (defects_high or speed_split):
+        job.result_defects = (m, d)  # of job.m as it stands: the self-check takes them
         return None
     why = []
     if defects_high:
@@ -966,18 +967,21 @@ def _refine_once(job):
     return out
 
 
-def _speed_consistency_split(m) -> tuple:
+def _speed_consistency_split(m, job=None) -> tuple:
     """The elements of a solved full model whose speed consistency
     (:func:`pyomo_lap.post.quality.speed_step_errors`) is above half the self-check's warning
     (:data:`pyomo_lap.post.validate.SPEED_CONSISTENCY`), ``{element: parts}`` (the error of a
     step falls with its length: as many parts as the error is multiples of that half), and the
-    largest error [% of the car's top speed]."""
+    largest error [% of the car's top speed]. With ``job``, the table is kept as
+    ``job.result_df`` (the channels of ``job.m``, if it is not refined)."""
     import numpy as np
     from .ocp.common import vehicle_of_model
     from .post.quality import channel_scales, speed_step_errors
     from .post.results import trajectory_dataframe
     from .post.validate import SPEED_CONSISTENCY
     df = trajectory_dataframe(m)
+    if job is not None:
+        job.result_df = (m, df)
     need = {"t", "speed", "v_3x", "v_3y", "a_x", "a_y", "element"}
     if not need <= set(df.columns) or len(df) < 3:
         return {}, 0.0
@@ -1097,7 +1101,9 @@ def _channels_and_export(job) -> None:
     t_out = time.perf_counter()
     try:
         from .post.results import trajectory_dataframe
-        df = trajectory_dataframe(m, progress=job.progress)
+        kept = getattr(job, "result_df", None)          # the refinement's check made it
+        df = kept[1] if kept is not None and kept[0] is m else trajectory_dataframe(
+            m, progress=job.progress)
     except Exception as exc:
         if rep.ok:
             raise
@@ -1189,7 +1195,9 @@ def _self_check(job, df, vehicle) -> None:
     speed consistency, energy balance, power limit) into ``summary["self_check"]`` and
     ``job.self_check``; its time into ``summary["timing"]["self_check_s"]``."""
     from .post.validate import self_check
-    sc = self_check(df, job.summary, job.tr, vehicle)
+    kept = getattr(job, "result_defects", None)   # measured by the refinement's check on job.m
+    sc = self_check(df, job.summary, job.tr, vehicle,
+                    defects=kept[1] if kept is not None and kept[0] is job.m else None)
     job.summary["self_check"] = sc
     job.summary["timing"]["self_check_s"] = sc["wall_time_s"]
     job.self_check = sc

@@ -159,3 +159,47 @@ def test_element_boundaries_are_checked():
     for bad in ([0, 10, 5, 50], [0, 10, 40], [1, 20, 50], [0, 25.0, 25.05, 50]):
         with pytest.raises(ValueError, match="element_boundaries"):
             build_model(tr, p, start=100.0, length=50.0, element_boundaries=bad)
+
+
+@pytest.mark.component
+def test_the_batched_algebraic_loop_is_the_point_by_point_one():
+    """CarFunctions.solve_many (the defects' batch, in chunks on two threads) gives what
+    CarFunctions.solve gives at each point: 1200 states spread around a straight-line run,
+    with yaw, steering and drive, started from the static loads; a point whose loads cannot
+    stay positive (a wheel lifts) is flagged, not raised."""
+    from pyomo_lap.vehicle.numeric import AlgebraicLoopError, track_vector
+    from pyomo_lap.track.geometry import load_track
+    p = load_vehicle("fsae")
+    car = CarFunctions(p)
+    tr = load_track("nordschleife")
+    rng = np.random.default_rng(7)
+    k = 1200
+    s = rng.uniform(0.0, 2000.0, k)
+    trk = track_vectors_of(tr, s)
+    q = np.column_stack([np.zeros(k), rng.normal(0, 1.0, k), rng.normal(0, 0.05, k),
+                         rng.normal(-0.02, 0.005, k), rng.normal(0, 0.005, k), rng.normal(0, 0.01, k)])
+    qd = np.column_stack([rng.uniform(10, 40, k), rng.normal(0, 0.5, k), rng.normal(0, 0.3, k),
+                          rng.normal(0, 0.05, k), rng.normal(0, 0.05, k), rng.normal(0, 0.05, k)])
+    u = np.column_stack([rng.uniform(0, 1500, k), rng.uniform(-1500, 0, k), rng.normal(0, 0.05, k)])
+    z0 = np.tile(car.static_guess, (k, 1))
+    z, qdd, ok = car.solve_many(trk, q, qd, u, z0)
+    assert ok.sum() > 0.5 * k                     # most of these states have a solution
+    for i in range(0, k, 7):
+        try:
+            zi, qi = car.solve(trk[i], q[i], qd[i], u[i], z0[i])
+        except AlgebraicLoopError:
+            assert not ok[i]
+            continue
+        assert ok[i]
+        assert z[i] == pytest.approx(zi, rel=1e-6, abs=1e-4)
+        assert qdd[i] == pytest.approx(qi, rel=1e-6, abs=1e-6)
+    # a car pulled off the ground: its loads cannot stay positive
+    q_lift = q[:4].copy()
+    q_lift[:, 3] = 0.5                            # heave 0.5 m up: the springs lift the wheels
+    _, _, ok_lift = car.solve_many(trk[:4], q_lift, qd[:4], u[:4], z0[:4])
+    assert not ok_lift.any()
+
+
+def track_vectors_of(track, s):
+    from pyomo_lap.vehicle.numeric import track_vectors
+    return track_vectors(track.evaluate(np.asarray(s, float)))

@@ -224,16 +224,10 @@ def collocation_defects(source, track, vehicle, *, ncp: Optional[int] = None,
                      tv_nodes=track_vectors(track.evaluate(start + s)),
                      tv_eval=track_vectors(track.evaluate(start + eval_s)), gx=gx, gw=gw,
                      state_controls=state_controls, node_residuals=node_residuals)
-    rows_el, rows_pt = [], []
-    node_res = np.zeros(len(DEFECT_STATES))
-    for j, nodes in enumerate(node_sets, start=1):
-        row, points, node_res = _element_defects(sector, j, nodes, wvec, node_res)
-        rows_el.append(row)
-        rows_pt += points
-    elements = pd.DataFrame(rows_el)
+    elements, points, node_res = _all_element_defects(sector, node_sets, wvec)
     if shooting:
         _shooting(elements, df, track, vehicle, car, start, node_sets, el, state_controls)
-    return DefectReport(elements=elements, points=pd.DataFrame(rows_pt),
+    return DefectReport(elements=elements, points=points,
                         node_residual=dict(zip(DEFECT_STATES, node_res)), weights=weights,
                         wall_time_s=time.perf_counter() - t0)
 
@@ -265,6 +259,77 @@ def _spatial_rhs(car, trk, x, u, zguess):
     z, qdd = car.solve(trk, q, qd, u, zguess)
     f = np.r_[qd[1:], qdd, 1.0]
     return f / qd[0], z
+
+
+def _spatial_rhs_many(car, trk, x, u, zguess) -> tuple:
+    """:func:`_spatial_rhs` at many points at once (:meth:`CarFunctions.solve_many`):
+    ``f / q1_dot`` (k, 12) and a mask of the points whose algebraic loop was solved."""
+    k = len(x)
+    q = np.hstack([np.zeros((k, 1)), x[:, 0:5]])
+    qd = x[:, 5:11]
+    _, qdd, ok = car.solve_many(trk, q, qd, u, zguess)
+    f = np.hstack([qd[:, 1:], qdd, np.ones((k, 1))])
+    return f / qd[:, :1], ok
+
+
+def _all_element_defects(c: _Sector, node_sets, wvec) -> tuple:
+    """The rows of :attr:`DefectReport.elements` and :attr:`DefectReport.points` of every
+    element, and the largest residual at the collocation points (zeros without
+    ``c.node_residuals``): the states' and controls' polynomials at the Gauss points element
+    by element, the car's equations at all of them in one batch (the algebraic loop of each
+    started from its element's first collocation point)."""
+    ng, ns = len(c.gx), len(DEFECT_STATES)
+    n_el = len(node_sets)
+    xs = np.empty((n_el, ng, ns))
+    dxs = np.empty_like(xs)
+    us = np.empty((n_el, ng, c.U.shape[1]))
+    a = np.empty(n_el)
+    b = np.empty(n_el)
+    node_res = np.zeros(ns)
+    nodes_rows, nodes_dx = [], []
+    cache = {}                       # the Lagrange matrices of the elements' relative nodes
+    for j, nodes in enumerate(node_sets):
+        a[j], b[j] = c.s[nodes[0]], c.s[np.flatnonzero(c.el == j + 1)[-1]]
+        h = b[j] - a[j]
+        xi = (c.s[nodes] - a[j]) / h
+        Xn = c.X[nodes]
+        key = tuple(np.round(xi, 12))
+        if key not in cache:
+            cache[key] = _lagrange(xi, c.gx)
+        L, dL = cache[key]
+        xs[j], dxs[j] = L @ Xn, dL @ Xn / h
+        if c.state_controls:
+            us[j] = L @ c.U[nodes]
+        else:
+            Lu, _ = _lagrange(xi[1:], c.gx)
+            us[j] = Lu @ c.U[nodes[1:]]
+        if c.node_residuals:
+            _, dLn = _lagrange(xi, xi[1:])
+            nodes_rows.append(nodes[1:])
+            nodes_dx.append(dLn @ Xn / h)
+    first = np.array([nodes[1] for nodes in node_sets])
+    f, ok = _spatial_rhs_many(c.car, c.tv_eval, xs.reshape(-1, ns), us.reshape(n_el * ng, -1),
+                              np.repeat(c.Z[first], ng, axis=0))
+    res = dxs.reshape(-1, ns) - f
+    res[~ok] = np.nan
+    if c.node_residuals:
+        rows = np.concatenate(nodes_rows)
+        fn, okn = _spatial_rhs_many(c.car, c.tv_nodes[rows], c.X[rows], c.U[rows], c.Z[rows])
+        rn = np.abs(np.concatenate(nodes_dx) - fn)[okn]
+        if rn.size:
+            node_res = rn.max(axis=0)
+    h = b - a
+    eta = h[:, None] * np.einsum("g,jgi->ji", c.gw, np.abs(res.reshape(n_el, ng, ns)))
+    scaled = eta / wvec
+    worst = np.argmax(np.where(np.isfinite(scaled), scaled, -np.inf), axis=1)
+    elements = pd.DataFrame({"element": np.arange(1, n_el + 1), "s_start": a, "s_end": b, "h": h,
+                             **{f"eta_{st}": eta[:, i] for i, st in enumerate(DEFECT_STATES)},
+                             "eps": scaled[np.arange(n_el), worst],
+                             "worst": [DEFECT_STATES[i] for i in worst]})
+    points = pd.DataFrame({"s_sector": (a[:, None] + h[:, None] * c.gx[None, :]).ravel(),
+                           "element": np.repeat(np.arange(1, n_el + 1), ng),
+                           **{f"res_{st}": res[:, i] for i, st in enumerate(DEFECT_STATES)}})
+    return elements, points, node_res
 
 
 def _element_nodes(el, s, scheme: str, ncp: int, gx) -> tuple:

@@ -485,8 +485,10 @@ def fast_checks(df, track, vehicle, *, start: float, ncp: int, scheme: str = "LA
         The sector's start on the track [m].
     ncp, scheme, interpolation
         Of the OCP (``interpolation``: :func:`interpolation_of`).
-    defects : bool
-        The collocation defects too (the full model's; False for the other models).
+    defects : bool or DefectReport
+        The collocation defects too (the full model's; False for the other models); a
+        :class:`~pyomo_lap.post.defects.DefectReport` of the same result (e.g. of its model,
+        which ``solve`` measured to decide on refining its mesh) is used as it is.
     car : CarFunctions, optional
     quality : dict, optional
         The table's :func:`pyomo_lap.post.quality.channel_quality` (else computed).
@@ -498,10 +500,11 @@ def fast_checks(df, track, vehicle, *, start: float, ncp: int, scheme: str = "LA
     from .defects import collocation_defects
     from .quality import channel_quality
     checks, d = [], None
-    if defects:
-        d = collocation_defects(df, track, vehicle, ncp=ncp, scheme=scheme, start=start,
-                                car=car, interpolation="state" if interpolation == "state"
-                                else "polynomial", node_residuals=False)
+    if defects is not False and defects is not None:
+        d = defects if not isinstance(defects, bool) else collocation_defects(
+            df, track, vehicle, ncp=ncp, scheme=scheme, start=start, car=car,
+            interpolation="state" if interpolation == "state" else "polynomial",
+            node_residuals=False)
         checks += _defect_checks(d, start, track.length if track.closed else None)
     q = quality if quality is not None else channel_quality(df, vehicle)
     checks += _speed_check(q.get("speed_consistency"))
@@ -509,7 +512,7 @@ def fast_checks(df, track, vehicle, *, start: float, ncp: int, scheme: str = "LA
     return checks, d
 
 
-def self_check(df, summary: dict, track, vehicle, car=None) -> dict:
+def self_check(df, summary: dict, track, vehicle, car=None, defects=None) -> dict:
     """The fast checks of a solved result (:data:`SELF_CHECKS`, :func:`fast_checks`) and
     their verdict, for ``summary.json``: what every successful solve runs on its result.
 
@@ -523,6 +526,8 @@ def self_check(df, summary: dict, track, vehicle, car=None) -> dict:
     track, vehicle
         Those of the solve.
     car : CarFunctions, optional
+    defects : DefectReport, optional
+        The collocation defects of this result, if measured already (else measured here).
 
     Returns
     -------
@@ -536,7 +541,9 @@ def self_check(df, summary: dict, track, vehicle, car=None) -> dict:
     checks, _ = fast_checks(df, track, vehicle, start=float(summary.get("start_m", 0.0)),
                             ncp=int(summary.get("ncp", 2)),
                             scheme=summary.get("scheme", "LAGRANGE-RADAU"),
-                            interpolation=interpolation_of(summary), defects=full, car=car,
+                            interpolation=interpolation_of(summary),
+                            defects=(defects if defects is not None else True) if full else False,
+                            car=car,
                             quality=summary.get("channel_quality"))
     done = {c["name"] for c in checks}
     not_run = {n: ("the defects are measured on the full model" if n.startswith("defect")

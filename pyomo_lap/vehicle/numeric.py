@@ -214,6 +214,100 @@ class CarFunctions:
         out = np.asarray(self._f.map(args.shape[0])(args.T))
         return out[:self.n_q].T.copy(), out[self.n_q:self.n_q + self.n_z].T.copy()
 
+    _CHUNK = 512
+    """Points per call of the mapped Jacobian function (:meth:`_evaluate_many_with_jacobian`):
+    one map of a fixed size, so that no new map is made for each size of a batch."""
+
+    def _evaluate_many_with_jacobian(self, args: np.ndarray) -> tuple:
+        """q̈ (k, n_q), residuals (k, n_z) and Jacobians (k, n_z, n_z) at the packed inputs
+        ``args`` (k, n_in): CasADi's ``map`` of the Jacobian function over chunks of
+        :attr:`_CHUNK` points, on two threads (the points are independent), through a buffer
+        on preallocated arrays."""
+        n, m = self.n_q, self.n_z
+        C = self._CHUNK
+        if "_chunk_eval" not in self.__dict__:
+            fm = self._fj.map(C, "thread", 2)
+            self._chunk_in = np.zeros((C, args.shape[1]))     # column-major (n_in, C)
+            self._chunk_out = np.zeros((C, n + m + m * m))
+            buf, ev = fm.buffer()
+            buf.set_arg(0, memoryview(self._chunk_in))
+            buf.set_res(0, memoryview(self._chunk_out))
+            self._chunk_map, self._chunk_buf, self._chunk_eval = fm, buf, ev
+        k = args.shape[0]
+        out = np.empty((k, n + m + m * m))
+        for i in range(0, k, C):
+            j = min(k, i + C)
+            self._chunk_in[:j - i] = args[i:j]
+            self._chunk_eval()
+            out[i:j] = self._chunk_out[:j - i]
+        jac = out[:, n + m:].reshape(k, m, m).transpose(0, 2, 1)   # column-major per point
+        return out[:, :n], out[:, n:n + m], jac
+
+    def solve_many(self, trk, q, qd, u, z0, tol: float = 1e-7, max_iter: int = 30) -> tuple:
+        """:meth:`solve` at many points at once: the same Newton steps, line search and load
+        floor (:func:`pyomo_lap.vehicle.car.solve_loop`) on every point, the model evaluated
+        for all the points still iterating in one call.
+
+        Parameters
+        ----------
+        trk : (k, 21)
+        q, qd : (k, n_q)
+        u : (k, 3)
+        z0 : (k, n_z)
+            Initial guesses.
+        tol, max_iter
+            As :meth:`solve` (the residual's 2-norm [N]).
+
+        Returns
+        -------
+        (z (k, n_z), qdd (k, n_q), ok (k,) bool)
+            ``ok`` False where the loop did not converge (2-norm above ``1e3 tol``) or a
+            wheel lifts (what :meth:`solve` raises :class:`AlgebraicLoopError` for); their
+            ``z`` and ``qdd`` are the last iterate's.
+        """
+        n_loads = 4 if self.model == "full" else 2
+        floor = 1.0 if self.tyres else -np.inf
+        fixed = np.hstack([np.asarray(a, float) for a in (q, qd, u)])
+        trk = np.asarray(trk, float)
+        z = np.array(z0, dtype=float, copy=True)
+        k = len(z)
+
+        def pack(idx, zz):
+            return np.hstack([fixed[idx], zz, trk[idx]])
+
+        qdd, r, jac = self._evaluate_many_with_jacobian(pack(np.arange(k), z))
+        qdd = qdd.copy()
+        norm = np.linalg.norm(r, axis=1)
+        active = np.flatnonzero(norm >= tol)
+        for _ in range(max_iter):
+            if active.size == 0:
+                break
+            step = np.linalg.solve(jac[active], -r[active][:, :, None])[:, :, 0]
+            lam = np.ones(active.size)
+            todo = np.arange(active.size)             # positions in `active` still searching
+            zn = np.empty((active.size, z.shape[1]))
+            rn = np.empty_like(zn)
+            qn = np.empty((active.size, qdd.shape[1]))
+            jn = np.empty((active.size, z.shape[1], z.shape[1]))
+            for _ in range(20):
+                idx = active[todo]
+                zt = z[idx] + lam[todo, None] * step[todo]
+                zt[:, :n_loads] = np.maximum(zt[:, :n_loads], floor)
+                qt, rt, jt = self._evaluate_many_with_jacobian(pack(idx, zt))
+                zn[todo], rn[todo], qn[todo], jn[todo] = zt, rt, qt, jt
+                worse = np.linalg.norm(rt, axis=1) >= norm[idx]
+                if not np.any(worse):
+                    break
+                todo = todo[worse]
+                lam[todo] *= 0.5
+            z[active], r[active], qdd[active], jac[active] = zn, rn, qn, jn
+            norm[active] = np.linalg.norm(rn, axis=1)
+            active = active[norm[active] >= tol]
+        ok = norm < tol * 1e3
+        if self.tyres:
+            ok &= np.all(z[:, :n_loads] > 1.0 + 1e-9, axis=1)
+        return z, qdd, ok
+
     def channels(self, trk, q, qd, u, z) -> dict:
         """Named channels of the model (slip angles, tyre forces, W3J, speeds, power ...)."""
         x = self._pack(trk, q, qd, u, z).copy()
