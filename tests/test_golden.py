@@ -98,8 +98,13 @@ def _check_against_independent(summary, df, p, track, closed):
     use = ind.friction_ellipse_use(p, df)
     assert use.max() <= 1.0 + 1e-6, use.max()
     assert df["power"].max() <= p.P_max * (1 + 1e-6)
-    assert (df["q2"] <= df["width_left"] - p.width / 2 + 1e-6).all()
-    assert (df["q2"] >= -(df["width_right"] - p.width / 2) - 1e-6).all()
+    # track limits on the contact patches' outer edges: wheel ij at x_i (a1, -a2), half its
+    # axle's track plus half its tyre's width to the side, yawed by q3 (closed form here)
+    q2, q3 = df["q2"].to_numpy(), df["q3"].to_numpy()
+    for x, half in ((p.a1, 0.5 * (p.t1 + p.tw1)), (-p.a2, 0.5 * (p.t2 + p.tw2))):
+        centre = q2 + x * np.sin(q3)
+        assert (centre + half * np.cos(q3) <= df["width_left"] + 1e-6).all()
+        assert (centre - half * np.cos(q3) >= -df["width_right"] - 1e-6).all()
     assert df[["f_11z", "f_12z", "f_21z", "f_22z"]].min().min() >= p.fz_min - 1e-6
     # plausibility: the quasi-steady point mass on the centreline (not a bound, see above)
     from pyomo_lap.vehicle.speed_profile import quasi_steady_speed
