@@ -929,11 +929,14 @@ def _refine_once(job):
     from .post.validate import DEFECT_MAX, DEFECT_P95, SPEED_CONSISTENCY
     m = job.m
     t0 = time.perf_counter()
-    d = collocation_defects(m, m.problem.track, m.problem.vehicle, node_residuals=False)
+    speed_split, speed_max = _speed_consistency_split(m, job)     # keeps job.result_df
+    opts = m.problem.options
+    d = collocation_defects(job.result_df[1], m.problem.track, m.problem.vehicle, ncp=opts.ncp,
+                            scheme=opts.scheme, start=opts.start, node_residuals=False,
+                            interpolation="state" if opts.control_form == "state" else "polynomial")
     eps = d.elements["eps"].to_numpy(float)
     if not np.all(np.isfinite(eps)):
         return None
-    speed_split, speed_max = _speed_consistency_split(m, job)
     defects_high = eps.max() > DEFECT_MAX[0] or np.percentile(eps, 95) > DEFECT_P95[0]
     if not (defects_high or speed_split):
         job.result_defects = (m, d)  # of job.m as it stands: the self-check takes them
