@@ -42,7 +42,9 @@ from pyomo_lap import load_vehicle
 from pyomo_lap.ocp.build import OCP_CONFIG, record_point_rows
 from pyomo_lap.util import casadi_compile as cc
 
-SECTOR = ["--start", "500", "--length", "150", "--nfe", "10"]
+SECTOR = ["--start", "500", "--length", "150", "--nfe", "15"]
+"""150 m in 15 elements of 10 m (in 10 of 15 m the result fails its self-check, defect_p95 0.051,
+and the solve exits 4: these tests are about the cache, not the mesh)."""
 NAMES = ("point_f", "point_fj", "point_h")
 
 
@@ -325,7 +327,7 @@ def sector_model():
     """The 150 m sector of the CLI runs, built and initialized (not solved)."""
     from pyomo_lap import build_model, initialize_model, load_track
     m = build_model(load_track("nordschleife"), load_vehicle("fsae"), start=500, length=150,
-                    nfe=10, ncp=2)
+                    nfe=15, ncp=2)
     initialize_model(m)
     return m
 
@@ -363,7 +365,7 @@ def test_the_pristine_library_passes_the_check_before_the_solve(cache, sector_mo
     assert rep.compiled and rep.library_points == 3
     assert rep.max_library_error < 1e-12            # the same operations: rounding only
     every = LapNLP(sector_model, verify_points="all").report
-    assert every.library_points == every.verified_points == 21
+    assert every.library_points == every.verified_points == 2 * 15 + 1     # ncp = 2, 15 elements
     assert every.max_library_error < 1e-12
 
 

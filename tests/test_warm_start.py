@@ -36,9 +36,10 @@ def test_a_warm_start_reaches_the_same_optimum_in_fewer_iterations(tmp_path):
     warm = solve_sector(vehicle=car, out_dir=tmp_path / "warm", warm_start_from=first,
                         **DEFAULT_JOB).summary
     assert warm["mesh"]["element_boundaries_m"] == mesh
-    # two starts end at two points within IPOPT's tolerance (tol 1e-5 on the scaled NLP): the
-    # lap times agree to about 1e-9 here, not to rounding
-    assert warm["lap_time_s"] == pytest.approx(cold["lap_time_s"], rel=1e-6)
+    # two starts end at two points within IPOPT's tolerance (tol 1e-5 on the scaled NLP), not
+    # at the same rounding: the lap times agreed to about 1e-9 with w_force_rate 0.25 and to
+    # 1.1e-6 with 0.1 (issue 33: 53.125882 against 53.125941 s), within that tolerance
+    assert warm["lap_time_s"] == pytest.approx(cold["lap_time_s"], rel=1e-5)
     assert warm["iterations"] < cold["iterations"]
     assert warm["warm_start_from"] == str(first) and cold["warm_start_from"] is None
     assert "warm_start_failed" not in warm
