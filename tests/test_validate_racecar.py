@@ -118,7 +118,15 @@ def test_uniform_elements_straddling_the_junctions_are_flagged_there(straddle):
     assert res["verdict"] == "fail"
 
 
-def test_a_coarse_mesh_fails(coarse):
+def test_a_coarse_mesh_fails(coarse, default):
+    # the solve's own self-check (the racecar's defects, speed consistency, friction and power
+    # of the plan) fails it already, and passes the default job, having run its checks
+    summary = json.loads((coarse / "summary.json").read_text())
+    assert summary["self_check"]["verdict"] == "fail"
+    assert summary["self_check"]["checks"]["defect_max"]["verdict"] == "fail"
+    ok = json.loads((default / "summary.json").read_text())["self_check"]
+    assert ok["verdict"] == "pass" and {"defect_max", "defect_p95", "speed_consistency",
+                                         "friction_limit", "power_limit"} <= set(ok["checks"])
     res, c = _validate(coarse)
     assert res["verdict"] == "fail"
     for name in ("defect_max", "defect_p95", "replay_steering", "friction_limit",

@@ -538,20 +538,37 @@ def self_check(df, summary: dict, track, vehicle, car=None, defects=None) -> dic
     """
     t0 = time.perf_counter()
     full = summary.get("model", "full") == "full"
-    checks, _ = fast_checks(df, track, vehicle, start=float(summary.get("start_m", 0.0)),
-                            ncp=int(summary.get("ncp", 2)),
-                            scheme=summary.get("scheme", "LAGRANGE-RADAU"),
-                            interpolation=interpolation_of(summary),
-                            defects=(defects if defects is not None else True) if full else False,
-                            car=car,
-                            quality=summary.get("channel_quality"))
+    if summary.get("model") == "racecar":
+        checks = _racecar_fast_checks(df, summary, track, vehicle)
+    else:
+        checks, _ = fast_checks(df, track, vehicle, start=float(summary.get("start_m", 0.0)),
+                                ncp=int(summary.get("ncp", 2)),
+                                scheme=summary.get("scheme", "LAGRANGE-RADAU"),
+                                interpolation=interpolation_of(summary),
+                                defects=(defects if defects is not None else True) if full
+                                else False,
+                                car=car, quality=summary.get("channel_quality"))
     done = {c["name"] for c in checks}
-    not_run = {n: ("the defects are measured on the full model" if n.startswith("defect")
-                   else "the table or the car lacks what it needs")
+    not_run = {n: ("the defects are measured on the full model and the racecar"
+                   if n.startswith("defect") else "the table or the car lacks what it needs")
                for n in SELF_CHECKS if n not in done}
-    return {"verdict": overall_verdict(checks),
+    return {"verdict": overall_verdict(checks) if checks else "not run",
             "checks": {c["name"]: {k: v for k, v in c.items() if k != "name"} for c in checks},
             "not_run": not_run, "wall_time_s": time.perf_counter() - t0}
+
+
+def _racecar_fast_checks(df, summary: dict, track, p) -> list:
+    """The self-check of a racecar result (:mod:`pyomo_lap.post.racecar_checks`): its
+    collocation defects, its speed consistency (``a_t = V_dot``) and the friction ellipses
+    and the power of the plan, as :func:`validate_results` judges them (no replay)."""
+    from .racecar_checks import racecar_channel_quality, racecar_defects
+    start = float(summary.get("start_m", df["s"].iloc[0]))
+    interp = "state" if interpolation_of(summary) == "state" else "polynomial"
+    d = racecar_defects(df, track, p, start=start, scheme=summary.get("scheme", "LAGRANGE-RADAU"),
+                        interpolation=interp, shooting=False)
+    checks = _defect_checks(d, start, track.length if track.closed else None)
+    checks += _speed_check(racecar_channel_quality(df, p).get("speed_consistency"))
+    return checks + _racecar_limit_checks(df, d, p, start)
 
 
 def _short(name: str, c: dict) -> str:
@@ -567,6 +584,8 @@ def self_check_text(sc: dict) -> str:
     verdict = sc["verdict"]
     if verdict == "pass":
         return "self-check PASS"
+    if verdict == "not run":
+        return "self-check not run (" + "; ".join(sorted(set(sc.get("not_run", {}).values()))) + ")"
     bad = [_short(n, c) for n, c in sc["checks"].items() if c["verdict"] == verdict]
     return f"self-check {verdict.upper()}: " + ", ".join(bad)
 
