@@ -979,7 +979,7 @@ def _speed_consistency_split(m, job=None) -> tuple:
     ``job.result_df`` (the channels of ``job.m``, if it is not refined)."""
     import numpy as np
     from .ocp.common import vehicle_of_model
-    from .post.quality import channel_scales, speed_step_errors
+    from .post.quality import _distinct, channel_scales, speed_step_errors
     from .post.results import trajectory_dataframe
     from .post.validate import SPEED_CONSISTENCY
     df = trajectory_dataframe(m)
@@ -991,10 +991,7 @@ def _speed_consistency_split(m, job=None) -> tuple:
     v_ref = channel_scales(vehicle_of_model(m), df).get("speed")
     if not v_ref:
         return {}, 0.0
-    col = "s_sector" if "s_sector" in df.columns else "s"
-    s = df[col].to_numpy(float)
-    keep = np.ones(len(s), dtype=bool)
-    keep[1:] = np.diff(s) > 1e-9
+    keep = _distinct(df["s_sector" if "s_sector" in df.columns else "s"].to_numpy(float))
     _, err = speed_step_errors(df)
     rel = 100.0 * np.abs(err) / v_ref                   # [% of the top speed]
     element = df["element"].to_numpy(int)[keep][1:]     # a step lies in its end point's element

@@ -115,10 +115,7 @@ def energy_balance(df, vehicle, track=None, zhat: Optional[np.ndarray] = None) -
     # (the sprung body's and the unsprung body's about z)
     if "omega_3z" in df.columns and "t" in df.columns and len(df) > 2:
         w = df["omega_3z"].to_numpy(float)
-        t = df["t"].to_numpy(float)
-        keep = np.r_[True, np.diff(t) > 1e-9]
-        dw = np.zeros_like(w)
-        dw[keep] = np.gradient(w[keep], t[keep])
+        dw = _time_derivative(w, df["t"].to_numpy(float))
         Iz = p.Izz + p.unsprung_inertia[2]
         excess_force = excess_force + Iz * w * dw / v
     e = excess_force * v / p.P_max
@@ -162,11 +159,17 @@ def _frame_rotation_terms(df, p, ax, ay) -> tuple:
     wz = df["omega_3z"].to_numpy(float) if "omega_3z" in df.columns else \
         df["Omega_z"].to_numpy(float) * q1d + df["q3_dot"].to_numpy(float)
     t = df["t"].to_numpy(float)
-    keep = np.r_[True, np.diff(t) > 1e-9]
-    dwx, dwy = np.zeros_like(wx), np.zeros_like(wy)
-    dwx[keep] = np.gradient(wx[keep], t[keep])
-    dwy[keep] = np.gradient(wy[keep], t[keep])
+    dwx, dwy = _time_derivative(wx, t), _time_derivative(wy, t)
     return ax + hG * (dwy + wx * wz), ay + hG * (-dwx + wy * wz)
+
+
+def _time_derivative(x: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """d x / d t at a table's points (second-order differences, ``np.gradient``); a point at
+    the same time as the one before it (an element boundary repeated) gets 0."""
+    keep = np.r_[True, np.diff(t) > 1e-9]
+    out = np.zeros_like(x)
+    out[keep] = np.gradient(x[keep], t[keep])
+    return out
 
 
 def _finite(x) -> bool:

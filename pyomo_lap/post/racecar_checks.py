@@ -185,7 +185,11 @@ class KappaLookup:
 # ------------------------------------------------------------------------------ defects
 def _spatial_rates(p, x: dict, u: dict, kappa, eps: float) -> np.ndarray:
     """``dx/ds = x_dot / s_dot`` for :data:`RACECAR_DEFECT_STATES` (rows), on arrays."""
-    r = state_rates(p, x, u, kappa, eps)
+    return _spatial_of(state_rates(p, x, u, kappa, eps))
+
+
+def _spatial_of(r: dict) -> np.ndarray:
+    """``dx/ds`` (rows :data:`RACECAR_DEFECT_STATES`) from :func:`state_rates`' result."""
     sd = np.asarray(r["s"], float)
     return np.array([np.broadcast_to(np.asarray(r[k], float), sd.shape) / sd
                      for k in RACECAR_DEFECT_STATES])
@@ -196,7 +200,11 @@ def plan_limits(p, x: dict, u: dict, kappa, eps: float = THRUST_EPS) -> dict:
     ellipses) and the tractive power ``power`` [W] (<= ``P_max``) at states ``x`` and
     controls ``u`` (arrays of one shape; :func:`pyomo_lap.vehicle.racecar_equations.racecar_equations`,
     dymos's ``tireConstraintODE`` and ``carODE``)."""
-    q = racecar_equations(p, x, u, kappa, eps)
+    return _limits_of(racecar_equations(p, x, u, kappa, eps))
+
+
+def _limits_of(q: dict) -> dict:
+    """:func:`plan_limits` from :func:`racecar_equations`' result."""
     c = np.max(np.array([np.asarray(q["c"][w], float) for w in q["c"]]), axis=0)
     return {"c_max": c, "power": np.asarray(q["power"], float) * np.ones_like(c)}
 
@@ -244,7 +252,7 @@ def racecar_defects(df, track, p, *, start: float = 0.0, scheme: str = "LAGRANGE
     ValueError
         Missing columns, an unknown scheme, elements without points.
     """
-    from .defects import DefectReport, _lagrange
+    from .defects import DefectReport
     from .simulate import element_points
     t0 = time.perf_counter()
     if scheme not in ("LAGRANGE-RADAU", "LAGRANGE-LEGENDRE"):
@@ -265,6 +273,39 @@ def racecar_defects(df, track, p, *, start: float = 0.0, scheme: str = "LAGRANGE
     b = s[ends]
     h = b - a
     kap = KappaLookup(track, (start + s[0] - 1.0, start + s[-1] + 1.0))
+    xs, dxs, us, sg = _at_gauss_points(X, U, s, nodes, a, h, gx, interpolation)
+    # once at the Gauss points: the rates (the residual), the friction use and the power
+    eq = racecar_equations(p, {k: xs[:, i] for i, k in enumerate(RACECAR_DEFECT_STATES)},
+                           {c: us[:, i] for i, c in enumerate(CONTROLS)}, kap.exact(start + sg), eps)
+    f = _spatial_of({"s": eq["s_dot"], **eq["rates"]})
+    res = dxs - f.T                                           # (N ng, 8)
+    eta = h[:, None] * np.einsum("g,jgi->ji", gw, np.abs(res).reshape(len(nodes), ng, -1))
+    scaled = eta / wvec
+    k = np.argmax(np.where(np.isfinite(scaled), scaled, np.inf), axis=1)
+    rows = {"element": np.arange(1, len(nodes) + 1), "s_start": a, "s_end": b, "h": h}
+    rows.update({f"eta_{st}": eta[:, i] for i, st in enumerate(RACECAR_DEFECT_STATES)})
+    rows["eps"] = scaled[np.arange(len(nodes)), k]
+    rows["worst"] = [RACECAR_DEFECT_STATES[i] for i in k]
+    elements = pd.DataFrame(rows)
+    points = pd.DataFrame({"s_sector": sg, "element": np.repeat(np.arange(1, len(nodes) + 1), ng),
+                           **{f"res_{st}": res[:, i] for i, st in enumerate(RACECAR_DEFECT_STATES)},
+                           **_limits_of(eq)})
+    node_res = _node_residuals(p, X, U, s, nodes, a, h, df["Omega_z"].to_numpy(float)
+                               if "Omega_z" in df.columns else kap.exact(start + s), eps)
+    if shooting:
+        _shooting(elements, X, U, s, nodes, ends, p, kap, start, interpolation, eps, wvec)
+    return DefectReport(elements=elements, points=points,
+                        node_residual=dict(zip(RACECAR_DEFECT_STATES, node_res)),
+                        weights=dict(zip(RACECAR_DEFECT_STATES, wvec)),
+                        wall_time_s=time.perf_counter() - t0)
+
+
+def _at_gauss_points(X, U, s, nodes, a, h, gx, interpolation: str) -> tuple:
+    """The states, their derivatives in ``s``, the controls (the polynomial through the
+    element's start and collocation points for ``interpolation = "state"``, else through the
+    collocation points) and the positions [m], at the Gauss points ``gx`` (on [0, 1]) of
+    every element, element after element."""
+    from .defects import _lagrange
     xs, dxs, us, sg = [], [], [], []
     for j, nd in enumerate(nodes):
         xi = (s[nd] - a[j]) / h[j]
@@ -277,46 +318,21 @@ def racecar_defects(df, track, p, *, start: float = 0.0, scheme: str = "LAGRANGE
             Lu, _ = _lagrange(xi[1:], gx)
             us.append(Lu @ U[nd[1:]])
         sg.append(a[j] + h[j] * gx)
-    xs, dxs, us, sg = (np.concatenate(v) for v in (xs, dxs, us, sg))
-    f = _spatial_rates(p, {k: xs[:, i] for i, k in enumerate(RACECAR_DEFECT_STATES)},
-                       {c: us[:, i] for i, c in enumerate(CONTROLS)}, kap.exact(start + sg), eps)
-    res = dxs - f.T                                           # (N ng, 8)
-    eta = h[:, None] * np.einsum("g,jgi->ji", gw, np.abs(res).reshape(len(nodes), ng, -1))
-    scaled = eta / wvec
-    k = np.argmax(np.where(np.isfinite(scaled), scaled, np.inf), axis=1)
-    rows = {"element": np.arange(1, len(nodes) + 1), "s_start": a, "s_end": b, "h": h}
-    rows.update({f"eta_{st}": eta[:, i] for i, st in enumerate(RACECAR_DEFECT_STATES)})
-    rows["eps"] = scaled[np.arange(len(nodes)), k]
-    rows["worst"] = [RACECAR_DEFECT_STATES[i] for i in k]
-    elements = pd.DataFrame(rows)
-    points = pd.DataFrame({"s_sector": sg, "element": np.repeat(np.arange(1, len(nodes) + 1), ng),
-                           **{f"res_{st}": res[:, i] for i, st in enumerate(RACECAR_DEFECT_STATES)},
-                           **plan_limits(p, {k: xs[:, i] for i, k in enumerate(RACECAR_DEFECT_STATES)},
-                                         {c: us[:, i] for i, c in enumerate(CONTROLS)},
-                                         kap.exact(start + sg), eps)})
-    node_res = _node_residuals(p, X, U, s, nodes, a, h, kap, start, eps)
-    if shooting:
-        _shooting(elements, X, U, s, nodes, ends, p, kap, start, interpolation, eps, wvec)
-    return DefectReport(elements=elements, points=points,
-                        node_residual=dict(zip(RACECAR_DEFECT_STATES, node_res)),
-                        weights=dict(zip(RACECAR_DEFECT_STATES, wvec)),
-                        wall_time_s=time.perf_counter() - t0)
+    return tuple(np.concatenate(v) for v in (xs, dxs, us, sg))
 
 
-def _node_residuals(p, X, U, s, nodes, a, h, kap, start: float, eps: float) -> np.ndarray:
+def _node_residuals(p, X, U, s, nodes, a, h, kappa, eps: float) -> np.ndarray:
     """The largest |residual| of each state at the collocation points [state unit / m]: the
     ODE as the solver satisfied it (``nodes``: each element's rows, its start first; ``a``,
-    ``h``: the elements' starts and lengths [m])."""
+    ``h``: the elements' starts and lengths [m]; ``kappa``: the curvature at the table's rows,
+    as the OCP had it, its column ``Omega_z``: at an element's last point the curvature
+    before a junction, :func:`pyomo_lap.ocp.racecar._curvature_in_elements`)."""
     from .defects import _lagrange
     node_res = np.zeros(len(RACECAR_DEFECT_STATES))
     pts = np.concatenate([nd[1:] for nd in nodes])
-    # an element's last point sees the curvature just before it, as the OCP
-    # (pyomo_lap.ocp.racecar: a junction of an arc track belongs to the segment it starts)
-    last = np.concatenate([np.arange(len(nd) - 1) == len(nd) - 2 for nd in nodes])
-    s_eval = start + s[pts] - np.where(last, 1e-7 * max(1.0, float(s[-1] - s[0])), 0.0)
     fn = _spatial_rates(p, {k2: X[pts, i] for i, k2 in enumerate(RACECAR_DEFECT_STATES)},
                         {c: U[pts, i] for i, c in enumerate(CONTROLS)},
-                        kap.exact(s_eval), eps).T
+                        np.asarray(kappa, float)[pts], eps).T
     row = 0
     for j, nd in enumerate(nodes):
         xi = (s[nd] - a[j]) / h[j]

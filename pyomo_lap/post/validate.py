@@ -731,6 +731,15 @@ def validate_results(folder, feedback: bool = True, shooting: bool = False,
         if rf is not None:
             files.append(_plot_replay(rf, df, run.start, pdir / "validation_replay.png",
                                       folder.name, float(p.delta_max)))
+    return _write_validation(folder, out, d, files, t0, echo)
+
+
+
+def _write_validation(folder: Path, out: dict, d, files: list, t0: float, echo) -> dict:
+    """The end of :func:`validate_results` (either model): the plots' names and the wall time
+    into ``out``, ``validation.json`` and ``defects.csv`` (``d``'s elements) written, the
+    checks, the penalties (when the solve reported them) and the verdict said; returns
+    ``out`` as written."""
     out["plots"] = [str(f) for f in files]
     out["wall_time_s"] = time.perf_counter() - t0
     out = _clean(out)
@@ -747,7 +756,6 @@ def validate_results(folder, feedback: bool = True, shooting: bool = False,
     echo(f"written {folder / 'validation.json'}, {folder / 'defects.csv'}"
          + "".join(f", {f}" for f in files))
     return out
-
 
 
 def _validate_racecar(folder: Path, summary: dict, df, track, p, *, feedback: bool,
@@ -790,18 +798,7 @@ def _validate_racecar(folder: Path, summary: dict, df, track, p, *, feedback: bo
         pdir = Path(plots_dir) if plots_dir is not None else folder
         pdir.mkdir(parents=True, exist_ok=True)
         files.append(_plot_defects(d, start, pdir / "validation_defects.png", folder.name))
-    out["plots"] = [str(f) for f in files]
-    out["wall_time_s"] = time.perf_counter() - t0
-    out = _clean(out)
-    (folder / "validation.json").write_text(json.dumps(out, indent=2, default=float))
-    d.elements.to_csv(folder / "defects.csv", index=False)
-    echo("")
-    for c in out["checks"]:
-        echo(format_check(c))
-    echo(f"verdict: {out['verdict'].upper()}")
-    echo(f"written {folder / 'validation.json'}, {folder / 'defects.csv'}"
-         + "".join(f", {f}" for f in files))
-    return out
+    return _write_validation(folder, out, d, files, t0, echo)
 
 
 def _racecar_defect_summary(d) -> dict:

@@ -33,6 +33,15 @@ class IntBetween:
         return f"int in [{self.lo}, {self.hi}]" + (" or None" if self.optional else "")
 
 
+def _number(x, expected: str) -> float:
+    """``float(x)``; a ValueError ``expected ...`` for what is not a number (a bool is one to
+    Python: the domains refuse it themselves)."""
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        raise ValueError(f"expected {expected}") from None
+
+
 class FloatBetween:
     """A number ``lo <= x < hi`` (a bool is refused), ``None`` too if ``optional``;
     ``expected`` is the message's text."""
@@ -43,10 +52,7 @@ class FloatBetween:
     def __call__(self, x):
         if x is None and self.optional:
             return None
-        try:
-            v = float(x)
-        except (TypeError, ValueError):
-            raise ValueError(f"expected {self.expected}") from None
+        v = _number(x, self.expected)
         if isinstance(x, bool) or not (self.lo <= v < self.hi):
             raise ValueError(f"expected {self.expected}")
         return v
@@ -65,10 +71,7 @@ class FiniteFloat:
     def __call__(self, x):
         if x is None and self.optional:
             return None
-        try:
-            v = float(x)
-        except (TypeError, ValueError):
-            raise ValueError(f"expected {self.expected}") from None
+        v = _number(x, self.expected)
         if isinstance(x, bool) or not math.isfinite(v) or v < self.lo or (self.strict and v == self.lo):
             raise ValueError(f"expected {self.expected}")
         return v
