@@ -144,20 +144,20 @@ def test_a_re_solve_into_a_clean_results_folder_replaces_it(tmp_path):
     assert out2 == out
     assert json.loads((out / "summary.json").read_text())["lap_time_s"] == 14.0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["res"]    # no .res.* left
-    # earlier results without a manifest (written before the manifest existed): replaced
-    # when they hold only the files of a results folder ...
+    # a folder without a manifest (a copy made with a plain `cp`, which skips the hidden
+    # manifest, perhaps edited since) is never replaced, even holding only the names of a
+    # results folder (issue 34, item 5): its files may be the user's
     (out / MANIFEST).unlink()
     (out / "validation.json").write_text("{}")
-    _results(out, lap=13.0)
-    assert json.loads((out / "summary.json").read_text())["lap_time_s"] == 13.0
-    assert not (out / "validation.json").exists()
-    # ... and refused with anything else
-    (out / MANIFEST).unlink()
-    (out / "plots").mkdir()
-    (out / "plots" / "speed.png").write_bytes(b"png")
-    with pytest.raises(ValueError, match="plots"):
-        _results(out, lap=12.0)
-    assert (out / "plots" / "speed.png").read_bytes() == b"png"
+    before = _tree(out)
+    with pytest.raises(ValueError, match=f"has no {MANIFEST}.*cp -a"):
+        _results(out, lap=13.0)
+    assert _tree(out) == before
+    # emptied, it is replaced
+    for f in out.iterdir():
+        f.unlink()
+    _results(out, lap=12.0)
+    assert json.loads((out / "summary.json").read_text())["lap_time_s"] == 12.0
 
 
 @pytest.mark.unit

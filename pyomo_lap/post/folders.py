@@ -7,7 +7,6 @@ a solve checks and locks its folder before the build without importing pandas.
 """
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
 import os
@@ -23,7 +22,7 @@ from ..util.processes import process_running
 
 __all__ = ["is_link", "is_real_dir", "refuse_links", "SOLUTION_FILE", "MANIFEST", "RESULTS_FILES",
            "VALIDATION_FILES", "read_manifest",
-           "record_files", "output_lock", "OutputLock", "OutputBusyError",
+           "ManifestError", "record_files", "output_lock", "OutputLock", "OutputBusyError",
            "FolderNotReplaceableError", "check_output_dir", "check_results_folder"]
 
 # ---- the rule for links: never follow a link out of a folder pyomo_lap owns ----------------------
@@ -138,10 +137,9 @@ RESULTS_FILES = ("summary.json", "trajectory.csv", "trajectory.parquet", "result
 VALIDATION_FILES = ("validation.json", "defects.csv", "validation_defects.png",
                     "validation_replay.png")
 """The files ``pyomo-lap validate`` writes into a results folder (not in its manifest): taken
-as pyomo_lap's by name, at the top of the folder, and replaced with the rest."""
-
-_LEGACY_FILES = RESULTS_FILES + VALIDATION_FILES
-"""What a results folder written before the manifest existed may hold to be replaced."""
+as pyomo_lap's by name, at the top of a folder with a manifest, and replaced with the rest.
+A folder without a manifest is never replaced (only an empty one): its files may be the
+user's (a copy made with a plain ``cp``, which skips the hidden manifest, then edited)."""
 
 _STALE_AFTER_S = 3600.0
 """Age [s] after which a temporary folder without a process id in its name (written by a
@@ -156,6 +154,22 @@ class OutputBusyError(ValueError):
     """Another pyomo-lap run holds the lock on the output folder (nothing was touched)."""
 
 
+class ManifestError(ValueError):
+    """A folder's :data:`MANIFEST` is there but cannot be used (not JSON, not a list of files,
+    a symbolic link, unreadable).
+
+    Attributes
+    ----------
+    folder : Path
+    problem : str
+        What is wrong, to follow the manifest's name (``"is not valid JSON (line 1 col 1)"``).
+    """
+
+    def __init__(self, folder, problem: str):
+        self.folder, self.problem = Path(folder), problem
+        super().__init__(f"{Path(folder) / MANIFEST} {problem}")
+
+
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -168,23 +182,119 @@ def _file_entry(path: Path, by: str) -> dict:
     return {"sha256": _sha256(path), "size": path.stat().st_size, "by": by}
 
 
-def read_manifest(folder) -> dict | None:
-    """The :data:`MANIFEST` of a folder (a dict with ``files``), or None when it has none or
-    it cannot be read."""
+def _manifest_problem(path: Path):
+    """``(manifest, None)`` or ``(None, problem)`` for the manifest file ``path``; ``(None,
+    None)`` when there is none. A link is not followed."""
+    if is_link(path):
+        return None, f"is a symbolic link (to {_link_target(path)}), which pyomo_lap never follows"
     try:
-        manifest = json.loads((Path(folder) / MANIFEST).read_text())
-    except (OSError, ValueError):
-        return None
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None, None
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror or exc})"
+    try:
+        manifest = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None, "is not UTF-8 text"
+    except json.JSONDecodeError as exc:
+        return None, f"is not valid JSON (line {exc.lineno} col {exc.colno})"
+    except ValueError as exc:
+        return None, f"is not valid JSON ({exc})"
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
-        return None
+        return None, "is not a manifest of pyomo_lap (no table 'files')"
+    return manifest, None
+
+
+def read_manifest(folder, strict: bool = False) -> dict | None:
+    """The :data:`MANIFEST` of a folder.
+
+    Parameters
+    ----------
+    folder : str or Path
+    strict : bool
+        Raise :class:`ManifestError` for a manifest that is there but cannot be used, instead
+        of returning None.
+
+    Returns
+    -------
+    dict or None
+        The manifest (``files``: relative path -> entry); None when the folder has none (or,
+        unless ``strict``, when it cannot be used: not JSON, not a manifest, a symbolic link,
+        which is never followed, unreadable).
+
+    Raises
+    ------
+    ManifestError (a ValueError)
+        ``strict``: the manifest is there but cannot be used; ``problem`` says why (``"is not
+        valid JSON (line L col C)"``).
+    """
+    manifest, problem = _manifest_problem(Path(folder) / MANIFEST)
+    if problem is not None and strict:
+        raise ManifestError(folder, problem)
     return manifest
 
 
+def _fsync_dir(path) -> None:
+    """Flush a folder's entries (the names created or renamed in it) to the disk; POSIX only
+    (elsewhere, or on a file system that cannot, nothing is done). A link is not followed."""
+    if os.name != "posix":
+        return
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:             # EINVAL: a file system without fsync of folders
+        pass
+    finally:
+        os.close(fd)
+
+
+def _fsync_file(path) -> None:
+    """Flush a file's contents to the disk (a link is not followed)."""
+    flags = (os.O_RDWR if os.name == "nt" else os.O_RDONLY) | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_tree(folder) -> None:
+    """Flush every file under ``folder`` and every folder, ``folder`` last, to the disk (before
+    a rename makes them the results: a power loss after it finds them whole). Links are
+    neither followed nor flushed.
+
+    Raises
+    ------
+    OSError
+        A file cannot be flushed (the disk failed).
+    """
+    for root, _dirs, files in os.walk(folder, topdown=False, followlinks=False):
+        for name in files:
+            p = os.path.join(root, name)
+            if not is_link(p):
+                _fsync_file(p)
+        _fsync_dir(root)
+
+
 def _write_manifest(folder: Path, manifest: dict) -> None:
-    """Write the manifest of ``folder`` atomically (a temporary file, then a rename)."""
+    """Write the manifest of ``folder`` atomically (a new temporary file, flushed, then a
+    rename); a link in the temporary file's place is not followed."""
     tmp = folder / f"{MANIFEST}.tmp-{os.getpid()}"
-    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    if is_link(tmp):
+        tmp.unlink()                     # a link named like pyomo_lap's own temporary file
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    with os.fdopen(os.open(tmp, flags, 0o644), "w") as fh:
+        fh.write(json.dumps(manifest, indent=1, sort_keys=True))
+        fh.flush()
+        os.fsync(fh.fileno())
     os.replace(tmp, folder / MANIFEST)
+    _fsync_dir(folder)
 
 
 def record_files(folder, paths, by: str = "plot") -> list:
@@ -206,18 +316,22 @@ def record_files(folder, paths, by: str = "plot") -> list:
     list of str
         The relative paths recorded.
     """
+    if is_link(folder):
+        return []
     folder = Path(folder).resolve()
     manifest = read_manifest(folder)
     if manifest is None:
         return []
     done = []
     for p in paths:
+        if is_link(p):
+            continue                     # a link is not pyomo_lap's file
         p = Path(p).resolve()
         try:
             rel = p.relative_to(folder).as_posix()
         except ValueError:
             continue
-        if p.is_file():
+        if p.is_file():          # resolved: a file reached through a link is outside, skipped
             manifest["files"][rel] = _file_entry(p, by)
             done.append(rel)
     if done:
@@ -227,13 +341,16 @@ def record_files(folder, paths, by: str = "plot") -> list:
 
 def _entries(folder: Path) -> list:
     """``(relative path, kind)`` of everything under ``folder``, sorted; kind is ``"file"``,
-    ``"dir"`` or ``"other"`` (links, sockets ...; links are not followed)."""
+    ``"dir"``, ``"link"`` (a symbolic link, not followed) or ``"other"`` (sockets ...). A
+    ``folder`` that is a link or no folder has none."""
+    if not is_real_dir(folder):
+        return []
     out = []
-    for root, dirs, files in os.walk(folder):
+    for root, dirs, files in os.walk(folder, followlinks=False):
         r = Path(root)
         for name in dirs + files:
             p = r / name
-            kind = ("other" if p.is_symlink() else "dir" if p.is_dir()
+            kind = ("link" if is_link(p) else "dir" if is_real_dir(p)
                     else "file" if p.is_file() else "other")
             out.append((p.relative_to(folder).as_posix(), kind))
     return sorted(out)
@@ -241,27 +358,27 @@ def _entries(folder: Path) -> list:
 
 def _foreign_entry(folder: Path, hashes: bool = True):
     """The first thing in ``folder`` that pyomo_lap did not write, as ``(relative path,
-    note)``, or None when the folder may be replaced (missing, empty, or holding only what its
-    :data:`MANIFEST` lists, with the recorded SHA-256, and the files of
-    :data:`VALIDATION_FILES`; without a manifest, only the files of a results folder of an
-    earlier pyomo_lap, with a ``summary.json`` naming its version). ``hashes=False``: names
-    only."""
-    if not folder.exists():
+    note)`` (``(None, note)`` when the folder as a whole cannot be taken as pyomo_lap's: a
+    symbolic link, no :data:`MANIFEST`, a manifest that cannot be used), or None when the
+    folder may be replaced: missing, empty, or holding only what its manifest lists, with the
+    recorded SHA-256, and the files of :data:`VALIDATION_FILES`. A non-empty folder without a
+    manifest is never pyomo_lap's (a copy made with a plain ``cp`` skips the hidden manifest:
+    its files may be edited). Links are never followed. ``hashes=False``: names only."""
+    if is_link(folder):
+        return None, (f"is a symbolic link (to {_link_target(folder)}), which pyomo_lap never "
+                      "follows")
+    if not os.path.lexists(folder):
         return None
     entries = _entries(folder)
-    manifest = read_manifest(folder)
+    try:
+        manifest = read_manifest(folder, strict=True)
+    except ManifestError as exc:
+        return None, f"cannot be checked: its {MANIFEST} {exc.problem}"
     if manifest is None:
-        for rel, kind in entries:
-            if kind != "file" or rel not in _LEGACY_FILES:
-                return rel, None
         if not entries:
             return None
-        try:
-            ok = "pyomo_lap_version" in json.loads((folder / "summary.json").read_text())
-        except (OSError, ValueError, TypeError):
-            ok = False
-        return None if ok else (entries[0][0], f"and no {MANIFEST} nor a summary.json naming "
-                                               "a pyomo_lap version")
+        return None, (f"has no {MANIFEST}, the list of what pyomo_lap wrote there (a plain `cp` "
+                      "skips it, `cp -a` keeps it)")
     listed = manifest["files"]
     dirs = {parent.as_posix() for rel in listed for parent in Path(rel).parents} - {"."}
     for rel, kind in entries:
@@ -278,17 +395,26 @@ def _foreign_entry(folder: Path, hashes: bool = True):
             continue
         if kind == "file" and rel in VALIDATION_FILES:
             continue
-        return rel, None
+        return rel, ("a symbolic link, which pyomo_lap never follows" if kind == "link"
+                     else None)
     return None
 
 
 def _refuse_foreign(folder: Path, what: str, hashes: bool = True) -> None:
     """Raise :class:`FolderNotReplaceableError` naming ``folder`` and the first thing in it
-    that pyomo_lap did not write (:func:`_foreign_entry`)."""
-    if folder.exists() and not folder.is_dir():
+    that pyomo_lap did not write (:func:`_foreign_entry`): a link (the folder itself or
+    anything under it, :func:`refuse_links`), a folder without a usable manifest, a file of
+    the user's, a changed file."""
+    refuse_links(folder, what, todo="remove the link (only the link: it is a name, not the "
+                                    "folder) or choose another --out")
+    if os.path.lexists(folder) and not is_real_dir(folder):
         raise FolderNotReplaceableError(f"{what} is a file; choose another --out (nothing was "
                                         "touched)")
     found = _foreign_entry(folder, hashes=hashes)
+    if found is not None and found[0] is None:
+        raise FolderNotReplaceableError(
+            f"{what} {found[1]}, so its files may be yours: move them out or choose another "
+            "--out (nothing was touched)")
     if found is not None:
         rel, note = found
         raise FolderNotReplaceableError(
@@ -299,13 +425,17 @@ def _refuse_foreign(folder: Path, what: str, hashes: bool = True) -> None:
 
 def _remove_results_folder(folder: Path) -> bool:
     """Remove a folder of pyomo_lap's files only (:func:`_foreign_entry`; files first, then
-    the folders left empty); True if it is gone, False if it holds something else (kept)."""
-    if _foreign_entry(folder, hashes=False) is not None:
+    the folders left empty); True if it is gone, False if it holds something else or is a
+    link (kept: nothing is deleted through a link)."""
+    if not is_real_dir(folder) or _foreign_entry(folder, hashes=False) is not None:
         return False
     for rel, kind in reversed(_entries(folder)):
         p = folder / rel
         try:
-            p.rmdir() if kind == "dir" else p.unlink()
+            if kind == "dir":
+                p.rmdir()
+            elif kind == "file":
+                p.unlink()
         except OSError:
             pass
     try:
@@ -313,6 +443,16 @@ def _remove_results_folder(folder: Path) -> bool:
     except OSError:
         return False
     return True
+
+
+def _debris(parent: Path, prefix: str) -> list:
+    """The entries of ``parent`` whose names start with ``prefix``, sorted (listed, never
+    followed: links and dangling links included)."""
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return []
+    return [parent / n for n in sorted(names) if n.startswith(prefix)]
 
 
 def _recover(out_dir: Path, echo) -> None:
@@ -325,20 +465,27 @@ def _recover(out_dir: Path, echo) -> None:
     newer results (kept, and named, when it holds anything pyomo_lap did not write);
     ``.NAME.tmp-PID-*`` folders (unfinished exports) of processes that are not running are
     removed (those named without a process id, by a pyomo_lap older than the manifest, once
-    they are an hour old). Each action is said through ``echo``.
+    they are an hour old). A symbolic link named like either is left alone (never followed,
+    moved or deleted through) and said. Each action is said through ``echo``.
     """
     parent = out_dir.parent
-    removed = []
+    removed, links = [], []
     for name in (out_dir.name, out_dir.name + ".failed"):
         target = parent / name
         prefix = f".{name}.old-"
-        olds = [p for p in parent.glob(glob.escape(prefix) + "*")
-                if p.is_dir() and p.name[len(prefix):].isdigit()]
-        for old in sorted(olds, key=lambda p: p.stat().st_mtime, reverse=True):
+        olds = []
+        for p in _debris(parent, prefix):
+            if not p.name[len(prefix):].isdigit():
+                continue
+            if is_link(p):
+                links.append(p.name)
+            elif is_real_dir(p):
+                olds.append(p)
+        for old in sorted(olds, key=lambda p: os.lstat(p).st_mtime, reverse=True):
             pid = int(old.name[len(prefix):])
             if process_running(pid):
                 continue
-            if not target.exists():
+            if not os.path.lexists(target):
                 os.replace(old, target)
                 echo(f"restored {target} from {old.name}: a pyomo-lap run (pid {pid}) was "
                      "stopped while replacing it and had left the earlier results there")
@@ -346,25 +493,35 @@ def _recover(out_dir: Path, echo) -> None:
                 removed.append(old.name)
             else:
                 found = _foreign_entry(old, hashes=False)
+                why = ("it is not empty" if found is None else found[1] if found[0] is None
+                       else f"it holds {found[0]!r}, which pyomo_lap did not write")
                 echo(f"kept {old}: earlier results of {name} moved aside by a stopped "
-                     f"pyomo-lap run (pid {pid}), holding {found[0]!r}, which pyomo_lap did "
-                     "not write; move out what you need and remove it")
+                     f"pyomo-lap run (pid {pid}), but {why}; move out what you need and remove it")
         prefix = f".{name}.tmp-"
-        for tmp in parent.glob(glob.escape(prefix) + "*"):
-            if not tmp.is_dir() or tmp.is_symlink():
+        for tmp in _debris(parent, prefix):
+            if is_link(tmp):
+                links.append(tmp.name)
+                continue
+            if not is_real_dir(tmp):
                 continue
             m = re.fullmatch(r"(\d+)-.+", tmp.name[len(prefix):])
             if m is not None:
                 if process_running(int(m.group(1))):
                     continue
-            elif time.time() - tmp.stat().st_mtime < _STALE_AFTER_S:
+            elif time.time() - os.lstat(tmp).st_mtime < _STALE_AFTER_S:
                 continue
-            shutil.rmtree(tmp, ignore_errors=True)
-            if not tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)       # links inside: removed, not followed
+            if not os.path.lexists(tmp):
                 removed.append(tmp.name)
     if removed:
         echo(f"removed {len(removed)} folder{'s' if len(removed) > 1 else ''} left next to "
              f"{out_dir} by stopped pyomo-lap runs: {', '.join(sorted(removed))}")
+    if links:
+        one = len(links) == 1
+        echo(f"left {', '.join(links)} in {parent} alone: "
+             + ("a symbolic link, not a folder" if one else "symbolic links, not folders")
+             + " pyomo_lap moved aside or was writing into (never followed); remove "
+             + ("it" if one else "them") + " if it is not yours")
 
 
 # ---- the lock on an output folder --------------------------------------------------------------
@@ -401,11 +558,32 @@ class OutputLock:
         self.folder = Path(folder).expanduser().resolve()
         self.path = _lock_file(self.folder)
         self._count = 0
+        self.taken_now = False
+        """Whether the last :meth:`acquire` took the lock (False: held already by this
+        thread, counted)."""
 
     def _busy(self, pid) -> OutputBusyError:
         return OutputBusyError(f"another pyomo-lap run is writing into {self.folder} (pid {pid}); "
                                "wait for it to finish or choose another --out (nothing was "
                                "touched)")
+
+    def _refuse_odd_lock_file(self) -> None:
+        """Refuse a lock file that is a symbolic link or not a file (it is never followed)."""
+        try:
+            st = os.lstat(self.path)
+        except FileNotFoundError:
+            return
+        except OSError:
+            return                          # said by the lock's own error
+        if is_link(self.path):
+            kind = f"a symbolic link (to {_link_target(self.path)}), which pyomo_lap never follows"
+        elif not stat.S_ISREG(st.st_mode):
+            kind = "not a file"
+        else:
+            return
+        raise FolderNotReplaceableError(
+            f"the lock file {self.path} of {self.folder} is {kind}: remove it (only it: it is "
+            "not pyomo_lap's) and run again (nothing was touched)")
 
     def acquire(self) -> "OutputLock":
         """Take the lock (at once, or :class:`OutputBusyError`); returns self.
@@ -414,6 +592,9 @@ class OutputLock:
         ------
         OutputBusyError (a ValueError)
             Another process, or another thread of this one, holds it.
+        FolderNotReplaceableError (a ValueError)
+            The lock file is a symbolic link (never followed: opening it would create or empty
+            the file it points to) or not a file.
         OSError
             The lock file cannot be created (the folder's parent is missing or read-only).
         """
@@ -426,10 +607,16 @@ class OutputLock:
                     raise self._busy(os.getpid())
                 held[1] += 1
                 self._count += 1
+                self.taken_now = False
                 return self
+            self._refuse_odd_lock_file()
             lock = FileLock(key, timeout=0)
             try:
                 lock.acquire()
+                self._refuse_odd_lock_file()         # made a link meanwhile
+            except FolderNotReplaceableError:
+                lock.release()
+                raise
             except Timeout:
                 try:
                     pid = int(self.path.read_text().strip())
@@ -442,6 +629,7 @@ class OutputLock:
                 pass
             _HELD[key] = [lock, 1, me]
             self._count += 1
+            self.taken_now = True
         return self
 
     def release(self) -> None:
@@ -480,12 +668,16 @@ def check_output_dir(out_dir, echo=None, hold: list | None = None) -> Path:
     """Check before any work that results can be written to ``out_dir``, and clean up after
     earlier runs into it that were stopped (:func:`_recover`).
 
+    The clean-up runs when the lock is taken, not again while this thread holds it (the
+    export of a solve that took it before the build).
+
     ``out_dir`` (and ``<out_dir>.failed``, where a failed run keeps its partial results) may
     be replaced only when missing, empty, or holding only what pyomo_lap wrote there: the
     files its :data:`MANIFEST` lists, unchanged (SHA-256), and those of
-    :data:`VALIDATION_FILES`; a folder written before the manifest existed only when it holds
-    nothing but the files of a results folder (:data:`RESULTS_FILES`,
-    :data:`VALIDATION_FILES`) and a ``summary.json`` naming a pyomo_lap version.
+    :data:`VALIDATION_FILES`. A non-empty folder without a usable manifest is refused (a copy
+    made with a plain ``cp`` has none: its files may be the user's), and so is a folder that
+    is a symbolic link or holds one (:func:`refuse_links`: no link is ever followed, moved or
+    deleted through); so is ``out_dir`` given as a link (give the real path).
 
     Parameters
     ----------
@@ -506,7 +698,8 @@ def check_output_dir(out_dir, echo=None, hold: list | None = None) -> Path:
     ------
     FolderNotReplaceableError (a ValueError)
         ``out_dir`` or ``<out_dir>.failed`` holds something pyomo_lap did not write (the
-        message names the first); it is never touched.
+        message names the first), has no usable manifest, is or holds a symbolic link, or
+        the lock file is a link; it is never touched.
     OutputBusyError (a ValueError)
         Another run is writing into ``out_dir``.
     ValueError
@@ -515,10 +708,12 @@ def check_output_dir(out_dir, echo=None, hold: list | None = None) -> Path:
         Its parent folder cannot be created or written (the message names it).
     """
     echo = echo or (lambda *_: None)
-    out_dir = Path(out_dir).expanduser().resolve()
+    given = Path(out_dir).expanduser()
+    refuse_links(given, f"output folder {str(given)!r}", todo="remove the link (only the link)")
+    out_dir = given.resolve()
     if not out_dir.name:
         raise ValueError(f"output folder {str(out_dir)!r} has no name; give a folder such as 'results'")
-    if out_dir.exists() and not out_dir.is_dir():
+    if os.path.lexists(out_dir) and not is_real_dir(out_dir):
         raise ValueError(f"output folder {str(out_dir)!r} is a file; choose another --out "
                          "(nothing was touched)")
     failed = out_dir.with_name(out_dir.name + ".failed")
@@ -539,7 +734,8 @@ def check_output_dir(out_dir, echo=None, hold: list | None = None) -> Path:
         raise OSError(f"cannot write results next to {str(out_dir)!r}: {exc.strerror or exc}") from None
     lock = output_lock(out_dir).acquire()
     try:
-        _recover(out_dir, echo)
+        if lock.taken_now:           # held already: recovered when it was taken
+            _recover(out_dir, echo)
         for folder in (out_dir, failed):
             _refuse_foreign(folder, what[folder])
     except BaseException:

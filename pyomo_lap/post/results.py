@@ -27,8 +27,8 @@ from . import channels as _channels
 from ..ocp.build import RATE_NAMES, STATE_NAMES
 from .folders import (  # re-exported: the folder names of this module before the split
     MANIFEST, SOLUTION_FILE, FolderNotReplaceableError, OutputBusyError, OutputLock,
-    _file_entry, _remove_results_folder, check_output_dir, check_results_folder,
-    output_lock, read_manifest, record_files)
+    _file_entry, _fsync_dir, _fsync_tree, _remove_results_folder, check_output_dir,
+    check_results_folder, is_link, output_lock, read_manifest, record_files, refuse_links)
 
 __all__ = ["trajectory_dataframe", "UNITS", "write_results", "read_trajectory", "check_output_dir",
            "sector_times", "TRACK_COLUMNS", "read_summary", "read_parquet_units",
@@ -617,24 +617,48 @@ def _write_locked(out_dir: Path, df, summary, vehicle_params, partial, n_sectors
             {"format": 1, "pyomo_lap_version": __version__, "files": files,
              "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(
                  timespec="seconds")}, indent=1, sort_keys=True))       # last: complete
-        old = parent / f".{target.name}.old-{os.getpid()}"
-        if old.exists():                # left by an earlier export of this process
-            _remove_results_folder(old)
+        _fsync_tree(tmp)        # every file and folder on the disk before the swap
+        old = _aside(target)
         try:
-            if target.exists():
+            if os.path.lexists(target):
                 os.replace(target, old)
             os.replace(tmp, target)
         except BaseException:   # an error or Ctrl-C between the two moves
-            if old.exists() and not target.exists():
+            if os.path.lexists(old) and not os.path.lexists(target):
                 os.replace(old, target)   # put the earlier results back
             raise
-        if old.exists() and not _remove_results_folder(old):
+        finally:
+            _fsync_dir(parent)  # the renames on the disk
+        if os.path.lexists(old) and not _remove_results_folder(old):
             echo(f"kept {old}: the earlier results of {target.name}, since it now holds "
                  "something pyomo_lap did not write; move out what you need and remove it")
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return target
+
+
+def _aside(target: Path) -> Path:
+    """``.NAME.old-PID``, where the swap of :func:`_write_locked` moves the earlier ``target``:
+    cleared of an earlier export of this process; ``target`` and it never links (nothing is
+    moved or deleted through one).
+
+    Raises
+    ------
+    FolderNotReplaceableError (a ValueError)
+        ``target`` became a link since it was checked, or ``.NAME.old-PID`` is a link or holds
+        files that are not pyomo_lap's (nothing was touched).
+    """
+    refuse_links(target, f"{str(target)!r}", todo="remove the link (only the link)")
+    old = target.parent / f".{target.name}.old-{os.getpid()}"
+    if os.path.lexists(old):                # left by an earlier export of this process
+        _remove_results_folder(old)
+    if os.path.lexists(old):
+        why = "a symbolic link" if is_link(old) else "holding files pyomo_lap did not write"
+        raise FolderNotReplaceableError(
+            f"cannot move the earlier results of {target} aside: {old} is in the way ({why}); "
+            "move it away and solve again (nothing was touched)")
+    return old
 
 
 def _write_workbook(path: Path, df, summary: dict, sectors, vehicle_params) -> None:
