@@ -22,7 +22,8 @@ from ..util.processes import process_running
 
 __all__ = ["SOLUTION_FILE", "MANIFEST", "RESULTS_FILES", "VALIDATION_FILES", "read_manifest",
            "record_files", "output_lock", "OutputLock", "OutputBusyError",
-           "FolderNotReplaceableError", "check_output_dir", "check_results_folder"]
+           "FolderNotReplaceableError", "check_output_dir", "check_results_folder",
+           "is_link", "refuse_links"]
 
 SOLUTION_FILE = "solution.npz"
 """The file of a results folder that holds the values of every variable of the solved model
@@ -72,6 +73,61 @@ def _sha256(path: Path) -> str:
 
 def _file_entry(path: Path, by: str) -> dict:
     return {"sha256": _sha256(path), "size": path.stat().st_size, "by": by}
+
+
+def is_link(path) -> bool:
+    """Whether ``path`` is a symbolic link (or a Windows junction), tested without following
+    it; False when nothing is there.
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Returns
+    -------
+    bool
+    """
+    isjunction = getattr(os.path, "isjunction", None)       # Python >= 3.12
+    return os.path.islink(path) or bool(isjunction and isjunction(path))
+
+
+def refuse_links(folder, what: str) -> None:
+    """Refuse a folder that is a link or holds one: pyomo_lap never reads, writes, moves or
+    deletes through a link out of a folder it owns. Nothing is followed (the folder is walked
+    without following links).
+
+    Parameters
+    ----------
+    folder : str or Path
+        The folder (missing: nothing to refuse).
+    what : str
+        The folder as the message names it (``"results folder '/x/base'"``).
+
+    Raises
+    ------
+    FolderNotReplaceableError (a ValueError)
+        One line naming the first link (``folder`` itself, or the first under it: the
+        shallowest, by name) and where it points.
+    """
+    folder = Path(folder)
+    found = folder if is_link(folder) else None
+    if found is None and folder.is_dir():
+        for root, dirs, files in os.walk(folder):
+            dirs.sort()
+            links = sorted(Path(root) / n for n in dirs + files if is_link(Path(root) / n))
+            if links:
+                found = links[0]
+                break
+    if found is None:
+        return
+    try:
+        target = os.readlink(found)
+    except OSError:
+        target = "?"
+    where = "is a link" if found == folder else f"holds a link, {str(found)!r}"
+    raise FolderNotReplaceableError(
+        f"{what} {where} (to {target!r}); pyomo_lap does not write through links: put the "
+        "file or folder itself there, or remove the link (nothing was touched)")
 
 
 def read_manifest(folder) -> dict | None:

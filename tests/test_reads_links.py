@@ -1,0 +1,112 @@
+"""``pyomo-lap plot`` and ``validate`` writing into a results folder (issue 34, items 3, 4 and
+parts of 11).
+
+* item 3: ``plot`` never writes through a link: a results folder holding a link (a figure
+  ``plots/speed.png`` or the folder ``plots/`` linked out of it) is refused with one line,
+  and nothing outside is touched; every figure is written to a temporary file moved onto its
+  name (a link there is replaced itself, never written through);
+* item 4: ``validate`` refuses a linked ``validation.json`` and a ``defects.csv`` of the
+  user's (not in the folder's manifest with its SHA-256), touching nothing; what it writes is
+  recorded in the manifest (``by = "validate"``), so the next solve replaces it, and a
+  validation file the manifest does not list is the user's, kept by a solve;
+* item 11: (a) a vehicle, track or folder name with malformed mathtext is drawn as text;
+  (b) ``plot`` and ``validate`` refused by another run's lock say to wait (not to choose
+  another ``--out``); (c) a results folder missing between the two moves of an export is
+  named with the ``.NAME.old-PID`` folder of its earlier results and what to do.
+
+Unit tests use a small synthetic results folder (:func:`pyomo_lap.post.results.write_results`,
+no solve); the integration tests solve 300 m as the tester did (``solve --length 300``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_plots import VEHICLE, _run  # noqa: E402 - the synthetic run of the figures' tests
+
+from pyomo_lap.cli import main  # noqa: E402
+from pyomo_lap.post.results import write_results  # noqa: E402
+
+MANIFEST = ".pyomo_lap_manifest.json"
+MATHTEXT = r"car $\frac{1}{$"
+"""A name whose two dollar signs make matplotlib parse it as (malformed) mathtext."""
+
+
+def _quiet(*_args, **_kwargs):
+    pass
+
+
+def _dead_pid() -> int:
+    """A process id that no process has: above the kernel's largest."""
+    try:
+        return int(Path("/proc/sys/kernel/pid_max").read_text()) + 1
+    except OSError:
+        return 2 ** 22 + 1
+
+
+def _one_line(output: str) -> str:
+    lines = [ln for ln in output.splitlines() if ln.strip()]
+    assert len(lines) == 1, output
+    return lines[0]
+
+
+@pytest.fixture
+def results(tmp_path):
+    """A results folder as ``pyomo-lap solve`` writes it (synthetic run, with a manifest)."""
+    df, summary = _run(n=81)
+    return write_results(tmp_path / "base", df, summary, vehicle_params=VEHICLE)
+
+
+@pytest.fixture(scope="module")
+def solved(tmp_path_factory):
+    """``pyomo-lap solve --length 300 --out base`` (copied by each test that changes it)."""
+    from pyomo_lap.api import solve_sector
+    out = tmp_path_factory.mktemp("solved") / "base"
+    solve_sector(length=300.0, out_dir=out, echo=_quiet)
+    return out
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst, symlinks=True)
+    return dst
+
+
+class _Defects:
+    """What :func:`pyomo_lap.post.validate._write_validation` and ``_plot_defects`` read of a
+    DefectReport: the elements' table."""
+
+    elements = pd.DataFrame({"element": [1, 2], "s_start": [0.0, 10.0], "s_end": [10.0, 20.0],
+                             "eps": [1e-3, 2e-3], "worst": ["q1", "q2"]})
+
+
+# ---- the two functions of the rule for links ----------------------------------------------------
+
+@pytest.mark.unit
+def test_refuse_links_names_the_first_link_without_following_it(tmp_path):
+    from pyomo_lap.post.folders import FolderNotReplaceableError, is_link, refuse_links
+    folder = tmp_path / "res"
+    (folder / "a" / "b").mkdir(parents=True)
+    (folder / "a" / "b" / "f.txt").write_text("x")
+    refuse_links(folder, "results folder 'res'")              # no link: nothing said
+    refuse_links(tmp_path / "missing", "results folder 'missing'")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (folder / "a" / "b" / "deep").symlink_to(outside)
+    (folder / "z").symlink_to(outside / "nothing")             # dangling, shallower
+    assert is_link(folder / "z") and not is_link(folder / "a") and not is_link(tmp_path / "none")
+    with pytest.raises(FolderNotReplaceableError) as e:
+        refuse_links(folder, "results folder 'res'")
+    line = str(e.value)
+    assert "\n" not in line and str(folder / "z") in line and "nothing was touched" in line
+    link = tmp_path / "link"
+    link.symlink_to(folder)
+    with pytest.raises(FolderNotReplaceableError, match="is a link"):
+        refuse_links(link, "results folder 'link'")
