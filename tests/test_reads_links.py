@@ -110,3 +110,30 @@ def test_refuse_links_names_the_first_link_without_following_it(tmp_path):
     link.symlink_to(folder)
     with pytest.raises(FolderNotReplaceableError, match="is a link"):
         refuse_links(link, "results folder 'link'")
+
+
+# ---- item 11 (c): a results folder that a run is replacing ----------------------------------------
+
+@pytest.mark.unit
+def test_a_folder_missing_between_the_two_moves_is_named_with_its_earlier_results(results):
+    """NAME missing, .NAME.old-PID there: plot and validate name the .old folder, say whether
+    its run still runs, and what to do."""
+    parent = results.parent
+    dead = _dead_pid()
+    old = parent / f".base.old-{dead}"
+    results.rename(old)
+    for cmd in ("plot", "validate"):
+        r = CliRunner().invoke(main, [cmd, str(results)])
+        assert r.exit_code == 2, (cmd, r.output)
+        line = _one_line(r.output)
+        assert old.name in line and f"pid {dead}" in line and "stopped" in line, line
+        assert "pyomo-lap solve" in line and "move" in line, line
+    running = parent / f".base.old-{os.getpid()}"
+    old.rename(running)
+    r = CliRunner().invoke(main, ["plot", str(results)])
+    line = _one_line(r.output)
+    assert r.exit_code == 2 and running.name in line and "wait for it to finish" in line, line
+    assert "stopped" not in line
+    running.rename(results)
+    r = CliRunner().invoke(main, ["plot", str(parent / "nothing")])
+    assert r.exit_code == 2 and "no such folder" in _one_line(r.output), r.output

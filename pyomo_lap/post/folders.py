@@ -357,17 +357,23 @@ class OutputLock:
     ----------
     folder : str or Path
         The results folder.
+    command : str
+        What takes the lock: ``"solve"`` (an export into ``--out``: the refusal says to wait
+        or choose another ``--out``), ``"plot"`` or ``"validate"`` (writing into a results
+        folder that is given: the refusal says to wait).
     """
 
-    def __init__(self, folder):
+    def __init__(self, folder, command: str = "solve"):
         self.folder = Path(folder).expanduser().resolve()
         self.path = _lock_file(self.folder)
+        self.command = command
         self._count = 0
 
     def _busy(self, pid) -> OutputBusyError:
+        todo = ("wait for it to finish or choose another --out" if self.command == "solve"
+                else f"wait for it to finish, then run `pyomo-lap {self.command}` again")
         return OutputBusyError(f"another pyomo-lap run is writing into {self.folder} (pid {pid}); "
-                               "wait for it to finish or choose another --out (nothing was "
-                               "touched)")
+                               f"{todo} (nothing was touched)")
 
     def acquire(self) -> "OutputLock":
         """Take the lock (at once, or :class:`OutputBusyError`); returns self.
@@ -433,9 +439,10 @@ class OutputLock:
         self.release()
 
 
-def output_lock(folder) -> OutputLock:
-    """The :class:`OutputLock` of a results folder (not yet taken)."""
-    return OutputLock(folder)
+def output_lock(folder, command: str = "solve") -> OutputLock:
+    """The :class:`OutputLock` of a results folder (not yet taken), for ``command``
+    (``"solve"``, ``"plot"``, ``"validate"``: what its refusal tells to do)."""
+    return OutputLock(folder, command)
 
 
 def check_output_dir(out_dir, echo=None, hold: list | None = None) -> Path:
@@ -514,6 +521,30 @@ def check_output_dir(out_dir, echo=None, hold: list | None = None) -> Path:
     return out_dir
 
 
+def _missing_folder_text(folder: Path) -> str:
+    """Why a results folder ``NAME`` given to ``plot``, ``compare`` or ``validate`` is missing:
+    between the two moves of an export (:func:`pyomo_lap.post.results.write_results`) the
+    earlier results are in ``.NAME.old-PID`` (the newest is named, with whether its run still
+    runs); else no such folder."""
+    prefix = f".{folder.name}.old-"
+    olds = []
+    if folder.name and folder.parent.is_dir():
+        olds = [p for p in folder.parent.glob(glob.escape(prefix) + "*")
+                if p.name[len(prefix):].isdigit() and p.is_dir() and not is_link(p)]
+    if not olds:
+        return f"{folder}: no such folder; expected a results folder of `pyomo-lap solve`"
+    old = max(olds, key=lambda p: p.stat().st_mtime)
+    pid = int(old.name[len(prefix):])
+    if process_running(pid):
+        return (f"{folder}: no such folder for now: a pyomo-lap run (pid {pid}) is replacing it "
+                f"and has moved the earlier results to {old}; wait for it to finish, then try "
+                "again")
+    return (f"{folder}: no such folder: a pyomo-lap run (pid {pid}) was stopped while replacing "
+            f"it and left the earlier results in {old}; to restore them, move that folder back "
+            f"to {folder.name}, or run `pyomo-lap solve --out {folder}` again (it restores them "
+            "first, then replaces them with its own)")
+
+
 def check_results_folder(folder) -> Path:
     """Check that ``folder`` holds the complete results of a run: a :data:`MANIFEST` (written
     last by :func:`pyomo_lap.post.results.write_results`) and every file of the export it lists. ``pyomo-lap plot``,
@@ -528,11 +559,13 @@ def check_results_folder(folder) -> Path:
     Raises
     ------
     ValueError
-        One line naming the folder and what is missing.
+        One line naming the folder and what is missing (a folder that a run is replacing,
+        or was stopped while replacing: the ``.NAME.old-PID`` folder of the earlier results,
+        and what to do).
     """
     folder = Path(folder)
     if not folder.is_dir():
-        raise ValueError(f"{folder}: no such folder; expected a results folder of `pyomo-lap solve`")
+        raise ValueError(_missing_folder_text(folder))
     manifest = read_manifest(folder)
     if manifest is None:
         raise ValueError(f"{folder} is not a complete results folder of `pyomo-lap solve`: it has "
