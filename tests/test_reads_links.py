@@ -112,6 +112,59 @@ def test_refuse_links_names_the_first_link_without_following_it(tmp_path):
         refuse_links(link, "results folder 'link'")
 
 
+# ---- item 3: plot never writes through a link -----------------------------------------------------
+
+@pytest.mark.unit
+def test_plot_refuses_a_figure_linked_out_of_the_results_folder(results, tmp_path):
+    """plots/speed.png linked to a file outside: refused (one line naming the link), the file
+    outside keeps its bytes, no figure is written."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("the user's file")
+    (results / "plots").mkdir()
+    (results / "plots" / "speed.png").symlink_to(outside)
+    r = CliRunner().invoke(main, ["plot", str(results), "--figure", "speed"])
+    assert r.exit_code == 2, r.output
+    line = _one_line(r.output)
+    assert "link" in line and "plots/speed.png" in line and "nothing was touched" in line, line
+    assert outside.read_bytes() == b"the user's file"
+    assert sorted(p.name for p in (results / "plots").iterdir()) == ["speed.png"]
+
+
+@pytest.mark.unit
+def test_plot_refuses_a_plots_folder_linked_out_of_the_results_folder(results, tmp_path):
+    from pyomo_lap.post.plots import plot_results
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (results / "plots").symlink_to(outside)
+    with pytest.raises(ValueError, match="holds a link.*plots"):
+        plot_results(results, figures=["speed"], dpi=40)
+    r = CliRunner().invoke(main, ["plot", str(results), "--figure", "speed"])
+    assert r.exit_code == 2 and "link" in _one_line(r.output), r.output
+    assert list(outside.iterdir()) == []                      # no figure went there
+    manifest = json.loads((results / MANIFEST).read_text())["files"]
+    assert not any(rel.startswith("plots/") for rel in manifest)
+
+
+@pytest.mark.unit
+def test_figures_replace_a_link_in_their_folder_never_write_through_it(results, tmp_path):
+    """A figure is written to a temporary file and moved onto its name: in a folder of the
+    user's (--out), a link named speed.png is replaced by the figure, its target untouched;
+    no temporary file is left."""
+    from pyomo_lap.post.plots import plot_results
+    target = tmp_path / "target.txt"
+    target.write_text("keep me")
+    figs = tmp_path / "figs"
+    figs.mkdir()
+    (figs / "speed.png").symlink_to(target)
+    files = plot_results(results, out_dir=figs, figures=["speed"], formats=("png", "pdf"), dpi=40)
+    assert files == [figs / "speed.png", figs / "plots.pdf"]
+    assert target.read_bytes() == b"keep me"
+    assert not (figs / "speed.png").is_symlink()
+    assert (figs / "speed.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (figs / "plots.pdf").read_bytes()[:5] == b"%PDF-"
+    assert sorted(p.name for p in figs.iterdir()) == ["plots.pdf", "speed.png"]
+
+
 # ---- item 11 (c): a results folder that a run is replacing ----------------------------------------
 
 @pytest.mark.unit

@@ -161,12 +161,13 @@ def record_files(folder, paths, by: str = "plot") -> list:
     paths : iterable of str or Path
         Files inside ``folder`` (others are skipped).
     by : str
-        Who wrote them (``"plot"``).
+        Who wrote them (``"plot"``, ``"validate"``).
 
     Returns
     -------
     list of str
-        The relative paths recorded.
+        The relative paths recorded. A link is never recorded, nor followed (the folders
+        above a file are resolved, the file's own name is not).
     """
     folder = Path(folder).resolve()
     manifest = read_manifest(folder)
@@ -174,12 +175,13 @@ def record_files(folder, paths, by: str = "plot") -> list:
         return []
     done = []
     for p in paths:
-        p = Path(p).resolve()
+        p = Path(p).expanduser().absolute()
+        p = p.parent.resolve() / p.name
         try:
             rel = p.relative_to(folder).as_posix()
         except ValueError:
             continue
-        if p.is_file():
+        if not is_link(p) and p.is_file():
             manifest["files"][rel] = _file_entry(p, by)
             done.append(rel)
     if done:
