@@ -165,6 +165,120 @@ def test_figures_replace_a_link_in_their_folder_never_write_through_it(results, 
     assert sorted(p.name for p in figs.iterdir()) == ["plots.pdf", "speed.png"]
 
 
+# ---- item 4: validate writes no file through a link and replaces none of the user's -------------
+
+@pytest.mark.integration
+def test_validate_refuses_a_linked_validation_json(solved, tmp_path):
+    folder = _copy(solved, tmp_path / "base")
+    outside = tmp_path / "outside.json"
+    outside.write_text("{}")
+    (folder / "validation.json").symlink_to(outside)
+    r = CliRunner().invoke(main, ["validate", str(folder)])
+    assert r.exit_code == 2, r.output
+    line = _one_line(r.output)
+    assert "link" in line and "validation.json" in line and "nothing was touched" in line, line
+    assert outside.read_text() == "{}"
+    assert not (folder / "defects.csv").exists()
+
+
+@pytest.mark.integration
+def test_validate_keeps_a_users_defects_csv_and_records_its_own_files(solved, tmp_path):
+    """A defects.csv of the user's is refused (one line, nothing touched); once it is moved
+    out, validate writes its files and records them in the manifest (by = "validate"); the
+    next solve replaces them, and a validation file the manifest does not list is the user's:
+    a solve refuses to replace the folder and keeps it."""
+    folder = _copy(solved, tmp_path / "base")
+    (folder / "defects.csv").write_text("my,own\n1,2\n")
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    r = CliRunner().invoke(main, ["validate", str(folder)])
+    assert r.exit_code == 2, r.output
+    line = _one_line(r.output)
+    assert "defects.csv" in line and "nothing was touched" in line, line
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    (folder / "defects.csv").unlink()
+    r = CliRunner().invoke(main, ["validate", str(folder), "-q"])
+    assert r.exit_code == 0, r.output
+    listed = json.loads((folder / MANIFEST).read_text())["files"]
+    for name in ("validation.json", "defects.csv", "validation_defects.png",
+                 "validation_replay.png"):
+        assert listed[name]["by"] == "validate", name
+    r = CliRunner().invoke(main, ["validate", str(folder), "-q", "--no-plots"])   # its own: again
+    assert r.exit_code == 0, r.output
+    from pyomo_lap.api import solve_sector
+    solve_sector(length=300.0, out_dir=folder, echo=_quiet)           # replaces them
+    assert not (folder / "defects.csv").exists() and not (folder / "validation.json").exists()
+    (folder / "defects.csv").write_text("my,own\n")
+    with pytest.raises(ValueError, match="defects.csv"):
+        solve_sector(length=300.0, out_dir=folder, echo=_quiet)
+    assert (folder / "defects.csv").read_text() == "my,own\n"
+
+
+@pytest.mark.unit
+def test_a_validation_file_the_manifest_does_not_list_is_the_users(results):
+    """Without a solve: the manifest's rule. validate's files written through
+    _write_validation are recorded and replaced by the next export; a validation.json of the
+    user's is kept by it."""
+    from pyomo_lap.post.validate import _write_validation
+    _write_validation(results, {"checks": [], "verdict": "pass"}, _Defects(), [], 0.0, _quiet)
+    listed = json.loads((results / MANIFEST).read_text())["files"]
+    assert listed["validation.json"]["by"] == listed["defects.csv"]["by"] == "validate"
+    df, summary = _run(n=81)
+    write_results(results, df, summary, vehicle_params=VEHICLE)
+    assert not (results / "validation.json").exists()
+    (results / "validation.json").write_text("mine")
+    with pytest.raises(ValueError, match="validation.json"):
+        write_results(results, df, summary, vehicle_params=VEHICLE)
+    assert (results / "validation.json").read_text() == "mine"
+
+
+# ---- item 11 (a): names drawn as text -------------------------------------------------------------
+
+@pytest.mark.unit
+def test_names_with_dollar_signs_are_drawn_as_text(tmp_path):
+    """A vehicle and a track named with malformed mathtext, a reference folder and a folder
+    under validation named so: every figure is drawn, the names as written."""
+    import matplotlib.pyplot as plt
+    from pyomo_lap.post import plots
+    from pyomo_lap.post.plots import plot_results
+    from pyomo_lap.post.validate import _plot_defects
+    df, summary = _run(n=81)
+    summary.update(vehicle=MATHTEXT, track="oval $1$ $x^$")
+    folder = write_results(tmp_path / "res", df, summary, vehicle_params=VEHICLE)
+    ref = write_results(tmp_path / "ref $\\x$", df, summary, vehicle_params=VEHICLE)
+    files = plot_results(folder, figures=["speed", "gg"], reference_dir=ref, dpi=40)
+    assert [f.name for f in files] == ["speed.png", "gg.png"]
+    fig = plots.figure_speed(df, summary, VEHICLE)
+    fig.canvas.draw()
+    title = fig.axes[0].title
+    text, mathtext = title._preprocess_math(title.get_text())    # what matplotlib draws
+    assert MATHTEXT in text and "oval $1$ $x^$" in text and not mathtext
+    plt.close(fig)
+    _plot_defects(_Defects(), 0.0, tmp_path / "d.png", MATHTEXT)
+    assert (tmp_path / "d.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# ---- item 11 (b): the lock's refusal fits the command ---------------------------------------------
+
+@pytest.mark.unit
+def test_plot_and_validate_refused_by_a_lock_say_to_wait(results):
+    from filelock import FileLock
+    lock_path = results.parent / ".base.lock"
+    other = FileLock(str(lock_path), timeout=0)
+    other.acquire()
+    try:
+        lock_path.write_text("4242")
+        for cmd in ("plot", "validate"):
+            r = CliRunner().invoke(main, [cmd, str(results)])
+            assert r.exit_code == 2, (cmd, r.output)
+            line = _one_line(r.output)
+            assert "another pyomo-lap run is writing into" in line and "(pid 4242)" in line, line
+            assert "wait for it to finish" in line and "--out" not in line, line
+            assert f"pyomo-lap {cmd}" in line and "nothing was touched" in line, line
+    finally:
+        other.release()
+    assert not (results / "plots").exists() and not (results / "validation.json").exists()
+
+
 # ---- item 11 (c): a results folder that a run is replacing ----------------------------------------
 
 @pytest.mark.unit

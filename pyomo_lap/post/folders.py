@@ -34,7 +34,8 @@ MANIFEST = ".pyomo_lap_manifest.json"
 """The file of a results folder that lists what pyomo_lap wrote there (JSON): ``format``,
 ``pyomo_lap_version``, ``created_utc`` and ``files``, ``relative path -> {"sha256", "size",
 "by"}`` (``by``: ``"solve"`` for the files of :func:`pyomo_lap.post.results.write_results`, ``"plot"`` for the
-figures :func:`pyomo_lap.post.plots.plot_results` wrote into the folder). It is written last:
+figures :func:`pyomo_lap.post.plots.plot_results` wrote into the folder, ``"validate"`` for
+those of :func:`pyomo_lap.post.validate.validate_results`). It is written last:
 a folder without it is not a finished export. A later export into the folder replaces only
 what it lists (:func:`check_output_dir`)."""
 
@@ -44,8 +45,10 @@ RESULTS_FILES = ("summary.json", "trajectory.csv", "trajectory.parquet", "result
 
 VALIDATION_FILES = ("validation.json", "defects.csv", "validation_defects.png",
                     "validation_replay.png")
-"""The files ``pyomo-lap validate`` writes into a results folder (not in its manifest): taken
-as pyomo_lap's by name, at the top of the folder, and replaced with the rest."""
+"""The files ``pyomo-lap validate`` writes into a results folder, recorded in its manifest
+(``by = "validate"``): replaced with the rest by the next solve. A file of one of these
+names that the manifest does not list is the user's (a folder without a manifest, of a
+pyomo_lap older than it, may hold them)."""
 
 _LEGACY_FILES = RESULTS_FILES + VALIDATION_FILES
 """What a results folder written before the manifest existed may hold to be replaced."""
@@ -206,9 +209,8 @@ def _entries(folder: Path) -> list:
 def _foreign_entry(folder: Path, hashes: bool = True):
     """The first thing in ``folder`` that pyomo_lap did not write, as ``(relative path,
     note)``, or None when the folder may be replaced (missing, empty, or holding only what its
-    :data:`MANIFEST` lists, with the recorded SHA-256, and the files of
-    :data:`VALIDATION_FILES`; without a manifest, only the files of a results folder of an
-    earlier pyomo_lap, with a ``summary.json`` naming its version). ``hashes=False``: names
+    :data:`MANIFEST` lists, with the recorded SHA-256; without a manifest, only the files of
+    a results folder of an earlier pyomo_lap, with a ``summary.json`` naming its version). ``hashes=False``: names
     only."""
     if not folder.exists():
         return None
@@ -239,8 +241,6 @@ def _foreign_entry(folder: Path, hashes: bool = True):
                            or (folder / rel).stat().st_size != entry.get("size")
                            or _sha256(folder / rel) != entry.get("sha256")):
                 return rel, "changed since pyomo_lap wrote it"
-            continue
-        if kind == "file" and rel in VALIDATION_FILES:
             continue
         return rel, None
     return None
@@ -453,8 +453,7 @@ def check_output_dir(out_dir, echo=None, hold: list | None = None) -> Path:
 
     ``out_dir`` (and ``<out_dir>.failed``, where a failed run keeps its partial results) may
     be replaced only when missing, empty, or holding only what pyomo_lap wrote there: the
-    files its :data:`MANIFEST` lists, unchanged (SHA-256), and those of
-    :data:`VALIDATION_FILES`; a folder written before the manifest existed only when it holds
+    files its :data:`MANIFEST` lists, unchanged (SHA-256); a folder written before the manifest existed only when it holds
     nothing but the files of a results folder (:data:`RESULTS_FILES`,
     :data:`VALIDATION_FILES`) and a ``summary.json`` naming a pyomo_lap version.
 
