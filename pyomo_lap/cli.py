@@ -540,9 +540,7 @@ def validate(results_dir, out_dir, no_feedback, shooting, open_loop, plots_dir, 
     if results_dir is not None and out_dir is not None and Path(results_dir) != Path(out_dir):
         _fail(f"two results folders given: {results_dir} and --out {out_dir}; give one")
     folder = results_dir or out_dir or "results"
-    if not Path(folder).is_dir():
-        _fail(f"{folder}: no such folder; expected a results folder of `pyomo-lap solve`")
-    _complete_results(folder)
+    _complete_results(folder)          # a missing folder too (one that a run is replacing)
     try:
         res = validate_results(folder, feedback=not no_feedback, shooting=shooting,
                                open_loop=open_loop, plots=not no_plots, plots_dir=plots_dir,
@@ -557,11 +555,11 @@ def validate(results_dir, out_dir, no_feedback, shooting, open_loop, plots_dir, 
 
 
 @main.command()
-@click.argument("results_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("results_dir", type=click.Path(file_okay=False))     # a missing one: checked
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="output folder  [default: RESULTS_DIR/plots]")
 @click.option("--pdf", is_flag=True, help="also write all figures to plots.pdf")
-@click.option("--reference", default=None, type=click.Path(exists=True, file_okay=False),
+@click.option("--reference", default=None, type=click.Path(file_okay=False),
               help="a second results folder: speed and time delta against it")
 @click.option("--figure", "figures", multiple=True,
               help="only this figure (repeatable): track_map, racing_line, elevation, speed, "

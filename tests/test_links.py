@@ -316,3 +316,18 @@ def test_tester_item_1_a_linked_debris_name_breaks_no_solve(links):
     said = [ln for ln in r.stdout.splitlines() if f".so1.old-{dead}" in ln]
     assert len(said) == 1 and "alone" in said[0] and "symbolic link" in said[0], r.stdout
     assert _tree(keep) == before and _lap(tmp / "so1") < 99.0
+
+
+@pytest.mark.unit
+def test_plot_and_validate_name_a_manifest_that_is_not_json(tmp_path):
+    """Issue 34, item 11: a results folder whose manifest is not JSON is named as such by the
+    commands that read it, not as "has no manifest"."""
+    from pyomo_lap.post.folders import MANIFEST, check_results_folder
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / MANIFEST).write_text("{not json")
+    with pytest.raises(ValueError) as err:
+        check_results_folder(folder)
+    msg = str(err.value)
+    assert "not valid JSON (line 1 col 2)" in msg and "\n" not in msg
+    assert "has no" not in msg

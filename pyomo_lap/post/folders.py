@@ -7,6 +7,7 @@ a solve checks and locks its folder before the build without importing pandas.
 """
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -126,7 +127,8 @@ MANIFEST = ".pyomo_lap_manifest.json"
 """The file of a results folder that lists what pyomo_lap wrote there (JSON): ``format``,
 ``pyomo_lap_version``, ``created_utc`` and ``files``, ``relative path -> {"sha256", "size",
 "by"}`` (``by``: ``"solve"`` for the files of :func:`pyomo_lap.post.results.write_results`, ``"plot"`` for the
-figures :func:`pyomo_lap.post.plots.plot_results` wrote into the folder). It is written last:
+figures :func:`pyomo_lap.post.plots.plot_results` wrote into the folder, ``"validate"`` for
+those of :func:`pyomo_lap.post.validate.validate_results`). It is written last:
 a folder without it is not a finished export. A later export into the folder replaces only
 what it lists (:func:`check_output_dir`)."""
 
@@ -136,10 +138,11 @@ RESULTS_FILES = ("summary.json", "trajectory.csv", "trajectory.parquet", "result
 
 VALIDATION_FILES = ("validation.json", "defects.csv", "validation_defects.png",
                     "validation_replay.png")
-"""The files ``pyomo-lap validate`` writes into a results folder (not in its manifest): taken
-as pyomo_lap's by name, at the top of a folder with a manifest, and replaced with the rest.
-A folder without a manifest is never replaced (only an empty one): its files may be the
-user's (a copy made with a plain ``cp``, which skips the hidden manifest, then edited)."""
+"""The files ``pyomo-lap validate`` writes into a results folder, recorded in its manifest
+(``by = "validate"``): replaced with the rest by the next solve. A file of one of these
+names that the manifest does not list is the user's. A folder without a manifest is never
+replaced (only an empty one): its files may be the user's (a copy made with a plain ``cp``,
+which skips the hidden manifest, then edited)."""
 
 _STALE_AFTER_S = 3600.0
 """Age [s] after which a temporary folder without a process id in its name (written by a
@@ -309,12 +312,13 @@ def record_files(folder, paths, by: str = "plot") -> list:
     paths : iterable of str or Path
         Files inside ``folder`` (others are skipped).
     by : str
-        Who wrote them (``"plot"``).
+        Who wrote them (``"plot"``, ``"validate"``).
 
     Returns
     -------
     list of str
-        The relative paths recorded.
+        The relative paths recorded. A link is never recorded, nor followed (the folders
+        above a file are resolved, the file's own name is not).
     """
     if is_link(folder):
         return []
@@ -326,12 +330,13 @@ def record_files(folder, paths, by: str = "plot") -> list:
     for p in paths:
         if is_link(p):
             continue                     # a link is not pyomo_lap's file
-        p = Path(p).resolve()
+        p = Path(p).expanduser().absolute()
+        p = p.parent.resolve() / p.name
         try:
             rel = p.relative_to(folder).as_posix()
         except ValueError:
             continue
-        if p.is_file():          # resolved: a file reached through a link is outside, skipped
+        if not is_link(p) and p.is_file():
             manifest["files"][rel] = _file_entry(p, by)
             done.append(rel)
     if done:
@@ -361,9 +366,9 @@ def _foreign_entry(folder: Path, hashes: bool = True):
     note)`` (``(None, note)`` when the folder as a whole cannot be taken as pyomo_lap's: a
     symbolic link, no :data:`MANIFEST`, a manifest that cannot be used), or None when the
     folder may be replaced: missing, empty, or holding only what its manifest lists, with the
-    recorded SHA-256, and the files of :data:`VALIDATION_FILES`. A non-empty folder without a
-    manifest is never pyomo_lap's (a copy made with a plain ``cp`` skips the hidden manifest:
-    its files may be edited). Links are never followed. ``hashes=False``: names only."""
+    recorded SHA-256 (``pyomo-lap validate``'s files included, :data:`VALIDATION_FILES`).
+    A non-empty folder without a manifest is never pyomo_lap's (a copy made with a plain
+    ``cp`` skips the hidden manifest: its files may be edited). Links are never followed. ``hashes=False``: names only."""
     if is_link(folder):
         return None, (f"is a symbolic link (to {_link_target(folder)}), which pyomo_lap never "
                       "follows")
@@ -392,8 +397,6 @@ def _foreign_entry(folder: Path, hashes: bool = True):
                            or (folder / rel).stat().st_size != entry.get("size")
                            or _sha256(folder / rel) != entry.get("sha256")):
                 return rel, "changed since pyomo_lap wrote it"
-            continue
-        if kind == "file" and rel in VALIDATION_FILES:
             continue
         return rel, ("a symbolic link, which pyomo_lap never follows" if kind == "link"
                      else None)
@@ -552,20 +555,26 @@ class OutputLock:
     ----------
     folder : str or Path
         The results folder.
+    command : str
+        What takes the lock: ``"solve"`` (an export into ``--out``: the refusal says to wait
+        or choose another ``--out``), ``"plot"`` or ``"validate"`` (writing into a results
+        folder that is given: the refusal says to wait).
     """
 
-    def __init__(self, folder):
+    def __init__(self, folder, command: str = "solve"):
         self.folder = Path(folder).expanduser().resolve()
         self.path = _lock_file(self.folder)
+        self.command = command
         self._count = 0
         self.taken_now = False
         """Whether the last :meth:`acquire` took the lock (False: held already by this
         thread, counted)."""
 
     def _busy(self, pid) -> OutputBusyError:
+        todo = ("wait for it to finish or choose another --out" if self.command == "solve"
+                else f"wait for it to finish, then run `pyomo-lap {self.command}` again")
         return OutputBusyError(f"another pyomo-lap run is writing into {self.folder} (pid {pid}); "
-                               "wait for it to finish or choose another --out (nothing was "
-                               "touched)")
+                               f"{todo} (nothing was touched)")
 
     def _refuse_odd_lock_file(self) -> None:
         """Refuse a lock file that is a symbolic link or not a file (it is never followed)."""
@@ -659,9 +668,10 @@ class OutputLock:
         self.release()
 
 
-def output_lock(folder) -> OutputLock:
-    """The :class:`OutputLock` of a results folder (not yet taken)."""
-    return OutputLock(folder)
+def output_lock(folder, command: str = "solve") -> OutputLock:
+    """The :class:`OutputLock` of a results folder (not yet taken), for ``command``
+    (``"solve"``, ``"plot"``, ``"validate"``: what its refusal tells to do)."""
+    return OutputLock(folder, command)
 
 
 def check_output_dir(out_dir, echo=None, hold: list | None = None) -> Path:
@@ -673,8 +683,8 @@ def check_output_dir(out_dir, echo=None, hold: list | None = None) -> Path:
 
     ``out_dir`` (and ``<out_dir>.failed``, where a failed run keeps its partial results) may
     be replaced only when missing, empty, or holding only what pyomo_lap wrote there: the
-    files its :data:`MANIFEST` lists, unchanged (SHA-256), and those of
-    :data:`VALIDATION_FILES`. A non-empty folder without a usable manifest is refused (a copy
+    files its :data:`MANIFEST` lists, unchanged (SHA-256), ``pyomo-lap validate``'s files
+    included. A non-empty folder without a usable manifest is refused (a copy
     made with a plain ``cp`` has none: its files may be the user's), and so is a folder that
     is a symbolic link or holds one (:func:`refuse_links`: no link is ever followed, moved or
     deleted through); so is ``out_dir`` given as a link (give the real path).
@@ -748,6 +758,30 @@ def check_output_dir(out_dir, echo=None, hold: list | None = None) -> Path:
     return out_dir
 
 
+def _missing_folder_text(folder: Path) -> str:
+    """Why a results folder ``NAME`` given to ``plot``, ``compare`` or ``validate`` is missing:
+    between the two moves of an export (:func:`pyomo_lap.post.results.write_results`) the
+    earlier results are in ``.NAME.old-PID`` (the newest is named, with whether its run still
+    runs); else no such folder."""
+    prefix = f".{folder.name}.old-"
+    olds = []
+    if folder.name and folder.parent.is_dir():
+        olds = [p for p in folder.parent.glob(glob.escape(prefix) + "*")
+                if p.name[len(prefix):].isdigit() and p.is_dir() and not is_link(p)]
+    if not olds:
+        return f"{folder}: no such folder; expected a results folder of `pyomo-lap solve`"
+    old = max(olds, key=lambda p: p.stat().st_mtime)
+    pid = int(old.name[len(prefix):])
+    if process_running(pid):
+        return (f"{folder}: no such folder for now: a pyomo-lap run (pid {pid}) is replacing it "
+                f"and has moved the earlier results to {old}; wait for it to finish, then try "
+                "again")
+    return (f"{folder}: no such folder: a pyomo-lap run (pid {pid}) was stopped while replacing "
+            f"it and left the earlier results in {old}; to restore them, move that folder back "
+            f"to {folder.name}, or run `pyomo-lap solve --out {folder}` again (it restores them "
+            "first, then replaces them with its own)")
+
+
 def check_results_folder(folder) -> Path:
     """Check that ``folder`` holds the complete results of a run: a :data:`MANIFEST` (written
     last by :func:`pyomo_lap.post.results.write_results`) and every file of the export it lists. ``pyomo-lap plot``,
@@ -762,12 +796,18 @@ def check_results_folder(folder) -> Path:
     Raises
     ------
     ValueError
-        One line naming the folder and what is missing.
+        One line naming the folder and what is missing (a folder that a run is replacing,
+        or was stopped while replacing: the ``.NAME.old-PID`` folder of the earlier results,
+        and what to do).
     """
     folder = Path(folder)
     if not folder.is_dir():
-        raise ValueError(f"{folder}: no such folder; expected a results folder of `pyomo-lap solve`")
-    manifest = read_manifest(folder)
+        raise ValueError(_missing_folder_text(folder))
+    try:
+        manifest = read_manifest(folder, strict=True)
+    except ManifestError as exc:
+        raise ValueError(f"{folder} is not a usable results folder of `pyomo-lap solve`: its "
+                         f"{MANIFEST} {exc.problem}; solve again into it or another --out") from None
     if manifest is None:
         raise ValueError(f"{folder} is not a complete results folder of `pyomo-lap solve`: it has "
                          f"no {MANIFEST}, the list of the files of a finished export (summary.json, "

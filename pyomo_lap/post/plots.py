@@ -34,6 +34,8 @@ map. Legends are outside the axes (PNGs are saved with ``bbox_inches="tight"``).
 """
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -52,8 +54,15 @@ __all__ = ["plot_results", "compare_runs", "figure_compare", "FIGURES", "figure_
            "read_vehicle", "RANGE_HELP", "ENVELOPE_NOTE"]
 
 
+def _literal(name) -> str:
+    """A name (of a vehicle, a track, a folder) as text to draw literally in a title or a
+    legend: its ``$`` escaped, so that matplotlib does not parse it as mathtext (a name such as
+    ``car $\\frac{1}{$`` would stop the figure)."""
+    return str(name).replace("$", r"\$")
+
+
 def _title(ax, summary: dict, what: str) -> None:
-    run = (f"{summary.get('vehicle', '?')} on {summary.get('track', '?')}, "
+    run = (f"{_literal(summary.get('vehicle', '?'))} on {_literal(summary.get('track', '?'))}, "
            f"{summary.get('start_m', 0):.0f}+{summary.get('length_m', 0):.0f} m, "
            f"t = {summary.get('lap_time_s', float('nan')):.3f} s")
     ax.set_title(f"{what}\n{run}", fontsize=10)
@@ -1152,7 +1161,9 @@ def plot_results(results_dir, out_dir=None, formats: Sequence[str] = ("png",),
         ``results_dir`` are added to its manifest
         (:func:`pyomo_lap.post.results.record_files`): they count as pyomo_lap's, and the
         next solve into the folder replaces them with the rest; meanwhile the folder's lock
-        (:class:`pyomo_lap.post.results.OutputLock`) is held.
+        (:class:`pyomo_lap.post.results.OutputLock`) is held. A results folder that is a
+        link or holds one is refused (:func:`pyomo_lap.post.folders.refuse_links`); every
+        file is written to a temporary file and moved onto its name, never through a link.
     formats : sequence of str
         ``"png"`` (one file per figure) and/or ``"pdf"`` (all figures in ``plots.pdf``).
     figures : sequence of str, optional
@@ -1182,7 +1193,9 @@ def plot_results(results_dir, out_dir=None, formats: Sequence[str] = ("png",),
     ValueError
         Unknown figure name or format; a bad window or one not within the run (checked
         before anything is drawn or written); another run is writing into ``results_dir``
-        (:class:`pyomo_lap.post.results.OutputBusyError`).
+        (:class:`pyomo_lap.post.results.OutputBusyError`); figures to be written into
+        ``results_dir``, which is a link or holds one
+        (:class:`pyomo_lap.post.results.FolderNotReplaceableError`, nothing written).
     """
     echo = echo or (lambda *_: None)
     results_dir = Path(results_dir)
@@ -1203,11 +1216,14 @@ def plot_results(results_dir, out_dir=None, formats: Sequence[str] = ("png",),
     vehicle = read_vehicle(results_dir, summary)
     ref = read_trajectory(reference_dir) if reference_dir is not None else None
     out = Path(out_dir) if out_dir is not None else results_dir / "plots"
+    from .folders import refuse_links
     from .results import output_lock, record_files
-    inside = _within(out, results_dir)
-    lock = output_lock(results_dir).acquire() if inside else None
+    inside = out_dir is None or _within(out, results_dir) or _within_by_name(out, results_dir)
+    lock = output_lock(results_dir, "plot").acquire() if inside else None
     written = []
     try:
+        if inside:           # no figure is written through a link out of the results folder
+            refuse_links(results_dir, f"results folder {str(results_dir)!r}")
         out.mkdir(parents=True, exist_ok=True)
         _draw(out, names, formats, df, summary, vehicle, ref, reference_dir, win, dpi, echo,
               written)
@@ -1221,36 +1237,45 @@ def plot_results(results_dir, out_dir=None, formats: Sequence[str] = ("png",),
     return written
 
 
+def _within_by_name(path: Path, folder: Path) -> bool:
+    """Whether ``path`` is ``folder`` or inside it by its name, links not followed
+    (``RESULTS/plots`` is inside ``RESULTS`` even where ``plots`` is a link out of it)."""
+    path = Path(os.path.abspath(Path(path).expanduser()))
+    folder = Path(os.path.abspath(Path(folder).expanduser()))
+    return path == folder or folder in path.parents
+
+
 def _draw(out: Path, names, formats, df, summary, vehicle, ref, reference_dir, win, dpi,
           echo, written: list) -> None:
     """The figures ``names`` of :func:`plot_results` into ``out``; each file is appended to
-    ``written`` once it is there (``plots.pdf`` once complete, at the end)."""
+    ``written`` once it is there (``plots.pdf`` once complete, at the end). Every file is
+    written to a temporary file, then moved onto its name (:func:`_write_replacing`): never
+    through a link, and never left half-written."""
+    from .results import _replacing, _write_replacing
     plt = _plt()
-    pdf = None
-    if "pdf" in formats:
-        from matplotlib.backends.backend_pdf import PdfPages
-        pdf = PdfPages(out / "plots.pdf")
-    try:
+    with contextlib.ExitStack() as stack:    # leaving it: plots.pdf closed, then moved in
+        pdf = None
+        if "pdf" in formats:
+            from matplotlib.backends.backend_pdf import PdfPages
+            pdf = stack.enter_context(PdfPages(stack.enter_context(_replacing(out / "plots.pdf"))))
         for name in names:
             if name == "speed" and ref is not None:
                 fig = figure_speed(df, summary, vehicle, reference=ref,
-                                   reference_label=Path(reference_dir).name, s_range=win)
+                                   reference_label=_literal(Path(reference_dir).name),
+                                   s_range=win)
             else:
                 fig = FIGURES[name](df, summary, vehicle, s_range=win)
             fig.tight_layout()
             if "png" in formats:
-                path = out / f"{name}.png"
-                fig.savefig(path, dpi=dpi, bbox_inches="tight")   # legends outside the axes
+                path = _write_replacing(out / f"{name}.png", lambda tmp: fig.savefig(
+                    tmp, format="png", dpi=dpi, bbox_inches="tight"))   # legends outside the axes
                 written.append(path)
                 echo(f"  wrote {path}")
             if pdf is not None:
                 pdf.savefig(fig, bbox_inches="tight")
             plt.close(fig)
-    finally:
-        if pdf is not None:
-            pdf.close()
-            written.append(out / "plots.pdf")      # pyomo_lap's file, complete or not
     if pdf is not None:
+        written.append(out / "plots.pdf")
         echo(f"  wrote {out / 'plots.pdf'}")
 
 
@@ -1259,8 +1284,10 @@ def _draw(out: Path, names, formats, df, summary, vehicle, ref, reference_dir, w
 # --------------------------------------------------------------------------------------------
 
 def figure_compare(delta: pd.DataFrame, label_a: str = "A", label_b: str = "B"):
-    """Speed of both runs, time delta and lateral offsets along the track."""
+    """Speed of both runs, time delta and lateral offsets along the track (the labels are
+    drawn as literal text, :func:`_literal`)."""
     plt = _plt()
+    label_a, label_b = _literal(label_a), _literal(label_b)
     s = delta["s [m]"]
     fig, axs = plt.subplots(3, 1, figsize=(10, 8), sharex=True,
                             gridspec_kw={"height_ratios": [2, 1.3, 1]})

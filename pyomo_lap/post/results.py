@@ -10,6 +10,7 @@ points at once (:meth:`pyomo_lap.spatial.tape.Tape.evaluate`).
 """
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import math
@@ -931,6 +932,37 @@ def _lists_sheet(summary: dict) -> pd.DataFrame:
         if k not in _TRACK_DATA_KEYS and k != "sectors":
             cols.update(_long_lists(k, v))
     return pd.DataFrame({k: pd.Series(v) for k, v in cols.items()})
+
+
+@contextlib.contextmanager
+def _replacing(path):
+    """Context: yields a temporary file ``tmp`` (a str) in the folder of the file ``path``
+    (``.NAME.tmp-PID-*``) to write the whole file to; on leaving, ``tmp`` is moved onto
+    ``path`` (:func:`os.replace`: a link at ``path`` is replaced itself, never written through,
+    and ``path`` is the earlier file or the new one, whole); on an error (or an interrupt)
+    ``tmp`` is removed and ``path`` is left as it was. For the figures of ``pyomo-lap plot`` and
+    the files of ``pyomo-lap validate``."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-{os.getpid()}-", dir=path.parent)
+    os.close(fd)
+    try:
+        yield tmp
+        umask = os.umask(0o22)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)           # as an ordinary new file (mkstemp: 0600)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _write_replacing(path, write) -> Path:
+    """Write the file ``path`` by ``write(tmp)`` (the whole file to the path ``tmp``, a str)
+    through :func:`_replacing`: never through a link, never half-written. Returns ``path``."""
+    with _replacing(path) as tmp:
+        write(tmp)
+    return Path(path)
 
 
 def _write_csv(path: Path, table) -> None:

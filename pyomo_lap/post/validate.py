@@ -65,6 +65,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import time
 from pathlib import Path
 from typing import Optional
@@ -693,12 +694,29 @@ def validate_results(folder, feedback: bool = True, shooting: bool = False,
         The folder lacks the files, or holds a result of a model other than those of
         :data:`VALIDATED_MODELS` (a ``racecar`` result is checked by
         :func:`_validate_racecar`).
+    FolderNotReplaceableError (a ValueError)
+        Before any work (nothing touched): the folder is a link or holds one, or holds a file
+        of a name validate writes that is not the one validate wrote there (not in the
+        folder's manifest with its SHA-256: the user's), :func:`_claim_folder`.
+    OutputBusyError (a ValueError)
+        Another pyomo-lap run is writing into the folder (its lock is held throughout).
     """
-    from ..vehicle.numeric import CarFunctions
-    from .results import read_trajectory
     t0 = time.perf_counter()
     folder = Path(folder)
     summary = _read_summary(folder)
+    lock = _claim_folder(folder, summary, feedback, plots, plots_dir)
+    try:
+        return _validate(folder, summary, feedback, shooting, open_loop, plots, plots_dir, echo,
+                         t0)
+    finally:
+        lock.release()
+
+
+def _validate(folder: Path, summary: dict, feedback: bool, shooting: bool, open_loop: bool,
+              plots: bool, plots_dir, echo, t0: float) -> dict:
+    """:func:`validate_results` once the folder is claimed (:func:`_claim_folder`)."""
+    from ..vehicle.numeric import CarFunctions
+    from .results import read_trajectory
     tr, p = _inputs(summary)
     df = read_trajectory(folder)
     if summary.get("model", "full") == "racecar":
@@ -735,16 +753,76 @@ def validate_results(folder, feedback: bool = True, shooting: bool = False,
 
 
 
+def _validation_files(folder: Path, summary: dict, feedback: bool, plots: bool,
+                      plots_dir) -> list:
+    """The files :func:`validate_results` will write (``validation.json``, ``defects.csv``,
+    and with ``plots`` the figures, in ``plots_dir`` or ``folder``)."""
+    files = [folder / "validation.json", folder / "defects.csv"]
+    if plots:
+        pdir = Path(plots_dir) if plots_dir is not None else folder
+        files.append(pdir / "validation_defects.png")
+        if feedback and summary.get("model", "full") != "racecar":
+            files.append(pdir / "validation_replay.png")
+    return files
+
+
+def _claim_folder(folder: Path, summary: dict, feedback: bool, plots: bool, plots_dir):
+    """Before any work of :func:`validate_results`: take the lock of the results folder
+    (:class:`pyomo_lap.post.folders.OutputLock`, refusing at once while another run writes
+    into it) and check that validate may write its files there: the folder is no link and
+    holds none (:func:`pyomo_lap.post.folders.refuse_links`), and each file of
+    :func:`_validation_files` inside it is missing or the one validate wrote (listed in the
+    folder's manifest with its SHA-256). Returns the lock, held.
+
+    Raises
+    ------
+    FolderNotReplaceableError (a ValueError)
+        One line naming the link or the file of the user's (nothing was touched).
+    OutputBusyError (a ValueError)
+        Another run holds the lock.
+    """
+    from .folders import (MANIFEST, FolderNotReplaceableError, _sha256, output_lock,
+                          read_manifest, refuse_links)
+    from .plots import _within_by_name
+    lock = output_lock(folder, "validate").acquire()
+    try:
+        refuse_links(folder, f"results folder {str(folder)!r}")
+        listed = (read_manifest(folder) or {"files": {}})["files"]
+        for path in _validation_files(folder, summary, feedback, plots, plots_dir):
+            if not _within_by_name(path, folder) or not os.path.lexists(path):
+                continue
+            entry = listed.get(Path(os.path.relpath(path, folder)).as_posix())
+            if (isinstance(entry, dict) and path.is_file()
+                    and _sha256(path) == entry.get("sha256")):
+                continue
+            why = ("was changed since `pyomo-lap validate` wrote it" if entry else
+                   f"is not a file `pyomo-lap validate` wrote (its {MANIFEST} does not list it)")
+            raise FolderNotReplaceableError(
+                f"{path} {why}, and validate writes a file of that name: move or rename it, "
+                "then validate again (nothing was touched)")
+    except BaseException:
+        lock.release()
+        raise
+    return lock
+
+
 def _write_validation(folder: Path, out: dict, d, files: list, t0: float, echo) -> dict:
     """The end of :func:`validate_results` (either model): the plots' names and the wall time
-    into ``out``, ``validation.json`` and ``defects.csv`` (``d``'s elements) written, the
+    into ``out``, ``validation.json`` and ``defects.csv`` (``d``'s elements) written (each to
+    a temporary file moved onto its name, never through a link) and recorded with the
+    figures in the folder's manifest (``by = "validate"``: the next solve replaces them), the
     checks, the penalties (when the solve reported them) and the verdict said; returns
     ``out`` as written."""
+    from .folders import record_files
+    from .results import _write_replacing
     out["plots"] = [str(f) for f in files]
     out["wall_time_s"] = time.perf_counter() - t0
     out = _clean(out)
-    (folder / "validation.json").write_text(json.dumps(out, indent=2, default=float))
-    d.elements.to_csv(folder / "defects.csv", index=False)
+    text = json.dumps(out, indent=2, default=float)
+    _write_replacing(folder / "validation.json", lambda tmp: Path(tmp).write_text(text))
+    _write_replacing(folder / "defects.csv", lambda tmp: d.elements.to_csv(tmp, index=False))
+    record_files(folder, [folder / "validation.json", folder / "defects.csv", *files],
+                 by="validate")
     echo("")
     for c in out["checks"]:
         echo(format_check(c))
@@ -1002,6 +1080,18 @@ def _pyplot():
     return plt
 
 
+def _literal(name) -> str:
+    """A name drawn as literal text (:func:`pyomo_lap.post.plots._literal`)."""
+    from .plots import _literal as literal
+    return literal(name)
+
+
+def _write_replacing(path: Path, write) -> Path:
+    """A figure written through :func:`pyomo_lap.post.results._write_replacing`."""
+    from .results import _write_replacing as replacing
+    return replacing(path, write)
+
+
 def _plot_defects(d, start: float, path: Path, title: str) -> Path:
     """The scaled defect of every element along the track with the thresholds."""
     plt = _pyplot()
@@ -1027,12 +1117,12 @@ def _plot_defects(d, start: float, path: Path, title: str) -> Path:
     ax.set_xlim(edges[0], edges[-1])
     ax.set_xlabel("track coordinate s [m]")
     ax.set_ylabel("scaled defect eps [-]")
-    ax.set_title(f"{title}: collocation defect per element (max over the states of "
+    ax.set_title(f"{_literal(title)}: collocation defect per element (max over the states of "
                  "integrated |residual| / (1 + max|state|))", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", ncol=2)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    _write_replacing(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
     plt.close(fig)
     return path
 
@@ -1105,8 +1195,9 @@ def _plot_replay(rf, df, start: float, path: Path, title: str, delta_max: float)
     for a in axes.ravel():
         a.grid(True, alpha=0.3)
     axes[0, 0].set_xlim(s_opt[0], s_opt[-1])
-    fig.suptitle(f"{title}: replay with path-following steering against the optimum", fontsize=11)
+    fig.suptitle(f"{_literal(title)}: replay with path-following steering against the optimum",
+                 fontsize=11)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    _write_replacing(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
     plt.close(fig)
     return path
