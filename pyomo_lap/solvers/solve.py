@@ -519,7 +519,30 @@ def check_solver_options(solver: str, options: Optional[dict]) -> dict:
                                f"give it as OF_{key} (Pyomo's classic interface writes the OF_ "
                                "options to one), or use --solver ipopt_v2 or lap_ipopt")
         ipopt_option(key, key, value)
+    if docs is not None:
+        _check_loadable(solver, options, refuse)
     return options
+
+
+def _check_loadable(solver: str, options: dict, refuse) -> None:
+    """Refuse (through ``refuse(key, value, text)``) a ``linear_solver`` (``OF_linear_solver``)
+    that the solver's IPOPT cannot load, asked of IPOPT itself
+    (:func:`pyomo_lap.solvers.linear_solvers.linear_solver_refusal`), and an ``output_file``
+    whose folder does not exist."""
+    from .linear_solvers import LIBRARY_OPTIONS, linear_solver_refusal
+    plain = {k[3:] if k.startswith("OF_") else k: (k, v) for k, v in options.items()}
+    if "output_file" in plain:
+        key, value = plain["output_file"]
+        folder = Path(str(value)).expanduser().parent
+        if not str(value).strip() or not folder.is_dir():
+            refuse(key, value, f"expected a file in an existing folder ({str(folder)!r} is not "
+                               "one); IPOPT writes its log there")
+    if "linear_solver" in plain:
+        key, value = plain["linear_solver"]
+        libraries = {k: plain[k][1] for k in LIBRARY_OPTIONS if k in plain}
+        why = linear_solver_refusal(solver, str(value), libraries)
+        if why:
+            refuse(key, value, why)
 
 
 def solve_model(m, solver: str = DEFAULT_SOLVER, options: Optional[dict] = None, tee: bool = False,
