@@ -243,7 +243,8 @@ def _shown(value) -> str:
             return value
         except ValueError:
             return repr(value)
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    from .util.domains import number_text
+    return f"{value:g}" if isinstance(value, float) else number_text(value)
 
 
 def _full_lap_job(ctx, job: dict) -> dict:
@@ -328,7 +329,7 @@ def solve(max_iter, solver_options, ocp_options, **job):
               f"{cfg.length / cfg.nfe:.3g} m: expected elements of at least 0.1 m (fewer "
               "elements or a longer sector)")
     if max_iter is not None and not 1 <= max_iter <= 10 ** 7:
-        _fail(f"--max-iter {max_iter}: expected an integer between 1 and 10000000")
+        _fail(f"--max-iter {_shown(max_iter)}: expected an integer between 1 and 10000000")
     try:
         options = parse_solver_options(solver_options)
     except ValueError as exc:

@@ -87,6 +87,8 @@ CASES = [
     (["--length", "-5"], 2, ["--length -5", "positive, finite"]),
     (["--length", "nan"], 2, ["--length nan", "positive, finite"]),
     (["--length", "inf"], 2, ["--length inf", "positive, finite"]),
+    (["--length", "1e308"], 2, ["sector length 1e+308 m: longer than one lap"]),   # compact
+    (["--max-iter", "1" + "0" * 40], 2, ["--max-iter 1e+40: expected an integer between"]),
     (["--start", "-1"], 2, ["--start -1", ">= 0 m"]),
     (["--start", "nan"], 2, ["--start nan"]),
     (["--start", "1e9", "--length", "100"], 2, ["start = 1000000000.0 m", "0 <= start < 20724"]),
