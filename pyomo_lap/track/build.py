@@ -101,6 +101,10 @@ def read_zaggy_json(path) -> ZaggyData:
             d = json.load(fh)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"track file {path}: not a valid JSON file: {exc}") from None
+    except RecursionError:
+        from ..util.errors import nested_too_deep
+        raise ValueError(f"track file {path}: " + nested_too_deep(
+            '{"name": ..., "pts": [{"lat": ..., "lon": ..., "elev": ...}, ...]}')) from None
     pts = d.get("pts") if isinstance(d, dict) else None
     if not isinstance(pts, list) or len(pts) < 4:
         raise ValueError(f"track file {path}: expected a 'pts' list with at least 4 points")
