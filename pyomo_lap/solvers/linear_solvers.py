@@ -103,13 +103,15 @@ def _probe_executable(names: tuple, libraries: dict) -> Dict[str, Tuple[bool, st
     import tempfile
     import pyomo.environ as pyo
     from pyomo.common.log import LoggingIntercept
-    from .solve import ensure_solver
     out = {}
     for name in names:
         m = pyo.ConcreteModel()
         m.x = pyo.Var(bounds=(-1, 1), initialize=0.5)
         m.obj = pyo.Objective(expr=m.x ** 2)
-        opt = ensure_solver("ipopt")
+        opt = pyo.SolverFactory("ipopt")
+        exe = Path(sys.prefix) / "bin" / "ipopt"       # .venv/bin/ipopt, venv not activated
+        if not opt.available(exception_flag=False) and exe.exists():
+            opt = pyo.SolverFactory("ipopt", executable=str(exe))
         opt.options.update({"linear_solver": name, "max_iter": 0, **libraries})
         with tempfile.TemporaryDirectory(prefix="pyomo_lap_probe_") as tmp:
             log = Path(tmp) / "ipopt.log"
