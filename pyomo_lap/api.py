@@ -724,6 +724,9 @@ def _load_inputs(job) -> None:
         echo(f"track repaired when its bundled file was built: {r}")
     for f in getattr(tr, "findings", []):
         echo(f"track repaired: {f}")
+    from .track.build import lat_lon_order_warnings
+    for line in lat_lon_order_warnings(getattr(tr, "processing_steps", None) or []):
+        echo(line)                            # a GPS file's order of lat and lon: said always
     detail = getattr(echo, "detail", None)    # the CLI's echo: the steps only with -v
     for line in track_data_lines(tr, brief=True) if detail is not None else ():
         echo(line)

@@ -100,7 +100,7 @@ _SWEEP_RESULT_LINES = tuple(f"{d}" for d in "0123456789")
 
 _SOLVE_RESULT_LINES = ("sector time ", "lap time ", "results written to ",
                        "partial results written to ", "could not write ", "track repaired",
-                       "sector repaired")
+                       "sector repaired", "track warning")
 """What ``pyomo-lap solve -q`` prints: the result, where it was written, and any repair made
 to the inputs."""
 
@@ -484,6 +484,9 @@ def check(track, vehicle, repair_track, track_width, flat):
             for f in tr.findings:
                 click.echo(f"track repaired: {f}")
             click.echo(f"track {tr.name}: {tr.length:.1f} m, {'closed' if tr.closed else 'open'}: ok")
+            from .track.build import lat_lon_order_warnings
+            for line in lat_lon_order_warnings(tr.processing_steps):
+                click.echo(line)
             if tr.processing_steps and _verbosity() >= 0:
                 click.echo("what was done to the track data (where: arc length s on the "
                            "loaded track):")

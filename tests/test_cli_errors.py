@@ -240,8 +240,8 @@ def test_a_solve_that_never_started_writes_no_partial_results(files, monkeypatch
     """A solve that fails before IPOPT's first iteration (here: the loadability check taken
     out, so that IPOPT itself fails to load ma57) writes no '.failed' folder of 'partial
     results' and says that nothing was written."""
-    monkeypatch.setattr("pyomo_lap.solvers.solve._check_loadable", lambda *a: None,
-                        raising=False)
+    monkeypatch.setattr("pyomo_lap.solvers.solve._check_loadable",
+                        lambda solver, options, refuse: options, raising=False)
     out = files / "never"
     r = CliRunner().invoke(main, ["solve", "--length", "300", "--nfe", "20", "--solver-option",
                                   "linear_solver=ma57", "--out", str(out)])

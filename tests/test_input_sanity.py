@@ -461,3 +461,30 @@ def test_a_file_nested_too_deep_is_bad_input_not_a_bug(tmp_path, kind, name, tex
         from pyomo_lap.vehicle.car import load_vehicle
         with pytest.raises(ValueError, match="nested too deep"):
             load_vehicle(f)
+
+
+@pytest.mark.unit
+def test_both_orders_valid_is_a_warning_on_the_default_output(tmp_path):
+    """A GPS file whose two orders are both valid coordinates and give lengths more than 1 %
+    apart: `solve` and `check` say so by default (not only with -v) in one line, with both
+    lengths and how to read it the other way (issue 34, item 9)."""
+    swapped = swapped_copy(ZANDVOORT_RAW, tmp_path / "zandvoort_swapped.json")
+    for args in (["check", "--track", str(swapped)],
+                 ["solve", "--track", str(swapped), "--solver", "no_such_solver",
+                  "--out", str(tmp_path / "out")]):
+        r = CliRunner().invoke(main, args)
+        lines = [t for t in r.output.splitlines() if t.startswith("track warning")]
+        assert len(lines) == 1, r.output
+        import re
+        m = re.search(r"the points are (\d+) m long, read the other way (\d+) m", lines[0])
+        assert m and lines[0].startswith("track warning: latitude/longitude order cannot be "
+                                         "told from the data"), lines[0]
+        assert float(m.group(1)) == pytest.approx(5630, rel=2e-3)
+        assert float(m.group(2)) == pytest.approx(4190, rel=2e-3)
+        assert "swap the 'lat' and 'lon' keys" in lines[0]
+    r = CliRunner().invoke(main, ["solve", "-q", "--track", str(swapped), "--solver",
+                                  "no_such_solver", "--out", str(tmp_path / "out")])
+    assert "track warning: latitude/longitude order" in r.output     # also with -q
+    from pyomo_lap.track.build import lat_lon_order_warnings
+    near = [{"step": "lat_lon_order", "lengths_m": [1000.0, 1005.0], "columns": ["lat", "lon"]}]
+    assert lat_lon_order_warnings(near) == []                        # within 1 %: no warning
