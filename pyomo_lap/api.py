@@ -631,6 +631,7 @@ def _solve_sector(cfg, echo, progress, model_cache, held: list):
     _initial_guess(job)             # initial guess, warm starts, free parameters
     with while_solver_runs(_post_imports(job.out_dir is not None)):
         _solve_job(job)             # the solve (again from the usual start if a warm one fails)
+    _stop_if_not_started(job)       # no partial results of a solve that never started
     _refine_job(job)                # a finer mesh where the defects are large, solved again
     _summarize(job)                 # summary.json's content
     _channels_and_export(job)       # the channels, sensitivities, files
@@ -723,6 +724,9 @@ def _load_inputs(job) -> None:
         echo(f"track repaired when its bundled file was built: {r}")
     for f in getattr(tr, "findings", []):
         echo(f"track repaired: {f}")
+    from .track.build import lat_lon_order_warnings
+    for line in lat_lon_order_warnings(getattr(tr, "processing_steps", None) or []):
+        echo(line)                            # a GPS file's order of lat and lon: said always
     detail = getattr(echo, "detail", None)    # the CLI's echo: the steps only with -v
     for line in track_data_lines(tr, brief=True) if detail is not None else ():
         echo(line)
@@ -874,6 +878,22 @@ def _solve_job(job) -> None:
         initialize_model(m)
         job.used_options = job.solver_options
         job.rep = solve(job.used_options)
+
+
+def _stop_if_not_started(job) -> None:
+    """An IPOPT solve that failed before its first iteration (a linear solver that could not
+    be loaded, an option refused when the solve started) left the model as built: there are no
+    partial results to write. Raises SolveFailedError saying so (nothing written, ``out_dir``
+    left untouched); any other solve goes on."""
+    from .solvers.solve import CHECKED_SOLVERS
+    rep, cfg = job.rep, job.cfg
+    if rep.ok or cfg.solver not in CHECKED_SOLVERS or (rep.iterations is not None
+                                                       and rep.iterations >= 0):
+        return
+    kept = f"; {job.out_dir}/ was left untouched" if job.out_dir is not None else ""
+    raise SolveFailedError(f"{cfg.solver} stopped before its first iteration: "
+                           f"{rep.describe()}. Nothing was written (there are no partial "
+                           f"results){kept}", rep)
 
 
 MESH_REFINEMENTS = 2

@@ -100,7 +100,7 @@ _SWEEP_RESULT_LINES = tuple(f"{d}" for d in "0123456789")
 
 _SOLVE_RESULT_LINES = ("sector time ", "lap time ", "results written to ",
                        "partial results written to ", "could not write ", "track repaired",
-                       "sector repaired")
+                       "sector repaired", "track warning")
 """What ``pyomo-lap solve -q`` prints: the result, where it was written, and any repair made
 to the inputs."""
 
@@ -243,7 +243,8 @@ def _shown(value) -> str:
             return value
         except ValueError:
             return repr(value)
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    from .util.domains import number_text
+    return f"{value:g}" if isinstance(value, float) else number_text(value)
 
 
 def _full_lap_job(ctx, job: dict) -> dict:
@@ -328,7 +329,7 @@ def solve(max_iter, solver_options, ocp_options, **job):
               f"{cfg.length / cfg.nfe:.3g} m: expected elements of at least 0.1 m (fewer "
               "elements or a longer sector)")
     if max_iter is not None and not 1 <= max_iter <= 10 ** 7:
-        _fail(f"--max-iter {max_iter}: expected an integer between 1 and 10000000")
+        _fail(f"--max-iter {_shown(max_iter)}: expected an integer between 1 and 10000000")
     try:
         options = parse_solver_options(solver_options)
     except ValueError as exc:
@@ -483,6 +484,9 @@ def check(track, vehicle, repair_track, track_width, flat):
             for f in tr.findings:
                 click.echo(f"track repaired: {f}")
             click.echo(f"track {tr.name}: {tr.length:.1f} m, {'closed' if tr.closed else 'open'}: ok")
+            from .track.build import lat_lon_order_warnings
+            for line in lat_lon_order_warnings(tr.processing_steps):
+                click.echo(line)
             if tr.processing_steps and _verbosity() >= 0:
                 click.echo("what was done to the track data (where: arc length s on the "
                            "loaded track):")

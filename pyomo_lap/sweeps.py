@@ -544,6 +544,65 @@ def _prepare_folder(out: Path, resume: bool) -> None:
     out.mkdir(parents=True, exist_ok=True)
 
 
+def _shown_value(value, width: int = 80) -> str:
+    """A value of sweep.json for a message: its JSON, cut at ``width`` characters."""
+    text = "(absent)" if value is _ABSENT else json.dumps(value, default=str, sort_keys=True)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+_ABSENT = object()
+
+
+def _resumed_spec(out: Path, spec: dict) -> str:
+    """Check a resumed sweep's specification against the folder's ``sweep.json``, before
+    anything runs: the job's options, the base track and vehicle, the cases file and the swept
+    parameters must be the same, and every earlier case must still be a case (the sweep may
+    grow: new values, new rows of the cases file). Returns '' for the same cases, else the line
+    saying how the sweep grows.
+
+    Raises
+    ------
+    SweepSpecError
+        One line: what differs, the old and the new value, and what to do.
+    """
+    where = f"--resume: the sweep in {str(out)!r}"
+    todo = "give the same arguments as that sweep, or another --out for this one"
+    try:
+        old = json.loads((out / "sweep.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise SweepSpecError(f"{where}: its sweep.json cannot be read ({type(exc).__name__}: "
+                             f"{str(exc)[:120]}); choose another --out") from None
+    if not isinstance(old, dict):
+        raise SweepSpecError(f"{where}: its sweep.json is not a sweep's specification; choose "
+                             "another --out")
+    new = json.loads(json.dumps(spec, default=str))
+    pairs = [(f"job option {k!r}", (old.get("job") or {}).get(k, _ABSENT),
+              new["job"].get(k, _ABSENT))
+             for k in sorted(set(old.get("job") or {}) | set(new["job"]))]
+    pairs += [(f"base {k}", (old.get("base") or {}).get(k, _ABSENT), new["base"][k])
+              for k in ("track", "vehicle")]
+    pairs += [("cases file (--cases)", old.get("cases_file", _ABSENT), new["cases_file"]),
+              ("swept parameters (--set)", sorted(old.get("axes") or {}), sorted(new["axes"]))]
+    for what, a, b in pairs:
+        if a != b:
+            raise SweepSpecError(f"{where} has {what} = {_shown_value(a)}, this one "
+                                 f"{_shown_value(b)}; {todo}")
+    old_ids = [c.get("id") for c in old.get("cases") or [] if isinstance(c, dict)]
+    new_ids = {c["id"] for c in new["cases"]}
+    dropped = [i for i in old_ids if i not in new_ids]
+    if dropped:
+        kept = {c.get("id"): c for c in old.get("cases") or [] if isinstance(c, dict)}
+        first = kept[dropped[0]]
+        raise SweepSpecError(
+            f"{where} has {len(dropped)} case{'s' if len(dropped) > 1 else ''} that this one "
+            f"has not (case {first.get('index')}: {_shown_value(first.get('params'))}; values "
+            f"(--set) {_shown_value(old.get('axes'))}, now {_shown_value(new['axes'])}); {todo} "
+            "(a resumed sweep may add cases, not leave any out)")
+    added = len(new_ids) - len(old_ids)
+    return (f"--resume: the sweep grows from {len(old_ids)} to {len(new_ids)} cases ({added} "
+            "new; the earlier ones kept, sweep.json updated)") if added else ""
+
+
 def _client(scheduler, workers):
     import logging
 
@@ -654,6 +713,7 @@ def sweep(set_values=None, cases_file=None, *, out="sweep", resume: bool = False
     spec = {"job": job, "axes": {k: list(v) for k, v in axes.items()},
             "cases_file": str(cases_file) if cases_file is not None else None,
             "base": {"track": _where(track), "vehicle": _where(vehicle)}, "cases": cases}
+    grows = _resumed_spec(out, spec) if resume and (out / "sweep.json").exists() else ""
     tmp = out / ".sweep.json.tmp"
     tmp.write_text(json.dumps(spec, indent=1, default=str))
     os.replace(tmp, out / "sweep.json")
@@ -664,6 +724,8 @@ def sweep(set_values=None, cases_file=None, *, out="sweep", resume: bool = False
     n = len(cases)
     echo(f"sweep of {n} cases ({n - len(todo)} already finished, {len(todo)} to run) "
          f"into {out}/")
+    if grows:
+        echo(grows)
     if todo:
         own = client is None
         cluster = None
@@ -700,7 +762,7 @@ def compile_ahead(cases: list, job: dict) -> dict:
         when nothing is to be compiled (another solver, ``compile=vm``, a model without
         recorded rows, no C compiler).
     """
-    from .api import job_options, prefetch_options
+    from .api import job_model, job_options, prefetch_options
     from .ocp.build import OCP_CONFIG, vehicle_model
     from .solvers.lap_nlp import point_functions
     from .util.casadi_compile import find_compiler
@@ -708,10 +770,8 @@ def compile_ahead(cases: list, job: dict) -> dict:
     none = {"structures": 0, "cars": 0, "time_s": 0.0}
     cfg = job_options({k: v for k, v in job.items() if k != "_meshes"})
     options = prefetch_options(cfg)
-    rows = vehicle_model(cfg.model).point_rows
-    if options is None or rows is None or find_compiler() is None:
+    if options is None or find_compiler() is None:
         return none
-    ocp = OCP_CONFIG(options)
     bases = _base_vehicles(cases)
     structures, cars = {}, set()
     for c in cases:
@@ -719,8 +779,13 @@ def compile_ahead(cases: list, job: dict) -> dict:
         if car in cars:
             continue
         cars.add(car)
-        try:
-            rec = rows(_case_vehicle(bases[c["vehicle"]], c["params"]), ocp)
+        try:    # the model of the case's vehicle file (the job's model is None unless given)
+            model = job_model(cfg.model, c["vehicle"])
+            rows = vehicle_model(model).point_rows
+            if rows is None:
+                continue
+            rec = rows(_case_vehicle(bases[c["vehicle"]], c["params"]),
+                       OCP_CONFIG({**options, "model": model}))
         except Exception:   # noqa: BLE001 - an invalid case is the case's row, not this
             continue
         structures.setdefault(rec.structure_key(), rec)

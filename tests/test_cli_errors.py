@@ -87,6 +87,8 @@ CASES = [
     (["--length", "-5"], 2, ["--length -5", "positive, finite"]),
     (["--length", "nan"], 2, ["--length nan", "positive, finite"]),
     (["--length", "inf"], 2, ["--length inf", "positive, finite"]),
+    (["--length", "1e308"], 2, ["sector length 1e+308 m: longer than one lap"]),   # compact
+    (["--max-iter", "1" + "0" * 40], 2, ["--max-iter 1e+40: expected an integer between"]),
     (["--start", "-1"], 2, ["--start -1", ">= 0 m"]),
     (["--start", "nan"], 2, ["--start nan"]),
     (["--start", "1e9", "--length", "100"], 2, ["start = 1000000000.0 m", "0 <= start < 20724"]),
@@ -208,3 +210,59 @@ def test_real_process_prints_one_line_and_exits_2(files):
     assert p.stderr.startswith("error: vehicle file ") and "Traceback" not in p.stderr + p.stdout
     assert len(p.stderr.strip().splitlines()) == 1
     assert json.loads((files / "results" / "summary.json").read_text())["lap_time_s"] == 51.0
+
+
+def _hsl_present() -> bool:
+    import ctypes.util
+    return any(ctypes.util.find_library(n) for n in ("hsl", "coinhsl"))
+
+
+@pytest.mark.component
+@pytest.mark.skipif(_hsl_present(), reason="an HSL library is installed: ma57 can be loaded")
+def test_linear_solver_ipopt_cannot_load_is_refused_before_the_build(files):
+    """linear_solver=ma57 without HSL: IPOPT is asked before anything is built; one line says
+    which linear solvers it can load; no results folder, no '.failed' (issue 34, item 8)."""
+    out = files / "ma57"
+    r = CliRunner().invoke(main, ["solve", "--length", "300", "--solver-option",
+                                  "linear_solver=ma57", "--out", str(out)])
+    assert r.exit_code == 2 and isinstance(r.exception, SystemExit), r.output
+    line = [t for t in r.output.splitlines() if t.startswith("error:")]
+    assert len(line) == 1 and "--solver-option linear_solver=ma57" in line[0]
+    assert "cannot load the linear solver ma57" in line[0] and "it can load: mumps" in line[0]
+    assert "hsllib=PATH" in line[0]
+    assert "building the model" not in r.output
+    assert not out.exists() and not out.with_name("ma57.failed").exists()
+
+
+@pytest.mark.component
+@pytest.mark.skipif(_hsl_present(), reason="an HSL library is installed: ma57 can be loaded")
+def test_a_solve_that_never_started_writes_no_partial_results(files, monkeypatch):
+    """A solve that fails before IPOPT's first iteration (here: the loadability check taken
+    out, so that IPOPT itself fails to load ma57) writes no '.failed' folder of 'partial
+    results' and says that nothing was written."""
+    monkeypatch.setattr("pyomo_lap.solvers.solve._check_loadable",
+                        lambda solver, options, refuse: options, raising=False)
+    out = files / "never"
+    r = CliRunner().invoke(main, ["solve", "--length", "300", "--nfe", "20", "--solver-option",
+                                  "linear_solver=ma57", "--out", str(out)])
+    assert r.exit_code == 1, r.output
+    assert "stopped before its first iteration" in r.output and "Nothing was written" in r.output
+    assert "partial results written" not in r.output
+    assert not out.exists() and not out.with_name("never.failed").exists()
+
+
+@pytest.mark.component
+def test_solver_option_output_file_is_written(files):
+    """--solver-option output_file=PATH (lap_ipopt): IPOPT's log is written there; a folder
+    that does not exist is refused before the build."""
+    log = files / "ipopt_out.log"
+    r = CliRunner().invoke(main, ["solve", "--length", "300", "--nfe", "20", "-q",
+                                  "--solver-option", f"output_file={log}",
+                                  "--out", str(files / "with_log")])
+    assert r.exit_code == 0, r.output
+    assert log.is_file() and "EXIT: Optimal Solution Found." in log.read_text()
+    r = CliRunner().invoke(main, ["solve", "--solver-option",
+                                  f"output_file={files / 'nowhere' / 'x.log'}",
+                                  "--out", str(files / "with_log2")])
+    assert r.exit_code == 2 and "expected a file in an existing folder" in r.output
+    assert "building the model" not in r.output

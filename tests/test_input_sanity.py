@@ -429,3 +429,62 @@ def test_the_lap_time_on_a_shifted_track_is_the_same(tmp_path):
         times.append(summary["lap_time_s"])
     assert times[1] == pytest.approx(times[0], rel=1e-9)
     assert df["x_spine"].iloc[0] == pytest.approx(SHIFT + 100.0, abs=1e-3)   # the file's frame
+
+
+# ----------------------------------------------------------------------- nesting
+DEEP = 100_000
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("kind, name, text", [
+    ("track", "deep.json", "[" * DEEP + "]" * DEEP),
+    ("track", "deep_obj.json", '{"a": ' * DEEP + "1" + "}" * DEEP),
+    ("track", "deep_arcs.toml", "a = " + "[" * DEEP + "]" * DEEP + "\n"),
+    ("vehicle", "deep_car.toml", "a = " + "[" * DEEP + "]" * DEEP + "\n"),
+    ("vehicle", "deep_inline.toml", "a = " + "{b = " * DEEP + "1" + "}" * DEEP + "\n"),
+], ids=["track-json-array", "track-json-object", "arc-track-toml", "vehicle-toml",
+        "vehicle-toml-inline"])
+def test_a_file_nested_too_deep_is_bad_input_not_a_bug(tmp_path, kind, name, text):
+    """A JSON or TOML file nested 100 000 deep: one line naming the file, 'nested too deep'
+    and the structure expected, exit 2 (it was 'unexpected RecursionError ... this is a bug',
+    exit 3: issue 34, item 11a)."""
+    f = tmp_path / name
+    f.write_text(text)
+    for command in (["check"], ["solve", "--out", str(tmp_path / "out")]):
+        r = CliRunner().invoke(main, [*command, f"--{kind}", str(f)])
+        assert r.exit_code == 2, r.output
+        line = [t for t in r.output.splitlines() if t.startswith("error:")]
+        assert len(line) == 1, r.output
+        assert name in line[0] and "nested too deep" in line[0] and "expected" in line[0]
+        assert "RecursionError" not in r.output and "bug" not in r.output
+    if kind == "vehicle":
+        from pyomo_lap.vehicle.car import load_vehicle
+        with pytest.raises(ValueError, match="nested too deep"):
+            load_vehicle(f)
+
+
+@pytest.mark.unit
+def test_both_orders_valid_is_a_warning_on_the_default_output(tmp_path):
+    """A GPS file whose two orders are both valid coordinates and give lengths more than 1 %
+    apart: `solve` and `check` say so by default (not only with -v) in one line, with both
+    lengths and how to read it the other way (issue 34, item 9)."""
+    swapped = swapped_copy(ZANDVOORT_RAW, tmp_path / "zandvoort_swapped.json")
+    for args in (["check", "--track", str(swapped)],
+                 ["solve", "--track", str(swapped), "--solver", "no_such_solver",
+                  "--out", str(tmp_path / "out")]):
+        r = CliRunner().invoke(main, args)
+        lines = [t for t in r.output.splitlines() if t.startswith("track warning")]
+        assert len(lines) == 1, r.output
+        import re
+        m = re.search(r"the points are (\d+) m long, read the other way (\d+) m", lines[0])
+        assert m and lines[0].startswith("track warning: latitude/longitude order cannot be "
+                                         "told from the data"), lines[0]
+        assert float(m.group(1)) == pytest.approx(5630, rel=2e-3)
+        assert float(m.group(2)) == pytest.approx(4190, rel=2e-3)
+        assert "swap the 'lat' and 'lon' keys" in lines[0]
+    r = CliRunner().invoke(main, ["solve", "-q", "--track", str(swapped), "--solver",
+                                  "no_such_solver", "--out", str(tmp_path / "out")])
+    assert "track warning: latitude/longitude order" in r.output     # also with -q
+    from pyomo_lap.track.build import lat_lon_order_warnings
+    near = [{"step": "lat_lon_order", "lengths_m": [1000.0, 1005.0], "columns": ["lat", "lon"]}]
+    assert lat_lon_order_warnings(near) == []                        # within 1 %: no warning

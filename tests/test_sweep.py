@@ -152,6 +152,72 @@ def test_an_earlier_sweep_is_not_overwritten_without_resume(tmp_path):
     assert (out / "notes.txt").read_text() == "mine"
 
 
+@pytest.mark.unit
+def test_compile_ahead_takes_the_model_of_each_cases_vehicle(monkeypatch):
+    """The sweep's first task, compile_ahead, on a job that names no model (the CLI's default):
+    it takes the model of each case's vehicle file, as the cases do. It raised ValueError('model
+    = None') on every sweep (a worker's traceback on the console, and no compile-ahead);
+    issue 34, item 10."""
+    from pyomo_lap.sweeps import _job, compile_ahead
+    job = _job({k: v for k, v in JOB.items() if k != "solver_options"})   # compiled functions
+    assert job["model"] is None
+    cases = sweep_cases({"mass.total": [240.0, 250.0]}, job=job)
+    seen = []
+    monkeypatch.setattr("pyomo_lap.solvers.lap_nlp.point_functions",
+                        lambda rec, how: seen.append(rec))
+    monkeypatch.setattr("pyomo_lap.util.casadi_compile.find_compiler", lambda: "cc")
+    info = compile_ahead(cases, job)
+    assert (info["structures"], info["cars"], len(seen)) == (1, 2, 1)   # one structure
+    # compile=vm (nothing to compile): skipped, without an error
+    assert compile_ahead(cases, _job(JOB))["structures"] == 0
+
+
+class _NoClient:
+    def close(self):
+        pass
+
+
+@pytest.fixture
+def no_run(monkeypatch):
+    """A sweep that runs no case (no cluster, no solve): the specification and the folder."""
+    monkeypatch.setattr("pyomo_lap.sweeps._run", lambda *a, **k: None)
+    monkeypatch.setattr("pyomo_lap.sweeps._shared_meshes", lambda *a, **k: None)
+    monkeypatch.setattr("pyomo_lap.sweeps._client", lambda *a, **k: (_NoClient(), None))
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("grid, job, words", [
+    (["total=240,260"], {}, ["has 1 case that this one has not", "mass.total", "240"]),
+    (["Cx=0.8,0.9"], {}, ["swept parameters (--set) = [\"mass.total\"], this one [\"aero.Cx\"]"]),
+    (["total=240,250"], {"nfe": 20}, ["job option 'nfe' = 16, this one 20"]),
+    (["total=240,250"], {"vehicle": "f1_2014"}, ["base vehicle = \"fsae\", this one \"f1_2014\""]),
+], ids=["other-values", "other-parameter", "other-job", "other-vehicle"])
+def test_resume_with_another_specification_is_refused(tmp_path, no_run, grid, job, words):
+    """--resume compares the specification with the folder's sweep.json before anything runs
+    and refuses one that differs (it used to replace sweep.json, the table and the workbook
+    without a word: issue 34, item 10); one that only adds cases is taken, and said."""
+    out = tmp_path / "sw"
+    quiet = {"echo": lambda *_: None, "plots": False}
+    sweep(["total=240,250"], out=out, **quiet, **JOB)
+    spec = (out / "sweep.json").read_text()
+    with pytest.raises(SweepSpecError) as exc:
+        sweep(grid, out=out, resume=True, **quiet, **{**JOB, **job})
+    msg = str(exc.value)
+    assert len(msg.splitlines()) == 1 and msg.startswith("--resume: the sweep in ")
+    for w in words:
+        assert w in msg, msg
+    assert "give the same arguments as that sweep, or another --out" in msg
+    assert (out / "sweep.json").read_text() == spec                  # nothing touched
+    said = []
+    sweep(["total=240,250,260"], out=out, resume=True, echo=said.append, plots=False, **JOB)
+    assert any("the sweep grows from 2 to 3 cases (1 new" in line for line in said), said
+    r = CliRunner().invoke(main, ["sweep", "--set", "total=240", "--resume", "--out", str(out),
+                                  "--start", "1200", "--length", "160", "--nfe", "16",
+                                  "--solver-option", "compile=vm",
+                                  "--solver-option", "eval_threads=1"])
+    assert r.exit_code == 2 and "has 2 cases that this one has not" in r.output, r.output
+
+
 # ---------------------------------------------------------------------------------------
 # on a LocalCluster of two worker processes (integration)
 # ---------------------------------------------------------------------------------------

@@ -104,7 +104,8 @@ def sector_mesh(track, cfg, vehicle=None):
         raise ValueError(f"sector length must be > 0 m, got length={cfg.length!r} "
                          f"(start={cfg.start} m, track length {track.length:.1f} m)")
     if track.closed and L > track.length + 1e-6 * max(1.0, track.length):
-        raise ValueError(f"sector length {L:.1f} m: longer than one lap of the closed loop "
+        from ..util.domains import number_text
+        raise ValueError(f"sector length {number_text(L)} m: longer than one lap of the closed loop "
                          f"{track.name!r}, which is {track.length:.1f} m long; expected a length "
                          f"<= {track.length:.1f} m (a sector is at most one lap; the whole lap: "
                          "periodic=True, length=None)")

@@ -332,10 +332,11 @@ class LapIpopt(SolverBase):
         nlp = _translate(model, config)
         timers = {k: 0.0 for k in ("f", "grad_f", "g", "jac_g", "h")}
         counts = {k: 0 for k in timers}
-        prob, print_level = _ipopt_problem(nlp, _ipopt_options(config, user), bool(config.tee),
-                                           timers, counts)
+        options = _ipopt_options(config, user)
+        output = options.pop("output_file", None)       # the user's log file: _run writes it
+        prob, print_level = _ipopt_problem(nlp, options, bool(config.tee), timers, counts)
         t_solve = time.perf_counter()
-        res, log = _run(prob, nlp.x0, print_level, config.tune_process)
+        res, log = _run(prob, nlp.x0, print_level, config.tune_process, output)
         results.extra_info.ipopt_s = time.perf_counter() - t_solve
         _fill_results(results, model, nlp, res, log, timers, counts)
         ss = results.solution_status
@@ -412,18 +413,24 @@ def _ipopt_problem(nlp, options: dict, tee: bool, timers: dict, counts: dict):
     print_level = int(options.pop("print_level", 5))
     options["print_level"] = print_level if tee else 0
     options.setdefault("sb", "yes")     # no banner
+    file_level = options.pop("file_print_level", None)   # of the log file (_run's)
     for key, val in options.items():
         prob.add_option(key, val)
-    return prob, max(print_level, 5)
+    return prob, max(print_level, 5) if file_level is None else int(file_level)
 
 
-def _run(prob, x0, print_level: int, tune_process: bool):
-    """Solve with IPOPT's log written to a temporary file (``IPOPT_LOG_PREFIX<pid>_*.log``,
-    removed afterwards): (the :class:`~pyomo_lap.solvers.ipopt_lib.IpoptResult`, the log).
-    A KeyboardInterrupt is passed on with the log as ``exc.solver_log``."""
+def _run(prob, x0, print_level: int, tune_process: bool, output_file=None):
+    """Solve with IPOPT's log written to a file at ``print_level``: the user's
+    ``output_file`` (kept), else a temporary file (``IPOPT_LOG_PREFIX<pid>_*.log``, removed
+    afterwards); returns (the :class:`~pyomo_lap.solvers.ipopt_lib.IpoptResult`, the log).
+    IPOPT writes one log file only: the report reads the user's. A KeyboardInterrupt is passed
+    on with the log as ``exc.solver_log``."""
     remove_stale_ipopt_logs()
-    fd, logfile = tempfile.mkstemp(prefix=f"{IPOPT_LOG_PREFIX}{os.getpid()}_", suffix=".log")
-    os.close(fd)
+    if output_file is None:
+        fd, logfile = tempfile.mkstemp(prefix=f"{IPOPT_LOG_PREFIX}{os.getpid()}_", suffix=".log")
+        os.close(fd)
+    else:
+        logfile = os.fspath(Path(str(output_file)).expanduser())
     prob.set_output_file(logfile, print_level=print_level)
     try:
         try:
@@ -433,7 +440,8 @@ def _run(prob, x0, print_level: int, tune_process: bool):
         finally:
             log = Path(logfile).read_text(errors="replace") if os.path.exists(logfile) else ""
             try:
-                os.unlink(logfile)
+                if output_file is None:
+                    os.unlink(logfile)
             except OSError:
                 pass
     except KeyboardInterrupt as exc:

@@ -427,8 +427,7 @@ def check_solver_options(solver: str, options: Optional[dict]) -> dict:
       ``eliminate_derivatives``, ``tune_process``, ``eval_threads``: the domains of
       :class:`pyomo_lap.solvers.lap_solver.LapIpoptConfig`) and the options of the IPOPT
       library it solves with, as that library documents and accepts them
-      (:func:`pyomo_lap.solvers.ipopt_lib.check_ipopt_option`: name, type, range, the values
-      of string options; numbers must be finite);
+      (:func:`pyomo_lap.solvers.ipopt_lib.check_ipopt_option`: name, type, range, values);
     * ``ipopt`` (Pyomo's classic interface to the executable): the names the executable takes
       on its command line (its AMPL keywords, ``ipopt -=``) and, with the prefix ``OF_``
       (written to an options file), every IPOPT option; values checked as above, against the
@@ -437,7 +436,8 @@ def check_solver_options(solver: str, options: Optional[dict]) -> dict:
       ``halt_on_ampl_error`` (not ``wantsol`` nor ``option_file_name``, which Pyomo sets);
     * any other solver: not checked (returned as given).
 
-    When the IPOPT library cannot be loaded, the solver reports the IPOPT options itself.
+    A ``linear_solver`` must be one IPOPT can load, and an ``output_file`` in an existing
+    folder (:func:`_check_loadable`). Without a usable IPOPT library the solver checks them.
 
     Parameters
     ----------
@@ -454,9 +454,9 @@ def check_solver_options(solver: str, options: Optional[dict]) -> dict:
     Raises
     ------
     SolverOptionError (a ValueError)
-        The first option the solver would refuse: an unknown name (with the closest names),
-        a value of the wrong type, outside the option's range or not among its values; the
-        message names the option, the value and what was expected.
+        The first option the solver would refuse: an unknown name (with the closest names), a
+        value of the wrong type, outside the option's range or not among its values, a linear
+        solver IPOPT cannot load; naming the option, the value and what was expected.
     """
     options = dict(options or {})
     if solver not in CHECKED_SOLVERS or not options:
@@ -519,6 +519,28 @@ def check_solver_options(solver: str, options: Optional[dict]) -> dict:
                                f"give it as OF_{key} (Pyomo's classic interface writes the OF_ "
                                "options to one), or use --solver ipopt_v2 or lap_ipopt")
         ipopt_option(key, key, value)
+    return _check_loadable(solver, options, refuse) if docs is not None else options
+
+
+def _check_loadable(solver: str, options: dict, refuse) -> dict:
+    """Refuse (through ``refuse(key, value, text)``) a ``linear_solver`` (``OF_linear_solver``)
+    that the solver's IPOPT cannot load, asked of IPOPT itself
+    (:func:`pyomo_lap.solvers.linear_solvers.linear_solver_refusal`), and an ``output_file``
+    whose folder does not exist; returns ``options``."""
+    from .linear_solvers import LIBRARY_OPTIONS, linear_solver_refusal
+    plain = {k[3:] if k.startswith("OF_") else k: (k, v) for k, v in options.items()}
+    if "output_file" in plain:
+        key, value = plain["output_file"]
+        folder = Path(str(value)).expanduser().parent
+        if not str(value).strip() or not folder.is_dir():
+            refuse(key, value, f"expected a file in an existing folder ({str(folder)!r} is not "
+                               "one); IPOPT writes its log there")
+    if "linear_solver" in plain:
+        key, value = plain["linear_solver"]
+        libraries = {k: plain[k][1] for k in LIBRARY_OPTIONS if k in plain}
+        why = linear_solver_refusal(solver, str(value), libraries)
+        if why:
+            refuse(key, value, why)
     return options
 
 

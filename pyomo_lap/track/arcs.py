@@ -421,6 +421,10 @@ def read_arc_track_file(path, curvature: Optional[str] = None, _seen: tuple = ()
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ArcTrackFileError(path, [f"not a valid TOML text file: {exc}"]) from None
+    except RecursionError:
+        from ..util.errors import nested_too_deep
+        raise ArcTrackFileError(path, [nested_too_deep(
+            "keys and a list of [[segment]] tables")]) from None
     problems = [f"unknown key {k!r}; expected one of {', '.join(_TOP_KEYS)}"
                 for k in data if k not in _TOP_KEYS]
     base = None

@@ -101,6 +101,10 @@ def read_zaggy_json(path) -> ZaggyData:
             d = json.load(fh)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"track file {path}: not a valid JSON file: {exc}") from None
+    except RecursionError:
+        from ..util.errors import nested_too_deep
+        raise ValueError(f"track file {path}: " + nested_too_deep(
+            '{"name": ..., "pts": [{"lat": ..., "lon": ..., "elev": ...}, ...]}')) from None
     pts = d.get("pts") if isinstance(d, dict) else None
     if not isinstance(pts, list) or len(pts) < 4:
         raise ValueError(f"track file {path}: expected a 'pts' list with at least 4 points")
@@ -345,7 +349,46 @@ def _lat_lon_order_step(lat, lon, ok, cl: str, co: str) -> dict:
               "reading puts it, swap the two keys in the file")
     method = (f"as named, {L_named:.0f} m long; read swapped (both are valid) it would be "
               f"{L_swapped:.0f} m")
-    return step("lat_lon_order", detail, method=method, count=int(ok.sum()))
+    rec = step("lat_lon_order", detail, method=method, count=int(ok.sum()))
+    rec.update(lengths_m=[L_named, L_swapped], columns=[cl, co])
+    return rec
+
+
+LAT_LON_WARN_DIFFERENCE = 0.01
+"""Relative difference of the two readings' lengths above which :func:`lat_lon_order_warnings`
+warns (below it the order hardly matters to the length)."""
+
+
+def lat_lon_order_warnings(steps) -> list:
+    """One line per processing step ``lat_lon_order`` (:func:`check_geodetic`: both orders
+    of a GPS file's columns are valid coordinates) whose two readings differ in length by
+    more than :data:`LAT_LON_WARN_DIFFERENCE`: that the order cannot be told from the data,
+    the length both ways and how to read the file the other way. ``pyomo-lap solve`` and
+    ``check`` print them by default.
+
+    Parameters
+    ----------
+    steps : list of dict
+        A track's processing steps (``track.processing_steps``).
+
+    Returns
+    -------
+    list of str
+    """
+    out = []
+    for rec in steps:
+        if rec.get("step") != "lat_lon_order" or len(rec.get("lengths_m") or ()) != 2:
+            continue
+        (named, swapped), (cl, co) = rec["lengths_m"], rec.get("columns") or ("lat", "lon")
+        if not (math.isfinite(named) and math.isfinite(swapped)) or \
+                abs(named - swapped) <= LAT_LON_WARN_DIFFERENCE * min(named, swapped):
+            continue
+        out.append(f"track warning: latitude/longitude order cannot be told from the data "
+                   f"(both orders are valid coordinates): read as named ('{cl}' latitude, "
+                   f"'{co}' longitude) the points are {named:.0f} m long, read the other way "
+                   f"{swapped:.0f} m; if the track is {swapped:.0f} m long, swap the '{cl}' and "
+                   f"'{co}' keys (columns) in the file")
+    return out
 
 
 def _swapped_finding(lat, lon, ok, cl: str, co: str, labels, repair: bool):

@@ -867,6 +867,7 @@ def check_sector(track, start: float, length: Optional[float], *, repair: bool =
         than one lap of a closed loop (the message gives the loop's length; never repaired),
         or (without ``repair``) a sector past the end of an open track.
     """
+    from ..util.domains import number_text
     src = f"track {track.name!r}"
     L = track.length
     if not (isinstance(start, (int, float)) and math.isfinite(start) and 0 <= start < L):
@@ -879,13 +880,14 @@ def check_sector(track, start: float, length: Optional[float], *, repair: bool =
                                                               "a positive, finite sector length")])
     if track.closed and length > L + 1e-6 * max(1.0, L):
         raise TrackDataError(src, [Finding(
-            "longer_than_lap", f"sector length {length:.1f} m: longer than one lap of the closed "
-            f"loop, which is {L:.1f} m long; expected a length <= {L:.1f} m (a sector is at most "
-            "one lap; the whole lap: --full-lap, Python: periodic=True, length=None)")])
+            "longer_than_lap", f"sector length {number_text(length)} m: longer than one lap of "
+            f"the closed loop, which is {L:.1f} m long; expected a length <= {L:.1f} m (a sector "
+            "is at most one lap; the whole lap: --full-lap, Python: periodic=True, length=None)")])
     if not track.closed and start + length > L + 1e-6:
         f = Finding("sector_past_end",
-                    f"the sector {start:.1f} m + {length:.1f} m ends at {start + length:.1f} m, past "
-                    f"the end of the open track ({L:.1f} m); expected length <= {L - start:.1f} m",
+                    f"the sector {number_text(start)} m + {number_text(length)} m ends at "
+                    f"{number_text(start + length)} m, past the end of the open track "
+                    f"({L:.1f} m); expected length <= {L - start:.1f} m",
                     f"the sector is shortened to {L - start:.1f} m", repaired=repair)
         if not repair:
             raise TrackDataError(src, [f])

@@ -10,7 +10,7 @@ import numbers
 from pathlib import Path
 
 __all__ = ["IntBetween", "FloatBetween", "FiniteFloat", "EntrySpeed", "OneOf", "Anything", "DictOrNone", "PathOrNone",
-           "error_text"]
+           "error_text", "number_text"]
 
 
 class IntBetween:
@@ -31,6 +31,25 @@ class IntBetween:
 
     def domain_name(self) -> str:
         return f"int in [{self.lo}, {self.hi}]" + (" or None" if self.optional else "")
+
+
+def number_text(x, decimals: int = 1) -> str:
+    """A number for a message, compact at any magnitude: fixed-point with ``decimals`` places
+    below 1e9 (``1234.5``), else six significant digits (``1e+308``, not a 309-digit figure);
+    an integer as it is up to 15 digits; anything else as ``repr``.
+
+    Parameters
+    ----------
+    x : int, float or other
+    decimals : int
+        Places of the fixed-point form.
+    """
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        return repr(x)
+    if isinstance(x, numbers.Integral):
+        return str(int(x)) if abs(int(x)) < 10 ** 15 else f"{float(x):.6g}"
+    v = float(x)
+    return f"{v:.{decimals}f}" if math.isfinite(v) and abs(v) < 1e9 else f"{v:.6g}"
 
 
 def _number(x, expected: str) -> float:

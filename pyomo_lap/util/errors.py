@@ -2,7 +2,7 @@
 the vehicle files' and the arc-track files' errors."""
 from __future__ import annotations
 
-__all__ = ["FileProblemsError"]
+__all__ = ["FileProblemsError", "nested_too_deep"]
 
 
 class FileProblemsError(ValueError):
@@ -27,3 +27,18 @@ class FileProblemsError(ValueError):
             msg = (f"{self.kind} {self.path}: {len(self.problems)} problems:\n"
                    + "\n".join(f"  - {p}" for p in self.problems))
         super().__init__(msg)
+
+
+def nested_too_deep(expected: str) -> str:
+    """The problem of a JSON or TOML file whose arrays or tables are nested deeper than the
+    parser can follow (Python's ``RecursionError``, about a thousand levels): one phrase, with
+    the structure that was ``expected``.
+
+    Parameters
+    ----------
+    expected : str
+        The file's expected structure, e.g. ``'{"pts": [{"lat", "lon", "elev"}, ...]}'``.
+    """
+    import sys
+    return (f"nested too deep to read (more than about {sys.getrecursionlimit()} levels of "
+            f"[ ] or {{ }}); expected {expected}")

@@ -126,8 +126,8 @@ def vehicle_file_model(vehicle):
         path = models_dir() / f"{vehicle}.toml"
     try:
         model = tomllib.loads(path.read_text(encoding="utf-8")).get("model")
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+        return None     # (the vehicle file's reader says what is wrong)
     return model if isinstance(model, str) else None
 
 

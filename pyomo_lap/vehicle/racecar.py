@@ -224,6 +224,10 @@ def read_racecar_file(path) -> RacecarParameters:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise RacecarFileError(path, [f"not a valid TOML text file: {exc}"]) from None
+    except RecursionError:
+        from ..util.errors import nested_too_deep
+        raise RacecarFileError(path, [nested_too_deep(
+            "sections of numbers (models/dymos_racecar.toml)")]) from None
     problems = []
     kw = {"name": data.get("name", path.stem), "description": data.get("description", ""),
           "model": data.get("model", "racecar")}

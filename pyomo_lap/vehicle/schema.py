@@ -729,6 +729,10 @@ def read_vehicle_file(path) -> VehicleParameters:
         raise VehicleFileError(path, [f"not a text (UTF-8) file: {exc.reason}"]) from None
     except tomllib.TOMLDecodeError as exc:
         raise VehicleFileError(path, [f"not a valid TOML file: {exc}"]) from None
+    except RecursionError:
+        from ..util.errors import nested_too_deep
+        raise VehicleFileError(path, [nested_too_deep(
+            "sections of numbers ([mass] total = 250.0 ..., models/fsae.toml)")]) from None
     try:
         parsed = _VehicleFile.model_validate(data)
     except ValidationError as exc:
