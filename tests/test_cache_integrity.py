@@ -436,12 +436,13 @@ def _foreign_point_f(cache: Path) -> Path:
     """Put another cache entry's ``point_f`` (the rows of ``periodic=True``: 3 rows fewer)
     over this entry's and make the manifest match it, as the issue did; this entry's
     ``point_f``."""
-    import casadi  # noqa: F401  (compile_functions needs it)
+    import casadi as ca
     from pyomo_lap.solvers import lap_nlp
     lib = _libraries(cache)["point_f"]
     rec = record_point_rows(load_vehicle("fsae"), OCP_CONFIG({"periodic": True}))
     key = lap_nlp._point_key(rec, False, cc.find_compiler())
-    other = cc.compile_functions(lap_nlp._symbolic_point_functions(rec)[:1], "pyomo_lap_point",
+    w, t, c, out = lap_nlp._point_symbols(rec, False)
+    other = cc.compile_functions([ca.Function("point_f", [w, t, c], [out])], "pyomo_lap_point",
                                  key=key)
     assert other.compiled, other.reason
     tmp = lib.with_name(".foreign")
