@@ -534,15 +534,19 @@ def test_a_killed_compile_leaves_its_build_folder_to_the_next_compile(tmp_path, 
     assert not list(tmp.glob("pyomo_lap_cg_*")), "a build folder in the temporary folder"
     stale = list(cache.glob(f"pyomo_lap_cg_{child.pid}_*"))
     assert len(stale) == 1 and (stale[0] / "g.c").exists()
-    running = cache / f"pyomo_lap_cg_{os.getpid()}_running"
+    tag = stale[0].name.split("_")[4]                         # this machine's
+    running = cache / f"pyomo_lap_cg_{os.getpid()}_{tag}_running"
+    elsewhere = cache / f"pyomo_lap_cg_{child.pid}_{'0' * 8 if tag != '0' * 8 else '1' * 8}_x"
     running.mkdir()
+    elsewhere.mkdir()            # the same process id on another machine sharing the folder
     import casadi as ca
     monkeypatch.setenv("PYOMO_LAP_CACHE", str(cache))
     monkeypatch.delenv("CC", raising=False)
     x = ca.SX.sym("x")
     funs = cc.compile_functions([ca.Function("g", [x], [3 * x])], "next", key="k")
     assert funs.compiled and float(funs["g"](2.0)) == 6.0
-    assert sorted(p.name for p in cache.glob("pyomo_lap_cg_*")) == [running.name]
+    assert sorted(p.name for p in cache.glob("pyomo_lap_cg_*")) == sorted([running.name,
+                                                                           elsewhere.name])
 
 
 # --------------------------------------------------------------------------------------------

@@ -35,9 +35,9 @@ What the cache guarantees (a library is machine code that runs inside the proces
   removed, compiled again and loaded in the same call (one warning); if the new one does not
   fit either, the functions run in CasADi's virtual machine (a warning says why).
 * **nothing is left behind.** The C files are generated and compiled in a folder
-  ``pyomo_lap_cg_<pid>_*`` inside the cache folder, removed at the end; those of processes
-  that no longer run (killed while compiling) are removed by the next compile
-  (:func:`remove_stale_builds`).
+  ``pyomo_lap_cg_<pid>_<host>_*`` inside the cache folder, removed at the end; those of this
+  machine's processes that no longer run (killed while compiling) are removed by the next
+  compile (:func:`remove_stale_builds`).
 
 The manifest guards against damage (a power loss, a full disk, an interrupted run) and
 against files of other users; anyone who can write the user's own files can also write a
@@ -78,7 +78,7 @@ the entry was never built, or was removed)."""
 
 BUILD_PREFIX = "pyomo_lap_cg_"
 """Prefix of the folders in the cache folder where C code is generated and compiled:
-``pyomo_lap_cg_<pid>_<random>`` (:func:`remove_stale_builds`)."""
+``pyomo_lap_cg_<pid>_<host>_<random>`` (:func:`remove_stale_builds`)."""
 
 _MANIFEST_FORMAT = "pyomo_lap cache entry 1"
 _LOCK = threading.Lock()
@@ -462,24 +462,33 @@ def _not_compiled(out: CompiledFunctions, reason: str, mode: str, quiet: bool):
     return out
 
 
+def _host_tag() -> str:
+    """Eight hex digits naming this machine (a process id means something on its own machine
+    only: a cache folder may be shared by machines or containers)."""
+    import socket
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
 def remove_stale_builds(folder) -> list:
-    """Remove the build folders (``pyomo_lap_cg_<pid>_*``) in ``folder`` of processes that no
-    longer run (killed while compiling: a folder of a running process is kept); the removed
-    ones."""
+    """Remove the build folders (``pyomo_lap_cg_<pid>_<host>_*``) in ``folder`` of processes
+    of this machine that no longer run (killed while compiling); a folder of a running
+    process, or of another machine, is kept. The removed folders."""
     from .processes import process_running
     removed = []
     for p in Path(folder).glob(f"{BUILD_PREFIX}*"):
-        m = re.match(re.escape(BUILD_PREFIX) + r"(\d+)_", p.name)
-        if m and p.is_dir() and not p.is_symlink() and not process_running(int(m.group(1))):
+        m = re.match(re.escape(BUILD_PREFIX) + r"(\d+)_([0-9a-f]{8})_", p.name)
+        if m and m.group(2) == _host_tag() and p.is_dir() and not p.is_symlink() \
+                and not process_running(int(m.group(1))):
             shutil.rmtree(p, ignore_errors=True)
             removed.append(p)
     return removed
 
 
 def _build_folder(folder: Path):
-    """A new build folder ``pyomo_lap_cg_<pid>_*`` in ``folder`` (a context manager that
-    removes it)."""
-    return tempfile.TemporaryDirectory(prefix=f"{BUILD_PREFIX}{os.getpid()}_", dir=folder)
+    """A new build folder ``pyomo_lap_cg_<pid>_<host>_*`` in ``folder`` (a context manager
+    that removes it; :func:`remove_stale_builds`)."""
+    return tempfile.TemporaryDirectory(prefix=f"{BUILD_PREFIX}{os.getpid()}_{_host_tag()}_",
+                                       dir=folder)
 
 
 def _generate(f, folder: str) -> Path:
