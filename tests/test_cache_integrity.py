@@ -10,8 +10,16 @@ must happen then (:mod:`pyomo_lap.util.casadi_compile`, :func:`pyomo_lap.solvers
   file, or another compiled function) is refused by its SHA-256 and never loaded;
 * a library whose constants were changed (1.0 -> 1.05 in its read-only data) is refused by
   its manifest; with a manifest made to match (recomputed here), the check before the solve
-  finds it (compiled ``point_fj`` / ``point_h`` against CasADi's virtual machine), removes it
-  and says so, without the old hint "try another mesh", and the next run compiles it again;
+  finds it (compiled ``point_f`` / ``point_fj`` / ``point_h`` against CasADi's virtual
+  machine), removes it, says so and rebuilds it, and the solve goes on in the same run (issue
+  34, item 7: the old code failed a run per altered library); if a rebuilt one differs still,
+  the solve runs in CasADi's virtual machine (said once, no loop);
+* another entry's library (other outputs) with a manifest made to match is found by its
+  inputs and outputs before it is used, rebuilt, and the first solve succeeds (issue 34, item
+  6: the old code failed every solve with a NumPy broadcasting error and kept it);
+* a compile killed with SIGKILL leaves its build folder in the cache folder, not in the
+  system's temporary folder, and the next compile removes it (one of a running process is
+  kept: issue 34, item 11);
 * a cache folder that others may write to is not used (said once): the cache goes to a
   private folder, and a library planted there never runs;
 * pickles that pint's disk cache (used up to now) left in ``<cache>/pint``, cut short by a
@@ -28,10 +36,12 @@ import json
 import os
 import pickle
 import shutil
+import signal
 import stat
 import struct
 import subprocess
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -334,28 +344,29 @@ def sector_model():
 
 @pytest.mark.component
 @pytest.mark.parametrize("name", ["point_fj", "point_h"])
-def test_altered_constants_with_a_matching_manifest_are_caught_before_the_solve(
-        cache, sector_model, name):
+def test_altered_constants_with_a_matching_manifest_are_caught_and_rebuilt_before_the_solve(
+        cache, pristine, sector_model, name):
     """The manifest bypassed (made to match the altered library): the check before the solve
     compares the compiled Jacobian and Hessian with CasADi's virtual machine, removes the
-    library and says so. (The old check compared only ``point_f``: it passed.)"""
+    library, says so once and rebuilds it; the NLP then uses the rebuilt one. (The oldest
+    check compared only ``point_f``: it passed; the last one raised CompiledLibraryMismatch.)"""
     from pyomo_lap.solvers import lap_nlp
     libs = _libraries(cache)
     lib = libs[name]
     assert _alter_constants(lib) >= 1
     _rewrite_manifest(lib)
     assert cc.check_file(lib) == ""                    # the manifest no longer helps
-    with pytest.raises(lap_nlp.RecordedRowsMismatch) as info:   # what callers caught before
-        lap_nlp.LapNLP(sector_model)
-    assert type(info.value).__name__ == "CompiledLibraryMismatch"
-    assert info.value.library == lib
-    msg = str(info.value)
-    assert f"compiled library {lib}" in msg and f"{name} gives" in msg, msg
-    assert "removed from the cache" in msg and "compiled again" in msg, msg
-    assert not lib.exists() and not cc.manifest_path(lib).exists()
-    for other, path in libs.items():                 # only the altered library is removed
-        if other != name:
-            assert cc.check_file(path) == ""
+    others = {n: p.stat().st_mtime_ns for n, p in libs.items() if n != name}
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        rep = lap_nlp.LapNLP(sector_model).report
+    said = [str(w.message) for w in seen if "the cache entry" in str(w.message)]
+    assert len(said) == 1 and "\n" not in said[0], said
+    assert lib.name in said[0] and f"{name} gives" in said[0] and "rebuilt" in said[0], said
+    assert rep.compiled and rep.max_library_error < 1e-12, rep.compile_reason
+    assert cc.check_file(lib) == "" and lib.read_bytes() == (pristine / lib.name).read_bytes()
+    for other, mtime in others.items():              # only the altered library is rebuilt
+        assert cc.check_file(libs[other]) == "" and libs[other].stat().st_mtime_ns == mtime
 
 
 @pytest.mark.component
@@ -370,20 +381,172 @@ def test_the_pristine_library_passes_the_check_before_the_solve(cache, sector_mo
 
 
 @pytest.mark.integration
-def test_a_mismatching_library_fails_the_solve_plainly_and_the_next_run_rebuilds_it(
-        cache, tmp_path):
-    lib = _libraries(cache)["point_h"]
-    assert _alter_constants(lib) >= 1
-    _rewrite_manifest(lib)
+def test_three_altered_libraries_are_rebuilt_and_the_first_solve_succeeds(cache, tmp_path):
+    """Issue 34, item 7: all three point libraries altered (the same shapes, manifests made
+    to match). The old code failed one run per library (exit 1, each run removing one); now
+    every library is checked, the three are removed and rebuilt, one warning names them, and
+    the first run solves."""
+    libs = _libraries(cache)
+    for lib in libs.values():
+        assert _alter_constants(lib) >= 1
+        _rewrite_manifest(lib)
     first = _solve_cli(cache, tmp_path / "out")
     text = first.stdout + first.stderr
-    assert first.returncode == 1, text[-3000:]
-    assert "does not match the model's functions" in text and "compiled again" in text, text[-3000:]
-    assert "another mesh" not in text
-    assert not lib.exists()
-    second = _solve_cli(cache, tmp_path / "out")
-    assert second.returncode == 0, (second.stdout + second.stderr)[-3000:]
+    assert first.returncode == 0, text[-3000:]
+    said = _cache_warnings(first.stderr)
+    assert len(said) == 1 and "rebuilt" in said[0], first.stderr[-3000:]
+    assert all(lib.name in said[0] and f"{n} gives" in said[0] for n, lib in libs.items())
+    assert "virtual machine (slower)" not in text and "another mesh" not in text
+    for lib in libs.values():
+        assert cc.check_file(lib) == ""
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["solver_status"] == "ok"
+
+
+@pytest.mark.component
+def test_a_rebuilt_library_that_differs_still_leaves_the_solve_to_the_virtual_machine(
+        cache, sector_model, monkeypatch):
+    """Every comparison made to fail (a tolerance below zero): the libraries are rebuilt once,
+    differ again, and the NLP evaluates the points in CasADi's virtual machine, with one
+    warning that says so (never a loop; the old code raised)."""
+    from pyomo_lap.solvers import lap_nlp
+    monkeypatch.setattr(lap_nlp, "LIBRARY_TOLERANCE", -1.0)
+    calls = []
+    real = lap_nlp.point_functions
+    monkeypatch.setattr(lap_nlp, "point_functions",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        nlp = lap_nlp.LapNLP(sector_model)
+    vm = [str(w.message) for w in seen if "virtual machine (slower)" in str(w.message)]
+    assert len(vm) == 1 and "after a rebuild" in vm[0] and "\n" not in vm[0], vm
+    assert len(calls) == 2                                # the first setup and one rebuild
+    assert not nlp.report.compiled and "after a rebuild" in nlp.report.compile_reason
+    assert not nlp._point["functions"].compiled
+    g, h = np.zeros(nlp.m), np.zeros(nlp.hess_rows.size)
+    nlp.constraints_eval(nlp.x0, g)                       # the points evaluate, in the VM
+    nlp.hessian(nlp.x0, 1.0, np.ones(nlp.m), h)
+    assert np.all(np.isfinite(g)) and np.all(np.isfinite(h))
+
+
+# --------------------------------------------------------------------------------------------
+# issue 34, item 6: another entry's library, of other shapes, with a matching manifest
+# --------------------------------------------------------------------------------------------
+
+def _foreign_point_f(cache: Path) -> Path:
+    """Put another cache entry's ``point_f`` (the rows of ``periodic=True``: 3 rows fewer)
+    over this entry's and make the manifest match it, as the issue did; this entry's
+    ``point_f``."""
+    import casadi as ca
+    from pyomo_lap.solvers import lap_nlp
+    lib = _libraries(cache)["point_f"]
+    rec = record_point_rows(load_vehicle("fsae"), OCP_CONFIG({"periodic": True}))
+    key = lap_nlp._point_key(rec, False, cc.find_compiler())
+    w, t, c, out = lap_nlp._point_symbols(rec, False)
+    other = cc.compile_functions([ca.Function("point_f", [w, t, c], [out])], "pyomo_lap_point",
+                                 key=key)
+    assert other.compiled, other.reason
+    tmp = lib.with_name(".foreign")
+    shutil.copyfile(other.paths["point_f"], tmp)
+    os.replace(tmp, lib)              # a new file: this process may have the old one loaded
+    _rewrite_manifest(lib)
     assert cc.check_file(lib) == ""
+    return lib
+
+
+@pytest.mark.integration
+def test_another_entrys_library_with_a_matching_manifest_is_rebuilt_and_the_solve_succeeds(
+        cache, tmp_path):
+    """The old code exited 1 on every run ("operands could not be broadcast together with
+    shapes (31,) (34,)", "did not find an optimal solution", a hint about the mesh) and never
+    removed the library."""
+    lib = _foreign_point_f(cache)
+    proc = _solve_cli(cache, tmp_path / "out")
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 0, text[-3000:]
+    said = _cache_warnings(proc.stderr)
+    assert len(said) == 1 and lib.name in said[0] and "rebuilt" in said[0], proc.stderr[-3000:]
+    assert "its output 0 is 31x1, the model's function's 34x1" in said[0], said
+    assert "broadcast" not in text and "another mesh" not in text
+    assert cc.check_file(lib) == ""
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["solver_status"] == "ok"
+
+
+@pytest.mark.component
+def test_another_entrys_library_is_never_used_and_rebuilt_in_the_same_call(cache, pristine):
+    from pyomo_lap.solvers.lap_nlp import point_functions
+    lib = _foreign_point_f(cache)
+    rec = _rows()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        pf = point_functions(rec)
+    said = [str(w.message) for w in seen if "the cache entry" in str(w.message)]
+    assert len(said) == 1 and lib.name in said[0] and "31x1" in said[0], said
+    funs = pf["functions"]
+    assert funs.compiled and funs.compile_s > 0 and pf["n_out"] == len(rec.outputs)
+    args = _point_args(rec, "point_f")
+    (want,) = _outputs(pristine / lib.name, "point_f", args)
+    np.testing.assert_array_equal(np.asarray(funs["point_f"](*args)).ravel(), want)
+
+
+@pytest.mark.unit
+def test_a_function_of_other_inputs_outputs_or_sparsity_does_not_fit():
+    import casadi as ca
+    x, y = ca.SX.sym("x", 3), ca.SX.sym("y", 2)
+    f = ca.Function("f", [x, y], [x * y[0], ca.jacobian(x * y[0], x)])
+    assert cc.signature_problem(f, f) == "" and cc.signature_problem(f, cc.signature(f)) == ""
+    fewer = ca.Function("f", [x, y], [x[:2] * y[0], ca.jacobian(x * y[0], x)])
+    assert cc.signature_problem(fewer, f) == "its output 0 is 2x1, the model's function's 3x1"
+    dense = ca.Function("f", [x, y], [x * y[0], ca.densify(ca.jacobian(x * y[0], x))])
+    assert "output 1 has another sparsity pattern (9 nonzeros" in cc.signature_problem(dense, f)
+    one = ca.Function("f", [x], [x])
+    assert "1 inputs and 1 outputs" in cc.signature_problem(one, f)
+
+
+# --------------------------------------------------------------------------------------------
+# issue 34, item 11: a compile killed with SIGKILL leaves nothing in the temporary folder
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.component
+def test_a_killed_compile_leaves_its_build_folder_to_the_next_compile(tmp_path, monkeypatch):
+    """A child process compiling (a compiler that waits) is killed with SIGKILL: its build
+    folder ``pyomo_lap_cg_<pid>_*`` is in the cache folder (the old code left it in the
+    system's temporary folder, for ever); the next compile removes it and keeps one of a
+    running process (this one)."""
+    cache = _private(tmp_path / "cache")
+    tmp = _private(tmp_path / "tmp")
+    started = tmp_path / "compiler-started"
+    slow = tmp_path / "slowcc"
+    slow.write_text(f"#!/bin/sh\ntouch {started}\nexec sleep 60\n")
+    slow.chmod(0o700)
+    env = {**os.environ, "PYOMO_LAP_CACHE": str(cache), "TMPDIR": str(tmp), "CC": str(slow)}
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import casadi as ca; from pyomo_lap.util import casadi_compile "
+         "as cc; x = ca.SX.sym('x'); cc.compile_functions([ca.Function('g', [x], [2 * x])], "
+         "'killed', key='k')"], env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not started.exists():
+            assert child.poll() is None and time.monotonic() < deadline, "the compile did not start"
+            time.sleep(0.05)
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+    assert not list(tmp.glob("pyomo_lap_cg_*")), "a build folder in the temporary folder"
+    stale = list(cache.glob(f"pyomo_lap_cg_{child.pid}_*"))
+    assert len(stale) == 1 and (stale[0] / "g.c").exists()
+    tag = stale[0].name.split("_")[4]                         # this machine's
+    running = cache / f"pyomo_lap_cg_{os.getpid()}_{tag}_running"
+    elsewhere = cache / f"pyomo_lap_cg_{child.pid}_{'0' * 8 if tag != '0' * 8 else '1' * 8}_x"
+    running.mkdir()
+    elsewhere.mkdir()            # the same process id on another machine sharing the folder
+    import casadi as ca
+    monkeypatch.setenv("PYOMO_LAP_CACHE", str(cache))
+    monkeypatch.delenv("CC", raising=False)
+    x = ca.SX.sym("x")
+    funs = cc.compile_functions([ca.Function("g", [x], [3 * x])], "next", key="k")
+    assert funs.compiled and float(funs["g"](2.0)) == 6.0
+    assert sorted(p.name for p in cache.glob("pyomo_lap_cg_*")) == sorted([running.name,
+                                                                           elsewhere.name])
 
 
 # --------------------------------------------------------------------------------------------

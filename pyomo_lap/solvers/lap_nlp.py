@@ -20,8 +20,11 @@ structure of a pyomo_lap model:
   function to 1e-9 relative; otherwise :class:`RecordedRowsMismatch` is raised and nothing is
   solved. Before that, each compiled library (rows, Jacobian, Hessian of the Lagrangian) is
   compared with CasADi's virtual machine on the function traced from the same tape at three
-  of those points (:meth:`LapNLP._verify_library`); a library that differs is removed from
-  the cache and :class:`CompiledLibraryMismatch` is raised.
+  of those points (:meth:`LapNLP._verify_library`); the libraries that differ are removed
+  from the cache, compiled again and checked again, and the solve goes on (one warning); if
+  a rebuilt library differs still, the functions run in CasADi's virtual machine (a warning
+  says so). A library that does not fit its function (other inputs or outputs) is never used
+  (:func:`pyomo_lap.util.casadi_compile.signature_problem`).
 * **linear rows** of the shapes pyomo.dae's collocation equations and the boundary conditions
   have (sums of variables times numbers): a constant sparse matrix.
 * **the objective**, when it is at most quadratic (:mod:`pyomo.repn`'s standard
@@ -40,10 +43,13 @@ bodies with bounds ``g_lb <= g(x) <= g_ub``; the Lagrangian is
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
+import threading
 import time
+import warnings
 from typing import Dict, Optional
 
 import numpy as np
@@ -80,9 +86,9 @@ class RecordedRowsMismatch(RuntimeError):
 class CompiledLibraryMismatch(RecordedRowsMismatch):
     """A compiled library of the per-point functions does not compute what the function it
     was compiled from computes (CasADi's virtual machine on the function traced from the same
-    tape): the library was damaged or replaced. It has been removed from the cache (the next
-    run compiles it again) and nothing is solved; the message names the library, the function,
-    the point and both values.
+    tape). Kept for code that catches it: :class:`LapNLP` no longer raises it (a library that
+    differs is rebuilt in the same run, and CasADi's virtual machine is used when the rebuilt
+    one differs still).
 
     Attributes
     ----------
@@ -162,19 +168,34 @@ def point_functions(rec, compile_mode: str = "auto", quiet: bool = False,
         Jacobian and of the Hessian's lower triangle), ``free``, ``key`` (the cache key, None
         without a compiler).
     """
-    from ..util.casadi_compile import cached_functions, find_compiler
+    from ..util.casadi_compile import cached_functions, find_compiler, signature
     cc = find_compiler() if compile_mode != "vm" else None
-    key = None
+    key = functions = None
     if cc is not None:
         key = _point_key(rec, free, cc)
-        funs = cached_functions("pyomo_lap_point", _POINT_FUNCTIONS, key)
-        n_vehicle = len(rec.vehicle_inputs)
-        if funs is not None and (funs["point_f"].size1_in(0), funs["point_f"].size1_in(2)) \
-                == (len(rec.variables) + (n_vehicle if free else 0), 0 if free else n_vehicle):
+        shapes = _SIGNATURES.get(key)
+        if shapes is None:       # the inputs and outputs each library must have
+            functions = _symbolic_point_functions(rec, free)
+            shapes = {f.name(): signature(f) for f in functions}
+            with _SIGNATURES_LOCK:
+                if len(_SIGNATURES) >= 64:
+                    _SIGNATURES.clear()
+                _SIGNATURES[key] = shapes
+        funs = cached_functions("pyomo_lap_point", _POINT_FUNCTIONS, key, reference=shapes)
+        if funs is not None:
             return _described(funs, key, free)
-    if key is not None and on_compile is not None:
-        on_compile()
-    return _described(_make_point_functions(rec, compile_mode, key, quiet, free), key, free)
+        if on_compile is not None:
+            on_compile()
+    from ..util.casadi_compile import compile_functions
+    return _described(compile_functions(functions or _symbolic_point_functions(rec, free),
+                                        "pyomo_lap_point", mode=compile_mode, key=key,
+                                        quiet=quiet), key, free)
+
+
+_SIGNATURES: Dict[str, dict] = {}
+"""``cache key -> {function name -> signature}`` of the point functions
+(:func:`pyomo_lap.util.casadi_compile.signature`: plain tuples, shared by threads)."""
+_SIGNATURES_LOCK = threading.Lock()
 
 
 def _point_symbols(rec, free: bool):
@@ -195,18 +216,16 @@ def _point_symbols(rec, free: bool):
     return w, t, c, out
 
 
-def _make_point_functions(rec, compile_mode, key, quiet=False, free=False):
-    """Differentiate, generate and compile the point functions (:func:`point_functions`)."""
+def _symbolic_point_functions(rec, free=False) -> list:
+    """The point functions ``point_f``, ``point_fj``, ``point_h`` of :func:`point_functions`
+    as CasADi SX functions (traced and differentiated here, not compiled)."""
     import casadi as ca
-
-    from ..util.casadi_compile import compile_functions
     w, t, c, out = _point_symbols(rec, free)
     lam = ca.SX.sym("lam", out.numel())
     H = ca.tril(ca.hessian(ca.dot(lam, out), w)[0])
-    return compile_functions([ca.Function("point_f", [w, t, c], [out]),
-                              ca.Function("point_fj", [w, t, c], [out, ca.jacobian(out, w)]),
-                              ca.Function("point_h", [w, t, c, lam], [H])],
-                             "pyomo_lap_point", mode=compile_mode, key=key, quiet=quiet)
+    return [ca.Function("point_f", [w, t, c], [out]),
+            ca.Function("point_fj", [w, t, c], [out, ca.jacobian(out, w)]),
+            ca.Function("point_h", [w, t, c, lam], [H])]
 
 
 def _described(funs, key, free) -> dict:
@@ -613,23 +632,33 @@ class LapNLP:
         # the car's parameters, the same at every point (a few dozen: repeated, not broadcast)
         values = np.zeros(0) if free else np.array([float(v.value) for v in params], dtype=float)
         C = np.ascontiguousarray(np.tile(values, (N, 1))).reshape(N, values.size)
-        W, L = W0.copy(), np.zeros((N, n_out))
-        out_f, out_fj = np.zeros((N, n_out)), np.zeros((N, n_out))
-        jac, hess = np.zeros((N, jr.size)), np.zeros((N, hr.size))
         self._point = {
-            "F": _Buffered(_mapped(funs["point_f"], N, threads), [W, T, C], [out_f]),
-            "FJ": _Buffered(_mapped(funs["point_fj"], N, threads), [W, T, C], [out_fj, jac]),
-            "FH": _Buffered(_mapped(funs["point_h"], N, threads), [W, T, C, L], [hess]),
-            "W": W, "L": L, "N": N, "n_out": n_out, "W0": W0, "T": T,
+            "W": W0.copy(), "L": np.zeros((N, n_out)), "N": N, "n_out": n_out, "W0": W0, "T": T,
             "wpos": dec[:, 0] * W0.shape[1] + dec[:, 1], "wx": XIDX[dec[:, 0], dec[:, 1]],
             "rows_out": O_, "rows_pt": I_, "points_sampled": np.flatnonzero(A.any(axis=1)),
-            "recorded": recorded, "rec": rec,
-            # for the check of the compiled functions (_verify_library)
-            "functions": funs, "C": C, "free": free, "key": pf.get("key"),
+            "recorded": recorded, "rec": rec, "threads": threads,
+            # for the check of the compiled functions (_verify_library) and their rebuild
+            "C": C, "free": free, "key": pf.get("key"), "compile_mode": compile_mode,
             "jac_sparsity": (jr, jc), "hess_sparsity": (hr, hc),
         }
+        self._bind(funs)
         self._point.update(_jacobian_map(jr, jc, n_out, I_, O_, XIDX))
         self._point.update(_hessian_map(hr, hc, self._point["points_sampled"], XIDX))
+
+    def _bind(self, funs) -> None:
+        """Evaluate the points with ``funs`` (``point_f``, ``point_fj``, ``point_h``), mapped
+        over the points and bound to the point arrays (:class:`_Buffered`)."""
+        P = self._point
+        N, threads, n_out = P["N"], P["threads"], P["n_out"]
+        W, T, C, L = P["W"], P["T"], P["C"], P["L"]
+        jac = np.zeros((N, P["jac_sparsity"][0].size))
+        hess = np.zeros((N, P["hess_sparsity"][0].size))
+        P["functions"] = funs
+        P["F"] = P["FJ"] = P["FH"] = None         # the old libraries' last users go first
+        P["F"] = _Buffered(_mapped(funs["point_f"], N, threads), [W, T, C], [np.zeros((N, n_out))])
+        P["FJ"] = _Buffered(_mapped(funs["point_fj"], N, threads), [W, T, C],
+                            [np.zeros((N, n_out)), jac])
+        P["FH"] = _Buffered(_mapped(funs["point_h"], N, threads), [W, T, C, L], [hess])
 
     def _point_variables(self, rec, params, free, A, pf):
         """``(W0, XIDX)``, (N, n_in) each: the point inputs at the current values and the
@@ -765,8 +794,8 @@ class LapNLP:
     def _verify(self, verify_points) -> None:
         """The check before a solve, at the current values of the variables (not clipped to
         their bounds): first every compiled per-point function against CasADi's virtual
-        machine (:meth:`_verify_library`: a damaged or replaced library raises
-        :class:`CompiledLibraryMismatch`); then the recorded rows against the Pyomo
+        machine (:meth:`_check_libraries`: a damaged or replaced library is rebuilt, or
+        CasADi's virtual machine used); then the recorded rows against the Pyomo
         expressions at a sample of points (:class:`RecordedRowsMismatch`), both with
         :func:`_first_mismatch`."""
         P = self._point
@@ -779,8 +808,8 @@ class LapNLP:
         if P["functions"].compiled:
             tl = time.perf_counter()
             # three of the sampled points (the first, the middle one, the last), or all of them
-            self._verify_library(pts if verify_points == "all"
-                                 else pts[np.unique([0, pts.size // 2, pts.size - 1])])
+            self._check_libraries(pts if verify_points == "all"
+                                  else pts[np.unique([0, pts.size // 2, pts.size - 1])])
             self.report.library_verify_s = time.perf_counter() - tl
         out = P["F"]()[0]
         self._cache_x = None
@@ -803,7 +832,7 @@ class LapNLP:
         self.report.verified_points = int(len(pts))
         self.report.max_verify_error = worst
 
-    def _verify_library(self, points) -> None:
+    def _verify_library(self, points) -> dict:
         r"""Compare the compiled ``point_f``, ``point_fj`` and ``point_h`` with CasADi's
         virtual machine evaluating the function traced from the same tape
         (:func:`_reference_function`) at ``points``, at the current values of the variables
@@ -819,8 +848,9 @@ class LapNLP:
         The differences are relative to the magnitude of the terms (:math:`\sum_j |J_{ij}
         v_j|`, :math:`\sum_j |J_{ij} w_j|` for the rows) and must be at most
         :data:`LIBRARY_TOLERANCE`; a random direction sees a changed entry of :math:`J` or
-        :math:`H` with probability one. On a difference the library is removed from the cache
-        and :class:`CompiledLibraryMismatch` is raised. Cost on the default job: 25-30 ms for
+        :math:`H` with probability one. Every library is checked (none is skipped after a
+        difference); the answer is ``function name -> the first difference, in words`` of
+        those that differ (empty when none does). Cost on the default job: 25-30 ms for
         the first solve of a process (the trace 20 ms, the derivatives 5 ms, three evaluations
         2 ms), 2-3 ms for a later solve of the same structure (the traced function is kept);
         the differences found on the default job are below 1e-13.
@@ -833,7 +863,7 @@ class LapNLP:
         n_in, n_out = P["W"].shape[1], P["n_out"]
         off = hr != hc
         rng = np.random.default_rng(23)
-        worst = 0.0
+        worst, found = 0.0, {}
 
         def dense(a):
             return np.asarray(a, dtype=float).ravel()
@@ -861,12 +891,54 @@ class LapNLP:
                     ("point_h", "Hessian of the Lagrangian (random multipliers) times a random "
                                 "vector, entry", hv, hv_ref, hv_s)):
                 err, k = _first_mismatch(got, want, scale, LIBRARY_TOLERANCE)
-                if k is not None:
-                    _library_mismatch(funs.paths.get(name), name, what, k, got, want, scale,
-                                      P["rec"].points[i])
+                if k is not None and name not in found:
+                    found[name] = _mismatch_words(name, what, k, got, want, scale,
+                                                  P["rec"].points[i])
                 worst = max(worst, err)
         self.report.library_points = len(points)
         self.report.max_library_error = worst
+        return found
+
+    def _check_libraries(self, points) -> None:
+        """The compiled point functions against CasADi's virtual machine
+        (:meth:`_verify_library`). The libraries that differ are removed from the cache and
+        said so in one warning (:func:`pyomo_lap.util.casadi_compile.discard_damaged`),
+        compiled again (:func:`point_functions`) and checked again; if a rebuilt one differs
+        still (or cannot be rebuilt), the points are evaluated in CasADi's virtual machine and
+        a warning says so. Never more than one rebuild."""
+        from ..util.casadi_compile import discard_damaged
+        P = self._point
+        for attempt in (0, 1):
+            found = self._verify_library(points)
+            if not found:
+                return
+            funs = P["functions"]
+            problems = {funs.paths[n]: why for n, why in found.items() if n in funs.paths}
+            with contextlib.suppress(OSError):       # a read-only cache: the check below
+                discard_damaged(problems, entry=f"pyomo_lap_point-{P['key']}")
+            if attempt == 0:
+                tc = time.perf_counter()
+                pf = point_functions(P["rec"], P["compile_mode"], free=P["free"])
+                self.report.compile_s += time.perf_counter() - tc
+                if not pf["functions"].compiled:       # compiling failed: it said why
+                    self._use_vm(pf["functions"], pf["functions"].reason)
+                    return
+                if _same_sparsity(pf, P):
+                    self._bind(pf["functions"])
+                    continue
+            break
+        detail = "; ".join(f"{lib.name}: {why}" for lib, why in problems.items())
+        reason = f"the compiled libraries differ from the model's functions after a rebuild ({detail})"
+        warnings.warn(f"pyomo_lap: {reason}; the model functions run in CasADi's virtual "
+                      "machine (slower)", RuntimeWarning, stacklevel=4)
+        self._use_vm(_vm_point_functions(P["rec"], P["free"]), reason)
+
+    def _use_vm(self, funs, reason: str) -> None:
+        """Evaluate the points in CasADi's virtual machine with ``funs`` (not compiled),
+        ``reason`` saying why."""
+        funs.reason = reason
+        self._bind(funs)
+        self.report.compiled, self.report.compile_reason = False, reason
 
     # ------------------------------------------------------------------------------------------
     @property
@@ -985,23 +1057,27 @@ def _first_mismatch(got, want, scale, tolerance):
     return (float(err.max()) if err.size else 0.0), (int(bad[0]) if bad.size else None)
 
 
-def _library_mismatch(lib, name, what, k, got, want, scale, s):
-    """Remove the compiled library ``lib`` and raise :class:`CompiledLibraryMismatch` for entry
-    ``k`` of ``what`` of function ``name`` at the point ``s`` [m]."""
-    from ..util.casadi_compile import discard_files
+def _mismatch_words(name, what, k, got, want, scale, s) -> str:
+    """Entry ``k`` of ``what`` of the compiled function ``name`` differs from CasADi's virtual
+    machine at the point ``s`` [m], in words (one line)."""
     err = _relative_difference(got, want, scale)[k]
-    try:
-        discard_files([lib] if lib is not None else [])
-        done = "it was removed from the cache and is compiled again on the next run"
-    except OSError as exc:
-        done = (f"removing it failed ({exc.strerror or exc}): remove it by hand, it is "
-                "compiled again on the next run")
-    raise CompiledLibraryMismatch(
-        f"the compiled library {lib} does not match the model's functions: {name} gives "
-        f"{float(got[k])!r} for {what} {k} at the point s = {float(s):g} m, CasADi's virtual "
-        f"machine on the same function {float(want[k])!r} (relative difference {err:.2e} > "
-        f"{LIBRARY_TOLERANCE:g}); the library was damaged or replaced after it was built; "
-        f"{done}; nothing was solved", library=lib)
+    return (f"{name} gives {float(got[k])!r} for {what} {k} at the point s = {float(s):g} m, "
+            f"CasADi's virtual machine on the same function {float(want[k])!r} (relative "
+            f"difference {err:.2e} > {LIBRARY_TOLERANCE:g}): damaged or replaced after it was "
+            "built")
+
+
+def _same_sparsity(pf, P) -> bool:
+    """Whether the point functions ``pf`` (:func:`point_functions`) have the Jacobian and
+    Hessian sparsity the NLP ``P`` was built with."""
+    return all(np.array_equal(a, b) for key in ("jac_sparsity", "hess_sparsity")
+               for a, b in zip(pf[key], P[key]))
+
+
+def _vm_point_functions(rec, free):
+    """The point functions of ``rec`` in CasADi's virtual machine (never compiled)."""
+    from ..util.casadi_compile import compile_functions
+    return compile_functions(_symbolic_point_functions(rec, free), "pyomo_lap_point", mode="vm")
 
 
 def _mapped(f, n: int, threads: int):

@@ -27,8 +27,17 @@ What the cache guarantees (a library is machine code that runs inside the proces
   SHA-256 and what it was built from (the SHA-256 of its C source, the compiler, its flags,
   CasADi's version); before a library is loaded its bytes are checked against the manifest,
   and both files' owner and permissions (:func:`check_file`). A damaged, foreign or
-  mismatching entry is removed and built again, and a warning says so once
+  mismatching entry is removed and rebuilt, and a warning says so once
   (:func:`discard_damaged`); it is never loaded.
+* **nothing is used that does not fit.** Every loaded function must have the inputs and
+  outputs of the CasADi function it was compiled from: their numbers, sizes and sparsity
+  patterns (:func:`signature_problem`); a library that does not fit, or does not load, is
+  removed, compiled again and loaded in the same call (one warning); if the new one does not
+  fit either, the functions run in CasADi's virtual machine (a warning says why).
+* **nothing is left behind.** The C files are generated and compiled in a folder
+  ``pyomo_lap_cg_<pid>_<host>_*`` inside the cache folder, removed at the end; those of this
+  machine's processes that no longer run (killed while compiling) are removed by the next
+  compile (:func:`remove_stale_builds`).
 
 The manifest guards against damage (a power loss, a full disk, an interrupted run) and
 against files of other users; anyone who can write the user's own files can also write a
@@ -40,8 +49,10 @@ from __future__ import annotations
 import atexit
 import contextlib
 import hashlib
+import itertools
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -56,13 +67,18 @@ from typing import Dict, Iterable, Optional, Sequence
 __all__ = ["compile_functions", "cached_functions", "cache_dir", "folder_problem",
            "find_compiler", "CompiledFunctions", "library_suffix", "COMPILER_FLAGS",
            "store_file", "check_file", "discard_files", "discard_damaged", "manifest_path",
-           "warn_once", "MISSING"]
+           "warn_once", "MISSING", "signature", "signature_problem", "remove_stale_builds",
+           "BUILD_PREFIX"]
 
 COMPILER_FLAGS = ("-O1", "-fPIC", "-shared")
 
 MISSING = "missing"
 """What :func:`check_file` says when neither the file nor its manifest exists (not an error:
 the entry was never built, or was removed)."""
+
+BUILD_PREFIX = "pyomo_lap_cg_"
+"""Prefix of the folders in the cache folder where C code is generated and compiled:
+``pyomo_lap_cg_<pid>_<host>_<random>`` (:func:`remove_stale_builds`)."""
 
 _MANIFEST_FORMAT = "pyomo_lap cache entry 1"
 _LOCK = threading.Lock()
@@ -276,7 +292,7 @@ def discard_files(paths: Iterable) -> None:
 
 def discard_damaged(problems, entry: Optional[str] = None) -> None:
     """Remove damaged, foreign or mismatching cache files (and their manifests) so that they
-    are built again, and say so once per entry (a ``RuntimeWarning``). ``problems``: ``path ->
+    are built again, and say so once per entry and set of files (a ``RuntimeWarning``). ``problems``: ``path ->
     problem`` (:func:`check_file`'s answers; '' and :data:`MISSING` are skipped); ``entry``:
     the name of the entry the files belong to (default: the first file's name)."""
     problems = {Path(p): why for p, why in problems.items() if why and why != MISSING}
@@ -286,9 +302,9 @@ def discard_damaged(problems, entry: Optional[str] = None) -> None:
     first = next(iter(problems))
     entry = entry or first.name
     detail = "; ".join(f"{p.name}: {why}" for p, why in problems.items())
-    warn_once(("discarded", str(first.parent / entry)),
+    warn_once(("discarded", str(first.parent / entry), tuple(sorted(map(str, problems)))),
               f"pyomo_lap: the cache entry {entry} in {first.parent} was not used ({detail}); "
-              "it was removed and is built again", stacklevel=4)
+              "it was removed and rebuilt", stacklevel=4)
 
 
 # --------------------------------------------------------------------------------------------
@@ -327,27 +343,111 @@ def _library(folder: Path, name: str, function: str, key: str) -> Path:
     return folder / f"{name}-{function}-{key}{library_suffix()}"
 
 
-def _loaded(out: CompiledFunctions, libs: Dict[str, Path]) -> CompiledFunctions:
-    """``out`` with the functions of the verified libraries ``libs`` loaded (raises what
-    ``casadi.external`` raises)."""
+def signature(f) -> tuple:
+    """The inputs and outputs of CasADi function ``f`` as plain tuples (shared safely between
+    threads): ``(inputs, outputs)``, each a tuple of ``(rows, columns, column offsets, row
+    indices)`` of every input or output's sparsity pattern."""
+    def pattern(sp):
+        return (sp.size1(), sp.size2(), tuple(sp.colind()), tuple(sp.row()))
+    return (tuple(pattern(f.sparsity_in(i)) for i in range(f.n_in())),
+            tuple(pattern(f.sparsity_out(i)) for i in range(f.n_out())))
+
+
+def signature_problem(f, reference) -> str:
+    """What makes the loaded function ``f`` unfit to stand for ``reference`` (the CasADi
+    function it was compiled from, or its :func:`signature`), in words; '' when nothing: the
+    same numbers of inputs and outputs, and each input and output of the same size and
+    sparsity pattern.
+
+    Parameters
+    ----------
+    f : casadi.Function
+    reference : casadi.Function or tuple
+
+    Returns
+    -------
+    str
+        E.g. ``its output 0 is 31x1, the model's function's 34x1``.
+    """
+    got = signature(f)
+    want = reference if isinstance(reference, tuple) else signature(reference)
+    if (len(got[0]), len(got[1])) != (len(want[0]), len(want[1])):
+        return (f"it has {len(got[0])} inputs and {len(got[1])} outputs, the model's function "
+                f"{len(want[0])} and {len(want[1])}")
+    for kind, a_all, b_all in (("input", got[0], want[0]), ("output", got[1], want[1])):
+        for i, (a, b) in enumerate(zip(a_all, b_all)):
+            if a[:2] != b[:2]:
+                return (f"its {kind} {i} is {a[0]}x{a[1]}, the model's function's "
+                        f"{b[0]}x{b[1]}")
+            if a != b:
+                return (f"its {kind} {i} has another sparsity pattern ({len(a[3])} nonzeros, "
+                        f"the model's function's {len(b[3])})")
+    return ""
+
+
+_LOADED: Dict[str, tuple] = {}
+_ALIAS = itertools.count()
+
+
+def _one_line(exc, limit: int = 300) -> str:
+    return " ".join(str(exc).split())[-limit:]
+
+
+def _external(name: str, lib: Path):
+    """``casadi.external(name, lib)``, also for a library that replaced the one this process
+    loaded from the same path: the dynamic loader would hand back the old one while it is
+    loaded, so the new one is loaded through a link of another name in a build folder."""
     import casadi as ca
-    out.update({n: ca.external(n, str(lib)) for n, lib in libs.items()})
-    out.compiled, out.library, out.paths = True, next(iter(libs.values())).parent, dict(libs)
-    return out
+    st = os.stat(lib)
+    ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    with _LOCK:
+        first = _LOADED.setdefault(str(lib), ident)
+    if first == ident:
+        return ca.external(name, str(lib))
+    with _build_folder(lib.parent) as tmp:
+        alias = Path(tmp) / f"{lib.stem}.{next(_ALIAS)}{lib.suffix}"
+        try:
+            os.link(lib, alias)
+        except OSError:
+            shutil.copyfile(lib, alias)
+        return ca.external(name, str(alias))
 
 
-def cached_functions(name: str, functions: Sequence[str], key: str) -> Optional[CompiledFunctions]:
+def _load(libs: Dict[str, Path], reference: Optional[dict] = None):
+    """``(functions, problems)``: ``name -> casadi.Function`` of the libraries ``libs`` that
+    load and fit ``reference`` (``name -> casadi.Function`` they were compiled from;
+    :func:`signature_problem`), and ``path -> problem`` of the others."""
+    funs, problems = {}, {}
+    for n, lib in libs.items():
+        try:
+            f = _external(n, lib)
+        except Exception as exc:     # e.g. a file system mounted noexec, another platform
+            problems[lib] = f"it does not load ({_one_line(exc)})"
+            continue
+        problem = signature_problem(f, reference[n]) if reference and n in reference else ""
+        if problem:
+            problems[lib] = problem
+        else:
+            funs[n] = f
+    return funs, problems
+
+
+def cached_functions(name: str, functions: Sequence[str], key: str,
+                     reference: Optional[dict] = None) -> Optional[CompiledFunctions]:
     """The compiled functions of a cache entry (``<name>-<function>-<key>``) when every library
-    passes :func:`check_file` and loads, else None. Nothing is repaired here:
-    :func:`compile_functions` does it, under the entry's lock."""
+    passes :func:`check_file`, loads and fits its function of ``reference`` (``name ->
+    casadi.Function``, :func:`signature_problem`; not checked without), else None. Nothing is
+    repaired here: :func:`compile_functions` does it, under the entry's lock."""
     folder = cache_dir()
     libs = {f: _library(folder, name, f, key) for f in functions}
     if any(check_file(lib) for lib in libs.values()):
         return None
-    try:
-        return _loaded(CompiledFunctions(), libs)
-    except Exception:   # verified but not loadable here: compile_functions says why
+    funs, problems = _load(libs, reference)
+    if problems:
         return None
+    out = CompiledFunctions(funs)
+    out.compiled, out.library, out.paths = True, folder, dict(libs)
+    return out
 
 
 def _not_compiled(out: CompiledFunctions, reason: str, mode: str, quiet: bool):
@@ -360,6 +460,35 @@ def _not_compiled(out: CompiledFunctions, reason: str, mode: str, quiet: bool):
         warnings.warn(f"pyomo_lap: {reason}; the model functions run in CasADi's virtual "
                       "machine (slower)", RuntimeWarning, stacklevel=3)
     return out
+
+
+def _host_tag() -> str:
+    """Eight hex digits naming this machine (a process id means something on its own machine
+    only: a cache folder may be shared by machines or containers)."""
+    import socket
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def remove_stale_builds(folder) -> list:
+    """Remove the build folders (``pyomo_lap_cg_<pid>_<host>_*``) in ``folder`` of processes
+    of this machine that no longer run (killed while compiling); a folder of a running
+    process, or of another machine, is kept. The removed folders."""
+    from .processes import process_running
+    removed = []
+    for p in Path(folder).glob(f"{BUILD_PREFIX}*"):
+        m = re.match(re.escape(BUILD_PREFIX) + r"(\d+)_([0-9a-f]{8})_", p.name)
+        if m and m.group(2) == _host_tag() and p.is_dir() and not p.is_symlink() \
+                and not process_running(int(m.group(1))):
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(p)
+    return removed
+
+
+def _build_folder(folder: Path):
+    """A new build folder ``pyomo_lap_cg_<pid>_<host>_*`` in ``folder`` (a context manager
+    that removes it; :func:`remove_stale_builds`)."""
+    return tempfile.TemporaryDirectory(prefix=f"{BUILD_PREFIX}{os.getpid()}_{_host_tag()}_",
+                                       dir=folder)
 
 
 def _generate(f, folder: str) -> Path:
@@ -403,8 +532,13 @@ def compile_functions(functions: Sequence, name: str, mode: str = "auto",
     Each function becomes its own C file and shared library ``<name>-<function>-<key>``; under
     the entry's lock (:mod:`filelock`, across threads and processes) the libraries that do
     not pass :func:`check_file` against the C source generated now are removed (one warning,
-    :func:`discard_damaged`) and compiled in parallel, one compiler process each. Every
-    library is checked again right before it is loaded.
+    :func:`discard_damaged`) and compiled in parallel, one compiler process each, in a build
+    folder of this process in the cache folder (those of processes that no longer run are
+    removed first: :func:`remove_stale_builds`). Every library is checked again right before
+    it is loaded, and every loaded function against the function it was compiled from
+    (:func:`signature_problem`): a library from the cache that does not load or does not fit
+    is removed and compiled again in the same call (one warning); one that still does not, or
+    one just compiled that does not, leaves the functions to CasADi's virtual machine.
 
     Parameters
     ----------
@@ -429,7 +563,8 @@ def compile_functions(functions: Sequence, name: str, mode: str = "auto",
     Raises
     ------
     RuntimeError
-        ``mode="compile"`` and no compiler was found or compiling failed.
+        ``mode="compile"`` and no compiler was found, compiling failed or the compiled
+        libraries cannot be used.
     ValueError
         An unknown ``mode``.
     """
@@ -449,10 +584,40 @@ def compile_functions(functions: Sequence, name: str, mode: str = "auto",
     folder = cache_dir()
     built_with = {"compiler": cc, "flags": list(COMPILER_FLAGS), "casadi": ca.__version__,
                   "platform": sys.platform}
-    libs, sources = {}, {}
-    with FileLock(str(folder / f"{name}-{key or 'functions'}.lock"), mode=0o600), \
-            tempfile.TemporaryDirectory(prefix="pyomo_lap_cg_") as tmp:
-        jobs, problems = [], {}
+    entry = f"{name}-{key}" if key else None
+    fresh: set = set()
+    with FileLock(str(folder / f"{name}-{key or 'functions'}.lock"), mode=0o600):
+        remove_stale_builds(folder)
+        for attempt in (0, 1):
+            libs, sources, failure = _build(functions, name, key, cc, folder, built_with, fresh)
+            bad = {libs[n]: p for n in libs for p in [check_file(libs[n], sources[n])] if p}
+            if failure is not None or bad:
+                discard_damaged(bad)
+                why = failure or "; ".join(f"{lib.name}: {p}" for lib, p in bad.items())
+                return _not_compiled(out, f"compiling failed ({why})", mode, quiet)
+            funs, problems = _load(libs, out)
+            # a library from the cache that does not load or fit is built again, once; one
+            # just built that does not is not (building it again would not help)
+            if not problems or attempt or fresh & set(problems):
+                break
+            discard_damaged(problems, entry=entry)
+    if problems:
+        why = "; ".join(f"{lib.name}: {p}" for lib, p in problems.items())
+        return _not_compiled(out, f"the compiled libraries cannot be used ({why})", mode, quiet)
+    out.compile_s = time.perf_counter() - t0 if fresh else 0.0
+    out.update(funs)
+    out.compiled, out.library, out.paths = True, folder, dict(libs)
+    return out
+
+
+def _build(functions, name, key, cc, folder: Path, built_with: dict, fresh: set):
+    """Generate the C code of ``functions`` in a build folder (:func:`_build_folder`) and
+    compile those whose library does not pass :func:`check_file` against it (removed first,
+    one warning: :func:`discard_damaged`); ``(libs, sources, failure)``: ``name -> library``,
+    ``name -> SHA-256 of its C code`` and the first failure or None. The libraries compiled
+    are added to ``fresh``."""
+    libs, sources, jobs, problems = {}, {}, [], {}
+    with _build_folder(folder) as tmp:
         for f in functions:
             src = _generate(f, tmp)
             code = src.read_bytes()
@@ -465,14 +630,5 @@ def compile_functions(functions: Sequence, name: str, mode: str = "auto",
                 jobs.append((src, lib, sha))
         discard_damaged(problems, entry=f"{name}-{key}" if key else None)
         failure = _compile(cc, jobs, built_with)
-    bad = {libs[n]: p for n in libs for p in [check_file(libs[n], sources[n])] if p}
-    if failure is not None or bad:
-        discard_damaged(bad)
-        why = failure or "; ".join(f"{lib.name}: {p}" for lib, p in bad.items())
-        return _not_compiled(out, f"compiling failed ({why})", mode, quiet)
-    out.compile_s = time.perf_counter() - t0 if jobs else 0.0
-    try:
-        return _loaded(out, libs)
-    except Exception as exc:     # e.g. a folder on a file system mounted noexec
-        return _not_compiled(out, f"loading the compiled library failed "
-                                  f"({str(exc).strip()[-300:]})", mode, quiet)
+    fresh.update(lib for _, lib, _ in jobs)
+    return libs, sources, failure
