@@ -3,6 +3,7 @@ results are kept only marked as such, an interruption stops the solver and leave
 behind, and no result is ever lost: an earlier results folder is never touched by a failed
 or interrupted run, and a solved result that cannot be written where asked is saved
 elsewhere."""
+import hashlib
 import json
 import os
 import signal
@@ -20,6 +21,7 @@ from click.testing import CliRunner
 
 from pyomo_lap import build_model, initialize_model, load_track, load_vehicle, solve_model
 from pyomo_lap.post import results as res_mod
+from pyomo_lap.post.folders import MANIFEST
 from pyomo_lap.api import ResultsNotWrittenError, _write_or_fallback
 from pyomo_lap.cli import main
 from pyomo_lap.solvers.solve import SolveReport, SolverNotFoundError
@@ -41,10 +43,17 @@ def earlier_results(folder: Path) -> Path:
     folder.mkdir(parents=True)
     (folder / "summary.json").write_text(EARLIER)
     (folder / "trajectory.csv").write_text("s [m],t [s]\n0,0\n")
+    files = {}
+    for name in ("summary.json", "trajectory.csv"):     # as an export writes its manifest
+        data = (folder / name).read_bytes()
+        files[name] = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data), "by": "solve"}
+    (folder / MANIFEST).write_text(json.dumps({"format": 1, "pyomo_lap_version": "0.1.0",
+                                               "files": files}))
     return folder
 
 
 def assert_untouched(folder: Path):
+    assert (folder / MANIFEST).is_file()
     assert (folder / "summary.json").read_text() == EARLIER
     assert (folder / "trajectory.csv").read_text() == "s [m],t [s]\n0,0\n"
     leftovers = [p.name for p in folder.parent.iterdir() if p.name.startswith(f".{folder.name}")]

@@ -374,16 +374,17 @@ def _foreign_entry(folder: Path, hashes: bool = True):
                       "follows")
     if not os.path.lexists(folder):
         return None
-    entries = _entries(folder)
     try:
         manifest = read_manifest(folder, strict=True)
     except ManifestError as exc:
         return None, f"cannot be checked: its {MANIFEST} {exc.problem}"
     if manifest is None:
-        if not entries:
-            return None
+        with os.scandir(folder) as it:        # no walk of a folder that is not pyomo_lap's
+            if next(it, None) is None:
+                return None
         return None, (f"has no {MANIFEST}, the list of what pyomo_lap wrote there (a plain `cp` "
                       "skips it, `cp -a` keeps it)")
+    entries = _entries(folder)
     listed = manifest["files"]
     dirs = {parent.as_posix() for rel in listed for parent in Path(rel).parents} - {"."}
     for rel, kind in entries:
@@ -408,16 +409,18 @@ def _refuse_foreign(folder: Path, what: str, hashes: bool = True) -> None:
     that pyomo_lap did not write (:func:`_foreign_entry`): a link (the folder itself or
     anything under it, :func:`refuse_links`), a folder without a usable manifest, a file of
     the user's, a changed file."""
-    refuse_links(folder, what, todo="remove the link (only the link: it is a name, not the "
-                                    "folder) or choose another --out")
+    todo = "remove the link (only the link: it is a name, not the folder) or choose another --out"
+    if is_link(folder):
+        refuse_links(folder, what, todo=todo)
     if os.path.lexists(folder) and not is_real_dir(folder):
         raise FolderNotReplaceableError(f"{what} is a file; choose another --out (nothing was "
                                         "touched)")
-    found = _foreign_entry(folder, hashes=hashes)
+    found = _foreign_entry(folder, hashes=hashes)    # no manifest: said before any walk
     if found is not None and found[0] is None:
         raise FolderNotReplaceableError(
-            f"{what} {found[1]}, so its files may be yours: move them out or choose another "
-            "--out (nothing was touched)")
+            f"{what} may hold files that are not pyomo_lap results: it {found[1]}; move them "
+            "out or choose another --out (nothing was touched)")
+    refuse_links(folder, what, todo=todo)
     if found is not None:
         rel, note = found
         raise FolderNotReplaceableError(
@@ -719,10 +722,11 @@ def check_output_dir(out_dir, echo=None, hold: list | None = None) -> Path:
     """
     echo = echo or (lambda *_: None)
     given = Path(out_dir).expanduser()
-    refuse_links(given, f"output folder {str(given)!r}", todo="remove the link (only the link)")
     out_dir = given.resolve()
     if not out_dir.name:
         raise ValueError(f"output folder {str(out_dir)!r} has no name; give a folder such as 'results'")
+    if is_link(given):              # the name as given: links higher up the path are the user's
+        refuse_links(given, f"output folder {str(given)!r}", todo="remove the link (only the link)")
     if os.path.lexists(out_dir) and not is_real_dir(out_dir):
         raise ValueError(f"output folder {str(out_dir)!r} is a file; choose another --out "
                          "(nothing was touched)")
