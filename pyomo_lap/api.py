@@ -26,6 +26,7 @@ from . import __version__
 from .ocp.initialize import initialize_model
 from .ocp.build import build_model
 from .solvers.solve import solve_model
+from .track.build import LAT_LON_ORDERS
 from .track.geometry import TRACK_FORMATS, load_track
 from .util.overlap import while_solver_runs
 from .util.domains import (Anything, DictOrNone, IntBetween, OneOf, PathOrNone,
@@ -329,6 +330,15 @@ def _solve_config() -> ConfigDict:
               description="total width of the track [m], half each side of the centreline; "
                           "replaces the widths of the track data (default: the data's widths; "
                           "4 m each side for data without widths, which is reported)"))
+    c.declare("lat_lon_order", ConfigValue(default="auto", domain=OneOf(LAT_LON_ORDERS),
+              description="GPS track files (lat/lon CSV, zaggyai .json, .kml): which column "
+                          "(key) holds the latitude. 'auto': as named, read swapped only when "
+                          "latitudes beyond 90 deg force it (with repair_track), and a warning "
+                          "when both orders are valid coordinates of tracks more than 1 % "
+                          "apart in length; 'lat,lon': as named (no warning); 'lon,lat': the "
+                          "column named latitude holds the longitudes (read swapped, no "
+                          "warning). A track with x/y coordinates takes only 'auto'; the order "
+                          "used and why: summary.json track_lat_lon_order"))
     c.declare("flat", ConfigValue(default=False, domain=bool,
               description="ignore the track file's elevations (noisy ones): z = 0, banking as "
                           "given; reported as a processing step and an assumed value (a "
@@ -479,7 +489,7 @@ def job_mesh(config: Optional[dict] = None, **kwargs) -> Optional[list]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", track_checks.TrackRepairWarning)
         tr = load_track(cfg.track, repair=cfg.repair_track, track_width=cfg.track_width,
-                        flat=cfg.flat)
+                        flat=cfg.flat, lat_lon_order=cfg.lat_lon_order)
         start, length, _ = track_checks.check_sector(tr, cfg.start, cfg.length,
                                                      repair=cfg.repair_track)
     p = load_vehicle(cfg.vehicle) if isinstance(cfg.vehicle, (str, Path)) else cfg.vehicle
@@ -688,6 +698,10 @@ def _check_job(job) -> None:
     if isinstance(cfg.track, Track) and cfg.track_width is not None:
         raise ValueError(f"track_width = {cfg.track_width!r} m with a Track object: expected a "
                          "track name or file (for a Track, give its widths when building it)")
+    if isinstance(cfg.track, Track) and cfg.lat_lon_order != "auto":
+        raise ValueError(f"lat_lon_order = {cfg.lat_lon_order!r} with a Track object: expected "
+                         "a GPS track file (for a Track, load it with load_track(..., "
+                         "lat_lon_order=...))")
     if isinstance(cfg.track, Track) and cfg.flat:
         raise ValueError("flat = True with a Track object: expected a track name or file (for "
                          "a Track, load it with load_track(..., flat=True))")
@@ -709,8 +723,8 @@ def _load_inputs(job) -> None:
     from .track.geometry import Track
     cfg, echo = job.cfg, job.echo
     track = cfg.track
-    job.track_key = ("track " + _model_key(track, cfg.repair_track, cfg.track_width, {}, cfg.flat)
-                     if job.reuse else None)
+    job.track_key = ("track " + _model_key(track, cfg.repair_track, cfg.track_width, {}, cfg.flat,
+                                           cfg.lat_lon_order) if job.reuse else None)
     with warnings.catch_warnings():      # the repairs are reported through echo instead
         warnings.simplefilter("ignore", track_checks.TrackRepairWarning)
         if isinstance(track, Track):
@@ -719,7 +733,7 @@ def _load_inputs(job) -> None:
             tr = job.cache[job.track_key]
         else:
             tr = load_track(track, repair=cfg.repair_track, track_width=cfg.track_width,
-                            flat=cfg.flat)
+                            flat=cfg.flat, lat_lon_order=cfg.lat_lon_order)
     for r in getattr(tr, "build_repairs", []):
         echo(f"track repaired when its bundled file was built: {r}")
     for f in getattr(tr, "findings", []):
@@ -776,7 +790,8 @@ def _build_or_reuse(job) -> None:
                             **job.ocp_options)   # the same model whichever solver is named
     m, key = None, None
     if job.reuse:
-        key = _model_key(cfg.track, cfg.repair_track, cfg.track_width, job.build_kwargs, cfg.flat)
+        key = _model_key(cfg.track, cfg.repair_track, cfg.track_width, job.build_kwargs, cfg.flat,
+                         cfg.lat_lon_order)
         m = _reuse_model(job.cache, key, p)
         if job.cache.get(key) is None:
             job.cache.clear()          # one model kept: the other one is freed first
@@ -1072,6 +1087,7 @@ def _summarize(job) -> None:
         **_provenance(p, cfg.solver),
         "track_width_m": cfg.track_width,
         "track_flat": bool(cfg.flat),
+        "track_lat_lon_order": _lat_lon_summary(tr, cfg.lat_lon_order),
         "track_processing": list(getattr(tr, "processing_steps", [])),
         "track_assumptions": list(getattr(tr, "assumptions", [])),
         "track_repairs": [*getattr(tr, "build_repairs", []),
@@ -1223,16 +1239,26 @@ def _self_check(job, df, vehicle) -> None:
     job.self_check = sc
 
 
-def _model_key(track, repair_track, track_width, build_kwargs: dict, flat: bool = False) -> str:
+def _lat_lon_summary(tr, option: str):
+    """summary.json's ``track_lat_lon_order``: the option ``lat_lon_order`` and, for a GPS
+    file, the order used and why (:func:`pyomo_lap.track.build.lat_lon_record`; a track with
+    x/y coordinates: ``order`` None)."""
+    rec = (getattr(tr, "provenance", None) or {}).get("lat_lon_order")
+    return dict(rec) if rec else dict(option=option, order=None, given=False,
+                                      why="x/y coordinates: no latitude and longitude")
+
+
+def _model_key(track, repair_track, track_width, build_kwargs: dict, flat: bool = False,
+               lat_lon_order: str = "auto") -> str:
     """What a model kept in a ``model_cache`` was built from, except the car: the track (a
-    name, or a file with its size and modification time, how it was loaded) and the build's
-    options."""
+    name, or a file with its size and modification time, how it was loaded: ``repair_track``,
+    ``track_width``, ``flat``, ``lat_lon_order``) and the build's options."""
     where = Path(str(track)).expanduser()
     stamp = None
     if where.is_file():
         st = where.stat()
         stamp = (str(where.resolve()), st.st_size, st.st_mtime_ns)
-    return repr((str(track), stamp, repair_track, track_width, bool(flat),
+    return repr((str(track), stamp, repair_track, track_width, bool(flat), lat_lon_order,
                  sorted((k, repr(v)) for k, v in build_kwargs.items())))
 
 

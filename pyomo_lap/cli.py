@@ -291,7 +291,7 @@ def _checked(values: dict):
                    "3000 for lap_ipopt, ipopt and ipopt_v2: pyomo_lap.solvers.lap_solver."
                    "LAP_IPOPT_OPTIONS, and for the ASL path pyomo_lap.solvers.solve."
                    "DEFAULT_IPOPT_OPTIONS; another solver: its own)")
-@job_options("repair_track", "track_width", "flat", "refine_mesh", "penalty_cost", "sensitivities",
+@job_options("repair_track", "track_width", "lat_lon_order", "flat", "refine_mesh", "penalty_cost", "sensitivities",
              "warm_start_from", "free",
              "keep_sum")
 def solve(max_iter, solver_options, ocp_options, **job):
@@ -412,7 +412,7 @@ def solve(max_iter, solver_options, ocp_options, **job):
                    "initial guess; a warm start that fails is solved again from it)")
 @job_options("track", "vehicle", "start", "length", "periodic", "nfe", "ncp", "scheme",
              "initial_speed", "model", "initial_guess", "solver", "solver_options", "ocp_options",
-             "n_sectors", "repair_track", "track_width", "flat")
+             "n_sectors", "repair_track", "track_width", "lat_lon_order", "flat")
 def sweep(set_values, cases_file, out, resume, scheduler, workers, warm_start, solver_options,
           ocp_options, **job):
     """Solve many cases of one job on Dask: a grid of vehicle parameters (--set), a CSV of
@@ -459,8 +459,8 @@ def sweep(set_values, cases_file, out, resume, scheduler, workers, warm_start, s
 
 
 @main.command()
-@job_options("track", "vehicle", "repair_track", "track_width", "flat")
-def check(track, vehicle, repair_track, track_width, flat):
+@job_options("track", "vehicle", "repair_track", "track_width", "lat_lon_order", "flat")
+def check(track, vehicle, repair_track, track_width, lat_lon_order, flat):
     """Check a track and a vehicle file (and that the car fits the track) without solving.
     Lists what was done to the track's data (a table: elevations missing, outliers dropped,
     gaps filled, smoothing, merged points) and every value assumed because the data lack it
@@ -478,7 +478,8 @@ def check(track, vehicle, repair_track, track_width, flat):
         try:
             with warnings.catch_warnings():   # the repairs are listed below
                 warnings.simplefilter("ignore", track_checks.TrackRepairWarning)
-                tr = load_track(track, repair=repair_track, track_width=track_width, flat=flat)
+                tr = load_track(track, repair=repair_track, track_width=track_width, flat=flat,
+                                lat_lon_order=lat_lon_order)
             for r in tr.build_repairs:
                 click.echo(f"track repaired when its bundled file was built: {r}")
             for f in tr.findings:

@@ -488,3 +488,116 @@ def test_both_orders_valid_is_a_warning_on_the_default_output(tmp_path):
     from pyomo_lap.track.build import lat_lon_order_warnings
     near = [{"step": "lat_lon_order", "lengths_m": [1000.0, 1005.0], "columns": ["lat", "lon"]}]
     assert lat_lon_order_warnings(near) == []                        # within 1 %: no warning
+
+
+# ----------------------------------------------------------------------- lat_lon_order
+NUR = (50.33, 6.94)        # both orders valid coordinates (issue 34, item 9)
+
+
+def gps_csv(path, json_file):
+    """The points of a zaggyai file (:func:`zaggy_loop`) as a GPS logger's CSV file, its
+    'lat' and 'lon' keys as the columns 'lat' and 'lon' (in degrees) and 'alt' [m]."""
+    pts = json.loads(Path(json_file).read_text())["pts"]
+    path.write_text("lat,lon,alt\n" + "".join(
+        f"{p['lat'] / 1e7:.7f},{p['lon'] / 1e7:.7f},{p['elev'] / 1e3:.3f}\n" for p in pts))
+    return path
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("kind", ["json", "csv"])
+def test_lat_lon_order_reads_a_swapped_gps_file_at_its_true_length(tmp_path, kind):
+    """A GPS file whose columns are swapped, both orders valid coordinates (lat 50.33, lon
+    6.94): lat_lon_order='lon,lat' reads it as the same points written in the right order
+    and read as named (an independent reading), with no ambiguity warning; the order used
+    and why are recorded (issue 34, item 9)."""
+    from pyomo_lap.track.build import lat_lon_order_warnings
+    good = zaggy_loop(tmp_path / "loop.json", *NUR)
+    swapped = zaggy_loop(tmp_path / "loop_swapped.json", *NUR, swap=True)
+    if kind == "csv":
+        good, swapped = gps_csv(tmp_path / "loop.csv", good), gps_csv(tmp_path / "sw.csv", swapped)
+    ref = load_track(good)
+    as_named = load_track(swapped)
+    assert abs(as_named.length - ref.length) > 0.2 * ref.length          # the wrong reading
+    assert len(lat_lon_order_warnings(as_named.processing_steps)) == 1
+    tr = load_track(swapped, lat_lon_order="lon,lat")
+    assert tr.length == pytest.approx(ref.length, rel=1e-6)
+    assert tr.closed == ref.closed
+    assert lat_lon_order_warnings(tr.processing_steps) == []
+    step = [s for s in tr.processing_steps if s["step"] == "lat_lon_order"]
+    assert len(step) == 1 and step[0]["given"] and step[0]["order"] == "lon,lat"
+    assert "lat_lon_order='lon,lat'" in step[0]["method"]
+    rec = tr.provenance["lat_lon_order"]
+    assert rec["option"] == "lon,lat" and rec["order"] == "lon,lat" and rec["given"]
+    assert api._lat_lon_summary(tr, "lon,lat") == rec            # summary.json's record
+    # 'lat,lon': the user's word for the order as named: the same track, no warning
+    named = load_track(swapped, lat_lon_order="lat,lon")
+    assert named.length == pytest.approx(as_named.length, rel=1e-12)
+    assert lat_lon_order_warnings(named.processing_steps) == []
+    assert named.provenance["lat_lon_order"]["order"] == "lat,lon"
+    assert named.provenance["lat_lon_order"]["given"]
+    assert load_track(good, lat_lon_order="lat,lon").length == pytest.approx(ref.length,
+                                                                              rel=1e-12)
+
+
+@pytest.mark.unit
+def test_lat_lon_order_on_the_command_line_silences_the_warning(tmp_path):
+    """`check` and `solve` with --lat-lon-order lon,lat read the swapped file the other way
+    and print no warning; the warning without it names the option."""
+    swapped = zaggy_loop(tmp_path / "loop_swapped.json", *NUR, swap=True)
+    ref = load_track(zaggy_loop(tmp_path / "loop.json", *NUR))
+    r = CliRunner().invoke(main, ["check", "--track", str(swapped)])
+    warn = [t for t in r.output.splitlines() if t.startswith("track warning")]
+    assert len(warn) == 1 and "--lat-lon-order lon,lat" in warn[0], r.output
+    assert "lat_lon_order='lon,lat'" in warn[0]
+    r = CliRunner().invoke(main, ["check", "--track", str(swapped), "--lat-lon-order", "lon,lat"])
+    assert r.exit_code == 0, r.output
+    assert "track warning" not in r.output
+    assert f"track Loop: {ref.length:.1f} m, closed: ok" in r.output
+    r = CliRunner().invoke(main, ["solve", "--track", str(swapped), "--lat-lon-order", "lon,lat",
+                                  "--solver", "no_such_solver", "--out", str(tmp_path / "out")])
+    assert "track data:" in r.output and "track warning" not in r.output, r.output
+
+
+@pytest.mark.unit
+def test_a_bad_lat_lon_order_is_one_line(tmp_path, nothing_built):
+    """A value not in ('auto', 'lat,lon', 'lon,lat'): one line naming the option, the value
+    and the values allowed (Python and command line), nothing loaded."""
+    swapped = zaggy_loop(tmp_path / "loop_swapped.json", *NUR, swap=True)
+    with pytest.raises(ValueError) as exc:
+        load_track(swapped, lat_lon_order="lonlat")
+    assert str(exc.value) == ("lat_lon_order = 'lonlat': expected one of 'auto', 'lat,lon', "
+                              "'lon,lat'")
+    with pytest.raises(api.OptionValueError) as exc:
+        api.solve_sector(track=str(swapped), lat_lon_order="lonlat", out_dir=None)
+    assert "lat_lon_order = 'lonlat'" in str(exc.value) and "'lon,lat'" in str(exc.value)
+    assert "\n" not in str(exc.value)
+    for cmd in ("check", "solve"):
+        r = CliRunner().invoke(main, [cmd, "--track", str(swapped), "--lat-lon-order", "lonlat"])
+        assert r.exit_code == 2 and "--lat-lon-order" in r.output and "lonlat" in r.output
+        assert "lon,lat" in r.output, r.output
+
+
+@pytest.mark.unit
+def test_lat_lon_order_for_a_track_without_lat_lon_is_refused(tmp_path, monkeypatch):
+    """A track with x/y coordinates (a CSV centreline, a bundled track, an arc track) and an
+    order other than 'auto': refused in one line before anything is built."""
+    ring = write_ring_csv(tmp_path / "ring.csv")
+    for track in (ring, "nordschleife", "dymos_oval"):
+        for order in ("lat,lon", "lon,lat"):
+            with pytest.raises(ValueError) as exc:
+                load_track(track, lat_lon_order=order)
+            msg = str(exc.value)
+            assert msg.startswith(f"lat_lon_order={order!r} applies to GPS files (lat/lon)")
+            assert str(track) in msg and "x/y coordinates" in msg and "\n" not in msg
+        assert load_track(track, lat_lon_order="auto").length > 0
+    def forbidden(*a, **k):
+        raise AssertionError("the model was built despite the refusal")
+    monkeypatch.setattr(api, "build_model", forbidden)
+    with pytest.raises(ValueError, match="applies to GPS files"):
+        api.solve_sector(track=str(ring), lat_lon_order="lon,lat", out_dir=None)
+    with pytest.raises(ValueError, match="lat_lon_order = 'lon,lat' with a Track object"):
+        api.solve_sector(track=load_track(ring), lat_lon_order="lon,lat", out_dir=None)
+    r = CliRunner().invoke(main, ["check", "--track", str(ring), "--lat-lon-order", "lon,lat"])
+    assert r.exit_code == 2
+    line = [t for t in r.output.splitlines() if t.startswith("error:")]
+    assert len(line) == 1 and "applies to GPS files" in line[0] and "ring.csv" in line[0]

@@ -256,8 +256,9 @@ def _inputs(summary: dict):
     track = summary.get("track_file") or summary["track"]
     vehicle = summary.get("vehicle_file") or summary["vehicle"]
     width = summary.get("track_width_m")     # --track-width of the run, if given
+    order = (summary.get("track_lat_lon_order") or {}).get("option") or "auto"  # --lat-lon-order
     try:
-        tr = load_track(track, track_width=width)
+        tr = load_track(track, track_width=width, lat_lon_order=order)
     except (ValueError, FileNotFoundError):
         tr = load_track(summary["track"], track_width=width)
     try:

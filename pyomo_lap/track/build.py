@@ -44,6 +44,9 @@ __all__ = [
     "display_name",
     "project_geodetic",
     "check_geodetic",
+    "LAT_LON_ORDERS",
+    "check_lat_lon_order",
+    "lat_lon_record",
     "voronoi_weights",
     "hampel_filter",
     "penalized_smooth",
@@ -240,12 +243,38 @@ def _polyline_length(lat, lon) -> float:
     return float(np.hypot(np.diff(x), np.diff(y)).sum())
 
 
+LAT_LON_ORDERS = ("auto", "lat,lon", "lon,lat")
+"""The values of the option ``lat_lon_order`` (:func:`check_geodetic`): ``'auto'`` reads a GPS
+file as named (swapped only when latitudes beyond 90 deg force it, with ``repair``),
+``'lat,lon'`` what the file names latitude is the latitude, ``'lon,lat'`` what the file names
+latitude is the longitude (read swapped)."""
+
+
+def check_lat_lon_order(order, name: str = "lat_lon_order") -> str:
+    """The option ``lat_lon_order`` checked: one of :data:`LAT_LON_ORDERS`.
+
+    Raises
+    ------
+    ValueError
+        Another value (one line: the option, the value, the values allowed).
+    """
+    if isinstance(order, str) and order in LAT_LON_ORDERS:
+        return order
+    raise ValueError(f"{name} = {order!r}: expected one of "
+                     f"{', '.join(map(repr, LAT_LON_ORDERS))}")
+
+
 def check_geodetic(lat, lon, *, start_finish=None, source: str = "track file",
-                   labels=None, columns=("lat", "lon"), repair: bool = False):
+                   labels=None, columns=("lat", "lon"), repair: bool = False,
+                   order: str = "auto"):
     """Check that GPS data hold latitudes and longitudes in degrees, in that order, and
     decide their order, before they are projected.
 
-    Rule (every finite value counts; missing ones are left to
+    ``order`` (the option ``lat_lon_order``): ``'lon,lat'`` reads the two columns swapped
+    (the one named latitude holds the longitudes) before the rule below, which then applies
+    to the columns so read; ``'lat,lon'`` and ``'lon,lat'`` are the user's word, recorded
+    in the processing step ``lat_lon_order`` (no ambiguity to report);
+    ``'auto'`` reads as named. Rule (every finite value counts; missing ones are left to
     :func:`pyomo_lap.track.checks.check_points`):
 
     * read as named (|latitude| <= 90 deg, |longitude| <= 180 deg) and not valid read swapped
@@ -278,6 +307,8 @@ def check_geodetic(lat, lon, *, start_finish=None, source: str = "track file",
         The file's names of the two columns.
     repair : bool
         Read swapped columns swapped (reported) instead of refusing them.
+    order : str
+        One of :data:`LAT_LON_ORDERS` (default ``'auto'``).
 
     Returns
     -------
@@ -288,70 +319,129 @@ def check_geodetic(lat, lon, *, start_finish=None, source: str = "track file",
     findings : list of pyomo_lap.track.checks.Finding
         The repairs made (``lat_lon_swapped``, repaired).
     steps : list of dict
-        The processing step ``lat_lon_order`` when both readings are valid
-        (:func:`pyomo_lap.track.report.step`).
+        The processing step ``lat_lon_order`` when both readings are valid or ``order`` is
+        given (:func:`pyomo_lap.track.report.step`; its keys ``order``, ``given``,
+        ``lengths_m`` (as read, the other way; None: no coordinates) and ``columns``).
 
     Raises
     ------
+    ValueError
+        An ``order`` not in :data:`LAT_LON_ORDERS`.
     pyomo_lap.track.checks.TrackDataError (a ValueError)
         Swapped columns without ``repair``, or values that are no latitudes and longitudes.
     """
-    from .checks import Finding, TrackDataError, _list
-
+    order = check_lat_lon_order(order)
     lat = np.asarray(lat, dtype=float).copy()
     lon = np.asarray(lon, dtype=float).copy()
-    n = len(lat)
-    labels = list(labels) if labels is not None else [f"point {i}" for i in range(n)]
+    labels = list(labels) if labels is not None else [f"point {i}" for i in range(len(lat))]
     cl, co = columns
     ok = np.isfinite(lat) & np.isfinite(lon)
-    if not ok.any():
-        return lat, lon, start_finish, [], []
     sf = None if start_finish is None else tuple(float(v) for v in start_finish)
+    if order == "lon,lat":             # the user's word: the column named latitude is lon
+        lat, lon, cl, co = lon, lat, co, cl
+        sf = None if sf is None else (sf[1], sf[0])
+    if not ok.any():
+        return lat, lon, sf, [], []
 
     def valid(a, b):        # a read as latitudes, b as longitudes
         return bool(np.all(np.abs(a[ok]) <= 90.0) and np.all(np.abs(b[ok]) <= 180.0))
 
-    as_named, swapped = valid(lat, lon), valid(lon, lat)
-
-    if as_named and swapped:
-        return lat, lon, sf, [], [_lat_lon_order_step(lat, lon, ok, cl, co)]
-    if as_named:
-        return lat, lon, sf, [], []
+    as_read, swapped = valid(lat, lon), valid(lon, lat)
+    if as_read:
+        given = order != "auto"
+        return lat, lon, sf, [], ([_lat_lon_order_step(lat, lon, ok, cl, co, order, swapped)]
+                                  if swapped or given else [])
     if swapped:
-        finding = _swapped_finding(lat, lon, ok, cl, co, labels, repair)
+        finding = _swapped_finding(lat, lon, ok, cl, co, labels, repair, order)
         if not repair:
+            from .checks import TrackDataError
             raise TrackDataError(source, [finding])
         lat, lon = lon, lat
         sf = None if sf is None else (sf[1], sf[0])
         return lat, lon, sf, [finding], []
+    raise _coordinates_error(lat, lon, ok, cl, co, labels, source, order)
+
+
+def _coordinates_error(lat, lon, ok, cl: str, co: str, labels, source: str, order: str):
+    """:func:`check_geodetic`'s refusal of values valid in neither reading (``bad_coordinate``
+    findings naming the column, the points and the values)."""
+    from .checks import Finding, TrackDataError, _list
+    read = "" if order == "auto" else f" (lat_lon_order={order!r})"
     problems = []
     for a, name, limit, what in ((lat, cl, 90.0, "latitude"), (lon, co, 180.0, "longitude")):
         bad = np.flatnonzero(ok & (np.abs(a) > limit))
         if len(bad):
             problems.append(Finding(
-                "bad_coordinate", f"column '{name}': {len(bad)} value(s) beyond +-{limit:g} deg: "
-                f"{_list(labels, bad, a, ' deg')}; expected a {what} in degrees (|{what}| <= "
-                f"{limit:g}; read swapped the values are not valid either: another unit?)"))
-    raise TrackDataError(source, problems)
+                "bad_coordinate", f"column '{name}'{read}: {len(bad)} value(s) beyond "
+                f"+-{limit:g} deg: {_list(labels, bad, a, ' deg')}; expected a {what} in "
+                f"degrees (|{what}| <= {limit:g}; read swapped the values are not valid "
+                "either: another unit?)"))
+    return TrackDataError(source, problems)
 
 
-def _lat_lon_order_step(lat, lon, ok, cl: str, co: str) -> dict:
-    """The processing step ``lat_lon_order`` of :func:`check_geodetic`: both orders are valid
-    coordinates, the file is read as named; the points' length both ways."""
+def _lat_lon_order_step(lat, lon, ok, cl: str, co: str, order: str = "auto",
+                        other_valid: bool = True) -> dict:
+    """The processing step ``lat_lon_order`` of :func:`check_geodetic`: the order given by the
+    user (``order``), or both orders valid coordinates and the file read as named; the
+    points' length both ways (None read the other way when that is no coordinates)."""
     from .report import step
-    L_named, L_swapped = _polyline_length(lat, lon), _polyline_length(lon, lat)
-    detail = (f"'{cl}' read as latitude and '{co}' as longitude, as named (around "
-              f"{np.median(lat[ok]):.5f}, {np.median(lon[ok]):.5f} deg): every value is within "
-              f"+-90 deg, so the other order is valid coordinates too, and the data cannot "
-              f"tell which is meant; the points' polyline is {L_named:.0f} m long as read, "
-              f"{L_swapped:.0f} m read swapped (latitude {np.median(lon[ok]):.5f}, longitude "
-              f"{np.median(lat[ok]):.5f} deg, mirrored): if the track is not where the first "
-              "reading puts it, swap the two keys in the file")
-    method = (f"as named, {L_named:.0f} m long; read swapped (both are valid) it would be "
-              f"{L_swapped:.0f} m")
+    given = order != "auto"
+    L_read = _polyline_length(lat, lon)
+    L_other = _polyline_length(lon, lat) if other_valid else math.nan
+    other = f"{L_other:.0f} m" if math.isfinite(L_other) else "no coordinates (beyond 90 deg)"
+    how = f"as given (lat_lon_order={order!r})" if given else "as named"
+    where = (f"around {np.median(lat[ok]):.5f}, {np.median(lon[ok]):.5f} deg")
+    if given:
+        detail = (f"'{cl}' read as latitude and '{co}' as longitude, {how}, {where}; the "
+                  f"points' polyline is {L_read:.0f} m long as read, read the other way "
+                  f"{other}")
+    else:
+        detail = (f"'{cl}' read as latitude and '{co}' as longitude, as named ({where}): every "
+                  f"value is within +-90 deg, so the other order is valid coordinates too, and "
+                  f"the data cannot tell which is meant; the points' polyline is {L_read:.0f} m "
+                  f"long as read, {other} read swapped (latitude {np.median(lon[ok]):.5f}, "
+                  f"longitude {np.median(lat[ok]):.5f} deg, mirrored): if the track is not "
+                  f"where the first reading puts it, give lat_lon_order='lon,lat' "
+                  f"(--lat-lon-order lon,lat) or swap the two keys in the file")
+    method = (f"{how}, {L_read:.0f} m long; read " + ("the other way" if given else
+              "swapped (both are valid)") + f" it would be {other}")
+    if not math.isfinite(L_other):
+        method = f"{how}, {L_read:.0f} m long; read the other way: {other}"
     rec = step("lat_lon_order", detail, method=method, count=int(ok.sum()))
-    rec.update(lengths_m=[L_named, L_swapped], columns=[cl, co])
+    rec.update(order="lon,lat" if order == "lon,lat" else "lat,lon", given=given,
+               lengths_m=[L_read, L_other if math.isfinite(L_other) else None],
+               columns=[cl, co])
     return rec
+
+
+def lat_lon_record(order: str, findings, steps) -> dict:
+    """What the loader of a GPS file did about the order of latitude and longitude (its
+    ``provenance['lat_lon_order']``, summary.json's ``track_lat_lon_order``).
+
+    Parameters
+    ----------
+    order : str
+        The option ``lat_lon_order`` (:data:`LAT_LON_ORDERS`).
+    findings, steps : list
+        :func:`check_geodetic`'s findings and processing steps.
+
+    Returns
+    -------
+    dict
+        ``option`` (``order``), ``order`` (``'lat,lon'``: the column named latitude read as
+        the latitude; ``'lon,lat'``: read swapped), ``given`` (whether the user gave the
+        order) and ``why`` (a few words).
+    """
+    rec = next((s for s in steps if s.get("step") == "lat_lon_order"), None)
+    if rec is not None:
+        return dict(option=order, order=rec["order"], given=rec["given"], why=rec["method"])
+    read = "lon,lat" if order == "lon,lat" else "lat,lon"
+    if any(getattr(f, "kind", "") == "lat_lon_swapped" for f in findings):
+        return dict(option=order, order="lat,lon" if read == "lon,lat" else "lon,lat",
+                    given=False, why="read swapped (repair): the latitudes as "
+                    f"{'given' if order != 'auto' else 'named'} are beyond +-90 deg")
+    return dict(option=order, order=read, given=False,
+                why="as named: read the other way the values are no coordinates")
 
 
 LAT_LON_WARN_DIFFERENCE = 0.01
@@ -363,8 +453,9 @@ def lat_lon_order_warnings(steps) -> list:
     """One line per processing step ``lat_lon_order`` (:func:`check_geodetic`: both orders
     of a GPS file's columns are valid coordinates) whose two readings differ in length by
     more than :data:`LAT_LON_WARN_DIFFERENCE`: that the order cannot be told from the data,
-    the length both ways and how to read the file the other way. ``pyomo-lap solve`` and
-    ``check`` print them by default.
+    the length both ways and how to read the file the other way (the option
+    ``lat_lon_order``). None when the user gave the order (the step's ``given``).
+    ``pyomo-lap solve`` and ``check`` print them by default.
 
     Parameters
     ----------
@@ -377,31 +468,40 @@ def lat_lon_order_warnings(steps) -> list:
     """
     out = []
     for rec in steps:
-        if rec.get("step") != "lat_lon_order" or len(rec.get("lengths_m") or ()) != 2:
+        if rec.get("step") != "lat_lon_order" or rec.get("given") or \
+                len(rec.get("lengths_m") or ()) != 2:
             continue
         (named, swapped), (cl, co) = rec["lengths_m"], rec.get("columns") or ("lat", "lon")
-        if not (math.isfinite(named) and math.isfinite(swapped)) or \
+        if named is None or swapped is None or not (
+                math.isfinite(named) and math.isfinite(swapped)) or \
                 abs(named - swapped) <= LAT_LON_WARN_DIFFERENCE * min(named, swapped):
             continue
         out.append(f"track warning: latitude/longitude order cannot be told from the data "
                    f"(both orders are valid coordinates): read as named ('{cl}' latitude, "
                    f"'{co}' longitude) the points are {named:.0f} m long, read the other way "
-                   f"{swapped:.0f} m; if the track is {swapped:.0f} m long, swap the '{cl}' and "
-                   f"'{co}' keys (columns) in the file")
+                   f"{swapped:.0f} m; if the track is {swapped:.0f} m long, give "
+                   "--lat-lon-order lon,lat (Python: lat_lon_order='lon,lat') or swap the "
+                   f"'{cl}' and '{co}' keys (columns) in the file")
     return out
 
 
-def _swapped_finding(lat, lon, ok, cl: str, co: str, labels, repair: bool):
-    """The finding ``lat_lon_swapped`` of :func:`check_geodetic` (repaired with ``repair``)."""
+def _swapped_finding(lat, lon, ok, cl: str, co: str, labels, repair: bool, order: str = "auto"):
+    """The finding ``lat_lon_swapped`` of :func:`check_geodetic` (repaired with ``repair``);
+    ``cl``, ``co``: the columns as read (swapped by ``order='lon,lat'``)."""
     from .checks import Finding
     i = int(np.flatnonzero(ok)[np.argmax(np.abs(lat[ok]))])   # the latitude farthest beyond 90
     v, k = float(lat[i]), int(np.sum(np.abs(lat[ok]) > 90.0))
+    other = "lat,lon" if order == "lon,lat" else "lon,lat"
+    read = "" if order == "auto" else f" (read as latitude: lat_lon_order={order!r})"
     return Finding(
         "lat_lon_swapped",
-        f"latitude and longitude look swapped: column '{cl}' holds {k} value(s) beyond "
+        f"latitude and longitude look swapped: column '{cl}'{read} holds {k} value(s) beyond "
         f"+-90 deg, e.g. {v:.7f} at {labels[i]} (a latitude is at most 90 deg), while every "
         f"'{co}' value is a valid latitude ({np.min(lon[ok]):.5f} to {np.max(lon[ok]):.5f} "
-        f"deg); expected '{cl}' then '{co}': swap the two keys in the file",
+        + (f"deg); expected '{cl}' then '{co}': give lat_lon_order={other!r} (--lat-lon-order "
+           f"{other}) or swap the two keys in the file" if order == "auto" else
+           f"deg): the order given does not fit the data; expected lat_lon_order={other!r} "
+           f"(--lat-lon-order {other})"),
         f"read swapped: the latitudes from '{co}', the longitudes from '{cl}'",
         repaired=bool(repair))
 

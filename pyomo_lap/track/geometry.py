@@ -418,7 +418,8 @@ class Track(TrackBase):
     def from_csv(cls, path, name: str | None = None, closed: bool | None = None,
                  smoothing: float | None = None, provenance: dict | None = None,
                  repair: bool = False, max_grade: float = MAX_GRADE,
-                 track_width: float | None = None, flat: bool = False) -> "Track":
+                 track_width: float | None = None, flat: bool = False,
+                 lat_lon_order: str = "auto") -> "Track":
         """Load a track from a CSV file: a centreline (``x, y, z``, optional widths, banking
         and ``s``) or a GPS logger's trace (``lat, lon``, optional altitude).
 
@@ -437,7 +438,10 @@ class Track(TrackBase):
         ``longitude``, optional ``alt``/``altitude``/``elevation``; every name:
         :data:`~pyomo_lap.track.formats.COLUMNS`) and no ``x, y`` is a GPS logger's trace: it
         is processed as :meth:`from_geodetic` processes raw GPS data (projection, smoothing,
-        elevation outliers), ``smoothing`` as its plan-view cut-off (default 30 m).
+        elevation outliers), ``smoothing`` as its plan-view cut-off (default 30 m);
+        ``lat_lon_order`` says which column is the latitude
+        (:func:`pyomo_lap.track.build.check_geodetic`; a centreline file refuses any but
+        ``'auto'``).
 
         The points are checked (:func:`pyomo_lap.track.checks.check_points`), then the built
         track (:func:`~pyomo_lap.track.checks.check_track`).
@@ -480,19 +484,31 @@ class Track(TrackBase):
             No such file.
         ValueError
             Unreadable file, missing required column (the message says how the file was
-            read), a column in another unit, a bad ``track_width``.
+            read), a column in another unit, a bad ``track_width``, a ``lat_lon_order`` other
+            than ``'auto'`` for a centreline (x, y) file, or not one of
+            :data:`~pyomo_lap.track.build.LAT_LON_ORDERS`.
         TrackDataError (a ValueError)
             Bad data; every problem is listed with the file, the rows (and lines), the
             values and what was expected.
         """
         path = Path(path)
-        source = f"track file {path}"
         half = track_checks.check_track_width(track_width)
         table = formats.read_table(path)
         if _is_gps_table(table):
             return cls._from_gps_table(path, table, name=name, closed=closed, repair=repair,
                                        max_grade=max_grade, track_width=track_width,
-                                       smoothing=smoothing, provenance=provenance, flat=flat)
+                                       smoothing=smoothing, provenance=provenance, flat=flat,
+                                       lat_lon_order=lat_lon_order)
+        _refuse_lat_lon_order(lat_lon_order, f"track file {path}")
+        return cls._from_xyz_table(path, table, name=name, closed=closed, repair=repair,
+                                   max_grade=max_grade, track_width=track_width, half=half,
+                                   smoothing=smoothing, provenance=provenance, flat=flat)
+
+    @classmethod
+    def _from_xyz_table(cls, path: Path, table, *, name, closed, repair, max_grade, track_width,
+                        half, smoothing, provenance, flat) -> "Track":
+        """:meth:`from_csv` of a centreline file (x, y, z columns)."""
+        source = f"track file {path}"
         offsets, read = {}, {}  # x, y re-centred exactly (see the reader)
         _, data, cells, labels = _read_csv_columns(path, origin=offsets, table=table, info=read)
         origin = np.array([offsets.get("x", 0.0), offsets.get("y", 0.0), 0.0])
@@ -519,7 +535,7 @@ class Track(TrackBase):
     @classmethod
     def _from_gps_table(cls, path: Path, table, *, name=None, closed=None, repair=False,
                         max_grade=MAX_GRADE, track_width=None, smoothing=None,
-                        provenance=None, flat=False) -> "Track":
+                        provenance=None, flat=False, lat_lon_order="auto") -> "Track":
         """:meth:`from_csv` of a GPS logger's CSV file (latitude, longitude and optional
         altitude columns), through :meth:`from_geodetic`."""
         from . import build as tb
@@ -549,7 +565,7 @@ class Track(TrackBase):
             lat, lon, alt, name=name or path.stem, closed=closed,
             smoothing=30.0 if smoothing is None else smoothing, track_width=track_width,
             repair=repair, max_grade=max_grade, source=f"track file {path}",
-            labels=table.labels(), columns=tuple(shown), cells={"x": bad_lon, "y": bad_lat,
+            lat_lon_order=lat_lon_order, labels=table.labels(), columns=tuple(shown), cells={"x": bad_lon, "y": bad_lat,
                                                                  "z": bad_alt},
             provenance=prov, steps=first,
             no_elevation=("flat=True: the file's altitudes are ignored" if flat else
@@ -568,15 +584,17 @@ class Track(TrackBase):
                       max_grade: float = MAX_GRADE, source: str = "GPS data", labels=None,
                       columns=("lat", "lon", "elev"), cells=None, provenance: dict | None = None,
                       steps=(), no_elevation: str = "the data have no elevation",
-                      elevation_hint: str = "elevations in the data") -> "Track":
+                      elevation_hint: str = "elevations in the data",
+                      lat_lon_order: str = "auto") -> "Track":
         """A track from raw GPS points: latitude, longitude [deg] and elevation [m] (NaN:
         missing) in driving order (the processing of :meth:`from_zaggy_json`, which calls
         this, and of a GPS logger's CSV file, :meth:`from_csv`).
 
         Latitude and longitude are checked first (:func:`pyomo_lap.track.build.check_geodetic`:
-        swapped columns refused, or read swapped with ``repair``); they are projected (azimuthal
-        equidistant, centred at ``origin``, else ``start_finish``, else the first point); the
-        points are checked (:func:`pyomo_lap.track.checks.check_points`, without the elevation
+        swapped columns refused, or read swapped with ``repair``; ``lat_lon_order`` (``'auto'``,
+        ``'lat,lon'``, ``'lon,lat'``): which is which, the order used in
+        ``provenance['lat_lon_order']``); they are projected (azimuthal equidistant, centred
+        at ``origin``, else ``start_finish``, else the first point); the points are checked (:func:`pyomo_lap.track.checks.check_points`, without the elevation
         glitch checks, which the processing replaces) and processed by
         :func:`pyomo_lap.track.build.process_points` (plan view smoothed at ``smoothing``,
         elevations through a Hampel filter ``hampel``, gaps longer than 300 m filled, robust
@@ -614,22 +632,20 @@ class Track(TrackBase):
         ------
         ValueError
             A ``track_width`` that is not a positive width in metres; a start/finish (or
-            ``origin``) that is no position on Earth.
+            ``origin``) that is no position on Earth; a bad ``lat_lon_order``.
         TrackDataError (a ValueError)
             Bad data; latitude and longitude swapped (without ``repair``) or not valid in
-            either order.
-        """
+            either order."""
         from . import build as tb
         half = track_checks.check_track_width(track_width)
         lat = np.asarray(lat, dtype=float)
         elev_none = elev is None and any(st["step"] == "flattened" for st in steps)
         elev = np.full(len(lat), np.nan) if elev is None else np.asarray(elev, dtype=float)
         cl, co, ce = columns
-        x, y, (lat0, lon0), geo_findings, geo_steps = _projected_geodetic(
-            lat, lon, start_finish, start_finish_given, origin, source, labels, (cl, co), repair)
-        swapped = any(f.kind == "lat_lon_swapped" for f in geo_findings)
-        P = np.column_stack([x, y, elev])
-        cells = cells or {}
+        x, y, (lat0, lon0), geo_findings, geo_steps, order = _projected_geodetic(
+            lat, lon, start_finish, start_finish_given, origin, source, labels, (cl, co), repair,
+            lat_lon_order)
+        swapped, P, cells = order["order"] == "lon,lat", np.column_stack([x, y, elev]), cells or {}
         if swapped:
             cells = {"x": cells.get("y", {}), "y": cells.get("x", {}), "z": cells.get("z", {})}
         chk = track_checks.check_points(P, closed, source=source, repair=repair,
@@ -646,7 +662,7 @@ class Track(TrackBase):
             st["step"] == "elevation_missing" and elev_none)] + (   # (ignored: not "missing")
             [_widths_set_step(track_width, [])] if half is not None else [])
         prov = dict(provenance or {})
-        prov.update(projection=tb.projection_string(lat0, lon0),
+        prov.update(projection=tb.projection_string(lat0, lon0), lat_lon_order=order,
                     processing=dict(smoothing_cutoff_m=smoothing, z_smoothing_cutoff_m=z_smoothing,
                                     spacing_m=spacing, hampel=list(hampel),
                                     robust_iterations=robust_iterations,
@@ -666,8 +682,8 @@ class Track(TrackBase):
                         spacing: float = 2.0, origin=None,
                         hampel=(250.0, 3.0, 8.0), robust_iterations: int = 5,
                         half_width: float | None = None, repair: bool = False,
-                        max_grade: float = MAX_GRADE,
-                        track_width: float | None = None, flat: bool = False) -> "Track":
+                        max_grade: float = MAX_GRADE, track_width: float | None = None,
+                        flat: bool = False, lat_lon_order: str = "auto") -> "Track":
         """Load a raw zaggyai/track_data JSON file (lat/lon in 1e-7 deg, elev in mm).
 
         Processing (same functions and defaults as the bundled Nordschleife, see
@@ -686,7 +702,9 @@ class Track(TrackBase):
         swapped columns (a latitude beyond 90 deg, every longitude a valid latitude) are
         refused with the hint, or read swapped with ``repair``; values valid in neither order
         are refused; when both orders are valid the file is read as named and the processing
-        step ``lat_lon_order`` says so, with the length of the points both ways.
+        step ``lat_lon_order`` says so, with the length of the points both ways;
+        ``lat_lon_order='lon,lat'`` reads the keys swapped (``'lat,lon'``: as named), the
+        user's word: no ambiguity reported.
 
         Every step of the processing that changed the data (missing elevations, outliers
         dropped, gaps filled, elevations down-weighted, smoothing) is recorded in
@@ -712,12 +730,15 @@ class Track(TrackBase):
             Steepest plausible grade of the result [-].
         flat : bool
             Ignore the file's elevations: a flat track (step ``flattened``, an assumed value).
+        lat_lon_order : {'auto', 'lat,lon', 'lon,lat'}
+            Which key holds the latitude (:func:`pyomo_lap.track.build.check_geodetic`).
 
         Raises
         ------
         ValueError
             Malformed file; ``half_width`` and ``track_width`` both given, or not a positive
-            width in metres; a start/finish (or ``origin``) that is no position on Earth (the
+            width in metres; a ``lat_lon_order`` not in
+            :data:`~pyomo_lap.track.build.LAT_LON_ORDERS`; a start/finish (or ``origin``) that is no position on Earth (the
             message names it and its value; never pyproj's ``CRSError``).
         TrackDataError (a ValueError)
             Bad data (see :meth:`from_csv`); latitude and longitude swapped (without
@@ -741,7 +762,7 @@ class Track(TrackBase):
             start_finish_given=d.get("start_finish_given"), origin=origin, smoothing=smoothing,
             z_smoothing=z_smoothing, spacing=spacing, hampel=hampel,
             robust_iterations=robust_iterations, track_width=track_width, repair=repair,
-            max_grade=max_grade, source=f"track file {path}",
+            max_grade=max_grade, source=f"track file {path}", lat_lon_order=lat_lon_order,
             provenance=dict(source_file=str(path.resolve()), sha256=tb.sha256_file(path)),
             steps=[_flattened_step(len(d["lat"]))] if flat else (),
             no_elevation=("flat=True: the file's elevations are ignored" if flat else
@@ -848,7 +869,7 @@ class Track(TrackBase):
     def from_kml(cls, path, right=None, name: str | None = None, closed: bool | None = None,
                  smoothing: float | None = 30.0, z_smoothing: float | None = 200.0,
                  repair: bool = False, max_grade: float = MAX_GRADE,
-                 flat: bool = False) -> "Track":
+                 flat: bool = False, lat_lon_order: str = "auto") -> "Track":
         """A track from its boundaries in KML (longitude, latitude, altitude, as Google Earth
         and fastest-lap's track database write them), through :meth:`from_boundaries`.
 
@@ -863,8 +884,10 @@ class Track(TrackBase):
           the other boundary is the file ``*_right.kml`` (``*_left.kml``) beside it
           (fastest-lap's ``catalunya_left.kml``, ``catalunya_right.kml``).
 
-        Latitude and longitude are checked (:func:`pyomo_lap.track.build.check_geodetic`)
-        and projected (azimuthal equidistant, centred at the left boundary's first point).
+        Latitude and longitude are checked (:func:`pyomo_lap.track.build.check_geodetic`,
+        ``lat_lon_order``: ``'lon,lat'`` reads KML's second value, its latitude, as the
+        longitude) and projected (azimuthal equidistant, centred at the left boundary's first
+        point).
 
         Parameters
         ----------
@@ -897,11 +920,14 @@ class Track(TrackBase):
         (left_c, right_c), how, files = _kml_boundaries(path, right)
         name = name or _SIDE_TOKEN.sub("", path.stem) or path.stem
         source = f"track file {path}"
-        sides = []
+        sides, geo = [], [[], []]
         for c, side in ((left_c, "left"), (right_c, "right")):
-            lat, lon, _, f, _ = tb.check_geodetic(c[:, 1], c[:, 0], source=f"{source}, {side} boundary",
-                                                  columns=("latitude", "longitude"), repair=repair)
+            lat, lon, _, f, st = tb.check_geodetic(
+                c[:, 1], c[:, 0], source=f"{source}, {side} boundary", repair=repair,
+                columns=("latitude", "longitude"), order=lat_lon_order)
             track_checks._warn(source, f)
+            geo[0] += f
+            geo[1] += st
             sides.append((lat, lon, np.full(len(c), np.nan) if flat else c[:, 2]))
         lat0, lon0 = float(sides[0][0][0]), float(sides[0][1][0])
         pts = []
@@ -911,6 +937,7 @@ class Track(TrackBase):
         prov = dict(source_file=str(path.resolve()), sha256=tb.sha256_file(path),
                     source_files=[str(Path(f).resolve()) for f in files],
                     projection=tb.projection_string(lat0, lon0),
+                    lat_lon_order=tb.lat_lon_record(lat_lon_order, *geo),
                     processing_steps=[step("file_read", f"KML boundaries: {how}",
                                            method=how, count=len(left_c) + len(right_c))]
                     + ([_flattened_step(len(left_c) + len(right_c))] if flat else []))
@@ -1238,16 +1265,18 @@ def _flattened_step(n: int) -> dict:
 
 
 def _projected_geodetic(lat, lon, start_finish, start_finish_given, origin, source, labels,
-                        columns, repair):
+                        columns, repair, lat_lon_order="auto"):
     """Latitudes and longitudes checked (:func:`pyomo_lap.track.build.check_geodetic`: in
-    degrees, in the order decided; swapped columns refused, or read swapped with ``repair``;
-    both orders valid: said in a processing step) and projected, centred at ``origin``, else
-    ``start_finish``, else the first point. Returns x, y [m], the centre (lat0, lon0) [deg],
-    the findings (repaired) and the processing steps."""
+    degrees, in the order decided (``lat_lon_order``); swapped columns refused, or read swapped
+    with ``repair``; both orders valid or the order given: said in a processing step) and
+    projected, centred at ``origin``, else ``start_finish``, else the first point. Returns
+    x, y [m], the centre (lat0, lon0) [deg], the findings (repaired), the processing steps and
+    the order used (:func:`pyomo_lap.track.build.lat_lon_record`)."""
     from . import build as tb
     lat, lon, start_finish, geo_findings, geo_steps = tb.check_geodetic(
         lat, np.asarray(lon, dtype=float), start_finish=start_finish, source=source,
-        labels=labels, columns=columns, repair=repair)
+        labels=labels, columns=columns, repair=repair, order=lat_lon_order)
+    order = tb.lat_lon_record(lat_lon_order, geo_findings, geo_steps)
     track_checks._warn(source, geo_findings)
     if start_finish is None:
         ok = np.flatnonzero(np.isfinite(lat) & np.isfinite(lon))
@@ -1260,7 +1289,23 @@ def _projected_geodetic(lat, lon, start_finish, start_finish_given, origin, sour
             "start_finish" if start_finish_given else
             "the first point (no start_finish)") + " (the projection's centre)"
         raise ValueError(f"{source}: {where}: {exc}") from None
-    return x, y, (lat0, lon0), geo_findings, geo_steps
+    return x, y, (lat0, lon0), geo_findings, geo_steps, order
+
+
+def _refuse_lat_lon_order(order, what: str) -> None:
+    """The option ``lat_lon_order`` checked (:func:`pyomo_lap.track.build.check_lat_lon_order`)
+    for a track that has no latitudes and longitudes (``what``: e.g. ``'track file X'``).
+
+    Raises
+    ------
+    ValueError
+        A value not in :data:`~pyomo_lap.track.build.LAT_LON_ORDERS`, or any but ``'auto'``:
+        one line naming the option, its value and the track.
+    """
+    from .build import check_lat_lon_order
+    if check_lat_lon_order(order) != "auto":
+        raise ValueError(f"lat_lon_order={order!r} applies to GPS files (lat/lon); {what} has "
+                         "x/y coordinates: expected lat_lon_order='auto' (no --lat-lon-order)")
 
 
 def _flat_assumption(reason: str, set_with: str) -> dict:
@@ -1681,7 +1726,8 @@ def track_formats_text() -> str:
 
 
 def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
-               track_width: float | None = None, flat: bool = False):
+               track_width: float | None = None, flat: bool = False,
+               lat_lon_order: str = "auto"):
     """Load a bundled track by name or a track file by path, checked (see
     :mod:`pyomo_lap.track.checks`).
 
@@ -1713,6 +1759,12 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
     flat : bool
         Ignore the data's elevations (noisy ones): z = 0, banking as given; recorded as the
         processing step ``flattened`` and an assumed value. Arc tracks are flat already.
+    lat_lon_order : {'auto', 'lat,lon', 'lon,lat'}
+        GPS files (a ``lat, lon`` CSV file, ``.json``, ``.kml``): which column (key) holds the
+        latitude (:func:`pyomo_lap.track.build.check_geodetic`): ``'auto'`` as named (read
+        swapped only when latitudes beyond 90 deg force it, with ``repair``; both orders valid
+        coordinates: said in the processing step ``lat_lon_order``), ``'lat,lon'`` as named,
+        ``'lon,lat'`` swapped; the order used: ``track.provenance['lat_lon_order']``.
 
     Returns
     -------
@@ -1728,35 +1780,23 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
     ValueError
         Unknown name (the message lists the known names), a file of another type (the
         message lists the accepted ones), a ``track_width`` that is not a positive width in
-        metres.
+        metres, a ``lat_lon_order`` not in :data:`~pyomo_lap.track.build.LAT_LON_ORDERS` or
+        other than ``'auto'`` for a track without latitudes and longitudes.
     FileNotFoundError
         A path that does not exist.
     TrackDataError (a ValueError)
         Bad data; every problem is listed.
     """
     from . import arcs  # straights and arcs: a .toml file or a bundled <name>.toml (pyomo_lap/track/arcs.py)
-    if arcs.is_arc_track(name_or_path): return arcs.load_arc_track(name_or_path, track_width=track_width)  # noqa: E701
+    from .build import check_lat_lon_order
+    check_lat_lon_order(lat_lon_order)
     p = Path(name_or_path)
-    suffix = p.suffix.lower()
-    if suffix in (".csv", ".json", ".kml", ".xml") or p.exists():
-        if not p.exists():
-            raise FileNotFoundError(f"track file not found: {p}")
-        if p.is_dir():
-            raise ValueError(f"track {str(p)!r} is a folder; expected a file: {track_formats_text()}")
-        kw = dict(repair=repair, max_grade=max_grade, flat=flat)
-        if suffix == ".json":
-            return Track.from_zaggy_json(p, track_width=track_width, **kw)
-        if suffix == ".xml":
-            return Track.from_fastest_lap_xml(p, track_width=track_width, **kw)
-        if suffix == ".kml":
-            if track_width is not None:
-                raise ValueError(f"track file {p}: the widths of a KML track come from its "
-                                 f"boundaries; track_width = {track_width!r} cannot replace them")
-            return Track.from_kml(p, **kw)
-        if suffix != ".csv":
-            raise ValueError(f"track file {p}: unknown type {suffix or '(no suffix)'!r}; "
-                             f"expected {track_formats_text()}")
-        return Track.from_csv(p, track_width=track_width, **kw)
+    if arcs.is_arc_track(name_or_path):
+        _refuse_lat_lon_order(lat_lon_order, f"track {str(name_or_path)!r} (straights and arcs)")
+        return arcs.load_arc_track(name_or_path, track_width=track_width)
+    if p.suffix.lower() in (".csv", ".json", ".kml", ".xml") or p.exists():
+        return _load_track_file(p, dict(repair=repair, max_grade=max_grade, flat=flat),
+                                track_width, lat_lon_order)
     key = str(name_or_path).strip().lower()
     known = available_tracks()
     if key not in known:
@@ -1764,6 +1804,7 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
         known = sorted(known + [f.stem for f in arcs_dir.glob("*.toml")]) if arcs_dir.is_dir() else known
         raise ValueError(f"unknown track {name_or_path!r}; known tracks: {', '.join(known) or '(none)'}"
                          f" (or pass a file: {', '.join(dict.fromkeys(k for k, _ in TRACK_FORMATS[1:]))})")
+    _refuse_lat_lon_order(lat_lon_order, f"the bundled track {key!r}")
     csv_path = data_dir() / "tracks" / f"{key}.csv"
     meta_path = csv_path.with_suffix(".json")
     meta = {}
@@ -1775,6 +1816,30 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
     tr = Track.from_csv(csv_path, name=meta.get("name", key), closed=closed, provenance=meta,
                         repair=repair, max_grade=max_grade, track_width=track_width, flat=flat)
     return _with_build_notes(tr, meta, track_width, flat)
+
+
+def _load_track_file(p: Path, kw: dict, track_width, lat_lon_order: str):
+    """:func:`load_track` of a file (``kw``: ``repair``, ``max_grade``, ``flat``), by its
+    suffix."""
+    suffix = p.suffix.lower()
+    if not p.exists():
+        raise FileNotFoundError(f"track file not found: {p}")
+    if p.is_dir():
+        raise ValueError(f"track {str(p)!r} is a folder; expected a file: {track_formats_text()}")
+    if suffix == ".json":
+        return Track.from_zaggy_json(p, track_width=track_width, lat_lon_order=lat_lon_order, **kw)
+    if suffix == ".xml":
+        _refuse_lat_lon_order(lat_lon_order, f"track file {p} (fastest-lap XML)")
+        return Track.from_fastest_lap_xml(p, track_width=track_width, **kw)
+    if suffix == ".kml":
+        if track_width is not None:
+            raise ValueError(f"track file {p}: the widths of a KML track come from its "
+                             f"boundaries; track_width = {track_width!r} cannot replace them")
+        return Track.from_kml(p, lat_lon_order=lat_lon_order, **kw)
+    if suffix != ".csv":
+        raise ValueError(f"track file {p}: unknown type {suffix or '(no suffix)'!r}; "
+                         f"expected {track_formats_text()}")
+    return Track.from_csv(p, track_width=track_width, lat_lon_order=lat_lon_order, **kw)
 
 
 def _with_build_notes(tr: Track, meta: dict, track_width, flat: bool) -> Track:
