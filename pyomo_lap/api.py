@@ -763,6 +763,39 @@ def _load_inputs(job) -> None:
         # writes into it; locked from here to the end (released by solve_sector)
         job.out_dir = check_output_dir(job.out_dir, echo=echo, hold=job.held)
     job.tr, job.p = tr, p
+    _track_corners(job)
+
+
+def _track_corners(job) -> None:
+    """The track's corners and sector starts (:mod:`pyomo_lap.track.corners`: the files beside
+    the track file, else detected), read before the solve so a bad file stops the job early;
+    ``job.corners``, ``job.sector_boundaries`` (None without a sector file)."""
+    from .track.corners import (corner_file_for, sector_file_for, track_corners,
+                                track_sectors)
+    tr = job.tr
+    job.corners = track_corners(tr)
+    path = corner_file_for(tr)
+    job.corners_source = str(path) if path is not None else "detected"
+    starts = track_sectors(tr)
+    job.sector_boundaries = None if starts is None else {
+        "s_start_m": [s for s, _ in starts], "names": [n for _, n in starts],
+        "track_length_m": float(tr.length), "closed": bool(tr.closed),
+        "source": str(sector_file_for(tr))}
+
+
+def _corner_summary(job, df, summary: dict) -> None:
+    """``summary["corners"]`` (the per-corner table, :func:`pyomo_lap.post.corners.corner_table`)
+    and ``corners_source``; the sectors at the sector file's starts when there is one."""
+    from .post.corners import corner_records, corner_table
+    from .post.results import sector_records, sector_times
+    if getattr(job, "corners", None) is None or not {"s_sector", "t", "speed_kmh"} <= set(df):
+        return
+    tab = corner_table(df, job.corners, job.tr.length, job.tr.closed)
+    summary["corners"] = corner_records(tab)
+    summary["corners_source"] = job.corners_source
+    if job.sector_boundaries is not None:
+        summary["sector_boundaries"] = job.sector_boundaries
+        summary["sectors"] = sector_records(sector_times(df, boundaries=job.sector_boundaries))
 
 
 def _build_or_reuse(job) -> None:
@@ -1152,6 +1185,7 @@ def _channels_and_export(job) -> None:
     summary["channel_quality"] = channel_quality(df, p_solved)
     summary["mesh"] = _mesh_summary(m)
     summary["sectors"] = sector_records(sector_times(df, cfg.n_sectors))
+    _corner_summary(job, df, summary)
     # the car's mean speed: its path length over the time (the time average of the speed
     # channel), not the centreline's length, which a car cutting corners does not drive
     lap = job.lap

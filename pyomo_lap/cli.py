@@ -678,6 +678,7 @@ def _echo_two(res: dict, a: str, b: str) -> None:
     click.echo(f"(delta > 0: {b} is behind {a})")
     if _verbosity() < 0:
         return
+    _echo_corners(res.get("corners"), a, b)
     click.echo("")
     runs = res["runs"]
     click.echo(f"{'run':<22} {a[:14]:>14} {b[:14]:>14}")
@@ -694,6 +695,20 @@ def _echo_two(res: dict, a: str, b: str) -> None:
                        f"{r['rms_diff']:>10.4g} {r['max_abs_diff']:>10.4g} {r['s_at_max [m]']:>9.1f}")
 
 
+def _echo_corners(tab, a: str, b: str) -> None:
+    """The corner table of a comparison of two runs (:func:`pyomo_lap.post.corners.corner_deltas`):
+    each corner's time in both runs, the difference, and the difference of the minimum speeds."""
+    if tab is None or not len(tab):
+        return
+    click.echo("")
+    click.echo(f"{'corner':<14} {'dir':>5} {a[:10] + ' [s]':>14} {b[:10] + ' [s]':>14} "
+               f"{'delta [s]':>10} {'d v_min [km/h]':>15}")
+    for _, r in tab.iterrows():
+        click.echo(f"{str(r['name'])[:14]:<14} {r['direction']:>5} {r['time_A [s]']:>14.3f} "
+                   f"{r['time_B [s]']:>14.3f} {r['delta_time [s]']:>+10.3f} "
+                   f"{r['delta_min_speed [km/h]']:>+15.2f}")
+
+
 def _echo_many(res: dict) -> None:
     """The table of ``compare`` with more than two runs: each run's time over the common
     stretch, its delta to the first and the parameters in which it differs."""
@@ -705,6 +720,14 @@ def _echo_many(res: dict) -> None:
                    f"{r['delta to the first [s]']:>+10.3f}  {differs}")
     click.echo(f"(over {res['delta']['s [m]'].iloc[0]:.1f}-{res['delta']['s [m]'].iloc[-1]:.1f} m; "
                "delta > 0: behind the first run)")
+    corners = res.get("corners")
+    if _verbosity() >= 0 and corners is not None and len(corners):
+        deltas = [c for c in corners.columns if c.startswith("delta_")]
+        click.echo("")
+        click.echo(f"{'corner':<14} " + " ".join(f"{c[6:-4][:12]:>12}" for c in deltas)
+                   + "  (delta [s] to the first run)")
+        for _, r in corners.iterrows():
+            click.echo(f"{str(r['name'])[:14]:<14} " + " ".join(f"{r[c]:>+12.3f}" for c in deltas))
 
 
 def _echo_telemetry(res: dict, run: str, log: str) -> None:

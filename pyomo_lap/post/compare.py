@@ -27,7 +27,7 @@ import pandas as pd
 __all__ = ["delta_along_track", "sector_deltas", "channel_differences", "run_statistics",
            "parse_step", "resample_channels", "parameter_differences", "run_labels",
            "deltas_many", "compare_many", "read_telemetry", "telemetry_delta",
-           "compare_telemetry", "TELEMETRY_COLUMNS"]
+           "compare_telemetry", "TELEMETRY_COLUMNS", "corners_many"]
 
 
 def _s_abs(df: pd.DataFrame) -> np.ndarray:
@@ -428,7 +428,8 @@ def compare_many(dirs, out_dir=None, n_sectors: int = 3, every=None, formats=("p
     Writes ``compare_runs.csv`` (one row per run: name, lap time, delta to the first, the
     parameters that differ), ``compare.csv`` (:func:`deltas_many`, or on a fixed step with
     ``every``), ``compare_sectors.csv`` (the sector times of each run over the common
-    stretch) and ``compare.png`` (speed and delta; ``compare.pdf`` on request).
+    stretch), ``compare_corners.csv`` (:func:`corners_many`, when the runs have corners) and
+    ``compare.png`` (speed and delta; ``compare.pdf`` on request).
 
     Parameters
     ----------
@@ -446,7 +447,7 @@ def compare_many(dirs, out_dir=None, n_sectors: int = 3, every=None, formats=("p
     Returns
     -------
     dict
-        ``delta``, ``sectors``, ``runs`` (DataFrames), ``labels``, ``files``.
+        ``delta``, ``sectors``, ``runs``, ``corners`` (DataFrames), ``labels``, ``files``.
 
     Raises
     ------
@@ -486,14 +487,38 @@ def compare_many(dirs, out_dir=None, n_sectors: int = 3, every=None, formats=("p
             row[f"time_{n} [s]"] = t[1] - t[0]
         rows.append(row)
     sectors = pd.DataFrame(rows)
+    corners = corners_many(summaries, names)
     table = delta if every is None else _at_steps(delta, every, "s [m]", f"t_{names[0]} [s]")
     span = f"{delta['s [m]'].iloc[0]:.0f}-{delta['s [m]'].iloc[-1]:.0f} m"
     fig = _figure_many(delta, names, labels, f"{len(names)} runs against {names[0]}, {span} "
                                              "(> 0: behind it)")
-    files = _write_comparison(out, {"compare.csv": table, "compare_sectors.csv": sectors,
-                                    "compare_runs.csv": runs}, fig, "compare", formats, echo)
+    tables = {"compare.csv": table, "compare_sectors.csv": sectors, "compare_runs.csv": runs}
+    if len(corners):
+        tables["compare_corners.csv"] = corners
+    files = _write_comparison(out, tables, fig, "compare", formats, echo)
     return {"delta": delta, "sectors": sectors, "runs": runs, "labels": labels, "files": files,
-            "table": table}
+            "table": table, "corners": corners}
+
+
+def corners_many(summaries: Sequence[dict], names: Sequence[str]) -> pd.DataFrame:
+    """Corner by corner, every run against the first: the corners all runs hold
+    (:func:`pyomo_lap.post.corners.corner_deltas` of each against the first), with
+    ``time_<name> [s]``, ``delta_<name> [s]``, ``min_speed_<name> [km/h]`` per run."""
+    from .corners import corner_deltas, records_table
+    first = records_table(summaries[0].get("corners"))
+    out = None
+    for n, sm in zip(names[1:], summaries[1:]):
+        d = corner_deltas(first, records_table(sm.get("corners")))
+        d = d.rename(columns={"time_A [s]": f"time_{names[0]} [s]", "time_B [s]": f"time_{n} [s]",
+                              "delta_time [s]": f"delta_{n} [s]",
+                              "min_speed_A [km/h]": f"min_speed_{names[0]} [km/h]",
+                              "min_speed_B [km/h]": f"min_speed_{n} [km/h]"}).drop(
+            columns=["delta_min_speed [km/h]"])
+        out = d if out is None else out.merge(
+            d.drop(columns=["name", "direction", "s_entry [m]", "s_exit [m]",
+                            f"time_{names[0]} [s]", f"min_speed_{names[0]} [km/h]"]),
+            on="number", how="inner")
+    return out if out is not None else pd.DataFrame()
 
 
 # ---------------------------------------------------------------------------------------

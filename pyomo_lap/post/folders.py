@@ -133,8 +133,9 @@ a folder without it is not a finished export. A later export into the folder rep
 what it lists (:func:`check_output_dir`)."""
 
 RESULTS_FILES = ("summary.json", "trajectory.csv", "trajectory.parquet", "results.xlsx",
-                 SOLUTION_FILE)
-"""The files :func:`pyomo_lap.post.results.write_results` writes (``solution.npz`` when given a solution)."""
+                 SOLUTION_FILE, "corners.csv")
+"""The files :func:`pyomo_lap.post.results.write_results` writes (``solution.npz`` when given a
+solution, ``corners.csv`` when the summary has ``corners``)."""
 
 VALIDATION_FILES = ("validation.json", "defects.csv", "validation_defects.png",
                     "validation_replay.png")

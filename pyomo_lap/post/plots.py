@@ -1335,9 +1335,11 @@ def compare_runs(dir_a, dir_b, out_dir=None, n_sectors: int = 3, formats=("png",
         ``delta`` (DataFrame of :func:`delta_along_track`), ``sectors`` (DataFrame of
         :func:`sector_deltas`), ``channels`` (:func:`channel_differences`: attitudes, loads,
         speed, line), ``runs`` (:func:`run_statistics`: model, lap time, NLP size,
-        iterations, times), ``delta_t_s`` (final delta), ``files`` (paths written:
-        ``compare.csv``, ``compare_sectors.csv``, ``compare_channels.csv``,
-        ``compare_runs.csv``, the figures).
+        iterations, times), ``corners`` (:func:`pyomo_lap.post.corners.corner_deltas`: time
+        and minimum speed in each corner both runs hold), ``delta_t_s`` (final delta),
+        ``files`` (paths written: ``compare.csv``, ``compare_sectors.csv``,
+        ``compare_channels.csv``, ``compare_runs.csv``, ``compare_corners.csv`` when there
+        are corners, the figures).
 
     Raises
     ------
@@ -1359,12 +1361,18 @@ def compare_runs(dir_a, dir_b, out_dir=None, n_sectors: int = 3, formats=("png",
     sectors = sector_deltas(delta, n_sectors)
     channels = channel_differences(delta)
     runs = run_statistics(sum_a, sum_b)
+    from .corners import corner_deltas, records_table
+    corners = corner_deltas(records_table(sum_a.get("corners")),
+                            records_table(sum_b.get("corners")))
     fig = figure_compare(delta, dir_a.name, dir_b.name)
-    files = _write_comparison(out, {"compare.csv": delta, "compare_sectors.csv": sectors,
-                                    "compare_channels.csv": channels, "compare_runs.csv": runs},
-                              fig, "compare", formats, echo)
+    tables = {"compare.csv": delta, "compare_sectors.csv": sectors,
+              "compare_channels.csv": channels, "compare_runs.csv": runs}
+    if len(corners):
+        tables["compare_corners.csv"] = corners
+    files = _write_comparison(out, tables, fig, "compare", formats, echo)
     return {"delta": delta, "sectors": sectors, "channels": channels, "runs": runs,
-            "delta_t_s": float(delta["delta_t [s]"].iloc[-1]), "files": files}
+            "corners": corners, "delta_t_s": float(delta["delta_t [s]"].iloc[-1]),
+            "files": files}
 
 
 # ---------------------------------------------------------------------------------------

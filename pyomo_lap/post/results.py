@@ -299,8 +299,9 @@ TRACK_COLUMNS = ("s", "x_spine", "y_spine", "z_spine", "width_left", "width_righ
 """Channels that describe the track itself (sheet ``track`` of ``results.xlsx``)."""
 
 
-def sector_times(df: pd.DataFrame, n_sectors: int = 3) -> pd.DataFrame:
-    """Split the sector into ``n_sectors`` parts of equal length and time each one.
+def sector_times(df: pd.DataFrame, n_sectors: int = 3, boundaries=None) -> pd.DataFrame:
+    """Split the sector into ``n_sectors`` parts of equal length (or at ``boundaries``) and time
+    each one.
 
     The time at each boundary is interpolated linearly in ``s`` between the collocation
     points (the time state ``t`` is continuous).
@@ -311,6 +312,10 @@ def sector_times(df: pd.DataFrame, n_sectors: int = 3) -> pd.DataFrame:
         From :func:`trajectory_dataframe` (columns ``s``, ``s_sector``, ``t``).
     n_sectors : int
         Number of sectors (>= 1).
+    boundaries : dict, optional
+        Sector starts of a sector file (:func:`pyomo_lap.track.corners.read_sector_file`):
+        ``{"s_start_m": [...], "track_length_m": L, "closed": bool}``; those inside the solved
+        stretch split it (``n_sectors`` is then not used).
 
     Returns
     -------
@@ -327,17 +332,27 @@ def sector_times(df: pd.DataFrame, n_sectors: int = 3) -> pd.DataFrame:
         raise ValueError(f"n_sectors = {n_sectors!r}: expected an integer >= 1")
     s = df["s_sector"].to_numpy(dtype=float)
     t = df["t"].to_numpy(dtype=float)
-    edges = np.linspace(s[0], s[-1], int(n_sectors) + 1)
-    t_edges = np.interp(edges, s, t)
     s0 = float(df["s"].iloc[0]) - float(s[0])
+    edges = (np.linspace(s[0], s[-1], int(n_sectors) + 1) if not boundaries
+             else _edges_at(s, s0, boundaries))
+    t_edges = np.interp(edges, s, t)
     rows = []
-    for k in range(int(n_sectors)):
+    for k in range(len(edges) - 1):
         length = edges[k + 1] - edges[k]
         dt = t_edges[k + 1] - t_edges[k]
         rows.append({"sector": k + 1, "s_start [m]": s0 + edges[k], "s_end [m]": s0 + edges[k + 1],
                      "length [m]": length, "t_start [s]": t_edges[k], "time [s]": dt,
                      "mean_speed [km/h]": 3.6 * length / dt if dt > 0 else float("nan")})
     return pd.DataFrame(rows)
+
+
+def _edges_at(s: np.ndarray, s0: float, boundaries: dict) -> np.ndarray:
+    """Sector coordinates of the solved stretch's ends and of the sector starts inside it."""
+    L, closed = float(boundaries["track_length_m"]), bool(boundaries["closed"])
+    x = np.asarray(boundaries["s_start_m"], float) - s0
+    x = np.mod(x, L) if closed else x
+    inner = np.sort(x[(x > s[0] + 1e-6) & (x < s[-1] - 1e-6)])
+    return np.concatenate([[s[0]], inner, [s[-1]]])
 
 
 def sector_records(sectors: pd.DataFrame) -> list:
@@ -523,7 +538,10 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
     in the headers; each header cell carries a comment with the channel's meaning, sign and
     source), ``channel_dictionary`` (the entry of every column present,
     :func:`pyomo_lap.post.channels.channel_table`: name, unit, meaning, sign, source, wheel),
-    ``sectors`` (:func:`sector_times`), ``vehicle`` (all parameters),
+    ``sectors`` (:func:`sector_times`, at the summary's ``sector_boundaries`` when it has
+    them), ``corners`` (when the summary has ``corners``, the per-corner table of
+    :func:`pyomo_lap.post.corners.corner_table`, also written as ``corners.csv``), ``vehicle``
+    (all parameters),
     ``track`` (the track at every point: :data:`TRACK_COLUMNS`), ``quality`` (when the summary
     has ``channel_quality``: the zig-zag counts and the speed consistency of the channels,
     :func:`pyomo_lap.post.quality.quality_table`), ``sensitivities`` (when the
@@ -594,8 +612,8 @@ def _write_locked(out_dir: Path, df, summary, vehicle_params, partial, n_sectors
     from .. import __version__
     summary.setdefault("pyomo_lap_version", __version__)   # marks the folder as pyomo_lap results
     # a table without the track coordinate and time (a partial export) has no sector times
-    sectors = (sector_times(df, n_sectors) if {"s_sector", "t"} <= set(df.columns)
-               else pd.DataFrame())
+    sectors = (sector_times(df, n_sectors, summary.get("sector_boundaries"))
+               if {"s_sector", "t"} <= set(df.columns) else pd.DataFrame())
     if "sectors" not in summary and len(sectors):
         summary["sectors"] = sector_records(sectors)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-{os.getpid()}-", dir=parent))
@@ -611,6 +629,9 @@ def _write_locked(out_dir: Path, df, summary, vehicle_params, partial, n_sectors
             json.dump(summary, fh, indent=2, default=_json_default)
         if solution is not None:
             np.savez(tmp / SOLUTION_FILE, **solution)
+        corners = _corners_of(summary)
+        if corners is not None:
+            corners.to_csv(tmp / "corners.csv", index=False, float_format="%.10g")
         echo("  writing results.xlsx")
         _write_workbook(tmp / "results.xlsx", df, summary, sectors, vehicle_params)
         files = {p.name: _file_entry(p, "solve") for p in sorted(tmp.iterdir()) if p.is_file()}
@@ -662,6 +683,15 @@ def _aside(target: Path) -> Path:
     return old
 
 
+def _corners_of(summary: dict):
+    """The summary's per-corner table (``corners``, :func:`pyomo_lap.post.corners.corner_table`)
+    as a DataFrame, or None when it has none (``corners.csv`` and the ``corners`` sheet)."""
+    if not isinstance(summary.get("corners"), list):
+        return None
+    from .corners import records_table
+    return records_table(summary["corners"])
+
+
 def _write_workbook(path: Path, df, summary: dict, sectors, vehicle_params) -> None:
     """``results.xlsx`` (see :func:`write_results`): every sheet with its header row frozen
     (and the first column on the wide ones), its columns sized to their contents, numbers as
@@ -677,6 +707,9 @@ def _write_workbook(path: Path, df, summary: dict, sectors, vehicle_params) -> N
         _sheet(xw, "channel_dictionary", _channels.channel_table(known),
                wrap=("meaning", "sign", "source"))
         _sheet(xw, "sectors", sectors)
+        corners = _corners_of(summary)
+        if corners is not None:
+            _sheet(xw, "corners", corners)
         if vehicle_params:
             _sheet(xw, "vehicle", vehicle_sheet(vehicle_params), wrap=("description",))
         tcols = [c for c in TRACK_COLUMNS if c in df.columns]
@@ -862,7 +895,8 @@ def _summary_sheet(summary: dict, vehicle_sheet: bool = False) -> pd.DataFrame:
     records are on the ``provenance`` sheet, the vehicle's parameters on the ``vehicle``
     sheet) and where the units of the other sheets are (:data:`WORKBOOK_UNITS_NOTE`)."""
     rows = [("about", "units", "SI", "", WORKBOOK_UNITS_NOTE)]
-    seen = set(_TRACK_DATA_KEYS) | {"solver_options", "solver_options_effective", "sectors"}
+    seen = set(_TRACK_DATA_KEYS) | {"solver_options", "solver_options_effective", "sectors",
+                                    "corners"}
 
     def add(group, key, value, note=""):
         for name, v in summary_rows(key, value):
@@ -885,6 +919,9 @@ def _summary_sheet(summary: dict, vehicle_sheet: bool = False) -> pd.DataFrame:
     for sec in summary.get("sectors", []):
         rows.append(("sector times", f"sector {sec['sector']} time "
                      f"({sec['s_start_m']:.0f}-{sec['s_end_m']:.0f} m)", sec["time_s"], "s", ""))
+    if isinstance(summary.get("corners"), list):
+        rows.append(("results", "corners", f"{len(summary['corners'])} corners: the corners "
+                     "sheet", "", ""))
     if "vehicle_parameters" in summary and vehicle_sheet:
         seen.add("vehicle_parameters")
         rows.append(("vehicle", "vehicle_parameters", f"{len(summary['vehicle_parameters'])} "
@@ -929,7 +966,7 @@ def _lists_sheet(summary: dict) -> pd.DataFrame:
     """The ``lists`` sheet: the summary's long lists, one column each (:func:`_long_lists`)."""
     cols = {}
     for k, v in summary.items():
-        if k not in _TRACK_DATA_KEYS and k != "sectors":
+        if k not in _TRACK_DATA_KEYS and k not in ("sectors", "corners"):
             cols.update(_long_lists(k, v))
     return pd.DataFrame({k: pd.Series(v) for k, v in cols.items()})
 
