@@ -12,7 +12,8 @@ corner; a change of direction always starts a new corner (a chicane is two corne
 stretch that turns the car through less than :data:`MIN_ANGLE_DEG` (integral of
 :math:`|\kappa|`) or is shorter than :data:`MIN_LENGTH_M` is not a corner (a kink). Entry and
 exit are where :math:`|\kappa|` crosses :math:`\kappa_{off}` (linear interpolation between the
-samples); the apex is the point of largest :math:`|\kappa|`. Corners are numbered in driving
+samples); the apex is the point of largest :math:`|\kappa|` (the middle of an arc of constant
+radius). Corners are numbered in driving
 direction by their apex's distance from the start line (``s = 0``).
 
 **Corner file** (:func:`read_corner_file`; ``<track file stem>.corners.csv`` beside the track
@@ -179,7 +180,7 @@ def detect_from_curvature(s, kappa, length: float, closed: bool, r_on: float = R
         ang = float(np.degrees(np.sum(np.abs(k[i:j + 1])) * h))
         if ang < min_angle_deg or e1 - e0 < min_length:
             continue
-        a = i + int(np.argmax(d * k[i:j + 1]))
+        a = i + _apex(d * k[i:j + 1])
         wrap = (lambda v: v % length) if closed else (lambda v: v)
         corners.append(Corner(0, "", "left" if d > 0 else "right", float(wrap(e0)),
                               float(wrap(x[a])), float(wrap(e1)), float(1.0 / abs(k[a])), ang))
@@ -187,6 +188,15 @@ def detect_from_curvature(s, kappa, length: float, closed: bool, r_on: float = R
     for num, c in enumerate(corners, 1):
         c.number, c.name = num, f"T{num}"
     return corners
+
+
+def _apex(dk) -> int:
+    """Index of the largest curvature; of a stretch of constant largest curvature (an arc), its
+    middle."""
+    top = int(np.argmax(dk))
+    at_top = np.nonzero(dk >= dk[top] * (1.0 - 1e-9))[0]
+    run = at_top[(at_top >= top) & (at_top - top == np.arange(np.sum(at_top >= top)))]
+    return int((top + run[-1]) // 2)
 
 
 def _runs(k, k_off: float, k_on: float) -> list:
