@@ -197,3 +197,20 @@ def test_alias_table_in_the_docs_is_current():
         for n in al.names:
             assert n == n.lower().strip() and " " not in n
             assert seen.setdefault(n, key) == key, f"{n} names {seen[n]} and {key}"
+
+
+@pytest.mark.unit
+def test_a_lap_column_cuts_the_outing(tmp_path):
+    """A generic file with a lap column (values 0..3 changing at 5, 15, 24 s) at a constant
+    20 m/s: four laps, the first and last partial; the fastest complete one is the 9 s lap
+    (15-24 s), its distance 20 m/s x 9 s = 180 m integrated from the speed."""
+    t = np.round(np.arange(0.0, 30.0, 0.1), 10)
+    lap = np.searchsorted([5.0, 15.0, 24.0], t, side="right")
+    f = tmp_path / "laps.csv"
+    pd.DataFrame({"Time [s]": t, "Speed [m/s]": 20.0, "Lap": lap}).to_csv(f, index=False)
+    log, info = read_telemetry(f)
+    assert list(info["laps"]["complete"]) == [False, True, True, False]
+    assert np.allclose(info["laps"]["time [s]"], [5.0, 10.0, 9.0, 29.9 - 24.0])
+    assert info["lap"] == 3 and info["lap_time_s"] == pytest.approx(9.0)
+    assert log["s"].iloc[-1] == pytest.approx(180.0) and "lap" not in log.columns
+    assert read_telemetry(f, lap=2)[1]["lap_time_s"] == pytest.approx(10.0)
