@@ -599,11 +599,16 @@ def plot(results_dir, out_dir, pdf, reference, figures, s_range):
 @click.argument("runs", nargs=-1, required=True, metavar="RUN [RUN ...]",
                 type=click.Path(exists=True, file_okay=False))
 @click.option("--telemetry", default=None, type=click.Path(exists=True, dir_okay=False),
-              metavar="LAP.csv",
-              help="a logged lap to overlay on RUN (one run): a CSV with a distance or a time "
-                   "column, a speed column with its unit ('speed [km/h]') and any channels named "
-                   "as the run's (a_y, delta, ...); aligned on distance (the logged distance "
+              metavar="LOG.csv",
+              help="a logged lap to overlay on RUN (one run): a MoTeC i2 or AiM RaceStudio CSV "
+                   "export as it comes, or a CSV with a distance or a time column, a speed column "
+                   "with its unit ('speed [km/h]') and any channels named as the run's (a_y, "
+                   "...; docs: Logger files); aligned on distance (the logged distance "
                    "stretched to the run's length when within 10 %)")
+@click.option("--lap", "lap", default=None, type=int, metavar="N",
+              help="with --telemetry: the lap of the logged outing to overlay (1 = the log's "
+                   "first segment, the out lap; the laps are listed)  [default: the fastest "
+                   "complete lap, between two beacon markers]")
 @click.option("--every", default=None, metavar="STEP",
               help="write the comparison table on a fixed step: of distance (1m, 0.5m) or of "
                    "the first run's time (0.01s, 100Hz)")
@@ -614,7 +619,7 @@ def plot(results_dir, out_dir, pdf, reference, figures, s_range):
 @click.option("--sectors", default=3, show_default=True, type=int,
               help="equal parts of the common stretch timed in the table")
 @click.option("--pdf", is_flag=True, help="also write the figure as PDF")
-def compare(runs, telemetry, every, out_dir, sectors, pdf):
+def compare(runs, telemetry, lap, every, out_dir, sectors, pdf):
     """Time delta along the track: of RUN_B against RUN_A (two runs), of every run against the
     first (more runs; the legend and compare_runs.csv give the vehicle parameters in which
     they differ), or of a logged lap against RUN (--telemetry)."""
@@ -628,6 +633,8 @@ def compare(runs, telemetry, every, out_dir, sectors, pdf):
             _fail(f"--every {exc}")
     if telemetry is not None and len(runs) != 1:
         _fail(f"--telemetry compares one run with a logged lap; {len(runs)} runs given")
+    if lap is not None and telemetry is None:
+        _fail(f"--lap {lap}: a lap of a logged outing; give --telemetry FILE")
     if telemetry is None and len(runs) < 2:
         _fail("one run given: expected two runs or more, or one run and --telemetry LAP.csv")
     for folder in runs:
@@ -637,7 +644,7 @@ def compare(runs, telemetry, every, out_dir, sectors, pdf):
     try:
         if telemetry is not None:
             res = compare_telemetry(runs[0], telemetry, out_dir=out_dir, n_sectors=sectors,
-                                    every=every, formats=formats, echo=echo)
+                                    every=every, formats=formats, echo=echo, lap=lap)
         elif len(runs) > 2:
             res = compare_many(runs, out_dir=out_dir, n_sectors=sectors, every=every,
                                formats=formats, echo=echo)
@@ -738,7 +745,13 @@ def _echo_telemetry(res: dict, run: str, log: str) -> None:
     click.echo(f"(delta > 0: the logged lap {log} loses time on {run})")
     if _verbosity() < 0:
         return
-    click.echo(f"logged lap read with {info['how']}; speed from {info['speed']!r}"
+    laps = info.get("laps")
+    if laps is not None and len(laps) > 1:
+        click.echo(f"laps in {log}: " + ", ".join(
+            f"{int(r['lap'])}: {r['time [s]']:.3f} s" + ("" if r["complete"] else " (part)")
+            for _, r in laps.iterrows()) + f"; lap {info['lap']} overlaid"
+            + ("" if info.get("lap_asked") else " (the fastest complete; --lap N for another)"))
+    click.echo(f"logged lap read: {info['how']}; speed from {info['speed']!r}"
                + "".join(f"; {d}" for d in info["derived"])
                + (f"; its distance stretched by {info['scale']:.5f} to the run's"
                   if info["scale"] != 1.0 else ""))

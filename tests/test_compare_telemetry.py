@@ -104,7 +104,7 @@ def test_telemetry_errors_say_what_is_missing(tmp_path):
         read_telemetry(f)
     assert read_telemetry(f, speed_unit="km/h")[0]["speed"].iloc[1] == pytest.approx(20 / 3.6)
     f.write_text("distance,speed_kmh\n0,10\n10,20\n5,20\n")
-    with pytest.raises(ValueError, match=r"does not increase \(data row 3: 5 after 10\)"):
+    with pytest.raises(ValueError, match=r"does not increase \(data row 3: 5 after 10, line 4 of the file\)"):
         read_telemetry(f)
 
 

@@ -24,6 +24,8 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from .telemetry import CHANNEL_ALIASES, read_telemetry
+
 __all__ = ["delta_along_track", "sector_deltas", "channel_differences", "run_statistics",
            "parse_step", "resample_channels", "parameter_differences", "run_labels",
            "deltas_many", "compare_many", "read_telemetry", "telemetry_delta",
@@ -524,127 +526,10 @@ def corners_many(summaries: Sequence[dict], names: Sequence[str]) -> pd.DataFram
 # ---------------------------------------------------------------------------------------
 # a logged lap
 # ---------------------------------------------------------------------------------------
-TELEMETRY_COLUMNS = {
-    "distance": ("distance", "dist", "s", "lap_distance", "lapdist", "distance_m", "dist_m",
-                 "s_m", "lap_dist", "odometer"),
-    "time": ("time", "t", "lap_time", "laptime", "elapsed", "elapsed_time", "time_s", "t_s",
-             "timestamp"),
-    "speed": ("speed", "v", "velocity", "speed_kmh", "speed_kph", "speed_mps", "speed_ms",
-              "speed_mph", "gps_speed", "vehicle_speed", "v_kmh", "v_mps"),
-}
+TELEMETRY_COLUMNS = {k: CHANNEL_ALIASES[k].names for k in ("distance", "time", "speed")}
 """The accepted names of a logged lap's distance, time and speed columns (lower case, a unit in
-brackets allowed: ``Speed [km/h]``, ``Distance (m)``)."""
-
-_SPEED_UNITS = {"m/s": 1.0, "mps": 1.0, "ms": 1.0, "km/h": 1 / 3.6, "kmh": 1 / 3.6,
-                "kph": 1 / 3.6, "mph": 0.44704}
-_DISTANCE_UNITS = {"m": 1.0, "km": 1000.0}
-_TIME_UNITS = {"s": 1.0, "ms": 1e-3}
-
-
-def _speed_factor(name: str, unit: str):
-    """Metres per second per unit of a speed column, from its unit or its name's suffix
-    (``speed_kmh``); None if neither says."""
-    u = unit.lower().replace(" ", "")
-    if u:
-        return _SPEED_UNITS.get(u)
-    for suffix in ("kmh", "kph", "mps", "mph", "ms"):
-        if name.endswith("_" + suffix):
-            return _SPEED_UNITS[suffix]
-    return None
-
-
-def read_telemetry(path, speed_unit: Optional[str] = None):
-    """Read a logged lap: a CSV file (separator ``,``, ``;`` or tab, a decimal comma with
-    ``;``; :func:`pyomo_lap.track.formats.read_table`) with a distance or a time column, a
-    speed column (:data:`TELEMETRY_COLUMNS`) and any other channels.
-
-    The speed's unit comes from the header (``speed [km/h]``, ``Speed (m/s)``, ``mph``) or
-    the name (``speed_kmh``), else ``speed_unit``. Without a distance column, the distance is
-    the integral of the speed over the time (trapezoidal rule); without a time column, the
-    time is the integral of 1 / speed over the distance.
-
-    Returns
-    -------
-    (DataFrame, dict)
-        Columns ``s`` [m] (from 0), ``t`` [s] (from 0), ``speed`` [m/s] and the other
-        numeric channels under their names; and ``info``: the columns used (``distance``,
-        ``time``, ``speed``), ``derived`` (what was computed), ``units`` of the other
-        channels ('' when the header gives none), ``how`` the file was read.
-
-    Raises
-    ------
-    ValueError
-        No speed column, no distance and no time column, a speed without a unit, a distance
-        or time that does not increase, a speed <= 0 where a time is integrated.
-    """
-    from ..track.formats import column_values, read_table
-    path = Path(path)
-    table = read_table(path)
-    names, units = table.names, table.units
-
-    def find(kind):
-        for alias in TELEMETRY_COLUMNS[kind]:
-            if alias in names:
-                return names.index(alias)
-        return None
-
-    j = {k: find(k) for k in TELEMETRY_COLUMNS}
-    where = f"logged lap {path}"
-    if j["speed"] is None:
-        raise ValueError(f"{where}: no speed column (accepted names: "
-                         f"{', '.join(TELEMETRY_COLUMNS['speed'])}, with the unit in brackets, "
-                         f"e.g. 'speed [km/h]'); header is {table.header} (read with {table.how})")
-    if j["distance"] is None and j["time"] is None:
-        raise ValueError(f"{where}: no distance and no time column (accepted names: "
-                         f"{', '.join(TELEMETRY_COLUMNS['distance'])}; "
-                         f"{', '.join(TELEMETRY_COLUMNS['time'])}); header is {table.header}")
-    factor = _speed_factor(names[j["speed"]], units[j["speed"]])
-    if factor is None and speed_unit is not None:
-        factor = _SPEED_UNITS.get(speed_unit.lower().replace(" ", ""))
-    if factor is None:
-        raise ValueError(f"{where}: the unit of column {table.header[j['speed']].strip()!r} is "
-                         "not known: write it in the header ('speed [km/h]', 'speed [m/s]', "
-                         f"'speed [mph]') or name the column speed_kmh (or speed_mps)")
-    v = column_values(table, j["speed"])[0] * factor
-    info = {"how": table.how, "speed": table.header[j["speed"]].strip(), "derived": [],
-            "units": {}}
-    s = t = None
-    if j["distance"] is not None:
-        u = units[j["distance"]].lower()
-        s = column_values(table, j["distance"])[0] * _DISTANCE_UNITS.get(u or "m", np.nan)
-        info["distance"] = table.header[j["distance"]].strip()
-    if j["time"] is not None:
-        u = units[j["time"]].lower()
-        t = column_values(table, j["time"])[0] * _TIME_UNITS.get(u or "s", np.nan)
-        info["time"] = table.header[j["time"]].strip()
-    ok = np.isfinite(v) & (np.isfinite(s) if s is not None else True) & (
-        np.isfinite(t) if t is not None else True)
-    v, s, t = v[ok], (s[ok] if s is not None else None), (t[ok] if t is not None else None)
-    for x, what in ((s, "distance"), (t, "time")):
-        if x is not None and not np.all(np.diff(x) > 0):
-            k = int(np.argmax(~(np.diff(x) > 0)))
-            raise ValueError(f"{where}: the {what} column {info[what]!r} does not increase "
-                             f"(data row {k + 2}: {x[k + 1]:g} after {x[k]:g}); expected one lap, "
-                             "in order")
-    if s is None:
-        s = np.concatenate([[0.0], np.cumsum(0.5 * (v[1:] + v[:-1]) * np.diff(t))])
-        info["derived"].append("distance = the integral of the speed over the time")
-    if t is None:
-        if np.any(v <= 0):
-            raise ValueError(f"{where}: a speed <= 0 m/s; the time cannot be integrated from the "
-                             "distance (give a time column)")
-        t = np.concatenate([[0.0], np.cumsum(0.5 * (1 / v[1:] + 1 / v[:-1]) * np.diff(s))])
-        info["derived"].append("time = the integral of 1 / speed over the distance")
-    out = {"s": s - s[0], "t": t - t[0], "speed": v}
-    used = {j[k] for k in j if j[k] is not None}
-    for k, name in enumerate(names):
-        if k in used or name in out:
-            continue
-        vals = column_values(table, k)[0][ok]
-        if np.isfinite(vals).sum() >= 2:
-            out[name] = vals
-            info["units"][name] = units[k]
-    return pd.DataFrame(out), info
+brackets allowed: ``Speed [km/h]``, ``Distance (m)``); all of them in
+:data:`pyomo_lap.post.telemetry.CHANNEL_ALIASES`."""
 
 
 def telemetry_delta(run: pd.DataFrame, log: pd.DataFrame, scale: Optional[bool] = None,
@@ -745,10 +630,11 @@ def _figure_telemetry(delta: pd.DataFrame, run_name: str, log_name: str, compare
 
 def compare_telemetry(run_dir, telemetry, out_dir=None, n_sectors: int = 3, every=None,
                       scale: Optional[bool] = None, speed_unit: Optional[str] = None,
-                      formats=("png",), echo=None) -> dict:
+                      formats=("png",), echo=None, lap: Optional[int] = None) -> dict:
     """Overlay a logged lap on a run: speed, the time gained or lost along the lap and the
     channels both have, aligned on distance (:func:`read_telemetry`,
-    :func:`telemetry_delta`).
+    :func:`telemetry_delta`). ``lap``: the lap of a logged outing to overlay (1-based;
+    default the fastest complete one, :func:`pyomo_lap.post.telemetry.read_telemetry`).
 
     Writes ``telemetry.csv`` (the comparison on the union of both laps' points, or on a fixed
     step with ``every``: ``'1m'``, or ``'0.01s'`` of the run's time), ``telemetry_sectors.csv``
@@ -774,7 +660,8 @@ def compare_telemetry(run_dir, telemetry, out_dir=None, n_sectors: int = 3, ever
         parse_step(every)
     run_dir, telemetry = Path(run_dir), Path(telemetry)
     out = _out_folder(out_dir, [run_dir], f"compare_{run_dir.name}_vs_{telemetry.stem}")
-    log, info = read_telemetry(telemetry, speed_unit=speed_unit)
+    log, info = read_telemetry(telemetry, speed_unit=speed_unit, lap=lap)
+    info["lap_asked"] = lap is not None
     delta, ainfo = telemetry_delta(read_trajectory(run_dir), log, scale=scale, units=info["units"])
     info.update(ainfo)
     s = delta["s [m]"].to_numpy()
