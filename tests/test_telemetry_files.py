@@ -214,3 +214,29 @@ def test_a_lap_column_cuts_the_outing(tmp_path):
     assert info["lap"] == 3 and info["lap_time_s"] == pytest.approx(9.0)
     assert log["s"].iloc[-1] == pytest.approx(180.0) and "lap" not in log.columns
     assert read_telemetry(f, lap=2)[1]["lap_time_s"] == pytest.approx(10.0)
+
+
+@pytest.mark.unit
+def test_a_motec_export_in_another_writers_layout_is_read(tmp_path):
+    """The layout of a MoTeC CSV written by another converter than this project's example
+    script (a header block of 11 rows with a second key/value pair on most rows, two blank
+    rows, the names row, the units row, the data right after it, no beacon markers): a car at
+    a constant 72 km/h for 10 s, read back as 20 m/s over 200 m (closed form)."""
+    from pyomo_lap.post.telemetry import read_telemetry
+    head = ['"Format","MoTeC CSV File",,,"Workbook","w"',
+            '"Venue","v",,,"Worksheet","s"', '"Vehicle","c",,,"",""',
+            '"Driver","d",,,"Engine ID",""', '"Device","ADL"',
+            '"Comment","",,,"Session","1"', '"Log Date","01/02/2024",,,"Origin Time","0.000","s"',
+            '"Log Time","10:00:00",,,"Start Time","0.000","s"',
+            '"Sample Rate","20.000","Hz",,"End Time","10.000","s"',
+            '"Duration","10.000","s",,"Start Distance","0","m"',
+            '"Range","entire outing",,,"End Distance","200","m"', "", "",
+            '"Time","Distance","Ground Speed","G Force Lat"', '"s","m","km/h","G"']
+    rows = [f'"{0.05 * i:.3f}","{1.0 * i:.2f}","72.00","0.500"' for i in range(201)]
+    path = tmp_path / "other_writer.csv"
+    path.write_text("\n".join(head + rows) + "\n")
+    df, info = read_telemetry(path)
+    assert info["format"].lower().startswith("motec")
+    assert np.allclose(df["speed"], 20.0)
+    assert df["s"].iloc[-1] == pytest.approx(200.0) and df["t"].iloc[-1] == pytest.approx(10.0)
+    assert np.allclose(df["a_y"], 0.5 * 9.80665)
