@@ -885,8 +885,8 @@ def _solve_job(job) -> None:
     echo(f"solving with {cfg.solver} ...")
 
     def solve(options):
-        rep = solve_model(m, solver=cfg.solver, options=options, tee=cfg.tee,
-                          intermediate=job.on_iteration)
+        more = {} if job.on_iteration is None else {"intermediate": job.on_iteration}
+        rep = solve_model(m, solver=cfg.solver, options=options, tee=cfg.tee, **more)
         echo(f"  {rep.termination_condition} ({rep.exit_message or rep.message}) after "
              f"{rep.iterations} iterations, {rep.solve_time_s:.1f} s")
         if rep.n_variables is not None and rep.n_variables != size["n_variables"]:
