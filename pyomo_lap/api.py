@@ -25,7 +25,7 @@ from pyomo.common.config import ConfigDict, ConfigValue, document_kwargs_from_co
 from . import __version__
 from .ocp.initialize import initialize_model
 from .ocp.build import build_model
-from .solvers.solve import solve_model
+from .solvers.solve import SolveInterrupted, solve_model
 from .track.build import LAT_LON_ORDERS
 from .track.geometry import TRACK_FORMATS, load_track
 from .util.overlap import while_solver_runs
@@ -561,7 +561,8 @@ def job_options(config: Optional[dict] = None, **kwargs) -> ConfigDict:
 
 @document_kwargs_from_configdict(SOLVE_CONFIG)
 def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] = print,
-                 progress=None, model_cache: Optional[dict] = None, **kwargs):
+                 progress=None, model_cache: Optional[dict] = None, on_iteration=None,
+                 **kwargs):
     """Build, initialize and solve the minimum-time problem on a sector, and export.
 
     Parameters
@@ -587,6 +588,10 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
         one: the next call changes it, and what you change on it (constraints added or
         deactivated, variables fixed) stays in it for the next call. Not with ``sensitivities``,
         ``free``, ``lift`` or a :class:`Track` object (a new build each time).
+    on_iteration : callable, optional
+        ``lap_ipopt`` only: called at every IPOPT iteration of the solve with IPOPT's values
+        (``on_iteration(info)``, :class:`pyomo_lap.util.progress.IterationProgress`: one line
+        updated about once a second; returning False stops IPOPT).
 
     Returns
     -------
@@ -615,32 +620,41 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
         solver's status and a hint (after writing partial results, marked as such, to
         ``<out_dir>.failed``; an existing ``out_dir`` is left untouched).
     SolveInterrupted (a KeyboardInterrupt)
-        Ctrl-C during the solve; nothing is written, ``out_dir`` is left untouched.
+        Ctrl-C (or a SIGTERM handled as one) during the solve; ``out_dir`` is left untouched.
+        With ``lap_ipopt`` and an ``out_dir``, IPOPT's last iterate is written (a partial
+        export, with ``solution.npz``) to ``<out_dir>.interrupted``, named by
+        ``exc.interrupted_dir`` (else None), from which ``warm_start_from`` starts a later
+        solve.
     ResultsNotWrittenError (an OSError)
         The results could not be written to ``out_dir`` (after saving them to a fallback
         folder that the message names: a solved result is never lost).
     """
     held = []    # the lock on out_dir: taken before the build (check_output_dir), released here
     try:
-        return _solve_sector(job_options(config, **kwargs), echo, progress, model_cache, held)
+        return _solve_sector(job_options(config, **kwargs), echo, progress, model_cache, held,
+                             on_iteration)
     finally:
         for lock in held:
             lock.release()
 
 
-def _solve_sector(cfg, echo, progress, model_cache, held: list):
+def _solve_sector(cfg, echo, progress, model_cache, held: list, on_iteration=None):
     """The work of :func:`solve_sector` on checked options ``cfg``, in its steps (each a
     function below, sharing the job's state ``job``); the lock on ``out_dir``
     (:class:`pyomo_lap.post.results.OutputLock`) is appended to ``held`` when taken."""
     import types
     job = types.SimpleNamespace(cfg=cfg, echo=echo, progress=progress, cache=model_cache,
-                                held=held, out_dir=cfg.out_dir)
+                                held=held, out_dir=cfg.out_dir, on_iteration=on_iteration)
     _check_job(job)                 # every option, before anything is loaded or built
     _load_inputs(job)               # track, sector, car, solver, results folder
     _build_or_reuse(job)            # the model (kept in model_cache or built)
     _initial_guess(job)             # initial guess, warm starts, free parameters
-    with while_solver_runs(_post_imports(job.out_dir is not None)):
-        _solve_job(job)             # the solve (again from the usual start if a warm one fails)
+    try:
+        with while_solver_runs(_post_imports(job.out_dir is not None)):
+            _solve_job(job)         # the solve (again from the usual start if a warm one fails)
+    except SolveInterrupted as exc:
+        _keep_interrupted(job, exc)  # the last iterate to <out_dir>.interrupted
+        raise
     _stop_if_not_started(job)       # no partial results of a solve that never started
     _refine_job(job)                # a finer mesh where the defects are large, solved again
     _summarize(job)                 # summary.json's content
@@ -904,7 +918,8 @@ def _solve_job(job) -> None:
     echo(f"solving with {cfg.solver} ...")
 
     def solve(options):
-        rep = solve_model(m, solver=cfg.solver, options=options, tee=cfg.tee)
+        more = {} if job.on_iteration is None else {"intermediate": job.on_iteration}
+        rep = solve_model(m, solver=cfg.solver, options=options, tee=cfg.tee, **more)
         echo(f"  {rep.termination_condition} ({rep.exit_message or rep.message}) after "
              f"{rep.iterations} iterations, {rep.solve_time_s:.1f} s")
         if rep.n_variables is not None and rep.n_variables != size["n_variables"]:
@@ -916,8 +931,8 @@ def _solve_job(job) -> None:
 
     job.used_options = (job.solver_options if cfg.warm_start_from is None else
                         {"mu_init": WARM_START_MU_INIT, **(job.solver_options or {})})
-    job.rep = solve(job.used_options)
     job.warm_retry = None
+    job.rep = solve(job.used_options)
     if cfg.warm_start_from is not None and not job.rep.ok:
         # the warm start did not lead to an optimum: the usual start, as without it
         job.warm_retry = {"termination_condition": job.rep.termination_condition,
@@ -926,6 +941,25 @@ def _solve_job(job) -> None:
         initialize_model(m)
         job.used_options = job.solver_options
         job.rep = solve(job.used_options)
+
+
+def _keep_interrupted(job, exc) -> None:
+    """A solve stopped by Ctrl-C or SIGTERM (``exc``, a SolveInterrupted) with an ``out_dir``:
+    IPOPT's last iterate loaded into the model and written, as partial results with its
+    ``solution.npz``, to ``<out_dir>.interrupted`` (``out_dir`` untouched), named by
+    ``exc.interrupted_dir``; nothing when the solver gives no iterate (not ``lap_ipopt``,
+    stopped before its first iteration). A second interruption meanwhile stops the export
+    (nothing written)."""
+    exc.interrupted_dir = None
+    if job.out_dir is None or exc.load_iterate is None:
+        return
+    iteration = exc.load_iterate()
+    job.rep = exc.report
+    job.echo(f"  keeping the last iterate (iteration {iteration}) ...")
+    _summarize(job)
+    job.summary["interrupted_at_iteration"] = iteration
+    _channels_and_export(job)
+    exc.interrupted_dir = job.where
 
 
 def _stop_if_not_started(job) -> None:
@@ -1221,7 +1255,7 @@ def _channels_and_export(job) -> None:
         job.where = _write_or_fallback(
             job.out_dir, df, summary, p_solved if isinstance(p_solved, VehicleParameters)
             else summary["vehicle_parameters"], rep, echo, cfg.n_sectors,
-            solution_arrays(m) if rep.ok else None)
+            solution_arrays(m) if rep.ok or rep.kind == "interrupted" else None)
         if job.sens is not None:
             from .post.plots import plot_results
             plot_results(job.where, figures=["sensitivities"], echo=echo)
@@ -1351,12 +1385,13 @@ def _write_or_fallback(out_dir: Path, df, summary: dict, params: dict, rep, echo
     files in a fresh folder of the temporary directory: a result is never lost."""
     import tempfile
     from .post.results import FolderNotReplaceableError, write_results
+    partial = "interrupted" if rep.kind == "interrupted" else not rep.ok
     try:
-        where = write_results(out_dir, df, summary, params, partial=not rep.ok, n_sectors=n_sectors,
+        where = write_results(out_dir, df, summary, params, partial=partial, n_sectors=n_sectors,
                               solution=solution, echo=_recovery_only(echo))
     except (OSError, FolderNotReplaceableError) as exc:  # e.g. a file of the user's added meanwhile
         fallback = Path(tempfile.mkdtemp(prefix=f"pyomo_lap-{out_dir.name}-"))
-        where = write_results(fallback / out_dir.name, df, summary, params, partial=not rep.ok,
+        where = write_results(fallback / out_dir.name, df, summary, params, partial=partial,
                               n_sectors=n_sectors, solution=solution)
         msg = (f"could not write the results to {out_dir}: {exc}; they were saved to {where}/ "
                "instead")
@@ -1365,7 +1400,9 @@ def _write_or_fallback(out_dir: Path, df, summary: dict, params: dict, rep, echo
         echo(msg)
         return where
     files = sorted(p.name for p in Path(where).iterdir() if p.is_file() and p.name[0] != ".")
-    echo(f"{'results' if rep.ok else 'partial results'} written to {where}/ ({', '.join(files)})")
+    what = ("results" if rep.ok else "the last iterate" if partial == "interrupted"
+            else "partial results")
+    echo(f"{what} written to {where}/ ({', '.join(files)})")
     return where
 
 

@@ -99,7 +99,8 @@ _SWEEP_RESULT_LINES = tuple(f"{d}" for d in "0123456789")
 """What ``pyomo-lap sweep -q`` prints: the final count (``'16 cases: 16 solved'``)."""
 
 _SOLVE_RESULT_LINES = ("sector time ", "lap time ", "results written to ",
-                       "partial results written to ", "could not write ", "track repaired",
+                       "partial results written to ", "the last iterate written to ",
+                       "could not write ", "track repaired",
                        "sector repaired", "track warning")
 """What ``pyomo-lap solve -q`` prints: the result, where it was written, and any repair made
 to the inputs."""
@@ -294,7 +295,11 @@ def _checked(values: dict):
 @job_options("repair_track", "track_width", "lat_lon_order", "flat", "refine_mesh", "penalty_cost", "sensitivities",
              "warm_start_from", "free",
              "keep_sum")
-def solve(max_iter, solver_options, ocp_options, **job):
+@click.option("--progress/--no-progress", "show_progress", default=None,
+              help="one line on standard error, updated about once a second while IPOPT works "
+                   "(lap_ipopt): iteration, objective, primal and dual infeasibility, time "
+                   "[default: on when standard error is a terminal, without -q or -v]")
+def solve(max_iter, solver_options, ocp_options, show_progress, **job):
     """Solve the minimum-time problem on a sector (or, with --full-lap, the closed lap) and
     write trajectory.csv, trajectory.parquet, results.xlsx, summary.json and solution.npz to OUT.
 
@@ -311,7 +316,8 @@ def solve(max_iter, solver_options, ocp_options, **job):
     OUT.failed, OUT untouched) or the results could not be written to OUT (saved elsewhere,
     named); 2 bad input or missing solver (nothing built); 3 unexpected error; 4 solved, but
     the result failed its self-check (written to OUT all the same, to be looked at, not
-    used); 130 / 143 interrupted by SIGINT (Ctrl-C) / SIGTERM (nothing written).
+    used); 130 / 143 interrupted by SIGINT (Ctrl-C) / SIGTERM (OUT untouched; with lap_ipopt
+    the last iterate is kept in OUT.interrupted, for --warm-start-from OUT.interrupted).
     """
     try:
         from .api import ResultsNotWrittenError, SolveFailedError, solve_sector  # heavy imports
@@ -352,15 +358,10 @@ def solve(max_iter, solver_options, ocp_options, **job):
     res = None
     try:
         res = solve_sector(cfg.value(), echo=_Echo(level, keep=_SOLVE_RESULT_LINES),
-                           progress=click_progress() if level >= 0 else (lambda *a, **k: None))
+                           progress=click_progress() if level >= 0 else (lambda *a, **k: None),
+                           on_iteration=_iteration_progress(show_progress, level))
     except SolveInterrupted as exc:
-        r = exc.report
-        its = f", {r.iterations} iterations" if r.iterations is not None else ""
-        _fail(f"interrupted by {_SIGNAL['name']} while {solver} was solving ({r.solve_time_s:.1f} s"
-              f"{its}; termination condition {r.termination_condition}); the solver was "
-              "stopped, nothing was written"
-              + ("" if out_dir is None else f" and {out_dir}/ was left untouched") + ". Hint: run "
-              "again; a shorter sector or a coarser mesh (--nfe) solves faster", code=_SIGNAL["code"])
+        _interrupted(exc, solver, out_dir)
     except KeyboardInterrupt:
         done = ("nothing was written" if out_dir is None else
                 "nothing was written and {out}/ was left untouched" if _state(Path(out_dir)) == before
@@ -387,6 +388,42 @@ def solve(max_iter, solver_options, ocp_options, **job):
                           if c["verdict"] == "fail")
               + ". Hint: a finer mesh (--nfe, --ocp-option element_length=...) or "
               "`pyomo-lap validate` for the replay", code=SELF_CHECK_FAILED)
+
+
+def _iteration_progress(show, level: int):
+    """``solve``'s progress line while IPOPT works
+    (:class:`pyomo_lap.util.progress.IterationProgress` on standard error), or None: ``show``
+    True/False (``--progress``/``--no-progress``) decides; by default it is on when standard
+    error is a terminal and neither -q nor -v was given (-v streams IPOPT's own table)."""
+    from .util.progress import IterationProgress
+    if show is None:
+        show = level == 0 and sys.stderr.isatty()
+    return IterationProgress(interval_s=1.0) if show else None
+
+
+def _interrupted(exc, solver: str, out_dir) -> None:
+    """``solve`` stopped by Ctrl-C or SIGTERM during the solve: one line saying so, where the
+    last iterate was kept (``OUT.interrupted``) and the command that continues from it; exit
+    130 or 143."""
+    import shlex
+    r = exc.report
+    its = f", {r.iterations} iterations" if r.iterations is not None else ""
+    kept = getattr(exc, "interrupted_dir", None)
+    head = (f"interrupted by {_SIGNAL['name']} while {solver} was solving ({r.solve_time_s:.1f} s"
+            f"{its}; termination condition {r.termination_condition}); the solver was stopped")
+    if kept is None:
+        _fail(head + ", nothing was written"
+              + ("" if out_dir is None else f" and {out_dir}/ was left untouched") + ". Hint: run "
+              "again; a shorter sector or a coarser mesh (--nfe) solves faster", code=_SIGNAL["code"])
+    args, skip = [], False
+    for a in sys.argv[1:]:      # the same command, its warm start replaced by the kept iterate
+        if skip or a.startswith("--warm-start-from"):
+            skip = a == "--warm-start-from"
+            continue
+        args.append(a)
+    _fail(head + f", {out_dir}/ was left untouched and the last iterate was kept in {kept}/. "
+          "To continue from it: " + shlex.join(["pyomo-lap", *args, "--warm-start-from",
+                                                 str(kept)]), code=_SIGNAL["code"])
 
 
 @main.command()

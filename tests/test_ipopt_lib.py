@@ -271,9 +271,62 @@ def test_intermediate_callback_false_stops_ipopt():
     assert [i["iter_count"] for i in infos] == [0, 1, 2, 3]
     assert set(infos[-1]) == {"alg_mod", "iter_count", "obj_value", "inf_pr", "inf_du", "mu",
                               "d_norm", "regularization_size", "alpha_du", "alpha_pr",
-                              "ls_trials"}
+                              "ls_trials", "inf_pr_unscaled"}
     # the result holds the last iterate, not the starting point
     assert not np.allclose(res.x, X0) and abs(res.obj - f_hs071(res.x)) < 1e-12
+
+
+def _violation(x):
+    """HS071's constraint violation at x (max-norm over the rows and the bounds), computed
+    here from the problem's definition."""
+    g = g_hs071(x)
+    return max(max(0.0, 25.0 - g[0]), abs(g[1] - 40.0), *np.maximum(0.0, 1.0 - x),
+               *np.maximum(0.0, x - 5.0))
+
+
+def test_intermediate_values_match_the_solve_and_the_unscaled_violation():
+    """The intermediate callback sees every iteration once, in order, up to the count and the
+    objective the solve returns; ``inf_pr_unscaled`` is the violation of the unscaled rows at
+    the iterate (computed here), also with user scaling, where IPOPT's ``inf_pr`` is the
+    scaled problem's."""
+    infos, violations = [], []
+    prob = None
+
+    def record(info):
+        infos.append(info)
+        violations.append(_violation(prob.current_iterate()["x"]))
+
+    prob = make_problem(intermediate=record)
+    prob.set_scaling(1.0, g_scaling=[1e-2, 1e-2])
+    prob.add_option("nlp_scaling_method", "user-scaling")
+    res = prob.solve(X0)
+    check_solution(res)
+    iters = [i["iter_count"] for i in infos]
+    assert iters == list(range(res.iterations + 1)) and res.iterations >= 5
+    assert infos[-1]["obj_value"] == pytest.approx(res.obj, abs=1e-12)
+    assert abs(infos[-1]["obj_value"] - F_STAR) < 1e-6
+    unscaled = np.array([i["inf_pr_unscaled"] for i in infos])
+    np.testing.assert_allclose(unscaled, violations, rtol=1e-9, atol=1e-12)
+    scaled = np.array([i["inf_pr"] for i in infos])
+    big = unscaled > 1e-3                 # the rows are scaled by 1/100: so is IPOPT's inf_pr
+    assert big.sum() >= 2 and np.all(scaled[big] < 0.05 * unscaled[big])
+
+
+def test_a_stopped_solve_returns_the_iterate_of_its_last_iteration():
+    """Stopped by the callback (as on Ctrl-C), the solve returns the iterate IPOPT held at
+    that iteration (``GetIpoptCurrentIterate`` in the callback), not the start."""
+    seen = {}
+    prob = None
+
+    def stop_at_4(info):
+        seen[info["iter_count"]] = prob.current_iterate()["x"]
+        return info["iter_count"] < 4
+
+    prob = make_problem(intermediate=stop_at_4)
+    res = prob.solve(X0)
+    assert res.status_name == "User_Requested_Stop" and res.iterations == 4
+    np.testing.assert_array_equal(res.x, seen[4])
+    assert not np.allclose(seen[4], seen[3])
 
 
 @pytest.mark.parametrize("call", [2, 6])

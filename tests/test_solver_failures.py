@@ -1,6 +1,6 @@
 """Solver failures are reported plainly (what happened, the solver's status, a hint), partial
 results are kept only marked as such, an interruption stops the solver and leaves nothing
-behind, and no result is ever lost: an earlier results folder is never touched by a failed
+behind but lap_ipopt's last iterate in OUT.interrupted, and no result is ever lost: an earlier results folder is never touched by a failed
 or interrupted run, and a solved result that cannot be written where asked is saved
 elsewhere."""
 import hashlib
@@ -380,11 +380,17 @@ def test_interrupted_lap_ipopt_keeps_earlier_results(tmp_path, sig, whole_group,
     rc, stdout, stderr, out, tmpdir = _interrupted_lap_ipopt(tmp_path, sig, whole_group)
     assert rc == code, (rc, stdout[-2000:], stderr)
     assert f"interrupted by {name} while lap_ipopt was solving" in stderr
-    assert "termination condition userInterrupt" in stderr and "nothing was written" in stderr
+    assert "termination condition userInterrupt" in stderr and "left untouched" in stderr
     assert "Traceback" not in stdout + stderr
     assert_untouched(out)
     assert not (out.parent / "results.failed").exists()
     assert list(tmpdir.iterdir()) == []            # IPOPT's log file is removed
+    # IPOPT's last iterate is kept beside, in a folder of its own, to start again from
+    kept = out.parent / "results.interrupted"
+    assert f"the last iterate was kept in {kept}/" in stderr and "--warm-start-from" in stderr
+    assert (kept / "solution.npz").is_file() and (kept / MANIFEST).is_file()
+    summary = json.loads((kept / "summary.json").read_text())
+    assert summary["interrupted"] is True and summary["partial"] is True
 
 
 # ------------------------------------------------------------------ no result is ever lost

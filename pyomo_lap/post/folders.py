@@ -24,7 +24,8 @@ from ..util.processes import process_running
 __all__ = ["is_link", "is_real_dir", "refuse_links", "SOLUTION_FILE", "MANIFEST", "RESULTS_FILES",
            "VALIDATION_FILES", "read_manifest",
            "ManifestError", "record_files", "output_lock", "OutputLock", "OutputBusyError",
-           "FolderNotReplaceableError", "check_output_dir", "check_results_folder"]
+           "FolderNotReplaceableError", "check_output_dir", "check_results_folder",
+           "PARTIAL_SUFFIXES"]
 
 # ---- the rule for links: never follow a link out of a folder pyomo_lap owns ----------------------
 
@@ -466,8 +467,8 @@ def _recover(out_dir: Path, echo) -> None:
     """Clean up after runs into ``out_dir`` that were stopped (SIGKILL, power loss) while
     exporting; called with the lock on ``out_dir`` held.
 
-    For ``out_dir`` and ``<out_dir>.failed``: a ``.NAME.old-PID`` folder (the earlier results,
-    moved aside by a run killed before it moved the new ones in) of a process that is not
+    For ``out_dir``, ``<out_dir>.failed`` and ``<out_dir>.interrupted``: a ``.NAME.old-PID``
+    folder (the earlier results, moved aside by a run killed before it moved the new ones in) of a process that is not
     running is moved back to ``NAME`` when ``NAME`` is missing, and removed when ``NAME`` holds
     newer results (kept, and named, when it holds anything pyomo_lap did not write);
     ``.NAME.tmp-PID-*`` folders (unfinished exports) of processes that are not running are
@@ -477,7 +478,7 @@ def _recover(out_dir: Path, echo) -> None:
     """
     parent = out_dir.parent
     removed, links = [], []
-    for name in (out_dir.name, out_dir.name + ".failed"):
+    for name in (out_dir.name, *(out_dir.name + t for t in PARTIAL_SUFFIXES)):
         target = parent / name
         prefix = f".{name}.old-"
         olds = []
@@ -539,9 +540,20 @@ _HELD: dict = {}
 _HELD_GUARD = threading.Lock()
 
 
+PARTIAL_SUFFIXES = (".failed", ".interrupted")
+"""The folders next to a results folder ``NAME`` where partial results go: ``NAME.failed``
+(a failed solve's last point) and ``NAME.interrupted`` (the last iterate of a solve stopped by
+Ctrl-C or SIGTERM, to start again from); each checked, locked and recovered with ``NAME``."""
+
+
 def _lock_file(folder: Path) -> Path:
-    """``.NAME.lock`` next to the folder ``NAME`` (the same for ``NAME.failed``)."""
-    name = folder.name[:-len(".failed")] if folder.name.endswith(".failed") else folder.name
+    """``.NAME.lock`` next to the folder ``NAME`` (the same for ``NAME.failed`` and
+    ``NAME.interrupted``)."""
+    name = folder.name
+    for tail in PARTIAL_SUFFIXES:
+        if name.endswith(tail) and len(name) > len(tail):
+            name = name[:-len(tail)]
+            break
     return folder.parent / f".{name}.lock"
 
 
@@ -685,7 +697,8 @@ def check_output_dir(out_dir, echo=None, hold: list | None = None) -> Path:
     The clean-up runs when the lock is taken, not again while this thread holds it (the
     export of a solve that took it before the build).
 
-    ``out_dir`` (and ``<out_dir>.failed``, where a failed run keeps its partial results) may
+    ``out_dir`` (and ``<out_dir>.failed``, where a failed run keeps its partial results, and
+    ``<out_dir>.interrupted``, where a run stopped by Ctrl-C keeps its last iterate) may
     be replaced only when missing, empty, or holding only what pyomo_lap wrote there: the
     files its :data:`MANIFEST` lists, unchanged (SHA-256), ``pyomo-lap validate``'s files
     included. A non-empty folder without a usable manifest is refused (a copy
@@ -711,7 +724,8 @@ def check_output_dir(out_dir, echo=None, hold: list | None = None) -> Path:
     Raises
     ------
     FolderNotReplaceableError (a ValueError)
-        ``out_dir`` or ``<out_dir>.failed`` holds something pyomo_lap did not write (the
+        ``out_dir``, ``<out_dir>.failed`` or ``<out_dir>.interrupted`` holds something
+        pyomo_lap did not write (the
         message names the first), has no usable manifest, is or holds a symbolic link, or
         the lock file is a link; it is never touched.
     OutputBusyError (a ValueError)
@@ -732,9 +746,12 @@ def check_output_dir(out_dir, echo=None, hold: list | None = None) -> Path:
         raise ValueError(f"output folder {str(out_dir)!r} is a file; choose another --out "
                          "(nothing was touched)")
     failed = out_dir.with_name(out_dir.name + ".failed")
+    interrupted = out_dir.with_name(out_dir.name + ".interrupted")
     what = {out_dir: f"output folder {str(out_dir)!r}",
-            failed: f"{str(failed)!r} (where a failed run keeps its partial results)"}
-    for folder in (out_dir, failed):      # by name first: said even where nothing can be written
+            failed: f"{str(failed)!r} (where a failed run keeps its partial results)",
+            interrupted: f"{str(interrupted)!r} (where an interrupted run keeps its last "
+                         "iterate)"}
+    for folder in what:      # by name first: said even where nothing can be written
         _refuse_foreign(folder, what[folder], hashes=False)
     parent = out_dir.parent
     blocker = next((a for a in [parent, *parent.parents] if a.exists()), None)
@@ -751,7 +768,7 @@ def check_output_dir(out_dir, echo=None, hold: list | None = None) -> Path:
     try:
         if lock.taken_now:           # held already: recovered when it was taken
             _recover(out_dir, echo)
-        for folder in (out_dir, failed):
+        for folder in what:
             _refuse_foreign(folder, what[folder])
     except BaseException:
         lock.release()

@@ -525,7 +525,10 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
     but what pyomo_lap wrote there (:func:`check_output_dir`; anything else is refused, never
     deleted). The lock on ``out_dir`` (:class:`OutputLock`) is held throughout. With
     ``partial=True`` (a failed solve) nothing existing is touched: the files go to
-    ``<out_dir>.failed`` and the summary says ``"partial": true``.
+    ``<out_dir>.failed`` and the summary says ``"partial": true``; with
+    ``partial="interrupted"`` (the last iterate of a solve stopped by Ctrl-C or SIGTERM,
+    given with its ``solution`` to start a later solve from) they go to
+    ``<out_dir>.interrupted``, the summary saying ``"partial": true, "interrupted": true``.
 
     Every text in the workbook (names, descriptions and paths from the input files included)
     is a text cell, never a formula or a link.
@@ -564,7 +567,7 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
         JSON-serialisable summary.
     vehicle_params : VehicleParameters or dict, optional
         The workbook's ``vehicle`` sheet (:func:`vehicle_sheet`).
-    partial : bool
+    partial : bool or "interrupted"
     n_sectors : int
         Sectors for :func:`sector_times` (added to the summary unless it has ``sectors``).
     echo : callable, optional
@@ -606,9 +609,14 @@ description ``=HYPERLINK(...)`` stays text)."""
 def _write_locked(out_dir: Path, df, summary, vehicle_params, partial, n_sectors, echo,
                   solution) -> Path:
     """The export of :func:`write_results` into a checked ``out_dir`` whose lock is held."""
-    target = out_dir.with_name(out_dir.name + ".failed") if partial else out_dir
+    if partial not in (True, False, "interrupted"):
+        raise ValueError(f"partial = {partial!r}: expected True, False or 'interrupted'")
+    suffix = ".interrupted" if partial == "interrupted" else ".failed" if partial else ""
+    target = out_dir.with_name(out_dir.name + suffix)
     parent = target.parent
     summary = dict(summary, partial=bool(partial))
+    if partial == "interrupted":
+        summary["interrupted"] = True
     from .. import __version__
     summary.setdefault("pyomo_lap_version", __version__)   # marks the folder as pyomo_lap results
     # a table without the track coordinate and time (a partial export) has no sector times

@@ -113,6 +113,8 @@ _SIGNATURES = {   # name: (restype, argtypes)
     "SetIntermediateCallback": (_bool, [_ptr, _INTERMEDIATE]),
     "IpoptSolve": (ctypes.c_int, [_ptr] * 8),
     "GetIpoptCurrentIterate": (_bool, [_ptr, _bool, _idx, _ptr, _ptr, _ptr, _idx, _ptr, _ptr]),
+    "GetIpoptCurrentViolations": (_bool, [_ptr, _bool, _idx, _ptr, _ptr, _ptr, _ptr, _ptr, _idx,
+                                          _ptr, _ptr]),
     "GetIpoptVersion": (None, [ctypes.POINTER(ctypes.c_int)] * 3),
 }
 
@@ -660,8 +662,12 @@ class IpoptProblem:
     intermediate : ``intermediate(info) -> bool | None``, optional
         Called at each iteration with a dict (``alg_mod``, ``iter_count``, ``obj_value``,
         ``inf_pr``, ``inf_du``, ``mu``, ``d_norm``, ``regularization_size``, ``alpha_du``,
-        ``alpha_pr``, ``ls_trials``); False stops IPOPT (``User_Requested_Stop``).
-        :meth:`current_iterate` may be called from it.
+        ``alpha_pr``, ``ls_trials``: IPOPT's ``Intermediate_CB``, whose ``inf_pr`` and
+        ``inf_du`` are those of the scaled problem; and ``inf_pr_unscaled``, the constraint
+        violation of the unscaled problem, the ``inf_pr`` column of IPOPT's iteration table,
+        from ``GetIpoptCurrentViolations``); False stops IPOPT (``User_Requested_Stop``:
+        :meth:`solve` returns the last iterate as ``x``). :meth:`current_iterate` may be
+        called from it.
 
     Notes
     -----
@@ -851,11 +857,25 @@ class IpoptProblem:
                     inf_du=inf_du, mu=mu, d_norm=d_norm, alpha_du=alpha_du, alpha_pr=alpha_pr,
                     regularization_size=regularization_size, ls_trials=ls_trials)
         try:
+            info["inf_pr_unscaled"] = self._unscaled_violation()
             answer = self.intermediate(info)
         except BaseException as exc:  # noqa: BLE001 - re-raised by solve()
             self._exc = exc
             return False
         return answer is None or bool(answer)
+
+    def _unscaled_violation(self) -> float:
+        """The constraint violation of the unscaled problem at the current iterate (max-norm
+        over the rows and the variables' bounds: the ``inf_pr`` of IPOPT's iteration table,
+        where the intermediate callback gets the scaled problem's), from
+        ``GetIpoptCurrentViolations``; NaN when IPOPT cannot give it."""
+        x_l, x_u, c_l, c_u, grad = (np.zeros(self.n) for _ in range(5))
+        g_viol, g_compl = np.zeros(self.m), np.zeros(self.m)
+        if self._handle is None or not self._lib.GetIpoptCurrentViolations(
+                self._handle, False, self.n, *(a.ctypes.data for a in (x_l, x_u, c_l, c_u, grad)),
+                self.m, *(a.ctypes.data if self.m else None for a in (g_viol, g_compl))):
+            return math.nan
+        return float(max(np.max(np.abs(a), initial=0.0) for a in (x_l, x_u, g_viol)))
 
     def current_iterate(self, scaled: bool = False) -> Dict[str, np.ndarray]:
         """The current iterate (copies of ``x``, ``mult_x_L``, ``mult_x_U``, ``g``,

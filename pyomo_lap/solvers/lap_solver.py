@@ -185,6 +185,13 @@ def _verify_points(value):
     raise ValueError(f"expected 'all' or an integer >= 0, not {value!r}")
 
 
+def _callable_or_none(value):
+    """Domain of ``intermediate``: a callable or None."""
+    if value is None or callable(value):
+        return value
+    raise ValueError(f"expected a callable intermediate(info) or None, not {value!r}")
+
+
 class LapIpoptConfig(SolverConfig):
     """Options of :class:`LapIpopt` (besides Pyomo's common solver options)."""
 
@@ -212,6 +219,13 @@ class LapIpoptConfig(SolverConfig):
         self.eval_threads: int = self.declare("eval_threads", ConfigValue(
             default=0, domain=NonNegativeInt,
             description="threads of the per-point functions (0: the number of CPUs, at most 4)"))
+        self.intermediate = self.declare("intermediate", ConfigValue(
+            default=None, domain=_callable_or_none,
+            description="called at every IPOPT iteration with IPOPT's info dict (iter_count, "
+                        "obj_value, inf_pr, inf_du, mu, d_norm, regularization_size, alpha_du, "
+                        "alpha_pr, ls_trials, alg_mod); False stops IPOPT; its finish() method, "
+                        "if any, is called when the solve ends "
+                        "(pyomo_lap.util.progress.IterationProgress)"))
 
 
 _OWN_OPTIONS = ("compile", "verify_points", "eliminate_derivatives", "tune_process", "eval_threads")
@@ -295,7 +309,9 @@ class LapIpopt(SolverBase):
         Before solving, when the model cannot be translated (see
         :class:`pyomo_lap.solvers.lap_nlp.LapNLP`).
     KeyboardInterrupt
-        Ctrl-C during the solve: IPOPT is stopped cleanly and the model keeps its values.
+        Ctrl-C during the solve: IPOPT is stopped cleanly at its next iteration and the model
+        keeps its values; ``exc.load_iterate()`` (None if IPOPT made no iteration) loads
+        IPOPT's last iterate into the model and returns its iteration number.
     """
 
     CONFIG = LapIpoptConfig()
@@ -335,8 +351,15 @@ class LapIpopt(SolverBase):
         options = _ipopt_options(config, user)
         output = options.pop("output_file", None)       # the user's log file: _run writes it
         prob, print_level = _ipopt_problem(nlp, options, bool(config.tee), timers, counts)
+        prob.intermediate = config.intermediate
         t_solve = time.perf_counter()
-        res, log = _run(prob, nlp.x0, print_level, config.tune_process, output)
+        try:
+            res, log = _run(prob, nlp.x0, print_level, config.tune_process, output)
+        except KeyboardInterrupt as exc:
+            exc.load_iterate = _iterate_loader(model, nlp, getattr(exc, "ipopt_result", None))
+            raise
+        finally:
+            getattr(config.intermediate, "finish", lambda: None)()
         results.extra_info.ipopt_s = time.perf_counter() - t_solve
         _fill_results(results, model, nlp, res, log, timers, counts)
         ss = results.solution_status
@@ -448,6 +471,21 @@ def _run(prob, x0, print_level: int, tune_process: bool, output_file=None):
         exc.solver_log = log
         raise
     return res, log
+
+
+def _iterate_loader(model, nlp, res):
+    """For an interrupted solve: a function loading IPOPT's last iterate (``res.x``, which
+    IPOPT returns when it stops at the user's request: the iterate of its last iteration)
+    into ``model`` and returning its iteration number; None when there is none (stopped
+    before its first iteration, or not finite)."""
+    if res is None or res.iterations < 0 or not np.all(np.isfinite(res.x)):
+        return None
+
+    def load() -> int:
+        xf, lam, zl, zu = nlp.full_multipliers(res.x, res.mult_g, res.mult_x_L, res.mult_x_U)
+        LapSolutionLoader(model, nlp.full, xf, lam, zl, zu, nlp.sense).load_vars()
+        return res.iterations
+    return load
 
 
 def _fill_results(results, model, nlp, res, log, timers, counts) -> None:

@@ -71,10 +71,13 @@ class SolverNotFoundError(RuntimeError):
 class SolveInterrupted(KeyboardInterrupt):
     """The solve was interrupted (Ctrl-C, SIGINT). ``report`` says what is known (time,
     iterations seen); the model keeps its previous values; the solver process is stopped
-    and its temporary files removed."""
+    and its temporary files removed. ``load_iterate``: for ``lap_ipopt``, a function that
+    loads the solver's last iterate into the model and returns its iteration number (None
+    for the other solvers, or when the solver made no iteration)."""
 
-    def __init__(self, report: "SolveReport"):
+    def __init__(self, report: "SolveReport", load_iterate=None):
         self.report = report
+        self.load_iterate = load_iterate
         super().__init__(report.describe())
 
 
@@ -545,7 +548,7 @@ def _check_loadable(solver: str, options: dict, refuse) -> dict:
 
 
 def solve_model(m, solver: str = DEFAULT_SOLVER, options: Optional[dict] = None, tee: bool = False,
-                load_partial: bool = True) -> SolveReport:
+                load_partial: bool = True, intermediate=None) -> SolveReport:
     """Solve a model and report plainly.
 
     Parameters
@@ -564,6 +567,10 @@ def solve_model(m, solver: str = DEFAULT_SOLVER, options: Optional[dict] = None,
     load_partial : bool
         Load the solver's last point into the model also when it did not converge (the
         report says it is not optimal).
+    intermediate : callable, optional
+        ``lap_ipopt`` only (ignored by the other solvers): called at every IPOPT iteration with
+        IPOPT's values (:class:`pyomo_lap.util.progress.IterationProgress`; the ``intermediate``
+        option of :class:`pyomo_lap.solvers.lap_solver.LapIpopt`).
 
     Returns
     -------
@@ -575,7 +582,7 @@ def solve_model(m, solver: str = DEFAULT_SOLVER, options: Optional[dict] = None,
     SolveInterrupted (a KeyboardInterrupt)
         Ctrl-C during the solve: the solver process is stopped, its temporary files are
         removed and the model keeps its previous values; ``exc.report`` tells the time and
-        the iterations seen.
+        the iterations seen, ``exc.load_iterate`` loads ``lap_ipopt``'s last iterate.
 
     Notes
     -----
@@ -593,7 +600,7 @@ def solve_model(m, solver: str = DEFAULT_SOLVER, options: Optional[dict] = None,
         exe = _venv_bin() / "ipopt"
         if "ipopt" in solver and exe.exists() and not new.available():
             new.config.executable = str(exe)     # .venv/bin/ipopt, venv not activated
-        return _solve_new_interface(m, new, solver, opts, tee, load_partial)
+        return _solve_new_interface(m, new, solver, opts, tee, load_partial, intermediate)
     opt.options.update(opts)
     fd, logfile = tempfile.mkstemp(prefix="pyomo_lap_", suffix=".log")
     os.close(fd)
@@ -654,7 +661,7 @@ def _drop_tempfiles(depth: int) -> None:
         pass
 
 
-def _solve_new_interface(m, opt, solver, opts, tee, load_partial) -> SolveReport:
+def _solve_new_interface(m, opt, solver, opts, tee, load_partial, intermediate=None) -> SolveReport:
     """Solve through a :mod:`pyomo.contrib.solver` interface; the report uses the classic
     names of the termination conditions (``optimal``, ``maxIterations``...) so that runs made
     with either interface read alike."""
@@ -665,8 +672,11 @@ def _solve_new_interface(m, opt, solver, opts, tee, load_partial) -> SolveReport
     t0 = time.perf_counter()
     try:
         with gc_paused():
+            more = {"intermediate": intermediate} if intermediate is not None and \
+                "intermediate" in getattr(opt, "CONFIG", {}) else {}
             res = opt.solve(m, tee=tee, load_solutions=False,
-                            raise_exception_on_nonoptimal_result=False, solver_options=opts)
+                            raise_exception_on_nonoptimal_result=False, solver_options=opts,
+                            **more)
     except KeyboardInterrupt as exc:
         log = getattr(exc, "solver_log", "") or ""
         partial = getattr(exc, "ipopt_result", None)
@@ -675,7 +685,7 @@ def _solve_new_interface(m, opt, solver, opts, tee, load_partial) -> SolveReport
             getattr(partial, "iterations", None) if partial is not None else _iterations(log, True),
             time.perf_counter() - t0, solver, log, *_sizes(log), _exit_line(log),
             kind="interrupted", explanation=_HINTS["interrupted"][0],
-            hint=_HINTS["interrupted"][1])) from None
+            hint=_HINTS["interrupted"][1]), getattr(exc, "load_iterate", None)) from None
     except (NotImplementedError, ValueError) as exc:
         # the model could not be translated (lap_ipopt) or an option was refused: say so
         # plainly, as a failed solve, before anything ran
