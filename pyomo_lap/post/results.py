@@ -275,12 +275,16 @@ def trajectory_dataframe(m, progress=None) -> pd.DataFrame:
 
 def _add_derived_channels(m, df: pd.DataFrame) -> None:
     r"""Columns derived from others: the tangential acceleration ``a_t`` of O3 (along its
-    velocity, :func:`pyomo_lap.post.quality.tangential_acceleration`) and, when the controls
+    velocity, :func:`pyomo_lap.post.quality.tangential_acceleration`), the logger channels
+    (:func:`pyomo_lap.post.logger.add_logger_channels`: throttle, brake, steering-wheel angle,
+    gear, engine speed, yaw rate, accelerations in g) and, when the controls
     are states (``control_form = "state"``), their time rates ``<control>_rate``
     :math:`= \dot q_1\, du/dq_1` [rad/s, N/s]."""
+    from .logger import add_logger_channels
     from .quality import tangential_acceleration
     if all(c in df.columns for c in ("v_3x", "v_3y", "a_x", "a_y")):
         df["a_t"] = tangential_acceleration(df)
+    add_logger_channels(df, _car_of(m))
     sigma = sorted(m.s)
     for c in ("delta", "f_xa", "f_xb"):
         dv = m.component(f"d{c}_ds")
@@ -292,6 +296,16 @@ def _add_derived_channels(m, df: pd.DataFrame) -> None:
         if len(rate) > 1:
             rate[0] = rate[1]
         df[f"{c}_rate"] = rate * df["q1_dot"].to_numpy(float)
+
+
+def _car_of(m):
+    """The car as solved (:func:`pyomo_lap.ocp.common.vehicle_of_model`), or the problem's car
+    for a model without the ``m.vehicle`` variables of the six-joint car's schema."""
+    from ..ocp.common import vehicle_of_model
+    try:
+        return vehicle_of_model(m)
+    except (AttributeError, ValueError, TypeError):
+        return m.problem.vehicle
 
 
 TRACK_COLUMNS = ("s", "x_spine", "y_spine", "z_spine", "width_left", "width_right",
