@@ -313,8 +313,8 @@ def _solve_config() -> ConfigDict:
     c.declare("solver_options", ConfigValue(default=None, domain=DictOrNone(),
               description="options passed through to the solver, e.g. {'max_iter': 500}"))
     c.declare("ocp_options", ConfigValue(default=None, domain=DictOrNone(),
-              description="the other options of the optimal control problem (README, 'Options of "
-                          "the optimal control problem'), e.g. {'adherence': 'squared'}"))
+              description="the other options of the optimal control problem (the second table of "
+                          "docs/options.md), e.g. {'adherence': 'squared'}"))
     c.declare("n_sectors", ConfigValue(default=3, domain=IntBetween(1, 1000),
               description="number of equal sectors timed in the summary"))
     c.declare("out_dir", ConfigValue(default=Path("results"), domain=PathOrNone(),
@@ -383,7 +383,7 @@ def _solve_config() -> ConfigDict:
 SOLVE_CONFIG = _solve_config()
 """The one declaration of a job's options: :func:`solve_sector` takes them as keywords,
 ``pyomo-lap solve`` derives its command-line options from them (:mod:`pyomo_lap.cli`), and the
-README's table of them is generated from it (``pyomo-lap options --markdown``). The options
+table of them in docs/options.md is generated from it (``pyomo-lap options --markdown``). The options
 of the optimal control problem among them (``start`` ... ``model``) are those of
 :data:`pyomo_lap.ocp.build.OCP_CONFIG` (the default ``length`` here is 2000 m)."""
 
