@@ -808,7 +808,8 @@ _SUMMARY_GROUPS = (
     ("solver", ("termination_condition", "solver_status", "solver_message", "ipopt_exit",
                 "optimal", "partial", "iterations", "n_variables", "n_constraints",
                 "build_time_s", "init_time_s", "solve_time_s")),
-    ("results", ("lap_time_s", "objective", "mean_speed_kmh", "max_speed_kmh", "regularization")),
+    ("results", ("lap_time_s", "objective", "penalty_s", "objective_note", "mean_speed_kmh",
+                 "max_speed_kmh", "regularization")),
     ("self-check", ("self_check",)),
 )
 
