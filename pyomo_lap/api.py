@@ -313,8 +313,8 @@ def _solve_config() -> ConfigDict:
     c.declare("solver_options", ConfigValue(default=None, domain=DictOrNone(),
               description="options passed through to the solver, e.g. {'max_iter': 500}"))
     c.declare("ocp_options", ConfigValue(default=None, domain=DictOrNone(),
-              description="the other options of the optimal control problem (README, 'Options of "
-                          "the optimal control problem'), e.g. {'adherence': 'squared'}"))
+              description="the other options of the optimal control problem (the second table of "
+                          "docs/options.md), e.g. {'adherence': 'squared'}"))
     c.declare("n_sectors", ConfigValue(default=3, domain=IntBetween(1, 1000),
               description="number of equal sectors timed in the summary"))
     c.declare("out_dir", ConfigValue(default=Path("results"), domain=PathOrNone(),
@@ -383,7 +383,7 @@ def _solve_config() -> ConfigDict:
 SOLVE_CONFIG = _solve_config()
 """The one declaration of a job's options: :func:`solve_sector` takes them as keywords,
 ``pyomo-lap solve`` derives its command-line options from them (:mod:`pyomo_lap.cli`), and the
-README's table of them is generated from it (``pyomo-lap options --markdown``). The options
+table of them in docs/options.md is generated from it (``pyomo-lap options --markdown``). The options
 of the optimal control problem among them (``start`` ... ``model``) are those of
 :data:`pyomo_lap.ocp.build.OCP_CONFIG` (the default ``length`` here is 2000 m)."""
 
@@ -875,9 +875,10 @@ def _initial_guess(job) -> None:
     job.init_s = time.perf_counter() - t0
     echo(f"  initial guess in {job.init_s:.1f} s (quasi-steady estimate "
          f"{job.info['estimated_time_s']:.2f} s)")
-    job.setup_start = None
+    job.setup_start = job.setup_baseline = None
     if cfg.free:
         from .ocp.build import free_parameters
+        job.setup_baseline = _setup_baseline(job)
         job.setup_start = free_parameters(m, cfg.free, cfg.keep_sum)
         echo("  setup optimization: " + ", ".join(f"{k} in [{lo:g}, {up:g}] from {v0:g}"
                                                   for k, (v0, lo, up) in job.setup_start.items())
@@ -887,6 +888,34 @@ def _initial_guess(job) -> None:
         declare_multiplier_suffixes(m)       # the multipliers come back with the solution
         # a tighter solve: the active set and the multipliers the sensitivities stand on
         job.solver_options = {**SENSITIVITY_SOLVER_OPTIONS, **(job.solver_options or {})}
+
+
+def _setup_baseline(job):
+    """The baseline of a setup optimization: the same job solved with the parameters fixed at
+    their start values (the car as given), before they are freed; the free solve starts from
+    its solution. ``{"lap_time_s", "iterations", "solve_time_s"}``, or None (the solve failed:
+    the model is initialised again and the setup optimization goes on without a baseline)."""
+    job.echo("  baseline: the job with the parameters fixed at their start values ...")
+    rep = solve_model(job.m, solver=job.cfg.solver, options=job.solver_options)
+    if not rep.ok:
+        job.echo(f"  baseline: {rep.termination_condition}; no baseline lap time")
+        initialize_model(job.m)
+        return None
+    lap = float(pyo.value(job.m.lap_time))
+    job.echo(f"  baseline time {lap:.3f} s ({rep.iterations} iterations, {rep.solve_time_s:.1f} s)")
+    return {"lap_time_s": lap, "iterations": rep.iterations, "solve_time_s": rep.solve_time_s}
+
+
+def _setup_gain(summary: dict, baseline) -> None:
+    """``summary["setup_baseline"]``: the baseline (:func:`_setup_baseline`) and the gain of
+    the optimal setup, ``gain_s`` = baseline - optimum [s] and ``gain_pct`` [%] of the
+    baseline (positive: the optimum is faster)."""
+    if not baseline or summary.get("lap_time_s") is None:
+        return
+    base = baseline["lap_time_s"]
+    gain = base - float(summary["lap_time_s"])
+    summary["setup_baseline"] = {**baseline, "gain_s": gain,
+                                 "gain_pct": 100.0 * gain / base if base else None}
 
 
 def _single_track_start(job) -> dict:
@@ -1237,6 +1266,11 @@ def _channels_and_export(job) -> None:
         echo("  optimal setup: " + ", ".join(
             f"{k} = {v['value']:.6g}" + (f" (at its {v['at_bound']} bound)" if v["at_bound"] else "")
             for k, v in summary["setup"].items()))
+        _setup_gain(summary, job.setup_baseline)
+        if "setup_baseline" in summary:
+            b = summary["setup_baseline"]
+            echo(f"  baseline {b['lap_time_s']:.3f} s -> optimum {summary['lap_time_s']:.3f} s: "
+                 f"gain {b['gain_s']:.3f} s ({b['gain_pct']:.2f} %)")
     job.sens = None
     if cfg.sensitivities and rep.ok:
         from .post.sensitivities import lap_time_sensitivities
@@ -1274,7 +1308,24 @@ def _regularization(job, summary: dict) -> None:
     if not all(math.isfinite(x) for x in (reg["total_s"], reg["share"])):
         return
     summary["regularization"] = reg
+    _objective_note(summary, reg)
     job.echo(f"  {regularization_text(reg)}")
+
+
+def _objective_note(summary: dict, reg: dict) -> None:
+    """``summary["penalty_s"]`` (objective - lap_time_s [s]) and ``summary["objective_note"]``
+    (what the objective is: the sector time plus the penalties of eq (41) and the rates, named
+    by ``regularization.terms``)."""
+    objective, lap = summary.get("objective"), summary.get("lap_time_s")
+    if objective is None or lap is None:
+        return
+    summary["penalty_s"] = float(objective) - float(lap)
+    names = ", ".join(reg.get("terms", {})) or "none"
+    summary["objective_note"] = (
+        "objective = lap_time_s + penalty_s [s]: the sector time the solver minimised plus the "
+        f"penalty terms ({names}: jumps and rates of the steering and of the tyre forces, "
+        "braking while driving; each in seconds in regularization.terms); lap_time_s is the "
+        "time alone")
 
 
 def _penalty_cost(job, summary: dict) -> None:

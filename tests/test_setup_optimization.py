@@ -93,6 +93,25 @@ def test_free_balance_is_no_slower_than_the_best_of_a_sweep(balance):
 
 
 @pytest.mark.integration
+def test_the_baseline_is_the_car_as_given_and_the_gain_is_against_it(balance):
+    """summary["setup_baseline"]: the lap time of a separate solve of the car as given on the
+    same mesh, and the gain baseline - optimum in s and %; the objective's note and penalty_s
+    (objective - lap time, equal to the penalties recomputed in regularization.total_s)."""
+    opt = balance["opt"]
+    b = opt["setup_baseline"]
+    mesh = opt["mesh"]["element_boundaries_m"]
+    given = solve_sector(**SECTOR, **QUIET, ocp_options={"element_boundaries": mesh}).summary
+    assert b["lap_time_s"] == pytest.approx(given["lap_time_s"], rel=1e-6)
+    assert b["gain_s"] == pytest.approx(b["lap_time_s"] - opt["lap_time_s"], abs=1e-12)
+    assert b["gain_s"] >= -1e-6       # the optimum is no slower than the car as given
+    assert b["gain_pct"] == pytest.approx(100 * b["gain_s"] / b["lap_time_s"], rel=1e-12)
+    assert opt["penalty_s"] == pytest.approx(opt["objective"] - opt["lap_time_s"], abs=1e-12)
+    assert opt["penalty_s"] == pytest.approx(opt["regularization"]["total_s"], rel=1e-4, abs=1e-7)
+    assert "objective = lap_time_s + penalty_s" in opt["objective_note"]
+    assert all(t in opt["objective_note"] for t in opt["regularization"]["terms"])
+
+
+@pytest.mark.integration
 def test_the_single_track_car_optimizes_its_setup_too():
     """The single-track model's rows take the car's parameters as symbols: its aero balance
     free (the sum held) is no slower than any of a 5-point sweep on the same mesh, and lies

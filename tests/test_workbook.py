@@ -20,6 +20,7 @@ def _frame(n=21):
     s = np.linspace(0.0, 200.0, n)
     return pd.DataFrame({"s": s, "s_sector": s, "t": s / 20.0, "speed": np.full(n, 20.0),
                          "speed_kmh": np.full(n, 72.0), "q2": np.zeros(n), "f_11z": np.full(n, 600.0),
+                         "q3": np.linspace(0.0, 1.0 / 3.0, n),
                          "x_spine": s, "y_spine": 0 * s, "z_spine": 0 * s,
                          "width_left": np.full(n, 4.0), "width_right": np.full(n, 4.0)})
 
@@ -122,3 +123,53 @@ def test_channels_keep_their_units_in_the_headers(workbook):
     ch = pd.read_excel(out / "results.xlsx", sheet_name="channels")
     assert list(ch.columns[:3]) == ["s [m]", "s_sector [m]", "t [s]"]
     assert ch["f_11z [N]"].tolist() == [600.0] * 21
+
+
+@pytest.mark.unit
+def test_number_formats_by_unit_autofilter_and_full_precision(workbook):
+    """Each column shows its unit's format (m 0.00, s 0.000, km/h 0.0, N 0, rad 0.0000), the
+    value stays the full double (1/3 reads back exactly), an autofilter spans the table."""
+    from openpyxl.utils import get_column_letter
+    wb, _ = workbook
+    want = {"s [m]": "0.00", "t [s]": "0.000", "speed_kmh [km/h]": "0.0", "f_11z [N]": "0",
+            "q3 [rad]": "0.0000", "speed [m/s]": "0.00"}
+    ws = wb["channels"]
+    header = [c.value for c in ws[1]]
+    for name, code in want.items():
+        col = header.index(name) + 1
+        assert ws.cell(2, col).number_format == code, name
+        assert ws.cell(ws.max_row, col).number_format == code, name
+    assert ws.cell(22, header.index("q3 [rad]") + 1).value == 1.0 / 3.0
+    assert ws.auto_filter.ref == f"A1:{get_column_letter(len(header))}22"
+    track = wb["track"]
+    theader = [c.value for c in track[1]]
+    assert track.auto_filter.ref == f"A1:{get_column_letter(len(theader))}22"
+    assert track.cell(2, theader.index("x_spine [m]") + 1).number_format == "0.00"
+
+
+@pytest.mark.unit
+def test_every_unit_of_the_channels_has_a_number_format():
+    from pyomo_lap.post.channels import UNITS
+    from pyomo_lap.post.results import NUMBER_FORMATS, number_format
+    assert set(UNITS.values()) <= set(NUMBER_FORMATS)
+    assert number_format("element [-]") == "0" and number_format("q4 [m]") == "0.0000"
+    assert number_format("no unit") == "General"
+
+
+@pytest.mark.unit
+def test_the_speed_chart_plots_speed_over_s_from_the_channels_sheet(workbook):
+    """A chart sheet ``speed_chart`` whose one series takes its x from the column s and its y
+    from speed_kmh of the channels sheet (xl/charts/chart1.xml inside the xlsx)."""
+    import re
+    import zipfile
+    from openpyxl.utils import get_column_letter
+    wb, out = workbook
+    assert "speed_chart" in wb.sheetnames
+    header = [c.value for c in wb["channels"][1]]
+    x = get_column_letter(header.index("s [m]") + 1)
+    y = get_column_letter(header.index("speed_kmh [km/h]") + 1)
+    with zipfile.ZipFile(out / "results.xlsx") as z:
+        xml = z.read("xl/charts/chart1.xml").decode()
+    refs = re.findall(r"<c:f>([^<]+)</c:f>", xml)
+    assert f"channels!${x}$2:${x}$22" in refs and f"channels!${y}$2:${y}$22" in refs
+    assert "<c:scatterChart>" in xml

@@ -103,7 +103,7 @@ W_DEFAULTS = {"w_steer_rate": 0.01, "w_force_rate": 0.1, "w_steer_jump": 0.01,
               "w_complementarity": 5.0}
 """The defaults of the dimensionless penalty weights (:func:`pyomo_lap.ocp.common.penalty_weights`):
 chosen so that the penalties are at most 0.1 % of the objective on the closed laps of every
-bundled car on every bundled circuit (docs/formulation.md, "Penalties"), with smooth channels."""
+bundled car on every bundled circuit (docs/formulation.md, "The penalties"), with smooth channels."""
 
 RETIRED_OPTIONS = {"K_delta_rate": "w_steer_rate", "K_force_rate": "w_force_rate",
                    "K_delta": "w_steer_jump", "K_force": "w_force_jump", "K_f": "w_complementarity",
@@ -131,7 +131,7 @@ OCP_CONFIG.declare("nfe", ConfigValue(default=None, domain=IntBetween(2, 100000,
 OCP_CONFIG.declare("element_length", ConfigValue(default=10.0, domain=FiniteFloat(0.0, True, "a positive, finite length in metres"),
                    description="length of the finite elements when nfe is None [m]; 10 m with "
                                "ncp = 2 is within 0.02 % of the mesh-converged lap time on the "
-                               "Nordschleife (README, 'Mesh study')"))
+                               "Nordschleife (docs/benchmarks.md, 'Accuracy: mesh study')"))
 OCP_CONFIG.declare("mesh", ConfigValue(default="adaptive", domain=In(["adaptive", "uniform"]),
                    description="placement of the finite elements when nfe and element_boundaries "
                                "are not given: 'adaptive' (element_length, split where the car's "
@@ -169,7 +169,7 @@ OCP_CONFIG.declare("initial_speed", ConfigValue(default="quasi-steady",
 OCP_CONFIG.declare("piecewise_constant_controls", ConfigValue(default=False, domain=bool,
                    description="controls constant within each finite element (True, the paper's "
                                "u_i) or a value at every collocation point (False, default: the lap "
-                               "time converges with the mesh much faster, README 'Mesh study')"))
+                               "time converges with the mesh much faster: docs/benchmarks.md, 'Accuracy: mesh study')"))
 OCP_CONFIG.declare("control_form", ConfigValue(default="state", domain=In(["point", "state"]),
                    description="'point': a value of each control at every collocation point (as "
                                "algebraic variables); 'state': the controls are differential "
@@ -401,7 +401,7 @@ def free_parameters(m, free: dict, keep_sum=()) -> dict:
     ``m.vehicle.<section>.<key>`` unfixed within the given bounds, shared by every point; each
     group of ``keep_sum`` gets the constraint ``m.vehicle.keep_sum[k]``: its sum stays at its
     present value (a fixed total downforce with a free balance). Other couplings are ordinary
-    Pyomo constraints on ``m.vehicle.*`` (README, "Setup optimization").
+    Pyomo constraints on ``m.vehicle.*`` (docs/scripting.md, "Setup optimization").
 
     Parameters
     ----------

@@ -425,7 +425,7 @@ def chain_scaling(m, extra: Optional[Callable] = None) -> tuple:
     # of the ~3 active inequalities per point, mu * sum(log(slack)), still moved the optimum
     # by 0.5-1 % at IPOPT's final barrier parameter, and IPOPT needed 120-180 iterations; scaled
     # to 1000, the same solve takes about 30 iterations and ends within 1e-5 of the optimum
-    # (README, "Scaling and solver options")
+    # (docs/solvers.md, "Scaling and solver options")
     sf[m.objective] = OBJECTIVE_SCALE / T
     return sf, F, typical
 

@@ -6,7 +6,7 @@ the flick through an S-bend (the lateral acceleration of an FSAE car goes from -
 shrink when the mesh is refined: it is the car's yaw response), the brake application at
 the end of a straight, the corner exit. With 10 m elements (collocation points 3.3 m and
 6.7 m apart) such a transient falls on three points and the channels read between them zig-zag
-(README, "Channels"); on long straights and constant-radius corners the same elements are
+(docs/formulation.md); on long straights and constant-radius corners the same elements are
 finer than needed.
 
 :func:`adaptive_boundaries` places the elements by an indicator computed from the quasi-steady
@@ -33,8 +33,8 @@ and the track is straight (curvature below :data:`STRAIGHT_CURVATURE`) within 30
 straights; never a corner, where the optimal car brakes, turns in and accelerates out tens of
 metres away from where the quasi-steady profile does) it is :math:`h \cdot` ``mesh_coarsen``; elsewhere
 :math:`h` (``element_length``). On the default job this gives 198 elements where the
-uniform mesh has 200; the zig-zag count of every checked channel falls to zero (README,
-"Channels").
+uniform mesh has 200; the zig-zag count of every checked channel falls to zero
+(docs/formulation.md).
 
 The mesh depends on the car through :math:`v(s)`. A sweep solves all its cases on the mesh of
 its first case (:mod:`pyomo_lap.sweeps`), so that lap-time differences are not mesh

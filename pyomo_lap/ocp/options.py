@@ -6,8 +6,8 @@ with the unit) is the single source of the OCP's options. This module derives fr
 * :func:`check_ocp_options`: the validation of user-given options, used by
   :func:`pyomo_lap.api.solve_sector` (``ocp_options=``) and ``pyomo-lap solve --ocp-option
   KEY=VALUE`` before anything is built;
-* :func:`options_table`: the option table of the README (``pyomo-lap options --markdown``
-  prints it; a test checks that the README holds exactly this table).
+* :func:`options_table`: the option table of docs/options.md (``pyomo-lap options --markdown``
+  prints it; a test checks that docs/options.md holds exactly this table).
 """
 from __future__ import annotations
 

@@ -55,6 +55,9 @@ UNITS = {
     "f_11z": "N", "f_12z": "N", "f_21z": "N", "f_22z": "N", "f_3x": "N", "f_3y": "N", "m_3z": "N m",
     "v_3x": "m/s", "v_3y": "m/s", "omega_3z": "rad/s", "speed": "m/s", "speed_kmh": "km/h",
     "a_x": "m/s^2", "a_y": "m/s^2", "a_z": "m/s^2", "a_t": "m/s^2",
+    # logger channels (pyomo_lap.post.logger): a data logger's quantities in its units
+    "throttle": "%", "brake": "%", "steering_wheel_angle": "deg", "gear": "-",
+    "engine_speed": "rpm", "yaw_rate": "deg/s", "a_x_g": "g", "a_y_g": "g", "a_z_g": "g",
     "delta_rate": "rad/s", "f_xa_rate": "N/s", "f_xb_rate": "N/s",
     "alpha_1": "rad", "alpha_2": "rad",
     "f_11x": "N", "f_12x": "N", "f_21x": "N", "f_22x": "N",
@@ -152,6 +155,7 @@ _EACH = {
 }
 """What an :class:`_Each` group runs over, and the names its templates may use."""
 
+_SRC_LOGGER = "not in the paper: post/logger.py add_logger_channels"
 _SRC_RATE = "not in the paper: control_form 'state' (post/results.py _add_derived_channels)"
 _O3_ACC = ("Acceleration of O3 in {B3} without gravity (the kinematic acceleration v_dot + "
            "omega x v of the ABA's body acceleration minus the fictitious gravity of eq (23a); 0 "
@@ -265,6 +269,33 @@ _RECORDS = (
     ("a_t", "Tangential acceleration of O3: the component of (a_x, a_y) along the velocity of "
      "O3, (v_3x a_x + v_3y a_y)/speed, the rate of change of speed.",
      "+ speeding up, - slowing down", "not in the paper: post/quality.py tangential_acceleration"),
+    # ---- logger channels (post/logger.py)
+    ("throttle", "Throttle: the drive force as a share of the drive force the powertrain can "
+     "give at that speed, 100 f_xa v_3x / P(v_3x), P the power limit's power at the driven "
+     "wheels (P_max, the [power_curve] or the [engine]'s best-gear envelope: "
+     "vehicle/powertrain.py power_available); 100 where the power limit is reached, a "
+     "traction-limited start reads less.", "0 to 100", _SRC_LOGGER),
+    ("brake", "Brake: the braking force as a share of the four tyres' longitudinal friction "
+     "limit at their present loads, 100 (-f_xb) / ((mu_x0/mu_y0) (D_11 + D_12 + D_21 + "
+     "D_22)) (single-track: D_1 + D_2; without D: mu_x0 times the sum of the loads); the "
+     "brake balance k_b locks one axle first, so the hardest braking reads below 100.",
+     "0 to 100", _SRC_LOGGER),
+    ("steering_wheel_angle", "Steering-wheel angle: the road-wheel angle delta times the "
+     "car's [steering] steering_ratio, in degrees (absent for a car without a "
+     "steering_ratio).", "+ steering to the left", _SRC_LOGGER),
+    ("gear", "Gear of the powertrain model at the speed v_3x: the gear of the largest drive "
+     "force, the one the power limit's envelope uses (1 = first; NaN above the top gear's "
+     "rev limit; absent for a car without [engine]).", "1 .. number of gears",
+     "not in the paper: vehicle/powertrain.py gear_and_engine_speed"),
+    ("engine_speed", "Engine speed in that gear, gear_ratio final_drive v_3x / wheel_radius, "
+     "at least the torque curve's lowest speed (the clutch slips below it), in rpm (the car "
+     "file's [engine] speed is in rad/s).", ">= 0",
+     "not in the paper: vehicle/powertrain.py gear_and_engine_speed"),
+    ("yaw_rate", "Yaw rate omega_3z in deg/s (180/pi omega_3z).",
+     "+ counter-clockwise seen from above (left-hand corner)", _SRC_LOGGER),
+    _Each("axis", (("a_${ax}_g", "Acceleration a_$ax in g: a_$ax divided by the car's gravity "
+                    "(without gravity, as a_$ax: a logger's accelerometer on level ground reads "
+                    "a_z_g + 1 vertically).", "as a_$ax", _SRC_LOGGER),)),
     # ---- tyres
     ("alpha_1", "Slip angle of the front tyres (both the same), delta - (v_3y + a1 "
      "omega_3z)/v_3x (small-angle form; single-track model: with arctan).", _SLIP_SIGN,

@@ -37,7 +37,8 @@ __all__ = ["trajectory_dataframe", "UNITS", "write_results", "read_trajectory", 
            "solution_arrays", "load_solution", "SOLUTION_FILE", "MANIFEST", "read_manifest",
            "check_results_folder", "record_files", "output_lock", "OutputLock",
            "OutputBusyError", "FolderNotReplaceableError", "effective_solver_options",
-           "summary_rows", "WORKBOOK_UNITS_NOTE"]
+           "summary_rows", "WORKBOOK_UNITS_NOTE", "NUMBER_FORMATS",
+           "number_format"]
 
 # the unit of every channel lives with its meaning in the channel dictionary (one table;
 # pyomo_lap.post.channels imports nothing from here, so the workbook can use it)
@@ -275,12 +276,16 @@ def trajectory_dataframe(m, progress=None) -> pd.DataFrame:
 
 def _add_derived_channels(m, df: pd.DataFrame) -> None:
     r"""Columns derived from others: the tangential acceleration ``a_t`` of O3 (along its
-    velocity, :func:`pyomo_lap.post.quality.tangential_acceleration`) and, when the controls
+    velocity, :func:`pyomo_lap.post.quality.tangential_acceleration`), the logger channels
+    (:func:`pyomo_lap.post.logger.add_logger_channels`: throttle, brake, steering-wheel angle,
+    gear, engine speed, yaw rate, accelerations in g) and, when the controls
     are states (``control_form = "state"``), their time rates ``<control>_rate``
     :math:`= \dot q_1\, du/dq_1` [rad/s, N/s]."""
+    from .logger import add_logger_channels
     from .quality import tangential_acceleration
     if all(c in df.columns for c in ("v_3x", "v_3y", "a_x", "a_y")):
         df["a_t"] = tangential_acceleration(df)
+    add_logger_channels(df, _car_of(m))
     sigma = sorted(m.s)
     for c in ("delta", "f_xa", "f_xb"):
         dv = m.component(f"d{c}_ds")
@@ -292,6 +297,16 @@ def _add_derived_channels(m, df: pd.DataFrame) -> None:
         if len(rate) > 1:
             rate[0] = rate[1]
         df[f"{c}_rate"] = rate * df["q1_dot"].to_numpy(float)
+
+
+def _car_of(m):
+    """The car as solved (:func:`pyomo_lap.ocp.common.vehicle_of_model`), or the problem's car
+    for a model without the ``m.vehicle`` variables of the six-joint car's schema."""
+    from ..ocp.common import vehicle_of_model
+    try:
+        return vehicle_of_model(m)
+    except (AttributeError, ValueError, TypeError):
+        return m.problem.vehicle
 
 
 TRACK_COLUMNS = ("s", "x_spine", "y_spine", "z_spine", "width_left", "width_right",
@@ -539,7 +554,9 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
     :func:`summary_rows`, never a JSON text; where the other sheets' units are,
     :data:`WORKBOOK_UNITS_NOTE`), ``channels`` (one row per point, units
     in the headers; each header cell carries a comment with the channel's meaning, sign and
-    source), ``channel_dictionary`` (the entry of every column present,
+    source; numbers shown in the format of their unit, :data:`NUMBER_FORMATS`; an
+    autofilter), ``speed_chart`` (a chart sheet: speed over s), ``channel_dictionary`` (the
+    entry of every column present,
     :func:`pyomo_lap.post.channels.channel_table`: name, unit, meaning, sign, source, wheel),
     ``sectors`` (:func:`sector_times`, at the summary's ``sector_boundaries`` when it has
     them), ``corners`` (when the summary has ``corners``, the per-corner table of
@@ -712,6 +729,7 @@ def _write_workbook(path: Path, df, summary: dict, sectors, vehicle_params) -> N
         _write_rows(xw, "channels", _with_units(df),
                     comments=[_channels.CHANNELS[c].note() if c in _channels.CHANNELS
                               else None for c in df.columns])
+        _speed_chart(xw, df.columns, len(df))
         _sheet(xw, "channel_dictionary", _channels.channel_table(known),
                wrap=("meaning", "sign", "source"))
         _sheet(xw, "sectors", sectors)
@@ -761,9 +779,12 @@ def _sheet(xw, name: str, frame: pd.DataFrame, wrap=()) -> None:
 
 
 WORKBOOK_UNITS_NOTE = (
-    "SI units. The channels and track sheets give each column's unit in its header, in "
-    "brackets ('speed [m/s]', 'f_11z [N]'); their header cells carry the channel's meaning as "
-    "a comment, and the channel_dictionary sheet lists every column with unit, meaning, sign "
+    "SI units, but the logger channels' (throttle, brake [%], steering_wheel_angle [deg], "
+    "engine_speed [rpm], yaw_rate [deg/s], a_x_g ... [g]). The channels and track sheets give "
+    "each column's unit in its header, in brackets ('speed [m/s]', 'f_11z [N]'), and show its "
+    "numbers in a format of that unit (m 0.00, s 0.000, km/h 0.0, N 0, rad 0.0000 ...: display "
+    "only, every cell keeps its full precision); their header cells carry the channel's meaning "
+    "as a comment, and the channel_dictionary sheet lists every column with unit, meaning, sign "
     "and source. The other sheets have a unit column, or the unit in the header.")
 """The ``units`` row of the workbook's ``summary`` sheet: where the units are."""
 
@@ -828,7 +849,8 @@ _SUMMARY_GROUPS = (
     ("solver", ("termination_condition", "solver_status", "solver_message", "ipopt_exit",
                 "optimal", "partial", "iterations", "n_variables", "n_constraints",
                 "build_time_s", "init_time_s", "solve_time_s")),
-    ("results", ("lap_time_s", "objective", "mean_speed_kmh", "max_speed_kmh", "regularization")),
+    ("results", ("lap_time_s", "objective", "penalty_s", "objective_note", "mean_speed_kmh",
+                 "max_speed_kmh", "regularization")),
     ("self-check", ("self_check",)),
 )
 
@@ -842,18 +864,71 @@ def _write_rows(xw, name: str, frame: pd.DataFrame, comments=None) -> None:
     ``comments``: optional texts, one per column (None or "" for none), put as cell comments
     on the header row (the channels' meanings, :meth:`pyomo_lap.post.channels.Channel.note`;
     one comment per column, so the writing time does not grow with the rows). The header row
-    and the first column are frozen; each column is as wide as its header (at least 12)."""
+    and the first column are frozen; each column is as wide as its header (at least 12) and
+    shows its numbers in the format of its unit (:func:`number_format`: display only, the
+    values keep full precision); an autofilter covers the table."""
     ws = xw.book.add_worksheet(name)
     ws.write_row(0, 0, [str(c) for c in frame.columns])
     ws.freeze_panes(1, 1)                 # the header row and the first column (s) stay in view
+    formats = {}
     for j, c in enumerate(frame.columns):
-        ws.set_column(j, j, max(len(str(c)) + 2, 12))
+        code = number_format(str(c))
+        if code not in formats:
+            formats[code] = xw.book.add_format({"num_format": code})
+        ws.set_column(j, j, max(len(str(c)) + 2, 12), formats[code])
+    ws.autofilter(0, 0, len(frame), max(len(frame.columns) - 1, 0))
     for j, text in enumerate(comments or ()):
         if text:
             ws.write_comment(0, j, text, {"width": 360, "height": 16 * (len(text) // 48 + 2)})
     values = frame.astype(object).where(frame.notna(), None).to_numpy().tolist()
     for i, row in enumerate(values, start=1):
         ws.write_row(i, 0, row)
+
+
+NUMBER_FORMATS = {
+    "m": "0.00", "s": "0.000", "m/s": "0.00", "km/h": "0.0", "m/s^2": "0.00", "g": "0.000",
+    "N": "0", "N m": "0", "N/s": "0", "N/rad": "0", "W": "0", "rad": "0.0000",
+    "rad/s": "0.0000", "rad/s^2": "0.000", "1/m": "0.00000", "deg": "0.00", "deg/s": "0.00",
+    "%": "0.0", "rpm": "0", "-": "0.000",
+}
+"""Excel number format of the columns of the workbook's ``channels`` and ``track`` sheets, by
+unit (the column's header ``name [unit]``): what is shown, never what is stored (every value
+keeps its full double precision; a cell shows more digits when selected). Units not listed,
+and headers without a unit, keep Excel's ``General``; :data:`NUMBER_FORMATS_BY_NAME` first."""
+
+NUMBER_FORMATS_BY_NAME = {
+    "element": "0", "gear": "0", "q4": "0.0000",
+    **{f"{c}{w}": "0.0000" for c in ("z", "zc_") for w in ("11", "12", "21", "22")}}
+"""Columns whose format is not their unit's: whole numbers of unit ``-``, and lengths of
+millimetres (the heave, the multibody car's wheel travels and wheel-centre heights) to 0.1 mm."""
+
+
+def number_format(header: str) -> str:
+    """The Excel number format of a column of the ``channels`` or ``track`` sheet from its
+    header (``"speed_kmh [km/h]"`` -> ``"0.0"``): :data:`NUMBER_FORMATS_BY_NAME`, then
+    :data:`NUMBER_FORMATS`, else ``"General"``."""
+    name, _, unit = header.partition(" [")
+    unit = unit[:-1] if unit.endswith("]") else ""
+    return NUMBER_FORMATS_BY_NAME.get(name, NUMBER_FORMATS.get(unit, "General"))
+
+
+def _speed_chart(xw, columns, n_rows: int, sheet: str = "channels") -> None:
+    """A chart sheet ``speed_chart``: speed [km/h] over the track coordinate s [m], a scatter
+    chart with straight lines of the columns ``speed_kmh`` and ``s`` of the sheet ``sheet``
+    (``columns``: its column names without units; nothing without them)."""
+    columns = list(columns)
+    if "speed_kmh" not in columns or "s" not in columns or n_rows < 2:
+        return
+    x, y = columns.index("s"), columns.index("speed_kmh")
+    chart = xw.book.add_chart({"type": "scatter", "subtype": "straight"})
+    chart.add_series({"name": "speed", "categories": [sheet, 1, x, n_rows, x],
+                      "values": [sheet, 1, y, n_rows, y], "line": {"width": 1.5}})
+    chart.set_title({"name": "Speed over the track coordinate"})
+    chart.set_x_axis({"name": "s [m]", "major_gridlines": {"visible": True}})
+    chart.set_y_axis({"name": "speed [km/h]"})
+    chart.set_legend({"none": True})
+    cs = xw.book.add_chartsheet("speed_chart")
+    cs.set_chart(chart)
 
 
 _TRACK_DATA_KEYS = ("track_processing", "track_assumptions", "track_repairs", "sensitivities")

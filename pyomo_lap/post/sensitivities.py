@@ -6,7 +6,7 @@ penalties of eq (41)) by the envelope theorem, column ``dobj_dp``, and of the **
 :math:`T` itself at the optimum (column ``dT_dp``), by one adjoint solve of the KKT system
 (:func:`_sector_time_adjoint`), which also needs the Hessian of the Lagrangian. They differ by
 the penalties' change with the parameter (0.01-3 % of ``dT_dp`` for the parameters that matter
-on the default job, more for those that hardly matter: README, "Lap-time sensitivities").
+on the default job, more for those that hardly matter: docs/sensitivities.md).
 
 Method for the objective (envelope theorem)
 -------------------------------------------
@@ -763,7 +763,7 @@ SENSITIVITY_SOLVER_OPTIONS = {"tol": 1e-10, "acceptable_tol": 1e-9}
 sensitivities=True)``, ``pyomo-lap solve --sensitivities``; a solver option given by the user
 wins). At the default ``tol = 1e-5`` the active set and the multipliers are those of a barrier
 parameter still large enough to shift the sector time's derivatives by up to 1 % for most
-parameters (6 % for ``a1``, whose effect is small; README, "Lap-time sensitivities"); the
+parameters (6 % for ``a1``, whose effect is small; docs/sensitivities.md); the
 tighter solve costs about 8 more iterations on the default job."""
 
 FD_SOLVER_OPTIONS = {"tol": 1e-10, "acceptable_tol": 1e-9, "acceptable_iter": 0,
@@ -772,7 +772,7 @@ FD_SOLVER_OPTIONS = {"tol": 1e-10, "acceptable_tol": 1e-9, "acceptable_iter": 0,
 (the small barrier parameter and bound push of
 :data:`pyomo_lap.post.defects.WARM_START_IPOPT_OPTIONS`) and converged much tighter than the
 default ``tol = 1e-5``, so that the solver's own error stays far below the change of the
-lap time over the step (README, "Lap-time sensitivities")."""
+lap time over the step (docs/sensitivities.md)."""
 
 
 def _vehicle_with(p: VehicleParameters, name: str, value: float) -> VehicleParameters:

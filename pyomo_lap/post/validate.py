@@ -157,7 +157,7 @@ REPLAY_TIME = (0.02, 0.1)
 sector time]. Measured: good 0.0001-0.0012; acceptable up to 0.0073 (2 km) and 0.018 (lap);
 bad: 20 m mesh 0.36 (400 m) and 0.095 (2 km), 40 m mesh 0.41-0.59, ncp = 1 0.89, delta noise
 0.014 / 0.080 / 0.33, q1_dot shift 0.072 / 0.35 / 0.68. Warn at 0.02 %, the agreement of the
-default mesh's lap time with the mesh-converged one (README, "Mesh study"); fail at five
+default mesh's lap time with the mesh-converged one (docs/benchmarks.md, "Accuracy: mesh study"); fail at five
 times that (52 ms on the default job)."""
 
 REPLAY_STEERING = (6.0, 10.0)
@@ -199,7 +199,7 @@ point to the next and the integrated tangential acceleration [% of the car's top
 Formula One car of 2014, 59.3 m/s for the BMW 320i]. It was (0.15, 0.3) m/s, measured on the
 FSAE car: good 0.020 (2 km and 400 m), 0.05-0.14 on the closed laps of the twelve bundled
 circuits (the largest at corner exits of hairpins, where the tangential acceleration changes
-by 6 m/s^2 within a step: the trapezoid of the check errs there too; README, "Channels");
+by 6 m/s^2 within a step: the trapezoid of the check errs there too; docs/formulation.md);
 point values 0.019 (400 m) and 0.21 (2 km); uniform 10 m 0.11 (2 km) and 0.46 (lap); former
 default 0.34 (2 km) and 0.66 (lap); bad: 20 m mesh 0.60, 40 m mesh 1.5-1.9, ncp = 1 0.33
 (the perturbations of the table leave the speed channel alone). In percent of the top speed

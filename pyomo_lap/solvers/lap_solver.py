@@ -66,7 +66,7 @@ LAP_IPOPT_OPTIONS = {
     "acceptable_tol": 1e-4,
     "max_iter": 3000,
 }
-"""IPOPT options of :class:`LapIpopt` unless the caller overrides them (see the README)."""
+"""IPOPT options of :class:`LapIpopt` unless the caller overrides them (docs/solvers.md)."""
 
 IPOPT_LOG_PREFIX = "pyomo_lap_ipopt_"
 """IPOPT's log file of a solve, in the temporary folder, is ``<prefix><pid>_<random>.log``

@@ -36,8 +36,8 @@ import numpy as np
 
 from ..spatial.backend import add, mul, tanh
 
-__all__ = ["PowerCurve", "engine_envelope", "wheel_power_curve", "power_expression",
-           "power_available", "BLEND_FRACTION", "KNOTS"]
+__all__ = ["PowerCurve", "engine_envelope", "gear_and_engine_speed", "wheel_power_curve",
+           "power_expression", "power_available", "BLEND_FRACTION", "KNOTS"]
 
 BLEND_FRACTION = 0.02
 """Half-width of the blends between the pieces of :func:`power_expression`, as a fraction of
@@ -112,6 +112,37 @@ def engine_envelope(v, engine_speed, engine_torque, gear_ratios, final_drive: fl
     best = np.argmax(F, axis=0)
     force = F[best, np.arange(len(v))]
     return force, np.where(force > 0, best, -1)
+
+
+def gear_and_engine_speed(p, v) -> Optional[tuple]:
+    r"""The gear the car is in and its engine speed at the road speeds ``v``, by the rule of the
+    power limit: the gear of :func:`engine_envelope` (the one of the largest drive force), and
+    :math:`\omega_e = \max(g_k g_f v / R, \omega_{e,min})` (the clutch slips below the curve's
+    lowest engine speed, where the envelope takes that speed's torque).
+
+    Parameters
+    ----------
+    p : VehicleParameters
+        A car with an ``[engine]`` section (``engine_speed``, ``gear_ratios`` ...).
+    v : (n,) array
+        Road speeds [m/s] (the power limit's: ``v_3x``).
+
+    Returns
+    -------
+    (gear (n,) float, engine speed (n,) [rad/s]) or None
+        Gear 1 (first) ... len(gear_ratios); both NaN above the top gear's rev limit (no
+        gear gives a force). None for a car without a gearbox (``P_max`` or a power curve).
+    """
+    if getattr(p, "engine_speed", None) is None or getattr(p, "gear_ratios", None) is None:
+        return None
+    v = np.clip(np.asarray(v, dtype=float), 0.0, None)
+    eff = 1.0 if p.drivetrain_efficiency is None else p.drivetrain_efficiency
+    _, best = engine_envelope(v, p.engine_speed, p.engine_torque, p.gear_ratios, p.final_drive,
+                              eff, p.wheel_radius)
+    ratio = np.asarray(p.gear_ratios, dtype=float)[np.maximum(best, 0)] * p.final_drive
+    omega = np.maximum(ratio * v / p.wheel_radius, float(p.engine_speed[0]))
+    none = best < 0
+    return np.where(none, np.nan, best + 1.0), np.where(none, np.nan, omega)
 
 
 def wheel_power_curve(p) -> Optional[PowerCurve]:

@@ -30,7 +30,7 @@ from ..spatial.tree import GRAVITY
 from ..util.errors import FileProblemsError
 
 __all__ = ["VehicleParameters", "VehicleFileError", "read_vehicle_file", "field_bounds", "bound_texts", "SECTIONS", "OPTIONAL_SECTIONS",
-           "OPTIONAL_KEYS", "SETTINGS", "ABSENT_WHEN_NONE", "settings_of", "STRUCTURAL_ZEROS", "absent",
+           "OPTIONAL_KEYS", "SETTINGS", "CHANNEL_SETTINGS", "ABSENT_WHEN_NONE", "settings_of", "STRUCTURAL_ZEROS", "absent",
            "MAX_STATIC_SAG", "PARAMETER_KEYS", "FIELD_OF_KEY", "KEY_OF_FIELD", "field_of",
            "SymbolicVehicle"]
 
@@ -196,6 +196,11 @@ class VehicleParameters(BaseModel):
                                            "to it (default: at or below the peak)", "rad",
                                            ge=0.01, le=0.6)
     delta_max: float = _f("road-wheel steer limit (radians, not degrees)", "rad", gt=0.0, lt=1.2)
+    steering_ratio: Optional[float] = _optional("steering ratio: steering-wheel angle / road-wheel "
+                                                "angle delta, for the logger channel "
+                                                "steering_wheel_angle only (not in the model's "
+                                                "rows; default: not given, no such channel)",
+                                                "-", ge=3.0, le=25.0)
     tyre_kz: Optional[float] = _optional("tyre vertical stiffness, per tyre (multibody model "
                                          "only; None: not given)", "N/m", ge=1.0e4, le=1.0e7)
     tyre_cz: Optional[float] = _optional("tyre vertical damping, per tyre (multibody model "
@@ -449,10 +454,17 @@ SETTINGS = {
     "power_curve": {"speed": "power_curve_speed", "power": "power_curve_power"},
     "engine": {"speed": "engine_speed", "torque": "engine_torque", "gear_ratios": "gear_ratios",
                "final_drive": "final_drive", "efficiency": "drivetrain_efficiency"},
+    "steering": {"steering_ratio": "steering_ratio"},
 }
 """Keys of a vehicle file that are not parameters of the model (not ``m.vehicle.*``, not
 swept or freed): choices (the tyre model) and curves (the power or engine curve), all
-optional. A car whose settings differ has other rows: the model is built anew for it."""
+optional. A car whose settings differ has other rows: the model is built anew for it
+(:func:`settings_of`), except for those of :data:`CHANNEL_SETTINGS`."""
+
+CHANNEL_SETTINGS = ("steering_ratio",)
+"""Settings that only convert channels of the results (the steering ratio: the logger channel
+``steering_wheel_angle``, :mod:`pyomo_lap.post.logger`): not in the model's rows, so not in
+:func:`settings_of`."""
 
 OPTIONAL_SECTIONS = {
     "multibody": {"tyre_stiffness": "tyre_kz", "tyre_damping": "tyre_cz"},
@@ -525,7 +537,8 @@ def field_of(name: str) -> str:
 def settings_of(p) -> dict:
     """The :data:`SETTINGS` of a car (``{field: value}``): two cars with different settings
     have different rows (a model is built anew for the other)."""
-    return {attr: getattr(p, attr, None) for keys in SETTINGS.values() for attr in keys.values()}
+    return {attr: getattr(p, attr, None) for keys in SETTINGS.values() for attr in keys.values()
+            if attr not in CHANNEL_SETTINGS}
 
 
 class SymbolicVehicle:
