@@ -326,10 +326,12 @@ def variable_names(names: Iterable[str]) -> tuple:
 
 
 def model_variable_names(m) -> tuple:
-    """:func:`variable_names` of a built model (its ``Var`` and ``DerivativeVar`` components)."""
+    """:func:`variable_names` of a built model (its ``Var`` and ``DerivativeVar`` components
+    indexed by the mesh ``m.s``)."""
     import pyomo.environ as pyo
     from pyomo.dae import DerivativeVar
-    return variable_names(c.local_name for c in m.component_objects((pyo.Var, DerivativeVar)))
+    return variable_names(c.local_name for c in m.component_objects((pyo.Var, DerivativeVar))
+                          if c.is_indexed() and c.index_set() is m.s)
 
 
 def model_fixed_step(m, df: pd.DataFrame, every: float) -> pd.DataFrame:
@@ -387,8 +389,9 @@ def folder_fixed_step(run, every: float) -> tuple:
                          "the summary of a solved run")
     sol = run / SOLUTION_FILE
     if sol.is_file():
-        with np.load(sol) as d:
-            states, variables = variable_names(d.files)
+        with np.load(sol) as d:     # the variables with a value at every mesh point
+            states, variables = variable_names(k for k in d.files
+                                               if k != "s" and d[k].shape == d["s"].shape)
     else:
         from ..ocp.build import RATE_NAMES, STATE_NAMES
         from ..vehicle.car import ALGEBRAIC, CONTROLS
