@@ -280,6 +280,15 @@ def job_model(model, vehicle):
     return model
 
 
+_EVERY = FiniteFloat(0.0, True, "a finite step > 0 m, at most the sector's length", optional=True)
+_EVERY_TEXT = ("write the channels every EVERY metres of the sector [m] (None: one row per point "
+               "of the solver's mesh): trajectory.csv, .parquet and the workbook's channels on 0, "
+               "EVERY, 2 EVERY, ... and the sector's end, read from the collocation polynomials "
+               "(docs/results.md, 'Fixed distance step'); the mesh rows in trajectory_mesh.csv "
+               "and .parquet")
+"""The job option ``every``: its domain and description (:data:`SOLVE_CONFIG`)."""
+
+
 def _solve_config() -> ConfigDict:
     from .ocp.build import OCP_CONFIG
     c = ConfigDict(description="the options of one job (solve_sector, pyomo-lap solve)")
@@ -319,13 +328,7 @@ def _solve_config() -> ConfigDict:
               description="number of equal sectors timed in the summary"))
     c.declare("out_dir", ConfigValue(default=Path("results"), domain=PathOrNone(),
               description="output folder (None: nothing is written)"))
-    c.declare("every", ConfigValue(default=None, domain=FiniteFloat(
-                  0.0, True, "a finite step > 0 m, at most the sector's length", optional=True),
-              description="write the channels every EVERY metres of the sector [m] (None: one "
-                          "row per point of the solver's mesh): trajectory.csv, .parquet and "
-                          "the workbook's channels on 0, EVERY, 2 EVERY, ... and the sector's "
-                          "end, read from the collocation polynomials (docs/results.md, 'Fixed "
-                          "distance step'); the mesh rows in trajectory_mesh.csv and .parquet"))
+    c.declare("every", ConfigValue(default=None, domain=_EVERY, description=_EVERY_TEXT))
     c.declare("tee", ConfigValue(default=False, domain=bool,
               description="stream the solver's iterations (the command line streams them unless "
                           "--quiet is given)"))

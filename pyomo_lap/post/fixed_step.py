@@ -42,6 +42,8 @@ from typing import Iterable, Optional
 import numpy as np
 import pandas as pd
 
+from .results import track_coordinate
+
 __all__ = ["collocation_interpolate", "fixed_step_grid", "fixed_step_table", "track_coordinate",
            "column_kinds", "EXPORT_FOLDER", "MESH_FILES"]
 
@@ -55,35 +57,6 @@ metres as ``%g``, ``export_every_1m``, ``export_every_0.5m``)."""
 
 _KINDS = ("state", "algebraic", "all")
 _TOL = 1e-9     # [m] positions closer than this (relative to the sector length) are the same
-
-
-def track_coordinate(start: float, s_sector, track_length: Optional[float] = None) -> np.ndarray:
-    """The track coordinate ``s`` [m] of points ``s_sector`` [m] of a sector from ``start``.
-
-    On a closed track (``track_length`` given) a point past the start of the sector is put in
-    ``(0, track_length]``: the finish line reached from before is ``track_length``, not 0, so
-    a closed lap from the start line runs from 0 to ``track_length`` increasing; only a sector
-    that crosses the line in its middle restarts from (just above) 0 there.
-
-    Parameters
-    ----------
-    start : float
-        Track coordinate of the sector start [m].
-    s_sector : array_like (n,)
-        Distances from the sector start [m], >= 0.
-    track_length : float, optional
-        Length of a closed track [m]; None for an open track (``start + s_sector``).
-
-    Returns
-    -------
-    ndarray (n,)
-    """
-    x = float(start) + np.asarray(s_sector, dtype=float)
-    if track_length is None:
-        return x
-    L = float(track_length)
-    laps = np.maximum(np.ceil(x / L - 1.0 - 1e-12), 0.0)    # whole laps behind the point
-    return np.where(x > 0.0, x - L * laps, x)
 
 
 def fixed_step_grid(length: float, every: float) -> np.ndarray:

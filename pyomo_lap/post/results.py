@@ -37,7 +37,7 @@ __all__ = ["trajectory_dataframe", "UNITS", "write_results", "read_trajectory", 
            "solution_arrays", "load_solution", "SOLUTION_FILE", "MANIFEST", "read_manifest",
            "check_results_folder", "record_files", "output_lock", "OutputLock",
            "OutputBusyError", "FolderNotReplaceableError", "effective_solver_options",
-           "summary_rows", "WORKBOOK_UNITS_NOTE"]
+           "summary_rows", "WORKBOOK_UNITS_NOTE", "track_coordinate"]
 
 # the unit of every channel lives with its meaning in the channel dictionary (one table;
 # pyomo_lap.post.channels imports nothing from here, so the workbook can use it)
@@ -275,16 +275,43 @@ def trajectory_dataframe(m, progress=None) -> pd.DataFrame:
     return df[cols]
 
 
+def track_coordinate(start: float, s_sector, track_length: float | None = None) -> np.ndarray:
+    """The track coordinate ``s`` [m] of points ``s_sector`` [m] of a sector from ``start``.
+
+    On a closed track (``track_length`` given) a point past the start of the sector is put in
+    ``(0, track_length]``: the finish line reached from before is ``track_length``, not 0, so
+    a closed lap from the start line runs from 0 to ``track_length`` increasing; only a sector
+    that crosses the line in its middle restarts from (just above) 0 there.
+
+    Parameters
+    ----------
+    start : float
+        Track coordinate of the sector start [m].
+    s_sector : array_like (n,)
+        Distances from the sector start [m], >= 0.
+    track_length : float, optional
+        Length of a closed track [m]; None for an open track (``start + s_sector``).
+
+    Returns
+    -------
+    ndarray (n,)
+    """
+    x = float(start) + np.asarray(s_sector, dtype=float)
+    if track_length is None:
+        return x
+    L = float(track_length)
+    laps = np.maximum(np.ceil(x / L - 1.0 - 1e-12), 0.0)    # whole laps behind the point
+    return np.where(x > 0.0, x - L * laps, x)
+
+
 def _increasing_track_coordinate(m, df: pd.DataFrame) -> None:
     """On a closed track, the columns ``s`` and ``q1`` (the track coordinate) increasing along
     the sector: a point past the sector start in ``(0, L]``, so that a closed lap from the line
-    ends at ``s = L`` (the periodic end point), not 0
-    (:func:`pyomo_lap.post.fixed_step.track_coordinate`)."""
+    ends at ``s = L`` (the periodic end point), not 0 (:func:`track_coordinate`)."""
     prob = getattr(m, "problem", None)
     track = getattr(prob, "track", None)
     if track is None or not getattr(track, "closed", False) or "s_sector" not in df.columns:
         return
-    from .fixed_step import track_coordinate
     start = float(prob.options.start)
     s = track_coordinate(start, df["s_sector"].to_numpy(float), float(track.length))
     for c in ("s", "q1"):
