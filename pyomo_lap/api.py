@@ -29,7 +29,7 @@ from .solvers.solve import SolveInterrupted, solve_model
 from .track.build import LAT_LON_ORDERS
 from .track.geometry import TRACK_FORMATS, load_track
 from .util.overlap import while_solver_runs
-from .util.domains import (Anything, DictOrNone, IntBetween, OneOf, PathOrNone,
+from .util.domains import (Anything, DictOrNone, FiniteFloat, IntBetween, OneOf, PathOrNone,
                            error_text)
 from .vehicle.car import load_vehicle
 
@@ -280,6 +280,15 @@ def job_model(model, vehicle):
     return model
 
 
+_EVERY = FiniteFloat(0.0, True, "a finite step > 0 m, at most the sector's length", optional=True)
+_EVERY_TEXT = ("write the channels every EVERY metres of the sector [m] (None: one row per point "
+               "of the solver's mesh): trajectory.csv, .parquet and the workbook's channels on 0, "
+               "EVERY, 2 EVERY, ... and the sector's end, read from the collocation polynomials "
+               "(docs/results.md, 'Fixed distance step'); the mesh rows in trajectory_mesh.csv "
+               "and .parquet")
+"""The job option ``every``: its domain and description (:data:`SOLVE_CONFIG`)."""
+
+
 def _solve_config() -> ConfigDict:
     from .ocp.build import OCP_CONFIG
     c = ConfigDict(description="the options of one job (solve_sector, pyomo-lap solve)")
@@ -319,6 +328,7 @@ def _solve_config() -> ConfigDict:
               description="number of equal sectors timed in the summary"))
     c.declare("out_dir", ConfigValue(default=Path("results"), domain=PathOrNone(),
               description="output folder (None: nothing is written)"))
+    c.declare("every", ConfigValue(default=None, domain=_EVERY, description=_EVERY_TEXT))
     c.declare("tee", ConfigValue(default=False, domain=bool,
               description="stream the solver's iterations (the command line streams them unless "
                           "--quiet is given)"))
@@ -768,6 +778,9 @@ def _load_inputs(job) -> None:
     for f in fixes:
         echo(f"sector repaired: {f}")
     track_checks.check_vehicle_fits(tr, p, job.start, job.length)
+    if cfg.every is not None and cfg.every > job.length * (1 + 1e-12):
+        raise ValueError(f"every = {cfg.every:g} m: expected a step of at most the sector's "
+                         f"length ({job.length:g} m)")
     if cfg.free:           # a setup optimization the car's rows cannot do: said before building
         _check_free_before_build(p, job.model, cfg.periodic, job.ocp_options, cfg)
     ensure_solver(cfg.solver)  # fail before building when the solver is missing
@@ -1286,13 +1299,28 @@ def _channels_and_export(job) -> None:
     if job.out_dir is not None:
         echo("exporting ...")
         from .post.results import solution_arrays
+        table, mesh = _fixed_step(job, df)
         job.where = _write_or_fallback(
-            job.out_dir, df, summary, p_solved if isinstance(p_solved, VehicleParameters)
+            job.out_dir, table, summary, p_solved if isinstance(p_solved, VehicleParameters)
             else summary["vehicle_parameters"], rep, echo, cfg.n_sectors,
-            solution_arrays(m) if rep.ok or rep.kind == "interrupted" else None)
+            solution_arrays(m) if rep.ok or rep.kind == "interrupted" else None, mesh)
         if job.sens is not None:
             from .post.plots import plot_results
             plot_results(job.where, figures=["sensitivities"], echo=echo)
+
+
+def _fixed_step(job, df) -> tuple:
+    """The table to write and the mesh rows to write beside it: with the job option ``every``
+    on a solved result, the channels on that step
+    (:func:`pyomo_lap.post.fixed_step.model_fixed_step`) and the mesh rows ``df``
+    (``summary["trajectory_step_m"]``); otherwise ``df`` and None (partial results keep
+    their mesh rows: their polynomials are no solution)."""
+    every = job.cfg.every
+    if every is None or not job.rep.ok:
+        return df, None
+    from .post.fixed_step import model_fixed_step
+    job.summary["trajectory_step_m"] = float(every)
+    return model_fixed_step(job.m, df, every), df
 
 
 def _regularization(job, summary: dict) -> None:
@@ -1431,7 +1459,8 @@ class SectorResults(tuple):
 
 
 def _write_or_fallback(out_dir: Path, df, summary: dict, params: dict, rep, echo,
-                       n_sectors: int = 3, solution: Optional[dict] = None) -> Path:
+                       n_sectors: int = 3, solution: Optional[dict] = None,
+                       mesh_df=None) -> Path:
     """write_results, and when that fails (disk full, folder removed, permissions), the same
     files in a fresh folder of the temporary directory: a result is never lost."""
     import tempfile
@@ -1439,11 +1468,11 @@ def _write_or_fallback(out_dir: Path, df, summary: dict, params: dict, rep, echo
     partial = "interrupted" if rep.kind == "interrupted" else not rep.ok
     try:
         where = write_results(out_dir, df, summary, params, partial=partial, n_sectors=n_sectors,
-                              solution=solution, echo=_recovery_only(echo))
+                              solution=solution, echo=_recovery_only(echo), mesh_df=mesh_df)
     except (OSError, FolderNotReplaceableError) as exc:  # e.g. a file of the user's added meanwhile
         fallback = Path(tempfile.mkdtemp(prefix=f"pyomo_lap-{out_dir.name}-"))
         where = write_results(fallback / out_dir.name, df, summary, params, partial=partial,
-                              n_sectors=n_sectors, solution=solution)
+                              n_sectors=n_sectors, solution=solution, mesh_df=mesh_df)
         msg = (f"could not write the results to {out_dir}: {exc}; they were saved to {where}/ "
                "instead")
         if rep.ok:

@@ -7,6 +7,7 @@ code, before any model is built.
 from __future__ import annotations
 
 import functools
+import math
 import os
 import signal
 import sys
@@ -286,7 +287,7 @@ def _checked(values: dict):
 @main.command()
 @job_options("track", "vehicle", "start", "length", "periodic", "nfe", "ncp", "scheme",
              "initial_speed", "model", "initial_guess", "solver", "solver_options", "ocp_options",
-             "n_sectors", "out_dir")
+             "n_sectors", "out_dir", "every")
 @click.option("--max-iter", type=int, default=None,
               help="solver iteration limit, short for --solver-option max_iter=N (default: "
                    "3000 for lap_ipopt, ipopt and ipopt_v2: pyomo_lap.solvers.lap_solver."
@@ -594,6 +595,35 @@ def validate(results_dir, out_dir, no_feedback, shooting, open_loop, plots_dir, 
     verdict = res["verdict"]
     if verdict == "fail" or (verdict == "warn" and strict):
         sys.exit(1)
+
+
+@main.command()
+@click.argument("run", type=click.Path(file_okay=False), metavar="RUN")
+@click.option("--every", required=True, type=float, metavar="STEP",
+              help="the step [m]: rows at 0, STEP, 2 STEP, ... and the sector's end, read from "
+                   "the collocation polynomials")
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="output folder  [default: RUN/export_every_STEPm]")
+def export(run, every, out_dir):
+    """Write the results of RUN again with the channels every STEP metres of the sector: the
+    files `pyomo-lap solve --every STEP` would have written (trajectory.csv, .parquet and the
+    workbook on the step; trajectory_mesh.csv and .parquet the mesh rows; summary.json,
+    solution.npz), into RUN/export_every_STEPm/ or --out DIR.
+
+    Exit codes: 0 written; 2 not a complete results folder, a bad step, a folder that
+    cannot be replaced."""
+    from .post.fixed_step import export_fixed_step
+    _complete_results(run)
+    if not (math.isfinite(every) and every > 0):
+        _fail(f"--every {_shown(every)}: expected a finite step > 0 m")
+    try:
+        where = export_fixed_step(run, every, out=out_dir, echo=_Echo(_verbosity()).detail)
+    except (ValueError, OSError) as exc:
+        _fail(str(exc))
+    except Exception as exc:               # noqa: BLE001 - one line, not a traceback
+        _unexpected(exc)
+    if _verbosity() >= 0:
+        click.echo(f"channels every {every:g} m written to {where}/")
 
 
 @main.command()

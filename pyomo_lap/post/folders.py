@@ -134,9 +134,11 @@ a folder without it is not a finished export. A later export into the folder rep
 what it lists (:func:`check_output_dir`)."""
 
 RESULTS_FILES = ("summary.json", "trajectory.csv", "trajectory.parquet", "results.xlsx",
-                 SOLUTION_FILE, "corners.csv")
+                 SOLUTION_FILE, "corners.csv", "trajectory_mesh.csv", "trajectory_mesh.parquet")
 """The files :func:`pyomo_lap.post.results.write_results` writes (``solution.npz`` when given a
-solution, ``corners.csv`` when the summary has ``corners``)."""
+solution, ``corners.csv`` when the summary has ``corners``; ``trajectory_mesh.*``, the mesh
+rows, when the trajectory is on a fixed distance step: ``solve --every``, ``pyomo-lap
+export``)."""
 
 VALIDATION_FILES = ("validation.json", "defects.csv", "validation_defects.png",
                     "validation_replay.png")

@@ -38,7 +38,7 @@ __all__ = ["trajectory_dataframe", "UNITS", "write_results", "read_trajectory", 
            "check_results_folder", "record_files", "output_lock", "OutputLock",
            "OutputBusyError", "FolderNotReplaceableError", "effective_solver_options",
            "summary_rows", "WORKBOOK_UNITS_NOTE", "NUMBER_FORMATS",
-           "number_format"]
+           "number_format", "track_coordinate"]
 
 # the unit of every channel lives with its meaning in the channel dictionary (one table;
 # pyomo_lap.post.channels imports nothing from here, so the workbook can use it)
@@ -252,6 +252,7 @@ def trajectory_dataframe(m, progress=None) -> pd.DataFrame:
     if vm is not None and vm.trajectory is not None:   # the model's own table (single-track)
         df = vm.trajectory(m)
         _add_derived_channels(m, df)
+        _increasing_track_coordinate(m, df)
         cols = [c for c in UNITS if c in df.columns] + [c for c in df.columns if c not in UNITS]
         return df[cols]
     from ..util.gc_pause import gc_paused
@@ -268,10 +269,55 @@ def trajectory_dataframe(m, progress=None) -> pd.DataFrame:
         v_pm = quasi_steady_speed(p, sig, tp.omega, tp.rotation, closed=bool(m.problem.options.periodic),
                                   v_start=m.problem.initial_speed, v_min=m.problem.options.v_min)
     _add_derived_channels(m, df)
+    _increasing_track_coordinate(m, df)
     df["v_point_mass"] = v_pm
     df["t_point_mass"] = np.concatenate([[0.0], np.cumsum(0.5 * (1 / v_pm[1:] + 1 / v_pm[:-1]) * np.diff(sig))])
     cols = [c for c in UNITS if c in df.columns] + [c for c in df.columns if c not in UNITS]
     return df[cols]
+
+
+def track_coordinate(start: float, s_sector, track_length: float | None = None) -> np.ndarray:
+    """The track coordinate ``s`` [m] of points ``s_sector`` [m] of a sector from ``start``.
+
+    On a closed track (``track_length`` given) a point past the start of the sector is put in
+    ``(0, track_length]``: the finish line reached from before is ``track_length``, not 0, so
+    a closed lap from the start line runs from 0 to ``track_length`` increasing; only a sector
+    that crosses the line in its middle restarts from (just above) 0 there.
+
+    Parameters
+    ----------
+    start : float
+        Track coordinate of the sector start [m].
+    s_sector : array_like (n,)
+        Distances from the sector start [m], >= 0.
+    track_length : float, optional
+        Length of a closed track [m]; None for an open track (``start + s_sector``).
+
+    Returns
+    -------
+    ndarray (n,)
+    """
+    x = float(start) + np.asarray(s_sector, dtype=float)
+    if track_length is None:
+        return x
+    L = float(track_length)
+    laps = np.maximum(np.ceil(x / L - 1.0 - 1e-12), 0.0)    # whole laps behind the point
+    return np.where(x > 0.0, x - L * laps, x)
+
+
+def _increasing_track_coordinate(m, df: pd.DataFrame) -> None:
+    """On a closed track, the columns ``s`` and ``q1`` (the track coordinate) increasing along
+    the sector: a point past the sector start in ``(0, L]``, so that a closed lap from the line
+    ends at ``s = L`` (the periodic end point), not 0 (:func:`track_coordinate`)."""
+    prob = getattr(m, "problem", None)
+    track = getattr(prob, "track", None)
+    if track is None or not getattr(track, "closed", False) or "s_sector" not in df.columns:
+        return
+    start = float(prob.options.start)
+    s = track_coordinate(start, df["s_sector"].to_numpy(float), float(track.length))
+    for c in ("s", "q1"):
+        if c in df.columns:
+            df[c] = s
 
 
 def _add_derived_channels(m, df: pd.DataFrame) -> None:
@@ -382,7 +428,7 @@ def _with_units(df: pd.DataFrame) -> pd.DataFrame:
     return df.rename(columns={c: f"{c} [{UNITS[c]}]" for c in df.columns if c in UNITS})
 
 
-def read_trajectory(path) -> pd.DataFrame:
+def read_trajectory(path, mesh: bool = False) -> pd.DataFrame:
     """Read the channels back, with plain column names (units stripped).
 
     Parameters
@@ -390,6 +436,10 @@ def read_trajectory(path) -> pd.DataFrame:
     path : str or Path
         A ``trajectory.csv``, a ``trajectory.parquet`` or a results folder (its parquet file
         if present, else its CSV file).
+    mesh : bool
+        For a folder: its rows on the solver's mesh (one per collocation point): those of
+        ``trajectory_mesh.parquet`` (or ``.csv``) in a folder written on a fixed step
+        (``solve --every``), else its trajectory (mesh rows already).
 
     Raises
     ------
@@ -398,7 +448,8 @@ def read_trajectory(path) -> pd.DataFrame:
     """
     path = Path(path)
     if path.is_dir():
-        for name in ("trajectory.parquet", "trajectory.csv"):
+        names = ("trajectory.parquet", "trajectory.csv")
+        for name in (("trajectory_mesh.parquet", "trajectory_mesh.csv") if mesh else ()) + names:
             if (path / name).exists():
                 path = path / name
                 break
@@ -526,7 +577,7 @@ def vehicle_sheet(vehicle) -> pd.DataFrame:
 
 def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict | None = None,
                   partial: bool = False, n_sectors: int = 3, echo=None,
-                  solution: dict | None = None) -> Path:
+                  solution: dict | None = None, mesh_df: pd.DataFrame | None = None) -> Path:
     """Write ``trajectory.csv``, ``trajectory.parquet``, ``results.xlsx``, ``summary.json`` (and
     ``solution.npz``, given ``solution``)
     atomically.
@@ -591,6 +642,11 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
         Progress messages (one per file).
     solution : dict, optional
         :func:`solution_arrays` of the model, written as :data:`SOLUTION_FILE`.
+    mesh_df : DataFrame, optional
+        The mesh rows when ``df`` is on a fixed distance step
+        (:func:`pyomo_lap.post.fixed_step.fixed_step_table`, ``solve --every``): written as
+        ``trajectory_mesh.csv`` and ``trajectory_mesh.parquet`` (read back with
+        ``read_trajectory(folder, mesh=True)``), the workbook and ``trajectory.*`` holding ``df``.
 
     Returns
     -------
@@ -611,7 +667,7 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
     out_dir = check_output_dir(out_dir, echo=echo, hold=held)    # locked from here on
     try:
         return _write_locked(out_dir, df, summary, vehicle_params, partial, n_sectors, echo,
-                             solution)
+                             solution, mesh_df)
     finally:
         for lock in held:
             lock.release()
@@ -624,7 +680,7 @@ description ``=HYPERLINK(...)`` stays text)."""
 
 
 def _write_locked(out_dir: Path, df, summary, vehicle_params, partial, n_sectors, echo,
-                  solution) -> Path:
+                  solution, mesh_df=None) -> Path:
     """The export of :func:`write_results` into a checked ``out_dir`` whose lock is held."""
     if partial not in (True, False, "interrupted"):
         raise ValueError(f"partial = {partial!r}: expected True, False or 'interrupted'")
@@ -650,6 +706,8 @@ def _write_locked(out_dir: Path, df, summary, vehicle_params, partial, n_sectors
         _write_csv(tmp / "trajectory.csv", table)
         echo("  writing trajectory.parquet")
         _write_parquet(tmp / "trajectory.parquet", table, summary)
+        if mesh_df is not None:
+            _write_mesh_rows(tmp, mesh_df, summary, echo)
         with open(tmp / "summary.json", "w") as fh:
             json.dump(summary, fh, indent=2, default=_json_default)
         if solution is not None:
@@ -683,6 +741,16 @@ def _write_locked(out_dir: Path, df, summary, vehicle_params, partial, n_sectors
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return target
+
+
+def _write_mesh_rows(folder: Path, mesh_df: pd.DataFrame, summary: dict, echo) -> None:
+    """``trajectory_mesh.csv`` and ``trajectory_mesh.parquet`` (the mesh rows of a folder
+    written on a fixed step) into the temporary folder of :func:`_write_locked`."""
+    import pyarrow as pa
+    table = pa.Table.from_pandas(mesh_df, preserve_index=False)
+    echo("  writing trajectory_mesh.csv")
+    _write_csv(folder / "trajectory_mesh.csv", table)
+    _write_parquet(folder / "trajectory_mesh.parquet", table, summary)
 
 
 def _aside(target: Path) -> Path:

@@ -719,7 +719,7 @@ def _validate(folder: Path, summary: dict, feedback: bool, shooting: bool, open_
     from ..vehicle.numeric import CarFunctions
     from .results import read_trajectory
     tr, p = _inputs(summary)
-    df = read_trajectory(folder)
+    df = read_trajectory(folder, mesh=True)     # the mesh rows, also of a fixed-step folder
     if summary.get("model", "full") == "racecar":
         return _validate_racecar(folder, summary, df, tr, p, feedback=feedback,
                                  shooting=shooting, plots=plots, plots_dir=plots_dir,
