@@ -715,7 +715,8 @@ def chromium_load(path, screenshot=None, window=(1400, 2400), budget_ms: int = 0
     -------
     dict
         ``dom`` (str), ``stderr`` (str), ``wall_s`` (of the DOM dump), ``console`` (the
-        lines of the page's console messages and uncaught errors in stderr).
+        lines of the page's console messages and uncaught errors in stderr; not the
+        "GL Driver Message" lines Chromium logs about its software WebGL).
 
     Raises
     ------
@@ -742,5 +743,6 @@ def chromium_load(path, screenshot=None, window=(1400, 2400), budget_ms: int = 0
             shot = subprocess.run(flags + [f"--screenshot={Path(screenshot).resolve()}", url],
                                   capture_output=True, text=True, timeout=timeout)
             err += shot.stderr
-    console = [ln for ln in err.splitlines() if re.search(r"CONSOLE|Uncaught", ln)]
+    console = [ln for ln in err.splitlines() if re.search(r"CONSOLE|Uncaught", ln)
+               and "GL Driver Message" not in ln]     # Chromium's own, of its software WebGL
     return {"dom": res.stdout, "stderr": err, "wall_s": wall, "console": console}
