@@ -153,7 +153,8 @@ def _solve(out: Path, vehicle=None):
 
 def _rendered(dom: str) -> dict:
     """The plotly figures of the dumped DOM: div id -> number of 'main-svg' elements in it."""
-    ids = [m.group(1) for m in re.finditer(r'<div id="(report-[a-z]+)" class="plotly-graph-div', dom)]
+    div = r'<div id="(report-[a-z]+)" class="plotly-graph-div'
+    ids = [m.group(1) for m in re.finditer(div, dom)]
     parts = re.split(r'<div id="report-[a-z]+" class="plotly-graph-div', dom)[1:]
     return {i: p.count('class="main-svg"') for i, p in zip(ids, parts)}
 
