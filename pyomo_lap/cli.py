@@ -735,6 +735,42 @@ def compare(runs, telemetry, lap, every, out_dir, sectors, pdf):
         click.echo(f"written to {Path(res['files'][0]).parent}/")
 
 
+@main.command()
+@click.argument("runs", nargs=-1, required=True, metavar="RUN [RUN ...]",
+                type=click.Path(exists=True, file_okay=False))
+@click.option("--out", "out", default=None, type=click.Path(dir_okay=False),
+              help="the HTML file  [default: RUN/report.html for one run (recorded in its "
+                   "manifest: the next solve into RUN replaces it); "
+                   "report_<first>_and_<n>_more.html next to the first run for several; "
+                   "report_<RUN>_vs_<file>.html with --telemetry]")
+@click.option("--telemetry", default=None, type=click.Path(exists=True, dir_okay=False),
+              metavar="LAP.csv",
+              help="a logged lap to overlay on RUN (one run), as `compare --telemetry` reads it")
+@click.option("--max-points", default=20000, show_default=True, type=click.IntRange(4, None),
+              help="most points drawn per trace; longer traces keep the smallest and the "
+                   "largest value of each of max-points/2 bins")
+def report(runs, out, telemetry, max_points):
+    """Write one self-contained HTML report of one run or several (opens offline in a
+    browser): the runs and the parameters in which they differ, the track map coloured by
+    a channel, the channels along the track on one zoomable axis with one cursor, the GG
+    diagram with its envelope, the time delta (several runs or --telemetry), the corners
+    (a run with corners.csv)."""
+    from .post.report import write_report
+    if telemetry is not None and len(runs) != 1:
+        _fail(f"--telemetry compares one run with a logged lap; {len(runs)} runs given")
+    for folder in runs:
+        _complete_results(folder)
+    try:
+        path = write_report(runs, out=out, telemetry=telemetry, max_points=max_points,
+                            echo=_Echo(_verbosity()).detail)
+    except ImportError as exc:
+        _fail(f"the report needs the package plotly ({exc}): pip install plotly")
+    except (ValueError, OSError, KeyError) as exc:
+        _fail(str(exc))
+    if _verbosity() >= 0:
+        click.echo(f"report written to {path} ({path.stat().st_size / 1e6:.1f} MB)")
+
+
 def _echo_sectors(tab, a: str, b: str, col_a: str, col_b: str, delta_t: float) -> None:
     """The sector table of a comparison of two laps: each sector's span and both times (the
     columns ``col_a``, ``col_b`` of ``tab``, headed ``a``, ``b``), its delta, and the total."""

@@ -10,13 +10,17 @@
 #      path (on PATH or in .venv/bin; if not, build one from Debian packages with
 #      scripts/install_ipopt.sh .venv/bin) and build PyNumero's ASL interface into .venv/lib
 #      (scripts/install_pynumero.sh) for `pyomo-lap diagnose` (a failure there only warns),
-#   4. export PATH="<repo>/.venv/bin:$PATH" so Pyomo's SolverFactory('ipopt') finds it.
+#   4. with PYOMO_LAP_BROWSER=1 (scripts/test.sh sets it) make sure a headless Chromium exists
+#      for the report's browser test (scripts/install_chromium.sh: Debian's package, only
+#      with apt-get as root; otherwise a message, and that test is skipped outside CI),
+#   5. export PATH="<repo>/.venv/bin:$PATH" so Pyomo's SolverFactory('ipopt') finds it.
 #
 # Usage: `source scripts/bootstrap.sh` (leaves you in the repo root with PATH exported), or
 #        `bash scripts/bootstrap.sh` (set up only).
 # Environment: PYTHON=/path/to/python3 picks the interpreter for the venv;
 #              PYOMO_LAP_ASL=1 also sets up the ASL path (step 3);
-#              PYOMO_LAP_SKIP_IPOPT=1 skips the ASL part of step 3.
+#              PYOMO_LAP_SKIP_IPOPT=1 skips the ASL part of step 3;
+#              PYOMO_LAP_BROWSER=1 also installs headless Chromium (step 4) when missing.
 
 _pyomo_lap_say() { echo "[bootstrap] $*"; }
 
@@ -121,6 +125,11 @@ print(", ".join(f"{p} {v(p)}" for p in ("pyomo", "idaes-pse", "numpy", "scipy", 
       bash "$root/scripts/install_pynumero.sh" "$venv/bin/python" "$venv/lib" >/dev/null 2>&1 \
         || _pyomo_lap_say "warning: could not build libpynumero_ASL.so; 'pyomo-lap diagnose' will skip its numerical checks"
     fi
+  fi
+
+  # --- 4. a headless browser for the report's test (tests/test_report.py) -------------------
+  if [ "${PYOMO_LAP_BROWSER:-0}" = 1 ]; then
+    bash "$root/scripts/install_chromium.sh" || true
   fi
   return 0
 }

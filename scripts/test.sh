@@ -3,6 +3,7 @@
 # Usage: bash scripts/test.sh [PYTEST ARGS]    (pytest's exit code is returned unchanged)
 set -euo pipefail
 export PYOMO_LAP_ASL=${PYOMO_LAP_ASL:-1}     # the tests also cover the optional ASL path
+export PYOMO_LAP_BROWSER=${PYOMO_LAP_BROWSER:-1}   # headless Chromium for the report's test
 source "$(dirname "${BASH_SOURCE[0]}")/bootstrap.sh"
 # two test processes (pytest-xdist; PYOMO_LAP_TEST_WORKERS=0 runs in this process): the suite
 # takes 3.5 min on the 2-core machine instead of 4.5-5
