@@ -26,7 +26,7 @@ from . import __version__
 from .ocp.initialize import initialize_model
 from .ocp.build import build_model
 from .solvers.solve import SolveInterrupted, solve_model
-from .track.build import LAT_LON_ORDERS
+from .track.checks import LAT_LON_ORDERS
 from .track.geometry import TRACK_FORMATS, load_track
 from .util.overlap import while_solver_runs
 from .util.domains import (Anything, DictOrNone, FiniteFloat, IntBetween, OneOf, PathOrNone,

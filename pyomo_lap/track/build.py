@@ -37,6 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from scipy.interpolate import make_interp_spline, PchipInterpolator
+from .checks import LAT_LON_ORDERS, check_lat_lon_order  # noqa: F401 (re-exported: its option)
 
 __all__ = [
     "ZaggyData",
@@ -241,27 +242,6 @@ def _polyline_length(lat, lon) -> float:
     except ValueError:
         return math.nan
     return float(np.hypot(np.diff(x), np.diff(y)).sum())
-
-
-LAT_LON_ORDERS = ("auto", "lat,lon", "lon,lat")
-"""The values of the option ``lat_lon_order`` (:func:`check_geodetic`): ``'auto'`` reads a GPS
-file as named (swapped only when latitudes beyond 90 deg force it, with ``repair``),
-``'lat,lon'`` what the file names latitude is the latitude, ``'lon,lat'`` what the file names
-latitude is the longitude (read swapped)."""
-
-
-def check_lat_lon_order(order, name: str = "lat_lon_order") -> str:
-    """The option ``lat_lon_order`` checked: one of :data:`LAT_LON_ORDERS`.
-
-    Raises
-    ------
-    ValueError
-        Another value (one line: the option, the value, the values allowed).
-    """
-    if isinstance(order, str) and order in LAT_LON_ORDERS:
-        return order
-    raise ValueError(f"{name} = {order!r}: expected one of "
-                     f"{', '.join(map(repr, LAT_LON_ORDERS))}")
 
 
 def check_geodetic(lat, lon, *, start_finish=None, source: str = "track file",

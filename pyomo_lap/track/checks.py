@@ -57,7 +57,7 @@ import numpy as np
 
 __all__ = ["Finding", "TrackDataError", "TrackRepairWarning", "CheckedPoints", "KINDS",
            "MAX_GRADE", "check_points", "check_track", "check_sector", "check_vehicle_fits",
-           "check_track_width", "detect_closed"]
+           "check_track_width", "detect_closed", "LAT_LON_ORDERS", "check_lat_lon_order"]
 
 KINDS = ("missing_value", "too_few_points", "lat_lon_swapped", "bad_coordinate",
          "duplicate_points", "position_spike",
@@ -934,3 +934,24 @@ def check_vehicle_fits(track, vehicle, start: float = 0.0, length: Optional[floa
             "narrower_than_car", f"narrower than the car {vehicle.name!r} ({vehicle.width:.2f} m wide"
             f"{f', plus {margin:g} m margin each side' if margin else ''}) on {_ranges(_runs(narrow, s))}: "
             f"{total[k]:.2f} m at s = {s[k]:.1f} m; expected width_left + width_right >= {need:.2f} m")])
+
+
+LAT_LON_ORDERS = ("auto", "lat,lon", "lon,lat")
+"""The values of the option ``lat_lon_order`` (:func:`pyomo_lap.track.build.check_geodetic`): ``'auto'`` reads a GPS
+file as named (swapped only when latitudes beyond 90 deg force it, with ``repair``),
+``'lat,lon'`` what the file names latitude is the latitude, ``'lon,lat'`` what the file names
+latitude is the longitude (read swapped)."""
+
+
+def check_lat_lon_order(order, name: str = "lat_lon_order") -> str:
+    """The option ``lat_lon_order`` checked: one of :data:`LAT_LON_ORDERS`.
+
+    Raises
+    ------
+    ValueError
+        Another value (one line: the option, the value, the values allowed).
+    """
+    if isinstance(order, str) and order in LAT_LON_ORDERS:
+        return order
+    raise ValueError(f"{name} = {order!r}: expected one of "
+                     f"{', '.join(map(repr, LAT_LON_ORDERS))}")

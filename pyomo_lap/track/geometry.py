@@ -486,7 +486,7 @@ class Track(TrackBase):
             Unreadable file, missing required column (the message says how the file was
             read), a column in another unit, a bad ``track_width``, a ``lat_lon_order`` other
             than ``'auto'`` for a centreline (x, y) file, or not one of
-            :data:`~pyomo_lap.track.build.LAT_LON_ORDERS`.
+            :data:`~pyomo_lap.track.checks.LAT_LON_ORDERS`.
         TrackDataError (a ValueError)
             Bad data; every problem is listed with the file, the rows (and lines), the
             values and what was expected.
@@ -738,7 +738,7 @@ class Track(TrackBase):
         ValueError
             Malformed file; ``half_width`` and ``track_width`` both given, or not a positive
             width in metres; a ``lat_lon_order`` not in
-            :data:`~pyomo_lap.track.build.LAT_LON_ORDERS`; a start/finish (or ``origin``) that is no position on Earth (the
+            :data:`~pyomo_lap.track.checks.LAT_LON_ORDERS`; a start/finish (or ``origin``) that is no position on Earth (the
             message names it and its value; never pyproj's ``CRSError``).
         TrackDataError (a ValueError)
             Bad data (see :meth:`from_csv`); latitude and longitude swapped (without
@@ -1293,16 +1293,16 @@ def _projected_geodetic(lat, lon, start_finish, start_finish_given, origin, sour
 
 
 def _refuse_lat_lon_order(order, what: str) -> None:
-    """The option ``lat_lon_order`` checked (:func:`pyomo_lap.track.build.check_lat_lon_order`)
+    """The option ``lat_lon_order`` checked (:func:`pyomo_lap.track.checks.check_lat_lon_order`)
     for a track that has no latitudes and longitudes (``what``: e.g. ``'track file X'``).
 
     Raises
     ------
     ValueError
-        A value not in :data:`~pyomo_lap.track.build.LAT_LON_ORDERS`, or any but ``'auto'``:
+        A value not in :data:`~pyomo_lap.track.checks.LAT_LON_ORDERS`, or any but ``'auto'``:
         one line naming the option, its value and the track.
     """
-    from .build import check_lat_lon_order
+    from .checks import check_lat_lon_order
     if check_lat_lon_order(order) != "auto":
         raise ValueError(f"lat_lon_order={order!r} applies to GPS files (lat/lon); {what} has "
                          "x/y coordinates: expected lat_lon_order='auto' (no --lat-lon-order)")
@@ -1780,7 +1780,7 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
     ValueError
         Unknown name (the message lists the known names), a file of another type (the
         message lists the accepted ones), a ``track_width`` that is not a positive width in
-        metres, a ``lat_lon_order`` not in :data:`~pyomo_lap.track.build.LAT_LON_ORDERS` or
+        metres, a ``lat_lon_order`` not in :data:`~pyomo_lap.track.checks.LAT_LON_ORDERS` or
         other than ``'auto'`` for a track without latitudes and longitudes.
     FileNotFoundError
         A path that does not exist.
@@ -1788,7 +1788,7 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
         Bad data; every problem is listed.
     """
     from . import arcs  # straights and arcs: a .toml file or a bundled <name>.toml (pyomo_lap/track/arcs.py)
-    from .build import check_lat_lon_order
+    from .checks import check_lat_lon_order
     check_lat_lon_order(lat_lon_order)
     p = Path(name_or_path)
     if arcs.is_arc_track(name_or_path):
