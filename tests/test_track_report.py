@@ -370,8 +370,8 @@ def test_a_lap_of_the_raw_file_reports_everything(raw, tmp_path):
     written = [s for s in said if "written to" in s]
     assert len(written) == 1
     files = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
-    assert files == ["results.xlsx", "solution.npz", "summary.json", "trajectory.csv",
-                     "trajectory.parquet"]
+    assert files == ["corners.csv", "results.xlsx", "solution.npz", "summary.json",
+                     "trajectory.csv", "trajectory.parquet"]
     assert all(f in written[0] for f in files)
     assert said[-1].startswith("lap time ") and not any(s.startswith("sector time") for s in said)
     assert any(s.startswith("track data: elevation outliers dropped: 1 at s = ") for s in said)
