@@ -1,6 +1,6 @@
 """The progress line while IPOPT works (:class:`pyomo_lap.util.progress.IterationProgress`,
 ``pyomo-lap solve --progress``) and Ctrl-C keeping the last iterate in ``OUT.interrupted``
-for a warm start (docs/cli.md, docs/failures.md)."""
+for a warm start (docs/progress.md, docs/failures.md)."""
 import hashlib
 import json
 import os
