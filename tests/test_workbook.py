@@ -173,3 +173,7 @@ def test_the_speed_chart_plots_speed_over_s_from_the_channels_sheet(workbook):
     refs = re.findall(r"<c:f>([^<]+)</c:f>", xml)
     assert f"channels!${x}$2:${x}$22" in refs and f"channels!${y}$2:${y}$22" in refs
     assert "<c:scatterChart>" in xml
+    s_col = [r[0].value for r in wb["channels"].iter_rows(min_row=2, min_col=header.index("s [m]") + 1,
+                                                          max_col=header.index("s [m]") + 1)]
+    bounds = [float(v) for v in re.findall(r'<c:(?:min|max) val="([^"]+)"/>', xml)]
+    assert min(s_col) in bounds and max(s_col) in bounds     # the x axis ends at the table's s

@@ -797,7 +797,8 @@ def _write_workbook(path: Path, df, summary: dict, sectors, vehicle_params) -> N
         _write_rows(xw, "channels", _with_units(df),
                     comments=[_channels.CHANNELS[c].note() if c in _channels.CHANNELS
                               else None for c in df.columns])
-        _speed_chart(xw, df.columns, len(df))
+        _speed_chart(xw, df.columns, len(df),
+                     s_range=(df["s"].min(), df["s"].max()) if "s" in df.columns else None)
         _sheet(xw, "channel_dictionary", _channels.channel_table(known),
                wrap=("meaning", "sign", "source"))
         _sheet(xw, "sectors", sectors)
@@ -980,10 +981,11 @@ def number_format(header: str) -> str:
     return NUMBER_FORMATS_BY_NAME.get(name, NUMBER_FORMATS.get(unit, "General"))
 
 
-def _speed_chart(xw, columns, n_rows: int, sheet: str = "channels") -> None:
+def _speed_chart(xw, columns, n_rows: int, sheet: str = "channels", s_range=None) -> None:
     """A chart sheet ``speed_chart``: speed [km/h] over the track coordinate s [m], a scatter
     chart with straight lines of the columns ``speed_kmh`` and ``s`` of the sheet ``sheet``
-    (``columns``: its column names without units; nothing without them)."""
+    (``columns``: its column names without units; nothing without them); ``s_range`` (first,
+    last s [m]) bounds its x axis to the table's (a spreadsheet rounds it up otherwise)."""
     columns = list(columns)
     if "speed_kmh" not in columns or "s" not in columns or n_rows < 2:
         return
@@ -992,7 +994,10 @@ def _speed_chart(xw, columns, n_rows: int, sheet: str = "channels") -> None:
     chart.add_series({"name": "speed", "categories": [sheet, 1, x, n_rows, x],
                       "values": [sheet, 1, y, n_rows, y], "line": {"width": 1.5}})
     chart.set_title({"name": "Speed over the track coordinate"})
-    chart.set_x_axis({"name": "s [m]", "major_gridlines": {"visible": True}})
+    x_axis = {"name": "s [m]", "major_gridlines": {"visible": True}}
+    if s_range is not None and all(np.isfinite(s_range)):
+        x_axis.update(min=float(s_range[0]), max=float(s_range[1]))
+    chart.set_x_axis(x_axis)
     chart.set_y_axis({"name": "speed [km/h]"})
     chart.set_legend({"none": True})
     cs = xw.book.add_chartsheet("speed_chart")
