@@ -36,6 +36,8 @@ from typing import NamedTuple, Optional
 import numpy as np
 import pandas as pd
 
+from ..track.formats import csv_delimiter
+
 __all__ = ["Alias", "CHANNEL_ALIASES", "FORMATS", "read_telemetry", "alias_markdown",
            "unit_factor", "lap_table"]
 
@@ -159,8 +161,7 @@ def _records(path: Path):
         raise ValueError(f"logged lap {path}: not a text (UTF-8) CSV file: {exc.reason}") from None
     lines = text.splitlines()
     first = next((ln for ln in lines if ln.strip()), "")
-    counts = {d: first.count(d) for d in (",", ";", "\t")}
-    delim = max(counts, key=lambda d: counts[d]) if max(counts.values()) else ","
+    delim = csv_delimiter(first)         # the track files' rule
     reader = csv.reader(lines, delimiter=delim)
     try:
         rows = [(reader.line_num, [c.strip() for c in r]) for r in reader]

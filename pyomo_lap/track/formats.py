@@ -36,7 +36,7 @@ from typing import Optional
 import numpy as np
 
 __all__ = ["COLUMNS", "UNITS", "Table", "read_table", "split_header", "read_kml_lines",
-           "column_index", "read_fastest_lap_xml", "FASTEST_LAP_FIELDS"]
+           "column_index", "read_fastest_lap_xml", "FASTEST_LAP_FIELDS", "csv_delimiter"]
 
 COLUMNS = {
     "s": ("s_m", "s"),
@@ -132,8 +132,8 @@ class Table:
         return [f"row {i + 1} (line {ln})" for i, ln in enumerate(self.lines)]
 
 
-def _delimiter(line: str) -> str:
-    """The separator of a header line: the most frequent of ``,``, ``;`` and tab (``,`` when
+def csv_delimiter(line: str) -> str:
+    """The separator of a CSV file's first (header) line: the most frequent of ``,``, ``;`` and tab (``,`` when
     none is there)."""
     counts = {d: line.count(d) for d in (",", ";", "\t")}
     best = max(counts, key=lambda d: counts[d])
@@ -183,7 +183,7 @@ def read_table(path) -> Table:
     lines = text.splitlines()
     first = next((ln for ln in lines if ln.strip()), "")
     head = first.lstrip()[1:] if first.lstrip().startswith("#") else first
-    delim = _delimiter(head)
+    delim = csv_delimiter(head)
     try:
         reader = csv.reader(lines, delimiter=delim)
         records = [(reader.line_num, r) for r in reader]
