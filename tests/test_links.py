@@ -77,21 +77,12 @@ from pyomo_lap.post.results import write_results  # noqa: E402
 
 MANIFEST = ".pyomo_lap_manifest.json"
 
-
-def _dead_pid() -> int:
-    try:
-        return int(Path("/proc/sys/kernel/pid_max").read_text()) + 1
-    except OSError:
-        return 2 ** 22 + 1
+from _folders import dead_pid, frame  # noqa: E402
 
 
 def _frame():
-    import numpy as np
-    import pandas as pd
-    s = np.linspace(0.0, 300.0, 41)
-    speed = 20.0 + 2.0 * np.sin(s / 50.0)
-    t = np.concatenate([[0.0], np.cumsum(np.diff(s) / speed[1:])])
-    return pd.DataFrame({"s": 1000.0 + s, "s_sector": s, "t": t, "speed": speed})
+    """The channels these tests need of the folder tests' table."""
+    return frame()[["s", "s_sector", "t", "speed"]]
 
 
 def _results(folder: Path, lap: float = 15.0, **kw) -> Path:
@@ -124,7 +115,7 @@ def test_a_link_named_like_swap_debris_is_left_alone_and_said(links):
     keep2 = _results(tmp / "keep2", lap=12.0)
     before = {p: _tree(p) for p in (keep, keep2)}
     so1 = _results(tmp / "so1", lap=15.0)
-    dead = _dead_pid()
+    dead = dead_pid()
     os.symlink(keep, tmp / f".so1.old-{dead}")
     os.symlink(keep2, tmp / f".so1.tmp-{dead}-abc")
     for lap in (14.0, 13.0):                  # every later solve too
@@ -309,7 +300,7 @@ def test_tester_item_1_a_linked_debris_name_breaks_no_solve(links):
     keep = _results(tmp / "keep", lap=11.0)
     before = _tree(keep)
     _results(tmp / "so1", lap=99.0)
-    dead = _dead_pid()
+    dead = dead_pid()
     os.symlink(keep, tmp / f".so1.old-{dead}")
     r = _cli("solve", "--length", "300", "--out", "so1", cwd=tmp)
     assert r.returncode == 0, r.stderr

@@ -221,11 +221,8 @@ def test_failed_solve_keeps_earlier_results(tmp_path):
     out.mkdir()
     earlier = '{"lap_time_s": 1.0, "pyomo_lap_version": "0.1.0"}'
     (out / "summary.json").write_text(earlier)
-    import hashlib
-    from pyomo_lap.post.folders import MANIFEST
-    (out / MANIFEST).write_text(json.dumps({"format": 1, "files": {"summary.json": {
-        "sha256": hashlib.sha256(earlier.encode()).hexdigest(), "size": len(earlier),
-        "by": "solve"}}}))                  # as an export writes it: earlier results
+    from _folders import write_manifest
+    write_manifest(out, ["summary.json"])               # as an export lists it: earlier results
     with pytest.raises(RuntimeError, match="maxIterations"):
         solve_sector(start=3000.0, length=100.0, nfe=10, ncp=2, solver_options={"max_iter": 2},
                      out_dir=out, echo=lambda *a: None)

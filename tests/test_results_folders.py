@@ -38,23 +38,7 @@ from pyomo_lap.post.results import write_results
 
 MANIFEST = ".pyomo_lap_manifest.json"
 
-
-def _dead_pid() -> int:
-    """A process id that no process has: above the kernel's largest."""
-    try:
-        return int(Path("/proc/sys/kernel/pid_max").read_text()) + 1
-    except OSError:
-        return 2 ** 22 + 1
-
-
-def _frame(n: int = 41, length: float = 300.0, v: float = 20.0, q2: float = 0.0) -> pd.DataFrame:
-    """A small trajectory table with the channels the figures and the comparison read."""
-    s = np.linspace(0.0, length, n)
-    speed = v + 2.0 * np.sin(s / 50.0)
-    t = np.concatenate([[0.0], np.cumsum(np.diff(s) / speed[1:])])
-    return pd.DataFrame({"s": 1000.0 + s, "s_sector": s, "t": t, "q2": q2 + 0.5 * np.sin(s / 30.0),
-                         "speed": speed, "speed_kmh": 3.6 * speed, "v_point_mass": speed,
-                         "t_point_mass": t, "width_left": 4.0, "width_right": 4.0})
+from _folders import dead_pid, frame  # noqa: E402
 
 
 def _summary(lap: float = 15.0, **extra) -> dict:
@@ -63,7 +47,7 @@ def _summary(lap: float = 15.0, **extra) -> dict:
 
 
 def _results(folder: Path, lap: float = 15.0, **kw) -> Path:
-    return write_results(folder, _frame(**kw), _summary(lap))
+    return write_results(folder, frame(**kw), _summary(lap))
 
 
 def _tree(folder: Path) -> dict:
@@ -107,7 +91,7 @@ def test_a_results_folder_with_foreign_files_is_refused_and_kept(tmp_path):
     (out / "mine" / "data.csv").write_text("1,2\n")
     before = _tree(out)
     with pytest.raises(ValueError) as err:
-        write_results(out, _frame(), _summary(14.0))
+        write_results(out, frame(), _summary(14.0))
     msg = str(err.value)
     assert str(out) in msg and "'mine'" in msg and "\n" not in msg
     assert _tree(out) == before
@@ -121,7 +105,7 @@ def test_a_results_folder_with_foreign_files_is_refused_and_kept(tmp_path):
     (out / "notes.txt").unlink()
     (out / "summary.json").write_text('{"lap_time_s": 15.0, "my": "edit"}')
     with pytest.raises(ValueError, match="summary.json.*changed"):
-        write_results(out, _frame(), _summary(14.0))
+        write_results(out, frame(), _summary(14.0))
     assert json.loads((out / "summary.json").read_text())["my"] == "edit"
 
 
@@ -202,7 +186,7 @@ def test_an_error_between_the_two_moves_puts_the_old_folder_back(tmp_path, monke
 
     monkeypatch.setattr(res_mod.os, "replace", replace)
     with pytest.raises(OSError):
-        write_results(out, _frame(), _summary(14.0))
+        write_results(out, frame(), _summary(14.0))
     monkeypatch.setattr(res_mod.os, "replace", real)
     moves = [c for c in calls if c[0] == "res" or c[0].startswith(".res.")]
     assert moves[0] == ("res", f".res.old-{os.getpid()}") and moves[1][0].startswith(".res.tmp-")
@@ -230,11 +214,11 @@ def test_a_kill_between_the_two_moves_is_recovered_by_the_next_run(tmp_path, mon
     monkeypatch.setattr(res_mod.os, "replace", replace)
     monkeypatch.setattr(res_mod.shutil, "rmtree", lambda *a, **k: None)   # no cleanup either
     with pytest.raises(Killed):
-        write_results(out, _frame(), _summary(14.0))
+        write_results(out, frame(), _summary(14.0))
     monkeypatch.undo()
     # the dead process's debris, under a process id that no process has
     assert not out.exists()
-    dead = _dead_pid()
+    dead = dead_pid()
     (tmp_path / ".res.lock").unlink(missing_ok=True)      # SIGKILL: the lock file stays (and
     (tmp_path / ".res.lock").write_text(str(dead))        # does not block: the lock died too)
     debris = sorted(p.name for p in tmp_path.iterdir() if p.name != ".res.lock")
@@ -256,11 +240,11 @@ def test_unfinished_folders_of_dead_runs_are_removed_once_and_never_taken_as_res
     results.xlsx): plot, compare and validate refuse them; the next run removes those of
     dead processes (once, said), and keeps those of a running one."""
     out = _results(tmp_path / "res")
-    dead = _dead_pid()
+    dead = dead_pid()
     debris = tmp_path / f".res.tmp-{dead}-abc123"
     debris.mkdir()
     (debris / "summary.json").write_text(json.dumps(_summary(pyomo_lap_version="0.1.0")))
-    _frame().to_csv(debris / "trajectory.csv", index=False)
+    frame().to_csv(debris / "trajectory.csv", index=False)
     (debris / "results.xlsx").write_bytes(b"")
     alive = tmp_path / f".res.tmp-{os.getpid()}-def456"
     alive.mkdir()
@@ -283,7 +267,7 @@ def test_unfinished_folders_of_dead_runs_are_removed_once_and_never_taken_as_res
 @pytest.mark.unit
 def test_ipopt_logs_of_dead_processes_are_removed(tmp_path):
     from pyomo_lap.solvers.lap_solver import IPOPT_LOG_PREFIX, remove_stale_ipopt_logs
-    dead = tmp_path / f"{IPOPT_LOG_PREFIX}{_dead_pid()}_abc.log"
+    dead = tmp_path / f"{IPOPT_LOG_PREFIX}{dead_pid()}_abc.log"
     mine = tmp_path / f"{IPOPT_LOG_PREFIX}{os.getpid()}_def.log"
     other = tmp_path / "someone_else.log"
     for f in (dead, mine, other):
@@ -308,7 +292,7 @@ def test_a_second_run_into_a_locked_folder_is_refused(tmp_path, monkeypatch):
     try:
         lock_path.write_text("4242")
         with pytest.raises(ValueError, match=r"another pyomo-lap run is writing into .*res.* \(pid 4242\)"):
-            write_results(out, _frame(), _summary(14.0))
+            write_results(out, frame(), _summary(14.0))
         monkeypatch.chdir(tmp_path)
         r = CliRunner().invoke(main, ["solve", "--length", "300", "--out", "res", "--quiet"])
         assert r.exit_code == 2, r.output
@@ -318,7 +302,7 @@ def test_a_second_run_into_a_locked_folder_is_refused(tmp_path, monkeypatch):
     finally:
         other.release()
     assert json.loads((out / "summary.json").read_text())["lap_time_s"] == 15.0
-    lock_path.write_text(str(_dead_pid()))                        # a SIGKILLed run's lock file
+    lock_path.write_text(str(dead_pid()))                        # a SIGKILLed run's lock file
     _results(out, lap=14.0)
     assert json.loads((out / "summary.json").read_text())["lap_time_s"] == 14.0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["res"]   # lock file gone
@@ -335,7 +319,7 @@ def test_formulas_in_the_inputs_are_written_as_text(tmp_path):
                        vehicle_file="http://example.com/v.toml",
                        track_processing=[{"step": "=SUM(1,2)", "count": 3, "detail": "=A1"}],
                        track_repairs=["@SUM(A1)"])
-    out = write_results(tmp_path / "res", _frame(), summary, vehicle_params=params)
+    out = write_results(tmp_path / "res", frame(), summary, vehicle_params=params)
     wb = openpyxl.load_workbook(out / "results.xlsx")
     found = {}
     for ws in wb.worksheets:
@@ -449,7 +433,7 @@ def test_a_solve_into_a_folder_another_process_writes_into_is_refused(tmp_path):
 def test_the_csv_reads_back_to_the_parquet_values_with_units_and_gaps(tmp_path):
     """trajectory.csv holds every number at full precision (read back equal to the parquet
     file's, a second writer), the units in its headers, a missing value as an empty cell."""
-    df = _frame()
+    df = frame()
     df["q2"] = df["q2"] * (1.0 + 1e-13) + 1e-17        # digits beyond %.10g
     df.loc[3, "speed"] = np.nan
     folder = write_results(tmp_path / "r", df, _summary())

@@ -3,7 +3,6 @@ results are kept only marked as such, an interruption stops the solver and leave
 behind but lap_ipopt's last iterate in OUT.interrupted, and no result is ever lost: an earlier results folder is never touched by a failed
 or interrupted run, and a solved result that cannot be written where asked is saved
 elsewhere."""
-import hashlib
 import json
 import os
 import signal
@@ -26,6 +25,8 @@ from pyomo_lap.api import ResultsNotWrittenError, _write_or_fallback
 from pyomo_lap.cli import main
 from pyomo_lap.solvers.solve import SolveReport, SolverNotFoundError
 
+from _folders import write_manifest  # noqa: E402 (tests/_folders.py)
+
 EARLIER = '{"lap_time_s": 51.0, "pyomo_lap_version": "0.1.0", "note": "yesterday"}'
 VENV_BIN = Path(sys.executable).parent
 HANG_GUARD_S = 600.0
@@ -43,13 +44,7 @@ def earlier_results(folder: Path) -> Path:
     folder.mkdir(parents=True)
     (folder / "summary.json").write_text(EARLIER)
     (folder / "trajectory.csv").write_text("s [m],t [s]\n0,0\n")
-    files = {}
-    for name in ("summary.json", "trajectory.csv"):     # as an export writes its manifest
-        data = (folder / name).read_bytes()
-        files[name] = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data), "by": "solve"}
-    (folder / MANIFEST).write_text(json.dumps({"format": 1, "pyomo_lap_version": "0.1.0",
-                                               "files": files}))
-    return folder
+    return write_manifest(folder, ["summary.json", "trajectory.csv"])   # as an export lists them
 
 
 def assert_untouched(folder: Path):
