@@ -191,3 +191,66 @@ def test_export_of_a_folder_is_the_table_solve_every_writes(tmp_path):
     assert r.exit_code == 2 and "at most the sector's length (300 m)" in r.output, r.output
     r = CliRunner().invoke(main, ["solve", *job, "--every", "0", "-q", "--out", str(tmp_path / "x")])
     assert r.exit_code == 2 and "--every 0" in r.output, r.output
+
+
+def _geared_car():
+    """The fsae car with a flat-torque engine and four gears: the gear at a speed is the
+    shortest one whose engine speed is below the rev limit (tests/test_logger_channels.py)."""
+    from pyomo_lap.vehicle.car import load_vehicle
+    return load_vehicle("fsae").replace(engine_speed=(100.0, 1300.0), engine_torque=(60.0, 60.0),
+                                        gear_ratios=(3.0, 2.0, 1.5, 1.2), final_drive=3.5,
+                                        drivetrain_efficiency=0.9)
+
+
+@pytest.mark.unit
+def test_the_logger_channels_are_computed_again_on_the_step_not_interpolated():
+    """Mesh rows accelerating through the gears at the power limit (f_xa v = P_max, 100 %
+    throttle) then braking: on a 0.1 m step the gear is, at every row, the hand rule's gear at
+    the row's speed (a whole number), the throttle and the brake stay within [0, 100] %; the
+    polynomial through the mesh values (what the step gave before) leaves both."""
+    from pyomo_lap.post.fixed_step import fixed_step_table
+    from pyomo_lap.post.logger import add_logger_channels
+    p = _geared_car()
+    breaks = np.linspace(0.0, 40.0, 9)
+    nodes = _mesh(breaks, RADAU[3])
+    v = 15.0 + 10.0 * np.tanh((nodes - 20.0) / 6.0) + 0.8 * np.sin(nodes)  # ~5-25 m/s: gears 1-3
+    drive = nodes < 30.0
+    df = pd.DataFrame({"s": nodes, "s_sector": nodes, "v_3x": v,
+                       "f_xa": np.where(drive, p.P_max / v, 0.0),
+                       "f_xb": np.where(drive, 0.0, -1500.0 * (1 + np.sin(3 * nodes))),
+                       **{f"D_{w}": np.full(len(nodes), 1000.0) for w in ("11", "12", "21", "22")}})
+    add_logger_channels(df, p)
+    fx = fixed_step_table(df, 0.1, breaks, car=p)
+    raw = fixed_step_table(df, 0.1, breaks)                  # no car: interpolated
+    R, limit = p.wheel_radius, 1300.0
+    by_hand = [1 + next(k for k, g in enumerate((3.0, 2.0, 1.5, 1.2)) if x * 3.5 * g / R <= limit)
+               for x in fx["v_3x"]]
+    np.testing.assert_array_equal(fx["gear"], by_hand)
+    assert fx["throttle"].between(0, 100).all() and fx["brake"].between(0, 100).all()
+    assert raw["throttle"].max() > 100 and raw["brake"].min() < 0
+    assert np.any(raw["gear"] % 1 != 0)
+
+
+@pytest.mark.integration
+def test_throttle_and_brake_of_a_solved_sector_stay_within_0_and_100_percent_on_the_step(tmp_path):
+    """`solve --vehicle f1_2014 --track monza --every 2` into the first chicane (full power on
+    the straight, then braking) and its `export --every 2`: throttle and brake within
+    [0, 100] % on every row; where the drive force is at the power limit (f_xa v_3x >=
+    99.9 % of P_max) the throttle is 100 % within 0.1 %, as its definition says."""
+    from pyomo_lap.cli import main
+    from pyomo_lap.post.results import read_trajectory
+    from pyomo_lap.vehicle.car import load_vehicle
+    job = ["--vehicle", "f1_2014", "--track", "monza", "--start", "400", "--length", "500",
+           "--ocp-option", "element_length=10"]
+    run = _solve([*job, "--every", "2"], tmp_path / "every")
+    r = CliRunner().invoke(main, ["export", str(run), "--every", "2"])
+    assert r.exit_code == 0, r.output
+    p = load_vehicle("f1_2014")
+    mesh = read_trajectory(run, mesh=True)
+    assert (mesh["throttle"] >= 99.99).sum() >= 3 and (mesh["brake"] > 50).sum() >= 3
+    for table in (read_trajectory(run), read_trajectory(run / "export_every_2m")):
+        assert table["throttle"].between(0, 100).all(), table["throttle"].agg(["min", "max"])
+        assert table["brake"].between(0, 100).all(), table["brake"].agg(["min", "max"])
+        limited = (table["f_xa"] * table["v_3x"] >= 0.999 * p.P_max).to_numpy()
+        assert limited.sum() >= 10
+        assert (table["throttle"][limited] >= 99.9).all()

@@ -20,10 +20,16 @@ polynomial:
   controls), as pyomo.dae's ``reduce_collocation_points`` and
   :class:`pyomo_lap.post.simulate.CollocationControls` read them; such a variable may jump
   at an element boundary;
-* **derived channels** (everything computed from the variables: speed, km/h, accelerations,
-  tyre forces, power, the track's data ...): interpolated directly, by the polynomial through
-  all the element's points (start, collocation points and end; degree ``ncp`` for Radau),
-  not recomputed from the interpolated variables.
+* **derived channels** of the car's equations (tyre forces, slip angles, loads, power, the
+  velocities ``v_3x`` ..., the accelerations ``a_x`` ..., the track's data ...): interpolated
+  directly, by the polynomial through all the element's points (start, collocation points and
+  end; degree ``ncp`` for Radau);
+* **channels of other channels** (:func:`derive_channels`): ``speed``, ``speed_kmh``, ``a_t``
+  and the logger channels (:mod:`pyomo_lap.post.logger`: throttle, brake, gear, engine speed
+  ...) are computed again on the rows from the interpolated channels, by the functions that
+  make them on the mesh, never interpolated: a polynomial through throttle values of 100 %
+  overshoots to 100.05 %, through gears 3 and 4 it gives 3.4; computed again, the throttle
+  and the brake stay within [0, 100] % and the gear is a whole number, as on the mesh.
 
 At a mesh point the value is the mesh's value, exactly. :func:`fixed_step_table` puts every
 column of a trajectory table on the grid ``0, STEP, 2 STEP, ...`` of the sector coordinate
@@ -42,10 +48,11 @@ from typing import Iterable, Optional
 import numpy as np
 import pandas as pd
 
+from .logger import LOGGER_CHANNELS
 from .results import track_coordinate
 
 __all__ = ["collocation_interpolate", "fixed_step_grid", "fixed_step_table", "track_coordinate",
-           "column_kinds", "EXPORT_FOLDER", "MESH_FILES"]
+           "column_kinds", "derive_channels", "folder_car", "EXPORT_FOLDER", "MESH_FILES"]
 
 MESH_FILES = ("trajectory_mesh.csv", "trajectory_mesh.parquet")
 """The mesh rows of a results folder written on a fixed step (``solve --every``): the same
@@ -192,10 +199,55 @@ def column_kinds(columns: Iterable[str], states: Iterable[str], variables: Itera
             for c in columns}
 
 
+DERIVED_CHANNELS = ("speed", "speed_kmh", "a_t") + LOGGER_CHANNELS
+"""The channels :func:`derive_channels` computes again on the fixed-step rows."""
+
+
+def derive_channels(table: pd.DataFrame, car=None) -> pd.DataFrame:
+    r"""Compute again, in place, the columns of ``table`` among :data:`DERIVED_CHANNELS` from
+    the table's other columns, by the functions that make them on the mesh: ``speed``
+    :math:`= \sqrt{v_{3x}^2 + v_{3y}^2}` [m/s] and ``speed_kmh`` (as
+    :func:`pyomo_lap.post.results.trajectory_dataframe`), ``a_t``
+    (:func:`pyomo_lap.post.quality.tangential_acceleration`) and the logger channels
+    (:func:`pyomo_lap.post.logger.add_logger_channels` with ``car``). Only the columns the
+    table has are written (no column is added); a channel whose inputs are missing, or that
+    needs a car when ``car`` is None (throttle, brake, steering-wheel angle, gear, engine
+    speed, the accelerations in g), keeps its value.
+
+    Parameters
+    ----------
+    table : DataFrame
+        Rows of channels (SI, the column names of :data:`pyomo_lap.post.channels.UNITS`).
+    car : VehicleParameters, optional
+        The car as solved.
+
+    Returns
+    -------
+    DataFrame
+        ``table``.
+    """
+    from .logger import add_logger_channels
+    from .quality import tangential_acceleration
+    have = set(table.columns)
+    if {"v_3x", "v_3y"} <= have and have & {"speed", "speed_kmh"}:
+        speed = np.hypot(table["v_3x"].to_numpy(float), table["v_3y"].to_numpy(float))
+        for c, x in (("speed", speed), ("speed_kmh", 3.6 * speed)):
+            if c in have:
+                table[c] = x
+    if "a_t" in have and {"v_3x", "v_3y", "a_x", "a_y"} <= have:
+        table["a_t"] = tangential_acceleration(table)
+    inputs = [c for c in table.columns if c not in LOGGER_CHANNELS]
+    logged = add_logger_channels(table[inputs].copy(), car)
+    for c in LOGGER_CHANNELS:
+        if c in have and c in logged.columns:
+            table[c] = logged[c].to_numpy()
+    return table
+
+
 def fixed_step_table(df: pd.DataFrame, every: float, breaks, *, states: Iterable[str] = (),
                      variables: Iterable[str] = (), scheme: str = "LAGRANGE-RADAU",
                      start: Optional[float] = None,
-                     track_length: Optional[float] = None) -> pd.DataFrame:
+                     track_length: Optional[float] = None, car=None) -> pd.DataFrame:
     """The channels of a trajectory table every ``every`` metres of the sector.
 
     Parameters
@@ -219,13 +271,17 @@ def fixed_step_table(df: pd.DataFrame, every: float, breaks, *, states: Iterable
         Track coordinate of the sector start [m] (default: the table's first ``s``).
     track_length : float, optional
         A closed track's length [m] (:func:`track_coordinate`); None for an open track.
+    car : VehicleParameters, optional
+        The car as solved, for the logger channels of :func:`derive_channels` (None: those
+        that need a car are interpolated).
 
     Returns
     -------
     DataFrame
         The same columns in the same order: ``s_sector`` on :func:`fixed_step_grid`, ``s`` (and
         ``q1``) its track coordinate, ``element`` the element holding each row (as in the mesh
-        rows: 0 at the start, ``j`` in :math:`(e_{j-1}, e_j]`), every other numeric column by
+        rows: 0 at the start, ``j`` in :math:`(e_{j-1}, e_j]`), the channels of
+        :func:`derive_channels` computed again from the others, every other numeric column by
         :func:`collocation_interpolate` of its kind; other columns the value of the mesh point
         at or before the row.
 
@@ -279,7 +335,7 @@ def fixed_step_table(df: pd.DataFrame, every: float, breaks, *, states: Iterable
             out[c] = cols[c]
         else:
             out[c] = df[c].to_numpy()[before]
-    table = pd.DataFrame(out, columns=list(df.columns))
+    table = derive_channels(pd.DataFrame(out, columns=list(df.columns)), car)
     if "t" in table.columns and not np.all(np.diff(table["t"].to_numpy(dtype=float)) > 0):
         k = int(np.argmin(np.diff(table["t"].to_numpy(dtype=float))))
         raise ValueError(f"the time interpolated on the {every:g} m step does not increase at "
@@ -311,6 +367,7 @@ def model_fixed_step(m, df: pd.DataFrame, every: float) -> pd.DataFrame:
     """:func:`fixed_step_table` of a solved model's mesh rows ``df``
     (:func:`pyomo_lap.post.results.trajectory_dataframe` of ``m``): the elements, scheme,
     states and track of the model."""
+    from .results import _car_of
     states, variables = model_variable_names(m)
     prob = m.problem
     track = getattr(prob, "track", None)
@@ -319,7 +376,8 @@ def model_fixed_step(m, df: pd.DataFrame, every: float) -> pd.DataFrame:
                             variables=variables,
                             scheme=str(prob.options.scheme).upper(),
                             start=float(prob.options.start),
-                            track_length=float(track.length) if closed else None)
+                            track_length=float(track.length) if closed else None,
+                            car=_car_of(m))
 
 
 def _wrap_length(df: pd.DataFrame, start: float) -> Optional[float]:
@@ -332,12 +390,53 @@ def _wrap_length(df: pd.DataFrame, start: float) -> Optional[float]:
     return float(np.median(big)) if big.size else None
 
 
+def folder_car(run, summary: dict):
+    """The car a results folder was solved with, for :func:`derive_channels`: the vehicle file
+    its ``summary.json`` names (``vehicle_file``, the same bytes: ``vehicle_file_sha256``) with
+    the parameters as solved (``vehicle_parameters``: a free parameter at its optimum); for a
+    car given as an object (no ``vehicle_file``), a car of the summary's parameters alone
+    (without a power curve, engine or steering ratio, which the summary does not hold), None
+    when they do not make one (the dymos racecar's).
+
+    Raises
+    ------
+    ValueError
+        The vehicle file is missing or its contents changed since the solve.
+    """
+    import hashlib
+    from pathlib import Path
+
+    from ..vehicle.car import load_vehicle
+    from ..vehicle.schema import VehicleParameters, field_of
+    params = dict(summary.get("vehicle_parameters") or {})
+    file = summary.get("vehicle_file")
+    where = Path(run) / "summary.json"
+    if file:
+        path = Path(file)
+        if not path.is_file():
+            raise ValueError(f"{where}: vehicle_file {path} does not exist: expected the vehicle "
+                             "file the run was solved with (for the throttle, brake, gear ... "
+                             "on the step)")
+        sha = hashlib.sha256(path.read_bytes()).hexdigest()
+        if summary.get("vehicle_file_sha256") not in (None, sha):
+            raise ValueError(f"{where}: vehicle_file {path} has sha256 {sha}: expected "
+                             f"{summary['vehicle_file_sha256']}, the file the run was solved "
+                             "with (it has changed since)")
+        car = load_vehicle(path)
+        return car.replace(params) if isinstance(car, VehicleParameters) and params else car
+    try:
+        return VehicleParameters(name=str(summary.get("vehicle") or "car"),
+                                 **{field_of(k): v for k, v in params.items()})
+    except (ValueError, TypeError):
+        return None
+
+
 def folder_fixed_step(run, every: float) -> tuple:
     """The fixed-step table of a results folder, from its mesh rows
     (``read_trajectory(run, mesh=True)``), its ``summary.json`` (``scheme``,
-    ``mesh.element_boundaries_m``, ``start_m``) and its ``solution.npz`` (which columns are
+    ``mesh.element_boundaries_m``, ``start_m``), its ``solution.npz`` (which columns are
     states and variables; without it, those of the full model with the summary's
-    ``control_form``).
+    ``control_form``) and its car (:func:`folder_car`).
 
     Returns
     -------
@@ -346,7 +445,8 @@ def folder_fixed_step(run, every: float) -> tuple:
     Raises
     ------
     ValueError
-        No usable mesh in the summary, or :func:`fixed_step_table`'s errors.
+        No usable mesh in the summary, the vehicle file missing or changed
+        (:func:`folder_car`), or :func:`fixed_step_table`'s errors.
     FileNotFoundError
         No trajectory or summary in ``run``.
     """
@@ -374,7 +474,8 @@ def folder_fixed_step(run, every: float) -> tuple:
     start = float(summary.get("start_m", mesh["s"].iloc[0] if "s" in mesh.columns else 0.0))
     table = fixed_step_table(mesh, every, breaks, states=states, variables=variables,
                              scheme=str(summary.get("scheme", "LAGRANGE-RADAU")).upper(),
-                             start=start, track_length=_wrap_length(mesh, start))
+                             start=start, track_length=_wrap_length(mesh, start),
+                             car=folder_car(run, summary))
     return table, mesh, summary
 
 
