@@ -309,12 +309,18 @@ def _solve_config() -> ConfigDict:
               description="full model: 'single-track' solves the single-track model on the same "
                           "mesh first and starts from it (pyomo_lap.ocp.single_track.warm_start_full)"))
     c.declare("warm_start_from", ConfigValue(default=None, domain=PathOrNone(),
-              description="results folder (its solution.npz) of an earlier solve of the same "
-                          "job, another car: the initial point (same track and sector, solved "
-                          "on that folder's mesh unless nfe or the OCP options give one; another "
-                          "mesh is an error before the solve), with IPOPT's mu_init = 1e-3 unless "
-                          "a solver option sets it; should that solve fail, the case is solved "
-                          "again from the usual initial guess (pyomo-lap sweep uses it)"))
+              description="results folder (its solution.npz and summary.json) of an earlier "
+                          "solve of the same track and vehicle model: the initial point, moved "
+                          "onto this job's mesh, sector and car by the absolute track position "
+                          "(any mesh; a longer, shorter or overlapping sector, a closed lap; "
+                          "another car: the job's own mesh; docs/warm_start.md); what it "
+                          "covered: summary.json warm_start_source. Another track or vehicle "
+                          "model is an error before the solve. With its multipliers IPOPT starts "
+                          "with warm_start_init_point = yes (WARM_START_MULTIPLIER_OPTIONS), else "
+                          "mu_init = 1e-3, unless a solver option sets them; should that solve "
+                          "fail, the case is solved again from the usual initial guess "
+                          "(command line: --warm-start, alias --warm-start-from; pyomo-lap sweep "
+                          "uses it)"))
     c.declare("solver", ConfigValue(default="lap_ipopt", domain=str,
               description="Pyomo solver name (tested: lap_ipopt = the fast path, IPOPT 3.14 on "
                           "compiled functions; ipopt = the ASL path, IPOPT's AMPL executable; "
@@ -405,6 +411,17 @@ job, starting from the solution of a car 5 kg and 0.04 Cx away took 15-21 iterat
 back into the interior)."""
 
 
+WARM_START_MULTIPLIER_OPTIONS = {"warm_start_init_point": "yes", "mu_init": 1e-6,
+                                 "warm_start_bound_push": 1e-6, "warm_start_bound_frac": 1e-6,
+                                 "warm_start_slack_bound_push": 1e-6,
+                                 "warm_start_slack_bound_frac": 1e-6,
+                                 "warm_start_mult_bound_push": 1e-6}
+"""IPOPT's options of a warm start whose results folder holds the multipliers (``dual:``,
+``zL:``, ``zU:`` entries of its solution.npz): the starting multipliers used
+(``warm_start_init_point``), a small barrier parameter and small pushes of the start into the
+bounds' interior, so the start stays near the earlier optimum."""
+
+
 def _effective_options(solver: str, used: Optional[dict]) -> dict:
     """The options the solver ran with (pyomo_lap's defaults updated by the given ones):
     :func:`pyomo_lap.post.results.effective_solver_options` without the sources."""
@@ -445,23 +462,6 @@ def _setup_summary(m, start: dict) -> dict:
         out[key] = {"value": v, "start": v0, "lower": lo, "upper": up, "at_bound": at,
                     "unit": str(pyo.units.get_units(var))}
     return out
-
-
-def _mesh_of_warm_start(cfg, ocp_options: dict) -> dict:
-    """With ``warm_start_from``, the mesh of that folder's solve (``summary.json``, key
-    ``mesh``), unless the job gives its own (``nfe``, ``element_boundaries`` or a uniform
-    ``mesh``): an adaptive mesh is placed for each car, and a warm start needs the same mesh.
-    Returns the OCP options to build with."""
-    if (cfg.warm_start_from is None or cfg.nfe is not None
-            or ocp_options.get("element_boundaries") is not None
-            or ocp_options.get("mesh", "adaptive") != "adaptive"):
-        return ocp_options
-    try:
-        summary = json.loads((Path(cfg.warm_start_from) / "summary.json").read_text())
-        bounds = summary["mesh"]["element_boundaries_m"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return ocp_options            # the warm start's own check says what is wrong
-    return {**ocp_options, "element_boundaries": tuple(float(b) for b in bounds)}
 
 
 def job_mesh(config: Optional[dict] = None, **kwargs) -> Optional[list]:
@@ -714,7 +714,7 @@ def _check_job(job) -> None:
     if cfg.sensitivities and job.model != "full":
         raise ValueError(f"sensitivities = True with model = {job.model!r}: the lap-time "
                          "sensitivities need the full model (model = 'full')")
-    job.ocp_options = _mesh_of_warm_start(cfg, check_ocp_options(cfg.ocp_options))
+    job.ocp_options = check_ocp_options(cfg.ocp_options)
     job.solver_options = check_solver_options(cfg.solver, cfg.solver_options) or None
     if job.model not in VEHICLE_MODELS:   # a VehicleModel object: build_model takes it, not this job
         raise ValueError(f"model = {job.model!r}: expected one of "
@@ -881,10 +881,9 @@ def _initial_guess(job) -> None:
     job.warm = None
     if cfg.initial_guess == "single-track" and job.model == "full":
         job.warm = _single_track_start(job)
+    job.warm_source = None
     if cfg.warm_start_from is not None:
-        from .post.results import load_solution
-        n_set = load_solution(m, cfg.warm_start_from)   # ValueError before the solve: another mesh
-        echo(f"  warm start: {n_set} variables from {cfg.warm_start_from}")
+        job.warm_source = _warm_start(job)
     job.init_s = time.perf_counter() - t0
     echo(f"  initial guess in {job.init_s:.1f} s (quasi-steady estimate "
          f"{job.info['estimated_time_s']:.2f} s)")
@@ -901,6 +900,51 @@ def _initial_guess(job) -> None:
         declare_multiplier_suffixes(m)       # the multipliers come back with the solution
         # a tighter solve: the active set and the multipliers the sensitivities stand on
         job.solver_options = {**SENSITIVITY_SOLVER_OPTIONS, **(job.solver_options or {})}
+
+
+def _warm_start(job) -> dict:
+    """The model's start moved from the results folder ``warm_start_from`` onto this job's
+    mesh, sector and car (:func:`pyomo_lap.post.warm_start.apply_warm_start`), after the usual
+    initial guess; what it covered, for the console and ``summary.json``
+    (``warm_start_source``). WarmStartError (a ValueError) before the solve: another track or
+    vehicle model, no results there."""
+    from .post.warm_start import apply_warm_start, check_source, read_source
+    cfg, tr = job.cfg, job.tr
+    src = read_source(cfg.warm_start_from)
+    sha = _input_files(tr, cfg.vehicle).get("track_file_sha256")
+    check_source(src, track_name=tr.name, track_sha256=sha, model=job.model)
+    info = apply_warm_start(job.m, src, track_length=float(tr.length) if tr.closed else None)
+    summ = src["summary"]
+    mesh = summ.get("mesh") or {}
+    out = {"folder": str(cfg.warm_start_from), "covered_share": info["covered_share"],
+           "covered_m": info["covered_m"], "n_variables_set": info["n_variables"],
+           "variables_missing": info["variables_missing"], "multipliers": info["multipliers"],
+           "multipliers_used": info["multipliers"] and reads_start_multipliers(cfg.solver),
+           "same_mesh": info["same_mesh"], "source_car": summ.get("vehicle"),
+           "source_start_m": summ.get("start_m"), "source_length_m": summ.get("length_m"),
+           "source_periodic": bool(summ.get("periodic")),
+           "source_mesh": {"n_elements": mesh.get("n_elements"), "ncp": summ.get("ncp"),
+                           "scheme": summ.get("scheme"), "n_points": summ.get("n_points")}}
+    job.echo(f"  warm start from {cfg.warm_start_from}: {100 * out['covered_share']:.0f} % of "
+             f"the sector ({out['covered_m']:.0f} m) from car {out['source_car']}, sector "
+             f"{out['source_start_m'] or 0:g} m + {out['source_length_m'] or 0:g} m on "
+             f"{mesh.get('n_elements')} elements x ncp {summ.get('ncp')}"
+             f"{' (this mesh)' if out['same_mesh'] else ' (interpolated)'}"
+             + ("; with its multipliers" if out["multipliers_used"] else
+                "; its multipliers not used (this solver does not read them)"
+                if out["multipliers"] else "; primal values only (no multipliers there)"))
+    return out
+
+
+def reads_start_multipliers(solver: str) -> bool:
+    """Whether the solver takes starting multipliers from the suffixes ``dual``,
+    ``ipopt_zL_in``, ``ipopt_zU_in`` with ``warm_start_init_point = yes``: ``lap_ipopt`` once
+    it declares so (``pyomo_lap.solvers.lap_solver.READS_START_MULTIPLIERS``). Not Pyomo's
+    ``ipopt`` (the AMPL path): with the suffixes set, its executable did not exit normally on
+    the default car (issue 36), so it starts from the primal values."""
+    from .solvers import lap_solver
+    from .solvers.solve import DEFAULT_SOLVER
+    return solver == DEFAULT_SOLVER and bool(getattr(lap_solver, "READS_START_MULTIPLIERS", False))
 
 
 def _setup_baseline(job):
@@ -971,8 +1015,12 @@ def _solve_job(job) -> None:
                  + (" and pyomo.dae's derivatives, eliminated" if cfg.solver == DEFAULT_SOLVER else ""))
         return rep
 
-    job.used_options = (job.solver_options if cfg.warm_start_from is None else
-                        {"mu_init": WARM_START_MU_INIT, **(job.solver_options or {})})
+    warm = getattr(job, "warm_source", None)
+    job.used_options = (job.solver_options if warm is None else
+                        {**(WARM_START_MULTIPLIER_OPTIONS if warm["multipliers_used"]
+                            else {"mu_init": WARM_START_MU_INIT}), **(job.solver_options or {})})
+    from .post.sensitivities import declare_multiplier_suffixes
+    declare_multiplier_suffixes(m)  # the multipliers come back for solution.npz (a later warm start)
     job.warm_retry = None
     job.rep = solve(job.used_options)
     if cfg.warm_start_from is not None and not job.rep.ok:
@@ -981,6 +1029,9 @@ def _solve_job(job) -> None:
                           "iterations": job.rep.iterations, "solve_time_s": job.rep.solve_time_s}
         echo("  the warm start failed: solving again from the usual initial guess ...")
         initialize_model(m)
+        for name in ("ipopt_zL_in", "ipopt_zU_in"):      # no starting multipliers
+            if m.component(name) is not None:
+                m.del_component(name)
         job.used_options = job.solver_options
         job.rep = solve(job.used_options)
 
@@ -1181,6 +1232,7 @@ def _summarize(job) -> None:
         "initial_guess": cfg.initial_guess,
         **({"warm_start": job.warm} if job.warm else {}),
         "warm_start_from": str(cfg.warm_start_from) if cfg.warm_start_from is not None else None,
+        **({"warm_start_source": job.warm_source} if getattr(job, "warm_source", None) else {}),
         **({"warm_start_failed": job.warm_retry} if job.warm_retry else {}),
         "initial_speed_mps": m.problem.initial_speed,
         "track": tr.name,
@@ -1299,11 +1351,13 @@ def _channels_and_export(job) -> None:
     if job.out_dir is not None:
         echo("exporting ...")
         from .post.results import solution_arrays
+        from .post.warm_start import multiplier_arrays
         table, mesh = _fixed_step(job, df)
         job.where = _write_or_fallback(
             job.out_dir, table, summary, p_solved if isinstance(p_solved, VehicleParameters)
             else summary["vehicle_parameters"], rep, echo, cfg.n_sectors,
-            solution_arrays(m) if rep.ok or rep.kind == "interrupted" else None, mesh)
+            {**solution_arrays(m), **(multiplier_arrays(m) if rep.ok else {})}
+            if rep.ok or rep.kind == "interrupted" else None, mesh)
         if job.sens is not None:
             from .post.plots import plot_results
             plot_results(job.where, figures=["sensitivities"], echo=echo)

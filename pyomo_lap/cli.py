@@ -137,6 +137,9 @@ _SPELLING = {
                  "help": "hold the sum of these free parameters at its value (repeatable), e.g. "
                          "--keep-sum aero.Cz1,aero.Cz2: a fixed total downforce, a free balance"}),
     "n_sectors": (("--sectors", "n_sectors"), {}),
+    # --warm-start-from: the name before issue 36, kept as an alias
+    "warm_start_from": (("--warm-start", "--warm-start-from", "warm_start_from"),
+                        {"metavar": "RUN"}),
     "track_width": (("--track-width", "track_width"), {"metavar": "METRES"}),
     "out_dir": (("--out", "out_dir"), {"type": click.Path(file_okay=False)}),
     # the command line streams the solver's iterations with -v/--verbose (added to every
@@ -318,7 +321,7 @@ def solve(max_iter, solver_options, ocp_options, show_progress, **job):
     named); 2 bad input or missing solver (nothing built); 3 unexpected error; 4 solved, but
     the result failed its self-check (written to OUT all the same, to be looked at, not
     used); 130 / 143 interrupted by SIGINT (Ctrl-C) / SIGTERM (OUT untouched; with lap_ipopt
-    the last iterate is kept in OUT.interrupted, for --warm-start-from OUT.interrupted).
+    the last iterate is kept in OUT.interrupted, for --warm-start OUT.interrupted).
     """
     try:
         from .api import ResultsNotWrittenError, SolveFailedError, solve_sector  # heavy imports
@@ -418,12 +421,12 @@ def _interrupted(exc, solver: str, out_dir) -> None:
               "again; a shorter sector or a coarser mesh (--nfe) solves faster", code=_SIGNAL["code"])
     args, skip = [], False
     for a in sys.argv[1:]:      # the same command, its warm start replaced by the kept iterate
-        if skip or a.startswith("--warm-start-from"):
-            skip = a == "--warm-start-from"
+        if skip or a.startswith("--warm-start"):
+            skip = a in ("--warm-start", "--warm-start-from")
             continue
         args.append(a)
     _fail(head + f", {out_dir}/ was left untouched and the last iterate was kept in {kept}/. "
-          "To continue from it: " + shlex.join(["pyomo-lap", *args, "--warm-start-from",
+          "To continue from it: " + shlex.join(["pyomo-lap", *args, "--warm-start",
                                                  str(kept)]), code=_SIGNAL["code"])
 
 

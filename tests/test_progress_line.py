@@ -233,7 +233,7 @@ def test_ctrl_c_keeps_the_last_iterate_and_a_warm_start_from_it_converges_sooner
         assert d["s"].size == cold_summary["n_points"]
     assert f"the last iterate was kept in {kept}/" in stderr
     command = stderr.split("To continue from it: ")[1].strip()
-    assert command.endswith(f"--warm-start-from {kept}") and "--nfe 300" in command
+    assert command.endswith(f"--warm-start {kept}") and "--nfe 300" in command
     assert not (tmp_path / "results.failed").exists()
 
     warm = subprocess.run(_solve_args(tmp_path / "warm", "-q", *mesh, "--warm-start-from",

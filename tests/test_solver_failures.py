@@ -382,7 +382,7 @@ def test_interrupted_lap_ipopt_keeps_earlier_results(tmp_path, sig, whole_group,
     assert list(tmpdir.iterdir()) == []            # IPOPT's log file is removed
     # IPOPT's last iterate is kept beside, in a folder of its own, to start again from
     kept = out.parent / "results.interrupted"
-    assert f"the last iterate was kept in {kept}/" in stderr and "--warm-start-from" in stderr
+    assert f"the last iterate was kept in {kept}/" in stderr and "--warm-start " in stderr
     assert (kept / "solution.npz").is_file() and (kept / MANIFEST).is_file()
     summary = json.loads((kept / "summary.json").read_text())
     assert summary["interrupted"] is True and summary["partial"] is True

@@ -1,7 +1,8 @@
-"""A solve started from the solution of another car (the job option ``warm_start_from``, the
-warm starts of ``pyomo-lap sweep``): the same optimum as from the usual initial guess, fewer
-iterations, a clear error for another mesh before any solve, and a failed warm start solved
-again from the usual start."""
+"""A solve started from an earlier result (the job option ``warm_start_from``, ``pyomo-lap
+solve --warm-start``, the warm starts of ``pyomo-lap sweep``): the same optimum as from the
+usual initial guess on another car, another mesh and another sector; the interpolation onto
+another mesh against closed forms; clear errors for another track or vehicle model before any
+solve; a failed warm start solved again from the usual start."""
 from __future__ import annotations
 
 import numpy as np
@@ -29,13 +30,14 @@ def test_a_warm_start_reaches_the_same_optimum_in_fewer_iterations(tmp_path):
     mesh = solve_sector(vehicle=load_vehicle("fsae"), out_dir=first,
                         **DEFAULT_JOB).summary["mesh"]["element_boundaries_m"]
     car = load_vehicle("fsae").replace(m=245.0, Cx=0.88)
-    # the warm start solves on the first car's mesh (the adaptive mesh of this car differs):
-    # the cold start on the same mesh
+    # both on the first car's mesh (a warm start otherwise takes the job's own adaptive mesh)
     cold = solve_sector(vehicle=car, out_dir=tmp_path / "cold", ocp_options={
         "element_boundaries": mesh}, **DEFAULT_JOB).summary
     warm = solve_sector(vehicle=car, out_dir=tmp_path / "warm", warm_start_from=first,
-                        **DEFAULT_JOB).summary
+                        ocp_options={"element_boundaries": mesh}, **DEFAULT_JOB).summary
     assert warm["mesh"]["element_boundaries_m"] == mesh
+    assert warm["warm_start_source"]["same_mesh"] and warm["warm_start_source"][
+        "covered_share"] == pytest.approx(1.0)
     # two starts end at two points within IPOPT's tolerance (tol 1e-5 on the scaled NLP), not
     # at the same rounding: the lap times agreed to about 1e-9 with w_force_rate 0.25 and to
     # 1.1e-6 with 0.1 (issue 33: 53.125882 against 53.125941 s), within that tolerance
@@ -59,13 +61,36 @@ def test_the_solution_file_holds_every_variable(first, tmp_path):
 
 
 @pytest.mark.integration
-def test_another_mesh_is_refused_before_the_solve(first):
-    with pytest.raises(ValueError, match=r"warm start: the mesh of .* differs from this model's"):
+def test_another_track_or_model_is_refused_before_the_solve(first):
+    """Another track (its name and file differ), another vehicle model, no results folder:
+    one line each, before anything is solved."""
+    with pytest.raises(ValueError, match=r"warm start: .* another track file \('nordschleife', "
+                                         r".*expected this job's track 'monza'"):
         solve_sector(vehicle=load_vehicle("fsae"), out_dir=None, warm_start_from=first,
-                     **{**JOB, "nfe": 20})
-    with pytest.raises(ValueError, match="does not exist"):
+                     **{**JOB, "track": "monza"})
+    with pytest.raises(ValueError, match=r"with model 'full': expected a solve of this "
+                                         r"job's vehicle model 'single-track'"):
+        solve_sector(vehicle=load_vehicle("fsae"), out_dir=None, warm_start_from=first,
+                     **{**JOB, "model": "single-track"})
+    with pytest.raises(ValueError, match="holds no solution.npz"):
         solve_sector(vehicle=load_vehicle("fsae"), out_dir=None,
                      warm_start_from=first.parent / "nothing", **JOB)
+
+
+@pytest.mark.unit
+def test_another_car_schema_is_refused():
+    """A source sharing less than half of the model's variables along the mesh (another car
+    schema: another set of variables) is refused in one line."""
+    from pyomo_lap.post.warm_start import WarmStartError, apply_warm_start
+    from pyomo_lap.ocp.build import build_model
+    from pyomo_lap import load_track
+    m = build_model(load_track("nordschleife"), load_vehicle("fsae"), length=60.0, nfe=3)
+    s = np.array(sorted(m.s))
+    src = {"data": {"s": s, "var:x_other": s.copy(), "var:y_other": s.copy()}, "start": 0.0,
+           "breaks": np.array(sorted(m.s.get_finite_elements())), "scheme": "LAGRANGE-RADAU",
+           "periodic": False, "model": "full", "car": "x", "folder": "RUN"}
+    with pytest.raises(WarmStartError, match=r"RUN has 0 of this model's \d+ variables"):
+        apply_warm_start(m, src)
 
 
 @pytest.mark.integration
