@@ -128,9 +128,11 @@ class PointRows:
     built : list of (ConstraintData, expression, point, output)
         Set by the build: every row as built (its relational expression object), the index of
         its point in :attr:`points` and of its body in :attr:`outputs`.
-    named : list of (list of keys, list of ExpressionData, list of tuple)
-        Set by the build: the named expressions ``m.car.*`` as built (each component's keys,
-        entries and their argument tuples; :func:`changed_named_points`).
+    named : list of (list of ExpressionData, list of tuple)
+        Set by the build: the named expressions ``m.car.*`` as built (each component's
+        entries and their argument tuples; :func:`changed_named_points`; an entry's key is its
+        ``index()``: no copy of the keys is kept, 70 bytes an entry, 1.2 million entries on a
+        lap).
     components : dict
         ``name -> Var`` component of each of :attr:`variables`, as built.
     vehicle_components : dict
@@ -450,11 +452,12 @@ def add_recorded_rows(m, rec: PointRows, values, tp, sigma, idx, record_built: b
     rec.vehicle_components = {k: vehicle_var(m, k) for k in rec.vehicle_inputs}
     rec.named = []
     for comp in m.car.component_objects(pyo.Expression, descend_into=True):
-        # (its keys, its entries, their argument tuples as built): set_value / .expr = ...
-        # replace the tuple, so an identity test finds every change (1.2 million entries on a
-        # lap: kept as lists, the point of a changed entry is looked up only when one is found)
-        keys, entries = list(comp.keys()), list(comp.values())     # the same order
-        rec.named.append((keys, entries, [e._args_ for e in entries]))
+        # (its entries, their argument tuples as built): set_value / .expr = ... replace the
+        # tuple, so an identity test finds every change (1.2 million entries on a lap: kept as
+        # lists; the point of a changed entry is looked up, from its index, only when one is
+        # found; comp.keys() would make a new key tuple per entry, 85 MB on a lap)
+        entries = list(comp.values())
+        rec.named.append((entries, [e._args_ for e in entries]))
     numbers = track_numbers(tp)
     rec.track_values = np.stack([numbers[k] for k in TRACK_INPUTS], axis=1)
     rec.points = list(sigma)
@@ -468,11 +471,12 @@ def changed_named_points(rec: PointRows) -> set:
     idx = {s: i for i, s in enumerate(rec.points)}
     bad = set()
     now = operator.attrgetter("_args_")
-    for keys, entries, args in rec.named:
+    for entries, args in rec.named:
         # C-level loops: 1.2 million entries on a lap
         changed = list(itertools.compress(itertools.count(),
                                           map(operator.is_not, map(now, entries), args)))
-        bad.update(idx[keys[k][0] if isinstance(keys[k], tuple) else keys[k]] for k in changed)
+        keys = [entries[k].index() for k in changed]
+        bad.update(idx[key[0] if isinstance(key, tuple) else key] for key in keys)
     return bad
 
 

@@ -399,6 +399,7 @@ class LapNLP:
         self._set_rows(recorded, lin, nl)
         self._set_jacobian_structure()
         self._set_hessian_structure()
+        self._drop_structure_parts()
         self.x_scaling, self.g_scaling, self.obj_scaling = self._scaling(model)
         rep.n_variables, rep.n_constraints = self.n, self.m
         rep.n_recorded_rows, rep.n_linear_rows = len(recorded), len(lin["cons"])
@@ -605,6 +606,16 @@ class LapNLP:
         self.hess_rows = (uniq // n).astype(np.int32)
         self.hess_cols = (uniq % n).astype(np.int32)
         self._hess_dest = inv.astype(np.int64)
+
+    def _drop_structure_parts(self) -> None:
+        """Free what only the structure's assembly needed: the variables' lookup by ``id``
+        and the recorded rows' own index arrays, now in ``jac_rows`` ... (int64 copies: about
+        70 MB on a full lap, held through IPOPT's solve otherwise). The evaluation keeps
+        ``jac_src``, ``hess_src`` and ``_hess_dest``."""
+        self._var_index = None
+        if self._point is not None:
+            for key in ("jac_rows", "jac_cols", "hess_rows", "hess_cols"):
+                self._point.pop(key, None)
 
     # ---- the recorded rows -------------------------------------------------------------------
     def _setup_points(self, rec, recorded, compile_mode, threads):

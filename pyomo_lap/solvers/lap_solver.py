@@ -391,9 +391,14 @@ def _translate(model, config):
     """The model as an NLP of compiled functions (:class:`~pyomo_lap.solvers.lap_nlp.LapNLP`,
     reduced by :class:`~pyomo_lap.solvers.lap_nlp.ReducedNLP` unless told not to)."""
     from .lap_nlp import LapNLP, ReducedNLP
+    from ..util.memory import release_free_memory
     nlp = LapNLP(model, compile=config.compile, threads=config.eval_threads or None,
                  verify_points=config.verify_points)
-    return ReducedNLP(nlp) if config.eliminate_derivatives else nlp
+    nlp = ReducedNLP(nlp) if config.eliminate_derivatives else nlp
+    # the translation's freed temporaries back to the system before IPOPT and MUMPS allocate:
+    # 160 MB of a full lap's peak otherwise (pyomo_lap.util.memory)
+    release_free_memory()
+    return nlp
 
 
 def _ipopt_options(config, user: dict) -> dict:
