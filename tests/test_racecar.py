@@ -267,3 +267,72 @@ def test_cli_full_lap_both_solver_paths(tmp_path):
     assert laps["lap_ipopt"] == pytest.approx(22.2657, rel=2e-2)   # exact arcs: issue 27's 2 %
     if "ipopt" in laps:
         assert laps["ipopt"] == pytest.approx(laps["lap_ipopt"], rel=1e-5)
+
+
+# ------------------------------------------------- the racecar through compiled point functions
+def _short_oval_model(nfe=12):
+    from pyomo_lap import build_model, initialize_model, load_vehicle
+    m = build_model(load_arc_track("dymos_oval"), load_vehicle("dymos_racecar"), model="racecar",
+                    periodic=True, nfe=nfe, ncp=3)
+    initialize_model(m)
+    return m
+
+
+@pytest.mark.component
+def test_recorded_rows_reproduce_every_row_of_the_model():
+    """The racecar's rows recorded on a tape (evaluated by the fast path's compiled point
+    functions) against the model's own constraint expressions at every point, at a
+    state away from the initial guess (every state, both controls and the derivatives
+    non-zero, the power and the friction rows active): LapNLP raises RecordedRowsMismatch on a
+    relative difference above 1e-9 (``verify_points="all"``)."""
+    import pyomo.environ as pyo
+
+    from pyomo_lap.solvers.lap_nlp import LapNLP
+    m = _short_oval_model(nfe=6)
+    rng = np.random.default_rng(36)
+    for name, scale in (("n", 2.0), ("V", 10.0), ("alpha", 0.1), ("lam", 0.05), ("omega", 0.3),
+                        ("ax", 5.0), ("ay", 8.0), ("delta", 0.05), ("thrust", 0.8)):
+        for s in m.s:
+            v = m.component(name)[s]
+            v.set_value(pyo.value(v) + scale * rng.uniform(-1, 1), skip_validation=True)
+    for v in m.component_data_objects(pyo.Var):
+        if v.parent_component().local_name.startswith("d") and v.value is not None:
+            v.set_value(rng.uniform(-0.1, 0.1), skip_validation=True)
+    rep = LapNLP(m, verify_points="all").report
+    n_points = len(m.s)
+    # 8 ode rows (t and the 7 states) at every point but the first, 4 friction + power at all
+    assert rep.n_recorded_rows == 8 * (n_points - 1) + 5 * n_points
+    assert rep.fallback == "" and rep.verified_points == n_points
+    assert "ode" not in rep.generic_families and "friction" not in rep.generic_families
+    # changing one of the model's named quantities sends that point's rows back to the
+    # translation of their expressions (the recorded rows no longer describe them)
+    s = sorted(m.s)[3]
+    m.N["fl", s] = 1.1 * m.N["fl", s].expr
+    rep2 = LapNLP(m, verify_points="all").report
+    assert "changed at 1 point" in rep2.fallback
+    assert rep2.n_recorded_rows == rep.n_recorded_rows - 13
+
+
+@pytest.mark.integration
+def test_recorded_rows_give_the_lap_of_the_generic_translation():
+    """The same short-mesh oval lap solved twice with lap_ipopt: through the recorded rows
+    (compiled point functions) and with them removed (every row translated from its Pyomo
+    expression, the path before issue 36): the same lap to 1e-8 relative."""
+    import pyomo.environ as pyo
+
+    from pyomo_lap import solve_model
+    from pyomo_lap.ocp.vehicle_model import update_problem
+    laps, reports = {}, {}
+    for path in ("recorded", "generic"):
+        m = _short_oval_model()
+        if path == "generic":
+            update_problem(m, point_rows=None)
+        rep = solve_model(m, solver="lap_ipopt", options={"tol": 1e-9})
+        assert rep.ok, rep.termination_condition
+        laps[path], reports[path] = pyo.value(m.lap_time), rep
+    tr, tg = (reports[k].details["translation"] for k in ("recorded", "generic"))
+    assert tr.n_recorded_rows > 0 and tr.fallback == ""
+    assert tg.n_recorded_rows == 0 and "no recorded rows" in tg.fallback
+    assert tg.n_generic_rows > tr.n_generic_rows
+    assert laps["recorded"] == pytest.approx(laps["generic"], rel=1e-8)
+    assert 20.0 < laps["recorded"] < 26.0        # dymos's 22.2657 s, coarse mesh

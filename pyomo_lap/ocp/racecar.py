@@ -74,11 +74,12 @@ from ..vehicle.racecar import RacecarParameters
 from ..vehicle.racecar_equations import (CONTROLS, QUANTITIES, STATE_NAMES, THRUST_EPS, WHEELS,
                                          racecar_equations)
 from .common import _sector_points, fast_element_lookup, sector_mesh, track_joints, track_limits
+from .point_rows import TRACK_INPUTS, PointRows, rows_on_tape, track_numbers
 from .vehicle_model import ProblemData, VehicleModel, update_problem
 
 __all__ = ["RACECAR_MODEL", "racecar_model", "build_racecar_model", "initialize_racecar",
            "racecar_trajectory", "STATE_NAMES", "CONTROLS", "WHEELS", "DYMOS_IPOPT_OPTIONS",
-           "lagrange_derivative_weights"]
+           "lagrange_derivative_weights", "record_racecar_rows", "POINT_VARIABLES"]
 
 
 DYMOS_IPOPT_OPTIONS = {
@@ -116,10 +117,7 @@ def build_racecar_model(track, vehicle, cfg, t0: Optional[float] = None, progres
         :func:`pyomo_lap.ocp.common.sector_mesh` refuses, a track narrower than the car.
     """
     t0 = time.perf_counter() if t0 is None else t0
-    if not isinstance(vehicle, RacecarParameters):
-        raise ValueError(f"model 'racecar' needs a racecar vehicle file (top-level model = "
-                         f"\"racecar\", e.g. models/dymos_racecar.toml), got the car "
-                         f"{getattr(vehicle, 'name', vehicle)!r}")
+    _check_racecar(vehicle)
     if cfg.lift:
         raise ValueError("option 'lift' is not available for the racecar model")
     if cfg.piecewise_constant_controls:
@@ -181,6 +179,7 @@ def build_racecar_model(track, vehicle, cfg, t0: Optional[float] = None, progres
     m.kappa = pyo.Param(m.s, initialize={float(s): float(kappa[i]) for i, s in enumerate(sigma)},
                         units=1 / u.m, doc="curvature of the centre line, + left [1/m]")
     _add_equations(m, p, options.thrust_eps)
+    _attach_recorded_rows(m, p, cfg, tp, sigma, kappa, options.thrust_eps)
     first, last = sigma[0], sigma[-1]
     _add_control_form(m, form, cfg.scheme)
     m.t[first].fix(0.0)
@@ -196,6 +195,14 @@ def build_racecar_model(track, vehicle, cfg, t0: Optional[float] = None, progres
     _set_scaling(m)
     update_problem(m, build_time_s=time.perf_counter() - t0)
     return m
+
+
+def _check_racecar(vehicle) -> None:
+    """ValueError unless ``vehicle`` is a :class:`RacecarParameters`."""
+    if not isinstance(vehicle, RacecarParameters):
+        raise ValueError(f"model 'racecar' needs a racecar vehicle file (top-level model = "
+                         f"\"racecar\", e.g. models/dymos_racecar.toml), got the car "
+                         f"{getattr(vehicle, 'name', vehicle)!r}")
 
 
 _EXPRESSION_DOCS = {
@@ -296,6 +303,89 @@ def _add_equations(m, p: RacecarParameters, eps: float) -> None:
                            m.V[s] * m.cos_heading[s] * m.component(f"d{k}_ds")[s]
                            == (1 - m.n[s] * m.kappa[s]) * rates[s][k],
                            doc="spatial ODE: ds/dt dx/ds = dx/dt, times (1 - n kappa)")
+
+
+POINT_VARIABLES = STATE_NAMES + CONTROLS + tuple(f"d{k}_ds" for k in ("t",) + STATE_NAMES)
+"""The variables of one point the recorded rows depend on (17 names, the tape's inputs)."""
+
+_KAPPA = TRACK_INPUTS.index("Om[2]")
+
+
+def record_racecar_rows(p: RacecarParameters, cfg=None, eps: float = THRUST_EPS) -> PointRows:
+    r"""Record the racecar's rows at one point on a tape (:func:`pyomo_lap.ocp.point_rows.rows_on_tape`),
+    the same equations as the model's constraints (:func:`_add_equations`, both from
+    :func:`~pyomo_lap.vehicle.racecar_equations.racecar_equations`), so that the fast solver path
+    evaluates them with compiled point functions instead of translating every row's expression.
+
+    Rows, in this order: ``ode[k]`` (k = ``t`` and :data:`STATE_NAMES`, at every point but the
+    first) :math:`V\cos(\alpha - \lambda)\, dk/ds - (1 - n\kappa)\,\dot k = 0`,
+    ``friction[w]`` (w in :data:`WHEELS`) :math:`c_w \le 1`, ``power_limit``
+    :math:`V S_{all} \le P_{max}` [W]. The curvature :math:`\kappa` [1/m] is the track input
+    ``Om[2]``; the car's numbers are constants of the tape (``vehicle_inputs`` empty: one
+    compiled function per car, cached under its structure key).
+
+    Parameters
+    ----------
+    p : RacecarParameters
+    cfg : ConfigDict, optional
+        Not used (the signature of ``VehicleModel.point_rows``).
+    eps : float
+        Smoothing of ``max(thrust, 0)`` [-] (the model's ``thrust_eps``).
+
+    Returns
+    -------
+    PointRows
+        With ``variables = POINT_VARIABLES``.
+
+    Raises
+    ------
+    ValueError
+        ``p`` is not a racecar.
+    """
+    _check_racecar(p)
+
+    def point_rows(_, v, track, namer):
+        eq = racecar_equations(p, {k: v[k] for k in STATE_NAMES}, {k: v[k] for k in CONTROLS},
+                               track[_KAPPA], eps)
+        rates, kappa = eq["rates"], track[_KAPPA]
+        rows = [("ode", k, v["V"] * eq["cos_heading"] * v[f"d{k}_ds"]
+                 - (1 - v["n"] * kappa) * rates[k], 0.0, 0.0, "interior")
+                for k in ("t",) + STATE_NAMES]
+        rows += [("friction", w, eq["c"][w], None, 1.0, "all") for w in WHEELS]
+        rows.append(("power_limit", None, eq["power"], None, float(p.P_max), "all"))
+        return rows
+    return rows_on_tape(point_rows, p, POINT_VARIABLES, ())
+
+
+def _attach_recorded_rows(m, p, cfg, tp, sigma, kappa, eps: float) -> None:
+    """Record the rows (:func:`record_racecar_rows`) and tie them to the model's constraints
+    ``m.ode``, ``m.friction``, ``m.power_limit`` as built (``m.problem.point_rows``, what
+    :class:`pyomo_lap.solvers.lap_nlp.LapNLP` checks and evaluates: the track numbers with the
+    curvature as each point's element sees it, ``kappa``; the named Expressions of
+    :data:`QUANTITIES`, whose change sends their points' rows back to the generic translation)."""
+    rec = record_racecar_rows(p, cfg, eps)
+    numbers = track_numbers(tp)
+    numbers["Om[2]"] = np.asarray(kappa, float)
+    rec.track_values = np.stack([numbers[k] for k in TRACK_INPUTS], axis=1)
+    rec.points = [float(s) for s in sigma]
+    idx = {s: i for i, s in enumerate(rec.points)}
+    built = rec.built = []
+    for fam in rec.families:
+        con = m.component(fam.name)
+        for key, out in zip(fam.keys, fam.outputs):
+            for s in (rec.points[1:] if fam.where == "interior" else rec.points):
+                c = con[s] if key is None else con[key, s]
+                built.append((c, c.expr, idx[s], out))
+    rec.components = {name: m.component(name) for name in POINT_VARIABLES}
+    rec.vehicle_components = {}
+    rec.named = []
+    for key, per_wheel in QUANTITIES.items():
+        comp = m.component(key)
+        keys = list(comp.keys())
+        entries = [comp[k] for k in keys]
+        rec.named.append(([k[1] if per_wheel else k for k in keys], entries,
+                          [e._args_ for e in entries]))
+    update_problem(m, point_rows=rec)
 
 
 def lagrange_derivative_weights(nodes, x: float) -> np.ndarray:
@@ -501,7 +591,8 @@ def racecar_model(thrust_eps: float = 1e-4, control_form: Optional[str] = None,
         description="dymos's racecar example: two-track car, linear tyres in friction ellipses, "
                     "lagged load transfer (pyomo_lap.ocp.racecar)",
         states=STATE_NAMES, rates=(), controls=CONTROLS, algebraics=(),
-        build=build, initialize=initialize_racecar, trajectory=racecar_trajectory)
+        build=build, initialize=initialize_racecar, trajectory=racecar_trajectory,
+        point_rows=lambda vehicle, cfg: record_racecar_rows(vehicle, cfg, opts.thrust_eps))
 
 
 RACECAR_MODEL = racecar_model()

@@ -244,7 +244,7 @@ def prefetch_point_functions(vehicle, config=None):
     the cache). The libraries serve every car of the same structure
     (:func:`point_functions`): after the first car of a sweep nothing is compiled. Nothing
     happens without a C compiler, or for a model whose rows are not recorded
-    (``VehicleModel.point_rows`` is None: the racecar example).
+    (``VehicleModel.point_rows`` is None: the point-mass example).
 
     Parameters
     ----------
