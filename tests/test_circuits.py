@@ -264,12 +264,14 @@ def test_tracks_command_lists_every_track_with_its_figures():
                                 "loop", "source"]
     rows = {ln.split()[0]: ln for ln in lines[1:]}
     arcs = {p.stem for p in TRACKS.glob("*.toml")}
-    assert arcs >= {"dymos_oval", "dymos_oval_spline"}
+    assert arcs >= {"dymos_oval", "dymos_oval_spline", "dymos_barcelona"}
     assert set(rows) == set(available_tracks()) | arcs and set(NAMES) <= set(rows)
     info = {r["name"]: r for r in bundled_tracks()}
     for name in arcs:       # the arc tracks (straights and arcs, TOML), with their kind
         assert " straights and arcs " in rows[name] and "OpenMDAO/dymos @ 5bfbe394d251" in rows[name]
-        assert "1244.8" in rows[name]
+    # dymos's lengths (Track.get_total_length: straights + sweep * radius of tracks.py)
+    assert "1244.8" in rows["dymos_oval"] and "1244.8" in rows["dymos_oval_spline"]
+    assert "4785.3" in rows["dymos_barcelona"]     # 3073.84 m + 1711.48 m
     for name, line in rows.items():
         if name in arcs or name == "catalunya_fastest_lap":   # (tests/test_track_fastest_lap.py)
             continue
