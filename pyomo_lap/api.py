@@ -379,6 +379,22 @@ def _solve_config() -> ConfigDict:
                           "on the refined mesh, up to twice (MESH_REFINEMENTS; pyomo_lap.post.defects.refine_mesh; not "
                           "when the job gives its mesh: nfe, element_boundaries, a warm start, "
                           "free parameters or sensitivities); summary.json says what was split"))
+    _declare_after_the_solve(c)
+    return c
+
+
+def _declare_after_the_solve(c: ConfigDict) -> None:
+    """The job options of :func:`_solve_config` about how the solve is reached and what follows
+    it: ``mesh_continuation``, ``penalty_cost``, ``sensitivities``."""
+    c.declare("mesh_continuation", ConfigValue(default="auto", domain=OneOf(["auto", "on", "off"]),
+              description="solve the job's mesh from the solution of coarser meshes of the same "
+                          "problem (the default placement with element_length, halved down to "
+                          "twice the job's mean element; pyomo_lap.post.continuation): 'on' "
+                          "always; 'auto' when the job's elements straddle the curvature steps "
+                          "of an arc track (junctions inside elements: nfe or element_boundaries "
+                          "given on dymos_oval, dymos_barcelona) and when a direct solve does "
+                          "not end optimal; 'off' never. Not with warm_start_from or free "
+                          "parameters; summary.json mesh_continuation says what was solved"))
     c.declare("penalty_cost", ConfigValue(default=False, domain=bool,
               description="after an optimal solve, solve again from the optimum with every "
                           "penalty weight divided by 10 and report what the penalties cost in "
@@ -393,7 +409,6 @@ def _solve_config() -> ConfigDict:
                           "(pyomo_lap.post.sensitivities; full model; solved to tol = 1e-10 unless "
                           "a solver option says otherwise): the workbook's 'sensitivities' sheet, "
                           "plots/sensitivities.png, results.sensitivities"))
-    return c
 
 
 SOLVE_CONFIG = _solve_config()
@@ -1022,7 +1037,21 @@ def _solve_job(job) -> None:
     from .post.sensitivities import declare_multiplier_suffixes
     declare_multiplier_suffixes(m)  # the multipliers come back for solution.npz (a later warm start)
     job.warm_retry = None
+    job.continuation = None
+    why = _continuation_reason(job)
+    if why is not None:
+        job.rep = _continuation(job, solve, why)
+        return
     job.rep = solve(job.used_options)
+    if (job.rep.kind != "interrupted" and not job.rep.ok and cfg.mesh_continuation == "auto"
+            and _continuation_possible(job)):
+        failed = {"termination_condition": job.rep.termination_condition,
+                  "iterations": job.rep.iterations, "solve_time_s": job.rep.solve_time_s}
+        echo("  the direct solve did not end optimal: solving again by mesh continuation ...")
+        initialize_model(m)
+        job.rep = _continuation(job, solve, "the direct solve did not end optimal")
+        job.continuation["direct_solve"] = failed
+        return
     if cfg.warm_start_from is not None and not job.rep.ok:
         # the warm start did not lead to an optimum: the usual start, as without it
         job.warm_retry = {"termination_condition": job.rep.termination_condition,
@@ -1034,6 +1063,96 @@ def _solve_job(job) -> None:
                 m.del_component(name)
         job.used_options = job.solver_options
         job.rep = solve(job.used_options)
+
+
+def _continuation_possible(job) -> bool:
+    """Whether the job's model can be solved by mesh continuation: not from a warm start
+    (``warm_start_from``: it starts near its solution already) nor with free parameters (the
+    coarse models would need them too)."""
+    return job.cfg.warm_start_from is None and not job.cfg.free
+
+
+def _fine_element_m(m) -> float:
+    """The mean element length of a built model [m]."""
+    return float(m.problem.sector_length) / int(m.problem.options.nfe)
+
+
+def _straddled_junctions(m) -> int:
+    """How many curvature steps of an arc track (the junctions of its segments,
+    :func:`pyomo_lap.ocp.racecar.junction_boundaries`) lie inside an element of ``m`` rather
+    than on an element end (0 for a track of points, whose curvature does not step)."""
+    import numpy as np
+    from .ocp.racecar import junction_boundaries
+    L = float(m.problem.sector_length)
+    knots = junction_boundaries(m.problem.track, float(m.problem.options.start), L, L)
+    if knots is None:
+        return 0
+    ends = np.array(sorted(float(x) for x in m.s.get_finite_elements()))
+    inner = np.asarray(knots[1:-1], float)
+    if inner.size == 0:
+        return 0
+    gap = np.min(np.abs(inner[:, None] - ends[None, :]), axis=1)
+    return int(np.sum(gap > 1e-6 * max(1.0, L)))
+
+
+def _continuation_reason(job) -> Optional[str]:
+    """Why the job is solved by mesh continuation from the start (``mesh_continuation``
+    ``"on"``, or ``"auto"`` with curvature steps inside elements), or None (a direct
+    solve)."""
+    cfg, m = job.cfg, job.m
+    if cfg.mesh_continuation == "off" or not _continuation_possible(job):
+        return None
+    if cfg.mesh_continuation == "on":
+        return "mesh_continuation = 'on'"
+    n = _straddled_junctions(m)
+    if n:
+        return (f"{n} curvature step{'s' if n != 1 else ''} of the track inside elements of "
+                "the job's mesh")
+    return None
+
+
+def _continuation(job, solve, why: str):
+    """The job's model solved by mesh continuation
+    (:func:`pyomo_lap.post.continuation.solve_by_continuation`: coarse meshes of the job's
+    problem, the OCP option ``element_length`` halved down to twice the job's mean element,
+    then the job's mesh from the finest one's solution); ``job.continuation`` says what was
+    solved (summary.json ``mesh_continuation``), ``job.used_options`` the fine solve's options.
+    Returns the fine solve's report."""
+    from .post.continuation import (CONTINUATION_IPOPT_OPTIONS, solve_by_continuation,
+                                    stage_element_lengths)
+    from .solvers.solve import CHECKED_SOLVERS
+    cfg, m = job.cfg, job.m
+    lengths = stage_element_lengths(_fine_element_m(m), float(m.problem.options.element_length))
+    job.echo(f"  mesh continuation ({why}): coarse meshes of "
+             + ", ".join(f"{h:.3g}" for h in lengths) + " m elements first ...")
+    warm = {**(CONTINUATION_IPOPT_OPTIONS if cfg.solver in CHECKED_SOLVERS else {}),
+            **(job.solver_options or {})}
+    kw = {k: v for k, v in job.build_kwargs.items() if k not in ("nfe", "element_boundaries")}
+
+    def build(h):
+        mc = build_model(job.tr, job.p, progress=lambda *a: None, **{**kw, "element_length": h})
+        initialize_model(mc)
+        return mc
+
+    def solve_stage(model, options):
+        used = job.solver_options if options is None else options
+        if model is m:
+            job.used_options = used
+            return solve(used)
+        more = {} if job.on_iteration is None else {"intermediate": job.on_iteration}
+        try:
+            return solve_model(model, solver=cfg.solver, options=used, **more)
+        except SolveInterrupted as exc:
+            exc.load_iterate = None      # a coarse mesh's iterate: nothing of the job's to keep
+            raise
+
+    t0 = time.perf_counter()
+    rep, stages = solve_by_continuation(m, build, lengths, solve=solve_stage, warm_options=warm,
+                                        echo=job.echo)
+    job.continuation = {"reason": why, "stages": stages,
+                        "iterations": sum(s["iterations"] or 0 for s in stages),
+                        "coarse_time_s": time.perf_counter() - t0 - (rep.solve_time_s or 0.0)}
+    return rep
 
 
 def _keep_interrupted(job, exc) -> None:
@@ -1260,6 +1379,7 @@ def _summarize(job) -> None:
                                             "jac_nnz", "hess_nnz") if k in stats}
     summary["timing"] = _timing(job, stats)
     summary["mesh_refinement"] = getattr(job, "refinement", None)
+    summary["mesh_continuation"] = getattr(job, "continuation", None)
     job.summary = summary
 
 

@@ -296,7 +296,8 @@ def _checked(values: dict):
                    "3000 for lap_ipopt, ipopt and ipopt_v2: pyomo_lap.solvers.lap_solver."
                    "LAP_IPOPT_OPTIONS, and for the ASL path pyomo_lap.solvers.solve."
                    "DEFAULT_IPOPT_OPTIONS; another solver: its own)")
-@job_options("repair_track", "track_width", "lat_lon_order", "flat", "refine_mesh", "penalty_cost", "sensitivities",
+@job_options("repair_track", "track_width", "lat_lon_order", "flat", "refine_mesh",
+             "mesh_continuation", "penalty_cost", "sensitivities",
              "warm_start_from", "free",
              "keep_sum")
 @click.option("--progress/--no-progress", "show_progress", default=None,
