@@ -29,7 +29,23 @@ from pyomo.dae import DerivativeVar
 from ..vehicle.speed_profile import quasi_steady_speed
 
 __all__ = ["initialize_model", "initialize_from_solution", "initialize_from_trajectory",
-           "cold_start_profile"]
+           "cold_start_profile", "forget_multipliers", "START_MULTIPLIER_SUFFIXES"]
+
+START_MULTIPLIER_SUFFIXES = ("dual", "ipopt_zL_in", "ipopt_zU_in")
+"""The suffixes a warm start sends IPOPT its starting multipliers in (Pyomo's ``ipopt``
+convention; :mod:`pyomo_lap.solvers.warm_start`): the rows' duals and the bounds' multipliers."""
+
+
+def forget_multipliers(m) -> None:
+    """Empty the starting-multiplier suffixes of ``m`` (:data:`START_MULTIPLIER_SUFFIXES`):
+    a new initial guess is not the point those multipliers belong to, so the next
+    :func:`pyomo_lap.solvers.solve.solve_model` starts cold. Called by every initializer here
+    and by :func:`pyomo_lap.post.results.load_solution`."""
+    from pyomo.core.base.suffix import Suffix
+    for name in START_MULTIPLIER_SUFFIXES:
+        suffix = m.component(name)
+        if isinstance(suffix, Suffix):
+            suffix.clear()
 
 
 def initialize_model(m, **kwargs) -> dict:
@@ -55,6 +71,7 @@ def initialize_model(m, **kwargs) -> dict:
     if vm is None:
         raise ValueError("the model has no vehicle model (m.problem.vehicle_model): build it with "
                          "pyomo_lap.ocp.build.build_model")
+    forget_multipliers(m)
     out = vm.initialize(m, **kwargs)
     from .common import initialize_control_rates
     initialize_control_rates(m, vm.controls)
@@ -130,6 +147,7 @@ def initialize_from_solution(m, source) -> dict:
             abs(m.problem.options.start - source.problem.options.start) > 1e-9:
         raise ValueError(f"source sector [{source.problem.options.start}, +{source.problem.sector_length}] m "
                          f"differs from the target's [{m.problem.options.start}, +{m.problem.sector_length}] m")
+    forget_multipliers(m)
     s_src = np.array(sorted(source.s))
     s_dst = np.array(sorted(m.s))
     count = 0
@@ -195,6 +213,7 @@ def initialize_from_trajectory(m, df) -> dict:
                if c not in df.columns]
     if missing:
         raise ValueError(f"trajectory lacks column(s) {missing}")
+    forget_multipliers(m)
     s_dst = np.array(sorted(m.s))
     col = {c: np.interp(s_dst, s_src, df[c].to_numpy(dtype=float)) for c in df.columns
            if c in names or c.endswith("_ddot")}

@@ -352,9 +352,10 @@ class LapIpopt(SolverBase):
         output = options.pop("output_file", None)       # the user's log file: _run writes it
         prob, print_level = _ipopt_problem(nlp, options, bool(config.tee), timers, counts)
         prob.intermediate = config.intermediate
+        mults = start_multipliers(model, nlp, options)
         t_solve = time.perf_counter()
         try:
-            res, log = _run(prob, nlp.x0, print_level, config.tune_process, output)
+            res, log = _run(prob, nlp.x0, print_level, config.tune_process, output, mults)
         except KeyboardInterrupt as exc:
             exc.load_iterate = _iterate_loader(model, nlp, getattr(exc, "ipopt_result", None))
             raise
@@ -447,7 +448,45 @@ def _ipopt_problem(nlp, options: dict, tee: bool, timers: dict, counts: dict):
     return prob, max(print_level, 5) if file_level is None else int(file_level)
 
 
-def _run(prob, x0, print_level: int, tune_process: bool, output_file=None):
+def start_multipliers(model, nlp, options: dict):
+    """IPOPT's starting multipliers ``(mult_g, mult_x_L, mult_x_U)`` of a warm start, in the
+    order of ``nlp``'s rows and variables, read from the model's export suffixes as Pyomo's
+    ``ipopt`` interface sends them: ``dual`` (rows), ``ipopt_zL_in`` and ``ipopt_zU_in``
+    (bounds), in Pyomo's signs (module docstring); a row or bound the suffixes do not hold
+    (a constraint added since) starts at 0. None unless IPOPT's option
+    ``warm_start_init_point`` is ``yes`` (IPOPT uses the given multipliers only then) and the
+    model has at least one of these suffixes with a value.
+
+    Returns
+    -------
+    tuple of three ndarray, shapes (m,), (n,), (n,); or None
+    """
+    if str(options.get("warm_start_init_point", "no")).lower() != "yes":
+        return None
+    from pyomo.core.base.suffix import Suffix
+
+    def values(name, items):
+        suffix = model.component(name)
+        if not isinstance(suffix, Suffix) or not suffix.export_enabled() or len(suffix) == 0:
+            return None
+        get = suffix.get
+        return np.fromiter((get(c, 0.0) or 0.0 for c in items), dtype=float, count=len(items))
+
+    dual = values("dual", nlp.constraints)
+    zl = values("ipopt_zL_in", nlp.variables)
+    zu = values("ipopt_zU_in", nlp.variables)
+    if dual is None and zl is None and zu is None:
+        return None
+    sense = nlp.sense           # the inverse of LapSolutionLoader's conversion
+    mult_g = -dual * sense if dual is not None else np.zeros(nlp.m)
+    mult_x_l = zl * sense if zl is not None else np.zeros(nlp.n)
+    mult_x_u = -zu * sense if zu is not None else np.zeros(nlp.n)
+    bad = ~(np.isfinite(mult_g).all() and np.isfinite(mult_x_l).all()
+            and np.isfinite(mult_x_u).all())
+    return None if bad else (mult_g, mult_x_l, mult_x_u)
+
+
+def _run(prob, x0, print_level: int, tune_process: bool, output_file=None, start=None):
     """Solve with IPOPT's log written to a file at ``print_level``: the user's
     ``output_file`` (kept), else a temporary file (``IPOPT_LOG_PREFIX<pid>_*.log``, removed
     afterwards); returns (the :class:`~pyomo_lap.solvers.ipopt_lib.IpoptResult`, the log).
@@ -464,7 +503,7 @@ def _run(prob, x0, print_level: int, tune_process: bool, output_file=None):
         try:
             with _tuned_process(tune_process):
                 solver_starts()
-                res = prob.solve(x0)
+                res = prob.solve(x0, *(start or ()))
         finally:
             log = Path(logfile).read_text(errors="replace") if os.path.exists(logfile) else ""
             try:

@@ -130,6 +130,10 @@ class SolveReport:
         ``bad_option``, ``solver_error`` or ``failed`` (from :func:`diagnose`).
     explanation, hint : str
         What happened in plain words, and what to try (empty when optimal).
+    warm_start : str
+        ``"cold"``, ``"warm"`` (from the model's solution and multipliers,
+        :mod:`pyomo_lap.solvers.warm_start`), or ``"cold after a failed warm start (...)"``
+        (:attr:`solve_time_s` then counts both solves).
     """
 
     ok: bool
@@ -147,6 +151,7 @@ class SolveReport:
     explanation: str = ""
     hint: str = ""
     details: dict = dataclasses.field(default_factory=dict)
+    warm_start: str = "cold"
 
     def __post_init__(self):
         self.message = decode_solver_message(self.message)
@@ -163,6 +168,7 @@ class SolveReport:
         if self.iterations is not None:
             facts.append(f"{self.iterations} iterations")
         facts.append(f"{self.solve_time_s:.1f} s")
+        facts.append("started " + self.warm_start)
         text = f"{self.explanation} ({', '.join(facts)})"
         return text + (f". Hint: {self.hint}" if self.hint else "")
 
@@ -548,7 +554,7 @@ def _check_loadable(solver: str, options: dict, refuse) -> dict:
 
 
 def solve_model(m, solver: str = DEFAULT_SOLVER, options: Optional[dict] = None, tee: bool = False,
-                load_partial: bool = True, intermediate=None) -> SolveReport:
+                load_partial: bool = True, intermediate=None, warm_start: bool = True) -> SolveReport:
     """Solve a model and report plainly.
 
     Parameters
@@ -571,6 +577,15 @@ def solve_model(m, solver: str = DEFAULT_SOLVER, options: Optional[dict] = None,
         ``lap_ipopt`` only (ignored by the other solvers): called at every IPOPT iteration with
         IPOPT's values (:class:`pyomo_lap.util.progress.IterationProgress`; the ``intermediate``
         option of :class:`pyomo_lap.solvers.lap_solver.LapIpopt`).
+    warm_start : bool
+        ``lap_ipopt`` and ``ipopt``: keep IPOPT's multipliers in the model after an optimal
+        solve, and start from the model's solution (its primal point and those multipliers,
+        IPOPT's warm-start options) when it holds one: a re-solve after a car parameter was
+        changed (``m.vehicle.aero.Cz1.fix(0.6)``), :func:`pyomo_lap.ocp.build.set_vehicle`, a
+        parameter fixed or freed or a constraint added (:mod:`pyomo_lap.solvers.warm_start`).
+        A warm start that does not end optimal is solved again from the same point, cold.
+        ``report.warm_start`` says which it was. False: every solve starts cold (IPOPT's
+        initialization from the model's values only) and nothing is kept.
 
     Returns
     -------
@@ -594,7 +609,50 @@ def solve_model(m, solver: str = DEFAULT_SOLVER, options: Optional[dict] = None,
     from ..ocp.build import sync_vehicle
     sync_vehicle(m)          # the car's parameters as m.vehicle holds them
     opts = dict(DEFAULT_IPOPT_OPTIONS) if solver in ASL_SOLVERS else {}
-    opts.update(options or {})
+    from . import warm_start as ws
+    if not (warm_start and solver in ws.WARM_START_SOLVERS):
+        opts.update(options or {})
+        return _solve_once(m, opt, solver, opts, tee, load_partial, intermediate)
+    ws.declare_multiplier_suffixes(m)
+    warm = ws.holds_multipliers(m) and "warm_start_init_point" not in (options or {})
+    first = None
+    if warm:
+        restore = ws.primal_snapshot(m)
+        effective = {**_solver_defaults(solver), **(options or {})}
+        first = _solve_once(m, opt, solver, {**opts, **ws.warm_start_options(effective),
+                                             **(options or {})}, tee, load_partial, intermediate)
+        first.warm_start = "warm"
+        if first.ok:
+            ws.keep_multipliers(m)
+            return first
+        restore()            # from the same point again, cold
+    from ..ocp.initialize import forget_multipliers
+    if "warm_start_init_point" not in (options or {}):
+        forget_multipliers(m)            # a cold solve (the caller's own warm start keeps them)
+    report = _solve_once(m, opt, solver, {**opts, **(options or {})}, tee, load_partial,
+                         intermediate)
+    if report.ok:
+        ws.keep_multipliers(m)
+    else:
+        forget_multipliers(m)            # the point loaded is not the multipliers' optimum
+    if first is not None:
+        report.warm_start = (f"cold after a failed warm start ({first.kind}, "
+                             f"{first.iterations} iterations, {first.solve_time_s:.1f} s)")
+        report.solve_time_s += first.solve_time_s
+    return report
+
+
+def _solver_defaults(solver: str) -> dict:
+    """The IPOPT options a solver path uses unless told otherwise."""
+    if solver == DEFAULT_SOLVER:
+        from .lap_solver import LAP_IPOPT_OPTIONS
+        return dict(LAP_IPOPT_OPTIONS)
+    return dict(DEFAULT_IPOPT_OPTIONS) if solver in ASL_SOLVERS else {}
+
+
+def _solve_once(m, opt, solver: str, opts: dict, tee: bool, load_partial: bool,
+                intermediate) -> SolveReport:
+    """One solve of ``m`` with ``opt`` and the options ``opts`` (:func:`solve_model`)."""
     new = _new_interface(opt)
     if new is not None:
         exe = _venv_bin() / "ipopt"
