@@ -316,7 +316,7 @@ def _solve_config() -> ConfigDict:
                           "another car: the job's own mesh; docs/warm_start.md); what it "
                           "covered: summary.json warm_start_source. Another track or vehicle "
                           "model is an error before the solve. With its multipliers IPOPT starts "
-                          "with warm_start_init_point = yes (WARM_START_MULTIPLIER_OPTIONS), else "
+                          "with warm_start_init_point = yes (pyomo_lap.solvers.warm_start.warm_start_options), else "
                           "mu_init = 1e-3, unless a solver option sets them; should that solve "
                           "fail, the case is solved again from the usual initial guess "
                           "(command line: --warm-start, alias --warm-start-from; pyomo-lap sweep "
@@ -426,15 +426,6 @@ job, starting from the solution of a car 5 kg and 0.04 Cx away took 15-21 iterat
 back into the interior)."""
 
 
-WARM_START_MULTIPLIER_OPTIONS = {"warm_start_init_point": "yes", "mu_init": 1e-6,
-                                 "warm_start_bound_push": 1e-6, "warm_start_bound_frac": 1e-6,
-                                 "warm_start_slack_bound_push": 1e-6,
-                                 "warm_start_slack_bound_frac": 1e-6,
-                                 "warm_start_mult_bound_push": 1e-6}
-"""IPOPT's options of a warm start whose results folder holds the multipliers (``dual:``,
-``zL:``, ``zU:`` entries of its solution.npz): the starting multipliers used
-(``warm_start_init_point``), a small barrier parameter and small pushes of the start into the
-bounds' interior, so the start stays near the earlier optimum."""
 
 
 def _effective_options(solver: str, used: Optional[dict]) -> dict:
@@ -953,13 +944,12 @@ def _warm_start(job) -> dict:
 
 def reads_start_multipliers(solver: str) -> bool:
     """Whether the solver takes starting multipliers from the suffixes ``dual``,
-    ``ipopt_zL_in``, ``ipopt_zU_in`` with ``warm_start_init_point = yes``: ``lap_ipopt`` once
-    it declares so (``pyomo_lap.solvers.lap_solver.READS_START_MULTIPLIERS``). Not Pyomo's
-    ``ipopt`` (the AMPL path): with the suffixes set, its executable did not exit normally on
-    the default car (issue 36), so it starts from the primal values."""
-    from .solvers import lap_solver
+    ``ipopt_zL_in``, ``ipopt_zU_in`` (:data:`pyomo_lap.solvers.warm_start.WARM_START_SOLVERS`
+    less Pyomo's ``ipopt``: with the suffixes of a folder's multipliers moved onto another mesh,
+    its executable did not exit normally on the default car (issue 36), so a folder's warm
+    start gives it the primal values only)."""
     from .solvers.solve import DEFAULT_SOLVER
-    return solver == DEFAULT_SOLVER and bool(getattr(lap_solver, "READS_START_MULTIPLIERS", False))
+    return solver == DEFAULT_SOLVER
 
 
 def _setup_baseline(job):
@@ -1032,7 +1022,7 @@ def _solve_job(job) -> None:
 
     warm = getattr(job, "warm_source", None)
     job.used_options = (job.solver_options if warm is None else
-                        {**(WARM_START_MULTIPLIER_OPTIONS if warm["multipliers_used"]
+                        {**({} if warm["multipliers_used"]     # solve_model's warm start
                             else {"mu_init": WARM_START_MU_INIT}), **(job.solver_options or {})})
     from .post.sensitivities import declare_multiplier_suffixes
     declare_multiplier_suffixes(m)  # the multipliers come back for solution.npz (a later warm start)

@@ -152,8 +152,9 @@ def declare_multiplier_suffixes(m) -> None:
     """Declare the import suffixes the sensitivities need before the solve: ``dual``, ``rc``,
     ``ipopt_zL_out``, ``ipopt_zU_out`` (kept if already there)."""
     for name in ("dual", "rc", "ipopt_zL_out", "ipopt_zU_out"):
-        if m.component(name) is None:
-            m.add_component(name, pyo.Suffix(direction=pyo.Suffix.IMPORT))
+        if m.component(name) is None:       # dual also exported: a warm start's row multipliers
+            m.add_component(name, pyo.Suffix(direction=pyo.Suffix.IMPORT_EXPORT if name == "dual"
+                                             else pyo.Suffix.IMPORT))
 
 
 class _AttributeSpy:

@@ -110,7 +110,10 @@ def declare_multiplier_suffixes(m) -> None:
         comp = m.component(name)
         if comp is None:
             m.add_component(name, Suffix(direction=direction))
-        elif not isinstance(comp, Suffix):
+        elif isinstance(comp, Suffix):
+            if name == "dual" and not comp.export_enabled():
+                comp.set_direction(Suffix.IMPORT_EXPORT)   # declared for the duals only
+        else:
             raise ValueError(f"warm start: m.{name} is a {type(comp).__name__}, expected a "
                              "Suffix (its name is Pyomo's for IPOPT's multipliers); rename "
                              "it or solve with warm_start=False")
