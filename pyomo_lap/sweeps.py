@@ -29,9 +29,13 @@ mass above the total), ``error`` (any other error of the case, with its message)
 (the worker running it died more often than Dask retries; ``resume`` runs these again).
 
 Warm starts (``warm_start=True``, default): the first cases, one per worker, start from the
-usual initial guess; every later case starts from the solution of the nearest solved case of
+usual initial guess, chosen spread out over the parameter space (the one nearest the middle of
+the ranges, then each the farthest from those started); every later case is the waiting case
+nearest to a solved one and starts from the solution of the nearest solved case of
 the same track and vehicle file (distance: the swept parameters, each scaled by its range in
-the sweep), through the job option ``warm_start_from`` (its ``solution.npz``), as long as warm
+the sweep), its primal values and IPOPT's multipliers
+(:mod:`pyomo_lap.solvers.warm_start`), through the job option ``warm_start_from`` (its
+``solution.npz``), as long as warm
 starts help: fewer iterations on average than the usual start, judged from two warm-started
 cases on (on the 2 km default job they take 15-25 iterations against 25-36; on a 300 m sector
 often more than the usual start's 10-12). A warm start that does not reach an optimum is
@@ -830,11 +834,63 @@ def _nearest(case: dict, solved: list, scale: dict) -> Optional[dict]:
             continue
         if set(s["params"]) != set(case["params"]):
             continue
-        d = sum(((case["params"][k] - s["params"][k]) / scale.get(k, 1.0)) ** 2
-                for k in case["params"])
+        d = _distance(case, s, scale)
         if d < dist:
             best, dist = s, d
     return best
+
+
+def _distance(a: dict, b: dict, scale: dict) -> float:
+    """Squared distance of two cases' parameters (``params``), each over its range in the
+    sweep (:func:`_nearest`); infinite for cases of another track, vehicle file or set of
+    parameters (no warm start between them)."""
+    if (str(a["track"]) != str(b["track"]) or str(a["vehicle"]) != str(b["vehicle"])
+            or set(a["params"]) != set(b["params"])):
+        return math.inf
+    return sum(((a["params"][k] - b["params"][k]) / scale.get(k, 1.0)) ** 2 for k in a["params"])
+
+
+def _next_case(waiting: list, solved: list, started: list, scale: dict) -> dict:
+    """The case to start next (taken out of ``waiting``), the order chosen for warm starts:
+    while nothing is solved, the first seeds spread out (the case farthest from those started,
+    the first the one nearest the middle of the sweep's ranges), so that each worker's region
+    of the parameter space has a solved case early; then the waiting case nearest to a solved
+    one (its warm start comes from closest by; ties: the sweep's order)."""
+    if not waiting:
+        raise IndexError("no case waiting")
+    if solved:
+        key = [min((_distance(c, s, scale) for s in solved), default=math.inf) for c in waiting]
+    elif started:
+        key = [-min(_distance(c, s, scale) for s in started) for c in waiting]
+    else:
+        mid = {k: sum(c["params"][k] for c in waiting if k in c["params"]) / len(waiting)
+               for k in waiting[0]["params"]}
+        key = [sum(((c["params"].get(k, v) - v) / scale.get(k, 1.0)) ** 2 for k, v in mid.items())
+               for c in waiting]
+    best = min(range(len(waiting)), key=lambda i: (key[i], i))
+    return waiting.pop(best)
+
+
+def _solved_before(done_rows) -> list:
+    """The solved cases of an earlier run of the sweep (``resume``), to warm start from."""
+    solved = []
+    if done_rows is not None and len(done_rows):
+        for _, r in done_rows[done_rows["status"] == "solved"].iterrows():
+            params = {k: float(r[k]) for k in r.index if _is_parameter(k) and r[k] == r[k]}
+            solved.append({"index": int(r["case"]), "id": r["case_id"], "track": r["track"],
+                           "vehicle": r["vehicle"], "params": params})
+    return solved
+
+
+def _ranges(todo) -> dict:
+    """Each swept parameter's range over the cases (1 where it does not vary): the scale of
+    the distances between cases (:func:`_distance`)."""
+    scale = {}
+    for c in todo:
+        for k, v in c["params"].items():
+            lo, hi = scale.get(k, (v, v))
+            scale[k] = (min(lo, v), max(hi, v))
+    return {k: (hi - lo) or 1.0 for k, (lo, hi) in scale.items()}
 
 
 def _run(client, todo, job, out, n, n_done, crash_ids, echo, warm_start=False, done_rows=None):
@@ -846,19 +902,7 @@ def _run(client, todo, job, out, n, n_done, crash_ids, echo, warm_start=False, d
     ahead = client.submit(compile_ahead, todo, job, key=f"compile-ahead-{uuid.uuid4().hex[:8]}",
                           pure=False, priority=10)
     ac = as_completed([ahead])
-    # solved cases to warm start from: this sweep's and, with resume, the earlier ones
-    solved = []
-    if done_rows is not None and len(done_rows):
-        for _, r in done_rows[done_rows["status"] == "solved"].iterrows():
-            params = {k: float(r[k]) for k in r.index if _is_parameter(k) and r[k] == r[k]}
-            solved.append({"index": int(r["case"]), "id": r["case_id"], "track": r["track"],
-                           "vehicle": r["vehicle"], "params": params})
-    scale = {}
-    for c in todo:
-        for k, v in c["params"].items():
-            lo, hi = scale.get(k, (v, v))
-            scale[k] = (min(lo, v), max(hi, v))
-    scale = {k: (hi - lo) or 1.0 for k, (lo, hi) in scale.items()}
+    solved, scale = _solved_before(done_rows), _ranges(todo)
     waiting = list(todo)
     its = {"cold": [], "warm": []}      # iterations of the solved cases, by start
     verdict = {"on": bool(warm_start)}
@@ -884,9 +928,18 @@ def _run(client, todo, job, out, n, n_done, crash_ids, echo, warm_start=False, d
         ac.add(fut)
 
     # without warm starts every case at once; with them, one per worker, then one at a time
-    # as cases finish (each from the nearest case solved by then)
+    # as cases finish (each from the nearest case solved by then), in the order _next_case
+    # chooses for it
+    started = []
+
+    def submit_next():
+        c = _next_case(waiting, solved, started, scale) if warm_start else waiting.pop(0)
+        started.append({"track": str(c["track"]), "vehicle": str(c["vehicle"]),
+                        "params": dict(c["params"])})
+        submit(c)
+
     while waiting and (not warm_start or len(futures) < slots):
-        submit(waiting.pop(0))
+        submit_next()
     done, failed = n_done, 0
     width = len(str(n))
     for fut in ac:
@@ -914,7 +967,7 @@ def _run(client, todo, job, out, n, n_done, crash_ids, echo, warm_start=False, d
                 its["warm" if row.get("warm_start_from", -1) != -1 else "cold"].append(
                     row["iterations"])
         if waiting:
-            submit(waiting.pop(0))
+            submit_next()
         done += 1
         if row["status"] != "solved":
             failed += 1

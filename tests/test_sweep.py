@@ -444,3 +444,27 @@ def test_the_command_runs_a_sweep_on_its_own_forked_cluster(tmp_path):
                          echo=lambda *_: None, progress=lambda *_: None, **JOB).summary
         assert lap == pytest.approx(s["lap_time_s"], rel=1e-9)
     assert "[2/2] done 2, failed 0" in res.stdout
+
+
+@pytest.mark.unit
+def test_the_case_order_seeds_spread_out_then_follows_the_solved_cases():
+    """Five masses 240..260 kg, two workers: the seeds are the middle (250) and the farthest
+    from it (240, the first of the two ends); then each case taken is the one nearest to a
+    solved case (a closed form of the distances over the range 20 kg)."""
+    from pyomo_lap.sweeps import _next_case
+    cases = [{"track": "t", "vehicle": "v", "params": {"mass.total": m}, "index": i}
+             for i, m in enumerate((240.0, 245.0, 250.0, 255.0, 260.0))]
+    scale = {"mass.total": 20.0}
+    waiting, started = list(cases), []
+    first = _next_case(waiting, [], started, scale)
+    started.append(first)
+    second = _next_case(waiting, [], started, scale)
+    assert (first["params"]["mass.total"], second["params"]["mass.total"]) == (250.0, 240.0)
+    solved = [first]                   # 250 solved first: its neighbours 245 and 255 come next
+    third = _next_case(waiting, solved, started, scale)
+    assert third["params"]["mass.total"] == 245.0
+    solved.append(second)              # 240 and 245 near 240/250 ... 255 is 5 kg from 250
+    fourth = _next_case(waiting, solved, started, scale)
+    assert fourth["params"]["mass.total"] == 255.0
+    other = {"track": "t", "vehicle": "other.toml", "params": {"mass.total": 250.0}}
+    assert _next_case([other], solved, started, scale) is other   # no source: still runs
