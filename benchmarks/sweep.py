@@ -7,6 +7,7 @@ Usage (from the repository root, with the virtual environment's Python)::
     python benchmarks/sweep.py --rounds 2          # serial, sweep, sweep, serial (ABBA)
     python benchmarks/sweep.py --no-warm-start     # every case of the sweep from the usual start
     python benchmarks/sweep.py --length 300 --nfe 30   # a quick look (short sector)
+    python benchmarks/sweep.py --full-lap --warm-cache # 16 full laps (about 20 minutes)
 
 The cases: the default job (Nordschleife 0-2000 m, 200 elements, Radau ncp = 2, lap_ipopt)
 with ``mass.total`` 240, 245, 250, 255 kg times ``aero.Cx`` 0.80, 0.84, 0.88, 0.92: 16 cars,
@@ -60,7 +61,8 @@ def _phase(args) -> None:
     import pyomo_lap
     from pyomo_lap import load_vehicle, solve_sector
     from pyomo_lap.sweeps import parse_set, resolve_parameter, sweep_cases
-    job = {"length": args.length, "nfe": args.nfe}
+    job = ({"periodic": True, "start": 0.0, "length": None, "nfe": args.nfe} if args.full_lap
+           else {"length": args.length, "nfe": args.nfe})
     out = Path(args.out)
     cases = sweep_cases(parse_set(GRID))
     load = os.getloadavg()
@@ -93,7 +95,8 @@ def _phase(args) -> None:
 def _run(phase: str, args, work: Path, cache: Path, k: int) -> dict:
     cmd = [sys.executable, __file__, "--phase", phase, "--out", str(work / f"{phase}{k}"),
            "--length", str(args.length)] + (["--nfe", str(args.nfe)] if args.nfe else []) \
-        + (["--no-warm-start"] if args.no_warm_start else [])
+        + (["--no-warm-start"] if args.no_warm_start else []) \
+        + (["--full-lap"] if args.full_lap else [])
     env = {**os.environ, "PYOMO_LAP_CACHE": str(cache)}
     res = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if res.returncode != 0:
@@ -105,6 +108,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--length", type=float, default=2000.0)
     ap.add_argument("--nfe", type=int, default=None)
+    ap.add_argument("--full-lap", action="store_true",
+                    help="every case the full closed lap of the Nordschleife (issue 36's target)")
     ap.add_argument("--warm-cache", action="store_true",
                     help="every run with a filled cache of compiled functions")
     ap.add_argument("--rounds", type=int, default=1,
@@ -119,7 +124,7 @@ def main():
 
     work = Path(tempfile.mkdtemp(prefix="pyomo_lap-bench-sweep-"))
     print(f"{os.cpu_count()} cores; work folder {work}; 16 cases {', '.join(GRID)}; "
-          f"job length {args.length} m, nfe {args.nfe or 'auto'}; sweep "
+          f"job {'the full lap' if args.full_lap else f'length {args.length} m'}, nfe {args.nfe or 'auto'}; sweep "
           f"{'without' if args.no_warm_start else 'with'} warm starts; "
           f"{'warm' if args.warm_cache else 'empty'} cache of compiled functions")
     if args.warm_cache:

@@ -271,7 +271,8 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
         sector that is not a whole closed lap, too short a sector for the mesh; a model name
         not in :data:`VEHICLE_MODELS`.
     """
-    from ..util.gc_pause import gc_paused
+    from ..util.gc_pause import collect_frozen, gc_paused
+    collect_frozen()        # the models of earlier jobs the caller dropped are freed
     with gc_paused():
         return _build_model(track, vehicle, config, progress, kwargs)
 
