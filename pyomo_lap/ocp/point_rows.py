@@ -128,9 +128,11 @@ class PointRows:
     built : list of (ConstraintData, expression, point, output)
         Set by the build: every row as built (its relational expression object), the index of
         its point in :attr:`points` and of its body in :attr:`outputs`.
-    named : list of (list of ExpressionData, list of tuple)
+    named : list of (list of ExpressionData, list of tuple[, list of point keys])
         Set by the build: the named expressions ``m.car.*`` as built (each component's
-        entries and their argument tuples; :func:`changed_named_points`; an entry's key is its
+        entries and their argument tuples, and each entry's point where ``s`` is not the first
+        index, as the racecar's per-wheel quantities ``m.N[wheel, s]``;
+        :func:`changed_named_points`; an entry's key is its
         ``index()``: no copy of the keys is kept, 70 bytes an entry, 1.2 million entries on a
         lap).
     components : dict
@@ -471,10 +473,13 @@ def changed_named_points(rec: PointRows) -> set:
     idx = {s: i for i, s in enumerate(rec.points)}
     bad = set()
     now = operator.attrgetter("_args_")
-    for entries, args in rec.named:
+    for entries, args, *points in rec.named:
         # C-level loops: 1.2 million entries on a lap
         changed = list(itertools.compress(itertools.count(),
                                           map(operator.is_not, map(now, entries), args)))
+        if points:             # each entry's point given (an index whose s is not first)
+            bad.update(idx[points[0][k]] for k in changed)
+            continue
         keys = [entries[k].index() for k in changed]
         bad.update(idx[key[0] if isinstance(key, tuple) else key] for key in keys)
     return bad

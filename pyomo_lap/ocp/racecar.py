@@ -383,8 +383,8 @@ def _attach_recorded_rows(m, p, cfg, tp, sigma, kappa, eps: float) -> None:
         comp = m.component(key)
         keys = list(comp.keys())
         entries = [comp[k] for k in keys]
-        rec.named.append(([k[1] if per_wheel else k for k in keys], entries,
-                          [e._args_ for e in entries]))
+        rec.named.append((entries, [e._args_ for e in entries],
+                          [k[1] if per_wheel else k for k in keys]))
     update_problem(m, point_rows=rec)
 
 
