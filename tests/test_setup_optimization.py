@@ -30,7 +30,7 @@ def test_unusable_free_parameters_are_refused_before_the_build(monkeypatch):
                               "keep_sum": [("aero.Cz1", "aero.Cz2")]},
         "'aero.Cz3': unknown (did you mean aero.Cz2": {"free": {"aero.Cz3": (0.0, 1.0)}},
         "its equations hold the car's numbers": {"free": {"aero.Cz1": (0.3, 0.9)},
-                                                 "model": "racecar"},
+                                                 "vehicle": "dymos_racecar"},
     }
     for words, kw in cases.items():
         with pytest.raises(ValueError) as exc:
