@@ -26,6 +26,7 @@ from . import __version__
 from .ocp.initialize import initialize_model
 from .ocp.build import build_model
 from .solvers.solve import SolveInterrupted, solve_model
+from .solvers.warm_start import PRIMAL_START_MU_INIT
 from .track.checks import LAT_LON_ORDERS
 from .track.geometry import TRACK_FORMATS, load_track
 from .util.overlap import while_solver_runs
@@ -419,11 +420,9 @@ of the optimal control problem among them (``start`` ... ``model``) are those of
 :data:`pyomo_lap.ocp.build.OCP_CONFIG` (the default ``length`` here is 2000 m)."""
 
 
-WARM_START_MU_INIT = 1e-3
-"""IPOPT's initial barrier parameter for a warm start (``warm_start_from``): on the default
-job, starting from the solution of a car 5 kg and 0.04 Cx away took 15-21 iterations against
-25-36 from the usual initial guess (the default 0.1 took 25-33: the barrier pushes the start
-back into the interior)."""
+WARM_START_MU_INIT = PRIMAL_START_MU_INIT
+"""IPOPT's initial barrier parameter for a warm start (``warm_start_from``) from primal values
+only (:data:`pyomo_lap.solvers.warm_start.PRIMAL_START_MU_INIT`)."""
 
 
 

@@ -29,11 +29,43 @@ from pyomo.dae import DerivativeVar
 from ..vehicle.speed_profile import quasi_steady_speed
 
 __all__ = ["initialize_model", "initialize_from_solution", "initialize_from_trajectory",
-           "cold_start_profile", "forget_multipliers", "START_MULTIPLIER_SUFFIXES"]
+           "cold_start_profile", "forget_multipliers", "START_MULTIPLIER_SUFFIXES",
+           "set_within_bounds"]
 
 START_MULTIPLIER_SUFFIXES = ("dual", "ipopt_zL_in", "ipopt_zU_in")
 """The suffixes a warm start sends IPOPT its starting multipliers in (Pyomo's ``ipopt``
 convention; :mod:`pyomo_lap.solvers.warm_start`): the rows' duals and the bounds' multipliers."""
+
+
+def set_within_bounds(pairs) -> int:
+    """Write values into variables, each clipped to its variable's bounds (an interpolated start
+    may overshoot them between its points); fixed variables and non-finite values are left
+    alone. Used by every initializer that moves a solution onto a model
+    (:func:`initialize_from_solution`, :mod:`pyomo_lap.post.continuation`,
+    :mod:`pyomo_lap.post.warm_start`).
+
+    Parameters
+    ----------
+    pairs : iterable of (VarData, float)
+
+    Returns
+    -------
+    int
+        The variables set.
+    """
+    import math
+    count = 0
+    for vd, v in pairs:
+        v = float(v)
+        if vd.fixed or not math.isfinite(v):
+            continue
+        if vd.lb is not None:
+            v = max(v, vd.lb)
+        if vd.ub is not None:
+            v = min(v, vd.ub)
+        vd.set_value(v, skip_validation=True)
+        count += 1
+    return count
 
 
 def forget_multipliers(m) -> None:
@@ -163,16 +195,7 @@ def initialize_from_solution(m, source) -> dict:
         if ok.sum() < 2:
             continue
         new = np.interp(s_dst, s_src[ok], vals[ok])
-        for s, v in zip(s_dst, new):
-            vd = target[s]
-            if vd.fixed:
-                continue
-            if vd.lb is not None:
-                v = max(v, vd.lb)
-            if vd.ub is not None:
-                v = min(v, vd.ub)
-            vd.set_value(float(v), skip_validation=True)
-            count += 1
+        count += set_within_bounds((target[s], v) for s, v in zip(s_dst, new))
     return {"status": "ok", "variables": count}
 
 

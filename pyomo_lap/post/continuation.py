@@ -25,7 +25,8 @@ reads them):
 ``mesh_continuation`` (:func:`pyomo_lap.solve_sector`, ``pyomo-lap solve``) decides when
 (docs/solvers.md, "Mesh continuation").
 
-Layer: post (imports numpy, Pyomo and :mod:`pyomo_lap.post.fixed_step`).
+Layer: post (imports numpy, Pyomo, :mod:`pyomo_lap.post.fixed_step`, the clipping of
+:mod:`pyomo_lap.ocp.initialize` and the barrier parameter of :mod:`pyomo_lap.solvers.warm_start`).
 """
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ import math
 from typing import Optional
 
 import numpy as np
+
+from ..solvers.warm_start import PRIMAL_START_MU_INIT
 
 __all__ = ["interpolate_solution", "continuation_meshes", "stage_element_lengths",
            "solve_by_continuation", "MESH_CONTINUATION", "COARSENING",
@@ -47,14 +50,12 @@ mesh's elements merged in pairs, then again ...): a coarse element is the union 
 elements, so an element boundary of the fine mesh that a junction of an arc track needs stays
 one of the coarse mesh."""
 
-CONTINUATION_IPOPT_OPTIONS = {"mu_init": 1e-3}
+CONTINUATION_IPOPT_OPTIONS = {"mu_init": PRIMAL_START_MU_INIT}
 """IPOPT options of the solve of a mesh started from a coarser one's solution (the solver
-options of the job override them): a small initial barrier parameter, as the job option
-``warm_start_from`` uses (:data:`pyomo_lap.api.WARM_START_MU_INIT`). Measured (issue 36,
-Nordschleife 1200 + 500 m, 150 elements of about 5 m onto 200): 14 iterations for the
-``fsae`` car with 1e-3 against 19 (1e-2), 15 (1e-4), 21 (1e-5), 29 (1e-6); ``f1_2014``
-24 with 1e-3; a bound push of 1e-8 or 1e-5 changed nothing (14) or added three
-iterations (27, ``f1_2014``)."""
+options of the job override them): the initial barrier parameter of a start from primal
+values (:data:`pyomo_lap.solvers.warm_start.PRIMAL_START_MU_INIT`, measured there); a bound
+push of 1e-8 or 1e-5 changed nothing (14 iterations, ``fsae``) or added three (27,
+``f1_2014``)."""
 
 
 def _sorted_points(m) -> tuple:
@@ -159,20 +160,9 @@ def interpolate_solution(new, old) -> dict:
 def _set_values(m, values: dict, points) -> int:
     """Write ``values[name]`` (one per point of ``points``, the sorted ``m.s``) into the free
     variables of ``m``, clipped to their bounds; NaN left alone. The count set."""
-    count = 0
-    for name, vals in values.items():
-        var = m.component(name)
-        for s, v in zip(points, vals):
-            vd = var[s]
-            if vd.fixed or not math.isfinite(v):
-                continue
-            if vd.lb is not None:
-                v = max(v, vd.lb)
-            if vd.ub is not None:
-                v = min(v, vd.ub)
-            vd.set_value(float(v), skip_validation=True)
-            count += 1
-    return count
+    from ..ocp.initialize import set_within_bounds
+    return sum(set_within_bounds((m.component(name)[s], v) for s, v in zip(points, vals))
+               for name, vals in values.items())
 
 
 def continuation_meshes(boundaries, min_elements: int, coarsening: int = COARSENING) -> list:

@@ -35,6 +35,7 @@ from typing import Optional
 import numpy as np
 import pyomo.environ as pyo
 
+from ..ocp.initialize import set_within_bounds
 from .fixed_step import collocation_interpolate, variable_names
 from .folders import SOLUTION_FILE
 
@@ -256,20 +257,6 @@ def _time(guess: np.ndarray, src_t: np.ndarray, covered: np.ndarray) -> np.ndarr
     return guess[0] + np.concatenate([[0.0], np.cumsum(inc)])
 
 
-def _set(comp, values, n_set: list) -> None:
-    for vd, v in zip(comp.values(), values):
-        if vd.fixed or not np.isfinite(v):
-            continue
-        lb, ub = vd.lb, vd.ub
-        v = float(v)
-        if lb is not None and v < lb:
-            v = lb
-        if ub is not None and v > ub:
-            v = ub
-        vd.set_value(v, skip_validation=True)
-        n_set[0] += 1
-
-
 def apply_warm_start(m, source, *, track_length: Optional[float] = None,
                      blend_m: float = BLEND_M) -> dict:
     """Set a model's variables (and, when the source has them, the multiplier suffixes
@@ -303,7 +290,7 @@ def apply_warm_start(m, source, *, track_length: Optional[float] = None,
                              f"{len(comps) - len(missing)} of this model's {len(comps)} "
                              "variables: expected a solve of the same vehicle model and car "
                              f"schema (missing e.g. {', '.join(missing[:4])})")
-    n_set = [0]
+    n_set = 0
     for c in comps:
         if c.name not in vals:
             continue
@@ -311,12 +298,12 @@ def apply_warm_start(m, source, *, track_length: Optional[float] = None,
         guess = np.where(np.isfinite(guess), guess, vals[c.name])
         new = (_time(guess, vals["t"], cov) if c.name == "t" and np.isfinite(guess).all()
                else _blend(guess, vals[c.name], cov, x, blend_m))
-        _set(c, new, n_set)
+        n_set += set_within_bounds(zip(c.values(), new))
     for k, arr in src["data"].items():   # unfixed scalars (free parameters) of the same name
         if k.startswith("var:") and arr.size == 1:
             c = m.component(k[4:])
             if c is not None and not c.is_indexed():
-                _set(c, arr, n_set)
+                n_set += set_within_bounds(zip(c.values(), arr))
     has_mult = _set_multipliers(m, res, x, s_t)
     same = (len(src["data"]["s"]) == len(s_t) and np.allclose(src["data"]["s"], s_t, atol=1e-6)
             and abs(src["start"] - x[0]) < 1e-6)
@@ -324,7 +311,7 @@ def apply_warm_start(m, source, *, track_length: Optional[float] = None,
     covered_m = float(s_t[-1]) * float(np.mean(_map_positions(
         src, x[0] + fine, track_length)[1]))
     return {"covered_share": covered_m / float(s_t[-1]), "covered_m": covered_m,
-            "n_variables": n_set[0], "variables_missing": missing,
+            "n_variables": n_set, "variables_missing": missing,
             "multipliers": has_mult, "same_mesh": bool(same)}
 
 

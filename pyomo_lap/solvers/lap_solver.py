@@ -481,9 +481,9 @@ def start_multipliers(model, nlp, options: dict):
     mult_g = -dual * sense if dual is not None else np.zeros(nlp.m)
     mult_x_l = zl * sense if zl is not None else np.zeros(nlp.n)
     mult_x_u = -zu * sense if zu is not None else np.zeros(nlp.n)
-    bad = ~(np.isfinite(mult_g).all() and np.isfinite(mult_x_l).all()
-            and np.isfinite(mult_x_u).all())
-    return None if bad else (mult_g, mult_x_l, mult_x_u)
+    if not all(np.isfinite(a).all() for a in (mult_g, mult_x_l, mult_x_u)):
+        return None
+    return mult_g, mult_x_l, mult_x_u
 
 
 def _run(prob, x0, print_level: int, tune_process: bool, output_file=None, start=None):
