@@ -46,7 +46,7 @@ from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add
                      discretize_on_track, entry_speed, finish_build, new_sector_model,
                      scale_variables, set_bounds, set_track_limits, track_limits)
 from .point_rows import (TRACK_INPUTS, PointRows, RowFamily, add_point_rows,  # noqa: F401 (re-exported)
-                         add_recorded_rows, rows_on_tape, spatial_dae_rows, track_joint,
+                         add_recorded_rows, chain_channels, rows_on_tape, spatial_dae_rows, track_joint,
                          track_numbers)
 from .vehicle_model import VehicleModel, update_problem
 
@@ -123,13 +123,16 @@ def record_point_rows(p, cfg) -> PointRows:
     -------
     PointRows
     """
-    return rows_on_tape(
-        lambda sym, v, track, namer: point_row_list(sym, veh.build_chain(sym), cfg,
-                                                    [v[k] for k in POINT_VARIABLES], track, namer),
-        p, POINT_VARIABLES, vehicle_inputs(p))
+    def rows_and_channels(sym, v, track, namer):
+        channels = {}
+        rows = point_row_list(sym, veh.build_chain(sym), cfg, [v[k] for k in POINT_VARIABLES],
+                              track, namer, channels=channels)
+        return rows, channels
+
+    return rows_on_tape(rows_and_channels, p, POINT_VARIABLES, vehicle_inputs(p))
 
 
-def point_row_list(p, chain, cfg, x, track, namer=None) -> list:
+def point_row_list(p, chain, cfg, x, track, namer=None, channels=None) -> list:
     r"""The rows of the OCP at one point (those of :func:`record_point_rows`), on any scalars.
 
     Parameters
@@ -146,6 +149,9 @@ def point_row_list(p, chain, cfg, x, track, namer=None) -> list:
         The track numbers, in the order of :data:`TRACK_INPUTS`.
     namer : callable, optional
         ``namer(tag, value)`` (see :func:`pyomo_lap.vehicle.car.car_equations`).
+    channels : dict, optional
+        Filled with the record's channel group
+        (:func:`pyomo_lap.ocp.point_rows.chain_channels`).
 
     Returns
     -------
@@ -181,6 +187,8 @@ def point_row_list(p, chain, cfg, x, track, namer=None) -> list:
     if not cfg.periodic:
         for k in range(4, 7):
             rows.append(("settled_start", k, e.qdd[k - 1], 0.0, 0.0, "first"))
+    if channels is not None:
+        channels.update(chain_channels(p, e))
     return rows
 
 
