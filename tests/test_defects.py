@@ -8,7 +8,7 @@ import pytest
 import _solved_sector as sector
 from pyomo_lap import Track, build_model, load_vehicle
 from pyomo_lap.post.defects import DEFECT_STATES, collocation_defects, refine_mesh
-from pyomo_lap.vehicle.numeric import CarFunctions
+from pyomo_lap.post.simulate import car_functions
 from pyomo_lap.post.simulate import FunctionControls, TrackLookup, simulate
 from pyomo_lap.vehicle.car import ALGEBRAIC
 
@@ -60,7 +60,7 @@ def test_defect_converges_at_the_polynomial_order_on_an_exact_trajectory():
     for the twelve states), and shooting from each element's start lands on the element's end
     (the samples are exact)."""
     p = load_vehicle("fsae")
-    car = CarFunctions(p)
+    car = car_functions(p)
     tr = wavy_track()
     drag = 0.5 * p.rho * p.S * p.Cx * 18.0 ** 2
     u = np.array([drag, 0.0, 0.0])
@@ -167,10 +167,10 @@ def test_the_batched_algebraic_loop_is_the_point_by_point_one():
     CarFunctions.solve gives at each point: 1200 states spread around a straight-line run,
     with yaw, steering and drive, started from the static loads; a point whose loads cannot
     stay positive (a wheel lifts) is flagged, not raised."""
-    from pyomo_lap.vehicle.numeric import AlgebraicLoopError, track_vector
+    from pyomo_lap.ocp.point_functions import AlgebraicLoopError, track_vector
     from pyomo_lap.track.geometry import load_track
     p = load_vehicle("fsae")
-    car = CarFunctions(p)
+    car = car_functions(p)
     tr = load_track("nordschleife")
     rng = np.random.default_rng(7)
     k = 1200
@@ -201,5 +201,5 @@ def test_the_batched_algebraic_loop_is_the_point_by_point_one():
 
 
 def track_vectors_of(track, s):
-    from pyomo_lap.vehicle.numeric import track_vectors
+    from pyomo_lap.ocp.point_functions import track_vectors
     return track_vectors(track.evaluate(np.asarray(s, float)))

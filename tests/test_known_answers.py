@@ -19,7 +19,7 @@ from scipy.optimize import brentq, fsolve
 
 from pyomo_lap import Track, load_vehicle
 from pyomo_lap.spatial.tree import TrackJoint, forward_kinematics
-from pyomo_lap.vehicle.numeric import CarFunctions
+from pyomo_lap.post.simulate import car_functions
 from pyomo_lap.post.simulate import FunctionControls, TrackLookup, simulate
 from pyomo_lap.vehicle.car import build_chain
 
@@ -29,7 +29,7 @@ G = 9.81
 @pytest.fixture(scope="module")
 def car():
     p = load_vehicle("fsae")
-    return p, CarFunctions(p)
+    return p, car_functions(p)
 
 
 def straight(length=800.0):
@@ -347,7 +347,7 @@ def test_energy_conserved_without_damping_tyres_and_aero():
     kinematics, heights from the postures (nothing of the ABA)."""
     from pyomo_lap import load_track
     p = load_vehicle("fsae").replace(c1=0.0, c2=0.0, rho=0.0)
-    cf = CarFunctions(p, tyres=False)
+    cf = car_functions(p, tyres=False)
     tr = load_track("nordschleife")
     s0 = 1280.0
     tp0 = tr.evaluate([s0])
@@ -390,7 +390,7 @@ def test_static_sag_and_loads_by_simulation():
     settles at q4 = -m_s g / k, q5 = q6 = 0, and wheel loads m g a2/(2l) front, m g a1/(2l)
     rear."""
     p = load_vehicle("fsae").replace(rho=0.0)
-    cf = CarFunctions(p)
+    cf = car_functions(p)
     tr = straight()
     x0 = [10.0, 0, 0, 0.0, 0.0, 0.0, 10.0, 0, 0, 0, 0, 0]
     sim = simulate(tr, p, FunctionControls(lambda t, x: (0.0, 0.0, 0.0)), x0, t_end=2.0,

@@ -110,8 +110,9 @@ def _settled_multibody(p, u, v, vy=0.0, r=0.0):
 def _settled_reduced(p, u, qd):
     """The reduced model (vehicle.car) at the same motion and controls: heave, pitch, roll
     with zero accelerations and its algebraic loads solved."""
-    from pyomo_lap.vehicle.numeric import CarFunctions, track_vector
-    carf = CarFunctions(p)
+    from pyomo_lap.ocp.point_functions import track_vector
+    from pyomo_lap.post.simulate import car_functions
+    carf = car_functions(p)
     trk = track_vector(FLAT)
     s1, s2 = p.static_loads
 

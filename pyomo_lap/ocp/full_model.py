@@ -40,7 +40,7 @@ from ..vehicle.schema import OPTIONAL_KEYS, SECTIONS, STRUCTURAL_ZEROS, absent
 from ..spatial.backend import add, is_number, mul, sub
 from .initialize import cold_start_profile
 from ..vehicle.powertrain import power_available
-from ..vehicle.numeric import CarFunctions, track_vectors
+from .point_functions import CarFunctions, track_vectors
 from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_vehicle_block, entries_at,
                      car_control_bounds, control_states, scale_control_rates, vehicle_var,
                      discretize_on_track, entry_speed, finish_build, new_sector_model,
@@ -737,7 +737,7 @@ def initialize_full_model(m, fixed_point_iterations: int = 4) -> dict:
     prof = cold_start_profile(m)
     v, t, sag, fx = prof["v"], prof["t"], prof["sag"], prof["fx"]
     f_xa, f_xb, delta = prof["f_xa"], prof["f_xb"], prof["delta"]
-    car = CarFunctions(p)        # the same car equations, traced once for fast float evaluation
+    car = CarFunctions(m.problem.point_rows, p, m.problem.vehicle_model)   # the model's record
     n = len(sigma)
     q = np.zeros((n, 6))
     q[:, 3] = sag

@@ -54,7 +54,7 @@ from .full_model import (RATE_NAMES as FULL_RATES, STATE_NAMES as FULL_STATES, V
                          _FAMILY_DOCS, brake_rows, set_car, vehicle_inputs)
 from ..vehicle.powertrain import power_available
 from .initialize import cold_start_profile, initialize_from_solution, initialize_model
-from ..vehicle.numeric import AlgebraicLoopError, CarFunctions, track_vector
+from .point_functions import AlgebraicLoopError, CarFunctions, track_vector, vehicle_values_of
 from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_vehicle_block,
                      car_control_bounds, discretize_on_track, finish_build, new_sector_model,
                      scale_variables, set_within_bounds)
@@ -182,7 +182,7 @@ def record_single_track_rows(p, cfg) -> PointRows:
             ups = ch[f"upsilon_{k}"]
             rows.append(("fiala_range", k, mul(ups, ups), None, 1.0, "all"))
         rows.append(("speed_min", None, ch["v_3x"], cfg.v_min, None, "all"))
-        return rows
+        return rows, dict(ch)        # the record's channel group: the equations' channels
 
     return rows_on_tape(point_rows, p, POINT_VARIABLES, vehicle_inputs(p))
 
@@ -259,7 +259,7 @@ def initialize_single_track(m, **kwargs) -> dict:
     """
     p = m.problem.vehicle
     prof = cold_start_profile(m)
-    car = CarFunctions(p, model="single-track")
+    car = CarFunctions(m.problem.point_rows, p, m.problem.vehicle_model)   # the model's record
     sigma = np.array(sorted(m.s))
     max_res = 0.0
     z = None
@@ -293,7 +293,8 @@ def trajectory_dataframe(m):
     import pandas as pd
     p = m.problem.vehicle
     tp = m.problem.track_points
-    car = CarFunctions(p, model="single-track")
+    rec = m.problem.point_rows        # the model's record, the car's parameters at m.vehicle's
+    car = CarFunctions(rec, p, m.problem.vehicle_model, values=vehicle_values_of(rec, m))
     sigma = sorted(m.s)
     elems = list(m.s.get_finite_elements())
     rows = []
@@ -348,7 +349,7 @@ def warm_start_full(m_full, m_single) -> dict:
     initialize_model(m_full)
     initialize_from_solution(m_full, m_single)
     p = m_full.problem.vehicle
-    car = CarFunctions(p)
+    car = CarFunctions(m_full.problem.point_rows, p, m_full.problem.vehicle_model)
     sigma = np.array(sorted(m_full.s))
     Q = np.zeros((len(sigma), 6))
     QD = np.zeros((len(sigma), 6))

@@ -41,7 +41,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from ..vehicle.numeric import AlgebraicLoopError, CarFunctions, track_vectors
+from ..ocp.point_functions import AlgebraicLoopError, CarFunctions, record_of, track_vectors
 
 __all__ = ["collocation_defects", "DefectReport", "refine_mesh", "RefinementResult",
            "initialize_from_collocation", "DEFECT_STATES", "WARM_START_IPOPT_OPTIONS"]
@@ -208,7 +208,9 @@ def collocation_defects(source, track, vehicle, *, ncp: Optional[int] = None,
         raise ValueError(f"scheme = {scheme!r}: expected 'LAGRANGE-RADAU' or 'LAGRANGE-LEGENDRE'")
     df, ncp, scheme, start, interpolation = _from_source(source, ncp, scheme, start, interpolation)
     state_controls = interpolation == "state"
-    car = car or CarFunctions(vehicle)
+    if car is None:
+        from .simulate import car_functions
+        car = car_functions(vehicle)
     el = df["element"].to_numpy().astype(int)
     s = df["s_sector"].to_numpy(float)
     X = df[list(DEFECT_STATES)].to_numpy(float)          # (M, 12)
@@ -467,7 +469,7 @@ def initialize_from_collocation(new, old, car: Optional[CarFunctions] = None) ->
             raise ValueError("initialize_from_collocation needs full models with LAGRANGE-RADAU")
     if abs(new.problem.sector_length - old.problem.sector_length) > 1e-9 or new.problem.options.start != old.problem.options.start:
         raise ValueError("the two models do not cover the same sector")
-    car = car or CarFunctions(old.problem.vehicle)
+    car = car or CarFunctions(record_of(old), old.problem.vehicle, old.problem.vehicle_model)
     so = np.array(sorted(old.s))
     fe = np.array(sorted(old.s.get_finite_elements()))
     sn = np.array(sorted(new.s))

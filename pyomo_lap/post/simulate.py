@@ -10,8 +10,9 @@ right-hand side
 
 the algebraic variables ``z`` (the vertical loads and the in-plane tyre wrench, eqs (35)-(36))
 are solved by Newton's method from the previous solution, and :math:`\ddot q` comes from the
-ABA, both through :class:`pyomo_lap.vehicle.numeric.CarFunctions`: the same Lie-group/ABA code that
-writes the Pyomo model, traced once and evaluated on floats. The integrators are SciPy's
+ABA, both through :class:`pyomo_lap.ocp.point_functions.CarFunctions`: the model's one record of
+its rows (the same Lie-group/ABA code that writes the Pyomo model, recorded once), evaluated on
+floats (:func:`car_functions`). The integrators are SciPy's
 (:func:`scipy.integrate.solve_ivp`).
 
 Controls are ``u = (f_xa [N], f_xb [N], delta [rad])`` given by a control law
@@ -44,9 +45,9 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ..vehicle.numeric import AlgebraicLoopError, CarFunctions
+from ..ocp.point_functions import N_TRACK, AlgebraicLoopError, CarFunctions, track_vectors
 
-__all__ = ["simulate", "SimulationResult", "PiecewiseControls", "CollocationControls", "FunctionControls",
+__all__ = ["simulate", "car_functions", "SimulationResult", "PiecewiseControls", "CollocationControls", "FunctionControls",
            "PathFollowing", "TrackLookup", "state_names", "controls_from_trajectory",
            "element_points", "preview_steering", "CONTROL_COLUMNS"]
 
@@ -60,9 +61,26 @@ def state_names(n_q: int = 6) -> tuple:
     return tuple(f"q{k}" for k in range(1, n_q + 1)) + tuple(f"q{k}_dot" for k in range(1, n_q + 1))
 
 
+def car_functions(vehicle, model: str = "full", tyres: bool = True) -> CarFunctions:
+    """The float functions of a car (:class:`~pyomo_lap.ocp.point_functions.CarFunctions`)
+    from the record of the vehicle model ``model`` (its ``VehicleModel.point_rows`` with the
+    default OCP options): any registered model that records its rows.
+
+    Raises
+    ------
+    ValueError
+        An unknown model, or one whose rows are not recorded.
+    """
+    from ..ocp.build import OCP_CONFIG, vehicle_model
+    vm = vehicle_model(model)
+    if vm.point_rows is None:
+        raise ValueError(f"model {model!r} does not record its rows: no car functions")
+    return CarFunctions(vm.point_rows(vehicle, OCP_CONFIG()), vehicle, vm, tyres=tyres)
+
+
 # ------------------------------------------------------------------------------ track access
 class TrackLookup:
-    """Track-joint vectors (:func:`pyomo_lap.vehicle.numeric.track_vector`) and widths at a track
+    """Track vectors (:func:`pyomo_lap.ocp.point_functions.track_vector`) and widths at a track
     coordinate, with a one-entry cache (the integrator and the event functions ask for the same
     ``q1`` several times).
 
@@ -113,20 +131,10 @@ class TrackLookup:
             d = q1 - (a + i * step)
             ci = c[i]
             v = ((ci[0] * d + ci[1]) * d + ci[2]) * d + ci[3]
-            trk = np.zeros(21)
-            trk[:9] = v[:9]
-            trk[9] = 1.0
-            trk[12:15] = v[9:12]
-            trk[18:21] = v[12:15]
-            return trk, float(v[15]), float(v[16])
+            return v[:N_TRACK].copy(), float(v[15]), float(v[16])
         s = q1 if self.track.closed else min(max(q1, 0.0), self.track.length)
         tp = self.track.evaluate(np.array([s]))
-        trk = np.zeros(21)
-        trk[:9] = tp.rotation[0].reshape(9)
-        trk[9] = 1.0
-        trk[12:15] = tp.omega[0]
-        trk[18:21] = tp.domega_ds[0]
-        return trk, float(tp.width_left[0]), float(tp.width_right[0])
+        return track_vectors(tp)[0], float(tp.width_left[0]), float(tp.width_right[0])
 
     def __call__(self, q1: float):
         q1 = float(q1)
@@ -831,7 +839,7 @@ def _prepare_run(track, vehicle, controls, x0, t_end, z0, model, tyres, car,
                  track_lookup) -> _Run:
     """Step 1 of :func:`simulate`: check the inputs, trace the car, wrap the controls."""
     if car is None:
-        car = CarFunctions(vehicle, model=model, tyres=tyres)
+        car = car_functions(vehicle, model=model, tyres=tyres)
     elif car.model != model or car.tyres != bool(tyres):
         raise ValueError(f"car functions are for model={car.model!r}, tyres={car.tyres}; "
                          f"asked for model={model!r}, tyres={tyres}")
