@@ -37,13 +37,27 @@ __all__ = ["trajectory_dataframe", "UNITS", "write_results", "read_trajectory", 
            "check_results_folder", "record_files", "output_lock", "OutputLock",
            "OutputBusyError", "FolderNotReplaceableError", "effective_solver_options",
            "summary_rows", "WORKBOOK_UNITS_NOTE", "NUMBER_FORMATS",
-           "number_format", "track_coordinate"]
+           "number_format", "track_coordinate", "record_columns", "SPINE_RELATIVE"]
 
 # the unit of every channel lives with its meaning in the channel dictionary (one table;
 # pyomo_lap.post.channels imports nothing from here, so the workbook can use it)
 UNITS = _channels.UNITS
 """Unit of every channel of :func:`trajectory_dataframe` (the same object as
 :data:`pyomo_lap.post.channels.UNITS`, where the units are declared with the meanings)."""
+
+
+SPINE_RELATIVE = {"dx_vip": "x_vip", "dy_vip": "y_vip", "dz_vip": "z_vip"}
+"""Channels of a record given relative to the track's spine point (the record's track inputs
+hold no position), and the column of :func:`trajectory_dataframe` each becomes (the spine's
+position added)."""
+
+
+def record_columns(rec) -> tuple:
+    """The columns of :func:`trajectory_dataframe` that a record's channel group gives
+    (:attr:`pyomo_lap.ocp.point_rows.PointRows.channels`): one per channel, named as the
+    channel (:data:`SPINE_RELATIVE` renamed). Each needs an entry in the channel dictionary
+    (:data:`pyomo_lap.post.channels.CHANNELS`)."""
+    return tuple(SPINE_RELATIVE.get(k, k) for k in rec.channel_names)
 
 
 def _record_dataframe(m, progress=None) -> pd.DataFrame:
@@ -65,17 +79,14 @@ def _record_dataframe(m, progress=None) -> pd.DataFrame:
     cols.update(out["values"])
     cols.update(out["qdd"])
     position = np.asarray(tp.position, dtype=float)
-    vip = [ch.pop(f"d{c}_vip", None) for c in "xyz"]      # relative to the spine point
-    acc = [ch.pop(f"a_{c}", None) for c in "xyz"]
+    relative = {name: ch.pop(key) for key, name in SPINE_RELATIVE.items() if key in ch}
+    acc = {k: ch.pop(k) for k in ("a_x", "a_y", "a_z") if k in ch}
     cols.update(ch)
     if "v_3x" in ch and "v_3y" in ch:
         cols["speed"] = np.hypot(ch["v_3x"], ch["v_3y"])
         cols["speed_kmh"] = 3.6 * cols["speed"]
-    for k, c in enumerate("xyz"):
-        if acc[k] is not None:
-            cols[f"a_{c}"] = acc[k]
-        if vip[k] is not None:
-            cols[f"{c}_vip"] = position[:, k] + vip[k]
+    cols.update(acc)
+    cols.update({name: position[:, "xyz".index(name[0])] + x for name, x in relative.items()})
     cols["x_spine"], cols["y_spine"], cols["z_spine"] = (position[:, k] for k in range(3))
     cols["width_left"] = np.asarray(tp.width_left, dtype=float)
     cols["width_right"] = np.asarray(tp.width_right, dtype=float)

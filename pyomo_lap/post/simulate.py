@@ -137,6 +137,7 @@ class TrackLookup:
         return track_vectors(tp)[0], float(tp.width_left[0]), float(tp.width_right[0])
 
     def __call__(self, q1: float):
+        """The track vector and the widths at ``q1`` (the last one cached)."""
         q1 = float(q1)
         if q1 != self._key:
             self._key, self._val = q1, self._evaluate(q1)
@@ -171,6 +172,7 @@ class PiecewiseControls:
     values: np.ndarray
 
     def __post_init__(self):
+        """Check and convert the fields."""
         self.breaks = np.asarray(self.breaks, float)
         self.values = np.asarray(self.values, float)
         if self.basis not in ("s", "t"):
@@ -189,6 +191,7 @@ class PiecewiseControls:
         return min(max(k, 0), len(self.values) - 1)
 
     def __call__(self, t, x, segment: int):
+        """The controls at time ``t`` and state ``x`` in segment ``segment``."""
         return self.values[segment]
 
 
@@ -254,6 +257,7 @@ class CollocationControls:
     restart: bool = True
 
     def __post_init__(self):
+        """Check and convert the fields."""
         self.breaks = np.asarray(self.breaks, float)
         self.nodes = np.asarray(self.nodes, float)
         self.values = np.asarray(self.values, float)
@@ -292,6 +296,7 @@ class CollocationControls:
         return (np.prod(d) * self._bary[k] / d) @ self.values[k]
 
     def __call__(self, t, x, segment: int):
+        """The controls at time ``t`` and state ``x`` in segment ``segment``."""
         return self.at(x[0] if self.basis == "s" else t, segment if self.restart else None)
 
 
@@ -311,9 +316,11 @@ class FunctionControls:
         self.fun = fun
 
     def segment(self, b) -> int:
+        """The segment of ``b`` (a track coordinate or a time)."""
         return 0
 
     def __call__(self, t, x, segment: int):
+        """The controls at time ``t`` and state ``x`` in segment ``segment``."""
         return self.fun(t, x)
 
 
@@ -400,6 +407,7 @@ class PathFollowing:
         self.reference = reference
 
     def segment(self, b) -> int:
+        """The segment of ``b`` (a track coordinate or a time)."""
         return self.ff.segment(b)
 
     def correction(self, x):
@@ -420,6 +428,7 @@ class PathFollowing:
         return out
 
     def __call__(self, t, x, segment: int):
+        """The controls at time ``t`` and state ``x`` in segment ``segment``."""
         f_xa, f_xb, delta = self.ff(t, x, segment)
         delta = delta + self.correction(x)
         p = self.vehicle
@@ -737,7 +746,9 @@ def simulate(track, vehicle, controls, x0: Sequence[float], t_end: float, *,
         Stop when ``q1`` reaches it [m].
     z0 : (n_z,), optional
         Guess of the algebraic variables at the start.
-    model : {'full', 'single-track'}
+    model : str
+        A registered vehicle model that records its rows (``'full'``, ``'single-track'``,
+        ``'multibody'``: :func:`car_functions`).
     tyres : bool
         False: no in-plane tyre forces (``f_3x = f_3y = m_3z = 0``), e.g. to check energy
         conservation.
@@ -747,7 +758,8 @@ def simulate(track, vehicle, controls, x0: Sequence[float], t_end: float, *,
     rtol : float
     atol : (2 n_q,), optional
         Default ``rtol`` times 1 m, 1 m, 1 rad, 0.01 m, 0.01 rad, 0.01 rad, 10 m/s, 1 m/s,
-        1 rad/s, 0.1 m/s, 0.1 rad/s, 0.1 rad/s (full model).
+        1 rad/s, 0.1 m/s, 0.1 rad/s, 0.1 rad/s (full model; 0.01 and 0.1 for every joint
+        after the third).
     max_step : float
         Largest step [s].
     chunk : float
@@ -775,8 +787,8 @@ def simulate(track, vehicle, controls, x0: Sequence[float], t_end: float, *,
     wall0 = _time.perf_counter()
     run = _prepare_run(track, vehicle, controls, x0, t_end, z0, model, tyres, car, track_lookup)
     if atol is None:
-        scale = ([1.0, 1.0, 1.0, 0.01, 0.01, 0.01, 10.0, 1.0, 1.0, 0.1, 0.1, 0.1] if run.n == 6
-                 else [1.0, 1.0, 1.0, 10.0, 1.0, 1.0])
+        extra = run.n - 3          # heave, pitch, roll, wheel carriers ...
+        scale = [1.0, 1.0, 1.0] + [0.01] * extra + [10.0, 1.0, 1.0] + [0.1] * extra
         atol = rtol * np.array(scale)
     # the initial algebraic loop (a clear error before any integration)
     try:
@@ -820,7 +832,7 @@ class _Run:
         return self.car.n_q
 
     def rhs(self, t, x):
-        """:math:`\\dot x = (\\dot q, \\ddot q)`, the algebraic loop solved from the last ``z``."""
+        r""":math:`\dot x = (\dot q, \ddot q)`, the algebraic loop solved from the last ``z``."""
         n = self.car.n_q
         self.n_rhs += 1
         self.where = (t, x[0])
