@@ -54,7 +54,7 @@ from .full_model import (RATE_NAMES as FULL_RATES, STATE_NAMES as FULL_STATES, V
                          _FAMILY_DOCS, brake_rows, set_car, vehicle_inputs)
 from ..vehicle.powertrain import power_available
 from .initialize import cold_start_profile, initialize_from_solution, initialize_model
-from .point_functions import AlgebraicLoopError, CarFunctions, track_vector, vehicle_values_of
+from .point_functions import AlgebraicLoopError, CarFunctions, track_vectors, vehicle_values_of
 from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_vehicle_block,
                      car_control_bounds, discretize_on_track, finish_build, new_sector_model,
                      scale_variables, set_within_bounds)
@@ -260,6 +260,7 @@ def initialize_single_track(m, **kwargs) -> dict:
     p = m.problem.vehicle
     prof = cold_start_profile(m)
     car = CarFunctions(m.problem.point_rows, p, m.problem.vehicle_model)   # the model's record
+    tracks = track_vectors(m.problem.track_points)     # the record's track inputs per point
     sigma = np.array(sorted(m.s))
     max_res = 0.0
     z = None
@@ -267,7 +268,7 @@ def initialize_single_track(m, **kwargs) -> dict:
         v = float(prof["v"][i])
         q, qd = [0.0, 0.0, 0.0], [v, 0.0, 0.0]
         u = [float(prof["f_xa"][i]), float(prof["f_xb"][i]), float(prof["delta"][i])]
-        trk = track_vector(m.problem.track_joints[i])
+        trk = tracks[i]
         z, qdd = car.solve(trk, q, qd, u, z)
         max_res = max(max_res, float(np.max(np.abs(car.evaluate(trk, q, qd, u, z)[1]))))
         vals = {"q2": 0.0, "q3": 0.0, "q1_dot": v, "q2_dot": 0.0, "q3_dot": 0.0,
@@ -295,6 +296,7 @@ def trajectory_dataframe(m):
     tp = m.problem.track_points
     rec = m.problem.point_rows        # the model's record, the car's parameters at m.vehicle's
     car = CarFunctions(rec, p, m.problem.vehicle_model, values=vehicle_values_of(rec, m))
+    tracks = track_vectors(tp)                         # the record's track inputs per point
     sigma = sorted(m.s)
     elems = list(m.s.get_finite_elements())
     rows = []
@@ -305,7 +307,7 @@ def trajectory_dataframe(m):
         qd = [val[n] for n in RATE_NAMES]
         u = [val[n] for n in veh.CONTROLS]
         z = [val[n] for n in ALGEBRAIC]
-        trk = track_vector(m.problem.track_joints[i])
+        trk = tracks[i]
         qdd, res = car.evaluate(trk, q, qd, u, z)
         ch = car.channels(trk, q, qd, u, z)
         row = {"s": float(tp.s[i]), "s_sector": float(s), "q1": float(tp.s[i])}
@@ -350,6 +352,7 @@ def warm_start_full(m_full, m_single) -> dict:
     initialize_from_solution(m_full, m_single)
     p = m_full.problem.vehicle
     car = CarFunctions(m_full.problem.point_rows, p, m_full.problem.vehicle_model)
+    tracks = track_vectors(m_full.problem.track_points)
     sigma = np.array(sorted(m_full.s))
     Q = np.zeros((len(sigma), 6))
     QD = np.zeros((len(sigma), 6))
@@ -362,7 +365,7 @@ def warm_start_full(m_full, m_single) -> dict:
         qd = np.array([pyo.value(m_full.component(n)[s]) for n in FULL_RATES])
         qd[3:] = 0.0
         u = np.array([pyo.value(m_full.component(n)[s]) for n in veh.CONTROLS])
-        trk = track_vector(m_full.problem.track_joints[i])
+        trk = tracks[i]
 
         def settle(y, _trk=trk, _q=q, _qd=qd, _u=u):
             qq = _q.copy()
