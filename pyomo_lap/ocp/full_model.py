@@ -40,7 +40,7 @@ from ..vehicle.schema import OPTIONAL_KEYS, SECTIONS, STRUCTURAL_ZEROS, absent
 from ..spatial.backend import add, is_number, mul, sub
 from .initialize import cold_start_profile
 from ..vehicle.powertrain import power_available
-from .point_functions import CarFunctions, track_vectors
+from .point_functions import CarFunctions, record_of, track_vectors
 from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_vehicle_block, entries_at,
                      car_control_bounds, control_states, scale_control_rates, vehicle_var,
                      discretize_on_track, entry_speed, finish_build, new_sector_model,
@@ -533,7 +533,7 @@ def add_channel_expressions(m) -> None:
     """
     from ..spatial import lie
     from ..spatial.backend import cos, sin, sqrt, total
-    joints = m.problem.track_joints
+    rotation = m.problem.track_points.rotation     # R_01 at the points (the record's R[k])
     sigma = sorted(m.s)
     idx = {s: i for i, s in enumerate(sigma)}
     car = m.car
@@ -546,7 +546,7 @@ def add_channel_expressions(m) -> None:
         return [named("V3", k, s) for k in range(6)]
 
     def acc(s):
-        R = joints[idx[s]].R
+        R = rotation[idx[s]].tolist()
         q3 = m.q3[s]
         Rz = lie.rot_axis(2, cos(q3), sin(q3))
         # the third row of R03 = R01 Rz(q3) (the ground's z axis in {B3}): only it is used
@@ -737,7 +737,7 @@ def initialize_full_model(m, fixed_point_iterations: int = 4) -> dict:
     prof = cold_start_profile(m)
     v, t, sag, fx = prof["v"], prof["t"], prof["sag"], prof["fx"]
     f_xa, f_xb, delta = prof["f_xa"], prof["f_xb"], prof["delta"]
-    car = CarFunctions(m.problem.point_rows, p, m.problem.vehicle_model)   # the model's record
+    car = CarFunctions(record_of(m), p, m.problem.vehicle_model)   # the model's record
     n = len(sigma)
     q = np.zeros((n, 6))
     q[:, 3] = sag

@@ -81,7 +81,8 @@ def track_vectors(tp, start: int = 0, stop: Optional[int] = None) -> np.ndarray:
 
 def record_of(m):
     """The recorded rows of a built model (its :class:`~pyomo_lap.ocp.point_rows.PointRows`),
-    or None for a model whose rows are not recorded."""
+    or None for a model whose rows are not recorded: the one place that knows where a built
+    model keeps its record."""
     return getattr(getattr(m, "problem", None), "point_rows", None)
 
 

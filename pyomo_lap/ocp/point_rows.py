@@ -21,6 +21,12 @@ recorded on a :class:`pyomo_lap.spatial.tape.Tape` (:func:`rows_on_tape`) and
   compiles (:meth:`PointRows.casadi_function`). The car's parameters are an argument of it,
   never numbers folded into the code: every car has the same rows, one compiled function
   serves every car of a model (:meth:`PointRows.structure_key`).
+
+With the rows the model code returns its *channel group* (:attr:`PointRows.channels`: the
+accelerations, tyre quantities and loads of the results), recorded on the same tape and
+inputs but no part of the NLP; the record's function ``(w, track, vehicle) -> (rows,
+channels)`` (:meth:`PointRows.point_function`) is what every numeric evaluation after the
+build uses (:mod:`pyomo_lap.ocp.point_functions`).
 """
 from __future__ import annotations
 

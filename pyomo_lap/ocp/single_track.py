@@ -54,7 +54,8 @@ from .full_model import (RATE_NAMES as FULL_RATES, STATE_NAMES as FULL_STATES, V
                          _FAMILY_DOCS, brake_rows, set_car, vehicle_inputs)
 from ..vehicle.powertrain import power_available
 from .initialize import cold_start_profile, initialize_from_solution, initialize_model
-from .point_functions import AlgebraicLoopError, CarFunctions, track_vectors, vehicle_values_of
+from .point_functions import (AlgebraicLoopError, CarFunctions, record_of, track_vectors,
+                              vehicle_values_of)
 from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_vehicle_block,
                      car_control_bounds, discretize_on_track, finish_build, new_sector_model,
                      scale_variables, set_within_bounds)
@@ -259,7 +260,7 @@ def initialize_single_track(m, **kwargs) -> dict:
     """
     p = m.problem.vehicle
     prof = cold_start_profile(m)
-    car = CarFunctions(m.problem.point_rows, p, m.problem.vehicle_model)   # the model's record
+    car = CarFunctions(record_of(m), p, m.problem.vehicle_model)   # the model's record
     tracks = track_vectors(m.problem.track_points)     # the record's track inputs per point
     sigma = np.array(sorted(m.s))
     max_res = 0.0
@@ -294,7 +295,7 @@ def trajectory_dataframe(m):
     import pandas as pd
     p = m.problem.vehicle
     tp = m.problem.track_points
-    rec = m.problem.point_rows        # the model's record, the car's parameters at m.vehicle's
+    rec = record_of(m)        # the model's record, the car's parameters at m.vehicle's
     car = CarFunctions(rec, p, m.problem.vehicle_model, values=vehicle_values_of(rec, m))
     tracks = track_vectors(tp)                         # the record's track inputs per point
     sigma = sorted(m.s)
@@ -351,7 +352,7 @@ def warm_start_full(m_full, m_single) -> dict:
     initialize_model(m_full)
     initialize_from_solution(m_full, m_single)
     p = m_full.problem.vehicle
-    car = CarFunctions(m_full.problem.point_rows, p, m_full.problem.vehicle_model)
+    car = CarFunctions(record_of(m_full), p, m_full.problem.vehicle_model)
     tracks = track_vectors(m_full.problem.track_points)
     sigma = np.array(sorted(m_full.s))
     Q = np.zeros((len(sigma), 6))

@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyomo.environ as pyo
 
 from . import channels as _channels
 from .folders import (  # re-exported: the folder names of this module before the split

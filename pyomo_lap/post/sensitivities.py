@@ -99,6 +99,7 @@ from typing import Optional
 import numpy as np
 import pyomo.environ as pyo
 
+from ..ocp.point_functions import record_of
 from ..spatial.backend import is_number
 from ..vehicle.schema import SECTIONS, VehicleParameters
 
@@ -322,7 +323,7 @@ def _checked_model(m) -> tuple:
         As :func:`lap_time_sensitivities`.
     """
     prob = m.problem
-    if prob.vehicle_model.name != "full" or prob.point_rows is None:
+    if prob.vehicle_model.name != "full" or record_of(m) is None:
         raise NotImplementedError("lap-time sensitivities need the full model (model='full')")
     if prob.options.lift:
         raise NotImplementedError("lap-time sensitivities of a model built with the option 'lift'")
@@ -389,7 +390,7 @@ def _point_lagrangian(m, names: list, dual) -> _PointLagrangian:
     p = prob.vehicle
     P = ca.SX.sym("p", len(names))
     sym = SymbolicVehicle(p, {k: P[i] for i, k in enumerate(names)})
-    rec = prob.point_rows
+    rec = record_of(m)
     nv, nt = len(rec.variables), len(rec.track_inputs)
     W = ca.SX.sym("w", nv)
     T = ca.SX.sym("track", nt)
@@ -461,7 +462,7 @@ def _entry_speed_part(m, names: list, gw, dual, entry_step: float) -> tuple:
     prob = m.problem
     cfg, p = prob.options, prob.vehicle
     dv0_dp, grad_entry = np.zeros(len(names)), np.zeros(len(names))
-    first = prob.point_rows.points[0]
+    first = record_of(m).points[0]
     if prob.initial_speed is None or cfg.initial_speed != "quasi-steady":
         return None, dv0_dp, grad_entry
     v0_mult = -float(np.asarray(gw)[0, 0])
