@@ -112,12 +112,42 @@ def test_a_channel_added_to_the_record_reaches_the_results_and_the_dictionary_ga
     tape = rec.tape
     kappa = next(n for n in tape.nodes if n.op == "input" and n.args[0] == "Om[2]")
     v = rec.channels["v_3x"]
+    before = trajectory_dataframe(m)
     rec.channels["v2_kappa"] = tape.op("mul", tape.op("mul", v, v), kappa)
-    rec.__dict__.pop("_point_function", None)      # the record's function, made anew
     df = trajectory_dataframe(m)
-    assert "v2_kappa" in df.columns
+    assert "v2_kappa" in df.columns and "v2_kappa" not in before.columns
     expected = df["v_3x"].to_numpy() ** 2 * df["Omega_z"].to_numpy()
     np.testing.assert_allclose(df["v2_kappa"], expected, rtol=1e-12, atol=1e-15)
     assert np.abs(expected).max() > 0.1            # a curved stretch: not a trivial zero
     assert "v2_kappa" in record_columns(rec) and "v2_kappa" not in CHANNELS
     assert math.isfinite(float(df["v2_kappa"].abs().max()))
+
+
+@pytest.mark.unit
+def test_the_channel_group_is_no_part_of_the_nlp():
+    """The full model's rows recorded without their channel group have the same live tape,
+    the same structure key (the compiled point functions' cache) and the same rows at a point
+    as the record with it: the channels are outputs, never constraints."""
+    from pyomo_lap.ocp.full_model import POINT_VARIABLES, point_row_list, vehicle_inputs
+    from pyomo_lap.ocp.point_rows import rows_on_tape
+    from pyomo_lap.vehicle import car as veh
+    p = load_vehicle("fsae")
+    cfg = OCP_CONFIG()
+    with_channels = VEHICLE_MODELS["full"].point_rows(p, cfg)
+    rows_only = rows_on_tape(
+        lambda sym, v, track, namer: point_row_list(sym, veh.build_chain(sym), cfg,
+                                                    [v[k] for k in POINT_VARIABLES], track, namer),
+        p, POINT_VARIABLES, vehicle_inputs(p))
+    assert with_channels.channels and not rows_only.channels
+    assert with_channels.structure_key() == rows_only.structure_key()
+    assert sum(with_channels.tape.live) == sum(rows_only.tape.live)
+    assert len(with_channels.tape.nodes) > len(rows_only.tape.nodes)     # the channels' own nodes
+    rng = np.random.default_rng(5)
+    w = rng.uniform(0.1, 1.0, len(POINT_VARIABLES))
+    w[POINT_VARIABLES.index("q1_dot")] = 20.0
+    t = np.r_[np.eye(3).ravel(), rng.uniform(-0.01, 0.01, 6)]
+    v = with_channels.vehicle_values(p)
+    a = np.asarray(with_channels.casadi_function()(w, t, v)).ravel()
+    b = np.asarray(rows_only.casadi_function()(w, t, v)).ravel()
+    c = np.asarray(with_channels.point_function()(w, t, v)[0]).ravel()
+    assert np.array_equal(a, b) and np.array_equal(a, c)

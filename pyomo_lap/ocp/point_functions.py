@@ -325,7 +325,9 @@ class CarFunctions:
         (qdd (n, n_q), res (n, n_z))
             [m/s^2 or rad/s^2], [N or N m].
         """
-        args = np.hstack([np.asarray(a, float).reshape(len(trk), -1) for a in (q, qd, u, z, trk)])
+        k = len(trk)
+        args = np.hstack([np.asarray(a, float).reshape(k, -1) if np.size(a) else np.zeros((k, 0))
+                          for a in (q, qd, u, z, trk)])
         out = np.asarray(self._f.map(args.shape[0])(args.T)).reshape(-1, args.shape[0])
         return out[:self.n_q].T.copy(), out[self.n_q:self.n_q + self.n_z].T.copy()
 
@@ -385,6 +387,9 @@ class CarFunctions:
         fixed = np.hstack([np.asarray(a, float) for a in (q, qd, u)])
         trk = np.asarray(trk, float)
         z = np.array(z0, dtype=float, copy=True).reshape(len(fixed), self.n_z)
+        if self.n_z == 0:              # no algebraic loop (the multibody car)
+            qdd, _ = self.evaluate_many(trk, q, qd, u, z)
+            return z, qdd, np.ones(len(z), dtype=bool)
         k = len(z)
 
         def pack(idx, zz):

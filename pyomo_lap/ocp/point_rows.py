@@ -212,17 +212,19 @@ class PointRows:
     def point_function(self):
         """``casadi.Function`` ``(w, track, vehicle) -> (rows, channels)``: the rows (as
         :meth:`casadi_function`) and the channel group (:attr:`channels`, in order) of one
-        point, SX, made once per record (the function every numeric evaluation of the car's
-        equations after the build uses: channels, simulation, defects, initial guesses)."""
-        fn = self.__dict__.get("_point_function")
-        if fn is None:
+        point, SX, made once per record and channel group (the function every numeric
+        evaluation of the car's equations after the build uses: channels, simulation,
+        defects, initial guesses; a channel added to :attr:`channels` makes it anew)."""
+        key = tuple((k, id(v)) for k, v in self.channels.items())
+        made = self.__dict__.get("_point_function")
+        if made is None or made[0] != key:
             from ..spatial.tape import casadi_function
             fn = casadi_function(self.tape, {"rows": self.outputs,
                                              "channels": list(self.channels.values())},
                                  {"w": self.variables, "track": self.track_inputs,
                                   "vehicle": self.vehicle_inputs}, name="point_record")
-            self.__dict__["_point_function"] = fn
-        return fn
+            made = self.__dict__["_point_function"] = (key, fn)
+        return made[1]
 
     @property
     def channel_names(self) -> tuple:

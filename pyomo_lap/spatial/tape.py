@@ -640,5 +640,5 @@ def casadi_function(tape: "Tape", outputs, groups: Dict[str, Sequence[str]],
     vals = tape.forward(where.__getitem__, lambda i, node, args: (
         _ARITHMETIC.get(node.op) or getattr(ca, node.op))(*args), live=live)
     res = [ca.vertcat(*[vals[o.index] if isinstance(o, Node) else ca.SX(float(o)) for o in outs])
-           for outs in named.values()]
+           if outs else ca.SX(0, 1) for outs in named.values()]
     return ca.Function(name, [syms[g] for g in groups], res, list(groups), list(named))
