@@ -218,7 +218,7 @@ def test_every_subpackage_docstring_names_its_modules():
 def test_the_package_docstring_check_sees_a_module_left_out(tmp_path):
     fake = tmp_path / "pyomo_lap" / "vehicle"
     fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text('"""Cars: :mod:`.car` and :mod:`pyomo_lap.vehicle.tyre`."""\n')
+    (fake / "__init__.py").write_text('"""Cars: :mod:`.car` and :mod:`pyomo_lap.' + 'vehicle.tyre`."""\n')
     for name in ("car", "tyre", "brakes"):
         (fake / f"{name}.py").write_text("")
     assert _unnamed_modules(fake, tmp_path) == ["brakes"]
