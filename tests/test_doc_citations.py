@@ -400,3 +400,52 @@ def test_the_file_check_reads_paths_of_the_package_and_its_subpackages():
     assert not _file_exists("vehicle.py") and not _file_exists("ocp/ocp_common.py")
     assert [m.group(1) for m in _CODE_FILE.finditer("python benchmarks/laps.py --out x.md")] == [
         "benchmarks/laps.py", "x.md"]
+
+
+# --- the site: its navigation and the modules page ------------------------------------------
+
+def _nav_entries(mkdocs_yml: str) -> list:
+    """The files of the ``nav:`` of mkdocs.yml (``- Title: page.md``), relative to docs/."""
+    nav = re.search(r"^nav:\n(.*?)(?=^\S)", mkdocs_yml, re.M | re.S)
+    assert nav, "mkdocs.yml has no nav"
+    return re.findall(r":\s*\"?([\w/.-]+\.(?:md|py))\"?\s*$", nav.group(1), re.M)
+
+
+@pytest.mark.unit
+def test_the_site_navigation_lists_every_docs_page_once():
+    """Every page of docs/ (and every tutorial) is in the navigation of mkdocs.yml, once, and
+    every entry there is a page (the site build, an integration test, warns of the first only)."""
+    listed = _nav_entries((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    docs = ROOT / "docs"
+    pages = {p.relative_to(docs).as_posix() for p in docs.rglob("*.md")}
+    pages |= {p.relative_to(docs).as_posix() for p in (docs / "tutorials").glob("*.py")}
+    assert sorted(pages - set(listed)) == [], "not in mkdocs.yml's nav"
+    assert sorted(set(listed) - pages) == [], "in mkdocs.yml's nav, but not in docs/"
+    assert len(listed) == len(set(listed)), "listed twice in mkdocs.yml's nav"
+
+
+@pytest.mark.unit
+def test_the_navigation_reader_reads_the_nav_only():
+    text = ('site_name: x\nnav:\n  - Home: index.md\n  - Part:\n      - "A: b": a.md\n'
+            '      - T: tutorials/t.py\nplugins:\n  - x: y.md\n')
+    assert _nav_entries(text) == ["index.md", "a.md", "tutorials/t.py"]
+
+
+@pytest.mark.unit
+def test_the_modules_page_puts_each_module_under_its_subpackage():
+    """docs/reference/modules.md: ``::: pyomo_lap.<package>.<module>`` under the heading
+    ``pyomo_lap.<package>``, the top-level modules under "The top layer" (test_first_hour.py
+    checks that every module is there)."""
+    text = (ROOT / "docs" / "reference" / "modules.md").read_text(encoding="utf-8")
+    section, wrong = None, []
+    for line in text.splitlines():
+        head = re.match(r"##\s+`?([\w. ]+?)`?\s*$", line)
+        if head:
+            section = head.group(1)
+        mod = re.match(r"::: (pyomo_lap(?:\.\w+)+)\s*$", line)
+        if mod:
+            parts = mod.group(1).split(".")
+            want = ".".join(parts[:2]) if len(parts) > 2 else "The top layer"
+            if section != want:
+                wrong.append(f"{mod.group(1)} under {section!r}, not {want!r}")
+    assert not wrong, "\n".join(wrong)
