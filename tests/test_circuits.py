@@ -37,7 +37,7 @@ from click.testing import CliRunner
 from pyomo_lap.cli import main
 from pyomo_lap.track.checks import TrackDataError, check_vehicle_fits
 from pyomo_lap.track.circuits import CIRCUITS, bridge_correction
-from pyomo_lap.track.geometry import available_tracks, bundled_tracks, load_track
+from pyomo_lap.track.loading import available_tracks, bundled_tracks, load_track
 from pyomo_lap.vehicle.car import load_vehicle
 
 REPO = Path(__file__).resolve().parents[1]

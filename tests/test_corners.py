@@ -99,7 +99,7 @@ _SEGS = "".join(f"[[segment]]\n{x}\n" for x in (
 
 @pytest.mark.unit
 def test_corner_file_beside_the_track_names_and_bounds_them(tmp_path):
-    from pyomo_lap.track.geometry import load_track
+    from pyomo_lap.track.loading import load_track
     path = _arc_file(tmp_path, _SEGS)
     q = 30 * math.pi / 2
     (tmp_path / "circuit.corners.csv").write_text(
@@ -129,7 +129,7 @@ def test_corner_file_beside_the_track_names_and_bounds_them(tmp_path):
     ("number,s_apex_m\n1,120\n1,120\n", "row 2, number = 1: given twice"),
 ])
 def test_corner_file_errors_are_one_line(tmp_path, text, words):
-    from pyomo_lap.track.geometry import load_track
+    from pyomo_lap.track.loading import load_track
     tr = load_track(_arc_file(tmp_path, _SEGS))
     f = tmp_path / "bad.csv"
     f.write_text(text)

@@ -23,7 +23,8 @@ from click.testing import CliRunner
 import pyomo_lap.api as api
 from pyomo_lap.cli import main
 from pyomo_lap.track.checks import TrackDataError, TrackRepairWarning
-from pyomo_lap.track.geometry import Track, load_track
+from pyomo_lap.track.geometry import Track
+from pyomo_lap.track.loading import load_track
 
 from _tracks import write_ring_csv
 
@@ -485,7 +486,7 @@ def test_both_orders_valid_is_a_warning_on_the_default_output(tmp_path):
     r = CliRunner().invoke(main, ["solve", "-q", "--track", str(swapped), "--solver",
                                   "no_such_solver", "--out", str(tmp_path / "out")])
     assert "track warning: latitude/longitude order" in r.output     # also with -q
-    from pyomo_lap.track.build import lat_lon_order_warnings
+    from pyomo_lap.track.gps import lat_lon_order_warnings
     near = [{"step": "lat_lon_order", "lengths_m": [1000.0, 1005.0], "columns": ["lat", "lon"]}]
     assert lat_lon_order_warnings(near) == []                        # within 1 %: no warning
 
@@ -510,7 +511,7 @@ def test_lat_lon_order_reads_a_swapped_gps_file_at_its_true_length(tmp_path, kin
     6.94): lat_lon_order='lon,lat' reads it as the same points written in the right order
     and read as named (an independent reading), with no ambiguity warning; the order used
     and why are recorded (issue 34, item 9)."""
-    from pyomo_lap.track.build import lat_lon_order_warnings
+    from pyomo_lap.track.gps import lat_lon_order_warnings
     good = zaggy_loop(tmp_path / "loop.json", *NUR)
     swapped = zaggy_loop(tmp_path / "loop_swapped.json", *NUR, swap=True)
     if kind == "csv":

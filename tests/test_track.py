@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pyomo_lap.track.geometry import Track, TrackPoints, available_tracks, load_track
+from pyomo_lap.track.geometry import Track, TrackPoints
+from pyomo_lap.track.loading import available_tracks, load_track
 
 REPO = Path(__file__).resolve().parents[1]
 RAW = Path(__file__).resolve().parents[1] / "data" / "tracks" / "raw" / "zaggyai"
@@ -408,7 +409,7 @@ def test_bundled_track_is_read_not_built_and_evaluated_vectorized():
         return out, dict(calls)
 
     tr, loading = counted(load_track, "nordschleife")
-    assert ("track/geometry.py", "from_csv") in loading
+    assert ("track/csv_files.py", "from_csv") in loading
     assert not any(name == "track/build.py" or fn == "from_zaggy_json" for name, fn in loading)
     _, few = counted(tr.evaluate, np.linspace(0.0, tr.length, 10))
     s = np.linspace(0.0, tr.length, 2000)

@@ -11,6 +11,7 @@ import pytest
 from pyomo_lap import Track, load_track, load_vehicle
 from pyomo_lap.track import checks as tc
 from pyomo_lap.track.checks import TrackDataError, TrackRepairWarning
+from pyomo_lap.track.built_checks import _segments_crossing
 
 R = 100.0           # [m] test circle radius
 N = 200             # points on it (3.14 m apart)
@@ -284,7 +285,7 @@ def test_self_intersecting_centreline(tmp_path):
     rng = np.random.default_rng(3)
     for _ in range(20):
         Q = rng.uniform(0, 10, (12, 2))
-        got = {(min(i, j), max(i, j)) for i, j, _, _ in tc._segments_crossing(Q, False)}
+        got = {(min(i, j), max(i, j)) for i, j, _, _ in _segments_crossing(Q, False)}
         want = set()
         for i in range(11):
             for j in range(i + 2, 11):
@@ -395,7 +396,7 @@ def test_a_flat_figure_of_eight_is_a_bridge(tmp_path, layout):
     step = _bridge_step(tr)
     assert step["count"] == 1 and "the later branch in the direction of travel" in step["detail"]
     assert np.all(tr.evaluate(tr.sample_s(5.0)).position[:, 2] == 0.0)
-    from pyomo_lap.track.checks import check_track      # the other branch on top
+    from pyomo_lap.track.built_checks import check_track      # the other branch on top
     check_track(tr, upper_branch="earlier")
     assert tr.provenance["bridges"][0]["s_upper"] == pytest.approx(0.0, abs=0.5)
     assert [st["step"] for st in tr.processing_steps].count("crossing_bridge") == 1

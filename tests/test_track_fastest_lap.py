@@ -15,7 +15,8 @@ import pytest
 from click.testing import CliRunner
 from scipy.spatial import cKDTree
 
-from pyomo_lap.track.geometry import Track, load_track
+from pyomo_lap.track.geometry import Track
+from pyomo_lap.track.loading import load_track
 
 ROOT = Path(__file__).resolve().parents[1]
 RAW = ROOT / "data" / "tracks" / "raw" / "fastest-lap" / "catalunya.xml"

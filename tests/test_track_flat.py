@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from pyomo_lap.cli import main
 from pyomo_lap.track.checks import TrackDataError
-from pyomo_lap.track.geometry import load_track
+from pyomo_lap.track.loading import load_track
 
 R = 150.0
 

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from pyomo_lap.track.checks import TrackDataError, TrackRepairWarning
-from pyomo_lap.track.geometry import Track, load_track
+from pyomo_lap.track.geometry import Track
+from pyomo_lap.track.loading import load_track
 
 R = 100.0                  # [m] radius of the circles
 LAT0, LON0 = 47.2195, 14.7647
@@ -264,7 +265,7 @@ def test_kml_pair_of_files_as_fastest_lap_writes_them(tmp_path):
     tp = tr.evaluate(np.linspace(0.0, tr.length, 40, endpoint=False))
     assert np.allclose(tp.width_left, 5.0, atol=4e-3) and np.allclose(tp.width_right, 5.0, atol=4e-3)
     assert np.allclose(tp.position[:, 2], 0.0)
-    from pyomo_lap.track.geometry import _kml_boundaries       # from the left file: the same pair
+    from pyomo_lap.track.boundaries import _kml_boundaries       # from the left file: the same pair
     (lc, rc), how, files = _kml_boundaries(tmp_path / "ring_left.kml")
     assert [f.name for f in files] == ["ring_left.kml", "ring_right.kml"] and len(lc) == 240
     (tmp_path / "ring_right.kml").unlink()

@@ -21,7 +21,7 @@ from _tracks import write_ring_csv
 from pyomo_lap import Track, load_track
 from pyomo_lap.track import checks as tc
 from pyomo_lap.cli import main
-from pyomo_lap.track.build import display_name
+from pyomo_lap.track.gps import display_name
 
 # ------------------------------------------------------------------ the raw file's geometry
 LAT0, LON0 = 47.3, 8.5          # [deg] where the test track lies
