@@ -160,6 +160,8 @@ def test_units_in_the_header_and_the_tools_own_columns(tmp_path):
 
 @pytest.mark.unit
 def test_a_header_that_is_not_understood_says_how_the_file_was_read(tmp_path):
+    """A header that is not understood is refused saying how the file was read and the accepted
+    names."""
     f = tmp_path / "pipes.csv"
     f.write_text("x|y|z\n0|0|0\n10|0|0\n10|10|0\n0|10|0\n")
     with pytest.raises(ValueError, match=r"missing required column 'x'.*read with columns "
@@ -198,6 +200,8 @@ def test_gps_logger_csv_with_common_names_semicolons_and_altitude(tmp_path):
 
 @pytest.mark.unit
 def test_gps_csv_without_altitude_is_flat_and_swapped_columns_are_refused(tmp_path):
+    """A GPS CSV file without altitude loads flat (an assumed value); swapped latitude and
+    longitude are refused."""
     x, y, _ = _circle(200)
     lat, lon = _to_lat_lon(x, y)
     f = tmp_path / "flat.csv"
