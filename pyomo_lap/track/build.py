@@ -437,7 +437,7 @@ def _processing_steps(to_s, L, closed, *, n_in, merged_at, missing_at, n_z, far_
 
 
 # ---------------------------------------------------------------------------
-# the bundled Nordschleife
+# the bundled tracks' metadata
 # ---------------------------------------------------------------------------
 
 
@@ -490,7 +490,7 @@ def track_figures(track, s, points, length: float) -> dict:
 
 
 # ---------------------------------------------------------------------------
-# boundaries
+# distances to a polyline
 # ---------------------------------------------------------------------------
 def nearest_on_polyline(Q: np.ndarray, pts: np.ndarray, closed: bool):
     """The nearest point of the polyline ``Q`` (M, 2) (closed: ``Q[-1] -> Q[0]`` too) to each

@@ -1,8 +1,9 @@
 """Checks (and, where a repair is well defined, repairs) of track data, before any solve.
 
 Users bring GPS traces with glitches, missing elevations and loops that do not close. The
-loaders of :mod:`pyomo_lap.track.geometry` pass the raw points through :func:`check_points` and the
-built track through :func:`check_track`; :func:`check_sector` and :func:`check_vehicle_fits`
+loaders (:mod:`pyomo_lap.track.csv_files`, :mod:`~pyomo_lap.track.gps`,
+:mod:`~pyomo_lap.track.boundaries`) pass the raw points through :func:`check_points` and the
+built track through :func:`pyomo_lap.track.built_checks.check_track`; :func:`check_sector` and :func:`check_vehicle_fits`
 check a sector and a car against a track. Every problem found is a :class:`Finding` whose
 message names the source (file), the rows or the arc length, the values and what was
 expected. Without ``repair`` any finding raises :class:`TrackDataError` listing them all;

@@ -21,8 +21,11 @@ separate every number by ``", "``).
 juanmanzanero/fastest-lap, ``database/tracks/<circuit>/<circuit>.xml``): the fields of its
 ``<data>`` as arrays, in the file's frame.
 
-Nothing here checks the data: that is :mod:`pyomo_lap.track.checks`, after the loaders of
-:mod:`pyomo_lap.track.geometry` have put the columns together.
+Nothing here checks the data: that is :mod:`pyomo_lap.track.checks`, after the loaders
+(:mod:`pyomo_lap.track.csv_files`, :mod:`~pyomo_lap.track.gps`,
+:mod:`~pyomo_lap.track.boundaries`) have put the columns together. Which loader reads which
+file: the registry of track formats, :mod:`pyomo_lap.track.loading`. :func:`parse_table` reads
+a file's text (also its first lines: the CSV dialects' ``sniff``).
 """
 from __future__ import annotations
 

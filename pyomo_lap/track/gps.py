@@ -41,7 +41,7 @@ LATLON_SCALE = 1e-7       # zaggy lat/lon unit: 1e-7 degree -> degree
 
 
 # ---------------------------------------------------------------------------
-# raw data
+# raw zaggyai files, names, projection, latitude and longitude
 # ---------------------------------------------------------------------------
 class ZaggyData(dict):
     """Parsed zaggyai/track_data JSON (a dict with numpy arrays).

@@ -2,7 +2,7 @@
 table (``pyomo-lap check``), their one-line summaries (``pyomo-lap solve``) and their rows in
 the results' provenance.
 
-The loaders of :mod:`pyomo_lap.track.geometry` keep two lists in ``track.provenance`` (also
+The track loaders (:mod:`pyomo_lap.track.csv_files`, :mod:`~pyomo_lap.track.gps`, :mod:`~pyomo_lap.track.boundaries`) keep two lists in ``track.provenance`` (also
 :attr:`pyomo_lap.track.geometry.Track.processing_steps` and :attr:`~pyomo_lap.track.geometry.Track.assumptions`):
 
 ``processing_steps``

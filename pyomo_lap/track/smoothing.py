@@ -6,7 +6,8 @@ points) into a smooth curve sampled at uniform arc length, which
 :mod:`pyomo_lap.track.geometry` then interpolates with a quintic spline.  They are used
 both by :func:`pyomo_lap.track.nordschleife.build_nordschleife` (the reproducible
 processing behind ``data/tracks/nordschleife.csv``) and by the user-facing loaders
-:meth:`pyomo_lap.track.geometry.Track.from_csv` / :meth:`~pyomo_lap.track.geometry.Track.from_zaggy_json`.
+:meth:`pyomo_lap.track.geometry.Track.from_csv` / :meth:`~pyomo_lap.track.geometry.Track.from_zaggy_json`,
+through :func:`pyomo_lap.track.build.process_points`.
 
 Smoothing method
 ----------------
