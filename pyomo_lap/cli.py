@@ -512,7 +512,7 @@ def check(track, vehicle, repair_track, track_width, lat_lon_order, flat):
     track_width = _checked({"track_width": track_width}).track_width
     try:
         from .track import checks as track_checks
-        from .track.geometry import load_track
+        from .track.loading import load_track
         from .track.report import assumption_lines, format_steps_table
         from .vehicle.car import load_vehicle
         problems = []
@@ -527,7 +527,7 @@ def check(track, vehicle, repair_track, track_width, lat_lon_order, flat):
             for f in tr.findings:
                 click.echo(f"track repaired: {f}")
             click.echo(f"track {tr.name}: {tr.length:.1f} m, {'closed' if tr.closed else 'open'}: ok")
-            from .track.build import lat_lon_order_warnings
+            from .track.gps import lat_lon_order_warnings
             for line in lat_lon_order_warnings(tr.processing_steps):
                 click.echo(line)
             if tr.processing_steps and _verbosity() >= 0:
@@ -988,7 +988,7 @@ def tracks():
     try:
         import pandas as pd
 
-        from .track.geometry import bundled_tracks
+        from .track.loading import bundled_tracks
         rows = bundled_tracks()
     except ValueError as exc:
         _fail(str(exc))
