@@ -42,9 +42,6 @@ _PENDING_OTHER_BRANCHES = (
     "pyomo_lap/solvers/solve.py",
     "pyomo_lap/spatial/tape.py",
     "pyomo_lap/spatial/tree.py",
-    "pyomo_lap/track/arcs.py",
-    "pyomo_lap/track/checks.py",
-    "pyomo_lap/track/geometry.py",
     "pyomo_lap/vehicle/car.py",
     "pyomo_lap/vehicle/racecar.py",
 )
