@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from pyomo_lap.post import plots
+from pyomo_lap.post import envelope, plots
 from pyomo_lap.post.plots import (FIGURES, distance_label, friction_envelope, marker_step,
                                   parse_range, plot_results, resolve_range)
 
@@ -98,7 +98,7 @@ def test_envelope_without_transfer_and_with_the_static_brake_balance_is_mu_g():
     np.testing.assert_allclose(off["a_y"], env["a_y"], rtol=1e-9, atol=1e-9)
     # a closed curve; every point limited by an axle or the power
     assert env["a_x"][0] == pytest.approx(env["a_x"][-1]) and len(env["a_x"]) == 241
-    assert set(env["limit"]) <= set(plots.ENVELOPE_LIMITS)
+    assert set(env["limit"]) <= set(envelope.ENVELOPE_LIMITS)
     fast = friction_envelope(veh, 40.0)                    # P/(m v) = 4.9 m/s^2 < mu_x g a1/l
     assert fast["ax_traction"] == pytest.approx(47e3 / (240.0 * 40.0), rel=1e-9)
     assert fast["traction_limit"] == "power"
@@ -196,7 +196,8 @@ def test_lateral_transfer_costs_grip_through_load_sensitivity_and_the_shared_sli
     less, the lighter tyre at its peak (the Magic Formula of car.py) limits the axle."""
     from scipy.optimize import brentq
 
-    from pyomo_lap.vehicle.car import load_vehicle, tyre_lateral_angle
+    from pyomo_lap.vehicle.car import load_vehicle
+    from pyomo_lap.vehicle.tyres import tyre_lateral_angle
     veh = _axle_car(pD2=-0.1)
     m, l, mu0, fz0, pd2 = veh["m"], veh["a1"] + veh["a2"], veh["mu_y0"], veh["Fz0"], -0.1
     n = 241
@@ -240,9 +241,9 @@ def test_tyre_loads_are_statically_equivalent_to_the_accelerations():
     balance the inertial moments m h_G a_y (roll) and m h_G a_x plus the aerodynamic
     pitch moment (pitch), as the model's loads do (car.py's module docstring)."""
     veh = {**VEHICLE}
-    c = plots._envelope_car(veh, 30.0)
+    c = envelope._envelope_car(veh, 30.0)
     a_x, a_y = np.array([-12.0, 3.0]), np.array([15.0, -8.0])
-    (f11, f12, f21, f22), _ = plots._envelope_tyre_loads(c, a_x, a_y)
+    (f11, f12, f21, f22), _ = envelope._envelope_tyre_loads(c, a_x, a_y)
     np.testing.assert_allclose(f11 + f12 + f21 + f22, 240.0 * G + c.down)
     t1, t2 = veh["t1"], veh["t2"]
     np.testing.assert_allclose((f11 - f12) * t1 / 2 + (f21 - f22) * t2 / 2, -c.mh * a_y)
@@ -252,19 +253,23 @@ def test_tyre_loads_are_statically_equivalent_to_the_accelerations():
 
 
 @pytest.mark.unit
-def test_magic_formula_inverse_and_angle_match_car_py():
-    from pyomo_lap.vehicle.car import load_vehicle, tyre_lateral_angle
+def test_envelope_car_evaluates_the_registry_tyre_and_its_inverse():
+    """The envelope's namespace of floats (:func:`_envelope_car`) is a car for the registry's
+    NumPy functions: the Magic Formula's force fraction at 0.05 rad is sin(theta) of the
+    equations' :func:`tyre_lateral_angle` on the car, and its slip angle at that theta is
+    0.05 rad back (bisection for E other than 0 and 1)."""
+    from pyomo_lap.vehicle.car import load_vehicle
+    from pyomo_lap.vehicle.tyres import MAGIC_FORMULA, tyre_lateral_angle
     p = load_vehicle("fsae")
     for E in (0.0, -0.8, 0.5, 1.0):
         q = p.replace(E=E)
-        c = plots._envelope_car(q, 20.0)
+        c = envelope._envelope_car(q, 20.0)
+        assert c.tyre is MAGIC_FORMULA
         fz = np.array([300.0, 900.0, 1800.0])
         D = np.array([tyre_lateral_angle(q, 0.05, f)[0] for f in fz])
-        B = plots._mf_stiffness(c, fz, D)
-        th = plots._mf_theta(c, B, 0.05)
-        np.testing.assert_allclose(th, [tyre_lateral_angle(q, 0.05, f)[1] for f in fz],
-                                   rtol=1e-12)
-        np.testing.assert_allclose(plots._mf_slip(c, B, th), 0.05, rtol=1e-9)
+        th = np.array([tyre_lateral_angle(q, 0.05, f)[1] for f in fz])
+        np.testing.assert_allclose(MAGIC_FORMULA.fraction(c, 0.05, fz, D), np.sin(th), rtol=1e-12)
+        np.testing.assert_allclose(MAGIC_FORMULA.slip_at(c, fz, D, th), 0.05, rtol=1e-9)
 
 
 @pytest.mark.unit

@@ -7,6 +7,7 @@ import pytest
 from scipy.optimize import fsolve
 
 from pyomo_lap.vehicle import car as veh
+from pyomo_lap.vehicle import tyres
 from pyomo_lap.spatial.tree import TrackJoint
 
 FLAT = TrackJoint(R=np.eye(3).tolist(), J=[1.0, 0, 0, 0, 0, 0], dJ=[0] * 6)
@@ -124,16 +125,16 @@ def test_steady_straight_with_aero_closed_form(car):
 def test_tyre_lateral_force(car):
     p, _ = car
     for fz in (300.0, 600.0, 1200.0):
-        assert veh.tyre_lateral_force(p, 0.0, fz) == 0.0
+        assert tyres.tyre_lateral_force(p, 0.0, fz) == 0.0
         a = 0.05
-        assert veh.tyre_lateral_force(p, -a, fz) == pytest.approx(-veh.tyre_lateral_force(p, a, fz))
+        assert tyres.tyre_lateral_force(p, -a, fz) == pytest.approx(-tyres.tyre_lateral_force(p, a, fz))
         # slope at zero slip = cornering stiffness pK1 Fz0 sin(2 atan(fz / (pK2 Fz0)))
         h = 1e-6
-        slope = (veh.tyre_lateral_force(p, h, fz) - veh.tyre_lateral_force(p, -h, fz)) / (2 * h)
+        slope = (tyres.tyre_lateral_force(p, h, fz) - tyres.tyre_lateral_force(p, -h, fz)) / (2 * h)
         c_alpha = p.pK1 * p.Fz0 * math.sin(2 * math.atan(fz / (p.pK2 * p.Fz0)))
         assert slope == pytest.approx(c_alpha, rel=1e-6)
         # the peak over slip angles is D = mu(fz) fz
-        peak = max(veh.tyre_lateral_force(p, a, fz) for a in np.linspace(0, 0.5, 5001))
+        peak = max(tyres.tyre_lateral_force(p, a, fz) for a in np.linspace(0, 0.5, 5001))
         D = p.mu_y0 * (1 + p.pD2 * (fz - p.Fz0) / p.Fz0) * fz
         assert peak == pytest.approx(D, rel=1e-6)
 
