@@ -79,7 +79,7 @@ def _h_g(veh, downforce=0.0):
 
 @pytest.mark.unit
 def test_envelope_without_transfer_and_with_the_static_brake_balance_is_mu_g():
-    """h = 0 (unsprung mass at the road, no-roll centres at the road): no load transfer;
+    """With h = 0 (unsprung mass at the road, no-roll centres at the road) no load transfer;
     k_b the front share of the static load: both axles saturate together at mu_x g, the
     lateral limit is mu_y g; the rear-driven traction limit is mu_x g a1/l (the rear load),
     P_max/(m v) where the power caps it."""
@@ -303,6 +303,7 @@ def test_fsae_envelope_is_limited_by_the_rear_axle_under_braking_and_near_the_ru
 
 @pytest.mark.unit
 def test_envelope_needs_the_vehicle_parameters():
+    """A missing parameter is a KeyError; the tyre model's parameters are needed for the shared slip angle only."""
     with pytest.raises(KeyError):
         friction_envelope({"m": 200.0}, 10.0)
     tyreless = {k: v for k, v in VEHICLE.items() if k not in ("C", "E", "pK1", "pK2")}
@@ -313,6 +314,7 @@ def test_envelope_needs_the_vehicle_parameters():
 
 @pytest.mark.unit
 def test_gg_diagram_draws_the_envelopes_at_the_speed_percentiles_and_says_its_simplifications():
+    """The GG diagram draws one envelope per speed percentile and its legend says the simplifications."""
     df, summary = _run()
     fig = FIGURES["gg"](df, summary, VEHICLE)
     ax = fig.axes[0]
@@ -347,6 +349,7 @@ def test_gg_diagram_draws_the_envelopes_at_the_speed_percentiles_and_says_its_si
     (" 1.2e3 : 1800.5 ", (1200.0, 1800.5)), ("-50:20", (-50.0, 20.0)), (":", None),
     (None, None), ((1200, None), (1200.0, None)), ((None, 800.0), (None, 800.0))])
 def test_range_parsing_accepts_both_ends_and_open_ends(text, expected):
+    """A:B, A: and :B parse to their ends (None for an open end)."""
     assert parse_range(text) == expected
 
 
@@ -357,6 +360,7 @@ def test_range_parsing_accepts_both_ends_and_open_ends(text, expected):
     ("a:5", ["'a:5'", "'a' is not a number"]), ("nan:5", ["'nan:5'", "finite"]),
     ("", ["''", "A:B"]), (("x", 3), ["A:B", "pair"])])
 def test_range_parsing_refuses_bad_text_naming_the_value(text, words):
+    """Bad ranges are refused in one line naming the option and the value."""
     with pytest.raises(ValueError) as exc:
         parse_range(text)
     msg = str(exc.value)
@@ -367,6 +371,7 @@ def test_range_parsing_refuses_bad_text_naming_the_value(text, words):
 
 @pytest.mark.unit
 def test_a_window_outside_the_run_is_refused_with_its_extent():
+    """A window outside the run is refused, naming the run's extent; open ends take the run's."""
     df, _ = _run(start=1000.0, closed=False)           # s from 1000 to 1628.3 m
     assert resolve_range(df, "1200:") == (1200.0, pytest.approx(1000 + 200 * math.pi))
     assert resolve_range(df, ":1100") == (1000.0, 1100.0)
@@ -378,6 +383,7 @@ def test_a_window_outside_the_run_is_refused_with_its_extent():
 
 @pytest.mark.unit
 def test_the_window_limits_every_distance_figure():
+    """Every distance figure's axes and lines are limited to the window."""
     df, summary = _run(start=1000.0, closed=False)
     for name in DISTANCE_FIGURES:
         fig = FIGURES[name](df, summary, VEHICLE, s_range="1200:1400")
@@ -403,6 +409,7 @@ def test_the_window_limits_every_distance_figure():
 
 @pytest.mark.unit
 def test_the_track_map_highlights_the_window_and_greys_the_rest():
+    """The track map colours the window's points only."""
     df, summary = _run()
     fig = FIGURES["track_map"](df, summary, VEHICLE, s_range="100:300")
     ax = fig.axes[0]
@@ -420,6 +427,7 @@ def test_the_track_map_highlights_the_window_and_greys_the_rest():
 
 @pytest.mark.unit
 def test_marker_spacing_is_chosen_from_the_length():
+    """Marker spacing from the length, and the labels in m or km."""
     assert marker_step(600.0) == 100.0
     assert marker_step(4191.0) == 500.0
     assert marker_step(20724.0) == 2000.0
@@ -431,6 +439,7 @@ def test_marker_spacing_is_chosen_from_the_length():
 
 @pytest.mark.unit
 def test_closed_lap_map_has_a_start_finish_line_direction_and_distance_markers():
+    """A closed lap's map has its start/finish line, direction and distance markers."""
     df, summary = _run()                         # 628 m: markers every 100 m
     fig = FIGURES["track_map"](df, summary, VEHICLE)
     ax = fig.axes[0]
@@ -451,6 +460,7 @@ def test_closed_lap_map_has_a_start_finish_line_direction_and_distance_markers()
 
 @pytest.mark.unit
 def test_open_sector_map_has_its_start_and_end():
+    """An open sector's map names its start and end, and has no start/finish line."""
     df, summary = _run(start=1000.0, closed=False)
     fig = FIGURES["track_map"](df, summary, VEHICLE)
     texts = [t.get_text() for t in fig.axes[0].texts]
@@ -482,6 +492,7 @@ def test_legends_are_outside_the_axes(name):
 
 @pytest.mark.unit
 def test_plot_results_with_a_window(results, tmp_path):
+    """plot_results draws the chosen figures in a window and refuses a reversed one."""
     files = plot_results(results, out_dir=tmp_path / "p", figures=["speed", "gg"],
                          s_range=(100.0, None), dpi=50)
     assert {f.name for f in files} == {"speed.png", "gg.png"}
@@ -495,6 +506,7 @@ def test_plot_results_with_a_window(results, tmp_path):
 
 @pytest.mark.unit
 def test_vehicle_parameters_come_from_the_workbook(results):
+    """The figures' vehicle parameters are read from the workbook's vehicle sheet."""
     vehicle = plots.read_vehicle(results, json.loads((results / "summary.json").read_text()))
     assert vehicle["mu_y0"] == 1.6 and vehicle["P_max"] == 47e3
 
@@ -504,6 +516,7 @@ def test_vehicle_parameters_come_from_the_workbook(results):
     ("abc", ["--range 'abc'", "A:B"]), ("1800:1200", ["--range '1800:1200'", "A < B"]),
     ("1200:1800", ["--range '1200:1800'", "outside the run", "0.0:628.3 m"])])
 def test_plot_command_refuses_a_bad_range_in_one_line(results, tmp_path, value, words):
+    """pyomo-lap plot refuses a bad --range in one line (exit code 2)."""
     from pyomo_lap.cli import main
     out = tmp_path / "out"
     r = CliRunner().invoke(main, ["plot", str(results), "--out", str(out), "--range", value])
@@ -517,6 +530,7 @@ def test_plot_command_refuses_a_bad_range_in_one_line(results, tmp_path, value, 
 
 @pytest.mark.unit
 def test_plot_command_draws_the_window(results, tmp_path):
+    """pyomo-lap plot --range draws the chosen figures."""
     from pyomo_lap.cli import main
     out = tmp_path / "out"
     r = CliRunner().invoke(main, ["plot", str(results), "--out", str(out), "--range", ":300",

@@ -1,5 +1,6 @@
-r"""The car equations of the new vehicle keys (:mod:`pyomo_lap.vehicle.car`), each against a
-closed form written here:
+r"""The car equations of the new vehicle keys, each against a closed form written here.
+
+The keys of :mod:`pyomo_lap.vehicle.car` and :mod:`pyomo_lap.vehicle.tyres`:
 
 * the drive split ``drive_ratio`` (eq 34 for :math:`k_d = 0`, the split otherwise), in
   :func:`longitudinal_forces`, in the traced car equations and in the model's channel
@@ -34,10 +35,12 @@ FLAT = np.r_[np.eye(3).ravel(), [1.0, 0, 0, 0, 0, 0], np.zeros(6)]
 
 @pytest.fixture(scope="module")
 def fsae():
+    """The bundled FSAE car."""
     return load_vehicle("fsae")
 
 
 def straight(length=300.0):
+    """A flat straight of ``length`` metres."""
     s = np.linspace(0.0, length, 301)
     return Track(s, np.c_[s, np.zeros_like(s), np.zeros_like(s)], closed=False, name="straight")
 
@@ -82,8 +85,9 @@ def test_car_equations_carry_the_drive_split(fsae):
 @pytest.mark.component
 @pytest.mark.parametrize("k_d", [0.0, 0.4])
 def test_model_channel_expressions_carry_the_drive_split(fsae, k_d):
-    """The model's named channels m.f_11x ... (what users write constraints on) are the
-    forces of the rows: (k_b f_xb + k_d f_xa)/2 front, ((1 - k_b) f_xb + (1 - k_d) f_xa)/2
+    """The model's named channels m.f_11x ... are the forces of the rows.
+
+    What users write constraints on: (k_b f_xb + k_d f_xa)/2 front, ((1 - k_b) f_xb + (1 - k_d) f_xa)/2
     rear, at values set by hand. (They wrote the front tyres as braking only, whatever
     k_d, before the fix of add_channel_expressions.)"""
     p = fsae.replace(drive_ratio=k_d)
