@@ -96,6 +96,18 @@ def test_fiala_saturates_at_three_mu_fz_over_c_alpha(fsae):
 
 
 @pytest.mark.unit
+def test_the_measures_are_the_channels_the_dictionary_documents():
+    """Each bundled model's ``measure_doc`` says what the channel dictionary says of its
+    channel ``<measure>_11`` (unit, meaning, sign): the registry can feed the dictionary."""
+    from pyomo_lap.post.channels import describe
+    for model in tyres.TYRE_MODELS.values():
+        unit, meaning, sign, _ = model.measure_doc
+        entry = describe(f"{model.measure}_11")
+        assert (entry.unit, entry.meaning, entry.sign) == (
+            unit, meaning.replace("$where", "front-left"), sign), model.name
+
+
+@pytest.mark.unit
 def test_registry_refuses_a_taken_name_and_names_the_registered_ones():
     """A second model of a taken name is refused; an unknown name's error is one line naming
     the value and every registered name."""
@@ -147,7 +159,9 @@ def _tanh_reserve(D, kappa, reserve):
 
 TANH = tyres.TyreModel(name="tanh-test", description="D tanh(C_alpha alpha / D)",
                        lateral=_tanh_lateral, measure="kappa", peak_angle=False,
-                       reserve_rows=_tanh_reserve, fraction=_tanh_fraction, slip_at=_tanh_slip)
+                       reserve_rows=_tanh_reserve, fraction=_tanh_fraction, slip_at=_tanh_slip,
+                       measure_doc=("-", "C_alpha alpha / D of the $where tyre's tanh law.",
+                                    "the sign of the slip angle", "tests/test_tyre_registry.py"))
 
 
 @pytest.fixture

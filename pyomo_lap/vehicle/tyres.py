@@ -327,6 +327,10 @@ class TyreModel:
         arrays); ``inf`` where the model never reaches it.
     parameters : tuple of str
         Fields of the vehicle schema the model reads (with :data:`SHARED_PARAMETERS`).
+    measure_doc : tuple of str
+        ``(unit, meaning, sign, source)`` of the channel ``<measure>_<wheel>`` for the channel
+        dictionary (:mod:`pyomo_lap.post.channels`), ``$where`` standing for the wheel in
+        words ("front-left").
     """
 
     name: str
@@ -338,6 +342,7 @@ class TyreModel:
     fraction: Callable
     slip_at: Callable
     parameters: tuple = SHARED_PARAMETERS
+    measure_doc: tuple = ()
 
     def peak_slip(self, p, fz):
         """The slip angle at which a tyre of load ``fz`` [N] (NumPy) first reaches its peak
@@ -350,13 +355,21 @@ MAGIC_FORMULA = TyreModel(
     name="magic-formula", description="Pacejka's Magic Formula, eq (32) (keys C, E)",
     lateral=_magic_formula, measure="theta", peak_angle=True, reserve_rows=_angle_reserve_rows,
     fraction=_magic_formula_fraction, slip_at=_magic_formula_slip,
-    parameters=SHARED_PARAMETERS + ("C", "E"))
+    parameters=SHARED_PARAMETERS + ("C", "E"),
+    measure_doc=("rad", "Argument of the sine of the $where tyre's Magic Formula, f_y = D sin(theta): "
+                 "the tyre is below its peak while abs(theta) < pi/2 (what the 'below-peak' "
+                 "adherence rows keep).", "the sign of the slip angle (+ force to the left)",
+                 "paper eq (32)"))
 """The paper's tyre: :func:`tyre_lateral_angle`."""
 
 FIALA = TyreModel(
     name="fiala", description="the brush model's cubic (Fiala), sliding beyond tan(alpha) = "
     "3 D / C_alpha", lateral=fiala_force, measure="upsilon", peak_angle=False,
-    reserve_rows=_sliding_reserve_rows, fraction=_fiala_fraction, slip_at=_fiala_slip)
+    reserve_rows=_sliding_reserve_rows, fraction=_fiala_fraction, slip_at=_fiala_slip,
+    measure_doc=("-", "Sliding measure of the $where tyre's Fiala law (tyre model 'fiala'), C_alpha "
+                 "tan(alpha) / (3 D): the tyre slides (its peak) at abs(upsilon) = 1.",
+                 "the sign of the slip angle",
+                 "not in the paper: vehicle/tyres.py fiala_force (seed 004)"))
 """The Fiala tyre: :func:`fiala_force`."""
 
 TYRE_MODELS: dict = {MAGIC_FORMULA.name: MAGIC_FORMULA, FIALA.name: FIALA}
