@@ -242,9 +242,9 @@ def test_friction_envelope_uses_the_registered_model(tanh_car):
 @pytest.mark.unit
 def test_no_module_compares_with_a_tyre_model_name():
     """Outside vehicle/tyres.py no module branches on a tyre model's name (a comparison with
-    a registered name), so a new model needs no edit elsewhere. PENDING lists the places
-    still to move to the registry (``TyreModel.peak_angle``); the test fails when one is
-    fixed (remove it here) or a new one appears."""
+    a registered name), so a new model needs no edit elsewhere. ``pending`` lists the places
+    still to move to the registry (``ocp/full_model.py``: ``adherence_form`` to
+    ``TyreModel.peak_angle``); any other module that does fails the test."""
     pending = {"ocp/full_model.py"}
     names = set(tyres.TYRE_MODELS)
     found = set()
@@ -257,4 +257,4 @@ def test_no_module_compares_with_a_tyre_model_name():
                     isinstance(x, ast.Constant) and x.value in names
                     for x in [node.left, *node.comparators]):
                 found.add(rel)
-    assert found == pending
+    assert found <= pending, sorted(found - pending)

@@ -1,5 +1,8 @@
 r"""Vehicle parameters and the car's equations: suspension, aerodynamics, tyres, loads.
 
+The tyres' lateral forces are the car's tyre model of :mod:`pyomo_lap.vehicle.tyres` (its
+registry ``TYRE_MODELS``, :func:`~pyomo_lap.vehicle.tyres.tyre_forces`).
+
 Everything here evaluates on floats, Pyomo expressions or CasADi symbols (see
 :mod:`pyomo_lap.spatial.backend`). Equation numbers refer to Bartali et al., *A Lie group-based race
 car model ...* (preprint ``000``).
