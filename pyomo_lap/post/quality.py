@@ -46,7 +46,7 @@ __all__ = ["SmoothnessCheck", "SMOOTHNESS_CHECKS", "zigzag_residuals", "zigzag_c
 
 @dataclasses.dataclass(frozen=True)
 class SmoothnessCheck:
-    """The zig-zag threshold of one channel, a fraction of one of the car's scales
+    r"""The zig-zag threshold of one channel, a fraction of one of the car's scales
     (:func:`channel_scales`).
 
     Attributes
@@ -57,8 +57,8 @@ class SmoothnessCheck:
         The threshold over the scale [-].
     scale : str
         A key of :func:`channel_scales`: ``"steer"`` (the steer limit
-        :math:`\\delta_{max}`), ``"slip"`` (the slip angle at which the tyre's linear force
-        reaches its peak, :math:`D/C_\\alpha` at the static load), ``"force"`` (the largest
+        :math:`\delta_{max}`), ``"slip"`` (the slip angle at which the tyre's linear force
+        reaches its peak, :math:`D/C_\alpha` at the static load), ``"force"`` (the largest
         tyre force, :func:`pyomo_lap.ocp.common.force_scale`), ``"speed"`` (the top speed
         of power and drag, :func:`speed_scale`), ``"acceleration"`` (the force scale over
         the mass).
