@@ -31,7 +31,6 @@ _PENDING_OTHER_BRANCHES = (
     "pyomo_lap/ocp/point_rows.py",
     "pyomo_lap/post/defects.py",
     "pyomo_lap/post/folders.py",
-    "pyomo_lap/post/plots.py",
     "pyomo_lap/post/racecar_checks.py",
     "pyomo_lap/post/sensitivities.py",
     "pyomo_lap/post/simulate.py",
@@ -45,7 +44,6 @@ _PENDING_OTHER_BRANCHES = (
     "pyomo_lap/track/arcs.py",
     "pyomo_lap/track/checks.py",
     "pyomo_lap/track/geometry.py",
-    "pyomo_lap/vehicle/car.py",
     "pyomo_lap/vehicle/racecar.py",
 )
 
