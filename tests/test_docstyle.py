@@ -31,7 +31,6 @@ _PENDING_OTHER_BRANCHES = (
     "pyomo_lap/ocp/point_rows.py",
     "pyomo_lap/post/defects.py",
     "pyomo_lap/post/folders.py",
-    "pyomo_lap/post/plots.py",
     "pyomo_lap/post/racecar_checks.py",
     "pyomo_lap/post/sensitivities.py",
     "pyomo_lap/post/simulate.py",
@@ -42,7 +41,6 @@ _PENDING_OTHER_BRANCHES = (
     "pyomo_lap/solvers/solve.py",
     "pyomo_lap/spatial/tape.py",
     "pyomo_lap/spatial/tree.py",
-    "pyomo_lap/vehicle/car.py",
     "pyomo_lap/vehicle/racecar.py",
 )
 

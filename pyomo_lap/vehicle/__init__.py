@@ -1,5 +1,5 @@
 """The vehicle: parameters and their schema (:mod:`.schema`), the full Lie-group car's
-equations (:mod:`.car`), the single-track car's (:mod:`.single_track_car`), the multibody car's
+equations (:mod:`.car`), the tyre models and their registry (:mod:`.tyres`), the single-track car's (:mod:`.single_track_car`), the multibody car's
 (:mod:`.multibody_car`), the power at the driven wheels and the drive-force limit
 (:mod:`.powertrain`), dymos's racecar: its parameters and file reader (:mod:`.racecar`) and its
 equations (:mod:`.racecar_equations`), CasADi traces of the cars' equations for float
