@@ -139,10 +139,9 @@ def slip_scale(p) -> float:
     its peak force :math:`D` along its cornering stiffness :math:`C_\alpha` (eq 32), :math:`D /
     C_\alpha` [rad]: the scale of the slip angles. FSAE car 2.35 deg, Formula One car of 2014
     3.32 deg, BMW 320i 2.74 deg."""
-    from ..vehicle.tyres import peak_force
+    from ..vehicle.tyres import cornering_stiffness, peak_force
     fz = p.m * p.gravity / 4.0
-    c_alpha = p.pK1 * p.Fz0 * math.sin(2.0 * math.atan(fz / (p.pK2 * p.Fz0)))
-    return float(peak_force(p, fz)) / c_alpha
+    return float(peak_force(p, fz)) / float(cornering_stiffness(p, fz))
 
 
 REFERENCE_CURVATURE = 0.02
