@@ -197,6 +197,40 @@ def test_channels_integrate_to_the_integrals_by_a_second_rule():
                        "f_drag": np.full(n, -100.0), "f_11y": np.full(n, 1000.0),
                        "alpha_1": np.full(n, 0.02)})
     ch = energy_channels(df, load_vehicle("fsae"))
-    assert ch["power_traction"][0] == 1e4 and ch["power_drag"][0] == 2e3
+    assert ch["power_engine"][0] == 1e4 and ch["power_drag"][0] == 2e3
     assert ch["power_tyre_fl"][0] == pytest.approx(1000.0 * 0.02 * 20.0)
     assert "power_tyre_rl" not in ch
+
+
+@pytest.mark.component
+def test_slip_estimate_inverts_the_longitudinal_characteristic():
+    """The slip ratio of :func:`slip_ratio` put back into the characteristic
+    f_x = D_x sin(C atan(B_x kappa)) (B_x kappa_p = tan(pi / 2C), D_x = mu_x/mu_y D(f_z))
+    gives the tyre's longitudinal force back (to the 1e-6 of the smoothing of arcsin at the
+    peak); the slip energy is f_x kappa v over the time, >= 0 under traction."""
+    from pyomo_lap.ocp.integrals import add_energy_integrals, slip_ratio
+    from pyomo_lap.vehicle.car import peak_force
+    p = load_vehicle("f1_2014")
+    L, v, kp = 100.0, 40.0, 0.08
+    m = build_model(straight(), p, length=L, nfe=5, ncp=2)
+    for s in m.s:
+        m.q1_dot[s].set_value(v)
+        m.f_xa[s].set_value(6000.0)
+        m.f_xb[s].set_value(0.0)
+        for w in ("11", "12", "21", "22"):
+            m.component(f"f_{w}z")[s].set_value(3000.0)
+        for name in ("q2", "q3", "q4", "q5", "q6", "q2_dot", "q3_dot", "q4_dot", "q5_dot",
+                     "q6_dot", "delta"):
+            m.component(name)[s].set_value(0.0)
+    s = sorted(m.s)[3]
+    Dx = p.mu_x0 / p.mu_y0 * peak_force(p, 3000.0)
+    fx = pyo.value(m.f_21x[s])
+    assert fx == pytest.approx(3000.0)
+    kappa = pyo.value(slip_ratio(m, "21", s, kp))
+    Bx = math.tan(math.pi / 2 / p.C) / kp
+    assert Dx * math.sin(p.C * math.atan(Bx * kappa)) == pytest.approx(fx, rel=1e-6)
+    assert 0 < kappa < kp
+    lateral = pyo.value(m.energy.tyre_rl)
+    add_energy_integrals(m, slip_at_peak=kp)
+    assert pyo.value(m.energy.tyre_rl) - lateral == pytest.approx(fx * kappa * L, rel=1e-9)
+    assert pyo.value(m.energy.tyre_fl) == pytest.approx(lateral, abs=1e-6)   # front: no drive

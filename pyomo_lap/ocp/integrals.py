@@ -28,9 +28,11 @@ its small-angle form) is that velocity over :math:`v_{3x}`, :math:`\alpha_i = -v
 so the lateral part is :math:`f_{ijy}\,\alpha_i\,v_{3x}` (the same sign as the force for a
 tyre at or below its peak: :math:`\ge 0`). Longitudinally the model has no slip: a wheel rolls
 at the road speed and its longitudinal force is a control (eq 34), so the longitudinal part is
-**zero**. fastest-lap's wheels slip (its ``kappa`` states), and its longitudinal part
-:math:`F_x \kappa v_x` counts; :mod:`benchmarks/energy_limited.py <benchmarks>` reports what
-that difference is worth on its tyre-energy-limited lap (docs/energy.md).
+**zero** by default. fastest-lap's wheels slip (its ``kappa`` states), and its longitudinal
+part :math:`F_x \kappa v_x` counts: ``add_energy_integrals(m, slip_at_peak=...)`` adds an
+estimate of it (:func:`slip_power`: the slip ratio that gives the tyre's longitudinal force
+on a characteristic of the lateral one's shape); ``benchmarks/energy_limited.py`` reports what
+that part is worth on fastest-lap's tyre-energy-limited lap (docs/energy.md).
 
 **The integral.** :math:`E = \int P\,dt = \int_0^L P/\dot q_1\,ds` (:math:`dt = ds/\dot q_1`),
 by the quadrature of the collocation itself: in each finite element, the weights of the
@@ -55,7 +57,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 __all__ = ["ENERGY_NAMES", "LIMIT_NAMES", "TYRES", "add_energy_integrals", "add_energy_limits",
-           "energy_summary", "parse_energy", "parse_limits", "EnergyLimits",
+           "energy_summary", "parse_energy", "parse_limits", "EnergyLimits", "slip_power", "slip_ratio",
            "collocation_weights", "energy_channels"]
 
 TYRES = {"fl": "11", "fr": "12", "rl": "21", "rr": "22"}
@@ -167,7 +169,7 @@ def collocation_weights(m) -> dict:
     return out
 
 
-def _powers(m) -> dict:
+def _powers(m, slip_at_peak=None) -> dict:
     """``{name: rule(s)}``: the power of each integral at a point (module docstring) [W], for
     the quantities the model has."""
     from .common import vehicle_var
@@ -184,12 +186,48 @@ def _powers(m) -> dict:
         out["drag"] = lambda s: Cx * aero_q[s] * v[s]
     for t, w in TYRES.items():
         fy, alpha = m.component(f"f_{w}y"), m.component(f"alpha_{w[0]}")
-        if fy is not None and alpha is not None:
+        if fy is not None and alpha is not None and slip_at_peak is None:
             out[f"tyre_{t}"] = (lambda s, fy=fy, alpha=alpha: fy[s] * alpha[s] * v[s])
+        elif fy is not None and alpha is not None:
+            out[f"tyre_{t}"] = (lambda s, fy=fy, alpha=alpha, w=w: fy[s] * alpha[s] * v[s]
+                                + slip_power(m, w, s, slip_at_peak))
     return out
 
 
-def add_energy_integrals(m, limits: Optional[dict] = None):
+def slip_ratio(m, w: str, s, slip_at_peak):
+    r"""An estimate of the longitudinal slip ratio of tyre ``w`` (``"11"`` ...) at ``s`` [-].
+
+    For a model without longitudinal slip: the :math:`\kappa` that gives the tyre's force
+    on a pure-slip characteristic of the lateral one's shape,
+    :math:`f_x = D_x \sin(C \arctan(B_x \kappa))`, peaking at ``slip_at_peak`` :math:`\kappa_p`
+    (:math:`B_x \kappa_p = \tan(\pi/2C)`):
+
+    .. math::
+        \kappa = \kappa_p \frac{\tan(\arcsin(r)/C)}{\tan(\pi/2C)},\qquad
+        r = \frac{f_x}{D_x} = \frac{\mu_y}{\mu_x}\frac{f_x}{D},
+
+    :math:`D` the tyre's lateral peak of its load (:func:`pyomo_lap.vehicle.car.peak_force`),
+    :math:`\arcsin r` written :math:`\arctan(r/\sqrt{1 - r^2 + 10^{-6}})` (a finite slope at
+    the peak). ``slip_at_peak`` is a number or ``slip_at_peak(f_z)`` (a Pyomo expression of the
+    load [N]). fastest-lap's tyre (tire-pacejka-simple) is this characteristic with
+    :math:`C = Q_x`, its peak at :math:`\kappa_p = \kappa_{max}(f_z)\tan(\pi/2Q_x)/S_x`."""
+    from .common import vehicle_var
+    mu_y0, mu_x0 = vehicle_var(m, "tyre.mu_y0"), vehicle_var(m, "tyre.mu_x0")
+    pD2, Fz0, C = vehicle_var(m, "tyre.pD2"), vehicle_var(m, "tyre.Fz0"), vehicle_var(m, "tyre.C")
+    fz = m.component(f"f_{w}z")[s]
+    D = mu_y0 * (1.0 - pD2 + pD2 / Fz0 * fz) * fz
+    r = mu_y0 / mu_x0 * m.component(f"f_{w}x")[s] / D
+    kp = slip_at_peak(fz) if callable(slip_at_peak) else slip_at_peak
+    return kp * pyo.tan(pyo.atan(r / pyo.sqrt(1.0 - r * r + 1e-6)) / C) / pyo.tan(math.pi / 2 / C)
+
+
+def slip_power(m, w: str, s, slip_at_peak):
+    r"""The power tyre ``w`` dissipates by its longitudinal slip at point ``s``, estimated:
+    :math:`f_x \kappa\,v_{3x}` [W] with :func:`slip_ratio` (:math:`\ge 0`)."""
+    return m.component(f"f_{w}x")[s] * slip_ratio(m, w, s, slip_at_peak) * m.v_3x[s]
+
+
+def add_energy_integrals(m, limits: Optional[dict] = None, slip_at_peak=None):
     """Put the block ``m.energy`` on a built model (module docstring): per point the powers
     ``m.energy.<name>_power[s]`` [W], and the integrals ``m.energy.<name>`` [J] (Expressions:
     nothing is added to the NLP), for the names of :data:`ENERGY_NAMES` the model has
@@ -203,6 +241,10 @@ def add_energy_integrals(m, limits: Optional[dict] = None):
         Built by :func:`pyomo_lap.ocp.build.build_model`.
     limits : dict, optional
         ``{limit name: joules}`` (:data:`LIMIT_NAMES`).
+    slip_at_peak : float or callable, optional
+        The tyres' longitudinal slip ratio at their peak force [-] (or a function of the load
+        [N]): the tyres' energies then add the estimate of :func:`slip_power` (the model has
+        no longitudinal slip; module docstring). An ``m.energy`` without limits is replaced.
 
     Returns
     -------
@@ -219,8 +261,13 @@ def add_energy_integrals(m, limits: Optional[dict] = None):
             raise ValueError(f"model {m.problem.vehicle_model.name!r} has no energy integrals "
                              "(no f_xa, f_xb, v_3x, q1_dot): no limits on it")
         return m
+    if slip_at_peak is not None and m.component("energy") is not None:
+        if m.energy.component("limit_row") is not None:
+            raise ValueError("slip_at_peak on a model whose energies are limited already: "
+                             "give it with the limits")
+        m.del_component("energy")
     if m.component("energy") is None:
-        powers = _powers(m)
+        powers = _powers(m, slip_at_peak)
         w = collocation_weights(m)
         m.energy = pyo.Block(doc="energy integrals over the sector (pyomo_lap.ocp.integrals)")
         for name, rule in powers.items():
@@ -289,16 +336,18 @@ def energy_summary(m) -> dict:
 
 def energy_channels(df, vehicle) -> dict:
     """The powers of :func:`add_energy_integrals` [W] from a trajectory's columns (``f_xa``,
-    ``f_xb``, ``v_3x``, ``f_drag``, ``f_<ij>y``, ``alpha_<i>``): ``{"power_<name>": array}`` for
-    the columns the table has; ``vehicle`` for the drivetrain's efficiency."""
-    col = (lambda c: np.asarray(df[c], dtype=float)) if hasattr(df, "columns") else \
-        (lambda c: np.asarray(df[c], dtype=float))
+    ``f_xb``, ``v_3x``, ``f_drag``, ``f_<ij>y``, ``alpha_<i>``): ``{"power_<name>": array}``
+    (``power_engine``, ``power_braking``, ``power_drag``, ``power_tyre_fl`` ...; the traction
+    power is the table's ``power``) for the columns the table has (a DataFrame or a dict of
+    arrays); ``vehicle`` for the drivetrain's efficiency (the tyres' lateral slip only)."""
     names = set(df.columns) if hasattr(df, "columns") else set(df)
+
+    def col(c):
+        return np.asarray(df[c], dtype=float)
     out = {}
     if {"f_xa", "v_3x"} <= names:
-        out["power_traction"] = col("f_xa") * col("v_3x")
         eta = getattr(vehicle, "drivetrain_efficiency", None) or 1.0
-        out["power_engine"] = out["power_traction"] / eta
+        out["power_engine"] = col("f_xa") * col("v_3x") / eta
     if {"f_xb", "v_3x"} <= names:
         out["power_braking"] = -col("f_xb") * col("v_3x")
     if {"f_drag", "v_3x"} <= names:
