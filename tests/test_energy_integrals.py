@@ -234,3 +234,22 @@ def test_slip_estimate_inverts_the_longitudinal_characteristic():
     add_energy_integrals(m, slip_at_peak=kp)
     assert pyo.value(m.energy.tyre_rl) - lateral == pytest.approx(fx * kappa * L, rel=1e-9)
     assert pyo.value(m.energy.tyre_fl) == pytest.approx(lateral, abs=1e-6)   # front: no drive
+
+
+@pytest.mark.integration
+def test_solve_sector_takes_limits_and_reports_the_energies(nordschleife):
+    """``solve_sector(limits=...)``: summary.json's ``energy`` holds the integrals and the
+    limit reached; the trajectory's power channels integrate over its time (trapezoid, a
+    second rule) to the integrals within 1 %."""
+    from pyomo_lap import solve_sector
+    res = solve_sector(track=nordschleife, vehicle="fsae", out_dir=None, echo=lambda *a: None,
+                       limits={"tyre_energy_fl": "1kJ", "engine_energy": "0.04 kWh"}, **QUICK)
+    e = res.summary["energy"]
+    assert e["limits"]["tyre_fl"]["limit_J"] == 1000.0
+    assert e["limits"]["engine"]["used_J"] == pytest.approx(0.04 * 3.6e6, rel=1e-6)
+    assert e["tyre_fl_J"] <= 1000.0 * (1 + 1e-6)
+    df = res.trajectory
+    keep = np.r_[True, np.diff(df["t"].to_numpy()) > 0]
+    t = df["t"].to_numpy()[keep]
+    for col, name in (("power", "traction"), ("power_drag", "drag"), ("power_tyre_rr", "tyre_rr")):
+        assert np.trapezoid(df[col].to_numpy()[keep], t) == pytest.approx(e[f"{name}_J"], rel=0.01)
