@@ -987,7 +987,7 @@ def _single_track_start(job) -> dict:
     cfg, echo = job.cfg, job.echo
     echo("  initial guess from the single-track model on the same mesh ...")
     ms = build_model(job.tr, job.p, **{**job.build_kwargs, "nfe": job.m.problem.options.nfe,
-                                       "model": "single-track"})
+                                       "model": "single-track", "limits": None})
     initialize_model(ms)
     rs = solve_model(ms, solver=cfg.solver, options=job.solver_options)
     if not rs.ok:

@@ -253,3 +253,14 @@ def test_solve_sector_takes_limits_and_reports_the_energies(nordschleife):
     t = df["t"].to_numpy()[keep]
     for col, name in (("power", "traction"), ("power_drag", "drag"), ("power_tyre_rr", "tyre_rr")):
         assert np.trapezoid(df[col].to_numpy()[keep], t) == pytest.approx(e[f"{name}_J"], rel=0.01)
+
+
+@pytest.mark.component
+def test_a_limit_on_an_integral_the_model_lacks_is_refused(nordschleife):
+    """The single-track car has no tyre energies: a tyre limit is refused by the build, naming
+    the limit and the model; an engine limit is a row on its own integral."""
+    p = load_vehicle("fsae")
+    with pytest.raises(ValueError, match="tyre_energy.*single-track"):
+        build_model(nordschleife, p, model="single-track", limits={"tyre_energy": 1e3}, **QUICK)
+    m = build_model(nordschleife, p, model="single-track", limits={"engine_energy": 1e5}, **QUICK)
+    assert list(m.energy.limit_row) == ["engine"] and pyo.value(m.energy.limit["engine"]) == 1e5
