@@ -57,7 +57,7 @@ import numpy as np
 import pyomo.environ as pyo
 
 __all__ = ["ENERGY_NAMES", "LIMIT_NAMES", "TYRES", "add_energy_integrals", "add_energy_limits",
-           "energy_summary", "parse_energy", "parse_limits", "EnergyLimits", "slip_power", "slip_ratio",
+           "energy_summary", "parse_energy", "parse_limits", "EnergyLimits", "slip_power", "slip_ratio", "ENERGY_CHANNELS",
            "collocation_weights", "energy_channels"]
 
 TYRES = {"fl": "11", "fr": "12", "rl": "21", "rr": "22"}
@@ -71,6 +71,10 @@ LIMIT_NAMES = {**{f"{n}_energy": (n,) for n in ENERGY_NAMES[:4]},
                "tyre_energy": tuple(f"tyre_{t}" for t in TYRES)}
 """A limit's name (``--limit NAME=VALUE``) -> the integrals of ``m.energy`` it bounds
 (``tyre_energy``: each of the four tyres)."""
+
+ENERGY_CHANNELS = ("power_engine", "power_braking", "power_drag") + tuple(f"power_tyre_{t}" for t in TYRES)
+"""The trajectory's columns of the powers (:func:`energy_channels`; the traction power is the
+column ``power``)."""
 
 ENERGY_UNITS = {"J": 1.0, "kJ": 1e3, "MJ": 1e6, "Wh": 3600.0, "kWh": 3.6e6}
 """The units a limit's value may carry -> joules."""
