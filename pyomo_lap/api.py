@@ -852,6 +852,7 @@ def _build_or_reuse(job) -> None:
     job.build_kwargs = dict(start=job.start, length=job.length, nfe=cfg.nfe, ncp=cfg.ncp,
                             scheme=cfg.scheme, initial_speed=cfg.initial_speed,
                             periodic=cfg.periodic, model=job.model,
+                            **({"limits": cfg.limits} if cfg.limits else {}),
                             **job.ocp_options)   # the same model whichever solver is named
     m, key = None, None
     if job.reuse:
@@ -986,7 +987,7 @@ def _single_track_start(job) -> dict:
     cfg, echo = job.cfg, job.echo
     echo("  initial guess from the single-track model on the same mesh ...")
     ms = build_model(job.tr, job.p, **{**job.build_kwargs, "nfe": job.m.problem.options.nfe,
-                                       "model": "single-track"})
+                                       "model": "single-track", "limits": None})
     initialize_model(ms)
     rs = solve_model(ms, solver=cfg.solver, options=job.solver_options)
     if not rs.ok:
@@ -1369,6 +1370,8 @@ def _summarize(job) -> None:
     summary["timing"] = _timing(job, stats)
     summary["mesh_refinement"] = getattr(job, "refinement", None)
     summary["mesh_continuation"] = getattr(job, "continuation", None)
+    from .ocp.integrals import energy_summary
+    summary["energy"] = energy_summary(m)     # the integrals of m.energy [J], issue 38
     job.summary = summary
 
 

@@ -136,6 +136,11 @@ _SPELLING = {
     "keep_sum": (("--keep-sum", "keep_sum"), {"multiple": True, "metavar": "A,B[,...]",
                  "help": "hold the sum of these free parameters at its value (repeatable), e.g. "
                          "--keep-sum aero.Cz1,aero.Cz2: a fixed total downforce, a free balance"}),
+    "limits": (("--limit", "limits"), {
+        "multiple": True, "metavar": "NAME=VALUE",
+        "help": "an energy limit over the sector (repeatable), e.g. engine_energy=24MJ, "
+                "tyre_energy_fl=0.8MJ (units J, kJ, MJ, Wh, kWh; a bare number is J; names: "
+                "docs/energy.md)"}),
     "n_sectors": (("--sectors", "n_sectors"), {}),
     # --warm-start-from: the name before issue 36, kept as an alias
     "warm_start_from": (("--warm-start", "--warm-start-from", "warm_start_from"),
@@ -299,7 +304,7 @@ def _checked(values: dict):
 @job_options("repair_track", "track_width", "lat_lon_order", "flat", "refine_mesh",
              "mesh_continuation", "penalty_cost", "sensitivities",
              "warm_start_from", "free",
-             "keep_sum")
+             "keep_sum", "limits")
 @click.option("--progress/--no-progress", "show_progress", default=None,
               help="one line on standard error, updated about once a second while IPOPT works "
                    "(lap_ipopt): iteration, objective, primal and dual infeasibility, time "
