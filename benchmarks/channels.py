@@ -11,7 +11,7 @@ Usage (from the repository root)::
                                                                   # closed lap, default options,
                                                                   # and pyomo-lap validate of each
     .venv/bin/python benchmarks/channels.py --peaks               # peaks at 10 m and 5 m elements
-    .venv/bin/python benchmarks/channels.py --markdown            # tables for the README
+    .venv/bin/python benchmarks/channels.py --markdown            # tables for docs/formulation.md
 
 Every run is the CLI itself (``pyomo-lap solve ... --quiet --out TMP`` in a child process, one
 at a time); its wall time is everything the user waits for. The figures come from the

@@ -33,7 +33,7 @@ CARS = ("fsae", "f1_2014", "bmw_320i")
 def closed_tracks() -> list:
     """The bundled closed tracks made of points (not the arc tracks), by name."""
     sys.path.insert(0, str(ROOT))
-    from pyomo_lap.track.geometry import bundled_tracks
+    from pyomo_lap.track.loading import bundled_tracks
     return [t["name"] for t in bundled_tracks() if t.get("closed") and t.get("kind") == "centreline"]
 
 

@@ -47,7 +47,7 @@ def jobs(asl: bool):
             continue
         name = f.name.split("--")[1][:-5]
         yield name, "sector 0+2000", ["--track", str(f), "--length", "2000"], asl
-    from pyomo_lap.track.geometry import available_tracks
+    from pyomo_lap.track.loading import available_tracks
     for name in available_tracks():
         if name != "nordschleife":
             yield name, "closed lap", ["--track", name, "--full-lap"], False

@@ -1,5 +1,6 @@
 """Lap-time sensitivities of a job from the multipliers, checked against central finite
-differences of warm-started re-solves (the README's table, "Lap-time sensitivities").
+differences of warm-started re-solves (the table of docs/sensitivities.md, "Lap-time
+sensitivities").
 
 Usage (from the repository root, with the virtual environment's Python)::
 

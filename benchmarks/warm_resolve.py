@@ -7,9 +7,9 @@ Usage (from the repository root, with the virtual environment's Python)::
     python benchmarks/warm_resolve.py --vehicle f1_2014 --track monza --full-lap
 
 The job is built and solved as ``pyomo-lap solve`` does (:func:`pyomo_lap.solve_sector`, no
-results written); then ``m.vehicle.aero.Cz1`` is fixed to ``--cz1`` (default 0.6, the README's
-loop) and the same NLP is solved three times from the same state of the model (its solution
-and multipliers put back before each):
+results written); then ``m.vehicle.aero.Cz1`` is fixed to ``--cz1`` (default 0.6, as in the
+README, "Quick start: Python") and the same NLP is solved three times from the same state of
+the model (its solution and multipliers put back before each):
 
 * **cold**: from the usual initial guess (:func:`pyomo_lap.initialize_model`), as a new solve
   of that car, ``warm_start=False``;

@@ -25,7 +25,8 @@ def _scipy_without_pyomo_callback() -> None:
 
 _scipy_without_pyomo_callback()
 
-from .track.geometry import Track, TrackPoints, load_track, available_tracks  # noqa: E402
+from .track.geometry import Track, TrackPoints  # noqa: E402
+from .track.loading import load_track, available_tracks  # noqa: E402
 from .track.checks import TrackDataError  # noqa: E402
 from .vehicle.car import VehicleParameters, VehicleFileError, load_vehicle, available_vehicles  # noqa: E402
 from .ocp.build import build_model, OCP_CONFIG  # noqa: E402

@@ -28,7 +28,7 @@ from .ocp.build import build_model
 from .solvers.solve import SolveInterrupted, solve_model
 from .solvers.warm_start import PRIMAL_START_MU_INIT
 from .track.checks import LAT_LON_ORDERS
-from .track.geometry import TRACK_FORMATS, load_track
+from .track.loading import load_track, track_formats_help
 from .util.overlap import while_solver_runs
 from .util.domains import (Anything, DictOrNone, FiniteFloat, IntBetween, OneOf, PathOrNone,
                            error_text)
@@ -296,7 +296,7 @@ def _solve_config() -> ConfigDict:
     c.declare("track", ConfigValue(default="nordschleife", domain=Anything("str, Path or Track"),
               description="track name (see `pyomo-lap tracks`: centrelines and arc tracks such "
                           "as dymos_oval) or a file (docs/tracks.md): "
-                          + "; ".join(f"{k} {v}" for k, v in TRACK_FORMATS[1:])
+                          + track_formats_help()
                           + " (in Python also a Track)"))
     c.declare("vehicle", ConfigValue(default="fsae", domain=Anything("str, Path or VehicleParameters"),
               description="vehicle name (models/*.toml) or a .toml file (in Python also a "
@@ -767,7 +767,7 @@ def _load_inputs(job) -> None:
         echo(f"track repaired when its bundled file was built: {r}")
     for f in getattr(tr, "findings", []):
         echo(f"track repaired: {f}")
-    from .track.build import lat_lon_order_warnings
+    from .track.gps import lat_lon_order_warnings
     for line in lat_lon_order_warnings(getattr(tr, "processing_steps", None) or []):
         echo(line)                            # a GPS file's order of lat and lon: said always
     detail = getattr(echo, "detail", None)    # the CLI's echo: the steps only with -v
@@ -852,6 +852,7 @@ def _build_or_reuse(job) -> None:
     job.build_kwargs = dict(start=job.start, length=job.length, nfe=cfg.nfe, ncp=cfg.ncp,
                             scheme=cfg.scheme, initial_speed=cfg.initial_speed,
                             periodic=cfg.periodic, model=job.model,
+                            **({"limits": cfg.limits} if cfg.limits else {}),
                             **job.ocp_options)   # the same model whichever solver is named
     m, key = None, None
     if job.reuse:
@@ -986,7 +987,7 @@ def _single_track_start(job) -> dict:
     cfg, echo = job.cfg, job.echo
     echo("  initial guess from the single-track model on the same mesh ...")
     ms = build_model(job.tr, job.p, **{**job.build_kwargs, "nfe": job.m.problem.options.nfe,
-                                       "model": "single-track"})
+                                       "model": "single-track", "limits": None})
     initialize_model(ms)
     rs = solve_model(ms, solver=cfg.solver, options=job.solver_options)
     if not rs.ok:
@@ -1369,6 +1370,8 @@ def _summarize(job) -> None:
     summary["timing"] = _timing(job, stats)
     summary["mesh_refinement"] = getattr(job, "refinement", None)
     summary["mesh_continuation"] = getattr(job, "continuation", None)
+    from .ocp.integrals import energy_summary
+    summary["energy"] = energy_summary(m)     # the integrals of m.energy [J], issue 38
     job.summary = summary
 
 
@@ -1551,7 +1554,7 @@ def _self_check(job, df, vehicle) -> None:
 
 def _lat_lon_summary(tr, option: str):
     """summary.json's ``track_lat_lon_order``: the option ``lat_lon_order`` and, for a GPS
-    file, the order used and why (:func:`pyomo_lap.track.build.lat_lon_record`; a track with
+    file, the order used and why (:func:`pyomo_lap.track.gps.lat_lon_record`; a track with
     x/y coordinates: ``order`` None)."""
     rec = (getattr(tr, "provenance", None) or {}).get("lat_lon_order")
     return dict(rec) if rec else dict(option=option, order=None, given=False,

@@ -136,6 +136,11 @@ _SPELLING = {
     "keep_sum": (("--keep-sum", "keep_sum"), {"multiple": True, "metavar": "A,B[,...]",
                  "help": "hold the sum of these free parameters at its value (repeatable), e.g. "
                          "--keep-sum aero.Cz1,aero.Cz2: a fixed total downforce, a free balance"}),
+    "limits": (("--limit", "limits"), {
+        "multiple": True, "metavar": "NAME=VALUE",
+        "help": "an energy limit over the sector (repeatable), e.g. engine_energy=24MJ, "
+                "tyre_energy_fl=0.8MJ (units J, kJ, MJ, Wh, kWh; a bare number is J; names: "
+                "docs/energy.md)"}),
     "n_sectors": (("--sectors", "n_sectors"), {}),
     # --warm-start-from: the name before issue 36, kept as an alias
     "warm_start_from": (("--warm-start", "--warm-start-from", "warm_start_from"),
@@ -299,7 +304,7 @@ def _checked(values: dict):
 @job_options("repair_track", "track_width", "lat_lon_order", "flat", "refine_mesh",
              "mesh_continuation", "penalty_cost", "sensitivities",
              "warm_start_from", "free",
-             "keep_sum")
+             "keep_sum", "limits")
 @click.option("--progress/--no-progress", "show_progress", default=None,
               help="one line on standard error, updated about once a second while IPOPT works "
                    "(lap_ipopt): iteration, objective, primal and dual infeasibility, time "
@@ -512,7 +517,7 @@ def check(track, vehicle, repair_track, track_width, lat_lon_order, flat):
     track_width = _checked({"track_width": track_width}).track_width
     try:
         from .track import checks as track_checks
-        from .track.geometry import load_track
+        from .track.loading import load_track
         from .track.report import assumption_lines, format_steps_table
         from .vehicle.car import load_vehicle
         problems = []
@@ -527,7 +532,7 @@ def check(track, vehicle, repair_track, track_width, lat_lon_order, flat):
             for f in tr.findings:
                 click.echo(f"track repaired: {f}")
             click.echo(f"track {tr.name}: {tr.length:.1f} m, {'closed' if tr.closed else 'open'}: ok")
-            from .track.build import lat_lon_order_warnings
+            from .track.gps import lat_lon_order_warnings
             for line in lat_lon_order_warnings(tr.processing_steps):
                 click.echo(line)
             if tr.processing_steps and _verbosity() >= 0:
@@ -988,7 +993,7 @@ def tracks():
     try:
         import pandas as pd
 
-        from .track.geometry import bundled_tracks
+        from .track.loading import bundled_tracks
         rows = bundled_tracks()
     except ValueError as exc:
         _fail(str(exc))

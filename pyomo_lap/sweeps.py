@@ -326,7 +326,7 @@ def check_cases(cases: list, job: dict) -> None:
     """
     from .api import job_options
     from .ocp.options import check_ocp_options
-    from .track.geometry import available_tracks
+    from .track.loading import available_tracks
     if not cases:
         raise SweepSpecError("the sweep has no cases")
     try:

@@ -86,7 +86,7 @@ _pyomo_lap_bootstrap() {
       return 1
     fi
     if ! "$venv/bin/python" -c 'from pyomo_lap.solvers.ipopt_lib import load_ipopt_library; load_ipopt_library()' 2>/dev/null; then
-      echo "error: the IPOPT library of the casadi wheel could not be loaded (see README, 'Installation')" >&2
+      echo "error: the IPOPT library of the casadi wheel could not be loaded (see docs/installation.md, 'What the set-up does, and IPOPT')" >&2
       return 1
     fi
     # the full model's compiled point functions, so that the first solve is as fast as the
@@ -115,7 +115,7 @@ print(", ".join(f"{p} {v(p)}" for p in ("pyomo", "idaes-pse", "numpy", "scipy", 
     if [ -z "$ipopt_exe" ]; then
       _pyomo_lap_say "no 'ipopt' executable for the ASL path; building it from Debian packages (scripts/install_ipopt.sh)"
       bash "$root/scripts/install_ipopt.sh" "$venv/bin" || {
-        echo "error: could not install IPOPT's executable for the ASL path (see README, 'Installation')." >&2
+        echo "error: could not install IPOPT's executable for the ASL path (see docs/installation.md, 'What the set-up does, and IPOPT')." >&2
         return 1
       }
     fi

@@ -37,7 +37,7 @@ from click.testing import CliRunner
 from pyomo_lap.cli import main
 from pyomo_lap.track.checks import TrackDataError, check_vehicle_fits
 from pyomo_lap.track.circuits import CIRCUITS, bridge_correction
-from pyomo_lap.track.geometry import available_tracks, bundled_tracks, load_track
+from pyomo_lap.track.loading import available_tracks, bundled_tracks, load_track
 from pyomo_lap.vehicle.car import load_vehicle
 
 REPO = Path(__file__).resolve().parents[1]
@@ -81,6 +81,7 @@ def _projected(track, lat, lon):
 
 @pytest.fixture(scope="module")
 def fsae():
+    """The bundled fsae car."""
     return load_vehicle("fsae")
 
 
@@ -88,6 +89,7 @@ def fsae():
 @pytest.mark.unit
 @pytest.mark.parametrize("name", NAMES)
 def test_raw_file_hash_matches_the_table_metadata_and_readme(name):
+    """Each circuit's raw file has the SHA-256 of the table, its metadata and the README."""
     digest = hashlib.sha256((RAW / CIRCUITS[name]["file"]).read_bytes()).hexdigest()
     assert digest == CIRCUITS[name]["sha256"]
     meta = json.loads((TRACKS / f"{name}.json").read_text(encoding="utf-8"))
@@ -100,6 +102,7 @@ def test_raw_file_hash_matches_the_table_metadata_and_readme(name):
 
 @pytest.mark.unit
 def test_every_circuit_is_a_bundled_name():
+    """Every circuit of the table is a bundled track with its CSV and metadata."""
     assert set(NAMES) | {"nordschleife"} <= set(available_tracks())
     for name in NAMES:
         assert (TRACKS / f"{name}.csv").is_file() and (TRACKS / f"{name}.json").is_file()
@@ -109,6 +112,8 @@ def test_every_circuit_is_a_bundled_name():
 @pytest.mark.unit
 @pytest.mark.parametrize("name", NAMES)
 def test_loads_passes_the_checks_and_reports_its_repairs(name, fsae):
+    """Each circuit loads, passes the checks, fits the car, and reports the widths assumed and
+    the repairs its raw file calls for."""
     tr = load_track(name)          # check_points and check_track run on loading; they raise
     assert tr.closed and not tr.findings
     check_vehicle_fits(tr, fsae)
@@ -206,6 +211,8 @@ def test_bridge_correction_on_a_figure_of_eight():
 @pytest.mark.unit
 @pytest.mark.parametrize("name", NAMES)
 def test_length_agrees_with_the_geodesic_length_of_the_raw_points(name):
+    """Each circuit's length agrees with the geodesic length of its raw points (pyproj's
+    Geod)."""
     from pyproj import Geod
     lat, lon, _ = _raw(name)
     assert (lat[0], lon[0]) == (lat[-1], lon[-1])           # the file closes the loop itself
@@ -218,6 +225,8 @@ def test_length_agrees_with_the_geodesic_length_of_the_raw_points(name):
 @pytest.mark.unit
 @pytest.mark.parametrize("name", NAMES)
 def test_elevations_agree_with_the_raw_data(name):
+    """Each circuit's elevation range and its elevations at the raw points agree with the
+    raw data's; s = 0 at the start/finish."""
     from scipy.spatial import cKDTree
     lat, lon, elev = _raw(name)
     tr = load_track(name)
@@ -257,6 +266,7 @@ def test_rebuilding_zandvoort_gives_the_same_bytes(tmp_path, capsys):
 
 @pytest.mark.unit
 def test_tracks_command_lists_every_track_with_its_figures():
+    """pyomo-lap tracks lists every bundled track with its kind, length and elevations."""
     r = CliRunner().invoke(main, ["tracks"])
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
@@ -288,6 +298,7 @@ def test_tracks_command_lists_every_track_with_its_figures():
 @pytest.mark.unit
 @pytest.mark.parametrize("name", ["suzuka", "zandvoort"])
 def test_check_command_reports_repairs_and_assumptions(name):
+    """pyomo-lap check on a circuit reports its build's repairs and the assumed widths."""
     r = CliRunner().invoke(main, ["check", "--track", name])
     assert r.exit_code == 0, r.output
     out = r.output
@@ -303,6 +314,8 @@ def test_check_command_reports_repairs_and_assumptions(name):
 # ----------------------------------------------------------------------------- one closed lap
 @pytest.mark.integration
 def test_interlagos_closed_lap_end_to_end(tmp_path, fsae):
+    """A closed lap of Interlagos solves end to end: the lap time is the quadrature of ds/v,
+    within independent bounds; the car stays on the track and within its friction ellipse."""
     import _independent as ind
     from pyomo_lap.post.results import read_summary, read_trajectory
 

@@ -28,6 +28,8 @@ def _ends(segments):
 
 @pytest.mark.unit
 def test_arcs_give_exactly_their_corners():
+    """The corners found on straights and arcs are exactly the arcs: number, direction, entry
+    and exit."""
     segs = [S(200), A(50, math.pi / 2, "right"), S(150), A(30, math.radians(120), "left"),
             S(100), A(120, math.pi / 3, "right"), S(250)]
     tr = ArcTrack(segs, closed=False)
@@ -46,6 +48,7 @@ def test_arcs_give_exactly_their_corners():
 
 @pytest.mark.unit
 def test_chicane_is_two_corners_and_kinks_and_wide_bends_none():
+    """A chicane is two corners; a kink and a wide bend are none."""
     segs = [S(100), A(25, math.radians(60), "left"), A(25, math.radians(60), "right"), S(100),
             A(100, math.radians(5), "left"),        # a kink: 5 deg
             S(100), A(600, math.radians(40), "right"),   # wider than R_ON_M
@@ -59,6 +62,7 @@ def test_chicane_is_two_corners_and_kinks_and_wide_bends_none():
 
 @pytest.mark.unit
 def test_double_apex_merged_below_the_gap_and_split_above():
+    """A double apex is one corner when its straight is short, two when it is long."""
     def two(gap):
         return ArcTrack([S(100), A(40, math.pi / 4, "right"), S(gap), A(40, math.pi / 4, "right"),
                          S(100)], closed=False)
@@ -71,6 +75,7 @@ def test_double_apex_merged_below_the_gap_and_split_above():
 
 @pytest.mark.unit
 def test_closed_track_corner_across_the_start_line():
+    """On a closed track a corner across the start line is one corner wrapping round."""
     R, L1 = 40.0, 300.0
     segs = [A(R, math.pi / 2, "left"), S(L1), A(R, math.pi, "left"), S(L1),
             A(R, math.pi / 2, "left")]
@@ -99,7 +104,9 @@ _SEGS = "".join(f"[[segment]]\n{x}\n" for x in (
 
 @pytest.mark.unit
 def test_corner_file_beside_the_track_names_and_bounds_them(tmp_path):
-    from pyomo_lap.track.geometry import load_track
+    """A corner file beside the track gives the corners' names and bounds, and a sector file
+    the sectors."""
+    from pyomo_lap.track.loading import load_track
     path = _arc_file(tmp_path, _SEGS)
     q = 30 * math.pi / 2
     (tmp_path / "circuit.corners.csv").write_text(
@@ -129,7 +136,8 @@ def test_corner_file_beside_the_track_names_and_bounds_them(tmp_path):
     ("number,s_apex_m\n1,120\n1,120\n", "row 2, number = 1: given twice"),
 ])
 def test_corner_file_errors_are_one_line(tmp_path, text, words):
-    from pyomo_lap.track.geometry import load_track
+    """Errors of a corner file are one line naming the file and what is wrong."""
+    from pyomo_lap.track.loading import load_track
     tr = load_track(_arc_file(tmp_path, _SEGS))
     f = tmp_path / "bad.csv"
     f.write_text(text)
@@ -140,6 +148,7 @@ def test_corner_file_errors_are_one_line(tmp_path, text, words):
 
 @pytest.mark.unit
 def test_sector_file_must_increase(tmp_path):
+    """A sector file whose starts do not increase is refused naming the row."""
     f = tmp_path / "x.sectors.csv"
     f.write_text("s_start_m\n0\n500\n400\n")
     with pytest.raises(CornerFileError, match="row 3, s_start_m = 400: expected more"):
@@ -156,6 +165,7 @@ def _synthetic_run(v0, c, sigma, start, L):
 
 @pytest.mark.unit
 def test_corner_time_is_the_closed_form_integral_also_across_the_line():
+    """The time in a corner is the closed-form integral of ds/v, also across the line."""
     L, v0, c = 1000.0, 20.0, 0.01
     sigma = np.linspace(0.0, L, 20001)
     df = _synthetic_run(v0, c, sigma, 0.0, L)
@@ -177,6 +187,7 @@ def test_corner_time_is_the_closed_form_integral_also_across_the_line():
 
 @pytest.mark.unit
 def test_corner_deltas_of_a_run_with_itself_are_zero_and_of_a_slower_run_positive():
+    """Corner deltas of a run with itself are zero, and those of a slower run positive."""
     L = 1000.0
     sigma = np.linspace(0.0, L, 2001)
     corners = [{"number": 1, "name": "T1", "direction": "left", "s_entry_m": 100.0,
@@ -192,6 +203,7 @@ def test_corner_deltas_of_a_run_with_itself_are_zero_and_of_a_slower_run_positiv
 
 @pytest.mark.integration
 def test_solved_run_corners_written_and_timed_as_the_integral_of_ds_over_v(tmp_path):
+    """A solved run writes its corners, timed as the integral of ds/v of its trajectory."""
     from pyomo_lap.api import solve_sector
     from pyomo_lap.post.plots import compare_runs
     from pyomo_lap.post.results import read_manifest, read_trajectory

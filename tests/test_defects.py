@@ -168,7 +168,7 @@ def test_the_batched_algebraic_loop_is_the_point_by_point_one():
     with yaw, steering and drive, started from the static loads; a point whose loads cannot
     stay positive (a wheel lifts) is flagged, not raised."""
     from pyomo_lap.ocp.point_functions import AlgebraicLoopError
-    from pyomo_lap.track.geometry import load_track
+    from pyomo_lap.track.loading import load_track
     p = load_vehicle("fsae")
     car = car_functions(p)
     tr = load_track("nordschleife")

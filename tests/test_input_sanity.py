@@ -23,7 +23,8 @@ from click.testing import CliRunner
 import pyomo_lap.api as api
 from pyomo_lap.cli import main
 from pyomo_lap.track.checks import TrackDataError, TrackRepairWarning
-from pyomo_lap.track.geometry import Track, load_track
+from pyomo_lap.track.geometry import Track
+from pyomo_lap.track.loading import load_track
 
 from _tracks import write_ring_csv
 
@@ -79,8 +80,8 @@ BAD_OPTIONS = [
 def test_bad_solver_option_is_refused_by_the_cli_before_anything_is_built(
         tmp_path, nothing_built, option, words):
     """Exit 2, one line naming the option, the value and what was expected; no folder, no
-    track loaded, no model built. (It used to build the model, fail with exit 1 and write
-    a .failed folder.)"""
+    track loaded, no model built (it used to build the model, fail with exit 1 and write
+    a .failed folder)."""
     out = tmp_path / "results"
     r = CliRunner().invoke(main, ["solve", "--solver-option", option, "--out", str(out)])
     assert r.exit_code == 2, r.output
@@ -95,6 +96,7 @@ def test_bad_solver_option_is_refused_by_the_cli_before_anything_is_built(
 
 @pytest.mark.component
 def test_bad_solver_option_is_refused_by_sweep(tmp_path, nothing_built):
+    """pyomo-lap sweep refuses a bad solver option before anything runs (exit 2, no folder)."""
     out = tmp_path / "sweep"
     r = CliRunner().invoke(main, ["sweep", "--set", "total=240,250", "--solver-option", "tol=-1",
                                   "--out", str(out)])
@@ -127,6 +129,8 @@ def test_good_solver_options_are_still_accepted(tmp_path, reach_load):
                                      {"linear_solver": "foo"}, {"max_iter": 1.5},
                                      {"tol": math.nan}, {"eval_threads": 1.5}])
 def test_solve_sector_refuses_bad_solver_options_before_loading(nothing_built, options):
+    """solve_sector refuses a bad solver option (a ValueError naming key and value) before
+    loading anything."""
     from pyomo_lap.solvers.solve import SolverOptionError
     key, value = next(iter(options.items()))
     with pytest.raises(SolverOptionError) as exc:
@@ -158,6 +162,8 @@ def test_ipopt_option_list_comes_from_the_library():
 
 @pytest.mark.component
 def test_solver_options_of_the_asl_paths_and_other_solvers():
+    """The solver options of the executable's paths: plain AMPL keywords, OF_ options, and their
+    types checked."""
     from pyomo_lap.solvers.solve import SolverOptionError, check_solver_options
     # the classic interface passes plain names on the executable's command line (its AMPL
     # keywords); the other IPOPT options only with the prefix OF_ (an options file)
@@ -339,9 +345,9 @@ def same_track(a: Track, b: Track, shift):
 def test_a_csv_track_shifted_by_1e12_m_is_the_same_track(tmp_path):
     """A ring of x, y, z points (smoothed and resampled by the loader) and a processed track
     with an s column (interpolated as it is), each shifted by 1e12 m in x and y: the same
-    length, curvature and frame. (It used to be 86 % off in curvature for the ring, 1 % for
+    length, curvature and frame (it used to be 86 % off in curvature for the ring, 1 % for
     the processed track: the smoother's linear solves and the splines' coefficients carried the
-    offset, whose rounding, 1.2e-4 m at 1e12 m, the second and third derivatives amplify.)"""
+    offset, whose rounding, 1.2e-4 m at 1e12 m, the second and third derivatives amplify)."""
     ring = write_ring_csv(tmp_path / "ring.csv")
     far = shifted_csv(ring, tmp_path / "ring_far.csv", ["x", "y"])
     a, b = load_track(ring), load_track(far)
@@ -362,6 +368,8 @@ def test_a_csv_track_shifted_by_1e12_m_is_the_same_track(tmp_path):
 
 @pytest.mark.unit
 def test_pyomo_lap_check_on_the_shifted_and_the_unshifted_track(tmp_path):
+    """pyomo-lap check says the same of a ring and of the ring shifted far from the origin, and
+    says the re-centring."""
     ring = write_ring_csv(tmp_path / "ring.csv")
     far = shifted_csv(ring, tmp_path / "ring_far.csv", ["x", "y"])
     out = {}
@@ -485,7 +493,7 @@ def test_both_orders_valid_is_a_warning_on_the_default_output(tmp_path):
     r = CliRunner().invoke(main, ["solve", "-q", "--track", str(swapped), "--solver",
                                   "no_such_solver", "--out", str(tmp_path / "out")])
     assert "track warning: latitude/longitude order" in r.output     # also with -q
-    from pyomo_lap.track.build import lat_lon_order_warnings
+    from pyomo_lap.track.gps import lat_lon_order_warnings
     near = [{"step": "lat_lon_order", "lengths_m": [1000.0, 1005.0], "columns": ["lat", "lon"]}]
     assert lat_lon_order_warnings(near) == []                        # within 1 %: no warning
 
@@ -510,7 +518,7 @@ def test_lat_lon_order_reads_a_swapped_gps_file_at_its_true_length(tmp_path, kin
     6.94): lat_lon_order='lon,lat' reads it as the same points written in the right order
     and read as named (an independent reading), with no ambiguity warning; the order used
     and why are recorded (issue 34, item 9)."""
-    from pyomo_lap.track.build import lat_lon_order_warnings
+    from pyomo_lap.track.gps import lat_lon_order_warnings
     good = zaggy_loop(tmp_path / "loop.json", *NUR)
     swapped = zaggy_loop(tmp_path / "loop_swapped.json", *NUR, swap=True)
     if kind == "csv":

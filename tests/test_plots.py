@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from pyomo_lap.post import plots
+from pyomo_lap.post import envelope, plots
 from pyomo_lap.post.plots import (FIGURES, distance_label, friction_envelope, marker_step,
                                   parse_range, plot_results, resolve_range)
 
@@ -79,7 +79,7 @@ def _h_g(veh, downforce=0.0):
 
 @pytest.mark.unit
 def test_envelope_without_transfer_and_with_the_static_brake_balance_is_mu_g():
-    """h = 0 (unsprung mass at the road, no-roll centres at the road): no load transfer;
+    """With h = 0 (unsprung mass at the road, no-roll centres at the road) no load transfer;
     k_b the front share of the static load: both axles saturate together at mu_x g, the
     lateral limit is mu_y g; the rear-driven traction limit is mu_x g a1/l (the rear load),
     P_max/(m v) where the power caps it."""
@@ -98,7 +98,7 @@ def test_envelope_without_transfer_and_with_the_static_brake_balance_is_mu_g():
     np.testing.assert_allclose(off["a_y"], env["a_y"], rtol=1e-9, atol=1e-9)
     # a closed curve; every point limited by an axle or the power
     assert env["a_x"][0] == pytest.approx(env["a_x"][-1]) and len(env["a_x"]) == 241
-    assert set(env["limit"]) <= set(plots.ENVELOPE_LIMITS)
+    assert set(env["limit"]) <= set(envelope.ENVELOPE_LIMITS)
     fast = friction_envelope(veh, 40.0)                    # P/(m v) = 4.9 m/s^2 < mu_x g a1/l
     assert fast["ax_traction"] == pytest.approx(47e3 / (240.0 * 40.0), rel=1e-9)
     assert fast["traction_limit"] == "power"
@@ -196,7 +196,8 @@ def test_lateral_transfer_costs_grip_through_load_sensitivity_and_the_shared_sli
     less, the lighter tyre at its peak (the Magic Formula of car.py) limits the axle."""
     from scipy.optimize import brentq
 
-    from pyomo_lap.vehicle.car import load_vehicle, tyre_lateral_angle
+    from pyomo_lap.vehicle.car import load_vehicle
+    from pyomo_lap.vehicle.tyres import tyre_lateral_angle
     veh = _axle_car(pD2=-0.1)
     m, l, mu0, fz0, pd2 = veh["m"], veh["a1"] + veh["a2"], veh["mu_y0"], veh["Fz0"], -0.1
     n = 241
@@ -240,9 +241,9 @@ def test_tyre_loads_are_statically_equivalent_to_the_accelerations():
     balance the inertial moments m h_G a_y (roll) and m h_G a_x plus the aerodynamic
     pitch moment (pitch), as the model's loads do (car.py's module docstring)."""
     veh = {**VEHICLE}
-    c = plots._envelope_car(veh, 30.0)
+    c = envelope._envelope_car(veh, 30.0)
     a_x, a_y = np.array([-12.0, 3.0]), np.array([15.0, -8.0])
-    (f11, f12, f21, f22), _ = plots._envelope_tyre_loads(c, a_x, a_y)
+    (f11, f12, f21, f22), _ = envelope._envelope_tyre_loads(c, a_x, a_y)
     np.testing.assert_allclose(f11 + f12 + f21 + f22, 240.0 * G + c.down)
     t1, t2 = veh["t1"], veh["t2"]
     np.testing.assert_allclose((f11 - f12) * t1 / 2 + (f21 - f22) * t2 / 2, -c.mh * a_y)
@@ -252,19 +253,23 @@ def test_tyre_loads_are_statically_equivalent_to_the_accelerations():
 
 
 @pytest.mark.unit
-def test_magic_formula_inverse_and_angle_match_car_py():
-    from pyomo_lap.vehicle.car import load_vehicle, tyre_lateral_angle
+def test_envelope_car_evaluates_the_registry_tyre_and_its_inverse():
+    """The envelope's namespace of floats (:func:`_envelope_car`) is a car for the registry's
+    NumPy functions: the Magic Formula's force fraction at 0.05 rad is sin(theta) of the
+    equations' :func:`tyre_lateral_angle` on the car, and its slip angle at that theta is
+    0.05 rad back (bisection for E other than 0 and 1)."""
+    from pyomo_lap.vehicle.car import load_vehicle
+    from pyomo_lap.vehicle.tyres import MAGIC_FORMULA, tyre_lateral_angle
     p = load_vehicle("fsae")
     for E in (0.0, -0.8, 0.5, 1.0):
         q = p.replace(E=E)
-        c = plots._envelope_car(q, 20.0)
+        c = envelope._envelope_car(q, 20.0)
+        assert c.tyre is MAGIC_FORMULA
         fz = np.array([300.0, 900.0, 1800.0])
         D = np.array([tyre_lateral_angle(q, 0.05, f)[0] for f in fz])
-        B = plots._mf_stiffness(c, fz, D)
-        th = plots._mf_theta(c, B, 0.05)
-        np.testing.assert_allclose(th, [tyre_lateral_angle(q, 0.05, f)[1] for f in fz],
-                                   rtol=1e-12)
-        np.testing.assert_allclose(plots._mf_slip(c, B, th), 0.05, rtol=1e-9)
+        th = np.array([tyre_lateral_angle(q, 0.05, f)[1] for f in fz])
+        np.testing.assert_allclose(MAGIC_FORMULA.fraction(c, 0.05, fz, D), np.sin(th), rtol=1e-12)
+        np.testing.assert_allclose(MAGIC_FORMULA.slip_at(c, fz, D, th), 0.05, rtol=1e-9)
 
 
 @pytest.mark.unit
@@ -298,6 +303,7 @@ def test_fsae_envelope_is_limited_by_the_rear_axle_under_braking_and_near_the_ru
 
 @pytest.mark.unit
 def test_envelope_needs_the_vehicle_parameters():
+    """A missing parameter is a KeyError; the tyre model's parameters are needed for the shared slip angle only."""
     with pytest.raises(KeyError):
         friction_envelope({"m": 200.0}, 10.0)
     tyreless = {k: v for k, v in VEHICLE.items() if k not in ("C", "E", "pK1", "pK2")}
@@ -308,6 +314,7 @@ def test_envelope_needs_the_vehicle_parameters():
 
 @pytest.mark.unit
 def test_gg_diagram_draws_the_envelopes_at_the_speed_percentiles_and_says_its_simplifications():
+    """The GG diagram draws one envelope per speed percentile and its legend says the simplifications."""
     df, summary = _run()
     fig = FIGURES["gg"](df, summary, VEHICLE)
     ax = fig.axes[0]
@@ -342,6 +349,7 @@ def test_gg_diagram_draws_the_envelopes_at_the_speed_percentiles_and_says_its_si
     (" 1.2e3 : 1800.5 ", (1200.0, 1800.5)), ("-50:20", (-50.0, 20.0)), (":", None),
     (None, None), ((1200, None), (1200.0, None)), ((None, 800.0), (None, 800.0))])
 def test_range_parsing_accepts_both_ends_and_open_ends(text, expected):
+    """A:B, A: and :B parse to their ends (None for an open end)."""
     assert parse_range(text) == expected
 
 
@@ -352,6 +360,7 @@ def test_range_parsing_accepts_both_ends_and_open_ends(text, expected):
     ("a:5", ["'a:5'", "'a' is not a number"]), ("nan:5", ["'nan:5'", "finite"]),
     ("", ["''", "A:B"]), (("x", 3), ["A:B", "pair"])])
 def test_range_parsing_refuses_bad_text_naming_the_value(text, words):
+    """Bad ranges are refused in one line naming the option and the value."""
     with pytest.raises(ValueError) as exc:
         parse_range(text)
     msg = str(exc.value)
@@ -362,6 +371,7 @@ def test_range_parsing_refuses_bad_text_naming_the_value(text, words):
 
 @pytest.mark.unit
 def test_a_window_outside_the_run_is_refused_with_its_extent():
+    """A window outside the run is refused, naming the run's extent; open ends take the run's."""
     df, _ = _run(start=1000.0, closed=False)           # s from 1000 to 1628.3 m
     assert resolve_range(df, "1200:") == (1200.0, pytest.approx(1000 + 200 * math.pi))
     assert resolve_range(df, ":1100") == (1000.0, 1100.0)
@@ -373,6 +383,7 @@ def test_a_window_outside_the_run_is_refused_with_its_extent():
 
 @pytest.mark.unit
 def test_the_window_limits_every_distance_figure():
+    """Every distance figure's axes and lines are limited to the window."""
     df, summary = _run(start=1000.0, closed=False)
     for name in DISTANCE_FIGURES:
         fig = FIGURES[name](df, summary, VEHICLE, s_range="1200:1400")
@@ -398,6 +409,7 @@ def test_the_window_limits_every_distance_figure():
 
 @pytest.mark.unit
 def test_the_track_map_highlights_the_window_and_greys_the_rest():
+    """The track map colours the window's points only."""
     df, summary = _run()
     fig = FIGURES["track_map"](df, summary, VEHICLE, s_range="100:300")
     ax = fig.axes[0]
@@ -415,6 +427,7 @@ def test_the_track_map_highlights_the_window_and_greys_the_rest():
 
 @pytest.mark.unit
 def test_marker_spacing_is_chosen_from_the_length():
+    """Marker spacing from the length, and the labels in m or km."""
     assert marker_step(600.0) == 100.0
     assert marker_step(4191.0) == 500.0
     assert marker_step(20724.0) == 2000.0
@@ -426,6 +439,7 @@ def test_marker_spacing_is_chosen_from_the_length():
 
 @pytest.mark.unit
 def test_closed_lap_map_has_a_start_finish_line_direction_and_distance_markers():
+    """A closed lap's map has its start/finish line, direction and distance markers."""
     df, summary = _run()                         # 628 m: markers every 100 m
     fig = FIGURES["track_map"](df, summary, VEHICLE)
     ax = fig.axes[0]
@@ -446,6 +460,7 @@ def test_closed_lap_map_has_a_start_finish_line_direction_and_distance_markers()
 
 @pytest.mark.unit
 def test_open_sector_map_has_its_start_and_end():
+    """An open sector's map names its start and end, and has no start/finish line."""
     df, summary = _run(start=1000.0, closed=False)
     fig = FIGURES["track_map"](df, summary, VEHICLE)
     texts = [t.get_text() for t in fig.axes[0].texts]
@@ -477,6 +492,7 @@ def test_legends_are_outside_the_axes(name):
 
 @pytest.mark.unit
 def test_plot_results_with_a_window(results, tmp_path):
+    """plot_results draws the chosen figures in a window and refuses a reversed one."""
     files = plot_results(results, out_dir=tmp_path / "p", figures=["speed", "gg"],
                          s_range=(100.0, None), dpi=50)
     assert {f.name for f in files} == {"speed.png", "gg.png"}
@@ -490,6 +506,7 @@ def test_plot_results_with_a_window(results, tmp_path):
 
 @pytest.mark.unit
 def test_vehicle_parameters_come_from_the_workbook(results):
+    """The figures' vehicle parameters are read from the workbook's vehicle sheet."""
     vehicle = plots.read_vehicle(results, json.loads((results / "summary.json").read_text()))
     assert vehicle["mu_y0"] == 1.6 and vehicle["P_max"] == 47e3
 
@@ -499,6 +516,7 @@ def test_vehicle_parameters_come_from_the_workbook(results):
     ("abc", ["--range 'abc'", "A:B"]), ("1800:1200", ["--range '1800:1200'", "A < B"]),
     ("1200:1800", ["--range '1200:1800'", "outside the run", "0.0:628.3 m"])])
 def test_plot_command_refuses_a_bad_range_in_one_line(results, tmp_path, value, words):
+    """pyomo-lap plot refuses a bad --range in one line (exit code 2)."""
     from pyomo_lap.cli import main
     out = tmp_path / "out"
     r = CliRunner().invoke(main, ["plot", str(results), "--out", str(out), "--range", value])
@@ -512,6 +530,7 @@ def test_plot_command_refuses_a_bad_range_in_one_line(results, tmp_path, value, 
 
 @pytest.mark.unit
 def test_plot_command_draws_the_window(results, tmp_path):
+    """pyomo-lap plot --range draws the chosen figures."""
     from pyomo_lap.cli import main
     out = tmp_path / "out"
     r = CliRunner().invoke(main, ["plot", str(results), "--out", str(out), "--range", ":300",

@@ -88,7 +88,7 @@ def test_arc_file_refusals_name_the_key(tmp_path):
 
 @pytest.mark.unit
 def test_load_track_dispatches_arc_tracks():
-    from pyomo_lap.track.geometry import load_track
+    from pyomo_lap.track.loading import load_track
     assert isinstance(load_track("dymos_oval"), ArcTrack)
     assert load_track(str(OVAL)).length == pytest.approx(1244.8229715, abs=1e-6)
     assert load_track("dymos_oval", track_width=6.0).width_left == 3.0

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pyomo_lap.track.geometry import Track, TrackPoints, available_tracks, load_track
+from pyomo_lap.track.geometry import Track, TrackPoints
+from pyomo_lap.track.loading import available_tracks, load_track
 
 REPO = Path(__file__).resolve().parents[1]
 RAW = Path(__file__).resolve().parents[1] / "data" / "tracks" / "raw" / "zaggyai"
@@ -22,6 +23,7 @@ needs_raw = pytest.mark.skipif(not RAW.is_dir(), reason="raw zaggyai files not a
 
 # ----------------------------------------------------------------------------- helpers
 def write_csv(path, header, rows):
+    """Write ``rows`` under the ``header`` to a CSV file at ``path``."""
     with open(path, "w") as fh:
         fh.write(",".join(header) + "\n")
         for r in rows:
@@ -48,6 +50,7 @@ def circle_track(R, nu=0.0, nu_fun=None, n=2000, direction=1):
 
 @pytest.fixture(scope="module")
 def ns():
+    """The bundled Nordschleife, loaded once for the module."""
     return load_track("nordschleife")
 
 
@@ -55,6 +58,8 @@ def ns():
 @pytest.mark.unit
 @pytest.mark.parametrize("direction", [1, -1])
 def test_circle_from_csv(tmp_path, direction):
+    """A circle of x, y, z points read from CSV, in both directions: closed, length 2 pi R,
+    curvature +-1/R, z as written."""
     R = 100.0
     u = np.linspace(0, 2 * np.pi, 400, endpoint=False)
     rows = [(R * np.cos(direction * a), R * np.sin(direction * a), 12.5) for a in u]
@@ -75,6 +80,8 @@ def test_circle_from_csv(tmp_path, direction):
 
 @pytest.mark.unit
 def test_helix_open_track():
+    """A helix interpolated exactly (smoothing 0): open, its length in closed form, and Omega
+    equal to the helix's curvature and torsion."""
     R, c, umax = 30.0, 4.0, 3 * np.pi
     u = np.linspace(0, umax, 1501)
     P = np.column_stack([R * np.cos(u), R * np.sin(u), c * u])
@@ -95,6 +102,8 @@ def test_helix_open_track():
 
 @pytest.mark.unit
 def test_open_track_out_of_range():
+    """An open straight of 100 m evaluates on [0, 100] and refuses an s outside it, naming the
+    value and the range."""
     P = np.column_stack([np.linspace(0, 100, 21), np.zeros(21), np.zeros(21)])
     tr = Track.from_points(P, closed=False, smoothing=0)
     assert tr.length == pytest.approx(100.0, rel=1e-9)
@@ -107,6 +116,8 @@ def test_open_track_out_of_range():
 
 @pytest.mark.unit
 def test_constant_banking_circle():
+    """A circle banked by nu: Omega = (0, sin(nu)/R, cos(nu)/R) and dOmega/ds = 0 (closed
+    form)."""
     R, nu = 50.0, 0.12
     tr, L = circle_track(R, nu=nu)
     assert tr.length == pytest.approx(L, rel=1e-12)
@@ -121,6 +132,8 @@ def test_constant_banking_circle():
 
 @pytest.mark.unit
 def test_varying_banking_picks_up_dnu_ds():
+    """A circle whose banking varies as a sine: Omega_x is dnu/ds and Omega_y, Omega_z follow
+    the closed form."""
     R, a, k = 80.0, 0.1, 3
     L = 2 * np.pi * R
     nu_f = lambda s: a * np.sin(2 * np.pi * k * s / L)  # noqa: E731
@@ -141,6 +154,7 @@ def test_varying_banking_picks_up_dnu_ds():
 
 @pytest.mark.unit
 def test_global_position_offsets():
+    """Points at lateral n and normal m on a ccw circle lie at radius R - n and height m."""
     R = 60.0
     tr, L = circle_track(R)
     s = np.linspace(0, L, 50)
@@ -154,6 +168,8 @@ def test_global_position_offsets():
 # ----------------------------------------------------------------------------- frames on a real track
 @pytest.mark.unit
 def test_rotation_orthonormal_and_n_horizontal(ns):
+    """The Nordschleife's frames are rotations (orthonormal, det 1) and, with no banking, n is
+    horizontal."""
     s = np.linspace(0, ns.length, 3001)
     tp = ns.evaluate(s)
     assert isinstance(tp, TrackPoints)
@@ -174,6 +190,8 @@ def test_rotation_orthonormal_and_n_horizontal(ns):
 
 @pytest.mark.unit
 def test_omega_matches_RtdR_and_domega_fd(ns):
+    """The Nordschleife's Omega equals R^T dR/ds and dOmega/ds its finite difference (a second
+    method)."""
     s = np.linspace(1.0, ns.length - 1.0, 2500)
     tp = ns.evaluate(s)
     om_fd, W = fd_omega(ns, s)
@@ -187,6 +205,7 @@ def test_omega_matches_RtdR_and_domega_fd(ns):
 @pytest.mark.unit
 def test_omega_fd_on_banked_3d_track():
     # a 3D closed curve with varying banking, sampled densely (non-arc-length input)
+    """On a banked 3D track Omega and dOmega/ds equal their finite differences."""
     u = np.linspace(0, 2 * np.pi, 3000, endpoint=False)
     P = np.column_stack([300 * np.cos(u), 200 * np.sin(u) + 30 * np.sin(3 * u), 10 * np.sin(2 * u)])
     bank = 0.08 * np.cos(u)
@@ -205,6 +224,8 @@ def test_omega_fd_on_banked_3d_track():
 # ----------------------------------------------------------------------------- Nordschleife
 @pytest.mark.unit
 def test_nordschleife_closes_and_is_plausible(ns):
+    """The bundled Nordschleife closes smoothly (positions, tangents, Omega across the line);
+    its length, elevations, grades and tightest radius (from positions) are plausible."""
     assert ns.closed and "nordschleife" in available_tracks()
     assert 20600.0 < ns.length < 20900.0
     eps = 1e-4
@@ -262,6 +283,8 @@ def test_nordschleife_metadata(ns):
 @needs_raw
 @pytest.mark.unit
 def test_nordschleife_matches_raw_data(ns):
+    """The bundled Nordschleife lies within 3 m of every raw GPS point (projected
+    independently), starts at the start/finish, and its elevations follow the BTG file's."""
     import pyproj
 
     meta = ns.provenance
@@ -297,6 +320,8 @@ def test_nordschleife_matches_raw_data(ns):
 # ----------------------------------------------------------------------------- loaders
 @pytest.mark.unit
 def test_csv_round_trip(tmp_path, ns):
+    """Track.to_csv then Track.from_csv gives back the same track (length, positions,
+    Omega)."""
     f = tmp_path / "ns.csv"
     ns.to_csv(f, spacing=2.0)
     tr = Track.from_csv(f)
@@ -310,6 +335,8 @@ def test_csv_round_trip(tmp_path, ns):
 
 @pytest.mark.unit
 def test_csv_user_file_with_widths_and_banking(tmp_path):
+    """A user's CSV with widths and banking columns (mixed names): the widths and banking as
+    written."""
     R = 200.0
     u = np.linspace(0, 2 * np.pi, 300, endpoint=False)
     rows = [(R * np.cos(a), R * np.sin(a), 5.0, 5.0 + np.cos(a), 3.0, 0.05) for a in u]
@@ -326,6 +353,8 @@ def test_csv_user_file_with_widths_and_banking(tmp_path):
 
 @pytest.mark.unit
 def test_csv_errors(tmp_path):
+    """Bad cells and missing columns of a CSV file are refused naming the file, the column, the
+    row and the value."""
     f = tmp_path / "bad.csv"
     # (points 10 m apart: a track shorter than 20 m is refused as well)
     write_csv(f, ["x", "y", "z"], [(0, 0, 0), (10, 0, 0), (20, "nan", 0), (30, 10, 0), (40, 20, 0)])
@@ -345,6 +374,8 @@ def test_csv_errors(tmp_path):
 @needs_raw
 @pytest.mark.unit
 def test_zaggy_json_loader_gp_circuit():
+    """A raw zaggyai file with missing elevations loads: closed, a plausible length, the
+    elevations within the nonzero raw ones (the zeros not used), s = 0 at the start/finish."""
     tr = Track.from_zaggy_json(GP_FILE)
     assert tr.closed
     # raw polyline length 5087 m (chords); smoothing shortens corners slightly
@@ -363,12 +394,14 @@ def test_zaggy_json_loader_gp_circuit():
 
 @pytest.mark.unit
 def test_unknown_track_name():
+    """An unknown track name is refused listing the known ones."""
     with pytest.raises(ValueError, match=r"unknown track 'monaco'.*known tracks:.*nordschleife"):
         load_track("monaco")
 
 
 @pytest.mark.unit
 def test_data_dir_override(tmp_path, monkeypatch):
+    """PYOMO_LAP_DATA points the bundled tracks at another folder."""
     (tmp_path / "tracks").mkdir()
     R = 50.0
     u = np.linspace(0, 2 * np.pi, 200, endpoint=False)
@@ -408,7 +441,7 @@ def test_bundled_track_is_read_not_built_and_evaluated_vectorized():
         return out, dict(calls)
 
     tr, loading = counted(load_track, "nordschleife")
-    assert ("track/geometry.py", "from_csv") in loading
+    assert ("track/csv_files.py", "from_csv") in loading
     assert not any(name == "track/build.py" or fn == "from_zaggy_json" for name, fn in loading)
     _, few = counted(tr.evaluate, np.linspace(0.0, tr.length, 10))
     s = np.linspace(0.0, tr.length, 2000)

@@ -11,6 +11,7 @@ import pytest
 from pyomo_lap import Track, load_track, load_vehicle
 from pyomo_lap.track import checks as tc
 from pyomo_lap.track.checks import TrackDataError, TrackRepairWarning
+from pyomo_lap.track.built_checks import _segments_crossing
 
 R = 100.0           # [m] test circle radius
 N = 200             # points on it (3.14 m apart)
@@ -38,6 +39,7 @@ def write_csv(path, P, extra=None, cells=None, header=None):
 
 
 def refused(path, **kw) -> TrackDataError:
+    """The TrackDataError of loading ``path`` (the message names the file)."""
     with pytest.raises(TrackDataError) as exc:
         Track.from_csv(path, **kw)
     assert str(path) in str(exc.value)
@@ -45,6 +47,8 @@ def refused(path, **kw) -> TrackDataError:
 
 
 def repaired(path, kinds, **kw) -> Track:
+    """The track loaded with ``repair=True``: the findings are ``kinds``, all repaired, each
+    warned once and recorded in the provenance."""
     with pytest.warns(TrackRepairWarning) as rec:
         tr = Track.from_csv(path, repair=True, **kw)
     assert sorted({f.kind for f in tr.findings}) == sorted(kinds)
@@ -57,6 +61,7 @@ def repaired(path, kinds, **kw) -> Track:
 # ------------------------------------------------------------------ good data stay untouched
 @pytest.mark.unit
 def test_clean_data_have_no_findings(tmp_path):
+    """Clean data and the bundled Nordschleife load with no finding and no warning."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         tr = Track.from_csv(write_csv(tmp_path / "ok.csv", circle()))
@@ -69,6 +74,8 @@ def test_clean_data_have_no_findings(tmp_path):
 # ------------------------------------------------------------------ missing values
 @pytest.mark.unit
 def test_missing_coordinates_detected_and_repaired(tmp_path):
+    """Empty and non-numeric coordinates are refused naming column, row, line and cell; the
+    repair interpolates them."""
     P = circle()
     f = write_csv(tmp_path / "gaps.csv", P, cells={(5, 1): "nan", (9, 2): "", (12, 0): "abc"})
     err = refused(f)
@@ -92,6 +99,7 @@ def test_missing_coordinates_detected_and_repaired(tmp_path):
 
 @pytest.mark.unit
 def test_missing_widths_and_banking(tmp_path):
+    """Missing widths and banking are refused naming them; the repair interpolates them."""
     P = circle()
     ex = {"width_left": np.full(N, 4.0), "width_right": 3.0 + np.arange(N) / N,
           "banking": np.full(N, 0.05)}
@@ -110,6 +118,7 @@ def test_missing_widths_and_banking(tmp_path):
 
 @pytest.mark.unit
 def test_too_few_points(tmp_path):
+    """Fewer than 4 usable points are refused, repair or not."""
     f = write_csv(tmp_path / "three.csv", circle(3))
     err = refused(f, repair=True)
     assert "3 usable point(s), expected at least 4 points" in str(err)
@@ -121,6 +130,8 @@ def test_too_few_points(tmp_path):
 # ------------------------------------------------------------------ duplicates and GPS spikes
 @pytest.mark.unit
 def test_duplicated_points(tmp_path):
+    """Repeated points are refused naming their rows; the repair drops them and leaves the
+    track's length."""
     P = circle()
     Q = np.insert(P, [10, 40, 40], P[[9, 39, 39]], axis=0)   # one repeat, and a triple
     f = write_csv(tmp_path / "dup.csv", Q)
@@ -137,6 +148,8 @@ def test_duplicated_points(tmp_path):
 
 @pytest.mark.unit
 def test_gps_position_spike(tmp_path):
+    """A GPS position spike is refused naming its row; the repair drops it and gives the track
+    without the point."""
     P = circle()
     Q = P.copy()
     Q[50, :2] += [250.0, -180.0]
@@ -159,6 +172,8 @@ def test_gps_position_spike(tmp_path):
 # ------------------------------------------------------------------ loops that do not close
 @pytest.mark.unit
 def test_unclosed_loop(tmp_path):
+    """A loop asked to close with a gap is refused with the gap's length; the repair bridges it
+    by a chord."""
     P = circle()
     f = write_csv(tmp_path / "open.csv", P[:195])            # 6 spacings missing: 18.8 m
     err = refused(f, closed=True)
@@ -181,6 +196,8 @@ def test_unclosed_loop(tmp_path):
 # ------------------------------------------------------------------ elevation glitches
 @pytest.mark.unit
 def test_elevation_zero_written_for_missing(tmp_path):
+    """Elevations of 0 written for missing ones are refused naming the rows; the repair
+    interpolates them."""
     P = circle()
     Q = P.copy()
     Q[[30, 31, 120], 2] = 0.0
@@ -200,6 +217,8 @@ def test_elevation_zero_written_for_missing(tmp_path):
 
 @pytest.mark.unit
 def test_elevation_spikes_and_steps(tmp_path):
+    """Elevation spikes (one and two points) are refused naming the rows and removed by the
+    repair; a step is refused and has no repair."""
     P = circle()
     Q = P.copy()
     Q[60, 2] += 40.0                      # one point
@@ -225,6 +244,8 @@ def test_elevation_spikes_and_steps(tmp_path):
 def test_steep_grade_of_the_built_track(tmp_path):
     # a spiral ramp climbing 50 % over one and a half turns: no single jump (1.6 m
     # spacing), but the road is a wall
+    """A built track steeper than max_grade is refused with its grade; the limit is a
+    parameter."""
     n = 600
     u = np.linspace(0, 3 * np.pi, n)
     r = 100.0
@@ -239,6 +260,7 @@ def test_steep_grade_of_the_built_track(tmp_path):
 # ------------------------------------------------------------------ widths, banking, units
 @pytest.mark.unit
 def test_bad_widths_and_banking(tmp_path):
+    """Negative or huge widths and a banking in degrees are refused, each named."""
     P = circle()
     ex = {"width_left": np.full(N, 4.0), "width_right": np.full(N, 4.0), "banking": np.zeros(N)}
     ex["width_left"][7] = -1.0
@@ -254,6 +276,8 @@ def test_bad_widths_and_banking(tmp_path):
 
 @pytest.mark.unit
 def test_latitude_longitude_instead_of_metres(tmp_path):
+    """Degrees or millimetres in place of metres give a track too short or too long, refused
+    saying metres."""
     u = np.linspace(0, 2 * np.pi, 100, endpoint=False)
     ll = np.c_[50.3 + 1e-3 * np.cos(u), 6.9 + 1e-3 * np.sin(u), np.full_like(u, 320.0)]
     err = refused(write_csv(tmp_path / "latlon.csv", ll), repair=True)
@@ -284,7 +308,7 @@ def test_self_intersecting_centreline(tmp_path):
     rng = np.random.default_rng(3)
     for _ in range(20):
         Q = rng.uniform(0, 10, (12, 2))
-        got = {(min(i, j), max(i, j)) for i, j, _, _ in tc._segments_crossing(Q, False)}
+        got = {(min(i, j), max(i, j)) for i, j, _, _ in _segments_crossing(Q, False)}
         want = set()
         for i in range(11):
             for j in range(i + 2, 11):
@@ -298,6 +322,8 @@ def test_self_intersecting_centreline(tmp_path):
 # ------------------------------------------------------------------ the car and the sector
 @pytest.mark.unit
 def test_track_narrower_than_the_car(tmp_path):
+    """A stretch narrower than the car is refused where it is; a sector before it is fine; the
+    margin counts."""
     P = circle()
     wl = np.full(N, 4.0)
     wl[100:110] = 0.5                          # a chicane of bollards: 0.5 + 0.6 < 1.40 m
@@ -318,6 +344,8 @@ def test_track_narrower_than_the_car(tmp_path):
 
 @pytest.mark.unit
 def test_sector_past_the_end_of_an_open_track():
+    """A sector past the end of an open track is refused, or shortened with repair; bad starts
+    and lengths are refused."""
     t = np.linspace(0, 300, 151)
     tr = Track.from_points(np.c_[t, 0.01 * t ** 1.5, np.zeros_like(t)], closed=False, name="strip")
     L = tr.length
@@ -341,6 +369,7 @@ def test_sector_past_the_end_of_an_open_track():
 # ------------------------------------------------------------------ unreadable files
 @pytest.mark.unit
 def test_unreadable_track_files(tmp_path):
+    """Missing, empty and binary track files are refused naming the file."""
     with pytest.raises(FileNotFoundError, match="nowhere.csv"):
         load_track(tmp_path / "nowhere.csv")
     (tmp_path / "empty.csv").write_text("")
@@ -395,7 +424,7 @@ def test_a_flat_figure_of_eight_is_a_bridge(tmp_path, layout):
     step = _bridge_step(tr)
     assert step["count"] == 1 and "the later branch in the direction of travel" in step["detail"]
     assert np.all(tr.evaluate(tr.sample_s(5.0)).position[:, 2] == 0.0)
-    from pyomo_lap.track.checks import check_track      # the other branch on top
+    from pyomo_lap.track.built_checks import check_track      # the other branch on top
     check_track(tr, upper_branch="earlier")
     assert tr.provenance["bridges"][0]["s_upper"] == pytest.approx(0.0, abs=0.5)
     assert [st["step"] for st in tr.processing_steps].count("crossing_bridge") == 1

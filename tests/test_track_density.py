@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pyomo_lap.track import build as tb
-from pyomo_lap.track.geometry import load_track
+from pyomo_lap.track.loading import load_track
 
 R = 300.0
 

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 from scipy.spatial import cKDTree
 
-from pyomo_lap.track.geometry import Track, load_track
+from pyomo_lap.track.loading import load_track
 
 ROOT = Path(__file__).resolve().parents[1]
 RAW = ROOT / "data" / "tracks" / "raw" / "fastest-lap" / "catalunya.xml"
@@ -194,6 +194,7 @@ def test_labels_are_not_trusted(tmp_path):
     (lambda t: t.replace("<nr>5", "<nr>five").replace("<nr>6", "<nr>six"), r"<nr>.*'six' is not a number"),
 ])
 def test_bad_fastest_lap_files_are_named(tmp_path, edit, match):
+    """Bad fastest-lap files are refused naming the file and what is wrong."""
     f = _circle_xml(tmp_path / "ring.xml")
     f.write_text(edit(f.read_text()))
     with pytest.raises(ValueError, match=match):
@@ -249,9 +250,10 @@ def _xml_in_frame_of(tr, f):
 
 @pytest.mark.component
 def test_kml_boundaries_give_fastest_laps_chicane_radii():
-    """fastest-lap's catalunya_left.kml + catalunya_right.kml (about 2.5 s): the centreline
-    made from them against fastest-lap's own processing of the same boundaries (catalunya.xml's
-    -yaw_dot at its points, located on our centreline by the nearest point):
+    """The catalunya_left.kml + catalunya_right.kml of fastest-lap (about 2.5 s): the centreline
+    made from them against fastest-lap's own processing of the same boundaries.
+
+    (catalunya.xml's -yaw_dot at its points, located on our centreline by the nearest point):
 
     * the tightest radius of the last chicane (fastest-lap: 19.2 m) and of the corner at
       s = 3661 m (16.7 m) within 10 % (found: 18.7 m and 15.3 m; before: 10.5 m and 14.2 m);

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from pyomo_lap.cli import main
 from pyomo_lap.track.checks import TrackDataError
-from pyomo_lap.track.geometry import load_track
+from pyomo_lap.track.loading import load_track
 
 R = 150.0
 
@@ -112,7 +112,7 @@ def test_every_format_is_listed():
 
 @pytest.mark.unit
 def test_suzukas_raw_file_loads_flat_with_its_bridge():
-    """zaggyai's raw Suzuka (a figure of eight whose ground heights differ by 0.70 m where the
+    """The raw Suzuka of zaggyai (a figure of eight whose ground heights differ by 0.70 m where the
     roads cross) is refused as it is, with what to do; with flat=True it loads, its crossing
     (s = 2536 m under s = 4894 m, the later branch on top) taken as a bridge, and no
     'elevations missing' step for the ignored ones."""

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from pyomo_lap.track.checks import TrackDataError, TrackRepairWarning
-from pyomo_lap.track.geometry import Track, load_track
+from pyomo_lap.track.geometry import Track
+from pyomo_lap.track.loading import load_track
 
 R = 100.0                  # [m] radius of the circles
 LAT0, LON0 = 47.2195, 14.7647
@@ -159,6 +160,8 @@ def test_units_in_the_header_and_the_tools_own_columns(tmp_path):
 
 @pytest.mark.unit
 def test_a_header_that_is_not_understood_says_how_the_file_was_read(tmp_path):
+    """A header that is not understood is refused saying how the file was read and the accepted
+    names."""
     f = tmp_path / "pipes.csv"
     f.write_text("x|y|z\n0|0|0\n10|0|0\n10|10|0\n0|10|0\n")
     with pytest.raises(ValueError, match=r"missing required column 'x'.*read with columns "
@@ -197,6 +200,8 @@ def test_gps_logger_csv_with_common_names_semicolons_and_altitude(tmp_path):
 
 @pytest.mark.unit
 def test_gps_csv_without_altitude_is_flat_and_swapped_columns_are_refused(tmp_path):
+    """A GPS CSV file without altitude loads flat (an assumed value); swapped latitude and
+    longitude are refused."""
     x, y, _ = _circle(200)
     lat, lon = _to_lat_lon(x, y)
     f = tmp_path / "flat.csv"
@@ -264,7 +269,7 @@ def test_kml_pair_of_files_as_fastest_lap_writes_them(tmp_path):
     tp = tr.evaluate(np.linspace(0.0, tr.length, 40, endpoint=False))
     assert np.allclose(tp.width_left, 5.0, atol=4e-3) and np.allclose(tp.width_right, 5.0, atol=4e-3)
     assert np.allclose(tp.position[:, 2], 0.0)
-    from pyomo_lap.track.geometry import _kml_boundaries       # from the left file: the same pair
+    from pyomo_lap.track.boundaries import _kml_boundaries       # from the left file: the same pair
     (lc, rc), how, files = _kml_boundaries(tmp_path / "ring_left.kml")
     assert [f.name for f in files] == ["ring_left.kml", "ring_right.kml"] and len(lc) == 240
     (tmp_path / "ring_right.kml").unlink()

@@ -21,7 +21,7 @@ from _tracks import write_ring_csv
 from pyomo_lap import Track, load_track
 from pyomo_lap.track import checks as tc
 from pyomo_lap.cli import main
-from pyomo_lap.track.build import display_name
+from pyomo_lap.track.gps import display_name
 
 # ------------------------------------------------------------------ the raw file's geometry
 LAT0, LON0 = 47.3, 8.5          # [deg] where the test track lies
@@ -72,6 +72,8 @@ def raw_points():
 
 
 def to_latlon(x, y):
+    """Latitudes and longitudes [deg] of points x, y [m] in the azimuthal projection centred at
+    (lat0, lon0)."""
     import pyproj
     tr = pyproj.Transformer.from_crs(
         f"+proj=aeqd +lat_0={LAT0} +lon_0={LON0} +datum=WGS84 +units=m +no_defs", "EPSG:4326",
@@ -96,15 +98,19 @@ def write_raw_json(path, name="Test Raceway Laguna Seca", short_name="Laguna Sec
 
 @pytest.fixture(scope="module")
 def raw(tmp_path_factory):
+    """The raw stadium file (missing elevations, an outlier, a gap), written once for the
+    module."""
     return write_raw_json(tmp_path_factory.mktemp("raw") / "stadium.json")
 
 
 @pytest.fixture(scope="module")
 def stadium_track(raw):
+    """The stadium track loaded from the raw file."""
     return load_track(raw)
 
 
 def by_step(track):
+    """The track's processing steps by kind."""
     return {r["step"]: r for r in track.processing_steps}
 
 
@@ -119,6 +125,7 @@ def in_track_frame(track):
 
 
 def dense(track, step=0.05):
+    """Arc lengths every ``step`` metres and the track evaluated there."""
     s = np.arange(0.0, track.length, step)
     return s, track.evaluate(s)
 
@@ -126,6 +133,9 @@ def dense(track, step=0.05):
 # ------------------------------------------------------------------ the raw file's processing
 @pytest.mark.unit
 def test_every_processing_step_of_a_raw_file_is_recorded_where_and_how_large(stadium_track):
+    """Every step the loader took on the raw file (missing elevations, outlier dropped, gap
+    filled, smoothing) is recorded with where it was and how large, against the planted
+    defects."""
     tr = stadium_track
     steps = by_step(tr)
     assert {"elevation_missing", "outliers_dropped", "gap_filled", "smoothing_plan_view",
@@ -183,6 +193,8 @@ def test_smoothing_is_reported_by_how_much_it_moved_the_data(stadium_track):
 
 @pytest.mark.unit
 def test_assumed_widths_and_banking_are_recorded_and_the_name_does_not_repeat(stadium_track):
+    """The assumed widths and banking are recorded with how to set them; the display name does
+    not repeat words."""
     tr = stadium_track
     q = {a["quantity"]: a for a in tr.assumptions}
     assert q["width"]["value"] == 4.0 and "--track-width" in q["width"]["set_with"]
@@ -194,6 +206,8 @@ def test_assumed_widths_and_banking_are_recorded_and_the_name_does_not_repeat(st
 
 @pytest.mark.unit
 def test_display_names_have_no_repeated_words():
+    """display_name joins name and short name without repeating a word (abbreviations
+    included)."""
     assert display_name("WeatherTech Raceway Laguna Seca", "Laguna Seca WeatherTech") == \
         "WeatherTech Raceway Laguna Seca"
     assert display_name("Nürburgring", "Nurburgr GP") == "Nürburgring GP"     # an abbreviation
@@ -226,6 +240,7 @@ def test_csv_smoothing_is_recorded(tmp_path):
 @pytest.mark.unit
 @pytest.mark.parametrize("bad", [0.0, -3.0, math.nan, math.inf, 500.0, "wide", True])
 def test_a_bad_track_width_is_refused_naming_it(bad):
+    """A track_width that is not a positive width in metres is refused naming it."""
     with pytest.raises(ValueError, match=r"track_width = .*expected the track's total width in "
                                          r"metres, > 0 m and at most 200 m"):
         tc.check_track_width(bad)
@@ -234,6 +249,8 @@ def test_a_bad_track_width_is_refused_naming_it(bad):
 @pytest.mark.unit
 def test_track_width_replaces_or_completes_the_widths(tmp_path, raw):
     # no widths in the file: 4 m each side, said
+    """track_width replaces the file's widths (a step, no longer assumed) or completes missing
+    ones."""
     tr = load_track(write_ring_csv(tmp_path / "plain.csv"))
     assert [a["quantity"] for a in tr.assumptions] == ["width", "banking"]
     # the total width given: half each side, said as a step, no longer assumed
@@ -265,6 +282,8 @@ def test_track_width_replaces_or_completes_the_widths(tmp_path, raw):
 
 @pytest.mark.unit
 def test_bundled_track_says_what_its_build_assumed():
+    """A bundled track says what its build assumed (its .json's notes), unless track_width
+    replaces it."""
     ns = load_track("nordschleife")
     meta = json.loads((Path(__file__).resolve().parents[1] / "data" / "tracks" /
                        "nordschleife.json").read_text())
@@ -285,6 +304,7 @@ def _row(output, title):
 
 @pytest.mark.unit
 def test_check_prints_the_steps_and_the_assumptions(raw):
+    """pyomo-lap check prints the table of steps (count, where, size) and the assumed values."""
     r = CliRunner().invoke(main, ["check", "--track", str(raw)])
     assert r.exit_code == 0, r.output
     out = r.output
@@ -317,6 +337,7 @@ def test_check_prints_the_steps_and_the_assumptions(raw):
 
 @pytest.mark.unit
 def test_solve_says_the_steps_and_assumptions_before_building(raw, tmp_path):
+    """pyomo-lap solve says the steps and assumptions in one line each before building."""
     r = CliRunner().invoke(main, ["solve", "--track", str(raw), "--length", "500", "-v",
                                   "--solver", "no_such_solver", "--out", str(tmp_path / "x")])
     assert r.exit_code == 2                          # stopped at the missing solver
@@ -333,6 +354,7 @@ def test_solve_says_the_steps_and_assumptions_before_building(raw, tmp_path):
 
 @pytest.mark.unit
 def test_results_provenance_sheet_lists_every_step_and_assumption(tmp_path, stadium_track):
+    """The results' summary and provenance sheet list every step and assumption of the track."""
     from pyomo_lap.post.results import read_summary, write_results
     tr = stadium_track
     summary = dict(lap_time_s=1.0, track_file=tr.provenance["source_file"],

@@ -29,7 +29,7 @@ def _solve(out, **options):
 
 
 def _junctions():
-    from pyomo_lap.track.geometry import load_track
+    from pyomo_lap.track.loading import load_track
     tr = load_track("dymos_oval")
     return tr, np.cumsum([sg.length for sg in tr.segments])[:-1]
 

@@ -7,6 +7,7 @@ import pytest
 from scipy.optimize import fsolve
 
 from pyomo_lap.vehicle import car as veh
+from pyomo_lap.vehicle import tyres
 from pyomo_lap.spatial.tree import TrackJoint
 
 FLAT = TrackJoint(R=np.eye(3).tolist(), J=[1.0, 0, 0, 0, 0, 0], dJ=[0] * 6)
@@ -14,6 +15,7 @@ FLAT = TrackJoint(R=np.eye(3).tolist(), J=[1.0, 0, 0, 0, 0, 0], dJ=[0] * 6)
 
 @pytest.fixture(scope="module")
 def car():
+    """The bundled FSAE car and its chain."""
     p = veh.load_vehicle("fsae")
     return p, veh.build_chain(p)
 
@@ -25,6 +27,7 @@ def _xy(p):
 
 @pytest.mark.unit
 def test_static_equilibrium_loads_and_sag(car):
+    """At rest the static sag and axle loads of the closed forms balance the car."""
     p, ch = car
     g = p.gravity
     sag = -p.m_s * g / (2 * p.k1 + 2 * p.k2)       # closed form: m_s g / k
@@ -122,24 +125,26 @@ def test_steady_straight_with_aero_closed_form(car):
 
 @pytest.mark.unit
 def test_tyre_lateral_force(car):
+    """Magic Formula: zero at zero slip, odd, slope the cornering stiffness, peak D."""
     p, _ = car
     for fz in (300.0, 600.0, 1200.0):
-        assert veh.tyre_lateral_force(p, 0.0, fz) == 0.0
+        assert tyres.tyre_lateral_force(p, 0.0, fz) == 0.0
         a = 0.05
-        assert veh.tyre_lateral_force(p, -a, fz) == pytest.approx(-veh.tyre_lateral_force(p, a, fz))
+        assert tyres.tyre_lateral_force(p, -a, fz) == pytest.approx(-tyres.tyre_lateral_force(p, a, fz))
         # slope at zero slip = cornering stiffness pK1 Fz0 sin(2 atan(fz / (pK2 Fz0)))
         h = 1e-6
-        slope = (veh.tyre_lateral_force(p, h, fz) - veh.tyre_lateral_force(p, -h, fz)) / (2 * h)
+        slope = (tyres.tyre_lateral_force(p, h, fz) - tyres.tyre_lateral_force(p, -h, fz)) / (2 * h)
         c_alpha = p.pK1 * p.Fz0 * math.sin(2 * math.atan(fz / (p.pK2 * p.Fz0)))
         assert slope == pytest.approx(c_alpha, rel=1e-6)
         # the peak over slip angles is D = mu(fz) fz
-        peak = max(veh.tyre_lateral_force(p, a, fz) for a in np.linspace(0, 0.5, 5001))
+        peak = max(tyres.tyre_lateral_force(p, a, fz) for a in np.linspace(0, 0.5, 5001))
         D = p.mu_y0 * (1 + p.pD2 * (fz - p.Fz0) / p.Fz0) * fz
         assert peak == pytest.approx(D, rel=1e-6)
 
 
 @pytest.mark.unit
 def test_suspension_equivalent_coefficients(car):
+    """The equivalent heave, pitch and roll stiffness and damping of the wheel rates."""
     p, _ = car
     s = p.suspension
     assert s["k"] == pytest.approx(2 * 36e3 + 2 * 24e3)
@@ -157,6 +162,7 @@ def test_suspension_equivalent_coefficients(car):
     (("[tyre]", "fz_min = 50.0", ""), "fz_min"),
 ])
 def test_vehicle_file_errors(tmp_path, edit, field):
+    """A bad value in a vehicle file is refused naming its field."""
     text = (veh.models_dir() / "fsae.toml").read_text()
     _, old, new = edit
     old_line = next(line for line in text.splitlines() if line.strip().startswith(old))
@@ -169,5 +175,6 @@ def test_vehicle_file_errors(tmp_path, edit, field):
 
 @pytest.mark.unit
 def test_unknown_vehicle_lists_known():
+    """An unknown vehicle name lists the known ones."""
     with pytest.raises(ValueError, match="fsae"):
         veh.load_vehicle("no_such_car")

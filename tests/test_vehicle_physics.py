@@ -1,5 +1,6 @@
-r"""The car equations of the new vehicle keys (:mod:`pyomo_lap.vehicle.car`), each against a
-closed form written here:
+r"""The car equations of the new vehicle keys, each against a closed form written here.
+
+The keys of :mod:`pyomo_lap.vehicle.car` and :mod:`pyomo_lap.vehicle.tyres`:
 
 * the drive split ``drive_ratio`` (eq 34 for :math:`k_d = 0`, the split otherwise), in
   :func:`longitudinal_forces`, in the traced car equations and in the model's channel
@@ -25,6 +26,7 @@ from scipy.optimize import fsolve
 from pyomo_lap import Track, load_vehicle
 from pyomo_lap.vehicle import car as veh
 from pyomo_lap.post.simulate import car_functions
+from pyomo_lap.vehicle import tyres
 from pyomo_lap.vehicle.schema import VehicleFileError, read_vehicle_file
 
 FLAT = np.r_[np.eye(3).ravel(), np.zeros(6)]
@@ -33,10 +35,12 @@ FLAT = np.r_[np.eye(3).ravel(), np.zeros(6)]
 
 @pytest.fixture(scope="module")
 def fsae():
+    """The bundled FSAE car."""
     return load_vehicle("fsae")
 
 
 def straight(length=300.0):
+    """A flat straight of ``length`` metres."""
     s = np.linspace(0.0, length, 301)
     return Track(s, np.c_[s, np.zeros_like(s), np.zeros_like(s)], closed=False, name="straight")
 
@@ -81,8 +85,9 @@ def test_car_equations_carry_the_drive_split(fsae):
 @pytest.mark.component
 @pytest.mark.parametrize("k_d", [0.0, 0.4])
 def test_model_channel_expressions_carry_the_drive_split(fsae, k_d):
-    """The model's named channels m.f_11x ... (what users write constraints on) are the
-    forces of the rows: (k_b f_xb + k_d f_xa)/2 front, ((1 - k_b) f_xb + (1 - k_d) f_xa)/2
+    """The model's named channels m.f_11x ... are the forces of the rows.
+
+    What users write constraints on: (k_b f_xb + k_d f_xa)/2 front, ((1 - k_b) f_xb + (1 - k_d) f_xa)/2
     rear, at values set by hand. (They wrote the front tyres as braking only, whatever
     k_d, before the fix of add_channel_expressions.)"""
     p = fsae.replace(drive_ratio=k_d)
@@ -160,7 +165,7 @@ def test_drag_height_moves_load_to_the_rear_at_steady_speed(fsae, v):
 
 
 # ------------------------------------------------------------------------------ combined slip
-EPS = veh.COMBINED_SMOOTHING
+EPS = tyres.COMBINED_SMOOTHING
 
 
 @pytest.mark.unit
@@ -170,7 +175,7 @@ def test_combined_slip_factor_is_a_smoothed_ellipse():
     :math:`|r| \le 0.72` and 6.0e-3 at :math:`|r| = 0.95` (measured on 3801 points; the
     brief's 1e-3 at :math:`|r| \le 0.95` would need :math:`\epsilon \approx 0.02`), even in
     :math:`r` and decreasing in :math:`|r|`."""
-    G = veh.combined_slip_factor
+    G = tyres.combined_slip_factor
     assert G(0.0) == pytest.approx(1.0, abs=1e-15)
     r = np.linspace(-1.0, 1.0, 4001)
     g = np.array([G(x) for x in r])
@@ -217,7 +222,7 @@ def test_combined_forces_stay_within_the_ellipse(fsae, model):
         top = alpha_sl if model == "fiala" else 0.4
         for fx in np.linspace(-Dx, Dx, 41):
             for alpha in np.linspace(-top, top, 61):
-                t = veh.tyre_forces(p, {"w": (float(alpha), fz, float(fx))})["w"]
+                t = tyres.tyre_forces(p, {"w": (float(alpha), fz, float(fx))})["w"]
                 assert t["D"] == pytest.approx(D, rel=1e-12)
                 if model == "fiala" and abs(t["upsilon"]) > 1:
                     continue        # sliding: the slip rows keep the OCP out of it
@@ -245,7 +250,7 @@ def test_longitudinal_force_keeps_the_cornering_stiffness_and_lowers_the_peak(fs
     Dx = p.mu_x0 / p.mu_y0 * D
 
     def fy(alpha, r):
-        return veh.tyre_forces(p, {"w": (alpha, fz, r * Dx)})["w"]["f_y"]
+        return tyres.tyre_forces(p, {"w": (alpha, fz, r * Dx)})["w"]["f_y"]
 
     h = 1e-6
     for r, tol in ((0.0, 1e-7), (0.5, 1e-3), (0.9, 1e-2)):
@@ -255,14 +260,14 @@ def test_longitudinal_force_keeps_the_cornering_stiffness_and_lowers_the_peak(fs
         a = np.linspace(0.0, top, 4001)
         f = np.array([fy(float(x), r) for x in a])
         if model == "fiala":          # the law holds up to sliding (|upsilon| <= 1)
-            ups = np.array([veh.tyre_forces(p, {"w": (float(x), fz, r * Dx)})["w"]["upsilon"]
+            ups = np.array([tyres.tyre_forces(p, {"w": (float(x), fz, r * Dx)})["w"]["upsilon"]
                             for x in a])
             f = f[ups <= 1.0]
         from scipy.optimize import minimize_scalar
         i = int(np.argmax(f))
         best = -minimize_scalar(lambda x: -fy(x, r), bounds=(a[max(i - 1, 0)], a[i + 1]),
                                 method="bounded", options={"xatol": 1e-12}).fun
-        assert best == pytest.approx(D * veh.combined_slip_factor(r), rel=1e-6)
+        assert best == pytest.approx(D * tyres.combined_slip_factor(r), rel=1e-6)
         assert best == pytest.approx(D * math.sqrt(1 - r * r), rel=tol)
 
 
@@ -276,17 +281,17 @@ def test_fiala_law_peaks_at_sliding_with_the_cornering_stiffness(fsae):
     for fz in (300.0, 900.0, 2000.0):
         D, Ca = _peak(p, fz), _c_alpha(p, fz)
         a_sl = math.atan(3 * D / Ca)
-        Dm, ups, f = veh.fiala_force(p, a_sl, fz)
+        Dm, ups, f = tyres.fiala_force(p, a_sl, fz)
         assert Dm == pytest.approx(D) and ups == pytest.approx(1.0, rel=1e-12)
         assert f == pytest.approx(D, rel=1e-7)
         h = 1e-6
-        assert (veh.fiala_force(p, a_sl + h, fz)[2] - veh.fiala_force(p, a_sl - h, fz)[2]) / (2 * h) \
+        assert (tyres.fiala_force(p, a_sl + h, fz)[2] - tyres.fiala_force(p, a_sl - h, fz)[2]) / (2 * h) \
             == pytest.approx(0.0, abs=1e-3 * Ca)
         below = np.linspace(0.0, a_sl * (1 - 1e-3), 200)
-        assert max(veh.fiala_force(p, float(x), fz)[2] for x in below) < D
-        slope = (veh.fiala_force(p, h, fz)[2] - veh.fiala_force(p, -h, fz)[2]) / (2 * h)
+        assert max(tyres.fiala_force(p, float(x), fz)[2] for x in below) < D
+        slope = (tyres.fiala_force(p, h, fz)[2] - tyres.fiala_force(p, -h, fz)[2]) / (2 * h)
         assert slope == pytest.approx(Ca, rel=2e-4)
-        assert veh.fiala_force(p, -0.05, fz)[2] == pytest.approx(-veh.fiala_force(p, 0.05, fz)[2])
+        assert tyres.fiala_force(p, -0.05, fz)[2] == pytest.approx(-tyres.fiala_force(p, 0.05, fz)[2])
 
 
 # ------------------------------------------------------------------------------ contact patches

@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from pyomo_lap.track.corners import detect_corners  # noqa: E402
-from pyomo_lap.track.geometry import available_tracks, load_track  # noqa: E402
+from pyomo_lap.track.loading import available_tracks, load_track  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 

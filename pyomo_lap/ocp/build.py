@@ -44,6 +44,7 @@ from .common import (  # noqa: F401  (re-exported)
 from .multibody import MULTIBODY_MODEL
 from .single_track import SINGLE_TRACK_MODEL
 from .racecar import RACECAR_MODEL
+from .integrals import EnergyLimits, add_energy_integrals
 from .vehicle_model import VehicleModel, update_problem
 
 __all__ = ["OCP_CONFIG", "build_model", "set_vehicle", "sync_vehicle", "free_parameters", "VehicleStructureError", "STATE_NAMES", "RATE_NAMES", "track_joints",
@@ -234,6 +235,12 @@ OCP_CONFIG.declare("named_subexpressions", ConfigValue(default=True, domain=bool
                                "solver. False shares the expression objects without naming them: "
                                "about 20 % faster to build, fine for lap_ipopt, but Pyomo's NL "
                                "writer and value() then expand the shared parts"))
+OCP_CONFIG.declare("limits", ConfigValue(default=None, domain=EnergyLimits(),
+                   description="energy limits over the sector, {name: energy}: each a row "
+                               "integral <= limit on m.energy (pyomo_lap.ocp.integrals; names "
+                               "engine_energy, traction_energy, braking_energy, drag_energy, "
+                               "tyre_energy_fl ... _rr, tyre_energy for each tyre; values in J, "
+                               "kJ, MJ, Wh, kWh, e.g. '24MJ'); none: no row added"))
 OCP_CONFIG.declare("track_margin", ConfigValue(default=0.0, domain=NonNegativeFloat,
                    description="extra distance kept from each track edge [m]"))
 
@@ -452,4 +459,5 @@ def _build_model(track, vehicle, config, progress, kwargs):
     vm = vehicle_model(cfg.model)
     m = vm.build(track, vehicle, cfg, t0=t0, progress=progress)
     update_problem(m, vehicle_model=vm)
+    add_energy_integrals(m, cfg.limits)       # m.energy; rows only for the limits given
     return m

@@ -18,9 +18,10 @@ from ..util.domains import error_text
 __all__ = ["check_ocp_options", "options_table", "parse_ocp_options", "parse_option_value",
            "key_value_pairs", "CLI_OWNED"]
 
-CLI_OWNED = ("model", "start", "length", "nfe", "ncp", "scheme", "periodic", "initial_speed")
+CLI_OWNED = ("model", "start", "length", "nfe", "ncp", "scheme", "periodic", "initial_speed",
+             "limits")
 """OCP options that ``pyomo-lap solve`` and :func:`pyomo_lap.api.solve_sector` set from their
-own arguments (``--model``, ``--start``, ... ``--full-lap`` for ``periodic``);
+own arguments (``--model``, ``--start``, ... ``--full-lap`` for ``periodic``, ``--limit``);
 ``ocp_options`` holds the others. The model built does not depend on the solver named."""
 
 

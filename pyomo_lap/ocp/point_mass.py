@@ -1,6 +1,6 @@
 r"""A point-mass vehicle model: the worked example of ``docs/vehicle_models.md``.
 
-A third model of the OCP, written only against the interface
+A vehicle model of the OCP written only against the interface
 (:class:`~pyomo_lap.ocp.vehicle_model.VehicleModel`) and the shared pieces of
 :mod:`pyomo_lap.ocp.common`. It is not in the registry :data:`pyomo_lap.ocp.build.VEHICLE_MODELS`;
 use it as an object, ``build_model(track, vehicle, model=POINT_MASS_MODEL)`` (or register it

@@ -63,6 +63,9 @@ UNITS = {
     "f_11x": "N", "f_12x": "N", "f_21x": "N", "f_22x": "N",
     "f_11y": "N", "f_12y": "N", "f_21y": "N", "f_22y": "N",
     "f_3z": "N", "m_3x": "N m", "m_3y": "N m", "f_drag": "N", "f_down": "N", "power": "W",
+    # the powers of the energy integrals (pyomo_lap.ocp.integrals, docs/energy.md)
+    "power_engine": "W", "power_braking": "W", "power_drag": "W",
+    "power_tyre_fl": "W", "power_tyre_fr": "W", "power_tyre_rl": "W", "power_tyre_rr": "W",
     "x_vip": "m", "y_vip": "m", "z_vip": "m", "x_spine": "m", "y_spine": "m", "z_spine": "m",
     "width_left": "m", "width_right": "m", "Omega_x": "1/m", "Omega_y": "1/m", "Omega_z": "1/m",
     "load_residual_max": "N", "element": "-",
@@ -166,6 +169,7 @@ _SRC_ST = "not in the paper: the single-track model (vehicle/single_track_car.py
 _SLIP_SIGN = "+ gives a lateral force to the left (positive in a left-hand corner)"
 _SRC_TRACK_FRAME = "paper eqs (11), (12b)"
 _SRC_LOADS = "paper eqs (22a), (24)"
+_SRC_ENERGY = "not in the paper: ocp/integrals.py (issue 38, docs/energy.md)"
 
 _RECORDS = (
     # ---- where and when
@@ -338,6 +342,18 @@ _RECORDS = (
      "<= 0: pointing down (its magnitude is the downforce)", "paper eq (20)"),
     ("power", "Traction power f_xa v_3x, bounded by P_max.", ">= 0",
      "paper sec. 4.1 (power limit)"),
+    ("power_engine", "Engine power: the traction power over the drivetrain's efficiency "
+     "([engine] efficiency; 1 without one); its integral over time is m.energy.engine.", ">= 0",
+     _SRC_ENERGY),
+    ("power_braking", "Power taken by the brakes, -f_xb v_3x; its integral is m.energy.braking.",
+     ">= 0", _SRC_ENERGY),
+    ("power_drag", "Power against the drag, -f_drag v_3x; its integral is m.energy.drag.",
+     ">= 0", _SRC_ENERGY),
+    *((f"power_tyre_{t}", f"Power dissipated by the {where} tyre: its lateral force times its "
+       f"slip velocity, f_{w}y alpha_{w[0]} v_3x (no longitudinal slip in the model); its "
+       f"integral is m.energy.tyre_{t}.", ">= 0 (at or below the tyre's peak)", _SRC_ENERGY)
+      for t, w, where in (("fl", "11", "front-left"), ("fr", "12", "front-right"),
+                          ("rl", "21", "rear-left"), ("rr", "22", "rear-right"))),
     # ---- positions, the track
     _Each("axis", (("${ax}_vip", "$ax of the vehicle invariant point (VIP, O4 = O5 = O6: h_vip "
                     "above O3 on the no-roll axis, moved by the heave) in the ground frame {G}.",

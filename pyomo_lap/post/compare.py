@@ -1,9 +1,9 @@
-"""Comparing runs with each other and with a logged lap: the time delta along the track.
+r"""Comparing runs with each other and with a logged lap: the time delta along the track.
 
 Both runs are put on the track coordinate ``s`` where their sectors overlap; each run's time is
 interpolated linearly in ``s`` and restarted at zero at the start of the overlap, so that
 
-.. math:: \\Delta t(s) = t_B(s) - t_B(s_0) - \\big(t_A(s) - t_A(s_0)\\big)
+.. math:: \Delta t(s) = t_B(s) - t_B(s_0) - \big(t_A(s) - t_A(s_0)\big)
 
 is positive where B has lost time on A since ``s_0``. Its value at the end of the overlap is
 the difference of the sector times over the overlap.
@@ -340,7 +340,7 @@ def deltas_many(frames: Sequence[pd.DataFrame], names: Sequence[str],
 
 
 def _plt():
-    """matplotlib's pyplot on the Agg backend (files only; as :mod:`pyomo_lap.post.plots`,
+    """The pyplot of matplotlib on the Agg backend (files only; as :mod:`pyomo_lap.post.plots`,
     which imports this module, so the figures here are drawn without it)."""
     import matplotlib
     matplotlib.use("Agg", force=True)

@@ -264,7 +264,8 @@ def _diagnosis_model(track, vehicle, start, length, nfe, ncp, solve, solver, ech
     solved with ``solve``). Returns it and the SolveReport (None without ``solve``)."""
     from ..ocp.initialize import initialize_model
     from ..ocp.build import build_model
-    from ..track.geometry import Track, load_track
+    from ..track.geometry import Track
+    from ..track.loading import load_track
     from ..vehicle.car import VehicleParameters, load_vehicle
 
     tr = track if isinstance(track, Track) else load_track(track)

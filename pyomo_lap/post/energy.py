@@ -133,8 +133,8 @@ def _frame_rotation_terms(df, p, ax, ay) -> tuple:
     the car's centre of mass lies :math:`h_G` above O3 (the sprung body's at ``h``, the
     unsprung body's at the wheel radius), and the frame {B3} turns with the track, at
     :math:`\omega = R_z(q_3)^T \Omega\,\dot q_1 + \dot q_3 \hat z` (``Omega_x``, ``Omega_y``
-    [1/m] per metre of ``s``), so :math:`a_G = a_{O3} + \dot\omega 	imes h_G\hat z + \omega
-    	imes (\omega 	imes h_G\hat z)`:
+    [1/m] per metre of ``s``), so :math:`a_G = a_{O3} + \dot\omega \times h_G\hat z + \omega
+    \times (\omega \times h_G\hat z)`, in components the two rows below.
 
     .. math::
         a_{G,x} = a_x + h_G(\dot\omega_y + \omega_x\omega_z), \qquad
@@ -164,8 +164,8 @@ def _frame_rotation_terms(df, p, ax, ay) -> tuple:
 
 
 def _time_derivative(x: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """d x / d t at a table's points (second-order differences, ``np.gradient``); a point at
-    the same time as the one before it (an element boundary repeated) gets 0."""
+    """The derivative dx/dt at a table's points (second-order differences, ``np.gradient``); a
+    point at the same time as the one before it (an element boundary repeated) gets 0."""
     keep = np.r_[True, np.diff(t) > 1e-9]
     out = np.zeros_like(x)
     out[keep] = np.gradient(x[keep], t[keep])

@@ -46,7 +46,7 @@ __all__ = ["SmoothnessCheck", "SMOOTHNESS_CHECKS", "zigzag_residuals", "zigzag_c
 
 @dataclasses.dataclass(frozen=True)
 class SmoothnessCheck:
-    """The zig-zag threshold of one channel, a fraction of one of the car's scales
+    r"""The zig-zag threshold of one channel, a fraction of one of the car's scales
     (:func:`channel_scales`).
 
     Attributes
@@ -57,8 +57,8 @@ class SmoothnessCheck:
         The threshold over the scale [-].
     scale : str
         A key of :func:`channel_scales`: ``"steer"`` (the steer limit
-        :math:`\\delta_{max}`), ``"slip"`` (the slip angle at which the tyre's linear force
-        reaches its peak, :math:`D/C_\\alpha` at the static load), ``"force"`` (the largest
+        :math:`\delta_{max}`), ``"slip"`` (the slip angle at which the tyre's linear force
+        reaches its peak, :math:`D/C_\alpha` at the static load), ``"force"`` (the largest
         tyre force, :func:`pyomo_lap.ocp.common.force_scale`), ``"speed"`` (the top speed
         of power and drag, :func:`speed_scale`), ``"acceleration"`` (the force scale over
         the mass).
@@ -139,10 +139,9 @@ def slip_scale(p) -> float:
     its peak force :math:`D` along its cornering stiffness :math:`C_\alpha` (eq 32), :math:`D /
     C_\alpha` [rad]: the scale of the slip angles. FSAE car 2.35 deg, Formula One car of 2014
     3.32 deg, BMW 320i 2.74 deg."""
-    from ..vehicle.car import peak_force
+    from ..vehicle.tyres import cornering_stiffness, peak_force
     fz = p.m * p.gravity / 4.0
-    c_alpha = p.pK1 * p.Fz0 * math.sin(2.0 * math.atan(fz / (p.pK2 * p.Fz0)))
-    return float(peak_force(p, fz)) / c_alpha
+    return float(peak_force(p, fz)) / float(cornering_stiffness(p, fz))
 
 
 REFERENCE_CURVATURE = 0.02

@@ -275,7 +275,7 @@ def _trajectory(source):
 
 def _adherence_use(df, p) -> np.ndarray:
     """Largest friction-ellipse use over the four tyres at each point [-] (1 = at the limit)."""
-    from ..vehicle.car import peak_force
+    from ..vehicle.tyres import peak_force
     ratio = p.mu_y0 / p.mu_x0
     use = np.zeros(len(df))
     for w in ("11", "12", "21", "22"):

@@ -207,6 +207,9 @@ def _add_derived_channels(m, df: pd.DataFrame) -> None:
     if all(c in df.columns for c in ("v_3x", "v_3y", "a_x", "a_y")):
         df["a_t"] = tangential_acceleration(df)
     add_logger_channels(df, _car_of(m))
+    from ..ocp.integrals import energy_channels     # the energies' powers (docs/energy.md)
+    for name, values in energy_channels(df, _car_of(m)).items():
+        df[name] = values
     sigma = sorted(m.s)
     for c in ("delta", "f_xa", "f_xb"):
         dv = m.component(f"d{c}_ds")

@@ -102,7 +102,8 @@ _SUFFIX_UNITS = {"kmh": "km/h", "kph": "km/h", "mps": "m/s", "ms": "m/s", "mph":
 
 @functools.lru_cache(maxsize=1)
 def _ureg():
-    """pint's registry (built once; no disk cache, see pyomo_lap.ocp.common.pyomo_units)."""
+    """The unit registry of pint (built once; no disk cache, see
+    pyomo_lap.ocp.common.pyomo_units)."""
     import pint
     return pint.UnitRegistry(cache_folder=None)
 

@@ -251,7 +251,7 @@ the channel quality, are :func:`validate_results`' own)."""
 
 
 def _inputs(summary: dict):
-    from ..track.geometry import load_track
+    from ..track.loading import load_track
     from ..vehicle.car import load_vehicle
     track = summary.get("track_file") or summary["track"]
     vehicle = summary.get("vehicle_file") or summary["vehicle"]

@@ -10,7 +10,7 @@ so :math:`d\kappa/ds = 0` but at the junctions). The track is flat (no slope, no
 and its half-widths are constant.
 
 The file format (TOML, extension ``.toml``; :func:`load_arc_track`, and
-:func:`pyomo_lap.track.geometry.load_track` for a path ending in ``.toml`` or a bundled name
+:func:`pyomo_lap.track.loading.load_track` for a path ending in ``.toml`` or a bundled name
 ``data/tracks/<name>.toml``)::
 
     name = "dymos_oval"                 # optional (default: the file's stem)
@@ -48,7 +48,7 @@ curvature lags the arcs (measured for the oval in ``docs/racecar.md``). Position
 and frames stay those of the exact arcs; only ``Omega_z`` (the curvature) is replaced.
 
 Layer: track (imports numpy, scipy and :mod:`pyomo_lap.track.points`:
-:func:`pyomo_lap.track.geometry.load_track` dispatches to it, so it does not import that module;
+:func:`pyomo_lap.track.loading.load_track` dispatches to it, so it does not import that module;
 :class:`ArcTrack` has the interface of :class:`~pyomo_lap.track.geometry.Track` and
 :meth:`ArcTrack.evaluate` returns the same :class:`~pyomo_lap.track.points.TrackPoints`).
 """
@@ -111,6 +111,7 @@ class Segment:
 
     @property
     def is_arc(self) -> bool:
+        """Whether the segment is an arc (not a straight)."""
         return self.turn != 0
 
     @property
@@ -219,6 +220,7 @@ class ArcTrack(TrackBase):
         self._lookup = spline_lookup_curvature(self) if curvature == "spline-lookup" else None
 
     def __repr__(self) -> str:
+        """Name, length, closed, segments and curvature treatment."""
         return (f"ArcTrack(name={self.name!r}, length={self.length:.3f} m, closed={self.closed}, "
                 f"segments={len(self.segments)}, curvature={self.curvature_treatment!r})")
 
@@ -292,7 +294,7 @@ class ArcTrack(TrackBase):
                            heading=psi, slope=z.copy(), speed=one.copy())
 
     def lookup_curvature(self, s) -> np.ndarray:
-        """dymos's curvature at ``s`` [1/m]: the entry ``floor(N s / L)`` (at most ``N - 1``)
+        """The curvature of dymos at ``s`` [1/m]: the entry ``floor(N s / L)`` (at most ``N - 1``)
         of the spline's table (``curvature = "spline-lookup"``; the table is made for any
         track on first use)."""
         if self._lookup is None:
@@ -326,7 +328,7 @@ def _advance(p0, psi0: float, sg: Segment, ds: float):
 
 
 def spline_lookup_curvature(track: ArcTrack, samples: int = LOOKUP_SAMPLES) -> np.ndarray:
-    r"""dymos's curvature table of an arc track (module docstring): the signed curvature
+    r"""The curvature table of dymos for an arc track (module docstring): the signed curvature
     :math:`(x'y'' - y'x'')/(x'^2 + y'^2)^{3/2}` of the quintic interpolating parametric
     spline through the points :meth:`ArcTrack.dymos_sample_s` (``scipy.interpolate.splprep``,
     ``s = 0``, ``k = 5``, chord-length parameter), at ``u = j / samples``, ``j = 0 ...
@@ -342,7 +344,7 @@ def spline_lookup_curvature(track: ArcTrack, samples: int = LOOKUP_SAMPLES) -> n
 
 # ---------------------------------------------------------------------------- the file
 def is_arc_track(name_or_path) -> bool:
-    """Whether :func:`pyomo_lap.track.geometry.load_track` should read ``name_or_path`` with
+    """Whether :func:`pyomo_lap.track.loading.load_track` should read ``name_or_path`` with
     :func:`load_arc_track`: a path ending in ``.toml``, or the name of a bundled arc track
     (``data/tracks/<name>.toml``)."""
     if isinstance(name_or_path, ArcTrack):

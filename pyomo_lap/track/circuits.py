@@ -29,10 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .build import (TRACK_CSV_COLUMNS, curve_spline, process_points, project_geodetic,
-                    projection_string, read_zaggy_json, resample_arclength, sha256_file,
-                    track_figures)
-from .checks import _segments_crossing, check_points, check_track
+from .build import TRACK_CSV_COLUMNS, process_points, sha256_file, track_figures
+from .gps import project_geodetic, projection_string, read_zaggy_json
+from .smoothing import curve_spline, resample_arclength
+from .built_checks import _segments_crossing, check_track
+from .checks import check_points
 from .geometry import Track, _write_track_csv
 from .nordschleife import NORDSCHLEIFE_SOURCE, _json_default
 
@@ -295,7 +296,7 @@ def build_circuit(name: str, raw_dir, out_dir=None, params: dict | None = None):
     4. a ``bridge`` repair if the table has one (:func:`bridge_correction`), after which the
        spine is resampled at uniform 3D arc length again;
     5. constant width (``width_m``, half each side), banking 0; the result checked
-       (:func:`pyomo_lap.track.checks.check_track`: grades, crossings without a bridge).
+       (:func:`pyomo_lap.track.built_checks.check_track`: grades, crossings without a bridge).
 
     Parameters
     ----------

@@ -21,8 +21,11 @@ separate every number by ``", "``).
 juanmanzanero/fastest-lap, ``database/tracks/<circuit>/<circuit>.xml``): the fields of its
 ``<data>`` as arrays, in the file's frame.
 
-Nothing here checks the data: that is :mod:`pyomo_lap.track.checks`, after the loaders of
-:mod:`pyomo_lap.track.geometry` have put the columns together.
+Nothing here checks the data: that is :mod:`pyomo_lap.track.checks`, after the loaders
+(:mod:`pyomo_lap.track.csv_files`, :mod:`~pyomo_lap.track.gps`,
+:mod:`~pyomo_lap.track.boundaries`) have put the columns together. Which loader reads which
+file: the registry of track formats, :mod:`pyomo_lap.track.loading`. :func:`parse_table` reads
+a file's text (also its first lines: the CSV dialects' ``sniff``).
 """
 from __future__ import annotations
 
@@ -36,7 +39,8 @@ from typing import Optional
 import numpy as np
 
 __all__ = ["COLUMNS", "UNITS", "Table", "read_table", "split_header", "read_kml_lines",
-           "column_index", "read_fastest_lap_xml", "FASTEST_LAP_FIELDS", "csv_delimiter"]
+           "column_index", "read_fastest_lap_xml", "FASTEST_LAP_FIELDS", "csv_delimiter",
+           "parse_table"]
 
 COLUMNS = {
     "s": ("s_m", "s"),
@@ -180,6 +184,28 @@ def read_table(path) -> Table:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ValueError(f"track file {path}: not a text (UTF-8) CSV file: {exc.reason}") from None
+    return parse_table(text, path)
+
+
+def parse_table(text: str, path="text") -> Table:
+    """:func:`read_table` of a CSV file's text (also of its first lines only: what a track
+    format's ``sniff`` sees, :mod:`pyomo_lap.track.loading`).
+
+    Parameters
+    ----------
+    text : str
+    path : str or Path
+        Named in the messages.
+
+    Returns
+    -------
+    Table
+
+    Raises
+    ------
+    ValueError
+        Not readable as CSV, or empty.
+    """
     lines = text.splitlines()
     first = next((ln for ln in lines if ln.strip()), "")
     head = first.lstrip()[1:] if first.lstrip().startswith("#") else first

@@ -2,7 +2,7 @@
 table (``pyomo-lap check``), their one-line summaries (``pyomo-lap solve``) and their rows in
 the results' provenance.
 
-The loaders of :mod:`pyomo_lap.track.geometry` keep two lists in ``track.provenance`` (also
+The track loaders (:mod:`pyomo_lap.track.csv_files`, :mod:`~pyomo_lap.track.gps`, :mod:`~pyomo_lap.track.boundaries`) keep two lists in ``track.provenance`` (also
 :attr:`pyomo_lap.track.geometry.Track.processing_steps` and :attr:`~pyomo_lap.track.geometry.Track.assumptions`):
 
 ``processing_steps``
@@ -35,7 +35,8 @@ import math
 from typing import Iterable, Optional, Sequence
 
 __all__ = ["STEPS", "step", "assumption", "steps_table", "format_steps_table",
-           "step_lines", "assumption_lines", "provenance_rows", "where_text"]
+           "step_lines", "assumption_lines", "provenance_rows", "where_text",
+           "flattened_step", "flat_assumption", "widths_set_step"]
 
 STEPS = {
     "points_merged": "points merged",
@@ -218,3 +219,24 @@ def provenance_rows(steps: Sequence[dict] = (), assumptions: Sequence[dict] = ()
         rows.append(("repair", "repair", None, "", None, "", str(text)))
     return pd.DataFrame(rows, columns=["category", "item", "count", "where [m]", "value",
                                        "unit", "detail"])
+
+
+def flattened_step(n: int) -> dict:
+    """The record of elevations ignored (``flat=True``): z = 0, banking kept."""
+    return step("flattened", f"the file's elevations ignored (flat=True): z = 0 at all {n} "
+                "points; banking as given", method="flat=True: z = 0, banking as given", count=n)
+
+
+def flat_assumption(reason: str, set_with: str) -> dict:
+    """The assumed value of a track without elevations: 0 m, flat."""
+    return assumption("elevation", 0.0, "m", reason, set_with)
+
+
+def widths_set_step(track_width: float, replaced: list) -> dict:
+    """The record of widths set by ``track_width`` (replacing the file's, if it has some)."""
+    what = (f"replacing the file's {' and '.join(replaced)}" if replaced else
+            "the data have none")
+    return step("widths_set", f"widths set by track_width = {track_width:g} m: "
+                f"{track_width / 2:g} m each side of the centreline ({what})",
+                method=f"track_width = {track_width:g} m", size=track_width / 2,
+                unit="m each side")

@@ -21,6 +21,13 @@ class IntBetween:
         self.lo, self.hi, self.optional = lo, hi, optional
 
     def __call__(self, x):
+        """The value ``x`` as an ``int`` (an integral float converted), or None if allowed.
+
+        Raises
+        ------
+        ValueError
+            ``expected an integer between LO and HI`` for anything else.
+        """
         if x is None and self.optional:
             return None
         if isinstance(x, numbers.Integral) and not isinstance(x, bool) and self.lo <= x <= self.hi:
@@ -30,6 +37,7 @@ class IntBetween:
         raise ValueError(f"expected an integer between {self.lo} and {self.hi}")
 
     def domain_name(self) -> str:
+        """The domain in the option tables (docs/options.md): ``int in [lo, hi]``."""
         return f"int in [{self.lo}, {self.hi}]" + (" or None" if self.optional else "")
 
 
@@ -69,6 +77,13 @@ class FloatBetween:
         self.lo, self.hi, self.expected, self.optional = lo, hi, expected, optional
 
     def __call__(self, x):
+        """The value ``x`` as a ``float`` (a number or its text), or None if allowed.
+
+        Raises
+        ------
+        ValueError
+            ``expected <expected>`` for a bool, a non-number or a number outside ``[lo, hi)``.
+        """
         if x is None and self.optional:
             return None
         v = _number(x, self.expected)
@@ -77,6 +92,7 @@ class FloatBetween:
         return v
 
     def domain_name(self) -> str:
+        """The domain in the option tables (docs/options.md): ``float in [lo, hi)``."""
         return f"float in [{self.lo:g}, {self.hi:g})" + (" or None" if self.optional else "")
 
 
@@ -88,6 +104,14 @@ class FiniteFloat:
         self.lo, self.strict, self.expected, self.optional = lo, strict, expected, optional
 
     def __call__(self, x):
+        """The value ``x`` as a ``float`` (a number or its text), or None if allowed.
+
+        Raises
+        ------
+        ValueError
+            ``expected <expected>`` for a bool, a non-number, an infinite or NaN value, or one
+            below ``lo`` (or equal to it if ``strict``).
+        """
         if x is None and self.optional:
             return None
         v = _number(x, self.expected)
@@ -96,6 +120,7 @@ class FiniteFloat:
         return v
 
     def domain_name(self) -> str:
+        """The domain in the option tables (docs/options.md): ``finite float >= lo``."""
         op = ">" if self.strict else ">="
         return f"finite float {op} {self.lo:g}" + (" or None" if self.optional else "")
 
@@ -106,6 +131,13 @@ class EntrySpeed:
     WORDS = ("quasi-steady", "free")
 
     def __call__(self, x):
+        """One of :attr:`WORDS` as it is, or the speed as a ``float`` [m/s].
+
+        Raises
+        ------
+        ValueError
+            For another word, a bool, or a speed that is not positive and finite.
+        """
         if isinstance(x, str) and x in self.WORDS:
             return x
         try:
@@ -117,6 +149,7 @@ class EntrySpeed:
         return v
 
     def domain_name(self) -> str:
+        """The domain in the option tables (docs/options.md)."""
         return "'quasi-steady', 'free' or float > 0"
 
 
@@ -127,11 +160,19 @@ class OneOf:
         self.values = tuple(values)
 
     def __call__(self, x):
+        """The value ``x`` if it is one of :attr:`values`.
+
+        Raises
+        ------
+        ValueError
+            ``expected one of 'a', 'b', ...`` otherwise.
+        """
         if x in self.values:
             return x
         raise ValueError(f"expected one of {', '.join(map(repr, self.values))}")
 
     def domain_name(self) -> str:
+        """The domain in the option tables (docs/options.md): ``In[...]`` as Pyomo's ``In``."""
         return f"In{list(self.values)}"
 
 
@@ -142,9 +183,11 @@ class Anything:
         self.what = what
 
     def __call__(self, x):
+        """The value ``x`` unchanged."""
         return x
 
     def domain_name(self) -> str:
+        """The domain in the option tables (docs/options.md): the text ``what``."""
         return self.what
 
 
@@ -152,6 +195,13 @@ class DictOrNone:
     """A mapping ``{name: value}`` (copied) or None."""
 
     def __call__(self, x):
+        """A copy of the dict ``x``, or None.
+
+        Raises
+        ------
+        ValueError
+            For anything that is not a ``dict`` or None.
+        """
         if x is None:
             return None
         if not isinstance(x, dict):
@@ -159,6 +209,7 @@ class DictOrNone:
         return dict(x)
 
     def domain_name(self) -> str:
+        """The domain in the option tables (docs/options.md)."""
         return "dict or None"
 
 
@@ -166,6 +217,13 @@ class PathOrNone:
     """A filesystem path (``str`` or ``Path``, returned as ``Path``) or None."""
 
     def __call__(self, x):
+        """The path ``x`` as a ``Path``, or None.
+
+        Raises
+        ------
+        ValueError
+            For an empty string or anything that is not a ``str`` or ``Path``.
+        """
         if x is None:
             return None
         if not isinstance(x, (str, Path)) or not str(x):
@@ -173,6 +231,7 @@ class PathOrNone:
         return Path(x)
 
     def domain_name(self) -> str:
+        """The domain in the option tables (docs/options.md)."""
         return "Path or None"
 
 

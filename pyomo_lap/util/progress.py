@@ -139,6 +139,16 @@ class IterationProgress:
         self.shown_at, self.shown_iter, self.lines = now, self.last["iter_count"], self.lines + 1
 
     def __call__(self, info: dict) -> bool:
+        """Take one IPOPT iteration's ``info`` (the intermediate callback's dict: ``iter_count``,
+        ``obj_value``, ``inf_pr``, ``inf_du``, ``alg_mod`` ...) and show it if
+        :attr:`interval_s` seconds have passed since the last line shown (always the first
+        iteration of a solve; an iteration count that falls starts a new solve on a new line).
+
+        Returns
+        -------
+        bool
+            True: the solve goes on.
+        """
         now = self.clock()
         if self.t0 is None or (self.last is not None
                                and info["iter_count"] < self.last["iter_count"]):

@@ -1,6 +1,9 @@
 """The vehicle: parameters and their schema (:mod:`.schema`), the full Lie-group car's
-equations (:mod:`.car`), the single-track car's (:mod:`.single_track_car`), their CasADi
-traces for float evaluation (:mod:`.numeric`) and the quasi-steady point-mass speed
-(:mod:`.speed_profile`). Imports :mod:`pyomo_lap.spatial` and :mod:`pyomo_lap.util` only.
+equations (:mod:`.car`), the tyre models and their registry (:mod:`.tyres`), the single-track car's (:mod:`.single_track_car`), the multibody car's
+(:mod:`.multibody_car`), the power at the driven wheels and the drive-force limit
+(:mod:`.powertrain`), dymos's racecar: its parameters and file reader (:mod:`.racecar`) and its
+equations (:mod:`.racecar_equations`), CasADi traces of the cars' equations for float
+evaluation (:mod:`.numeric`) and the quasi-steady point-mass speed (:mod:`.speed_profile`).
+Imports :mod:`pyomo_lap.spatial` and :mod:`pyomo_lap.util` only.
 """
 from .car import VehicleParameters, VehicleFileError, available_vehicles, load_vehicle  # noqa: F401

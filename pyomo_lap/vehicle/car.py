@@ -1,5 +1,8 @@
 r"""Vehicle parameters and the car's equations: suspension, aerodynamics, tyres, loads.
 
+The tyres' lateral forces are the car's tyre model of :mod:`pyomo_lap.vehicle.tyres` (its
+registry ``TYRE_MODELS``, :func:`~pyomo_lap.vehicle.tyres.tyre_forces`).
+
 Everything here evaluates on floats, Pyomo expressions or CasADi symbols (see
 :mod:`pyomo_lap.spatial.backend`). Equation numbers refer to Bartali et al., *A Lie group-based race
 car model ...* (preprint ``000``).
@@ -32,20 +35,19 @@ in-plane parts, which the paper neglects and so does this model (MODEL_NOTES, it
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from ..spatial import lie
-from ..spatial.backend import add, atan, cos, is_number, mul, sin, sqrt, sub, total
+from ..spatial.backend import add, cos, mul, sin, sub, total
 from ..spatial.tree import (PRISMATIC, REVOLUTE, TRACK, KinematicTree, TrackJoint,
                             forward_kinematics, hybrid_dynamics)
 from .schema import VehicleFileError, VehicleParameters, read_vehicle_file
+from .tyres import tyre_forces, tyre_model_of
 
 __all__ = ["VehicleParameters", "VehicleFileError", "load_vehicle", "vehicle_file_model", "available_vehicles", "models_dir",
-           "CarEquations", "car_equations", "tyre_lateral_force", "tyre_lateral_angle", "peak_force",
-           "fiala_force", "tyre_forces", "combined_slip_factor", "contact_patch_offsets",
+           "CarEquations", "car_equations", "contact_patch_offsets",
            "longitudinal_forces", "force_scale",
            "build_chain", "chain_parts", "chain_namer", "kinematic_tree", "UNSPRUNG", "SPRUNG", "aero_forces",
            "ALGEBRAIC", "CONTROLS", "solve_loop", "solve_algebraic", "o3_acceleration"]
@@ -132,8 +134,9 @@ def vehicle_file_model(vehicle):
 
 
 def build_chain(p: VehicleParameters) -> KinematicTree:
-    r"""The six-joint chain of the car (sec. 2.2) as a kinematic tree, body ``k - 1`` being
-    the preprint's body ``k``:
+    r"""The six-joint chain of the car (sec. 2.2) as a kinematic tree.
+
+    Body ``k - 1`` is the preprint's body ``k``:
 
     ====  ======================  ===================  =======================================
     body  joint                   coordinate           placement, mass
@@ -262,128 +265,6 @@ def force_scale(p) -> float:
     return max(p.mu_x0, p.mu_y0) * (p.m * p.gravity + down)
 
 
-def peak_force(p: VehicleParameters, fz):
-    """Peak lateral force D(f_z) = mu_y0 (1 + pD2 (f_z - Fz0)/Fz0) f_z [N] (Magic Formula D)."""
-    return mul(p.mu_y0, mul(add(1.0 - p.pD2, mul(p.pD2 / p.Fz0, fz)), fz))
-
-
-def tyre_lateral_force(p: VehicleParameters, alpha, fz):
-    r"""Pacejka Magic Formula lateral force with load dependence, eq (32).
-
-    .. math::
-        f_y = D \sin\big(C \arctan(B\alpha - E(B\alpha - \arctan B\alpha))\big),\quad
-        D = \mu_{y0}\Big(1 + p_{D2}\frac{f_z - F_{z0}}{F_{z0}}\Big) f_z,\quad
-        B = \frac{p_{K1} F_{z0}\sin(2\arctan(f_z/(p_{K2}F_{z0})))}{C D}
-
-    Parameters
-    ----------
-    p : VehicleParameters
-    alpha : scalar
-        Slip angle [rad] (positive gives a positive force, eq 33).
-    fz : scalar
-        Vertical load [N], > 0.
-
-    Returns
-    -------
-    scalar
-        Lateral force in the wheel frame [N].
-    """
-    D, theta = tyre_lateral_angle(p, alpha, fz)
-    return D * sin(theta)
-
-
-def tyre_lateral_angle(p: VehicleParameters, alpha, fz, peak=None):
-    r"""Peak force and argument of the sine of the Magic Formula, eq (32):
-    :math:`f_y = D \sin\theta`, :math:`\theta = C \arctan(B\alpha - E(B\alpha - \arctan B\alpha))`.
-
-    The lateral force peaks (:math:`f_y = \pm D`) at :math:`\theta = \pm\pi/2`; the slip
-    angles below the peak are those with :math:`\cos\theta > 0`.
-
-    Parameters
-    ----------
-    p : VehicleParameters
-    alpha : scalar
-        Slip angle [rad].
-    fz : scalar
-        Vertical load [N], > 0.
-    peak : scalar, optional
-        The peak force :math:`D` to use instead of the load's (a combined-slip tyre,
-        :func:`tyre_forces`); the cornering stiffness :math:`BCD` stays the load's [N].
-
-    Returns
-    -------
-    (D, theta) : scalars
-        Peak force [N] and the angle [rad].
-    """
-    D = peak_force(p, fz) if peak is None else peak
-    c_alpha = mul(p.pK1 * p.Fz0, sin(mul(2.0, atan(mul(1.0 / (p.pK2 * p.Fz0), fz)))))
-    Ba = c_alpha * alpha / (p.C * D)
-    if is_number(p.E) and p.E == 0:     # a symbolic E (sensitivities) keeps its term
-        arg = atan(Ba)
-    else:
-        arg = atan(sub(Ba, mul(p.E, sub(Ba, atan(Ba)))))
-    return D, mul(p.C, arg)
-
-
-def fiala_force(p: VehicleParameters, alpha, fz, peak=None):
-    r"""Fiala (brush model) lateral force of one tyre, with the peak force and cornering
-    stiffness of :func:`tyre_lateral_angle`'s Magic Formula (keys ``mu_y0, pD2, pK1, pK2``).
-
-    .. math::
-        \upsilon = \frac{C_\alpha \tan\alpha}{3 D},\quad
-        f_y = D\,(3\upsilon - 3\upsilon|\upsilon| + \upsilon^3)\ (|\upsilon| \le 1),
-
-    the tyre sliding (:math:`f_y = \pm D`, its peak) at :math:`|\upsilon| = 1`; the OCP keeps
-    :math:`|\upsilon| \le 1` (seed ``004``; :func:`pyomo_lap.vehicle.single_track_car.fiala_axle`
-    is the same law for an axle). :math:`|\upsilon|` is :math:`\sqrt{\upsilon^2 + 10^{-8}}`
-    (smooth at 0).
-
-    ``peak``: the peak force to use instead of the load's (as :func:`tyre_lateral_angle`).
-
-    Returns
-    -------
-    (D [N], upsilon [-], f_y [N])
-    """
-    D = peak_force(p, fz) if peak is None else peak
-    c_alpha = mul(p.pK1 * p.Fz0, sin(mul(2.0, atan(mul(1.0 / (p.pK2 * p.Fz0), fz)))))
-    ups = c_alpha * (sin(alpha) / cos(alpha)) / (3.0 * D)
-    av = sqrt(ups * ups + 1e-8)
-    return D, ups, D * (3.0 * ups - 3.0 * ups * av + ups * ups * ups)
-
-
-COMBINED_SMOOTHING = 5e-2
-r"""Width :math:`\epsilon` of the smooth maximum in :func:`combined_slip_factor` [-]: the factor
-is defined (small, positive) where a trial point of the solver is outside the ellipse, and
-its slope at the ellipse's end is bounded."""
-
-
-def combined_slip_factor(r):
-    r"""The factor :math:`G` that scales a tyre's lateral force of pure slip for its
-    longitudinal force (``combined_slip = "ellipse"``), :math:`r = \mu_y f_x / (\mu_x D)` the
-    longitudinal force over its peak:
-
-    .. math::
-        G = \sqrt{\frac{\max_\epsilon(1 - r^2)}{\max_\epsilon(1)}},\quad
-        \max_\epsilon(h) = \tfrac12\big(h + \sqrt{h^2 + \epsilon^2}\big),
-
-    a smoothed :math:`\sqrt{1 - r^2}` (:data:`COMBINED_SMOOTHING`): the force stays on or
-    near the friction ellipse :math:`(f_x/D_x)^2 + (f_y/D_y)^2 \le 1` (the friction-ellipse
-    scaling of pure-slip forces: a longitudinal force uses up lateral grip; Pacejka, *Tire
-    and Vehicle Dynamics*, 3rd ed., sec. 4.3.2). :math:`G(0) = 1` and
-    :math:`G \ge \sqrt{1 - r^2}`: the excess :math:`G^2 + r^2 - 1` is 0 at :math:`r = 0`,
-    grows with :math:`|r|`, is below :math:`10^{-3}` for :math:`|r| \le 0.72`,
-    :math:`6.0 \cdot 10^{-3}` at :math:`|r| = 0.95` and
-    :math:`\epsilon/(1 + \sqrt{1 + \epsilon^2}) = 0.025` at :math:`|r| = 1` (the most the
-    adherence rows allow), so :math:`(f_x/D_x)^2 + (f_y/D_y)^2 \le 1.025`
-    (tests/test_vehicle_physics.py; this text said before "within :math:`10^{-4}` of
-    :math:`\sqrt{1 - r^2}` for :math:`r^2 \le 0.95`", which needs a much smaller
-    :math:`\epsilon`: it is 0.022 off there)."""
-    e2 = COMBINED_SMOOTHING ** 2
-    h = sub(1.0, mul(r, r))
-    norm = 1.0 / math.sqrt(0.5 * (1.0 + math.sqrt(1.0 + e2)))
-    return mul(norm, sqrt(mul(0.5, add(h, sqrt(add(mul(h, h), e2))))))
-
-
 def vertical_loads(p: VehicleParameters, fz3, mx3, my3, Y1, Y2, nm) -> tuple:
     r"""The four vertical loads statically equivalent to the structural wrench :math:`W_{3J}`
     (module docstring): the axle loads :math:`F_i` from :math:`f_{3z}, m_{3y}`, the lateral
@@ -419,49 +300,6 @@ def longitudinal_forces(p: VehicleParameters, f_xa, f_xb, share: float = 0.5) ->
     f1x = add(mul(share * p.brake_ratio, f_xb), mul(share * k_d, f_xa))
     f2x = add(mul(share * (1 - p.brake_ratio), f_xb), mul(share * (1 - k_d), f_xa))
     return f1x, f2x
-
-
-def tyre_forces(p: VehicleParameters, wheels: dict) -> dict:
-    r"""The lateral force of each tyre by the car's tyre model (``tyre_model``: the Magic
-    Formula of eq (32), :func:`tyre_lateral_angle`, or :func:`fiala_force`) and its combined
-    slip (``combined_slip``):
-
-    * ``"constraint"``: the force of pure slip, as in the paper; the friction ellipse is a
-      constraint of the OCP;
-    * ``"ellipse"``: the tyre's lateral characteristic with its peak lowered to
-      :math:`D' = D\,G(r)` by its longitudinal force (:func:`combined_slip_factor`,
-      :math:`r = \mu_y f_x / (\mu_x D)`) and its cornering stiffness kept: the force stays
-      within the friction ellipse, a small longitudinal force leaves the lateral force of a
-      small slip angle as it is (as the brush model and similarity combined-slip models do,
-      e.g. fastest-lap's), and a tyre at its longitudinal limit saturates laterally at once.
-
-    Parameters
-    ----------
-    p : VehicleParameters
-    wheels : dict
-        ``{wheel: (slip angle [rad], vertical load [N], longitudinal force [N])}``.
-
-    Returns
-    -------
-    dict
-        ``{wheel: {"D": peak lateral force of the load [N], "D_eff": the peak with the
-        longitudinal force (``D`` for ``"constraint"``) [N], "f_y": lateral force [N],
-        "theta" (Magic Formula) or "upsilon" (Fiala) [-]}}``.
-    """
-    model = getattr(p, "tyre_model", "magic-formula")
-    ellipse = getattr(p, "combined_slip", "constraint") == "ellipse"
-    ratio = p.mu_y0 / p.mu_x0
-    out = {}
-    for w, (alpha, fz, fx) in wheels.items():
-        D = peak_force(p, fz)
-        peak = mul(D, combined_slip_factor(mul(ratio, fx) / D)) if ellipse else None
-        if model == "fiala":
-            Dp, ups, fy = fiala_force(p, alpha, fz, peak)
-            out[w] = {"D": D, "D_eff": Dp, "upsilon": ups, "f_y": fy}
-        else:
-            Dp, th = tyre_lateral_angle(p, alpha, fz, peak)
-            out[w] = {"D": D, "D_eff": Dp, "theta": th, "f_y": mul(Dp, sin(th))}
-    return out
 
 
 def contact_patch_offsets(p: VehicleParameters, q2, q3) -> dict:
@@ -597,7 +435,8 @@ def car_equations(p: VehicleParameters, chain: KinematicTree, track: TrackJoint,
     alpha1 = nm("alpha_1", sub(delta, mul(add(v3y, mul(p.a1, w3z)), inv_vx)))
     alpha2 = nm("alpha_2", mul(sub(mul(p.a2, w3z), v3y), inv_vx))
     f1x, f2x = longitudinal_forces(p, f_xa, f_xb, 0.5)      # eq (34)
-    # eq (32) (or the Fiala law), scaled for the longitudinal force with combined_slip = ellipse
+    # eq (32) (or the car's tyre model, vehicle/tyres.py), scaled for the longitudinal force with
+    # combined_slip = ellipse
     tyres = tyre_forces(p, {"11": (alpha1, f11z, f1x), "12": (alpha1, f12z, f1x),
                             "21": (alpha2, f21z, f2x), "22": (alpha2, f22z, f2x)})
     f11y, f12y, f21y, f22y = (nm(f"f_{w}y", t["f_y"]) for w, t in tyres.items())
@@ -621,12 +460,10 @@ def car_equations(p: VehicleParameters, chain: KinematicTree, track: TrackJoint,
         "tau_4": tau[3], "tau_5": tau[4], "tau_6": tau[5],
         "delta_F1": dF1, "delta_F2": dF2, "power": mul(f_xa, v3x),
     }
+    measure = tyre_model_of(p).measure       # "theta" (Magic Formula), "upsilon" (Fiala), ...
     for w, t in tyres.items():
         channels[f"D_{w}"] = t["D"]
-        if "theta" in t:
-            channels[f"theta_{w}"] = t["theta"]
-        else:
-            channels[f"upsilon_{w}"] = t["upsilon"]
+        channels[f"{measure}_{w}"] = t[measure]
     channels.update(contact_patch_offsets(p, q[1], q[2]))
     return CarEquations(qdd=res.qdd, load_residuals=load_res, inplane_residuals=inplane,
                         channels=channels, kin=kin, aba=res)

@@ -70,9 +70,9 @@ from typing import Callable, Optional, Sequence
 from ..spatial import lie
 from ..spatial.backend import add, cos, mul, neg, sin, sub, total
 from ..spatial.tree import PRISMATIC, KinematicTree, TrackJoint, aba, forward_kinematics
-from .car import (SPRUNG, aero_forces, chain_parts, kinematic_tree, longitudinal_forces,
-                  tyre_lateral_angle)
+from .car import SPRUNG, aero_forces, chain_parts, kinematic_tree, longitudinal_forces
 from .schema import VehicleParameters
+from .tyres import tyre_model_of
 
 __all__ = ["WHEELS", "SUSPENSION", "build_tree", "carrier_mass", "free_radius", "spring_preload",
            "MultibodyEquations", "multibody_equations", "require_multibody_parameters"]
@@ -233,6 +233,7 @@ def multibody_equations(p: VehicleParameters, tree: KinematicTree, track: TrackJ
     ch = {"v_3x": v3x, "v_3y": v3y, "omega_3z": w3z, "alpha_1": alpha1, "alpha_2": alpha2}
     f_ext = {}
     tau = [0] * 6
+    tyre = tyre_model_of(p)      # the Magic Formula (ocp.full_model.unsupported_tyre refuses others)
     for k, w in enumerate(WHEELS):
         axle = int(w[0])
         body = 6 + k
@@ -243,8 +244,8 @@ def multibody_equations(p: VehicleParameters, tree: KinematicTree, track: TrackJ
         zc_dot = total([mul(R[2][0], Vc[0]), mul(R[2][1], Vc[1]), mul(R[2][2], Vc[2]), neg(V3[2]),
                         neg(sub(mul(V3[3], pos[1]), mul(V3[4], pos[0])))])
         fz = nm(f"f_{w}z", sub(mul(p.tyre_kz, sub(free_radius(p, axle), zc)), mul(p.tyre_cz, zc_dot)))
-        D, th = tyre_lateral_angle(p, alpha1 if axle == 1 else alpha2, fz)
-        fy = nm(f"f_{w}y", mul(D, sin(th)))
+        D, th, fy = tyre.lateral(p, alpha1 if axle == 1 else alpha2, fz)
+        fy = nm(f"f_{w}y", fy)
         fx = f1x if axle == 1 else f2x
         if axle == 1:      # the front wheels are steered: forces in {B3}
             Fx, Fy = sub(mul(fx, cd), mul(fy, sd)), add(mul(fx, sd), mul(fy, cd))
@@ -263,7 +264,7 @@ def multibody_equations(p: VehicleParameters, tree: KinematicTree, track: TrackJ
                             mul(p.c1 if axle == 1 else p.c2, qd[6 + k])]))
         tau.append(add(spring, jack))
         ch.update({f"f_{w}x": fx, f"f_{w}y": fy, f"f_{w}z": fz, f"zc_{w}": zc, f"D_{w}": D,
-                   f"theta_{w}": th, f"spring_{w}": spring, f"jack_{w}": jack})
+                   f"{tyre.measure}_{w}": th, f"spring_{w}": spring, f"jack_{w}": jack})
     # eq (20): aerodynamic wrench at O3 in {B3}, moved to the chassis
     f_drag, f_down, m_aero = aero_forces(p, v3x, nm)
     f_ext[CHASSIS] = lie.Ad_T_apply(g36, [f_drag, 0, f_down, 0, m_aero, 0])

@@ -51,7 +51,7 @@ point of the mesh)."""
 
 @dataclasses.dataclass(frozen=True)
 class PowerCurve:
-    """The power at the driven wheels on its knots, and its PCHIP coefficients.
+    r"""The power at the driven wheels on its knots, and its PCHIP coefficients.
 
     Attributes
     ----------
@@ -60,7 +60,7 @@ class PowerCurve:
     power : ndarray (n,)
         Power at the driven wheels [W].
     coefficients : ndarray (4, n - 1)
-        Of each piece, :math:`\\sum_j c_j (v - v_i)^{3 - j}` (scipy's ``PPoly`` layout).
+        Of each piece, :math:`\sum_j c_j (v - v_i)^{3 - j}` (scipy's ``PPoly`` layout).
     v_top : float
         The highest speed at which there is power (the rev limit in top gear, or the curve's
         last speed) [m/s].
@@ -197,7 +197,7 @@ def wheel_power_curve(p) -> Optional[PowerCurve]:
 
 def power_expression(curve: PowerCurve, v):
     r"""The smooth power curve at the speed ``v`` (a float or a symbol: the tape's, Pyomo,
-    CasADi) [W]: the pieces of the PCHIP interpolant joined by blends,
+    CasADi) [W]: the pieces of the PCHIP interpolant joined by blends.
 
     .. math::
         P(v) = \sum_i \big[\sigma(v - v_i) - \sigma(v - v_{i+1})\big]\, p_i(v),\quad

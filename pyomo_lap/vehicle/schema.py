@@ -28,6 +28,7 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationI
 
 from ..spatial.tree import GRAVITY
 from ..util.errors import FileProblemsError
+from .tyres import DEFAULT_TYRE_MODEL, TYRE_MODELS
 
 __all__ = ["VehicleParameters", "VehicleFileError", "read_vehicle_file", "field_bounds", "bound_texts", "SECTIONS", "OPTIONAL_SECTIONS",
            "OPTIONAL_KEYS", "SETTINGS", "CHANNEL_SETTINGS", "ABSENT_WHEN_NONE", "settings_of", "STRUCTURAL_ZEROS", "absent",
@@ -84,7 +85,7 @@ class VehicleParameters(BaseModel):
     brake_ratio : float
         Front share k_b of the braking force [-].
     Fz0, mu_y0, mu_x0, pD2, C, E, pK1, pK2 : float
-        Tyre model, see :func:`pyomo_lap.vehicle.car.tyre_lateral_force`.
+        Tyre model, see :func:`pyomo_lap.vehicle.tyres.tyre_lateral_force`.
     fz_min : float
         Minimum vertical load per wheel in the OCP [N].
     delta_max : float
@@ -181,11 +182,12 @@ class VehicleParameters(BaseModel):
     pK2: float = _f("load, in Fz0, at which the cornering stiffness peaks", "-", gt=0.0, le=50.0)
     fz_min: float = _f("minimum vertical load per wheel in the OCP; < static wheel load", "N",
                        ge=0.0)
-    tyre_model: Literal["magic-formula", "fiala"] = Field(
-        default="magic-formula", description="shape of the lateral characteristic: "
-        "'magic-formula' (eq 32: C, E) or 'fiala' (the brush model's cubic, sliding beyond "
-        "3 D / C_alpha); both with the peak D(f_z) and the cornering stiffness of the keys "
-        "mu_y0, pD2, pK1, pK2 [-]", json_schema_extra={"unit": "-"})
+    tyre_model: str = Field(
+        default=DEFAULT_TYRE_MODEL, description="shape of the lateral characteristic, a name of "
+        "the registry pyomo_lap.vehicle.tyres.TYRE_MODELS: 'magic-formula' (eq 32: C, E) or "
+        "'fiala' (the brush model's cubic, sliding beyond 3 D / C_alpha); all with the peak "
+        "D(f_z) and the cornering stiffness of the keys mu_y0, pD2, pK1, pK2 [-]",
+        json_schema_extra={"unit": "-"})
     combined_slip: Literal["constraint", "ellipse"] = Field(
         default="constraint", description="combined slip: 'constraint' (the paper: the lateral "
         "force of pure slip, the friction ellipse as a constraint) or 'ellipse' (the lateral "
@@ -249,9 +251,9 @@ class VehicleParameters(BaseModel):
                 not (0.1 <= g <= 50.0) for g in self.gear_ratios)):
             problems.append(f"[engine] gear_ratios = {list(self.gear_ratios)!r}: expected one or "
                             "more ratios between 0.1 and 50")
-        if self.combined_slip != "ellipse" and (self.tyre_model != "magic-formula"
-                                                or self.alpha_max is not None):
-            what = (f"[tyre] model = {self.tyre_model!r}" if self.tyre_model != "magic-formula"
+        angle = TYRE_MODELS[self.tyre_model].peak_angle     # D cos(theta) >= 0 below its peak
+        if self.combined_slip != "ellipse" and (not angle or self.alpha_max is not None):
+            what = (f"[tyre] model = {self.tyre_model!r}" if not angle
                     else f"[tyre] slip_angle_max = {self.alpha_max!r}")
             problems.append(f"{what} needs [tyre] combined_slip = \"ellipse\": with the paper's "
                             "friction ellipse as a constraint on the force of pure slip "
@@ -260,6 +262,14 @@ class VehicleParameters(BaseModel):
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    @field_validator("tyre_model")
+    @classmethod
+    def _registered_tyre_model(cls, v: str) -> str:
+        if v not in TYRE_MODELS:
+            raise ValueError(f"tyre_model = {v!r}: unknown tyre model; registered: "
+                             f"{', '.join(repr(k) for k in TYRE_MODELS)}")
+        return v
 
     @field_validator("m_u")
     @classmethod
@@ -644,7 +654,9 @@ def _expected(err: dict, attr: Optional[str]) -> str:
     if t in ("string_type", "string_too_short"):
         return "expected a non-empty string in quotes"
     if t == "value_error":
-        return str(ctx.get("error", err["msg"]))
+        text = str(ctx.get("error", err["msg"]))
+        own = f"{attr} = {err.get('input')!r}: "      # a field's own message names it: once
+        return text[len(own):] if attr and text.startswith(own) else text
     return err["msg"]
 
 

@@ -12,7 +12,8 @@ from typing import Callable, Optional, Sequence
 from ..spatial import lie
 from ..spatial.tree import KinematicTree, TrackJoint, forward_kinematics, hybrid_dynamics
 from . import car as veh
-from ..spatial.backend import add, atan, cos, is_number, mul, sin, sqrt, sub, total
+from ..spatial.backend import add, atan, cos, mul, sin, sub, total
+from .tyres import FIALA, _clip_unit, cornering_stiffness  # noqa: F401 - _clip_unit: ocp.single_track's
 
 __all__ = ["ALGEBRAIC", "STATE_NAMES", "RATE_NAMES", "build_chain", "fiala_axle",
            "single_track_equations"]
@@ -53,19 +54,11 @@ def _parts(p) -> dict:
     return parts
 
 
-def _clip_unit(v):
-    """Clip to [-1, 1] for numbers and CasADi symbols (the tyre slides beyond); Pyomo
-    expressions are returned unchanged: the OCP keeps ``|v| <= 1`` by a constraint."""
-    if is_number(v):
-        return min(1.0, max(-1.0, v))
-    if type(v).__module__.startswith("casadi"):
-        import casadi
-        return casadi.fmin(1.0, casadi.fmax(-1.0, v))
-    return v
-
-
 def fiala_axle(p: veh.VehicleParameters, alpha, fz_axle):
-    r"""Fiala lateral force of an axle (seed ``004``) with the full model's tyre data.
+    r"""Fiala lateral force of an axle (seed ``004``) with the full model's tyre data: twice
+    the force of one tyre at half the load (:data:`pyomo_lap.vehicle.tyres.FIALA`, its law
+    evaluated at :math:`\upsilon` clipped to [-1, 1] for numbers and CasADi symbols). The
+    single-track car has Fiala tyres whatever the car's ``tyre_model``.
 
     Parameters
     ----------
@@ -83,13 +76,8 @@ def fiala_axle(p: veh.VehicleParameters, alpha, fz_axle):
         :math:`|\upsilon| = 1`; beyond, the force stays :math:`\pm D`).
     """
     fw = mul(0.5, fz_axle)
-    C = mul(2.0 * p.pK1 * p.Fz0, sin(mul(2.0, atan(mul(1.0 / (p.pK2 * p.Fz0), fw)))))
-    D = mul(2.0, veh.peak_force(p, fw))
-    ups = C * (sin(alpha) / cos(alpha)) / (3.0 * D)
-    v = _clip_unit(ups)
-    av = sqrt(v * v + _ABS_EPS2)
-    fy = D * (3.0 * v - 3.0 * v * av + v * v * v)
-    return fy, C, D, ups
+    D, ups, fy = FIALA.lateral(p, alpha, fw, clip=True, abs_eps2=_ABS_EPS2)   # one tyre
+    return mul(2.0, fy), mul(2.0, cornering_stiffness(p, fw)), mul(2.0, D), ups
 
 
 def single_track_equations(p: veh.VehicleParameters, chain: KinematicTree,

@@ -1,0 +1,362 @@
+r"""Energy integrals on a built model (issue 38): the energy the car spends and dissipates over
+the sector, as named Pyomo components, and limits on them.
+
+:func:`add_energy_integrals` puts on the model a block ``m.energy`` with, for each quantity,
+its power at every point ``m.energy.<name>_power[s]`` [W] and its integral over the sector
+``m.energy.<name>`` [J]:
+
+=============  ===========================================================================
+name           power [W] (every term >= 0)
+=============  ===========================================================================
+``traction``   at the driven wheels, :math:`f_{xa}\,v_{3x}` (the model's power row;
+               :math:`f_{xa} \ge 0`, the drive force's positive part)
+``engine``     at the engine: the traction power over the drivetrain's efficiency
+               (``[engine] efficiency`` of the car file; 1 without one). fastest-lap's
+               ``engine-energy`` is its throttle times the maximum power, the power its
+               engine gives the rear axle (``src/core/actuators/engine.hpp``)
+``braking``    taken by the brakes, :math:`-f_{xb}\,v_{3x}` (:math:`f_{xb} \le 0`)
+``drag``       against the drag, :math:`-f_{drag}\,v_{3x} = C_x \tfrac12\rho S v_{3x}^3`
+``tyre_fl``    dissipated by each tyre (``fl`` front-left = wheel 11, ``fr`` = 12, ``rl`` =
+``tyre_fr``    21, ``rr`` = 22): force times slip velocity, fastest-lap's definition
+``tyre_rl``    (``Tire::get_dissipation``, :math:`F_x (v_x - \omega R) + F_y v_y` of the
+``tyre_rr``    contact point in the tyre's frame, with the sign turned)
+=============  ===========================================================================
+
+**The tyres' dissipation in this model.** Laterally, the slip velocity of a tyre is the
+lateral velocity of its axle's centre in the tyre's frame; the model's slip angle (eq 33, in
+its small-angle form) is that velocity over :math:`v_{3x}`, :math:`\alpha_i = -v_{sy}/v_{3x}`,
+so the lateral part is :math:`f_{ijy}\,\alpha_i\,v_{3x}` (the same sign as the force for a
+tyre at or below its peak: :math:`\ge 0`). Longitudinally the model has no slip: a wheel rolls
+at the road speed and its longitudinal force is a control (eq 34), so the longitudinal part is
+**zero** by default. fastest-lap's wheels slip (its ``kappa`` states), and its longitudinal
+part :math:`F_x \kappa v_x` counts: ``add_energy_integrals(m, slip_at_peak=...)`` adds an
+estimate of it (:func:`slip_power`: the slip ratio that gives the tyre's longitudinal force
+on a characteristic of the lateral one's shape); ``benchmarks/energy_limited.py`` reports what
+that part is worth on fastest-lap's tyre-energy-limited lap (docs/energy.md).
+
+**The integral.** :math:`E = \int P\,dt = \int_0^L P/\dot q_1\,ds` (:math:`dt = ds/\dot q_1`),
+by the quadrature of the collocation itself: in each finite element, the weights of the
+interpolating polynomial through its collocation points (Radau: the last row of the
+collocation matrix). It is exactly the value at the sector's end of a state :math:`E(s)` with
+:math:`dE/ds = P/\dot q_1`, :math:`E(0) = 0`, collocated as the model collocates its states
+(the time ``m.t`` among them), without the state's rows: the expressions add nothing to the
+NLP. A limit (:func:`add_energy_limits`) adds one row each, :math:`E / E_{max} \le 1`,
+dimensionless.
+
+Limits by name (:data:`LIMIT_NAMES`): ``<name>_energy`` for the sums and ``tyre_energy_fl`` ...
+``tyre_energy_rr`` for the tyres, ``tyre_energy`` for each of the four; values in J, kJ, MJ, Wh
+or kWh (:func:`parse_energy`), a bare number in J.
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Optional
+
+import numpy as np
+import pyomo.environ as pyo
+
+__all__ = ["ENERGY_NAMES", "LIMIT_NAMES", "TYRES", "add_energy_integrals", "add_energy_limits",
+           "energy_summary", "parse_energy", "parse_limits", "EnergyLimits", "slip_power", "slip_ratio", "ENERGY_CHANNELS",
+           "collocation_weights", "energy_channels"]
+
+TYRES = {"fl": "11", "fr": "12", "rl": "21", "rr": "22"}
+"""The tyres' names in the energies -> the model's wheel ``ij`` (axle, side)."""
+
+ENERGY_NAMES = ("traction", "engine", "braking", "drag") + tuple(f"tyre_{t}" for t in TYRES)
+"""The integrals of ``m.energy`` (module docstring), in order."""
+
+LIMIT_NAMES = {**{f"{n}_energy": (n,) for n in ENERGY_NAMES[:4]},
+               **{f"tyre_energy_{t}": (f"tyre_{t}",) for t in TYRES},
+               "tyre_energy": tuple(f"tyre_{t}" for t in TYRES)}
+"""A limit's name (``--limit NAME=VALUE``) -> the integrals of ``m.energy`` it bounds
+(``tyre_energy``: each of the four tyres)."""
+
+ENERGY_CHANNELS = ("power_engine", "power_braking", "power_drag") + tuple(f"power_tyre_{t}" for t in TYRES)
+"""The trajectory's columns of the powers (:func:`energy_channels`; the traction power is the
+column ``power``)."""
+
+ENERGY_UNITS = {"J": 1.0, "kJ": 1e3, "MJ": 1e6, "Wh": 3600.0, "kWh": 3.6e6}
+"""The units a limit's value may carry -> joules."""
+
+
+def parse_energy(text) -> float:
+    """An energy [J] from a number (J) or a text ``"24MJ"``, ``"0.8 MJ"``, ``"6.5kWh"``, ``"1e5"``
+    (units :data:`ENERGY_UNITS`, case as written there).
+
+    Raises
+    ------
+    ValueError
+        Not a finite positive number, or a unit not in :data:`ENERGY_UNITS` (one line).
+    """
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value, unit = float(text), "J"
+    else:
+        match = re.fullmatch(r"\s*([-+0-9.eE]+)\s*([A-Za-z]*)\s*", str(text))
+        if match is None:
+            raise ValueError(f"{text!r}: expected an energy, a number and a unit "
+                             f"({', '.join(ENERGY_UNITS)}), e.g. 24MJ")
+        unit = match.group(2) or "J"
+        if unit not in ENERGY_UNITS:
+            raise ValueError(f"{text!r}: unknown unit {unit!r}; expected one of "
+                             f"{', '.join(ENERGY_UNITS)} (a bare number is J)")
+        try:
+            value = float(match.group(1)) * ENERGY_UNITS[unit]
+        except ValueError:
+            raise ValueError(f"{text!r}: {match.group(1)!r} is not a number") from None
+    if not (math.isfinite(value) and value > 0.0):
+        raise ValueError(f"{text!r}: expected a positive, finite energy")
+    return value
+
+
+def parse_limits(x) -> dict:
+    """Energy limits ``{name: joules}`` from ``{"engine_energy": "24MJ"}`` or a list of texts
+    ``["engine_energy=24MJ", ...]`` (the CLI's ``--limit``); None -> ``{}``.
+
+    Raises
+    ------
+    ValueError
+        A name not in :data:`LIMIT_NAMES` (the message lists them), a bad value or unit, a text
+        without ``=``.
+    """
+    if x is None:
+        return {}
+    if isinstance(x, dict):
+        items = list(x.items())
+    else:
+        items = []
+        for text in ([x] if isinstance(x, str) else x):
+            name, sep, value = str(text).partition("=")
+            if not sep:
+                raise ValueError(f"{text!r}: expected NAME=VALUE, e.g. engine_energy=24MJ")
+            items.append((name, value))
+    out = {}
+    for name, value in items:
+        name = str(name).strip()
+        if name not in LIMIT_NAMES:
+            raise ValueError(f"unknown limit {name!r}; known: {', '.join(LIMIT_NAMES)}")
+        out[name] = parse_energy(value)
+    return out
+
+
+class EnergyLimits:
+    """Domain of the job and OCP option ``limits`` (:func:`parse_limits`)."""
+
+    def __call__(self, x) -> dict:
+        """The limits ``{name: joules}``; raises ValueError as :func:`parse_limits`."""
+        return parse_limits(x)
+
+    def domain_name(self) -> str:
+        """The domain's description in the option tables."""
+        return "{name: energy} or NAME=VALUE texts"
+
+
+def collocation_weights(m) -> dict:
+    r"""The weights of the collocation's quadrature in ``s``: ``{point: w}`` [m] with
+    :math:`\int_0^L f\,ds \approx \sum w_j f(s_j)` over the collocation points of every
+    finite element (those strictly inside it and, for Radau, its end): in each element of
+    length :math:`h`, :math:`w_j = h \int_0^1 \ell_j(\tau) d\tau`, :math:`\ell_j` the Lagrange
+    polynomials through its points. Exact for polynomials of degree ``2 ncp - 2`` (Radau)."""
+    fe = sorted(m.s.get_finite_elements())
+    pts = np.array(sorted(m.s), dtype=float)
+    radau = "RADAU" in str(m.problem.options.scheme).upper()
+    out = {}
+    for a, b in zip(fe[:-1], fe[1:]):
+        inside = pts[(pts > a + 1e-12 * max(1.0, b)) & (pts < b - 1e-12 * max(1.0, b))]
+        nodes = list(inside) + ([b] if radau else [])
+        tau = (np.asarray(nodes) - a) / (b - a)
+        n = len(tau)
+        V = np.vander(tau, n, increasing=True).T            # rows: tau_j^k
+        w = np.linalg.solve(V, 1.0 / np.arange(1, n + 1))    # sum_j w_j tau_j^k = 1/(k+1)
+        for s, wj in zip(nodes, w):
+            out[float(s)] = out.get(float(s), 0.0) + float(wj) * (b - a)
+    return out
+
+
+def _powers(m, slip_at_peak=None) -> dict:
+    """``{name: rule(s)}``: the power of each integral at a point (module docstring) [W], for
+    the quantities the model has."""
+    from .common import vehicle_var
+    v = m.v_3x
+    out = {"traction": lambda s: m.f_xa[s] * v[s]}
+    # a setting of the [engine] section (the same for every car a model takes: set_vehicle)
+    eta = getattr(m.problem.vehicle, "drivetrain_efficiency", None) or 1.0
+    out["engine"] = lambda s: m.f_xa[s] * v[s] / eta
+    out["braking"] = lambda s: -m.f_xb[s] * v[s]
+    car = m.component("car")
+    aero_q = car.component("aero_q") if car is not None else None
+    if aero_q is not None:
+        Cx = vehicle_var(m, "aero.Cx")
+        out["drag"] = lambda s: Cx * aero_q[s] * v[s]
+    for t, w in TYRES.items():
+        fy, alpha = m.component(f"f_{w}y"), m.component(f"alpha_{w[0]}")
+        if fy is not None and alpha is not None and slip_at_peak is None:
+            out[f"tyre_{t}"] = (lambda s, fy=fy, alpha=alpha: fy[s] * alpha[s] * v[s])
+        elif fy is not None and alpha is not None:
+            out[f"tyre_{t}"] = (lambda s, fy=fy, alpha=alpha, w=w: fy[s] * alpha[s] * v[s]
+                                + slip_power(m, w, s, slip_at_peak))
+    return out
+
+
+def slip_ratio(m, w: str, s, slip_at_peak):
+    r"""An estimate of the longitudinal slip ratio of tyre ``w`` (``"11"`` ...) at ``s`` [-].
+
+    For a model without longitudinal slip: the :math:`\kappa` that gives the tyre's force
+    on a pure-slip characteristic of the lateral one's shape,
+    :math:`f_x = D_x \sin(C \arctan(B_x \kappa))`, peaking at ``slip_at_peak`` :math:`\kappa_p`
+    (:math:`B_x \kappa_p = \tan(\pi/2C)`):
+
+    .. math::
+        \kappa = \kappa_p \frac{\tan(\arcsin(r)/C)}{\tan(\pi/2C)},\qquad
+        r = \frac{f_x}{D_x} = \frac{\mu_y}{\mu_x}\frac{f_x}{D},
+
+    :math:`D` the tyre's lateral peak of its load (:func:`pyomo_lap.vehicle.tyres.peak_force`),
+    :math:`\arcsin r` written :math:`\arctan(r/\sqrt{1 - r^2 + 10^{-6}})` (a finite slope at
+    the peak). ``slip_at_peak`` is a number or ``slip_at_peak(f_z)`` (a Pyomo expression of the
+    load [N]). fastest-lap's tyre (tire-pacejka-simple) is this characteristic with
+    :math:`C = Q_x`, its peak at :math:`\kappa_p = \kappa_{max}(f_z)\tan(\pi/2Q_x)/S_x`."""
+    from .common import vehicle_var
+    mu_y0, mu_x0 = vehicle_var(m, "tyre.mu_y0"), vehicle_var(m, "tyre.mu_x0")
+    pD2, Fz0, C = vehicle_var(m, "tyre.pD2"), vehicle_var(m, "tyre.Fz0"), vehicle_var(m, "tyre.C")
+    fz = m.component(f"f_{w}z")[s]
+    D = mu_y0 * (1.0 - pD2 + pD2 / Fz0 * fz) * fz
+    r = mu_y0 / mu_x0 * m.component(f"f_{w}x")[s] / D
+    kp = slip_at_peak(fz) if callable(slip_at_peak) else slip_at_peak
+    return kp * pyo.tan(pyo.atan(r / pyo.sqrt(1.0 - r * r + 1e-6)) / C) / pyo.tan(math.pi / 2 / C)
+
+
+def slip_power(m, w: str, s, slip_at_peak):
+    r"""The power tyre ``w`` dissipates by its longitudinal slip at point ``s``, estimated:
+    :math:`f_x \kappa\,v_{3x}` [W] with :func:`slip_ratio` (:math:`\ge 0`)."""
+    return m.component(f"f_{w}x")[s] * slip_ratio(m, w, s, slip_at_peak) * m.v_3x[s]
+
+
+def add_energy_integrals(m, limits: Optional[dict] = None, slip_at_peak=None):
+    """Put the block ``m.energy`` on a built model (module docstring): per point the powers
+    ``m.energy.<name>_power[s]`` [W], and the integrals ``m.energy.<name>`` [J] (Expressions:
+    nothing is added to the NLP), for the names of :data:`ENERGY_NAMES` the model has
+    (traction, engine and braking need ``m.f_xa``, ``m.f_xb``, ``m.v_3x``, ``m.q1_dot``; drag
+    ``m.car.aero_q``; the tyres ``m.f_<ij>y`` and ``m.alpha_<i>``); then the ``limits``
+    (:func:`add_energy_limits`). A model without those variables is returned unchanged.
+
+    Parameters
+    ----------
+    m : ConcreteModel
+        Built by :func:`pyomo_lap.ocp.build.build_model`.
+    limits : dict, optional
+        ``{limit name: joules}`` (:data:`LIMIT_NAMES`).
+    slip_at_peak : float or callable, optional
+        The tyres' longitudinal slip ratio at their peak force [-] (or a function of the load
+        [N]): the tyres' energies then add the estimate of :func:`slip_power` (the model has
+        no longitudinal slip; module docstring). An ``m.energy`` without limits is replaced.
+
+    Returns
+    -------
+    ConcreteModel
+        ``m``.
+
+    Raises
+    ------
+    ValueError
+        A limit on an integral the model does not have.
+    """
+    if any(m.component(c) is None for c in ("f_xa", "f_xb", "v_3x", "q1_dot")):
+        if limits:
+            raise ValueError(f"model {m.problem.vehicle_model.name!r} has no energy integrals "
+                             "(no f_xa, f_xb, v_3x, q1_dot): no limits on it")
+        return m
+    if slip_at_peak is not None and m.component("energy") is not None:
+        if m.energy.component("limit_row") is not None:
+            raise ValueError("slip_at_peak on a model whose energies are limited already: "
+                             "give it with the limits")
+        m.del_component("energy")
+    if m.component("energy") is None:
+        powers = _powers(m, slip_at_peak)
+        w = collocation_weights(m)
+        m.energy = pyo.Block(doc="energy integrals over the sector (pyomo_lap.ocp.integrals)")
+        for name, rule in powers.items():
+            P = pyo.Expression(m.s, rule=lambda b, s, r=rule: r(s),
+                               doc=f"{name} power [W] (pyomo_lap.ocp.integrals)")
+            m.energy.add_component(f"{name}_power", P)
+            m.energy.add_component(name, pyo.Expression(
+                expr=sum(wj * P[s] / m.q1_dot[s] for s, wj in w.items()),
+                doc=f"{name} energy over the sector [J], integral of {name}_power dt"))
+    if limits:
+        add_energy_limits(m, limits)
+    return m
+
+
+def add_energy_limits(m, limits: dict):
+    r"""The rows ``m.energy.limit_row[name]``: :math:`E/E_{max} \le 1` for each integral a limit
+    names (:data:`LIMIT_NAMES`), with :math:`E_{max}` the mutable Param
+    ``m.energy.limit[name]`` [J] (change it and solve again). The same as the user's own
+    ``m.c = pyo.Constraint(expr=m.energy.engine <= 24e6)``, scaled by the limit.
+
+    Raises
+    ------
+    ValueError
+        An unknown name or value (:func:`parse_limits`), or an integral the model lacks.
+    """
+    limits = parse_limits(limits)
+    bound = {}
+    for name, joules in limits.items():
+        for integral in LIMIT_NAMES[name]:
+            if m.energy.component(integral) is None:
+                raise ValueError(f"limit {name}: the model {m.problem.vehicle_model.name!r} "
+                                 f"has no {integral} energy")
+            bound[integral] = min(joules, bound.get(integral, math.inf))
+    e = m.energy
+    if e.component("limit") is None:
+        e.limit = pyo.Param(list(ENERGY_NAMES), mutable=True, initialize=math.inf,
+                            units=pyo.units.J, doc="the limits of the integrals [J]")
+        e.limit_row = pyo.Constraint(list(ENERGY_NAMES), rule=lambda b, n: pyo.Constraint.Skip)
+    for integral, joules in bound.items():
+        e.limit[integral] = joules
+        if integral in e.limit_row:
+            continue
+        e.limit_row[integral] = e.component(integral) / e.limit[integral] <= 1.0
+    return m
+
+
+def energy_summary(m) -> dict:
+    """summary.json's ``energy``: each integral's value [J] (``<name>_J``) and, for the limited
+    ones, ``limits`` ``{name: {"limit_J", "used_J", "share"}}``; ``{}`` without ``m.energy``."""
+    e = m.component("energy")
+    if e is None:
+        return {}
+    out = {}
+    for name in ENERGY_NAMES:
+        comp = e.component(name)
+        if comp is not None:
+            value = pyo.value(comp, exception=False)
+            out[f"{name}_J"] = None if value is None else float(value)
+    if e.component("limit_row") is not None:
+        out["limits"] = {n: {"limit_J": float(pyo.value(e.limit[n])), "used_J": out[f"{n}_J"],
+                             "share": (None if out[f"{n}_J"] is None
+                                       else out[f"{n}_J"] / float(pyo.value(e.limit[n])))}
+                         for n in e.limit_row}
+    return out
+
+
+def energy_channels(df, vehicle) -> dict:
+    """The powers of :func:`add_energy_integrals` [W] from a trajectory's columns (``f_xa``,
+    ``f_xb``, ``v_3x``, ``f_drag``, ``f_<ij>y``, ``alpha_<i>``): ``{"power_<name>": array}``
+    (``power_engine``, ``power_braking``, ``power_drag``, ``power_tyre_fl`` ...; the traction
+    power is the table's ``power``) for the columns the table has (a DataFrame or a dict of
+    arrays); ``vehicle`` for the drivetrain's efficiency (the tyres' lateral slip only)."""
+    names = set(df.columns) if hasattr(df, "columns") else set(df)
+
+    def col(c):
+        return np.asarray(df[c], dtype=float)
+    out = {}
+    if {"f_xa", "v_3x"} <= names:
+        eta = getattr(vehicle, "drivetrain_efficiency", None) or 1.0
+        out["power_engine"] = col("f_xa") * col("v_3x") / eta
+    if {"f_xb", "v_3x"} <= names:
+        out["power_braking"] = -col("f_xb") * col("v_3x")
+    if {"f_drag", "v_3x"} <= names:
+        out["power_drag"] = -col("f_drag") * col("v_3x")
+    for t, w in TYRES.items():
+        if {f"f_{w}y", f"alpha_{w[0]}", "v_3x"} <= names:
+            out[f"power_tyre_{t}"] = col(f"f_{w}y") * col(f"alpha_{w[0]}") * col("v_3x")
+    return out
