@@ -28,7 +28,6 @@ so users can reach them and the NL writer shares them.
 """
 from __future__ import annotations
 
-import math
 import time
 from typing import Callable, Optional
 
@@ -256,14 +255,11 @@ def slip_rows(p, ch, form: str, reserve=None) -> list:
         return out
     if adherence_form(p, form) == "below-peak" and reserve <= 0.0:
         return out
-    from ..spatial.backend import cos
+    from ..vehicle.tyres import tyre_model_of
+    tm = tyre_model_of(p)          # the registered model's rows (its measure's channel)
     for w in WHEELS:
-        if f"theta_{w}" in ch:
-            out.append(((w, 0), mul(ch[f"D_{w}"], sub(float(reserve), cos(ch[f"theta_{w}"])))))
-        else:
-            edge = 1.0 - math.sqrt(reserve)
-            for sense in (1, -1):
-                out.append(((w, sense), sub(mul(float(sense), ch[f"upsilon_{w}"]), edge)))
+        for sense, body in tm.reserve_rows(ch[f"D_{w}"], ch[f"{tm.measure}_{w}"], reserve):
+            out.append(((w, sense), body))
     return out
 
 
