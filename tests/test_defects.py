@@ -111,6 +111,7 @@ def test_defects_of_a_solved_sector():
 
 @pytest.mark.integration
 def test_refine_mesh_splits_and_resolves_warm_started():
+    """The refinement splits the worst elements and solves the new mesh from the old solution."""
     tr, p, m, rep, df = sector.solved("full")
     d = collocation_defects(m, tr, p)
     eps = d.elements["eps"].to_numpy()
@@ -152,6 +153,8 @@ def test_refine_mesh_also_splits_the_elements_it_is_given():
 
 @pytest.mark.component
 def test_element_boundaries_are_checked():
+    """Given element boundaries are the mesh; boundaries not increasing, not ending at the
+    sector's length, not starting at 0 or too close together are refused."""
     from pyomo_lap import load_track
     tr, p = load_track("nordschleife"), load_vehicle("fsae")
     m = build_model(tr, p, start=100.0, length=50.0, element_boundaries=[0, 10, 15, 30, 50], ncp=2)
@@ -201,5 +204,6 @@ def test_the_batched_algebraic_loop_is_the_point_by_point_one():
 
 
 def track_vectors_of(track, s):
+    """The track vectors of ``track`` at the coordinates ``s``."""
     from pyomo_lap.ocp.point_functions import track_vectors
     return track_vectors(track.evaluate(np.asarray(s, float)))

@@ -1,5 +1,7 @@
-r"""Cases with known answers for the full model, each computed independently of the code under
-test (the ABA, the load equations as wired in the model, the simulation):
+r"""Cases with known answers for the full model.
+
+Each is computed independently of the code under test (the ABA, the load equations as wired
+in the model, the simulation):
 
 * power-limited straight-line acceleration against the scalar ODE
   :math:`m\dot v = \min(P/v, F_{grip}) - \tfrac12\rho S C_x v^2`;
@@ -28,11 +30,13 @@ G = 9.81
 
 @pytest.fixture(scope="module")
 def car():
+    """The FSAE car and its car functions."""
     p = load_vehicle("fsae")
     return p, car_functions(p)
 
 
 def straight(length=800.0):
+    """A flat straight track of ``length`` metres."""
     s = np.linspace(0.0, length, 401)
     return Track(s, np.c_[s, np.zeros_like(s), np.zeros_like(s)], closed=False, name="straight")
 

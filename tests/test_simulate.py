@@ -76,6 +76,7 @@ def test_many_points_at_once_equal_point_by_point():
 
 @pytest.mark.unit
 def test_control_laws_and_inputs_are_checked():
+    """Control laws and the simulation's inputs are checked."""
     with pytest.raises(ValueError, match="basis"):
         PiecewiseControls("x", [0, 1], [[0, 0, 0]])
     with pytest.raises(ValueError, match="N\\+1"):

@@ -129,6 +129,7 @@ def test_single_track_solution_warm_starts_the_full_model():
 
 @pytest.mark.integration
 def test_cli_single_track(tmp_path):
+    """The CLI solves the single-track model and writes its results."""
     from pyomo_lap.cli import main
     out = tmp_path / "st"
     r = CliRunner().invoke(main, ["solve", "--model", "single-track", "--start", "2000",
