@@ -8,7 +8,7 @@ import pytest
 import _solved_sector as sector
 from pyomo_lap import Track, build_model, load_vehicle
 from pyomo_lap.post.defects import DEFECT_STATES, collocation_defects, refine_mesh
-from pyomo_lap.vehicle.numeric import CarFunctions
+from pyomo_lap.post.simulate import car_functions
 from pyomo_lap.post.simulate import FunctionControls, TrackLookup, simulate
 from pyomo_lap.vehicle.car import ALGEBRAIC
 
@@ -60,7 +60,7 @@ def test_defect_converges_at_the_polynomial_order_on_an_exact_trajectory():
     for the twelve states), and shooting from each element's start lands on the element's end
     (the samples are exact)."""
     p = load_vehicle("fsae")
-    car = CarFunctions(p)
+    car = car_functions(p)
     tr = wavy_track()
     drag = 0.5 * p.rho * p.S * p.Cx * 18.0 ** 2
     u = np.array([drag, 0.0, 0.0])
@@ -111,6 +111,7 @@ def test_defects_of_a_solved_sector():
 
 @pytest.mark.integration
 def test_refine_mesh_splits_and_resolves_warm_started():
+    """The refinement splits the worst elements and solves the new mesh from the old solution."""
     tr, p, m, rep, df = sector.solved("full")
     d = collocation_defects(m, tr, p)
     eps = d.elements["eps"].to_numpy()
@@ -152,6 +153,8 @@ def test_refine_mesh_also_splits_the_elements_it_is_given():
 
 @pytest.mark.component
 def test_element_boundaries_are_checked():
+    """Given element boundaries are the mesh; boundaries not increasing, not ending at the
+    sector's length, not starting at 0 or too close together are refused."""
     from pyomo_lap import load_track
     tr, p = load_track("nordschleife"), load_vehicle("fsae")
     m = build_model(tr, p, start=100.0, length=50.0, element_boundaries=[0, 10, 15, 30, 50], ncp=2)
@@ -167,10 +170,10 @@ def test_the_batched_algebraic_loop_is_the_point_by_point_one():
     CarFunctions.solve gives at each point: 1200 states spread around a straight-line run,
     with yaw, steering and drive, started from the static loads; a point whose loads cannot
     stay positive (a wheel lifts) is flagged, not raised."""
-    from pyomo_lap.vehicle.numeric import AlgebraicLoopError, track_vector
+    from pyomo_lap.ocp.point_functions import AlgebraicLoopError
     from pyomo_lap.track.loading import load_track
     p = load_vehicle("fsae")
-    car = CarFunctions(p)
+    car = car_functions(p)
     tr = load_track("nordschleife")
     rng = np.random.default_rng(7)
     k = 1200
@@ -201,5 +204,6 @@ def test_the_batched_algebraic_loop_is_the_point_by_point_one():
 
 
 def track_vectors_of(track, s):
-    from pyomo_lap.vehicle.numeric import track_vectors
+    """The track vectors of ``track`` at the coordinates ``s``."""
+    from pyomo_lap.ocp.point_functions import track_vectors
     return track_vectors(track.evaluate(np.asarray(s, float)))

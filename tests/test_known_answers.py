@@ -1,5 +1,7 @@
-r"""Cases with known answers for the full model, each computed independently of the code under
-test (the ABA, the load equations as wired in the model, the simulation):
+r"""Cases with known answers for the full model.
+
+Each is computed independently of the code under test (the ABA, the load equations as wired
+in the model, the simulation):
 
 * power-limited straight-line acceleration against the scalar ODE
   :math:`m\dot v = \min(P/v, F_{grip}) - \tfrac12\rho S C_x v^2`;
@@ -19,7 +21,7 @@ from scipy.optimize import brentq, fsolve
 
 from pyomo_lap import Track, load_vehicle
 from pyomo_lap.spatial.tree import TrackJoint, forward_kinematics
-from pyomo_lap.vehicle.numeric import CarFunctions
+from pyomo_lap.post.simulate import car_functions
 from pyomo_lap.post.simulate import FunctionControls, TrackLookup, simulate
 from pyomo_lap.vehicle.car import build_chain
 
@@ -28,11 +30,13 @@ G = 9.81
 
 @pytest.fixture(scope="module")
 def car():
+    """The FSAE car and its car functions."""
     p = load_vehicle("fsae")
-    return p, CarFunctions(p)
+    return p, car_functions(p)
 
 
 def straight(length=800.0):
+    """A flat straight track of ``length`` metres."""
     s = np.linspace(0.0, length, 401)
     return Track(s, np.c_[s, np.zeros_like(s), np.zeros_like(s)], closed=False, name="straight")
 
@@ -347,7 +351,7 @@ def test_energy_conserved_without_damping_tyres_and_aero():
     kinematics, heights from the postures (nothing of the ABA)."""
     from pyomo_lap import load_track
     p = load_vehicle("fsae").replace(c1=0.0, c2=0.0, rho=0.0)
-    cf = CarFunctions(p, tyres=False)
+    cf = car_functions(p, tyres=False)
     tr = load_track("nordschleife")
     s0 = 1280.0
     tp0 = tr.evaluate([s0])
@@ -390,7 +394,7 @@ def test_static_sag_and_loads_by_simulation():
     settles at q4 = -m_s g / k, q5 = q6 = 0, and wheel loads m g a2/(2l) front, m g a1/(2l)
     rear."""
     p = load_vehicle("fsae").replace(rho=0.0)
-    cf = CarFunctions(p)
+    cf = car_functions(p)
     tr = straight()
     x0 = [10.0, 0, 0, 0.0, 0.0, 0.0, 10.0, 0, 0, 0, 0, 0]
     sim = simulate(tr, p, FunctionControls(lambda t, x: (0.0, 0.0, 0.0)), x0, t_end=2.0,

@@ -23,6 +23,7 @@ FLAT = TrackJoint(R=[[1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0]], J=[1.0, 0, 0, 0, 0,
 
 @pytest.fixture(scope="module")
 def car():
+    """The FSAE car (it has a multibody section)."""
     return veh.load_vehicle("fsae")
 
 
@@ -35,6 +36,7 @@ def _equations(p, q_susp, v=20.0, u=(0.0, 0.0, 0.0), qd_susp=None, q23=(0.0, 0.0
 
 @pytest.mark.unit
 def test_static_equilibrium_on_flat_ground_gives_the_static_loads(car):
+    """At rest on flat ground the settled tyre loads are the static loads."""
     p = car.replace(rho=0.0)             # no aerodynamic load
     e = _equations(p, [0.0] * 7, v=10.0)
     g, m, l = 9.81, 240.0, 0.765 + 0.815                     # Table 1, by hand
@@ -47,6 +49,7 @@ def test_static_equilibrium_on_flat_ground_gives_the_static_loads(car):
 
 @pytest.mark.unit
 def test_wheel_centre_height_and_rate_against_closed_form(car):
+    """The wheel-centre heights and their rates equal their closed forms."""
     rng = np.random.default_rng(3)
     p = car
     tree = mbc.build_tree(p)
@@ -110,8 +113,9 @@ def _settled_multibody(p, u, v, vy=0.0, r=0.0):
 def _settled_reduced(p, u, qd):
     """The reduced model (vehicle.car) at the same motion and controls: heave, pitch, roll
     with zero accelerations and its algebraic loads solved."""
-    from pyomo_lap.vehicle.numeric import CarFunctions, track_vector
-    carf = CarFunctions(p)
+    from pyomo_lap.ocp.point_functions import track_vector
+    from pyomo_lap.post.simulate import car_functions
+    carf = car_functions(p)
     trk = track_vector(FLAT)
     s1, s2 = p.static_loads
 
@@ -150,6 +154,7 @@ def test_stiff_multibody_loads_approach_the_reduced_models_load_transfer(car, ca
 
 @pytest.mark.unit
 def test_vehicle_file_without_multibody_section_is_refused_by_the_model(car, tmp_path):
+    """A car without a multibody section is refused by the multibody model."""
     import re
     from pyomo_lap.vehicle.car import models_dir
     text = (models_dir() / "fsae.toml").read_text()

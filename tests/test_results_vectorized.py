@@ -1,5 +1,5 @@
-"""``trajectory_dataframe`` (all points at once, NumPy over the recorded tape) against the
-former per-point evaluation of the model code with Python floats."""
+"""``trajectory_dataframe`` (all points at once, the channel group of the model's record) against
+the former per-point evaluation of the model code with Python floats."""
 import math
 
 import numpy as np
@@ -9,18 +9,17 @@ import pytest
 
 from pyomo_lap import build_model, initialize_model, load_track, load_vehicle
 from pyomo_lap.spatial import lie
-from pyomo_lap.post import results
 from pyomo_lap.vehicle import car as veh
 from pyomo_lap.ocp.build import RATE_NAMES, STATE_NAMES
 from pyomo_lap.post.results import UNITS, trajectory_dataframe
 
 
-def reference_dataframe(m) -> pd.DataFrame:
+def reference_dataframe(m, p=None) -> pd.DataFrame:
     """The former body of ``trajectory_dataframe`` (full model): ``car_equations`` with
-    floats at every point."""
-    p = m.problem.vehicle
+    floats at every point (for the car ``p``, default the model's)."""
+    p = m.problem.vehicle if p is None else p
     tp = m.problem.track_points
-    chain, joints = m.problem.chain, m.problem.track_joints
+    chain, joints = veh.build_chain(p), m.problem.track_joints
     sigma = sorted(m.s)
     elems = list(m.s.get_finite_elements())
     rows = []
@@ -113,8 +112,7 @@ def test_vectorized_equals_per_point(model):
 
 @pytest.mark.component
 def test_perturbed_values_and_cache(model):
-    """Away from the initial guess (every variable moved), and a second call through the
-    cached tape."""
+    """Away from the initial guess (every variable moved), and a second call."""
     m = model
     names = STATE_NAMES + RATE_NAMES + veh.CONTROLS + veh.ALGEBRAIC
     saved = {n: {s: m.component(n)[s].value for s in m.s} for n in names}
@@ -126,11 +124,8 @@ def test_perturbed_values_and_cache(model):
                 x = v.value
                 v.set_value(x * (1 + 0.05 * rng.standard_normal()) + 0.01 * rng.standard_normal(),
                             skip_validation=True)
-        results._CHANNEL_TAPES.clear()
         first = trajectory_dataframe(m)
-        assert len(results._CHANNEL_TAPES) == 1
         second = trajectory_dataframe(m)
-        assert len(results._CHANNEL_TAPES) == 1
         ref = reference_dataframe(m)
         assert_same_frame(first, ref)
         assert_same_frame(second, ref)
@@ -166,21 +161,25 @@ def test_missing_value_raises(model):
 
 
 @pytest.mark.component
-def test_general_track_joint(model):
-    """A track joint with ``J[0:3] != [1, 0, 0]`` (q1 not the arc length) goes through the
-    general tape (``J`` and ``dJ`` as inputs)."""
-    import dataclasses
-
-    from pyomo_lap.ocp.vehicle_model import update_problem
+def test_channels_follow_the_model_car(model):
+    """The record takes the car's parameters as inputs: with a parameter of ``m.vehicle``
+    changed (as a solve with it free would), the channels are those of ``car_equations`` for
+    that car, not for the car the model was built with."""
+    from pyomo_lap.ocp.common import vehicle_of_model, vehicle_var
     m = model
-    original = m.problem
+    params = {"mass.total": 1.07, "aero.Cz1": 1.3, "tyre.mu_y0": 0.93}
+    saved = {k: vehicle_var(m, k).value for k in params}
     try:
-        update_problem(m, track_joints=[dataclasses.replace(j, J=[1.02, 0.0, 0.01] + list(j.J[3:]),
-                                                            dJ=[0.001, 0.0, 0.0] + list(j.dJ[3:]))
-                                        for j in original.track_joints])
-        ref = reference_dataframe(m)
+        for k, f in params.items():
+            vehicle_var(m, k).set_value(saved[k] * f)
+        p = vehicle_of_model(m)
+        assert p.value("mass.total") == pytest.approx(saved["mass.total"] * 1.07)
+        ref = reference_dataframe(m, p)
         new = trajectory_dataframe(m)
         assert_same_frame(new, ref)
-        assert any(key[2] for key in results._CHANNEL_TAPES)
+        old = reference_dataframe(m, m.problem.vehicle)
+        assert not np.allclose(new["q1_ddot"], old["q1_ddot"], rtol=1e-6)
+        assert not np.allclose(new["f_11y"], old["f_11y"], rtol=1e-6)
     finally:
-        m.problem = original
+        for k, x in saved.items():
+            vehicle_var(m, k).set_value(x)

@@ -10,18 +10,19 @@ import _solved_sector as sector
 from pyomo_lap import load_vehicle
 from pyomo_lap.vehicle import car as veh
 from pyomo_lap.spatial.tree import TrackJoint
-from pyomo_lap.vehicle.numeric import CarFunctions, joint_from_vector, track_vector
+from pyomo_lap.ocp.point_functions import track_vector
+from pyomo_lap.ocp.point_rows import track_joint
 from pyomo_lap.post.replay import replay
-from pyomo_lap.post.simulate import CollocationControls, PiecewiseControls, controls_from_trajectory, simulate
+from pyomo_lap.post.simulate import CollocationControls, car_functions, PiecewiseControls, controls_from_trajectory, simulate
 
 
 @pytest.mark.unit
 def test_traced_equations_equal_the_python_evaluation():
-    """CarFunctions (CasADi trace of car_equations) gives the same q-double-dot, residuals and
+    """CarFunctions (the full model's record, evaluated by CasADi) gives the same q-double-dot, residuals and
     algebraic solution as car_equations / solve_algebraic evaluated on Python floats."""
     p = load_vehicle("fsae")
     chain = veh.build_chain(p)
-    cf = CarFunctions(p)
+    cf = car_functions(p)
     rng = np.random.default_rng(3)
     for _ in range(4):
         th, ps, nu = rng.uniform(-0.1, 0.1, 3)
@@ -50,7 +51,7 @@ def test_many_points_at_once_equal_point_by_point():
     CarFunctions.evaluate point by point."""
     p = load_vehicle("fsae")
     chain = veh.build_chain(p)
-    cf = CarFunctions(p)
+    cf = car_functions(p)
     rng = np.random.default_rng(11)
     n = 7
     trk, Q, QD, U, Z = [], [], [], [], []
@@ -68,13 +69,14 @@ def test_many_points_at_once_equal_point_by_point():
     for i in range(n):
         one = cf.evaluate(trk[i], Q[i], QD[i], U[i], Z[i])
         assert np.array_equal(qdd[i], one[0]) and np.array_equal(res[i], one[1])
-        e = veh.car_equations(p, chain, joint_from_vector(trk[i]), Q[i], QD[i], U[i], Z[i])
+        e = veh.car_equations(p, chain, track_joint(trk[i]), Q[i], QD[i], U[i], Z[i])
         assert qdd[i] == pytest.approx([float(x) for x in e.qdd], rel=1e-9, abs=1e-9)
         assert res[i] == pytest.approx([float(x) for x in list(e.load_residuals) + list(e.inplane_residuals)],
                                        rel=1e-9, abs=1e-6)
 
 @pytest.mark.unit
 def test_control_laws_and_inputs_are_checked():
+    """Control laws and the simulation's inputs are checked."""
     with pytest.raises(ValueError, match="basis"):
         PiecewiseControls("x", [0, 1], [[0, 0, 0]])
     with pytest.raises(ValueError, match="N\\+1"):

@@ -11,7 +11,7 @@ from scipy.optimize import fsolve
 
 import _solved_sector as sector
 from pyomo_lap import Track, build_model, load_vehicle, solve_model
-from pyomo_lap.vehicle.numeric import CarFunctions
+from pyomo_lap.post.simulate import car_functions
 from pyomo_lap.post.simulate import TrackLookup
 
 G = 9.81
@@ -36,7 +36,7 @@ def test_equations_are_the_seed_bicycle_on_a_flat_road():
     r Uy in Ux' corrected), where the axle loads follow from the rigid body's pitch balance with
     the centre of mass at h_G and the downforce split Cz1 : Cz2."""
     p = load_vehicle("fsae")
-    cf = CarFunctions(p, model="single-track")
+    cf = car_functions(p, model="single-track")
     s = np.linspace(0, 300, 61)
     look = TrackLookup(Track(s, np.c_[s, 0 * s, 0 * s], closed=False))
     m = p.m
@@ -77,7 +77,7 @@ def test_crest_load_of_the_rigid_car():
     """3D: over the top of a crest of radius Rv the two axle loads add up to
     m (g - v^2 (Rv + h_G)/Rv^2) + downforce (the centre of mass on its circle)."""
     p = load_vehicle("fsae")
-    cf = CarFunctions(p, model="single-track")
+    cf = car_functions(p, model="single-track")
     Rv, v = 120.0, 25.0
     th = np.linspace(-0.3, 0.3, 401)
     tr = Track(Rv * (th - th[0]), np.c_[Rv * np.sin(th), 0 * th, Rv * (np.cos(th) - 1)], closed=False)
@@ -129,6 +129,7 @@ def test_single_track_solution_warm_starts_the_full_model():
 
 @pytest.mark.integration
 def test_cli_single_track(tmp_path):
+    """The CLI solves the single-track model and writes its results."""
     from pyomo_lap.cli import main
     out = tmp_path / "st"
     r = CliRunner().invoke(main, ["solve", "--model", "single-track", "--start", "2000",

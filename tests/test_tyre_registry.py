@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pyomo_lap.post.simulate import car_functions
 from pyomo_lap.vehicle import tyres
 from pyomo_lap.vehicle.car import build_chain, car_equations, load_vehicle
-from pyomo_lap.vehicle.numeric import CarFunctions
 from pyomo_lap.vehicle.schema import VehicleFileError, read_vehicle_file
 from pyomo_lap.spatial.backend import mul, sub, tanh
 from pyomo_lap.spatial.tree import TrackJoint
@@ -191,8 +191,8 @@ def test_schema_takes_a_registered_model_and_its_rule(tanh_car, fsae, tmp_path):
 
 @pytest.mark.unit
 def test_car_equations_use_the_registered_model(tanh_car):
-    r"""The full car's equations (floats, and their CasADi trace
-    :class:`~pyomo_lap.vehicle.numeric.CarFunctions`) give every tyre the new law: with no
+    r"""The full car's equations (floats, and the car functions of the full model's record
+    :class:`~pyomo_lap.ocp.point_functions.CarFunctions`) give every tyre the new law: with no
     longitudinal force (combined-slip factor 1) :math:`f_{ijy} = D\tanh(C_\alpha\alpha_i/D)`
     at the tyre's load (closed form here), and the channel ``kappa_ij`` (its measure), no
     ``theta_ij``."""
@@ -201,8 +201,7 @@ def test_car_equations_use_the_registered_model(tanh_car):
     z = [700.0, 650.0, 720.0, 690.0, 10.0, 900.0, 40.0]
     flat = TrackJoint(R=np.eye(3).tolist(), J=[1.0, 0, 0, 0, 0, 0], dJ=[0] * 6)
     ch = car_equations(p, build_chain(p), flat, q, qd, u, z).channels
-    traced = CarFunctions(p).channels(np.r_[np.eye(3).ravel(), [1.0, 0, 0, 0, 0, 0], np.zeros(6)],
-                                      q, qd, u, z)
+    traced = car_functions(p).channels(np.r_[np.eye(3).ravel(), np.zeros(6)], q, qd, u, z)
     for k, w in enumerate(("11", "12", "21", "22")):
         fz, alpha = z[k], ch[f"alpha_{w[0]}"]
         D = _peak(p, fz)

@@ -25,11 +25,11 @@ from scipy.optimize import fsolve
 
 from pyomo_lap import Track, load_vehicle
 from pyomo_lap.vehicle import car as veh
+from pyomo_lap.post.simulate import car_functions
 from pyomo_lap.vehicle import tyres
-from pyomo_lap.vehicle.numeric import CarFunctions
 from pyomo_lap.vehicle.schema import VehicleFileError, read_vehicle_file
 
-FLAT = np.r_[np.eye(3).ravel(), [1.0, 0, 0, 0, 0, 0], np.zeros(6)]
+FLAT = np.r_[np.eye(3).ravel(), np.zeros(6)]
 """Track-joint vector of a flat straight (R = I, J = [1, 0, 0, 0, 0, 0], dJ = 0)."""
 
 
@@ -73,7 +73,7 @@ def test_car_equations_carry_the_drive_split(fsae):
     straight, the front tyres' longitudinal force is k_d f_xa / 2, and the in-plane force
     balance closes with f_3x = f_xa."""
     p = fsae.replace(drive_ratio=0.4)
-    cf = CarFunctions(p)
+    cf = car_functions(p)
     q, qd, u = [0, 0, 0, -0.02, 0, 0], [20.0, 0, 0, 0, 0, 0], [1500.0, 0.0, 0.0]
     z, _ = cf.solve(FLAT, q, qd, u)
     ch = cf.channels(FLAT, q, qd, u, z)
@@ -126,7 +126,7 @@ def test_aero_pitch_moment_has_the_drag_at_its_height(fsae, h_cp):
 def _steady_straight(p, v):
     """The car at constant speed v on a flat straight: the heave, pitch and drive force with
     q1'' = q4'' = q5'' = 0 (roll and the lateral motion 0 by symmetry), its loads."""
-    cf = CarFunctions(p)
+    cf = car_functions(p)
 
     def accelerations(x):
         q4, q5, f_xa = x

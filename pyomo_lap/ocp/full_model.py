@@ -28,7 +28,6 @@ so users can reach them and the NL writer shares them.
 """
 from __future__ import annotations
 
-import math
 import time
 from typing import Callable, Optional
 
@@ -40,13 +39,13 @@ from ..vehicle.schema import OPTIONAL_KEYS, SECTIONS, STRUCTURAL_ZEROS, absent
 from ..spatial.backend import add, is_number, mul, sub
 from .initialize import cold_start_profile
 from ..vehicle.powertrain import power_available
-from ..vehicle.numeric import CarFunctions, track_vectors
+from .point_functions import CarFunctions, record_of, track_vectors
 from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_vehicle_block, entries_at,
                      car_control_bounds, control_states, scale_control_rates, vehicle_var,
                      discretize_on_track, entry_speed, finish_build, new_sector_model,
                      scale_variables, set_bounds, set_track_limits, track_limits)
 from .point_rows import (TRACK_INPUTS, PointRows, RowFamily, add_point_rows,  # noqa: F401 (re-exported)
-                         add_recorded_rows, rows_on_tape, spatial_dae_rows, track_joint,
+                         add_recorded_rows, chain_channels, rows_on_tape, spatial_dae_rows, track_joint,
                          track_numbers)
 from .vehicle_model import VehicleModel, update_problem
 
@@ -123,13 +122,16 @@ def record_point_rows(p, cfg) -> PointRows:
     -------
     PointRows
     """
-    return rows_on_tape(
-        lambda sym, v, track, namer: point_row_list(sym, veh.build_chain(sym), cfg,
-                                                    [v[k] for k in POINT_VARIABLES], track, namer),
-        p, POINT_VARIABLES, vehicle_inputs(p))
+    def rows_and_channels(sym, v, track, namer):
+        channels = {}
+        rows = point_row_list(sym, veh.build_chain(sym), cfg, [v[k] for k in POINT_VARIABLES],
+                              track, namer, channels=channels)
+        return rows, channels
+
+    return rows_on_tape(rows_and_channels, p, POINT_VARIABLES, vehicle_inputs(p))
 
 
-def point_row_list(p, chain, cfg, x, track, namer=None) -> list:
+def point_row_list(p, chain, cfg, x, track, namer=None, channels=None) -> list:
     r"""The rows of the OCP at one point (those of :func:`record_point_rows`), on any scalars.
 
     Parameters
@@ -146,6 +148,9 @@ def point_row_list(p, chain, cfg, x, track, namer=None) -> list:
         The track numbers, in the order of :data:`TRACK_INPUTS`.
     namer : callable, optional
         ``namer(tag, value)`` (see :func:`pyomo_lap.vehicle.car.car_equations`).
+    channels : dict, optional
+        Filled with the record's channel group
+        (:func:`pyomo_lap.ocp.point_rows.chain_channels`).
 
     Returns
     -------
@@ -181,6 +186,8 @@ def point_row_list(p, chain, cfg, x, track, namer=None) -> list:
     if not cfg.periodic:
         for k in range(4, 7):
             rows.append(("settled_start", k, e.qdd[k - 1], 0.0, 0.0, "first"))
+    if channels is not None:
+        channels.update(chain_channels(p, e))
     return rows
 
 
@@ -248,14 +255,11 @@ def slip_rows(p, ch, form: str, reserve=None) -> list:
         return out
     if adherence_form(p, form) == "below-peak" and reserve <= 0.0:
         return out
-    from ..spatial.backend import cos
+    from ..vehicle.tyres import tyre_model_of
+    tm = tyre_model_of(p)          # the registered model's rows (its measure's channel)
     for w in WHEELS:
-        if f"theta_{w}" in ch:
-            out.append(((w, 0), mul(ch[f"D_{w}"], sub(float(reserve), cos(ch[f"theta_{w}"])))))
-        else:
-            edge = 1.0 - math.sqrt(reserve)
-            for sense in (1, -1):
-                out.append(((w, sense), sub(mul(float(sense), ch[f"upsilon_{w}"]), edge)))
+        for sense, body in tm.reserve_rows(ch[f"D_{w}"], ch[f"{tm.measure}_{w}"], reserve):
+            out.append(((w, sense), body))
     return out
 
 
@@ -525,7 +529,7 @@ def add_channel_expressions(m) -> None:
     """
     from ..spatial import lie
     from ..spatial.backend import cos, sin, sqrt, total
-    joints = m.problem.track_joints
+    rotation = m.problem.track_points.rotation     # R_01 at the points (the record's R[k])
     sigma = sorted(m.s)
     idx = {s: i for i, s in enumerate(sigma)}
     car = m.car
@@ -538,7 +542,7 @@ def add_channel_expressions(m) -> None:
         return [named("V3", k, s) for k in range(6)]
 
     def acc(s):
-        R = joints[idx[s]].R
+        R = rotation[idx[s]].tolist()
         q3 = m.q3[s]
         Rz = lie.rot_axis(2, cos(q3), sin(q3))
         # the third row of R03 = R01 Rz(q3) (the ground's z axis in {B3}): only it is used
@@ -729,7 +733,7 @@ def initialize_full_model(m, fixed_point_iterations: int = 4) -> dict:
     prof = cold_start_profile(m)
     v, t, sag, fx = prof["v"], prof["t"], prof["sag"], prof["fx"]
     f_xa, f_xb, delta = prof["f_xa"], prof["f_xb"], prof["delta"]
-    car = CarFunctions(p)        # the same car equations, traced once for fast float evaluation
+    car = CarFunctions(record_of(m), p, m.problem.vehicle_model)   # the model's record
     n = len(sigma)
     q = np.zeros((n, 6))
     q[:, 3] = sag

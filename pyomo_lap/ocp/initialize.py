@@ -11,7 +11,8 @@ Steps (each returns nothing and writes into the model's variables):
    (Ackermann) angle ``l * Omega_z``;
 4. algebraic variables: a fixed-point iteration of the load and in-plane equations
    (35)-(36) (:func:`pyomo_lap.vehicle.car.solve_loop`) evaluated with floats by the same code
-   that builds the Pyomo model (traced once into CasADi, :mod:`pyomo_lap.vehicle.numeric`);
+   that builds the Pyomo model (the model's record of its rows, evaluated through CasADi,
+   :class:`pyomo_lap.ocp.point_functions.CarFunctions`);
 5. derivative variables: the right-hand sides of the spatial DAE (39) at the guess.
 
 Steps 1-3 (:func:`cold_start_profile`) are the same for every vehicle model; steps 4-5 are

@@ -34,7 +34,7 @@ from ..vehicle import multibody_car as mbc
 from ..vehicle.schema import OPTIONAL_SECTIONS
 from .common import (add_car_controls, add_derivative_vars, add_vehicle_block, car_control_bounds,
                      discretize_on_track, finish_build, new_sector_model)
-from .full_model import (_FAMILY_DOCS, TRACK_INPUTS, VEHICLE_INPUTS, PointRows, add_point_rows,
+from .full_model import (_FAMILY_DOCS, VEHICLE_INPUTS, PointRows, add_point_rows,
                          adherence_rows, brake_rows, chain_scaling, rows_on_tape, set_car,
                          unsupported_tyre, vehicle_inputs)
 from ..vehicle.powertrain import power_available
@@ -121,7 +121,7 @@ def record_multibody_rows(p, cfg) -> PointRows:
         if not cfg.periodic:
             for k in range(4, 11):
                 rows.append(("settled_start", k, e.qdd[k - 1], 0.0, 0.0, "first"))
-        return rows
+        return rows, multibody_channel_group(tree, tj, q, qd, e)
 
     unsupported_tyre(p, "multibody")
     return rows_on_tape(point_rows, p, POINT_VARIABLES,
@@ -208,54 +208,38 @@ def _set_scaling(m) -> None:
             sf[c] = 0.1 if k <= 6 else 0.02
 
 
-def _float_functions(m):
-    """A CasADi function of one point's (states, rates, controls, track numbers) giving the
-    ten accelerations and the channels, traced once from the same equations (floats)."""
-    import casadi as ca
-    p = m.problem.vehicle
-    tree = m.problem.chain
-    names = STATE_NAMES + RATE_NAMES + veh.CONTROLS
-    x = ca.SX.sym("x", len(names))
-    t = ca.SX.sym("t", len(TRACK_INPUTS))
-    v = {n: x[i] for i, n in enumerate(names)}
-    tj, q, qd, u = _point(v, [t[i] for i in range(len(TRACK_INPUTS))])
-    e = mbc.multibody_equations(p, tree, tj, q, qd, u)
-    # acceleration of O3 in {B3} without gravity (the full model's a_x, a_y, a_z): the
-    # physical body acceleration of forward_kinematics, vdot + w x v
+def multibody_channel_group(tree, tj, q, qd, e) -> dict:
+    r"""The multibody record's channel group: the channels of
+    :func:`pyomo_lap.vehicle.multibody_car.multibody_equations` and the acceleration of O3 in
+    {B3} without gravity (the full model's ``a_x, a_y, a_z``: the physical body acceleration
+    of the road body, :math:`\dot v + \omega \times v`)."""
+    from ..spatial.backend import add
     from ..spatial.lie import cross
     from ..spatial.tree import forward_kinematics
     kin = forward_kinematics(tree, q, qd, e.qdd, track={0: tj})
     V3, Vd3 = kin.V[mbc.ROAD], kin.Vdot[mbc.ROAD]
     wxv = cross(V3[3:], V3[:3])
-    e.channels.update({f"a_{c}": Vd3[k] + wxv[k] for k, c in enumerate("xyz")})
-    keys = sorted(e.channels)
-    out = ca.vertcat(*[ca.SX(a) if isinstance(a, (int, float)) else a for a in e.qdd],
-                     *[ca.SX(e.channels[k]) if isinstance(e.channels[k], (int, float)) else e.channels[k]
-                       for k in keys])
-    return ca.Function("multibody_point", [x, t], [out]), names, keys
+    out = dict(e.channels)
+    out.update({f"a_{c}": add(Vd3[k], wxv[k]) for k, c in enumerate("xyz")})
+    return out
 
 
 def multibody_channels(m) -> tuple:
-    """Accelerations and channels of a model at its current values, every point.
+    """Accelerations and channels of a model at its current values, every point (the model's
+    record, :func:`pyomo_lap.ocp.point_functions.record_channels`).
 
     Returns
     -------
     (values, qdd, channels)
         ``values``: dict name -> (n,) array of the point variables; ``qdd``: (n, 10) array
         [m/s^2, rad/s^2]; ``channels``: dict name -> (n,) array (those of
-        :func:`pyomo_lap.vehicle.multibody_car.multibody_equations`).
+        :func:`pyomo_lap.vehicle.multibody_car.multibody_equations`, sorted by name).
     """
-    from .full_model import track_numbers
-    F, names, keys = _float_functions(m)
-    sigma = sorted(m.s)
-    vals = {n: np.array([float(pyo.value(m.component(n)[s])) for s in sigma]) for n in names}
-    nums = track_numbers(m.problem.track_points)
-    T = np.stack([nums[k] for k in TRACK_INPUTS], axis=0)
-    X = np.stack([vals[n] for n in names], axis=0)
-    out = np.asarray(F.map(len(sigma))(X, T))
-    qdd = out[:10].T
-    ch = {k: out[10 + i] for i, k in enumerate(keys)}
-    return vals, qdd, ch
+    from .point_functions import record_channels
+    out = record_channels(m)
+    vals = {n: out["values"][n] for n in STATE_NAMES + RATE_NAMES + veh.CONTROLS}
+    qdd = np.stack(list(out["qdd"].values()), axis=1)
+    return vals, qdd, dict(sorted(out["channels"].items()))
 
 
 def initialize_multibody_model(m, **kwargs) -> dict:

@@ -21,6 +21,12 @@ recorded on a :class:`pyomo_lap.spatial.tape.Tape` (:func:`rows_on_tape`) and
   compiles (:meth:`PointRows.casadi_function`). The car's parameters are an argument of it,
   never numbers folded into the code: every car has the same rows, one compiled function
   serves every car of a model (:meth:`PointRows.structure_key`).
+
+With the rows the model code returns its *channel group* (:attr:`PointRows.channels`: the
+accelerations, tyre quantities and loads of the results), recorded on the same tape and
+inputs but no part of the NLP; the record's function ``(w, track, vehicle) -> (rows,
+channels)`` (:meth:`PointRows.point_function`) is what every numeric evaluation after the
+build uses (:mod:`pyomo_lap.ocp.point_functions`).
 """
 from __future__ import annotations
 
@@ -37,12 +43,37 @@ from .vehicle_model import update_problem
 
 __all__ = ["TRACK_INPUTS", "RowFamily", "PointRows", "rows_on_tape", "track_numbers",
            "replay_rows", "add_recorded_rows", "add_point_rows", "shared_nodes",
-           "changed_named_points", "track_joint", "spatial_dae_rows"]
+           "changed_named_points", "track_joint", "spatial_dae_rows", "chain_channels"]
 
 TRACK_INPUTS = tuple(f"R[{k}]" for k in range(9)) + tuple(f"Om[{k}]" for k in range(3)) \
     + tuple(f"dOm[{k}]" for k in range(3))
 r"""The track numbers of one point the rows depend on: :math:`R_{0,1}` row by row,
 :math:`\Omega` and :math:`d\Omega/ds` (eq 12 with :math:`|p_{,q1}| = 1`)."""
+
+
+def chain_channels(p, e, unsprung: int = 2, sprung: int = 5) -> dict:
+    r"""The channel group of a car on the six-joint chain (the full model's record): the
+    channels of its equations ``e`` (``CarEquations.channels``), the acceleration of O3 in
+    {B3} without gravity ``a_x, a_y, a_z`` (:func:`pyomo_lap.vehicle.car.o3_acceleration`)
+    and the vehicle invariant point relative to the track's spine point in the ground frame,
+    ``dx_vip, dy_vip, dz_vip`` (:math:`R_{0,1}` times the VIP in {B1}: the record's track
+    inputs hold no position; :mod:`pyomo_lap.post.results` adds the spine's to give
+    ``x_vip`` ...).
+
+    Parameters
+    ----------
+    p : VehicleParameters or SymbolicVehicle
+    e : CarEquations
+    unsprung, sprung : int
+        The bodies of {B3} and of the VIP ({B6}) in the chain.
+    """
+    from ..vehicle.car import o3_acceleration
+    out = dict(e.channels)
+    R03 = e.kin.pose[unsprung][0]
+    acc = o3_acceleration(e.kin.V[unsprung], e.aba.Vdot[unsprung], R03[2], p.gravity)
+    out.update(zip(("a_x", "a_y", "a_z"), acc))
+    out.update(zip(("dx_vip", "dy_vip", "dz_vip"), e.kin.pose[sprung][1]))
+    return out
 
 
 def track_joint(t) -> TrackJoint:
@@ -55,8 +86,10 @@ def track_joint(t) -> TrackJoint:
 
 
 def spatial_dae_rows(v: dict, states, rates, qdd) -> list:
-    r"""The spatial DAE (39) at one point, multiplied through by :math:`\dot q_1 > 0`, as rows
-    ``(family, key, body, lower, upper, where)`` collocated at every point but the first:
+    r"""The spatial DAE (39) at one point, multiplied through by :math:`\dot q_1 > 0`.
+
+    As rows ``(family, key, body, lower, upper, where)`` collocated at every point but the
+    first:
 
     * ``ode_q[k]`` (k in ``states``): :math:`\dot q_1\, dq_k/ds - \dot q_k = 0`;
     * ``ode_qdot[k]`` (k = 1..len(rates)): :math:`\dot q_1\, d\dot q_k/ds - \ddot q_k = 0`;
@@ -125,6 +158,14 @@ class PointRows:
     vehicle_inputs : tuple of str
         The car's parameters the rows take as symbols (dotted names, e.g. ``"mass.total"``);
         empty for a model whose rows hold the car's numbers.
+    channels : dict
+        ``name -> node`` (or constant): the record's *channel group*, the quantities of a
+        point the model code returns besides its rows (accelerations, tyre quantities, loads:
+        the columns of ``trajectory.csv``), recorded with the rows on the same tape and the
+        same inputs. Outputs, never rows: no constraint is built from them, they are not
+        live on the tape (:attr:`tape`'s uses count the rows only) and they are not in
+        :meth:`casadi_function` or :meth:`structure_key`; :meth:`point_function` evaluates
+        them (:func:`record_channels`).
     built : list of (ConstraintData, expression, point, output)
         Set by the build: every row as built (its relational expression object), the index of
         its point in :attr:`points` and of its body in :attr:`outputs`.
@@ -151,6 +192,7 @@ class PointRows:
     variables: tuple
     track_inputs: tuple = TRACK_INPUTS
     vehicle_inputs: tuple = ()
+    channels: dict = dataclasses.field(default_factory=dict, repr=False)
     built: list = dataclasses.field(default_factory=list, repr=False)
     named: list = dataclasses.field(default_factory=list, repr=False)
     components: dict = dataclasses.field(default_factory=dict, repr=False)
@@ -166,6 +208,28 @@ class PointRows:
         return casadi_function(self.tape, self.outputs,
                                {"w": self.variables, "track": self.track_inputs,
                                 "vehicle": self.vehicle_inputs}, name=name)
+
+    def point_function(self):
+        """``casadi.Function`` ``(w, track, vehicle) -> (rows, channels)``: the rows (as
+        :meth:`casadi_function`) and the channel group (:attr:`channels`, in order) of one
+        point, SX, made once per record and channel group (the function every numeric
+        evaluation of the car's equations after the build uses: channels, simulation,
+        defects, initial guesses; a channel added to :attr:`channels` makes it anew)."""
+        key = tuple((k, id(v)) for k, v in self.channels.items())
+        made = self.__dict__.get("_point_function")
+        if made is None or made[0] != key:
+            from ..spatial.tape import casadi_function
+            fn = casadi_function(self.tape, {"rows": self.outputs,
+                                             "channels": list(self.channels.values())},
+                                 {"w": self.variables, "track": self.track_inputs,
+                                  "vehicle": self.vehicle_inputs}, name="point_record")
+            made = self.__dict__["_point_function"] = (key, fn)
+        return made[1]
+
+    @property
+    def channel_names(self) -> tuple:
+        """The names of :attr:`channels`, in order."""
+        return tuple(self.channels)
 
     def vehicle_values(self, vehicle) -> np.ndarray:
         """The values of :attr:`vehicle_inputs` for a car (``VehicleParameters``), in order:
@@ -188,8 +252,9 @@ def rows_on_tape(point_rows, car, variables: tuple, vehicle_inputs: tuple) -> Po
     Parameters
     ----------
     point_rows : callable
-        ``point_rows(p, v, track, namer) -> list of (family, key, body, lower, upper, where)``:
-        the rows of one point, given the car ``p`` (a
+        ``point_rows(p, v, track, namer) -> list of (family, key, body, lower, upper, where)``,
+        or ``(rows, channels)`` with ``channels`` a dict ``name -> scalar`` (the record's
+        channel group, :attr:`PointRows.channels`): the rows of one point, given the car ``p`` (a
         :class:`~pyomo_lap.vehicle.schema.SymbolicVehicle` whose ``vehicle_inputs`` are the
         tape's symbols), the point's variables ``v`` (``{name: symbol}``), the track numbers
         (a list in the order of :data:`TRACK_INPUTS`) and the tape's ``namer``.
@@ -208,10 +273,15 @@ def rows_on_tape(point_rows, car, variables: tuple, vehicle_inputs: tuple) -> Po
     from ..spatial.tape import record
     from ..vehicle.schema import SymbolicVehicle
     rows = []           # (family, key, body, lower, upper, where)
+    channels = {}       # name -> scalar: the channel group
 
     def fn(namer, x):
         p = SymbolicVehicle(car, dict(zip(vehicle_inputs, x["vehicle"])))
-        rows[:] = point_rows(p, dict(zip(variables, x["x"])), list(x["track"]), namer)
+        out = point_rows(p, dict(zip(variables, x["x"])), list(x["track"]), namer)
+        if isinstance(out, tuple):
+            out, ch = out
+            channels.update(ch)
+        rows[:] = out
         return [r[2] for r in rows]
 
     groups = {"x": len(variables), "track": len(TRACK_INPUTS), "vehicle": len(vehicle_inputs)}
@@ -224,7 +294,7 @@ def rows_on_tape(point_rows, car, variables: tuple, vehicle_inputs: tuple) -> Po
         if node.op == "input":
             node.args = (names[node.args[0]],)
     tape.input_names = [names[n] for n in tape.input_names]
-    tape.count_uses(outs)
+    tape.count_uses(outs)         # the rows only: the channel group is no part of the NLP
     families = []
     for fam in dict.fromkeys(r[0] for r in rows):
         idx = [i for i, r in enumerate(rows) if r[0] == fam]
@@ -232,7 +302,7 @@ def rows_on_tape(point_rows, car, variables: tuple, vehicle_inputs: tuple) -> Po
                                   tuple(rows[i][3] for i in idx), tuple(rows[i][4] for i in idx),
                                   rows[idx[0]][5]))
     return PointRows(tape=tape, outputs=list(outs), families=families, variables=tuple(variables),
-                     vehicle_inputs=tuple(vehicle_inputs))
+                     vehicle_inputs=tuple(vehicle_inputs), channels=dict(channels))
 
 
 def track_numbers(tp) -> dict:

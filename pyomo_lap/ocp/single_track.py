@@ -54,7 +54,8 @@ from .full_model import (RATE_NAMES as FULL_RATES, STATE_NAMES as FULL_STATES, V
                          _FAMILY_DOCS, brake_rows, set_car, vehicle_inputs)
 from ..vehicle.powertrain import power_available
 from .initialize import cold_start_profile, initialize_from_solution, initialize_model
-from ..vehicle.numeric import AlgebraicLoopError, CarFunctions, track_vector
+from .point_functions import (AlgebraicLoopError, CarFunctions, record_of, track_vectors,
+                              vehicle_values_of)
 from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_vehicle_block,
                      car_control_bounds, discretize_on_track, finish_build, new_sector_model,
                      scale_variables, set_within_bounds)
@@ -182,7 +183,7 @@ def record_single_track_rows(p, cfg) -> PointRows:
             ups = ch[f"upsilon_{k}"]
             rows.append(("fiala_range", k, mul(ups, ups), None, 1.0, "all"))
         rows.append(("speed_min", None, ch["v_3x"], cfg.v_min, None, "all"))
-        return rows
+        return rows, dict(ch)        # the record's channel group: the equations' channels
 
     return rows_on_tape(point_rows, p, POINT_VARIABLES, vehicle_inputs(p))
 
@@ -259,7 +260,8 @@ def initialize_single_track(m, **kwargs) -> dict:
     """
     p = m.problem.vehicle
     prof = cold_start_profile(m)
-    car = CarFunctions(p, model="single-track")
+    car = CarFunctions(record_of(m), p, m.problem.vehicle_model)   # the model's record
+    tracks = track_vectors(m.problem.track_points)     # the record's track inputs per point
     sigma = np.array(sorted(m.s))
     max_res = 0.0
     z = None
@@ -267,7 +269,7 @@ def initialize_single_track(m, **kwargs) -> dict:
         v = float(prof["v"][i])
         q, qd = [0.0, 0.0, 0.0], [v, 0.0, 0.0]
         u = [float(prof["f_xa"][i]), float(prof["f_xb"][i]), float(prof["delta"][i])]
-        trk = track_vector(m.problem.track_joints[i])
+        trk = tracks[i]
         z, qdd = car.solve(trk, q, qd, u, z)
         max_res = max(max_res, float(np.max(np.abs(car.evaluate(trk, q, qd, u, z)[1]))))
         vals = {"q2": 0.0, "q3": 0.0, "q1_dot": v, "q2_dot": 0.0, "q3_dot": 0.0,
@@ -293,7 +295,9 @@ def trajectory_dataframe(m):
     import pandas as pd
     p = m.problem.vehicle
     tp = m.problem.track_points
-    car = CarFunctions(p, model="single-track")
+    rec = record_of(m)        # the model's record, the car's parameters at m.vehicle's
+    car = CarFunctions(rec, p, m.problem.vehicle_model, values=vehicle_values_of(rec, m))
+    tracks = track_vectors(tp)                         # the record's track inputs per point
     sigma = sorted(m.s)
     elems = list(m.s.get_finite_elements())
     rows = []
@@ -304,7 +308,7 @@ def trajectory_dataframe(m):
         qd = [val[n] for n in RATE_NAMES]
         u = [val[n] for n in veh.CONTROLS]
         z = [val[n] for n in ALGEBRAIC]
-        trk = track_vector(m.problem.track_joints[i])
+        trk = tracks[i]
         qdd, res = car.evaluate(trk, q, qd, u, z)
         ch = car.channels(trk, q, qd, u, z)
         row = {"s": float(tp.s[i]), "s_sector": float(s), "q1": float(tp.s[i])}
@@ -348,7 +352,8 @@ def warm_start_full(m_full, m_single) -> dict:
     initialize_model(m_full)
     initialize_from_solution(m_full, m_single)
     p = m_full.problem.vehicle
-    car = CarFunctions(p)
+    car = CarFunctions(record_of(m_full), p, m_full.problem.vehicle_model)
+    tracks = track_vectors(m_full.problem.track_points)
     sigma = np.array(sorted(m_full.s))
     Q = np.zeros((len(sigma), 6))
     QD = np.zeros((len(sigma), 6))
@@ -361,7 +366,7 @@ def warm_start_full(m_full, m_single) -> dict:
         qd = np.array([pyo.value(m_full.component(n)[s]) for n in FULL_RATES])
         qd[3:] = 0.0
         u = np.array([pyo.value(m_full.component(n)[s]) for n in veh.CONTROLS])
-        trk = track_vector(m_full.problem.track_joints[i])
+        trk = tracks[i]
 
         def settle(y, _trk=trk, _q=q, _qd=qd, _u=u):
             qq = _q.copy()

@@ -41,10 +41,11 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from ..vehicle.numeric import AlgebraicLoopError, CarFunctions, track_vectors
+from ..ocp.point_functions import AlgebraicLoopError, CarFunctions, record_of, track_vectors
 
 __all__ = ["collocation_defects", "DefectReport", "refine_mesh", "RefinementResult",
-           "initialize_from_collocation", "DEFECT_STATES", "WARM_START_IPOPT_OPTIONS"]
+           "initialize_from_collocation", "DEFECT_STATES", "defect_states",
+           "WARM_START_IPOPT_OPTIONS"]
 
 WARM_START_IPOPT_OPTIONS = {"mu_init": 1e-6, "bound_push": 1e-8, "bound_frac": 1e-8}
 """IPOPT options of a warm-started solve (:func:`refine_mesh`): a small initial barrier
@@ -54,7 +55,16 @@ with IPOPT's defaults (and 31 from a cold start)."""
 
 DEFECT_STATES = ("q2", "q3", "q4", "q5", "q6", "q1_dot", "q2_dot", "q3_dot", "q4_dot",
                  "q5_dot", "q6_dot", "t")
-"""States of the spatial DAE whose residual is measured (full model)."""
+"""States of the spatial DAE whose residual is measured, full model (any model's:
+:func:`defect_states`)."""
+
+
+def defect_states(car) -> tuple:
+    """The states of the spatial DAE of the car functions' model (``car.vehicle_model``):
+    its joint coordinates besides ``q1``, its rates, and the time (:data:`DEFECT_STATES` for
+    the full model)."""
+    vm = car.vehicle_model
+    return tuple(vm.states) + tuple(vm.rates) + ("t",)
 
 
 @dataclasses.dataclass
@@ -77,6 +87,8 @@ class DefectReport:
     weights : dict
         ``1 + max |x_i|`` per state.
     wall_time_s : float
+    states : tuple of str
+        The states measured (:func:`defect_states`).
     """
 
     elements: pd.DataFrame
@@ -84,6 +96,7 @@ class DefectReport:
     node_residual: dict
     weights: dict
     wall_time_s: float
+    states: tuple = DEFECT_STATES
 
     def summary(self) -> dict:
         """Headline numbers (JSON-friendly)."""
@@ -95,13 +108,13 @@ class DefectReport:
             "eps_max_element": int(el["element"].iloc[k]),
             "eps_max_at_s_m": float(0.5 * (el["s_start"].iloc[k] + el["s_end"].iloc[k])),
             "eps_max_state": str(el["worst"].iloc[k]),
-            "eta_max": {st: float(el[f"eta_{st}"].max()) for st in DEFECT_STATES},
+            "eta_max": {st: float(el[f"eta_{st}"].max()) for st in self.states},
             "node_residual_max": {k2: float(v) for k2, v in self.node_residual.items()},
             "wall_time_s": self.wall_time_s,
         }
         if "shoot_q2" in el.columns:
             out["shoot_max"] = {st: float(np.nanmax(np.abs(el[f"shoot_{st}"])))
-                                for st in DEFECT_STATES}
+                                for st in self.states}
             out["shoot_time_sum_s"] = float(np.nansum(el["shoot_t"]))
         return out
 
@@ -158,7 +171,7 @@ def collocation_defects(source, track, vehicle, *, ncp: Optional[int] = None,
                         n_gauss: Optional[int] = None, shooting: bool = False,
                         car: Optional[CarFunctions] = None,
                         interpolation: Optional[str] = None,
-                        node_residuals: bool = True) -> DefectReport:
+                        node_residuals: bool = True, model: Optional[str] = None) -> DefectReport:
     r"""Residual of the dynamics of a collocation solution between its collocation points.
 
     Parameters
@@ -192,6 +205,10 @@ def collocation_defects(source, track, vehicle, *, ncp: Optional[int] = None,
     node_residuals : bool
         Also the residual at the collocation points (:attr:`DefectReport.node_residual`, the
         solver's tolerance; a third of the time). False: zeros (the self-check of a solve).
+    model : str, optional
+        The vehicle model (a model's own; ``"full"`` for a table): any model that records
+        its rows (:func:`pyomo_lap.post.simulate.car_functions`); the states measured are
+        its (:func:`defect_states`).
 
     Returns
     -------
@@ -208,14 +225,19 @@ def collocation_defects(source, track, vehicle, *, ncp: Optional[int] = None,
         raise ValueError(f"scheme = {scheme!r}: expected 'LAGRANGE-RADAU' or 'LAGRANGE-LEGENDRE'")
     df, ncp, scheme, start, interpolation = _from_source(source, ncp, scheme, start, interpolation)
     state_controls = interpolation == "state"
-    car = car or CarFunctions(vehicle)
+    if car is None:
+        from .simulate import car_functions
+        if model is None and not isinstance(source, pd.DataFrame):
+            model = source.problem.vehicle_model.name
+        car = car_functions(vehicle, model or "full")
+    states = defect_states(car)
     el = df["element"].to_numpy().astype(int)
     s = df["s_sector"].to_numpy(float)
-    X = df[list(DEFECT_STATES)].to_numpy(float)          # (M, 12)
+    X = df[list(states)].to_numpy(float)          # (M, 12) for the full model
     Z = df[list(car.algebraic)].to_numpy(float)
-    U = df[["f_xa", "f_xb", "delta"]].to_numpy(float)
-    weights = {st: 1.0 + float(np.max(np.abs(X[:, k]))) for k, st in enumerate(DEFECT_STATES)}
-    wvec = np.array([weights[st] for st in DEFECT_STATES])
+    U = df[list(car.vehicle_model.controls)].to_numpy(float)
+    weights = {st: 1.0 + float(np.max(np.abs(X[:, k]))) for k, st in enumerate(states)}
+    wvec = np.array([weights[st] for st in states])
     ng = n_gauss or ncp + 2
     gx, gw = np.polynomial.legendre.leggauss(ng)
     gx, gw = 0.5 * (gx + 1.0), 0.5 * gw
@@ -223,19 +245,19 @@ def collocation_defects(source, track, vehicle, *, ncp: Optional[int] = None,
     sector = _Sector(car=car, s=s, el=el, X=X, Z=Z, U=U,
                      tv_nodes=track_vectors(track.evaluate(start + s)),
                      tv_eval=track_vectors(track.evaluate(start + eval_s)), gx=gx, gw=gw,
-                     state_controls=state_controls, node_residuals=node_residuals)
+                     state_controls=state_controls, node_residuals=node_residuals, states=states)
     elements, points, node_res = _all_element_defects(sector, node_sets, wvec)
     if shooting:
         _shooting(elements, df, track, vehicle, car, start, node_sets, el, state_controls)
     return DefectReport(elements=elements, points=points,
-                        node_residual=dict(zip(DEFECT_STATES, node_res)), weights=weights,
-                        wall_time_s=time.perf_counter() - t0)
+                        node_residual=dict(zip(states, node_res)), weights=weights,
+                        wall_time_s=time.perf_counter() - t0, states=states)
 
 
 @dataclasses.dataclass
 class _Sector:
     """The solution :func:`collocation_defects` checks: its points' ``s_sector`` [m],
-    elements, states :data:`DEFECT_STATES`, algebraic variables and controls (one row per
+    elements, states (:func:`defect_states`), algebraic variables and controls (one row per
     point), the track at the points and at the Gauss points, and the Gauss rule on [0, 1]."""
 
     car: CarFunctions
@@ -250,12 +272,14 @@ class _Sector:
     gw: np.ndarray
     state_controls: bool
     node_residuals: bool = True
+    states: tuple = DEFECT_STATES
 
 
 def _spatial_rhs(car, trk, x, u, zguess):
-    """``f / q1_dot`` for the 12 states of :data:`DEFECT_STATES`, and ``z``."""
-    q = np.r_[0.0, x[0:5]]
-    qd = x[5:11]
+    """``f / q1_dot`` for the states of :func:`defect_states`, and ``z``."""
+    n = car.n_q
+    q = np.r_[0.0, x[0:n - 1]]
+    qd = x[n - 1:2 * n - 1]
     z, qdd = car.solve(trk, q, qd, u, zguess)
     f = np.r_[qd[1:], qdd, 1.0]
     return f / qd[0], z
@@ -264,9 +288,9 @@ def _spatial_rhs(car, trk, x, u, zguess):
 def _spatial_rhs_many(car, trk, x, u, zguess) -> tuple:
     """:func:`_spatial_rhs` at many points at once (:meth:`CarFunctions.solve_many`):
     ``f / q1_dot`` (k, 12) and a mask of the points whose algebraic loop was solved."""
-    k = len(x)
-    q = np.hstack([np.zeros((k, 1)), x[:, 0:5]])
-    qd = x[:, 5:11]
+    k, n = len(x), car.n_q
+    q = np.hstack([np.zeros((k, 1)), x[:, 0:n - 1]])
+    qd = x[:, n - 1:2 * n - 1]
     _, qdd, ok = car.solve_many(trk, q, qd, u, zguess)
     f = np.hstack([qd[:, 1:], qdd, np.ones((k, 1))])
     return f / qd[:, :1], ok
@@ -278,7 +302,7 @@ def _all_element_defects(c: _Sector, node_sets, wvec) -> tuple:
     ``c.node_residuals``): the states' and controls' polynomials at the Gauss points element
     by element, the car's equations at all of them in one batch (the algebraic loop of each
     started from its element's first collocation point)."""
-    ng, ns = len(c.gx), len(DEFECT_STATES)
+    ng, ns = len(c.gx), len(c.states)
     n_el = len(node_sets)
     xs = np.empty((n_el, ng, ns))
     dxs = np.empty_like(xs)
@@ -323,12 +347,12 @@ def _all_element_defects(c: _Sector, node_sets, wvec) -> tuple:
     scaled = eta / wvec
     worst = np.argmax(np.where(np.isfinite(scaled), scaled, -np.inf), axis=1)
     elements = pd.DataFrame({"element": np.arange(1, n_el + 1), "s_start": a, "s_end": b, "h": h,
-                             **{f"eta_{st}": eta[:, i] for i, st in enumerate(DEFECT_STATES)},
+                             **{f"eta_{st}": eta[:, i] for i, st in enumerate(c.states)},
                              "eps": scaled[np.arange(n_el), worst],
-                             "worst": [DEFECT_STATES[i] for i in worst]})
+                             "worst": [c.states[i] for i in worst]})
     points = pd.DataFrame({"s_sector": (a[:, None] + h[:, None] * c.gx[None, :]).ravel(),
                            "element": np.repeat(np.arange(1, n_el + 1), ng),
-                           **{f"res_{st}": res[:, i] for i, st in enumerate(DEFECT_STATES)}})
+                           **{f"res_{st}": res[:, i] for i, st in enumerate(c.states)}})
     return elements, points, node_res
 
 
@@ -355,61 +379,17 @@ def _element_nodes(el, s, scheme: str, ncp: int, gx) -> tuple:
     return node_sets, np.concatenate(eval_s)
 
 
-def _element_defects(c: _Sector, j: int, nodes, wvec, node_res) -> tuple:
-    """The residual of element ``j`` (rows ``nodes``): its row of
-    :attr:`DefectReport.elements` (``wvec``: the states' weights), its rows of
-    :attr:`DefectReport.points`, and ``node_res`` raised to its collocation points' residuals."""
-    ng = len(c.gx)
-    a, b = c.s[nodes[0]], c.s[np.flatnonzero(c.el == j)[-1]]
-    h = b - a
-    xi_nodes = (c.s[nodes] - a) / h
-    Xn = c.X[nodes]
-    # residual at the collocation points (not the element start), each with its controls
-    if c.node_residuals:
-        Ln, dLn = _lagrange(xi_nodes, xi_nodes[1:])
-        for k, node in enumerate(nodes[1:]):
-            f, _ = _spatial_rhs(c.car, c.tv_nodes[node], c.X[node], c.U[node], c.Z[node])
-            node_res = np.maximum(node_res, np.abs(dLn[k] @ Xn / h - f))
-    L, dL = _lagrange(xi_nodes, c.gx)
-    xs = L @ Xn
-    dxs = dL @ Xn / h
-    # the controls between the collocation points: as the states (controls that are
-    # states), else the polynomial through the collocation values (degree ncp - 1)
-    if c.state_controls:
-        us = L @ c.U[nodes]
-    else:
-        Lu, _ = _lagrange(xi_nodes[1:], c.gx)
-        us = Lu @ c.U[nodes[1:]]
-    res = np.zeros((ng, len(DEFECT_STATES)))
-    points = []
-    zg = c.Z[nodes[1]]
-    for g in range(ng):
-        try:
-            f, zg = _spatial_rhs(c.car, c.tv_eval[(j - 1) * ng + g], xs[g], us[g], zg)
-            res[g] = dxs[g] - f
-        except AlgebraicLoopError:
-            res[g] = np.nan
-        points.append({"s_sector": a + h * c.gx[g], "element": j,
-                       **{f"res_{st}": res[g, k] for k, st in enumerate(DEFECT_STATES)}})
-    eta = h * (c.gw @ np.abs(res))
-    scaled = eta / wvec
-    k = int(np.nanargmax(scaled)) if np.any(np.isfinite(scaled)) else 0
-    row = {"element": j, "s_start": a, "s_end": b, "h": h,
-           **{f"eta_{st}": eta[i] for i, st in enumerate(DEFECT_STATES)},
-           "eps": float(scaled[k]), "worst": DEFECT_STATES[k]}
-    return row, points, node_res
-
-
 def _shooting(elements, df, track, vehicle, car, start, node_sets, el, state_controls=False):
     from .simulate import CollocationControls, simulate
     s = df["s_sector"].to_numpy(float)
-    U = df[["f_xa", "f_xb", "delta"]].to_numpy(float)
-    cols = {st: np.full(len(elements), np.nan) for st in DEFECT_STATES}
+    states, n = defect_states(car), car.n_q
+    U = df[list(car.vehicle_model.controls)].to_numpy(float)
+    cols = {st: np.full(len(elements), np.nan) for st in states}
     for j in range(1, len(elements) + 1):
         i0 = node_sets[j - 1][0]
         i1 = np.flatnonzero(el == j)[-1]
         r0, r1 = df.iloc[i0], df.iloc[i1]
-        x0 = np.r_[start + s[i0], [r0[f"q{k}"] for k in range(2, 7)], [r0[f"q{k}_dot"] for k in range(1, 7)]]
+        x0 = np.r_[start + s[i0], [r0[k] for k in states[:2 * n - 1]]]
         # the nodes of the element's control polynomial: start and collocation points
         # (controls that are states), or the collocation points
         pts = node_sets[j - 1] if state_controls else node_sets[j - 1][1:]
@@ -418,16 +398,16 @@ def _shooting(elements, df, track, vehicle, car, start, node_sets, el, state_con
         try:
             sim = simulate(track, vehicle, ctl, x0, t_end=10.0 * (r1["t"] - r0["t"]) + 1.0,
                            s_end=start + s[i1], z0=r0[list(car.algebraic)].to_numpy(float),
-                           rtol=1e-9, max_step=0.05, car=car)
+                           rtol=1e-9, max_step=0.05, car=car, model=car.model, tyres=car.tyres)
         except ValueError:
             continue
         if sim.status != "end":
             continue
         xe = sim.x[-1]
-        for k, st in enumerate(DEFECT_STATES[:-1]):
+        for k, st in enumerate(states[:-1]):
             cols[st][j - 1] = xe[k + 1] - r1[st]
         cols["t"][j - 1] = (sim.t[-1] - sim.t[0]) - (r1["t"] - r0["t"])
-    for st in DEFECT_STATES:
+    for st in states:
         elements[f"shoot_{st}"] = cols[st]
 
 
@@ -467,7 +447,7 @@ def initialize_from_collocation(new, old, car: Optional[CarFunctions] = None) ->
             raise ValueError("initialize_from_collocation needs full models with LAGRANGE-RADAU")
     if abs(new.problem.sector_length - old.problem.sector_length) > 1e-9 or new.problem.options.start != old.problem.options.start:
         raise ValueError("the two models do not cover the same sector")
-    car = car or CarFunctions(old.problem.vehicle)
+    car = car or CarFunctions(record_of(old), old.problem.vehicle, old.problem.vehicle_model)
     so = np.array(sorted(old.s))
     fe = np.array(sorted(old.s.get_finite_elements()))
     sn = np.array(sorted(new.s))
@@ -549,6 +529,7 @@ class RefinementResult:
     solve_report: object
 
     def summary(self) -> dict:
+        """Headline numbers before and after (JSON-friendly)."""
         out = {
             "n_elements_before": int(len(self.before.elements)),
             "n_elements_after": int(len(self.boundaries) - 1),

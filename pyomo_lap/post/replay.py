@@ -28,8 +28,8 @@ from typing import Optional, Union
 import numpy as np
 import pandas as pd
 
-from ..vehicle.numeric import CarFunctions
-from .simulate import (CollocationControls, PathFollowing, SimulationResult, TrackLookup,
+from ..ocp.point_functions import CarFunctions
+from .simulate import (CollocationControls, car_functions, PathFollowing, SimulationResult, TrackLookup,
                        controls_from_trajectory, element_points, simulate, state_names)
 from ..vehicle.car import ALGEBRAIC
 
@@ -195,7 +195,7 @@ def replay_segments(df, track, vehicle, segment_s: float, start: Optional[float]
     """
     if start is None:
         start = float(df["s"].iloc[0]) if "s" in df.columns else 0.0
-    car = car or CarFunctions(vehicle)
+    car = car or car_functions(vehicle)
     reports, spans, comps = [], [], []
     short = tdev = 0.0
     worst = None
@@ -310,7 +310,7 @@ def stability_along(df, track, vehicle, every: int = 1, car: Optional[CarFunctio
         tyres [-]).
     """
     from .simulate import TrackLookup
-    car = car or CarFunctions(vehicle)
+    car = car or car_functions(vehicle)
     look = TrackLookup(track)
     n = car.n_q
     names = state_names(n)
@@ -424,7 +424,7 @@ def replay(source, track, vehicle, *, feedback: Union[bool, dict] = False,
     tol.update(tolerances or {})
     if start is None:
         start = float(df["s"].iloc[0]) if "s" in df.columns else 0.0
-    car = car or CarFunctions(vehicle)
+    car = car or car_functions(vehicle)
     s_ref = start + df["s_sector"].to_numpy(float)
     ctl = _replay_controls(df, vehicle, start, s_ref, basis, feedback, scheme, interpolation,
                            path_reference)

@@ -2,11 +2,12 @@
 ``trajectory.csv``, ``trajectory.parquet``, ``results.xlsx`` (sheets ``summary``, ``channels``,
 ``sectors``, ``vehicle``, ``track``) and ``summary.json``.
 
-Channels are recomputed from the solved variables through the same model code
-(:func:`pyomo_lap.vehicle.car.car_equations`), never by ``pyomo.value`` of the nested named
-expressions (which Pyomo would evaluate without sharing them): the model code is recorded once
-per car on a :class:`pyomo_lap.spatial.tape.Tape` and the tape is evaluated with NumPy over all the
-points at once (:meth:`pyomo_lap.spatial.tape.Tape.evaluate`).
+Channels are recomputed from the solved variables through the model's one record of its
+equations (the channel group of its recorded rows, :class:`pyomo_lap.ocp.point_rows.PointRows`,
+with the car's parameters at the values of ``m.vehicle``), never by ``pyomo.value`` of the
+nested named expressions (which Pyomo would evaluate without sharing them): the record's
+CasADi function is evaluated over all the points at once
+(:func:`pyomo_lap.ocp.point_functions.record_channels`).
 """
 from __future__ import annotations
 
@@ -21,11 +22,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyomo.environ as pyo
 
-from ..vehicle import car as veh
 from . import channels as _channels
-from ..ocp.build import RATE_NAMES, STATE_NAMES
 from .folders import (  # re-exported: the folder names of this module before the split
     MANIFEST, SOLUTION_FILE, FolderNotReplaceableError, OutputBusyError, OutputLock,
     _file_entry, _fsync_dir, _fsync_tree, _remove_results_folder, check_output_dir,
@@ -38,7 +36,7 @@ __all__ = ["trajectory_dataframe", "UNITS", "write_results", "read_trajectory", 
            "check_results_folder", "record_files", "output_lock", "OutputLock",
            "OutputBusyError", "FolderNotReplaceableError", "effective_solver_options",
            "summary_rows", "WORKBOOK_UNITS_NOTE", "NUMBER_FORMATS",
-           "number_format", "track_coordinate"]
+           "number_format", "track_coordinate", "record_columns", "SPINE_RELATIVE"]
 
 # the unit of every channel lives with its meaning in the channel dictionary (one table;
 # pyomo_lap.post.channels imports nothing from here, so the workbook can use it)
@@ -47,177 +45,54 @@ UNITS = _channels.UNITS
 :data:`pyomo_lap.post.channels.UNITS`, where the units are declared with the meanings)."""
 
 
-_VALUE_NAMES = STATE_NAMES + RATE_NAMES + ("t",) + veh.CONTROLS + veh.ALGEBRAIC
-"""Model variables read at every point by :func:`trajectory_dataframe` (in column order)."""
-
-_CHANNEL_TAPES: dict = {}
-"""``(vehicle parameters, repr(chain), general) -> _ChannelTape``: the recorded channels of a
-car (a few entries; no model is referenced)."""
-_CHANNEL_TAPES_MAX = 8
+SPINE_RELATIVE = {"dx_vip": "x_vip", "dy_vip": "y_vip", "dz_vip": "z_vip"}
+"""Channels of a record given relative to the track's spine point (the record's track inputs
+hold no position), and the column of :func:`trajectory_dataframe` each becomes (the spine's
+position added)."""
 
 
-class _ChannelTape:
-    """The numbers of one row of :func:`trajectory_dataframe` recorded once on a
-    :class:`pyomo_lap.spatial.tape.Tape` (see :func:`_channel_tape`).
-
-    Attributes
-    ----------
-    tape : pyomo_lap.spatial.tape.Tape
-        Holding only the nodes the outputs need (uses counted).
-    outputs : list
-        Tape nodes or constants.
-    slots : dict
-        ``name -> slice`` of :attr:`outputs`: ``channels`` (in the order of
-        :attr:`channel_names`), ``qdd`` (6), ``acc`` (3), ``vip`` (3), ``load_residuals``.
-    channel_names : list of str
-        Keys of ``CarEquations.channels``, in their order.
-    general : bool
-        The track joint's ``J[0:3]`` and ``dJ[0:3]`` are inputs (otherwise the constants
-        ``[1, 0, 0]`` and ``[0, 0, 0]`` of a track parametrised by arc length).
-    """
-
-    def __init__(self, tape, outputs, slots, channel_names, general):
-        self.tape, self.outputs, self.slots = tape, outputs, slots
-        self.channel_names, self.general = channel_names, general
+def record_columns(rec) -> tuple:
+    """The columns of :func:`trajectory_dataframe` that a record's channel group gives
+    (:attr:`pyomo_lap.ocp.point_rows.PointRows.channels`): one per channel, named as the
+    channel (:data:`SPINE_RELATIVE` renamed). Each needs an entry in the channel dictionary
+    (:data:`pyomo_lap.post.channels.CHANNELS`)."""
+    return tuple(SPINE_RELATIVE.get(k, k) for k in rec.channel_names)
 
 
-def _channel_tape(p, chain, general: bool = False) -> _ChannelTape:
-    """Record :func:`pyomo_lap.vehicle.car.car_equations` once on tape symbols and return the
-    numbers of a row of :func:`trajectory_dataframe` (cached per car).
-
-    Inputs of the tape: ``x[k]`` the point's variables (:data:`_VALUE_NAMES` minus ``t``),
-    ``R[k]`` (row by row), ``Om[k]``, ``dOm[k]``, ``p[k]`` and, when ``general``, ``J[k]``
-    and ``dJ[k]`` (k = 0..2) of the track joint.
-    """
-    from ..spatial import tape as tape_mod
-    from ..spatial.tree import TrackJoint
-
-    try:
-        key = (p, repr(chain), bool(general))
-        hash(key)
-    except TypeError:       # unhashable parameters: record every time
-        key = None
-    hit = _CHANNEL_TAPES.get(key) if key is not None else None
-    if hit is not None:
-        return hit
-
-    names = STATE_NAMES + RATE_NAMES + veh.CONTROLS + veh.ALGEBRAIC
-    sizes = {"x": len(names), "R": 9, "Om": 3, "dOm": 3, "p": 3}
-    if general:
-        sizes.update({"J": 3, "dJ": 3})
-    info = {}
-
-    def fn(namer, x):
-        v = dict(zip(names, x["x"]))
-        R = x["R"]
-        J = list(x["J"]) if general else [1.0, 0, 0]
-        dJ = list(x["dJ"]) if general else [0, 0, 0]
-        tj = TrackJoint(R=[R[0:3], R[3:6], R[6:9]], J=J + list(x["Om"]),
-                        dJ=dJ + list(x["dOm"]), p=list(x["p"]))
-        q = [0.0] + [v[k] for k in STATE_NAMES]
-        qd = [v[k] for k in RATE_NAMES]
-        u = [v[k] for k in veh.CONTROLS]
-        z = [v[k] for k in veh.ALGEBRAIC]
-        e = veh.car_equations(p, chain, tj, q, qd, u, z)
-        # acceleration of O3 without gravity: vdot + w x v - R03^T g (g = [0, 0, gravity])
-        body3, body6 = veh.UNSPRUNG, veh.SPRUNG
-        R03 = e.kin.pose[body3][0]
-        acc = veh.o3_acceleration(e.kin.V[body3], e.aba.Vdot[body3], R03[2], p.gravity)
-        info["channel_names"] = list(e.channels)
-        groups = {"channels": list(e.channels.values()), "qdd": list(e.qdd[:6]), "acc": acc,
-                  "vip": list(e.kin.pose[body6][1]), "load_residuals": list(e.load_residuals)}
-        return groups
-
-    tape, groups = tape_mod.record(fn, sizes)
-    outputs, slots = [], {}
-    for g, values in groups.items():
-        slots[g] = slice(len(outputs), len(outputs) + len(values))
-        outputs.extend(values)
-    tape.count_uses(outputs)
-    # keep only the live nodes (Tape.evaluate evaluates every node of the tape)
-    tape, outputs, _ = tape_mod.specialize(tape, outputs, {})
-    out = _ChannelTape(tape, outputs, slots, info["channel_names"], general)
-    if key is not None:
-        if len(_CHANNEL_TAPES) >= _CHANNEL_TAPES_MAX:
-            _CHANNEL_TAPES.pop(next(iter(_CHANNEL_TAPES)))
-        _CHANNEL_TAPES[key] = out
-    return out
-
-
-def _point_values(m, name: str, sigma: list) -> np.ndarray:
-    """Values of ``m.<name>[s]`` at every ``s`` of ``sigma`` (float array)."""
-    comp = m.component(name)
-    if comp is None:
-        raise AttributeError(f"the model has no component {name!r}")
-    if comp.ctype is pyo.Var:
-        from ..ocp.common import entries_at
-        data = entries_at(comp, sigma)
-        vals = [d.value for d in data]
-        for d, x in zip(data, vals):
-            if x is None:
-                # the message of pyomo.value for a variable without a value
-                pyo.value(d)
-        return np.array(vals, dtype=float)
-    return np.array([float(pyo.value(comp[s])) for s in sigma], dtype=float)
-
-
-def _full_dataframe(m, progress=None) -> pd.DataFrame:
-    """:func:`trajectory_dataframe` of the full model, all points at once (NumPy over the tape
-    of :func:`_channel_tape`)."""
-    from ..ocp.common import vehicle_of_model
-    p = vehicle_of_model(m)       # the car as solved (a free parameter at its optimum)
-    chain = m.problem.chain if p == m.problem.vehicle else veh.build_chain(p)
+def _record_dataframe(m, progress=None) -> pd.DataFrame:
+    """:func:`trajectory_dataframe` of a model whose rows are recorded with a channel group
+    (the full model), all points at once: the record evaluated at the solution
+    (:func:`pyomo_lap.ocp.point_functions.record_channels`, the car's parameters at the values
+    of ``m.vehicle``)."""
+    from ..ocp.point_functions import record_channels
     tp = m.problem.track_points
-    joints = m.problem.track_joints
     sigma = sorted(m.s)
     n = len(sigma)
     if progress is not None:
         progress("evaluating the channels", 0, n)
     elems = list(m.s.get_finite_elements())
-    val = {name: _point_values(m, name, sigma) for name in _VALUE_NAMES}
-    R = np.array([j.R for j in joints], dtype=float).reshape(n, 9)
-    J = np.array([j.J for j in joints], dtype=float).reshape(n, 6)
-    dJ = np.array([j.dJ for j in joints], dtype=float).reshape(n, 6)
-    pos = np.array([j.p for j in joints], dtype=float).reshape(n, 3)
-    general = not (np.all(J[:, :3] == [1.0, 0.0, 0.0]) and np.all(dJ[:, :3] == 0.0))
-    ct = _channel_tape(p, chain, general)
-    inputs = {}
-    for k, name in enumerate(STATE_NAMES + RATE_NAMES + veh.CONTROLS + veh.ALGEBRAIC):
-        inputs[f"x[{k}]"] = val[name]
-    for k in range(9):
-        inputs[f"R[{k}]"] = R[:, k]
-    for k in range(3):
-        inputs[f"Om[{k}]"] = J[:, 3 + k]
-        inputs[f"dOm[{k}]"] = dJ[:, 3 + k]
-        inputs[f"p[{k}]"] = pos[:, k]
-        if general:
-            inputs[f"J[{k}]"] = J[:, k]
-            inputs[f"dJ[{k}]"] = dJ[:, k]
-    raw = ct.tape.evaluate(inputs, ct.outputs)
-    # constants (structural zeros ...) broadcast to a column
-    out = [np.array(np.broadcast_to(np.asarray(x, dtype=float), (n,))) for x in raw]
-
-    def group(g):
-        return out[ct.slots[g]]
-
+    out = record_channels(m)
+    ch = dict(out["channels"])
     s_track = np.asarray(tp.s, dtype=float)
     cols = {"s": s_track.copy(), "s_sector": np.asarray(sigma, dtype=float), "q1": s_track.copy()}
-    cols.update(val)
-    cols.update({f"q{k + 1}_ddot": x for k, x in enumerate(group("qdd"))})
-    ch = dict(zip(ct.channel_names, group("channels")))
-    cols.update(ch)
-    cols["speed"] = np.hypot(ch["v_3x"], ch["v_3y"])
-    cols["speed_kmh"] = 3.6 * cols["speed"]
-    cols["a_x"], cols["a_y"], cols["a_z"] = group("acc")
-    cols["x_vip"], cols["y_vip"], cols["z_vip"] = group("vip")
+    cols.update(out["values"])
+    cols.update(out["qdd"])
     position = np.asarray(tp.position, dtype=float)
+    relative = {name: ch.pop(key) for key, name in SPINE_RELATIVE.items() if key in ch}
+    acc = {k: ch.pop(k) for k in ("a_x", "a_y", "a_z") if k in ch}
+    cols.update(ch)
+    if "v_3x" in ch and "v_3y" in ch:
+        cols["speed"] = np.hypot(ch["v_3x"], ch["v_3y"])
+        cols["speed_kmh"] = 3.6 * cols["speed"]
+    cols.update(acc)
+    cols.update({name: position[:, "xyz".index(name[0])] + x for name, x in relative.items()})
     cols["x_spine"], cols["y_spine"], cols["z_spine"] = (position[:, k] for k in range(3))
     cols["width_left"] = np.asarray(tp.width_left, dtype=float)
     cols["width_right"] = np.asarray(tp.width_right, dtype=float)
     omega = np.asarray(tp.omega, dtype=float)
     cols["Omega_x"], cols["Omega_y"], cols["Omega_z"] = (omega[:, k] for k in range(3))
-    res = group("load_residuals")
-    cols["load_residual_max"] = np.max(np.abs(np.vstack(res)), axis=0)
+    if out["load_residual_max"] is not None:
+        cols["load_residual_max"] = out["load_residual_max"]
     cols["element"] = np.searchsorted(np.asarray(elems, dtype=float), np.asarray(sigma, dtype=float),
                                       side="left").astype(np.int64)
     if progress is not None:
@@ -260,7 +135,7 @@ def trajectory_dataframe(m, progress=None) -> pd.DataFrame:
     # the collector's full passes walk every object of the model (~1.3 s per pass for 600
     # points), and recording the tape allocates enough to trigger one
     with gc_paused():
-        df = _full_dataframe(m, progress)
+        df = _record_dataframe(m, progress)
         from ..ocp.common import vehicle_of_model
         p = vehicle_of_model(m)
         tp = m.problem.track_points

@@ -99,6 +99,7 @@ from typing import Optional
 import numpy as np
 import pyomo.environ as pyo
 
+from ..ocp.point_functions import record_of
 from ..spatial.backend import is_number
 from ..vehicle.schema import SECTIONS, VehicleParameters
 
@@ -243,7 +244,7 @@ def _model_rows(m, rec, families_rows):
 
 
 def lap_time_sensitivities(m, parameters=None, entry_step: float = 1e-4):
-    """:math:`dT^*/dp` of a solved full model for the parameters of its vehicle file and the
+    r""":math:`dT^*/dp` of a solved full model for the parameters of its vehicle file and the
     friction scale, from the multipliers (module docstring: method, what is counted).
 
     Parameters
@@ -264,7 +265,7 @@ def lap_time_sensitivities(m, parameters=None, entry_step: float = 1e-4):
     pandas.DataFrame
         One row per parameter, columns :data:`SENSITIVITY_COLUMNS` (``dT_dp``: the sector
         time's derivative, ``dobj_dp``: the objective's); ``attrs`` holds ``objective_s``,
-        ``lap_time_s``, ``entry_speed_multiplier`` (:math:`\\partial f^*/\\partial v_0` [s per
+        ``lap_time_s``, ``entry_speed_multiplier`` (:math:`\partial f^*/\partial v_0` [s per
         m/s] or None), ``method`` (``"adjoint"``, or the fallback), ``adjoint`` (KKT size,
         active rows and bounds, residual, time) and ``time_s`` (the computation's wall time).
 
@@ -322,7 +323,7 @@ def _checked_model(m) -> tuple:
         As :func:`lap_time_sensitivities`.
     """
     prob = m.problem
-    if prob.vehicle_model.name != "full" or prob.point_rows is None:
+    if prob.vehicle_model.name != "full" or record_of(m) is None:
         raise NotImplementedError("lap-time sensitivities need the full model (model='full')")
     if prob.options.lift:
         raise NotImplementedError("lap-time sensitivities of a model built with the option 'lift'")
@@ -379,19 +380,18 @@ class _PointLagrangian:
 
 
 def _point_lagrangian(m, names: list, dual) -> _PointLagrangian:
-    """The rows of the model's own recording, its car's parameters given as symbols (the
+    r"""The rows of the model's own recording, its car's parameters given as symbols (the
     gravity, not a parameter of the vehicle file, as its number), as the derivatives of
-    :math:`\\sum_i d_i g_i` at one point mapped over the points, with the solution's values
+    :math:`\sum_i d_i g_i` at one point mapped over the points, with the solution's values
     and duals."""
     import casadi as ca
-    from ..ocp.full_model import POINT_VARIABLES, TRACK_INPUTS
     from ..vehicle.schema import SymbolicVehicle, field_of
     prob = m.problem
     p = prob.vehicle
     P = ca.SX.sym("p", len(names))
     sym = SymbolicVehicle(p, {k: P[i] for i, k in enumerate(names)})
-    rec = prob.point_rows
-    nv, nt = len(POINT_VARIABLES), len(TRACK_INPUTS)
+    rec = record_of(m)
+    nv, nt = len(rec.variables), len(rec.track_inputs)
     W = ca.SX.sym("w", nv)
     T = ca.SX.sym("track", nt)
     pos = {f: i for i, f in enumerate(names)}
@@ -411,13 +411,13 @@ def _point_lagrangian(m, names: list, dual) -> _PointLagrangian:
     U = ca.SX.sym("u", nv)
     lag = ca.dot(D, G)                       # sum_i d_i g_i at one point
     lag_u = ca.dot(ca.gradient(lag, W), U)   # its derivative in w along u
-    iq1 = POINT_VARIABLES.index("q1_dot")
+    iq1 = rec.variables.index("q1_dot")
     F = ca.Function("dlag", [W, T, P, D, U], [ca.gradient(lag, P), ca.gradient(lag, W[iq1]),
                                               ca.gradient(lag_u, P), ca.gradient(lag_u, W[iq1])])
     # the point's values, track numbers and duals
     sigma = rec.points
     n = len(sigma)
-    comps = [m.component(k) for k in POINT_VARIABLES]
+    comps = [m.component(k) for k in rec.variables]
     cons = _model_rows(m, rec, fam_rows)
     p0 = np.array([getattr(p, k) for k in names], dtype=float)
     return _PointLagrangian(
@@ -435,7 +435,7 @@ def _bound_jacobian(bound, P, p0) -> np.ndarray:
 
 
 def _bound_gradient(m, bsym: dict, rows: _PointLagrangian, bound_mult) -> np.ndarray:
-    """:math:`\\sum_j z_{L,j} \\partial x_{L,j}/\\partial p + z_{U,j} \\partial x_{U,j}/\\partial p`
+    r""":math:`\sum_j z_{L,j} \partial x_{L,j}/\partial p + z_{U,j} \partial x_{U,j}/\partial p`
     over the variable bounds that depend on the car (:func:`bound_functions`)."""
     grad_bounds = np.zeros(len(rows.p0))
     for name in _BOUND_FAMILIES:
@@ -454,15 +454,15 @@ def _bound_gradient(m, bsym: dict, rows: _PointLagrangian, bound_mult) -> np.nda
 
 
 def _entry_speed_part(m, names: list, gw, dual, entry_step: float) -> tuple:
-    """The entry speed of an open sector with ``initial_speed="quasi-steady"``: its multiplier
-    :math:`\\partial f^*/\\partial v_0` [s per m/s] (None without such an entry speed) and
+    r"""The entry speed of an open sector with ``initial_speed="quasi-steady"``: its multiplier
+    :math:`\partial f^*/\partial v_0` [s per m/s] (None without such an entry speed) and
     :math:`dv_0/dp` (zeros without), by central differences of
     :func:`pyomo_lap.ocp.common.entry_speed` of step ``entry_step`` (relative), and their
     product, the entry speed's part of :math:`df^*/dp`."""
     prob = m.problem
     cfg, p = prob.options, prob.vehicle
     dv0_dp, grad_entry = np.zeros(len(names)), np.zeros(len(names))
-    first = prob.point_rows.points[0]
+    first = record_of(m).points[0]
     if prob.initial_speed is None or cfg.initial_speed != "quasi-steady":
         return None, dv0_dp, grad_entry
     v0_mult = -float(np.asarray(gw)[0, 0])
@@ -651,7 +651,7 @@ def _solve_kkt(K, rhs) -> tuple:
 
 
 def _adjoint_gradient(m, nlp, kkt: _KKT, sol, rows: _PointLagrangian, bsym: dict, v0) -> tuple:
-    """:math:`dT/dp = -(u^T \\nabla^2_{xp} L + v^T \\partial c_A/\\partial p)` from the adjoint
+    r""":math:`dT/dp = -(u^T \nabla^2_{xp} L + v^T \partial c_A/\partial p)` from the adjoint
     ``sol = [u; v]`` (rows by AD over the points, active bounds by :func:`bound_functions`),
     and :math:`dT/dv_0` (0.0 for ``v0`` None)."""
     nx, ng, ar, ab, row_of, col_of = kkt.nx, kkt.ng, kkt.ar, kkt.ab, kkt.row_of, kkt.col_of
@@ -692,7 +692,7 @@ def _adjoint_gradient(m, nlp, kkt: _KKT, sol, rows: _PointLagrangian, bsym: dict
 
 
 def _bound_multipliers(m, zl, zu):
-    """``var -> (z_L, z_U)``, :math:`\\partial f^*` over the variable's lower and upper bound.
+    r"""``var -> (z_L, z_U)``, :math:`\partial f^*` over the variable's lower and upper bound.
 
     From ``ipopt_zL_out`` / ``ipopt_zU_out`` (``lap_ipopt``, the classic ``ipopt``), unless the
     model's ``rc`` (reduced costs, :math:`z_L + z_U`) disagrees with them: Pyomo's
@@ -724,7 +724,7 @@ def _bound_multipliers(m, zl, zu):
 
 
 def _collocation_part(m, var, dual) -> float:
-    """:math:`\\sum_i y_i \\partial c_i/\\partial x` over pyomo.dae's discretization equations of
+    r""":math:`\sum_i y_i \partial c_i/\partial x` over pyomo.dae's discretization equations of
     ``var``'s derivative (``d<var>_ds_disc_eq``, and ``<var>_interpolation_constraints`` of a
     Legendre scheme), which are linear; only those of the first two finite elements can hold
     the sector's first point."""

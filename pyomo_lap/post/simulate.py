@@ -10,8 +10,9 @@ right-hand side
 
 the algebraic variables ``z`` (the vertical loads and the in-plane tyre wrench, eqs (35)-(36))
 are solved by Newton's method from the previous solution, and :math:`\ddot q` comes from the
-ABA, both through :class:`pyomo_lap.vehicle.numeric.CarFunctions`: the same Lie-group/ABA code that
-writes the Pyomo model, traced once and evaluated on floats. The integrators are SciPy's
+ABA, both through :class:`pyomo_lap.ocp.point_functions.CarFunctions`: the model's one record of
+its rows (the same Lie-group/ABA code that writes the Pyomo model, recorded once), evaluated on
+floats (:func:`car_functions`). The integrators are SciPy's
 (:func:`scipy.integrate.solve_ivp`).
 
 Controls are ``u = (f_xa [N], f_xb [N], delta [rad])`` given by a control law
@@ -44,9 +45,9 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ..vehicle.numeric import AlgebraicLoopError, CarFunctions
+from ..ocp.point_functions import N_TRACK, AlgebraicLoopError, CarFunctions, track_vectors
 
-__all__ = ["simulate", "SimulationResult", "PiecewiseControls", "CollocationControls", "FunctionControls",
+__all__ = ["simulate", "car_functions", "SimulationResult", "PiecewiseControls", "CollocationControls", "FunctionControls",
            "PathFollowing", "TrackLookup", "state_names", "controls_from_trajectory",
            "element_points", "preview_steering", "CONTROL_COLUMNS"]
 
@@ -60,9 +61,26 @@ def state_names(n_q: int = 6) -> tuple:
     return tuple(f"q{k}" for k in range(1, n_q + 1)) + tuple(f"q{k}_dot" for k in range(1, n_q + 1))
 
 
+def car_functions(vehicle, model: str = "full", tyres: bool = True) -> CarFunctions:
+    """The float functions of a car (:class:`~pyomo_lap.ocp.point_functions.CarFunctions`)
+    from the record of the vehicle model ``model`` (its ``VehicleModel.point_rows`` with the
+    default OCP options): any registered model that records its rows.
+
+    Raises
+    ------
+    ValueError
+        An unknown model, or one whose rows are not recorded.
+    """
+    from ..ocp.build import OCP_CONFIG, vehicle_model
+    vm = vehicle_model(model)
+    if vm.point_rows is None:
+        raise ValueError(f"model {model!r} does not record its rows: no car functions")
+    return CarFunctions(vm.point_rows(vehicle, OCP_CONFIG()), vehicle, vm, tyres=tyres)
+
+
 # ------------------------------------------------------------------------------ track access
 class TrackLookup:
-    """Track-joint vectors (:func:`pyomo_lap.vehicle.numeric.track_vector`) and widths at a track
+    """Track vectors (:func:`pyomo_lap.ocp.point_functions.track_vector`) and widths at a track
     coordinate, with a one-entry cache (the integrator and the event functions ask for the same
     ``q1`` several times).
 
@@ -113,22 +131,13 @@ class TrackLookup:
             d = q1 - (a + i * step)
             ci = c[i]
             v = ((ci[0] * d + ci[1]) * d + ci[2]) * d + ci[3]
-            trk = np.zeros(21)
-            trk[:9] = v[:9]
-            trk[9] = 1.0
-            trk[12:15] = v[9:12]
-            trk[18:21] = v[12:15]
-            return trk, float(v[15]), float(v[16])
+            return v[:N_TRACK].copy(), float(v[15]), float(v[16])
         s = q1 if self.track.closed else min(max(q1, 0.0), self.track.length)
         tp = self.track.evaluate(np.array([s]))
-        trk = np.zeros(21)
-        trk[:9] = tp.rotation[0].reshape(9)
-        trk[9] = 1.0
-        trk[12:15] = tp.omega[0]
-        trk[18:21] = tp.domega_ds[0]
-        return trk, float(tp.width_left[0]), float(tp.width_right[0])
+        return track_vectors(tp)[0], float(tp.width_left[0]), float(tp.width_right[0])
 
     def __call__(self, q1: float):
+        """The track vector and the widths at ``q1`` (the last one cached)."""
         q1 = float(q1)
         if q1 != self._key:
             self._key, self._val = q1, self._evaluate(q1)
@@ -163,6 +172,7 @@ class PiecewiseControls:
     values: np.ndarray
 
     def __post_init__(self):
+        """Check and convert the fields."""
         self.breaks = np.asarray(self.breaks, float)
         self.values = np.asarray(self.values, float)
         if self.basis not in ("s", "t"):
@@ -181,6 +191,7 @@ class PiecewiseControls:
         return min(max(k, 0), len(self.values) - 1)
 
     def __call__(self, t, x, segment: int):
+        """The controls at time ``t`` and state ``x`` in segment ``segment``."""
         return self.values[segment]
 
 
@@ -246,6 +257,7 @@ class CollocationControls:
     restart: bool = True
 
     def __post_init__(self):
+        """Check and convert the fields."""
         self.breaks = np.asarray(self.breaks, float)
         self.nodes = np.asarray(self.nodes, float)
         self.values = np.asarray(self.values, float)
@@ -284,6 +296,7 @@ class CollocationControls:
         return (np.prod(d) * self._bary[k] / d) @ self.values[k]
 
     def __call__(self, t, x, segment: int):
+        """The controls at time ``t`` and state ``x`` in segment ``segment``."""
         return self.at(x[0] if self.basis == "s" else t, segment if self.restart else None)
 
 
@@ -303,9 +316,11 @@ class FunctionControls:
         self.fun = fun
 
     def segment(self, b) -> int:
+        """The segment of ``b`` (a track coordinate or a time)."""
         return 0
 
     def __call__(self, t, x, segment: int):
+        """The controls at time ``t`` and state ``x`` in segment ``segment``."""
         return self.fun(t, x)
 
 
@@ -392,6 +407,7 @@ class PathFollowing:
         self.reference = reference
 
     def segment(self, b) -> int:
+        """The segment of ``b`` (a track coordinate or a time)."""
         return self.ff.segment(b)
 
     def correction(self, x):
@@ -412,6 +428,7 @@ class PathFollowing:
         return out
 
     def __call__(self, t, x, segment: int):
+        """The controls at time ``t`` and state ``x`` in segment ``segment``."""
         f_xa, f_xb, delta = self.ff(t, x, segment)
         delta = delta + self.correction(x)
         p = self.vehicle
@@ -729,7 +746,9 @@ def simulate(track, vehicle, controls, x0: Sequence[float], t_end: float, *,
         Stop when ``q1`` reaches it [m].
     z0 : (n_z,), optional
         Guess of the algebraic variables at the start.
-    model : {'full', 'single-track'}
+    model : str
+        A registered vehicle model that records its rows (``'full'``, ``'single-track'``,
+        ``'multibody'``: :func:`car_functions`).
     tyres : bool
         False: no in-plane tyre forces (``f_3x = f_3y = m_3z = 0``), e.g. to check energy
         conservation.
@@ -739,7 +758,8 @@ def simulate(track, vehicle, controls, x0: Sequence[float], t_end: float, *,
     rtol : float
     atol : (2 n_q,), optional
         Default ``rtol`` times 1 m, 1 m, 1 rad, 0.01 m, 0.01 rad, 0.01 rad, 10 m/s, 1 m/s,
-        1 rad/s, 0.1 m/s, 0.1 rad/s, 0.1 rad/s (full model).
+        1 rad/s, 0.1 m/s, 0.1 rad/s, 0.1 rad/s (full model; 0.01 and 0.1 for every joint
+        after the third).
     max_step : float
         Largest step [s].
     chunk : float
@@ -767,8 +787,8 @@ def simulate(track, vehicle, controls, x0: Sequence[float], t_end: float, *,
     wall0 = _time.perf_counter()
     run = _prepare_run(track, vehicle, controls, x0, t_end, z0, model, tyres, car, track_lookup)
     if atol is None:
-        scale = ([1.0, 1.0, 1.0, 0.01, 0.01, 0.01, 10.0, 1.0, 1.0, 0.1, 0.1, 0.1] if run.n == 6
-                 else [1.0, 1.0, 1.0, 10.0, 1.0, 1.0])
+        extra = run.n - 3          # heave, pitch, roll, wheel carriers ...
+        scale = [1.0, 1.0, 1.0] + [0.01] * extra + [10.0, 1.0, 1.0] + [0.1] * extra
         atol = rtol * np.array(scale)
     # the initial algebraic loop (a clear error before any integration)
     try:
@@ -812,7 +832,7 @@ class _Run:
         return self.car.n_q
 
     def rhs(self, t, x):
-        """:math:`\\dot x = (\\dot q, \\ddot q)`, the algebraic loop solved from the last ``z``."""
+        r""":math:`\dot x = (\dot q, \ddot q)`, the algebraic loop solved from the last ``z``."""
         n = self.car.n_q
         self.n_rhs += 1
         self.where = (t, x[0])
@@ -831,7 +851,7 @@ def _prepare_run(track, vehicle, controls, x0, t_end, z0, model, tyres, car,
                  track_lookup) -> _Run:
     """Step 1 of :func:`simulate`: check the inputs, trace the car, wrap the controls."""
     if car is None:
-        car = CarFunctions(vehicle, model=model, tyres=tyres)
+        car = car_functions(vehicle, model=model, tyres=tyres)
     elif car.model != model or car.tyres != bool(tyres):
         raise ValueError(f"car functions are for model={car.model!r}, tyres={car.tyres}; "
                          f"asked for model={model!r}, tyres={tyres}")

@@ -716,15 +716,15 @@ def validate_results(folder, feedback: bool = True, shooting: bool = False,
 def _validate(folder: Path, summary: dict, feedback: bool, shooting: bool, open_loop: bool,
               plots: bool, plots_dir, echo, t0: float) -> dict:
     """:func:`validate_results` once the folder is claimed (:func:`_claim_folder`)."""
-    from ..vehicle.numeric import CarFunctions
     from .results import read_trajectory
+    from .simulate import car_functions
     tr, p = _inputs(summary)
     df = read_trajectory(folder, mesh=True)     # the mesh rows, also of a fixed-step folder
     if summary.get("model", "full") == "racecar":
         return _validate_racecar(folder, summary, df, tr, p, feedback=feedback,
                                  shooting=shooting, plots=plots, plots_dir=plots_dir,
                                  echo=echo, t0=t0)
-    run = _ValidationRun(folder=folder, df=df, track=tr, vehicle=p, car=CarFunctions(p),
+    run = _ValidationRun(folder=folder, df=df, track=tr, vehicle=p, car=car_functions(p),
                          start=float(summary.get("start_m", df["s"].iloc[0])),
                          scheme=summary.get("scheme", "LAGRANGE-RADAU"),
                          interpolation=interpolation_of(summary), echo=echo)

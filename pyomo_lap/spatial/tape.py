@@ -69,9 +69,11 @@ class Node:
     __pow__ = _binary("pow")[0]
 
     def __neg__(self):
+        """``-self``."""
         return self.tape.op("neg", self)
 
     def __pos__(self):
+        """``+self``: the node itself."""
         return self
 
     def tape_function(self, name):
@@ -79,6 +81,7 @@ class Node:
         return self.tape.op(name, self)
 
     def __repr__(self):
+        """``Node(op#index)``."""
         return f"Node({self.op}#{self.index})"
 
 
@@ -99,6 +102,7 @@ class Tape:
     uses : list of int
         Number of references to each node (from other nodes and from the outputs).
     """
+
     nodes: List[Node] = field(default_factory=list)
     memo: Dict[tuple, Node] = field(default_factory=dict)
     tags: Dict[int, str] = field(default_factory=dict)
@@ -107,12 +111,15 @@ class Tape:
     live: List[bool] = field(default_factory=list)
 
     def input(self, name: str) -> Node:
+        """A new input node named ``name``."""
         n = Node(self, "input", (name,), len(self.nodes))
         self.nodes.append(n)
         self.input_names.append(name)
         return n
 
     def op(self, op: str, *args):
+        """The node of operation ``op`` on ``args`` (nodes or numbers): folded on numbers,
+        simplified by the backend's structural rules, one node per distinct operation."""
         # constant folding and the structural rules of the backend
         if all(isinstance(a, numbers.Number) for a in args):
             return _NUMERIC[op](*args)
@@ -212,12 +219,30 @@ class Tape:
         return _pick(self.forward(inputs.__getitem__,
                                   lambda i, node, args: _NUMPY[node.op](*args)), outputs)
 
-    def forward(self, input_value: Callable, apply: Callable, select=None) -> list:
-        """The values of the live nodes (every node before :meth:`count_uses`), in order:
+    def reach(self, outputs: Sequence) -> List[bool]:
+        """The nodes that ``outputs`` (nodes or constants) depend on, as a mask (what
+        :meth:`count_uses` marks live, without changing :attr:`live` or :attr:`uses`): the
+        live part of another group of outputs of the same recording."""
+        mask = [False] * len(self.nodes)
+        stack = [o.index for o in outputs if isinstance(o, Node)]
+        while stack:
+            i = stack.pop()
+            if mask[i]:
+                continue
+            mask[i] = True
+            if self.nodes[i].op != "input":
+                stack.extend(a.index for a in self.nodes[i].args
+                             if isinstance(a, Node) and not mask[a.index])
+        return mask
+
+    def forward(self, input_value: Callable, apply: Callable, select=None, live=None) -> list:
+        """The values of the live nodes (every node before :meth:`count_uses`; ``live``, a
+        mask such as :meth:`reach`'s, instead of :attr:`live` when given), in order:
         ``input_value(name)`` of an input, ``apply(index, node, values of its arguments)`` of
         an operation; a node with ``select[index]`` false is skipped (None)."""
         vals = [None] * len(self.nodes)
-        live = self.live if len(self.live) == len(self.nodes) else [True] * len(self.nodes)
+        if live is None:
+            live = self.live if len(self.live) == len(self.nodes) else [True] * len(self.nodes)
         for i, node in enumerate(self.nodes):
             if not live[i] or (select is not None and not select[i]):
                 continue
@@ -599,16 +624,21 @@ def structure_key(tape: "Tape", outputs: Sequence, inputs: Sequence[str], salt: 
     return h.hexdigest()[:20]
 
 
-def casadi_function(tape: "Tape", outputs: Sequence, groups: Dict[str, Sequence[str]],
+def casadi_function(tape: "Tape", outputs, groups: Dict[str, Sequence[str]],
                     name: str = "tape"):
     """The tape as a ``casadi.Function`` ``name`` of SX symbols: one vector argument per
-    entry of ``groups`` (``argument name -> input names``, ordered; every live input of the
-    tape must be in one group), one vector output (the ``outputs``, nodes or constants, in
-    order)."""
+    entry of ``groups`` (``argument name -> input names``, ordered; every input the outputs
+    depend on must be in one group), one vector output ``out`` (the ``outputs``, nodes or
+    constants, in order) or, for a dict ``{output name: sequence of nodes or constants}``,
+    one vector output per entry (an output group of the recording besides the live one:
+    the nodes evaluated are those the outputs reach, :meth:`Tape.reach`)."""
     import casadi as ca
+    named = dict(outputs) if isinstance(outputs, dict) else {"out": list(outputs)}
     syms = {g: ca.SX.sym(g, len(names)) for g, names in groups.items()}
     where = {n: syms[g][k] for g, names in groups.items() for k, n in enumerate(names)}
+    live = tape.reach([o for outs in named.values() for o in outs])
     vals = tape.forward(where.__getitem__, lambda i, node, args: (
-        _ARITHMETIC.get(node.op) or getattr(ca, node.op))(*args))
-    out = [vals[o.index] if isinstance(o, Node) else ca.SX(float(o)) for o in outputs]
-    return ca.Function(name, [syms[g] for g in groups], [ca.vertcat(*out)], list(groups), ["out"])
+        _ARITHMETIC.get(node.op) or getattr(ca, node.op))(*args), live=live)
+    res = [ca.vertcat(*[vals[o.index] if isinstance(o, Node) else ca.SX(float(o)) for o in outs])
+           if outs else ca.SX(0, 1) for outs in named.values()]
+    return ca.Function(name, [syms[g] for g in groups], res, list(groups), list(named))

@@ -504,7 +504,7 @@ def solve_loop(residual: Callable, z0, jacobian: Optional[Callable] = None, *, t
                raise_on_failure: bool = True):
     """Newton's method for an algebraic loop ``r(z) = 0`` whose first ``n_loads`` unknowns are
     vertical loads (kept above ``floor``). Shared by :func:`solve_algebraic`, the float
-    evaluation of :mod:`pyomo_lap.vehicle.numeric` and the cold-start guess of
+    evaluation of :mod:`pyomo_lap.ocp.point_functions` and the cold-start guess of
     :mod:`pyomo_lap.ocp.initialize`.
 
     Parameters
@@ -566,7 +566,7 @@ def solve_algebraic(p: VehicleParameters, chain: KinematicTree, track: TrackJoin
                     q, qd, u, z0=None, tol: float = 1e-9, max_iter: int = 50):
     """Solve the seven algebraic equations (35)-(36) for z with floats (Newton with a
     finite-difference Jacobian, from a static guess). For many evaluations use the much faster
-    :class:`pyomo_lap.vehicle.numeric.CarFunctions` (same equations, exact Jacobian).
+    :class:`pyomo_lap.ocp.point_functions.CarFunctions` (same equations, exact Jacobian).
 
     Parameters
     ----------

@@ -3,8 +3,7 @@ backend (:mod:`pyomo_lap.spatial.backend`: floats, Pyomo, CasADi): the chain of 
 rigid body (:func:`build_chain`, a :class:`~pyomo_lap.spatial.tree.KinematicTree`), the Fiala
 axle force (:func:`fiala_axle`) and all equations at one point (:func:`single_track_equations`). The model is described in
 :mod:`pyomo_lap.ocp.single_track`, which builds its OCP from these equations; this module holds
-no OCP code, so that :mod:`pyomo_lap.vehicle.numeric` can trace the equations without importing the
-OCP layers.
+no OCP code (the OCP's recorded rows, :mod:`pyomo_lap.ocp.single_track`, call them).
 """
 from __future__ import annotations
 
