@@ -966,12 +966,13 @@ def compile_(vehicle):
     (scripts/bootstrap.sh) runs it. Without it the first solve of each of these compiles
     them while the model is built (and says so). Cached on disk (PYOMO_LAP_CACHE, or the
     user's cache folder); already compiled libraries are checked, not rebuilt."""
+    from .ocp.build import record_rows
     from .solvers.precompile import compile_ahead
     t0 = time.perf_counter()
     echo = click.echo if _verbosity() >= 0 else (lambda *_: None)
     echo("compiling the full model's point functions (once on this machine, any car) ...")
     try:
-        rows = compile_ahead(vehicle, echo=echo)
+        rows = compile_ahead(vehicle, echo=echo, record=record_rows)
     except (RuntimeError, ValueError) as exc:
         _fail(str(exc))
     n = sum(not r["cached"] for r in rows)

@@ -156,6 +156,7 @@ def test_compile_ahead_makes_the_first_solve_find_its_functions(tmp_path, monkey
     from click.testing import CliRunner
 
     from pyomo_lap.cli import main
+    from pyomo_lap.ocp.build import point_rows_recorder
     from pyomo_lap.solvers.lap_nlp import point_functions_cached, prefetch_point_functions
     from pyomo_lap.util.casadi_compile import find_compiler
     if find_compiler() is None:
@@ -172,9 +173,11 @@ def test_compile_ahead_makes_the_first_solve_find_its_functions(tmp_path, monkey
     assert point_functions_cached(rec)
     r = CliRunner().invoke(main, ["compile"])
     assert "0 compiled, 1 already there" in r.output
-    t = prefetch_point_functions(p.replace(m=p.m + 20.0), {"model": "full", "periodic": False})
+    t = prefetch_point_functions(point_rows_recorder(p.replace(m=p.m + 20.0),
+                                                     {"model": "full", "periodic": False}))
     t.join()
     assert t.compiling is False                       # another car: the same libraries
-    t = prefetch_point_functions(p, {"model": "full", "periodic": False, "adherence": "squared"})
+    t = prefetch_point_functions(point_rows_recorder(p, {"model": "full", "periodic": False,
+                                                         "adherence": "squared"}))
     t.join()
     assert t.compiling is True and t.compile_s > 0

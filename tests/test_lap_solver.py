@@ -382,6 +382,50 @@ def test_user_constraint_objective_and_fixed_control(track, vehicle, reference):
     assert tr.n_recorded_rows == n_built          # the recorded rows are still all compiled
 
 
+@pytest.mark.component
+def test_a_users_model_around_the_car_gets_the_compiled_rows(track, vehicle):
+    """A user's ConcreteModel holding a built model as a block (its objective replaced by the
+    user's, a row of the user's own) is solved by ``pyomo.environ.SolverFactory('lap_ipopt')``
+    with the car's recorded rows, found through Pyomo's component tree: the same lap time as
+    the bundled solve of the built model alone, and, with an exit-speed cap, the same optimum
+    as the cap written into the built model itself (a second way to the same NLP); the cap
+    holds and slows the lap."""
+    opt = pyo.SolverFactory("lap_ipopt")
+    bundled = sector(track, vehicle, dual=False)
+    rep = solve_model(bundled, solver="lap_ipopt", options=TIGHT)
+    assert rep.ok, rep.describe()
+    lap = pyo.value(bundled.lap_time)
+    path = rep.details["translation"].evaluation
+    assert path in ("compiled", "recorded")           # "recorded": no C compiler here
+
+    u = pyo.ConcreteModel()
+    u.lap = sector(track, vehicle, dual=False)
+    u.lap.objective.deactivate()
+    u.objective = pyo.Objective(expr=u.lap.objective.expr)      # the user's, same value
+    sf = u.lap.scaling_factor              # and the same scale (IPOPT's user scaling)
+    sf[u.objective] = sf[u.lap.objective]
+    opt.solve(u, solver_options=TIGHT)
+    info = opt.last_results.extra_info
+    assert info.evaluation == path and info.translation.fallback == ""
+    n_built = sum(1 for c, _, _, _ in u.lap.problem.point_rows.built if c.active)
+    assert info.translation.n_recorded_rows == n_built > 0
+    assert pyo.value(u.lap.lap_time) == pytest.approx(lap, rel=1e-6)
+
+    last = max(bundled.s)
+    cap = 0.97 * bundled.q1_dot[last].value
+    u.exit_cap = pyo.Constraint(expr=u.lap.q1_dot[max(u.lap.s)] <= cap)
+    initialize_model(u.lap)              # both from the cold start
+    opt.solve(u, solver_options=TIGHT)
+    assert opt.last_results.extra_info.evaluation == path
+    direct = sector(track, vehicle, dual=False)
+    direct.exit_cap = pyo.Constraint(expr=direct.q1_dot[last] <= cap)
+    rep_d = solve_model(direct, solver="lap_ipopt", options=TIGHT)
+    assert rep_d.ok, rep_d.describe()
+    assert u.lap.q1_dot[max(u.lap.s)].value <= cap * (1 + 1e-7)
+    assert pyo.value(u.lap.lap_time) > lap
+    assert pyo.value(u.lap.lap_time) == pytest.approx(pyo.value(direct.lap_time), rel=1e-6)
+
+
 # --------------------------------------------------------------------------------------------
 # 5. a replaced row and a changed named expression: translated from Pyomo instead
 # --------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from pyomo_lap.post.results import UNITS, trajectory_dataframe
 def reference_dataframe(m) -> pd.DataFrame:
     """The former body of ``trajectory_dataframe`` (full model): ``car_equations`` with
     floats at every point."""
-    p = m.problem.vehicle
+    p = m.vehicle.built_for
     tp = m.problem.track_points
     chain, joints = m.problem.chain, m.problem.track_joints
     sigma = sorted(m.s)

@@ -36,6 +36,26 @@ def test_the_start_multipliers_are_ipopts_of_the_closed_form_optimum():
     assert start_multipliers(m, nlp, {}) is None          # IPOPT reads them only when told
 
 
+@pytest.mark.unit
+def test_the_solver_and_the_initial_guesses_forget_the_same_multipliers():
+    """The solvers' layer names the start-multiplier suffixes itself (it imports nothing of
+    the ocp layer): the same names as the initial guesses empty; after an optimal solve they
+    hold multipliers, and either layer's forget_multipliers empties them all."""
+    from pyomo_lap.ocp import initialize as ocp_init
+    from pyomo_lap.solvers import warm_start as ws
+    assert ws.START_MULTIPLIER_SUFFIXES == ocp_init.START_MULTIPLIER_SUFFIXES
+    for forget in (ws.forget_multipliers, ocp_init.forget_multipliers):
+        m = pyo.ConcreteModel()
+        m.x = pyo.Var(bounds=(1.0, None), initialize=3.0)
+        m.row = pyo.Constraint(expr=m.x ** 2 >= 2.0)
+        m.obj = pyo.Objective(expr=m.x)
+        assert solve_model(m, solver="lap_ipopt", options=TIGHT).ok
+        assert holds_multipliers(m)
+        forget(m)
+        assert not holds_multipliers(m)
+        assert all(len(m.component(n)) == 0 for n in ws.START_MULTIPLIER_SUFFIXES)
+
+
 @pytest.fixture(scope="module")
 def sector():
     """A solved 200 m sector of the default car and its cold solve's figures."""

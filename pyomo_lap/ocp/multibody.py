@@ -212,7 +212,7 @@ def _float_functions(m):
     """A CasADi function of one point's (states, rates, controls, track numbers) giving the
     ten accelerations and the channels, traced once from the same equations (floats)."""
     import casadi as ca
-    p = m.problem.vehicle
+    p = m.vehicle.built_for
     tree = m.problem.chain
     names = STATE_NAMES + RATE_NAMES + veh.CONTROLS
     x = ca.SX.sym("x", len(names))
@@ -330,7 +330,7 @@ def trajectory_dataframe(m):
     df["width_left"] = np.asarray(tp.width_left, dtype=float)
     df["width_right"] = np.asarray(tp.width_right, dtype=float)
     # the VIP (O4 = O5 = O6) in the ground frame: spine + R_01 [0, q2, h_vip + q4]
-    p = m.problem.vehicle
+    p = m.vehicle.built_for
     R = np.asarray(tp.rotation, dtype=float)
     local = np.stack([np.zeros(len(sigma)), vals["q2"], p.h_vip + vals["q4"]], axis=1)
     vip = pos + np.einsum("nij,nj->ni", R, local)

@@ -209,7 +209,7 @@ def set_single_track_vehicle(m, vehicle: veh.VehicleParameters) -> None:
 
 
 def _set_scaling(m) -> None:
-    p = m.problem.vehicle
+    p = m.vehicle.built_for
     sf = m.component("scaling_factor")        # kept when the model's car changes (set_vehicle)
     if sf is None:
         sf = m.scaling_factor = pyo.Suffix(direction=pyo.Suffix.EXPORT)
@@ -257,7 +257,7 @@ def initialize_single_track(m, **kwargs) -> dict:
     dict
         ``{"status", "estimated_time_s", "max_algebraic_residual"}``.
     """
-    p = m.problem.vehicle
+    p = m.vehicle.built_for
     prof = cold_start_profile(m)
     car = CarFunctions(p, model="single-track")
     sigma = np.array(sorted(m.s))
@@ -291,7 +291,7 @@ def trajectory_dataframe(m):
     import math
 
     import pandas as pd
-    p = m.problem.vehicle
+    p = m.vehicle.built_for
     tp = m.problem.track_points
     car = CarFunctions(p, model="single-track")
     sigma = sorted(m.s)
@@ -347,7 +347,7 @@ def warm_start_full(m_full, m_single) -> dict:
         raise ValueError("warm_start_full needs a full model and a solved single-track model")
     initialize_model(m_full)
     initialize_from_solution(m_full, m_single)
-    p = m_full.problem.vehicle
+    p = m_full.vehicle.built_for
     car = CarFunctions(p)
     sigma = np.array(sorted(m_full.s))
     Q = np.zeros((len(sigma), 6))

@@ -467,7 +467,7 @@ def initialize_from_collocation(new, old, car: Optional[CarFunctions] = None) ->
             raise ValueError("initialize_from_collocation needs full models with LAGRANGE-RADAU")
     if abs(new.problem.sector_length - old.problem.sector_length) > 1e-9 or new.problem.options.start != old.problem.options.start:
         raise ValueError("the two models do not cover the same sector")
-    car = car or CarFunctions(old.problem.vehicle)
+    car = car or CarFunctions(old.vehicle.built_for)
     so = np.array(sorted(old.s))
     fe = np.array(sorted(old.s.get_finite_elements()))
     sn = np.array(sorted(new.s))
@@ -621,7 +621,7 @@ def refine_mesh(m, tol: Optional[float] = None, *, defects: Optional[DefectRepor
     bad = {j: k for j, k in also_split.items() if not (isinstance(k, (int, np.integer)) and k >= 1)}
     if bad:
         raise ValueError(f"also_split = {bad!r}: expected element -> parts (an integer >= 1)")
-    before = defects or collocation_defects(m, m.problem.track, m.problem.vehicle)
+    before = defects or collocation_defects(m, m.problem.track, m.vehicle.built_for)
     eps = before.elements["eps"].to_numpy()
     if tol is None:
         tol = 10.0 * float(np.median(eps))
@@ -643,7 +643,7 @@ def refine_mesh(m, tol: Optional[float] = None, *, defects: Optional[DefectRepor
     bounds[-1] = m.problem.sector_length
     opts = {k: m.problem.options[k] for k in m.problem.options}
     opts["element_boundaries"] = tuple(bounds)
-    new = build_model(m.problem.track, m.problem.vehicle, **opts)
+    new = build_model(m.problem.track, m.vehicle.built_for, **opts)
     if m.problem.options.scheme == "LAGRANGE-RADAU":
         initialize_from_collocation(new, m)
     else:
@@ -656,7 +656,7 @@ def refine_mesh(m, tol: Optional[float] = None, *, defects: Optional[DefectRepor
         rep = solve_model(new, solver=solver, options=opts, tee=tee)
         lap_after = float(pyo.value(new.lap_time))
         if rep.ok:
-            after = collocation_defects(new, new.problem.track, new.problem.vehicle)
+            after = collocation_defects(new, new.problem.track, new.vehicle.built_for)
     return RefinementResult(model=new, boundaries=bounds, split=split, before=before, after=after,
                             lap_time_before=lap_before, lap_time_after=lap_after,
                             solve_report=rep)

@@ -166,7 +166,7 @@ def _full_dataframe(m, progress=None) -> pd.DataFrame:
     of :func:`_channel_tape`)."""
     from ..ocp.common import vehicle_of_model
     p = vehicle_of_model(m)       # the car as solved (a free parameter at its optimum)
-    chain = m.problem.chain if p == m.problem.vehicle else veh.build_chain(p)
+    chain = m.problem.chain if p == m.vehicle.built_for else veh.build_chain(p)
     tp = m.problem.track_points
     joints = m.problem.track_joints
     sigma = sorted(m.s)
@@ -352,7 +352,7 @@ def _car_of(m):
     try:
         return vehicle_of_model(m)
     except (AttributeError, ValueError, TypeError):
-        return m.problem.vehicle
+        return m.vehicle.built_for
 
 
 TRACK_COLUMNS = ("s", "x_spine", "y_spine", "z_spine", "width_left", "width_right",

@@ -280,7 +280,7 @@ def lap_time_sensitivities(m, parameters=None, entry_step: float = 1e-4):
     """
     t0 = time.perf_counter()
     prob, dual, zl, zu = _checked_model(m)
-    cfg, p = prob.options, prob.vehicle
+    cfg, p = prob.options, m.vehicle.built_for
     names = list(parameters_of(p))
     wanted = _wanted_parameters(parameters, names)
     rows = _point_lagrangian(m, names, dual)
@@ -387,7 +387,7 @@ def _point_lagrangian(m, names: list, dual) -> _PointLagrangian:
     from ..ocp.full_model import POINT_VARIABLES, TRACK_INPUTS
     from ..vehicle.schema import SymbolicVehicle, field_of
     prob = m.problem
-    p = prob.vehicle
+    p = m.vehicle.built_for
     P = ca.SX.sym("p", len(names))
     sym = SymbolicVehicle(p, {k: P[i] for i, k in enumerate(names)})
     rec = prob.point_rows
@@ -460,7 +460,7 @@ def _entry_speed_part(m, names: list, gw, dual, entry_step: float) -> tuple:
     :func:`pyomo_lap.ocp.common.entry_speed` of step ``entry_step`` (relative), and their
     product, the entry speed's part of :math:`df^*/dp`."""
     prob = m.problem
-    cfg, p = prob.options, prob.vehicle
+    cfg, p = prob.options, m.vehicle.built_for
     dv0_dp, grad_entry = np.zeros(len(names)), np.zeros(len(names))
     first = prob.point_rows.points[0]
     if prob.initial_speed is None or cfg.initial_speed != "quasi-steady":
@@ -817,7 +817,7 @@ def finite_difference(m, parameter: str, rel_step: float = 1e-3, solver: str = "
     from ..solvers.solve import solve_model
 
     prob = m.problem
-    p = prob.vehicle
+    p = m.vehicle.built_for
     value = 1.0 if parameter == "friction_scale" else float(p.value(parameter))
     h = rel_step * abs(value) if value != 0 else rel_step
     opts = dict(FD_SOLVER_OPTIONS if options is None else options)

@@ -372,7 +372,7 @@ def _doc_number(text: str) -> str:
 
 
 def _parse_option_entry(chunk: str, category: str) -> Optional[IpoptOptionDoc]:
-    """One ``\\anchor OPT_<name>`` entry of IPOPT's doxygen option documentation."""
+    r"""One ``\anchor OPT_<name>`` entry of IPOPT's doxygen option documentation."""
     lines = chunk.split("\n")
     name = lines[0][len("\\anchor OPT_"):].strip()
     head = re.match(r"<strong>(.*?)</strong>(?: \(<em>advanced</em>\))?(?::\s*(.*))?$",
@@ -553,7 +553,7 @@ def check_ipopt_option(name: str, value, extra_names=()) -> Tuple[str, Any]:
 # --------------------------------------------------------------------------- problem
 @dataclasses.dataclass
 class IpoptResult:
-    """Outcome of :meth:`IpoptProblem.solve`.
+    r"""Outcome of :meth:`IpoptProblem.solve`.
 
     Attributes
     ----------
@@ -570,14 +570,15 @@ class IpoptResult:
     g : ndarray (m,)
         ``g(x)``.
     mult_g : ndarray (m,)
-        :math:`\\lambda` of :math:`L = f + g^T \\lambda`.
+        :math:`\lambda` of :math:`L = f + g^T \lambda`.
     mult_x_L, mult_x_U : ndarray (n,)
-        :math:`z_L, z_U \\ge 0`.
+        :math:`z_L, z_U \ge 0`.
     iterations : int
         Last ``iter_count`` seen by the intermediate callback (-1 if none).
     interrupted : bool
         True when stopped by a :class:`KeyboardInterrupt` (Ctrl-C, or raised in a callback).
     """
+
     status: int
     status_name: str
     x: np.ndarray
@@ -615,8 +616,8 @@ def _indices(rows, cols, n_rows: int, n_cols: int, what: str):
 
 
 def _viewer(length: int, readonly: bool) -> Callable[[int], np.ndarray]:
-    """address -> (length,) float64 view on that memory; views cached by address (IPOPT uses
-    a few buffers)."""
+    """Map an address to a (length,) float64 view on that memory; views cached by address
+    (IPOPT uses a few buffers)."""
     cache: Dict[int, np.ndarray] = {}
     ctype = _num * length
 
@@ -636,7 +637,7 @@ def _viewer(length: int, readonly: bool) -> Callable[[int], np.ndarray]:
 
 
 class IpoptProblem:
-    """A nonlinear program solved by IPOPT through its C interface.
+    r"""A nonlinear program solved by IPOPT through its C interface.
 
     Parameters
     ----------
@@ -651,14 +652,14 @@ class IpoptProblem:
         0-based pattern of the Hessian of the Lagrangian, lower triangle (``row >= col``).
     objective : ``objective(x) -> float``
     gradient : ``gradient(x, out)``
-        Fills ``out`` (n,) with :math:`\\nabla f(x)`.
+        Fills ``out`` (n,) with :math:`\nabla f(x)`.
     constraints : ``constraints(x, out)``, optional when m == 0
         Fills ``out`` (m,) with :math:`g(x)`.
     jacobian : ``jacobian(x, out)``, optional when m == 0
         Fills ``out`` (nnz_jac,) in the order of ``(jac_rows, jac_cols)``.
     hessian : ``hessian(x, obj_factor, lam, out)`` or None
-        Fills ``out`` (nnz_hess,) with :math:`\\sigma_f \\nabla^2 f + \\sum_i \\lambda_i
-        \\nabla^2 g_i`; None: IPOPT's limited-memory quasi-Newton approximation.
+        Fills ``out`` (nnz_hess,) with :math:`\sigma_f \nabla^2 f + \sum_i \lambda_i
+        \nabla^2 g_i`; None: IPOPT's limited-memory quasi-Newton approximation.
     intermediate : ``intermediate(info) -> bool | None``, optional
         Called at each iteration with a dict (``alg_mod``, ``iter_count``, ``obj_value``,
         ``inf_pr``, ``inf_du``, ``mu``, ``d_norm``, ``regularization_size``, ``alpha_du``,

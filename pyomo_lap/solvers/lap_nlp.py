@@ -237,20 +237,19 @@ def _described(funs, key, free) -> dict:
             "jac_sparsity": (jr, jc), "hess_sparsity": (hr, hc), "free": free, "key": key}
 
 
-def prefetch_point_functions(vehicle, config=None):
-    """Compile, in a background thread, the per-point functions of the model that
-    :func:`pyomo_lap.ocp.build.build_model` will build with ``vehicle`` and ``config``, so that
-    the C compiler runs while Pyomo builds the model (the solve then finds the libraries in
-    the cache). The libraries serve every car of the same structure
-    (:func:`point_functions`): after the first car of a sweep nothing is compiled. Nothing
-    happens without a C compiler, or for a model whose rows are not recorded
-    (``VehicleModel.point_rows`` is None: the point-mass example).
+def prefetch_point_functions(record):
+    """Compile, in a background thread, the per-point functions of recorded rows, so that the
+    C compiler runs while Pyomo builds the model (the solve then finds the libraries in the
+    cache). The libraries serve every car of the same structure (:func:`point_functions`):
+    after the first car of a sweep nothing is compiled. Nothing happens without a C compiler,
+    or without rows (``record`` None: a model whose rows are not recorded, such as the
+    point-mass example).
 
     Parameters
     ----------
-    vehicle : VehicleParameters
-    config : dict, optional
-        OCP options (:data:`pyomo_lap.ocp.build.OCP_CONFIG`), ``model`` among them.
+    record : callable or None
+        ``record() -> PointRows``, called in the thread: the rows the build will record
+        (:func:`pyomo_lap.ocp.build.point_rows_recorder`, which knows the models).
 
     Returns
     -------
@@ -259,10 +258,7 @@ def prefetch_point_functions(vehicle, config=None):
     import threading
 
     from ..util.casadi_compile import find_compiler
-    from ..ocp.build import OCP_CONFIG, vehicle_model
-    cfg = OCP_CONFIG(config or {})
-    rows = vehicle_model(cfg.model).point_rows
-    if find_compiler() is None or rows is None:
+    if find_compiler() is None or record is None:
         return None
 
     def work():
@@ -270,7 +266,7 @@ def prefetch_point_functions(vehicle, config=None):
         # about damaged cache files are given here (the entry is repaired here, once)
         try:
             t0 = time.perf_counter()
-            point_functions(rows(vehicle, cfg), "auto", quiet=True,
+            point_functions(record(), "auto", quiet=True,
                             on_compile=lambda: setattr(thread, "compiling", True))
             if thread.compiling:
                 thread.compile_s = time.perf_counter() - t0
@@ -333,6 +329,16 @@ class TranslationReport:
     generic_families: Dict[str, int] = dataclasses.field(default_factory=dict)
     eliminated: int = 0
     presolve_s: float = 0.0
+
+    @property
+    def evaluation(self) -> str:
+        """How the rows were evaluated: ``"compiled"`` (a pyomo_lap car's recorded rows, per-point
+        functions compiled to C), ``"recorded"`` (its recorded rows in CasADi's virtual machine,
+        when no compiler is found) or ``"translated"`` (every row walked from its Pyomo
+        expression)."""
+        if not self.n_recorded_rows:
+            return "translated"
+        return "compiled" if self.compiled else "recorded"
 
 
 class LapNLP:
@@ -430,8 +436,7 @@ class LapNLP:
         rec, rep.fallback = self._recorded_rows(model)
         recorded = []
         if rec is not None:
-            from ..ocp.point_rows import changed_named_points
-            bad_points = changed_named_points(rec)
+            bad_points = rec.changed_named_points()
             recorded = [(c, i, out) for c, ex, i, out in rec.built
                         if id(c) in active and c.expr is ex and i not in bad_points]
             if bad_points:
@@ -446,24 +451,33 @@ class LapNLP:
 
     @staticmethod
     def _recorded_rows(model):
-        """``(rec, "")`` with the model's :class:`~pyomo_lap.ocp.build.PointRows` if they can be
-        used, else ``(None, why)``."""
-        rec = getattr(getattr(model, "problem", None), "point_rows", None)
-        if rec is None or not getattr(rec, "built", None):
-            return None, ("the model has no recorded rows (not built by pyomo_lap.ocp.build.build_model, "
-                          "or built with the option 'lift'): every row is translated from its "
-                          "expression")
+        """``(rec, "")`` with the recorded rows (:class:`~pyomo_lap.ocp.point_rows.PointRows`)
+        of the pyomo_lap car found in the model's blocks
+        (:func:`pyomo_lap.solvers.car_blocks.recorded_rows`: the model itself, or a block of a
+        user's model) if they can be used, else ``(None, why)``. With more than one car, the
+        first car's rows are compiled and the others' translated."""
+        from .car_blocks import recorded_rows
+        found = recorded_rows(model)
+        found = [(owner, rec) for owner, rec in found if getattr(rec, "built", None)]
+        if not found:
+            return None, ("the model has no recorded rows (no block built by "
+                          "pyomo_lap.ocp.build.build_model, or built with the option 'lift'): "
+                          "every row is translated from its expression")
+        owner, rec = found[0]
         for name, comp in rec.components.items():
-            if model.component(name) is not comp:
+            if owner.component(name) is not comp:
                 return None, (f"the variable component {name!r} was replaced after the model was "
                               "built: every row is translated from its expression")
-        vehicle = getattr(model, "vehicle", None)
+        vehicle = owner.component("vehicle")
         for name, var in rec.vehicle_components.items():
             sec, _, key = name.rpartition(".")
             block = (vehicle.component(sec) if sec else vehicle) if vehicle is not None else None
             if block is None or block.component(key) is not var:
                 return None, (f"the car's parameter m.vehicle.{name} was replaced after the model "
                               "was built: every row is translated from its expression")
+        if len(found) > 1:
+            return rec, (f"{len(found)} pyomo_lap cars in the model: the first one's rows are "
+                         "compiled, the others' translated from their expressions")
         return rec, ""
 
     def _translate(self, generic):
@@ -692,9 +706,8 @@ class LapNLP:
                 W0[:, nw + j] = float(v.value)
                 if not v.fixed:
                     XIDX[needed[:, nw + j], nw + j] = self._var_id(v)
-        from ..ocp.common import entries_at
         for k, comp in enumerate(comps):
-            for i, vd in enumerate(entries_at(comp, rec.points)):
+            for i, vd in enumerate(_entries_at(comp, rec.points)):
                 if vd.value is not None:
                     W0[i, k] = vd.value
                 if needed[i, k]:
@@ -705,8 +718,9 @@ class LapNLP:
         return W0, XIDX
 
     def _scaling(self, model):
-        """``(x_scaling, g_scaling, obj_scaling)`` from the ``scaling_factor`` suffixes (a
-        component's own factor, else its parent component's, else 1); ``(None, None, 1.0)``
+        """``(x_scaling, g_scaling, obj_scaling)`` from the ``scaling_factor`` suffixes.
+
+        A component's own factor, else its parent component's, else 1; ``(None, None, 1.0)``
         without any. (:class:`pyomo.core.base.suffix.SuffixFinder` does the same lookup, at
         twice the time on the default job.)"""
         factors = {}
@@ -788,8 +802,8 @@ class LapNLP:
             out[self._jac_gen] = np.asarray(self._fun_jg(self._gen(x))).ravel()
 
     def hessian(self, x, obj_factor, lam, out) -> None:
-        """Values of the lower-triangle entries of :math:`\\sigma \\nabla^2 f + \\sum \\lambda_i
-        \\nabla^2 g_i` (``hess_rows``, ``hess_cols``) into ``out``."""
+        r"""Values of the lower-triangle entries of :math:`\sigma \nabla^2 f + \sum \lambda_i
+        \nabla^2 g_i` (``hess_rows``, ``hess_cols``) into ``out``."""
         parts = []
         if self._point is not None:
             P = self._point
@@ -844,8 +858,10 @@ class LapNLP:
         self.report.max_verify_error = worst
 
     def _verify_library(self, points) -> dict:
-        r"""Compare the compiled ``point_f``, ``point_fj`` and ``point_h`` with CasADi's
-        virtual machine evaluating the function traced from the same tape
+        r"""Compare the compiled point functions with CasADi's virtual machine.
+
+        The compiled ``point_f``, ``point_fj`` and ``point_h`` against the function traced
+        from the same tape
         (:func:`_reference_function`) at ``points``, at the current values of the variables
         (already in ``W``):
 
@@ -958,6 +974,7 @@ class LapNLP:
         return self
 
     def full_x(self, x) -> np.ndarray:
+        """``x`` itself, as floats (the values of every variable)."""
         return np.asarray(x, dtype=float)
 
     def full_multipliers(self, x, mult_g, mult_x_L, mult_x_U):
@@ -968,6 +985,17 @@ class LapNLP:
         """Write a solution into the model's variables."""
         for vd, v in zip(self.variables, np.asarray(x, dtype=float).tolist()):
             vd.set_value(v, skip_validation=True)
+
+
+def _entries_at(comp, points) -> list:
+    """The entries of a component indexed by the points ``s`` at ``points``, in that order: its
+    items as they are when they are exactly those points in that order (no lookup per point;
+    5400 points x 30 variables on a lap), else one lookup per point."""
+    if len(comp) == len(points):
+        keys, entries = zip(*comp.items()) if len(points) else ((), ())
+        if list(keys) == list(points):
+            return list(entries)
+    return [comp[s] for s in points]
 
 
 def _jacobian_map(jr, jc, n_out, I_, O_, XIDX) -> dict:
@@ -1150,9 +1178,11 @@ def _casadi_quadratic(quad, leaf):
 
 
 def _simple_linear(body):
-    """``(constant, [(var, coef)])`` for the shapes pyomo.dae writes (a variable, a monomial, a
-    LinearExpression, a sum of these and numbers), else None. (Measured on the default job's
-    6720 collocation rows: 28 ms, :func:`pyomo.repn.generate_standard_repn` 63 ms.)"""
+    """``(constant, [(var, coef)])`` for the shapes pyomo.dae writes, else None.
+
+    The shapes: a variable, a monomial, a LinearExpression, a sum of these and numbers.
+    (Measured on the default job's 6720 collocation rows: 28 ms,
+    :func:`pyomo.repn.generate_standard_repn` 63 ms.)"""
     const = 0.0
     terms = []
     stack = [(body, 1.0)]
@@ -1325,30 +1355,35 @@ class ReducedNLP:
         return self._T @ np.asarray(x, dtype=float) + self._c
 
     def objective(self, x) -> float:
+        """The objective at the full point of reduced ``x``."""
         return self.full.objective(self.full_x(x))
 
     def gradient(self, x, out) -> None:
+        """The objective's gradient in the reduced variables (chain rule) into ``out``."""
         self.full.gradient(self.full_x(x), self._gradf)
         out[:] = self._TT @ self._gradf
 
     def constraints_eval(self, x, out) -> None:
+        """The kept rows' values into ``out``."""
         self.full.constraints_eval(self.full_x(x), self._gf)
         out[:] = self._gf[self._rows_kept]
 
     def jacobian(self, x, out) -> None:
+        """The kept rows' Jacobian values in the reduced variables into ``out``."""
         self.full.jacobian(self.full_x(x), self._jf)
         out[:] = self._MJ @ self._jf
 
     def hessian(self, x, obj_factor, lam, out) -> None:
+        """The reduced Lagrangian's Hessian values (lower triangle) into ``out``."""
         self._lam[self._rows_kept] = lam
         self.full.hessian(self.full_x(x), obj_factor, self._lam, self._hf)
         out[:] = self._MH @ self._hf
 
     def full_multipliers(self, x, mult_g, mult_x_L, mult_x_U):
-        """Multipliers of the full problem: the kept rows' as given, the eliminated rows'
-        from :math:`\\partial L/\\partial v = 0` in each eliminated variable :math:`v`
-        (which has no bounds), i.e. :math:`\\lambda_r = -(\\partial f/\\partial v +
-        \\sum_{k \\ne r} \\lambda_k \\partial g_k/\\partial v) / a_{rv}`.
+        r"""Multipliers of the full problem: the kept rows' as given, the eliminated rows'
+        from :math:`\partial L/\partial v = 0` in each eliminated variable :math:`v`
+        (which has no bounds), i.e. :math:`\lambda_r = -(\partial f/\partial v +
+        \sum_{k \ne r} \lambda_k \partial g_k/\partial v) / a_{rv}`.
 
         Returns
         -------

@@ -121,7 +121,7 @@ _STATUS = {
 
 @contextlib.contextmanager
 def _tuned_process(enabled: bool = True):
-    """Process settings for a large IPOPT solve, restored afterwards (Linux, glibc):
+    """Process settings for a large IPOPT solve, restored afterwards (Linux, glibc).
 
     * glibc's allocator keeps freed memory and does not use ``mmap`` for large blocks
       (``mallopt``: ``M_MMAP_MAX = 0``, ``M_TRIM_THRESHOLD`` 2 GB, ``M_TOP_PAD`` 256 MB).
@@ -300,8 +300,17 @@ class LapIpopt(SolverBase):
     ``solve(model, tee=False, load_solutions=True, solver_options=None, ...)`` returns a
     :class:`pyomo.contrib.solver.common.results.Results`; ``results.solver_log`` is IPOPT's
     log, ``results.extra_info`` holds ``iteration_count``, ``ipopt_status``, the translation
-    report (sizes, times, checks) and the time split of the solve (``ipopt_s``,
-    ``function_s`` by callback, ``translate_s``, ``compile_s``).
+    report (sizes, times, checks), ``evaluation`` (how the rows were evaluated:
+    :attr:`pyomo_lap.solvers.lap_nlp.TranslationReport.evaluation`) and the time split of the
+    solve (``ipopt_s``, ``function_s`` by callback, ``translate_s``, ``compile_s``). The solver
+    keeps the last solve's results as ``last_results``: through ``pyomo.environ.SolverFactory``
+    (whose results do not carry ``extra_info``), ``opt.last_results.extra_info.evaluation``.
+
+    A pyomo_lap model is found through Pyomo's component tree (its car block ``m.vehicle``,
+    :mod:`pyomo_lap.solvers.car_blocks`): a user's model that holds one as a block
+    (``u.lap = build_model(track, car)``, with the user's own rows and objective) gets the
+    compiled evaluation of its car's rows, and every car takes the parameters its ``m.vehicle``
+    holds before the solve (``m.vehicle.refresh()``).
 
     Raises
     ------
@@ -318,8 +327,10 @@ class LapIpopt(SolverBase):
 
     def __init__(self, **kwds):
         super().__init__(**kwds)
+        self.last_results = None
 
     def available(self) -> Availability:
+        """Whether IPOPT's library and CasADi can be loaded."""
         try:
             from .ipopt_lib import load_ipopt_library
             load_ipopt_library()
@@ -329,6 +340,7 @@ class LapIpopt(SolverBase):
         return Availability.FullLicense
 
     def version(self):
+        """IPOPT's version (a tuple), or None when its library cannot be loaded."""
         from .ipopt_lib import ipopt_version
         try:
             return ipopt_version()
@@ -336,9 +348,10 @@ class LapIpopt(SolverBase):
             return None
 
     def solve(self, model, **kwds) -> Results:
-        from ..ocp.build import sync_vehicle
+        """Solve ``model`` (class docstring)."""
+        from .car_blocks import refresh_cars
         start = time.perf_counter()
-        sync_vehicle(model)      # the car's parameters as m.vehicle holds them
+        refresh_cars(model)      # every pyomo_lap car takes its parameters as m.vehicle holds them
         results = Results()
         results.timing_info.start_timestamp = datetime.datetime.now(datetime.timezone.utc)
         results.solver_name = self.name
@@ -373,6 +386,7 @@ class LapIpopt(SolverBase):
             results.solution_loader.load_solution()
         results.solver_config = config
         results.timing_info.wall_time = time.perf_counter() - start
+        self.last_results = results      # also for pyomo.environ.SolverFactory's legacy results
         return results
 
     def _config(self, kwds):
@@ -542,6 +556,7 @@ def _fill_results(results, model, nlp, res, log, timers, counts) -> None:
     info.iteration_count = res.iterations
     info.ipopt_status = res.status_name
     info.translation = nlp.report
+    info.evaluation = nlp.report.evaluation
     info.function_s = dict(timers)
     info.function_calls = dict(counts)
     info.translate_s = nlp.report.translate_s

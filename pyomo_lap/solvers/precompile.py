@@ -17,7 +17,7 @@ COMPILE_AHEAD = (("open sector", {"periodic": False}, False),
                  ("closed lap, setup optimization", {"periodic": True}, True))
 
 
-def compile_ahead(vehicle="fsae", jobs=None, echo=print) -> list:
+def compile_ahead(vehicle="fsae", jobs=None, echo=print, *, record) -> list:
     """Compile the point functions of the full model for ``jobs`` now; ``vehicle`` only
     names the car of the recording (the libraries serve every car).
 
@@ -28,6 +28,9 @@ def compile_ahead(vehicle="fsae", jobs=None, echo=print) -> list:
         Default :data:`COMPILE_AHEAD`.
     echo : callable
         One line per job.
+    record : callable
+        ``record(vehicle, options) -> PointRows``: the rows a build records
+        (:func:`pyomo_lap.ocp.build.record_rows`; this layer does not import the models).
 
     Returns
     -------
@@ -39,7 +42,6 @@ def compile_ahead(vehicle="fsae", jobs=None, echo=print) -> list:
     RuntimeError
         No C compiler (the solves then run in CasADi's virtual machine; nothing to compile).
     """
-    from ..ocp.build import OCP_CONFIG, vehicle_model
     from ..util.casadi_compile import find_compiler
     from ..vehicle.car import load_vehicle
     from .lap_nlp import point_functions
@@ -49,7 +51,7 @@ def compile_ahead(vehicle="fsae", jobs=None, echo=print) -> list:
     p = load_vehicle(vehicle) if isinstance(vehicle, (str, os.PathLike)) else vehicle
     out = []
     for label, options, free in COMPILE_AHEAD if jobs is None else jobs:
-        rec = vehicle_model("full").point_rows(p, OCP_CONFIG(options))
+        rec = record(p, {"model": "full", **options})
         t0 = time.perf_counter()
         compiled = []
         funs = point_functions(rec, "auto", quiet=True, free=free,

@@ -85,8 +85,8 @@ _ESCAPE = re.compile(r"\\x([0-9A-Fa-f]{2})")
 
 
 def decode_solver_message(text) -> str:
-    """A solver message with its ``\\xHH`` escapes decoded: AMPL solution files escape the
-    colon, which Pyomo passes on (``'Ipopt 3.11.9\\x3a Optimal Solution Found'`` ->
+    r"""A solver message with its ``\xHH`` escapes decoded: AMPL solution files escape the
+    colon, which Pyomo passes on (``'Ipopt 3.11.9\x3a Optimal Solution Found'`` ->
     ``'Ipopt 3.11.9: Optimal Solution Found'``). Other text is unchanged."""
     if not text:
         return "" if text is None else str(text)
@@ -154,6 +154,7 @@ class SolveReport:
     warm_start: str = "cold"
 
     def __post_init__(self):
+        """Decode the messages; the kind, explanation and hint of a failure."""
         self.message = decode_solver_message(self.message)
         self.exit_message = decode_solver_message(self.exit_message)
         if not self.kind:
@@ -352,9 +353,12 @@ def parse_solver_options(pairs) -> dict:
     ValueError
         An item without ``=`` or with an empty key (the message names the item).
     """
-    from ..ocp.options import key_value_pairs
     out = {}
-    for key, val in key_value_pairs(pairs, "solver option ", "max_iter=500"):
+    for item in pairs or ():
+        key, sep, val = str(item).partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"solver option {item!r}: expected KEY=VALUE, e.g. max_iter=500")
+        key, val = key.strip(), val.strip()
         for conv in (int, float):
             try:
                 out[key] = conv(val)
@@ -606,8 +610,8 @@ def solve_model(m, solver: str = DEFAULT_SOLVER, options: Optional[dict] = None,
     restoration failure, evaluation error, bad option, ...), with a hint.
     """
     opt = ensure_solver(solver)
-    from ..ocp.build import sync_vehicle
-    sync_vehicle(m)          # the car's parameters as m.vehicle holds them
+    from .car_blocks import refresh_cars
+    refresh_cars(m)          # every pyomo_lap car takes its parameters as m.vehicle holds them
     opts = dict(DEFAULT_IPOPT_OPTIONS) if solver in ASL_SOLVERS else {}
     from . import warm_start as ws
     if not (warm_start and solver in ws.WARM_START_SOLVERS):
@@ -626,15 +630,14 @@ def solve_model(m, solver: str = DEFAULT_SOLVER, options: Optional[dict] = None,
             ws.keep_multipliers(m)
             return first
         restore()            # from the same point again, cold
-    from ..ocp.initialize import forget_multipliers
     if "warm_start_init_point" not in (options or {}):
-        forget_multipliers(m)            # a cold solve (the caller's own warm start keeps them)
+        ws.forget_multipliers(m)            # a cold solve (the caller's own warm start keeps them)
     report = _solve_once(m, opt, solver, {**opts, **(options or {})}, tee, load_partial,
                          intermediate)
     if report.ok:
         ws.keep_multipliers(m)
     else:
-        forget_multipliers(m)            # the point loaded is not the multipliers' optimum
+        ws.forget_multipliers(m)         # the point loaded is not the multipliers' optimum
     if first is not None:
         report.warm_start = (f"cold after a failed warm start ({first.kind}, "
                              f"{first.iterations} iterations, {first.solve_time_s:.1f} s)")
