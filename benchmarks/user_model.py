@@ -7,7 +7,7 @@ affects both alike):
 * A, bundled: ``solve_model(m, solver="lap_ipopt")`` on the built model;
 * B, wrapped: the same model as a block of a user's ``ConcreteModel`` (``u.lap = m``), solved by
   ``pyomo.environ.SolverFactory("lap_ipopt").solve(u)``: the car's recorded rows are found
-  through Pyomo's component tree (:mod:`pyomo_lap.solvers.car_blocks`).
+  through Pyomo's component tree (:mod:`pyomo_lap.solvers.lap.car_blocks`).
 
 Printed per solve: wall time (translation + IPOPT), the translation's and IPOPT's share,
 iterations, lap time and how the rows were evaluated; then the ratio of the medians of B to A

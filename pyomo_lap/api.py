@@ -540,7 +540,7 @@ class OptionValueError(ValueError):
 
 def prefetch_options(cfg, ocp_options: Optional[dict] = None) -> Optional[dict]:
     """The OCP options of a job (:func:`job_options`) that decide its recorded rows, as
-    :func:`pyomo_lap.solvers.lap_nlp.prefetch_point_functions` takes them: ``model``,
+    :func:`pyomo_lap.solvers.lap.compiled.prefetch_point_functions` takes them: ``model``,
     ``periodic``, ``initial_speed`` and the ``ocp_options`` (given already checked, or
     checked here); None when the job does not solve with compiled functions (a solver other
     than the default ``lap_ipopt``, or its option ``compile=vm``)."""
@@ -848,7 +848,7 @@ def _build_or_reuse(job) -> None:
         # the compiled per-point functions of this car: the C compiler runs while Pyomo builds
         # (nothing to do when a car of the same structure compiled them before)
         from .ocp.build import point_rows_recorder
-        from .solvers.lap_nlp import prefetch_point_functions
+        from .solvers.lap.compiled import prefetch_point_functions
         compiling = prefetch_point_functions(point_rows_recorder(p, compiled))
     job.build_kwargs = dict(start=job.start, length=job.length, nfe=cfg.nfe, ncp=cfg.ncp,
                             scheme=cfg.scheme, initial_speed=cfg.initial_speed,

@@ -95,7 +95,7 @@ def test_one_function_gives_each_cars_rows(cars):
 
 @pytest.mark.component
 def test_a_second_car_loads_the_compiled_library_without_compiling(cars, tmp_path, monkeypatch):
-    from pyomo_lap.solvers.lap_nlp import point_functions
+    from pyomo_lap.solvers.lap.compiled import point_functions
     from pyomo_lap.util.casadi_compile import find_compiler
     if find_compiler() is None:
         pytest.fail("no C compiler: the compiled path cannot be checked (install gcc)")
@@ -133,7 +133,7 @@ def test_two_threads_asking_at_once_compile_once(cars, tmp_path, monkeypatch):
     other waits and loads the same libraries; both get compiled functions."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from pyomo_lap.solvers.lap_nlp import point_functions
+    from pyomo_lap.solvers.lap.compiled import point_functions
     from pyomo_lap.util.casadi_compile import find_compiler, library_suffix
     if find_compiler() is None:
         pytest.fail("no C compiler: the compiled path cannot be checked (install gcc)")
@@ -157,12 +157,12 @@ def test_compile_ahead_makes_the_first_solve_find_its_functions(tmp_path, monkey
 
     from pyomo_lap.cli import main
     from pyomo_lap.ocp.build import point_rows_recorder
-    from pyomo_lap.solvers.lap_nlp import point_functions_cached, prefetch_point_functions
+    from pyomo_lap.solvers.lap.compiled import point_functions_cached, prefetch_point_functions
     from pyomo_lap.util.casadi_compile import find_compiler
     if find_compiler() is None:
         pytest.fail("no C compiler: the set-up's compile step and this test need one")
     monkeypatch.setenv("PYOMO_LAP_CACHE", str(tmp_path / "cache"))
-    import pyomo_lap.solvers.precompile as precompile
+    import pyomo_lap.solvers.lap.precompile as precompile
     monkeypatch.setattr(precompile, "COMPILE_AHEAD", precompile.COMPILE_AHEAD[:1])   # one job: 4 s
     p = load_vehicle("fsae")
     rec = record_point_rows(p, OCP_CONFIG({"periodic": False}))

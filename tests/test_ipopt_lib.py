@@ -1,4 +1,4 @@
-"""Tests of :mod:`pyomo_lap.solvers.ipopt_lib`, the ctypes binding to IPOPT's C interface.
+"""Tests of :mod:`pyomo_lap.solvers.lap.ipopt_c`, the ctypes binding to IPOPT's C interface.
 
 The test problem is HS071, the example of IPOPT's documentation::
 
@@ -17,8 +17,8 @@ import signal
 import numpy as np
 import pytest
 
-from pyomo_lap.solvers import ipopt_lib
-from pyomo_lap.solvers.ipopt_lib import IpoptProblem
+from pyomo_lap.solvers.lap import ipopt_c, ipopt_problem
+from pyomo_lap.solvers.lap.ipopt_problem import IpoptProblem
 
 pytestmark = pytest.mark.component
 
@@ -118,13 +118,13 @@ def unraisable(monkeypatch):
 def free_calls(monkeypatch):
     """Count the calls of FreeIpoptProblem."""
     calls = []
-    original = ipopt_lib._free_problem
+    original = ipopt_c._free_problem
 
     def counting(lib, handle):
         calls.append(handle)
         original(lib, handle)
 
-    monkeypatch.setattr(ipopt_lib, "_free_problem", counting)
+    monkeypatch.setattr(ipopt_c, "_free_problem", counting)
     return calls
 
 
@@ -248,7 +248,7 @@ def test_exception_in_callback_is_reraised_and_problem_freed(free_calls, unraisa
         prob.solve(X0)
     assert excinfo.value is boom
     partial = excinfo.value.ipopt_result
-    assert isinstance(partial, ipopt_lib.IpoptResult) and not partial.interrupted
+    assert isinstance(partial, ipopt_problem.IpoptResult) and not partial.interrupted
     assert cb.calls["g"] == 3   # no user callback was called after the failure
     assert not partial.success
     assert len(free_calls) == 1 and unraisable == []
@@ -338,7 +338,7 @@ def test_keyboard_interrupt_in_callback(free_calls, unraisable, call):
         prob.solve(X0)
     partial = excinfo.value.ipopt_result
     # the failed evaluation makes IPOPT stop at once (Invalid_Number_Detected)
-    assert partial.interrupted and not partial.success and partial.status in ipopt_lib.RETURN_STATUS
+    assert partial.interrupted and not partial.success and partial.status in ipopt_c.RETURN_STATUS
     assert cb.calls["grad"] == call and sum(cb.calls.values()) < 6 * call
     assert len(free_calls) == 1 and unraisable == []
     if call > 2:   # past the starting point: the last iterate, not x0
@@ -395,9 +395,9 @@ def test_ipopt_opt_file_overrides_options_unless_disabled(tmp_path, monkeypatch)
 
 
 def test_ipopt_version():
-    assert ipopt_lib.ipopt_version()[:2] == (3, 14)
-    assert ipopt_lib.RETURN_STATUS[5] == "User_Requested_Stop"
-    assert ipopt_lib.STATUS_CODE["Maximum_WallTime_Exceeded"] == -5
+    assert ipopt_c.ipopt_version()[:2] == (3, 14)
+    assert ipopt_c.RETURN_STATUS[5] == "User_Requested_Stop"
+    assert ipopt_c.STATUS_CODE["Maximum_WallTime_Exceeded"] == -5
 
 
 def test_output_file_has_iteration_log_and_console_is_quiet(tmp_path, capfd):
@@ -454,21 +454,21 @@ def test_problem_definition_is_checked():
 
 
 def test_library_lookup(monkeypatch, tmp_path):
-    monkeypatch.delenv(ipopt_lib.ENV_VAR, raising=False)
-    found = ipopt_lib.find_ipopt_library()
+    monkeypatch.delenv(ipopt_c.ENV_VAR, raising=False)
+    found = ipopt_c.find_ipopt_library()
     assert found.is_file() and "ipopt" in found.name
-    monkeypatch.setenv(ipopt_lib.ENV_VAR, str(found))
-    assert ipopt_lib.find_ipopt_library() == found
-    monkeypatch.setenv(ipopt_lib.ENV_VAR, str(tmp_path / "nothing.so"))
-    with pytest.raises(ipopt_lib.IpoptLibraryNotFound, match=ipopt_lib.ENV_VAR):
-        ipopt_lib.find_ipopt_library()
-    monkeypatch.delenv(ipopt_lib.ENV_VAR)
-    monkeypatch.setattr(ipopt_lib, "_casadi_library", lambda: (None, "not installed"))
-    monkeypatch.setattr(ipopt_lib.ctypes.util, "find_library", lambda name: None)
-    with pytest.raises(ipopt_lib.IpoptLibraryNotFound, match="pip install casadi") as excinfo:
-        ipopt_lib.find_ipopt_library()
-    assert isinstance(excinfo.value, RuntimeError) and ipopt_lib.ENV_VAR in str(excinfo.value)
+    monkeypatch.setenv(ipopt_c.ENV_VAR, str(found))
+    assert ipopt_c.find_ipopt_library() == found
+    monkeypatch.setenv(ipopt_c.ENV_VAR, str(tmp_path / "nothing.so"))
+    with pytest.raises(ipopt_c.IpoptLibraryNotFound, match=ipopt_c.ENV_VAR):
+        ipopt_c.find_ipopt_library()
+    monkeypatch.delenv(ipopt_c.ENV_VAR)
+    monkeypatch.setattr(ipopt_c, "_casadi_library", lambda: (None, "not installed"))
+    monkeypatch.setattr(ipopt_c.ctypes.util, "find_library", lambda name: None)
+    with pytest.raises(ipopt_c.IpoptLibraryNotFound, match="pip install casadi") as excinfo:
+        ipopt_c.find_ipopt_library()
+    assert isinstance(excinfo.value, RuntimeError) and ipopt_c.ENV_VAR in str(excinfo.value)
     not_ipopt = tmp_path / "libnot.so"
     not_ipopt.write_bytes(b"not a library")
-    with pytest.raises(ipopt_lib.IpoptLibraryNotFound, match="could not be loaded"):
-        ipopt_lib.load_ipopt_library(not_ipopt)
+    with pytest.raises(ipopt_c.IpoptLibraryNotFound, match="could not be loaded"):
+        ipopt_c.load_ipopt_library(not_ipopt)

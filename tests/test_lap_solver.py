@@ -1,4 +1,4 @@
-"""Tests of the ``lap_ipopt`` solver (:mod:`pyomo_lap.solvers.lap_solver`, :mod:`pyomo_lap.solvers.lap_nlp`).
+"""Tests of the ``lap_ipopt`` solver (:mod:`pyomo_lap.solvers.lap.solver`, :mod:`pyomo_lap.solvers.lap.nlp`).
 
 The fast path is checked against things computed without it:
 
@@ -35,8 +35,9 @@ from pyomo.core.expr.numeric_expr import Expr_ifExpression
 
 import pyomo_lap  # noqa: F401  (registers lap_ipopt)
 from pyomo_lap import build_model, initialize_model, load_track, load_vehicle
-from pyomo_lap.solvers.lap_nlp import LapNLP, RecordedRowsMismatch
-from pyomo_lap.solvers.lap_solver import LapIpopt
+from pyomo_lap.solvers.lap.nlp import LapNLP
+from pyomo_lap.solvers.lap.checks import RecordedRowsMismatch
+from pyomo_lap.solvers.lap.solver import LapIpopt
 from pyomo_lap.solvers.solve import DEFAULT_IPOPT_OPTIONS, SolverNotFoundError, ensure_solver, solve_model
 
 SECTOR = dict(start=500, length=150, nfe=10, ncp=2)
@@ -729,7 +730,7 @@ def test_quadratic_objectives_are_read_exactly_and_others_refused():
     """The quadratic reader of the objective (pyomo.repn's standard representation, as
     sparse products instead of a CasADi call per node) against Pyomo's own evaluation at
     random points; non-quadratic shapes give None (they go through the general translation)."""
-    from pyomo_lap.solvers.lap_nlp import _quadratic
+    from pyomo_lap.solvers.lap.nlp import _quadratic
     m = pyo.ConcreteModel()
     m.x = pyo.Var(range(4))
     m.z = pyo.Var(initialize=0.3)
@@ -762,7 +763,7 @@ def test_quadratic_objective_path_matches_the_general_translation(track, vehicle
     value, gradient and Hessian of the Lagrangian at a random point."""
     import scipy.sparse as sps
 
-    import pyomo_lap.solvers.lap_nlp as ln
+    import pyomo_lap.solvers.lap.nlp as ln
     m = build_model(track, vehicle, **SECTOR, named_subexpressions=False)
     initialize_model(m)
     a = LapNLP(m)

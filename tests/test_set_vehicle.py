@@ -16,7 +16,7 @@ import pytest
 from pyomo_lap import load_track, load_vehicle
 from pyomo_lap.ocp.build import build_model, set_vehicle
 from pyomo_lap.ocp.initialize import initialize_model
-from pyomo_lap.solvers.lap_nlp import evaluate_expression
+from pyomo_lap.solvers.lap.checks import evaluate_expression
 
 SECTOR = {"start": 1200.0, "length": 300.0, "nfe": 30}
 
@@ -269,7 +269,7 @@ def test_a_solve_after_the_change_ends_where_a_new_build_ends(tmp_path):
     assert again["build_time_s"] < first["build_time_s"]
     assert again["iterations"] == fresh["iterations"]
     # the fast path used the recorded rows after the change, as for the new build
-    from pyomo_lap.solvers.lap_nlp import LapNLP
+    from pyomo_lap.solvers.lap.nlp import LapNLP
     nlp = LapNLP(m, compile="vm")
     assert nlp.report.fallback == "" and nlp.report.n_recorded_rows > 0
     assert again["lap_time_s"] == pytest.approx(fresh["lap_time_s"], rel=1e-10)

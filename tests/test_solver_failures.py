@@ -23,7 +23,8 @@ from pyomo_lap.post import results as res_mod
 from pyomo_lap.post.folders import MANIFEST
 from pyomo_lap.api import ResultsNotWrittenError, _write_or_fallback
 from pyomo_lap.cli import main
-from pyomo_lap.solvers.solve import SolveReport, SolverNotFoundError
+from pyomo_lap.solvers.report import SolveReport
+from pyomo_lap.solvers.solve import SolverNotFoundError
 
 from _folders import write_manifest  # noqa: E402 (tests/_folders.py)
 
@@ -236,7 +237,7 @@ def test_missing_solver_is_reported_before_building(tmp_path, no_ipopt):
 @pytest.mark.unit
 def test_missing_ipopt_library_is_reported_before_building(tmp_path, monkeypatch):
     from pyomo.contrib.solver.common.base import Availability
-    monkeypatch.setattr("pyomo_lap.solvers.lap_solver.LapIpopt.available", lambda self: Availability.NotFound)
+    monkeypatch.setattr("pyomo_lap.solvers.lap.solver.LapIpopt.available", lambda self: Availability.NotFound)
     out = earlier_results(tmp_path / "results")
     r = CliRunner().invoke(main, ["solve", "--length", "100", "--nfe", "5", "--out", str(out)])
     assert r.exit_code == 2 and isinstance(r.exception, SystemExit)

@@ -363,7 +363,7 @@ def record_rows(vehicle, config: Optional[dict] = None):
     (OCP options, ``model`` among them), without building a model: a
     :class:`~pyomo_lap.ocp.point_rows.PointRows`, or None for a vehicle model whose rows are
     not recorded (``VehicleModel.point_rows`` is None). What
-    :func:`pyomo_lap.solvers.precompile.compile_ahead` compiles."""
+    :func:`pyomo_lap.solvers.lap.precompile.compile_ahead` compiles."""
     cfg = OCP_CONFIG(config or {})
     rows = vehicle_model(cfg.model).point_rows
     return None if rows is None else rows(vehicle, cfg)
@@ -372,7 +372,7 @@ def record_rows(vehicle, config: Optional[dict] = None):
 def point_rows_recorder(vehicle, config: Optional[dict] = None):
     """``record() -> PointRows``: :func:`record_rows` of ``vehicle`` and ``config`` to be called
     later (the options checked now), or None when the model's rows are not recorded; what
-    :func:`pyomo_lap.solvers.lap_nlp.prefetch_point_functions` runs in its thread."""
+    :func:`pyomo_lap.solvers.lap.compiled.prefetch_point_functions` runs in its thread."""
     import functools
     cfg = OCP_CONFIG(config or {})
     rows = vehicle_model(cfg.model).point_rows

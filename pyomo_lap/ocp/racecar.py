@@ -361,7 +361,7 @@ def record_racecar_rows(p: RacecarParameters, cfg=None, eps: float = THRUST_EPS)
 def _attach_recorded_rows(m, p, cfg, tp, sigma, kappa, eps: float) -> None:
     """Record the rows (:func:`record_racecar_rows`) and tie them to the model's constraints
     ``m.ode``, ``m.friction``, ``m.power_limit`` as built (``m.problem.point_rows``, what
-    :class:`pyomo_lap.solvers.lap_nlp.LapNLP` checks and evaluates: the track numbers with the
+    :class:`pyomo_lap.solvers.lap.nlp.LapNLP` checks and evaluates: the track numbers with the
     curvature as each point's element sees it, ``kappa``; the named Expressions of
     :data:`QUANTITIES`, whose change sends their points' rows back to the generic translation)."""
     rec = record_racecar_rows(p, cfg, eps)

@@ -77,7 +77,7 @@ class VehicleModel:
         ``point_rows(vehicle, cfg) -> pyomo_lap.ocp.full_model.PointRows``: the rows of one
         point recorded on a tape, as ``build`` records them, without building a model (models
         whose rows are recorded: the fast path compiles them, and
-        :func:`pyomo_lap.solvers.lap_nlp.prefetch_point_functions` can compile them ahead of
+        :func:`pyomo_lap.solvers.lap.compiled.prefetch_point_functions` can compile them ahead of
         the build, e.g. once for all the cars of a sweep). None: rows written as Pyomo
         expressions only.
     set_vehicle : callable, optional

@@ -21,7 +21,7 @@ the Lagrangian at the optimum (x and the multipliers held fixed):
                       + \sum_j z_{U,j}\frac{\partial x_{U,j}}{\partial p}
                       + \frac{\partial f^*}{\partial v_0}\,\frac{dv_0}{dp}
 
-in Pyomo's sign conventions (those of :mod:`pyomo_lap.solvers.lap_solver`): the dual
+in Pyomo's sign conventions (those of :mod:`pyomo_lap.solvers.lap.solver`): the dual
 :math:`y_i` of a row is :math:`\partial f^*/\partial b_i`, ``ipopt_zL_out`` :math:`\ge 0` and
 ``ipopt_zU_out`` :math:`\le 0` are :math:`\partial f^*` over the active lower / upper bound.
 It holds where the active set does not change with :math:`p` (strict complementarity) and the
@@ -524,7 +524,7 @@ def _sector_time_adjoint(m, rows: _PointLagrangian, bsym: dict, bound_mult, v0):
     the Lagrangian, :math:`A` the Jacobian of the equality rows, of the active inequality rows
     and of the active bounds). With :math:`K [u; v] = [\nabla T; 0]`:
     :math:`dT/dp = -(u^T \nabla^2_{xp} L + v^T \partial c_A/\partial p)`. :math:`H`, :math:`A`
-    come from :class:`pyomo_lap.solvers.lap_nlp.LapNLP` (the compiled functions of the
+    come from :class:`pyomo_lap.solvers.lap.nlp.LapNLP` (the compiled functions of the
     solve), :math:`\nabla^2_{xp} L` and :math:`\partial c/\partial p` from the per-point rows
     with symbolic parameters (AD, ``rows``). A row or bound is active when its scaled
     multiplier exceeds its scaled slack (their product is IPOPT's final barrier parameter).
@@ -551,7 +551,7 @@ def _sector_time_adjoint(m, rows: _PointLagrangian, bsym: dict, bound_mult, v0):
     RuntimeError
         The KKT system is singular or its solve inaccurate (residual above 1e-8).
     """
-    from ..solvers.lap_nlp import LapNLP
+    from ..solvers.lap.nlp import LapNLP
 
     t0 = time.perf_counter()
     nlp = LapNLP(m, verify_points=2)

@@ -16,7 +16,7 @@ bounds' interior by IPOPT's warm-start default, so that a change of the problem 
 parameter fixed to another value, :func:`pyomo_lap.ocp.build.set_vehicle`, a parameter freed
 or a constraint added) costs fewer iterations than a cold solve (20 against 27 on the default job after ``Cz1``
 0.536 -> 0.6; docs/warm_start.md). ``lap_ipopt`` reads
-the suffixes itself (:func:`pyomo_lap.solvers.lap_solver.start_multipliers`); the classic
+the suffixes itself (:func:`pyomo_lap.solvers.lap.solver.start_multipliers`); the classic
 ``ipopt`` executable gets them through the NL file. A constraint added since has no
 multiplier yet and starts at 0. Every new initial guess (:mod:`pyomo_lap.ocp.initialize`,
 :func:`pyomo_lap.post.results.load_solution`) empties the suffixes

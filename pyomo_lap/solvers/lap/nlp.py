@@ -1,7 +1,7 @@
 r"""A built Pyomo model as the arrays and callbacks of a nonlinear program, evaluated by
 compiled CasADi functions.
 
-This is the translation step of the fast solver path (:mod:`pyomo_lap.solvers.lap_solver`). It takes
+This is the translation step of the fast solver path (:mod:`pyomo_lap.solvers.lap.solver`). It takes
 any Pyomo model with one objective and continuous variables; what it makes fast is the
 structure of a pyomo_lap model:
 
@@ -43,13 +43,9 @@ bodies with bounds ``g_lb <= g(x) <= g_ub``; the Lagrangian is
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import math
 import os
-import threading
 import time
-import warnings
 from typing import Dict, Optional
 
 import numpy as np
@@ -59,250 +55,13 @@ from pyomo.common.numeric_types import native_numeric_types
 from pyomo.core.expr.numeric_expr import (LinearExpression, MonomialTermExpression,
                                           NegationExpression, SumExpression)
 
-__all__ = ["LapNLP", "ReducedNLP", "RecordedRowsMismatch", "CompiledLibraryMismatch",
-           "evaluate_expression", "point_functions", "prefetch_point_functions",
-           "point_functions_cached"]
+from . import compiled
+from .checks import RowChecks
+
+__all__ = ["LapNLP", "TranslationReport"]
 
 _INF = 1e20
 
-LIBRARY_TOLERANCE = 1e-7
-"""Largest relative difference accepted between a compiled point function and CasADi's
-virtual machine on the same function, before a solve. Measured: below 1e-13 for the rows and
-their derivatives of the default job; up to 6e-9 for the Hessian of the setup optimization
-(the car's parameters free: sums of many terms that cancel, evaluated in another order by the
-compiled code); a library with constants changed by 5 % differs by 1e-2."""
-
-ROWS_TOLERANCE = 1e-9
-"""Largest relative difference accepted between a recorded row and its Pyomo expression."""
-
-_POINT_FUNCTIONS = ("point_f", "point_fj", "point_h")
-
-
-class RecordedRowsMismatch(RuntimeError):
-    """The model's expressions and the recorded rows give different residuals: the fast
-    path refuses to solve (the message names the row, the point and both values)."""
-
-
-class CompiledLibraryMismatch(RecordedRowsMismatch):
-    """A compiled library of the per-point functions does not compute what the function it
-    was compiled from computes (CasADi's virtual machine on the function traced from the same
-    tape). Kept for code that catches it: :class:`LapNLP` no longer raises it (a library that
-    differs is rebuilt in the same run, and CasADi's virtual machine is used when the rebuilt
-    one differs still).
-
-    Attributes
-    ----------
-    library : Path
-        The removed library.
-    explanation, hint : str
-        What happened and what to do, in words (:class:`pyomo_lap.solvers.solve.SolveReport`).
-    """
-
-    def __init__(self, message: str, library=None):
-        super().__init__(message)
-        self.library = library
-        self.explanation = message
-        self.hint = ("run again: the library is compiled anew on the next run; if this happens "
-                     "again, solve without compiled code (--solver-option compile=vm; Python: "
-                     "solver_options={'compile': 'vm'}) and report it")
-
-
-def evaluate_expression(expr, memo: Optional[dict] = None) -> float:
-    """Value of a Pyomo expression (or variable, parameter, number) at the current variable
-    values, visiting each node of the expression DAG once: ``pyomo.environ.value`` re-walks a
-    named expression, or a subexpression object shared by several parents, at every use,
-    which costs exponential time on the nested expressions of the car.
-    (:func:`pyomo_lap.solvers.casadi_expr.pyomo_to_casadi` with :mod:`math`'s functions;
-    ``memo``: ``id(node) -> (node, value)``, shared between calls at the same values.) Raises
-    ``ValueError`` for a variable without a value."""
-    from .casadi_expr import pyomo_to_casadi
-
-    def leaf(v):
-        if v.value is None:
-            raise ValueError(f"{v.name} has no value")
-        return float(v.value)
-    return float(pyomo_to_casadi(expr, leaf, {} if memo is None else memo, functions=math))
-
-
-# --------------------------------------------------------------------------------------------
-# the per-point functions, compiled (in the background while the model is built)
-# --------------------------------------------------------------------------------------------
-
-def point_functions(rec, compile_mode: str = "auto", quiet: bool = False,
-                    free: bool = False, on_compile=None) -> dict:
-    r"""The per-point functions of recorded rows (:class:`pyomo_lap.ocp.build.PointRows`), compiled.
-
-    ``point_f(w, track, vehicle) -> rows``, ``point_fj(w, track, vehicle) -> (rows, Jacobian)``
-    and ``point_h(w, track, vehicle, lam) -> lower triangle of``
-    :math:`\sum_j \lambda_j \nabla^2_w r_j` (sparse outputs), the derivatives by CasADi's
-    automatic differentiation of the function traced from the tape
-    (:meth:`pyomo_lap.ocp.point_rows.PointRows.casadi_function`). ``vehicle`` are the car's
-    parameters (:meth:`~pyomo_lap.ocp.point_rows.PointRows.vehicle_values`): an argument, not
-    constants of the code, so the compiled libraries, cached under a hash of the tape
-    (:meth:`~pyomo_lap.ocp.point_rows.PointRows.structure_key`), serve every car of the model.
-    With ``free`` (the setup optimization: some of the car's parameters are decision
-    variables) ``w`` is the point's variables followed by the car's parameters, the
-    derivatives are taken with respect to both, and ``vehicle`` is empty.
-
-    A cache entry is used only when every library passes
-    :func:`~pyomo_lap.util.casadi_compile.check_file`; otherwise the functions are traced and
-    :func:`~pyomo_lap.util.casadi_compile.compile_functions` removes a damaged, foreign or
-    mismatching library and builds it again (under the entry's lock, with a warning once).
-
-    Parameters
-    ----------
-    rec : PointRows
-    compile_mode : {"auto", "compile", "vm"}
-        As :func:`pyomo_lap.util.casadi_compile.compile_functions`.
-    quiet : bool
-        No warning when the functions fall back to CasADi's virtual machine.
-    on_compile : callable, optional
-        Called (no arguments) when the cache has no libraries for ``rec`` and they are about
-        to be compiled.
-
-    Returns
-    -------
-    dict
-        ``functions`` (:class:`pyomo_lap.util.casadi_compile.CompiledFunctions`), ``n_in``,
-        ``n_out``, ``jac_sparsity`` and ``hess_sparsity`` (row and column index arrays of the
-        Jacobian and of the Hessian's lower triangle), ``free``, ``key`` (the cache key, None
-        without a compiler).
-    """
-    from ..util.casadi_compile import cached_functions, find_compiler, signature
-    cc = find_compiler() if compile_mode != "vm" else None
-    key = functions = None
-    if cc is not None:
-        key = _point_key(rec, free, cc)
-        shapes = _SIGNATURES.get(key)
-        if shapes is None:       # the inputs and outputs each library must have
-            functions = _symbolic_point_functions(rec, free)
-            shapes = {f.name(): signature(f) for f in functions}
-            with _SIGNATURES_LOCK:
-                if len(_SIGNATURES) >= 64:
-                    _SIGNATURES.clear()
-                _SIGNATURES[key] = shapes
-        funs = cached_functions("pyomo_lap_point", _POINT_FUNCTIONS, key, reference=shapes)
-        if funs is not None:
-            return _described(funs, key, free)
-        if on_compile is not None:
-            on_compile()
-    from ..util.casadi_compile import compile_functions
-    return _described(compile_functions(functions or _symbolic_point_functions(rec, free),
-                                        "pyomo_lap_point", mode=compile_mode, key=key,
-                                        quiet=quiet), key, free)
-
-
-_SIGNATURES: Dict[str, dict] = {}
-"""``cache key -> {function name -> signature}`` of the point functions
-(:func:`pyomo_lap.util.casadi_compile.signature`: plain tuples, shared by threads)."""
-_SIGNATURES_LOCK = threading.Lock()
-
-
-def _point_symbols(rec, free: bool):
-    """``(w, t, c, out)``: the SX arguments of the point functions and the rows; with ``free``
-    ``w`` holds the point's variables and the car's parameters and ``c`` is empty."""
-    import casadi as ca
-    F = rec.casadi_function("point_rows")
-    nw, nt, nv = F.size1_in(0), F.size1_in(1), F.size1_in(2)
-    t = ca.SX.sym("t", nt)
-    if free:
-        w = ca.SX.sym("w", nw + nv)
-        c = ca.SX.sym("c", 0)
-        out = F(w[:nw], t, w[nw:])
-    else:
-        w = ca.SX.sym("w", nw)
-        c = ca.SX.sym("c", nv)
-        out = F(w, t, c)
-    return w, t, c, out
-
-
-def _symbolic_point_functions(rec, free=False) -> list:
-    """The point functions ``point_f``, ``point_fj``, ``point_h`` of :func:`point_functions`
-    as CasADi SX functions (traced and differentiated here, not compiled)."""
-    import casadi as ca
-    w, t, c, out = _point_symbols(rec, free)
-    lam = ca.SX.sym("lam", out.numel())
-    H = ca.tril(ca.hessian(ca.dot(lam, out), w)[0])
-    return [ca.Function("point_f", [w, t, c], [out]),
-            ca.Function("point_fj", [w, t, c], [out, ca.jacobian(out, w)]),
-            ca.Function("point_h", [w, t, c, lam], [H])]
-
-
-def _described(funs, key, free) -> dict:
-    """:func:`point_functions`'s answer for the functions ``funs``."""
-    fj = funs["point_fj"]
-    jr, jc = (np.asarray(a, dtype=np.int64) for a in fj.sparsity_out(1).get_triplet())
-    hr, hc = (np.asarray(a, dtype=np.int64) for a in funs["point_h"].sparsity_out(0).get_triplet())
-    return {"functions": funs, "n_in": fj.size1_in(0), "n_out": fj.size1_out(0),
-            "jac_sparsity": (jr, jc), "hess_sparsity": (hr, hc), "free": free, "key": key}
-
-
-def prefetch_point_functions(record):
-    """Compile, in a background thread, the per-point functions of recorded rows, so that the
-    C compiler runs while Pyomo builds the model (the solve then finds the libraries in the
-    cache). The libraries serve every car of the same structure (:func:`point_functions`):
-    after the first car of a sweep nothing is compiled. Nothing happens without a C compiler,
-    or without rows (``record`` None: a model whose rows are not recorded, such as the
-    point-mass example).
-
-    Parameters
-    ----------
-    record : callable or None
-        ``record() -> PointRows``, called in the thread: the rows the build will record
-        (:func:`pyomo_lap.ocp.build.point_rows_recorder`, which knows the models).
-
-    Returns
-    -------
-    threading.Thread or None
-    """
-    import threading
-
-    from ..util.casadi_compile import find_compiler
-    if find_compiler() is None or record is None:
-        return None
-
-    def work():
-        # quiet: a fall-back to the virtual machine is reported by the solve; the warnings
-        # about damaged cache files are given here (the entry is repaired here, once)
-        try:
-            t0 = time.perf_counter()
-            point_functions(record(), "auto", quiet=True,
-                            on_compile=lambda: setattr(thread, "compiling", True))
-            if thread.compiling:
-                thread.compile_s = time.perf_counter() - t0
-            else:
-                thread.compiling = False
-        except Exception:   # the solve will compile (and report) for itself
-            pass
-
-    thread = threading.Thread(target=work, name="pyomo_lap-compile", daemon=True)
-    thread.compiling, thread.compile_s = None, None   # set by the thread: a cache miss, seconds
-    thread.start()
-    return thread
-
-
-def point_functions_cached(rec, free: bool = False) -> bool:
-    """Whether :func:`point_functions` finds the compiled libraries of ``rec`` in the cache
-    (False without a C compiler: nothing is compiled then)."""
-    from ..util.casadi_compile import cached_functions, find_compiler
-    cc = find_compiler()
-    return cc is not None and cached_functions("pyomo_lap_point", _POINT_FUNCTIONS,
-                                               _point_key(rec, free, cc)) is not None
-
-
-def _point_key(rec, free: bool, cc: str) -> str:
-    """The cache key of the point functions of ``rec``: the rows' structure, ``free``, the
-    compiler, its flags and CasADi's version."""
-    import casadi as ca
-
-    from ..util.casadi_compile import COMPILER_FLAGS
-    return rec.structure_key(f"vehicle-v3 free={free} {cc} {' '.join(COMPILER_FLAGS)} "
-                             f"{ca.__version__}")
-
-
-# --------------------------------------------------------------------------------------------
-# the NLP
-# --------------------------------------------------------------------------------------------
 
 @dataclasses.dataclass
 class TranslationReport:
@@ -341,7 +100,7 @@ class TranslationReport:
         return "compiled" if self.compiled else "recorded"
 
 
-class LapNLP:
+class LapNLP(RowChecks):
     """A Pyomo model as an NLP: bounds, sparsity, and evaluation callbacks (see module doc).
 
     Parameters
@@ -453,7 +212,7 @@ class LapNLP:
     def _recorded_rows(model):
         """``(rec, "")`` with the recorded rows (:class:`~pyomo_lap.ocp.point_rows.PointRows`)
         of the pyomo_lap car found in the model's blocks
-        (:func:`pyomo_lap.solvers.car_blocks.recorded_rows`: the model itself, or a block of a
+        (:func:`pyomo_lap.solvers.lap.car_blocks.recorded_rows`: the model itself, or a block of a
         user's model) if they can be used, else ``(None, why)``. With more than one car, the
         first car's rows are compiled and the others' translated."""
         from .car_blocks import recorded_rows
@@ -486,7 +245,7 @@ class LapNLP:
         objective walked into CasADi, which differentiates them (``nl``; :meth:`_set_generic`)."""
         import casadi as ca
 
-        from .casadi_expr import pyomo_to_casadi
+        from ..casadi_expr import pyomo_to_casadi
         lin = {"rows": [], "cols": [], "vals": [], "const": [], "cons": [], "bounds": []}
         nl = {"cons": [], "bounds": [], "exprs": [], "syms": {}}
         cache: dict = {}
@@ -640,7 +399,7 @@ class LapNLP:
             if v.value is None:
                 raise ValueError(f"the car's parameter {v.name} has no value")
         free = any(not v.fixed for v in params)
-        pf = point_functions(rec, compile_mode, free=free)
+        pf = compiled.point_functions(rec, compile_mode, free=free)
         funs = pf["functions"]
         self.report.compile_s = time.perf_counter() - tc
         self.report.compiled, self.report.compile_reason = funs.compiled, funs.reason
@@ -815,158 +574,6 @@ class LapNLP:
         vals = np.concatenate(parts) if len(parts) > 1 else parts[0]
         out[:] = np.bincount(self._hess_dest, weights=vals, minlength=out.size)
 
-    # ---- the checks before a solve -----------------------------------------------------------
-    def _verify(self, verify_points) -> None:
-        """The check before a solve, at the current values of the variables (not clipped to
-        their bounds): first every compiled per-point function against CasADi's virtual
-        machine (:meth:`_check_libraries`: a damaged or replaced library is rebuilt, or
-        CasADi's virtual machine used); then the recorded rows against the Pyomo
-        expressions at a sample of points (:class:`RecordedRowsMismatch`), both with
-        :func:`_first_mismatch`."""
-        P = self._point
-        pts = P["points_sampled"]
-        if verify_points != "all":
-            k = max(2, int(verify_points))
-            pts = np.unique(pts[np.linspace(0, pts.size - 1, min(k, pts.size)).round().astype(int)])
-        cur = np.array([vd.value if vd.value is not None else 0.0 for vd in self.variables], float)
-        self._point_inputs(cur)
-        if P["functions"].compiled:
-            tl = time.perf_counter()
-            # three of the sampled points (the first, the middle one, the last), or all of them
-            self._check_libraries(pts if verify_points == "all"
-                                  else pts[np.unique([0, pts.size // 2, pts.size - 1])])
-            self.report.library_verify_s = time.perf_counter() - tl
-        out = P["F"]()[0]
-        self._cache_x = None
-        sample = set(pts.tolist())
-        rows = sorted(((i, r) for r, (_, i, _) in enumerate(P["recorded"]) if i in sample),
-                      key=lambda ir: ir[0])
-        r = np.array([r for _, r in rows], dtype=np.int64)
-        memo: dict = {}
-        want = np.array([evaluate_expression(P["recorded"][k][0].body, memo) for k in r.tolist()])
-        got = out[P["rows_pt"][r], P["rows_out"][r]]
-        typical = 1.0 / self.g_scaling[r] if self.g_scaling is not None else np.ones(r.size)
-        worst, k = _first_mismatch(got, want, typical, ROWS_TOLERANCE)
-        if k is not None:
-            raise RecordedRowsMismatch(
-                f"row {P['recorded'][r[k]][0].name}: the model's expression gives "
-                f"{float(want[k])!r}, the recorded rows {float(got[k])!r} (relative difference "
-                f"{_relative_difference(got, want, typical)[k]:.2e} > 1e-9) at the "
-                "current values; the fast path will not solve a model it cannot reproduce (solve "
-                "with the 'ipopt' solver, or rebuild the model)")
-        self.report.verified_points = int(len(pts))
-        self.report.max_verify_error = worst
-
-    def _verify_library(self, points) -> dict:
-        r"""Compare the compiled point functions with CasADi's virtual machine.
-
-        The compiled ``point_f``, ``point_fj`` and ``point_h`` against the function traced
-        from the same tape
-        (:func:`_reference_function`) at ``points``, at the current values of the variables
-        (already in ``W``):
-
-        * the rows of ``point_f`` and of ``point_fj``;
-        * the Jacobian of ``point_fj`` times a random vector :math:`v`, against the
-          directional derivative :math:`J v` by CasADi's forward mode;
-        * the Hessian of the Lagrangian :math:`\sum_j \lambda_j \nabla^2 r_j` of ``point_h``
-          (lower triangle, made symmetric) times :math:`v`, with random multipliers
-          :math:`\lambda`, against forward-over-reverse mode.
-
-        The differences are relative to the magnitude of the terms (:math:`\sum_j |J_{ij}
-        v_j|`, :math:`\sum_j |J_{ij} w_j|` for the rows) and must be at most
-        :data:`LIBRARY_TOLERANCE`; a random direction sees a changed entry of :math:`J` or
-        :math:`H` with probability one. Every library is checked (none is skipped after a
-        difference); the answer is ``function name -> the first difference, in words`` of
-        those that differ (empty when none does). Cost on the default job: 25-30 ms for
-        the first solve of a process (the trace 20 ms, the derivatives 5 ms, three evaluations
-        2 ms), 2-3 ms for a later solve of the same structure (the traced function is kept);
-        the differences found on the default job are below 1e-13.
-        """
-        P = self._point
-        funs = P["functions"]
-        ref = _reference_function(P["rec"], P["key"], P["free"])
-        jr, jc = P["jac_sparsity"]
-        hr, hc = P["hess_sparsity"]
-        n_in, n_out = P["W"].shape[1], P["n_out"]
-        off = hr != hc
-        rng = np.random.default_rng(23)
-        worst, found = 0.0, {}
-
-        def dense(a):
-            return np.asarray(a, dtype=float).ravel()
-        for i in np.asarray(points).tolist():
-            w, t, lit = P["W"][i].copy(), P["T"][i].copy(), P["C"][i].copy()
-            v = rng.uniform(0.5, 1.0, n_in) * rng.choice((-1.0, 1.0), n_in) * np.maximum(np.abs(w), 1.0)
-            lam = rng.uniform(0.5, 1.0, n_out) * rng.choice((-1.0, 1.0), n_out)
-            r_ref, jv_ref, hv_ref = (dense(a) for a in ref(w, t, lit, lam, v))
-            f = dense(funs["point_f"](w, t, lit))
-            r, jval = funs["point_fj"](w, t, lit)
-            r, jval = dense(r), np.asarray(jval.nonzeros(), dtype=float)
-            hval = np.asarray(funs["point_h"](w, t, lit, lam).nonzeros(), dtype=float)
-            with np.errstate(all="ignore"):
-                jv = np.bincount(jr, weights=jval * v[jc], minlength=n_out)
-                jv_s = np.bincount(jr, weights=np.abs(jval * v[jc]), minlength=n_out)
-                rows_s = np.bincount(jr, weights=np.abs(jval * w[jc]), minlength=n_out)
-                hv = (np.bincount(hr, weights=hval * v[hc], minlength=n_in)
-                      + np.bincount(hc[off], weights=hval[off] * v[hr[off]], minlength=n_in))
-                hv_s = (np.bincount(hr, weights=np.abs(hval * v[hc]), minlength=n_in)
-                        + np.bincount(hc[off], weights=np.abs(hval[off] * v[hr[off]]), minlength=n_in))
-            for name, what, got, want, scale in (
-                    ("point_f", "row", f, r_ref, rows_s),
-                    ("point_fj", "row", r, r_ref, rows_s),
-                    ("point_fj", "Jacobian times a random vector, entry", jv, jv_ref, jv_s),
-                    ("point_h", "Hessian of the Lagrangian (random multipliers) times a random "
-                                "vector, entry", hv, hv_ref, hv_s)):
-                err, k = _first_mismatch(got, want, scale, LIBRARY_TOLERANCE)
-                if k is not None and name not in found:
-                    found[name] = _mismatch_words(name, what, k, got, want, scale,
-                                                  P["rec"].points[i])
-                worst = max(worst, err)
-        self.report.library_points = len(points)
-        self.report.max_library_error = worst
-        return found
-
-    def _check_libraries(self, points) -> None:
-        """The compiled point functions against CasADi's virtual machine
-        (:meth:`_verify_library`). The libraries that differ are removed from the cache and
-        said so in one warning (:func:`pyomo_lap.util.casadi_compile.discard_damaged`),
-        compiled again (:func:`point_functions`) and checked again; if a rebuilt one differs
-        still (or cannot be rebuilt), the points are evaluated in CasADi's virtual machine and
-        a warning says so. Never more than one rebuild."""
-        from ..util.casadi_compile import discard_damaged
-        P = self._point
-        for attempt in (0, 1):
-            found = self._verify_library(points)
-            if not found:
-                return
-            funs = P["functions"]
-            problems = {funs.paths[n]: why for n, why in found.items() if n in funs.paths}
-            with contextlib.suppress(OSError):       # a read-only cache: the check below
-                discard_damaged(problems, entry=f"pyomo_lap_point-{P['key']}")
-            if attempt == 0:
-                tc = time.perf_counter()
-                pf = point_functions(P["rec"], P["compile_mode"], free=P["free"])
-                self.report.compile_s += time.perf_counter() - tc
-                if not pf["functions"].compiled:       # compiling failed: it said why
-                    self._use_vm(pf["functions"], pf["functions"].reason)
-                    return
-                if _same_sparsity(pf, P):
-                    self._bind(pf["functions"])
-                    continue
-            break
-        detail = "; ".join(f"{lib.name}: {why}" for lib, why in problems.items())
-        reason = f"the compiled libraries differ from the model's functions after a rebuild ({detail})"
-        warnings.warn(f"pyomo_lap: {reason}; the model functions run in CasADi's virtual "
-                      "machine (slower)", RuntimeWarning, stacklevel=4)
-        self._use_vm(_vm_point_functions(P["rec"], P["free"]), reason)
-
-    def _use_vm(self, funs, reason: str) -> None:
-        """Evaluate the points in CasADi's virtual machine with ``funs`` (not compiled),
-        ``reason`` saying why."""
-        funs.reason = reason
-        self._bind(funs)
-        self.report.compiled, self.report.compile_reason = False, reason
-
     # ------------------------------------------------------------------------------------------
     @property
     def full(self):
@@ -1046,77 +653,6 @@ class _Buffered:
     def __call__(self):
         self._eval()
         return self.outputs
-
-
-_REFERENCE: Dict[str, object] = {}
-
-
-def _reference_function(rec, key, free=False):
-    """``(w, track, vehicle, lam, v) -> (rows, J v, (sum_j lam_j Hess r_j) v)``: the
-    function traced from the tape (:meth:`pyomo_lap.ocp.build.PointRows.casadi_function`) with
-    its directional derivatives by CasADi's automatic differentiation (forward, and forward
-    over reverse), evaluated in CasADi's virtual machine (never compiled); kept per cache key
-    in this process (the same key, the same function)."""
-    import casadi as ca
-    found = _REFERENCE.get(key) if key is not None else None
-    if found is not None:
-        return found
-    w, t, c, out = _point_symbols(rec, free)
-    lam = ca.SX.sym("lam", out.numel())
-    v = ca.SX.sym("v", w.numel())
-    jv = ca.jtimes(out, w, v)
-    hv = ca.jtimes(ca.jtimes(out, w, lam, True), w, v)
-    ref = ca.Function("point_reference", [w, t, c, lam, v], [out, jv, hv])
-    if key is not None:
-        if len(_REFERENCE) >= 8:
-            _REFERENCE.clear()
-        _REFERENCE[key] = ref
-    return ref
-
-
-def _relative_difference(a, b, scale) -> np.ndarray:
-    """``|a - b| / max(|a|, |b|, scale)`` elementwise; 0 where ``a == b`` (infinities too) or
-    both are NaN, infinite where only one is NaN or infinite."""
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    with np.errstate(all="ignore"):
-        den = np.maximum(np.maximum(np.abs(a), np.abs(b)),
-                         np.maximum(np.nan_to_num(scale, nan=0.0), np.finfo(float).tiny))
-        err = np.abs(a - b) / den
-    same = (a == b) | (np.isnan(a) & np.isnan(b))
-    err[same] = 0.0
-    err[np.isnan(err)] = np.inf
-    return err
-
-
-def _first_mismatch(got, want, scale, tolerance):
-    """``(largest relative difference, index of the first one above tolerance or None)``
-    (:func:`_relative_difference`): the comparison of both checks before a solve."""
-    err = _relative_difference(got, want, scale)
-    bad = np.flatnonzero(~(err <= tolerance))
-    return (float(err.max()) if err.size else 0.0), (int(bad[0]) if bad.size else None)
-
-
-def _mismatch_words(name, what, k, got, want, scale, s) -> str:
-    """Entry ``k`` of ``what`` of the compiled function ``name`` differs from CasADi's virtual
-    machine at the point ``s`` [m], in words (one line)."""
-    err = _relative_difference(got, want, scale)[k]
-    return (f"{name} gives {float(got[k])!r} for {what} {k} at the point s = {float(s):g} m, "
-            f"CasADi's virtual machine on the same function {float(want[k])!r} (relative "
-            f"difference {err:.2e} > {LIBRARY_TOLERANCE:g}): damaged or replaced after it was "
-            "built")
-
-
-def _same_sparsity(pf, P) -> bool:
-    """Whether the point functions ``pf`` (:func:`point_functions`) have the Jacobian and
-    Hessian sparsity the NLP ``P`` was built with."""
-    return all(np.array_equal(a, b) for key in ("jac_sparsity", "hess_sparsity")
-               for a, b in zip(pf[key], P[key]))
-
-
-def _vm_point_functions(rec, free):
-    """The point functions of ``rec`` in CasADi's virtual machine (never compiled)."""
-    from ..util.casadi_compile import compile_functions
-    return compile_functions(_symbolic_point_functions(rec, free), "pyomo_lap_point", mode="vm")
 
 
 def _mapped(f, n: int, threads: int):
@@ -1205,203 +741,3 @@ def _simple_linear(body):
         else:
             return None
     return const, terms
-
-
-# --------------------------------------------------------------------------------------------
-# presolve: the derivative variables of pyomo.dae eliminated
-# --------------------------------------------------------------------------------------------
-
-class ReducedNLP:
-    r"""A :class:`LapNLP` with pyomo.dae's derivative variables eliminated.
-
-    pyomo.dae writes the collocation of a state :math:`x` as a variable :math:`dx/ds` per point
-    and a linear equation per point defining it from the state values of the element,
-    :math:`dx/ds(s_i) = \sum_j a_{ij} x_j / h`. Such a variable (an entry of a
-    ``DerivativeVar`` without bounds, defined by exactly one linear equality) is replaced by
-    that combination everywhere: ``x_full = T x + c`` with a constant sparse ``T``. The NLP
-    IPOPT sees then has 12 variables and 12 equations fewer per point (a third of the KKT
-    system of the OCP), the same solutions and the same multipliers for the other rows; the
-    eliminated rows' multipliers are recovered from the stationarity of the Lagrangian in the
-    eliminated variable (:meth:`full_multipliers`).
-
-    Attributes, callbacks and conventions are those of :class:`LapNLP` (for the reduced
-    problem); :attr:`full` is the original.
-    """
-
-    def __init__(self, nlp: "LapNLP"):
-        t0 = time.perf_counter()
-        self.full = nlp
-        self.sense = nlp.sense
-        lin, chosen_row, elim = self._eliminated(nlp)
-        kept = np.flatnonzero(~np.isin(np.arange(nlp.n), elim))
-        self._kept, self._elim = kept, elim
-        self._elim_rows = chosen_row + nlp._lin_slice.start
-        self._substitution(nlp, lin, chosen_row)
-        rows_kept = np.setdiff1d(np.arange(nlp.m), self._elim_rows)
-        self._rows_kept = rows_kept
-        self.n, self.m = int(kept.size), int(rows_kept.size)
-        self.variables = [nlp.variables[k] for k in kept]
-        self.constraints = [nlp.constraints[r] for r in rows_kept]
-        self.x0, self.x_lb, self.x_ub = nlp.x0[kept], nlp.x_lb[kept], nlp.x_ub[kept]
-        self.g_lb, self.g_ub = nlp.g_lb[rows_kept], nlp.g_ub[rows_kept]
-        self.x_scaling = nlp.x_scaling[kept] if nlp.x_scaling is not None else None
-        self.g_scaling = nlp.g_scaling[rows_kept] if nlp.g_scaling is not None else None
-        self.obj_scaling = nlp.obj_scaling
-        self._jacobian_map(nlp)
-        self._hessian_map(nlp)
-        self._jf = np.empty(nlp.jac_rows.size)
-        self._hf = np.empty(nlp.hess_rows.size)
-        self._gf = np.empty(nlp.m)
-        self._gradf = np.empty(nlp.n)
-        self._lam = np.zeros(nlp.m)
-        self.report = nlp.report
-        self.report.eliminated = int(elim.size)
-        self.report.presolve_s = time.perf_counter() - t0
-        self.report.n_variables, self.report.n_constraints = self.n, self.m
-        self.report.jac_nnz, self.report.hess_nnz = int(self.jac_rows.size), int(self.hess_rows.size)
-
-    @staticmethod
-    def _eliminated(nlp):
-        """``(lin, rows, variables)``: the linear rows' matrix, the rows (positions in it) that
-        define an eliminated variable, and those variables, in row order. A candidate is an unbounded
-        entry of a ``DerivativeVar``; its row a linear equality with exactly one candidate
-        column; a candidate defined by several rows goes with the first of them."""
-        from pyomo.dae import DerivativeVar
-        lin = nlp._lin.tocsr(copy=True)
-        lin.sum_duplicates()
-        cand = ((nlp.x_lb <= -_INF / 2) & (nlp.x_ub >= _INF / 2)
-                & np.array([isinstance(v.parent_component(), DerivativeVar)
-                            for v in nlp.variables], dtype=bool))
-        eq = nlp.g_lb[nlp._lin_slice] == nlp.g_ub[nlp._lin_slice]
-        row_of_nz = np.repeat(np.arange(lin.shape[0]), np.diff(lin.indptr))
-        is_cand = cand[lin.indices]
-        n_cand = np.bincount(row_of_nz[is_cand], minlength=lin.shape[0])
-        pick = is_cand & eq[row_of_nz] & (n_cand[row_of_nz] == 1)
-        var_of, first = np.unique(lin.indices[pick], return_index=True)
-        chosen_row = row_of_nz[pick][first]
-        order = np.argsort(chosen_row, kind="stable")
-        return lin, chosen_row[order].astype(np.int64), var_of[order].astype(np.int64)
-
-    def _substitution(self, nlp, lin, chosen_row) -> None:
-        """``_T``, ``_c`` with ``x_full = T x_red + c``: the row of the k-th eliminated ``v``
-        reads ``a_v v + sum_j a_j x_j + const = g``, so ``v = (g - const - sum_j a_j x_j) / a_v``;
-        ``_elim_coef`` holds the ``a_v``."""
-        n, kept, elim = nlp.n, self._kept, self._elim
-        red = np.full(n, -1, dtype=np.int64)
-        red[kept] = np.arange(kept.size)
-        S = lin[chosen_row].tocoo()
-        k_of, cols, vals = S.row.astype(np.int64), S.col.astype(np.int64), S.data
-        own = cols == elim[k_of]
-        a = np.zeros(elim.size)
-        a[k_of[own]] = vals[own]
-        oth = ~own
-        Ti = np.concatenate([kept, elim[k_of[oth]]])
-        Tj = np.concatenate([np.arange(kept.size), red[cols[oth]]])
-        Tv = np.concatenate([np.ones(kept.size), -vals[oth] / a[k_of[oth]]])
-        c = np.zeros(n)
-        r0 = nlp._lin_slice.start
-        c[elim] = (nlp.g_lb[r0 + chosen_row] - nlp._lin_const[chosen_row]) / a
-        self._elim_coef = a
-        self._T = sp.csr_matrix((Tv, (Ti, Tj)), shape=(n, kept.size))
-        self._TT = self._T.T.tocsr()
-        self._c = c
-
-    def _jacobian_map(self, nlp) -> None:
-        """``J_red = J_full[kept rows] T`` as a linear map ``_MJ`` of the full Jacobian's values,
-        and its structure."""
-        T = self._T
-        newrow = np.full(nlp.m, -1, dtype=np.int64)
-        newrow[self._rows_kept] = np.arange(self._rows_kept.size)
-        jr, jc = nlp.jac_rows.astype(np.int64), nlp.jac_cols.astype(np.int64)
-        e = np.flatnonzero(newrow[jr] >= 0)
-        rr, cc = newrow[jr[e]], jc[e]
-        cnt = np.diff(T.indptr)[cc]
-        src = np.repeat(e, cnt)
-        tr = np.repeat(rr, cnt)
-        pos = np.repeat(T.indptr[cc], cnt) + (np.arange(cnt.sum()) - np.repeat(np.cumsum(cnt) - cnt, cnt))
-        keys = tr * self.n + T.indices[pos].astype(np.int64)
-        uniq, dest = np.unique(keys, return_inverse=True)
-        self.jac_rows = (uniq // self.n).astype(np.int32)
-        self.jac_cols = (uniq % self.n).astype(np.int32)
-        self._MJ = sp.csr_matrix((T.data[pos], (dest, src)), shape=(uniq.size, jr.size))
-
-    def _hessian_map(self, nlp) -> None:
-        """``H_red = T^T H_full T`` (lower triangles) as a linear map ``_MH`` of the full
-        Hessian's values, and its structure: the pairs of the ``T`` rows of the entry's row
-        ``k`` and column ``l``; for ``k == l`` every ordered pair ``(i, j)`` with ``i >= j``
-        once, for ``k != l`` each pair once into the lower triangle, twice on the diagonal."""
-        T = self._T
-        hr, hc = nlp.hess_rows.astype(np.int64), nlp.hess_cols.astype(np.int64)
-        nk, nl = np.diff(T.indptr)[hr], np.diff(T.indptr)[hc]
-        npairs = nk * nl
-        E = np.repeat(np.arange(hr.size), npairs)
-        within = np.arange(npairs.sum()) - np.repeat(np.cumsum(npairs) - npairs, npairs)
-        pk = T.indptr[hr[E]] + within // np.repeat(nl, npairs)
-        pl = T.indptr[hc[E]] + within % np.repeat(nl, npairs)
-        i_, j_ = T.indices[pk].astype(np.int64), T.indices[pl].astype(np.int64)
-        ww = T.data[pk] * T.data[pl]
-        diag_e = hr[E] == hc[E]
-        keep = ~diag_e | (i_ >= j_)
-        ww = np.where(~diag_e & (i_ == j_), 2.0 * ww, ww)
-        keys = np.maximum(i_, j_)[keep] * self.n + np.minimum(i_, j_)[keep]
-        uniq, dest = np.unique(keys, return_inverse=True)
-        self.hess_rows = (uniq // self.n).astype(np.int32)
-        self.hess_cols = (uniq % self.n).astype(np.int32)
-        self._MH = sp.csr_matrix((ww[keep], (dest, E[keep])), shape=(uniq.size, hr.size))
-
-    # ------------------------------------------------------------------------------------------
-    def full_x(self, x) -> np.ndarray:
-        """The values of every variable of :attr:`full` (n_full,) for reduced ``x``."""
-        return self._T @ np.asarray(x, dtype=float) + self._c
-
-    def objective(self, x) -> float:
-        """The objective at the full point of reduced ``x``."""
-        return self.full.objective(self.full_x(x))
-
-    def gradient(self, x, out) -> None:
-        """The objective's gradient in the reduced variables (chain rule) into ``out``."""
-        self.full.gradient(self.full_x(x), self._gradf)
-        out[:] = self._TT @ self._gradf
-
-    def constraints_eval(self, x, out) -> None:
-        """The kept rows' values into ``out``."""
-        self.full.constraints_eval(self.full_x(x), self._gf)
-        out[:] = self._gf[self._rows_kept]
-
-    def jacobian(self, x, out) -> None:
-        """The kept rows' Jacobian values in the reduced variables into ``out``."""
-        self.full.jacobian(self.full_x(x), self._jf)
-        out[:] = self._MJ @ self._jf
-
-    def hessian(self, x, obj_factor, lam, out) -> None:
-        """The reduced Lagrangian's Hessian values (lower triangle) into ``out``."""
-        self._lam[self._rows_kept] = lam
-        self.full.hessian(self.full_x(x), obj_factor, self._lam, self._hf)
-        out[:] = self._MH @ self._hf
-
-    def full_multipliers(self, x, mult_g, mult_x_L, mult_x_U):
-        r"""Multipliers of the full problem: the kept rows' as given, the eliminated rows'
-        from :math:`\partial L/\partial v = 0` in each eliminated variable :math:`v`
-        (which has no bounds), i.e. :math:`\lambda_r = -(\partial f/\partial v +
-        \sum_{k \ne r} \lambda_k \partial g_k/\partial v) / a_{rv}`.
-
-        Returns
-        -------
-        (x_full, mult_g_full, mult_x_L_full, mult_x_U_full)
-        """
-        nlp = self.full
-        xf = self.full_x(x)
-        lam = np.zeros(nlp.m)
-        lam[self._rows_kept] = mult_g
-        grad = np.empty(nlp.n)
-        nlp.gradient(xf, grad)
-        jv = np.empty(nlp.jac_rows.size)
-        nlp.jacobian(xf, jv)
-        J = sp.csc_matrix((jv, (nlp.jac_rows, nlp.jac_cols)), shape=(nlp.m, nlp.n))
-        jt_lam = J.T @ lam               # the eliminated rows' lambdas are still 0 here
-        lam[self._elim_rows] = -(grad[self._elim] + jt_lam[self._elim]) / self._elim_coef
-        zl = np.zeros(nlp.n)
-        zu = np.zeros(nlp.n)
-        zl[self._kept] = mult_x_L
-        zu[self._kept] = mult_x_U
-        return xf, lam, zl, zu

@@ -1,6 +1,6 @@
 """The point functions of the common jobs compiled ahead of the first solve (``pyomo-lap
 compile``, which the set-up ``scripts/bootstrap.sh`` runs): one library set per structure of
-the rows serves every car (:func:`pyomo_lap.solvers.lap_nlp.point_functions`), so after this
+the rows serves every car (:func:`pyomo_lap.solvers.lap.compiled.point_functions`), so after this
 step the first solve of these jobs is as fast as the later ones."""
 from __future__ import annotations
 
@@ -42,9 +42,9 @@ def compile_ahead(vehicle="fsae", jobs=None, echo=print, *, record) -> list:
     RuntimeError
         No C compiler (the solves then run in CasADi's virtual machine; nothing to compile).
     """
-    from ..util.casadi_compile import find_compiler
-    from ..vehicle.car import load_vehicle
-    from .lap_nlp import point_functions
+    from ...util.casadi_compile import find_compiler
+    from ...vehicle.car import load_vehicle
+    from .compiled import point_functions
     if find_compiler() is None:
         raise RuntimeError("no C compiler found (cc, gcc or clang; or $CC): the solves evaluate "
                            "the point functions in CasADi's virtual machine, nothing to compile")
