@@ -199,7 +199,7 @@ def pristine(tmp_path_factory):
 
 @pytest.fixture
 def cache(pristine, tmp_path, monkeypatch):
-    """This test's private copy of the pristine cache, set as ``PYOMO_LAP_CACHE``."""
+    """A private copy of the pristine cache for one test, set as ``PYOMO_LAP_CACHE``."""
     folder = tmp_path / "cache"
     shutil.copytree(pristine, folder)
     folder.chmod(0o700)
@@ -213,6 +213,7 @@ def cache(pristine, tmp_path, monkeypatch):
 
 @pytest.mark.unit
 def test_an_interrupted_write_leaves_no_file_and_a_damaged_one_is_named(tmp_path, monkeypatch):
+    """An interrupted write leaves no file and a damaged one is named."""
     folder = _private(tmp_path / "c")
     target = folder / "entry.bin"
     real_fsync = os.fsync
@@ -241,6 +242,7 @@ def test_an_interrupted_write_leaves_no_file_and_a_damaged_one_is_named(tmp_path
 
 @pytest.mark.unit
 def test_folder_problems_are_named(tmp_path):
+    """Folder problems are named."""
     folder = _private(tmp_path / "c")
     assert cc.folder_problem(folder) == ""
     folder.chmod(0o777)
@@ -280,6 +282,7 @@ def test_truncated_libraries_are_rebuilt_and_the_solve_succeeds(cache, pristine,
 @pytest.mark.parametrize("planted", ["a library with a constructor", "another compiled function"])
 def test_a_planted_library_is_refused_by_its_hash_and_never_runs(cache, pristine, tmp_path,
                                                                  planted):
+    """A planted library is refused by its hash and never runs."""
     from pyomo_lap.solvers.lap.compiled import point_functions
     marker = tmp_path / "constructor-ran"
     libs = _libraries(cache)
@@ -346,8 +349,9 @@ def sector_model():
 @pytest.mark.parametrize("name", ["point_fj", "point_h"])
 def test_altered_constants_with_a_matching_manifest_are_caught_and_rebuilt_before_the_solve(
         cache, pristine, sector_model, name):
-    """The manifest bypassed (made to match the altered library): the check before the solve
-    compares the compiled Jacobian and Hessian with CasADi's virtual machine, removes the
+    """The manifest bypassed (made to match the altered library): the library is rebuilt.
+
+    The check before the solve compares the compiled Jacobian and Hessian with CasADi's virtual machine, removes the
     library, says so once and rebuilds it; the NLP then uses the rebuilt one. (The oldest
     check compared only ``point_f``: it passed; the last one raised CompiledLibraryMismatch.)"""
     from pyomo_lap.solvers.lap import nlp as lap_nlp_module
@@ -371,6 +375,7 @@ def test_altered_constants_with_a_matching_manifest_are_caught_and_rebuilt_befor
 
 @pytest.mark.component
 def test_the_pristine_library_passes_the_check_before_the_solve(cache, sector_model):
+    """The pristine library passes the check before the solve."""
     from pyomo_lap.solvers.lap.nlp import LapNLP
     rep = LapNLP(sector_model).report
     assert rep.compiled and rep.library_points == 3
@@ -473,6 +478,7 @@ def test_another_entrys_library_with_a_matching_manifest_is_rebuilt_and_the_solv
 
 @pytest.mark.component
 def test_another_entrys_library_is_never_used_and_rebuilt_in_the_same_call(cache, pristine):
+    """Another entrys library is never used and rebuilt in the same call."""
     from pyomo_lap.solvers.lap.compiled import point_functions
     lib = _foreign_point_f(cache)
     rec = _rows()
@@ -490,6 +496,7 @@ def test_another_entrys_library_is_never_used_and_rebuilt_in_the_same_call(cache
 
 @pytest.mark.unit
 def test_a_function_of_other_inputs_outputs_or_sparsity_does_not_fit():
+    """A function of other inputs outputs or sparsity does not fit."""
     import casadi as ca
     x, y = ca.SX.sym("x", 3), ca.SX.sym("y", 2)
     f = ca.Function("f", [x, y], [x * y[0], ca.jacobian(x * y[0], x)])
@@ -606,7 +613,7 @@ class _Planted:
 @pytest.mark.integration
 @pytest.mark.parametrize("damage", ["truncated", "planted"])
 def test_pint_pickles_in_the_cache_are_never_loaded(cache, tmp_path, damage):
-    """pint's cache in ``<cache>/pint`` as the old code made it, then every pickle cut to
+    """Pint's cache in ``<cache>/pint`` as the old code made it, then every pickle cut to
     half (a Ctrl-C during the first run: the old code then failed every run with exit 3,
     "'NoneType' object has no attribute 'm'") or replaced by one that runs code."""
     pint_dir = cache / "pint"

@@ -47,6 +47,7 @@ def _point(rec, seed=0):
 
 @pytest.fixture(scope="module")
 def cars():
+    """The bundled cars, loaded once."""
     base = load_vehicle("fsae")
     return {"base": base,
             "heavy": base.replace(m=base.m + 15.0, Cx=base.Cx * 1.1, P_max=base.P_max * 0.9),
@@ -67,6 +68,7 @@ def test_every_car_has_the_same_rows(cars):
 
 @pytest.mark.unit
 def test_an_option_that_changes_the_rows_changes_the_key(cars):
+    """An option that changes the rows changes the key."""
     base = _rows(cars["base"])
     # an option that adds rows (an open sector's settled start) changes the key
     assert _rows(cars["base"], periodic=True).structure_key() != base.structure_key()
@@ -95,6 +97,7 @@ def test_one_function_gives_each_cars_rows(cars):
 
 @pytest.mark.component
 def test_a_second_car_loads_the_compiled_library_without_compiling(cars, tmp_path, monkeypatch):
+    """A second car loads the compiled library without compiling."""
     from pyomo_lap.solvers.lap.compiled import point_functions
     from pyomo_lap.util.casadi_compile import find_compiler
     if find_compiler() is None:

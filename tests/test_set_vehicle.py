@@ -61,12 +61,14 @@ def _same_model(ma, mb):
 
 @pytest.fixture(scope="module")
 def track():
+    """The bundled Nordschleife."""
     return load_track("nordschleife")
 
 
 @pytest.mark.component
 @pytest.mark.parametrize("named", [False, True])
 def test_the_changed_model_is_the_new_build_of_the_other_car(track, named):
+    """The changed model is the new build of the other car."""
     a = load_vehicle("fsae")
     b = _other_car(a)
     ma = build_model(track, a, named_subexpressions=named, **SECTOR)
@@ -197,6 +199,7 @@ def test_a_parameter_fixed_by_hand_is_solved_with_the_new_cars_bounds(track, how
 
 @pytest.mark.component
 def test_a_car_the_track_cannot_take_is_refused_and_the_model_is_unchanged(track):
+    """A car the track cannot take is refused and the model is unchanged."""
     a = load_vehicle("fsae")
     # too wide for the track: refused with the build's message, nothing changed
     narrow = dict(SECTOR, track_margin=2.2)       # 4 m each side: 0.7 + 2.2 fits, 1.86 + 2.2 not
@@ -255,6 +258,7 @@ def test_global_nodes_are_built_once_and_give_the_tapes_values():
 
 @pytest.mark.integration
 def test_a_solve_after_the_change_ends_where_a_new_build_ends(tmp_path):
+    """A solve after the change ends where a new build ends."""
     from pyomo_lap import solve_sector
     a = load_vehicle("fsae")
     b = _other_car(a)

@@ -13,7 +13,7 @@ TIGHT = {"tol": 1e-8, "acceptable_tol": 1e-8}
 
 @pytest.mark.unit
 def test_the_start_multipliers_are_ipopts_of_the_closed_form_optimum():
-    """min x + 2 y s.t. x >= 1 (a row), y >= 2 (a bound): the row's multiplier is
+    """Minimize x + 2 y s.t. x >= 1 (a row), y >= 2 (a bound): the row's multiplier is
     d f*/d b = 1 (Pyomo's dual), y's bound multiplier 2. Given back to IPOPT they are its own
     signs: mult_g = -1 (its Lagrangian f + lambda g), mult_x_L = 2 on y, 0 on x."""
     from pyomo_lap.solvers.lap.nlp import LapNLP
