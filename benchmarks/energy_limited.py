@@ -86,7 +86,7 @@ def fl_engine_power(m, s):
     and minus the brake pedal when braking (its differential's viscous loss left out)."""
     import pyomo.environ as pyo
     from pyomo_lap.ocp.integrals import slip_ratio
-    p = m.problem.vehicle
+    p = m.vehicle.built_for
     kappa = 0.5 * (slip_ratio(m, "21", s, fl_slip_at_peak) + slip_ratio(m, "22", s, fl_slip_at_peak))
     u = (m.f_xa[s] * m.v_3x[s] * (1 + kappa) / p.P_max
          + m.f_xb[s] * p.wheel_radius / (2 * FL_BRAKE_TORQUE))

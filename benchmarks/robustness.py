@@ -78,7 +78,7 @@ def main(argv=None):
 
     from pyomo.contrib.solver.solvers.ipopt import ipopt_command_line_options
 
-    from pyomo_lap.solvers.lap_solver import LAP_IPOPT_OPTIONS
+    from pyomo_lap.solvers.lap.solver import LAP_IPOPT_OPTIONS
     same = [f"{'' if k in ipopt_command_line_options else 'OF_'}{k}={v}"
             for k, v in LAP_IPOPT_OPTIONS.items()]
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at the start",

@@ -25,7 +25,7 @@ and exports nothing.
 ``--side-by-side`` solves the same NLP three ways: the fast path without its presolve
 (``eliminate_derivatives=False``: the same variables and rows as the NL file), the ASL path
 (Pyomo's ``ipopt`` interface, NL file, IPOPT 3.11 + AMPL solver library) and the twin (CasADi's
-``nlpsol``), all with the IPOPT options of the fast path (:data:`pyomo_lap.solvers.lap_solver.
+``nlpsol``), all with the IPOPT options of the fast path (:data:`pyomo_lap.solvers.lap.solver.
 LAP_IPOPT_OPTIONS`) and the same model, scaling and cold start; then the default fast path.
 
 Columns: ``wall_s`` (what the user waits for), ``cpu_s``, ``peak_rss_mb``, ``points``,
@@ -132,7 +132,7 @@ t0 = time.perf_counter()
 from pyomo_lap.util.gc_pause import gc_paused
 from pyomo_lap import build_model, initialize_model, load_track, load_vehicle
 from pyomo_lap.solvers.casadi_ocp import build_casadi_nlp, solve_casadi
-from pyomo_lap.solvers.solve import log_statistics
+from pyomo_lap.solvers.report import log_statistics
 full = sys.argv[1] == "full-lap"
 tr, p = load_track("nordschleife"), load_vehicle("fsae")
 with gc_paused():
@@ -219,7 +219,7 @@ def main(argv=None):
 
     from pyomo.contrib.solver.solvers.ipopt import ipopt_command_line_options
 
-    from pyomo_lap.solvers.lap_solver import LAP_IPOPT_OPTIONS
+    from pyomo_lap.solvers.lap.solver import LAP_IPOPT_OPTIONS
     # the AMPL executable takes some options only through an options file (prefix OF_)
     same = [f"{'' if k in ipopt_command_line_options else 'OF_'}{k}={v}"
             for k, v in LAP_IPOPT_OPTIONS.items()]

@@ -32,7 +32,7 @@ from .vehicle.car import VehicleParameters, VehicleFileError, load_vehicle, avai
 from .ocp.build import build_model, OCP_CONFIG  # noqa: E402
 from .ocp.initialize import initialize_model  # noqa: E402
 from .solvers.solve import solve_model, SolveReport, SolverNotFoundError, SolveInterrupted  # noqa: E402
-from .solvers import lap_solver  # noqa: E402,F401  (registers the solver 'lap_ipopt' with Pyomo)
+from .solvers.lap import solver as _lap_solver  # noqa: E402,F401  (registers the solver 'lap_ipopt' with Pyomo)
 from .api import solve_sector, SolveFailedError  # noqa: E402
 
 _LAZY = {"trajectory_dataframe": "post.results", "write_results": "post.results",

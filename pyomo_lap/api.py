@@ -540,7 +540,7 @@ class OptionValueError(ValueError):
 
 def prefetch_options(cfg, ocp_options: Optional[dict] = None) -> Optional[dict]:
     """The OCP options of a job (:func:`job_options`) that decide its recorded rows, as
-    :func:`pyomo_lap.solvers.lap_nlp.prefetch_point_functions` takes them: ``model``,
+    :func:`pyomo_lap.solvers.lap.compiled.prefetch_point_functions` takes them: ``model``,
     ``periodic``, ``initial_speed`` and the ``ocp_options`` (given already checked, or
     checked here); None when the job does not solve with compiled functions (a solver other
     than the default ``lap_ipopt``, or its option ``compile=vm``)."""
@@ -847,8 +847,9 @@ def _build_or_reuse(job) -> None:
     if compiled is not None:
         # the compiled per-point functions of this car: the C compiler runs while Pyomo builds
         # (nothing to do when a car of the same structure compiled them before)
-        from .solvers.lap_nlp import prefetch_point_functions
-        compiling = prefetch_point_functions(p, compiled)
+        from .ocp.build import point_rows_recorder
+        from .solvers.lap.compiled import prefetch_point_functions
+        compiling = prefetch_point_functions(point_rows_recorder(p, compiled))
     job.build_kwargs = dict(start=job.start, length=job.length, nfe=cfg.nfe, ncp=cfg.ncp,
                             scheme=cfg.scheme, initial_speed=cfg.initial_speed,
                             periodic=cfg.periodic, model=job.model,
@@ -1235,7 +1236,7 @@ def _refine_once(job):
     t0 = time.perf_counter()
     speed_split, speed_max = _speed_consistency_split(m, job)     # keeps job.result_df
     opts = m.problem.options
-    d = collocation_defects(job.result_df[1], m.problem.track, m.problem.vehicle, ncp=opts.ncp,
+    d = collocation_defects(job.result_df[1], m.problem.track, m.vehicle.built_for, ncp=opts.ncp,
                             scheme=opts.scheme, start=opts.start, node_residuals=False,
                             interpolation="state" if opts.control_form == "state" else "polynomial")
     eps = d.elements["eps"].to_numpy(float)

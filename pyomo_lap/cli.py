@@ -298,7 +298,7 @@ def _checked(values: dict):
              "n_sectors", "out_dir", "every")
 @click.option("--max-iter", type=int, default=None,
               help="solver iteration limit, short for --solver-option max_iter=N (default: "
-                   "3000 for lap_ipopt, ipopt and ipopt_v2: pyomo_lap.solvers.lap_solver."
+                   "3000 for lap_ipopt, ipopt and ipopt_v2: pyomo_lap.solvers.lap.solver."
                    "LAP_IPOPT_OPTIONS, and for the ASL path pyomo_lap.solvers.solve."
                    "DEFAULT_IPOPT_OPTIONS; another solver: its own)")
 @job_options("repair_track", "track_width", "lat_lon_order", "flat", "refine_mesh",
@@ -971,12 +971,13 @@ def compile_(vehicle):
     (scripts/bootstrap.sh) runs it. Without it the first solve of each of these compiles
     them while the model is built (and says so). Cached on disk (PYOMO_LAP_CACHE, or the
     user's cache folder); already compiled libraries are checked, not rebuilt."""
-    from .solvers.precompile import compile_ahead
+    from .ocp.build import record_rows
+    from .solvers.lap.precompile import compile_ahead
     t0 = time.perf_counter()
     echo = click.echo if _verbosity() >= 0 else (lambda *_: None)
     echo("compiling the full model's point functions (once on this machine, any car) ...")
     try:
-        rows = compile_ahead(vehicle, echo=echo)
+        rows = compile_ahead(vehicle, echo=echo, record=record_rows)
     except (RuntimeError, ValueError) as exc:
         _fail(str(exc))
     n = sum(not r["cached"] for r in rows)

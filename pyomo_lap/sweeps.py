@@ -633,7 +633,7 @@ def _client(scheduler, workers):
               "distributed.worker.multiprocessing-method": "fork" if fork else "spawn"}
     if config["distributed.worker.multiprocessing-method"] == "fork":
         from . import api  # noqa: F401 - imported once, here, for every worker
-        from .solvers import lap_solver  # noqa: F401
+        from .solvers.lap import solver as _lap_solver  # noqa: F401
     with dask.config.set(config):
         cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
                                processes=True, dashboard_address=None, silence_logs=logging.ERROR)
@@ -752,7 +752,7 @@ def sweep(set_values=None, cases_file=None, *, out="sweep", resume: bool = False
 
 def compile_ahead(cases: list, job: dict) -> dict:
     """Compile the per-point functions of every structure among the cases' cars
-    (:func:`pyomo_lap.solvers.lap_nlp.point_functions`: cars that differ only in parameter
+    (:func:`pyomo_lap.solvers.lap.compiled.point_functions`: cars that differ only in parameter
     values share one, so a parameter sweep has one), once, into this machine's cache.
 
     A sweep runs it as its first task, on a worker, while the other workers start their
@@ -768,7 +768,7 @@ def compile_ahead(cases: list, job: dict) -> dict:
     """
     from .api import job_model, job_options, prefetch_options
     from .ocp.build import OCP_CONFIG, vehicle_model
-    from .solvers.lap_nlp import point_functions
+    from .solvers.lap.compiled import point_functions
     from .util.casadi_compile import find_compiler
     t0 = time.perf_counter()
     none = {"structures": 0, "cars": 0, "time_s": 0.0}

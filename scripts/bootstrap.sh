@@ -85,7 +85,7 @@ _pyomo_lap_bootstrap() {
       echo "error: pip install failed (full log: $log)" >&2
       return 1
     fi
-    if ! "$venv/bin/python" -c 'from pyomo_lap.solvers.ipopt_lib import load_ipopt_library; load_ipopt_library()' 2>/dev/null; then
+    if ! "$venv/bin/python" -c 'from pyomo_lap.solvers.lap.ipopt_c import load_ipopt_library; load_ipopt_library()' 2>/dev/null; then
       echo "error: the IPOPT library of the casadi wheel could not be loaded (see docs/installation.md, 'What the set-up does, and IPOPT')" >&2
       return 1
     fi

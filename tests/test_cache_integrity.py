@@ -1,8 +1,8 @@
 """The cache of compiled functions is never trusted blindly (issue 23, items 2 and 3).
 
 What a power loss, an interrupted run or another user can leave in the cache folder, and what
-must happen then (:mod:`pyomo_lap.util.casadi_compile`, :func:`pyomo_lap.solvers.lap_nlp.point_functions`,
-:meth:`pyomo_lap.solvers.lap_nlp.LapNLP._verify_library`):
+must happen then (:mod:`pyomo_lap.util.casadi_compile`, :func:`pyomo_lap.solvers.lap.compiled.point_functions`,
+:meth:`pyomo_lap.solvers.lap.nlp.LapNLP._verify_library`):
 
 * a compiled library cut short (what ``os.replace`` without ``fsync`` leaves after a power
   loss) is refused by its manifest, compiled again, and the solve succeeds;
@@ -180,7 +180,7 @@ def _cache_warnings(text: str) -> list:
 def pristine(tmp_path_factory):
     """A private cache folder with the point functions of the default structure compiled
     (and nothing else); tests copy it, never change it."""
-    from pyomo_lap.solvers.lap_nlp import point_functions
+    from pyomo_lap.solvers.lap.compiled import point_functions
     if cc.find_compiler() is None:
         pytest.fail("no C compiler: the compiled cache cannot be checked (install gcc)")
     folder = _private(tmp_path_factory.mktemp("pristine") / "cache")
@@ -199,7 +199,7 @@ def pristine(tmp_path_factory):
 
 @pytest.fixture
 def cache(pristine, tmp_path, monkeypatch):
-    """This test's private copy of the pristine cache, set as ``PYOMO_LAP_CACHE``."""
+    """A private copy of the pristine cache for one test, set as ``PYOMO_LAP_CACHE``."""
     folder = tmp_path / "cache"
     shutil.copytree(pristine, folder)
     folder.chmod(0o700)
@@ -213,6 +213,7 @@ def cache(pristine, tmp_path, monkeypatch):
 
 @pytest.mark.unit
 def test_an_interrupted_write_leaves_no_file_and_a_damaged_one_is_named(tmp_path, monkeypatch):
+    """An interrupted write leaves no file and a damaged one is named."""
     folder = _private(tmp_path / "c")
     target = folder / "entry.bin"
     real_fsync = os.fsync
@@ -241,6 +242,7 @@ def test_an_interrupted_write_leaves_no_file_and_a_damaged_one_is_named(tmp_path
 
 @pytest.mark.unit
 def test_folder_problems_are_named(tmp_path):
+    """Folder problems are named."""
     folder = _private(tmp_path / "c")
     assert cc.folder_problem(folder) == ""
     folder.chmod(0o777)
@@ -280,7 +282,8 @@ def test_truncated_libraries_are_rebuilt_and_the_solve_succeeds(cache, pristine,
 @pytest.mark.parametrize("planted", ["a library with a constructor", "another compiled function"])
 def test_a_planted_library_is_refused_by_its_hash_and_never_runs(cache, pristine, tmp_path,
                                                                  planted):
-    from pyomo_lap.solvers.lap_nlp import point_functions
+    """A planted library is refused by its hash and never runs."""
+    from pyomo_lap.solvers.lap.compiled import point_functions
     marker = tmp_path / "constructor-ran"
     libs = _libraries(cache)
     if planted == "another compiled function":
@@ -312,7 +315,7 @@ def test_a_planted_library_is_refused_by_its_hash_and_never_runs(cache, pristine
 def test_altered_constants_are_refused_by_the_manifest(cache, pristine, tmp_path):
     """``point_h`` with its constants +-1.0 changed to +-1.05 (they change the Hessian: checked
     on a copy first) is refused by its SHA-256 and rebuilt."""
-    from pyomo_lap.solvers.lap_nlp import point_functions
+    from pyomo_lap.solvers.lap.compiled import point_functions
     lib = _libraries(cache)["point_h"]
     assert _alter_constants(lib) >= 1
     rec = _rows()
@@ -346,11 +349,12 @@ def sector_model():
 @pytest.mark.parametrize("name", ["point_fj", "point_h"])
 def test_altered_constants_with_a_matching_manifest_are_caught_and_rebuilt_before_the_solve(
         cache, pristine, sector_model, name):
-    """The manifest bypassed (made to match the altered library): the check before the solve
-    compares the compiled Jacobian and Hessian with CasADi's virtual machine, removes the
+    """The manifest bypassed (made to match the altered library): the library is rebuilt.
+
+    The check before the solve compares the compiled Jacobian and Hessian with CasADi's virtual machine, removes the
     library, says so once and rebuilds it; the NLP then uses the rebuilt one. (The oldest
     check compared only ``point_f``: it passed; the last one raised CompiledLibraryMismatch.)"""
-    from pyomo_lap.solvers import lap_nlp
+    from pyomo_lap.solvers.lap import nlp as lap_nlp_module
     libs = _libraries(cache)
     lib = libs[name]
     assert _alter_constants(lib) >= 1
@@ -359,7 +363,7 @@ def test_altered_constants_with_a_matching_manifest_are_caught_and_rebuilt_befor
     others = {n: p.stat().st_mtime_ns for n, p in libs.items() if n != name}
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        rep = lap_nlp.LapNLP(sector_model).report
+        rep = lap_nlp_module.LapNLP(sector_model).report
     said = [str(w.message) for w in seen if "the cache entry" in str(w.message)]
     assert len(said) == 1 and "\n" not in said[0], said
     assert lib.name in said[0] and f"{name} gives" in said[0] and "rebuilt" in said[0], said
@@ -371,7 +375,8 @@ def test_altered_constants_with_a_matching_manifest_are_caught_and_rebuilt_befor
 
 @pytest.mark.component
 def test_the_pristine_library_passes_the_check_before_the_solve(cache, sector_model):
-    from pyomo_lap.solvers.lap_nlp import LapNLP
+    """The pristine library passes the check before the solve."""
+    from pyomo_lap.solvers.lap.nlp import LapNLP
     rep = LapNLP(sector_model).report
     assert rep.compiled and rep.library_points == 3
     assert rep.max_library_error < 1e-12            # the same operations: rounding only
@@ -408,15 +413,15 @@ def test_a_rebuilt_library_that_differs_still_leaves_the_solve_to_the_virtual_ma
     """Every comparison made to fail (a tolerance below zero): the libraries are rebuilt once,
     differ again, and the NLP evaluates the points in CasADi's virtual machine, with one
     warning that says so (never a loop; the old code raised)."""
-    from pyomo_lap.solvers import lap_nlp
-    monkeypatch.setattr(lap_nlp, "LIBRARY_TOLERANCE", -1.0)
+    from pyomo_lap.solvers.lap import checks, compiled, nlp as lap_nlp_module
+    monkeypatch.setattr(checks, "LIBRARY_TOLERANCE", -1.0)
     calls = []
-    real = lap_nlp.point_functions
-    monkeypatch.setattr(lap_nlp, "point_functions",
+    real = compiled.point_functions
+    monkeypatch.setattr(compiled, "point_functions",
                         lambda *a, **k: calls.append(1) or real(*a, **k))
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        nlp = lap_nlp.LapNLP(sector_model)
+        nlp = lap_nlp_module.LapNLP(sector_model)
     vm = [str(w.message) for w in seen if "virtual machine (slower)" in str(w.message)]
     assert len(vm) == 1 and "after a rebuild" in vm[0] and "\n" not in vm[0], vm
     assert len(calls) == 2                                # the first setup and one rebuild
@@ -437,11 +442,11 @@ def _foreign_point_f(cache: Path) -> Path:
     over this entry's and make the manifest match it, as the issue did; this entry's
     ``point_f``."""
     import casadi as ca
-    from pyomo_lap.solvers import lap_nlp
+    from pyomo_lap.solvers.lap import compiled
     lib = _libraries(cache)["point_f"]
     rec = record_point_rows(load_vehicle("fsae"), OCP_CONFIG({"periodic": True}))
-    key = lap_nlp._point_key(rec, False, cc.find_compiler())
-    w, t, c, out = lap_nlp._point_symbols(rec, False)
+    key = compiled._point_key(rec, False, cc.find_compiler())
+    w, t, c, out = compiled._point_symbols(rec, False)
     other = cc.compile_functions([ca.Function("point_f", [w, t, c], [out])], "pyomo_lap_point",
                                  key=key)
     assert other.compiled, other.reason
@@ -473,7 +478,8 @@ def test_another_entrys_library_with_a_matching_manifest_is_rebuilt_and_the_solv
 
 @pytest.mark.component
 def test_another_entrys_library_is_never_used_and_rebuilt_in_the_same_call(cache, pristine):
-    from pyomo_lap.solvers.lap_nlp import point_functions
+    """Another entrys library is never used and rebuilt in the same call."""
+    from pyomo_lap.solvers.lap.compiled import point_functions
     lib = _foreign_point_f(cache)
     rec = _rows()
     with warnings.catch_warnings(record=True) as seen:
@@ -490,6 +496,7 @@ def test_another_entrys_library_is_never_used_and_rebuilt_in_the_same_call(cache
 
 @pytest.mark.unit
 def test_a_function_of_other_inputs_outputs_or_sparsity_does_not_fit():
+    """A function of other inputs outputs or sparsity does not fit."""
     import casadi as ca
     x, y = ca.SX.sym("x", 3), ca.SX.sym("y", 2)
     f = ca.Function("f", [x, y], [x * y[0], ca.jacobian(x * y[0], x)])
@@ -561,7 +568,7 @@ def test_a_world_writable_cache_folder_is_not_used_and_said_once(pristine, tmp_p
     folder under the temporary folder, nothing is loaded from or written to the shared one."""
     import tempfile
 
-    from pyomo_lap.solvers.lap_nlp import point_functions
+    from pyomo_lap.solvers.lap.compiled import point_functions
     shared = tmp_path / "shared"
     shutil.copytree(pristine, shared)
     marker = tmp_path / "constructor-ran"
@@ -606,7 +613,7 @@ class _Planted:
 @pytest.mark.integration
 @pytest.mark.parametrize("damage", ["truncated", "planted"])
 def test_pint_pickles_in_the_cache_are_never_loaded(cache, tmp_path, damage):
-    """pint's cache in ``<cache>/pint`` as the old code made it, then every pickle cut to
+    """Pint's cache in ``<cache>/pint`` as the old code made it, then every pickle cut to
     half (a Ctrl-C during the first run: the old code then failed every run with exit 3,
     "'NoneType' object has no attribute 'm'") or replaced by one that runs code."""
     pint_dir = cache / "pint"

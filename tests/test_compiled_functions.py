@@ -47,6 +47,7 @@ def _point(rec, seed=0):
 
 @pytest.fixture(scope="module")
 def cars():
+    """The bundled cars, loaded once."""
     base = load_vehicle("fsae")
     return {"base": base,
             "heavy": base.replace(m=base.m + 15.0, Cx=base.Cx * 1.1, P_max=base.P_max * 0.9),
@@ -67,6 +68,7 @@ def test_every_car_has_the_same_rows(cars):
 
 @pytest.mark.unit
 def test_an_option_that_changes_the_rows_changes_the_key(cars):
+    """An option that changes the rows changes the key."""
     base = _rows(cars["base"])
     # an option that adds rows (an open sector's settled start) changes the key
     assert _rows(cars["base"], periodic=True).structure_key() != base.structure_key()
@@ -95,7 +97,8 @@ def test_one_function_gives_each_cars_rows(cars):
 
 @pytest.mark.component
 def test_a_second_car_loads_the_compiled_library_without_compiling(cars, tmp_path, monkeypatch):
-    from pyomo_lap.solvers.lap_nlp import point_functions
+    """A second car loads the compiled library without compiling."""
+    from pyomo_lap.solvers.lap.compiled import point_functions
     from pyomo_lap.util.casadi_compile import find_compiler
     if find_compiler() is None:
         pytest.fail("no C compiler: the compiled path cannot be checked (install gcc)")
@@ -133,7 +136,7 @@ def test_two_threads_asking_at_once_compile_once(cars, tmp_path, monkeypatch):
     other waits and loads the same libraries; both get compiled functions."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from pyomo_lap.solvers.lap_nlp import point_functions
+    from pyomo_lap.solvers.lap.compiled import point_functions
     from pyomo_lap.util.casadi_compile import find_compiler, library_suffix
     if find_compiler() is None:
         pytest.fail("no C compiler: the compiled path cannot be checked (install gcc)")
@@ -156,12 +159,13 @@ def test_compile_ahead_makes_the_first_solve_find_its_functions(tmp_path, monkey
     from click.testing import CliRunner
 
     from pyomo_lap.cli import main
-    from pyomo_lap.solvers.lap_nlp import point_functions_cached, prefetch_point_functions
+    from pyomo_lap.ocp.build import point_rows_recorder
+    from pyomo_lap.solvers.lap.compiled import point_functions_cached, prefetch_point_functions
     from pyomo_lap.util.casadi_compile import find_compiler
     if find_compiler() is None:
         pytest.fail("no C compiler: the set-up's compile step and this test need one")
     monkeypatch.setenv("PYOMO_LAP_CACHE", str(tmp_path / "cache"))
-    import pyomo_lap.solvers.precompile as precompile
+    import pyomo_lap.solvers.lap.precompile as precompile
     monkeypatch.setattr(precompile, "COMPILE_AHEAD", precompile.COMPILE_AHEAD[:1])   # one job: 4 s
     p = load_vehicle("fsae")
     rec = record_point_rows(p, OCP_CONFIG({"periodic": False}))
@@ -172,9 +176,11 @@ def test_compile_ahead_makes_the_first_solve_find_its_functions(tmp_path, monkey
     assert point_functions_cached(rec)
     r = CliRunner().invoke(main, ["compile"])
     assert "0 compiled, 1 already there" in r.output
-    t = prefetch_point_functions(p.replace(m=p.m + 20.0), {"model": "full", "periodic": False})
+    t = prefetch_point_functions(point_rows_recorder(p.replace(m=p.m + 20.0),
+                                                     {"model": "full", "periodic": False}))
     t.join()
     assert t.compiling is False                       # another car: the same libraries
-    t = prefetch_point_functions(p, {"model": "full", "periodic": False, "adherence": "squared"})
+    t = prefetch_point_functions(point_rows_recorder(p, {"model": "full", "periodic": False,
+                                                         "adherence": "squared"}))
     t.join()
     assert t.compiling is True and t.compile_s > 0

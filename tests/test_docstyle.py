@@ -28,18 +28,9 @@ _PENDING_OTHER_BRANCHES = (
     "pyomo_lap/api.py",
     "pyomo_lap/ocp/common.py",
     "pyomo_lap/ocp/full_model.py",
-    "pyomo_lap/ocp/point_rows.py",
-    "pyomo_lap/post/defects.py",
     "pyomo_lap/post/folders.py",
     "pyomo_lap/post/racecar_checks.py",
-    "pyomo_lap/post/sensitivities.py",
-    "pyomo_lap/post/simulate.py",
     "pyomo_lap/post/validate.py",
-    "pyomo_lap/solvers/ipopt_lib.py",
-    "pyomo_lap/solvers/lap_nlp.py",
-    "pyomo_lap/solvers/lap_solver.py",
-    "pyomo_lap/solvers/solve.py",
-    "pyomo_lap/spatial/tape.py",
     "pyomo_lap/spatial/tree.py",
     "pyomo_lap/vehicle/racecar.py",
 )
@@ -47,7 +38,6 @@ _PENDING_OTHER_BRANCHES = (
 # Subpackages whose docstring (``__init__.py``, another branch's file) does not name all their
 # modules yet; the test fails when one of them does, so that it leaves this list.
 _PENDING_PACKAGE_DOCSTRINGS = (
-    "pyomo_lap/solvers/__init__.py",
     "pyomo_lap/track/__init__.py",
 )
 

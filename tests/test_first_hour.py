@@ -193,7 +193,7 @@ def test_every_command_takes_quiet_and_verbose_and_not_both():
 
 @pytest.mark.unit
 def test_the_help_of_max_iter_names_the_limits_of_both_solver_paths():
-    from pyomo_lap.solvers.lap_solver import LAP_IPOPT_OPTIONS
+    from pyomo_lap.solvers.lap.solver import LAP_IPOPT_OPTIONS
     from pyomo_lap.solvers.solve import DEFAULT_IPOPT_OPTIONS
     opt = next(p for p in main.commands["solve"].params if p.name == "max_iter")
     text = " ".join(opt.help.split())

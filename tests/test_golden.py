@@ -49,7 +49,7 @@ def _solve(args, out):
 
 def _check_fingerprint(job, summary):
     """The run is the job the golden value was derived from; else the value must be re-derived."""
-    from pyomo_lap.solvers.lap_solver import LAP_IPOPT_OPTIONS
+    from pyomo_lap.solvers.lap.solver import LAP_IPOPT_OPTIONS
     rec = GOLDEN["jobs"][job]
     have = {
         "solver": summary["solver"], "solver_options (user)": summary["solver_options"],

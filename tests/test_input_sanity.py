@@ -143,7 +143,8 @@ def test_solve_sector_refuses_bad_solver_options_before_loading(nothing_built, o
 def test_ipopt_option_list_comes_from_the_library():
     """The names, types, ranges and values are IPOPT's own documentation of its options,
     printed by the library of the casadi wheel (print_options_documentation)."""
-    from pyomo_lap.solvers.ipopt_lib import ipopt_options_documentation, ipopt_version
+    from pyomo_lap.solvers.lap.ipopt_options import ipopt_options_documentation
+    from pyomo_lap.solvers.lap.ipopt_c import ipopt_version
     docs = ipopt_options_documentation()
     assert ipopt_version() >= (3, 14, 0)
     assert len(docs) > 250

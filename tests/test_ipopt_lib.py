@@ -1,4 +1,4 @@
-"""Tests of :mod:`pyomo_lap.solvers.ipopt_lib`, the ctypes binding to IPOPT's C interface.
+"""Tests of :mod:`pyomo_lap.solvers.lap.ipopt_c`, the ctypes binding to IPOPT's C interface.
 
 The test problem is HS071, the example of IPOPT's documentation::
 
@@ -17,8 +17,8 @@ import signal
 import numpy as np
 import pytest
 
-from pyomo_lap.solvers import ipopt_lib
-from pyomo_lap.solvers.ipopt_lib import IpoptProblem
+from pyomo_lap.solvers.lap import ipopt_c, ipopt_problem
+from pyomo_lap.solvers.lap.ipopt_problem import IpoptProblem
 
 pytestmark = pytest.mark.component
 
@@ -30,10 +30,12 @@ QUIET = {"print_level": 0, "sb": "yes"}
 
 # --------------------------------------------------------------------------- the problem
 def f_hs071(x):
+    """The objective of Hock-Schittkowski problem 71."""
     return x[0] * x[3] * (x[0] + x[1] + x[2]) + x[2]
 
 
 def g_hs071(x):
+    """The two constraints of Hock-Schittkowski problem 71."""
     return np.array([x[0] * x[1] * x[2] * x[3], x[0] ** 2 + x[1] ** 2 + x[2] ** 2 + x[3] ** 2])
 
 
@@ -60,10 +62,12 @@ class HS071:
             self.after[name][1]()
 
     def objective(self, x):
+        """The objective at ``x`` (the hook sees the call)."""
         self._hook("f")
         return f_hs071(x)
 
     def gradient(self, x, out):
+        """The objective's gradient at ``x`` into ``out``."""
         self._hook("grad")
         out[0] = x[3] * (2 * x[0] + x[1] + x[2])
         out[1] = x[0] * x[3]
@@ -72,15 +76,18 @@ class HS071:
         self._after("grad")
 
     def constraints(self, x, out):
+        """The constraints at ``x`` into ``out``."""
         self._hook("g")
         out[:] = g_hs071(x)
 
     def jacobian(self, x, out):
+        """The constraints' Jacobian values at ``x`` into ``out``."""
         self._hook("jac")
         out[:4] = [x[1] * x[2] * x[3], x[0] * x[2] * x[3], x[0] * x[1] * x[3], x[0] * x[1] * x[2]]
         out[4:] = 2.0 * x
 
     def hessian(self, x, obj_factor, lam, out):
+        """The Lagrangian's Hessian values (lower triangle) at ``x`` into ``out``."""
         self._hook("hess")
         H = obj_factor * np.array([[2 * x[3], 0, 0, 0],
                                    [x[3], 0, 0, 0],
@@ -95,6 +102,7 @@ class HS071:
 
 
 def make_problem(cb=None, g_lb=(25.0, 40.0), options=QUIET, **kw):
+    """An IpoptProblem of HS071 with the callbacks ``cb`` and the given options."""
     cb = cb or HS071()
     prob = IpoptProblem(4, 2, np.ones(4), np.full(4, 5.0), list(g_lb), [np.inf, 40.0],
                         JAC_ROWS, JAC_COLS, HESS_ROWS, HESS_COLS, objective=cb.objective,
@@ -118,19 +126,19 @@ def unraisable(monkeypatch):
 def free_calls(monkeypatch):
     """Count the calls of FreeIpoptProblem."""
     calls = []
-    original = ipopt_lib._free_problem
+    original = ipopt_c._free_problem
 
     def counting(lib, handle):
         calls.append(handle)
         original(lib, handle)
 
-    monkeypatch.setattr(ipopt_lib, "_free_problem", counting)
+    monkeypatch.setattr(ipopt_c, "_free_problem", counting)
     return calls
 
 
 # --------------------------------------------------------------------------- independent checks
 def complex_step_jacobian(fun, x, h=1e-30):
-    """d fun / dx (rows: outputs) by the complex step, exact to rounding for analytic fun."""
+    """The derivative d fun / dx (rows: outputs) by the complex step, exact to rounding for analytic fun."""
     x = np.asarray(x, dtype=complex)
     cols = []
     for j in range(x.size):
@@ -141,12 +149,15 @@ def complex_step_jacobian(fun, x, h=1e-30):
 
 
 def kkt_residual(res):
+    """The stationarity residual of the KKT conditions at a result, in IPOPT's sign
+    conventions (derivatives by the complex step)."""
     grad_f = complex_step_jacobian(f_hs071, res.x)[0]
     jac = complex_step_jacobian(g_hs071, res.x)
     return grad_f + jac.T @ res.mult_g - res.mult_x_L + res.mult_x_U
 
 
 def check_solution(res):
+    """Assert that a result is HS071's known optimum, with KKT residuals near zero."""
     assert res.status == 0 and res.status_name == "Solve_Succeeded" and res.success
     np.testing.assert_allclose(res.x, X_STAR, atol=1e-6, rtol=0)
     assert abs(res.obj - F_STAR) < 1e-6
@@ -156,6 +167,7 @@ def check_solution(res):
 
 # --------------------------------------------------------------------------- tests
 def test_hs071_solution_and_multiplier_convention():
+    """HS071: the known solution, and IPOPT's sign convention of the multipliers."""
     cb = HS071()
     res = make_problem(cb).solve(X0)
     check_solution(res)
@@ -177,6 +189,7 @@ def test_hs071_solution_and_multiplier_convention():
 
 
 def test_callbacks_get_zero_copy_views_and_read_only_x():
+    """Callbacks get zero copy views and read only x."""
     seen = []
 
     class Spy(HS071):
@@ -192,6 +205,7 @@ def test_callbacks_get_zero_copy_views_and_read_only_x():
 
 
 def test_user_scaling_gives_same_unscaled_solution_and_multipliers():
+    """User scaling gives same unscaled solution and multipliers."""
     ref = make_problem().solve(X0)
     x_scaling = np.array([10.0, 0.1, 2.0, 0.5])
     g_scaling = np.array([0.01, 3.0])
@@ -218,6 +232,7 @@ def test_user_scaling_gives_same_unscaled_solution_and_multipliers():
 
 
 def test_refused_option_raises_value_error_naming_it():
+    """Refused option raises value error naming it."""
     prob = make_problem()
     with pytest.raises(ValueError, match="'no_such_option'"):
         prob.add_option("no_such_option", 1)
@@ -240,6 +255,7 @@ def test_refused_option_raises_value_error_naming_it():
 
 
 def test_exception_in_callback_is_reraised_and_problem_freed(free_calls, unraisable):
+    """Exception in callback is reraised and problem freed."""
     cb = HS071()
     boom = RuntimeError("constraint evaluation failed")
     cb.fail["g"] = (3, boom)
@@ -248,7 +264,7 @@ def test_exception_in_callback_is_reraised_and_problem_freed(free_calls, unraisa
         prob.solve(X0)
     assert excinfo.value is boom
     partial = excinfo.value.ipopt_result
-    assert isinstance(partial, ipopt_lib.IpoptResult) and not partial.interrupted
+    assert isinstance(partial, ipopt_problem.IpoptResult) and not partial.interrupted
     assert cb.calls["g"] == 3   # no user callback was called after the failure
     assert not partial.success
     assert len(free_calls) == 1 and unraisable == []
@@ -259,6 +275,7 @@ def test_exception_in_callback_is_reraised_and_problem_freed(free_calls, unraisa
 
 
 def test_intermediate_callback_false_stops_ipopt():
+    """Intermediate callback false stops ipopt."""
     infos = []
 
     def stop_at_3(info):
@@ -331,6 +348,7 @@ def test_a_stopped_solve_returns_the_iterate_of_its_last_iteration():
 
 @pytest.mark.parametrize("call", [2, 6])
 def test_keyboard_interrupt_in_callback(free_calls, unraisable, call):
+    """Keyboard interrupt in callback."""
     cb = HS071()
     cb.fail["grad"] = (call, KeyboardInterrupt())
     prob = make_problem(cb)
@@ -338,7 +356,7 @@ def test_keyboard_interrupt_in_callback(free_calls, unraisable, call):
         prob.solve(X0)
     partial = excinfo.value.ipopt_result
     # the failed evaluation makes IPOPT stop at once (Invalid_Number_Detected)
-    assert partial.interrupted and not partial.success and partial.status in ipopt_lib.RETURN_STATUS
+    assert partial.interrupted and not partial.success and partial.status in ipopt_c.RETURN_STATUS
     assert cb.calls["grad"] == call and sum(cb.calls.values()) < 6 * call
     assert len(free_calls) == 1 and unraisable == []
     if call > 2:   # past the starting point: the last iterate, not x0
@@ -373,6 +391,7 @@ def test_sigint_during_solve_stops_cleanly(free_calls, unraisable):
 
 
 def test_warm_start_from_previous_solution():
+    """Warm start from previous solution."""
     prob = make_problem()
     first = prob.solve(X0)
     for name, value in {"warm_start_init_point": "yes", "warm_start_bound_push": 1e-9,
@@ -384,6 +403,7 @@ def test_warm_start_from_previous_solution():
 
 
 def test_ipopt_opt_file_overrides_options_unless_disabled(tmp_path, monkeypatch):
+    """Ipopt opt file overrides options unless disabled."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "ipopt.opt").write_text("max_iter 2\n")
     prob = make_problem()
@@ -395,12 +415,14 @@ def test_ipopt_opt_file_overrides_options_unless_disabled(tmp_path, monkeypatch)
 
 
 def test_ipopt_version():
-    assert ipopt_lib.ipopt_version()[:2] == (3, 14)
-    assert ipopt_lib.RETURN_STATUS[5] == "User_Requested_Stop"
-    assert ipopt_lib.STATUS_CODE["Maximum_WallTime_Exceeded"] == -5
+    """The library is IPOPT 3.14, and its return codes are those of IpReturnCodes_inc.h."""
+    assert ipopt_c.ipopt_version()[:2] == (3, 14)
+    assert ipopt_c.RETURN_STATUS[5] == "User_Requested_Stop"
+    assert ipopt_c.STATUS_CODE["Maximum_WallTime_Exceeded"] == -5
 
 
 def test_output_file_has_iteration_log_and_console_is_quiet(tmp_path, capfd):
+    """Output file has iteration log and console is quiet."""
     log = tmp_path / "ipopt.log"
     prob = make_problem()
     prob.set_output_file(log, print_level=5)
@@ -416,6 +438,7 @@ def test_output_file_has_iteration_log_and_console_is_quiet(tmp_path, capfd):
 
 
 def test_limited_memory_hessian_and_unconstrained_problem():
+    """Limited memory hessian and unconstrained problem."""
     # Rosenbrock, m = 0, no Hessian: L-BFGS
     def f(x):
         return (1 - x[0]) ** 2 + 100 * (x[1] - x[0] ** 2) ** 2
@@ -435,6 +458,7 @@ def test_limited_memory_hessian_and_unconstrained_problem():
 
 
 def test_problem_definition_is_checked():
+    """Problem definition is checked."""
     cb = HS071()
     kw = dict(objective=cb.objective, gradient=cb.gradient, constraints=cb.constraints,
               jacobian=cb.jacobian, hessian=cb.hessian)
@@ -454,21 +478,22 @@ def test_problem_definition_is_checked():
 
 
 def test_library_lookup(monkeypatch, tmp_path):
-    monkeypatch.delenv(ipopt_lib.ENV_VAR, raising=False)
-    found = ipopt_lib.find_ipopt_library()
+    """Library lookup."""
+    monkeypatch.delenv(ipopt_c.ENV_VAR, raising=False)
+    found = ipopt_c.find_ipopt_library()
     assert found.is_file() and "ipopt" in found.name
-    monkeypatch.setenv(ipopt_lib.ENV_VAR, str(found))
-    assert ipopt_lib.find_ipopt_library() == found
-    monkeypatch.setenv(ipopt_lib.ENV_VAR, str(tmp_path / "nothing.so"))
-    with pytest.raises(ipopt_lib.IpoptLibraryNotFound, match=ipopt_lib.ENV_VAR):
-        ipopt_lib.find_ipopt_library()
-    monkeypatch.delenv(ipopt_lib.ENV_VAR)
-    monkeypatch.setattr(ipopt_lib, "_casadi_library", lambda: (None, "not installed"))
-    monkeypatch.setattr(ipopt_lib.ctypes.util, "find_library", lambda name: None)
-    with pytest.raises(ipopt_lib.IpoptLibraryNotFound, match="pip install casadi") as excinfo:
-        ipopt_lib.find_ipopt_library()
-    assert isinstance(excinfo.value, RuntimeError) and ipopt_lib.ENV_VAR in str(excinfo.value)
+    monkeypatch.setenv(ipopt_c.ENV_VAR, str(found))
+    assert ipopt_c.find_ipopt_library() == found
+    monkeypatch.setenv(ipopt_c.ENV_VAR, str(tmp_path / "nothing.so"))
+    with pytest.raises(ipopt_c.IpoptLibraryNotFound, match=ipopt_c.ENV_VAR):
+        ipopt_c.find_ipopt_library()
+    monkeypatch.delenv(ipopt_c.ENV_VAR)
+    monkeypatch.setattr(ipopt_c, "_casadi_library", lambda: (None, "not installed"))
+    monkeypatch.setattr(ipopt_c.ctypes.util, "find_library", lambda name: None)
+    with pytest.raises(ipopt_c.IpoptLibraryNotFound, match="pip install casadi") as excinfo:
+        ipopt_c.find_ipopt_library()
+    assert isinstance(excinfo.value, RuntimeError) and ipopt_c.ENV_VAR in str(excinfo.value)
     not_ipopt = tmp_path / "libnot.so"
     not_ipopt.write_bytes(b"not a library")
-    with pytest.raises(ipopt_lib.IpoptLibraryNotFound, match="could not be loaded"):
-        ipopt_lib.load_ipopt_library(not_ipopt)
+    with pytest.raises(ipopt_c.IpoptLibraryNotFound, match="could not be loaded"):
+        ipopt_c.load_ipopt_library(not_ipopt)

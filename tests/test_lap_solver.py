@@ -1,4 +1,4 @@
-"""Tests of the ``lap_ipopt`` solver (:mod:`pyomo_lap.solvers.lap_solver`, :mod:`pyomo_lap.solvers.lap_nlp`).
+"""Tests of the ``lap_ipopt`` solver (:mod:`pyomo_lap.solvers.lap.solver`, :mod:`pyomo_lap.solvers.lap.nlp`).
 
 The fast path is checked against things computed without it:
 
@@ -35,8 +35,9 @@ from pyomo.core.expr.numeric_expr import Expr_ifExpression
 
 import pyomo_lap  # noqa: F401  (registers lap_ipopt)
 from pyomo_lap import build_model, initialize_model, load_track, load_vehicle
-from pyomo_lap.solvers.lap_nlp import LapNLP, RecordedRowsMismatch
-from pyomo_lap.solvers.lap_solver import LapIpopt
+from pyomo_lap.solvers.lap.nlp import LapNLP
+from pyomo_lap.solvers.lap.checks import RecordedRowsMismatch
+from pyomo_lap.solvers.lap.solver import LapIpopt
 from pyomo_lap.solvers.solve import DEFAULT_IPOPT_OPTIONS, SolverNotFoundError, ensure_solver, solve_model
 
 SECTOR = dict(start=500, length=150, nfe=10, ncp=2)
@@ -108,16 +109,19 @@ def classic_ipopt(**options):
 
 
 def suffix_dict(m, name):
+    """``{component name: value}`` of the suffix ``name`` of ``m``."""
     return {k.name: v for k, v in m.component(name).items()}
 
 
 @pytest.fixture(scope="module")
 def track():
+    """The bundled Nordschleife."""
     return load_track("nordschleife")
 
 
 @pytest.fixture(scope="module")
 def vehicle():
+    """The bundled FSAE car."""
     return load_vehicle("fsae")
 
 
@@ -148,6 +152,7 @@ def reference(track, vehicle):
 
 @pytest.mark.component
 def test_registered_with_both_factories_and_reports_ipopt_3_14():
+    """Registered with both factories and reports ipopt 3 14."""
     opt = pyo.SolverFactory("lap_ipopt")
     assert opt.available() is True
     version = opt.version()
@@ -195,6 +200,7 @@ def hs_model(sense):
 
 
 def lap_solve(m, **options):
+    """Solve ``m`` with lap_ipopt and the given IPOPT options; the results."""
     res = pyo.SolverFactory("lap_ipopt").solve(m, options={"tol": 1e-10, **options})
     assert str(res.solver.termination_condition) == "optimal", res.solver.termination_condition
     return pyo.value(m.obj)
@@ -213,6 +219,7 @@ def central_difference(make, perturb, h=1e-4):
 @pytest.mark.component
 @pytest.mark.parametrize("sense", ["minimize", "maximize"])
 def test_generic_nlp_matches_classic_ipopt_and_sensitivities(sense):
+    """Generic nlp matches classic ipopt and sensitivities."""
     sense = pyo.minimize if sense == "minimize" else pyo.maximize
     a = hs_model(sense)
     lap_solve(a)
@@ -295,6 +302,7 @@ def test_generic_nlp_matches_classic_ipopt_and_sensitivities(sense):
 
 @pytest.mark.integration
 def test_sector_lap_time_matches_classic_ipopt(track, vehicle, reference):
+    """Sector lap time matches classic ipopt."""
     m, rep = reference
     assert rep.exit_message == "Optimal Solution Found."
     b = sector(track, vehicle, named=True)          # the same rows, shared as the NL writer needs
@@ -345,6 +353,7 @@ def test_sector_lap_time_matches_classic_ipopt(track, vehicle, reference):
 
 @pytest.mark.integration
 def test_user_constraint_objective_and_fixed_control(track, vehicle, reference):
+    """User constraint objective and fixed control."""
     ref, _ = reference
     S = list(ref.s)
     s1, s2 = S[4], S[10]
@@ -382,12 +391,84 @@ def test_user_constraint_objective_and_fixed_control(track, vehicle, reference):
     assert tr.n_recorded_rows == n_built          # the recorded rows are still all compiled
 
 
+@pytest.mark.component
+def test_a_users_model_around_the_car_gets_the_compiled_rows(track, vehicle):
+    """A user's ConcreteModel holding a built model as a block (its objective replaced by the
+    user's, a row of the user's own) is solved by ``pyomo.environ.SolverFactory('lap_ipopt')``
+    with the car's recorded rows, found through Pyomo's component tree: the same lap time as
+    the bundled solve of the built model alone, and, with an exit-speed cap, the same optimum
+    as the cap written into the built model itself (a second way to the same NLP); the cap
+    holds and slows the lap."""
+    opt = pyo.SolverFactory("lap_ipopt")
+    bundled = sector(track, vehicle, dual=False)
+    rep = solve_model(bundled, solver="lap_ipopt", options=TIGHT)
+    assert rep.ok, rep.describe()
+    lap = pyo.value(bundled.lap_time)
+    path = rep.details["translation"].evaluation
+    assert path in ("compiled", "recorded")           # "recorded": no C compiler here
+
+    u = pyo.ConcreteModel()
+    u.lap = sector(track, vehicle, dual=False)
+    u.lap.objective.deactivate()
+    u.objective = pyo.Objective(expr=u.lap.objective.expr)      # the user's, same value
+    sf = u.lap.scaling_factor              # and the same scale (IPOPT's user scaling)
+    sf[u.objective] = sf[u.lap.objective]
+    opt.solve(u, solver_options=TIGHT)
+    info = opt.last_results.extra_info
+    assert info.evaluation == path and info.translation.fallback == ""
+    n_built = sum(1 for c, _, _, _ in u.lap.problem.point_rows.built if c.active)
+    assert info.translation.n_recorded_rows == n_built > 0
+    assert pyo.value(u.lap.lap_time) == pytest.approx(lap, rel=1e-6)
+
+    last = max(bundled.s)
+    cap = 0.97 * bundled.q1_dot[last].value
+    u.exit_cap = pyo.Constraint(expr=u.lap.q1_dot[max(u.lap.s)] <= cap)
+    initialize_model(u.lap)              # both from the cold start
+    opt.solve(u, solver_options=TIGHT)
+    assert opt.last_results.extra_info.evaluation == path
+    direct = sector(track, vehicle, dual=False)
+    direct.exit_cap = pyo.Constraint(expr=direct.q1_dot[last] <= cap)
+    rep_d = solve_model(direct, solver="lap_ipopt", options=TIGHT)
+    assert rep_d.ok, rep_d.describe()
+    assert u.lap.q1_dot[max(u.lap.s)].value <= cap * (1 + 1e-7)
+    assert pyo.value(u.lap.lap_time) > lap
+    assert pyo.value(u.lap.lap_time) == pytest.approx(pyo.value(direct.lap_time), rel=1e-6)
+
+
+@pytest.mark.component
+def test_two_cars_in_a_users_model_the_first_compiled_both_refreshed(track, vehicle):
+    """Two built models as blocks of one user's model (one objective: the sum of their
+    times): the first car block's recorded rows are used, the second's rows translated (said
+    in the report); every row of both is in the NLP once; refresh_cars finds both car blocks
+    and brings each in line with its own m.vehicle (a steering limit fixed on the second only
+    becomes the bound of its delta, the first keeps its own)."""
+    from pyomo_lap.solvers.lap.car_blocks import car_blocks, refresh_cars
+    u = pyo.ConcreteModel()
+    u.a = sector(track, vehicle, dual=False)
+    u.b = sector(track, vehicle, dual=False)
+    u.a.objective.deactivate()
+    u.b.objective.deactivate()
+    u.objective = pyo.Objective(expr=u.a.lap_time + u.b.lap_time)
+    assert [b.name for b in car_blocks(u)] == ["a.vehicle", "b.vehicle"]
+    u.b.vehicle.steering.delta_max.fix(0.5 * vehicle.delta_max)
+    assert refresh_cars(u) and not refresh_cars(u)           # once, then nothing to do
+    assert all(v.ub == 0.5 * vehicle.delta_max for v in u.b.delta.values())
+    assert all(v.ub == vehicle.delta_max for v in u.a.delta.values())
+    nlp = LapNLP(u)
+    rep = nlp.report
+    n_a = sum(1 for c, _, _, _ in u.a.problem.point_rows.built if c.active)
+    assert rep.n_recorded_rows == n_a and "2 pyomo_lap cars" in rep.fallback
+    n_rows = sum(1 for _ in u.component_data_objects(pyo.Constraint, active=True))
+    assert nlp.m == n_rows and len({id(c) for c in nlp.constraints}) == n_rows
+
+
 # --------------------------------------------------------------------------------------------
 # 5. a replaced row and a changed named expression: translated from Pyomo instead
 # --------------------------------------------------------------------------------------------
 
 @pytest.mark.integration
 def test_replaced_row_and_named_expression_fall_back(track, vehicle, reference):
+    """Replaced row and named expression fall back."""
     ref, _ = reference
     # named=True: with the default unnamed shared subexpressions, translating one point's rows
     # from their Pyomo expressions takes about a minute (see the report of these tests)
@@ -446,6 +527,7 @@ def test_a_changed_named_expression_is_found_at_its_point_after_an_entry_was_add
 
 @pytest.mark.component
 def test_corrupted_tape_raises_recorded_rows_mismatch(track, vehicle):
+    """Corrupted tape raises recorded rows mismatch."""
     m = sector(track, vehicle, dual=False)
     rec = m.problem.point_rows
     fam = next(f for f in rec.families if f.name == "adherence")
@@ -473,6 +555,7 @@ def test_corrupted_tape_raises_recorded_rows_mismatch(track, vehicle):
 # --------------------------------------------------------------------------------------------
 
 def expr_if_model(condition):
+    """A one-variable model whose row holds an Expr_if on ``condition``."""
     m = pyo.ConcreteModel()
     m.x = pyo.Var(initialize=1.0, bounds=(-3, 3))
     m.y = pyo.Var(initialize=1.0, bounds=(-3, 3))
@@ -487,6 +570,7 @@ def expr_if_model(condition):
 
 @pytest.mark.component
 def test_expr_if_on_a_variable_is_refused_naming_the_constraint():
+    """Expr if on a variable is refused naming the constraint."""
     m = expr_if_model("variable")
     with pytest.raises(NotImplementedError, match=r"constraint c\b"):
         LapNLP(m)
@@ -500,6 +584,7 @@ def test_expr_if_on_a_variable_is_refused_naming_the_constraint():
 @pytest.mark.component
 @pytest.mark.parametrize("p", [1.0, -1.0])
 def test_expr_if_on_a_fixed_variable_is_translated_correctly(p):
+    """Expr if on a fixed variable is translated correctly."""
     a, b = expr_if_model("fixed"), expr_if_model("fixed")
     a.q.fix(p)
     b.q.fix(p)
@@ -523,6 +608,7 @@ def test_expr_if_on_a_fixed_variable_is_translated_correctly(p):
 
 @pytest.mark.integration
 def test_solve_model_reports_and_loads_duals(track, vehicle):
+    """Solve model reports and loads duals."""
     m = sector(track, vehicle)
     stale = m.speed_min[m.s.first()]
     m.dual[stale] = 12345.0                       # a stale value is replaced
@@ -581,6 +667,7 @@ ITERATION_ROW = re.compile(r"^\s*\d+r?\s+[-+]?\d\.\d+e[-+]\d+\s")
 
 @pytest.mark.integration
 def test_ctrl_c_stops_the_solve_cleanly():
+    """Ctrl c stops the solve cleanly."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen([sys.executable, "-c", CTRL_C_SCRIPT], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=env,
@@ -623,6 +710,7 @@ def test_ctrl_c_stops_the_solve_cleanly():
 
 @pytest.mark.integration
 def test_verify_all_points_and_results_object(track, vehicle, reference):
+    """Verify all points and results object."""
     ref, _ = reference
     m = sector(track, vehicle)
     res = NewSolverFactory("lap_ipopt").solve(m, verify_points="all", solver_options=TIGHT)
@@ -685,7 +773,7 @@ def test_quadratic_objectives_are_read_exactly_and_others_refused():
     """The quadratic reader of the objective (pyomo.repn's standard representation, as
     sparse products instead of a CasADi call per node) against Pyomo's own evaluation at
     random points; non-quadratic shapes give None (they go through the general translation)."""
-    from pyomo_lap.solvers.lap_nlp import _quadratic
+    from pyomo_lap.solvers.lap.nlp import _quadratic
     m = pyo.ConcreteModel()
     m.x = pyo.Var(range(4))
     m.z = pyo.Var(initialize=0.3)
@@ -718,7 +806,7 @@ def test_quadratic_objective_path_matches_the_general_translation(track, vehicle
     value, gradient and Hessian of the Lagrangian at a random point."""
     import scipy.sparse as sps
 
-    import pyomo_lap.solvers.lap_nlp as ln
+    import pyomo_lap.solvers.lap.nlp as ln
     m = build_model(track, vehicle, **SECTOR, named_subexpressions=False)
     initialize_model(m)
     a = LapNLP(m)

@@ -45,7 +45,7 @@ def test_a_sector_longer_than_the_loop_is_refused(tmp_path):
 # ------------------------------------------------------------------ words
 @pytest.mark.unit
 def test_solver_messages_are_decoded():
-    from pyomo_lap.solvers.solve import SolveReport, decode_solver_message
+    from pyomo_lap.solvers.report import SolveReport, decode_solver_message
     assert decode_solver_message("Ipopt 3.11.9\\x3a Optimal Solution Found") == \
         "Ipopt 3.11.9: Optimal Solution Found"
     assert decode_solver_message("a\\x3ab\\x2C c") == "a:b, c"

@@ -48,10 +48,12 @@ class _Problem:
 
 
 class _Model:
-    """What :func:`penalty_weights` reads of a model: ``problem`` and the points ``s``."""
+    """What :func:`penalty_weights` reads of a model: ``problem``, the car block ``vehicle`` and
+    the points ``s``."""
 
     def __init__(self, p, T, L, n):
-        self.problem = _Problem(vehicle=p, time_scale=T, sector_length=L)
+        self.problem = _Problem(time_scale=T, sector_length=L)
+        self.vehicle = _Problem(built_for=p)
         self.s = list(range(n + 1))
 
 
@@ -156,7 +158,7 @@ def test_the_sector_time_does_not_depend_on_how_densely_the_file_is_sampled(tmp_
         import pyomo.environ as pyo
         times.append(pyo.value(m.lap_time))
         # the speed never exceeds what the power allows against the drag alone
-        p = m.problem.vehicle
+        p = m.vehicle.built_for
         v_top = (p.P_max / (0.5 * p.rho * p.S * p.Cx)) ** (1 / 3)
         assert max(pyo.value(m.speed[s]) for s in m.s) <= v_top * 1.001
     assert times[0] == pytest.approx(times[1], rel=1e-3)

@@ -157,7 +157,7 @@ def test_named_channels_equal_the_exported_columns_and_the_summary_has_the_quali
 
     from pyomo_lap import solve_sector
     from pyomo_lap.ocp.full_model import CHANNEL_EXPRESSIONS
-    from pyomo_lap.solvers.lap_nlp import evaluate_expression
+    from pyomo_lap.solvers.lap.checks import evaluate_expression
     m, rep, df, summary = solve_sector(start=1300, length=200, out_dir=tmp_path / "r",
                                        echo=lambda *_: None)
     assert rep.ok
@@ -170,7 +170,7 @@ def test_named_channels_equal_the_exported_columns_and_the_summary_has_the_quali
     np.testing.assert_allclose([m.f_11z[s].value for s in sigma], df["f_11z"], rtol=0, atol=0)
     saved = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert saved["channel_quality"]["zigzags"]["delta"]["count"] == \
-        channel_quality(df, m.problem.vehicle)["zigzags"]["delta"]["count"]
+        channel_quality(df, m.vehicle.built_for)["zigzags"]["delta"]["count"]
     assert saved["mesh"]["n_elements"] == len(saved["mesh"]["element_boundaries_m"]) - 1
     wb = openpyxl.load_workbook(tmp_path / "r" / "results.xlsx", read_only=True)
     assert "quality" in wb.sheetnames

@@ -287,7 +287,7 @@ def test_recorded_rows_reproduce_every_row_of_the_model():
     relative difference above 1e-9 (``verify_points="all"``)."""
     import pyomo.environ as pyo
 
-    from pyomo_lap.solvers.lap_nlp import LapNLP
+    from pyomo_lap.solvers.lap.nlp import LapNLP
     m = _short_oval_model(nfe=6)
     rng = np.random.default_rng(36)
     for name, scale in (("n", 2.0), ("V", 10.0), ("alpha", 0.1), ("lam", 0.05), ("omega", 0.3),

@@ -266,7 +266,7 @@ def test_unfinished_folders_of_dead_runs_are_removed_once_and_never_taken_as_res
 
 @pytest.mark.unit
 def test_ipopt_logs_of_dead_processes_are_removed(tmp_path):
-    from pyomo_lap.solvers.lap_solver import IPOPT_LOG_PREFIX, remove_stale_ipopt_logs
+    from pyomo_lap.solvers.lap.solver import IPOPT_LOG_PREFIX, remove_stale_ipopt_logs
     dead = tmp_path / f"{IPOPT_LOG_PREFIX}{dead_pid()}_abc.log"
     mine = tmp_path / f"{IPOPT_LOG_PREFIX}{os.getpid()}_def.log"
     other = tmp_path / "someone_else.log"

@@ -17,7 +17,7 @@ from pyomo_lap.post.results import UNITS, trajectory_dataframe
 def reference_dataframe(m, p=None) -> pd.DataFrame:
     """The former body of ``trajectory_dataframe`` (full model): ``car_equations`` with
     floats at every point (for the car ``p``, default the model's)."""
-    p = m.problem.vehicle if p is None else p
+    p = m.vehicle.built_for if p is None else p
     tp = m.problem.track_points
     chain, joints = veh.build_chain(p), m.problem.track_joints
     sigma = sorted(m.s)
@@ -177,7 +177,7 @@ def test_channels_follow_the_model_car(model):
         ref = reference_dataframe(m, p)
         new = trajectory_dataframe(m)
         assert_same_frame(new, ref)
-        old = reference_dataframe(m, m.problem.vehicle)
+        old = reference_dataframe(m, m.vehicle.built_for)
         assert not np.allclose(new["q1_ddot"], old["q1_ddot"], rtol=1e-6)
         assert not np.allclose(new["f_11y"], old["f_11y"], rtol=1e-6)
     finally:

@@ -170,7 +170,7 @@ def test_a_solve_checks_itself_and_a_raised_acceleration_fails(solved):
     assert 0 <= reg["share"] < 0.01
     # a table that accelerates more than the car can: a_x + 30 % where f_xa v = P(v)
     df = res.trajectory.copy()
-    p = res.model.problem.vehicle
+    p = res.model.vehicle.built_for
     full = df["f_xa"] * df["v_3x"] > 0.99 * power_available(p, df["v_3x"].to_numpy())
     assert full.sum() >= 3
     df.loc[full, "a_x"] *= 1.3

@@ -144,7 +144,7 @@ def test_sensitivities_match_finite_differences(solved_with_multipliers, name):
 @pytest.mark.integration
 def test_sensitivity_table(solved_with_multipliers):
     m, table = solved_with_multipliers
-    assert len(table) == len(sens.parameters_of(m.problem.vehicle)) + 1
+    assert len(table) == len(sens.parameters_of(m.vehicle.built_for)) + 1
     assert list(table.reset_index().columns) == list(sens.SENSITIVITY_COLUMNS)
     # physics: more power, grip, downforce: faster; more mass, drag: slower
     assert table.loc["P_max", "dT_dp"] < 0 and table.loc["mu_y0", "dT_dp"] < 0
@@ -193,7 +193,7 @@ def test_solve_sector_and_cli_write_the_sensitivities(tmp_path):
     assert res.model is m and res.summary is summary
     table = res.sensitivities
     assert list(table.columns) == list(sens.SENSITIVITY_COLUMNS)
-    assert len(table) == len(sens.parameters_of(m.problem.vehicle)) + 1 == 38
+    assert len(table) == len(sens.parameters_of(m.vehicle.built_for)) + 1 == 38
     assert table.attrs["method"] == "adjoint"
     sheet = pd.read_excel(tmp_path / "r" / "results.xlsx", sheet_name="sensitivities")
     assert list(sheet.columns) == list(SENSITIVITY_HEADERS.values())

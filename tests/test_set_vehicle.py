@@ -1,5 +1,5 @@
 """The car as a Pyomo object: the parameters ``m.vehicle.<section>.<key>`` and changing the car
-of a built model (``pyomo_lap.ocp.build.set_vehicle``, ``sync_vehicle``): the model becomes the
+of a built model (``pyomo_lap.ocp.build.set_vehicle``, ``m.vehicle.refresh()``): the model becomes the
 one a new build gives for the other car (checked against that build, row by row: bodies at the
 same point, bounds, fixed values, scaling factors, objective), whether the car is given as a
 whole or one parameter is changed by hand (``m.vehicle.mass.total.fix(250)``); the change is
@@ -16,7 +16,7 @@ import pytest
 from pyomo_lap import load_track, load_vehicle
 from pyomo_lap.ocp.build import build_model, set_vehicle
 from pyomo_lap.ocp.initialize import initialize_model
-from pyomo_lap.solvers.lap_nlp import evaluate_expression
+from pyomo_lap.solvers.lap.checks import evaluate_expression
 
 SECTOR = {"start": 1200.0, "length": 300.0, "nfe": 30}
 
@@ -55,18 +55,20 @@ def _same_model(ma, mb):
     sb = {c.name: v for c, v in mb.scaling_factor.items()}
     assert sa == sb
     assert pyo.value(ma.objective) == pyo.value(mb.objective)
-    assert ma.problem.vehicle == mb.problem.vehicle
+    assert ma.vehicle.built_for == mb.vehicle.built_for
     assert ma.problem.initial_speed == mb.problem.initial_speed
 
 
 @pytest.fixture(scope="module")
 def track():
+    """The bundled Nordschleife."""
     return load_track("nordschleife")
 
 
 @pytest.mark.component
 @pytest.mark.parametrize("named", [False, True])
 def test_the_changed_model_is_the_new_build_of_the_other_car(track, named):
+    """The changed model is the new build of the other car."""
     a = load_vehicle("fsae")
     b = _other_car(a)
     ma = build_model(track, a, named_subexpressions=named, **SECTOR)
@@ -124,17 +126,16 @@ def test_a_parameter_changed_by_name_is_the_new_build(track):
     """``m.vehicle.<section>.<key>.fix(value)`` and the sync every solve makes (bounds, entry
     speed, scaling follow): the model of a new build with that car; any two cars share the
     rows (zeros and equal parameters included), so nothing is refused for its values."""
-    from pyomo_lap.ocp.build import sync_vehicle
     a = load_vehicle("fsae")
     m = build_model(track, a, **SECTOR)
     assert a.mu_x0 == a.mu_y0
     for key, value in (("mass.total", 250.0), ("tyre.mu_y0", a.mu_y0 * 1.03), ("tyre.E", 0.0),
                        ("geometry.width", 1.45), ("steering.delta_max", 0.4)):
         m.vehicle.component(key.split(".")[0]).component(key.split(".")[1]).fix(value)
-    assert sync_vehicle(m) and not sync_vehicle(m)        # once, then nothing to do
+    assert m.vehicle.refresh() and not m.vehicle.refresh()        # once, then nothing to do
     b = a.replace({"mass.total": 250.0, "tyre.mu_y0": a.mu_y0 * 1.03, "tyre.E": 0.0,
                    "geometry.width": 1.45, "steering.delta_max": 0.4})
-    assert m.problem.vehicle == b
+    assert m.vehicle.built_for == b
     mb = build_model(track, b, **SECTOR)
     initialize_model(m)
     initialize_model(mb)
@@ -145,12 +146,60 @@ def test_a_parameter_changed_by_name_is_the_new_build(track):
     # a value the schema refuses: said before anything changes
     m.vehicle.mass.unsprung.fix(300.0)          # above the total mass
     with pytest.raises(ValueError, match="unsprung"):
-        sync_vehicle(m)
-    assert m.problem.vehicle == b
+        m.vehicle.refresh()
+    assert m.vehicle.built_for == b
+
+
+def _same_numbers(m, mb):
+    """The car-dependent numbers of two models are the same, entry by entry in component
+    order (names may differ: ``m`` may be a block of a user's model): the variables' bounds,
+    which are fixed and at what value, the rows' bounds, the scaling factors."""
+    va = list(m.component_data_objects(pyo.Var))
+    vb = list(mb.component_data_objects(pyo.Var))
+    assert len(va) == len(vb)
+    for a, b in zip(va, vb):
+        assert (a.bounds, a.fixed) == (b.bounds, b.fixed), a.name
+        if a.fixed:
+            assert a.value == b.value, a.name
+    ca = list(m.component_data_objects(pyo.Constraint))
+    cb = list(mb.component_data_objects(pyo.Constraint))
+    assert [(c.lb, c.ub) for c in ca] == [(c.lb, c.ub) for c in cb]
+    assert list(m.scaling_factor.values()) == list(mb.scaling_factor.values())
+
+
+@pytest.mark.component
+@pytest.mark.parametrize("how", ["solve_model", "SolverFactory"])
+def test_a_parameter_fixed_by_hand_is_solved_with_the_new_cars_bounds(track, how):
+    """After ``m.vehicle.<section>.<key>.fix(new)``, a solve through ``solve_model``, or through
+    ``pyomo.environ.SolverFactory('lap_ipopt')`` on a user's model holding the built model as a
+    block, uses the bounds, the entry speed and the scaling factors of a new build for that
+    car (found through the car block's ``refresh``); the steering bound is the new
+    ``delta_max`` (closed form). ``m.problem`` keeps no car."""
+    from pyomo_lap.solvers.solve import solve_model
+    a = load_vehicle("fsae")
+    short = dict(SECTOR, length=150.0, nfe=10)
+    m = build_model(track, a, **short)
+    assert not hasattr(m.problem, "vehicle")
+    initialize_model(m)
+    m.vehicle.steering.delta_max.fix(0.8 * a.delta_max)
+    m.vehicle.mass.total.fix(a.m + 30.0)
+    b = a.replace({"steering.delta_max": 0.8 * a.delta_max, "mass.total": a.m + 30.0})
+    mb = build_model(track, b, **short)
+    if how == "solve_model":
+        assert solve_model(m).ok
+    else:
+        u = pyo.ConcreteModel()
+        u.lap = m
+        res = pyo.SolverFactory("lap_ipopt").solve(u)
+        assert str(res.solver.termination_condition) == "optimal"
+    assert m.vehicle.built_for == b
+    assert all(v.bounds == (-b.delta_max, b.delta_max) for v in m.delta.values())
+    _same_numbers(m, mb)
 
 
 @pytest.mark.component
 def test_a_car_the_track_cannot_take_is_refused_and_the_model_is_unchanged(track):
+    """A car the track cannot take is refused and the model is unchanged."""
     a = load_vehicle("fsae")
     # too wide for the track: refused with the build's message, nothing changed
     narrow = dict(SECTOR, track_margin=2.2)       # 4 m each side: 0.7 + 2.2 fits, 1.86 + 2.2 not
@@ -158,7 +207,7 @@ def test_a_car_the_track_cannot_take_is_refused_and_the_model_is_unchanged(track
     ub = [v.ub for v in m.q2.values()]
     with pytest.raises(ValueError, match="narrower"):     # contact patches 1.21 + 2.5 m apart
         set_vehicle(m, a.replace(tw1=2.5, tw2=2.5))
-    assert m.problem.vehicle == a and [v.ub for v in m.q2.values()] == ub
+    assert m.vehicle.built_for == a and [v.ub for v in m.q2.values()] == ub
     # a vehicle model without set_vehicle (the point-mass example: its rows hold numbers)
     from pyomo_lap.ocp.point_mass import POINT_MASS_MODEL
     mp = build_model(track, a, model=POINT_MASS_MODEL, **SECTOR)
@@ -209,6 +258,7 @@ def test_global_nodes_are_built_once_and_give_the_tapes_values():
 
 @pytest.mark.integration
 def test_a_solve_after_the_change_ends_where_a_new_build_ends(tmp_path):
+    """A solve after the change ends where a new build ends."""
     from pyomo_lap import solve_sector
     a = load_vehicle("fsae")
     b = _other_car(a)
@@ -218,12 +268,12 @@ def test_a_solve_after_the_change_ends_where_a_new_build_ends(tmp_path):
     _, _, _, first = solve_sector(vehicle=a, out_dir=tmp_path / "a", model_cache=cache, **job)
     m, _, _, again = solve_sector(vehicle=b, out_dir=tmp_path / "b", model_cache=cache, **job)
     assert not first["model_reused"] and again["model_reused"]
-    assert m.problem.vehicle == b and len(cache) == 2          # the model and its track
+    assert m.vehicle.built_for == b and len(cache) == 2          # the model and its track
     assert m.problem.track is next(v for k, v in cache.items() if k.startswith("track "))
     assert again["build_time_s"] < first["build_time_s"]
     assert again["iterations"] == fresh["iterations"]
     # the fast path used the recorded rows after the change, as for the new build
-    from pyomo_lap.solvers.lap_nlp import LapNLP
+    from pyomo_lap.solvers.lap.nlp import LapNLP
     nlp = LapNLP(m, compile="vm")
     assert nlp.report.fallback == "" and nlp.report.n_recorded_rows > 0
     assert again["lap_time_s"] == pytest.approx(fresh["lap_time_s"], rel=1e-10)

@@ -23,7 +23,8 @@ from pyomo_lap.post import results as res_mod
 from pyomo_lap.post.folders import MANIFEST
 from pyomo_lap.api import ResultsNotWrittenError, _write_or_fallback
 from pyomo_lap.cli import main
-from pyomo_lap.solvers.solve import SolveReport, SolverNotFoundError
+from pyomo_lap.solvers.report import SolveReport
+from pyomo_lap.solvers.solve import SolverNotFoundError
 
 from _folders import write_manifest  # noqa: E402 (tests/_folders.py)
 
@@ -48,6 +49,7 @@ def earlier_results(folder: Path) -> Path:
 
 
 def assert_untouched(folder: Path):
+    """Assert that a results folder still holds what was there before, with no leftovers."""
     assert (folder / MANIFEST).is_file()
     assert (folder / "summary.json").read_text() == EARLIER
     assert (folder / "trajectory.csv").read_text() == "s [m],t [s]\n0,0\n"
@@ -56,6 +58,7 @@ def assert_untouched(folder: Path):
 
 
 def tiny_model():
+    """A two-variable model with one row: min (x - 2)^2 s.t. x + y = 1."""
     m = pyo.ConcreteModel()
     m.x = pyo.Var(initialize=0.5)
     m.y = pyo.Var(initialize=0.5)
@@ -68,6 +71,7 @@ def tiny_model():
 @pytest.mark.integration
 @pytest.mark.parametrize("solver", ["lap_ipopt", "ipopt"])
 def test_iteration_limit_is_reported_and_partial_results_are_marked(tmp_path, solver):
+    """Iteration limit is reported and partial results are marked."""
     out = earlier_results(tmp_path / "results")
     r = CliRunner().invoke(main, ["solve", "--start", "3000", "--length", "60", "--nfe", "6",
                                   "--ncp", "2", "--max-iter", "3", "--out", str(out), "--quiet",
@@ -101,6 +105,7 @@ def test_iteration_limit_is_reported_and_partial_results_are_marked(tmp_path, so
 @pytest.mark.integration
 @pytest.mark.parametrize("solver", ["lap_ipopt", "ipopt"])
 def test_infeasible_car_model_is_reported(solver):
+    """Infeasible car model is reported."""
     tr, p = load_track("nordschleife"), load_vehicle("fsae")
     m = build_model(tr, p, start=3000.0, length=60.0, nfe=6, ncp=2)
     initialize_model(m)
@@ -130,7 +135,8 @@ def test_step_computation_error_is_reported_by_lap_ipopt():
 
 @pytest.mark.component
 def test_restoration_failure_is_reported():
-    """IPOPT 3.11 asked to start in its restoration phase at a feasible point fails it
+    """IPOPT 3.11 asked to start in its restoration phase at a feasible point fails it.
+
     ("Restoration phase is called at almost feasible point"): EXIT: Restoration Failed!
     (The AMPL executable takes this option only through an options file: prefix OF_.)"""
     rep = solve_model(tiny_model(), solver="ipopt", options={"OF_start_with_resto": "yes"})
@@ -144,6 +150,7 @@ def test_restoration_failure_is_reported():
 # ------------------------------------------------------------------ other failures, real IPOPT
 @pytest.mark.component
 def test_evaluation_error_and_bad_options_are_reported():
+    """Evaluation error and bad options are reported."""
     m = pyo.ConcreteModel()
     m.x = pyo.Var(initialize=1.0)
     m.c = pyo.Constraint(expr=pyo.sqrt(m.x) == -1.0)     # IPOPT steps to x < 0: sqrt NaN
@@ -160,6 +167,7 @@ def test_evaluation_error_and_bad_options_are_reported():
 
 @pytest.mark.component
 def test_evaluation_error_and_bad_options_are_reported_by_lap_ipopt():
+    """Evaluation error and bad options are reported by lap ipopt."""
     m = pyo.ConcreteModel()
     m.x = pyo.Var(initialize=1.0)
     m.c = pyo.Constraint(expr=pyo.sqrt(m.x) == -1.0)     # IPOPT steps to x < 0: sqrt NaN
@@ -208,6 +216,7 @@ def test_every_kind_has_a_plain_explanation_and_a_hint():
 # ------------------------------------------------------------------ missing solver
 @pytest.fixture
 def no_ipopt(tmp_path, monkeypatch):
+    """A PATH without an ipopt executable."""
     from pyomo.common import Executable
     empty = tmp_path / "empty_bin"
     empty.mkdir()
@@ -221,6 +230,7 @@ def no_ipopt(tmp_path, monkeypatch):
 
 @pytest.mark.unit
 def test_missing_solver_is_reported_before_building(tmp_path, no_ipopt):
+    """Missing solver is reported before building."""
     out = earlier_results(tmp_path / "results")
     r = CliRunner().invoke(main, ["solve", "--length", "100", "--nfe", "5", "--out", str(out),
                                   "--solver", "ipopt"])
@@ -235,8 +245,9 @@ def test_missing_solver_is_reported_before_building(tmp_path, no_ipopt):
 
 @pytest.mark.unit
 def test_missing_ipopt_library_is_reported_before_building(tmp_path, monkeypatch):
+    """Missing ipopt library is reported before building."""
     from pyomo.contrib.solver.common.base import Availability
-    monkeypatch.setattr("pyomo_lap.solvers.lap_solver.LapIpopt.available", lambda self: Availability.NotFound)
+    monkeypatch.setattr("pyomo_lap.solvers.lap.solver.LapIpopt.available", lambda self: Availability.NotFound)
     out = earlier_results(tmp_path / "results")
     r = CliRunner().invoke(main, ["solve", "--length", "100", "--nfe", "5", "--out", str(out)])
     assert r.exit_code == 2 and isinstance(r.exception, SystemExit)
@@ -247,6 +258,7 @@ def test_missing_ipopt_library_is_reported_before_building(tmp_path, monkeypatch
 
 @pytest.mark.component
 def test_unknown_solver_name(tmp_path):
+    """Unknown solver name."""
     r = CliRunner().invoke(main, ["solve", "--solver", "no_such_solver", "--length", "100",
                                   "--out", str(tmp_path / "x")])
     assert r.exit_code == 2 and "solver 'no_such_solver' is not a solver Pyomo knows" in r.output
@@ -372,6 +384,7 @@ def _interrupted_lap_ipopt(tmp_path, sig, whole_group):
 @pytest.mark.parametrize("sig, whole_group, code, name", [
     (signal.SIGINT, True, 130, "SIGINT (Ctrl-C)"), (signal.SIGTERM, False, 143, "SIGTERM")])
 def test_interrupted_lap_ipopt_keeps_earlier_results(tmp_path, sig, whole_group, code, name):
+    """Interrupted lap ipopt keeps earlier results."""
     rc, stdout, stderr, out, tmpdir = _interrupted_lap_ipopt(tmp_path, sig, whole_group)
     assert rc == code, (rc, stdout[-2000:], stderr)
     assert f"interrupted by {name} while lap_ipopt was solving" in stderr
@@ -399,6 +412,7 @@ def _summary():
 
 @pytest.mark.unit
 def test_ctrl_c_between_the_two_moves_puts_the_earlier_results_back(tmp_path, monkeypatch):
+    """Ctrl c between the two moves puts the earlier results back."""
     out = earlier_results(tmp_path / "results")
     real_replace = os.replace
     calls = []
@@ -433,6 +447,7 @@ def test_ctrl_c_between_the_two_moves_puts_the_earlier_results_back(tmp_path, mo
 
 @pytest.mark.unit
 def test_results_that_cannot_be_written_are_saved_elsewhere(tmp_path, monkeypatch):
+    """Results that cannot be written are saved elsewhere."""
     out = tmp_path / "results"
     real_write = res_mod.write_results
 

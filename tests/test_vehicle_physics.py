@@ -397,7 +397,7 @@ def test_set_vehicle_refuses_other_settings_and_keys(built, fsae, change, named)
     with pytest.raises(VehicleStructureError) as exc:
         set_vehicle(m, fsae.replace(**change))
     assert named in str(exc.value)
-    assert m.problem.vehicle == fsae
+    assert m.vehicle.built_for == fsae
 
 
 @pytest.mark.component

@@ -13,11 +13,11 @@ TIGHT = {"tol": 1e-8, "acceptable_tol": 1e-8}
 
 @pytest.mark.unit
 def test_the_start_multipliers_are_ipopts_of_the_closed_form_optimum():
-    """min x + 2 y s.t. x >= 1 (a row), y >= 2 (a bound): the row's multiplier is
+    """Minimize x + 2 y s.t. x >= 1 (a row), y >= 2 (a bound): the row's multiplier is
     d f*/d b = 1 (Pyomo's dual), y's bound multiplier 2. Given back to IPOPT they are its own
     signs: mult_g = -1 (its Lagrangian f + lambda g), mult_x_L = 2 on y, 0 on x."""
-    from pyomo_lap.solvers.lap_nlp import LapNLP
-    from pyomo_lap.solvers.lap_solver import start_multipliers
+    from pyomo_lap.solvers.lap.nlp import LapNLP
+    from pyomo_lap.solvers.lap.solver import start_multipliers
     m = pyo.ConcreteModel()
     m.x = pyo.Var(initialize=3.0)
     m.y = pyo.Var(bounds=(2.0, None), initialize=3.0)
@@ -34,6 +34,26 @@ def test_the_start_multipliers_are_ipopts_of_the_closed_form_optimum():
                                                                              abs=1e-6)
     assert z_u.tolist() == pytest.approx([0.0, 0.0], abs=1e-6)
     assert start_multipliers(m, nlp, {}) is None          # IPOPT reads them only when told
+
+
+@pytest.mark.unit
+def test_the_solver_and_the_initial_guesses_forget_the_same_multipliers():
+    """The solvers' layer names the start-multiplier suffixes itself (it imports nothing of
+    the ocp layer): the same names as the initial guesses empty; after an optimal solve they
+    hold multipliers, and either layer's forget_multipliers empties them all."""
+    from pyomo_lap.ocp import initialize as ocp_init
+    from pyomo_lap.solvers import warm_start as ws
+    assert ws.START_MULTIPLIER_SUFFIXES == ocp_init.START_MULTIPLIER_SUFFIXES
+    for forget in (ws.forget_multipliers, ocp_init.forget_multipliers):
+        m = pyo.ConcreteModel()
+        m.x = pyo.Var(bounds=(1.0, None), initialize=3.0)
+        m.row = pyo.Constraint(expr=m.x ** 2 >= 2.0)
+        m.obj = pyo.Objective(expr=m.x)
+        assert solve_model(m, solver="lap_ipopt", options=TIGHT).ok
+        assert holds_multipliers(m)
+        forget(m)
+        assert not holds_multipliers(m)
+        assert all(len(m.component(n)) == 0 for n in ws.START_MULTIPLIER_SUFFIXES)
 
 
 @pytest.fixture(scope="module")

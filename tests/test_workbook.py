@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from pyomo_lap.post.results import effective_solver_options, write_results
-from pyomo_lap.solvers.lap_solver import LAP_IPOPT_OPTIONS
+from pyomo_lap.solvers.lap.solver import LAP_IPOPT_OPTIONS
 from pyomo_lap.vehicle.car import load_vehicle
 from pyomo_lap.vehicle.schema import PARAMETER_KEYS, VehicleParameters, field_of
 
@@ -81,7 +81,7 @@ def test_no_cell_holds_json_text(workbook):
 @pytest.mark.unit
 def test_summary_units_and_the_effective_solver_options(workbook):
     """Each value with its unit (lap_time_s: s); the options IPOPT ran with: lap_ipopt's
-    defaults (pyomo_lap.solvers.lap_solver.LAP_IPOPT_OPTIONS) overridden by those given."""
+    defaults (pyomo_lap.solvers.lap.solver.LAP_IPOPT_OPTIONS) overridden by those given."""
     wb, _ = workbook
     sheet = {r[1].value: (r[2].value, r[3].value, r[4].value) for r in wb["summary"].iter_rows(min_row=2)}
     assert [c.value for c in wb["summary"][1]] == ["group", "quantity", "value", "unit", "note"]

@@ -2,7 +2,8 @@
 and ``build_model`` (:mod:`.build`), the vehicle-model interface (:mod:`.vehicle_model`) and
 its models (:mod:`.full_model`, :mod:`.single_track`, :mod:`.multibody`, :mod:`.racecar`, the
 worked example :mod:`.point_mass`), the pieces they share (:mod:`.common`), the rows of one
-point recorded once and replayed at every point (:mod:`.point_rows`), the placement of the
+point recorded once and replayed at every point (:mod:`.point_rows`), the record evaluated
+with numbers after the build: channels and the car's functions (:mod:`.point_functions`), the placement of the
 finite elements (:mod:`.mesh`), the energy integrals and their limits (:mod:`.integrals`),
 initial guesses (:mod:`.initialize`), option checks and the
 option table (:mod:`.options`). Imports the vehicle, track, spatial and util layers.

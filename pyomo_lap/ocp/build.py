@@ -47,7 +47,7 @@ from .racecar import RACECAR_MODEL
 from .integrals import EnergyLimits, add_energy_integrals
 from .vehicle_model import VehicleModel, update_problem
 
-__all__ = ["OCP_CONFIG", "build_model", "set_vehicle", "sync_vehicle", "free_parameters", "VehicleStructureError", "STATE_NAMES", "RATE_NAMES", "track_joints",
+__all__ = ["OCP_CONFIG", "build_model", "set_vehicle", "CarRefresh", "record_rows", "point_rows_recorder", "free_parameters", "VehicleStructureError", "STATE_NAMES", "RATE_NAMES", "track_joints",
            "sector_mesh", "entry_speed", "VEHICLE_MODELS", "VehicleModel", "vehicle_model"]
 
 VEHICLE_MODELS = {
@@ -324,37 +324,66 @@ def set_vehicle(m, vehicle: veh.VehicleParameters) -> pyo.ConcreteModel:
     return m
 
 
-def sync_vehicle(m) -> bool:
-    """Bring a built model in line with its car's parameters as ``m.vehicle`` holds them now
-    (values changed by hand, ``m.vehicle.mass.total.fix(250)``): the bounds of the controls,
-    loads and track limits, the fixed entry speed, the scaling factors and ``m.problem`` become
-    those of a new build with that car (:func:`set_vehicle`); the rows refer to ``m.vehicle``
-    already. A free parameter (unfixed) counts with its current value. Called by
-    :func:`pyomo_lap.solvers.solve.solve_model` and by the solver ``lap_ipopt`` before every
-    solve; with another solver interface call it yourself.
+class CarRefresh:
+    """``m.vehicle.refresh()``: bring a built model in line with its car's parameters as
+    ``m.vehicle`` holds them now (values changed by hand, ``m.vehicle.mass.total.fix(250)``):
+    the bounds of the controls, loads and track limits, the fixed entry speed, the scaling
+    factors and the penalty weights become those of a new build with that car
+    (:func:`set_vehicle`); the rows refer to ``m.vehicle`` already. A free parameter (unfixed)
+    counts with its current value.
 
-    Returns
-    -------
-    bool
-        Whether anything changed (False also for a model without ``m.vehicle`` or whose
-        vehicle model cannot change its car).
+    :func:`build_model` puts one on the car block of every model whose vehicle model can change
+    its car (:attr:`~pyomo_lap.ocp.vehicle_model.VehicleModel.set_vehicle`). The solvers call
+    it on every block of the model they solve that has one, found through Pyomo's component
+    tree (:func:`pyomo_lap.solvers.solve.solve_model`, the solver ``lap_ipopt``: also a pyomo_lap
+    model that is a block of a user's model); with another solver interface call it yourself.
 
-    Raises
-    ------
-    ValueError
-        Values the vehicle schema refuses (naming the parameter), a track too narrow for the
-        car; the model is left unchanged.
+    Parameters
+    ----------
+    block : pyomo.environ.Block
+        The car block ``m.vehicle`` (the model is its parent block).
     """
-    from .common import vehicle_of_model
-    prob = getattr(m, "problem", None)
-    vm = getattr(prob, "vehicle_model", None)
-    if vm is None or vm.set_vehicle is None or m.component("vehicle") is None:
-        return False
-    p = vehicle_of_model(m)
-    if p == prob.vehicle:
-        return False
-    vm.set_vehicle(m, p)
-    return True
+
+    def __init__(self, block):
+        self.block = block
+
+    def __call__(self) -> bool:
+        """Refresh the model; whether anything changed.
+
+        Raises
+        ------
+        ValueError
+            Values the vehicle schema refuses (naming the parameter), a track too narrow for
+            the car; the model is left unchanged.
+        """
+        from .common import vehicle_of_model
+        m = self.block.parent_block()
+        p = vehicle_of_model(m)
+        if p == self.block.built_for:
+            return False
+        m.problem.vehicle_model.set_vehicle(m, p)
+        return True
+
+
+def record_rows(vehicle, config: Optional[dict] = None):
+    """The rows of one point that :func:`build_model` records for ``vehicle`` and ``config``
+    (OCP options, ``model`` among them), without building a model: a
+    :class:`~pyomo_lap.ocp.point_rows.PointRows`, or None for a vehicle model whose rows are
+    not recorded (``VehicleModel.point_rows`` is None). What
+    :func:`pyomo_lap.solvers.lap.precompile.compile_ahead` compiles."""
+    cfg = OCP_CONFIG(config or {})
+    rows = vehicle_model(cfg.model).point_rows
+    return None if rows is None else rows(vehicle, cfg)
+
+
+def point_rows_recorder(vehicle, config: Optional[dict] = None):
+    """``record() -> PointRows``: :func:`record_rows` of ``vehicle`` and ``config`` to be called
+    later (the options checked now), or None when the model's rows are not recorded; what
+    :func:`pyomo_lap.solvers.lap.compiled.prefetch_point_functions` runs in its thread."""
+    import functools
+    cfg = OCP_CONFIG(config or {})
+    rows = vehicle_model(cfg.model).point_rows
+    return None if rows is None else functools.partial(rows, vehicle, cfg)
 
 
 def check_free_parameters(rec, free: dict, keep_sum=(), model_name: str = "full") -> None:
@@ -460,4 +489,6 @@ def _build_model(track, vehicle, config, progress, kwargs):
     m = vm.build(track, vehicle, cfg, t0=t0, progress=progress)
     update_problem(m, vehicle_model=vm)
     add_energy_integrals(m, cfg.limits)       # m.energy; rows only for the limits given
+    if vm.set_vehicle is not None and m.component("vehicle") is not None:
+        m.vehicle.refresh = CarRefresh(m.vehicle)
     return m

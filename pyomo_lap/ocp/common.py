@@ -21,7 +21,7 @@ from pyomo.dae import ContinuousSet, DerivativeVar
 from ..spatial.backend import is_number
 from ..spatial.tree import TrackJoint
 from ..vehicle.car import force_scale  # noqa: F401  (re-exported: the penalties' force scale)
-from .vehicle_model import ProblemData, update_problem
+from .vehicle_model import ProblemData, car_block, update_problem
 
 __all__ = ["force_scale", "reference_time", "penalty_weights", "set_penalty_weights",
            "regularization", "PENALTIES", "add_vehicle_block", "vehicle_var", "vehicle_of_model", "add_boundary_conditions", "discretize_on_track", "scale_variables", "sector_mesh", "track_joints", "fast_element_lookup", "entry_speed", "add_objective",
@@ -308,7 +308,7 @@ def steer_scale(m) -> float:
     angle of a typical corner. The steering penalties' scale: a car twice as long steers
     twice as much through the same corners (a steering-rack limit ``delta_max`` is no measure
     of that)."""
-    p = m.problem.vehicle
+    p = m.vehicle.built_for
     tp = getattr(m.problem, "track_points", None)
     L = float(m.problem.sector_length)
     kappa = np.asarray(tp.omega, dtype=float)[:, 2] if tp is not None else np.zeros(0)
@@ -334,7 +334,7 @@ def penalty_weights(m, cfg) -> dict:
     * ``K_f`` :math:`= w_f T / F^2` [s/N^2]: the complementarity penalty, :math:`w_f T` times
       the mean of :math:`-f_{xa} f_{xb} / F^2`.
     """
-    p = m.problem.vehicle
+    p = m.vehicle.built_for
     T = rounded_scale(float(m.problem.time_scale) or 1.0)
     L = float(m.problem.sector_length)
     F = rounded_scale(force_scale(p))
@@ -710,9 +710,10 @@ def new_sector_model(track, vehicle, cfg, vehicle_model, title: str):
                  else "adaptive")
     L, bounds = sector_mesh(track, cfg, vehicle)
     m = pyo.ConcreteModel(name=f"{title} {track.name} {cfg.start:.0f}+{L:.0f} m")
-    m.problem = ProblemData(vehicle_model=vehicle_model, options=cfg, vehicle=vehicle, track=track,
+    m.problem = ProblemData(vehicle_model=vehicle_model, options=cfg, track=track,
                             sector_length=L, mesh=placement,
                             time_scale=reference_time(track, vehicle, cfg, L))
+    car_block(m, vehicle)           # m.vehicle: the car (pyomo_lap.ocp.vehicle_model.car_block)
     m.s = ContinuousSet(bounds=(0.0, L), initialize=None if bounds is None else bounds.tolist(),
                         doc="distance along the spine from the sector start, q1 [m]")
     fast_element_lookup(m.s)
@@ -848,7 +849,7 @@ def add_vehicle_block(m, vehicle) -> None:
     from ..vehicle.schema import (OPTIONAL_SECTIONS, SECTIONS, SymbolicVehicle, VehicleParameters,
                                   absent)
     u = pyo.units
-    m.vehicle = pyo.Block(doc="the car's parameters (fixed Vars, dotted names of the vehicle file)")
+    car_block(m, vehicle)            # m.vehicle, the car's block (made by new_sector_model)
     symbols = {}
     for sec, keys in {**SECTIONS, **OPTIONAL_SECTIONS}.items():
         block = None
@@ -913,7 +914,7 @@ def vehicle_of_model(m):
     from pydantic import ValidationError
 
     from ..vehicle.schema import KEY_OF_FIELD, PARAMETER_KEYS, field_of
-    p = m.problem.vehicle
+    p = m.vehicle.built_for
     if m.component("vehicle") is None:
         return p
     changes = {}

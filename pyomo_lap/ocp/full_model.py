@@ -389,7 +389,7 @@ def chain_scaling(m, extra: Optional[Callable] = None) -> tuple:
         The suffix, the per-wheel force scale 1/(m g / 4) [1/N] and the scales by variable
         name (for the car's own rows).
     """
-    p = m.problem.vehicle
+    p = m.vehicle.built_for
     sf = m.component("scaling_factor")        # kept when the model's car changes
     if sf is None:
         sf = m.scaling_factor = pyo.Suffix(direction=pyo.Suffix.EXPORT)
@@ -639,7 +639,7 @@ def set_car(m, vehicle, chain, bounds: dict, set_scaling: Callable) -> None:
     if m.component("vehicle") is None:
         raise VehicleStructureError("the model has no m.vehicle: build a new model for the car")
     p = vehicle
-    _same_structure(pr.vehicle, p)
+    _same_structure(m.vehicle.built_for, p)
     tp = pr.track_points
     sigma = np.array(sorted(m.s))
     idx = {s: i for i, s in enumerate(sigma)}
@@ -728,7 +728,7 @@ def initialize_full_model(m, fixed_point_iterations: int = 4) -> dict:
     dict
         ``{"status": "ok", "estimated_time_s": float, "max_algebraic_residual": float}``.
     """
-    p = m.problem.vehicle
+    p = m.vehicle.built_for
     sigma = sorted(m.s)
     prof = cold_start_profile(m)
     v, t, sag, fx = prof["v"], prof["t"], prof["sag"], prof["fx"]
@@ -788,7 +788,7 @@ def _set_lifted(m, sigma: list) -> None:
     inputs = {name: np.array([v.value for v in entries_at(m.component(name), sigma)], dtype=float)
               for name in rec.variables}
     inputs.update(track_numbers(m.problem.track_points))
-    inputs.update(zip(rec.vehicle_inputs, rec.vehicle_values(m.problem.vehicle)))
+    inputs.update(zip(rec.vehicle_inputs, rec.vehicle_values(m.vehicle.built_for)))
     tagged = [(i, tag) for i, tag in tape.tags.items() if tape.live[i]]
     values = tape.evaluate(inputs, [tape.nodes[i] for i, _ in tagged])
     for (_, tag), value in zip(tagged, values):

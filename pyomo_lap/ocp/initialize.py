@@ -121,7 +121,7 @@ def cold_start_profile(m) -> dict:
         point-mass longitudinal force [N], ``f_xa``, ``f_xb`` [N], ``delta`` kinematic steer
         [rad].
     """
-    p = m.problem.vehicle
+    p = m.vehicle.built_for
     tp = m.problem.track_points
     sigma = np.array(sorted(m.s))
     closed = bool(m.problem.options.periodic)

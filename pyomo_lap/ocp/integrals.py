@@ -180,7 +180,7 @@ def _powers(m, slip_at_peak=None) -> dict:
     v = m.v_3x
     out = {"traction": lambda s: m.f_xa[s] * v[s]}
     # a setting of the [engine] section (the same for every car a model takes: set_vehicle)
-    eta = getattr(m.problem.vehicle, "drivetrain_efficiency", None) or 1.0
+    eta = getattr(m.vehicle.built_for, "drivetrain_efficiency", None) or 1.0
     out["engine"] = lambda s: m.f_xa[s] * v[s] / eta
     out["braking"] = lambda s: -m.f_xb[s] * v[s]
     car = m.component("car")

@@ -314,7 +314,7 @@ def trajectory_dataframe(m):
     df["width_left"] = np.asarray(tp.width_left, dtype=float)
     df["width_right"] = np.asarray(tp.width_right, dtype=float)
     # the VIP (O4 = O5 = O6) in the ground frame: spine + R_01 [0, q2, h_vip + q4]
-    p = m.problem.vehicle
+    p = m.vehicle.built_for
     R = np.asarray(tp.rotation, dtype=float)
     local = np.stack([np.zeros(len(sigma)), vals["q2"], p.h_vip + vals["q4"]], axis=1)
     vip = pos + np.einsum("nij,nj->ni", R, local)

@@ -96,7 +96,7 @@ def build_point_mass_model(track, vehicle, cfg, t0: Optional[float] = None, prog
 
 
 def _set_scaling(m) -> None:
-    p = m.problem.vehicle
+    p = m.vehicle.built_for
     sf = m.scaling_factor = pyo.Suffix(direction=pyo.Suffix.EXPORT)
     F = 1.0 / (p.m * p.gravity)
     L = m.problem.sector_length

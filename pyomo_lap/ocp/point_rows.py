@@ -236,6 +236,10 @@ class PointRows:
         the ``vehicle`` argument of :meth:`casadi_function` (ndarray (k,))."""
         return np.array([float(vehicle.value(k)) for k in self.vehicle_inputs], dtype=float)
 
+    def changed_named_points(self) -> set:
+        """:func:`changed_named_points` of these rows (asked by the solver ``lap_ipopt``)."""
+        return changed_named_points(self)
+
     def structure_key(self, salt: str = "") -> str:
         """A hash of the recorded rows (:func:`pyomo_lap.spatial.tape.structure_key`): the
         same for every car when the car's parameters are inputs (:attr:`vehicle_inputs`), so

@@ -75,7 +75,7 @@ from ..vehicle.racecar_equations import (CONTROLS, QUANTITIES, STATE_NAMES, THRU
                                          racecar_equations)
 from .common import _sector_points, fast_element_lookup, sector_mesh, track_joints, track_limits
 from .point_rows import TRACK_INPUTS, PointRows, rows_on_tape, track_numbers
-from .vehicle_model import ProblemData, VehicleModel, update_problem
+from .vehicle_model import ProblemData, VehicleModel, car_block, update_problem
 
 __all__ = ["RACECAR_MODEL", "racecar_model", "build_racecar_model", "initialize_racecar",
            "racecar_trajectory", "STATE_NAMES", "CONTROLS", "WHEELS", "DYMOS_IPOPT_OPTIONS",
@@ -135,9 +135,10 @@ def build_racecar_model(track, vehicle, cfg, t0: Optional[float] = None, progres
             bounds, placement = junctions, "junctions"
             cfg.nfe = len(bounds) - 1
     m = pyo.ConcreteModel(name=f"pyomo_lap racecar {track.name} {cfg.start:.0f}+{L:.0f} m")
-    m.problem = ProblemData(vehicle_model=RACECAR_MODEL, options=cfg, vehicle=p, track=track,
+    m.problem = ProblemData(vehicle_model=RACECAR_MODEL, options=cfg, track=track,
                             sector_length=L,
                             mesh=placement if placement in ("given", "junctions") else "uniform")
+    car_block(m, p)          # m.vehicle: the car (pyomo_lap.ocp.vehicle_model.car_block)
     m.s = ContinuousSet(bounds=(0.0, L), initialize=None if bounds is None else bounds.tolist(),
                         doc="distance along the centre line from the sector start [m]")
     fast_element_lookup(m.s)
@@ -360,7 +361,7 @@ def record_racecar_rows(p: RacecarParameters, cfg=None, eps: float = THRUST_EPS)
 def _attach_recorded_rows(m, p, cfg, tp, sigma, kappa, eps: float) -> None:
     """Record the rows (:func:`record_racecar_rows`) and tie them to the model's constraints
     ``m.ode``, ``m.friction``, ``m.power_limit`` as built (``m.problem.point_rows``, what
-    :class:`pyomo_lap.solvers.lap_nlp.LapNLP` checks and evaluates: the track numbers with the
+    :class:`pyomo_lap.solvers.lap.nlp.LapNLP` checks and evaluates: the track numbers with the
     curvature as each point's element sees it, ``kappa``; the named Expressions of
     :data:`QUANTITIES`, whose change sends their points' rows back to the generic translation)."""
     rec = record_racecar_rows(p, cfg, eps)

@@ -210,7 +210,7 @@ def set_single_track_vehicle(m, vehicle: veh.VehicleParameters) -> None:
 
 
 def _set_scaling(m) -> None:
-    p = m.problem.vehicle
+    p = m.vehicle.built_for
     sf = m.component("scaling_factor")        # kept when the model's car changes (set_vehicle)
     if sf is None:
         sf = m.scaling_factor = pyo.Suffix(direction=pyo.Suffix.EXPORT)
@@ -258,7 +258,7 @@ def initialize_single_track(m, **kwargs) -> dict:
     dict
         ``{"status", "estimated_time_s", "max_algebraic_residual"}``.
     """
-    p = m.problem.vehicle
+    p = m.vehicle.built_for
     prof = cold_start_profile(m)
     car = CarFunctions(record_of(m), p, m.problem.vehicle_model)   # the model's record
     tracks = track_vectors(m.problem.track_points)     # the record's track inputs per point
@@ -293,7 +293,7 @@ def trajectory_dataframe(m):
     import math
 
     import pandas as pd
-    p = m.problem.vehicle
+    p = m.vehicle.built_for
     tp = m.problem.track_points
     rec = record_of(m)        # the model's record, the car's parameters at m.vehicle's
     car = CarFunctions(rec, p, m.problem.vehicle_model, values=vehicle_values_of(rec, m))
@@ -351,7 +351,7 @@ def warm_start_full(m_full, m_single) -> dict:
         raise ValueError("warm_start_full needs a full model and a solved single-track model")
     initialize_model(m_full)
     initialize_from_solution(m_full, m_single)
-    p = m_full.problem.vehicle
+    p = m_full.vehicle.built_for
     car = CarFunctions(record_of(m_full), p, m_full.problem.vehicle_model)
     tracks = track_vectors(m_full.problem.track_points)
     sigma = np.array(sorted(m_full.s))

@@ -5,22 +5,30 @@
 :data:`pyomo_lap.ocp.build.VEHICLE_MODELS` (the OCP option ``model``, the CLI's ``--model``) or
 given directly (``build_model(track, vehicle, model=<VehicleModel>)``).
 :func:`pyomo_lap.ocp.initialize.initialize_model` writes the model's initial guess by the object
-stored on the built model (``m.problem.vehicle_model``). Everything a built model carries
-besides its Pyomo components is in one typed place, ``m.problem`` (a :class:`ProblemData`).
+stored on the built model (``m.problem.vehicle_model``). The car lives in one Pyomo
+component, the car block ``m.vehicle`` (:func:`car_block`): its parameters as variables (the
+full, single-track and multibody cars), the car its car-dependent numbers were made for
+(``m.vehicle.built_for``), the recorded rows of its equations (``m.vehicle.point_rows``, what
+the solver ``lap_ipopt`` compiles, found through Pyomo's component tree, also when the model
+is a block of a user's model) and ``m.vehicle.refresh()`` (set by
+:func:`pyomo_lap.ocp.build.build_model`). Everything else a built model carries besides its
+Pyomo components is in one typed place, ``m.problem`` (a :class:`ProblemData`).
 
 Two models implement it: the full six-joint car (:data:`pyomo_lap.ocp.full_model.FULL_MODEL`)
 and the single-track car (:data:`pyomo_lap.ocp.single_track.SINGLE_TRACK_MODEL`). A third model
 is one new module that defines a :class:`VehicleModel` and one line in
 :data:`pyomo_lap.ocp.build.VEHICLE_MODELS` (``docs/vehicle_models.md``).
 
-This module imports nothing of the package: every layer may import it.
+This module imports nothing of the package (Pyomo only).
 """
 from __future__ import annotations
 
 import dataclasses
 from typing import Callable, Optional
 
-__all__ = ["VehicleModel", "ProblemData", "update_problem"]
+import pyomo.environ as pyo
+
+__all__ = ["VehicleModel", "ProblemData", "update_problem", "car_block"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,7 +77,7 @@ class VehicleModel:
         ``point_rows(vehicle, cfg) -> pyomo_lap.ocp.full_model.PointRows``: the rows of one
         point recorded on a tape, as ``build`` records them, without building a model (models
         whose rows are recorded: the fast path compiles them, and
-        :func:`pyomo_lap.solvers.lap_nlp.prefetch_point_functions` can compile them ahead of
+        :func:`pyomo_lap.solvers.lap.compiled.prefetch_point_functions` can compile them ahead of
         the build, e.g. once for all the cars of a sweep). None: rows written as Pyomo
         expressions only.
     set_vehicle : callable, optional
@@ -116,8 +124,6 @@ class ProblemData:
     options : pyomo.common.config.ConfigDict
         The OCP options (a copy of :data:`pyomo_lap.ocp.build.OCP_CONFIG` with the user's
         values): sector start, length, mesh, scheme, boundary conditions ...
-    vehicle : pyomo_lap.vehicle.schema.VehicleParameters
-        The car's parameters (SI).
     track : pyomo_lap.track.geometry.Track
         The whole track the sector lies on.
     sector_length : float
@@ -132,8 +138,9 @@ class ProblemData:
         The car's kinematic tree (:func:`pyomo_lap.vehicle.car.build_chain`, the single-track
         or the multibody car's).
     point_rows : object or None
-        The per-point rows recorded on a tape (:func:`pyomo_lap.ocp.full_model.record_point_rows`;
-        the full model only), used by the solver path ``lap_ipopt``.
+        The per-point rows recorded on a tape (:func:`pyomo_lap.ocp.full_model.record_point_rows`),
+        the same object as ``m.vehicle.point_rows`` (where the solver path ``lap_ipopt`` finds
+        it).
     mesh : str
         How the finite elements were placed: ``"uniform"`` (``nfe`` or ``element_length``),
         ``"adaptive"`` (:func:`pyomo_lap.ocp.mesh.adaptive_boundaries`) or ``"given"`` (the
@@ -150,7 +157,6 @@ class ProblemData:
 
     vehicle_model: Optional[VehicleModel]
     options: object
-    vehicle: object
     track: object
     sector_length: float
     track_points: object = None
@@ -167,6 +173,10 @@ class ProblemData:
 def update_problem(m, **fields) -> ProblemData:
     """Set ``m.problem`` to a copy of it with ``fields`` changed (the builders' stages).
 
+    Two fields live on the car block (:func:`car_block`) rather than in :class:`ProblemData`:
+    ``vehicle`` (the car the model's numbers are made for: ``m.vehicle.built_for``) and
+    ``point_rows`` (kept in both: ``m.vehicle.point_rows`` is what the solver finds).
+
     Raises
     ------
     TypeError
@@ -174,5 +184,47 @@ def update_problem(m, **fields) -> ProblemData:
     AttributeError
         ``m`` has no ``problem`` yet.
     """
+    if "vehicle" in fields:
+        car_block(m, fields.pop("vehicle"))
+    if "point_rows" in fields:
+        car_block(m).point_rows = fields["point_rows"]
     m.problem = dataclasses.replace(m.problem, **fields)
     return m.problem
+
+
+def car_block(m, vehicle=None):
+    """The car's block of a built model, ``m.vehicle`` (a ``pyomo.environ.Block``, added empty
+    if the model has none yet); with ``vehicle``, the car the model's car-dependent numbers
+    (bounds, entry speed, scaling, penalty weights) are made for is set to it.
+
+    The block's attributes besides its components:
+
+    * ``built_for``: that car (a ``VehicleParameters``, or the racecar's parameters); equal to
+      the car the block's variables hold (:func:`pyomo_lap.ocp.common.vehicle_of_model`) after
+      every ``refresh``;
+    * ``point_rows``: the recorded rows of the car's equations, or None;
+    * ``refresh``: ``refresh() -> bool``, set by :func:`pyomo_lap.ocp.build.build_model` for
+      the models that can change their car in place: brings the model in line with the values
+      of the block's variables (a solver calls it on every block that has it).
+
+    Parameters
+    ----------
+    m : ConcreteModel or Block
+        A built model (or one being built).
+    vehicle : object, optional
+        The car the model's numbers are made for.
+
+    Returns
+    -------
+    pyomo.environ.Block
+        ``m.vehicle``.
+    """
+    blk = m.component("vehicle")
+    if blk is None:
+        blk = pyo.Block(doc="the car: its parameters (fixed Vars, dotted names of the vehicle "
+                            "file), the car its numbers are made for, its recorded rows")
+        m.add_component("vehicle", blk)
+        blk.built_for, blk.point_rows = None, None
+    if vehicle is not None:
+        blk.built_for = vehicle
+    return blk

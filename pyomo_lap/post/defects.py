@@ -602,7 +602,7 @@ def refine_mesh(m, tol: Optional[float] = None, *, defects: Optional[DefectRepor
     bad = {j: k for j, k in also_split.items() if not (isinstance(k, (int, np.integer)) and k >= 1)}
     if bad:
         raise ValueError(f"also_split = {bad!r}: expected element -> parts (an integer >= 1)")
-    before = defects or collocation_defects(m, m.problem.track, m.problem.vehicle)
+    before = defects or collocation_defects(m, m.problem.track, m.vehicle.built_for)
     eps = before.elements["eps"].to_numpy()
     if tol is None:
         tol = 10.0 * float(np.median(eps))
@@ -624,7 +624,7 @@ def refine_mesh(m, tol: Optional[float] = None, *, defects: Optional[DefectRepor
     bounds[-1] = m.problem.sector_length
     opts = {k: m.problem.options[k] for k in m.problem.options}
     opts["element_boundaries"] = tuple(bounds)
-    new = build_model(m.problem.track, m.problem.vehicle, **opts)
+    new = build_model(m.problem.track, m.vehicle.built_for, **opts)
     if m.problem.options.scheme == "LAGRANGE-RADAU":
         initialize_from_collocation(new, m)
     else:
@@ -637,7 +637,7 @@ def refine_mesh(m, tol: Optional[float] = None, *, defects: Optional[DefectRepor
         rep = solve_model(new, solver=solver, options=opts, tee=tee)
         lap_after = float(pyo.value(new.lap_time))
         if rep.ok:
-            after = collocation_defects(new, new.problem.track, new.problem.vehicle)
+            after = collocation_defects(new, new.problem.track, new.vehicle.built_for)
     return RefinementResult(model=new, boundaries=bounds, split=split, before=before, after=after,
                             lap_time_before=lap_before, lap_time_after=lap_after,
                             solve_report=rep)

@@ -230,7 +230,7 @@ def _car_of(m):
     try:
         return vehicle_of_model(m)
     except (AttributeError, ValueError, TypeError):
-        return m.problem.vehicle
+        return m.vehicle.built_for
 
 
 TRACK_COLUMNS = ("s", "x_spine", "y_spine", "z_spine", "width_left", "width_right",
@@ -742,7 +742,7 @@ WORKBOOK_UNITS_NOTE = (
 
 def effective_solver_options(solver: str, given: dict | None = None) -> dict:
     """The options the solver ran with: its defaults in pyomo_lap (``lap_ipopt``:
-    :data:`pyomo_lap.solvers.lap_solver.LAP_IPOPT_OPTIONS`; ``ipopt``, ``ipopt_v2``:
+    :data:`pyomo_lap.solvers.lap.solver.LAP_IPOPT_OPTIONS`; ``ipopt``, ``ipopt_v2``:
     :data:`pyomo_lap.solvers.solve.DEFAULT_IPOPT_OPTIONS`; another solver: none) updated by
     the options given (``summary['solver_options']``: the user's, and those pyomo_lap added
     for a warm start or the sensitivities), in that order; IPOPT's own defaults apply to the
@@ -755,7 +755,7 @@ def effective_solver_options(solver: str, given: dict | None = None) -> dict:
     """
     defaults = {}
     if solver == "lap_ipopt":
-        from ..solvers.lap_solver import LAP_IPOPT_OPTIONS as defaults
+        from ..solvers.lap.solver import LAP_IPOPT_OPTIONS as defaults
     elif solver in ("ipopt", "ipopt_v2"):
         from ..solvers.solve import DEFAULT_IPOPT_OPTIONS as defaults
     out = {k: (v, "pyomo_lap default") for k, v in defaults.items()}

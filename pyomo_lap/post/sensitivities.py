@@ -21,7 +21,7 @@ the Lagrangian at the optimum (x and the multipliers held fixed):
                       + \sum_j z_{U,j}\frac{\partial x_{U,j}}{\partial p}
                       + \frac{\partial f^*}{\partial v_0}\,\frac{dv_0}{dp}
 
-in Pyomo's sign conventions (those of :mod:`pyomo_lap.solvers.lap_solver`): the dual
+in Pyomo's sign conventions (those of :mod:`pyomo_lap.solvers.lap.solver`): the dual
 :math:`y_i` of a row is :math:`\partial f^*/\partial b_i`, ``ipopt_zL_out`` :math:`\ge 0` and
 ``ipopt_zU_out`` :math:`\le 0` are :math:`\partial f^*` over the active lower / upper bound.
 It holds where the active set does not change with :math:`p` (strict complementarity) and the
@@ -281,7 +281,7 @@ def lap_time_sensitivities(m, parameters=None, entry_step: float = 1e-4):
     """
     t0 = time.perf_counter()
     prob, dual, zl, zu = _checked_model(m)
-    cfg, p = prob.options, prob.vehicle
+    cfg, p = prob.options, m.vehicle.built_for
     names = list(parameters_of(p))
     wanted = _wanted_parameters(parameters, names)
     rows = _point_lagrangian(m, names, dual)
@@ -387,7 +387,7 @@ def _point_lagrangian(m, names: list, dual) -> _PointLagrangian:
     import casadi as ca
     from ..vehicle.schema import SymbolicVehicle, field_of
     prob = m.problem
-    p = prob.vehicle
+    p = m.vehicle.built_for
     P = ca.SX.sym("p", len(names))
     sym = SymbolicVehicle(p, {k: P[i] for i, k in enumerate(names)})
     rec = record_of(m)
@@ -460,7 +460,7 @@ def _entry_speed_part(m, names: list, gw, dual, entry_step: float) -> tuple:
     :func:`pyomo_lap.ocp.common.entry_speed` of step ``entry_step`` (relative), and their
     product, the entry speed's part of :math:`df^*/dp`."""
     prob = m.problem
-    cfg, p = prob.options, prob.vehicle
+    cfg, p = prob.options, m.vehicle.built_for
     dv0_dp, grad_entry = np.zeros(len(names)), np.zeros(len(names))
     first = record_of(m).points[0]
     if prob.initial_speed is None or cfg.initial_speed != "quasi-steady":
@@ -524,7 +524,7 @@ def _sector_time_adjoint(m, rows: _PointLagrangian, bsym: dict, bound_mult, v0):
     the Lagrangian, :math:`A` the Jacobian of the equality rows, of the active inequality rows
     and of the active bounds). With :math:`K [u; v] = [\nabla T; 0]`:
     :math:`dT/dp = -(u^T \nabla^2_{xp} L + v^T \partial c_A/\partial p)`. :math:`H`, :math:`A`
-    come from :class:`pyomo_lap.solvers.lap_nlp.LapNLP` (the compiled functions of the
+    come from :class:`pyomo_lap.solvers.lap.nlp.LapNLP` (the compiled functions of the
     solve), :math:`\nabla^2_{xp} L` and :math:`\partial c/\partial p` from the per-point rows
     with symbolic parameters (AD, ``rows``). A row or bound is active when its scaled
     multiplier exceeds its scaled slack (their product is IPOPT's final barrier parameter).
@@ -551,7 +551,7 @@ def _sector_time_adjoint(m, rows: _PointLagrangian, bsym: dict, bound_mult, v0):
     RuntimeError
         The KKT system is singular or its solve inaccurate (residual above 1e-8).
     """
-    from ..solvers.lap_nlp import LapNLP
+    from ..solvers.lap.nlp import LapNLP
 
     t0 = time.perf_counter()
     nlp = LapNLP(m, verify_points=2)
@@ -817,7 +817,7 @@ def finite_difference(m, parameter: str, rel_step: float = 1e-3, solver: str = "
     from ..solvers.solve import solve_model
 
     prob = m.problem
-    p = prob.vehicle
+    p = m.vehicle.built_for
     value = 1.0 if parameter == "friction_scale" else float(p.value(parameter))
     h = rel_step * abs(value) if value != 0 else rel_step
     opts = dict(FD_SOLVER_OPTIONS if options is None else options)

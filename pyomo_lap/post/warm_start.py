@@ -106,7 +106,7 @@ def model_source(m) -> dict:
     return {"data": data, "start": float(o.start or 0.0),
             "breaks": np.array(sorted(m.s.get_finite_elements()), dtype=float),
             "scheme": str(o.scheme), "periodic": bool(o.periodic),
-            "model": o.model, "car": getattr(m.problem.vehicle, "name", None), "folder": None}
+            "model": o.model, "car": getattr(m.vehicle.built_for, "name", None), "folder": None}
 
 
 def read_source(folder) -> dict:

@@ -1,5 +1,8 @@
-"""Solving a built model: :func:`.solve.solve_model` with any Pyomo solver, and the fast path
-``lap_ipopt`` (:mod:`.lap_solver`: the model as an NLP of compiled functions, :mod:`.lap_nlp`;
-IPOPT's C interface, :mod:`.ipopt_lib`; Pyomo → CasADi, :mod:`.casadi_expr`), and the CasADi
-twin used by the benchmarks (:mod:`.casadi_ocp`). Imports the ocp layer and below.
+"""Solving a built model: :func:`.solve.solve_model` (:mod:`.solve`) with any Pyomo solver and
+its report (:mod:`.report`), and the fast path ``lap_ipopt`` (the subpackage :mod:`.lap`: the
+model as an NLP of compiled functions, IPOPT's C interface, the Pyomo solver); Pyomo → CasADi
+(:mod:`.casadi_expr`), the CasADi twin used by the benchmarks (:mod:`.casadi_ocp`), the linear
+solvers IPOPT can load (:mod:`.linear_solvers`), warm re-solves (:mod:`.warm_start`). A
+pyomo_lap model's car is found through Pyomo's component tree (:mod:`.lap.car_blocks`): nothing
+here imports the ocp layer (``util`` and ``vehicle`` only).
 """

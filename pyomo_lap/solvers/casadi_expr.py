@@ -1,6 +1,6 @@
 """Pyomo expressions converted into CasADi expressions (or evaluated with floats).
 
-:func:`pyomo_to_casadi` is the walker the fast solver path (:mod:`pyomo_lap.solvers.lap_nlp`) uses for
+:func:`pyomo_to_casadi` is the walker the fast solver path (:mod:`pyomo_lap.solvers.lap.nlp`) uses for
 every row and objective it does not take from the recorded per-point functions, and that the
 CasADi twin (:mod:`pyomo_lap.solvers.casadi_ocp`) uses for the same rows. CasADi is imported only
 inside the functions of this module.

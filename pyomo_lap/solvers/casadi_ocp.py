@@ -4,7 +4,7 @@ Given a built and initialized pyomo_lap model (or any Pyomo model the fast path 
 :func:`build_casadi_nlp` writes the *same* nonlinear program with CasADi symbols and
 :func:`solve_casadi` solves it with CasADi's own IPOPT interface (``nlpsol``), which derives
 the Jacobian and the Hessian by CasADi's automatic differentiation. "The same" is by
-construction: the NLP is taken from :class:`pyomo_lap.solvers.lap_nlp.LapNLP`, the translation of the
+construction: the NLP is taken from :class:`pyomo_lap.solvers.lap.nlp.LapNLP`, the translation of the
 fast solver path:
 
 * the decision variables are the model's unfixed variables that a row or the objective depends
@@ -20,7 +20,7 @@ fast solver path:
   :math:`d_x x_L \le \tilde x \le d_x x_U`, with ``nlp_scaling_method = none``: the scaled
   problem IPOPT builds internally from the suffix on the other paths.
 
-The difference from the fast path (:mod:`pyomo_lap.solvers.lap_solver`) is only in who evaluates the
+The difference from the fast path (:mod:`pyomo_lap.solvers.lap.solver`) is only in who evaluates the
 derivatives (CasADi's automatic differentiation of the mapped function here, compiled
 per-point Jacobian and Hessian functions there) and in the interface to the same IPOPT 3.14
 library.
@@ -110,7 +110,7 @@ class CasadiNLP:
 
     def lap_time(self, x) -> float:
         """``m.lap_time`` for unscaled ``x`` (other variables at their values) [s]."""
-        from .lap_nlp import evaluate_expression
+        from .lap.checks import evaluate_expression
         saved = [v.value for v in self.variables]
         try:
             for v, val in zip(self.variables, np.asarray(x, dtype=float).tolist()):
@@ -152,7 +152,7 @@ def build_casadi_nlp(m, mode: str = "MX", map_parallelization: str = "serial",
         the expression graph; with ``'SX'`` it is inlined at every point (small models only).
     map_parallelization : {'serial', 'openmp', 'thread'}
         How the per-point function is mapped over the points (``casadi.Function.map``).
-    lap_nlp : pyomo_lap.solvers.lap_nlp.LapNLP, optional
+    lap_nlp : pyomo_lap.solvers.lap.nlp.LapNLP, optional
         The translation to use (default: made here, with its per-point functions in CasADi's
         virtual machine; the twin uses only its structure and the uncompiled row function).
 
@@ -163,11 +163,11 @@ def build_casadi_nlp(m, mode: str = "MX", map_parallelization: str = "serial",
     Raises
     ------
     ValueError
-        Bad ``mode``; see also :class:`pyomo_lap.solvers.lap_nlp.LapNLP`.
+        Bad ``mode``; see also :class:`pyomo_lap.solvers.lap.nlp.LapNLP`.
     NotImplementedError
         An expression the translation does not know (named with its constraint).
     """
-    from .lap_nlp import LapNLP
+    from .lap.nlp import LapNLP
     ca = _casadi()
     if mode not in ("MX", "SX"):
         raise ValueError(f"mode = {mode!r}: expected 'MX' or 'SX'")
@@ -183,7 +183,7 @@ def build_casadi_nlp(m, mode: str = "MX", map_parallelization: str = "serial",
     blocks = []
     P = nlp._point
     if P is not None:
-        from .lap_nlp import _point_symbols
+        from .lap.compiled import _point_symbols
         w_, t_, c_, r_ = _point_symbols(P["rec"], P["free"])
         F = ca.Function("point_rows", [w_, t_, c_], [r_])
         N, n_in = P["N"], P["W0"].shape[1]
@@ -230,9 +230,9 @@ def _inf(a):
 
 def casadi_ipopt_options(options: Optional[dict] = None) -> dict:
     """IPOPT options for the CasADi route: those of the fast path
-    (:data:`pyomo_lap.solvers.lap_solver.LAP_IPOPT_OPTIONS`) with ``nlp_scaling_method = none`` (the
+    (:data:`pyomo_lap.solvers.lap.solver.LAP_IPOPT_OPTIONS`) with ``nlp_scaling_method = none`` (the
     scaling is in the NLP itself), updated by ``options``."""
-    from .lap_solver import LAP_IPOPT_OPTIONS
+    from .lap.solver import LAP_IPOPT_OPTIONS
     opts = dict(LAP_IPOPT_OPTIONS)
     opts["nlp_scaling_method"] = "none"
     opts.update(options or {})

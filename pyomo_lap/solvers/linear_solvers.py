@@ -7,7 +7,7 @@ option encountered``). :func:`loadable_linear_solvers` asks IPOPT before anythin
 one-variable problem is solved with ``max_iter = 0`` and each linear solver, as IPOPT would
 load it (with the ``hsllib`` and ``pardisolib`` given).
 
-* ``lap_ipopt``: the IPOPT library (:mod:`pyomo_lap.solvers.ipopt_lib`), in a child process
+* ``lap_ipopt``: the IPOPT library (:mod:`pyomo_lap.solvers.lap.ipopt_c`), in a child process
   (``python -m pyomo_lap.solvers.linear_solvers``): the library of the casadi wheel crashes
   (SIGSEGV) on ``ma97`` without HSL, which must not take the caller with it; a solver whose
   probe crashed counts as not loadable;
@@ -53,8 +53,8 @@ def _reason(text: str) -> str:
 def _probe_in_library(name: str, libraries: dict) -> Tuple[bool, str]:
     """(loadable, IPOPT's reason if not) for ``linear_solver = name`` with the IPOPT library,
     in this process."""
-    from . import ipopt_lib
-    prob = ipopt_lib.IpoptProblem(
+    from .lap import ipopt_c, ipopt_problem
+    prob = ipopt_problem.IpoptProblem(
         1, 0, [-1.0], [1.0], [], [], [], [], [0], [0],
         objective=lambda x: float(x[0] * x[0]),
         gradient=lambda x, out: out.__setitem__(slice(None), 2.0 * x),
@@ -65,9 +65,9 @@ def _probe_in_library(name: str, libraries: dict) -> Tuple[bool, str]:
             prob.add_option(key, value)
     except ValueError as exc:
         return False, str(exc)
-    with ipopt_lib._captured_c_stdout() as text:
+    with ipopt_c._captured_c_stdout() as text:
         result = prob.solve([0.5], catch_sigint=False)
-    ok = result.status != ipopt_lib.STATUS_CODE["Invalid_Option"]
+    ok = result.status != ipopt_c.STATUS_CODE["Invalid_Option"]
     return ok, "" if ok else (_reason(text[0] if text else "") or result.status_name)
 
 

@@ -1,5 +1,6 @@
 """Solving a built model through Pyomo, with solver look-up, default IPOPT options and a
-plain report of what happened.
+plain report of what happened (:class:`~pyomo_lap.solvers.report.SolveReport`, in
+:mod:`pyomo_lap.solvers.report`).
 
 Any name Pyomo's ``SolverFactory`` knows can be given. Two NLP interfaces are tested here:
 
@@ -13,11 +14,9 @@ through that interface directly, the others through the classic one.
 """
 from __future__ import annotations
 
-import dataclasses
 import io
 import logging
 import os
-import re
 import sys
 import tempfile
 import time
@@ -28,18 +27,23 @@ import pyomo.environ as pyo
 from pyomo.common.log import LoggingIntercept
 from pyomo.opt import TerminationCondition
 
+from .report import (_HINTS, SolveReport, _exit_line, _iterations, _sizes, decode_solver_message,
+                     diagnose, log_statistics)
+
 __all__ = ["SolveReport", "solve_model", "ensure_solver", "SolverNotFoundError",
            "SolveInterrupted", "DEFAULT_IPOPT_OPTIONS", "diagnose", "TESTED_SOLVERS",
            "log_statistics", "DEFAULT_SOLVER", "ASL_SOLVERS",
            "parse_solver_options", "decode_solver_message", "check_solver_options",
            "SolverOptionError", "CHECKED_SOLVERS"]
+# SolveReport, diagnose, log_statistics and decode_solver_message live in .report; public
+# names of this module before the split (docs/reference/api.md), kept here
 
 TESTED_SOLVERS = ("lap_ipopt", "ipopt", "ipopt_v2")
 """Solver names (Pyomo ``SolverFactory`` names) that the test suite solves the OCP with."""
 
 DEFAULT_SOLVER = "lap_ipopt"
 """The solver of :func:`solve_model`, :func:`pyomo_lap.api.solve_sector` and ``pyomo-lap
-solve`` unless another is named: the fast path (:mod:`pyomo_lap.solvers.lap_solver`)."""
+solve`` unless another is named: the fast path (:mod:`pyomo_lap.solvers.lap.solver`)."""
 
 ASL_SOLVERS = ("ipopt", "ipopt_v2")
 """Pyomo's interfaces to the ``ipopt`` executable (NL file, AMPL solver library)."""
@@ -79,186 +83,6 @@ class SolveInterrupted(KeyboardInterrupt):
         self.report = report
         self.load_iterate = load_iterate
         super().__init__(report.describe())
-
-
-_ESCAPE = re.compile(r"\\x([0-9A-Fa-f]{2})")
-
-
-def decode_solver_message(text) -> str:
-    """A solver message with its ``\\xHH`` escapes decoded: AMPL solution files escape the
-    colon, which Pyomo passes on (``'Ipopt 3.11.9\\x3a Optimal Solution Found'`` ->
-    ``'Ipopt 3.11.9: Optimal Solution Found'``). Other text is unchanged."""
-    if not text:
-        return "" if text is None else str(text)
-    return _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), str(text))
-
-
-@dataclasses.dataclass
-class SolveReport:
-    """What a solve did.
-
-    Attributes
-    ----------
-    ok : bool
-        True when the solver reported an optimal solution (for IPOPT also "Solved To
-        Acceptable Level", which Pyomo reports as optimal; :attr:`exit_message` tells them
-        apart).
-    termination_condition : str
-        Pyomo's termination condition (``optimal``, ``maxIterations``, ``infeasible`` ...).
-    status : str
-        Pyomo's solver status.
-    message : str
-        The solver's own message.
-    iterations : int or None
-        Iteration count read from the solver log (IPOPT).
-    solve_time_s : float
-        Wall-clock time of the solve call [s].
-    solver : str
-    log : str
-        Solver output.
-    n_variables, n_constraints : int or None
-        Size of the NLP as the solver saw it (IPOPT's log).
-    exit_message : str
-        IPOPT's ``EXIT:`` line, e.g. ``Optimal Solution Found.`` or ``Solved To Acceptable
-        Level.`` (Pyomo reports both as ``optimal``).
-    details : dict
-        Solver-specific figures (``lap_ipopt``: ``ipopt_s``, ``translate_s``, ``compile_s``,
-        ``verify_s``, ``function_s`` and ``function_calls`` by callback, ``translation``).
-    kind : str
-        ``optimal``, ``acceptable``, ``iteration_limit``, ``infeasible``,
-        ``restoration_failed``, ``evaluation_error``, ``interrupted``, ``time_limit``,
-        ``bad_option``, ``solver_error`` or ``failed`` (from :func:`diagnose`).
-    explanation, hint : str
-        What happened in plain words, and what to try (empty when optimal).
-    warm_start : str
-        ``"cold"``, ``"warm"`` (from the model's solution and multipliers,
-        :mod:`pyomo_lap.solvers.warm_start`), or ``"cold after a failed warm start (...)"``
-        (:attr:`solve_time_s` then counts both solves).
-    """
-
-    ok: bool
-    termination_condition: str
-    status: str
-    message: str
-    iterations: Optional[int]
-    solve_time_s: float
-    solver: str
-    log: str = ""
-    n_variables: Optional[int] = None
-    n_constraints: Optional[int] = None
-    exit_message: str = ""
-    kind: str = ""
-    explanation: str = ""
-    hint: str = ""
-    details: dict = dataclasses.field(default_factory=dict)
-    warm_start: str = "cold"
-
-    def __post_init__(self):
-        self.message = decode_solver_message(self.message)
-        self.exit_message = decode_solver_message(self.exit_message)
-        if not self.kind:
-            self.kind, self.explanation, self.hint = diagnose(self)
-
-    def describe(self) -> str:
-        """One paragraph: what happened, the solver's status and, on a failure, a hint."""
-        facts = [f"termination condition {self.termination_condition}",
-                 f"solver status {self.status}"]
-        if self.exit_message:
-            facts.append(f"IPOPT: {self.exit_message!r}")
-        if self.iterations is not None:
-            facts.append(f"{self.iterations} iterations")
-        facts.append(f"{self.solve_time_s:.1f} s")
-        facts.append("started " + self.warm_start)
-        text = f"{self.explanation} ({', '.join(facts)})"
-        return text + (f". Hint: {self.hint}" if self.hint else "")
-
-
-_HINTS = {
-    "iteration_limit": (
-        "the solver stopped at its iteration limit before converging",
-        "raise the limit (--max-iter N; Python: solver_options={'max_iter': N}), or solve a "
-        "coarser mesh (--nfe) or a shorter sector first and start from it "
-        "(pyomo_lap.ocp.initialize.initialize_from_solution)"),
-    "infeasible": (
-        "the solver converged to a point of local infeasibility: the constraints cannot all "
-        "hold near this point",
-        "check the entry speed (--initial-speed; 'free' lets the optimizer choose it), that "
-        "the car fits the track (widths, --vehicle width), the vehicle's grip, power and "
-        "steering limit, and any constraint you added"),
-    "restoration_failed": (
-        "the solver's restoration phase failed to get back to a feasible point",
-        "this usually means a poor start or a badly conditioned problem near it: try another "
-        "mesh (--nfe), a shorter sector, --initial-speed free, or check the vehicle data"),
-    "evaluation_error": (
-        "the model produced NaN or infinity (a function or derivative could not be evaluated)",
-        "check the vehicle data (loads, tyre parameters) and the track (grades, curvature); "
-        "try another mesh (--nfe) or a shorter sector"),
-    "interrupted": (
-        "the solve was interrupted by the user",
-        "nothing was lost: earlier results are untouched; run again when ready"),
-    "time_limit": (
-        "the solver stopped at its time limit",
-        "raise the limit (max_cpu_time) or solve a coarser mesh first"),
-    "bad_option": (
-        "the solver refused an option",
-        "check the option's name and value; IPOPT's AMPL interface takes only some options "
-        "on the command line, pass others through an options file by prefixing them with "
-        "OF_ (e.g. OF_max_resto_iter)"),
-    "solver_error": (
-        "the solver stopped with an error",
-        "read the solver's log (run with -v); try another mesh (--nfe), a shorter "
-        "sector or --initial-speed free"),
-    "failed": (
-        "the solver did not report an optimal solution",
-        "read the solver's log (run with -v)"),
-}
-
-
-def diagnose(report) -> tuple:
-    """Classify a solve from its termination condition, IPOPT's ``EXIT:`` line and log.
-
-    Parameters
-    ----------
-    report : SolveReport
-        (``termination_condition``, ``status``, ``exit_message``, ``message``, ``log``).
-
-    Returns
-    -------
-    (kind, explanation, hint) : tuple of str
-        ``kind`` as in :attr:`SolveReport.kind`; ``hint`` is '' when optimal.
-    """
-    tc = str(report.termination_condition)
-    ex = (report.exit_message or "").lower()
-    msg = (report.message or "").lower()
-    log = report.log or ""
-    if report.ok or tc in ("optimal", "locallyOptimal", "globallyOptimal"):
-        if "acceptable" in ex:
-            return ("acceptable", "the solver reached an acceptable (not the requested) "
-                    "tolerance", "")
-        return "optimal", "the solver found an optimal solution", ""
-    detail = re.findall(r"(Unknown keyword \S+|Exception message: .*)", log)
-    if "unknown keyword" in log.lower() or "OPTION_INVALID" in log:
-        kind = "bad_option"
-    elif "restoration" in ex and "fail" in ex:
-        kind = "restoration_failed"
-    elif "invalid number" in ex or "invalid number" in msg:
-        kind = "evaluation_error"
-    elif "requested by user" in ex or tc in ("userInterrupt", "interrupted"):
-        kind = "interrupted"
-    elif tc in ("maxTimeLimit", "maxEvaluations") or "cpu time" in ex or "wallclock" in ex:
-        kind = "time_limit"     # (Pyomo reports IPOPT's CPU-time limit as maxIterations)
-    elif tc == "maxIterations" or "maximum number of iterations" in ex:
-        kind = "iteration_limit"
-    elif tc in ("infeasible", "locallyInfeasible", "globallyInfeasible") or "infeasib" in ex:
-        kind = "infeasible"
-    elif tc in ("error", "internalSolverError", "solverFailure") or ex:
-        kind = "solver_error"
-    else:
-        kind = "failed"
-    explanation, hint = _HINTS[kind]
-    if kind == "bad_option" and detail:
-        explanation += ": " + detail[0].replace("Exception message: ", "").strip()
-    return kind, explanation, hint
 
 
 def _venv_bin() -> Path:
@@ -352,9 +176,12 @@ def parse_solver_options(pairs) -> dict:
     ValueError
         An item without ``=`` or with an empty key (the message names the item).
     """
-    from ..ocp.options import key_value_pairs
     out = {}
-    for key, val in key_value_pairs(pairs, "solver option ", "max_iter=500"):
+    for item in pairs or ():
+        key, sep, val = str(item).partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"solver option {item!r}: expected KEY=VALUE, e.g. max_iter=500")
+        key, val = key.strip(), val.strip()
         for conv in (int, float):
             try:
                 out[key] = conv(val)
@@ -402,7 +229,7 @@ def _asl_command_line_options() -> Optional[set]:
 
 def _own_option_error(solver: str, key: str, value) -> str:
     """Why ``lap_ipopt`` refuses ``key = value`` of its own options ('' if it takes it)."""
-    from .lap_solver import LapIpopt
+    from .lap.solver import LapIpopt
     try:
         LapIpopt.CONFIG()[key] = value
     except (ValueError, TypeError) as exc:
@@ -434,9 +261,9 @@ def check_solver_options(solver: str, options: Optional[dict]) -> dict:
 
     * ``lap_ipopt`` (default): its own options (``compile``, ``verify_points``,
       ``eliminate_derivatives``, ``tune_process``, ``eval_threads``: the domains of
-      :class:`pyomo_lap.solvers.lap_solver.LapIpoptConfig`) and the options of the IPOPT
+      :class:`pyomo_lap.solvers.lap.solver.LapIpoptConfig`) and the options of the IPOPT
       library it solves with, as that library documents and accepts them
-      (:func:`pyomo_lap.solvers.ipopt_lib.check_ipopt_option`: name, type, range, values);
+      (:func:`pyomo_lap.solvers.lap.ipopt_options.check_ipopt_option`: name, type, range, values);
     * ``ipopt`` (Pyomo's classic interface to the executable): the names the executable takes
       on its command line (its AMPL keywords, ``ipopt -=``) and, with the prefix ``OF_``
       (written to an options file), every IPOPT option; values checked as above, against the
@@ -470,10 +297,10 @@ def check_solver_options(solver: str, options: Optional[dict]) -> dict:
     options = dict(options or {})
     if solver not in CHECKED_SOLVERS or not options:
         return options
-    from . import ipopt_lib
-    from .lap_solver import _OWN_OPTIONS
+    from .lap import ipopt_c, ipopt_options
+    from .lap.solver import _OWN_OPTIONS
     try:
-        docs = ipopt_lib.ipopt_options_documentation()
+        docs = ipopt_options.ipopt_options_documentation()
     except Exception:  # noqa: BLE001 - no usable library: the solver itself will report
         docs = None
     asl_keywords = _asl_command_line_options() if solver == "ipopt" else None
@@ -485,15 +312,15 @@ def check_solver_options(solver: str, options: Optional[dict]) -> dict:
 
     def ipopt_option(key, name, value):
         try:
-            ipopt_lib.check_ipopt_option(name, value, extra_names=extra)
-        except ipopt_lib.IpoptOptionError as exc:
+            ipopt_options.check_ipopt_option(name, value, extra_names=extra)
+        except ipopt_options.IpoptOptionError as exc:
             if exc.suggestions is None:
                 refuse(key, value, exc.text.replace(name, key) if name != key else exc.text)
-            version = ".".join(map(str, ipopt_lib.ipopt_version()))
+            version = ".".join(map(str, ipopt_c.ipopt_version()))
             what = (f"neither one of {solver}'s own ({', '.join(own)}) nor an option of IPOPT "
                     f"{version}" if own else f"not an option of IPOPT {version}")
             hint = (f"did you mean {' or '.join(map(repr, exc.suggestions))}?" if exc.suggestions
-                    else f"IPOPT's options: {ipopt_lib.OPTIONS_URL}")
+                    else f"IPOPT's options: {ipopt_c.OPTIONS_URL}")
             refuse(key, value, f"unknown option of {solver}: {what}; {hint}")
 
     for key, value in options.items():
@@ -567,7 +394,7 @@ def solve_model(m, solver: str = DEFAULT_SOLVER, options: Optional[dict] = None,
     options : dict, optional
         Solver options passed through unchanged; for the ASL path they update
         :data:`DEFAULT_IPOPT_OPTIONS`, for ``lap_ipopt`` its own defaults
-        (:data:`pyomo_lap.solvers.lap_solver.LAP_IPOPT_OPTIONS`).
+        (:data:`pyomo_lap.solvers.lap.solver.LAP_IPOPT_OPTIONS`).
     tee : bool
         Stream the solver's output (iterations) to stdout.
     load_partial : bool
@@ -576,7 +403,7 @@ def solve_model(m, solver: str = DEFAULT_SOLVER, options: Optional[dict] = None,
     intermediate : callable, optional
         ``lap_ipopt`` only (ignored by the other solvers): called at every IPOPT iteration with
         IPOPT's values (:class:`pyomo_lap.util.progress.IterationProgress`; the ``intermediate``
-        option of :class:`pyomo_lap.solvers.lap_solver.LapIpopt`).
+        option of :class:`pyomo_lap.solvers.lap.solver.LapIpopt`).
     warm_start : bool
         ``lap_ipopt`` and ``ipopt``: keep IPOPT's multipliers in the model after an optimal
         solve, and start from the model's solution (its primal point and those multipliers,
@@ -606,8 +433,8 @@ def solve_model(m, solver: str = DEFAULT_SOLVER, options: Optional[dict] = None,
     restoration failure, evaluation error, bad option, ...), with a hint.
     """
     opt = ensure_solver(solver)
-    from ..ocp.build import sync_vehicle
-    sync_vehicle(m)          # the car's parameters as m.vehicle holds them
+    from .lap.car_blocks import refresh_cars
+    refresh_cars(m)          # every pyomo_lap car takes its parameters as m.vehicle holds them
     opts = dict(DEFAULT_IPOPT_OPTIONS) if solver in ASL_SOLVERS else {}
     from . import warm_start as ws
     if not (warm_start and solver in ws.WARM_START_SOLVERS):
@@ -626,15 +453,14 @@ def solve_model(m, solver: str = DEFAULT_SOLVER, options: Optional[dict] = None,
             ws.keep_multipliers(m)
             return first
         restore()            # from the same point again, cold
-    from ..ocp.initialize import forget_multipliers
     if "warm_start_init_point" not in (options or {}):
-        forget_multipliers(m)            # a cold solve (the caller's own warm start keeps them)
+        ws.forget_multipliers(m)            # a cold solve (the caller's own warm start keeps them)
     report = _solve_once(m, opt, solver, {**opts, **(options or {})}, tee, load_partial,
                          intermediate)
     if report.ok:
         ws.keep_multipliers(m)
     else:
-        forget_multipliers(m)            # the point loaded is not the multipliers' optimum
+        ws.forget_multipliers(m)         # the point loaded is not the multipliers' optimum
     if first is not None:
         report.warm_start = (f"cold after a failed warm start ({first.kind}, "
                              f"{first.iterations} iterations, {first.solve_time_s:.1f} s)")
@@ -645,7 +471,7 @@ def solve_model(m, solver: str = DEFAULT_SOLVER, options: Optional[dict] = None,
 def _solver_defaults(solver: str) -> dict:
     """The IPOPT options a solver path uses unless told otherwise."""
     if solver == DEFAULT_SOLVER:
-        from .lap_solver import LAP_IPOPT_OPTIONS
+        from .lap.solver import LAP_IPOPT_OPTIONS
         return dict(LAP_IPOPT_OPTIONS)
     return dict(DEFAULT_IPOPT_OPTIONS) if solver in ASL_SOLVERS else {}
 
@@ -756,7 +582,7 @@ def _solve_new_interface(m, opt, solver, opts, tee, load_partial, intermediate=N
                            "https://coin-or.github.io/Ipopt/OPTIONS.html)")
     except Exception as exc:  # the solver crashed or returned an error code
         if getattr(exc, "explanation", ""):   # says what happened itself (lap_ipopt: a
-            # damaged compiled library, pyomo_lap.solvers.lap_nlp.CompiledLibraryMismatch)
+            # damaged compiled library, pyomo_lap.solvers.lap.checks.CompiledLibraryMismatch)
             return SolveReport(False, "error", "error", f"{type(exc).__name__}: {exc}", None,
                                time.perf_counter() - t0, solver, str(exc), None, None, "",
                                kind="solver_error", explanation=exc.explanation,
@@ -789,66 +615,6 @@ def _solve_new_interface(m, opt, solver, opts, tee, load_partial, intermediate=N
     return report
 
 
-def log_statistics(log: str) -> dict:
-    """Figures of an IPOPT log (3.11 or 3.14): NLP size, iterations, time split.
-
-    Returns
-    -------
-    dict
-        Any of ``n_variables``, ``n_equalities``, ``n_inequalities``, ``jac_nnz`` (equality
-        plus inequality Jacobian), ``hess_nnz`` (lower triangle), ``iterations``,
-        ``ipopt_internal_s`` (IPOPT's own work: linear algebra, line search [s], CPU time in
-        3.11, wall time in 3.14), ``ipopt_eval_s`` (function evaluations [s]),
-        ``inertia_corrections`` (iterations whose ``lg(rg)`` column shows a regularization:
-        each costs at least one more factorization) that the log holds.
-    """
-    out = {}
-    pats = {
-        "n_variables": r"Total number of variables\.*:\s*(\d+)",
-        "n_equalities": r"Total number of equality constraints\.*:\s*(\d+)",
-        "n_inequalities": r"Total number of inequality constraints\.*:\s*(\d+)",
-        "jac_eq": r"nonzeros in equality constraint Jacobian\.*:\s*(\d+)",
-        "jac_ineq": r"nonzeros in inequality constraint Jacobian\.*:\s*(\d+)",
-        "hess_nnz": r"nonzeros in Lagrangian Hessian\.*:\s*(\d+)",
-        "iterations": r"Number of Iterations\.*:\s*(\d+)",
-        "ipopt_internal_s": r"Total (?:CPU )?sec(?:ond)?s in IPOPT \(w/o function evaluations\)\s*=\s*([\d.]+)",
-        "ipopt_eval_s": r"Total (?:CPU )?sec(?:ond)?s in NLP function evaluations\s*=\s*([\d.]+)",
-    }
-    for key, pat in pats.items():
-        hit = re.findall(pat, log)
-        if hit:
-            out[key] = float(hit[-1]) if key.endswith("_s") else int(hit[-1])
-    if "jac_eq" in out or "jac_ineq" in out:
-        out["jac_nnz"] = out.pop("jac_eq", 0) + out.pop("jac_ineq", 0)
-    rows = re.findall(r"^\s*\d+r?\s+[-+]?\d\.\d+e[-+]\d+\s+\S+\s+\S+\s+\S+\s+\S+\s+(\S+)\s",
-                      log, flags=re.MULTILINE)
-    if rows:
-        out["inertia_corrections"] = sum(1 for r in rows if r != "-")
-    return out
-
-
-def _iterations(log: str, from_table: bool = False) -> Optional[int]:
-    """IPOPT's iteration count: its summary line or, with ``from_table`` when there is
-    none (an interrupted or crashed solve), the last row of the iteration table."""
-    hit = re.findall(r"Number of Iterations\.*:\s*(\d+)", log)
-    if hit:
-        return int(hit[-1])
-    if from_table:
-        rows = re.findall(r"^\s*(\d+)r?\s+[-+]?\d\.\d+e[-+]\d+\s", log, flags=re.MULTILINE)
-        if rows:
-            return int(rows[-1])
-    return None
-
-
-def _sizes(log: str):
-    nv = re.findall(r"Total number of variables\.*:\s*(\d+)", log)
-    ne = re.findall(r"Total number of equality constraints\.*:\s*(\d+)", log)
-    ni = re.findall(r"Total number of inequality constraints\.*:\s*(\d+)", log)
-    if not (nv and ne and ni):
-        return None, None
-    return int(nv[-1]), int(ne[-1]) + int(ni[-1])
-
-
 def _read_and_remove(path: str) -> str:
     try:
         return Path(path).read_text(errors="replace")
@@ -859,8 +625,3 @@ def _read_and_remove(path: str) -> str:
             os.unlink(path)
         except OSError:
             pass
-
-
-def _exit_line(log: str) -> str:
-    hit = re.findall(r"EXIT:\s*(.*)", log)
-    return hit[-1].strip() if hit else ""

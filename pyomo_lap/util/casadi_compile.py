@@ -41,7 +41,7 @@ What the cache guarantees (a library is machine code that runs inside the proces
 
 The manifest guards against damage (a power loss, a full disk, an interrupted run) and
 against files of other users; anyone who can write the user's own files can also write a
-matching manifest, which is why :class:`pyomo_lap.solvers.lap_nlp.LapNLP` also compares the
+matching manifest, which is why :class:`pyomo_lap.solvers.lap.nlp.LapNLP` also compares the
 compiled functions with CasADi's virtual machine before every solve.
 """
 from __future__ import annotations

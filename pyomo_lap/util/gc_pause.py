@@ -31,7 +31,7 @@ def gc_paused():
 
     The collector is one per process: the blocks of all threads are counted, and the collector
     is switched back on only when the last one ends. (A block in a background thread, e.g. the
-    tape recorded by :func:`pyomo_lap.solvers.lap_nlp.prefetch_point_functions`, must not
+    tape recorded by :func:`pyomo_lap.solvers.lap.compiled.prefetch_point_functions`, must not
     switch it back on in the middle of a model's build in the main thread: that made every
     build after the first of a process three times slower, 2.5 s instead of 0.8 s.)
     """

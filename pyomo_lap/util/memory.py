@@ -3,7 +3,7 @@
 glibc's ``malloc`` keeps the memory a process frees in its heap for later allocations; it gives
 it back to the operating system only from the top of the heap, and only above a threshold that
 grows with the largest blocks freed. The translation of a full lap into the solver's NLP
-(:mod:`pyomo_lap.solvers.lap_nlp`) makes and frees hundreds of megabytes of index arrays; left
+(:mod:`pyomo_lap.solvers.lap.nlp`) makes and frees hundreds of megabytes of index arrays; left
 in the heap they stay in the resident set while IPOPT and MUMPS allocate theirs beside them
 (about 160 MB of the peak on a full Nordschleife lap). :func:`release_free_memory` asks glibc to
 return every free page (``malloc_trim(0)``: it unmaps the free pages inside the heap as well,

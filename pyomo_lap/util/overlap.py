@@ -6,7 +6,7 @@ Python's global interpreter lock; Python work started on a thread of its own at 
 runs on the machine's second core instead of after the solve. Started earlier (before the
 model's translation, say), the same work would only take turns with the Python code of the
 solve. :func:`pyomo_lap.api.solve_sector` uses it for the imports of the channels and the
-export; the solver interface :class:`pyomo_lap.solvers.lap_solver.LapIpopt` calls
+export; the solver interface :class:`pyomo_lap.solvers.lap.solver.LapIpopt` calls
 :func:`solver_starts` right before IPOPT's iterations.
 """
 from __future__ import annotations

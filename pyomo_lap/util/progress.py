@@ -82,7 +82,7 @@ class IterationProgress:
     inf. 2.0e-02, 1.3 s"``.
 
     Give it as the ``intermediate`` callback of a solve (``solve_sector(...,
-    on_iteration=IterationProgress())``; :class:`pyomo_lap.solvers.lap_solver.LapIpopt`'s
+    on_iteration=IterationProgress())``; :class:`pyomo_lap.solvers.lap.solver.LapIpopt`'s
     ``intermediate``): it is called with IPOPT's ``info`` dict at every iteration
     (``iter_count``, ``obj_value``, ``inf_pr``, ``inf_du``, ...) and :meth:`finish` when the
     solve ends; it never stops the solve (returns True).

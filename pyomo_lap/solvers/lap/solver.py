@@ -7,10 +7,10 @@ r"""``lap_ipopt``: the fast solver path, a Pyomo solver like any other.
 
 It takes a built Pyomo model, with whatever constraints, objective, fixed variables and bounds
 the user changed, translates it into a nonlinear program whose rows are evaluated by compiled
-CasADi functions (:class:`pyomo_lap.solvers.lap_nlp.LapNLP`: the recorded per-point rows of a pyomo_lap
+CasADi functions (:class:`pyomo_lap.solvers.lap.nlp.LapNLP`: the recorded per-point rows of a pyomo_lap
 model as one mapped function, the rest from their Pyomo expressions), and solves it with IPOPT
 3.14 (MUMPS, QAMD ordering) from the ``casadi`` wheel through IPOPT's C interface
-(:mod:`pyomo_lap.solvers.ipopt_lib`): no NL file, no AMPL solver library, nothing to compile by hand.
+(:mod:`pyomo_lap.solvers.lap.ipopt_c`): no NL file, no AMPL solver library, nothing to compile by hand.
 Primal values, constraint duals (suffix ``dual``), reduced costs (``rc``) and IPOPT's bound
 multipliers (``ipopt_zL_out``, ``ipopt_zU_out``), the termination condition and the iteration
 count are loaded back into Pyomo, so everything downstream works unchanged.
@@ -44,8 +44,8 @@ from pyomo.contrib.solver.common.solution_loader import SolutionLoader
 from pyomo.contrib.solver.common.util import NoSolutionError
 from pyomo.core.staleflag import StaleFlagManager
 
-from ..util.overlap import solver_starts
-from ..util.processes import process_running
+from ...util.overlap import solver_starts
+from ...util.processes import process_running
 
 __all__ = ["LapIpopt", "LAP_IPOPT_OPTIONS", "SOLVER_NAME", "IPOPT_LOG_PREFIX",
            "remove_stale_ipopt_logs"]
@@ -121,7 +121,7 @@ _STATUS = {
 
 @contextlib.contextmanager
 def _tuned_process(enabled: bool = True):
-    """Process settings for a large IPOPT solve, restored afterwards (Linux, glibc):
+    """Process settings for a large IPOPT solve, restored afterwards (Linux, glibc).
 
     * glibc's allocator keeps freed memory and does not use ``mmap`` for large blocks
       (``mallopt``: ``M_MMAP_MAX = 0``, ``M_TRIM_THRESHOLD`` 2 GB, ``M_TOP_PAD`` 256 MB).
@@ -152,7 +152,7 @@ def _tuned_process(enabled: bool = True):
     except (OSError, AttributeError):
         pass
     try:
-        from .ipopt_lib import find_ipopt_library
+        from .ipopt_c import find_ipopt_library
         for lib in sorted(find_ipopt_library().parent.glob("libcasadi-tp-openblas.so*")):
             blas = ctypes.CDLL(str(lib))
             before = blas.openblas_get_num_threads()
@@ -210,12 +210,12 @@ class LapIpoptConfig(SolverConfig):
         self.eliminate_derivatives: bool = self.declare("eliminate_derivatives", ConfigValue(
             default=True, domain=Bool,
             description="eliminate pyomo.dae's derivative variables and their collocation "
-                        "equations before IPOPT sees the problem (pyomo_lap.solvers.lap_nlp.ReducedNLP): "
+                        "equations before IPOPT sees the problem (pyomo_lap.solvers.lap.reduced.ReducedNLP): "
                         "the same solutions and duals, a third fewer unknowns in the KKT system"))
         self.tune_process: bool = self.declare("tune_process", ConfigValue(
             default=True, domain=Bool,
             description="during the solve, keep freed memory in the allocator and run the BLAS "
-                        "on one thread (see pyomo_lap.solvers.lap_solver._tuned_process)"))
+                        "on one thread (see pyomo_lap.solvers.lap.solver._tuned_process)"))
         self.eval_threads: int = self.declare("eval_threads", ConfigValue(
             default=0, domain=NonNegativeInt,
             description="threads of the per-point functions (0: the number of CPUs, at most 4)"))
@@ -300,14 +300,23 @@ class LapIpopt(SolverBase):
     ``solve(model, tee=False, load_solutions=True, solver_options=None, ...)`` returns a
     :class:`pyomo.contrib.solver.common.results.Results`; ``results.solver_log`` is IPOPT's
     log, ``results.extra_info`` holds ``iteration_count``, ``ipopt_status``, the translation
-    report (sizes, times, checks) and the time split of the solve (``ipopt_s``,
-    ``function_s`` by callback, ``translate_s``, ``compile_s``).
+    report (sizes, times, checks), ``evaluation`` (how the rows were evaluated:
+    :attr:`pyomo_lap.solvers.lap.nlp.TranslationReport.evaluation`) and the time split of the
+    solve (``ipopt_s``, ``function_s`` by callback, ``translate_s``, ``compile_s``). The solver
+    keeps the last solve's results as ``last_results``: through ``pyomo.environ.SolverFactory``
+    (whose results do not carry ``extra_info``), ``opt.last_results.extra_info.evaluation``.
+
+    A pyomo_lap model is found through Pyomo's component tree (its car block ``m.vehicle``,
+    :mod:`pyomo_lap.solvers.lap.car_blocks`): a user's model that holds one as a block
+    (``u.lap = build_model(track, car)``, with the user's own rows and objective) gets the
+    compiled evaluation of its car's rows, and every car takes the parameters its ``m.vehicle``
+    holds before the solve (``m.vehicle.refresh()``).
 
     Raises
     ------
-    NotImplementedError, ValueError, pyomo_lap.solvers.lap_nlp.RecordedRowsMismatch
+    NotImplementedError, ValueError, pyomo_lap.solvers.lap.checks.RecordedRowsMismatch
         Before solving, when the model cannot be translated (see
-        :class:`pyomo_lap.solvers.lap_nlp.LapNLP`).
+        :class:`pyomo_lap.solvers.lap.nlp.LapNLP`).
     KeyboardInterrupt
         Ctrl-C during the solve: IPOPT is stopped cleanly at its next iteration and the model
         keeps its values; ``exc.load_iterate()`` (None if IPOPT made no iteration) loads
@@ -318,10 +327,12 @@ class LapIpopt(SolverBase):
 
     def __init__(self, **kwds):
         super().__init__(**kwds)
+        self.last_results = None
 
     def available(self) -> Availability:
+        """Whether IPOPT's library and CasADi can be loaded."""
         try:
-            from .ipopt_lib import load_ipopt_library
+            from .ipopt_c import load_ipopt_library
             load_ipopt_library()
             import casadi  # noqa: F401
         except Exception:
@@ -329,16 +340,18 @@ class LapIpopt(SolverBase):
         return Availability.FullLicense
 
     def version(self):
-        from .ipopt_lib import ipopt_version
+        """IPOPT's version (a tuple), or None when its library cannot be loaded."""
+        from .ipopt_c import ipopt_version
         try:
             return ipopt_version()
         except Exception:
             return None
 
     def solve(self, model, **kwds) -> Results:
-        from ..ocp.build import sync_vehicle
+        """Solve ``model`` (class docstring)."""
+        from .car_blocks import refresh_cars
         start = time.perf_counter()
-        sync_vehicle(model)      # the car's parameters as m.vehicle holds them
+        refresh_cars(model)      # every pyomo_lap car takes its parameters as m.vehicle holds them
         results = Results()
         results.timing_info.start_timestamp = datetime.datetime.now(datetime.timezone.utc)
         results.solver_name = self.name
@@ -373,6 +386,7 @@ class LapIpopt(SolverBase):
             results.solution_loader.load_solution()
         results.solver_config = config
         results.timing_info.wall_time = time.perf_counter() - start
+        self.last_results = results      # also for pyomo.environ.SolverFactory's legacy results
         return results
 
     def _config(self, kwds):
@@ -389,10 +403,11 @@ class LapIpopt(SolverBase):
 
 
 def _translate(model, config):
-    """The model as an NLP of compiled functions (:class:`~pyomo_lap.solvers.lap_nlp.LapNLP`,
-    reduced by :class:`~pyomo_lap.solvers.lap_nlp.ReducedNLP` unless told not to)."""
-    from .lap_nlp import LapNLP, ReducedNLP
-    from ..util.memory import release_free_memory
+    """The model as an NLP of compiled functions (:class:`~pyomo_lap.solvers.lap.nlp.LapNLP`,
+    reduced by :class:`~pyomo_lap.solvers.lap.reduced.ReducedNLP` unless told not to)."""
+    from .nlp import LapNLP
+    from .reduced import ReducedNLP
+    from ...util.memory import release_free_memory
     nlp = LapNLP(model, compile=config.compile, threads=config.eval_threads or None,
                  verify_points=config.verify_points)
     nlp = ReducedNLP(nlp) if config.eliminate_derivatives else nlp
@@ -413,11 +428,11 @@ def _ipopt_options(config, user: dict) -> dict:
 
 
 def _ipopt_problem(nlp, options: dict, tee: bool, timers: dict, counts: dict):
-    """The :class:`~pyomo_lap.solvers.ipopt_lib.IpoptProblem` of ``nlp`` with its options
+    """The :class:`~pyomo_lap.solvers.lap.ipopt_problem.IpoptProblem` of ``nlp`` with its options
     (the log on the console only with ``tee``) and the model's scaling, its callbacks timed
     into ``timers`` and counted into ``counts``; returns it and the print level of the log
     file."""
-    from .ipopt_lib import IpoptProblem
+    from .ipopt_problem import IpoptProblem
 
     def timed(key, fn):
         def wrapper(*args):
@@ -489,7 +504,7 @@ def start_multipliers(model, nlp, options: dict):
 def _run(prob, x0, print_level: int, tune_process: bool, output_file=None, start=None):
     """Solve with IPOPT's log written to a file at ``print_level``: the user's
     ``output_file`` (kept), else a temporary file (``IPOPT_LOG_PREFIX<pid>_*.log``, removed
-    afterwards); returns (the :class:`~pyomo_lap.solvers.ipopt_lib.IpoptResult`, the log).
+    afterwards); returns (the :class:`~pyomo_lap.solvers.lap.ipopt_problem.IpoptResult`, the log).
     IPOPT writes one log file only: the report reads the user's. A KeyboardInterrupt is passed
     on with the log as ``exc.solver_log``."""
     remove_stale_ipopt_logs()
@@ -542,6 +557,7 @@ def _fill_results(results, model, nlp, res, log, timers, counts) -> None:
     info.iteration_count = res.iterations
     info.ipopt_status = res.status_name
     info.translation = nlp.report
+    info.evaluation = nlp.report.evaluation
     info.function_s = dict(timers)
     info.function_calls = dict(counts)
     info.translate_s = nlp.report.translate_s

@@ -1,6 +1,6 @@
 """The point functions of the common jobs compiled ahead of the first solve (``pyomo-lap
 compile``, which the set-up ``scripts/bootstrap.sh`` runs): one library set per structure of
-the rows serves every car (:func:`pyomo_lap.solvers.lap_nlp.point_functions`), so after this
+the rows serves every car (:func:`pyomo_lap.solvers.lap.compiled.point_functions`), so after this
 step the first solve of these jobs is as fast as the later ones."""
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ COMPILE_AHEAD = (("open sector", {"periodic": False}, False),
                  ("closed lap, setup optimization", {"periodic": True}, True))
 
 
-def compile_ahead(vehicle="fsae", jobs=None, echo=print) -> list:
+def compile_ahead(vehicle="fsae", jobs=None, echo=print, *, record) -> list:
     """Compile the point functions of the full model for ``jobs`` now; ``vehicle`` only
     names the car of the recording (the libraries serve every car).
 
@@ -28,6 +28,9 @@ def compile_ahead(vehicle="fsae", jobs=None, echo=print) -> list:
         Default :data:`COMPILE_AHEAD`.
     echo : callable
         One line per job.
+    record : callable
+        ``record(vehicle, options) -> PointRows``: the rows a build records
+        (:func:`pyomo_lap.ocp.build.record_rows`; this layer does not import the models).
 
     Returns
     -------
@@ -39,17 +42,16 @@ def compile_ahead(vehicle="fsae", jobs=None, echo=print) -> list:
     RuntimeError
         No C compiler (the solves then run in CasADi's virtual machine; nothing to compile).
     """
-    from ..ocp.build import OCP_CONFIG, vehicle_model
-    from ..util.casadi_compile import find_compiler
-    from ..vehicle.car import load_vehicle
-    from .lap_nlp import point_functions
+    from ...util.casadi_compile import find_compiler
+    from ...vehicle.car import load_vehicle
+    from .compiled import point_functions
     if find_compiler() is None:
         raise RuntimeError("no C compiler found (cc, gcc or clang; or $CC): the solves evaluate "
                            "the point functions in CasADi's virtual machine, nothing to compile")
     p = load_vehicle(vehicle) if isinstance(vehicle, (str, os.PathLike)) else vehicle
     out = []
     for label, options, free in COMPILE_AHEAD if jobs is None else jobs:
-        rec = vehicle_model("full").point_rows(p, OCP_CONFIG(options))
+        rec = record(p, {"model": "full", **options})
         t0 = time.perf_counter()
         compiled = []
         funs = point_functions(rec, "auto", quiet=True, free=free,
