@@ -10,7 +10,7 @@ changes:
   :math:`\dot q_1`, and the time; controls :math:`f_{xa}, f_{xb}, \delta`; **no algebraic
   variables** (the loads and the tyre forces are explicit functions of the states);
 * the spatial DAE (39) for the ten joint rates, with :math:`\ddot q` from the ABA of the
-  ten-joint tree (:func:`pyomo_lap.spatial.tree.aba`);
+  ten-joint tree (:func:`pyomo_lap.spatial.dynamics.aba`);
 * path constraints as the reduced model's (power, friction ellipse of each tyre, speed,
   track limits, steering) and :math:`f_{ijz} \ge f_{z,min}` on the tyre-spring loads;
 * an open sector starts settled: the suspension rates are zero (common) and the seven

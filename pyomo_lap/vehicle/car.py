@@ -39,8 +39,9 @@ from typing import Callable, Optional, Sequence
 
 from ..spatial import lie
 from ..spatial.backend import add, atan, cos, is_number, mul, sin, sqrt, sub, total
+from ..spatial.dynamics import hybrid_dynamics
 from ..spatial.tree import (PRISMATIC, REVOLUTE, TRACK, KinematicTree, TrackJoint,
-                            forward_kinematics, hybrid_dynamics)
+                            forward_kinematics)
 from .schema import VehicleFileError, VehicleParameters, read_vehicle_file
 
 __all__ = ["VehicleParameters", "VehicleFileError", "load_vehicle", "vehicle_file_model", "available_vehicles", "models_dir",

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Callable, Optional, Sequence
 
 from ..spatial import lie
-from ..spatial.tree import KinematicTree, TrackJoint, forward_kinematics, hybrid_dynamics
+from ..spatial.dynamics import hybrid_dynamics
+from ..spatial.tree import KinematicTree, TrackJoint, forward_kinematics
 from . import car as veh
 from ..spatial.backend import add, atan, cos, is_number, mul, sin, sqrt, sub, total
 
