@@ -32,8 +32,8 @@ from ..spatial.backend import sub
 from ..vehicle import car as veh
 from ..vehicle import multibody_car as mbc
 from ..vehicle.schema import OPTIONAL_SECTIONS
-from .common import (add_car_controls, add_derivative_vars, add_vehicle_block, car_control_bounds,
-                     discretize_on_track, finish_build, new_sector_model)
+from .common import add_car_controls, add_derivative_vars, add_vehicle_block, car_control_bounds
+from .sector import discretize_on_track, finish_build, new_sector_model
 from .full_model import (_FAMILY_DOCS, TRACK_INPUTS, VEHICLE_INPUTS, PointRows, add_point_rows,
                          adherence_rows, brake_rows, chain_scaling, rows_on_tape, set_car,
                          unsupported_tyre, vehicle_inputs)

@@ -73,7 +73,7 @@ from pyomo.dae import ContinuousSet, DerivativeVar
 from ..vehicle.racecar import RacecarParameters
 from ..vehicle.racecar_equations import (CONTROLS, QUANTITIES, STATE_NAMES, THRUST_EPS, WHEELS,
                                          racecar_equations)
-from .common import _sector_points, fast_element_lookup, sector_mesh, track_joints, track_limits
+from .sector import _sector_points, fast_element_lookup, sector_mesh, track_joints, track_limits
 from .point_rows import TRACK_INPUTS, PointRows, rows_on_tape, track_numbers
 from .vehicle_model import ProblemData, VehicleModel, update_problem
 

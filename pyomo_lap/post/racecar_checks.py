@@ -157,7 +157,7 @@ class KappaLookup:
     """The track's curvature (``omega_z`` of the centre line [1/m]) at a track coordinate,
     tabulated on a grid of ``step`` [m] over ``span`` and interpolated linearly (a step of the
     curvature, straight to arc, is smeared over one step); outside ``span`` the track itself.
-    Closed tracks wrap at their length (:func:`pyomo_lap.ocp.common._sector_points` does so
+    Closed tracks wrap at their length (:func:`pyomo_lap.ocp.sector._sector_points` does so
     for the OCP)."""
 
     def __init__(self, track, span: tuple, step: float = 0.05):
