@@ -150,13 +150,13 @@ def result_line(summary: dict, periodic: bool) -> str:
     ``'sector time ...'`` for a sector, with the distance, mean and top speed and the times
     of the timed sectors, and the verdict of the result's self-check when the summary has
     one (``'; self-check PASS'``, ``'; self-check FAIL: energy_balance 6.2 % P_max at s = 75
-    m'``: :func:`pyomo_lap.post.validate.self_check_text`)."""
+    m'``: :func:`pyomo_lap.post.verdict.self_check_text`)."""
     what = "lap time" if periodic else "sector time"
     line = (f"{what} {summary['lap_time_s']:.3f} s over {summary['length_m']:.0f} m "
             f"(mean {summary['mean_speed_kmh']:.1f} km/h, max {summary['max_speed_kmh']:.1f} km/h); "
             "sectors " + ", ".join(f"{x['time_s']:.3f}" for x in summary["sectors"]) + " s")
     if summary.get("self_check"):
-        from .post.validate import self_check_text
+        from .post.verdict import self_check_text
         line += "; " + self_check_text(summary["self_check"])
     return line
 
@@ -1229,7 +1229,7 @@ def _refine_once(job):
     replaced by the refined model's if it is optimal)."""
     import numpy as np
     from .post.defects import collocation_defects, refine_mesh
-    from .post.validate import DEFECT_MAX, DEFECT_P95, SPEED_CONSISTENCY
+    from .post.verdict import DEFECT_MAX, DEFECT_P95, SPEED_CONSISTENCY
     m = job.m
     t0 = time.perf_counter()
     speed_split, speed_max = _speed_consistency_split(m, job)     # keeps job.result_df
@@ -1276,7 +1276,7 @@ def _refine_once(job):
 def _speed_consistency_split(m, job=None) -> tuple:
     """The elements of a solved full model whose speed consistency
     (:func:`pyomo_lap.post.quality.speed_step_errors`) is above half the self-check's warning
-    (:data:`pyomo_lap.post.validate.SPEED_CONSISTENCY`), ``{element: parts}`` (the error of a
+    (:data:`pyomo_lap.post.verdict.SPEED_CONSISTENCY`), ``{element: parts}`` (the error of a
     step falls with its length: as many parts as the error is multiples of that half), and the
     largest error [% of the car's top speed]. With ``job``, the table is kept as
     ``job.result_df`` (the channels of ``job.m``, if it is not refined)."""
@@ -1284,7 +1284,7 @@ def _speed_consistency_split(m, job=None) -> tuple:
     from .ocp.common import vehicle_of_model
     from .post.quality import _distinct, channel_scales, speed_step_errors
     from .post.results import trajectory_dataframe
-    from .post.validate import SPEED_CONSISTENCY
+    from .post.verdict import SPEED_CONSISTENCY
     df = trajectory_dataframe(m)
     if job is not None:
         job.result_df = (m, df)
@@ -1491,7 +1491,7 @@ def _regularization(job, summary: dict) -> None:
     the objective (:func:`pyomo_lap.ocp.common.regularization`), said on the console; none
     for a model without them or without values."""
     from .ocp.common import regularization
-    from .post.validate import regularization_text
+    from .post.verdict import regularization_text
     try:
         reg = regularization(job.m)
     except (ValueError, TypeError, AttributeError, ZeroDivisionError):
@@ -1525,7 +1525,7 @@ def _penalty_cost(job, summary: dict) -> None:
     from the optimum, which the model keeps) into ``summary["regularization"]``, said on the
     console; its time into ``summary["timing"]["penalty_cost_s"]``."""
     from .post.sensitivities import PENALTY_COST_FACTOR, lap_time_cost
-    from .post.validate import lap_time_cost_text
+    from .post.verdict import lap_time_cost_text
     job.echo(f"  the penalties' lap-time cost: solving again with every weight / "
              f"{PENALTY_COST_FACTOR:g} ...")
     cost = lap_time_cost(job.m, job.cfg.solver, job.solver_options)
@@ -1537,10 +1537,10 @@ def _penalty_cost(job, summary: dict) -> None:
 
 
 def _self_check(job, df, vehicle) -> None:
-    """The fast checks of the result (:func:`pyomo_lap.post.validate.self_check`: defects,
+    """The fast checks of the result (:func:`pyomo_lap.post.verdict.self_check`: defects,
     speed consistency, energy balance, power limit) into ``summary["self_check"]`` and
     ``job.self_check``; its time into ``summary["timing"]["self_check_s"]``."""
-    from .post.validate import self_check
+    from .post.verdict import self_check
     kept = getattr(job, "result_defects", None)   # measured by the refinement's check on job.m
     sc = self_check(df, job.summary, job.tr, vehicle,
                     defects=kept[1] if kept is not None and kept[0] is job.m else None)
@@ -1604,7 +1604,7 @@ class SectorResults(tuple):
         (:func:`pyomo_lap.post.sensitivities.lap_time_sensitivities`), else None.
     self_check : dict or None
         The fast checks of the result and their verdict (``summary["self_check"]``,
-        :func:`pyomo_lap.post.validate.self_check`): ``self_check["verdict"]`` is ``"pass"``,
+        :func:`pyomo_lap.post.verdict.self_check`): ``self_check["verdict"]`` is ``"pass"``,
         ``"warn"`` or ``"fail"``. A result that fails is returned (and written) all the
         same: look at it before using it.
     """

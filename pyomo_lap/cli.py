@@ -29,7 +29,7 @@ def _fail(msg: str, code: int = 2):
 
 SELF_CHECK_FAILED = 4
 """Exit code of ``pyomo-lap solve`` for a result that was solved (IPOPT: optimal) and written,
-but failed its self-check (:func:`pyomo_lap.post.validate.self_check`): a script must not take
+but failed its self-check (:func:`pyomo_lap.post.verdict.self_check`): a script must not take
 it for a good result."""
 
 _SIGNAL = {"name": "SIGINT (Ctrl-C)", "code": 130}
