@@ -146,7 +146,7 @@ def _claim_folder(folder: Path, summary: dict, feedback: bool, plots: bool, plot
     """Before any work of :func:`validate_results`: take the lock of the results folder
     (:class:`pyomo_lap.post.folders.OutputLock`, refusing at once while another run writes
     into it) and check that validate may write its files there: the folder is no link and
-    holds none (:func:`pyomo_lap.post.folders.refuse_links`), and each file of
+    holds none (:func:`pyomo_lap.post.links.refuse_links`), and each file of
     :func:`_validation_files` inside it is missing or the one validate wrote (listed in the
     folder's manifest with its SHA-256). Returns the lock, held.
 
@@ -157,8 +157,8 @@ def _claim_folder(folder: Path, summary: dict, feedback: bool, plots: bool, plot
     OutputBusyError (a ValueError)
         Another run holds the lock.
     """
-    from .folders import (MANIFEST, FolderNotReplaceableError, _sha256, output_lock,
-                          read_manifest, refuse_links)
+    from .folders import MANIFEST, _sha256, output_lock, read_manifest
+    from .links import FolderNotReplaceableError, refuse_links
     from .plots import _within_by_name
     lock = output_lock(folder, "validate").acquire()
     try:
