@@ -177,6 +177,7 @@ class KappaLookup:
         return self.track.evaluate(s).omega[:, 2]
 
     def __call__(self, s: float) -> float:
+        """The curvature at ``s`` [m]: interpolated on the grid, evaluated outside it [1/m]."""
         if self.grid[0] <= s <= self.grid[-1]:
             return float(np.interp(s, self.grid, self.values))
         return float(self.exact(s)[0])
