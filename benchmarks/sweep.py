@@ -69,7 +69,7 @@ def _phase(args) -> None:
     t0, c0 = time.perf_counter(), _cpu()
     laps, nlp, iters = {}, {}, {}
     if args.phase == "serial":
-        # the sweep's mesh (placed for the base car, pyomo_lap.sweeps._shared_meshes): the same
+        # the sweep's mesh (placed for the base car, pyomo_lap.sweeps.worker._shared_meshes): the same
         # NLP of every case in both runs
         mesh = pyomo_lap.api.job_mesh({**job, "vehicle": "fsae"})
         opts = {"ocp_options": {"element_boundaries": mesh}} if mesh is not None else {}

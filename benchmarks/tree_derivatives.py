@@ -7,22 +7,22 @@ Usage (from the repository root, with the virtual environment's Python; about a 
 
 For random trees of ``n`` revolute/prismatic joints (generic axes and placements, seeded;
 a serial chain and a branched tree per size) it computes ``dtau/dq`` and ``dtau/dqd`` of
-:func:`pyomo_lap.spatial.tree.rnea` five ways and prints the time per evaluation:
+:func:`pyomo_lap.spatial.dynamics.rnea` five ways and prints the time per evaluation:
 
 ``analytic, floats``
-    :func:`pyomo_lap.spatial.tree.rnea_derivatives` on Python floats (one nominal pass and one
+    :func:`pyomo_lap.spatial.derivatives.rnea_derivatives` on Python floats (one nominal pass and one
     tangent pass per unit direction, the differentiated Kim Table 2).
 ``analytic, SX``
     the same recursion run once on CasADi ``SX`` symbols, then evaluated as a CasADi
     ``Function`` (virtual machine, no JIT); ``build`` is the symbolic run plus the Function.
 ``CasADi AD``
-    ``casadi.jacobian`` of the ``SX`` expression of :func:`pyomo_lap.spatial.tree.rnea` with respect
+    ``casadi.jacobian`` of the ``SX`` expression of :func:`pyomo_lap.spatial.dynamics.rnea` with respect
     to ``q`` and ``qd``, evaluated the same way; ``build`` includes the symbolic RNEA.
 ``Pinocchio``
     ``pinocchio.computeRNEADerivatives`` (C++, a reference of what compiled code does; only
     with the ``pin`` package of the test extra).
 ``finite diff``
-    central differences of :func:`pyomo_lap.spatial.tree.rnea` on floats (2 x 2 nv RNEA calls).
+    central differences of :func:`pyomo_lap.spatial.dynamics.rnea` on floats (2 x 2 nv RNEA calls).
 
 ``instr`` is the number of instructions of the CasADi Function (its evaluation cost), and
 ``max|diff|`` the largest difference to the analytic float result. Times are the best of
@@ -61,6 +61,8 @@ import numpy as np
 
 import casadi as ca
 
+from pyomo_lap.spatial import derivatives as der
+from pyomo_lap.spatial import dynamics as dyn
 from pyomo_lap.spatial import tree as tr
 
 try:
@@ -153,7 +155,7 @@ def run(t, label, repeat):
     nv = t.nv
     rng = np.random.default_rng(nv)
     q, qd, qdd = rng.normal(size=nv), rng.normal(size=nv), rng.normal(size=nv)
-    ref = np.concatenate([np.ravel(x) for x in tr.rnea_derivatives(t, list(q), list(qd),
+    ref = np.concatenate([np.ravel(x) for x in der.rnea_derivatives(t, list(q), list(qd),
                                                                      list(qdd))])
     rows = []
 
@@ -162,14 +164,14 @@ def run(t, label, repeat):
                      float(np.max(np.abs(np.ravel(value) - ref)))))
 
     # analytic, floats
-    per = best_time(lambda: tr.rnea_derivatives(t, list(q), list(qd), list(qdd)), repeat)
+    per = best_time(lambda: der.rnea_derivatives(t, list(q), list(qd), list(qdd)), repeat)
     row("analytic, floats", None, per, None, ref)
 
     Q, QD, A = (ca.SX.sym(s, nv) for s in ("q", "qd", "a"))
     qs, qds, qdds = ([X[i] for i in range(nv)] for X in (Q, QD, A))
     # analytic, SX
     t0 = time.perf_counter()
-    dq, dqd = tr.rnea_derivatives(t, qs, qds, qdds)
+    dq, dqd = der.rnea_derivatives(t, qs, qds, qdds)
     f_an = sx_function("analytic", [Q, QD, A], [x for r in dq for x in r]
                        + [x for r in dqd for x in r])
     build = time.perf_counter() - t0
@@ -179,7 +181,7 @@ def run(t, label, repeat):
 
     # CasADi AD
     t0 = time.perf_counter()
-    tau = ca.vertcat(*[ca.SX(x) for x in tr.rnea(t, qs, qds, qdds)])
+    tau = ca.vertcat(*[ca.SX(x) for x in dyn.rnea(t, qs, qds, qdds)])
     f_ad = ca.Function("ad", [Q, QD, A], [ca.jacobian(tau, Q), ca.jacobian(tau, QD)])
     build = time.perf_counter() - t0
     per = best_time(lambda: f_ad(q, qd, qdd), repeat)
@@ -205,8 +207,8 @@ def run(t, label, repeat):
                 plus, minus = [q.copy(), qd.copy()], [q.copy(), qd.copy()]
                 plus[k][j] += h
                 minus[k][j] -= h
-                cols.append((np.array(tr.rnea(t, list(plus[0]), list(plus[1]), list(qdd)))
-                             - np.array(tr.rnea(t, list(minus[0]), list(minus[1]),
+                cols.append((np.array(dyn.rnea(t, list(plus[0]), list(plus[1]), list(qdd)))
+                             - np.array(dyn.rnea(t, list(minus[0]), list(minus[1]),
                                                 list(qdd)))) / (2 * h))
             blocks.append(np.array(cols).T.ravel())
         return np.concatenate(blocks)

@@ -1,6 +1,6 @@
 r"""Unit tests of the race car's chain (:func:`pyomo_lap.vehicle.car.build_chain`, a
 :class:`pyomo_lap.spatial.tree.KinematicTree` with a track joint): forward kinematics and the
-Articulated-Body Algorithm (:func:`pyomo_lap.spatial.tree.hybrid_dynamics`) as the car uses
+Articulated-Body Algorithm (:func:`pyomo_lap.spatial.dynamics.hybrid_dynamics`) as the car uses
 them (:func:`pyomo_lap.vehicle.car.car_equations`).
 
 The reference dynamics here is written from scratch in plain NumPy and shares nothing with
@@ -32,6 +32,7 @@ import pyomo.environ as pyo
 from pyomo.core.expr.visitor import replace_expressions
 
 from pyomo_lap.spatial import tree as tr
+from pyomo_lap.spatial import dynamics as dyn
 from pyomo_lap.vehicle.car import UNSPRUNG, build_chain
 
 G_ACC = 9.81
@@ -262,7 +263,7 @@ def run_aba(chn, track, q, qd, tau, wext, namer=None, wrenches=(UNSPRUNG,)):
     kinematics and the ABA's result, both indexed by tree body (``k - 1`` for body ``k``)."""
     tj = {0: track}
     kin = tr.forward_kinematics(chn, list(q), list(qd), track=tj, namer=namer)
-    res = tr.hybrid_dynamics(chn, list(q), list(qd), [None] * 6, list(tau), (),
+    res = dyn.hybrid_dynamics(chn, list(q), list(qd), [None] * 6, list(tau), (),
                              f_ext={k - 1: list(w) for k, w in wext.items()}, track=tj,
                              namer=namer, kin=kin, wrenches=wrenches)
     return kin, res

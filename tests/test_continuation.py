@@ -107,7 +107,7 @@ def test_straddled_junctions_counts_curvature_steps_inside_elements(oval_models)
     """The oval has 9 segments, 8 junctions inside the lap: 50 uniform elements of 24.9 m
     leave them inside elements except where a junction falls on an end (counted
     independently here); the default mesh puts every one on an element end."""
-    from pyomo_lap.api import _straddled_junctions
+    from pyomo_lap.api.job import _straddled_junctions
     tr = load_track("dymos_oval")
     car = load_vehicle("dymos_racecar")
     m = build_model(tr, car, model="racecar", periodic=True, nfe=50)

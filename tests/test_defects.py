@@ -144,7 +144,7 @@ def test_refine_mesh_also_splits_the_elements_it_is_given():
         refine_mesh(m, 1.0, defects=d, solve=False, also_split={2: 0})
     # what solve's refinement asks for: nothing on this sector, whose worst step is the one
     # of channel_quality
-    from pyomo_lap.api import _speed_consistency_split
+    from pyomo_lap.api.refine import _speed_consistency_split
     from pyomo_lap.post.quality import channel_quality
     split, worst = _speed_consistency_split(m)
     sc = channel_quality(df, p)["speed_consistency"]

@@ -20,7 +20,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-import pyomo_lap.api as api
+import pyomo_lap.api.job as api
+from pyomo_lap.api.config import OptionValueError
+from pyomo_lap.api.results import _lat_lon_summary, track_data_lines
 from pyomo_lap.cli import main
 from pyomo_lap.track.checks import TrackDataError, TrackRepairWarning
 from pyomo_lap.track.geometry import Track
@@ -268,7 +270,7 @@ def test_both_orders_valid_the_loader_says_which_it_took(tmp_path):
     assert named == pytest.approx(tr.length, rel=2e-3)       # 5.63 km
     assert other == pytest.approx(load_track(ZANDVOORT_RAW).length, rel=2e-3)   # 4.19 km
     assert "cannot tell" in step[0]["detail"]
-    lines = api.track_data_lines(tr)
+    lines = track_data_lines(tr)
     assert any(f"latitude/longitude order: as named, {m.group(1)} m" in line for line in lines)
     r = CliRunner().invoke(main, ["check", "--track", str(swapped)])
     assert r.exit_code == 0, r.output
@@ -537,7 +539,7 @@ def test_lat_lon_order_reads_a_swapped_gps_file_at_its_true_length(tmp_path, kin
     assert "lat_lon_order='lon,lat'" in step[0]["method"]
     rec = tr.provenance["lat_lon_order"]
     assert rec["option"] == "lon,lat" and rec["order"] == "lon,lat" and rec["given"]
-    assert api._lat_lon_summary(tr, "lon,lat") == rec            # summary.json's record
+    assert _lat_lon_summary(tr, "lon,lat") == rec            # summary.json's record
     # 'lat,lon': the user's word for the order as named: the same track, no warning
     named = load_track(swapped, lat_lon_order="lat,lon")
     assert named.length == pytest.approx(as_named.length, rel=1e-12)
@@ -576,7 +578,7 @@ def test_a_bad_lat_lon_order_is_one_line(tmp_path, nothing_built):
         load_track(swapped, lat_lon_order="lonlat")
     assert str(exc.value) == ("lat_lon_order = 'lonlat': expected one of 'auto', 'lat,lon', "
                               "'lon,lat'")
-    with pytest.raises(api.OptionValueError) as exc:
+    with pytest.raises(OptionValueError) as exc:
         api.solve_sector(track=str(swapped), lat_lon_order="lonlat", out_dir=None)
     assert "lat_lon_order = 'lonlat'" in str(exc.value) and "'lon,lat'" in str(exc.value)
     assert "\n" not in str(exc.value)

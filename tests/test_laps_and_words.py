@@ -68,7 +68,7 @@ def test_the_last_line_says_lap_time_for_a_lap_and_sector_time_for_a_sector():
 
 @pytest.mark.unit
 def test_input_files_are_absolute_resolved_paths(tmp_path, monkeypatch):
-    from pyomo_lap.api import _input_files
+    from pyomo_lap.api.results import _input_files
     from pyomo_lap.vehicle.car import models_dir
     (tmp_path / "sub").mkdir()
     write_ring_csv(tmp_path / "ring.csv")

@@ -1,7 +1,7 @@
 """The rule for links in pyomo_lap's folders (issue 34, items 1, 2, 5, 11): never follow a
 link out of a folder pyomo_lap owns; refuse it or report it, in one line.
 
-* :func:`pyomo_lap.post.folders.is_link` / :func:`~pyomo_lap.post.folders.refuse_links`: the
+* :func:`pyomo_lap.post.links.is_link` / :func:`~pyomo_lap.post.links.refuse_links`: the
   one test for links, used wherever a results folder is read, written, moved or deleted;
 * a link named like the debris of a swap (``.NAME.old-PID``, ``.NAME.tmp-PID-*``) is left
   alone and said, never deleted through;
@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from pyomo_lap.post import folders
+from pyomo_lap.post import links as link_rule
 
 
 def _symlinks_work(tmp_path) -> bool:
@@ -47,19 +48,19 @@ def test_is_link_and_refuse_links_never_follow_a_link(links):
     (tmp / "outside").mkdir()
     os.symlink(tmp / "outside", tmp / "a" / "b" / "zz")
     os.symlink(tmp / "a", tmp / "la")
-    assert folders.is_link(tmp / "la") and not folders.is_link(tmp / "a")
-    assert not folders.is_link(tmp / "missing")
-    assert folders.is_real_dir(tmp / "a") and not folders.is_real_dir(tmp / "la")
-    with pytest.raises(folders.FolderNotReplaceableError) as err:
-        folders.refuse_links(tmp / "a", "output folder 'a'")
+    assert link_rule.is_link(tmp / "la") and not link_rule.is_link(tmp / "a")
+    assert not link_rule.is_link(tmp / "missing")
+    assert link_rule.is_real_dir(tmp / "a") and not link_rule.is_real_dir(tmp / "la")
+    with pytest.raises(link_rule.FolderNotReplaceableError) as err:
+        link_rule.refuse_links(tmp / "a", "output folder 'a'")
     msg = str(err.value)
     assert "'b/zz'" in msg and "symbolic link" in msg and "\n" not in msg
     assert msg.endswith("(nothing was touched)")
-    with pytest.raises(folders.FolderNotReplaceableError, match="'la' is a symbolic link"):
-        folders.refuse_links(tmp / "la", "'la'")
+    with pytest.raises(link_rule.FolderNotReplaceableError, match="'la' is a symbolic link"):
+        link_rule.refuse_links(tmp / "la", "'la'")
     (tmp / "a" / "b" / "zz").unlink()
-    folders.refuse_links(tmp / "a", "'a'")            # no link: passes
-    folders.refuse_links(tmp / "missing", "'missing'")
+    link_rule.refuse_links(tmp / "a", "'a'")            # no link: passes
+    link_rule.refuse_links(tmp / "missing", "'missing'")
 
 
 # ---- helpers (a results folder without a solve, as tests/test_results_folders.py) --------------
@@ -153,18 +154,18 @@ def test_a_linked_failed_folder_or_out_is_refused_before_any_work(links):
     t2 = _results(tmp / "t2", lap=11.0)
     before = _tree(t2)
     os.symlink(t2, tmp / "f2.failed")
-    with pytest.raises(folders.FolderNotReplaceableError) as err:
+    with pytest.raises(link_rule.FolderNotReplaceableError) as err:
         res_mod.check_output_dir(tmp / "f2")
     msg = str(err.value)
     assert "f2.failed" in msg and "symbolic link" in msg and "\n" not in msg
     assert msg.endswith("(nothing was touched)")
-    with pytest.raises(folders.FolderNotReplaceableError, match="f2.failed"):
+    with pytest.raises(link_rule.FolderNotReplaceableError, match="f2.failed"):
         _results(tmp / "f2", partial=True)         # the export of a failed solve
     assert _tree(t2) == before
     # --out itself a link to a results folder: refused (give the real path), nothing touched
     os.symlink(t2, tmp / "out")
     for call in (lambda: res_mod.check_output_dir(tmp / "out"), lambda: _results(tmp / "out")):
-        with pytest.raises(folders.FolderNotReplaceableError, match="'.*out' is a symbolic link"):
+        with pytest.raises(link_rule.FolderNotReplaceableError, match="'.*out' is a symbolic link"):
             call()
     assert _tree(t2) == before and (tmp / "out").is_symlink()
     assert sorted(p.name for p in tmp.iterdir()) == ["f2.failed", "out", "t2"]
@@ -205,7 +206,7 @@ def test_a_folder_copied_without_its_manifest_is_not_replaced(tmp_path):
         fh.write("# my edit\n")
     (c / "validation.json").write_text('{"mine": 1}')
     before = _tree(c)
-    with pytest.raises(folders.FolderNotReplaceableError) as err:
+    with pytest.raises(link_rule.FolderNotReplaceableError) as err:
         _results(c, lap=14.0)
     msg = str(err.value)
     assert str(c) in msg and f"has no {MANIFEST}" in msg and "cp -a" in msg and "\n" not in msg
@@ -223,7 +224,7 @@ def test_a_manifest_that_is_not_json_is_said_so(tmp_path):
     out = _results(tmp_path / "res")
     (out / MANIFEST).write_text("{not json")
     before = _tree(out)
-    with pytest.raises(folders.FolderNotReplaceableError) as err:
+    with pytest.raises(link_rule.FolderNotReplaceableError) as err:
         _results(out, lap=14.0)
     msg = str(err.value)
     assert f"its {MANIFEST} is not valid JSON (line 1 col 2)" in msg and str(out) in msg
@@ -242,7 +243,7 @@ def test_a_linked_lock_file_is_refused_and_not_followed(links):
     victim.write_text("precious")
     for target in (victim, tmp / ".res.lock"):          # a file of the user's; a loop
         os.symlink(target, tmp / ".res.lock")
-        with pytest.raises(folders.FolderNotReplaceableError) as err:
+        with pytest.raises(link_rule.FolderNotReplaceableError) as err:
             _results(out, lap=14.0)
         msg = str(err.value)
         assert ".res.lock" in msg and "symbolic link" in msg and "\n" not in msg, msg

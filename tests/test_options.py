@@ -24,7 +24,7 @@ def test_the_options_page_holds_the_generated_tables():
     for key in OCP_CONFIG.keys():          # every declared option is documented
         assert f"| `{key}` |" in m.group(1)
     from pyomo_lap.api import SOLVE_CONFIG
-    from pyomo_lap.cli import job_options_table
+    from pyomo_lap.cli.info import job_options_table
     m = re.search(r"<!-- job-options-table:start -->\n(.*?)<!-- job-options-table:end -->", text, re.S)
     assert m, "docs/options.md lacks the job options table markers"
     assert m.group(1) == job_options_table()
@@ -43,7 +43,8 @@ def test_job_options_are_declared_once_and_the_cli_is_derived_from_them():
     import click
 
     from pyomo_lap.api import OWN_OCP_OPTIONS, SOLVE_CONFIG
-    from pyomo_lap.cli import _flag, solve
+    from pyomo_lap.cli.base import _flag
+    from pyomo_lap.cli.run import solve
     from pyomo_lap.ocp.build import OCP_CONFIG, VEHICLE_MODELS
     params = {p.name: p for p in solve.params}
     for key in SOLVE_CONFIG.keys():
@@ -140,7 +141,7 @@ def test_ocp_options_reach_the_model_and_the_summary(tmp_path):
 def test_cli_model_choices_are_the_registry():
     """The CLI lists the models literally (importing the OCP would slow every --help); they must
     be the registry's keys."""
-    from pyomo_lap.cli import solve
+    from pyomo_lap.cli.run import solve
     from pyomo_lap.ocp.build import VEHICLE_MODELS
     opt = next(p for p in solve.params if p.name == "model")
     assert list(opt.type.choices) == list(VEHICLE_MODELS)

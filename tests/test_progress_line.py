@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pyomo_lap.post.folders import MANIFEST, FolderNotReplaceableError, check_output_dir
+from pyomo_lap.post.folders import MANIFEST, check_output_dir
+from pyomo_lap.post.links import FolderNotReplaceableError
 from pyomo_lap.post.results import check_results_folder
 from pyomo_lap.util.progress import IterationProgress
 

@@ -156,7 +156,7 @@ def test_named_channels_equal_the_exported_columns_and_the_summary_has_the_quali
     import openpyxl
 
     from pyomo_lap import solve_sector
-    from pyomo_lap.ocp.full_model import CHANNEL_EXPRESSIONS
+    from pyomo_lap.ocp.channel_expressions import CHANNEL_EXPRESSIONS
     from pyomo_lap.solvers.lap.checks import evaluate_expression
     m, rep, df, summary = solve_sector(start=1300, length=200, out_dir=tmp_path / "r",
                                        echo=lambda *_: None)

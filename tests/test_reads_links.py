@@ -91,7 +91,7 @@ class _Defects:
 
 @pytest.mark.unit
 def test_refuse_links_names_the_first_link_without_following_it(tmp_path):
-    from pyomo_lap.post.folders import FolderNotReplaceableError, is_link, refuse_links
+    from pyomo_lap.post.links import FolderNotReplaceableError, is_link, refuse_links
     folder = tmp_path / "res"
     (folder / "a" / "b").mkdir(parents=True)
     (folder / "a" / "b" / "f.txt").write_text("x")

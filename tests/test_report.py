@@ -206,7 +206,8 @@ def test_report_inside_the_run_is_recorded_and_refuses_links(tmp_path):
     file's SHA-256; a results folder holding a link is refused, nothing written."""
     import hashlib
 
-    from pyomo_lap.post.folders import MANIFEST, FolderNotReplaceableError
+    from pyomo_lap.post.folders import MANIFEST
+    from pyomo_lap.post.links import FolderNotReplaceableError
     _solve(tmp_path / "a")
     path = R.write_report([tmp_path / "a"])
     assert path == tmp_path / "a" / "report.html"

@@ -42,7 +42,7 @@ def test_energy_balance_of_a_car_faster_than_its_power_allows():
     deceleration there) it is at 0; the power row is at 0 with f_xa = P/v and over by 5 %
     with f_xa 5 % above."""
     from pyomo_lap.post.energy import energy_balance
-    from pyomo_lap.post.validate import ENERGY_BALANCE, POWER_LIMIT, make_check
+    from pyomo_lap.post.verdict import ENERGY_BALANCE, POWER_LIMIT, make_check
     p = load_vehicle("fsae")
     m, P, v = 240.0, 47000.0, 42.0                       # models/fsae.toml
     D = 0.5 * 1.167 * 1.4 * 0.84 * v ** 2                # rho, S, Cx of the file [N]
@@ -88,7 +88,7 @@ def test_thresholds_are_fractions_of_the_car():
     here from the files), the steering's with the steer limit, the speed's with that top
     speed. Every check of validate is in a dimensionless unit."""
     from pyomo_lap.post.quality import SMOOTHNESS_CHECKS, channel_scales
-    from pyomo_lap.post.validate import THRESHOLDS, thresholds_table
+    from pyomo_lap.post.verdict import THRESHOLDS, thresholds_table
     by = {c.channel: c for c in SMOOTHNESS_CHECKS}
 
     def expected(name, mu, m, P, rho, S, Cx, Cz):
@@ -121,16 +121,16 @@ def test_thresholds_are_fractions_of_the_car():
 @pytest.mark.unit
 def test_the_validation_page_holds_the_generated_tables():
     """docs/validation.md states exactly the thresholds of the code (regenerate with
-    ``python -c "from pyomo_lap.post.validate import docs_tables; print(docs_tables())"``)."""
+    ``python -c "from pyomo_lap.post.verdict import docs_tables; print(docs_tables())"``)."""
     from pathlib import Path
-    from pyomo_lap.post.validate import docs_tables
+    from pyomo_lap.post.verdict import docs_tables
     page = (Path(__file__).resolve().parents[1] / "docs" / "validation.md").read_text()
     assert docs_tables() in page
 
 
 @pytest.mark.unit
 def test_self_check_text():
-    from pyomo_lap.post.validate import make_check, self_check_text
+    from pyomo_lap.post.verdict import make_check, self_check_text
     ok = {"verdict": "pass", "checks": {}}
     assert self_check_text(ok) == "self-check PASS"
     c = make_check("speed_consistency", 1.93, "% v_top", (0.35, 0.75), "", at=328.3)
@@ -154,7 +154,7 @@ def test_a_solve_checks_itself_and_a_raised_acceleration_fails(solved):
     """The solve's self-check passes, is on the result line and in summary.json (with the
     regularization); the same table with a_x raised by 30 % where the car is at full power
     fails on its energy balance (the car accelerates more than its power allows)."""
-    from pyomo_lap.post.validate import SELF_CHECKS, self_check
+    from pyomo_lap.post.verdict import SELF_CHECKS, self_check
     from pyomo_lap.vehicle.powertrain import power_available
     res, out, lines = solved
     assert res.self_check["verdict"] == "pass", res.self_check
@@ -186,13 +186,13 @@ def test_cli_exit_code_4_when_the_result_fails_its_self_check(tmp_path, monkeypa
     any result) is written all the same, and the solve exits with 4, naming the check; with
     the real limits the same solve exits 0."""
     from click.testing import CliRunner
-    import pyomo_lap.post.validate as validate
+    import pyomo_lap.post.verdict as verdict
     from pyomo_lap.cli import SELF_CHECK_FAILED, main
     args = ["solve", "--start", "1300", "--length", "200", "--out", str(tmp_path / "r")]
     r = CliRunner().invoke(main, args)
     assert r.exit_code == 0, r.output
     assert "self-check PASS" in r.output
-    monkeypatch.setattr(validate, "ENERGY_BALANCE", (-200.0, -100.0))
+    monkeypatch.setattr(verdict, "ENERGY_BALANCE", (-200.0, -100.0))
     r = CliRunner().invoke(main, args)
     assert r.exit_code == SELF_CHECK_FAILED == 4, r.output
     assert "self-check FAIL: energy_balance" in r.output

@@ -17,7 +17,7 @@ QUIET = {"echo": lambda *_: None, "progress": lambda *_: None, "out_dir": None}
 
 @pytest.mark.unit
 def test_unusable_free_parameters_are_refused_before_the_build(monkeypatch):
-    import pyomo_lap.api as api
+    import pyomo_lap.api.job as api
 
     def no_build(*a, **k):
         raise AssertionError("built before the check")
@@ -157,7 +157,7 @@ def test_sensitivities_at_the_optimum_agree(balance):
 def test_the_model_is_the_same_whichever_solver_is_named(monkeypatch):
     """``solve_sector`` asks ``build_model`` for the same model for ``lap_ipopt``, the ASL
     ``ipopt`` and any other Pyomo solver (no option depends on the solver)."""
-    import pyomo_lap.api as api
+    import pyomo_lap.api.job as api
     import pyomo_lap.solvers.solve as solve_mod
 
     class Stop(Exception):

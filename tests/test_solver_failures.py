@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from pyomo_lap import build_model, initialize_model, load_track, load_vehicle, solve_model
 from pyomo_lap.post import results as res_mod
 from pyomo_lap.post.folders import MANIFEST
-from pyomo_lap.api import ResultsNotWrittenError, _write_or_fallback
+from pyomo_lap.api.results import ResultsNotWrittenError, _write_or_fallback
 from pyomo_lap.cli import main
 from pyomo_lap.solvers.report import SolveReport
 from pyomo_lap.solvers.solve import SolverNotFoundError

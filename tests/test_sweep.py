@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from pyomo_lap.cli import main
-from pyomo_lap.sweeps import (SweepSpecError, check_cases, parse_set, read_cases_csv,
-                              resolve_parameter, sweep, sweep_cases)
+from pyomo_lap.sweeps import SweepSpecError, parse_set, resolve_parameter, sweep, sweep_cases
+from pyomo_lap.sweeps.cases import check_cases, read_cases_csv
 
 JOB = {"start": 1200.0, "length": 160.0, "nfe": 16, "ncp": 2,
        "solver_options": {"compile": "vm", "eval_threads": 1}}
@@ -158,7 +158,7 @@ def test_compile_ahead_takes_the_model_of_each_cases_vehicle(monkeypatch):
     it takes the model of each case's vehicle file, as the cases do. It raised ValueError('model
     = None') on every sweep (a worker's traceback on the console, and no compile-ahead);
     issue 34, item 10."""
-    from pyomo_lap.sweeps import _job, compile_ahead
+    from pyomo_lap.sweeps.run import _job, compile_ahead
     job = _job({k: v for k, v in JOB.items() if k != "solver_options"})   # compiled functions
     assert job["model"] is None
     cases = sweep_cases({"mass.total": [240.0, 250.0]}, job=job)
@@ -180,9 +180,9 @@ class _NoClient:
 @pytest.fixture
 def no_run(monkeypatch):
     """A sweep that runs no case (no cluster, no solve): the specification and the folder."""
-    monkeypatch.setattr("pyomo_lap.sweeps._run", lambda *a, **k: None)
-    monkeypatch.setattr("pyomo_lap.sweeps._shared_meshes", lambda *a, **k: None)
-    monkeypatch.setattr("pyomo_lap.sweeps._client", lambda *a, **k: (_NoClient(), None))
+    monkeypatch.setattr("pyomo_lap.sweeps.run._run", lambda *a, **k: None)
+    monkeypatch.setattr("pyomo_lap.sweeps.run._shared_meshes", lambda *a, **k: None)
+    monkeypatch.setattr("pyomo_lap.sweeps.run._client", lambda *a, **k: (_NoClient(), None))
 
 
 @pytest.mark.unit
@@ -294,7 +294,7 @@ def test_a_worker_killed_during_a_sweep_loses_no_finished_case(client, one_by_on
     """The third case ends its worker process at its first attempt (as a killed worker);
     Dask runs it again on a worker, every case is solved, each once."""
     cases = sweep_cases(parse_set(["mass.total=240:260:10", "Cx=0.84"]),
-                        job=__import__("pyomo_lap.sweeps", fromlist=["_job"])._job(dict(JOB)))
+                        job=__import__("pyomo_lap.sweeps.run", fromlist=["_job"])._job(dict(JOB)))
     crash = cases[2]["id"]
     out = tmp_path / "sw"
     table = sweep(["mass.total=240:260:10", "Cx=0.84"], out=out, client=client,
@@ -320,7 +320,7 @@ def test_a_case_whose_workers_keep_dying_is_a_lost_row_that_resume_runs_again(cl
     allowed, scheduler.allowed_failures = scheduler.allowed_failures, 0
     out = tmp_path / "sw"
     cases = sweep_cases(parse_set(["mass.total=240,250"]),
-                        job=__import__("pyomo_lap.sweeps", fromlist=["_job"])._job(dict(JOB)))
+                        job=__import__("pyomo_lap.sweeps.run", fromlist=["_job"])._job(dict(JOB)))
     try:
         table = sweep(["mass.total=240,250"], out=out, client=client, echo=lambda *_: None,
                       plots=False, _crash_once=[cases[1]["id"]], **JOB)
@@ -451,7 +451,7 @@ def test_the_case_order_seeds_spread_out_then_follows_the_solved_cases():
     """Five masses 240..260 kg, two workers: the seeds are the middle (250) and the farthest
     from it (240, the first of the two ends); then each case taken is the one nearest to a
     solved case (a closed form of the distances over the range 20 kg)."""
-    from pyomo_lap.sweeps import _next_case
+    from pyomo_lap.sweeps.run import _next_case
     cases = [{"track": "t", "vehicle": "v", "params": {"mass.total": m}, "index": i}
              for i, m in enumerate((240.0, 245.0, 250.0, 255.0, 260.0))]
     scale = {"mass.total": 20.0}

@@ -77,7 +77,7 @@ def test_flat_from_the_command_line(tmp_path):
 def test_solve_sector_passes_flat_to_the_loader(tmp_path, monkeypatch):
     """solve_sector(flat=True) loads the track with flat=True (the loader is stopped there:
     no solve), and flat with a Track object is refused."""
-    import pyomo_lap.api as api
+    import pyomo_lap.api.job as api
     seen = {}
 
     class Stop(Exception):

@@ -32,6 +32,8 @@ import pytest
 
 import pyomo.environ as pyo
 
+from pyomo_lap.spatial import derivatives as der
+from pyomo_lap.spatial import dynamics as dyn
 from pyomo_lap.spatial import tree as tr
 from pyomo_lap.vehicle.car import UNSPRUNG
 
@@ -205,19 +207,19 @@ def test_rnea_aba_crba_match_pinocchio(seed):
         fext = pin_fext(model, joint, in_joint, f_ext)
 
         tau_pin = pin.rnea(model, data, qp, qdp, qddp, fext)[perm]
-        tau = tr.rnea(tree, list(q), list(qd), list(qdd), f_ext=f_ext)
+        tau = dyn.rnea(tree, list(q), list(qd), list(qdd), f_ext=f_ext)
         assert rel_err(tau, tau_pin) < TOL_PIN
 
         tau_in = rng.normal(size=nv) * 10.0
         taup = np.empty(nv)
         taup[perm] = tau_in
         qdd_pin = pin.aba(model, data, qp, qdp, taup, fext)[perm]
-        assert rel_err(tr.aba(tree, list(q), list(qd), list(tau_in), f_ext=f_ext),
+        assert rel_err(dyn.aba(tree, list(q), list(qd), list(tau_in), f_ext=f_ext),
                        qdd_pin) < TOL_PIN
 
         M_pin = pin.crba(model, data, qp).copy()
         M_pin = np.triu(M_pin) + np.triu(M_pin, 1).T          # Pinocchio fills the upper part
-        assert rel_err(tr.crba(tree, list(q)), M_pin[np.ix_(perm, perm)]) < TOL_PIN
+        assert rel_err(dyn.crba(tree, list(q)), M_pin[np.ix_(perm, perm)]) < TOL_PIN
 
 
 @pytest.mark.unit
@@ -244,9 +246,9 @@ def test_aba_of_a_massless_root_with_one_child_matches_pinocchio(seed):
     qdd_pin = pin.aba(model, model.createData(), qp, qdp, taup,
                       pin_fext(model, joint, in_joint, f_ext))[perm]
     args = (tree, list(q), list(qd))
-    assert rel_err(tr.aba(*args, list(tau), f_ext=f_ext), qdd_pin) < TOL_PIN
+    assert rel_err(dyn.aba(*args, list(tau), f_ext=f_ext), qdd_pin) < TOL_PIN
     for wrenches in ([], None):
-        h = tr.hybrid_dynamics(*args, [None] * tree.nv, list(tau), [], f_ext=f_ext,
+        h = dyn.hybrid_dynamics(*args, [None] * tree.nv, list(tau), [], f_ext=f_ext,
                                wrenches=wrenches)
         assert rel_err(h.qdd, qdd_pin) < TOL_PIN
         assert (h.F[lean[0]] is None) == (wrenches == [])
@@ -293,7 +295,7 @@ def test_rnea_derivatives_match_pinocchio(seed):
     qp[perm], qdp[perm], qddp[perm] = q, qd, qdd
     d_q, d_v, _ = pin.computeRNEADerivatives(model, data, qp, qdp, qddp,
                                              pin_fext(model, joint, in_joint, f_ext))
-    dq, dqd = tr.rnea_derivatives(tree, list(q), list(qd), list(qdd), f_ext=f_ext)
+    dq, dqd = der.rnea_derivatives(tree, list(q), list(qd), list(qdd), f_ext=f_ext)
     assert rel_err(dq, d_q[np.ix_(perm, perm)]) < TOL_PIN
     assert rel_err(dqd, d_v[np.ix_(perm, perm)]) < TOL_PIN
 
@@ -306,16 +308,16 @@ def test_aba_inverts_rnea_and_crba_is_the_mass_matrix(seed):
     nv = tree.nv
     q, qd, qdd = random_state(rng, nv)
     f_ext = random_wrenches(rng, tree.n_bodies)
-    tau = tr.rnea(tree, list(q), list(qd), list(qdd), f_ext=f_ext)
-    assert rel_err(tr.aba(tree, list(q), list(qd), tau, f_ext=f_ext), qdd) < 1e-11
-    M = np.array(tr.crba(tree, list(q)), dtype=float)
+    tau = dyn.rnea(tree, list(q), list(qd), list(qdd), f_ext=f_ext)
+    assert rel_err(dyn.aba(tree, list(q), list(qd), tau, f_ext=f_ext), qdd) < 1e-11
+    M = np.array(dyn.crba(tree, list(q)), dtype=float)
     assert np.array_equal(M, M.T)
     assert np.linalg.eigvalsh(M).min() > 1e-9 * np.abs(M).max()
-    b0 = np.array(tr.rnea(tree, list(q), [0] * nv, [0] * nv, f_ext=f_ext))
-    Mq = np.array(tr.rnea(tree, list(q), [0] * nv, list(qdd), f_ext=f_ext)) - b0
+    b0 = np.array(dyn.rnea(tree, list(q), [0] * nv, [0] * nv, f_ext=f_ext))
+    Mq = np.array(dyn.rnea(tree, list(q), [0] * nv, list(qdd), f_ext=f_ext)) - b0
     assert rel_err(Mq, M @ qdd) < 1e-11
     # gravity is the fictitious ground acceleration: g -> 0 changes only the bias
-    b_nog = np.array(tr.rnea(tree, list(q), [0] * nv, [0] * nv, f_ext=f_ext, gravity=(0, 0, 0)))
+    b_nog = np.array(dyn.rnea(tree, list(q), [0] * nv, [0] * nv, f_ext=f_ext, gravity=(0, 0, 0)))
     assert np.max(np.abs(b0 - b_nog)) > 1e-3
 
 
@@ -329,23 +331,23 @@ def test_hybrid_dynamics_is_aba_rnea_and_the_partitioned_equations(seed):
     tau = rng.normal(size=nv) * 10.0
     args = (tree, list(q), list(qd))
     # nothing prescribed: the ABA; the torques come back as given
-    h = tr.hybrid_dynamics(*args, [None] * nv, list(tau), [], f_ext=f_ext)
-    assert rel_err(h.qdd, tr.aba(*args, list(tau), f_ext=f_ext)) < 1e-12
+    h = dyn.hybrid_dynamics(*args, [None] * nv, list(tau), [], f_ext=f_ext)
+    assert rel_err(h.qdd, dyn.aba(*args, list(tau), f_ext=f_ext)) < 1e-12
     assert list(h.tau) == list(tau)
     # everything prescribed: the RNEA
-    h = tr.hybrid_dynamics(*args, list(qdd), [None] * nv, range(nv), f_ext=f_ext)
-    assert rel_err(h.tau, tr.rnea(*args, list(qdd), f_ext=f_ext)) < 1e-12
+    h = dyn.hybrid_dynamics(*args, list(qdd), [None] * nv, range(nv), f_ext=f_ext)
+    assert rel_err(h.tau, dyn.rnea(*args, list(qdd), f_ext=f_ext)) < 1e-12
     assert list(h.qdd) == list(qdd)
     # a random split: Kim eq (34) from M (CRBA) and b = RNEA(q, qd, 0)
-    M = np.array(tr.crba(tree, list(q)), dtype=float)
-    b = np.array(tr.rnea(*args, [0] * nv, f_ext=f_ext))
+    M = np.array(dyn.crba(tree, list(q)), dtype=float)
+    b = np.array(dyn.rnea(*args, [0] * nv, f_ext=f_ext))
     for _ in range(3):
         pres = sorted(int(k) for k in rng.choice(nv, size=int(rng.integers(1, nv)),
                                                    replace=False))
         free = [k for k in range(nv) if k not in pres]
         qdd_in = [qdd[k] if k in pres else None for k in range(nv)]
         tau_in = [None if k in pres else tau[k] for k in range(nv)]
-        h = tr.hybrid_dynamics(*args, qdd_in, tau_in, pres, f_ext=f_ext)
+        h = dyn.hybrid_dynamics(*args, qdd_in, tau_in, pres, f_ext=f_ext)
         qdd_v = np.linalg.solve(M[np.ix_(free, free)],
                                 tau[free] - b[free] - M[np.ix_(free, pres)] @ qdd[pres])
         full = np.empty(nv)
@@ -371,12 +373,12 @@ def test_time_derivative_of_the_inverse_dynamics_along_a_motion(seed):
     q, qd, qdd = random_state(rng, nv)
     qddd = rng.normal(size=nv)
     f_ext = random_wrenches(rng, tree.n_bodies)
-    tau, dtau = tr.rnea_directional_derivative(tree, list(q), list(qd), list(qdd), list(qd),
+    tau, dtau = der.rnea_directional_derivative(tree, list(q), list(qd), list(qdd), list(qd),
                                                list(qdd), list(qddd), f_ext=f_ext)
-    assert rel_err(tau, tr.rnea(tree, list(q), list(qd), list(qdd), f_ext=f_ext)) < 1e-14
+    assert rel_err(tau, dyn.rnea(tree, list(q), list(qd), list(qdd), f_ext=f_ext)) < 1e-14
 
     def tau_at(t):
-        return np.array(tr.rnea(tree, list(q + qd * t + qdd * t ** 2 / 2 + qddd * t ** 3 / 6),
+        return np.array(dyn.rnea(tree, list(q + qd * t + qdd * t ** 2 / 2 + qddd * t ** 3 / 6),
                                 list(qd + qdd * t + qddd * t ** 2 / 2), list(qdd + qddd * t),
                                 f_ext=f_ext))
 
@@ -406,17 +408,17 @@ def test_car_tree_with_its_track_joint_against_newton_euler(seed):
     finite-difference Newton-Euler reference of tests/test_aba.py."""
     tree, q, qd, tau, f_ext, tj, qdd_ref, M_ref, W3J_ref = car_reference(seed)
     args = (tree, list(q), list(qd))
-    assert rel_err(tr.aba(*args, list(tau), f_ext=f_ext, track=tj), qdd_ref) < 1e-6
+    assert rel_err(dyn.aba(*args, list(tau), f_ext=f_ext, track=tj), qdd_ref) < 1e-6
     # the structural wrench of eq (24) is the joint wrench of body 3 (index 2)
-    h = tr.hybrid_dynamics(*args, [None] * 6, list(tau), [], f_ext=f_ext, track=tj)
+    h = dyn.hybrid_dynamics(*args, [None] * 6, list(tau), [], f_ext=f_ext, track=tj)
     assert rel_err(h.qdd, qdd_ref) < 1e-6
     assert rel_err(h.F[UNSPRUNG], W3J_ref) < 1e-6
     # RNEA and CRBA with the track joint: M = the reference's, RNEA(qdd) = tau
-    M = np.array(tr.crba(tree, list(q), track=tj), dtype=float)
+    M = np.array(dyn.crba(tree, list(q), track=tj), dtype=float)
     assert rel_err(M, M_ref) < 1e-7
-    assert rel_err(tr.rnea(*args, list(qdd_ref), f_ext=f_ext, track=tj), tau) < 1e-6
+    assert rel_err(dyn.rnea(*args, list(qdd_ref), f_ext=f_ext, track=tj), tau) < 1e-6
     # the joints of the chain with prescribed accelerations (the reference's): their torques
-    h = tr.hybrid_dynamics(*args, list(qdd_ref), [None, None, None] + list(tau[3:]), [0, 1, 2],
+    h = dyn.hybrid_dynamics(*args, list(qdd_ref), [None, None, None] + list(tau[3:]), [0, 1, 2],
                            f_ext=f_ext, track=tj)
     assert rel_err(h.tau, tau) < 1e-6
 
@@ -447,19 +449,19 @@ def test_casadi_symbols_give_the_float_results(seed):
     QD, qd_s = sx_vector("qd", nv)
     A, a_s = sx_vector("a", nv)          # qdd for RNEA, tau for ABA
     vals = (q, qd, qdd)
-    f = sx_function([Q, QD, A], tr.rnea(tree, q_s, qd_s, a_s, f_ext=f_ext))
-    assert rel_err(as_floats(f(*vals)), tr.rnea(tree, list(q), list(qd), list(qdd),
+    f = sx_function([Q, QD, A], dyn.rnea(tree, q_s, qd_s, a_s, f_ext=f_ext))
+    assert rel_err(as_floats(f(*vals)), dyn.rnea(tree, list(q), list(qd), list(qdd),
                                                 f_ext=f_ext)) < 1e-12
-    f = sx_function([Q, QD, A], tr.aba(tree, q_s, qd_s, a_s, f_ext=f_ext))
-    assert rel_err(as_floats(f(q, qd, tau)), tr.aba(tree, list(q), list(qd), list(tau),
+    f = sx_function([Q, QD, A], dyn.aba(tree, q_s, qd_s, a_s, f_ext=f_ext))
+    assert rel_err(as_floats(f(q, qd, tau)), dyn.aba(tree, list(q), list(qd), list(tau),
                                                     f_ext=f_ext)) < 1e-12
-    M = tr.crba(tree, q_s)
+    M = dyn.crba(tree, q_s)
     f = sx_function([Q], [x for row in M for x in row])
-    assert rel_err(as_floats(f(q)), np.ravel(tr.crba(tree, list(q)))) < 1e-12
+    assert rel_err(as_floats(f(q)), np.ravel(dyn.crba(tree, list(q)))) < 1e-12
     pres = list(range(0, nv, 2))
-    h = tr.hybrid_dynamics(tree, q_s, qd_s, a_s, [tau[k] for k in range(nv)], pres,
+    h = dyn.hybrid_dynamics(tree, q_s, qd_s, a_s, [tau[k] for k in range(nv)], pres,
                            f_ext=f_ext)
-    hf = tr.hybrid_dynamics(tree, list(q), list(qd), list(qdd), list(tau), pres, f_ext=f_ext)
+    hf = dyn.hybrid_dynamics(tree, list(q), list(qd), list(qdd), list(tau), pres, f_ext=f_ext)
     f = sx_function([Q, QD, A], list(h.qdd) + list(h.tau))
     assert rel_err(as_floats(f(*vals)), np.concatenate([hf.qdd, hf.tau])) < 1e-12
 
@@ -474,16 +476,16 @@ def test_analytic_rnea_derivatives_match_casadi_automatic_differentiation(seed):
     Q, q_s = sx_vector("q", nv)
     QD, qd_s = sx_vector("qd", nv)
     A, a_s = sx_vector("a", nv)
-    tau = ca.vertcat(*[ca.SX(t) for t in tr.rnea(tree, q_s, qd_s, a_s, f_ext=f_ext)])
+    tau = ca.vertcat(*[ca.SX(t) for t in dyn.rnea(tree, q_s, qd_s, a_s, f_ext=f_ext)])
     jac = ca.Function("rnea_jacobians", [Q, QD, A], [ca.jacobian(tau, Q), ca.jacobian(tau, QD),
                                           ca.jacobian(tau, A)])
     J_q, J_qd, J_a = (np.array(x) for x in jac(q, qd, qdd))
-    dq, dqd = tr.rnea_derivatives(tree, list(q), list(qd), list(qdd), f_ext=f_ext)
+    dq, dqd = der.rnea_derivatives(tree, list(q), list(qd), list(qdd), f_ext=f_ext)
     assert rel_err(dq, J_q) < 1e-10
     assert rel_err(dqd, J_qd) < 1e-10
-    assert rel_err(tr.crba(tree, list(q)), J_a) < 1e-10
+    assert rel_err(dyn.crba(tree, list(q)), J_a) < 1e-10
     # the recursion itself runs on symbols too
-    dq_s, dqd_s = tr.rnea_derivatives(tree, q_s, qd_s, a_s, f_ext=f_ext)
+    dq_s, dqd_s = der.rnea_derivatives(tree, q_s, qd_s, a_s, f_ext=f_ext)
     f = sx_function([Q, QD, A], [x for row in dq_s + dqd_s for x in row])
     assert rel_err(as_floats(f(q, qd, qdd)), np.concatenate([np.ravel(dq), np.ravel(dqd)])) \
         < 1e-12
@@ -552,10 +554,10 @@ def all_algorithms(tree, q, qd, qdd, tau, f_ext, wrap):
     nv = tree.nv
     qs, qds, qdds, taus = ([wrap(x) for x in v] for v in (q, qd, qdd, tau))
     pres = list(range(0, nv, 2))
-    h = tr.hybrid_dynamics(tree, qs, qds, qdds, taus, pres, f_ext=f_ext)
+    h = dyn.hybrid_dynamics(tree, qs, qds, qdds, taus, pres, f_ext=f_ext)
     fk = tr.forward_kinematics(tree, qs, qds, qdds)
-    return [tr.rnea(tree, qs, qds, qdds, f_ext=f_ext), tr.aba(tree, qs, qds, taus, f_ext=f_ext),
-            tr.crba(tree, qs), h.qdd, h.tau, *tr.rnea_derivatives(tree, qs, qds, qdds,
+    return [dyn.rnea(tree, qs, qds, qdds, f_ext=f_ext), dyn.aba(tree, qs, qds, taus, f_ext=f_ext),
+            dyn.crba(tree, qs), h.qdd, h.tau, *der.rnea_derivatives(tree, qs, qds, qdds,
                                                                   f_ext=f_ext),
             [x for V in fk.Vdot for x in V]]
 
@@ -596,7 +598,7 @@ def test_axis_aligned_joints_cost_fewer_operations():
     counts, taus = [], []
     for t in (aligned, generic):
         Traced.ops = 0
-        tau = tr.rnea(t, [Traced(x) for x in q], [Traced(x) for x in qd],
+        tau = dyn.rnea(t, [Traced(x) for x in q], [Traced(x) for x in qd],
                       [Traced(x) for x in qdd])
         counts.append(Traced.ops)
         taus.append(traced_values(tau))
@@ -634,20 +636,20 @@ def test_pyomo_expressions_give_the_float_results():
     pres = [0, nv - 1]
     namer = chain_ref.ExpressionNamer(m)
     exprs = {
-        "rnea": (tr.rnea(tree, qv, qdv, qddv, f_ext=f_ext), None),
-        "crba": (tr.crba(tree, qv), None),
-        "aba": (tr.aba(tree, qv, qdv, tauv, f_ext=f_ext,
+        "rnea": (dyn.rnea(tree, qv, qdv, qddv, f_ext=f_ext), None),
+        "crba": (dyn.crba(tree, qv), None),
+        "aba": (dyn.aba(tree, qv, qdv, tauv, f_ext=f_ext,
                        namer=lambda tag, x: namer(f"aba_{tag}", x)), namer),
-        "hybrid": (tr.hybrid_dynamics(tree, qv, qdv, qddv, tauv, pres, f_ext=f_ext,
+        "hybrid": (dyn.hybrid_dynamics(tree, qv, qdv, qddv, tauv, pres, f_ext=f_ext,
                                       namer=lambda tag, x: namer(f"hyb_{tag}", x)).qdd,
                    namer),
     }
 
     def floats(q, qd):
-        return {"rnea": tr.rnea(tree, list(q), list(qd), list(qdd), f_ext=f_ext),
-                "crba": tr.crba(tree, list(q)),
-                "aba": tr.aba(tree, list(q), list(qd), list(tau), f_ext=f_ext),
-                "hybrid": tr.hybrid_dynamics(tree, list(q), list(qd), list(qdd), list(tau),
+        return {"rnea": dyn.rnea(tree, list(q), list(qd), list(qdd), f_ext=f_ext),
+                "crba": dyn.crba(tree, list(q)),
+                "aba": dyn.aba(tree, list(q), list(qd), list(tau), f_ext=f_ext),
+                "hybrid": dyn.hybrid_dynamics(tree, list(q), list(qd), list(qdd), list(tau),
                                              pres, f_ext=f_ext).qdd}
 
     def values(e, named):
@@ -678,7 +680,7 @@ def test_pyomo_named_expressions_on_the_car_tree():
     qv, qdv, tauv = (pyomo_vector(m, name, v) for name, v in
                      (("q", q), ("qd", qd), ("tau", tau)))
     namer = chain_ref.ExpressionNamer(m)
-    h = tr.hybrid_dynamics(tree, qv, qdv, [None] * 6, tauv, [], f_ext=f_ext, track=tj,
+    h = dyn.hybrid_dynamics(tree, qv, qdv, [None] * 6, tauv, [], f_ext=f_ext, track=tj,
                            namer=namer, wrenches=[UNSPRUNG])
     assert len(namer.named) > 50
     assert all(c.is_named_expression_type() for c in namer.named)
@@ -730,27 +732,27 @@ def test_tree_errors_name_the_field_the_value_and_the_expectation(changes, messa
 def test_call_errors():
     t = small_tree()
     with pytest.raises(ValueError, match=r"qd must have 2 entries .*got 3 entries"):
-        tr.rnea(t, [0, 0], [0, 0, 0], [0, 0])
+        dyn.rnea(t, [0, 0], [0, 0, 0], [0, 0])
     with pytest.raises(ValueError, match=r"f_ext\[2\] must be a wrench \[f; m\] of 6 entries"):
-        tr.rnea(t, [0, 0], [0, 0], [0, 0], f_ext={2: [1, 2, 3]})
+        dyn.rnea(t, [0, 0], [0, 0], [0, 0], f_ext={2: [1, 2, 3]})
     with pytest.raises(ValueError, match=r"f_ext keys must be body indices in \[0, 2\], got 3"):
-        tr.aba(t, [0, 0], [0, 0], [0, 0], f_ext={3: [0] * 6})
+        dyn.aba(t, [0, 0], [0, 0], [0, 0], f_ext={3: [0] * 6})
     with pytest.raises(ValueError, match=r"prescribed must hold .* got 2"):
-        tr.hybrid_dynamics(t, [0, 0], [0, 0], [0, 0], [0, 0], [2])
+        dyn.hybrid_dynamics(t, [0, 0], [0, 0], [0, 0], [0, 0], [2])
     with pytest.raises(ValueError, match=r"qdd\[1\] is prescribed .* but None"):
-        tr.hybrid_dynamics(t, [0, 0], [0, 0], [0, None], [0, 0], [1])
+        dyn.hybrid_dynamics(t, [0, 0], [0, 0], [0, None], [0, 0], [1])
     with pytest.raises(ValueError, match=r"wrenches must hold body indices in \[0, 2\], got 3"):
-        tr.hybrid_dynamics(t, [0, 0], [0, 0], [0, 0], [0, 0], [], wrenches=[3])
+        dyn.hybrid_dynamics(t, [0, 0], [0, 0], [0, 0], [0, 0], [], wrenches=[3])
     with pytest.raises(ValueError, match=r"kin must be a forward_kinematics result with twists"):
-        tr.hybrid_dynamics(t, [0, 0], [0, 0], [0, 0], [0, 0], [],
+        dyn.hybrid_dynamics(t, [0, 0], [0, 0], [0, 0], [0, 0], [],
                            kin=tr.forward_kinematics(t, [0, 0]))
     car = chain_ref.make_chain()
     with pytest.raises(ValueError, match=r"track must give the TrackJoint of track \(joint type"):
-        tr.aba(car, [0] * 6, [0] * 6, [0] * 6)
+        dyn.aba(car, [0] * 6, [0] * 6, [0] * 6)
     with pytest.raises(ValueError, match=r"has a track joint"):
-        tr.rnea_derivatives(car, [0] * 6, [0] * 6, [0] * 6)
+        der.rnea_derivatives(car, [0] * 6, [0] * 6, [0] * 6)
     # a joint that moves no mass: the leaf is massless
     massless = small_tree(inertia=[None, None, None])
     with pytest.raises(ValueError, match=r"articulated inertia of body 1 along its joint "
                                          r"screw is 0"):
-        tr.aba(massless, [0, 0], [0, 0], [0, 0])
+        dyn.aba(massless, [0, 0], [0, 0], [0, 0])

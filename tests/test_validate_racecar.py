@@ -65,7 +65,7 @@ def test_the_checks_evaluate_the_ocps_equations(default):
     holds to the solver's tolerance: the checks and the OCP have the same equations."""
     from pyomo_lap.post.racecar_checks import racecar_defects
     from pyomo_lap.post.results import read_trajectory
-    from pyomo_lap.post.validate import _inputs
+    from pyomo_lap.post.verdict import _inputs
     summary = json.loads((default / "summary.json").read_text())
     tr, p = _inputs(summary)
     d = racecar_defects(read_trajectory(default), tr, p, shooting=False)

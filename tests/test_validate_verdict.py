@@ -13,7 +13,7 @@ import pytest
 
 START, LENGTH = 1200.0, 400.0
 """Nordschleife 1200-1600 m: a straight, then the fast S-bends at the friction limit (the
-sector the thresholds of pyomo_lap.post.validate were measured on, with the 2 km default job)."""
+sector the thresholds of pyomo_lap.post.verdict were measured on, with the 2 km default job)."""
 
 RADAU3 = np.array([(4 - 6 ** 0.5) / 10, (4 + 6 ** 0.5) / 10, 1.0])   # Radau IIA, ncp = 3
 LEGENDRE2 = np.array([0.5 - 3 ** 0.5 / 6, 0.5 + 3 ** 0.5 / 6])          # Gauss-Legendre, ncp = 2
@@ -160,7 +160,7 @@ def test_state_controls_reproduce_a_polynomial_between_the_points():
 def test_checks_and_verdict():
     """A check passes up to its warn threshold, warns up to its fail threshold, fails above it
     or without a value; the verdict is the worst; one printed line per check."""
-    from pyomo_lap.post.validate import format_check, interpolation_of, make_check, overall_verdict
+    from pyomo_lap.post.verdict import format_check, interpolation_of, make_check, overall_verdict
     lim = (1.0, 5.0)
     assert [make_check("x", v, "m", lim)["verdict"] for v in (0.0, 1.0, 1.01, 5.0, 5.1)] == \
         ["pass", "pass", "warn", "warn", "fail"]
@@ -277,7 +277,7 @@ def test_a_shifted_speed_fails_on_the_replay_time_and_defects(good, tmp_path):
 def test_cli_exit_codes_follow_the_verdict(good, coarse, tmp_path, monkeypatch):
     """0 on pass (folder as argument or --out), 1 on fail, on warn 0 (1 with --strict)."""
     from click.testing import CliRunner
-    import pyomo_lap.post.validate as validate
+    import pyomo_lap.post.verdict as verdict
     from pyomo_lap.cli import main
     g = _copy(good, tmp_path / "good")
     r = CliRunner().invoke(main, ["validate", str(g), "--no-plots"])
@@ -290,7 +290,7 @@ def test_cli_exit_codes_follow_the_verdict(good, coarse, tmp_path, monkeypatch):
     assert r.exit_code == 1, r.output
     assert "verdict: FAIL" in r.output and "FAIL  defect_max" in r.output
     # a warning: the good result against a lateral-deviation limit of 0
-    monkeypatch.setattr(validate, "REPLAY_LATERAL", (0.0, 100.0))
+    monkeypatch.setattr(verdict, "REPLAY_LATERAL", (0.0, 100.0))
     r = CliRunner().invoke(main, ["validate", str(g), "--no-plots"])
     assert r.exit_code == 0 and "verdict: WARN" in r.output, r.output
     r = CliRunner().invoke(main, ["validate", str(g), "--no-plots", "--strict"])
@@ -301,7 +301,7 @@ def test_cli_exit_codes_follow_the_verdict(good, coarse, tmp_path, monkeypatch):
 def test_zigzag_limits_scale_with_the_sector_length():
     """The counts hold per ZIGZAG_LENGTH_M of sector and never less: 9 zig-zags of one channel
     warn on a 2 km sector and pass on the 20.8 km Nordschleife; 90 fail there."""
-    from pyomo_lap.post.validate import ZIGZAG_LENGTH_M, ZIGZAGS, _zigzag_check, zigzag_limits
+    from pyomo_lap.post.verdict import ZIGZAG_LENGTH_M, ZIGZAGS, _zigzag_check, zigzag_limits
     assert zigzag_limits(400.0) == ZIGZAGS == zigzag_limits(ZIGZAG_LENGTH_M)
     assert zigzag_limits(4 * ZIGZAG_LENGTH_M) == (4 * ZIGZAGS[0], 4 * ZIGZAGS[1])
 

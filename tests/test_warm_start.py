@@ -98,7 +98,7 @@ def test_a_failed_warm_start_is_solved_again_from_the_usual_start(first, monkeyp
     """The warm-started solve stopped by an iteration limit of 2 (its own option, mu_init is
     the warm start's): the case is solved again from the usual initial guess, as without the
     warm start, and the summary says so."""
-    import pyomo_lap.api as api
+    import pyomo_lap.api.job as api
     real = api.solve_model
     calls = []
 

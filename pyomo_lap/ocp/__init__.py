@@ -1,7 +1,8 @@
 """The optimal control problem in Pyomo/pyomo.dae: the options, the registry of vehicle models
 and ``build_model`` (:mod:`.build`), the vehicle-model interface (:mod:`.vehicle_model`) and
 its models (:mod:`.full_model`, :mod:`.single_track`, :mod:`.multibody`, :mod:`.racecar`, the
-worked example :mod:`.point_mass`), the pieces they share (:mod:`.common`), the rows of one
+worked example :mod:`.point_mass`), the pieces they share (:mod:`.common`; the sector, its mesh and boundary conditions
+:mod:`.sector`; the full model's named channels :mod:`.channel_expressions`), the rows of one
 point recorded once and replayed at every point (:mod:`.point_rows`), the record evaluated
 with numbers after the build: channels and the car's functions (:mod:`.point_functions`), the placement of the
 finite elements (:mod:`.mesh`), the energy integrals and their limits (:mod:`.integrals`),

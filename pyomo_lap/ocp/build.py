@@ -38,9 +38,9 @@ from .full_model import (  # noqa: F401  (re-exported: the names of pyomo_lap.oc
     DERIVATIVE_NAMES, FULL_MODEL, POINT_VARIABLES, RATE_NAMES, STATE_NAMES, TRACK_INPUTS, USER_TAGS,
     WHEELS, _FAMILY_DOCS, PointRows, RowFamily, _set_scaling, VEHICLE_INPUTS,
     VehicleStructureError, adherence_rows, build_full_model, record_point_rows, track_numbers)
-from .common import (  # noqa: F401  (re-exported)
-    OBJECTIVE_SCALE, _Namer, _sector_points, _set_new, add_objective, entry_speed,
-    fast_element_lookup, pyomo_units, sector_mesh, track_joints)
+from .common import OBJECTIVE_SCALE, _Namer, _set_new, add_objective, pyomo_units  # noqa: F401
+from .sector import (  # noqa: F401  (re-exported)
+    _sector_points, entry_speed, fast_element_lookup, sector_mesh, track_joints)
 from .multibody import MULTIBODY_MODEL
 from .single_track import SINGLE_TRACK_MODEL
 from .racecar import RACECAR_MODEL

@@ -15,7 +15,7 @@ The spatial DAE (39), multiplied through by :math:`\dot q_1 > 0`:
     \dot q_1 \frac{d\dot q_k}{ds} = \ddot q_k(x, u, z)\ (k = 1..6),\quad
     \dot q_1 \frac{dt}{ds} = 1,
 
-with :math:`\ddot q` from the ABA (:mod:`pyomo_lap.spatial.tree`), the four load equations (35)
+with :math:`\ddot q` from the ABA (:mod:`pyomo_lap.spatial.dynamics`), the four load equations (35)
 and the three in-plane equations (36) (:mod:`pyomo_lap.vehicle.car`). Path constraints: power
 :math:`f_{xa} v_{3x} \le P_{max}`, the friction ellipse of each tyre, the track limits on
 :math:`q_2`, steering bounds, :math:`f_{ijz} \ge f_{z,min}`, :math:`v_{3x} \ge v_{min}`.
@@ -24,7 +24,9 @@ elements and a relaxation of the complementarity :math:`f_{xa} f_{xb} = 0`.
 
 All physics per point are named ``Expression`` components of the block ``m.car``
 (``m.car.qdd1[s]``, ``m.car.W3J_2[s]`` (= f_3z), ``m.car.alpha_1[s]``, ``m.car.f_11y[s]``...),
-so users can reach them and the NL writer shares them.
+so users can reach them and the NL writer shares them; the channels users write constraints
+and objectives on (``m.speed``, ``m.a_x`` ...) are added by
+:func:`pyomo_lap.ocp.channel_expressions.add_channel_expressions`.
 """
 from __future__ import annotations
 
@@ -40,10 +42,12 @@ from ..spatial.backend import add, is_number, mul, sub
 from .initialize import cold_start_profile
 from ..vehicle.powertrain import power_available
 from .point_functions import CarFunctions, record_of, track_vectors
-from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_vehicle_block, entries_at,
-                     car_control_bounds, control_states, scale_control_rates, vehicle_var,
-                     discretize_on_track, entry_speed, finish_build, new_sector_model,
-                     scale_variables, set_bounds, set_track_limits, track_limits)
+from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_vehicle_block,
+                     entries_at, car_control_bounds, control_states, scale_control_rates,
+                     vehicle_var, scale_variables, set_bounds)
+from .sector import (discretize_on_track, entry_speed, finish_build, new_sector_model,
+                     set_track_limits, track_limits)
+from .channel_expressions import WHEELS, add_channel_expressions
 from .point_rows import (TRACK_INPUTS, PointRows, RowFamily, add_point_rows,  # noqa: F401 (re-exported)
                          add_recorded_rows, chain_channels, rows_on_tape, spatial_dae_rows, track_joint,
                          track_numbers)
@@ -51,8 +55,7 @@ from .vehicle_model import VehicleModel, update_problem
 
 __all__ = ["FULL_MODEL", "STATE_NAMES", "RATE_NAMES", "build_full_model", "initialize_full_model",
            "record_point_rows", "point_row_list", "rows_on_tape", "adherence_rows", "PointRows", "RowFamily",
-           "add_recorded_rows", "set_full_vehicle", "VehicleStructureError", "load_bounds",
-           "add_channel_expressions", "CHANNEL_EXPRESSIONS"]
+           "add_recorded_rows", "set_full_vehicle", "VehicleStructureError", "load_bounds"]
 
 STATE_NAMES = ("q2", "q3", "q4", "q5", "q6")
 RATE_NAMES = ("q1_dot", "q2_dot", "q3_dot", "q4_dot", "q5_dot", "q6_dot")
@@ -89,8 +92,6 @@ def vehicle_inputs(p, base: tuple = None) -> tuple:
             continue
         out.insert(len(out) - 1 if out and out[-1] == "gravity" else len(out), key)
     return tuple(out)
-
-WHEELS = ("11", "12", "21", "22")
 
 
 def record_point_rows(p, cfg) -> PointRows:
@@ -192,12 +193,12 @@ def point_row_list(p, chain, cfg, x, track, namer=None, channels=None) -> list:
 
 
 def adherence_form(p, form: str) -> str:
-    """The form the adherence rows of the car ``p`` take (:func:`adherence_rows`): ``form``
+    r"""The form the adherence rows of the car ``p`` take (:func:`adherence_rows`): ``form``
     (the OCP option, ``"below-peak"`` or ``"squared"``) for the paper's tyre (Magic Formula,
     the friction ellipse a constraint, tyres at or below their peak); ``"squared"`` for a
     Fiala tyre or tyres allowed past their peak with that ellipse; ``"longitudinal"`` for
     ``combined_slip = "ellipse"`` (the lateral force already scaled for the longitudinal one:
-    only :math:`|f_x| \\le D_x`)."""
+    only :math:`|f_x| \le D_x`)."""
     if getattr(p, "combined_slip", "constraint") == "ellipse":
         return "longitudinal"
     if getattr(p, "tyre_model", "magic-formula") != "magic-formula" or getattr(p, "alpha_max", None) is not None:
@@ -226,7 +227,7 @@ def stiffness_reserve(p, form: str, reserve=None) -> float:
 
 
 def slip_rows(p, ch, form: str, reserve=None) -> list:
-    r"""Bodies (``<= 0``) of the slip limits of the tyres (the family ``slip_limit``):
+    r"""Bodies (``<= 0``) of the slip limits of the tyres (the family ``slip_limit``).
 
     * ``slip_angle_max`` given (tyres may pass their peak): :math:`\pm\alpha_i - \alpha_{max}
       \le 0` for each axle (keys ``(i, +1)``, ``(i, -1)``) [rad];
@@ -501,85 +502,6 @@ def edge_bounds(tp, cfg) -> dict:
     ``tp``."""
     return {"lower": -(np.asarray(tp.width_right, dtype=float) - cfg.track_margin),
             "upper": np.asarray(tp.width_left, dtype=float) - cfg.track_margin}
-
-
-CHANNEL_EXPRESSIONS = ("speed", "a_x", "a_y", "alpha_1", "alpha_2", "f_11x", "f_12x", "f_21x",
-                       "f_22x", "f_11y", "f_12y", "f_21y", "f_22y")
-"""The named channels on a full model, ``m.<name>[s]`` (:func:`add_channel_expressions`); the
-vertical loads are the variables ``m.f_11z`` ... ``m.f_22z``."""
-
-
-def add_channel_expressions(m) -> None:
-    r"""The channels a user writes constraints and objectives on, as named ``Expression``
-    components indexed by ``m.s`` (the same quantities, in SI units, as the columns of the
-    same name of ``trajectory.csv``; ``pyomo-lap channels`` describes each):
-
-    * ``m.speed`` [m/s]: speed of O3, :math:`\sqrt{v_{3x}^2 + v_{3y}^2}` (not ``q1_dot``, the
-      rate along the centreline, which differs from it by the lateral offset and yaw);
-    * ``m.a_x``, ``m.a_y`` [m/s^2]: acceleration of O3 in {B3} without gravity, + forward,
-      + left (:func:`pyomo_lap.vehicle.car.o3_acceleration`);
-    * ``m.alpha_1``, ``m.alpha_2`` [rad]: slip angles of the front and rear axle, eq (33);
-    * ``m.f_11x`` ... ``m.f_22x``, ``m.f_11y`` ... ``m.f_22y`` [N]: longitudinal and lateral
-      tyre forces (wheel ``ij``: axle ``i`` = 1 front, 2 rear; side ``j`` = 1 left, 2 right),
-      eqs (32), (34).
-
-    They reuse the named expressions of the rows (``m.car.V3_k``, ``m.car.a3_k``,
-    ``m.car.alpha_1`` ...): no equation is written twice. The brake split and the gravity are
-    the model's ``m.vehicle.powertrain.brake_ratio`` and ``m.vehicle.gravity``.
-    """
-    from ..spatial import lie
-    from ..spatial.backend import cos, sin, sqrt, total
-    rotation = m.problem.track_points.rotation     # R_01 at the points (the record's R[k])
-    sigma = sorted(m.s)
-    idx = {s: i for i, s in enumerate(sigma)}
-    car = m.car
-
-    def named(prefix, k, s):
-        comp = car.component(f"{prefix}_{k}")
-        return comp[s] if comp is not None and s in comp else 0.0
-
-    def v3(s):
-        return [named("V3", k, s) for k in range(6)]
-
-    def acc(s):
-        R = rotation[idx[s]].tolist()
-        q3 = m.q3[s]
-        Rz = lie.rot_axis(2, cos(q3), sin(q3))
-        # the third row of R03 = R01 Rz(q3) (the ground's z axis in {B3}): only it is used
-        row_z = [total(mul(R[2][k], Rz[k][j]) for k in range(3)) for j in range(3)]
-        a3 = [named("a3", k, s) for k in range(3)]
-        return veh.o3_acceleration(v3(s), a3, row_z, vehicle_var(m, "gravity"))
-
-    a_xyz = {s: acc(s) for s in sigma}         # a_x and a_y of a point from one evaluation
-    m.speed = pyo.Expression(m.s, rule=lambda m, s: sqrt(named("V3", 0, s) ** 2 + named("V3", 1, s) ** 2),
-                             doc="speed of O3, sqrt(v_3x^2 + v_3y^2) [m/s]")
-    m.a_x = pyo.Expression(m.s, rule=lambda m, s: a_xyz[s][0],
-                           doc="longitudinal acceleration of O3 in {B3} without gravity, + forward [m/s^2]")
-    m.a_y = pyo.Expression(m.s, rule=lambda m, s: a_xyz[s][1],
-                           doc="lateral acceleration of O3 in {B3} without gravity, + left [m/s^2]")
-    for axle in ("1", "2"):
-        m.add_component(f"alpha_{axle}", pyo.Expression(
-            m.s, rule=lambda m, s, a=axle: car.component(f"alpha_{a}")[s],
-            doc=f"slip angle of the {'front' if axle == '1' else 'rear'} axle, eq (33) [rad]"))
-    k_b = vehicle_var(m, "powertrain.brake_ratio")
-    # the drive split k_d of an all- or front-wheel-drive car (a structural zero: no variable
-    # for rear-wheel drive); before, the front wheels were written as braking only, whatever
-    # k_d (tests/test_vehicle_physics.py)
-    try:
-        k_d = vehicle_var(m, "powertrain.drive_ratio")
-    except ValueError:
-        k_d = 0.0
-    for w in WHEELS:
-        where = f"{'front' if w[0] == '1' else 'rear'}-{'left' if w[1] == '1' else 'right'}"
-        if w[0] == "1":
-            rule = (lambda m, s: 0.5 * k_b * m.f_xb[s] + 0.5 * k_d * m.f_xa[s])
-        else:
-            rule = (lambda m, s: 0.5 * (1.0 - k_b) * m.f_xb[s] + 0.5 * (1.0 - k_d) * m.f_xa[s])
-        m.add_component(f"f_{w}x", pyo.Expression(
-            m.s, rule=rule, doc=f"longitudinal tyre force, {where} wheel, eq (34) [N]"))
-        m.add_component(f"f_{w}y", pyo.Expression(
-            m.s, rule=lambda m, s, w=w: car.component(f"f_{w}y")[s],
-            doc=f"lateral tyre force, {where} wheel, eq (32) [N]"))
 
 
 def load_bounds(p) -> dict:

@@ -10,7 +10,7 @@ changes:
   :math:`\dot q_1`, and the time; controls :math:`f_{xa}, f_{xb}, \delta`; **no algebraic
   variables** (the loads and the tyre forces are explicit functions of the states);
 * the spatial DAE (39) for the ten joint rates, with :math:`\ddot q` from the ABA of the
-  ten-joint tree (:func:`pyomo_lap.spatial.tree.aba`);
+  ten-joint tree (:func:`pyomo_lap.spatial.dynamics.aba`);
 * path constraints as the reduced model's (power, friction ellipse of each tyre, speed,
   track limits, steering) and :math:`f_{ijz} \ge f_{z,min}` on the tyre-spring loads;
 * an open sector starts settled: the suspension rates are zero (common) and the seven
@@ -32,8 +32,8 @@ from ..spatial.backend import sub
 from ..vehicle import car as veh
 from ..vehicle import multibody_car as mbc
 from ..vehicle.schema import OPTIONAL_SECTIONS
-from .common import (add_car_controls, add_derivative_vars, add_vehicle_block, car_control_bounds,
-                     discretize_on_track, finish_build, new_sector_model)
+from .common import add_car_controls, add_derivative_vars, add_vehicle_block, car_control_bounds
+from .sector import discretize_on_track, finish_build, new_sector_model
 from .full_model import (_FAMILY_DOCS, VEHICLE_INPUTS, PointRows, add_point_rows,
                          adherence_rows, brake_rows, chain_scaling, rows_on_tape, set_car,
                          unsupported_tyre, vehicle_inputs)

@@ -31,8 +31,8 @@ import pyomo.environ as pyo
 from pyomo.dae import DerivativeVar
 
 from .initialize import cold_start_profile
-from .common import (OBJECTIVE_SCALE, discretize_on_track, finish_build, new_sector_model,
-                     scale_variables, set_within_bounds)
+from .common import OBJECTIVE_SCALE, scale_variables, set_within_bounds
+from .sector import discretize_on_track, finish_build, new_sector_model
 from .vehicle_model import VehicleModel
 
 __all__ = ["POINT_MASS_MODEL", "build_point_mass_model", "initialize_point_mass"]

@@ -33,7 +33,9 @@ b_r`, :math:`S_{rj} = \tfrac{Mg}{2}(t_h - (1-\beta) b_r)` with throttle
 forces :math:`F_{ij} = N_{ij} k_\lambda \times` (the tyre's slip angle), path constraints
 ``c_ij`` :math:`= (S_{ij}/(N_{ij}\mu_x))^2 + (F_{ij}/(N_{ij}\mu_y))^2 \le 1` (four friction
 ellipses) and ``power`` :math:`= V S_{all} \le P_{max}`; the track limits bound ``n``. These
-equations are written once, in :func:`pyomo_lap.vehicle.racecar_equations.racecar_equations`,
+equations are written once, in :func:`pyomo_lap.vehicle.racecar_equations.racecar_equations`
+(with the ODE over the distance as residuals,
+:func:`~pyomo_lap.vehicle.racecar_equations.spatial_ode_residuals`, the recorded rows' form),
 which builds the model's named Expressions here and evaluates the car on floats for the
 simulation and the checks of ``pyomo-lap validate`` (:mod:`pyomo_lap.post.racecar_checks`).
 The lap is closed by periodicity of ``n, V, alpha, lam, omega, ax, ay`` (not ``t``, not the controls:
@@ -70,10 +72,11 @@ import numpy as np
 import pyomo.environ as pyo
 from pyomo.dae import ContinuousSet, DerivativeVar
 
-from ..vehicle.racecar import RacecarParameters
-from ..vehicle.racecar_equations import (CONTROLS, QUANTITIES, STATE_NAMES, THRUST_EPS, WHEELS,
-                                         racecar_equations)
-from .common import _sector_points, fast_element_lookup, sector_mesh, track_joints, track_limits
+from ..vehicle.racecar import RacecarParameters, check_racecar
+from ..vehicle.racecar_equations import (CONTROLS, QUANTITIES, QUANTITY_DOCS, STATE_NAMES,
+                                         THRUST_EPS, WHEELS, racecar_equations,
+                                         spatial_ode_residuals)
+from .sector import _sector_points, fast_element_lookup, sector_mesh, track_joints, track_limits
 from .point_rows import TRACK_INPUTS, PointRows, rows_on_tape, track_numbers
 from .vehicle_model import ProblemData, VehicleModel, car_block, update_problem
 
@@ -114,10 +117,10 @@ def build_racecar_model(track, vehicle, cfg, t0: Optional[float] = None, progres
     ValueError
         A car that is not a racecar (another vehicle file), options the model does not have
         (``lift``, ``piecewise_constant_controls``), a sector or mesh that
-        :func:`pyomo_lap.ocp.common.sector_mesh` refuses, a track narrower than the car.
+        :func:`pyomo_lap.ocp.sector.sector_mesh` refuses, a track narrower than the car.
     """
     t0 = time.perf_counter() if t0 is None else t0
-    _check_racecar(vehicle)
+    check_racecar(vehicle)
     if cfg.lift:
         raise ValueError("option 'lift' is not available for the racecar model")
     if cfg.piecewise_constant_controls:
@@ -198,25 +201,6 @@ def build_racecar_model(track, vehicle, cfg, t0: Optional[float] = None, progres
     return m
 
 
-def _check_racecar(vehicle) -> None:
-    """ValueError unless ``vehicle`` is a :class:`RacecarParameters`."""
-    if not isinstance(vehicle, RacecarParameters):
-        raise ValueError(f"model 'racecar' needs a racecar vehicle file (top-level model = "
-                         f"\"racecar\", e.g. models/dymos_racecar.toml), got the car "
-                         f"{getattr(vehicle, 'name', vehicle)!r}")
-
-
-_EXPRESSION_DOCS = {
-    "N": "tyre loads [N] (normalForceODE)", "throttle": "max(thrust, 0), smoothed [-]",
-    "brake": "max(-thrust, 0), smoothed [-]", "S": "longitudinal tyre forces [N] (tireODE)",
-    "F": "lateral tyre forces [N] (tireODE)",
-    "c": "friction ellipse of each tyre [-] (tireConstraintODE), <= 1",
-    "S_all": "sum of the longitudinal tyre forces [N]",
-    "power": "tractive power V sum(S) [W] (carODE)", "drag": "aerodynamic drag [N]",
-    "V_dot": "dV/dt [m/s^2]", "lam_dot": "d lambda/dt [rad/s]",
-    "cos_heading": "cos(alpha - lambda) [-]", "s_dot": "ds/dt [m/s]"}
-
-
 def junction_boundaries(track, start: float, length: float, element_length: float):
     """Element boundaries [m from the sector start] at the junctions of an arc track's segments
     (:class:`pyomo_lap.track.arcs.ArcTrack`), each segment's part of the sector cut into equal
@@ -282,8 +266,8 @@ def _add_equations(m, p: RacecarParameters, eps: float) -> None:
     :func:`~pyomo_lap.vehicle.racecar_equations.racecar_equations` (the equations the
     simulation evaluates on floats) with every quantity stored in its named Expression."""
     for key, per_wheel in QUANTITIES.items():
-        m.add_component(key, pyo.Expression(WHEELS, m.s, doc=_EXPRESSION_DOCS[key])
-                        if per_wheel else pyo.Expression(m.s, doc=_EXPRESSION_DOCS[key]))
+        m.add_component(key, pyo.Expression(WHEELS, m.s, doc=QUANTITY_DOCS[key])
+                        if per_wheel else pyo.Expression(m.s, doc=QUANTITY_DOCS[key]))
     rates = {}
     for s in m.s:
         def name(key, wheel, value, _s=s):
@@ -343,15 +327,13 @@ def record_racecar_rows(p: RacecarParameters, cfg=None, eps: float = THRUST_EPS)
     ValueError
         ``p`` is not a racecar.
     """
-    _check_racecar(p)
+    check_racecar(p)
 
     def point_rows(_, v, track, namer):
         eq = racecar_equations(p, {k: v[k] for k in STATE_NAMES}, {k: v[k] for k in CONTROLS},
                                track[_KAPPA], eps)
-        rates, kappa = eq["rates"], track[_KAPPA]
-        rows = [("ode", k, v["V"] * eq["cos_heading"] * v[f"d{k}_ds"]
-                 - (1 - v["n"] * kappa) * rates[k], 0.0, 0.0, "interior")
-                for k in ("t",) + STATE_NAMES]
+        ode = spatial_ode_residuals(v, eq, track[_KAPPA], v)
+        rows = [("ode", k, ode[k], 0.0, 0.0, "interior") for k in ("t",) + STATE_NAMES]
         rows += [("friction", w, eq["c"][w], None, 1.0, "all") for w in WHEELS]
         rows.append(("power_limit", None, eq["power"], None, float(p.P_max), "all"))
         return rows

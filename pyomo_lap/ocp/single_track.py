@@ -57,8 +57,8 @@ from .initialize import cold_start_profile, initialize_from_solution, initialize
 from .point_functions import (AlgebraicLoopError, CarFunctions, record_of, track_vectors,
                               vehicle_values_of)
 from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_vehicle_block,
-                     car_control_bounds, discretize_on_track, finish_build, new_sector_model,
-                     scale_variables, set_within_bounds)
+                     car_control_bounds, scale_variables, set_within_bounds)
+from .sector import discretize_on_track, finish_build, new_sector_model
 from .point_rows import (PointRows, add_point_rows, rows_on_tape, spatial_dae_rows,
                          track_joint)
 from ..vehicle.single_track_car import (_ABS_EPS2, ALGEBRAIC, RATE_NAMES, STATE_NAMES,  # noqa: F401

@@ -64,7 +64,8 @@ class VehicleModel:
         scaling factors (``m.scaling_factor``). The model also carries ``m.problem``, a
         :class:`ProblemData` (``t0``: the build's start, ``time.perf_counter()``, for its
         ``build_time_s``); ``progress(label, done, total)`` may be called while the points
-        are built. The shared steps are in :mod:`pyomo_lap.ocp.common`.
+        are built. The shared steps are in :mod:`pyomo_lap.ocp.sector` and
+        :mod:`pyomo_lap.ocp.common`.
     initialize : callable
         ``initialize(m, **kwargs) -> dict``: write the initial guess (a cold start: no earlier
         solution needed) into a model built by ``build``; returns at least

@@ -28,7 +28,7 @@ to +0.64 rad/s through Monza's first chicane gains 0.1 m/s^2 that way). What the
 leaves out: the energy the heave exchanges with the forward motion (the pitch and roll of the
 sprung body about the VIP and the turning of {B3} with the track, which carry the centre of
 mass above O3, are counted, :func:`_frame_rotation_terms`); measured on good results it is below 1 % of
-:math:`P_{max}` (:data:`pyomo_lap.post.validate.ENERGY_BALANCE`).
+:math:`P_{max}` (:data:`pyomo_lap.post.verdict.ENERGY_BALANCE`).
 """
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """The results folders of pyomo_lap: what an export wrote (the manifest), the lock that keeps two
 runs out of one folder, and the checks before an export replaces a folder (nothing of the
-user's is ever removed) or a command reads one.
+user's is ever removed) or a command reads one. The rule for links (never follow one out of
+a folder pyomo_lap owns) and the error of a refused folder are in :mod:`pyomo_lap.post.links`.
 
 Kept apart from :mod:`pyomo_lap.post.results` (the channels and the files' contents) so that
 a solve checks and locks its folder before the build without importing pandas.
@@ -20,104 +21,13 @@ import time
 from pathlib import Path
 
 from ..util.processes import process_running
+from .links import FolderNotReplaceableError, _link_target, is_link, is_real_dir, refuse_links
 
-__all__ = ["is_link", "is_real_dir", "refuse_links", "SOLUTION_FILE", "MANIFEST", "RESULTS_FILES",
+__all__ = ["SOLUTION_FILE", "MANIFEST", "RESULTS_FILES",
            "VALIDATION_FILES", "read_manifest",
            "ManifestError", "record_files", "output_lock", "OutputLock", "OutputBusyError",
-           "FolderNotReplaceableError", "check_output_dir", "check_results_folder",
+           "check_output_dir", "check_results_folder",
            "PARTIAL_SUFFIXES"]
-
-# ---- the rule for links: never follow a link out of a folder pyomo_lap owns ----------------------
-
-
-def is_link(path) -> bool:
-    """True when ``path`` is a symbolic link (or a Windows junction), without following it.
-
-    The one test for links of pyomo_lap's folders: whatever pyomo_lap reads, writes, moves or
-    deletes in a folder it owns (a results folder, its ``.failed`` twin, the ``.NAME.old-PID``
-    and ``.NAME.tmp-PID-*`` folders of the swap, the lock file ``.NAME.lock``, the manifest) is
-    first tested with this, and a link is refused or reported, never followed.
-
-    Parameters
-    ----------
-    path : str or Path
-
-    Returns
-    -------
-    bool
-        False too when ``path`` does not exist.
-    """
-    try:
-        st = os.lstat(path)
-    except (OSError, ValueError):
-        return False
-    if stat.S_ISLNK(st.st_mode):
-        return True
-    junction = getattr(os.path, "isjunction", None)       # Windows, Python >= 3.12
-    return bool(junction is not None and junction(path))
-
-
-def is_real_dir(path) -> bool:
-    """True when ``path`` is a folder itself, not a link to one (nor a file, nor missing):
-    the ``is_dir()`` of pyomo_lap's own folders, which never follows a link
-    (:func:`is_link`)."""
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode) and not is_link(path)
-    except (OSError, ValueError):
-        return False
-
-
-def _first_link(folder: Path):
-    """The first symbolic link under ``folder`` (relative path, sorted walk), or None; no link
-    is followed (``os.walk(followlinks=False)``; a link to a folder is not entered)."""
-    for root, dirs, files in os.walk(folder, followlinks=False):
-        dirs.sort()
-        r = Path(root)
-        for name in sorted(dirs + files):
-            if is_link(r / name):
-                return (r / name).relative_to(folder).as_posix()
-    return None
-
-
-def _link_target(path: Path) -> str:
-    try:
-        return os.readlink(path)
-    except OSError:
-        return "?"
-
-
-def refuse_links(folder, what: str, todo: str = "replace the link by the real file or folder") -> None:
-    """Refuse a folder pyomo_lap is about to read, write, move or delete when it is a symbolic
-    link or holds one anywhere under it (no link is followed to find out).
-
-    Parameters
-    ----------
-    folder : str or Path
-        A folder pyomo_lap owns (a results folder ...); a missing one passes.
-    what : str
-        How the messages name it (``"output folder '/x/res'"``).
-    todo : str
-        What the user should do, said in the message.
-
-    Raises
-    ------
-    FolderNotReplaceableError (a ValueError)
-        One line naming ``folder`` or its first link (and where it points), ending
-        "(nothing was touched)".
-    """
-    folder = Path(folder)
-    if is_link(folder):
-        raise FolderNotReplaceableError(
-            f"{what} is a symbolic link (to {_link_target(folder)}); pyomo_lap never follows a "
-            f"link out of a folder it writes: give the real path or {todo} (nothing was touched)")
-    if not is_real_dir(folder):
-        return
-    rel = _first_link(folder)
-    if rel is not None:
-        raise FolderNotReplaceableError(
-            f"{what} holds a symbolic link, {rel!r} (to {_link_target(folder / rel)}); pyomo_lap "
-            f"never follows a link out of a folder it writes: {todo} (nothing was touched)")
-
 
 SOLUTION_FILE = "solution.npz"
 """The file of a results folder that holds the values of every variable of the solved model
@@ -151,10 +61,6 @@ which skips the hidden manifest, then edited)."""
 _STALE_AFTER_S = 3600.0
 """Age [s] after which a temporary folder without a process id in its name (written by a
 pyomo_lap older than the manifest) is taken as left by a stopped run."""
-
-
-class FolderNotReplaceableError(ValueError):
-    """The output folder holds something pyomo_lap did not write (nothing was touched)."""
 
 
 class OutputBusyError(ValueError):
@@ -680,9 +586,11 @@ class OutputLock:
             held[0].release()
 
     def __enter__(self) -> "OutputLock":
+        """Take the lock (:meth:`acquire`)."""
         return self.acquire()
 
     def __exit__(self, *exc) -> None:
+        """Give the lock back (:meth:`release`)."""
         self.release()
 
 

@@ -124,7 +124,7 @@ def plot_results(results_dir, out_dir=None, formats: Sequence[str] = ("png",),
         (:func:`pyomo_lap.post.results.record_files`): they count as pyomo_lap's, and the
         next solve into the folder replaces them with the rest; meanwhile the folder's lock
         (:class:`pyomo_lap.post.results.OutputLock`) is held. A results folder that is a
-        link or holds one is refused (:func:`pyomo_lap.post.folders.refuse_links`); every
+        link or holds one is refused (:func:`pyomo_lap.post.links.refuse_links`); every
         file is written to a temporary file and moved onto its name, never through a link.
     formats : sequence of str
         ``"png"`` (one file per figure) and/or ``"pdf"`` (all figures in ``plots.pdf``).
@@ -178,7 +178,7 @@ def plot_results(results_dir, out_dir=None, formats: Sequence[str] = ("png",),
     vehicle = read_vehicle(results_dir, summary)
     ref = read_trajectory(reference_dir) if reference_dir is not None else None
     out = Path(out_dir) if out_dir is not None else results_dir / "plots"
-    from .folders import refuse_links
+    from .links import refuse_links
     from .results import output_lock, record_files
     inside = out_dir is None or _within(out, results_dir) or _within_by_name(out, results_dir)
     lock = output_lock(results_dir, "plot").acquire() if inside else None

@@ -4,7 +4,7 @@ zig-zags and speed consistency, and the friction ellipses and the power along th
 the racecar's part of ``pyomo-lap validate`` (:func:`pyomo_lap.post.validate.validate_results`).
 
 The checks are those of the full model, measured the same way and judged against the same
-thresholds (:mod:`pyomo_lap.post.validate`), on the racecar's states and equations:
+thresholds (:mod:`pyomo_lap.post.verdict`), on the racecar's states and equations:
 
 * **defects** (:func:`racecar_defects`): on element :math:`j` the states (``t`` and
   :data:`~pyomo_lap.vehicle.racecar_equations.STATE_NAMES`) are the Lagrange polynomial
@@ -15,17 +15,17 @@ thresholds (:mod:`pyomo_lap.post.validate`), on the racecar's states and equatio
   :math:`s`, ``m.ode``), is integrated over the element: :math:`\eta_{j,i} = \int |r_i|\,ds`,
   and :math:`\varepsilon_j = \max_i \eta_{j,i}/(1 + \max_k|x_i(s_k)|)`, the scaled defect of
   the full model (:func:`pyomo_lap.post.defects.collocation_defects`, Betts), judged by
-  :data:`~pyomo_lap.post.validate.DEFECT_MAX` and :data:`~pyomo_lap.post.validate.DEFECT_P95`.
+  :data:`~pyomo_lap.post.verdict.DEFECT_MAX` and :data:`~pyomo_lap.post.verdict.DEFECT_P95`.
   With ``shooting`` also the local error: :func:`scipy.integrate.solve_ivp` of
   :math:`dx/ds = \dot x/\dot s` from the element's start state with the element's control
   polynomial to its end, the difference from the collocation state there over the same
   weights (reported, not judged, as for the full model);
 * **replay** (:func:`racecar_replay`): segments of
-  :data:`~pyomo_lap.post.validate.REPLAY_SEGMENT_S` of the optimum's time
+  :data:`~pyomo_lap.post.verdict.REPLAY_SEGMENT_S` of the optimum's time
   (:func:`pyomo_lap.post.replay.segment_rows`), each integrated in time with ``solve_ivp``
   from the optimum's state at its start, with the optimum's controls
   (:func:`pyomo_lap.post.simulate.controls_from_trajectory`) and the look-ahead driver
-  :data:`~pyomo_lap.post.validate.REPLAY_DRIVER` on the steering
+  :data:`~pyomo_lap.post.verdict.REPLAY_DRIVER` on the steering
   (:func:`pyomo_lap.post.simulate.preview_steering` towards the states' collocation
   polynomials of ``n`` and ``alpha``, :func:`pyomo_lap.post.replay.state_polynomials`). Judged
   as the full model's: shortfall, lateral deviation (% of the track's width), time (% of the
@@ -33,7 +33,7 @@ thresholds (:mod:`pyomo_lap.post.validate`), on the racecar's states and equatio
   the track's RMS curvature, :func:`racecar_scales`; the racecar has no steer limit); and, on
   the replay's states and applied controls, the friction ellipses :math:`c_{ij} \le 1` and the
   power :math:`V S_{all} \le P_{max}` (their excess in % of the limit, judged by
-  :data:`~pyomo_lap.post.validate.POWER_LIMIT`, the OCP's rows' tolerance);
+  :data:`~pyomo_lap.post.verdict.POWER_LIMIT`, the OCP's rows' tolerance);
 * **channels** (:func:`racecar_channel_quality`): the zig-zags of
   :data:`pyomo_lap.post.quality.SMOOTHNESS_CHECKS` on the racecar's columns
   (:data:`RACECAR_SMOOTHNESS_CHECKS`: the same fractions of the same scales) and the speed
@@ -157,7 +157,7 @@ class KappaLookup:
     """The track's curvature (``omega_z`` of the centre line [1/m]) at a track coordinate,
     tabulated on a grid of ``step`` [m] over ``span`` and interpolated linearly (a step of the
     curvature, straight to arc, is smeared over one step); outside ``span`` the track itself.
-    Closed tracks wrap at their length (:func:`pyomo_lap.ocp.common._sector_points` does so
+    Closed tracks wrap at their length (:func:`pyomo_lap.ocp.sector._sector_points` does so
     for the OCP)."""
 
     def __init__(self, track, span: tuple, step: float = 0.05):
@@ -177,6 +177,7 @@ class KappaLookup:
         return self.track.evaluate(s).omega[:, 2]
 
     def __call__(self, s: float) -> float:
+        """The curvature at ``s`` [m]: interpolated on the grid, evaluated outside it [1/m]."""
         if self.grid[0] <= s <= self.grid[-1]:
             return float(np.interp(s, self.grid, self.values))
         return float(self.exact(s)[0])

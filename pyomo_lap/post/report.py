@@ -607,7 +607,7 @@ def write_report(runs, out=None, telemetry=None, max_points: int = MAX_POINTS,
     out : str or Path, optional
         The HTML file (:func:`report_path` for the default). Inside a results folder it is
         written under the folder's lock (:func:`pyomo_lap.post.folders.output_lock`), after
-        :func:`pyomo_lap.post.folders.refuse_links`, and recorded in its manifest
+        :func:`pyomo_lap.post.links.refuse_links`, and recorded in its manifest
         (``by = "report"``).
     telemetry : str or Path, optional
         A logged lap (CSV, :func:`pyomo_lap.post.compare.read_telemetry`) to overlay on the
@@ -631,7 +631,8 @@ def write_report(runs, out=None, telemetry=None, max_points: int = MAX_POINTS,
         tracks or without a common stretch; a bad ``out``; the folder is busy or holds a link.
     """
     from .compare import read_telemetry, telemetry_delta
-    from .folders import output_lock, record_files, refuse_links
+    from .folders import output_lock, record_files
+    from .links import refuse_links
     from .results import _write_replacing
     echo = echo or (lambda *_: None)
     runs = [Path(r) for r in runs]

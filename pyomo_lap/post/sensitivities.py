@@ -47,11 +47,11 @@ speed; the same pieces serve the sector time's adjoint, see "What is and is not 
   before use.
 * **The entry speed** of an open sector (``initial_speed="quasi-steady"``): ``q1_dot`` at
   the start is fixed to the quasi-steady estimate :math:`v_0(p)`
-  (:func:`pyomo_lap.ocp.common.entry_speed`). Its multiplier is the reduced gradient
+  (:func:`pyomo_lap.ocp.sector.entry_speed`). Its multiplier is the reduced gradient
   :math:`\partial f^*/\partial v_0 = -\sum_i y_i \partial c_i/\partial v_0` over the rows
   that hold it (the first point's rows, by AD, and pyomo.dae's collocation equations of the
   first element, which are linear); :math:`dv_0/dp` is a central difference of
-  :func:`~pyomo_lap.ocp.common.entry_speed` (a point-mass estimate, no solve). Column
+  :func:`~pyomo_lap.ocp.sector.entry_speed` (a point-mass estimate, no solve). Column
   ``dT_dp_entry`` holds this part. A closed lap or a given entry speed has none.
 * **The friction scale** ``friction_scale`` (row of section ``track``): the track has no
   friction of its own in this model; a scale :math:`\sigma` of the road's grip multiplies both
@@ -174,7 +174,7 @@ def bound_functions(p, cfg) -> dict:
     """The bounds of the model's variables that depend on the car, as functions of ``p``
     (numbers or symbols), the same formulas as the builder's
     (:func:`pyomo_lap.ocp.full_model.build_full_model`,
-    :func:`pyomo_lap.ocp.common.discretize_on_track`).
+    :func:`pyomo_lap.ocp.sector.discretize_on_track`).
 
     Returns
     -------
@@ -457,7 +457,7 @@ def _entry_speed_part(m, names: list, gw, dual, entry_step: float) -> tuple:
     r"""The entry speed of an open sector with ``initial_speed="quasi-steady"``: its multiplier
     :math:`\partial f^*/\partial v_0` [s per m/s] (None without such an entry speed) and
     :math:`dv_0/dp` (zeros without), by central differences of
-    :func:`pyomo_lap.ocp.common.entry_speed` of step ``entry_step`` (relative), and their
+    :func:`pyomo_lap.ocp.sector.entry_speed` of step ``entry_step`` (relative), and their
     product, the entry speed's part of :math:`df^*/dp`."""
     prob = m.problem
     cfg, p = prob.options, m.vehicle.built_for
@@ -467,7 +467,7 @@ def _entry_speed_part(m, names: list, gw, dual, entry_step: float) -> tuple:
         return None, dv0_dp, grad_entry
     v0_mult = -float(np.asarray(gw)[0, 0])
     v0_mult -= _collocation_part(m, m.q1_dot[first], dual)
-    from ..ocp.common import entry_speed
+    from ..ocp.sector import entry_speed
     vmax = m.q1_dot[first].ub
     spy = _AttributeSpy(p)      # the fields the estimate reads: the others give 0
     entry_speed(prob.track, spy, cfg, vmax)

@@ -41,8 +41,9 @@ from typing import Callable, Optional, Sequence
 
 from ..spatial import lie
 from ..spatial.backend import add, cos, mul, sin, sub, total
+from ..spatial.dynamics import hybrid_dynamics
 from ..spatial.tree import (PRISMATIC, REVOLUTE, TRACK, KinematicTree, TrackJoint,
-                            forward_kinematics, hybrid_dynamics)
+                            forward_kinematics)
 from .schema import VehicleFileError, VehicleParameters, read_vehicle_file
 from .tyres import tyre_forces, tyre_model_of
 

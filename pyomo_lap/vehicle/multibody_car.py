@@ -69,7 +69,8 @@ from typing import Callable, Optional, Sequence
 
 from ..spatial import lie
 from ..spatial.backend import add, cos, mul, neg, sin, sub, total
-from ..spatial.tree import PRISMATIC, KinematicTree, TrackJoint, aba, forward_kinematics
+from ..spatial.dynamics import aba
+from ..spatial.tree import PRISMATIC, KinematicTree, TrackJoint, forward_kinematics
 from .car import SPRUNG, aero_forces, chain_parts, kinematic_tree, longitudinal_forces
 from .schema import VehicleParameters
 from .tyres import tyre_model_of
@@ -204,7 +205,7 @@ def multibody_equations(p: VehicleParameters, tree: KinematicTree, track: TrackJ
     u : sequence of 3 scalars
         Controls ``(f_xa [N] >= 0, f_xb [N] <= 0, delta [rad])``.
     namer : callable, optional
-        ``namer(tag, value)`` (tags of :func:`pyomo_lap.spatial.tree.aba` and ``alpha_*``,
+        ``namer(tag, value)`` (tags of :func:`pyomo_lap.spatial.dynamics.aba` and ``alpha_*``,
         ``f_*``, ``zc_*``, ``aero_q``).
 
     Returns

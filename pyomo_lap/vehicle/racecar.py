@@ -4,7 +4,8 @@ The car of ``dymos/examples/racecar`` (OpenMDAO dymos): a rigid two-track car wi
 linear tyres whose forces are bounded by friction ellipses, load transfer through the
 accelerations ``ax``, ``ay`` (lagged by first-order dynamics), downforce and drag, one signed
 longitudinal command split between throttle (rear axle) and brakes (by a brake bias). Its
-equations are in :mod:`pyomo_lap.ocp.racecar` (the vehicle model ``"racecar"``); the bundled
+equations are in :mod:`pyomo_lap.vehicle.racecar_equations`, its optimal control problem in
+:mod:`pyomo_lap.ocp.racecar` (the vehicle model ``"racecar"``); the bundled
 file is ``models/dymos_racecar.toml``, where every value carries its unit and its source.
 
 Vehicle files of this car are TOML with a top-level ``model = "racecar"`` (the vehicle model
@@ -26,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from .schema import VehicleFileError, bound_texts
 
 __all__ = ["RacecarParameters", "RacecarFileError", "read_racecar_file", "RACECAR_SECTIONS",
-           "RACECAR_MODEL_NAMES", "RACECAR_KEYS"]
+           "RACECAR_MODEL_NAMES", "RACECAR_KEYS", "check_racecar"]
 
 RACECAR_MODEL_NAMES = ("racecar",)
 """Values of a vehicle file's top-level ``model`` read by :func:`read_racecar_file`."""
@@ -124,7 +125,7 @@ class RacecarParameters(BaseModel):
     # -- the interface the rest of the package uses (names, values, hashes)
     @property
     def wheelbase(self) -> float:
-        """a + b [m]."""
+        """The wheelbase a + b [m]."""
         return self.a + self.b
 
     @property
@@ -274,3 +275,11 @@ def read_racecar_file(path) -> RacecarParameters:
             else:
                 out.append(f"{where}: {msg}" if where != "(file)" else msg)
         raise RacecarFileError(path, out) from None
+
+
+def check_racecar(vehicle) -> None:
+    """ValueError unless ``vehicle`` is a :class:`RacecarParameters`."""
+    if not isinstance(vehicle, RacecarParameters):
+        raise ValueError(f"model 'racecar' needs a racecar vehicle file (top-level model = "
+                         f"\"racecar\", e.g. models/dymos_racecar.toml), got the car "
+                         f"{getattr(vehicle, 'name', vehicle)!r}")

@@ -38,7 +38,8 @@ from ..spatial.backend import cos, sin, sqrt
 from .racecar import RacecarParameters
 
 __all__ = ["racecar_equations", "state_rates", "smooth_max0", "load_transfer_per_accel",
-           "STATE_NAMES", "CONTROLS", "WHEELS", "THRUST_EPS", "QUANTITIES"]
+           "STATE_NAMES", "CONTROLS", "WHEELS", "THRUST_EPS", "QUANTITIES", "QUANTITY_DOCS",
+           "spatial_ode_residuals"]
 
 STATE_NAMES = ("n", "V", "alpha", "lam", "omega", "ax", "ay")
 """The states besides the time, as the Pyomo variables are named (``lam`` is dymos's
@@ -57,6 +58,18 @@ QUANTITIES = {"N": True, "throttle": False, "brake": False, "S": True, "F": True
               "cos_heading": False, "s_dot": False}
 """The named quantities of :func:`racecar_equations`, in the order they are computed, and
 whether each is per wheel (:data:`WHEELS`). The Pyomo model has one Expression of each."""
+
+QUANTITY_DOCS = {
+    "N": "tyre loads [N] (normalForceODE)", "throttle": "max(thrust, 0), smoothed [-]",
+    "brake": "max(-thrust, 0), smoothed [-]", "S": "longitudinal tyre forces [N] (tireODE)",
+    "F": "lateral tyre forces [N] (tireODE)",
+    "c": "friction ellipse of each tyre [-] (tireConstraintODE), <= 1",
+    "S_all": "sum of the longitudinal tyre forces [N]",
+    "power": "tractive power V sum(S) [W] (carODE)", "drag": "aerodynamic drag [N]",
+    "V_dot": "dV/dt [m/s^2]", "lam_dot": "d lambda/dt [rad/s]",
+    "cos_heading": "cos(alpha - lambda) [-]", "s_dot": "ds/dt [m/s]"}
+"""What each quantity of :data:`QUANTITIES` is, with its unit and dymos's component: the docs
+of the Pyomo model's named Expressions."""
 
 
 def smooth_max0(x, eps: float):
@@ -197,3 +210,30 @@ def state_rates(p: RacecarParameters, x: Mapping, u: Mapping, kappa,
     "ay": ...}`` (:func:`racecar_equations`)."""
     eq = racecar_equations(p, x, u, kappa, eps)
     return {"s": eq["s_dot"], **eq["rates"]}
+
+
+def spatial_ode_residuals(x: Mapping, eq: dict, kappa, dx_ds: Mapping) -> dict:
+    r"""The ODE over the distance along the centre line, as residuals: for ``t`` and every state
+    :math:`k` of :data:`STATE_NAMES`, :math:`V\cos(\alpha - \lambda)\, dk/ds - (1 - n\kappa)\,
+    \dot k` (zero on a solution: :math:`dk/ds = \dot k/\dot s`, multiplied through by
+    :math:`V\cos(\alpha - \lambda)`), on any scalars.
+
+    Parameters
+    ----------
+    x : mapping
+        ``n`` [m] and ``V`` [m/s] (the state).
+    eq : dict
+        :func:`racecar_equations` at that state (its ``cos_heading`` and ``rates``).
+    kappa : scalar
+        Curvature of the centre line [1/m].
+    dx_ds : mapping
+        ``d<k>_ds`` for ``t`` and every state [unit of k / m].
+
+    Returns
+    -------
+    dict
+        ``{k: residual}`` in the order ``t``, :data:`STATE_NAMES` [unit of k m/s / m].
+    """
+    rates = eq["rates"]
+    return {k: x["V"] * eq["cos_heading"] * dx_ds[f"d{k}_ds"] - (1 - x["n"] * kappa) * rates[k]
+            for k in ("t",) + STATE_NAMES}

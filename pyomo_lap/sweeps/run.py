@@ -1,60 +1,10 @@
-"""Parameter sweeps on Dask: many cases of one job, each one solve (``pyomo-lap sweep``,
-:func:`sweep`).
-
-A sweep's cases come from a grid of values of vehicle parameters (``--set mass.total=250:300:10
---set Cx=0.8,0.9``; ``track`` and ``vehicle`` are axes too: ``--set track=monza,silverstone``),
-or from a CSV file of cases (one row per case, one column per parameter; ``track`` and
-``vehicle`` columns optional). Parameters are named as in the vehicle file, ``section.key``
-(``mass.total``, ``aero.Cx``), or by the key alone where only one section has it (``total``,
-``Cx``); the schema's attribute names (``m``) are accepted too.
-
-Each case runs :func:`pyomo_lap.api.solve_sector` in a Dask worker process (by default a
-``LocalCluster`` with one single-threaded worker per core; or the scheduler of a real cluster)
-and writes, as soon as it finishes, its results folder ``cases/<case id>/`` and its row
-``rows/<case id>.parquet`` (written to a temporary name, then renamed: a killed worker never
-leaves half a row). Case ids are the hash of what defines the case (track, vehicle, parameter
-values, job options), so ``resume=True`` finds the finished ones and runs only the others.
-
-The sweep folder::
-
-    sweep.json              the specification: job options, axes, every case and its id
-    rows/<id>.parquet       one row per finished case (solved or not)
-    cases/<id>/             the case's results (summary.json, trajectory.*, results.xlsx)
-    sweep.parquet, sweep.xlsx   the table of all cases (written at the end)
-    lap_time_vs_<parameter>.png, lap_time_heatmap.png   the plots
-
-A row's ``status`` is ``solved``, ``failed`` (the solver did not find an optimum),
-``invalid`` (the combination of values is refused by the vehicle schema, e.g. an unsprung
-mass above the total), ``error`` (any other error of the case, with its message) or ``lost``
-(the worker running it died more often than Dask retries; ``resume`` runs these again).
-
-Warm starts (``warm_start=True``, default): the first cases, one per worker, start from the
-usual initial guess, chosen spread out over the parameter space (the one nearest the middle of
-the ranges, then each the farthest from those started); every later case is the waiting case
-nearest to a solved one and starts from the solution of the nearest solved case of
-the same track and vehicle file (distance: the swept parameters, each scaled by its range in
-the sweep), its primal values and IPOPT's multipliers
-(:mod:`pyomo_lap.solvers.warm_start`), through the job option ``warm_start_from`` (its
-``solution.npz``), as long as warm
-starts help: fewer iterations on average than the usual start, judged from two warm-started
-cases on (on the 2 km default job they take 15-25 iterations against 25-36; on a 300 m sector
-often more than the usual start's 10-12). A warm start that does not reach an optimum is
-solved again from the usual initial guess. The row says where a case started
-(``warm_start_from``: the case number, -1 for the usual start; ``warm_start_failed``: True
-where the warm start was solved again from the usual start). Lap times agree with those of
-the cases solved one by one to IPOPT's tolerance (about 1e-9 relative on the default job).
-
-Each worker keeps the model of its last case: the next case of the same job (track, sector,
-mesh, options) whose car has the same structure (parameters that differ only in value) puts
-its car into that model (:func:`pyomo_lap.ocp.build.set_vehicle`, 0.06 s on the default job)
-instead of building one (0.4-0.6 s): the same NLP, row for row. The row says so
-(``model_reused``) and gives the build's, or the change's, time (``build_time_s``).
+"""A sweep's run (:func:`sweep`, ``pyomo-lap sweep``): the sweep folder, the Dask client, the
+order of the cases and their warm starts, the table and plots at the end; the cases'
+specification is :mod:`pyomo_lap.sweeps.cases`, one case in a worker
+:mod:`pyomo_lap.sweeps.worker` (the package's docstring describes a sweep).
 """
 from __future__ import annotations
 
-import csv
-import hashlib
-import itertools
 import json
 import math
 import os
@@ -66,448 +16,12 @@ from typing import Callable, Optional
 
 import pandas as pd
 
-__all__ = ["sweep", "parse_set", "parameter_names", "resolve_parameter", "sweep_cases",
-           "run_case", "read_rows", "SweepSpecError", "STATUSES"]
+from .cases import (_NOT_SWEPT, AXES, STATUSES, SweepSpecError, _base_vehicles, _case_vehicle,
+                    _jsonable, _where, check_cases, parse_set, read_cases_csv, resolve_parameter,
+                    sweep_cases)
+from .worker import _row, _shared_meshes, _write_row, run_case
 
-STATUSES = ("solved", "failed", "invalid", "error", "lost")
-AXES = ("track", "vehicle")
-"""Axes of a sweep that are not vehicle parameters."""
-_NOT_SWEPT = ("out_dir", "tee", "track", "vehicle", "warm_start_from")
-"""Job options that a sweep sets itself (the out_dir of each case) or takes as axes."""
-
-
-class SweepSpecError(ValueError):
-    """A sweep specification that cannot be run (unknown parameter, empty range, a value
-    the vehicle schema refuses, a bad CSV of cases); raised before anything runs."""
-
-
-# ---------------------------------------------------------------------------------------
-# parameter names
-# ---------------------------------------------------------------------------------------
-def parameter_names() -> list:
-    """The sweepable vehicle parameters, as the vehicle file names them (``mass.total``)."""
-    from .vehicle.schema import SECTIONS
-    return [f"{sec}.{key}" for sec, keys in SECTIONS.items() for key in keys]
-
-
-def resolve_parameter(name: str):
-    """``(file name, VehicleParameters attribute)`` of a parameter given as ``section.key``,
-    a key found in one section only, or an attribute name.
-
-    Raises
-    ------
-    SweepSpecError
-        Unknown or ambiguous name; the message lists the valid names.
-    """
-    from .vehicle.schema import SECTIONS
-    name = str(name).strip()
-    matches = []
-    for sec, keys in SECTIONS.items():
-        for key, attr in keys.items():
-            full = f"{sec}.{key}"
-            if name in (full, f"[{sec}] {key}"):
-                return full, attr
-            if name == key or name == attr:
-                matches.append((full, attr))
-    matches = sorted(set(matches))
-    if len(matches) == 1:
-        return matches[0]
-    if matches:
-        raise SweepSpecError(f"parameter {name!r} is ambiguous: "
-                             f"{' or '.join(m[0] for m in matches)}")
-    raise SweepSpecError(f"unknown parameter {name!r}: expected track, vehicle or a vehicle "
-                         f"parameter ({', '.join(parameter_names())}; the key alone where it "
-                         "is unique, e.g. total, Cx)")
-
-
-# ---------------------------------------------------------------------------------------
-# the specification
-# ---------------------------------------------------------------------------------------
-def _number(text: str, what: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise SweepSpecError(f"{what}: {text.strip()!r} is not a number") from None
-    if not math.isfinite(x):
-        raise SweepSpecError(f"{what}: {text.strip()!r} is not a finite number")
-    return x
-
-
-def _values(text: str, what: str) -> list:
-    """``'250:300:10'`` (start:stop:step, stop included), ``'2.5,3.0,3.5'`` or ``'240'``."""
-    text = text.strip()
-    if not text:
-        raise SweepSpecError(f"{what}: no values (expected a list a,b,c or a range "
-                             "start:stop:step)")
-    if ":" in text:
-        parts = text.split(":")
-        if len(parts) != 3:
-            raise SweepSpecError(f"{what}: range {text!r}: expected start:stop:step")
-        a, b, step = (_number(x, what) for x in parts)
-        if step == 0 or (b - a) / step < 0:
-            raise SweepSpecError(f"{what}: range {text!r} is empty (step {step:g} does not lead "
-                                 f"from {a:g} to {b:g})")
-        n = int(math.floor((b - a) / step + 1e-9)) + 1
-        if n > 100000:
-            raise SweepSpecError(f"{what}: range {text!r} has {n} values (at most 100000)")
-        return [round(a + k * step, 12) for k in range(n)]
-    return [_number(x, what) for x in text.split(",")]
-
-
-def parse_set(items) -> dict:
-    """``['mass.total=250:300:10', 'Cx=0.8,0.9', 'track=a,b']`` ->
-    ``{'mass.total': [250.0, ..., 300.0], 'aero.Cx': [0.8, 0.9], 'track': ['a', 'b']}``.
-
-    Raises
-    ------
-    SweepSpecError
-        A value without ``=``, an unknown parameter, an empty range, a value that is not a
-        number, a parameter given twice.
-    """
-    axes = {}
-    for item in items or ():
-        if "=" not in item:
-            raise SweepSpecError(f"--set {item!r}: expected NAME=VALUES, e.g. mass.total=250:300:10 "
-                                 "or Cx=0.8,0.9")
-        name, text = item.split("=", 1)
-        name = name.strip()
-        if name in AXES:
-            values = [v.strip() for v in text.split(",") if v.strip()]
-            if not values:
-                raise SweepSpecError(f"--set {item!r}: no {name} given")
-            key = name
-        else:
-            key, _ = resolve_parameter(name)
-            values = _values(text, f"--set {name}")
-        if key in axes:
-            raise SweepSpecError(f"--set: {key} is given twice")
-        if len(set(values)) != len(values):
-            raise SweepSpecError(f"--set {item!r}: a value is repeated")
-        axes[key] = values
-    return axes
-
-
-def read_cases_csv(path) -> list:
-    """The cases of a CSV file: one dict per row ``{column: value}``, columns resolved to
-    parameter names (``track``, ``vehicle`` kept as text, empty cells left out).
-
-    Raises
-    ------
-    SweepSpecError
-        Missing file, no rows, an unknown column, a cell that is not a number.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise SweepSpecError(f"cases file {str(path)!r} not found")
-    with open(path, newline="", encoding="utf-8") as fh:
-        rows = list(csv.reader(fh))
-    rows = [r for r in rows if any(c.strip() for c in r)]
-    if len(rows) < 2:
-        raise SweepSpecError(f"cases file {path}: expected a header row and at least one case")
-    header = [h.strip() for h in rows[0]]
-    keys = []
-    for h in header:
-        if h in AXES:
-            keys.append(h)
-            continue
-        try:
-            keys.append(resolve_parameter(h)[0])
-        except SweepSpecError as exc:
-            raise SweepSpecError(f"cases file {path}, column {h!r}: {exc}") from None
-    if len(set(keys)) != len(keys):
-        raise SweepSpecError(f"cases file {path}: a parameter has two columns ({', '.join(header)})")
-    cases = []
-    for line, r in enumerate(rows[1:], start=2):
-        case = {}
-        for key, h, cell in zip(keys, header, r + [""] * (len(keys) - len(r))):
-            cell = cell.strip()
-            if not cell:
-                continue
-            case[key] = cell if key in AXES else _number(cell, f"cases file {path}, line {line}, "
-                                                               f"column {h}")
-        cases.append(case)
-    return cases
-
-
-def _jsonable(value):
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, tuple):
-        return list(value)
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    return value
-
-
-def _where(x) -> str:
-    """A track or vehicle as the workers get it: a file as its absolute path, a name as is."""
-    s = str(x)
-    p = Path(s).expanduser()
-    if p.suffix.lower() in (".csv", ".json", ".toml") and p.exists():
-        return str(p.resolve())
-    return s
-
-
-def case_id(case: dict, job: dict) -> str:
-    """The case's id: a hash of its track, vehicle, parameter values and job options (the same
-    case of the same job has the same id in every sweep)."""
-    text = json.dumps({"track": case["track"], "vehicle": case["vehicle"],
-                       "params": case["params"], "job": job}, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
-def sweep_cases(axes: Optional[dict] = None, cases: Optional[list] = None, *,
-                track="nordschleife", vehicle="fsae", job: Optional[dict] = None) -> list:
-    """The cases of a sweep, in order: the grid of ``axes`` (the last axis varies fastest),
-    or each of ``cases`` (dicts from :func:`read_cases_csv`), every one with the base
-    ``track`` and ``vehicle`` unless it sets them. Each case: ``{'index', 'id', 'track',
-    'vehicle', 'params': {file name: value}}``."""
-    job = job or {}
-    if axes and cases:
-        raise SweepSpecError("give either a grid (--set) or a file of cases (--cases), not both")
-    if cases is None:
-        axes = dict(axes or {})
-        names = list(axes)
-        combos = itertools.product(*(axes[n] for n in names)) if names else [()]
-        cases = [dict(zip(names, combo)) for combo in combos]
-    out = []
-    for k, c in enumerate(cases):
-        case = {"index": k, "track": _where(c.get("track", track)),
-                "vehicle": _where(c.get("vehicle", vehicle)),
-                "params": {n: float(v) for n, v in c.items() if n not in AXES}}
-        case["id"] = case_id(case, job)
-        out.append(case)
-    ids = [c["id"] for c in out]
-    if len(set(ids)) != len(ids):
-        dup = sorted({i for i in ids if ids.count(i) > 1})
-        raise SweepSpecError(f"two cases are the same (ids {', '.join(dup)}): each case once")
-    return out
-
-
-def _base_vehicles(cases: list) -> dict:
-    from .vehicle.car import load_vehicle
-    from .vehicle.schema import VehicleParameters
-    out = {}
-    for c in cases:
-        v = c["vehicle"]
-        if v not in out:
-            try:
-                out[v] = v if isinstance(v, VehicleParameters) else load_vehicle(v)
-            except (ValueError, OSError) as exc:
-                raise SweepSpecError(f"vehicle {v!r}: {exc}") from None
-    return out
-
-
-def _case_vehicle(base, params: dict):
-    """``base`` (VehicleParameters) with a case's parameter values (``section.key`` names);
-    raises the schema's ValueError for values it refuses."""
-    return base.replace(**{resolve_parameter(n)[1]: v for n, v in params.items()}) if params else base
-
-
-def _schema_message(exc) -> str:
-    from pydantic import ValidationError
-    from .vehicle.schema import _format
-    if isinstance(exc, ValidationError):
-        return "; ".join(_format(e, {}) for e in exc.errors())
-    return str(exc)
-
-
-def check_cases(cases: list, job: dict) -> None:
-    """Refuse, before anything runs, a sweep that cannot run: the job's options, every track
-    and vehicle, and every swept value set alone on each base vehicle (the vehicle schema's
-    ranges and the cross-field rules with the base values). A combination of values that is
-    refused only together (e.g. unsprung mass above the total mass, both swept) is a case
-    that fails with status ``invalid``, not a refusal.
-
-    Raises
-    ------
-    SweepSpecError
-        Every problem found, one line each.
-    """
-    from .api import job_options
-    from .ocp.options import check_ocp_options
-    from .track.loading import available_tracks
-    if not cases:
-        raise SweepSpecError("the sweep has no cases")
-    try:
-        cfg = job_options({k: v for k, v in job.items()})
-        check_ocp_options(cfg.ocp_options)
-    except ValueError as exc:
-        raise SweepSpecError(str(exc)) from None
-    problems = []
-    for t in sorted({c["track"] for c in cases}):
-        if not (t in available_tracks() or Path(t).is_file()):
-            problems.append(f"track {t!r}: neither a bundled track ({', '.join(available_tracks())}) "
-                            "nor a file")
-    try:
-        bases = _base_vehicles(cases)
-    except SweepSpecError as exc:
-        problems.append(str(exc))
-        bases = {}
-    seen = set()
-    for c in cases:
-        base = bases.get(c["vehicle"])
-        if base is None:
-            continue
-        for name, value in c["params"].items():
-            key = (str(c["vehicle"]), name, value)
-            if key in seen:
-                continue
-            seen.add(key)
-            try:
-                _case_vehicle(base, {name: value})
-            except ValueError as exc:
-                problems.append(f"{name} = {value:g}: refused by the vehicle schema "
-                                f"({_schema_message(exc)})")
-    if problems:
-        raise SweepSpecError(problems[0] if len(problems) == 1 else
-                             f"{len(problems)} problems:\n" + "\n".join(f"  - {p}" for p in problems))
-
-
-# ---------------------------------------------------------------------------------------
-# one case (runs in a worker process)
-# ---------------------------------------------------------------------------------------
-def _write_row(folder: Path, row: dict) -> Path:
-    """``rows/<id>.parquet``, atomically (temporary name, then rename)."""
-    rows = Path(folder) / "rows"
-    rows.mkdir(parents=True, exist_ok=True)
-    final = rows / f"{row['case_id']}.parquet"
-    tmp = rows / f".{row['case_id']}.{os.getpid()}.tmp"
-    pd.DataFrame([row]).to_parquet(tmp, index=False)
-    os.replace(tmp, final)
-    return final
-
-
-def _row(case: dict, status: str, reason: str = "") -> dict:
-    row = {"case": case["index"], "case_id": case["id"], "track": str(case["track"]),
-           "vehicle": str(case["vehicle"]), **case["params"], "status": status,
-           "reason": reason, "lap_time_s": float("nan"),
-           "warm_start_from": case.get("warm_start_from", -1)}
-    return row
-
-
-def run_case(case: dict, job: dict, folder: str, crash_once: bool = False,
-             eval_threads: Optional[int] = None, warm_from: Optional[dict] = None) -> dict:
-    """Solve one case and write its results folder and its row; returns the row. Every
-    failure of the case (schema, solver, track, anything raised) is a row with its reason.
-
-    ``eval_threads``: threads of the compiled per-point functions (``lap_ipopt``'s solver
-    option of that name, unless the job sets it): the cores of this machine shared among the
-    sweep's worker processes on it (two workers on two cores: one each; two threads each
-    made every case 20 % slower). It does not change the results, nor the case's id.
-
-    ``warm_from``: the solved case (its ``index`` and ``id``) to start from (the job option
-    ``warm_start_from``, its results folder in this sweep); None: the usual initial guess.
-
-    ``crash_once`` (a test hook): the first attempt of the case ends the worker process
-    (``os._exit``) before solving, as a killed worker would."""
-    job = _case_job(case, job)
-    if warm_from is not None:
-        job = {**job, "warm_start_from": str(Path(folder) / "cases" / warm_from["id"])}
-        case = {**case, "warm_start_from": warm_from["index"]}
-    from .solvers.solve import DEFAULT_SOLVER
-    if eval_threads and job.get("solver", DEFAULT_SOLVER) == DEFAULT_SOLVER:
-        opts = dict(job.get("solver_options") or {})
-        if "eval_threads" not in opts:
-            job = {**job, "solver_options": {**opts, "eval_threads": int(eval_threads)}}
-    with _ONE_CASE_AT_A_TIME:
-        return _run_case(case, job, folder, crash_once)
-
-
-def _shared_meshes(cases: list, job: dict) -> dict:
-    """The adaptive mesh of each (track, base vehicle) of the cases, placed for the base car
-    (:func:`pyomo_lap.api.job_mesh`): every case of a sweep on that track is solved on it, so
-    that the lap-time differences between cases are the parameters', not the mesh's (and the
-    workers keep their model from case to case). ``{"track|vehicle": boundaries}``; empty when
-    the job's mesh is not adaptive."""
-    from .api import job_mesh
-    out = {}
-    for c in cases:
-        key = f"{c['track']}|{c['vehicle']}"
-        if key in out:
-            continue
-        try:
-            mesh = job_mesh({**job, "track": c["track"], "vehicle": c["vehicle"]})
-        except Exception:   # noqa: BLE001 - the case reports its own error
-            mesh = None
-        if mesh is not None:
-            out[key] = mesh
-    return out
-
-
-def _case_job(case: dict, job: dict) -> dict:
-    """The job of one case: the shared mesh of its track and base car (``job["_meshes"]``,
-    :func:`_shared_meshes`) as the OCP option ``element_boundaries``."""
-    meshes = job.get("_meshes")
-    job = {k: v for k, v in job.items() if k != "_meshes"}
-    mesh = (meshes or {}).get(f"{case['track']}|{case['vehicle']}")
-    if mesh is not None:
-        job["ocp_options"] = {**(job.get("ocp_options") or {}), "element_boundaries": mesh}
-    return job
-
-
-_ONE_CASE_AT_A_TIME = threading.Lock()
-"""A worker process with several threads runs one case at a time (a solve is not
-thread-safe, and uses the process's cores itself)."""
-
-_WORKER_MODEL: dict = {}
-"""The model of the worker's last case (``model_cache`` of :func:`pyomo_lap.api.solve_sector`):
-the next case of the same job and a car of the same structure puts its car into it instead of
-building a model (the model's car numbers are parameters; the rows, bounds, entry speed and
-scaling are those a new build gives, ``tests/test_set_vehicle.py``)."""
-
-
-def _run_case(case: dict, job: dict, folder: str, crash_once: bool) -> dict:
-    import socket
-    folder = Path(folder)
-    if crash_once:
-        marker = folder / "rows" / f".{case['id']}.crashed"
-        if not marker.exists():
-            marker.parent.mkdir(parents=True, exist_ok=True)
-            marker.write_text(str(os.getpid()))
-            os._exit(17)
-    from .api import SolveFailedError, solve_sector
-    t0 = time.perf_counter()
-    row = None
-    summary = None
-    try:
-        base = _base_vehicles([case])[case["vehicle"]]
-        try:
-            p = _case_vehicle(base, case["params"])
-        except ValueError as exc:
-            row = _row(case, "invalid", _schema_message(exc))
-        if row is None:
-            vehicle = case["vehicle"] if not case["params"] else p
-            _, rep, _, summary = solve_sector(
-                {**job, "track": case["track"], "vehicle": vehicle,
-                 "out_dir": folder / "cases" / case["id"], "tee": False},
-                echo=lambda *_: None, progress=lambda *_: None, model_cache=_WORKER_MODEL)
-            row = _row(case, "solved")
-    except SolveFailedError as exc:
-        row = _row(case, "failed", str(exc))
-        rep = exc.report
-        if exc.partial_dir is not None:     # the last iterate, marked "partial": true
-            row["results"] = os.path.relpath(exc.partial_dir, folder)
-        if rep is not None:
-            row.update(termination_condition=str(rep.termination_condition),
-                       iterations=rep.iterations)
-    except Exception as exc:  # noqa: BLE001 - a case's failure is a row, never the sweep's end
-        row = _row(case, "error", f"{type(exc).__name__}: {exc}")
-    if summary is not None:
-        row.update(lap_time_s=summary["lap_time_s"],
-                   termination_condition=str(summary["termination_condition"]),
-                   iterations=summary["iterations"], solve_time_s=summary["solve_time_s"],
-                   warm_start_failed=bool(summary.get("warm_start_failed")),
-                   model_reused=bool(summary.get("model_reused")),
-                   build_time_s=summary["build_time_s"],
-                   n_variables=summary["n_variables"], n_constraints=summary["n_constraints"])
-        for s in summary.get("sectors", []):
-            row[f"sector_{s['sector']}_s"] = s["time_s"]
-        row["results"] = f"cases/{case['id']}"
-    row["wall_time_s"] = time.perf_counter() - t0
-    row["worker"] = f"{socket.gethostname()}:{os.getpid()}"
-    _write_row(folder, row)
-    return row
+__all__ = ["sweep", "read_rows", "compile_ahead"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -525,7 +39,7 @@ def read_rows(folder) -> pd.DataFrame:
 def _job(job: dict) -> dict:
     """The job's options as the cases get them (checked, JSON-ready, without what a sweep
     sets per case)."""
-    from .api import job_options
+    from ..api import job_options
     try:
         cfg = job_options({k: v for k, v in job.items() if k not in ("track", "vehicle")})
     except ValueError as exc:
@@ -632,8 +146,8 @@ def _client(scheduler, workers):
     config = {**LOCAL_CLUSTER_CONFIG,
               "distributed.worker.multiprocessing-method": "fork" if fork else "spawn"}
     if config["distributed.worker.multiprocessing-method"] == "fork":
-        from . import api  # noqa: F401 - imported once, here, for every worker
-        from .solvers.lap import solver as _lap_solver  # noqa: F401
+        from .. import api  # noqa: F401 - imported once, here, for every worker
+        from ..solvers.lap import solver as _lap_solver  # noqa: F401
     with dask.config.set(config):
         cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
                                processes=True, dashboard_address=None, silence_logs=logging.ERROR)
@@ -693,7 +207,7 @@ def sweep(set_values=None, cases_file=None, *, out="sweep", resume: bool = False
     SweepSpecError (a ValueError)
         A bad specification, before anything runs.
     """
-    from .vehicle.schema import VehicleParameters
+    from ..vehicle.schema import VehicleParameters
     track = job.pop("track", "nordschleife")
     vehicle = job.pop("vehicle", "fsae")
     if isinstance(vehicle, VehicleParameters):
@@ -766,10 +280,10 @@ def compile_ahead(cases: list, job: dict) -> dict:
         when nothing is to be compiled (another solver, ``compile=vm``, a model without
         recorded rows, no C compiler).
     """
-    from .api import job_model, job_options, prefetch_options
-    from .ocp.build import OCP_CONFIG, vehicle_model
-    from .solvers.lap.compiled import point_functions
-    from .util.casadi_compile import find_compiler
+    from ..api import job_model, job_options, prefetch_options
+    from ..ocp.build import OCP_CONFIG, vehicle_model
+    from ..solvers.lap.compiled import point_functions
+    from ..util.casadi_compile import find_compiler
     t0 = time.perf_counter()
     none = {"structures": 0, "cars": 0, "time_s": 0.0}
     cfg = job_options({k: v for k, v in job.items() if k != "_meshes"})
@@ -1005,7 +519,7 @@ def _table(out: Path, cases: list) -> pd.DataFrame:
 
 def _is_parameter(column: str) -> bool:
     """Whether a column of the rows is a vehicle parameter (``section.key``)."""
-    from .vehicle.schema import SECTIONS
+    from ..vehicle.schema import SECTIONS
     return "." in column and column.split(".")[0] in SECTIONS
 
 
@@ -1016,13 +530,13 @@ def _write_outputs(out: Path, table: pd.DataFrame, axes: dict, echo, plots: bool
     table.to_parquet(tmp, index=False)
     os.replace(tmp, out / "sweep.parquet")
     tmp = out / ".sweep.xlsx.tmp"
-    from .post.results import _XLSX_OPTIONS      # every string as text, never a formula
+    from ..post.results import _XLSX_OPTIONS      # every string as text, never a formula
     with pd.ExcelWriter(tmp, engine="xlsxwriter", engine_kwargs={"options": dict(_XLSX_OPTIONS)}) as xw:
         table.to_excel(xw, sheet_name="cases", index=False)
     os.replace(tmp, out / "sweep.xlsx")
     files = ["sweep.parquet", "sweep.xlsx"]
     if plots:
-        from .post.plots import sweep_plots
+        from ..post.plots import sweep_plots
         files += [Path(f).name for f in sweep_plots(table, out)]
     counts = table["status"].value_counts().to_dict()
     echo(f"{len(table)} cases: " + ", ".join(f"{counts[s]} {s}" for s in STATUSES if s in counts)

@@ -1,0 +1,361 @@
+"""The commands that run a job or check its inputs or results: ``pyomo-lap solve``, ``sweep``,
+``check``, ``validate``, ``export``.
+"""
+from __future__ import annotations
+
+import math
+import signal
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import click
+
+from .base import (_checked, _complete_results, _Echo, _fail, _full_lap_job, _input_files_exist,
+                   job_options, main, _on_sigterm, SELF_CHECK_FAILED, _shown, _SIGNAL,
+                   _SOLVE_RESULT_LINES, _solver_options_checked, _state, _SWEEP_RESULT_LINES,
+                   _unexpected, _verbosity)
+
+
+@main.command()
+@job_options("track", "vehicle", "start", "length", "periodic", "nfe", "ncp", "scheme",
+             "initial_speed", "model", "initial_guess", "solver", "solver_options", "ocp_options",
+             "n_sectors", "out_dir", "every")
+@click.option("--max-iter", type=int, default=None,
+              help="solver iteration limit, short for --solver-option max_iter=N (default: "
+                   "3000 for lap_ipopt, ipopt and ipopt_v2: pyomo_lap.solvers.lap.solver."
+                   "LAP_IPOPT_OPTIONS, and for the ASL path pyomo_lap.solvers.solve."
+                   "DEFAULT_IPOPT_OPTIONS; another solver: its own)")
+@job_options("repair_track", "track_width", "lat_lon_order", "flat", "refine_mesh",
+             "mesh_continuation", "penalty_cost", "sensitivities",
+             "warm_start_from", "free",
+             "keep_sum", "limits")
+@click.option("--progress/--no-progress", "show_progress", default=None,
+              help="one line on standard error, updated about once a second while IPOPT works "
+                   "(lap_ipopt): iteration, objective, primal and dual infeasibility, time "
+                   "[default: on when standard error is a terminal, without -q or -v]")
+def solve(max_iter, solver_options, ocp_options, show_progress, **job):
+    """Solve the minimum-time problem on a sector (or, with --full-lap, the closed lap) and
+    write trajectory.csv, trajectory.parquet, results.xlsx, summary.json and solution.npz to OUT.
+
+    Prints one line per stage and the result; -v adds what was done to the track data (each
+    step) and the solver's iterations, -q prints the result only.
+
+    Every solved result checks itself (the collocation defects, the speed against the
+    acceleration, the energy balance, the power limit; the fast checks of `pyomo-lap
+    validate`): the result line ends with "self-check PASS", "self-check WARN: ..." or
+    "self-check FAIL: ..." (the checks, their values and where), and summary.json holds them
+    (self_check).
+
+    Exit codes: 0 solved (self-check pass or warn); 1 the solver failed (partial results in
+    OUT.failed, OUT untouched) or the results could not be written to OUT (saved elsewhere,
+    named); 2 bad input or missing solver (nothing built); 3 unexpected error; 4 solved, but
+    the result failed its self-check (written to OUT all the same, to be looked at, not
+    used); 130 / 143 interrupted by SIGINT (Ctrl-C) / SIGTERM (OUT untouched; with lap_ipopt
+    the last iterate is kept in OUT.interrupted, for --warm-start OUT.interrupted).
+    """
+    try:
+        from ..api import ResultsNotWrittenError, SolveFailedError, solve_sector  # heavy imports
+        from ..util.progress import click_progress
+        from ..solvers.solve import SolveInterrupted, SolverNotFoundError, parse_solver_options
+    except KeyboardInterrupt:
+        _fail("interrupted while starting; nothing was done", code=130)
+
+    ctx = click.get_current_context()
+    full_lap = job["periodic"]
+    _input_files_exist(track=job["track"], vehicle=job["vehicle"])
+    cfg = _checked(_full_lap_job(ctx, job))
+    if cfg.nfe is not None and not full_lap and cfg.length is not None and cfg.length / cfg.nfe < 0.1:
+        _fail(f"--nfe {cfg.nfe} on a {cfg.length:g} m sector gives elements of "
+              f"{cfg.length / cfg.nfe:.3g} m: expected elements of at least 0.1 m (fewer "
+              "elements or a longer sector)")
+    if max_iter is not None and not 1 <= max_iter <= 10 ** 7:
+        _fail(f"--max-iter {_shown(max_iter)}: expected an integer between 1 and 10000000")
+    try:
+        options = parse_solver_options(solver_options)
+    except ValueError as exc:
+        _fail(f"--solver-option: {exc}")
+    if max_iter is not None:
+        options["max_iter"] = max_iter
+    options = _solver_options_checked(cfg.solver, options)
+    from ..ocp.options import check_ocp_options, parse_ocp_options
+    try:
+        cfg.ocp_options = check_ocp_options(parse_ocp_options(ocp_options))
+    except ValueError as exc:
+        _fail(f"--ocp-option: {exc}")
+    cfg.solver_options = options or None
+    level = _verbosity()
+    cfg.tee = level > 0
+    out_dir, solver, length = cfg.out_dir, cfg.solver, ctx.params["length"]
+    before = _state(Path(out_dir)) if out_dir is not None else None
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    t0 = time.perf_counter()
+    res = None
+    try:
+        res = solve_sector(cfg.value(), echo=_Echo(level, keep=_SOLVE_RESULT_LINES),
+                           progress=click_progress() if level >= 0 else (lambda *a, **k: None),
+                           on_iteration=_iteration_progress(show_progress, level))
+    except SolveInterrupted as exc:
+        _interrupted(exc, solver, out_dir)
+    except KeyboardInterrupt:
+        done = ("nothing was written" if out_dir is None else
+                "nothing was written and {out}/ was left untouched" if _state(Path(out_dir)) == before
+                else "the complete results had already been written to {out}/")
+        _fail(f"interrupted by {_SIGNAL['name']} after {time.perf_counter() - t0:.1f} s; "
+              + done.format(out=out_dir), code=_SIGNAL["code"])
+    except (SolveFailedError, ResultsNotWrittenError) as exc:
+        _fail(str(exc), code=1)
+    except (ValueError, OSError, SolverNotFoundError) as exc:
+        msg = str(exc)
+        if (any(getattr(f, "kind", "") == "longer_than_lap" for f in getattr(exc, "findings", []))
+                and ctx.get_parameter_source("length") is click.core.ParameterSource.DEFAULT):
+            msg += f" (--length was not given: its default is {length:g} m)"
+        _fail(msg)
+    except Exception as exc:  # noqa: BLE001 - reported in one line, never a traceback
+        _unexpected(exc)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    sc = getattr(res, "self_check", None)
+    if sc is not None and sc["verdict"] == "fail":
+        where = "" if out_dir is None else f" (written to {out_dir}/ to be looked at)"
+        _fail(f"the result failed its self-check{where}: "
+              + ", ".join(f"{n}: {c['detail']}" for n, c in sc["checks"].items()
+                          if c["verdict"] == "fail")
+              + ". Hint: a finer mesh (--nfe, --ocp-option element_length=...) or "
+              "`pyomo-lap validate` for the replay", code=SELF_CHECK_FAILED)
+
+
+def _iteration_progress(show, level: int):
+    """``solve``'s progress line while IPOPT works
+    (:class:`pyomo_lap.util.progress.IterationProgress` on standard error), or None: ``show``
+    True/False (``--progress``/``--no-progress``) decides; by default it is on when standard
+    error is a terminal and neither -q nor -v was given (-v streams IPOPT's own table)."""
+    from ..util.progress import IterationProgress
+    if show is None:
+        show = level == 0 and sys.stderr.isatty()
+    return IterationProgress(interval_s=1.0) if show else None
+
+
+def _interrupted(exc, solver: str, out_dir) -> None:
+    """``solve`` stopped by Ctrl-C or SIGTERM during the solve: one line saying so, where the
+    last iterate was kept (``OUT.interrupted``) and the command that continues from it; exit
+    130 or 143."""
+    import shlex
+    r = exc.report
+    its = f", {r.iterations} iterations" if r.iterations is not None else ""
+    kept = getattr(exc, "interrupted_dir", None)
+    head = (f"interrupted by {_SIGNAL['name']} while {solver} was solving ({r.solve_time_s:.1f} s"
+            f"{its}; termination condition {r.termination_condition}); the solver was stopped")
+    if kept is None:
+        _fail(head + ", nothing was written"
+              + ("" if out_dir is None else f" and {out_dir}/ was left untouched") + ". Hint: run "
+              "again; a shorter sector or a coarser mesh (--nfe) solves faster", code=_SIGNAL["code"])
+    args, skip = [], False
+    for a in sys.argv[1:]:      # the same command, its warm start replaced by the kept iterate
+        if skip or a.startswith("--warm-start"):
+            skip = a in ("--warm-start", "--warm-start-from")
+            continue
+        args.append(a)
+    _fail(head + f", {out_dir}/ was left untouched and the last iterate was kept in {kept}/. "
+          "To continue from it: " + shlex.join(["pyomo-lap", *args, "--warm-start",
+                                                 str(kept)]), code=_SIGNAL["code"])
+
+
+@main.command()
+@click.option("--set", "set_values", multiple=True, metavar="NAME=VALUES",
+              help="a grid axis (repeatable): a vehicle parameter as the vehicle file names it "
+                   "(mass.total, aero.Cx; the key alone where unique: total, Cx) with a range "
+                   "START:STOP:STEP (STOP included) or a list A,B,C; also track=A,B and "
+                   "vehicle=A,B. The cases are every combination")
+@click.option("--cases", "cases_file", default=None, type=click.Path(dir_okay=False),
+              help="a CSV of cases instead of a grid: one row per case, one column per "
+                   "parameter (and optional track, vehicle columns)")
+@click.option("--out", "out", default="sweep", show_default=True, type=click.Path(file_okay=False),
+              help="the sweep folder (sweep.json, rows/, cases/<id>/, sweep.parquet, sweep.xlsx, plots)")
+@click.option("--resume", is_flag=True, help="finish an interrupted sweep in --out: run only "
+              "the cases without a row (and those lost with a worker)")
+@click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
+              help="a running Dask scheduler (default: a local cluster, one worker per core)")
+@click.option("--workers", default=None, type=click.IntRange(1, 1024),
+              help="worker processes of the local cluster  [default: one per core]")
+@click.option("--warm-start/--no-warm-start", "warm_start", default=True, show_default=True,
+              help="start each case from the solution of the nearest solved case of the same "
+                   "track and vehicle file (the first cases, one per worker, from the usual "
+                   "initial guess; a warm start that fails is solved again from it)")
+@job_options("track", "vehicle", "start", "length", "periodic", "nfe", "ncp", "scheme",
+             "initial_speed", "model", "initial_guess", "solver", "solver_options", "ocp_options",
+             "n_sectors", "repair_track", "track_width", "lat_lon_order", "flat")
+def sweep(set_values, cases_file, out, resume, scheduler, workers, warm_start, solver_options,
+          ocp_options, **job):
+    """Solve many cases of one job on Dask: a grid of vehicle parameters (--set), a CSV of
+    cases (--cases), several tracks or vehicles; one solve per case. Every finished case is
+    written at once (a row in OUT/rows/, its results in OUT/cases/<id>/); a case that fails is
+    a row with its reason. At the end: OUT/sweep.parquet, OUT/sweep.xlsx and the plots (lap
+    time against each swept parameter, a heat map for two).
+
+    Exit codes: 0 every case solved; 1 some cases failed (rows with their reasons); 2 a bad
+    specification (nothing ran); 130 interrupted (finished cases are kept: --resume).
+    """
+    from ..ocp.options import check_ocp_options, parse_ocp_options
+    from ..solvers.solve import parse_solver_options
+    from ..sweeps import SweepSpecError, sweep as run_sweep
+    ctx = click.get_current_context()
+    _input_files_exist(track=job["track"], vehicle=job["vehicle"])
+    cfg = _checked(_full_lap_job(ctx, job))
+    try:
+        options = parse_solver_options(solver_options)
+    except ValueError as exc:
+        _fail(f"--solver-option: {exc}")
+    options = _solver_options_checked(cfg.solver, options)
+    try:
+        ocp = check_ocp_options(parse_ocp_options(ocp_options))
+    except ValueError as exc:
+        _fail(f"--ocp-option: {exc}")
+    if not set_values and not cases_file:
+        _fail("nothing to sweep: give --set NAME=VALUES (repeatable) or --cases FILE")
+    values = {k: cfg[k] for k in job}
+    values.update(solver_options=options or None, ocp_options=ocp or None)
+    try:
+        table = run_sweep(list(set_values), cases_file, out=out, resume=resume,
+                          scheduler=scheduler, workers=workers, warm_start=warm_start,
+                          echo=_Echo(_verbosity(), keep=_SWEEP_RESULT_LINES), **values)
+    except SweepSpecError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        _fail(f"interrupted; the finished cases are in {out}/rows/: run again with --resume "
+              "to finish the sweep", code=130)
+    except (ValueError, OSError) as exc:
+        _fail(str(exc))
+    if len(table) and (table["status"] != "solved").any():
+        sys.exit(1)
+
+
+@main.command()
+@job_options("track", "vehicle", "repair_track", "track_width", "lat_lon_order", "flat")
+def check(track, vehicle, repair_track, track_width, lat_lon_order, flat):
+    """Check a track and a vehicle file (and that the car fits the track) without solving.
+    Lists what was done to the track's data (a table: elevations missing, outliers dropped,
+    gaps filled, smoothing, merged points) and every value assumed because the data lack it
+    (widths, banking). Exit code 0 when both can be used, 2 otherwise; every problem is
+    listed."""
+    _input_files_exist(track=track, vehicle=vehicle)
+    track_width = _checked({"track_width": track_width}).track_width
+    try:
+        from ..track import checks as track_checks
+        from ..track.loading import load_track
+        from ..track.report import assumption_lines, format_steps_table
+        from ..vehicle.car import load_vehicle
+        problems = []
+        tr = p = None
+        try:
+            with warnings.catch_warnings():   # the repairs are listed below
+                warnings.simplefilter("ignore", track_checks.TrackRepairWarning)
+                tr = load_track(track, repair=repair_track, track_width=track_width, flat=flat,
+                                lat_lon_order=lat_lon_order)
+            for r in tr.build_repairs:
+                click.echo(f"track repaired when its bundled file was built: {r}")
+            for f in tr.findings:
+                click.echo(f"track repaired: {f}")
+            click.echo(f"track {tr.name}: {tr.length:.1f} m, {'closed' if tr.closed else 'open'}: ok")
+            from ..track.gps import lat_lon_order_warnings
+            for line in lat_lon_order_warnings(tr.processing_steps):
+                click.echo(line)
+            if tr.processing_steps and _verbosity() >= 0:
+                click.echo("what was done to the track data (where: arc length s on the "
+                           "loaded track):")
+                click.echo(format_steps_table(tr.processing_steps))
+            for line in assumption_lines(tr.assumptions) if _verbosity() >= 0 else ():
+                click.echo(f"track: {line}")
+        except (ValueError, OSError) as exc:
+            problems.append(str(exc))
+        try:
+            p = load_vehicle(vehicle)
+            click.echo(f"vehicle {p.name}: {p.m:g} kg, {p.P_max / 1e3:g} kW: ok")
+        except (ValueError, OSError) as exc:
+            problems.append(str(exc))
+        if tr is not None and p is not None:
+            try:
+                track_checks.check_vehicle_fits(tr, p)
+                assumed = any(a["quantity"].startswith("width") for a in tr.assumptions)
+                click.echo(f"the car ({p.width:.2f} m) fits the track everywhere"
+                           + ((" (with the assumed widths above)" if _verbosity() >= 0 else
+                               " (with assumed widths)") if assumed else ""))
+            except ValueError as exc:
+                problems.append(str(exc))
+    except KeyboardInterrupt:
+        _fail("interrupted", code=130)
+    except Exception as exc:  # noqa: BLE001
+        _unexpected(exc)
+    if problems:
+        _fail("\n".join(problems))
+
+
+@main.command()
+@click.argument("results_dir", required=False, default=None, type=click.Path(file_okay=False))
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="results folder of `pyomo-lap solve` (the same as RESULTS_DIR)  [default: results]")
+@click.option("--no-feedback", is_flag=True,
+              help="skip the replay with steering feedback (and its checks)")
+@click.option("--shooting", is_flag=True,
+              help="also the local error of each element by shooting (reported, not judged)")
+@click.option("--open-loop", is_flag=True,
+              help="also replay open loop (reported, not judged: it departs on any real result)")
+@click.option("--plots", "plots_dir", default=None, type=click.Path(file_okay=False),
+              help="folder for validation_defects.png and validation_replay.png  "
+                   "[default: RESULTS_DIR]")
+@click.option("--no-plots", is_flag=True, help="write no figures")
+@click.option("--strict", is_flag=True, help="exit with code 1 on a warning too")
+def validate(results_dir, out_dir, no_feedback, shooting, open_loop, plots_dir, no_plots, strict):
+    """Check a solved sector and give a verdict: replay the optimal controls with
+    path-following steering, measure the collocation defects and the channels' zig-zags and
+    speed consistency; one line per check (PASS|WARN|FAIL, value, thresholds), then the verdict.
+    Writes validation.json, defects.csv and two figures to RESULTS_DIR.
+
+    Exit code: 0 pass or warn (1 on warn with --strict), 1 fail, 2 bad arguments (not a results
+    folder, a result of another model)."""
+    from ..post.validate import validate_results
+    if results_dir is not None and out_dir is not None and Path(results_dir) != Path(out_dir):
+        _fail(f"two results folders given: {results_dir} and --out {out_dir}; give one")
+    folder = results_dir or out_dir or "results"
+    _complete_results(folder)          # a missing folder too (one that a run is replacing)
+    try:
+        res = validate_results(folder, feedback=not no_feedback, shooting=shooting,
+                               open_loop=open_loop, plots=not no_plots, plots_dir=plots_dir,
+                               echo=_Echo(_verbosity(), keep=("verdict:", "WARN", "FAIL")))
+    except (ValueError, OSError) as exc:
+        _fail(str(exc))
+    except Exception as exc:               # noqa: BLE001 - one line, not a traceback
+        _unexpected(exc)
+    verdict = res["verdict"]
+    if verdict == "fail" or (verdict == "warn" and strict):
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("run", type=click.Path(file_okay=False), metavar="RUN")
+@click.option("--every", required=True, type=float, metavar="STEP",
+              help="the step [m]: rows at 0, STEP, 2 STEP, ... and the sector's end, read from "
+                   "the collocation polynomials")
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="output folder  [default: RUN/export_every_STEPm]")
+def export(run, every, out_dir):
+    """Write the results of RUN again with the channels every STEP metres of the sector: the
+    files `pyomo-lap solve --every STEP` would have written (trajectory.csv, .parquet and the
+    workbook on the step; trajectory_mesh.csv and .parquet the mesh rows; summary.json,
+    solution.npz), into RUN/export_every_STEPm/ or --out DIR.
+
+    Exit codes: 0 written; 2 not a complete results folder, a bad step, a folder that
+    cannot be replaced."""
+    from ..post.fixed_step import export_fixed_step
+    _complete_results(run)
+    if not (math.isfinite(every) and every > 0):
+        _fail(f"--every {_shown(every)}: expected a finite step > 0 m")
+    try:
+        where = export_fixed_step(run, every, out=out_dir, echo=_Echo(_verbosity()).detail)
+    except (ValueError, OSError) as exc:
+        _fail(str(exc))
+    except Exception as exc:               # noqa: BLE001 - one line, not a traceback
+        _unexpected(exc)
+    if _verbosity() >= 0:
+        click.echo(f"channels every {every:g} m written to {where}/")
