@@ -447,7 +447,7 @@ def initialize_from_collocation(new, old, car: Optional[CarFunctions] = None) ->
             raise ValueError("initialize_from_collocation needs full models with LAGRANGE-RADAU")
     if abs(new.problem.sector_length - old.problem.sector_length) > 1e-9 or new.problem.options.start != old.problem.options.start:
         raise ValueError("the two models do not cover the same sector")
-    car = car or CarFunctions(record_of(old), old.problem.vehicle, old.problem.vehicle_model)
+    car = car or CarFunctions(record_of(old), old.vehicle.built_for, old.problem.vehicle_model)
     so = np.array(sorted(old.s))
     fe = np.array(sorted(old.s.get_finite_elements()))
     sn = np.array(sorted(new.s))
