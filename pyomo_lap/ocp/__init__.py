@@ -3,7 +3,7 @@ and ``build_model`` (:mod:`.build`), the vehicle-model interface (:mod:`.vehicle
 its models (:mod:`.full_model`, :mod:`.single_track`, :mod:`.multibody`, :mod:`.racecar`, the
 worked example :mod:`.point_mass`), the pieces they share (:mod:`.common`), the rows of one
 point recorded once and replayed at every point (:mod:`.point_rows`), the placement of the
-finite elements (:mod:`.mesh`), the energy integrals and their limits (:mod:`.integrals`),
+finite elements (:mod:`.mesh`), the energy integrals and their limits (:mod:`.integrals`), the hybrid powertrain (:mod:`.hybrid`),
 initial guesses (:mod:`.initialize`), option checks and the
 option table (:mod:`.options`). Imports the vehicle, track, spatial and util layers.
 """

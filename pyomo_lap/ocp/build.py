@@ -45,6 +45,7 @@ from .multibody import MULTIBODY_MODEL
 from .single_track import SINGLE_TRACK_MODEL
 from .racecar import RACECAR_MODEL
 from .integrals import EnergyLimits, add_energy_integrals
+from .hybrid import add_hybrid
 from .vehicle_model import VehicleModel, update_problem
 
 __all__ = ["OCP_CONFIG", "build_model", "set_vehicle", "sync_vehicle", "free_parameters", "VehicleStructureError", "STATE_NAMES", "RATE_NAMES", "track_joints",
@@ -460,4 +461,5 @@ def _build_model(track, vehicle, config, progress, kwargs):
     m = vm.build(track, vehicle, cfg, t0=t0, progress=progress)
     update_problem(m, vehicle_model=vm)
     add_energy_integrals(m, cfg.limits)       # m.energy; rows only for the limits given
+    add_hybrid(m)       # m.hybrid for a car with [hybrid] (docs/energy.md); else nothing
     return m
