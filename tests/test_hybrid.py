@@ -113,6 +113,8 @@ def test_solved_sector_balance_limits_and_traction_row():
     res = solve_sector(vehicle=p, **kw)
     m, h = res.model, res.summary["hybrid"]
     assert h["balance_residual"] < 1e-6
+    # the self-check's power row and energy balance count the motor's power (post/energy.py)
+    assert res.summary["self_check"]["checks"]["power_limit"]["verdict"] == "pass"
     assert h == hybrid_summary(m)
     assert abs(h["delta_soc_J"]) < 1e-6 * lim                  # periodic
     dep = sum(w * m.hybrid.deploy_power[s].value / m.q1_dot[s].value
