@@ -80,6 +80,26 @@ def test_constant_deploy_and_harvest_closed_form(eta):
 
 # ---------------------------------------------------------------------------- the NLP
 @pytest.mark.component
+def test_given_start_and_end_values_replace_the_periodic_row():
+    """soc_start and soc_end given: two rows fixing the battery's energy at the sector's first
+    and last point (no periodic row); the state bounded by [0, capacity]; only soc_start: the
+    end is free (one row)."""
+    tr = straight()
+    m = build_model(tr, hybrid_car(soc_start=3e6, soc_end=1e6), length=100.0, nfe=4, ncp=3)
+    b, first, last = m.hybrid, min(m.s), max(m.s)
+    rows = {k: c for k, c in b.end_row.items()}
+    assert set(rows) == {0, 1}
+    for k, (s, value) in enumerate(((first, 3e6), (last, 1e6))):
+        b.soc[s].set_value(value)
+        assert abs(pyo.value(rows[k].body) - pyo.value(rows[k].upper)) < 1e-9
+        b.soc[s].set_value(value + 1.0)
+        assert abs(pyo.value(rows[k].body) - pyo.value(rows[k].upper)) == pytest.approx(1.0)
+    assert b.soc[first].bounds == (0.0, 4e6)
+    m1 = build_model(tr, hybrid_car(soc_start=3e6), length=100.0, nfe=4, ncp=3)
+    assert list(m1.hybrid.end_row) == [0]
+
+
+@pytest.mark.component
 def test_car_without_hybrid_builds_todays_nlp():
     """f1_2014 has no m.hybrid and every power_limit row active; f1_2014_hybrid on the same
     mesh has 3 more variables a point (P_d, P_h, E_b) and, per point, the power row replaced
