@@ -40,8 +40,8 @@ the element's end the row of :math:`A` is the quadrature's weights: the sum of t
 the sector is :math:`E_b(L) - E_b(0) = \eta_h \int P_h dt - \int P_d/\eta_d\,dt` with the
 integrals of the same quadrature, so the energy balance closes to the rows' tolerance.
 
-**The recorded traction row.** The fast solver (:mod:`pyomo_lap.solvers.lap_nlp`) takes from
-the compiled per-point functions only the *active* recorded rows (``_split_rows``); the
+**The recorded traction row.** The fast solver (``lap_ipopt``, its NLP's ``_split_rows``) takes
+from the compiled per-point functions only the *active* recorded rows; the
 deactivated ``power_limit[s]`` is left out and ``power_row[s]``, an ordinary Pyomo constraint
 (its body the recorded row's body minus :math:`P_d`), is translated from its expression.
 
@@ -64,6 +64,13 @@ __all__ = ["HYBRID_CHANNELS", "add_hybrid", "hybrid_settings", "hybrid_summary",
 HYBRID_CHANNELS = ("power_deploy", "power_harvest", "soc_energy")
 """The trajectory's columns of a hybrid car (:func:`hybrid_channels`): ``power_deploy`` [W],
 ``power_harvest`` [W], ``soc_energy`` (the battery's energy) [J]."""
+
+
+def _car(m):
+    """The car a model was built for: ``m.vehicle.built_for`` where the model has it, else
+    ``m.problem.vehicle``."""
+    car = getattr(m.component("vehicle"), "built_for", None)
+    return car if car is not None else m.problem.vehicle
 
 
 def hybrid_settings(p) -> Optional[dict]:
@@ -125,7 +132,7 @@ def add_hybrid(m, p=None):
         Built and discretized (:func:`pyomo_lap.ocp.build.build_model`), with ``m.f_xa``,
         ``m.f_xb``, ``m.v_3x``, ``m.q1_dot`` and ``m.power_limit[s]``.
     p : VehicleParameters, optional
-        The car (default ``m.problem.vehicle``).
+        The car (default: the model's, ``m.vehicle.built_for`` or ``m.problem.vehicle``).
 
     Returns
     -------
@@ -137,7 +144,7 @@ def add_hybrid(m, p=None):
     ValueError
         The model lacks those components (a hybrid car on a model without a power row).
     """
-    p = m.problem.vehicle if p is None else p
+    p = _car(m) if p is None else p
     h = hybrid_settings(p)
     if h is None:
         return m
@@ -210,7 +217,7 @@ def _scale(m, b, h) -> None:
         return
     Pd, Ph = h["deploy_power_max"], max(h["harvest_power_max"], 1.0)
     E = h["capacity"] or h["deploy_energy_per_lap"] or h["harvest_energy_per_lap"] or 1e6
-    P_max = float(getattr(m.problem.vehicle, "P_max", Pd))
+    P_max = float(getattr(_car(m), "P_max", Pd))
     for s in m.s:
         sf[b.deploy_power[s]] = 1.0 / Pd
         sf[b.harvest_power[s]] = 1.0 / Ph
@@ -232,7 +239,7 @@ def hybrid_summary(m) -> dict:
     b = m.component("hybrid")
     if b is None:
         return {}
-    h = hybrid_settings(m.problem.vehicle) or {"deploy_efficiency": 1.0, "harvest_efficiency": 1.0}
+    h = hybrid_settings(_car(m)) or {"deploy_efficiency": 1.0, "harvest_efficiency": 1.0}
     dep, har = pyo.value(b.deployed, exception=False), pyo.value(b.harvested, exception=False)
     if dep is None or har is None:
         return {}
