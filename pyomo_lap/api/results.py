@@ -290,6 +290,9 @@ def _summarize(job) -> None:
     summary["mesh_continuation"] = getattr(job, "continuation", None)
     from ..ocp.integrals import energy_summary
     summary["energy"] = energy_summary(m)     # the integrals of m.energy [J], issue 38
+    from ..ocp.hybrid import hybrid_summary
+    if m.component("hybrid") is not None:     # a car with [hybrid] (docs/energy.md)
+        summary["hybrid"] = hybrid_summary(m)
     job.summary = summary
 
 

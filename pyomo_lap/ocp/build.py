@@ -45,6 +45,7 @@ from .multibody import MULTIBODY_MODEL
 from .single_track import SINGLE_TRACK_MODEL
 from .racecar import RACECAR_MODEL
 from .integrals import EnergyLimits, add_energy_integrals
+from .hybrid import add_hybrid
 from .vehicle_model import VehicleModel, update_problem
 
 __all__ = ["OCP_CONFIG", "build_model", "set_vehicle", "CarRefresh", "record_rows", "point_rows_recorder", "free_parameters", "VehicleStructureError", "STATE_NAMES", "RATE_NAMES", "track_joints",
@@ -491,4 +492,5 @@ def _build_model(track, vehicle, config, progress, kwargs):
     add_energy_integrals(m, cfg.limits)       # m.energy; rows only for the limits given
     if vm.set_vehicle is not None and m.component("vehicle") is not None:
         m.vehicle.refresh = CarRefresh(m.vehicle)
+    add_hybrid(m)       # m.hybrid for a car with [hybrid] (docs/energy.md); else nothing
     return m

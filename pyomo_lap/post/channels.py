@@ -66,6 +66,7 @@ UNITS = {
     # the powers of the energy integrals (pyomo_lap.ocp.integrals, docs/energy.md)
     "power_engine": "W", "power_braking": "W", "power_drag": "W",
     "power_tyre_fl": "W", "power_tyre_fr": "W", "power_tyre_rl": "W", "power_tyre_rr": "W",
+    "power_deploy": "W", "power_harvest": "W", "soc_energy": "J",     # [hybrid] (ocp/hybrid.py)
     "x_vip": "m", "y_vip": "m", "z_vip": "m", "x_spine": "m", "y_spine": "m", "z_spine": "m",
     "width_left": "m", "width_right": "m", "Omega_x": "1/m", "Omega_y": "1/m", "Omega_z": "1/m",
     "load_residual_max": "N", "element": "-",
@@ -170,6 +171,7 @@ _SLIP_SIGN = "+ gives a lateral force to the left (positive in a left-hand corne
 _SRC_TRACK_FRAME = "paper eqs (11), (12b)"
 _SRC_LOADS = "paper eqs (22a), (24)"
 _SRC_ENERGY = "not in the paper: ocp/integrals.py (issue 38, docs/energy.md)"
+_SRC_HYBRID = "not in the paper: ocp/hybrid.py (issue 38, docs/energy.md)"
 
 _RECORDS = (
     # ---- where and when
@@ -354,6 +356,15 @@ _RECORDS = (
        f"integral is m.energy.tyre_{t}.", ">= 0 (at or below the tyre's peak)", _SRC_ENERGY)
       for t, w, where in (("fl", "11", "front-left"), ("fr", "12", "front-right"),
                           ("rl", "21", "rear-left"), ("rr", "22", "rear-right"))),
+    ("power_deploy", "Hybrid: power the motor-generator deploys at the driven wheels, "
+     "m.hybrid.deploy_power (a car with [hybrid] only); the traction row is f_xa v_3x <= "
+     "P(v_3x) + power_deploy.", "0 to [hybrid] deploy_power_max", _SRC_HYBRID),
+    ("power_harvest", "Hybrid: power the generator harvests from the rear brakes, "
+     "m.hybrid.harvest_power, at most -(1 - brake_ratio) f_xb v_3x (a car with [hybrid] only).",
+     "0 to [hybrid] harvest_power_max", _SRC_HYBRID),
+    ("soc_energy", "Hybrid: the battery's energy (state of charge), m.hybrid.soc, "
+     "dE/dt = harvest_efficiency power_harvest - power_deploy / deploy_efficiency (a car with "
+     "[hybrid] only).", "0 to [hybrid] capacity", _SRC_HYBRID),
     # ---- positions, the track
     _Each("axis", (("${ax}_vip", "$ax of the vehicle invariant point (VIP, O4 = O5 = O6: h_vip "
                     "above O3 on the no-roll axis, moved by the heave) in the ground frame {G}.",

@@ -55,7 +55,9 @@ def ground_vertical(track, s, q3) -> np.ndarray:
 
 
 def energy_balance(df, vehicle, track=None, zhat: Optional[np.ndarray] = None) -> dict:
-    """The excess acceleration and the power row of a trajectory (module docstring).
+    """The excess acceleration and the power row of a trajectory (module docstring); a hybrid's
+    deployed power (the column ``power_deploy``, :mod:`pyomo_lap.ocp.hybrid`) is added to the
+    power available.
 
     Parameters
     ----------
@@ -107,6 +109,8 @@ def energy_balance(df, vehicle, track=None, zhat: Optional[np.ndarray] = None) -
         zhat = ground_vertical(track, s, df["q3"].to_numpy(float))
     grade = (zhat[:, 0] * vx + zhat[:, 1] * vy) / v          # sine of the climb along v
     P = np.asarray(power_available(p, vxp), dtype=float)
+    if "power_deploy" in df.columns:        # a hybrid's motor (pyomo_lap.ocp.hybrid)
+        P = P + np.nan_to_num(df["power_deploy"].to_numpy(float))
     drive = P / vxp
     drag_t = df["f_drag"].to_numpy(float) * vx / v
     excess_force = p.m * at - drive - drag_t + p.m * p.gravity * grade

@@ -210,6 +210,9 @@ def _add_derived_channels(m, df: pd.DataFrame) -> None:
     from ..ocp.integrals import energy_channels     # the energies' powers (docs/energy.md)
     for name, values in energy_channels(df, _car_of(m)).items():
         df[name] = values
+    from ..ocp.hybrid import hybrid_channels        # a car with [hybrid] (docs/energy.md)
+    for name, values in hybrid_channels(m).items():
+        df[name] = values if len(values) == len(df) else np.nan
     sigma = sorted(m.s)
     for c in ("delta", "f_xa", "f_xb"):
         dv = m.component(f"d{c}_ds")

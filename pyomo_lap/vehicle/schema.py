@@ -207,6 +207,32 @@ class VehicleParameters(BaseModel):
                                          "only; None: not given)", "N/m", ge=1.0e4, le=1.0e7)
     tyre_cz: Optional[float] = _optional("tyre vertical damping, per tyre (multibody model "
                                          "only; None: not given)", "N s/m", ge=0.0, le=1.0e5)
+    # [hybrid] (pyomo_lap.ocp.hybrid, docs/energy.md): a battery and a motor-generator on
+    # the driven axle; a setting, not a parameter of the rows (a car without it: no hybrid)
+    hybrid_deploy_power_max: Optional[float] = _optional(
+        "largest power the motor-generator deploys at the driven wheels (default: no hybrid)",
+        "W", ge=1.0, le=1.0e6)
+    hybrid_harvest_power_max: Optional[float] = _optional(
+        "largest power the motor-generator harvests from the rear brakes", "W", ge=0.0, le=1.0e6)
+    hybrid_deploy_energy: Optional[float] = _optional(
+        "largest energy per lap (per sector) out of the battery to the motor (default: no limit)",
+        "J", ge=1.0, le=1.0e9)
+    hybrid_harvest_energy: Optional[float] = _optional(
+        "largest energy per lap (per sector) into the battery from the generator (default: no "
+        "limit)", "J", ge=1.0, le=1.0e9)
+    hybrid_capacity: Optional[float] = _optional(
+        "usable battery energy, the state of charge within [0, capacity] (default: no bound)",
+        "J", ge=1.0, le=1.0e9)
+    hybrid_deploy_efficiency: Optional[float] = _optional(
+        "efficiency battery -> wheels (default 1)", "-", ge=0.1, le=1.0)
+    hybrid_harvest_efficiency: Optional[float] = _optional(
+        "efficiency brakes -> battery (default 1)", "-", ge=0.1, le=1.0)
+    hybrid_soc_start: Optional[float] = _optional(
+        "battery energy at the start (default: periodic, end = start, unless soc_end is given)",
+        "J", ge=0.0, le=1.0e9)
+    hybrid_soc_end: Optional[float] = _optional(
+        "battery energy at the end (default: periodic, unless soc_start is given: free)",
+        "J", ge=0.0, le=1.0e9)
     description: str = Field(default="", description="free text")
 
     # cross-field checks (fields are validated in declaration order; info.data holds the
@@ -247,6 +273,7 @@ class VehicleParameters(BaseModel):
         if any(x is not None for x in engine) and any(x is None for x in engine):
             problems.append("[engine]: expected speed, torque, gear_ratios and final_drive "
                             "together (efficiency optional)")
+        problems += _hybrid_problems(self)
         if self.gear_ratios is not None and (len(self.gear_ratios) < 1 or any(
                 not (0.1 <= g <= 50.0) for g in self.gear_ratios)):
             problems.append(f"[engine] gear_ratios = {list(self.gear_ratios)!r}: expected one or "
@@ -465,6 +492,13 @@ SETTINGS = {
     "engine": {"speed": "engine_speed", "torque": "engine_torque", "gear_ratios": "gear_ratios",
                "final_drive": "final_drive", "efficiency": "drivetrain_efficiency"},
     "steering": {"steering_ratio": "steering_ratio"},
+    "hybrid": {"deploy_power_max": "hybrid_deploy_power_max",
+               "harvest_power_max": "hybrid_harvest_power_max",
+               "deploy_energy_per_lap": "hybrid_deploy_energy",
+               "harvest_energy_per_lap": "hybrid_harvest_energy",
+               "capacity": "hybrid_capacity", "deploy_efficiency": "hybrid_deploy_efficiency",
+               "harvest_efficiency": "hybrid_harvest_efficiency",
+               "soc_start": "hybrid_soc_start", "soc_end": "hybrid_soc_end"},
 }
 """Keys of a vehicle file that are not parameters of the model (not ``m.vehicle.*``, not
 swept or freed): choices (the tyre model) and curves (the power or engine curve), all
@@ -516,6 +550,23 @@ def _curve_problems(section: str, names: tuple, arrays: tuple, lows: tuple) -> l
     for name, arr, low in zip(names, (a, b), lows):
         if any(x < low for x in arr):
             out.append(f"[{section}] {name}: expected values >= {low:g}")
+    return out
+
+
+def _hybrid_problems(p) -> list:
+    """What is wrong with the ``[hybrid]`` section of a car (docs/energy.md): its powers given
+    together, the states of charge within the capacity."""
+    sec = SETTINGS["hybrid"]
+    given = [k for k, attr in sec.items() if getattr(p, attr, None) is not None]
+    if not given:
+        return []
+    out = [f"[hybrid] {k}: expected (the section needs deploy_power_max and harvest_power_max)"
+           for k in ("deploy_power_max", "harvest_power_max") if k not in given]
+    cap = p.hybrid_capacity
+    for k in ("soc_start", "soc_end"):
+        value = getattr(p, sec[k])
+        if value is not None and cap is not None and value > cap:
+            out.append(f"[hybrid] {k} = {value!r}: expected at most capacity = {cap!r} [J]")
     return out
 
 
