@@ -1039,6 +1039,9 @@ _EXAMPLE_VALUES = {
     "power_curve_speed": [0.0, 10.0, 20.0, 40.0, 60.0], "power_curve_power": [0.0, 30e3, 45e3, 47e3, 47e3],
     "engine_speed": [100.0, 400.0, 700.0, 1000.0], "engine_torque": [60.0, 75.0, 70.0, 55.0],
     "gear_ratios": [2.8, 2.0, 1.6, 1.3, 1.1], "final_drive": 3.2, "drivetrain_efficiency": 0.9,
+    # [fuel]: thermal_efficiency (with lower_heating_value) OR the map, and mass_start
+    "fuel_lhv": 43.0e6, "fuel_efficiency": 0.25, "fuel_map_power": [0.0, 20e3, 47e3],
+    "fuel_map_flow": [2e-4, 1.6e-3, 5e-3], "fuel_mass": 5.0,
 }
 """Values shown (commented out) in the template for keys the car leaves out."""
 
@@ -1187,9 +1190,36 @@ _QUIET_VERBOSE_HELP = {
     "compare": ("accepted on every command; compare prints its tables, which are its result "
                 "(the files: compare.csv, compare.png), and -q does not shorten them",
                 "accepted on every command; the tables are printed in full without it"),
+    "stint": ("print only the stint's result line, not each lap's",
+              "the same as the default: a line per lap"),
     "diagnose": ("print only the final count of warnings, not the toolbox's reports",
                  "the same as the default: the toolbox's reports"),
 }
+
+
+@main.command()
+@job_options("track", "vehicle", "solver", "limits", track="red_bull_ring")
+@click.option("--laps", type=click.IntRange(1, 100), default=5, show_default=True,
+              help="laps of the stint, solved one after the other on one model (--limit: per "
+                   "lap, over the car file's [limits])")
+@click.option("--stint-limit", "stint_limits", multiple=True, metavar="NAME=VALUE",
+              help="a budget for the whole stint (repeatable), e.g. tyre_energy=1MJ, "
+                   "fuel=2kg: each lap may use what is left over the laps left")
+@click.option("--out", "out_dir", default="results/stint", show_default=True,
+              type=click.Path(file_okay=False), help="folder of lap_NN/ and stint.csv/.xlsx")
+def stint(track, vehicle, solver, laps, limits, stint_limits, out_dir):
+    """Solve a stint: LAPS laps of a closed circuit on one model, each from the exit state of
+    the one before, the car lighter by the fuel burned ([fuel]); docs/energy.md."""
+    from .post.stint import StintError, solve_stint
+    try:
+        res = solve_stint(track, vehicle, laps, limits=list(limits), solver=solver,
+                          stint_limits=list(stint_limits), out_dir=out_dir,
+                          echo=_Echo(_verbosity()))
+    except (ValueError, OSError, StintError) as exc:
+        _fail(str(exc))
+    times = ", ".join(f"{r['lap_time_s']:.3f}" for r in res["laps"])
+    click.echo(f"stint of {laps} laps in {res['wall_s']:.1f} s: lap times {times} s; "
+               f"written to {out_dir}/ (stint.csv, stint.xlsx, lap_01/ ...)")
 
 
 def _add_verbosity(cmd: click.Command) -> None:
