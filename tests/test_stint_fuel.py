@@ -167,3 +167,20 @@ def test_stint_budget_is_split_by_what_is_left():
     assert later["tyre_energy_rr"] == 30e3 and later["fuel"] == pytest.approx(0.3)
     with pytest.raises(StintError, match="fuel used up"):
         lap_limits({}, stint, {"fuel": 1.0}, 1)
+
+
+@pytest.mark.unit
+def test_stint_cli_refuses_bad_limits_in_one_line(tmp_path):
+    """``pyomo-lap stint``: a wrong unit for the fuel budget, a fuel limit for a car without
+    [fuel]: exit 2, one line naming the limit, nothing written; an open track refused."""
+    from pyomo_lap.cli import main
+    for args, words in ((["--stint-limit", "fuel=3MJ"], "limit fuel"),
+                        (["--limit", "fuel=1kg", "--track", "dymos_oval"], "no [fuel] section")):
+        r = CliRunner().invoke(main, ["stint", "--laps", "2", "--out", str(tmp_path / "x"),
+                                      *args])
+        assert r.exit_code == 2, r.output
+        assert words in r.output and len(r.output.strip().splitlines()) == 1, r.output
+        assert not (tmp_path / "x").exists()
+    from pyomo_lap.post.stint import solve_stint
+    with pytest.raises(ValueError, match="is open"):
+        solve_stint(straight(), "fsae", 2)
