@@ -184,3 +184,23 @@ def test_stint_cli_refuses_bad_limits_in_one_line(tmp_path):
     from pyomo_lap.post.stint import solve_stint
     with pytest.raises(ValueError, match="is open"):
         solve_stint(straight(), "fsae", 2)
+
+
+@pytest.mark.integration
+def test_stint_tyre_budget_holds_over_the_stint(tmp_path):
+    """A tyre-energy budget for a 2-lap stint below what two free laps use: lap 1 keeps each
+    tyre within half of it, the stint within all of it, and the busiest tyre's budget is
+    spent (the limit binds: the laps are slower than the free lap)."""
+    from pyomo_lap.post.stint import solve_stint
+    opts = {"nfe": 30}
+    free = solve_stint("dymos_oval", "fsae", 1, ocp_options=opts, echo=lambda *_: None)["laps"][0]
+    tyres = ("tyre_fl_J", "tyre_fr_J", "tyre_rl_J", "tyre_rr_J")
+    budget = 1.6 * max(free[t] for t in tyres)             # 80 % of two free laps' busiest tyre
+    res = solve_stint("dymos_oval", "fsae", 2, ocp_options=opts, echo=lambda *_: None,
+                      stint_limits={"tyre_energy": budget})
+    lap1, lap2 = res["laps"]
+    assert all(lap1[t] <= budget / 2 * (1 + 1e-6) for t in tyres)
+    assert all(lap1[t] + lap2[t] <= budget * (1 + 1e-6) for t in tyres)
+    busiest = max(tyres, key=lambda t: lap1[t] + lap2[t])
+    assert lap1[busiest] + lap2[busiest] == pytest.approx(budget, rel=1e-4)
+    assert lap1["lap_time_s"] > free["lap_time_s"]
