@@ -204,3 +204,28 @@ def test_stint_tyre_budget_holds_over_the_stint(tmp_path):
     busiest = max(tyres, key=lambda t: lap1[t] + lap2[t])
     assert lap1[busiest] + lap2[busiest] == pytest.approx(budget, rel=1e-4)
     assert lap1["lap_time_s"] > free["lap_time_s"]
+
+
+@pytest.mark.integration
+def test_stint_out_of_fuel_stops_and_a_fuel_budget_shares_the_tank(tmp_path):
+    """A tank of 1.5 free laps' fuel: StintError in lap 2, both laps in its table and
+    written; with the tank as the stint's fuel budget both laps are solved and burn at most
+    the tank, the first at most half of it."""
+    from pyomo_lap.post.stint import StintError, solve_stint
+    opts = {"nfe": 30}
+    big = car_file(tmp_path, "[fuel]\nthermal_efficiency = 0.25\nmass_start = 10.0\n", "big")
+    fuel = solve_stint("dymos_oval", big, 1, ocp_options=opts,
+                       echo=lambda *_: None)["laps"][0]["fuel_kg"]
+    tank = 1.5 * fuel
+    car = car_file(tmp_path, f"[fuel]\nthermal_efficiency = 0.25\nmass_start = {tank!r}\n")
+    with pytest.raises(StintError, match="out of fuel in lap 2") as exc:
+        solve_stint("dymos_oval", car, 2, ocp_options=opts, out_dir=tmp_path / "a",
+                    echo=lambda *_: None)
+    assert len(exc.value.laps) == 2 and exc.value.laps[0]["fuel_kg"] < tank
+    assert len((tmp_path / "a" / "stint.csv").read_text().splitlines()) == 3
+    res = solve_stint("dymos_oval", car, 2, ocp_options=opts, stint_limits={"fuel": tank},
+                      echo=lambda *_: None)
+    lap1, lap2 = res["laps"]
+    assert lap1["fuel_kg"] <= tank / 2 * (1 + 1e-6)
+    assert lap1["fuel_kg"] + lap2["fuel_kg"] <= tank * (1 + 1e-6)
+    assert lap2["fuel_left_kg"] >= -1e-6 * tank              # the tank holds (to the solver)
