@@ -294,10 +294,12 @@ def _build_or_reuse(job) -> None:
         from ..ocp.build import point_rows_recorder
         from ..solvers.lap.compiled import prefetch_point_functions
         compiling = prefetch_point_functions(point_rows_recorder(p, compiled))
+    from ..vehicle.limits import merge_limits      # the car file's [limits], the job's win
+    limits = merge_limits(getattr(p, "limits", None), cfg.limits)
     job.build_kwargs = dict(start=job.start, length=job.length, nfe=cfg.nfe, ncp=cfg.ncp,
                             scheme=cfg.scheme, initial_speed=cfg.initial_speed,
                             periodic=cfg.periodic, model=job.model,
-                            **({"limits": cfg.limits} if cfg.limits else {}),
+                            **({"limits": limits} if limits else {}),
                             **job.ocp_options)   # the same model whichever solver is named
     m, key = None, None
     if job.reuse:

@@ -5,7 +5,7 @@ Built on click. Errors in the inputs are reported as one clear line and a non-ze
 code, before any model is built.
 
 The group :func:`main` and what the commands share are in :mod:`pyomo_lap.cli.base`; the
-commands in :mod:`pyomo_lap.cli.run` (solve, sweep, check, validate, export),
+commands in :mod:`pyomo_lap.cli.run` (solve, sweep, stint, check, validate, export),
 :mod:`pyomo_lap.cli.results` (plot, compare, report) and :mod:`pyomo_lap.cli.info` (diagnose,
 options, channels, compile, tracks, vehicles); importing them registers them on the group,
 then every command gets ``-q``/``-v`` (:mod:`pyomo_lap.cli.verbosity`); ``python -m

@@ -178,6 +178,9 @@ _EXAMPLE_VALUES = {
     "power_curve_speed": [0.0, 10.0, 20.0, 40.0, 60.0], "power_curve_power": [0.0, 30e3, 45e3, 47e3, 47e3],
     "engine_speed": [100.0, 400.0, 700.0, 1000.0], "engine_torque": [60.0, 75.0, 70.0, 55.0],
     "gear_ratios": [2.8, 2.0, 1.6, 1.3, 1.1], "final_drive": 3.2, "drivetrain_efficiency": 0.9,
+    # [fuel]: thermal_efficiency (with lower_heating_value) OR the map, and mass_start
+    "fuel_lhv": 43.0e6, "fuel_efficiency": 0.25, "fuel_map_power": [0.0, 20e3, 47e3],
+    "fuel_map_flow": [2e-4, 1.6e-3, 5e-3], "fuel_mass": 5.0,
     # [hybrid]: the 2014 F1 rules (models/f1_2014_hybrid.toml), battery at half charge
     "hybrid_deploy_power_max": 120e3, "hybrid_harvest_power_max": 120e3, "hybrid_deploy_energy": 4e6,
     "hybrid_harvest_energy": 2e6, "hybrid_capacity": 4e6, "hybrid_deploy_efficiency": 1.0,

@@ -359,3 +359,28 @@ def export(run, every, out_dir):
         _unexpected(exc)
     if _verbosity() >= 0:
         click.echo(f"channels every {every:g} m written to {where}/")
+
+
+@main.command()
+@job_options("track", "vehicle", "solver", "limits", track="red_bull_ring")
+@click.option("--laps", type=click.IntRange(1, 100), default=5, show_default=True,
+              help="laps of the stint, solved one after the other on one model (--limit: per "
+                   "lap, over the car file's [limits])")
+@click.option("--stint-limit", "stint_limits", multiple=True, metavar="NAME=VALUE",
+              help="a budget for the whole stint (repeatable), e.g. tyre_energy=1MJ, "
+                   "fuel=2kg: each lap may use what is left over the laps left")
+@click.option("--out", "out_dir", default="results/stint", show_default=True,
+              type=click.Path(file_okay=False), help="folder of lap_NN/ and stint.csv/.xlsx")
+def stint(track, vehicle, solver, laps, limits, stint_limits, out_dir):
+    """Solve a stint: LAPS laps of a closed circuit on one model, each from the exit state of
+    the one before, the car lighter by the fuel burned ([fuel]); docs/energy.md."""
+    from ..post.stint import StintError, solve_stint
+    try:
+        res = solve_stint(track, vehicle, laps, limits=list(limits), solver=solver,
+                          stint_limits=list(stint_limits), out_dir=out_dir,
+                          echo=_Echo(_verbosity()))
+    except (ValueError, OSError, StintError) as exc:
+        _fail(str(exc))
+    times = ", ".join(f"{r['lap_time_s']:.3f}" for r in res["laps"])
+    click.echo(f"stint of {laps} laps in {res['wall_s']:.1f} s: lap times {times} s; "
+               f"written to {out_dir}/ (stint.csv, stint.xlsx, lap_01/ ...)")

@@ -28,6 +28,8 @@ _QUIET_VERBOSE_HELP = {
     "compare": ("accepted on every command; compare prints its tables, which are its result "
                 "(the files: compare.csv, compare.png), and -q does not shorten them",
                 "accepted on every command; the tables are printed in full without it"),
+    "stint": ("print only the stint's result line, not each lap's",
+              "the same as the default: a line per lap"),
     "diagnose": ("print only the final count of warnings, not the toolbox's reports",
                  "the same as the default: the toolbox's reports"),
 }

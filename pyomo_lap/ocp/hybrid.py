@@ -67,10 +67,8 @@ HYBRID_CHANNELS = ("power_deploy", "power_harvest", "soc_energy")
 
 
 def _car(m):
-    """The car a model was built for: ``m.vehicle.built_for`` where the model has it, else
-    ``m.problem.vehicle``."""
-    car = getattr(m.component("vehicle"), "built_for", None)
-    return car if car is not None else m.problem.vehicle
+    """The car a model was built for, ``m.vehicle.built_for``."""
+    return m.vehicle.built_for
 
 
 def hybrid_settings(p) -> Optional[dict]:
@@ -132,7 +130,7 @@ def add_hybrid(m, p=None):
         Built and discretized (:func:`pyomo_lap.ocp.build.build_model`), with ``m.f_xa``,
         ``m.f_xb``, ``m.v_3x``, ``m.q1_dot`` and ``m.power_limit[s]``.
     p : VehicleParameters, optional
-        The car (default: the model's, ``m.vehicle.built_for`` or ``m.problem.vehicle``).
+        The car (default: the model's, ``m.vehicle.built_for``).
 
     Returns
     -------

@@ -45,12 +45,13 @@ dimensionless.
 
 Limits by name (:data:`LIMIT_NAMES`): ``<name>_energy`` for the sums and ``tyre_energy_fl`` ...
 ``tyre_energy_rr`` for the tyres, ``tyre_energy`` for each of the four; values in J, kJ, MJ, Wh
-or kWh (:func:`parse_energy`), a bare number in J.
+or kWh (:func:`parse_energy`), a bare number in J; ``fuel`` the fuel used [kg] (kg or g), for
+a car with ``[fuel]`` (``m.energy.fuel_flow[s]`` [kg/s] and ``m.energy.fuel`` [kg],
+:mod:`pyomo_lap.vehicle.fuel`). The names and parsers live in :mod:`pyomo_lap.vehicle.limits`.
 """
 from __future__ import annotations
 
 import math
-import re
 from typing import Optional
 
 import numpy as np
@@ -60,83 +61,12 @@ __all__ = ["ENERGY_NAMES", "LIMIT_NAMES", "TYRES", "add_energy_integrals", "add_
            "energy_summary", "parse_energy", "parse_limits", "EnergyLimits", "slip_power", "slip_ratio", "ENERGY_CHANNELS",
            "collocation_weights", "energy_channels"]
 
-TYRES = {"fl": "11", "fr": "12", "rl": "21", "rr": "22"}
-"""The tyres' names in the energies -> the model's wheel ``ij`` (axle, side)."""
+from ..vehicle.limits import (ENERGY_NAMES, ENERGY_UNITS, LIMIT_NAMES, TYRES,  # noqa: F401
+                              parse_energy, parse_limits)
 
-ENERGY_NAMES = ("traction", "engine", "braking", "drag") + tuple(f"tyre_{t}" for t in TYRES)
-"""The integrals of ``m.energy`` (module docstring), in order."""
-
-LIMIT_NAMES = {**{f"{n}_energy": (n,) for n in ENERGY_NAMES[:4]},
-               **{f"tyre_energy_{t}": (f"tyre_{t}",) for t in TYRES},
-               "tyre_energy": tuple(f"tyre_{t}" for t in TYRES)}
-"""A limit's name (``--limit NAME=VALUE``) -> the integrals of ``m.energy`` it bounds
-(``tyre_energy``: each of the four tyres)."""
-
-ENERGY_CHANNELS = ("power_engine", "power_braking", "power_drag") + tuple(f"power_tyre_{t}" for t in TYRES)
+ENERGY_CHANNELS = ("power_engine", "power_braking", "power_drag") + tuple(f"power_tyre_{t}" for t in TYRES) + ("fuel_flow",)
 """The trajectory's columns of the powers (:func:`energy_channels`; the traction power is the
-column ``power``)."""
-
-ENERGY_UNITS = {"J": 1.0, "kJ": 1e3, "MJ": 1e6, "Wh": 3600.0, "kWh": 3.6e6}
-"""The units a limit's value may carry -> joules."""
-
-
-def parse_energy(text) -> float:
-    """An energy [J] from a number (J) or a text ``"24MJ"``, ``"0.8 MJ"``, ``"6.5kWh"``, ``"1e5"``
-    (units :data:`ENERGY_UNITS`, case as written there).
-
-    Raises
-    ------
-    ValueError
-        Not a finite positive number, or a unit not in :data:`ENERGY_UNITS` (one line).
-    """
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        value, unit = float(text), "J"
-    else:
-        match = re.fullmatch(r"\s*([-+0-9.eE]+)\s*([A-Za-z]*)\s*", str(text))
-        if match is None:
-            raise ValueError(f"{text!r}: expected an energy, a number and a unit "
-                             f"({', '.join(ENERGY_UNITS)}), e.g. 24MJ")
-        unit = match.group(2) or "J"
-        if unit not in ENERGY_UNITS:
-            raise ValueError(f"{text!r}: unknown unit {unit!r}; expected one of "
-                             f"{', '.join(ENERGY_UNITS)} (a bare number is J)")
-        try:
-            value = float(match.group(1)) * ENERGY_UNITS[unit]
-        except ValueError:
-            raise ValueError(f"{text!r}: {match.group(1)!r} is not a number") from None
-    if not (math.isfinite(value) and value > 0.0):
-        raise ValueError(f"{text!r}: expected a positive, finite energy")
-    return value
-
-
-def parse_limits(x) -> dict:
-    """Energy limits ``{name: joules}`` from ``{"engine_energy": "24MJ"}`` or a list of texts
-    ``["engine_energy=24MJ", ...]`` (the CLI's ``--limit``); None -> ``{}``.
-
-    Raises
-    ------
-    ValueError
-        A name not in :data:`LIMIT_NAMES` (the message lists them), a bad value or unit, a text
-        without ``=``.
-    """
-    if x is None:
-        return {}
-    if isinstance(x, dict):
-        items = list(x.items())
-    else:
-        items = []
-        for text in ([x] if isinstance(x, str) else x):
-            name, sep, value = str(text).partition("=")
-            if not sep:
-                raise ValueError(f"{text!r}: expected NAME=VALUE, e.g. engine_energy=24MJ")
-            items.append((name, value))
-    out = {}
-    for name, value in items:
-        name = str(name).strip()
-        if name not in LIMIT_NAMES:
-            raise ValueError(f"unknown limit {name!r}; known: {', '.join(LIMIT_NAMES)}")
-        out[name] = parse_energy(value)
-    return out
+column ``power``) and the fuel flow [kg/s] of a car with ``[fuel]``."""
 
 
 class EnergyLimits:
@@ -281,9 +211,39 @@ def add_energy_integrals(m, limits: Optional[dict] = None, slip_at_peak=None):
             m.energy.add_component(name, pyo.Expression(
                 expr=sum(wj * P[s] / m.q1_dot[s] for s, wj in w.items()),
                 doc=f"{name} energy over the sector [J], integral of {name}_power dt"))
+        _add_fuel(m, w)
     if limits:
         add_energy_limits(m, limits)
     return m
+
+
+def _add_fuel(m, w: dict) -> None:
+    r"""For a car with ``[fuel]`` (:mod:`pyomo_lap.vehicle.fuel`): ``m.energy.fuel_flow[s]``
+    [kg/s], the fuel flow at the engine power, and ``m.energy.fuel`` [kg], its integral over
+    time :math:`\int \dot m_f\,dt` by the same quadrature ``w`` (Expressions: no rows)."""
+    from ..vehicle.fuel import fuel_flow, has_fuel
+    car = m.vehicle.built_for
+    if not has_fuel(car) or m.energy.component("engine_power") is None:
+        return
+    e = m.energy
+    e.fuel_flow = pyo.Expression(m.s, rule=lambda b, s: fuel_flow(car, e.engine_power[s]),
+                                 doc="fuel mass flow [kg/s] (pyomo_lap.vehicle.fuel)")
+    e.fuel = pyo.Expression(expr=sum(wj * e.fuel_flow[s] / m.q1_dot[s] for s, wj in w.items()),
+                            doc="fuel used over the sector [kg], integral of fuel_flow dt")
+
+
+def _add_fuel_limit(m, kg: float) -> None:
+    r"""The row ``m.energy.fuel_limit_row``: :math:`m_f / m_{f,max} \le 1`, the limit in the
+    mutable Param ``m.energy.fuel_limit`` [kg]. ValueError: the car has no ``[fuel]``."""
+    e = m.energy
+    if e.component("fuel") is None:
+        raise ValueError(f"limit fuel: the car {getattr(m.vehicle.built_for, 'name', '?')!r} has "
+                         "no [fuel] section (the fuel used is not on the model)")
+    if e.component("fuel_limit") is None:
+        e.fuel_limit = pyo.Param(mutable=True, initialize=kg, units=pyo.units.kg,
+                                 doc="the limit of the fuel used [kg]")
+        e.fuel_limit_row = pyo.Constraint(expr=e.fuel / e.fuel_limit <= 1.0)
+    e.fuel_limit = kg
 
 
 def add_energy_limits(m, limits: dict):
@@ -298,6 +258,8 @@ def add_energy_limits(m, limits: dict):
         An unknown name or value (:func:`parse_limits`), or an integral the model lacks.
     """
     limits = parse_limits(limits)
+    if "fuel" in limits:
+        _add_fuel_limit(m, limits.pop("fuel"))
     bound = {}
     for name, joules in limits.items():
         for integral in LIMIT_NAMES[name]:
@@ -306,6 +268,8 @@ def add_energy_limits(m, limits: dict):
                                  f"has no {integral} energy")
             bound[integral] = min(joules, bound.get(integral, math.inf))
     e = m.energy
+    if not bound:
+        return m
     if e.component("limit") is None:
         e.limit = pyo.Param(list(ENERGY_NAMES), mutable=True, initialize=math.inf,
                             units=pyo.units.J, doc="the limits of the integrals [J]")
@@ -319,7 +283,8 @@ def add_energy_limits(m, limits: dict):
 
 
 def energy_summary(m) -> dict:
-    """summary.json's ``energy``: each integral's value [J] (``<name>_J``) and, for the limited
+    """summary.json's ``energy``: each integral's value [J] (``<name>_J``), ``fuel_kg`` (a car with
+    ``[fuel]``) and, for the limited
     ones, ``limits`` ``{name: {"limit_J", "used_J", "share"}}``; ``{}`` without ``m.energy``."""
     e = m.component("energy")
     if e is None:
@@ -335,6 +300,13 @@ def energy_summary(m) -> dict:
                              "share": (None if out[f"{n}_J"] is None
                                        else out[f"{n}_J"] / float(pyo.value(e.limit[n])))}
                          for n in e.limit_row}
+    if e.component("fuel") is not None:
+        value = pyo.value(e.fuel, exception=False)
+        out["fuel_kg"] = None if value is None else float(value)
+        if e.component("fuel_limit") is not None and value is not None:
+            limit = float(pyo.value(e.fuel_limit))
+            out.setdefault("limits", {})["fuel"] = {"limit_kg": limit, "used_kg": float(value),
+                                                    "share": float(value) / limit}
     return out
 
 
@@ -359,4 +331,7 @@ def energy_channels(df, vehicle) -> dict:
     for t, w in TYRES.items():
         if {f"f_{w}y", f"alpha_{w[0]}", "v_3x"} <= names:
             out[f"power_tyre_{t}"] = col(f"f_{w}y") * col(f"alpha_{w[0]}") * col("v_3x")
+    from ..vehicle.fuel import fuel_flow, has_fuel
+    if "power_engine" in out and has_fuel(vehicle):
+        out["fuel_flow"] = np.asarray(fuel_flow(vehicle, out["power_engine"]), dtype=float)
     return out

@@ -6,7 +6,7 @@ figures (:mod:`.plots`; :mod:`.plots_base`, :mod:`.plots_track`, :mod:`.plots_ch
 (:mod:`.sensitivities`), warm starts from a results folder (:mod:`.warm_start`), mesh
 continuation (:mod:`.continuation`), time-domain simulation (:mod:`.simulate`), replay
 (:mod:`.replay`), collocation defects and mesh refinement (:mod:`.defects`), the trust in the
-channels (:mod:`.quality`), the energy balance (:mod:`.energy`), ``pyomo-lap validate``
+channels (:mod:`.quality`), the energy balance (:mod:`.energy`), a stint of laps on one model (:mod:`.stint`), ``pyomo-lap validate``
 (:mod:`.validate`; its thresholds, checks and verdict :mod:`.verdict`) and its checks of a racecar result (:mod:`.racecar_checks`), IDAES
 diagnostics and units (:mod:`.diagnose`). Imports the solvers layer and below.
 """

@@ -67,6 +67,7 @@ UNITS = {
     "power_engine": "W", "power_braking": "W", "power_drag": "W",
     "power_tyre_fl": "W", "power_tyre_fr": "W", "power_tyre_rl": "W", "power_tyre_rr": "W",
     "power_deploy": "W", "power_harvest": "W", "soc_energy": "J",     # [hybrid] (ocp/hybrid.py)
+    "fuel_flow": "kg/s",
     "x_vip": "m", "y_vip": "m", "z_vip": "m", "x_spine": "m", "y_spine": "m", "z_spine": "m",
     "width_left": "m", "width_right": "m", "Omega_x": "1/m", "Omega_y": "1/m", "Omega_z": "1/m",
     "load_residual_max": "N", "element": "-",
@@ -365,6 +366,9 @@ _RECORDS = (
     ("soc_energy", "Hybrid: the battery's energy (state of charge), m.hybrid.soc, "
      "dE/dt = harvest_efficiency power_harvest - power_deploy / deploy_efficiency (a car with "
      "[hybrid] only).", "0 to [hybrid] capacity", _SRC_HYBRID),
+    ("fuel_flow", "Fuel mass flow at the engine power (a car with [fuel]: power_engine / "
+     "(thermal_efficiency lower_heating_value), or its fuel-flow map); its integral over time "
+     "is m.energy.fuel.", ">= 0", _SRC_ENERGY),
     # ---- positions, the track
     _Each("axis", (("${ax}_vip", "$ax of the vehicle invariant point (VIP, O4 = O5 = O6: h_vip "
                     "above O3 on the no-roll axis, moved by the heave) in the ground frame {G}.",

@@ -3,7 +3,8 @@ equations (:mod:`.car`), the tyre models and their registry (:mod:`.tyres`), the
 (:mod:`.multibody_car`), the power at the driven wheels and the drive-force limit
 (:mod:`.powertrain`), dymos's racecar: its parameters and file reader (:mod:`.racecar`) and its
 equations (:mod:`.racecar_equations`), CasADi traces of the cars' equations for float
-evaluation (:mod:`.numeric`) and the quasi-steady point-mass speed (:mod:`.speed_profile`).
+evaluation (:mod:`.numeric`), the quasi-steady point-mass speed (:mod:`.speed_profile`), the
+fuel flow of a car with ``[fuel]`` (:mod:`.fuel`) and the limits' names and units (:mod:`.limits`).
 Imports :mod:`pyomo_lap.spatial` and :mod:`pyomo_lap.util` only.
 """
 from .car import VehicleParameters, VehicleFileError, available_vehicles, load_vehicle  # noqa: F401

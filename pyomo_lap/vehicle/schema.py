@@ -233,6 +233,23 @@ class VehicleParameters(BaseModel):
     hybrid_soc_end: Optional[float] = _optional(
         "battery energy at the end (default: periodic, unless soc_start is given: free)",
         "J", ge=0.0, le=1.0e9)
+    fuel_lhv: Optional[float] = _optional("lower heating value of the fuel (default "
+                                          "43e6, petrol; with thermal_efficiency)", "J/kg",
+                                          ge=1.0e6, le=1.5e8)
+    fuel_efficiency: Optional[float] = _optional("brake thermal efficiency of the engine: "
+                                                 "engine power / fuel power (or the map)", "-", ge=0.05, le=0.7)
+    fuel_map_power: Optional[tuple[float, ...]] = Field(
+        default=None, strict=False, description="engine powers of the fuel-flow map (instead "
+        "of thermal_efficiency), increasing [W]", json_schema_extra={"unit": "W"})
+    fuel_map_flow: Optional[tuple[float, ...]] = Field(
+        default=None, strict=False, description="fuel mass flow at each map_power [kg/s]",
+        json_schema_extra={"unit": "kg/s"})
+    fuel_mass: Optional[float] = _optional("fuel mass at the stint's start, part of "
+                                           "[mass] total", "kg", ge=0.0, le=1.0e3)
+    limits: Optional[dict[str, float]] = Field(
+        default=None, description="limits on the sector's integrals, {name: value} "
+        "(energies in J, fuel in kg; pyomo_lap.vehicle.limits; merged with the job's, which "
+        "win; each > 0) [-]", json_schema_extra={"unit": "-", "exclusiveMinimum": 0.0})
     description: str = Field(default="", description="free text")
 
     # cross-field checks (fields are validated in declaration order; info.data holds the
@@ -289,6 +306,24 @@ class VehicleParameters(BaseModel):
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    @model_validator(mode="after")
+    def _fuel_section(self):
+        """``[fuel]`` (:func:`pyomo_lap.vehicle.fuel.fuel_problems`) and its map's points."""
+        from .fuel import fuel_problems
+        problems = fuel_problems(self) + _curve_problems(
+            "fuel", ("map_power", "map_flow"), (self.fuel_map_power, self.fuel_map_flow),
+            (0.0, 0.0))
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @field_validator("limits", mode="before")
+    @classmethod
+    def _parsed_limits(cls, v):
+        """``[limits]`` in SI (:func:`pyomo_lap.vehicle.limits.parse_limits`)."""
+        from .limits import parse_limits
+        return parse_limits(v) or None
 
     @field_validator("tyre_model")
     @classmethod
@@ -499,6 +534,9 @@ SETTINGS = {
                "capacity": "hybrid_capacity", "deploy_efficiency": "hybrid_deploy_efficiency",
                "harvest_efficiency": "hybrid_harvest_efficiency",
                "soc_start": "hybrid_soc_start", "soc_end": "hybrid_soc_end"},
+    "fuel": {"lower_heating_value": "fuel_lhv", "thermal_efficiency": "fuel_efficiency",
+             "map_power": "fuel_map_power", "map_flow": "fuel_map_flow",
+             "mass_start": "fuel_mass"},
 }
 """Keys of a vehicle file that are not parameters of the model (not ``m.vehicle.*``, not
 swept or freed): choices (the tyre model) and curves (the power or engine curve), all
@@ -766,6 +804,7 @@ def _file_model():
     fields.update({sec: (Optional[_section_model(sec)], None) for sec in OPTIONAL_SECTIONS})
     fields.update({sec: (Optional[_section_model(sec)], None) for sec in SETTINGS
                    if sec not in SECTIONS})
+    fields["limits"] = (Optional[dict[str, str | float]], None)   # checked by the reader
     fields["model"] = (Optional[Literal[FILE_MODELS]], None)   # the model the car is for
     fields["name"] = (Optional[str], None)
     fields["description"] = (str, "")
@@ -829,7 +868,23 @@ def read_vehicle_file(path) -> VehicleParameters:
         section = getattr(parsed, sec)
         if section is not None:
             kw.update({attr: getattr(section, key) for key, attr in keys.items()})
+    kw["limits"] = _file_limits(path, parsed.limits)
     try:
         return VehicleParameters(**kw)
     except ValidationError as exc:
         raise VehicleFileError(path, [_format(e, data) for e in exc.errors()]) from None
+
+
+def _file_limits(path, table) -> Optional[dict]:
+    """A car file's ``[limits]`` in SI (J, kg), or None; VehicleFileError naming each wrong
+    ``[limits] name = value``."""
+    from .limits import parse_limits
+    problems, out = [], {}
+    for name, value in (table or {}).items():
+        try:
+            out.update(parse_limits({name: value}))
+        except ValueError as exc:
+            problems.append(f"[limits] {name} = {value!r}: {exc}")
+    if problems:
+        raise VehicleFileError(path, problems)
+    return out or None
