@@ -241,10 +241,8 @@ def test_friction_envelope_uses_the_registered_model(tanh_car):
 @pytest.mark.unit
 def test_no_module_compares_with_a_tyre_model_name():
     """Outside vehicle/tyres.py no module branches on a tyre model's name (a comparison with
-    a registered name), so a new model needs no edit elsewhere. ``pending`` lists the places
-    still to move to the registry (``ocp/full_model.py``: ``adherence_form`` to
-    ``TyreModel.peak_angle``); any other module that does fails the test."""
-    pending = {"ocp/full_model.py"}
+    a registered name), so a new model needs no edit elsewhere; any module that does fails
+    the test."""
     names = set(tyres.TYRE_MODELS)
     found = set()
     for path in PKG.rglob("*.py"):
@@ -256,4 +254,4 @@ def test_no_module_compares_with_a_tyre_model_name():
                     isinstance(x, ast.Constant) and x.value in names
                     for x in [node.left, *node.comparators]):
                 found.add(rel)
-    assert found <= pending, sorted(found - pending)
+    assert not found, sorted(found)

@@ -201,7 +201,8 @@ def adherence_form(p, form: str) -> str:
     only :math:`|f_x| \le D_x`)."""
     if getattr(p, "combined_slip", "constraint") == "ellipse":
         return "longitudinal"
-    if getattr(p, "tyre_model", "magic-formula") != "magic-formula" or getattr(p, "alpha_max", None) is not None:
+    from ..vehicle.tyres import tyre_model_of
+    if not tyre_model_of(p).peak_angle or getattr(p, "alpha_max", None) is not None:
         return "squared"
     return form
 
