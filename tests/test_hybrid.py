@@ -12,7 +12,7 @@ from pyomo.util.calc_var_value import calculate_variable_from_constraint
 from pyomo_lap import Track, build_model, load_vehicle, solve_sector
 from pyomo_lap.ocp.hybrid import hybrid_summary, integration_matrix
 from pyomo_lap.ocp.integrals import collocation_weights
-from pyomo_lap.vehicle.schema import VehicleFileError, read_vehicle_file
+from pyomo_lap.vehicle.files import VehicleFileError, read_vehicle_file
 
 
 def straight(length=200.0):

@@ -18,7 +18,7 @@ import pytest
 
 from pyomo_lap import load_vehicle
 from pyomo_lap.vehicle import powertrain as pt
-from pyomo_lap.vehicle.schema import VehicleFileError, read_vehicle_file
+from pyomo_lap.vehicle.files import VehicleFileError, read_vehicle_file
 
 # the engine: speeds [rad/s], torques [N m]; segments (a, b): T = a + b w on [w_i, w_i+1]
 W = (100.0, 300.0, 500.0, 700.0)

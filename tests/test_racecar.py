@@ -147,7 +147,7 @@ def test_a_car_of_the_main_schema_names_its_model_too(tmp_path):
     that is no model is refused naming the file, the value and the choices."""
     from pyomo_lap.api import job_model
     from pyomo_lap.vehicle.car import load_vehicle, models_dir
-    from pyomo_lap.vehicle.schema import VehicleFileError
+    from pyomo_lap.vehicle.files import VehicleFileError
     text = (models_dir() / "fsae.toml").read_text(encoding="utf-8")
     mine = tmp_path / "mine.toml"
     mine.write_text('model = "single-track"\n' + text, encoding="utf-8")

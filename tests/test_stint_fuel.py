@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from pyomo_lap import Track, build_model, load_vehicle
 from pyomo_lap.vehicle.fuel import DEFAULT_LHV, fuel_flow
 from pyomo_lap.vehicle.limits import merge_limits, parse_limits
-from pyomo_lap.vehicle.schema import VehicleFileError, read_vehicle_file
+from pyomo_lap.vehicle.files import VehicleFileError, read_vehicle_file
 
 FSAE = Path(__file__).resolve().parents[1] / "models" / "fsae.toml"
 

@@ -15,7 +15,7 @@ import pytest
 from pyomo_lap.post.simulate import car_functions
 from pyomo_lap.vehicle import tyres
 from pyomo_lap.vehicle.car import build_chain, car_equations, load_vehicle
-from pyomo_lap.vehicle.schema import VehicleFileError, read_vehicle_file
+from pyomo_lap.vehicle.files import VehicleFileError, read_vehicle_file
 from pyomo_lap.spatial.backend import mul, sub, tanh
 from pyomo_lap.spatial.tree import TrackJoint
 

@@ -27,7 +27,7 @@ from pyomo_lap import Track, load_vehicle
 from pyomo_lap.vehicle import car as veh
 from pyomo_lap.post.simulate import car_functions
 from pyomo_lap.vehicle import tyres
-from pyomo_lap.vehicle.schema import VehicleFileError, read_vehicle_file
+from pyomo_lap.vehicle.files import VehicleFileError, read_vehicle_file
 
 FLAT = np.r_[np.eye(3).ravel(), np.zeros(6)]
 """Track-joint vector of a flat straight (R = I, J = [1, 0, 0, 0, 0, 0], dJ = 0)."""

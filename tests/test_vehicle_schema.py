@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from pyomo_lap.vehicle import car as veh
-from pyomo_lap.vehicle.schema import OPTIONAL_KEYS, SECTIONS, SETTINGS, VehicleFileError, VehicleParameters
+from pyomo_lap.vehicle.schema import OPTIONAL_KEYS, SECTIONS, SETTINGS, VehicleParameters
+from pyomo_lap.vehicle.files import VehicleFileError
 
 SETTING_FIELDS = {attr for keys in SETTINGS.values() for attr in keys.values()}
 

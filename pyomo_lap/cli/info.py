@@ -163,7 +163,7 @@ def tracks():
 def _range_text(info) -> str:
     """The range of a :class:`~pyomo_lap.vehicle.schema.VehicleParameters` field from its
     bounds (``> 0 and <= 10000``), '' when it has none."""
-    from ..vehicle.schema import bound_texts
+    from ..vehicle.files import bound_texts
     lo, hi = bound_texts(info)
     extra = info.json_schema_extra or {}
     if lo is None and extra.get("minimum") is not None:      # optional fields

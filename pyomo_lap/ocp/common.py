@@ -491,7 +491,8 @@ def _pyomo_unit(text: str):
 def _schema_bounds(field: str) -> tuple:
     """The range of a :class:`pyomo_lap.vehicle.schema.VehicleParameters` field (``(lo, up)``,
     None for an open side; a strict bound is given as the bound itself)."""
-    from ..vehicle.schema import VehicleParameters, field_bounds
+    from ..vehicle.schema import VehicleParameters
+    from ..vehicle.files import field_bounds
     return tuple(None if b is None else float(b[1])
                  for b in field_bounds(VehicleParameters.model_fields[field]))
 

@@ -258,7 +258,7 @@ def _case_vehicle(base, params: dict):
 
 def _schema_message(exc) -> str:
     from pydantic import ValidationError
-    from ..vehicle.schema import _format
+    from ..vehicle.files import _format
     if isinstance(exc, ValidationError):
         return "; ".join(_format(e, {}) for e in exc.errors())
     return str(exc)

@@ -44,7 +44,8 @@ from ..spatial.backend import add, cos, mul, sin, sub, total
 from ..spatial.dynamics import hybrid_dynamics
 from ..spatial.tree import (PRISMATIC, REVOLUTE, TRACK, KinematicTree, TrackJoint,
                             forward_kinematics)
-from .schema import VehicleFileError, VehicleParameters, read_vehicle_file
+from .schema import VehicleParameters
+from .files import VehicleFileError, read_vehicle_file
 from .tyres import tyre_forces, tyre_model_of
 
 __all__ = ["VehicleParameters", "VehicleFileError", "load_vehicle", "vehicle_file_model", "available_vehicles", "models_dir",

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .schema import VehicleFileError, bound_texts
+from .files import VehicleFileError, bound_texts
 
 __all__ = ["RacecarParameters", "RacecarFileError", "read_racecar_file", "RACECAR_SECTIONS",
            "RACECAR_MODEL_NAMES", "RACECAR_KEYS", "check_racecar"]
@@ -190,7 +190,7 @@ _TOP = ("model", "name", "description")
 class RacecarFileError(VehicleFileError):
     """A racecar vehicle file that cannot be used; ``problems`` lists one line per problem,
     each naming the file, the ``[section] key``, the value and what was expected (a
-    :class:`~pyomo_lap.vehicle.schema.VehicleFileError`)."""
+    :class:`~pyomo_lap.vehicle.files.VehicleFileError`)."""
 
 
 def _expected(field: str) -> str:
