@@ -186,7 +186,8 @@ def test_solve_sector_and_cli_write_the_sensitivities(tmp_path):
     from click.testing import CliRunner
     from pyomo_lap import solve_sector
     from pyomo_lap.cli import main
-    from pyomo_lap.post.results import SENSITIVITY_HEADERS, read_sensitivities
+    from pyomo_lap.post.export import SENSITIVITY_HEADERS
+    from pyomo_lap.post.results import read_sensitivities
     res = solve_sector(start=START, length=200.0, sensitivities=True, out_dir=tmp_path / "r",
                        echo=lambda *_: None, progress=None)
     m, rep, df, summary = res                          # still unpacks as before

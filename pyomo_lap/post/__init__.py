@@ -1,4 +1,4 @@
-"""After a solve: channels and export (:mod:`.results`), the channel dictionary
+"""After a solve: channels and export (:mod:`.results`; the files' contents :mod:`.export`), the channel dictionary
 (:mod:`.channels`), the channels on a fixed distance step (:mod:`.fixed_step`), results folders
 (:mod:`.folders`), run deltas and logged laps (:mod:`.compare`), logger files
 (:mod:`.telemetry`) and logger channels (:mod:`.logger`), per-corner tables (:mod:`.corners`),
