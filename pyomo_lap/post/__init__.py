@@ -4,7 +4,7 @@
 (:mod:`.telemetry`) and logger channels (:mod:`.logger`), per-corner tables (:mod:`.corners`),
 figures (:mod:`.plots`; :mod:`.plots_base`, :mod:`.plots_track`, :mod:`.plots_channels`, :mod:`.plots_sweep`; the friction envelope :mod:`.envelope`), the interactive report (:mod:`.report`), lap-time sensitivities
 (:mod:`.sensitivities`), warm starts from a results folder (:mod:`.warm_start`), mesh
-continuation (:mod:`.continuation`), time-domain simulation (:mod:`.simulate`), replay
+continuation (:mod:`.continuation`), time-domain simulation (:mod:`.simulate`) and its control laws (:mod:`.controls`), replay
 (:mod:`.replay`), collocation defects and mesh refinement (:mod:`.defects`), the trust in the
 channels (:mod:`.quality`), the energy balance (:mod:`.energy`), ``pyomo-lap validate``
 (:mod:`.validate`) and its checks of a racecar result (:mod:`.racecar_checks`), IDAES
