@@ -3,7 +3,7 @@
 (:mod:`.folders`), run deltas and logged laps (:mod:`.compare`), logger files
 (:mod:`.telemetry`) and logger channels (:mod:`.logger`), per-corner tables (:mod:`.corners`),
 figures (:mod:`.plots`; :mod:`.plots_base`, :mod:`.plots_track`, :mod:`.plots_channels`, :mod:`.plots_sweep`; the friction envelope :mod:`.envelope`), the interactive report (:mod:`.report`), lap-time sensitivities
-(:mod:`.sensitivities`), warm starts from a results folder (:mod:`.warm_start`), mesh
+(:mod:`.sensitivities`; their parts from the multipliers :mod:`.lagrangian`), warm starts from a results folder (:mod:`.warm_start`), mesh
 continuation (:mod:`.continuation`), time-domain simulation (:mod:`.simulate`) and its control laws (:mod:`.controls`), replay
 (:mod:`.replay`), collocation defects and mesh refinement (:mod:`.defects`), the trust in the
 channels (:mod:`.quality`), the energy balance (:mod:`.energy`), ``pyomo-lap validate``
