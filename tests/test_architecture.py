@@ -187,3 +187,19 @@ def test_no_function_is_longer_than_a_hundred_lines(tmp_path):
     bad.mkdir()
     (bad / "m.py").write_text("def f():\n" + "    x = 1\n" * 100)
     assert _long_functions(bad, 100) == ["pyomo_lap/m.py:1 f (101 lines)"]
+
+
+def _long_modules(pkg: Path, limit: int) -> list:
+    return [f"{p.relative_to(pkg.parent)} ({n} lines)" for p in sorted(pkg.rglob("*.py"))
+            if (n := len(p.read_text().splitlines())) > limit]
+
+
+@pytest.mark.unit
+def test_no_module_is_longer_than_eight_hundred_lines(tmp_path):
+    """A module holds one role a newcomer can read (issue 37: none over 800 lines); the check
+    sees one that is longer."""
+    assert _long_modules(PKG, 800) == []
+    bad = tmp_path / "pyomo_lap"
+    bad.mkdir()
+    (bad / "m.py").write_text("x = 1\n" * 801)
+    assert _long_modules(bad, 800) == ["pyomo_lap/m.py (801 lines)"]

@@ -9,7 +9,8 @@ import _solved_sector as sector
 from pyomo_lap import Track, build_model, load_vehicle
 from pyomo_lap.post.defects import DEFECT_STATES, collocation_defects, refine_mesh
 from pyomo_lap.post.simulate import car_functions
-from pyomo_lap.post.simulate import FunctionControls, TrackLookup, simulate
+from pyomo_lap.post.controls import FunctionControls
+from pyomo_lap.post.simulate import TrackLookup, simulate
 from pyomo_lap.vehicle.car import ALGEBRAIC
 
 RADAU3 = np.array([(4 - 6 ** 0.5) / 10, (4 + 6 ** 0.5) / 10, 1.0])   # Radau IIA nodes, ncp = 3

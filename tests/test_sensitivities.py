@@ -16,6 +16,7 @@ the penalties' own response (0.3-2.5 % on this sector), which the test also show
 import numpy as np
 import pytest
 
+from pyomo_lap.post import lagrangian
 from pyomo_lap.post import sensitivities as sens
 
 START, LENGTH = 1150.0, 400.0
@@ -89,7 +90,7 @@ def test_bounds_follow_the_builder_and_errors():
     from pyomo_lap import build_model, load_track, load_vehicle
     tr, p = load_track("nordschleife"), load_vehicle("fsae")
     m = build_model(tr, p, start=START, length=100.0, named_subexpressions=False)
-    sens._check_bounds(m, p, m.problem.options)          # the builder's bounds
+    lagrangian._check_bounds(m, p, m.problem.options)          # the builder's bounds
     with pytest.raises(ValueError, match="no multipliers"):
         sens.lap_time_sensitivities(m)                   # suffixes not declared
     sens.declare_multiplier_suffixes(m)
@@ -98,7 +99,7 @@ def test_bounds_follow_the_builder_and_errors():
     first = sorted(m.s)[3]
     m.delta[first].setub(0.3)
     with pytest.raises(RuntimeError, match="does not follow the builder"):
-        sens._check_bounds(m, p, m.problem.options)
+        lagrangian._check_bounds(m, p, m.problem.options)
     ms = build_model(tr, p, start=START, length=100.0, model="single-track")
     with pytest.raises(NotImplementedError, match="full model"):
         sens.lap_time_sensitivities(ms)
@@ -186,7 +187,8 @@ def test_solve_sector_and_cli_write_the_sensitivities(tmp_path):
     from click.testing import CliRunner
     from pyomo_lap import solve_sector
     from pyomo_lap.cli import main
-    from pyomo_lap.post.results import SENSITIVITY_HEADERS, read_sensitivities
+    from pyomo_lap.post.export import SENSITIVITY_HEADERS
+    from pyomo_lap.post.results import read_sensitivities
     res = solve_sector(start=START, length=200.0, sensitivities=True, out_dir=tmp_path / "r",
                        echo=lambda *_: None, progress=None)
     m, rep, df, summary = res                          # still unpacks as before

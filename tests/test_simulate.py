@@ -13,7 +13,8 @@ from pyomo_lap.spatial.tree import TrackJoint
 from pyomo_lap.ocp.point_functions import track_vector
 from pyomo_lap.ocp.point_rows import track_joint
 from pyomo_lap.post.replay import replay
-from pyomo_lap.post.simulate import CollocationControls, car_functions, PiecewiseControls, controls_from_trajectory, simulate
+from pyomo_lap.post.controls import CollocationControls, PiecewiseControls, controls_from_trajectory
+from pyomo_lap.post.simulate import car_functions, simulate
 
 
 @pytest.mark.unit

@@ -150,7 +150,7 @@ def test_number_formats_by_unit_autofilter_and_full_precision(workbook):
 @pytest.mark.unit
 def test_every_unit_of_the_channels_has_a_number_format():
     from pyomo_lap.post.channels import UNITS
-    from pyomo_lap.post.results import NUMBER_FORMATS, number_format
+    from pyomo_lap.post.export import NUMBER_FORMATS, number_format
     assert set(UNITS.values()) <= set(NUMBER_FORMATS)
     assert number_format("element [-]") == "0" and number_format("q4 [m]") == "0.0000"
     assert number_format("no unit") == "General"

@@ -1,5 +1,5 @@
 """results.xlsx: the channels and track sheets written as XML text at once
-(pyomo_lap.post.results._bulk_rows) are xlsxwriter's own cell-by-cell writing, byte for byte:
+(pyomo_lap.post.export._bulk_rows) are xlsxwriter's own cell-by-cell writing, byte for byte:
 missing values, rows without any value, whole numbers, the spans of every 16 rows, the column
 formats, the chart's cached values; a table it cannot write (texts, infinities) is written cell
 by cell as before."""
@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from pyomo_lap.post import export as E
 from pyomo_lap.post import results as R
 
 
@@ -51,7 +52,7 @@ def test_the_bulk_rows_are_xlsxwriters_own_bytes(tmp_path, monkeypatch, n):
     summary = {"lap_time_s": 1.0}
     R._write_workbook(tmp_path / "bulk.xlsx", df, summary, pd.DataFrame(), None)
     calls = []
-    monkeypatch.setattr(R, "_bulk_rows", lambda *a, **k: calls.append(1) or False)
+    monkeypatch.setattr(E, "_bulk_rows", lambda *a, **k: calls.append(1) or False)
     R._write_workbook(tmp_path / "cells.xlsx", df, summary, pd.DataFrame(), None)
     assert calls                                         # the cell-by-cell path did run
     bulk, cells = _members(tmp_path / "bulk.xlsx"), _members(tmp_path / "cells.xlsx")
@@ -75,8 +76,8 @@ def test_tables_the_bulk_rows_cannot_write_are_written_cell_by_cell(tmp_path):
     import xlsxwriter
     wb = xlsxwriter.Workbook(str(tmp_path / "x.xlsx"))
     ws = wb.add_worksheet("a")
-    assert not R._bulk_rows(ws, pd.DataFrame({"a": [1.0, 2.0], "b": ["x", "y"]}))
-    assert not R._bulk_rows(ws, pd.DataFrame({"a": [1.0, np.inf]}))
-    assert not R._bulk_rows(ws, pd.DataFrame({"a": [True, False]}))
-    assert R._bulk_rows(ws, pd.DataFrame({"a": [1.0, np.nan]}))
+    assert not E._bulk_rows(ws, pd.DataFrame({"a": [1.0, 2.0], "b": ["x", "y"]}))
+    assert not E._bulk_rows(ws, pd.DataFrame({"a": [1.0, np.inf]}))
+    assert not E._bulk_rows(ws, pd.DataFrame({"a": [True, False]}))
+    assert E._bulk_rows(ws, pd.DataFrame({"a": [1.0, np.nan]}))
     wb.close()

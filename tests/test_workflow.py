@@ -16,7 +16,8 @@ from click.testing import CliRunner
 from _independent import time_by_quadrature
 from pyomo_lap import __version__, build_model, load_track, load_vehicle
 from pyomo_lap.cli import main
-from pyomo_lap.post.results import UNITS, read_parquet_units, read_summary, read_trajectory
+from pyomo_lap.post.export import read_parquet_units
+from pyomo_lap.post.results import UNITS, read_summary, read_trajectory
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTOR = dict(start=1150.0, length=200.0, nfe=15, ncp=2)   # a left-right sequence, ~10 s to solve

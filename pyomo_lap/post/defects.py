@@ -12,7 +12,7 @@ dynamics. Two measures of how far it is from doing so:
   controls :math:`u_j(s)` (controls that are states, OCP option ``control_form = "state"``:
   the polynomial through the element's start and collocation points, like the states;
   ``control_form = "point"``: the polynomial of degree ``ncp - 1`` through the controls at
-  the element's collocation points, :class:`pyomo_lap.post.simulate.CollocationControls`, a
+  the element's collocation points, :class:`pyomo_lap.post.controls.CollocationControls`, a
   constant for piecewise-constant controls), and the residual of the spatial DAE (39)
 
   .. math::
@@ -365,7 +365,7 @@ def _element_nodes(el, s, scheme: str, ncp: int, gx) -> tuple:
     ValueError
         An element without ``ncp`` collocation points.
     """
-    from .simulate import element_points
+    from .controls import element_points
     eval_s, node_sets = [], []
     groups = element_points(el, s, scheme)
     for j in range(1, int(el.max()) + 1):
@@ -380,7 +380,8 @@ def _element_nodes(el, s, scheme: str, ncp: int, gx) -> tuple:
 
 
 def _shooting(elements, df, track, vehicle, car, start, node_sets, el, state_controls=False):
-    from .simulate import CollocationControls, simulate
+    from .controls import CollocationControls
+    from .simulate import simulate
     s = df["s_sector"].to_numpy(float)
     states, n = defect_states(car), car.n_q
     U = df[list(car.vehicle_model.controls)].to_numpy(float)

@@ -18,7 +18,7 @@ polynomial:
   forces, controls with ``control_form = "point"``): the Lagrange polynomial through the
   element's collocation points only (degree ``ncp - 1``; a constant for piecewise-constant
   controls), as pyomo.dae's ``reduce_collocation_points`` and
-  :class:`pyomo_lap.post.simulate.CollocationControls` read them; such a variable may jump
+  :class:`pyomo_lap.post.controls.CollocationControls` read them; such a variable may jump
   at an element boundary;
 * **derived channels** of the car's equations (tyre forces, slip angles, loads, power, the
   velocities ``v_3x`` ..., the accelerations ``a_x`` ..., the track's data ...): interpolated

@@ -24,7 +24,7 @@ thresholds (:mod:`pyomo_lap.post.verdict`), on the racecar's states and equation
   :data:`~pyomo_lap.post.verdict.REPLAY_SEGMENT_S` of the optimum's time
   (:func:`pyomo_lap.post.replay.segment_rows`), each integrated in time with ``solve_ivp``
   from the optimum's state at its start, with the optimum's controls
-  (:func:`pyomo_lap.post.simulate.controls_from_trajectory`) and the look-ahead driver
+  (:func:`pyomo_lap.post.controls.controls_from_trajectory`) and the look-ahead driver
   :data:`~pyomo_lap.post.verdict.REPLAY_DRIVER` on the steering
   (:func:`pyomo_lap.post.simulate.preview_steering` towards the states' collocation
   polynomials of ``n`` and ``alpha``, :func:`pyomo_lap.post.replay.state_polynomials`). Judged
@@ -254,7 +254,7 @@ def racecar_defects(df, track, p, *, start: float = 0.0, scheme: str = "LAGRANGE
         Missing columns, an unknown scheme, elements without points.
     """
     from .defects import DefectReport
-    from .simulate import element_points
+    from .controls import element_points
     t0 = time.perf_counter()
     if scheme not in ("LAGRANGE-RADAU", "LAGRANGE-LEGENDRE"):
         raise ValueError(f"scheme = {scheme!r}: expected 'LAGRANGE-RADAU' or 'LAGRANGE-LEGENDRE'")
@@ -349,7 +349,7 @@ def _shooting(elements, X, U, s, nodes, ends, p, kap, start, interpolation, eps,
     ``shoot_eps``), NaN where the integration failed."""
     from scipy.integrate import solve_ivp
 
-    from .simulate import lagrange_weights
+    from .controls import lagrange_weights
     out = np.full((len(nodes), len(RACECAR_DEFECT_STATES)), np.nan)
     for j, nd in enumerate(nodes):
         cn = nd if interpolation == "state" else nd[1:]
@@ -534,7 +534,7 @@ def _replay_result(segments, status, comps, traces, short, tdev, t0) -> RacecarR
 
 class _DrivenCar:
     """The racecar driven along a result (:func:`racecar_replay`): the optimum's controls at
-    the car's ``s`` (:func:`pyomo_lap.post.simulate.controls_from_trajectory`), the steer
+    the car's ``s`` (:func:`pyomo_lap.post.controls.controls_from_trajectory`), the steer
     angle plus the look-ahead driver's correction towards the states' collocation
     polynomials of ``n`` and ``alpha``; the state ``y = (s, n, V, alpha, lam, omega, ax,
     ay)`` [SI], integrated in time."""
@@ -544,7 +544,7 @@ class _DrivenCar:
     def __init__(self, df, track, p, driver: dict, start: float, scheme: str,
                  interpolation: str, eps: float):
         from .replay import state_polynomials
-        from .simulate import controls_from_trajectory
+        from .controls import controls_from_trajectory
         s_tab = start + df["s_sector"].to_numpy(float)
         self.p, self.eps = p, eps
         self.ctl = controls_from_trajectory(

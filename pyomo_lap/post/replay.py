@@ -6,7 +6,7 @@ points, and its controls are differential states in ``q1`` (OCP option ``control
 "state"``, the default: per finite element the polynomial through the element's start and
 collocation points, like the other states), values at the collocation points (``control_form
 = "point"``: per finite element the polynomial through them) or constants per finite element
-(``piecewise_constant_controls=True``), see :func:`pyomo_lap.post.simulate.controls_from_trajectory`.
+(``piecewise_constant_controls=True``), see :func:`pyomo_lap.post.controls.controls_from_trajectory`.
 Integrated in time with those controls (open loop, as functions of the track distance ``q1``),
 an exact solution of the DAE follows the optimum as long as (i) the collocation error between
 the points is small and (ii) the car does not amplify it. A race car at its limits is
@@ -29,8 +29,9 @@ import numpy as np
 import pandas as pd
 
 from ..ocp.point_functions import CarFunctions
-from .simulate import (CollocationControls, car_functions, PathFollowing, SimulationResult, TrackLookup,
-                       controls_from_trajectory, element_points, simulate, state_names)
+from .controls import CollocationControls, controls_from_trajectory, element_points
+from .simulate import (car_functions, PathFollowing, SimulationResult, TrackLookup,
+                       simulate, state_names)
 from ..vehicle.car import ALGEBRAIC
 
 __all__ = ["replay", "ReplayReport", "DEFAULT_TOLERANCES", "stability_along", "state_polynomials",
@@ -234,7 +235,7 @@ def state_polynomials(df, columns=("q2", "q3", "q1_dot"), start: Optional[float]
                       scheme: str = "LAGRANGE-RADAU"):
     """Three channels of a trajectory table as the collocation polynomials of the OCP's
     states: on element ``j`` the polynomial through its start and collocation points
-    (:func:`pyomo_lap.post.simulate.element_points`), continuous across the elements.
+    (:func:`pyomo_lap.post.controls.element_points`), continuous across the elements.
 
     Parameters
     ----------
@@ -389,7 +390,7 @@ def replay(source, track, vehicle, *, feedback: Union[bool, dict] = False,
         Collocation scheme of a trajectory table (a model knows its own; default Radau).
     interpolation : {'auto', 'polynomial', 'constant', 'state'}, optional
         How the controls between the collocation points are taken
-        (:func:`pyomo_lap.post.simulate.controls_from_trajectory`); a model says it by its options
+        (:func:`pyomo_lap.post.controls.controls_from_trajectory`); a model says it by its options
         ``piecewise_constant_controls`` and ``control_form`` (``'state'``: the polynomial
         through the element's start and collocation points), a table by default ``'auto'``
         (which never means ``'state'``: pass it for a table of an OCP with
@@ -475,7 +476,7 @@ def _simulate_sector(df, track, vehicle, ctl, x0, z0, span: tuple, method, rtol,
 def _replay_controls(df, vehicle, start: float, s_ref, basis, feedback, scheme, interpolation,
                      path_reference):
     """The control law of :func:`replay`: the optimum's controls
-    (:func:`pyomo_lap.post.simulate.controls_from_trajectory`), with ``feedback`` wrapped in
+    (:func:`pyomo_lap.post.controls.controls_from_trajectory`), with ``feedback`` wrapped in
     :class:`pyomo_lap.post.simulate.PathFollowing` towards the optimal path."""
     ctl = controls_from_trajectory(df, basis=basis, start=start, interpolation=interpolation or "auto",
                                    scheme=scheme or "LAGRANGE-RADAU")
