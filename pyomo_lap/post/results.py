@@ -209,11 +209,10 @@ def _add_derived_channels(m, df: pd.DataFrame) -> None:
         df["a_t"] = tangential_acceleration(df)
     add_logger_channels(df, _car_of(m))
     from ..ocp.integrals import energy_channels     # the energies' powers (docs/energy.md)
-    for name, values in energy_channels(df, _car_of(m)).items():
-        df[name] = values
+    new = dict(energy_channels(df, _car_of(m)))
     from ..ocp.hybrid import hybrid_channels        # a car with [hybrid] (docs/energy.md)
     for name, values in hybrid_channels(m).items():
-        df[name] = values if len(values) == len(df) else np.nan
+        new[name] = values if len(values) == len(df) else np.nan
     sigma = sorted(m.s)
     for c in ("delta", "f_xa", "f_xb"):
         dv = m.component(f"d{c}_ds")
@@ -224,7 +223,9 @@ def _add_derived_channels(m, df: pd.DataFrame) -> None:
         # at the first collocation point
         if len(rate) > 1:
             rate[0] = rate[1]
-        df[f"{c}_rate"] = rate * df["q1_dot"].to_numpy(float)
+        new[f"{c}_rate"] = rate * df["q1_dot"].to_numpy(float)
+    if new:     # one block of columns, not one insert each (a fragmented frame is slow)
+        df[list(new)] = pd.DataFrame(new, index=df.index)
 
 
 def _car_of(m):
