@@ -16,7 +16,7 @@ traction and braking (:func:`pyomo_lap.ocp.common.add_objective`).
 * ``"single-track"`` (:data:`pyomo_lap.ocp.single_track.SINGLE_TRACK_MODEL`): the rigid
   nonlinear bicycle with Fiala tyres.
 
-A third model is one module that defines a :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel`
+Another model is one module that defines a :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel`
 and one line in :data:`VEHICLE_MODELS` (``docs/vehicle_models.md``).
 
 The names this module exported before the split (``record_point_rows``, ``PointRows``,
@@ -58,7 +58,7 @@ VEHICLE_MODELS = {
     RACECAR_MODEL.name: RACECAR_MODEL,    # dymos's racecar example (pyomo_lap/ocp/racecar.py, docs/racecar.md)
 }
 """The registry of vehicle models: OCP option ``model`` (and the CLI's ``--model``) ->
-:class:`~pyomo_lap.ocp.vehicle_model.VehicleModel`. A third model: one line here."""
+:class:`~pyomo_lap.ocp.vehicle_model.VehicleModel`. Another model: one line here."""
 
 
 class _VehicleModelDomain:

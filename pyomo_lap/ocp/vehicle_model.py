@@ -14,10 +14,14 @@ is a block of a user's model) and ``m.vehicle.refresh()`` (set by
 :func:`pyomo_lap.ocp.build.build_model`). Everything else a built model carries besides its
 Pyomo components is in one typed place, ``m.problem`` (a :class:`ProblemData`).
 
-Two models implement it: the full six-joint car (:data:`pyomo_lap.ocp.full_model.FULL_MODEL`)
-and the single-track car (:data:`pyomo_lap.ocp.single_track.SINGLE_TRACK_MODEL`). A third model
+Four registered models implement it (:data:`pyomo_lap.ocp.build.VEHICLE_MODELS`): the full
+six-joint car (:data:`pyomo_lap.ocp.full_model.FULL_MODEL`), the single-track car
+(:data:`pyomo_lap.ocp.single_track.SINGLE_TRACK_MODEL`), the multibody car
+(:mod:`pyomo_lap.ocp.multibody`) and dymos's racecar (:mod:`pyomo_lap.ocp.racecar`); the
+point mass (:mod:`pyomo_lap.ocp.point_mass`) is a worked example, not registered. Another model
 is one new module that defines a :class:`VehicleModel` and one line in
-:data:`pyomo_lap.ocp.build.VEHICLE_MODELS` (``docs/vehicle_models.md``).
+:data:`pyomo_lap.ocp.build.VEHICLE_MODELS` (``docs/vehicle_models.md``, and the walk-through
+"Add a vehicle-model family" in ``docs/architecture.md``).
 
 This module imports nothing of the package (Pyomo only).
 """
@@ -50,7 +54,7 @@ class VehicleModel:
     rates : tuple of str
         Joint rates, ``q1_dot`` first; ``m.d<rate>_ds`` are their derivatives.
     controls : tuple of str
-        Control variables (``("f_xa", "f_xb", "delta")`` for both built-in models: the
+        Control variables (``("f_xa", "f_xb", "delta")`` for the built-in cars: the
         objective (41), :func:`pyomo_lap.ocp.common.add_objective`, uses these three).
     algebraics : tuple of str
         Algebraic unknowns solved with the dynamics at every point (loads, tyre forces ...).
@@ -139,7 +143,8 @@ class ProblemData:
         The car's kinematic tree (:func:`pyomo_lap.vehicle.car.build_chain`, the single-track
         or the multibody car's).
     point_rows : object or None
-        The per-point rows recorded on a tape (:func:`pyomo_lap.ocp.full_model.record_point_rows`),
+        The per-point rows recorded on a tape, of every model that records them (full,
+        single-track, multibody: the car's parameters as symbols; the racecar: its numbers),
         the same object as ``m.vehicle.point_rows`` (where the solver path ``lap_ipopt`` finds
         it).
     mesh : str
