@@ -185,6 +185,15 @@ def test_a_limited_solve_reaches_its_limit_and_is_slower(nordschleife):
         z = nordschleife.evaluate(np.array([QUICK["start"], QUICK["start"] + QUICK["length"]])).position[:, 2]
         climb = p.m * p.gravity * float(z[1] - z[0])
         assert pyo.value(e.traction) - lost == pytest.approx(ke + climb, abs=0.02 * pyo.value(e.traction))
+    # the summary's integrals from the results table (NumPy) are the model's expressions
+    from pyomo_lap.ocp.integrals import energy_summary
+    from pyomo_lap.post.results import trajectory_dataframe
+    table, expressions = energy_summary(ml, trajectory_dataframe(ml)), energy_summary(ml)
+    assert set(table) == set(expressions)
+    for key, value in expressions.items():
+        if key.endswith("_J"):
+            assert table[key] == pytest.approx(value, rel=1e-9, abs=1e-6)
+    assert table["limits"]["engine"]["share"] == pytest.approx(1.0, rel=1e-6)
 
 
 @pytest.mark.unit

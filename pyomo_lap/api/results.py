@@ -288,8 +288,6 @@ def _summarize(job) -> None:
     summary["timing"] = _timing(job, stats)
     summary["mesh_refinement"] = getattr(job, "refinement", None)
     summary["mesh_continuation"] = getattr(job, "continuation", None)
-    from ..ocp.integrals import energy_summary
-    summary["energy"] = energy_summary(m)     # the integrals of m.energy [J], issue 38
     from ..ocp.hybrid import hybrid_summary
     if m.component("hybrid") is not None:     # a car with [hybrid] (docs/energy.md)
         summary["hybrid"] = hybrid_summary(m)
@@ -342,6 +340,8 @@ def _channels_and_export(job) -> None:
                                + (f", {job.out_dir}/ was left untouched" if job.out_dir else ""),
                                rep) from None
     summary["max_speed_kmh"] = float(df["speed_kmh"].max())
+    from ..ocp.integrals import energy_summary
+    summary["energy"] = energy_summary(m, df)     # the integrals of m.energy [J], issue 38
     p_solved = vehicle_of_model(m) if rep.ok or not cfg.free else job.p
     summary["channel_quality"] = channel_quality(df, p_solved)
     summary["mesh"] = _mesh_summary(m)

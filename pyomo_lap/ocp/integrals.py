@@ -204,6 +204,7 @@ def add_energy_integrals(m, limits: Optional[dict] = None, slip_at_peak=None):
         powers = _powers(m, slip_at_peak)
         w = collocation_weights(m)
         m.energy = pyo.Block(doc="energy integrals over the sector (pyomo_lap.ocp.integrals)")
+        m.energy.slip_estimate = slip_at_peak is not None    # not in a results table's powers
         for name, rule in powers.items():
             P = pyo.Expression(m.s, rule=lambda b, s, r=rule: r(s),
                                doc=f"{name} power [W] (pyomo_lap.ocp.integrals)")
@@ -282,17 +283,22 @@ def add_energy_limits(m, limits: dict):
     return m
 
 
-def energy_summary(m) -> dict:
+def energy_summary(m, table=None) -> dict:
     """summary.json's ``energy``: each integral's value [J] (``<name>_J``), ``fuel_kg`` (a car with
     ``[fuel]``) and, for the limited
-    ones, ``limits`` ``{name: {"limit_J", "used_J", "share"}}``; ``{}`` without ``m.energy``."""
+    ones, ``limits`` ``{name: {"limit_J", "used_J", "share"}}``; ``{}`` without ``m.energy``.
+
+    With ``table`` (the model's :func:`pyomo_lap.post.results.trajectory_dataframe`, a row per
+    point of ``m.s``) the integrals are the same quadrature of the table's powers
+    (:func:`energy_channels`) in NumPy, not Pyomo's evaluation of the expressions (0.5 s on
+    the default job); without it, or for energies with the slip estimate, the expressions."""
     e = m.component("energy")
     if e is None:
         return {}
-    out = {}
+    out = _table_energies(m, table) if table is not None else {}
     for name in ENERGY_NAMES:
         comp = e.component(name)
-        if comp is not None:
+        if comp is not None and f"{name}_J" not in out:
             value = pyo.value(comp, exception=False)
             out[f"{name}_J"] = None if value is None else float(value)
     if e.component("limit_row") is not None:
@@ -301,12 +307,41 @@ def energy_summary(m) -> dict:
                                        else out[f"{n}_J"] / float(pyo.value(e.limit[n])))}
                          for n in e.limit_row}
     if e.component("fuel") is not None:
-        value = pyo.value(e.fuel, exception=False)
+        value = out.get("fuel_kg", pyo.value(e.fuel, exception=False) if "fuel_kg" not in out
+                        else None)
         out["fuel_kg"] = None if value is None else float(value)
         if e.component("fuel_limit") is not None and value is not None:
             limit = float(pyo.value(e.fuel_limit))
             out.setdefault("limits", {})["fuel"] = {"limit_kg": limit, "used_kg": float(value),
                                                     "share": float(value) / limit}
+    return out
+
+
+def _table_energies(m, table) -> dict:
+    """``{<name>_J: value}`` of the energies of ``m.energy`` whose powers the table has
+    (:func:`energy_channels`; the traction :math:`f_{xa} v_{3x}`), by the quadrature of
+    :func:`collocation_weights` over the table's rows (one per point of ``m.s``, in order);
+    ``{}`` when the table does not match the model's points or the energies carry the slip
+    estimate (:func:`slip_power`, not in the table)."""
+    e = m.energy
+    sigma = sorted(m.s)
+    if getattr(e, "slip_estimate", False) or len(table) != len(sigma) or "q1_dot" not in table:
+        return {}
+    if "s" in table and not np.allclose(np.asarray(table["s"], dtype=float), sigma):
+        return {}
+    w = collocation_weights(m)
+    weights = np.array([w.get(s, 0.0) for s in sigma])
+    powers = {k[len("power_"):]: v for k, v in energy_channels(table, m.vehicle.built_for).items()
+              if k.startswith("power_")}
+    if {"f_xa", "v_3x"} <= set(table.columns):
+        powers["traction"] = (np.asarray(table["f_xa"], dtype=float)
+                              * np.asarray(table["v_3x"], dtype=float))
+    rate = np.asarray(table["q1_dot"], dtype=float)
+    out = {f"{name}_J": float(weights @ (P / rate)) for name, P in powers.items()
+           if e.component(name) is not None}
+    flow = energy_channels(table, m.vehicle.built_for).get("fuel_flow")
+    if flow is not None and e.component("fuel") is not None:
+        out["fuel_kg"] = float(weights @ (flow / rate))
     return out
 
 
