@@ -19,7 +19,8 @@ def reference_dataframe(m, p=None) -> pd.DataFrame:
     floats at every point (for the car ``p``, default the model's)."""
     p = m.vehicle.built_for if p is None else p
     tp = m.problem.track_points
-    chain, joints = veh.build_chain(p), m.problem.track_joints
+    from pyomo_lap.ocp.sector import track_joints
+    chain, joints = veh.build_chain(p), track_joints(tp)
     sigma = sorted(m.s)
     elems = list(m.s.get_finite_elements())
     rows = []

@@ -54,9 +54,9 @@ def test_model_given_as_an_object_builds_and_initializes():
         assert isinstance(mdl.problem, ProblemData)
         assert mdl.problem.sector_length == pytest.approx(60.0) and mdl.problem.options.nfe == 3
         assert mdl.problem.track is track and mdl.vehicle.built_for is p
-        assert len(mdl.problem.track_points.s) == len(mdl.s) == len(mdl.problem.track_joints)
+        assert len(mdl.problem.track_points.s) == len(mdl.s)
         assert 0 < mdl.problem.dae_time_s < mdl.problem.build_time_s
-        for name in ("options", "track", "sector_length", "track_points", "track_joints",
+        for name in ("options", "track", "sector_length", "track_points",
                      "chain", "point_rows", "initial_speed", "build_time_s", "dae_time_s",
                      "vehicle_model"):
             assert name not in vars(mdl), name

@@ -76,7 +76,7 @@ from ..vehicle.racecar import RacecarParameters, check_racecar
 from ..vehicle.racecar_equations import (CONTROLS, QUANTITIES, QUANTITY_DOCS, STATE_NAMES,
                                          THRUST_EPS, WHEELS, racecar_equations,
                                          spatial_ode_residuals)
-from .sector import _sector_points, fast_element_lookup, sector_mesh, track_joints, track_limits
+from .sector import _sector_points, fast_element_lookup, sector_mesh, track_limits
 from .point_rows import TRACK_INPUTS, PointRows, rows_on_tape, track_numbers
 from .vehicle_model import ProblemData, VehicleModel, car_block, update_problem
 
@@ -173,7 +173,7 @@ def build_racecar_model(track, vehicle, cfg, t0: Optional[float] = None, progres
     tp = _sector_points(track, cfg.start, L, sigma)
     kappa = _curvature_in_elements(track, cfg.start, L, sigma,
                                    np.array(sorted(m.s.get_finite_elements())), tp.omega[:, 2])
-    update_problem(m, dae_time_s=dae_time_s, track_points=tp, track_joints=track_joints(tp))
+    update_problem(m, dae_time_s=dae_time_s, track_points=tp)
     lower, upper = track_limits(track, tp, sigma, p, cfg)
     ends = set(float(x) for x in m.s.get_finite_elements())
     for i, s in enumerate(sigma):

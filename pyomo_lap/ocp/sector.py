@@ -173,8 +173,8 @@ def discretize_on_track(m, track, vehicle, cfg, length: float, controls) -> tupl
     track limits on ``q2``: the steps every vehicle model's build shares.
 
     Sets ``m.problem.dae_time_s`` (pyomo.dae's share of the build [s]), ``m.problem.track_points`` (the
-    track numbers at the points, :class:`pyomo_lap.track.points.TrackPoints`) and
-    ``m.problem.track_joints``; bounds ``m.q2[s]`` to the track's width minus half the car's width
+    track numbers at the points, :class:`pyomo_lap.track.points.TrackPoints`: the record's
+    track inputs); bounds ``m.q2[s]`` to the track's width minus half the car's width
     and ``cfg.track_margin`` each side.
 
     Parameters
@@ -211,7 +211,7 @@ def discretize_on_track(m, track, vehicle, cfg, length: float, controls) -> tupl
     dae_time_s = time.perf_counter() - t_dae      # pyomo.dae's share of the build
     sigma = np.array(sorted(m.s))
     tp = _sector_points(track, cfg.start, length, sigma)
-    update_problem(m, dae_time_s=dae_time_s, track_points=tp, track_joints=track_joints(tp))
+    update_problem(m, dae_time_s=dae_time_s, track_points=tp)
     idx = {s: i for i, s in enumerate(sigma)}
     patches = getattr(m.problem.vehicle_model, "patch_limits", False)
     set_track_limits(m, track_limits(track, tp, sigma, vehicle, cfg, patches), idx)

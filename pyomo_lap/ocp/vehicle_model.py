@@ -135,8 +135,6 @@ class ProblemData:
         Length of the sector [m] (``q1`` runs from 0 to it; ``m.s`` in the sector's frame).
     track_points : pyomo_lap.track.points.TrackPoints or None
         The track evaluated at every point of ``m.s`` (shape ``(len(m.s), ...)`` arrays).
-    track_joints : list of pyomo_lap.spatial.tree.TrackJoint or None
-        The track joint (frame, Ω, dΩ/ds as numbers) at every point of ``m.s``.
     initial_speed : float or None
         The entry speed fixed at ``s = 0`` [m/s]; None when free or on a periodic lap.
     chain : pyomo_lap.spatial.tree.KinematicTree or None
@@ -166,7 +164,6 @@ class ProblemData:
     track: object
     sector_length: float
     track_points: object = None
-    track_joints: object = None
     initial_speed: Optional[float] = None
     chain: object = None
     point_rows: object = None
