@@ -133,11 +133,28 @@ def solve_fastest_lap_definitions(vehicle, element_length: float, what: str) -> 
     rep = solve_model(m)
     out = {"lap_s": float(pyo.value(m.lap_time)), "energy": energy_summary(m),
            "iterations": rep.iterations, "wall_s": time.perf_counter() - t0,
-           "self_check": "not run" if rep.ok else rep.termination_condition}
+           "self_check": _self_check(m, vehicle) if rep.ok else rep.termination_condition}
     out["fl"] = {"engine_J": float(pyo.value(fl_engine_energy(m)))}
     if what == "tyre":
         out["fl"].update({k: v for k, v in out["energy"].items() if k.startswith("tyre_")})
     return out
+
+
+def _self_check(m, vehicle) -> str:
+    """The self-check every solve of the command line runs (:func:`pyomo_lap.post.verdict.
+    self_check`: defects, speed consistency, energy balance, power limit), on a model solved
+    here with rows of our own: its verdict."""
+    from pyomo_lap import load_vehicle
+    from pyomo_lap.post.quality import channel_quality
+    from pyomo_lap.post.results import trajectory_dataframe
+    from pyomo_lap.post.verdict import self_check
+    df = trajectory_dataframe(m)
+    cfg = m.problem.options
+    p = load_vehicle(vehicle) if isinstance(vehicle, str) else vehicle
+    summary = {"model": "full", "start_m": float(cfg.start or 0.0), "ncp": cfg.ncp, "scheme": cfg.scheme,
+               "ocp_options": {"control_form": cfg.control_form},
+               "channel_quality": channel_quality(df, p)}
+    return self_check(df, summary, m.problem.track, p)["verdict"]
 
 
 def _energies(e: dict) -> str:
