@@ -250,7 +250,7 @@ NUMBER_FORMATS = {
     "m": "0.00", "s": "0.000", "m/s": "0.00", "km/h": "0.0", "m/s^2": "0.00", "g": "0.000",
     "N": "0", "N m": "0", "N/s": "0", "N/rad": "0", "W": "0", "rad": "0.0000",
     "rad/s": "0.0000", "rad/s^2": "0.000", "1/m": "0.00000", "deg": "0.00", "deg/s": "0.00",
-    "%": "0.0", "rpm": "0", "-": "0.000",
+    "%": "0.0", "rpm": "0", "-": "0.000", "J": "0", "kg/s": "0.00000",
 }
 """Excel number format of the columns of the workbook's ``channels`` and ``track`` sheets, by
 unit (the column's header ``name [unit]``): what is shown, never what is stored (every value
