@@ -66,11 +66,6 @@ HYBRID_CHANNELS = ("power_deploy", "power_harvest", "soc_energy")
 ``power_harvest`` [W], ``soc_energy`` (the battery's energy) [J]."""
 
 
-def _car(m):
-    """The car a model was built for, ``m.vehicle.built_for``."""
-    return m.vehicle.built_for
-
-
 def hybrid_settings(p) -> Optional[dict]:
     """The ``[hybrid]`` section of the car ``p`` with its defaults, ``{key: value}`` (keys of
     :data:`pyomo_lap.vehicle.schema.SETTINGS` ``["hybrid"]``; efficiencies 1, limits and
@@ -90,15 +85,9 @@ def integration_matrix(m) -> list:
     \sum c_j f(\text{node}_j)`, ``start`` the point's finite element's start and :math:`c_j =
     h \int_0^{\tau} \ell_j` [m] (module docstring). The coefficients of an element's end are
     :func:`pyomo_lap.ocp.integrals.collocation_weights` of that element."""
-    fe = sorted(m.s.get_finite_elements())
-    pts = np.array(sorted(m.s), dtype=float)
-    radau = "RADAU" in str(m.problem.options.scheme).upper()
+    from .integrals import element_nodes
     out = []
-    for a, b in zip(fe[:-1], fe[1:]):
-        tol = 1e-12 * max(1.0, b)
-        inside = list(pts[(pts > a + tol) & (pts < b - tol)])
-        nodes = inside + ([b] if radau else [])
-        tau = (np.asarray(nodes) - a) / (b - a)
+    for a, b, inside, nodes, tau in element_nodes(m):
         n = len(tau)
         V = np.vander(tau, n, increasing=True)           # V[i, k] = tau_i^k
         Vinv = np.linalg.inv(V)                          # ell_j(tau) = sum_k Vinv[k, j] tau^k
@@ -142,7 +131,7 @@ def add_hybrid(m, p=None):
     ValueError
         The model lacks those components (a hybrid car on a model without a power row).
     """
-    p = _car(m) if p is None else p
+    p = m.vehicle.built_for if p is None else p
     h = hybrid_settings(p)
     if h is None:
         return m
@@ -215,7 +204,7 @@ def _scale(m, b, h) -> None:
         return
     Pd, Ph = h["deploy_power_max"], max(h["harvest_power_max"], 1.0)
     E = h["capacity"] or h["deploy_energy_per_lap"] or h["harvest_energy_per_lap"] or 1e6
-    P_max = float(getattr(_car(m), "P_max", Pd))
+    P_max = float(getattr(m.vehicle.built_for, "P_max", Pd))
     for s in m.s:
         sf[b.deploy_power[s]] = 1.0 / Pd
         sf[b.harvest_power[s]] = 1.0 / Ph
@@ -237,7 +226,7 @@ def hybrid_summary(m) -> dict:
     b = m.component("hybrid")
     if b is None:
         return {}
-    h = hybrid_settings(_car(m)) or {"deploy_efficiency": 1.0, "harvest_efficiency": 1.0}
+    h = hybrid_settings(m.vehicle.built_for) or {"deploy_efficiency": 1.0, "harvest_efficiency": 1.0}
     dep, har = pyo.value(b.deployed, exception=False), pyo.value(b.harvested, exception=False)
     if dep is None or har is None:
         return {}

@@ -52,6 +52,7 @@ a car with ``[fuel]`` (``m.energy.fuel_flow[s]`` [kg/s] and ``m.energy.fuel`` [k
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 from typing import Optional
 
 import numpy as np
@@ -81,20 +82,30 @@ class EnergyLimits:
         return "{name: energy} or NAME=VALUE texts"
 
 
+def element_nodes(m):
+    """The collocation nodes of every finite element of ``m.s``: ``(a, b, inside, nodes, tau)``
+    per element ``[a, b]`` [m], ``inside`` its points strictly between ``a`` and ``b``,
+    ``nodes`` those and, for Radau, ``b`` (the points a collocated state's rate is taken at),
+    ``tau`` the nodes scaled to ``[0, 1]`` (array). What :func:`collocation_weights` and
+    :func:`pyomo_lap.ocp.hybrid.integration_matrix` integrate over."""
+    fe = sorted(m.s.get_finite_elements())
+    pts = np.array(sorted(m.s), dtype=float)
+    radau = "RADAU" in str(m.problem.options.scheme).upper()
+    for a, b in zip(fe[:-1], fe[1:]):
+        tol = 1e-12 * max(1.0, b)
+        inside = [float(x) for x in pts[(pts > a + tol) & (pts < b - tol)]]
+        nodes = inside + ([b] if radau else [])
+        yield a, b, inside, nodes, (np.asarray(nodes) - a) / (b - a)
+
+
 def collocation_weights(m) -> dict:
     r"""The weights of the collocation's quadrature in ``s``: ``{point: w}`` [m] with
     :math:`\int_0^L f\,ds \approx \sum w_j f(s_j)` over the collocation points of every
     finite element (those strictly inside it and, for Radau, its end): in each element of
     length :math:`h`, :math:`w_j = h \int_0^1 \ell_j(\tau) d\tau`, :math:`\ell_j` the Lagrange
     polynomials through its points. Exact for polynomials of degree ``2 ncp - 2`` (Radau)."""
-    fe = sorted(m.s.get_finite_elements())
-    pts = np.array(sorted(m.s), dtype=float)
-    radau = "RADAU" in str(m.problem.options.scheme).upper()
     out = {}
-    for a, b in zip(fe[:-1], fe[1:]):
-        inside = pts[(pts > a + 1e-12 * max(1.0, b)) & (pts < b - 1e-12 * max(1.0, b))]
-        nodes = list(inside) + ([b] if radau else [])
-        tau = (np.asarray(nodes) - a) / (b - a)
+    for a, b, _, nodes, tau in element_nodes(m):
         n = len(tau)
         V = np.vander(tau, n, increasing=True).T            # rows: tau_j^k
         w = np.linalg.solve(V, 1.0 / np.arange(1, n + 1))    # sum_j w_j tau_j^k = 1/(k+1)
@@ -145,11 +156,12 @@ def slip_ratio(m, w: str, s, slip_at_peak):
     the peak). ``slip_at_peak`` is a number or ``slip_at_peak(f_z)`` (a Pyomo expression of the
     load [N]). fastest-lap's tyre (tire-pacejka-simple) is this characteristic with
     :math:`C = Q_x`, its peak at :math:`\kappa_p = \kappa_{max}(f_z)\tan(\pi/2Q_x)/S_x`."""
+    from ..vehicle.tyres import peak_force
     from .common import vehicle_var
     mu_y0, mu_x0 = vehicle_var(m, "tyre.mu_y0"), vehicle_var(m, "tyre.mu_x0")
     pD2, Fz0, C = vehicle_var(m, "tyre.pD2"), vehicle_var(m, "tyre.Fz0"), vehicle_var(m, "tyre.C")
     fz = m.component(f"f_{w}z")[s]
-    D = mu_y0 * (1.0 - pD2 + pD2 / Fz0 * fz) * fz
+    D = peak_force(SimpleNamespace(mu_y0=mu_y0, pD2=pD2, Fz0=Fz0), fz)
     r = mu_y0 / mu_x0 * m.component(f"f_{w}x")[s] / D
     kp = slip_at_peak(fz) if callable(slip_at_peak) else slip_at_peak
     return kp * pyo.tan(pyo.atan(r / pyo.sqrt(1.0 - r * r + 1e-6)) / C) / pyo.tan(math.pi / 2 / C)
@@ -331,15 +343,15 @@ def _table_energies(m, table) -> dict:
         return {}
     w = collocation_weights(m)
     weights = np.array([w.get(s, 0.0) for s in sigma])
-    powers = {k[len("power_"):]: v for k, v in energy_channels(table, m.vehicle.built_for).items()
-              if k.startswith("power_")}
+    channels = energy_channels(table, m.vehicle.built_for)
+    powers = {k[len("power_"):]: v for k, v in channels.items() if k.startswith("power_")}
     if {"f_xa", "v_3x"} <= set(table.columns):
         powers["traction"] = (np.asarray(table["f_xa"], dtype=float)
                               * np.asarray(table["v_3x"], dtype=float))
     rate = np.asarray(table["q1_dot"], dtype=float)
     out = {f"{name}_J": float(weights @ (P / rate)) for name, P in powers.items()
            if e.component(name) is not None}
-    flow = energy_channels(table, m.vehicle.built_for).get("fuel_flow")
+    flow = channels.get("fuel_flow")
     if flow is not None and e.component("fuel") is not None:
         out["fuel_kg"] = float(weights @ (flow / rate))
     return out
