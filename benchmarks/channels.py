@@ -15,7 +15,7 @@ Usage (from the repository root)::
 
 Every run is the CLI itself (``pyomo-lap solve ... --quiet --out TMP`` in a child process, one
 at a time); its wall time is everything the user waits for. The figures come from the
-``summary.json`` the run wrote: ``channel_quality`` (:func:`pyomo_lap.post.quality.channel_quality`:
+``summary.json`` the run wrote: ``channel_quality`` (:func:`pyomo_lap.verify.quality.channel_quality`:
 the zig-zag count of each channel with its threshold, the speed consistency), ``lap_time_s``,
 ``iterations``, ``timing.solve_s``, ``nlp.n_variables``, ``mesh.n_elements``.
 

@@ -2,7 +2,7 @@
 
 Each row solves one job twice through :func:`pyomo_lap.solve_sector`, with the job option
 ``mesh_continuation = "off"`` (the fine mesh from the usual initial guess) and ``"on"``
-(coarse meshes first, :mod:`pyomo_lap.post.continuation`), and prints the IPOPT iterations
+(coarse meshes first, :mod:`pyomo_lap.api.continuation`), and prints the IPOPT iterations
 (coarse meshes + the fine one), the wall time of the whole job, the outcome and the lap time:
 
 1. dymos's racecar on dymos's Barcelona arcs (``dymos_barcelona``), 400 uniform elements,

@@ -141,13 +141,13 @@ def solve_fastest_lap_definitions(vehicle, element_length: float, what: str) -> 
 
 
 def _self_check(m, vehicle) -> str:
-    """The self-check every solve of the command line runs (:func:`pyomo_lap.post.verdict.
+    """The self-check every solve of the command line runs (:func:`pyomo_lap.verify.verdict.
     self_check`: defects, speed consistency, energy balance, power limit), on a model solved
     here with rows of our own: its verdict."""
     from pyomo_lap import load_vehicle
-    from pyomo_lap.post.quality import channel_quality
-    from pyomo_lap.post.results import trajectory_dataframe
-    from pyomo_lap.post.verdict import self_check
+    from pyomo_lap.verify.quality import channel_quality
+    from pyomo_lap.results.table import trajectory_dataframe
+    from pyomo_lap.verify.verdict import self_check
     df = trajectory_dataframe(m)
     cfg = m.problem.options
     p = load_vehicle(vehicle) if isinstance(vehicle, str) else vehicle

@@ -175,7 +175,7 @@ def main(argv=None) -> int:
                     f"(tyre centres within the track, element_length {args.element_length:g} m)")
         ok = report(run, compare(run, ref))
         if not args.no_validate:
-            from pyomo_lap.post.validate import validate_results
+            from pyomo_lap.api.validate import validate_results
             t0 = time.perf_counter()
             v = validate_results(out, plots=False, echo=lambda *a, **k: None)
             bad = [f"{c['name']} {c['value']:.3g} {c.get('unit', '')}".strip()

@@ -9,7 +9,7 @@ Usage (from the repository root)::
 
 What is measured, each ``--repeat`` times (the median is printed, with the load average):
 
-* ``write [s]``: :func:`pyomo_lap.post.report.write_report` (reading the folder, the figures,
+* ``write [s]``: :func:`pyomo_lap.plots.report.write_report` (reading the folder, the figures,
   the file);
 * ``size [MB]``: the file (plotly.js, 4.8 MB, is embedded);
 * ``blank [s]``, ``report [s]``: the wall time of ``chromium --headless --dump-dom`` (the DOM
@@ -44,7 +44,7 @@ def _solve_full_lap(out: Path) -> None:
 
 
 def main(argv=None) -> int:
-    from pyomo_lap.post.report import chromium_load, find_chromium, write_report
+    from pyomo_lap.plots.report import chromium_load, find_chromium, write_report
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--run", default=None, help="a results folder (default: solve the full lap)")
     ap.add_argument("--repeat", type=int, default=3)

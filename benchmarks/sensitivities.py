@@ -10,12 +10,12 @@ Usage (from the repository root, with the virtual environment's Python)::
     python benchmarks/sensitivities.py --track zandvoort --full-lap --params P_max mu_y0
 
 The job is solved once as ``pyomo-lap solve --sensitivities`` does (``tol = 1e-10``,
-:data:`pyomo_lap.post.sensitivities.SENSITIVITY_SOLVER_OPTIONS`: the columns "dT/dp", "ΔT for
+:data:`pyomo_lap.analysis.sensitivities.SENSITIVITY_SOLVER_OPTIONS`: the columns "dT/dp", "ΔT for
 +1 %", "d objective/dp", the base of the finite differences) and once with IPOPT's default
 ``tol = 1e-5`` (the column "dT/dp at tol 1e-5": what the sensitivities would be on the
 default solve). Each finite difference is two re-solves at
 ``p (1 -+ step)`` warm started from the tight solution with
-:data:`pyomo_lap.post.sensitivities.FD_SOLVER_OPTIONS`; it is given for the sector time (against
+:data:`pyomo_lap.analysis.sensitivities.FD_SOLVER_OPTIONS`; it is given for the sector time (against
 the adjoint's ``dT_dp``) and for the optimal objective, sector time plus the penalties of eq
 (41) (against the envelope theorem's ``dobj_dp``).
 """
@@ -41,7 +41,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     from pyomo_lap import build_model, initialize_model, load_track, load_vehicle, solve_model
-    from pyomo_lap.post import sensitivities as sens
+    from pyomo_lap.analysis import sensitivities as sens
 
     tr, car = load_track(args.track), load_vehicle(args.vehicle)
     tables = {}

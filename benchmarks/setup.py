@@ -20,7 +20,7 @@ this process, timed after the imports):
    optimized one (the optimum must be no slower).
 3. **Sensitivities at the optimum**: the free setup solved to ``tol=1e-10`` (the optimum to
    the precision the check needs), then that setup fixed, solved again to ``tol=1e-10``
-   (:data:`pyomo_lap.post.sensitivities.SENSITIVITY_SOLVER_OPTIONS`), and the derivatives of
+   (:data:`pyomo_lap.analysis.sensitivities.SENSITIVITY_SOLVER_OPTIONS`), and the derivatives of
    the optimal objective: along the free direction of the balance (dCz1 = -dCz2) the reduced
    derivative ``d obj/dCz1 - d obj/dCz2`` is zero at an interior optimum; a parameter at its
    bound has a derivative whose sign pushes it out of the box.
@@ -89,7 +89,7 @@ def main(argv=None):
           f"({'no slower' if opt['lap_time_s'] <= best[0] + 1e-6 else 'SLOWER'})")
 
     # 3. sensitivities at the optimum (tight solve of the fixed optimal setup)
-    from pyomo_lap.post.sensitivities import SENSITIVITY_SOLVER_OPTIONS
+    from pyomo_lap.analysis.sensitivities import SENSITIVITY_SOLVER_OPTIONS
     tight = solve_sector(free=free, keep_sum=keep, solver_options=SENSITIVITY_SOLVER_OPTIONS,
                          **quiet).summary
     vals = {k: v["value"] for k, v in tight["setup"].items()}

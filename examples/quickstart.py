@@ -15,7 +15,7 @@ import pyomo.environ as pyo
 
 from pyomo_lap import (build_model, initialize_model, load_track, load_vehicle, solve_model,
                        trajectory_dataframe, write_results)
-from pyomo_lap.post.plots import plot_results
+from pyomo_lap.plots.figures import plot_results
 
 
 QUICK = dict(start=1150.0, length=150.0, nfe=10, ncp=2)

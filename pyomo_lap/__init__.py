@@ -32,12 +32,12 @@ from .vehicle.car import VehicleParameters, VehicleFileError, load_vehicle, avai
 from .ocp.build import build_model, OCP_CONFIG  # noqa: E402
 from .ocp.initialize import initialize_model  # noqa: E402
 from .solvers.solve import solve_model, SolveReport, SolverNotFoundError, SolveInterrupted  # noqa: E402
-from .solvers.lap import solver as _lap_solver  # noqa: E402,F401  (registers the solver 'lap_ipopt' with Pyomo)
+from .solvers.lap import solver as _lap_solver  # noqa: E402, F401  (registers the solver 'lap_ipopt' with Pyomo
 from .api import solve_sector, SolveFailedError  # noqa: E402
 
-_LAZY = {"trajectory_dataframe": "post.results", "write_results": "post.results",
-         "read_trajectory": "post.results", "plot_results": "post.plots",
-         "compare_runs": "post.plots", "sweep": "sweeps", "SweepSpecError": "sweeps"}
+_LAZY = {"trajectory_dataframe": "results.table", "write_results": "results.table",
+         "read_trajectory": "results.table", "plot_results": "plots.figures",
+         "compare_runs": "plots.figures", "sweep": "sweeps", "SweepSpecError": "sweeps"}
 """Names of the package imported on first use (PEP 562): their modules need pandas (0.2 s of
 every run's start), which a solve imports while IPOPT works (:func:`pyomo_lap.api.solve_sector`);
 matplotlib and Dask are imported when plotting or sweeping."""

@@ -5,7 +5,7 @@ Usage::
     python scripts/logger_figure.py [RESULTS_FOLDER] [--out docs/figures/logger_channels.png]
 
 Without a folder it solves the default job (the FSAE car, Nordschleife 0-2000 m, about 10 s)
-into a temporary folder. Reads the channels back with pyomo_lap.post.results.read_trajectory.
+into a temporary folder. Reads the channels back with pyomo_lap.results.table.read_trajectory.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def main() -> None:
     import matplotlib.pyplot as plt
 
     from pyomo_lap import solve_sector
-    from pyomo_lap.post.results import read_trajectory
+    from pyomo_lap.results.table import read_trajectory
     folder = args.results
     if folder is None:
         folder = Path(tempfile.mkdtemp(prefix="logger_fig_")) / "job"

@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def main(argv=None) -> int:
-    from pyomo_lap.post.report import chromium_load, write_report
+    from pyomo_lap.plots.report import chromium_load, write_report
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--run", default=None)
     ap.add_argument("--png", default=str(ROOT / "docs" / "figures" / "report.png"))

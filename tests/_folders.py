@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from pyomo_lap.post.folders import MANIFEST, _file_entry
+from pyomo_lap.folders.results_folder import MANIFEST, _file_entry
 
 
 def dead_pid() -> int:
@@ -31,7 +31,7 @@ def frame(n: int = 41, length: float = 300.0, v: float = 20.0, q2: float = 0.0) 
 
 
 def write_manifest(folder: Path, names) -> Path:
-    """The :data:`~pyomo_lap.post.folders.MANIFEST` of ``folder`` listing the files ``names``
+    """The :data:`~pyomo_lap.folders.results_folder.MANIFEST` of ``folder`` listing the files ``names``
     (written by the test) as an export lists its own: earlier results of pyomo_lap."""
     files = {n: _file_entry(folder / n, "solve") for n in names}
     (folder / MANIFEST).write_text(json.dumps({"format": 1, "pyomo_lap_version": "0.1.0",

@@ -10,7 +10,7 @@ START, LENGTH, NFE = 1200.0, 160.0, 16
 def solved(model: str = "full"):
     """(track, vehicle, model, SolveReport, trajectory DataFrame) of the short sector."""
     from pyomo_lap import build_model, initialize_model, load_track, load_vehicle, solve_model
-    from pyomo_lap.post.results import trajectory_dataframe
+    from pyomo_lap.results.table import trajectory_dataframe
     tr = load_track("nordschleife")
     p = load_vehicle("fsae")
     m = build_model(tr, p, start=START, length=LENGTH, nfe=NFE, ncp=3, model=model)

@@ -7,8 +7,9 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "pyomo_lap"
 
-LAYER = {"util": 0, "spatial": 1, "vehicle": 2, "track": 2, "ocp": 3, "solvers": 4, "post": 5,
-         "api": 6, "sweeps": 7, "cli": 8, "__init__": 9}
+LAYER = {"util": 0, "folders": 1, "spatial": 1, "vehicle": 2, "track": 2, "ocp": 3, "solvers": 4,
+         "results": 5, "verify": 6, "analysis": 6, "plots": 7, "api": 8, "sweeps": 9, "cli": 10,
+         "__init__": 11}
 """Rank of each subpackage (or top-level module): a module may import its own subpackage and
 lower ranks only; ``vehicle`` and ``track`` are peers that do not import each other."""
 

@@ -1,4 +1,4 @@
-"""The channel dictionary (pyomo_lap.post.channels): an entry for every column of every model's
+"""The channel dictionary (pyomo_lap.results.channels): an entry for every column of every model's
 trajectory table, the wheels in words, `pyomo-lap channels`, docs/channels.md and the
 workbook's sheet ``channel_dictionary`` and header comments."""
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from pyomo_lap.post import channels as chan
-from pyomo_lap.post.channels import (AXLE_WORDS, CHANNELS, UNITS, WHEEL_WORDS, channel_markdown,
+from pyomo_lap.results import channels as chan
+from pyomo_lap.results.channels import (AXLE_WORDS, CHANNELS, UNITS, WHEEL_WORDS, channel_markdown,
                                      channel_table, describe)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.unit
 def test_every_unit_has_an_entry_and_the_units_have_one_source():
-    from pyomo_lap.post import results
+    from pyomo_lap.results import table as results
     assert results.UNITS is UNITS                        # one table of units
     assert list(CHANNELS) and set(CHANNELS) == set(UNITS)
     for name, ch in CHANNELS.items():
@@ -218,7 +218,7 @@ def test_docs_hold_the_generated_table():
 def test_workbook_has_the_dictionary_sheet_and_header_comments(tmp_path):
     import openpyxl
 
-    from pyomo_lap.post.results import write_results
+    from pyomo_lap.results.table import write_results
     n = 5
     df = pd.DataFrame({"s": np.linspace(100.0, 140.0, n), "s_sector": np.linspace(0.0, 40.0, n),
                        "t": np.linspace(0.0, 1.0, n), "q4": -0.03 * np.ones(n),

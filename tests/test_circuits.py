@@ -317,7 +317,7 @@ def test_interlagos_closed_lap_end_to_end(tmp_path, fsae):
     """A closed lap of Interlagos solves end to end: the lap time is the quadrature of ds/v,
     within independent bounds; the car stays on the track and within its friction ellipse."""
     import _independent as ind
-    from pyomo_lap.post.results import read_summary, read_trajectory
+    from pyomo_lap.results.table import read_summary, read_trajectory
 
     out = tmp_path / "lap"
     r = CliRunner().invoke(main, ["solve", "--track", "interlagos", "--full-lap", "--quiet",

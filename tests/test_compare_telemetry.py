@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from pyomo_lap.post.compare import (parse_step, parameter_differences,
+from pyomo_lap.analysis.compare import (parse_step, parameter_differences,
                                     read_telemetry, resample_channels, run_labels,
                                     telemetry_delta)
 
@@ -142,7 +142,7 @@ def test_parameters_that_differ_are_in_the_labels():
 
 def _results(folder, df, summary):
     """A results folder as `pyomo-lap solve` writes it, of a synthetic run (no solve)."""
-    from pyomo_lap.post.results import write_results
+    from pyomo_lap.results.table import write_results
     write_results(folder, df, summary)
     return folder
 
@@ -219,7 +219,7 @@ def test_a_solved_lap_against_its_own_speed_times_0_98(tmp_path):
     import _stadium
     from pyomo_lap import solve_sector
     from pyomo_lap.cli import main
-    from pyomo_lap.post.results import read_trajectory
+    from pyomo_lap.results.table import read_trajectory
     run = tmp_path / "run"
     _, rep, _, summary = solve_sector(track=str(_stadium.write("tum", tmp_path)), vehicle="fsae",
                                       periodic=True, length=None, out_dir=str(run),

@@ -1,4 +1,4 @@
-"""Mesh continuation (pyomo_lap.post.continuation, the job option ``mesh_continuation``): the
+"""Mesh continuation (pyomo_lap.api.continuation, the job option ``mesh_continuation``): the
 interpolation onto another mesh reproduces polynomials it can represent exactly (closed
 forms), the coarse meshes' element lengths, the curvature steps a mesh straddles, and a
 continuation ending at the optimum of a direct solve."""
@@ -27,7 +27,7 @@ def test_interpolation_reproduces_polynomials_of_the_collocation_degree(oval_mod
     controls, no derivative variables) given cubics in s (within their bounds): the values
     and derivatives interpolated onto another mesh are the cubics' and their derivatives',
     to rounding (closed form)."""
-    from pyomo_lap.post.continuation import interpolate_solution
+    from pyomo_lap.api.continuation import interpolate_solution
     coarse, fine = oval_models
     L = coarse.problem.sector_length
 
@@ -59,7 +59,7 @@ def test_interpolation_reproduces_polynomials_of_the_collocation_degree(oval_mod
 def test_interpolation_clips_to_bounds_and_keeps_fixed_values(oval_models):
     """A polynomial past a variable's bound (the steer, |delta| <= 1 rad) is clipped to it;
     a fixed variable (t at the start) keeps its value."""
-    from pyomo_lap.post.continuation import interpolate_solution
+    from pyomo_lap.api.continuation import interpolate_solution
     coarse, fine = oval_models
     for s in coarse.s:
         coarse.delta[s].set_value(5.0, skip_validation=True)
@@ -71,7 +71,7 @@ def test_interpolation_clips_to_bounds_and_keeps_fixed_values(oval_models):
 
 @pytest.mark.unit
 def test_interpolation_refuses_another_sector():
-    from pyomo_lap.post.continuation import interpolate_solution
+    from pyomo_lap.api.continuation import interpolate_solution
     tr, car = load_track("dymos_oval"), load_vehicle("dymos_racecar")
     a = build_model(tr, car, model="racecar", start=0.0, length=300.0, nfe=6)
     b = build_model(tr, car, model="racecar", start=0.0, length=400.0, nfe=6)
@@ -83,7 +83,7 @@ def test_interpolation_refuses_another_sector():
 def test_stage_element_lengths_halve_from_the_default_element():
     """element_length 10 m, fine elements of 1 m: 10, 5, 2.5 m (each at least twice the fine
     one); a fine mesh coarser than half the default: one mesh of twice its element."""
-    from pyomo_lap.post.continuation import stage_element_lengths
+    from pyomo_lap.api.continuation import stage_element_lengths
     assert stage_element_lengths(1.0, 10.0) == [10.0, 5.0, 2.5]
     assert stage_element_lengths(2.5, 10.0) == [10.0, 5.0]
     assert stage_element_lengths(12.0, 10.0) == [24.0]
@@ -93,7 +93,7 @@ def test_stage_element_lengths_halve_from_the_default_element():
 
 @pytest.mark.unit
 def test_continuation_meshes_merge_whole_elements():
-    from pyomo_lap.post.continuation import continuation_meshes
+    from pyomo_lap.api.continuation import continuation_meshes
     b = np.linspace(0.0, 100.0, 17)            # 16 elements
     out = continuation_meshes(b, 4)
     assert [len(x) - 1 for x in out] == [4, 8]

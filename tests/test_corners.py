@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pyomo_lap.post.corners import corner_deltas, corner_table
+from pyomo_lap.results.corners import corner_deltas, corner_table
 from pyomo_lap.track.arcs import ArcTrack, Segment
 from pyomo_lap.track.corners import (CornerFileError, detect_corners, read_corner_file,
                                      read_sector_file, track_corners, track_sectors)
@@ -205,8 +205,8 @@ def test_corner_deltas_of_a_run_with_itself_are_zero_and_of_a_slower_run_positiv
 def test_solved_run_corners_written_and_timed_as_the_integral_of_ds_over_v(tmp_path):
     """A solved run writes its corners, timed as the integral of ds/v of its trajectory."""
     from pyomo_lap.api import solve_sector
-    from pyomo_lap.post.plots import compare_runs
-    from pyomo_lap.post.results import read_manifest, read_trajectory
+    from pyomo_lap.plots.figures import compare_runs
+    from pyomo_lap.results.table import read_manifest, read_trajectory
     out = tmp_path / "run"
     res = solve_sector(track="nordschleife", length=300.0, start=1150.0, out_dir=out,
                        echo=lambda *_: None)

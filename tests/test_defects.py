@@ -7,10 +7,11 @@ import pytest
 
 import _solved_sector as sector
 from pyomo_lap import Track, build_model, load_vehicle
-from pyomo_lap.post.defects import DEFECT_STATES, collocation_defects, refine_mesh
-from pyomo_lap.post.simulate import car_functions
-from pyomo_lap.post.controls import FunctionControls
-from pyomo_lap.post.simulate import TrackLookup, simulate
+from pyomo_lap.api.refine import refine_mesh
+from pyomo_lap.verify.defects import DEFECT_STATES, collocation_defects
+from pyomo_lap.verify.simulate import car_functions
+from pyomo_lap.verify.controls import FunctionControls
+from pyomo_lap.verify.simulate import TrackLookup, simulate
 from pyomo_lap.vehicle.car import ALGEBRAIC
 
 RADAU3 = np.array([(4 - 6 ** 0.5) / 10, (4 + 6 ** 0.5) / 10, 1.0])   # Radau IIA nodes, ncp = 3
@@ -146,7 +147,7 @@ def test_refine_mesh_also_splits_the_elements_it_is_given():
     # what solve's refinement asks for: nothing on this sector, whose worst step is the one
     # of channel_quality
     from pyomo_lap.api.refine import _speed_consistency_split
-    from pyomo_lap.post.quality import channel_quality
+    from pyomo_lap.verify.quality import channel_quality
     split, worst = _speed_consistency_split(m)
     sc = channel_quality(df, p)["speed_consistency"]
     assert split == {} and worst == pytest.approx(100 * sc["max_error_rel"], rel=1e-9)

@@ -367,9 +367,10 @@ def test_the_name_check_sees_what_is_not_there():
 
 @functools.lru_cache(maxsize=None)
 def _repository_files() -> frozenset:
-    skip = {".git", ".venv", "site", "__pycache__", "results"}
+    skip = {".git", ".venv", "site", "__pycache__"}
     return frozenset(p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*")
-                     if p.suffix in (".py", ".md") and not skip & set(p.relative_to(ROOT).parts))
+                     if p.suffix in (".py", ".md") and not skip & set(p.relative_to(ROOT).parts)
+                     and p.relative_to(ROOT).parts[0] != "results")     # a solve's default folder
 
 
 def _file_exists(cited: str) -> bool:

@@ -187,7 +187,7 @@ def test_a_limited_solve_reaches_its_limit_and_is_slower(nordschleife):
         assert pyo.value(e.traction) - lost == pytest.approx(ke + climb, abs=0.02 * pyo.value(e.traction))
     # the summary's integrals from the results table (NumPy) are the model's expressions
     from pyomo_lap.ocp.integrals import energy_summary
-    from pyomo_lap.post.results import trajectory_dataframe
+    from pyomo_lap.results.table import trajectory_dataframe
     table, expressions = energy_summary(ml, trajectory_dataframe(ml)), energy_summary(ml)
     assert set(table) == set(expressions)
     for key, value in expressions.items():

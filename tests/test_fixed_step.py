@@ -1,4 +1,4 @@
-"""The channels on a fixed distance step (pyomo_lap.post.fixed_step, `solve --every`,
+"""The channels on a fixed distance step (pyomo_lap.results.fixed_step, `solve --every`,
 `pyomo-lap export`): the collocation polynomials against closed forms, a solved sector's speed
 against its mesh values and the Lebesgue bound, a closed lap every metre, and the export of a
 folder against the solve that writes the step itself."""
@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from pyomo_lap.post.fixed_step import (collocation_interpolate, fixed_step_grid,  # noqa: E402
+from pyomo_lap.results.fixed_step import (collocation_interpolate, fixed_step_grid,  # noqa: E402
                                        track_coordinate)
 
 # collocation points on [0, 1] in closed form (not pyomo.dae's tables): Radau IIA, Gauss-Legendre
@@ -103,7 +103,7 @@ def test_a_solved_sectors_speed_is_its_polynomial_between_the_mesh_points():
     sqrt(v_3x^2 + v_3y^2) on every row (computed again, not interpolated); the time increases."""
     from _solved_sector import solved
 
-    from pyomo_lap.post.fixed_step import model_fixed_step
+    from pyomo_lap.results.fixed_step import model_fixed_step
     _, _, m, _, df = solved()
     fx = model_fixed_step(m, df, 0.1)
     np.testing.assert_allclose(fx["speed"], np.sqrt(fx["v_3x"] ** 2 + fx["v_3y"] ** 2),
@@ -142,7 +142,7 @@ def test_a_closed_lap_every_metre(tmp_path):
     does not fail (20 m elements: it may warn)."""
     import _stadium
 
-    from pyomo_lap.post.results import read_manifest, read_summary, read_trajectory
+    from pyomo_lap.results.table import read_manifest, read_summary, read_trajectory
     track = _stadium.write("tum", tmp_path)
     run = _solve(["--track", str(track), "--full-lap", "--every", "1",
                   "--ocp-option", "element_length=20"], tmp_path / "lap")
@@ -171,7 +171,7 @@ def test_export_of_a_folder_is_the_table_solve_every_writes(tmp_path):
     rows); the export inside RUN is in RUN's manifest, so the next solve into RUN replaces
     it; bad steps stop with one line."""
     from pyomo_lap.cli import main
-    from pyomo_lap.post.results import read_trajectory
+    from pyomo_lap.results.table import read_trajectory
     job = ["--length", "300"]
     every = _solve([*job, "--every", "2"], tmp_path / "every")
     base = _solve(job, tmp_path / "base")
@@ -211,8 +211,8 @@ def test_the_logger_channels_are_computed_again_on_the_step_not_interpolated():
     throttle) then braking: on a 0.1 m step the gear is, at every row, the hand rule's gear at
     the row's speed (a whole number), the throttle and the brake stay within [0, 100] %; the
     polynomial through the mesh values (what the step gave before) leaves both."""
-    from pyomo_lap.post.fixed_step import fixed_step_table
-    from pyomo_lap.post.logger import add_logger_channels
+    from pyomo_lap.results.fixed_step import fixed_step_table
+    from pyomo_lap.results.logger import add_logger_channels
     p = _geared_car()
     breaks = np.linspace(0.0, 40.0, 9)
     nodes = _mesh(breaks, RADAU[3])
@@ -241,7 +241,7 @@ def test_throttle_and_brake_of_a_solved_sector_stay_within_0_and_100_percent_on_
     [0, 100] % on every row; where the drive force is at the power limit (f_xa v_3x >=
     99.9 % of P_max) the throttle is 100 % within 0.1 %, as its definition says."""
     from pyomo_lap.cli import main
-    from pyomo_lap.post.results import read_trajectory
+    from pyomo_lap.results.table import read_trajectory
     from pyomo_lap.vehicle.car import load_vehicle
     job = ["--vehicle", "f1_2014", "--track", "monza", "--start", "400", "--length", "500",
            "--ocp-option", "element_length=10"]

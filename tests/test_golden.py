@@ -35,7 +35,7 @@ from click.testing import CliRunner
 import _independent as ind
 from pyomo_lap import load_track, load_vehicle
 from pyomo_lap.cli import main
-from pyomo_lap.post.results import read_summary, read_trajectory
+from pyomo_lap.results.table import read_summary, read_trajectory
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "lap_times.json").read_text())
 STATES = ("q2", "q3", "q4", "q5", "q6", "q1_dot", "q2_dot", "q3_dot", "q4_dot", "q5_dot", "q6_dot")
@@ -124,9 +124,9 @@ the full lap)."""
 
 
 def _check_smooth(df, summary, most: int):
-    """The exported channels do not zig-zag (pyomo_lap.post.quality, recomputed from the
+    """The exported channels do not zig-zag (pyomo_lap.verify.quality, recomputed from the
     table), and the summary says the same."""
-    from pyomo_lap.post.quality import channel_quality
+    from pyomo_lap.verify.quality import channel_quality
     q = channel_quality(df, load_vehicle(summary["vehicle"]))
     counts = {c: q["zigzags"][c]["count"] for c in TARGET_CHANNELS}
     assert max(counts.values()) <= most, counts

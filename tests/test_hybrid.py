@@ -133,7 +133,7 @@ def test_solved_sector_balance_limits_and_traction_row():
     res = solve_sector(vehicle=p, **kw)
     m, h = res.model, res.summary["hybrid"]
     assert h["balance_residual"] < 1e-6
-    # the self-check's power row and energy balance count the motor's power (post/energy.py)
+    # the self-check's power row and energy balance count the motor's power (verify/energy_balance.py)
     assert res.summary["self_check"]["checks"]["power_limit"]["verdict"] == "pass"
     assert h == hybrid_summary(m)
     assert abs(h["delta_soc_J"]) < 1e-6 * lim                  # periodic

@@ -21,9 +21,9 @@ from scipy.optimize import brentq, fsolve
 
 from pyomo_lap import Track, load_vehicle
 from pyomo_lap.spatial.tree import TrackJoint, forward_kinematics
-from pyomo_lap.post.simulate import car_functions
-from pyomo_lap.post.controls import FunctionControls
-from pyomo_lap.post.simulate import TrackLookup, simulate
+from pyomo_lap.verify.simulate import car_functions
+from pyomo_lap.verify.controls import FunctionControls
+from pyomo_lap.verify.simulate import TrackLookup, simulate
 from pyomo_lap.vehicle.car import build_chain
 
 G = 9.81

@@ -1,7 +1,7 @@
 """The rule for links in pyomo_lap's folders (issue 34, items 1, 2, 5, 11): never follow a
 link out of a folder pyomo_lap owns; refuse it or report it, in one line.
 
-* :func:`pyomo_lap.post.links.is_link` / :func:`~pyomo_lap.post.links.refuse_links`: the
+* :func:`pyomo_lap.folders.links.is_link` / :func:`~pyomo_lap.folders.links.refuse_links`: the
   one test for links, used wherever a results folder is read, written, moved or deleted;
 * a link named like the debris of a swap (``.NAME.old-PID``, ``.NAME.tmp-PID-*``) is left
   alone and said, never deleted through;
@@ -10,7 +10,7 @@ link out of a folder pyomo_lap owns; refuse it or report it, in one line.
 * a manifest that is not JSON, a linked lock file: one line naming them;
 * the export is durable: every file and folder fsynced before the swap, the parent after.
 
-Unit tests call :func:`pyomo_lap.post.results.write_results` on a small synthetic table;
+Unit tests call :func:`pyomo_lap.results.table.write_results` on a small synthetic table;
 the tester's reproductions that need a solve run ``pyomo-lap solve --length 300``.
 """
 from __future__ import annotations
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from pyomo_lap.post import folders
-from pyomo_lap.post import links as link_rule
+from pyomo_lap.folders import results_folder as folders
+from pyomo_lap.folders import links as link_rule
 
 
 def _symlinks_work(tmp_path) -> bool:
@@ -73,8 +73,8 @@ import sys  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 
 from pyomo_lap.cli import main  # noqa: E402
-from pyomo_lap.post import results as res_mod  # noqa: E402
-from pyomo_lap.post.results import write_results  # noqa: E402
+from pyomo_lap.results import table as res_mod  # noqa: E402
+from pyomo_lap.results.table import write_results  # noqa: E402
 
 MANIFEST = ".pyomo_lap_manifest.json"
 
@@ -314,7 +314,7 @@ def test_tester_item_1_a_linked_debris_name_breaks_no_solve(links):
 def test_plot_and_validate_name_a_manifest_that_is_not_json(tmp_path):
     """Issue 34, item 11: a results folder whose manifest is not JSON is named as such by the
     commands that read it, not as "has no manifest"."""
-    from pyomo_lap.post.folders import MANIFEST, check_results_folder
+    from pyomo_lap.folders.results_folder import MANIFEST, check_results_folder
     folder = tmp_path / "run"
     folder.mkdir()
     (folder / MANIFEST).write_text("{not json")

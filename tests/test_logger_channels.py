@@ -1,4 +1,4 @@
-"""Logger channels (pyomo_lap.post.logger): throttle and brake [%], steering-wheel angle [deg],
+"""Logger channels (pyomo_lap.results.logger): throttle and brake [%], steering-wheel angle [deg],
 gear and engine speed [rpm], yaw rate [deg/s], accelerations in g, checked against hand
 computations on made-up tables and against the physics of a solved sector (full power on the
 straight, no throttle under braking, no brake on full throttle)."""
@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pyomo_lap.post.channels import CHANNELS, UNITS
-from pyomo_lap.post.logger import LOGGER_CHANNELS, add_logger_channels
+from pyomo_lap.results.channels import CHANNELS, UNITS
+from pyomo_lap.results.logger import LOGGER_CHANNELS, add_logger_channels
 from pyomo_lap.vehicle.car import load_vehicle
 
 # a flat-torque engine: the drive force in gear k is proportional to its ratio, so the best
@@ -116,7 +116,7 @@ def test_every_logger_channel_has_its_entry_and_unit():
 def _braking_sector(model: str):
     """Nordschleife 1500-1800 m (fsae): full power, then braking for a corner at 1670 m."""
     from pyomo_lap import build_model, initialize_model, load_track, solve_model
-    from pyomo_lap.post.results import trajectory_dataframe
+    from pyomo_lap.results.table import trajectory_dataframe
     p = load_vehicle("fsae")
     m = build_model(load_track("nordschleife"), p, start=1500.0, length=300.0, nfe=40, ncp=3,
                     model=model)

@@ -114,7 +114,7 @@ def _settled_reduced(p, u, qd):
     """The reduced model (vehicle.car) at the same motion and controls: heave, pitch, roll
     with zero accelerations and its algebraic loads solved."""
     from pyomo_lap.ocp.point_functions import track_vector
-    from pyomo_lap.post.simulate import car_functions
+    from pyomo_lap.verify.simulate import car_functions
     carf = car_functions(p)
     trk = track_vector(FLAT)
     s1, s2 = p.static_loads
@@ -221,7 +221,7 @@ def test_multibody_model_builds_with_the_interface_and_the_recorded_rows(car):
         assert np.max(np.abs(out[list(fam.outputs)])) < 1e-8
     # the table pyomo-lap writes and plots: at the cold start (on the centreline, design ride
     # height) the VIP is h_vip above the spine along the track normal, the loads are finite
-    from pyomo_lap.post.results import trajectory_dataframe
+    from pyomo_lap.results.table import trajectory_dataframe
     df = trajectory_dataframe(m)
     tp = m.problem.track_points
     normal = np.asarray(tp.rotation, dtype=float)[:, :, 2]
@@ -259,13 +259,13 @@ def test_multibody_sector_solves_through_both_solver_paths_near_the_reduced_mode
 
 @pytest.mark.unit
 def test_compare_puts_attitudes_and_loads_side_by_side():
-    """pyomo_lap.post.compare on two synthetic runs: the attitudes and loads both have are
+    """pyomo_lap.analysis.compare on two synthetic runs: the attitudes and loads both have are
     interpolated onto the common points and their differences summarized (by hand: a
     constant offset has rms = max = the offset; a sine of amplitude A sampled on a full
     period has rms A/sqrt(2))."""
     import pandas as pd
 
-    from pyomo_lap.post.compare import channel_differences, delta_along_track, run_statistics
+    from pyomo_lap.analysis.compare import channel_differences, delta_along_track, run_statistics
     s = np.linspace(0.0, 100.0, 2001)
     base = {"s": s, "s_sector": s, "t": s / 20.0, "speed_kmh": np.full_like(s, 72.0),
             "q2": np.zeros_like(s), "q5": np.zeros_like(s)}

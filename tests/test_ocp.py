@@ -11,7 +11,7 @@ from click.testing import CliRunner
 import _independent as ind
 from _independent import time_by_quadrature
 from pyomo_lap import build_model, initialize_model, load_track, load_vehicle, solve_model
-from pyomo_lap.post.results import read_trajectory, trajectory_dataframe
+from pyomo_lap.results.table import read_trajectory, trajectory_dataframe
 
 
 @pytest.fixture(scope="module")
@@ -173,7 +173,7 @@ def test_periodic_lap_on_a_flat_circle():
     the lap on the optimum's path in its time. The free parametrization holds every
     element-constant one (with the same objective), so its objective cannot be worse."""
     from pyomo_lap import Track
-    from pyomo_lap.post.replay import replay
+    from pyomo_lap.verify.replay import replay
     R = 60.0
     u = np.linspace(0, 2 * np.pi, 400, endpoint=False)
     pts = np.c_[R * np.cos(u), R * np.sin(u), np.zeros_like(u)]

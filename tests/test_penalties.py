@@ -14,7 +14,7 @@ import pytest
 from pyomo_lap import build_model, initialize_model, load_track, load_vehicle, solve_model
 from pyomo_lap.ocp.build import OCP_CONFIG
 from pyomo_lap.ocp.common import force_scale, penalty_weights, regularization, rounded_scale
-from pyomo_lap.post.sensitivities import lap_time_cost
+from pyomo_lap.analysis.sensitivities import lap_time_cost
 
 
 @pytest.mark.unit

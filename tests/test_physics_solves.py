@@ -28,7 +28,7 @@ import pytest
 from scipy.integrate import quad
 
 from pyomo_lap import Track, build_model, initialize_model, load_vehicle, solve_model
-from pyomo_lap.post.results import trajectory_dataframe
+from pyomo_lap.results.table import trajectory_dataframe
 from pyomo_lap.track.arcs import ArcTrack, Segment
 
 import _independent as ind

@@ -1,4 +1,4 @@
-"""The figures of ``pyomo-lap plot`` (``pyomo_lap.post.plots``) on small synthetic results
+"""The figures of ``pyomo-lap plot`` (``pyomo_lap.plots.figures``) on small synthetic results
 folders (no solve): the friction envelope of the GG diagram against its closed form, the
 distance window ``--range`` (parsing, refusals, the axes it limits), the track map's markers
 and start/finish line, and the legends placed outside the axes."""
@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from pyomo_lap.post import envelope, plots
-from pyomo_lap.post.plots import (FIGURES, distance_label, friction_envelope, marker_step,
+from pyomo_lap.plots import figures as plots
+from pyomo_lap.vehicle import envelope
+from pyomo_lap.plots.figures import (FIGURES, distance_label, friction_envelope, marker_step,
                                   parse_range, plot_results, resolve_range)
 
 G = 9.81
@@ -56,7 +57,7 @@ def _run(n=201, radius=100.0, start=0.0, closed=True):
 def results(tmp_path):
     """A results folder as ``pyomo-lap solve`` writes it: trajectory, summary, the
     workbook's vehicle sheet."""
-    from pyomo_lap.post.results import write_results
+    from pyomo_lap.results.table import write_results
     df, summary = _run()
     return write_results(tmp_path / "results", df, summary, vehicle_params=VEHICLE)
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pyomo_lap.post.folders import MANIFEST, check_output_dir
-from pyomo_lap.post.links import FolderNotReplaceableError
-from pyomo_lap.post.results import check_results_folder
+from pyomo_lap.folders.results_folder import MANIFEST, check_output_dir
+from pyomo_lap.folders.links import FolderNotReplaceableError
+from pyomo_lap.results.table import check_results_folder
 from pyomo_lap.util.progress import IterationProgress
 
 HANG_GUARD_S = 600.0

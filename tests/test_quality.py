@@ -1,4 +1,4 @@
-"""The channel-quality measures (pyomo_lap.post.quality) on signals with known answers, and on
+"""The channel-quality measures (pyomo_lap.verify.quality) on signals with known answers, and on
 a solved sector: the zig-zag count, the speed consistency, and the named channels of the model
 against the exported columns."""
 from __future__ import annotations
@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pyomo_lap.post.quality import (speed_step_errors, SMOOTHNESS_CHECKS, channel_quality, quality_table,
+from pyomo_lap.results.export import quality_table
+from pyomo_lap.verify.quality import (speed_step_errors, SMOOTHNESS_CHECKS, channel_quality,
                                     speed_consistency, zigzag_count, zigzag_residuals)
 
 

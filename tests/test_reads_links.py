@@ -14,7 +14,7 @@ parts of 11).
   another ``--out``); (c) a results folder missing between the two moves of an export is
   named with the ``.NAME.old-PID`` folder of its earlier results and what to do.
 
-Unit tests use a small synthetic results folder (:func:`pyomo_lap.post.results.write_results`,
+Unit tests use a small synthetic results folder (:func:`pyomo_lap.results.table.write_results`,
 no solve); the integration tests solve 300 m as the tester did (``solve --length 300``).
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_plots import VEHICLE, _run  # noqa: E402 - the synthetic run of the figures' tests
 
 from pyomo_lap.cli import main  # noqa: E402
-from pyomo_lap.post.results import write_results  # noqa: E402
+from pyomo_lap.results.table import write_results  # noqa: E402
 
 MANIFEST = ".pyomo_lap_manifest.json"
 MATHTEXT = r"car $\frac{1}{$"
@@ -80,7 +80,7 @@ def _copy(src: Path, dst: Path) -> Path:
 
 
 class _Defects:
-    """What :func:`pyomo_lap.post.validate._write_validation` and ``_plot_defects`` read of a
+    """What :func:`pyomo_lap.api.validate._write_validation` and ``_plot_defects`` read of a
     DefectReport: the elements' table."""
 
     elements = pd.DataFrame({"element": [1, 2], "s_start": [0.0, 10.0], "s_end": [10.0, 20.0],
@@ -91,7 +91,7 @@ class _Defects:
 
 @pytest.mark.unit
 def test_refuse_links_names_the_first_link_without_following_it(tmp_path):
-    from pyomo_lap.post.links import FolderNotReplaceableError, is_link, refuse_links
+    from pyomo_lap.folders.links import FolderNotReplaceableError, is_link, refuse_links
     folder = tmp_path / "res"
     (folder / "a" / "b").mkdir(parents=True)
     (folder / "a" / "b" / "f.txt").write_text("x")
@@ -132,7 +132,7 @@ def test_plot_refuses_a_figure_linked_out_of_the_results_folder(results, tmp_pat
 
 @pytest.mark.unit
 def test_plot_refuses_a_plots_folder_linked_out_of_the_results_folder(results, tmp_path):
-    from pyomo_lap.post.plots import plot_results
+    from pyomo_lap.plots.figures import plot_results
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     (results / "plots").symlink_to(outside)
@@ -150,7 +150,7 @@ def test_figures_replace_a_link_in_their_folder_never_write_through_it(results, 
     """A figure is written to a temporary file and moved onto its name: in a folder of the
     user's (--out), a link named speed.png is replaced by the figure, its target untouched;
     no temporary file is left."""
-    from pyomo_lap.post.plots import plot_results
+    from pyomo_lap.plots.figures import plot_results
     target = tmp_path / "target.txt"
     target.write_text("keep me")
     figs = tmp_path / "figs"
@@ -218,7 +218,7 @@ def test_a_validation_file_the_manifest_does_not_list_is_the_users(results):
     """Without a solve: the manifest's rule. validate's files written through
     _write_validation are recorded and replaced by the next export; a validation.json of the
     user's is kept by it."""
-    from pyomo_lap.post.validate import _write_validation
+    from pyomo_lap.api.validate import _write_validation
     _write_validation(results, {"checks": [], "verdict": "pass"}, _Defects(), [], 0.0, _quiet)
     listed = json.loads((results / MANIFEST).read_text())["files"]
     assert listed["validation.json"]["by"] == listed["defects.csv"]["by"] == "validate"
@@ -238,9 +238,9 @@ def test_names_with_dollar_signs_are_drawn_as_text(tmp_path):
     """A vehicle and a track named with malformed mathtext, a reference folder and a folder
     under validation named so: every figure is drawn, the names as written."""
     import matplotlib.pyplot as plt
-    from pyomo_lap.post import plots
-    from pyomo_lap.post.plots import plot_results
-    from pyomo_lap.post.validate import _plot_defects
+    from pyomo_lap.plots import figures as plots
+    from pyomo_lap.plots.figures import plot_results
+    from pyomo_lap.api.validate import _plot_defects
     df, summary = _run(n=81)
     summary.update(vehicle=MATHTEXT, track="oval $1$ $x^$")
     folder = write_results(tmp_path / "res", df, summary, vehicle_params=VEHICLE)

@@ -11,14 +11,14 @@ import _solved_sector as sector
 from pyomo_lap import load_vehicle
 from pyomo_lap.ocp.build import OCP_CONFIG, VEHICLE_MODELS
 from pyomo_lap.ocp.point_functions import algebraic_rows, record_of, track_vector
-from pyomo_lap.post.channels import CHANNELS
-from pyomo_lap.post.defects import collocation_defects, defect_states
-from pyomo_lap.post.results import record_columns, trajectory_dataframe
-from pyomo_lap.post.simulate import car_functions
+from pyomo_lap.results.channels import CHANNELS
+from pyomo_lap.verify.defects import collocation_defects, defect_states
+from pyomo_lap.results.table import record_columns, trajectory_dataframe
+from pyomo_lap.verify.simulate import car_functions
 from pyomo_lap.spatial.tree import TrackJoint
 
 OWN_EQUATIONS = {"racecar": "rows recorded with the car's numbers, no joints: its own ODE "
-                            "(vehicle/racecar_equations.py) and checks (post/racecar_checks.py)"}
+                            "(vehicle/racecar_equations.py) and checks (verify/racecar_checks.py)"}
 """Registered families that record rows but are not cars on a kinematic chain (no rows
 ``ode_qdot``): the one exception, named here so that a new family is never skipped silently."""
 
@@ -53,7 +53,7 @@ def test_every_recording_family_has_a_channel_group_and_car_functions(name):
     assert len(algebraic_rows(rec)) == len(vm.algebraics)
     assert rec.channels, f"model {name!r}: its record has no channel group"
     missing = [c for c in record_columns(rec) if c not in CHANNELS]
-    assert not missing, f"model {name!r}: channels without an entry in post/channels.py: {missing}"
+    assert not missing, f"model {name!r}: channels without an entry in results/channels.py: {missing}"
     car = car_functions(p, name)
     assert car.channel_names == rec.channel_names and car.n_q == len(vm.rates)
     v = 20.0
@@ -103,7 +103,7 @@ def test_a_channel_added_to_the_record_reaches_the_results_and_the_dictionary_ga
     """A quantity added to the full model's channel group (here v_3x^2 Omega_z, the lateral
     acceleration a car at v_3x needs on the spine's curvature) is a column of the results
     table with its closed-form value at every point, and the dictionary's gate names it as a
-    column without an entry until one is written in post/channels.py."""
+    column without an entry until one is written in results/channels.py."""
     from pyomo_lap import build_model, initialize_model, load_track
     m = build_model(load_track("nordschleife"), load_vehicle("fsae"), start=1200, length=100,
                     nfe=8, ncp=2)

@@ -1,4 +1,4 @@
-"""The interactive report (pyomo_lap.post.report, ``pyomo-lap report``): its down-sampling rule,
+"""The interactive report (pyomo_lap.plots.report, ``pyomo-lap report``): its down-sampling rule,
 the table of the parameters that differ, where it is written, and the report of two solved
 sectors opened in headless Chromium (no console error, every figure rendered, a screenshot
 that is not blank)."""
@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pyomo_lap.post import report as R
+from pyomo_lap.plots import report as R
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -206,8 +206,8 @@ def test_report_inside_the_run_is_recorded_and_refuses_links(tmp_path):
     file's SHA-256; a results folder holding a link is refused, nothing written."""
     import hashlib
 
-    from pyomo_lap.post.folders import MANIFEST
-    from pyomo_lap.post.links import FolderNotReplaceableError
+    from pyomo_lap.folders.results_folder import MANIFEST
+    from pyomo_lap.folders.links import FolderNotReplaceableError
     _solve(tmp_path / "a")
     path = R.write_report([tmp_path / "a"])
     assert path == tmp_path / "a" / "report.html"

@@ -15,7 +15,7 @@
 * ``compare`` writes into ``--out`` (default ``compare_<A>_vs_<B>`` next to the runs), never
   into a run's folder.
 
-Unit tests call :func:`pyomo_lap.post.results.write_results` on a small synthetic table
+Unit tests call :func:`pyomo_lap.results.table.write_results` on a small synthetic table
 (no solve); the integration tests run ``pyomo-lap solve --length 300`` as the tester did.
 """
 from __future__ import annotations
@@ -33,8 +33,8 @@ import pytest
 from click.testing import CliRunner
 
 from pyomo_lap.cli import main
-from pyomo_lap.post import results as res_mod
-from pyomo_lap.post.results import write_results
+from pyomo_lap.results import table as res_mod
+from pyomo_lap.results.table import write_results
 
 MANIFEST = ".pyomo_lap_manifest.json"
 
@@ -149,7 +149,7 @@ def test_plots_are_recorded_and_replaced_by_a_re_solve(tmp_path):
     """pyomo-lap plot records its figures in the folder's manifest: a re-solve replaces them
     with the rest (no stale figure of older results survives next to the new ones); a file
     of the user's in plots/ is foreign."""
-    from pyomo_lap.post.plots import plot_results
+    from pyomo_lap.plots.figures import plot_results
     out = _results(tmp_path / "res", lap=15.0)
     files = plot_results(out, figures=["speed"])
     assert files == [out / "plots" / "speed.png"]
@@ -404,7 +404,7 @@ def test_a_solve_into_a_folder_another_process_writes_into_is_refused(tmp_path):
     solve started meanwhile is refused at once, naming the folder and the first process;
     once that one has ended, the same solve writes its results."""
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from pyomo_lap.post.results import output_lock; "
+        [sys.executable, "-c", "import sys; from pyomo_lap.results.table import output_lock; "
          "lock = output_lock('res').acquire(); print('locked', flush=True); "
          "sys.stdin.readline(); lock.release()"],
         cwd=tmp_path, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,

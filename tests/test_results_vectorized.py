@@ -11,7 +11,7 @@ from pyomo_lap import build_model, initialize_model, load_track, load_vehicle
 from pyomo_lap.spatial import lie
 from pyomo_lap.vehicle import car as veh
 from pyomo_lap.ocp.build import RATE_NAMES, STATE_NAMES
-from pyomo_lap.post.results import UNITS, trajectory_dataframe
+from pyomo_lap.results.table import UNITS, trajectory_dataframe
 
 
 def reference_dataframe(m, p=None) -> pd.DataFrame:
@@ -84,11 +84,11 @@ def model():
 
 def assert_same_frame(new: pd.DataFrame, ref: pd.DataFrame):
     """The columns of the reference, with the same values; the logger channels (computed from
-    these columns by pyomo_lap.post.logger, checked in tests/test_logger_channels.py) and the
+    these columns by pyomo_lap.results.logger, checked in tests/test_logger_channels.py) and the
     energies' powers (pyomo_lap.ocp.integrals, tests/test_energy_integrals.py) are the only
     columns the vectorized table has in addition."""
     from pyomo_lap.ocp.integrals import ENERGY_CHANNELS    # from these columns too (issue 38)
-    from pyomo_lap.post.logger import LOGGER_CHANNELS
+    from pyomo_lap.results.logger import LOGGER_CHANNELS
     assert set(new.columns) - set(ref.columns) <= set(LOGGER_CHANNELS) | set(ENERGY_CHANNELS)
     new = new[[c for c in new.columns if c in ref.columns]]
     assert list(new.columns) == list(ref.columns)

@@ -41,8 +41,8 @@ def test_energy_balance_of_a_car_faster_than_its_power_allows():
     from the car file's numbers; the check fails. Accelerating at exactly (P/v - D)/m (a
     deceleration there) it is at 0; the power row is at 0 with f_xa = P/v and over by 5 %
     with f_xa 5 % above."""
-    from pyomo_lap.post.energy import energy_balance
-    from pyomo_lap.post.verdict import ENERGY_BALANCE, POWER_LIMIT, make_check
+    from pyomo_lap.verify.energy_balance import energy_balance
+    from pyomo_lap.verify.verdict import ENERGY_BALANCE, POWER_LIMIT, make_check
     p = load_vehicle("fsae")
     m, P, v = 240.0, 47000.0, 42.0                       # models/fsae.toml
     D = 0.5 * 1.167 * 1.4 * 0.84 * v ** 2                # rho, S, Cx of the file [N]
@@ -68,7 +68,7 @@ def test_the_grade_takes_its_share_of_gravity():
     """Uphill at 5 % the acceleration the power allows on the flat is over by m g sin(atan
     0.05) v / P_max; downhill it is that much under. The ground's vertical in {B3} has the
     climb's sine along x3 (and turns with the heading q3)."""
-    from pyomo_lap.post.energy import energy_balance, ground_vertical
+    from pyomo_lap.verify.energy_balance import energy_balance, ground_vertical
     p = load_vehicle("fsae")
     v, g = 30.0, p.gravity
     a_flat = (p.P_max / v - 0.5 * p.rho * p.S * p.Cx * v ** 2) / p.m
@@ -87,8 +87,8 @@ def test_thresholds_are_fractions_of_the_car():
     largest tyre force (mu (m g + downforce at the speed where power equals drag), computed
     here from the files), the steering's with the steer limit, the speed's with that top
     speed. Every check of validate is in a dimensionless unit."""
-    from pyomo_lap.post.quality import SMOOTHNESS_CHECKS, channel_scales
-    from pyomo_lap.post.verdict import THRESHOLDS, thresholds_table
+    from pyomo_lap.verify.quality import SMOOTHNESS_CHECKS, channel_scales
+    from pyomo_lap.verify.verdict import THRESHOLDS, thresholds_table
     by = {c.channel: c for c in SMOOTHNESS_CHECKS}
 
     def expected(name, mu, m, P, rho, S, Cx, Cz):
@@ -105,7 +105,7 @@ def test_thresholds_are_fractions_of_the_car():
     assert f.threshold(b) / f.threshold(a) == pytest.approx(F2 / F1, rel=1e-3)
     assert f.threshold(a) == pytest.approx(20.0, rel=0.02)     # issue 22's 20 N on the FSAE car
     # the steer angle's: 12 % of the steering the sector asks (wheelbase x RMS curvature)
-    from pyomo_lap.post.quality import REFERENCE_CURVATURE
+    from pyomo_lap.verify.quality import REFERENCE_CURVATURE
     fsae = load_vehicle("fsae")
     assert by["delta"].threshold(a) == pytest.approx(0.12 * (fsae.a1 + fsae.a2) * REFERENCE_CURVATURE)
     import pandas as pd
@@ -121,16 +121,16 @@ def test_thresholds_are_fractions_of_the_car():
 @pytest.mark.unit
 def test_the_validation_page_holds_the_generated_tables():
     """docs/validation.md states exactly the thresholds of the code (regenerate with
-    ``python -c "from pyomo_lap.post.verdict import docs_tables; print(docs_tables())"``)."""
+    ``python -c "from pyomo_lap.verify.verdict import docs_tables; print(docs_tables())"``)."""
     from pathlib import Path
-    from pyomo_lap.post.verdict import docs_tables
+    from pyomo_lap.verify.verdict import docs_tables
     page = (Path(__file__).resolve().parents[1] / "docs" / "validation.md").read_text()
     assert docs_tables() in page
 
 
 @pytest.mark.unit
 def test_self_check_text():
-    from pyomo_lap.post.verdict import make_check, self_check_text
+    from pyomo_lap.verify.verdict import make_check, self_check_text
     ok = {"verdict": "pass", "checks": {}}
     assert self_check_text(ok) == "self-check PASS"
     c = make_check("speed_consistency", 1.93, "% v_top", (0.35, 0.75), "", at=328.3)
@@ -154,7 +154,7 @@ def test_a_solve_checks_itself_and_a_raised_acceleration_fails(solved):
     """The solve's self-check passes, is on the result line and in summary.json (with the
     regularization); the same table with a_x raised by 30 % where the car is at full power
     fails on its energy balance (the car accelerates more than its power allows)."""
-    from pyomo_lap.post.verdict import SELF_CHECKS, self_check
+    from pyomo_lap.verify.verdict import SELF_CHECKS, self_check
     from pyomo_lap.vehicle.powertrain import power_available
     res, out, lines = solved
     assert res.self_check["verdict"] == "pass", res.self_check
@@ -186,7 +186,7 @@ def test_cli_exit_code_4_when_the_result_fails_its_self_check(tmp_path, monkeypa
     any result) is written all the same, and the solve exits with 4, naming the check; with
     the real limits the same solve exits 0."""
     from click.testing import CliRunner
-    import pyomo_lap.post.verdict as verdict
+    import pyomo_lap.verify.verdict as verdict
     from pyomo_lap.cli import SELF_CHECK_FAILED, main
     args = ["solve", "--start", "1300", "--length", "200", "--out", str(tmp_path / "r")]
     r = CliRunner().invoke(main, args)
@@ -212,7 +212,7 @@ def test_the_energy_balance_follows_the_centre_of_mass_over_a_crest():
     import numpy as np
     import pandas as pd
 
-    from pyomo_lap.post.energy import _frame_rotation_terms
+    from pyomo_lap.verify.energy_balance import _frame_rotation_terms
     p = types.SimpleNamespace(m=300.0, m_s=240.0, m_u=60.0, h=0.3, wheel_radius=0.25)
     hG = (240.0 * 0.3 + 60.0 * 0.25) / 300.0
     v, k = 40.0, 2e-5

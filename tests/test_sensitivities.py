@@ -1,4 +1,4 @@
-"""Lap-time sensitivities from the multipliers (pyomo_lap.post.sensitivities).
+"""Lap-time sensitivities from the multipliers (pyomo_lap.analysis.sensitivities).
 
 The integration test compares them with central finite differences of two warm-started
 re-solves on a short sector with a corner (Nordschleife 1150-1550 m, 10 m elements).
@@ -16,8 +16,8 @@ the penalties' own response (0.3-2.5 % on this sector), which the test also show
 import numpy as np
 import pytest
 
-from pyomo_lap.post import lagrangian
-from pyomo_lap.post import sensitivities as sens
+from pyomo_lap.analysis import lagrangian
+from pyomo_lap.analysis import sensitivities as sens
 
 START, LENGTH = 1150.0, 400.0
 
@@ -187,8 +187,8 @@ def test_solve_sector_and_cli_write_the_sensitivities(tmp_path):
     from click.testing import CliRunner
     from pyomo_lap import solve_sector
     from pyomo_lap.cli import main
-    from pyomo_lap.post.export import SENSITIVITY_HEADERS
-    from pyomo_lap.post.results import read_sensitivities
+    from pyomo_lap.results.export import SENSITIVITY_HEADERS
+    from pyomo_lap.results.table import read_sensitivities
     res = solve_sector(start=START, length=200.0, sensitivities=True, out_dir=tmp_path / "r",
                        echo=lambda *_: None, progress=None)
     m, rep, df, summary = res                          # still unpacks as before
@@ -211,7 +211,7 @@ def test_solve_sector_and_cli_write_the_sensitivities(tmp_path):
     assert res.sensitivities is None and "sensitivities" not in res.summary
     assert "sensitivities" not in pd.ExcelFile(tmp_path / "n" / "results.xlsx").sheet_names
     # pyomo-lap plot: the tornado chart among the figures of a run that has sensitivities only
-    from pyomo_lap.post.plots import plot_results
+    from pyomo_lap.plots.figures import plot_results
     names = {f.stem for f in plot_results(tmp_path / "n", figures=None)}
     assert "speed" in names and "sensitivities" not in names
     with pytest.raises(ValueError, match="--sensitivities"):

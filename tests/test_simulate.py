@@ -12,9 +12,9 @@ from pyomo_lap.vehicle import car as veh
 from pyomo_lap.spatial.tree import TrackJoint
 from pyomo_lap.ocp.point_functions import track_vector
 from pyomo_lap.ocp.point_rows import track_joint
-from pyomo_lap.post.replay import replay
-from pyomo_lap.post.controls import CollocationControls, PiecewiseControls, controls_from_trajectory
-from pyomo_lap.post.simulate import car_functions, simulate
+from pyomo_lap.verify.replay import replay
+from pyomo_lap.verify.controls import CollocationControls, PiecewiseControls, controls_from_trajectory
+from pyomo_lap.verify.simulate import car_functions, simulate
 
 
 @pytest.mark.unit
@@ -216,7 +216,7 @@ def test_cli_validate_a_results_folder(tmp_path):
     import json
     from click.testing import CliRunner
     from pyomo_lap.cli import main
-    from pyomo_lap.post.results import write_results
+    from pyomo_lap.results.table import write_results
     tr, p, m, rep, df = sector.solved("full")
     summary = {"lap_time_s": float(df["t"].iloc[-1]), "track": "nordschleife", "vehicle": "fsae",
                "start_m": sector.START, "ncp": 3, "scheme": "LAGRANGE-RADAU", "model": "full",

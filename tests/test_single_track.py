@@ -11,8 +11,8 @@ from scipy.optimize import fsolve
 
 import _solved_sector as sector
 from pyomo_lap import Track, build_model, load_vehicle, solve_model
-from pyomo_lap.post.simulate import car_functions
-from pyomo_lap.post.simulate import TrackLookup
+from pyomo_lap.verify.simulate import car_functions
+from pyomo_lap.verify.simulate import TrackLookup
 
 G = 9.81
 

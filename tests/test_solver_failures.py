@@ -19,8 +19,8 @@ import pytest
 from click.testing import CliRunner
 
 from pyomo_lap import build_model, initialize_model, load_track, load_vehicle, solve_model
-from pyomo_lap.post import results as res_mod
-from pyomo_lap.post.folders import MANIFEST
+from pyomo_lap.results import table as res_mod
+from pyomo_lap.folders.results_folder import MANIFEST
 from pyomo_lap.api.results import ResultsNotWrittenError, _write_or_fallback
 from pyomo_lap.cli import main
 from pyomo_lap.solvers.report import SolveReport
@@ -456,7 +456,7 @@ def test_results_that_cannot_be_written_are_saved_elsewhere(tmp_path, monkeypatc
             raise OSError(28, "No space left on device")
         return real_write(folder, *a, **k)
 
-    monkeypatch.setattr("pyomo_lap.post.results.write_results", failing)
+    monkeypatch.setattr("pyomo_lap.results.table.write_results", failing)
     monkeypatch.setenv("TMPDIR", str(tmp_path / "spare"))
     (tmp_path / "spare").mkdir()
     import tempfile

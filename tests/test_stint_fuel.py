@@ -135,7 +135,7 @@ def test_two_lap_stint_lighter_car_is_not_slower(tmp_path):
     """Two laps of the dymos oval (coarse mesh): lap 2 starts with the mass less lap 1's fuel
     and in lap 1's exit state; a lighter car that may choose its exit is not slower (to the
     solver's tolerance); the stint table and the lap folders are written."""
-    from pyomo_lap.post.stint import solve_stint
+    from pyomo_lap.api.stint import solve_stint
     car = car_file(tmp_path, "[fuel]\nthermal_efficiency = 0.1\nmass_start = 20.0\n")
     res = solve_stint("dymos_oval", car, 2, ocp_options={"nfe": 30}, out_dir=tmp_path / "st",
                       echo=lambda *_: None)
@@ -156,7 +156,7 @@ def test_two_lap_stint_lighter_car_is_not_slower(tmp_path):
 @pytest.mark.unit
 def test_stint_budget_is_split_by_what_is_left():
     """A stint budget B over N laps: B / N for the first, (B - used) / laps left after."""
-    from pyomo_lap.post.stint import StintError, lap_limits
+    from pyomo_lap.api.stint import StintError, lap_limits
     per_lap = parse_limits(["tyre_energy_fl=30kJ"])
     stint = parse_limits(["tyre_energy=100kJ", "fuel=1kg"])
     first = lap_limits(per_lap, stint, {}, 4)
@@ -181,7 +181,7 @@ def test_stint_cli_refuses_bad_limits_in_one_line(tmp_path):
         assert r.exit_code == 2, r.output
         assert words in r.output and len(r.output.strip().splitlines()) == 1, r.output
         assert not (tmp_path / "x").exists()
-    from pyomo_lap.post.stint import solve_stint
+    from pyomo_lap.api.stint import solve_stint
     with pytest.raises(ValueError, match="is open"):
         solve_stint(straight(), "fsae", 2)
 
@@ -191,7 +191,7 @@ def test_stint_tyre_budget_holds_over_the_stint(tmp_path):
     """A tyre-energy budget for a 2-lap stint below what two free laps use: lap 1 keeps each
     tyre within half of it, the stint within all of it, and the busiest tyre's budget is
     spent (the limit binds: the laps are slower than the free lap)."""
-    from pyomo_lap.post.stint import solve_stint
+    from pyomo_lap.api.stint import solve_stint
     opts = {"nfe": 30}
     free = solve_stint("dymos_oval", "fsae", 1, ocp_options=opts, echo=lambda *_: None)["laps"][0]
     tyres = ("tyre_fl_J", "tyre_fr_J", "tyre_rl_J", "tyre_rr_J")
@@ -211,7 +211,7 @@ def test_stint_out_of_fuel_stops_and_a_fuel_budget_shares_the_tank(tmp_path):
     """A tank of 1.5 free laps' fuel: StintError in lap 2, both laps in its table and
     written; with the tank as the stint's fuel budget both laps are solved and burn at most
     the tank, the first at most half of it."""
-    from pyomo_lap.post.stint import StintError, solve_stint
+    from pyomo_lap.api.stint import StintError, solve_stint
     opts = {"nfe": 30}
     big = car_file(tmp_path, "[fuel]\nthermal_efficiency = 0.25\nmass_start = 10.0\n", "big")
     fuel = solve_stint("dymos_oval", big, 1, ocp_options=opts,

@@ -405,7 +405,7 @@ def test_failing_cases_are_rows_with_their_reasons(client, tmp_path):
 def test_the_plots_of_a_sweep_table(tmp_path):
     """Lap time against each swept parameter and a heat map for two, from the table alone; a
     case that did not solve is left blank."""
-    from pyomo_lap.post.plots import figure_sweep_heatmap, sweep_plots
+    from pyomo_lap.plots.figures import figure_sweep_heatmap, sweep_plots
     table = pd.DataFrame({"case": range(4), "mass.total": [240.0, 240.0, 250.0, 250.0],
                           "aero.Cx": [0.8, 0.9, 0.8, 0.9],
                           "status": ["solved", "solved", "solved", "failed"],

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from pyomo_lap.post.telemetry import CHANNEL_ALIASES, alias_markdown, read_telemetry
+from pyomo_lap.analysis.telemetry import CHANNEL_ALIASES, alias_markdown, read_telemetry
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "telemetry"
@@ -119,7 +119,7 @@ def test_units_are_converted(tmp_path):
 
 def _run_folder(folder: Path) -> float:
     """A results folder of the script's source lap (no solve); its lap time [s]."""
-    from pyomo_lap.post.results import write_results
+    from pyomo_lap.results.table import write_results
     src = pd.read_csv(DATA / "source_run.csv")
     n = len(src)
     df = pd.DataFrame({"s": src["s [m]"], "s_sector": src["s [m]"], "t": src["t [s]"],
@@ -190,7 +190,7 @@ def test_alias_table_in_the_docs_is_current():
     aliases; every alias is a normalised name (lower case, no spaces) and no alias names two
     channels."""
     assert alias_markdown() in (ROOT / "docs" / "telemetry.md").read_text(), (
-        "regenerate the table in docs/telemetry.md: python -c 'from pyomo_lap.post.telemetry "
+        "regenerate the table in docs/telemetry.md: python -c 'from pyomo_lap.analysis.telemetry "
         "import alias_markdown; print(alias_markdown())'")
     seen = {}
     for key, al in CHANNEL_ALIASES.items():
@@ -222,7 +222,7 @@ def test_a_motec_export_in_another_writers_layout_is_read(tmp_path):
     script (a header block of 11 rows with a second key/value pair on most rows, two blank
     rows, the names row, the units row, the data right after it, no beacon markers): a car at
     a constant 72 km/h for 10 s, read back as 20 m/s over 200 m (closed form)."""
-    from pyomo_lap.post.telemetry import read_telemetry
+    from pyomo_lap.analysis.telemetry import read_telemetry
     head = ['"Format","MoTeC CSV File",,,"Workbook","w"',
             '"Venue","v",,,"Worksheet","s"', '"Vehicle","c",,,"",""',
             '"Driver","d",,,"Engine ID",""', '"Device","ADL"',

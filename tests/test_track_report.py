@@ -355,7 +355,7 @@ def test_solve_says_the_steps_and_assumptions_before_building(raw, tmp_path):
 @pytest.mark.unit
 def test_results_provenance_sheet_lists_every_step_and_assumption(tmp_path, stadium_track):
     """The results' summary and provenance sheet list every step and assumption of the track."""
-    from pyomo_lap.post.results import read_summary, write_results
+    from pyomo_lap.results.table import read_summary, write_results
     tr = stadium_track
     summary = dict(lap_time_s=1.0, track_file=tr.provenance["source_file"],
                    track_processing=tr.processing_steps, track_assumptions=tr.assumptions,

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pyomo_lap.post.simulate import car_functions
+from pyomo_lap.verify.simulate import car_functions
 from pyomo_lap.vehicle import tyres
 from pyomo_lap.vehicle.car import build_chain, car_equations, load_vehicle
 from pyomo_lap.vehicle.files import VehicleFileError, read_vehicle_file
@@ -99,7 +99,7 @@ def test_fiala_saturates_at_three_mu_fz_over_c_alpha(fsae):
 def test_the_measures_are_the_channels_the_dictionary_documents():
     """Each bundled model's ``measure_doc`` says what the channel dictionary says of its
     channel ``<measure>_11`` (unit, meaning, sign): the registry can feed the dictionary."""
-    from pyomo_lap.post.channels import describe
+    from pyomo_lap.results.channels import describe
     for model in tyres.TYRE_MODELS.values():
         unit, meaning, sign, _ = model.measure_doc
         entry = describe(f"{model.measure}_11")
@@ -222,7 +222,7 @@ def test_friction_envelope_uses_the_registered_model(tanh_car):
     its own peak there; the Magic Formula car's is smaller (its lighter tyre peaks first).
     Elsewhere the ellipse leaves each tyre its own share and the shared slip angle costs
     grip. The envelope's car carries the model, also from a dict of parameters."""
-    from pyomo_lap.post.envelope import _envelope_car, friction_envelope
+    from pyomo_lap.vehicle.envelope import _envelope_car, friction_envelope
     assert _envelope_car(tanh_car, 20.0).tyre is TANH
     n = 61
     lateral = [15, 45]

@@ -1,4 +1,4 @@
-"""`pyomo-lap validate` on results of dymos's racecar (pyomo_lap.post.racecar_checks): the
+"""`pyomo-lap validate` on results of dymos's racecar (pyomo_lap.verify.racecar_checks): the
 equations the checks evaluate are the OCP's (the residual at the collocation points is the
 solver's tolerance); the default job, whose elements end at the junctions of straights and
 arcs (pyomo_lap.ocp.racecar.junction_boundaries), passes every check; the same lap on uniform
@@ -35,7 +35,7 @@ def _junctions():
 
 
 def _validate(folder):
-    from pyomo_lap.post.validate import validate_results
+    from pyomo_lap.api.validate import validate_results
     res = validate_results(folder, plots=False, echo=_quiet)
     return res, {c["name"]: c for c in res["checks"]}
 
@@ -63,9 +63,9 @@ def coarse(tmp_path_factory):
 def test_the_checks_evaluate_the_ocps_equations(default):
     """At the collocation points the racecar's ODE, evaluated by the checks on NumPy arrays,
     holds to the solver's tolerance: the checks and the OCP have the same equations."""
-    from pyomo_lap.post.racecar_checks import racecar_defects
-    from pyomo_lap.post.results import read_trajectory
-    from pyomo_lap.post.verdict import _inputs
+    from pyomo_lap.verify.racecar_checks import racecar_defects
+    from pyomo_lap.results.table import read_trajectory
+    from pyomo_lap.verify.verdict import _inputs
     summary = json.loads((default / "summary.json").read_text())
     tr, p = _inputs(summary)
     d = racecar_defects(read_trajectory(default), tr, p, shooting=False)

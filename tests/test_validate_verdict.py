@@ -13,7 +13,7 @@ import pytest
 
 START, LENGTH = 1200.0, 400.0
 """Nordschleife 1200-1600 m: a straight, then the fast S-bends at the friction limit (the
-sector the thresholds of pyomo_lap.post.verdict were measured on, with the 2 km default job)."""
+sector the thresholds of pyomo_lap.verify.verdict were measured on, with the 2 km default job)."""
 
 RADAU3 = np.array([(4 - 6 ** 0.5) / 10, (4 + 6 ** 0.5) / 10, 1.0])   # Radau IIA, ncp = 3
 LEGENDRE2 = np.array([0.5 - 3 ** 0.5 / 6, 0.5 + 3 ** 0.5 / 6])          # Gauss-Legendre, ncp = 2
@@ -52,7 +52,7 @@ def _copy(src, dst):
 def _perturbed(src, dst, change):
     """A copy of a results folder whose trajectory table is changed by ``change(df)`` (the
     table written as CSV with plain column names; the parquet file removed)."""
-    from pyomo_lap.post.results import read_trajectory
+    from pyomo_lap.results.table import read_trajectory
     dst = _copy(src, dst)
     df = read_trajectory(dst)
     change(df)
@@ -93,8 +93,8 @@ def test_state_controls_reproduce_a_polynomial_between_the_points():
     a collocation point); the polynomial through the collocation points only (the old
     interpolation, degree ncp - 1) is not. The reference path of the feedback replay (the
     states' polynomials) reproduces them too."""
-    from pyomo_lap.post.replay import state_polynomials
-    from pyomo_lap.post.controls import CollocationControls, controls_from_trajectory, element_points
+    from pyomo_lap.verify.replay import state_polynomials
+    from pyomo_lap.verify.controls import CollocationControls, controls_from_trajectory, element_points
     start = 100.0
     bounds = np.array([0.0, 7.0, 12.0, 25.0, 31.0])
 
@@ -160,7 +160,7 @@ def test_state_controls_reproduce_a_polynomial_between_the_points():
 def test_checks_and_verdict():
     """A check passes up to its warn threshold, warns up to its fail threshold, fails above it
     or without a value; the verdict is the worst; one printed line per check."""
-    from pyomo_lap.post.verdict import format_check, interpolation_of, make_check, overall_verdict
+    from pyomo_lap.verify.verdict import format_check, interpolation_of, make_check, overall_verdict
     lim = (1.0, 5.0)
     assert [make_check("x", v, "m", lim)["verdict"] for v in (0.0, 1.0, 1.01, 5.0, 5.1)] == \
         ["pass", "pass", "warn", "warn", "fail"]
@@ -200,7 +200,7 @@ def test_a_good_short_sector_passes(good, tmp_path):
     """The default OCP on the short sector passes every check; the controls are interpolated
     as states; validation.json holds the checks and the verdict; the two figures are written
     (into the results folder, or the folder asked for)."""
-    from pyomo_lap.post.validate import validate_results
+    from pyomo_lap.api.validate import validate_results
     lines = []
     res = validate_results(good, echo=lines.append)
     assert res["verdict"] == "pass", [c for c in res["checks"] if c["verdict"] != "pass"]
@@ -232,7 +232,7 @@ def test_a_good_short_sector_passes(good, tmp_path):
 def test_a_coarse_mesh_fails_on_its_defects(coarse):
     """40 m elements: the collocation polynomials miss the dynamics between the points; the
     defects fail, and so does the replay (the car does not drive the plan)."""
-    from pyomo_lap.post.validate import validate_results
+    from pyomo_lap.api.validate import validate_results
     res = validate_results(coarse, echo=_quiet, plots=False)
     assert res["verdict"] == "fail"
     assert {"defect_max", "defect_p95", "replay_lateral"} <= _failing(res)
@@ -243,7 +243,7 @@ def test_noise_on_the_steering_fails_on_zigzags_and_defects(good, tmp_path):
     """The good result with Gaussian noise of 0.5 deg on delta at every point: the steering
     zig-zags and its polynomials no longer make the states' polynomials satisfy the dynamics;
     the replay still reaches the end."""
-    from pyomo_lap.post.validate import validate_results
+    from pyomo_lap.api.validate import validate_results
     rng = np.random.default_rng(1)
 
     def noise(df):
@@ -262,7 +262,7 @@ def test_a_shifted_speed_fails_on_the_replay_time_and_defects(good, tmp_path):
     """The good result with q1_dot 1 m/s higher at every point: the table's time no longer
     integrates its speed (defects) and the car started 1 m/s faster finishes early (replay
     time); the channels themselves do not zig-zag."""
-    from pyomo_lap.post.validate import validate_results
+    from pyomo_lap.api.validate import validate_results
 
     def shift(df):
         df["q1_dot"] += 1.0
@@ -277,7 +277,7 @@ def test_a_shifted_speed_fails_on_the_replay_time_and_defects(good, tmp_path):
 def test_cli_exit_codes_follow_the_verdict(good, coarse, tmp_path, monkeypatch):
     """0 on pass (folder as argument or --out), 1 on fail, on warn 0 (1 with --strict)."""
     from click.testing import CliRunner
-    import pyomo_lap.post.verdict as verdict
+    import pyomo_lap.verify.verdict as verdict
     from pyomo_lap.cli import main
     g = _copy(good, tmp_path / "good")
     r = CliRunner().invoke(main, ["validate", str(g), "--no-plots"])
@@ -301,7 +301,7 @@ def test_cli_exit_codes_follow_the_verdict(good, coarse, tmp_path, monkeypatch):
 def test_zigzag_limits_scale_with_the_sector_length():
     """The counts hold per ZIGZAG_LENGTH_M of sector and never less: 9 zig-zags of one channel
     warn on a 2 km sector and pass on the 20.8 km Nordschleife; 90 fail there."""
-    from pyomo_lap.post.verdict import ZIGZAG_LENGTH_M, ZIGZAGS, _zigzag_check, zigzag_limits
+    from pyomo_lap.verify.verdict import ZIGZAG_LENGTH_M, ZIGZAGS, _zigzag_check, zigzag_limits
     assert zigzag_limits(400.0) == ZIGZAGS == zigzag_limits(ZIGZAG_LENGTH_M)
     assert zigzag_limits(4 * ZIGZAG_LENGTH_M) == (4 * ZIGZAGS[0], 4 * ZIGZAGS[1])
 

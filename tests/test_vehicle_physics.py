@@ -25,7 +25,7 @@ from scipy.optimize import fsolve
 
 from pyomo_lap import Track, load_vehicle
 from pyomo_lap.vehicle import car as veh
-from pyomo_lap.post.simulate import car_functions
+from pyomo_lap.verify.simulate import car_functions
 from pyomo_lap.vehicle import tyres
 from pyomo_lap.vehicle.files import VehicleFileError, read_vehicle_file
 

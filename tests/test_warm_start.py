@@ -50,7 +50,7 @@ def test_a_warm_start_reaches_the_same_optimum_in_fewer_iterations(tmp_path):
 @pytest.mark.integration
 def test_the_solution_file_holds_every_variable(first, tmp_path):
     """Loading a solve's solution.npz into the same solved model changes nothing."""
-    from pyomo_lap.post.results import load_solution, solution_arrays
+    from pyomo_lap.results.table import load_solution, solution_arrays
     m = solve_sector(vehicle=load_vehicle("fsae"), out_dir=None, **JOB).model
     before = solution_arrays(m)
     assert load_solution(m, first) > 1000
@@ -81,7 +81,7 @@ def test_another_track_or_model_is_refused_before_the_solve(first):
 def test_another_car_schema_is_refused():
     """A source sharing less than half of the model's variables along the mesh (another car
     schema: another set of variables) is refused in one line."""
-    from pyomo_lap.post.warm_start import WarmStartError, apply_warm_start
+    from pyomo_lap.api.warm_start import WarmStartError, apply_warm_start
     from pyomo_lap.ocp.build import build_model
     from pyomo_lap import load_track
     m = build_model(load_track("nordschleife"), load_vehicle("fsae"), length=60.0, nfe=3)

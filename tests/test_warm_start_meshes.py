@@ -1,5 +1,5 @@
 """A warm start from a results folder of the same track on another mesh, sector or car
-(``pyomo-lap solve --warm-start RUN``, :mod:`pyomo_lap.post.warm_start`): the interpolation
+(``pyomo-lap solve --warm-start RUN``, :mod:`pyomo_lap.api.warm_start`): the interpolation
 against closed forms (polynomials the collocation reproduces, the time's increments, a closed
 lap's wrap, the blend into the usual guess) and the solves against cold solves of the same
 job (the optimum is the job's, not the source's)."""
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from pyomo_lap import load_vehicle, solve_sector
-from pyomo_lap.post.warm_start import interpolate_solution
+from pyomo_lap.api.warm_start import interpolate_solution
 
 QUIET = {"echo": lambda *_: None, "progress": lambda *_: None}
 SECTOR = {"start": 1500.0, "length": 250.0, **QUIET}     # a braking zone and a corner
@@ -78,7 +78,7 @@ def test_uncovered_points_blend_into_the_usual_guess():
     """Past the covered part the values go linearly from the source's edge value to the model's
     guess over BLEND_M, and the time keeps the source's increments where covered and the
     guess's elsewhere (continuous, increasing)."""
-    from pyomo_lap.post.warm_start import BLEND_M, _blend, _time
+    from pyomo_lap.api.warm_start import BLEND_M, _blend, _time
     x = np.linspace(0.0, 200.0, 201)
     cov = x <= 100.0
     src = np.where(cov, 5.0, np.nan)

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pyomo_lap.post.results import effective_solver_options, write_results
+from pyomo_lap.results.table import effective_solver_options, write_results
 from pyomo_lap.solvers.lap.solver import LAP_IPOPT_OPTIONS
 from pyomo_lap.vehicle.car import load_vehicle
 from pyomo_lap.vehicle.schema import PARAMETER_KEYS, VehicleParameters, field_of
@@ -149,8 +149,8 @@ def test_number_formats_by_unit_autofilter_and_full_precision(workbook):
 
 @pytest.mark.unit
 def test_every_unit_of_the_channels_has_a_number_format():
-    from pyomo_lap.post.channels import UNITS
-    from pyomo_lap.post.export import NUMBER_FORMATS, number_format
+    from pyomo_lap.results.channels import UNITS
+    from pyomo_lap.results.export import NUMBER_FORMATS, number_format
     assert set(UNITS.values()) <= set(NUMBER_FORMATS)
     assert number_format("element [-]") == "0" and number_format("q4 [m]") == "0.0000"
     assert number_format("no unit") == "General"

@@ -1,5 +1,5 @@
 """results.xlsx: the channels and track sheets written as XML text at once
-(pyomo_lap.post.export._bulk_rows) are xlsxwriter's own cell-by-cell writing, byte for byte:
+(pyomo_lap.results.export._bulk_rows) are xlsxwriter's own cell-by-cell writing, byte for byte:
 missing values, rows without any value, whole numbers, the spans of every 16 rows, the column
 formats, the chart's cached values; a table it cannot write (texts, infinities) is written cell
 by cell as before."""
@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pyomo_lap.post import export as E
-from pyomo_lap.post import results as R
+from pyomo_lap.results import export as E
+from pyomo_lap.results import table as R
 
 
 def _table(n=75, seed=5):

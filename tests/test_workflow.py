@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from _independent import time_by_quadrature
 from pyomo_lap import __version__, build_model, load_track, load_vehicle
 from pyomo_lap.cli import main
-from pyomo_lap.post.export import read_parquet_units
-from pyomo_lap.post.results import UNITS, read_summary, read_trajectory
+from pyomo_lap.results.export import read_parquet_units
+from pyomo_lap.results.table import UNITS, read_summary, read_trajectory
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTOR = dict(start=1150.0, length=200.0, nfe=15, ncp=2)   # a left-right sequence, ~10 s to solve
@@ -142,7 +142,7 @@ def test_export_sheets_formats_sector_times_and_provenance(runs):
 
 @pytest.mark.integration
 def test_plot_command_writes_every_figure(runs, tmp_path):
-    from pyomo_lap.post.plots import FIGURES
+    from pyomo_lap.plots.figures import FIGURES
     out = tmp_path / "plots"
     r = CliRunner().invoke(main, ["plot", str(runs[0]), "--out", str(out), "--pdf",
                                   "--reference", str(runs[1])])
@@ -162,7 +162,7 @@ def test_plot_command_writes_every_figure(runs, tmp_path):
 def test_plan_view_edges_and_racing_line_are_where_they_should_be():
     """On a straight along x, the left edge is at +width_left in y, the right edge at
     -width_right, and the racing line at q2 (the left normal of the direction of travel)."""
-    from pyomo_lap.post.plots import edges_xy
+    from pyomo_lap.plots.figures import edges_xy
     s = np.linspace(0.0, 100.0, 11)
     df = pd.DataFrame({"s": s, "s_sector": s, "x_spine": s, "y_spine": 5.0 + 0 * s,
                        "width_left": 4.0, "width_right": 3.0, "q2": np.linspace(-2.0, 2.0, 11)})
@@ -177,7 +177,7 @@ def test_plan_view_edges_and_racing_line_are_where_they_should_be():
 def test_time_delta_of_two_constant_speed_runs_is_the_closed_form():
     """A at 20 m/s over 0-300 m, B at 25 m/s over 100-400 m: on the overlap 100-300 m,
     delta(s) = (s - 100)/25 - (s - 100)/20."""
-    from pyomo_lap.post.compare import delta_along_track, sector_deltas
+    from pyomo_lap.analysis.compare import delta_along_track, sector_deltas
 
     def run(s0, s1, v, n):
         s = np.linspace(s0, s1, n)
@@ -210,7 +210,7 @@ def test_compare_command_table_and_plot(runs):
 # ---- diagnostics and units --------------------------------------------------------------------
 
 def _pynumero_available():
-    from pyomo_lap.post.diagnose import pynumero_available
+    from pyomo_lap.api.diagnose import pynumero_available
     return pynumero_available()
 
 
@@ -219,7 +219,7 @@ def diagnosed():
     """The diagnosis of a short sector (the cold start, squared), with the numerical checks
     where PyNumero's ASL library is available."""
     import io
-    from pyomo_lap.post.diagnose import diagnose
+    from pyomo_lap.api.diagnose import diagnose
     return diagnose(start=500.0, length=60.0, nfe=3, ncp=2, numerical=_pynumero_available(),
                     stream=io.StringIO(), echo=lambda *a: None)
 
@@ -334,7 +334,7 @@ def test_idaes_numerical_diagnostics_match_an_independent_computation(diagnosed)
 def test_units_are_declared_and_consistent():
     from pyomo.core.base.units_container import UnitsError
     from pyomo.util.check_units import assert_units_equivalent
-    from pyomo_lap.post.diagnose import check_units
+    from pyomo_lap.api.diagnose import check_units
     m = build_model(load_track("nordschleife"), load_vehicle("fsae"), start=500.0, length=50.0,
                     nfe=3, ncp=2)
     res = check_units(m)
@@ -384,7 +384,7 @@ def test_example_quickstart(tmp_path):
 @pytest.mark.integration
 def test_example_energy_budget():
     r = _example("energy_budget").main(**EXAMPLE)
-    from pyomo_lap.post.results import trajectory_dataframe
+    from pyomo_lap.results.table import trajectory_dataframe
     df = trajectory_dataframe(r["model"])
     # independent of the example's own sums: integrate the exported power channel over time;
     # the budget is below what the free optimum used, so it binds: the energy is the budget
@@ -402,7 +402,7 @@ def test_example_speed_limit_and_objective():
     ex = _example("speed_limit_and_objective")
     m, rep = ex.main(zone=(60.0, 100.0), v_max=25.0, **EXAMPLE)
     assert rep.ok and rep.solver == "lap_ipopt"
-    from pyomo_lap.post.results import trajectory_dataframe
+    from pyomo_lap.results.table import trajectory_dataframe
     df = trajectory_dataframe(m)
     zone = df[(df["s_sector"] >= 60.0) & (df["s_sector"] <= 100.0)]
     # the limit is on the car's speed (the exported speed column, computed from the twist by

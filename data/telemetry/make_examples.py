@@ -41,7 +41,7 @@ NOISE = {"speed_kmh": 0.3, "acc_g": 0.02}  # standard deviations
 
 def source_from_run(run: Path) -> pd.DataFrame:
     """The run's s [m] (from 0), t [s], speed [m/s], a_x, a_y [m/s^2]."""
-    from pyomo_lap.post.results import read_trajectory
+    from pyomo_lap.results.table import read_trajectory
     df = read_trajectory(run)
     return pd.DataFrame({"s [m]": df["s_sector"], "t [s]": df["t"] - df["t"].iloc[0],
                          "speed [m/s]": df["speed"], "a_x [m/s^2]": df["a_x"],
@@ -195,7 +195,7 @@ def main(argv=None) -> None:
             "lap_times_s": out["lap_times"], "speed_factors": FACTORS,
             "distance_stretch": STRETCH, "noise": NOISE, "sample_rate_hz": RATE}, indent=2) + "\n")
         if args.figure:
-            from pyomo_lap.post.compare import compare_telemetry
+            from pyomo_lap.analysis.compare import compare_telemetry
             res = compare_telemetry(run, HERE / "motec_example.csv", out_dir=Path(tmp) / "cmp")
             shutil.copyfile(Path(tmp) / "cmp" / "telemetry.png", args.figure)
             print(f"figure: {args.figure} (delta at the end {res['delta_t_s']:+.3f} s)")

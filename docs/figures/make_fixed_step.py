@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from pyomo_lap import solve_sector  # noqa: E402
-from pyomo_lap.post.fixed_step import model_fixed_step  # noqa: E402
+from pyomo_lap.results.fixed_step import model_fixed_step  # noqa: E402
 
 START, LENGTH = 1200.0, 160.0      # Nordschleife: a straight, then a corner at the limit
 

@@ -30,7 +30,7 @@ import pyomo.environ as pyo
 
 from pyomo_lap import (build_model, initialize_model, load_track, load_vehicle, solve_model,
                        trajectory_dataframe, write_results)
-from pyomo_lap.post.plots import plot_results
+from pyomo_lap.plots.figures import plot_results
 
 track = load_track("nordschleife")    # a bundled track (pyomo-lap tracks), or a .csv / .json file
 car = load_vehicle("fsae")            # a bundled car (pyomo-lap vehicles), or a .toml file

@@ -3,7 +3,11 @@
 :func:`solve_sector` (:mod:`pyomo_lap.api.job`) runs a job; its options are
 :data:`SOLVE_CONFIG` (:mod:`pyomo_lap.api.config`); what it makes of a solve (summary,
 channels, export) is :mod:`pyomo_lap.api.results`, the refinement of the mesh
-:mod:`pyomo_lap.api.refine`. This package re-exports their public names.
+:mod:`pyomo_lap.api.refine`. The other solve pipelines: ``pyomo-lap validate``
+(:mod:`pyomo_lap.api.validate`), a stint of laps (:mod:`pyomo_lap.api.stint`), mesh
+continuation (:mod:`pyomo_lap.api.continuation`), warm starts from a results folder
+(:mod:`pyomo_lap.api.warm_start`), IDAES diagnostics (:mod:`pyomo_lap.api.diagnose`). This
+package re-exports their public names.
 
 Example
 -------

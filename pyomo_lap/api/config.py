@@ -241,7 +241,7 @@ def _solve_config() -> ConfigDict:
                           "DEFECT_P95, SPEED_CONSISTENCY: a step of the speed that the "
                           "acceleration does not integrate to, e.g. a throttle blip one element "
                           "long), split the elements where they are large and solve again from the solution "
-                          "on the refined mesh, up to twice (MESH_REFINEMENTS; pyomo_lap.post.defects.refine_mesh; not "
+                          "on the refined mesh, up to twice (MESH_REFINEMENTS; pyomo_lap.api.refine.refine_mesh; not "
                           "when the job gives its mesh: nfe, element_boundaries, a warm start, "
                           "free parameters or sensitivities); summary.json says what was split"))
     _declare_after_the_solve(c)
@@ -254,7 +254,7 @@ def _declare_after_the_solve(c: ConfigDict) -> None:
     c.declare("mesh_continuation", ConfigValue(default="auto", domain=OneOf(["auto", "on", "off"]),
               description="solve the job's mesh from the solution of coarser meshes of the same "
                           "problem (the default placement with element_length, halved down to "
-                          "twice the job's mean element; pyomo_lap.post.continuation): 'on' "
+                          "twice the job's mean element; pyomo_lap.api.continuation): 'on' "
                           "always; 'auto' when the job's elements straddle the curvature steps "
                           "of an arc track (junctions inside elements: nfe or element_boundaries "
                           "given on dymos_oval, dymos_barcelona) and when a direct solve does "
@@ -265,13 +265,13 @@ def _declare_after_the_solve(c: ConfigDict) -> None:
                           "penalty weight divided by 10 and report what the penalties cost in "
                           "lap time: the difference of the two sector times (summary.json "
                           "regularization.lap_time_cost_s, the console, pyomo-lap validate; "
-                          "pyomo_lap.post.sensitivities.lap_time_cost). The result written is "
+                          "pyomo_lap.analysis.sensitivities.lap_time_cost). The result written is "
                           "the one with the default weights; the second solve takes about a "
                           "third of the first's time"))
     c.declare("sensitivities", ConfigValue(default=False, domain=bool,
               description="after the solve, d(lap time)/d(parameter) for every parameter of the "
                           "vehicle file and the track's friction scale from the multipliers "
-                          "(pyomo_lap.post.sensitivities; full model; solved to tol = 1e-10 unless "
+                          "(pyomo_lap.analysis.sensitivities; full model; solved to tol = 1e-10 unless "
                           "a solver option says otherwise): the workbook's 'sensitivities' sheet, "
                           "plots/sensitivities.png, results.sensitivities"))
 

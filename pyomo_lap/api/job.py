@@ -113,7 +113,7 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
 def _solve_sector(cfg, echo, progress, model_cache, held: list, on_iteration=None):
     """The work of :func:`solve_sector` on checked options ``cfg``, in its steps (each a
     function below, sharing the job's state ``job``); the lock on ``out_dir``
-    (:class:`pyomo_lap.post.results.OutputLock`) is appended to ``held`` when taken."""
+    (:class:`pyomo_lap.results.table.OutputLock`) is appended to ``held`` when taken."""
     import types
     job = types.SimpleNamespace(cfg=cfg, echo=echo, progress=progress, cache=model_cache,
                                 held=held, out_dir=cfg.out_dir, on_iteration=on_iteration)
@@ -140,12 +140,12 @@ def _solve_sector(cfg, echo, progress, model_cache, held: list, on_iteration=Non
     return SectorResults(job.m, job.rep, job.df, job.summary, job.sens, job.self_check)
 
 
-_AFTER_THE_SOLVE = ("pyomo_lap.post.results", "pyomo_lap.post.quality")
+_AFTER_THE_SOLVE = ("pyomo_lap.results.table", "pyomo_lap.verify.quality")
 """Modules the channels need after every solve (pandas among them: 0.2 s)."""
 
 
 _FOR_THE_EXPORT = ("pyarrow.csv", "pyarrow.parquet", "xlsxwriter")
-"""Modules the export needs after the solve (:func:`pyomo_lap.post.results.write_results`)."""
+"""Modules the export needs after the solve (:func:`pyomo_lap.results.table.write_results`)."""
 
 
 def _post_imports(export: bool) -> Callable[[], None]:
@@ -249,7 +249,7 @@ def _load_inputs(job) -> None:
         _check_free_before_build(p, job.model, cfg.periodic, job.ocp_options, cfg)
     ensure_solver(cfg.solver)  # fail before building when the solver is missing
     if job.out_dir is not None:
-        from ..post.folders import check_output_dir
+        from ..folders.results_folder import check_output_dir
         # fail before building when OUT is unusable, holds files of the user's or another run
         # writes into it; locked from here to the end (released by solve_sector)
         job.out_dir = check_output_dir(job.out_dir, echo=echo, hold=job.held)
@@ -349,7 +349,7 @@ def _initial_guess(job) -> None:
                                                   for k, (v0, lo, up) in job.setup_start.items())
              + "".join(f"; {' + '.join(g)} held" for g in cfg.keep_sum or ()))
     if cfg.sensitivities:
-        from ..post.sensitivities import SENSITIVITY_SOLVER_OPTIONS, declare_multiplier_suffixes
+        from ..analysis.sensitivities import SENSITIVITY_SOLVER_OPTIONS, declare_multiplier_suffixes
         declare_multiplier_suffixes(m)       # the multipliers come back with the solution
         # a tighter solve: the active set and the multipliers the sensitivities stand on
         job.solver_options = {**SENSITIVITY_SOLVER_OPTIONS, **(job.solver_options or {})}
@@ -357,11 +357,11 @@ def _initial_guess(job) -> None:
 
 def _warm_start(job) -> dict:
     """The model's start moved from the results folder ``warm_start_from`` onto this job's
-    mesh, sector and car (:func:`pyomo_lap.post.warm_start.apply_warm_start`), after the usual
+    mesh, sector and car (:func:`pyomo_lap.api.warm_start.apply_warm_start`), after the usual
     initial guess; what it covered, for the console and ``summary.json``
     (``warm_start_source``). WarmStartError (a ValueError) before the solve: another track or
     vehicle model, no results there."""
-    from ..post.warm_start import apply_warm_start, check_source, read_source
+    from .warm_start import apply_warm_start, check_source, read_source
     cfg, tr = job.cfg, job.tr
     src = read_source(cfg.warm_start_from)
     sha = _input_files(tr, cfg.vehicle).get("track_file_sha256")
@@ -459,7 +459,7 @@ def _solve_job(job) -> None:
     job.used_options = (job.solver_options if warm is None else
                         {**({} if warm["multipliers_used"]     # solve_model's warm start
                             else {"mu_init": WARM_START_MU_INIT}), **(job.solver_options or {})})
-    from ..post.sensitivities import declare_multiplier_suffixes
+    from ..analysis.sensitivities import declare_multiplier_suffixes
     declare_multiplier_suffixes(m)  # the multipliers come back for solution.npz (a later warm start)
     job.warm_retry = None
     job.continuation = None
@@ -538,12 +538,12 @@ def _continuation_reason(job) -> Optional[str]:
 
 def _continuation(job, solve, why: str):
     """The job's model solved by mesh continuation
-    (:func:`pyomo_lap.post.continuation.solve_by_continuation`: coarse meshes of the job's
+    (:func:`pyomo_lap.api.continuation.solve_by_continuation`: coarse meshes of the job's
     problem, the OCP option ``element_length`` halved down to twice the job's mean element,
     then the job's mesh from the finest one's solution); ``job.continuation`` says what was
     solved (summary.json ``mesh_continuation``), ``job.used_options`` the fine solve's options.
     Returns the fine solve's report."""
-    from ..post.continuation import (CONTINUATION_IPOPT_OPTIONS, solve_by_continuation,
+    from .continuation import (CONTINUATION_IPOPT_OPTIONS, solve_by_continuation,
                                     stage_element_lengths)
     from ..solvers.solve import CHECKED_SOLVERS
     cfg, m = job.cfg, job.m
@@ -653,15 +653,15 @@ class SectorResults(tuple):
     model : ConcreteModel
     report : SolveReport
     trajectory : DataFrame
-        One row per point (:func:`pyomo_lap.post.results.trajectory_dataframe`).
+        One row per point (:func:`pyomo_lap.results.table.trajectory_dataframe`).
     summary : dict
         ``summary.json``.
     sensitivities : DataFrame or None
         With ``sensitivities=True``: d(lap time)/d(parameter) per parameter
-        (:func:`pyomo_lap.post.sensitivities.lap_time_sensitivities`), else None.
+        (:func:`pyomo_lap.analysis.sensitivities.lap_time_sensitivities`), else None.
     self_check : dict or None
         The fast checks of the result and their verdict (``summary["self_check"]``,
-        :func:`pyomo_lap.post.verdict.self_check`): ``self_check["verdict"]`` is ``"pass"``,
+        :func:`pyomo_lap.verify.verdict.self_check`): ``self_check["verdict"]`` is ``"pass"``,
         ``"warn"`` or ``"fail"``. A result that fails is returned (and written) all the
         same: look at it before using it.
     """

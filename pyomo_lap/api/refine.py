@@ -6,10 +6,17 @@ from __future__ import annotations
 
 import time
 
+import dataclasses
+from typing import Optional
+
+import numpy as np
+
+from ..solvers.warm_start import WARM_START_IPOPT_OPTIONS
+from ..verify.defects import DefectReport, collocation_defects, initialize_from_collocation
 from .config import WARM_START_MU_INIT
 from .results import model_size
 
-__all__ = ["MESH_REFINEMENTS"]
+__all__ = ["MESH_REFINEMENTS", "refine_mesh", "RefinementResult"]
 
 
 MESH_REFINEMENTS = 2
@@ -21,9 +28,9 @@ element after one round)."""
 
 def _refine_job(job) -> None:
     """The job option ``refine_mesh``: a full model solved to optimality whose collocation
-    defects or speed consistency (:func:`pyomo_lap.post.quality.speed_consistency`) are above
+    defects or speed consistency (:func:`pyomo_lap.verify.quality.speed_consistency`) are above
     the self-check's warning is solved again on a mesh refined where they are
-    (:func:`pyomo_lap.post.defects.refine_mesh`: elements above half the warning split; the
+    (:func:`refine_mesh`: elements above half the warning split; the
     speed error of a step falls with its length, so an element is split in as many parts as
     its error is multiples of that), from its solution, up to :data:`MESH_REFINEMENTS` times;
     each refined model replaces ``job.m``, its report ``job.rep``, if it is optimal (else the
@@ -61,8 +68,8 @@ def _refine_once(job):
     consistency are within the warnings, else what was done (and ``job.m``, ``job.rep``
     replaced by the refined model's if it is optimal)."""
     import numpy as np
-    from ..post.defects import collocation_defects, refine_mesh
-    from ..post.verdict import DEFECT_MAX, DEFECT_P95, SPEED_CONSISTENCY
+    from ..verify.defects import collocation_defects
+    from ..verify.verdict import DEFECT_MAX, DEFECT_P95, SPEED_CONSISTENCY
     m = job.m
     t0 = time.perf_counter()
     speed_split, speed_max = _speed_consistency_split(m, job)     # keeps job.result_df
@@ -108,16 +115,16 @@ def _refine_once(job):
 
 def _speed_consistency_split(m, job=None) -> tuple:
     """The elements of a solved full model whose speed consistency
-    (:func:`pyomo_lap.post.quality.speed_step_errors`) is above half the self-check's warning
-    (:data:`pyomo_lap.post.verdict.SPEED_CONSISTENCY`), ``{element: parts}`` (the error of a
+    (:func:`pyomo_lap.verify.quality.speed_step_errors`) is above half the self-check's warning
+    (:data:`pyomo_lap.verify.verdict.SPEED_CONSISTENCY`), ``{element: parts}`` (the error of a
     step falls with its length: as many parts as the error is multiples of that half), and the
     largest error [% of the car's top speed]. With ``job``, the table is kept as
     ``job.result_df`` (the channels of ``job.m``, if it is not refined)."""
     import numpy as np
     from ..ocp.common import vehicle_of_model
-    from ..post.quality import _distinct, channel_scales, speed_step_errors
-    from ..post.results import trajectory_dataframe
-    from ..post.verdict import SPEED_CONSISTENCY
+    from ..verify.quality import _distinct, channel_scales, speed_step_errors
+    from ..results.table import trajectory_dataframe
+    from ..verify.verdict import SPEED_CONSISTENCY
     df = trajectory_dataframe(m)
     if job is not None:
         job.result_df = (m, df)
@@ -137,3 +144,146 @@ def _speed_consistency_split(m, job=None) -> tuple:
         if r > tol:
             split[int(j)] = max(split.get(int(j), 1), int(min(3, max(2, np.ceil(r / tol)))))
     return (split if rel.max() > SPEED_CONSISTENCY[0] else {}), float(rel.max())
+
+
+@dataclasses.dataclass
+class RefinementResult:
+    """Result of :func:`refine_mesh`.
+
+    Attributes
+    ----------
+    model : pyomo model
+        The model on the refined mesh (solved when ``solve=True``).
+    boundaries : ndarray
+        Its element boundaries in the sector [m].
+    split : dict
+        Element (1-based, old mesh) -> number of parts it was split into.
+    before : DefectReport
+    after : DefectReport or None
+    lap_time_before, lap_time_after : float
+        Sector times [s].
+    solve_report : SolveReport or None
+    """
+
+    model: object
+    boundaries: np.ndarray
+    split: dict
+    before: DefectReport
+    after: Optional[DefectReport]
+    lap_time_before: float
+    lap_time_after: float
+    solve_report: object
+
+    def summary(self) -> dict:
+        """Headline numbers before and after (JSON-friendly)."""
+        out = {
+            "n_elements_before": int(len(self.before.elements)),
+            "n_elements_after": int(len(self.boundaries) - 1),
+            "elements_split": len(self.split),
+            "eps_max_before": float(self.before.elements["eps"].max()),
+            "lap_time_before_s": self.lap_time_before,
+            "lap_time_after_s": self.lap_time_after,
+        }
+        if self.after is not None:
+            out["eps_max_after"] = float(self.after.elements["eps"].max())
+        if self.solve_report is not None:
+            r = self.solve_report
+            out.update(solve_ok=r.ok, iterations=r.iterations, solve_time_s=r.solve_time_s,
+                       termination=r.termination_condition)
+        return out
+
+
+def refine_mesh(m, tol: Optional[float] = None, *, defects: Optional[DefectReport] = None,
+                max_split: int = 4, solve: bool = True, solver: str = "ipopt",
+                solver_options: Optional[dict] = None, tee: bool = False,
+                also_split: Optional[dict] = None) -> RefinementResult:
+    r"""Re-solve on a mesh refined where the dynamics residual is large (warm-started).
+
+    Each element with scaled error :math:`\varepsilon_j > tol` is split into
+    :math:`k_j = \min(\text{max\_split}, \max(2, \lceil (\varepsilon_j/tol)^{1/(n_{cp}+1)}\rceil))`
+    equal parts (the local error of a degree-:math:`n_{cp}` polynomial falls as
+    :math:`h^{n_{cp}+1}`). The new model has the same options; it is initialized from the
+    solved one's collocation polynomials (:func:`initialize_from_collocation`; for
+    Legendre, linear interpolation, :func:`pyomo_lap.ocp.initialize.initialize_from_solution`)
+    and solved with :data:`WARM_START_IPOPT_OPTIONS`.
+
+    Parameters
+    ----------
+    m : pyomo model
+        A solved full model (:func:`pyomo_lap.ocp.build.build_model`).
+    tol : float, optional
+        Threshold on the scaled error (default: 10 x the median over the elements, i.e. the
+        outliers).
+    defects : DefectReport, optional
+        Reuse a report of ``m`` (else computed).
+    max_split : int
+        Most parts an element is split into.
+    solve : bool
+        False: build and initialize only.
+    solver, solver_options, tee : passed to :func:`pyomo_lap.solvers.solve.solve_model`; for IPOPT
+        :data:`WARM_START_IPOPT_OPTIONS` apply unless ``solver_options`` overrides them.
+    also_split : dict, optional
+        Elements split for another reason, ``{element (1..N): parts}`` (e.g. the speed
+        consistency of the channels, ``pyomo_lap.api``): an element is split into the larger of
+        these parts and those of its error (at most ``max_split``).
+
+    Returns
+    -------
+    RefinementResult
+
+    Raises
+    ------
+    ValueError
+        ``tol`` not positive, or ``max_split < 2``.
+    """
+    import pyomo.environ as pyo
+
+    from ..ocp.initialize import initialize_from_solution
+    from ..ocp.build import build_model
+    from ..solvers.solve import solve_model
+
+    if max_split < 2:
+        raise ValueError(f"max_split = {max_split!r}: expected >= 2")
+    also_split = dict(also_split or {})
+    bad = {j: k for j, k in also_split.items() if not (isinstance(k, (int, np.integer)) and k >= 1)}
+    if bad:
+        raise ValueError(f"also_split = {bad!r}: expected element -> parts (an integer >= 1)")
+    before = defects or collocation_defects(m, m.problem.track, m.vehicle.built_for)
+    eps = before.elements["eps"].to_numpy()
+    if tol is None:
+        tol = 10.0 * float(np.median(eps))
+    if not (np.isfinite(tol) and tol > 0):
+        raise ValueError(f"tol = {tol!r}: expected a positive number")
+    ncp = m.problem.options.ncp
+    bounds = [0.0]
+    split = {}
+    for row in before.elements.itertuples():
+        k = 1
+        if np.isfinite(row.eps) and row.eps > tol:
+            k = int(min(max_split, max(2, np.ceil((row.eps / tol) ** (1.0 / (ncp + 1))))))
+        k = int(min(max_split, max(k, also_split.get(int(row.element), 1))))
+        if k > 1:
+            split[int(row.element)] = k
+        for i in range(1, k + 1):
+            bounds.append(row.s_start + (row.s_end - row.s_start) * i / k)
+    bounds = np.array(bounds)
+    bounds[-1] = m.problem.sector_length
+    opts = {k: m.problem.options[k] for k in m.problem.options}
+    opts["element_boundaries"] = tuple(bounds)
+    new = build_model(m.problem.track, m.vehicle.built_for, **opts)
+    if m.problem.options.scheme == "LAGRANGE-RADAU":
+        initialize_from_collocation(new, m)
+    else:
+        initialize_from_solution(new, m)
+    lap_before = float(pyo.value(m.lap_time))
+    rep, after, lap_after = None, None, float("nan")
+    if solve:
+        opts = dict(WARM_START_IPOPT_OPTIONS) if solver == "ipopt" else {}
+        opts.update(solver_options or {})
+        rep = solve_model(new, solver=solver, options=opts, tee=tee)
+        lap_after = float(pyo.value(new.lap_time))
+        if rep.ok:
+            after = collocation_defects(new, new.problem.track, new.vehicle.built_for)
+    return RefinementResult(model=new, boundaries=bounds, split=split, before=before, after=after,
+                            lap_time_before=lap_before, lap_time_after=lap_after,
+                            solve_report=rep)

@@ -134,21 +134,21 @@ def result_line(summary: dict, periodic: bool) -> str:
     ``'sector time ...'`` for a sector, with the distance, mean and top speed and the times
     of the timed sectors, and the verdict of the result's self-check when the summary has
     one (``'; self-check PASS'``, ``'; self-check FAIL: energy_balance 6.2 % P_max at s = 75
-    m'``: :func:`pyomo_lap.post.verdict.self_check_text`)."""
+    m'``: :func:`pyomo_lap.verify.verdict.self_check_text`)."""
     what = "lap time" if periodic else "sector time"
     line = (f"{what} {summary['lap_time_s']:.3f} s over {summary['length_m']:.0f} m "
             f"(mean {summary['mean_speed_kmh']:.1f} km/h, max {summary['max_speed_kmh']:.1f} km/h); "
             "sectors " + ", ".join(f"{x['time_s']:.3f}" for x in summary["sectors"]) + " s")
     if summary.get("self_check"):
-        from ..post.verdict import self_check_text
+        from ..verify.verdict import self_check_text
         line += "; " + self_check_text(summary["self_check"])
     return line
 
 
 def _effective_options(solver: str, used: Optional[dict]) -> dict:
     """The options the solver ran with (pyomo_lap's defaults updated by the given ones):
-    :func:`pyomo_lap.post.results.effective_solver_options` without the sources."""
-    from ..post.results import effective_solver_options
+    :func:`pyomo_lap.results.table.effective_solver_options` without the sources."""
+    from ..results.table import effective_solver_options
     return {k: v for k, (v, _) in effective_solver_options(solver, used or {}).items()}
 
 
@@ -199,10 +199,10 @@ def _mesh_summary(m) -> dict:
 
 
 def _corner_summary(job, df, summary: dict) -> None:
-    """``summary["corners"]`` (the per-corner table, :func:`pyomo_lap.post.corners.corner_table`)
+    """``summary["corners"]`` (the per-corner table, :func:`pyomo_lap.results.corners.corner_table`)
     and ``corners_source``; the sectors at the sector file's starts when there is one."""
-    from ..post.corners import corner_records, corner_table
-    from ..post.results import sector_records, sector_times
+    from ..results.corners import corner_records, corner_table
+    from ..results.table import sector_records, sector_times
     if getattr(job, "corners", None) is None or not {"s_sector", "t", "speed_kmh"} <= set(df):
         return
     tab = corner_table(df, job.corners, job.tr.length, job.tr.closed)
@@ -321,14 +321,14 @@ def _channels_and_export(job) -> None:
     their quality, the mesh, sector times, mean speed, the car as solved and the optimal
     setup, the sensitivities, and the files; ``job.df``, ``job.sens``, ``job.where``."""
     from ..ocp.common import vehicle_of_model
-    from ..post.quality import channel_quality
-    from ..post.results import sector_records, sector_times
+    from ..verify.quality import channel_quality
+    from ..results.table import sector_records, sector_times
     from ..vehicle.car import VehicleParameters
     cfg, echo, m, rep, summary = job.cfg, job.echo, job.m, job.rep, job.summary
     timing = summary["timing"]
     t_out = time.perf_counter()
     try:
-        from ..post.results import trajectory_dataframe
+        from ..results.table import trajectory_dataframe
         kept = getattr(job, "result_df", None)          # the refinement's check made it
         df = kept[1] if kept is not None and kept[0] is m else trajectory_dataframe(
             m, progress=job.progress)
@@ -371,7 +371,7 @@ def _channels_and_export(job) -> None:
                  f"gain {b['gain_s']:.3f} s ({b['gain_pct']:.2f} %)")
     job.sens = None
     if cfg.sensitivities and rep.ok:
-        from ..post.sensitivities import lap_time_sensitivities
+        from ..analysis.sensitivities import lap_time_sensitivities
         sens = job.sens = lap_time_sensitivities(m)
         timing["sensitivities_s"] = sens.attrs["time_s"]
         summary["sensitivities"] = sens.to_dict(orient="records")
@@ -383,8 +383,8 @@ def _channels_and_export(job) -> None:
     job.df, job.where = df, None
     if job.out_dir is not None:
         echo("exporting ...")
-        from ..post.results import solution_arrays
-        from ..post.warm_start import multiplier_arrays
+        from ..results.table import solution_arrays
+        from .warm_start import multiplier_arrays
         table, mesh = _fixed_step(job, df)
         job.where = _write_or_fallback(
             job.out_dir, table, summary, p_solved if isinstance(p_solved, VehicleParameters)
@@ -392,20 +392,20 @@ def _channels_and_export(job) -> None:
             {**solution_arrays(m), **(multiplier_arrays(m) if rep.ok else {})}
             if rep.ok or rep.kind == "interrupted" else None, mesh)
         if job.sens is not None:
-            from ..post.plots import plot_results
+            from ..plots.figures import plot_results
             plot_results(job.where, figures=["sensitivities"], echo=echo)
 
 
 def _fixed_step(job, df) -> tuple:
     """The table to write and the mesh rows to write beside it: with the job option ``every``
     on a solved result, the channels on that step
-    (:func:`pyomo_lap.post.fixed_step.model_fixed_step`) and the mesh rows ``df``
+    (:func:`pyomo_lap.results.fixed_step.model_fixed_step`) and the mesh rows ``df``
     (``summary["trajectory_step_m"]``); otherwise ``df`` and None (partial results keep
     their mesh rows: their polynomials are no solution)."""
     every = job.cfg.every
     if every is None or not job.rep.ok:
         return df, None
-    from ..post.fixed_step import model_fixed_step
+    from ..results.fixed_step import model_fixed_step
     job.summary["trajectory_step_m"] = float(every)
     return model_fixed_step(job.m, df, every), df
 
@@ -415,7 +415,7 @@ def _regularization(job, summary: dict) -> None:
     the objective (:func:`pyomo_lap.ocp.common.regularization`), said on the console; none
     for a model without them or without values."""
     from ..ocp.common import regularization
-    from ..post.verdict import regularization_text
+    from ..verify.verdict import regularization_text
     try:
         reg = regularization(job.m)
     except (ValueError, TypeError, AttributeError, ZeroDivisionError):
@@ -445,11 +445,11 @@ def _objective_note(summary: dict, reg: dict) -> None:
 
 def _penalty_cost(job, summary: dict) -> None:
     """The job option ``penalty_cost``: what the penalties cost in lap time
-    (:func:`pyomo_lap.post.sensitivities.lap_time_cost`, a second solve with every weight / 10
+    (:func:`pyomo_lap.analysis.sensitivities.lap_time_cost`, a second solve with every weight / 10
     from the optimum, which the model keeps) into ``summary["regularization"]``, said on the
     console; its time into ``summary["timing"]["penalty_cost_s"]``."""
-    from ..post.sensitivities import PENALTY_COST_FACTOR, lap_time_cost
-    from ..post.verdict import lap_time_cost_text
+    from ..analysis.sensitivities import PENALTY_COST_FACTOR, lap_time_cost
+    from ..verify.verdict import lap_time_cost_text
     job.echo(f"  the penalties' lap-time cost: solving again with every weight / "
              f"{PENALTY_COST_FACTOR:g} ...")
     cost = lap_time_cost(job.m, job.cfg.solver, job.solver_options)
@@ -461,10 +461,10 @@ def _penalty_cost(job, summary: dict) -> None:
 
 
 def _self_check(job, df, vehicle) -> None:
-    """The fast checks of the result (:func:`pyomo_lap.post.verdict.self_check`: defects,
+    """The fast checks of the result (:func:`pyomo_lap.verify.verdict.self_check`: defects,
     speed consistency, energy balance, power limit) into ``summary["self_check"]`` and
     ``job.self_check``; its time into ``summary["timing"]["self_check_s"]``."""
-    from ..post.verdict import self_check
+    from ..verify.verdict import self_check
     kept = getattr(job, "result_defects", None)   # measured by the refinement's check on job.m
     sc = self_check(df, job.summary, job.tr, vehicle,
                     defects=kept[1] if kept is not None and kept[0] is job.m else None)
@@ -488,7 +488,7 @@ def _write_or_fallback(out_dir: Path, df, summary: dict, params: dict, rep, echo
     """write_results, and when that fails (disk full, folder removed, permissions), the same
     files in a fresh folder of the temporary directory: a result is never lost."""
     import tempfile
-    from ..post.results import FolderNotReplaceableError, write_results
+    from ..results.table import FolderNotReplaceableError, write_results
     partial = "interrupted" if rep.kind == "interrupted" else not rep.ok
     try:
         where = write_results(out_dir, df, summary, params, partial=partial, n_sectors=n_sectors,

@@ -11,7 +11,7 @@ options, channels, compile, tracks, vehicles); importing them registers them on 
 then every command gets ``-q``/``-v`` (:mod:`pyomo_lap.cli.verbosity`); ``python -m
 pyomo_lap.cli`` runs :mod:`.__main__`.
 """
-from . import info, results, run  # noqa: F401  (their commands register on the group)
+from . import info, results, run  # noqa: F401  (their commands register on the group
 from .base import SELF_CHECK_FAILED, main
 from .info import vehicle_template
 from .verbosity import _add_verbosity

@@ -22,7 +22,7 @@ def _fail(msg: str, code: int = 2):
 
 SELF_CHECK_FAILED = 4
 """Exit code of ``pyomo-lap solve`` for a result that was solved (IPOPT: optimal) and written,
-but failed its self-check (:func:`pyomo_lap.post.verdict.self_check`): a script must not take
+but failed its self-check (:func:`pyomo_lap.verify.verdict.self_check`): a script must not take
 it for a good result."""
 
 
@@ -46,8 +46,8 @@ def _state(folder: Path):
 
 def _complete_results(folder) -> None:
     """Stop (exit 2, one line) unless ``folder`` holds the complete results of a run: its
-    manifest and the files it lists (:func:`pyomo_lap.post.results.check_results_folder`)."""
-    from ..post.results import check_results_folder
+    manifest and the files it lists (:func:`pyomo_lap.results.table.check_results_folder`)."""
+    from ..results.table import check_results_folder
     try:
         check_results_folder(folder)
     except ValueError as exc:

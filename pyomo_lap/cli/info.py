@@ -21,7 +21,7 @@ from .base import (_checked, _Echo, _fail, _flag, job_options, main, _unexpected
 def diagnose(track, vehicle, start, length, nfe, ncp, do_solve, solver, no_numerical, report):
     """Run the IDAES diagnostics toolbox (structural and numerical checks) and a units check
     on the model of a short sector."""
-    from ..post.diagnose import diagnose as run
+    from ..api.diagnose import diagnose as run
     from ..solvers.solve import SolverNotFoundError
     _checked({"start": start, "length": length, "nfe": nfe, "ncp": ncp})
     if nfe > 200:
@@ -89,7 +89,7 @@ def channels(names, markdown):
     paper's equation or the code) and, for one wheel's or one axle's channels, which one
     (11 front-left, 12 front-right, 21 rear-left, 22 rear-right). Without NAME: every column
     of the full, multibody and single-track models' tables."""
-    from ..post.channels import channel_markdown, channel_text, describe
+    from ..results.channels import channel_markdown, channel_text, describe
     for name in names:           # every name checked before anything is printed
         try:
             describe(name)

@@ -28,7 +28,7 @@ from .base import (_complete_results, _Echo, _fail, main, _verbosity)
                    "highlights it")
 def plot(results_dir, out_dir, pdf, reference, figures, s_range):
     """Write the figures of a results folder as PNG (and PDF with --pdf)."""
-    from ..post.plots import parse_range, plot_results
+    from ..plots.figures import parse_range, plot_results
     try:
         parse_range(s_range, "--range")          # the text, before anything is read
     except ValueError as exc:
@@ -74,7 +74,7 @@ def compare(runs, telemetry, lap, every, out_dir, sectors, pdf):
     """Time delta along the track: of RUN_B against RUN_A (two runs), of every run against the
     first (more runs; the legend and compare_runs.csv give the vehicle parameters in which
     they differ), or of a logged lap against RUN (--telemetry)."""
-    from ..post.compare import compare_many, compare_telemetry, parse_step
+    from ..analysis.compare import compare_many, compare_telemetry, parse_step
     if sectors < 1 or sectors > 1000:
         _fail(f"--sectors {sectors}: expected an integer between 1 and 1000")
     if every is not None:
@@ -100,11 +100,11 @@ def compare(runs, telemetry, lap, every, out_dir, sectors, pdf):
             res = compare_many(runs, out_dir=out_dir, n_sectors=sectors, every=every,
                                formats=formats, echo=echo)
         else:
-            from ..post.plots import compare_runs
+            from ..plots.figures import compare_runs
             res = compare_runs(runs[0], runs[1], out_dir=out_dir, n_sectors=sectors,
                                formats=formats, echo=echo)
             if every is not None:
-                from ..post.compare import _at_steps
+                from ..analysis.compare import _at_steps
                 _at_steps(res["delta"], every, "s [m]", "t_A [s]").to_csv(
                     Path(res["files"][0]), index=False, float_format="%.10g")
     except (ValueError, OSError, KeyError) as exc:
@@ -139,7 +139,7 @@ def report(runs, out, telemetry, max_points):
     a channel, the channels along the track on one zoomable axis with one cursor, the GG
     diagram with its envelope, the time delta (several runs or --telemetry), the corners
     (a run with corners.csv)."""
-    from ..post.report import write_report
+    from ..plots.report import write_report
     if telemetry is not None and len(runs) != 1:
         _fail(f"--telemetry compares one run with a logged lap; {len(runs)} runs given")
     for folder in runs:
@@ -190,7 +190,7 @@ def _echo_two(res: dict, a: str, b: str) -> None:
 
 
 def _echo_corners(tab, a: str, b: str) -> None:
-    """The corner table of a comparison of two runs (:func:`pyomo_lap.post.corners.corner_deltas`):
+    """The corner table of a comparison of two runs (:func:`pyomo_lap.results.corners.corner_deltas`):
     each corner's time in both runs, the difference, and the difference of the minimum speeds."""
     if tab is None or not len(tab):
         return

@@ -314,7 +314,7 @@ def validate(results_dir, out_dir, no_feedback, shooting, open_loop, plots_dir, 
 
     Exit code: 0 pass or warn (1 on warn with --strict), 1 fail, 2 bad arguments (not a results
     folder, a result of another model)."""
-    from ..post.validate import validate_results
+    from ..api.validate import validate_results
     if results_dir is not None and out_dir is not None and Path(results_dir) != Path(out_dir):
         _fail(f"two results folders given: {results_dir} and --out {out_dir}; give one")
     folder = results_dir or out_dir or "results"
@@ -347,7 +347,7 @@ def export(run, every, out_dir):
 
     Exit codes: 0 written; 2 not a complete results folder, a bad step, a folder that
     cannot be replaced."""
-    from ..post.fixed_step import export_fixed_step
+    from ..results.fixed_step import export_fixed_step
     _complete_results(run)
     if not (math.isfinite(every) and every > 0):
         _fail(f"--every {_shown(every)}: expected a finite step > 0 m")
@@ -374,7 +374,7 @@ def export(run, every, out_dir):
 def stint(track, vehicle, solver, laps, limits, stint_limits, out_dir):
     """Solve a stint: LAPS laps of a closed circuit on one model, each from the exit state of
     the one before, the car lighter by the fuel burned ([fuel]); docs/energy.md."""
-    from ..post.stint import StintError, solve_stint
+    from ..api.stint import StintError, solve_stint
     try:
         res = solve_stint(track, vehicle, laps, limits=list(limits), solver=solver,
                           stint_limits=list(stint_limits), out_dir=out_dir,

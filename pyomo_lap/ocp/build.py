@@ -206,7 +206,7 @@ OCP_CONFIG.declare("lift", ConfigValue(default=(), domain=tuple,
                                "constraints (e.g. ('qdd', 'W3J')) instead of named expressions"))
 OCP_CONFIG.declare("element_boundaries", ConfigValue(default=None, domain=lambda x: None if x is None else tuple(float(v) for v in x),
                    description="finite-element boundaries in the sector [m], from 0 to the sector length "
-                               "(a non-uniform mesh, e.g. from pyomo_lap.post.defects.refine_mesh); nfe is then "
+                               "(a non-uniform mesh, e.g. from pyomo_lap.api.refine.refine_mesh); nfe is then "
                                "their number minus one"))
 OCP_CONFIG.declare("adherence", ConfigValue(default="below-peak", domain=In(["below-peak", "squared"]),
                    description="form of the tyres' adherence constraints (friction ellipse): "

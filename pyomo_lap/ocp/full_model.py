@@ -138,7 +138,7 @@ def point_row_list(p, chain, cfg, x, track, namer=None, channels=None) -> list:
     Parameters
     ----------
     p : VehicleParameters (or an object with its fields and properties, e.g. CasADi symbols:
-        :mod:`pyomo_lap.post.sensitivities`)
+        :mod:`pyomo_lap.analysis.sensitivities`)
     chain : KinematicTree
         :func:`pyomo_lap.vehicle.car.build_chain` of ``p``.
     cfg : ConfigDict

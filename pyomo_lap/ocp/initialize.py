@@ -42,8 +42,8 @@ def set_within_bounds(pairs) -> int:
     """Write values into variables, each clipped to its variable's bounds (an interpolated start
     may overshoot them between its points); fixed variables and non-finite values are left
     alone. Used by every initializer that moves a solution onto a model
-    (:func:`initialize_from_solution`, :mod:`pyomo_lap.post.continuation`,
-    :mod:`pyomo_lap.post.warm_start`).
+    (:func:`initialize_from_solution`, :mod:`pyomo_lap.api.continuation`,
+    :mod:`pyomo_lap.api.warm_start`).
 
     Parameters
     ----------
@@ -73,7 +73,7 @@ def forget_multipliers(m) -> None:
     """Empty the starting-multiplier suffixes of ``m`` (:data:`START_MULTIPLIER_SUFFIXES`):
     a new initial guess is not the point those multipliers belong to, so the next
     :func:`pyomo_lap.solvers.solve.solve_model` starts cold. Called by every initializer here
-    and by :func:`pyomo_lap.post.results.load_solution`."""
+    and by :func:`pyomo_lap.results.table.load_solution`."""
     from pyomo.core.base.suffix import Suffix
     for name in START_MULTIPLIER_SUFFIXES:
         suffix = m.component(name)
@@ -202,7 +202,7 @@ def initialize_from_solution(m, source) -> dict:
 
 def initialize_from_trajectory(m, df) -> dict:
     """Initialize a model from a trajectory table of a solved model of the same sector (e.g. a
-    results folder's ``trajectory.csv`` read with :func:`pyomo_lap.post.results.read_trajectory`),
+    results folder's ``trajectory.csv`` read with :func:`pyomo_lap.results.table.read_trajectory`),
     on the same or another mesh: states, controls, algebraic variables and time are
     interpolated linearly in ``s_sector``; the derivative variables follow from the
     trajectory's rates and accelerations (``dq_k/ds = q_k_dot / q1_dot``,

@@ -300,7 +300,7 @@ def energy_summary(m, table=None) -> dict:
     ``[fuel]``) and, for the limited
     ones, ``limits`` ``{name: {"limit_J", "used_J", "share"}}``; ``{}`` without ``m.energy``.
 
-    With ``table`` (the model's :func:`pyomo_lap.post.results.trajectory_dataframe`, a row per
+    With ``table`` (the model's :func:`pyomo_lap.results.table.trajectory_dataframe`, a row per
     point of ``m.s``) the integrals are the same quadrature of the table's powers
     (:func:`energy_channels`) in NumPy, not Pyomo's evaluation of the expressions (0.5 s on
     the default job); without it, or for energies with the slip estimate, the expressions."""

@@ -289,7 +289,7 @@ def trajectory_dataframe(m):
     (``f_ijz`` the tyre loads [N], ``zc_ij`` the wheel-centre heights [m], ``f_ijx``,
     ``f_ijy``, slip angles ...), ``speed``, ``speed_kmh``, ``element``, the VIP's global
     position ``x_vip, y_vip, z_vip``, track data (spine, widths, Omega) and the point-mass
-    estimate ``v_point_mass``, ``t_point_mass`` (units as :data:`pyomo_lap.post.results.UNITS`)."""
+    estimate ``v_point_mass``, ``t_point_mass`` (units as :data:`pyomo_lap.results.table.UNITS`)."""
     import pandas as pd
     tp = m.problem.track_points
     sigma = sorted(m.s)

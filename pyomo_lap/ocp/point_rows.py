@@ -57,7 +57,7 @@ def chain_channels(p, e, unsprung: int = 2, sprung: int = 5) -> dict:
     {B3} without gravity ``a_x, a_y, a_z`` (:func:`pyomo_lap.vehicle.car.o3_acceleration`)
     and the vehicle invariant point relative to the track's spine point in the ground frame,
     ``dx_vip, dy_vip, dz_vip`` (:math:`R_{0,1}` times the VIP in {B1}: the record's track
-    inputs hold no position; :mod:`pyomo_lap.post.results` adds the spine's to give
+    inputs hold no position; :mod:`pyomo_lap.results.table` adds the spine's to give
     ``x_vip`` ...).
 
     Parameters

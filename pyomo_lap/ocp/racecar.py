@@ -37,7 +37,7 @@ equations are written once, in :func:`pyomo_lap.vehicle.racecar_equations.raceca
 (with the ODE over the distance as residuals,
 :func:`~pyomo_lap.vehicle.racecar_equations.spatial_ode_residuals`, the recorded rows' form),
 which builds the model's named Expressions here and evaluates the car on floats for the
-simulation and the checks of ``pyomo-lap validate`` (:mod:`pyomo_lap.post.racecar_checks`).
+simulation and the checks of ``pyomo-lap validate`` (:mod:`pyomo_lap.verify.racecar_checks`).
 The lap is closed by periodicity of ``n, V, alpha, lam, omega, ax, ay`` (not ``t``, not the controls:
 dymos links exactly these), ``t(0) = 0``, and the objective is ``t`` at the end.
 

@@ -288,7 +288,7 @@ def trajectory_dataframe(m):
     """One row per collocation point of a solved single-track model: ``s``, ``s_sector``,
     ``t``, ``q1..q3`` and rates, ``q<k>_ddot``, controls, the algebraic variables, the
     channels of :func:`single_track_equations`, ``speed``, ``speed_kmh``, ``element`` and
-    track data (units as :data:`pyomo_lap.post.results.UNITS`; ``f_1z, f_2z, f_1x, f_2x, f_1y,
+    track data (units as :data:`pyomo_lap.results.table.UNITS`; ``f_1z, f_2z, f_1x, f_2x, f_1y,
     f_2y, C_i, D_i`` in N or N/rad)."""
     import math
 

@@ -77,7 +77,7 @@ class VehicleModel:
         :func:`pyomo_lap.ocp.initialize.initialize_model`.
     trajectory : callable, optional
         ``trajectory(m) -> pandas.DataFrame``: one row per point of a solved model (used by
-        :func:`pyomo_lap.post.results.trajectory_dataframe`); None: the full model's table.
+        :func:`pyomo_lap.results.table.trajectory_dataframe`); None: the full model's table.
     point_rows : callable, optional
         ``point_rows(vehicle, cfg) -> pyomo_lap.ocp.full_model.PointRows``: the rows of one
         point recorded on a tape, as ``build`` records them, without building a model (models

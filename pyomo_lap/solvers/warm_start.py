@@ -19,7 +19,7 @@ or a constraint added) costs fewer iterations than a cold solve (20 against 27 o
 the suffixes itself (:func:`pyomo_lap.solvers.lap.solver.start_multipliers`); the classic
 ``ipopt`` executable gets them through the NL file. A constraint added since has no
 multiplier yet and starts at 0. Every new initial guess (:mod:`pyomo_lap.ocp.initialize`,
-:func:`pyomo_lap.post.results.load_solution`) empties the suffixes
+:func:`pyomo_lap.results.table.load_solution`) empties the suffixes
 (:func:`pyomo_lap.ocp.initialize.forget_multipliers`; after a failed solve
 :func:`forget_multipliers` here): the next solve is cold.
 
@@ -169,3 +169,10 @@ def primal_snapshot(m) -> "Optional[callable]":
         for v, val in saved:
             v.set_value(val, skip_validation=True)
     return restore
+
+
+WARM_START_IPOPT_OPTIONS = {"mu_init": 1e-6, "bound_push": 1e-8, "bound_frac": 1e-8}
+"""IPOPT options of a warm-started solve (:func:`pyomo_lap.api.refine.refine_mesh`): a small initial barrier
+parameter and bound push keep IPOPT from moving the interpolated solution into the interior
+first. Measured on Nordschleife 1200-1500 m, 30 -> 32 elements: 15 iterations instead of 55
+with IPOPT's defaults (and 31 from a cold start)."""

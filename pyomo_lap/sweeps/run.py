@@ -530,13 +530,13 @@ def _write_outputs(out: Path, table: pd.DataFrame, axes: dict, echo, plots: bool
     table.to_parquet(tmp, index=False)
     os.replace(tmp, out / "sweep.parquet")
     tmp = out / ".sweep.xlsx.tmp"
-    from ..post.results import _XLSX_OPTIONS      # every string as text, never a formula
+    from ..results.table import _XLSX_OPTIONS      # every string as text, never a formula
     with pd.ExcelWriter(tmp, engine="xlsxwriter", engine_kwargs={"options": dict(_XLSX_OPTIONS)}) as xw:
         table.to_excel(xw, sheet_name="cases", index=False)
     os.replace(tmp, out / "sweep.xlsx")
     files = ["sweep.parquet", "sweep.xlsx"]
     if plots:
-        from ..post.plots import sweep_plots
+        from ..plots.figures import sweep_plots
         files += [Path(f).name for f in sweep_plots(table, out)]
     counts = table["status"].value_counts().to_dict()
     echo(f"{len(table)} cases: " + ", ".join(f"{counts[s]} {s}" for s in STATUSES if s in counts)

@@ -2,7 +2,7 @@
 
 A *progress callback* is any callable ``progress(label, done, total)``: ``label`` names the
 step (``"building the model"``, ``"evaluating the channels"``), ``done`` of ``total`` items
-are finished. :func:`pyomo_lap.ocp.build.build_model`, :func:`pyomo_lap.post.results.trajectory_dataframe`
+are finished. :func:`pyomo_lap.ocp.build.build_model`, :func:`pyomo_lap.results.table.trajectory_dataframe`
 and :func:`pyomo_lap.api.solve_sector` accept one. The solver's iterations are streamed by the
 solver itself (``tee=True``), or summed up in one line by :class:`IterationProgress`.
 

@@ -9,7 +9,7 @@ along the centre line :math:`\dot s` and the time derivatives :math:`\dot x = f(
 (:func:`pyomo_lap.ocp.racecar.build_racecar_model`, which gives it a ``name`` callback so that
 every intermediate quantity is one of the model's named Expressions and the expression trees
 stay as small as written by hand) and evaluates the car on numbers: the simulation and the
-collocation defects of ``pyomo-lap validate`` (:mod:`pyomo_lap.post.racecar_checks`).
+collocation defects of ``pyomo-lap validate`` (:mod:`pyomo_lap.verify.racecar_checks`).
 
 Source: dymos, ``dymos/examples/racecar`` (OpenMDAO; read at commit ``5bfbe394``):
 ``normalForceODE.py`` (tyre loads), ``tireODE.py`` (forces), ``tireConstraintODE.py`` (friction

@@ -542,7 +542,7 @@ optional. A car whose settings differ has other rows: the model is built anew fo
 
 CHANNEL_SETTINGS = ("steering_ratio",)
 """Settings that only convert channels of the results (the steering ratio: the logger channel
-``steering_wheel_angle``, :mod:`pyomo_lap.post.logger`): not in the model's rows, so not in
+``steering_wheel_angle``, :mod:`pyomo_lap.results.logger`): not in the model's rows, so not in
 :func:`settings_of`."""
 
 OPTIONAL_SECTIONS = {

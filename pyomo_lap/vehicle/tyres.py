@@ -18,7 +18,7 @@ equations through :func:`tyre_forces`), its per-tyre channel (:attr:`TyreModel.m
 rows that keep a share of the cornering stiffness (:attr:`TyreModel.reserve_rows`) and, on
 NumPy arrays, the force over its peak at a slip angle (:attr:`TyreModel.fraction`) and the
 slip angle at a force (:attr:`TyreModel.slip_at`) that the GG diagram's friction envelope
-(:mod:`pyomo_lap.post.envelope`) needs. A new model is one :class:`TyreModel` added with
+(:mod:`pyomo_lap.vehicle.envelope`) needs. A new model is one :class:`TyreModel` added with
 :func:`register_tyre_model` (docs/architecture.md, "Add a tyre model").
 
 Combined slip (``combined_slip = "ellipse"``, :func:`combined_slip_factor`) lowers the peak
@@ -329,7 +329,7 @@ class TyreModel:
         Fields of the vehicle schema the model reads (with :data:`SHARED_PARAMETERS`).
     measure_doc : tuple of str
         ``(unit, meaning, sign, source)`` of the channel ``<measure>_<wheel>`` for the channel
-        dictionary (:mod:`pyomo_lap.post.channels`), ``$where`` standing for the wheel in
+        dictionary (:mod:`pyomo_lap.results.channels`), ``$where`` standing for the wheel in
         words ("front-left").
     """
 

@@ -1,0 +1,291 @@
+r"""Mesh continuation: a fine mesh solved from the solution of a coarse one.
+
+A fine mesh (many short elements) gives IPOPT a large NLP started from the cold initial
+guess, far from the optimum: on dymos's Barcelona arcs (racecar model, 400 uniform elements,
+tol 1e-7) IPOPT stalled for hundreds of iterations with its barrier parameter stuck near
+:math:`10^{-5.7}`. Solved first on a coarse mesh, the same problem lands near the optimum,
+and the fine mesh starts there: its solve is the last few digits only.
+
+:func:`interpolate_solution` carries a solved model onto another mesh of the same sector
+with the collocation polynomials (:func:`pyomo_lap.results.fixed_step.collocation_interpolate`
+reads them):
+
+* the states (the variables with a derivative ``d<name>_ds``, and the controls when they are
+  states: ``control_form = "state"``) by the polynomial through each old element's start and
+  collocation points (degree ``ncp``); their derivative variables by the derivative of that
+  polynomial, so a new point inside an old element satisfies the old element's
+  collocation equations exactly;
+* the other variables (algebraic variables, controls at points) by the polynomial through the
+  old element's collocation points (degree ``ncp - 1``);
+* values beyond a variable's bounds (a polynomial may overshoot between its points) are
+  clipped to them; fixed variables are left alone.
+
+:func:`stage_element_lengths` says which coarser meshes a job solves first, and
+:func:`solve_by_continuation` solves them and the fine one; the job option
+``mesh_continuation`` (:func:`pyomo_lap.solve_sector`, ``pyomo-lap solve``) decides when
+(docs/solvers.md, "Mesh continuation").
+
+Layer: api (imports numpy, Pyomo, :mod:`pyomo_lap.results.fixed_step`, the clipping of
+:mod:`pyomo_lap.ocp.initialize` and the barrier parameter of :mod:`pyomo_lap.solvers.warm_start`).
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+
+from ..solvers.warm_start import PRIMAL_START_MU_INIT
+
+__all__ = ["interpolate_solution", "continuation_meshes", "stage_element_lengths",
+           "solve_by_continuation", "MESH_CONTINUATION", "COARSENING",
+           "CONTINUATION_IPOPT_OPTIONS"]
+
+MESH_CONTINUATION = ("auto", "on", "off")
+"""Values of the job option ``mesh_continuation``."""
+
+COARSENING = 2
+"""Each mesh of a continuation has this many times fewer elements than the next (the fine
+mesh's elements merged in pairs, then again ...): a coarse element is the union of whole fine
+elements, so an element boundary of the fine mesh that a junction of an arc track needs stays
+one of the coarse mesh."""
+
+CONTINUATION_IPOPT_OPTIONS = {"mu_init": PRIMAL_START_MU_INIT}
+"""IPOPT options of the solve of a mesh started from a coarser one's solution (the solver
+options of the job override them): the initial barrier parameter of a start from primal
+values (:data:`pyomo_lap.solvers.warm_start.PRIMAL_START_MU_INIT`, measured there); a bound
+push of 1e-8 or 1e-5 changed nothing (14 iterations, ``fsae``) or added three (27,
+``f1_2014``)."""
+
+
+def _sorted_points(m) -> tuple:
+    return (np.array(sorted(float(s) for s in m.s)),
+            np.array(sorted(float(s) for s in m.s.get_finite_elements())))
+
+
+def _state_like(m) -> set:
+    """Names of the variables of ``m`` indexed by ``m.s`` that its collocation treats as
+    states: those with a derivative ``d<name>_ds``, and the controls made polynomials per
+    element with continuous rates (the racecar's ``control_form = "state"``:
+    ``m.control_rate_continuity``)."""
+    import pyomo.environ as pyo
+    from pyomo.dae import DerivativeVar
+    names = {c.local_name for c in m.component_objects((pyo.Var, DerivativeVar))
+             if c.is_indexed() and c.index_set() is m.s}
+    states = {n for n in names if f"d{n}_ds" in names}
+    if m.component("control_rate_continuity") is not None:
+        states |= set(m.problem.vehicle_model.controls) & names
+    return states
+
+
+def _state_values(so, fe, nodes_values, sn, scheme: str) -> tuple:
+    """Values and first derivatives at ``sn`` of the state polynomials of the elements ``fe``
+    (the start and the collocation points of each; Legendre: not its end), for the columns
+    of ``nodes_values`` (M, C) at the points ``so``."""
+    from ..verify.defects import _lagrange
+    tol = 1e-9 * max(1.0, float(fe[-1] - fe[0]))
+    val = np.zeros((len(sn), nodes_values.shape[1]))
+    der = np.zeros_like(val)
+    el = np.clip(np.searchsorted(fe, sn, side="right") - 1, 0, len(fe) - 2)
+    for j in np.unique(el):
+        a, b = fe[j], fe[j + 1]
+        hi = b + tol if scheme == "LAGRANGE-RADAU" else b - tol
+        pts = np.flatnonzero((so >= a - tol) & (so <= hi))
+        here = np.flatnonzero(el == j)
+        h = b - a
+        L, dL = _lagrange((so[pts] - a) / h, (sn[here] - a) / h)
+        val[here] = L @ nodes_values[pts]
+        der[here] = dL @ nodes_values[pts] / h
+    return val, der
+
+
+def interpolate_solution(new, old) -> dict:
+    """Set the variables of ``new`` from the solved model ``old`` of the same sector on
+    another mesh, by ``old``'s collocation polynomials (module docstring).
+
+    Parameters
+    ----------
+    new, old : pyomo.environ.ConcreteModel
+        Built by :func:`pyomo_lap.ocp.build.build_model` with the same vehicle model, sector
+        and scheme; any meshes (``nfe``, ``ncp``, element boundaries).
+
+    Returns
+    -------
+    dict
+        ``{"variables": n}``: how many variable values were set.
+
+    Raises
+    ------
+    ValueError
+        The two models differ in sector, scheme or vehicle model (one line naming both).
+    """
+    import pyomo.environ as pyo
+    from pyomo.dae import DerivativeVar
+    from ..results.fixed_step import collocation_interpolate
+    po, pn = old.problem, new.problem
+    for what, a, b in (("sector start [m]", po.options.start, pn.options.start),
+                       ("sector length [m]", po.sector_length, pn.sector_length)):
+        if abs(float(a) - float(b)) > 1e-9 * max(1.0, abs(float(a))):
+            raise ValueError(f"interpolate_solution: {what} {b!r} of the new model, {a!r} of the "
+                             "solved one: expected the same sector")
+    scheme = str(po.options.scheme).upper()
+    if str(pn.options.scheme).upper() != scheme or po.vehicle_model.name != pn.vehicle_model.name:
+        raise ValueError(f"interpolate_solution: scheme {pn.options.scheme!r}, model "
+                         f"{pn.vehicle_model.name!r} of the new model, {po.options.scheme!r}, "
+                         f"{po.vehicle_model.name!r} of the solved one: expected the same")
+    so, fe = _sorted_points(old)
+    sn, _ = _sorted_points(new)
+    states = _state_like(old) & _state_like(new)
+    comps = [c for c in old.component_objects((pyo.Var, DerivativeVar), descend_into=False)
+             if c.is_indexed() and c.index_set() is old.s and new.component(c.local_name) is not None]
+    values = {c.local_name: np.array([np.nan if c[s].value is None else float(c[s].value)
+                                      for s in sorted(old.s)]) for c in comps}
+    out = {}
+    names = sorted(n for n in states if n in values)
+    if names:
+        val, der = _state_values(so, fe, np.column_stack([values[n] for n in names]), sn, scheme)
+        for k, n in enumerate(names):
+            out[n] = val[:, k]
+            if f"d{n}_ds" in values:
+                out[f"d{n}_ds"] = der[:, k]
+    derivs = {f"d{n}_ds" for n in states}
+    rest = [n for n in values if n not in states and n not in derivs]
+    if rest:
+        val = collocation_interpolate(fe, so, np.column_stack([values[n] for n in rest]), sn,
+                                      kind="algebraic", scheme=scheme)
+        out.update({n: val[:, k] for k, n in enumerate(rest)})
+    return {"variables": _set_values(new, out, sn)}
+
+
+def _set_values(m, values: dict, points) -> int:
+    """Write ``values[name]`` (one per point of ``points``, the sorted ``m.s``) into the free
+    variables of ``m``, clipped to their bounds; NaN left alone. The count set."""
+    from ..ocp.initialize import set_within_bounds
+    return sum(set_within_bounds((m.component(name)[s], v) for s, v in zip(points, vals))
+               for name, vals in values.items())
+
+
+def continuation_meshes(boundaries, min_elements: int, coarsening: int = COARSENING) -> list:
+    """The coarser meshes a continuation solves before ``boundaries``: each one the previous
+    with its elements merged in groups of ``coarsening`` (its boundaries every
+    ``coarsening``-th of the finer one's, the sector's end kept), down to the first with at
+    most ``min_elements`` elements (or at most 2).
+
+    Parameters
+    ----------
+    boundaries : array_like (N+1,)
+        The fine mesh's element boundaries [m], increasing.
+    min_elements : int
+        The coarsest mesh has at most this many elements (>= 2).
+    coarsening : int
+        Elements merged into one per step (>= 2).
+
+    Returns
+    -------
+    list of ndarray
+        Coarsest first; empty when the fine mesh has at most ``min_elements`` elements.
+
+    Raises
+    ------
+    ValueError
+        ``coarsening < 2``, ``min_elements < 2``, or boundaries that do not increase.
+    """
+    b = np.asarray(boundaries, float)
+    if coarsening < 2 or min_elements < 2:
+        raise ValueError(f"coarsening = {coarsening!r}, min_elements = {min_elements!r}: "
+                         "expected integers >= 2")
+    if len(b) < 3 or np.any(np.diff(b) <= 0):
+        raise ValueError("continuation_meshes: expected increasing boundaries of >= 2 elements")
+    out = []
+    while len(b) - 1 > min_elements and len(b) - 1 > 2:
+        idx = np.arange(0, len(b), coarsening)
+        if idx[-1] != len(b) - 1:
+            if len(b) - 1 - idx[-1] < coarsening / 2 and len(idx) > 2:
+                idx = idx[:-1]            # a short last element merged into the one before
+            idx = np.append(idx, len(b) - 1)
+        b = b[idx]
+        out.append(b)
+    return out[::-1]
+
+
+def stage_element_lengths(fine_element_m: float, default_element_m: float,
+                          coarsening: int = COARSENING) -> list:
+    """The element lengths [m] of the meshes a continuation solves before the fine one,
+    coarsest first: the default mesh's ``default_element_m`` (the OCP option
+    ``element_length``), halved (``coarsening``) while it stays at least ``coarsening``
+    times the fine mesh's mean element ``fine_element_m``; a fine mesh not that much finer
+    than the default one starts from a single mesh of ``coarsening x fine_element_m``.
+
+    Raises
+    ------
+    ValueError
+        A length that is not a positive number.
+    """
+    for name, x in (("fine_element_m", fine_element_m), ("default_element_m", default_element_m)):
+        if not (math.isfinite(x) and x > 0):
+            raise ValueError(f"{name} = {x!r} m: expected a positive element length")
+    out, h = [], float(default_element_m)
+    while h >= coarsening * fine_element_m * (1 - 1e-9):
+        out.append(h)
+        h /= coarsening
+    return out or [coarsening * float(fine_element_m)]
+
+
+def solve_by_continuation(m, build, lengths, *, solve, warm_options: dict,
+                          echo=lambda text: None) -> tuple:
+    """Solve ``m`` (built, any initial point) by mesh continuation: for each element length
+    of ``lengths`` (coarsest first) ``build(h)`` returns a model of the same problem on that
+    mesh (initialized cold); the first is solved from its cold start, each next one from the
+    previous solution (:func:`interpolate_solution`), and ``m`` last from the finest one's.
+
+    Parameters
+    ----------
+    m : pyomo.environ.ConcreteModel
+        The model on the fine mesh.
+    build : callable
+        ``build(h)`` -> a built, initialized model with elements of about ``h`` m.
+    lengths : sequence of float
+        Element lengths of the coarse meshes [m], coarsest first
+        (:func:`stage_element_lengths`).
+    solve : callable
+        ``solve(model, options)`` -> a :class:`~pyomo_lap.solvers.solve.SolveReport`
+        (``options`` None: the job's own; else the job's updated by ``warm_options``).
+    warm_options : dict
+        Solver options of a solve from a coarser solution
+        (:data:`CONTINUATION_IPOPT_OPTIONS`, the job's options over them).
+    echo : callable
+
+    Returns
+    -------
+    (SolveReport, list of dict)
+        The fine solve's report, and per coarse mesh ``{"element_length_m", "nfe",
+        "iterations", "solve_time_s", "build_time_s", "termination_condition",
+        "lap_time_s", "optimal"}``. A coarse mesh whose solve does not end optimal stops the
+        sequence: the fine mesh starts from the last optimal one (from its own initial point
+        if none was).
+    """
+    import time
+    import pyomo.environ as pyo
+    stages, last = [], None
+    for h in lengths:
+        t0 = time.perf_counter()
+        mc = build(h)
+        built = time.perf_counter() - t0
+        if last is not None:
+            interpolate_solution(mc, last)
+        rep = solve(mc, None if last is None else warm_options)
+        lap = pyo.value(mc.lap_time, exception=False)
+        stages.append({"element_length_m": float(h), "nfe": int(mc.problem.options.nfe),
+                       "iterations": rep.iterations, "solve_time_s": rep.solve_time_s,
+                       "build_time_s": built, "termination_condition": rep.termination_condition,
+                       "lap_time_s": None if lap is None else float(lap), "optimal": bool(rep.ok)})
+        echo(f"  mesh continuation: {mc.problem.options.nfe} elements of about {h:.3g} m: "
+             f"{rep.termination_condition} after {rep.iterations} iterations, "
+             f"{rep.solve_time_s:.1f} s" + ("" if lap is None else f", time {lap:.3f} s"))
+        if not rep.ok:
+            break
+        last = mc
+    if last is not None:
+        interpolate_solution(m, last)
+    rep = solve(m, None if last is None else warm_options)
+    return rep, stages

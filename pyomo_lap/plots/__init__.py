@@ -1,0 +1,5 @@
+"""Presentation: the figures (:mod:`.figures`: the figure table, ``plot_results``,
+``compare_runs``; what they share :mod:`.base`; the track :mod:`.track`; the channels
+:mod:`.channels`; a sweep's :mod:`.sweep`) and the interactive HTML report (:mod:`.report`).
+Imports the verify, analysis and results layers and below.
+"""

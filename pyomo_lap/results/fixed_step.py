@@ -1,0 +1,537 @@
+r"""The channels on a fixed distance step, read from the collocation polynomials.
+
+The rows of :func:`pyomo_lap.results.table.trajectory_dataframe` are the solver's mesh: the
+element boundaries and the collocation points of pyomo.dae's orthogonal collocation
+(Lagrange-Radau or Lagrange-Legendre), 1-13 m apart. Data tools (MoTeC i2, AiM RaceStudio, a
+spreadsheet) want rows on an equal step of distance. Between the mesh points the solution
+is not a straight line: within each finite element :math:`[e_j, e_{j+1}]` it is the
+polynomial the collocation solved for, and :func:`collocation_interpolate` evaluates that
+polynomial:
+
+* **states** (the model's differential variables, those with a derivative ``d<name>_ds``:
+  ``q2..q6``, the rates, the time ``t``, and the controls when they are states,
+  ``control_form = "state"``): the Lagrange polynomial through the element's start point
+  :math:`e_j` and its collocation points (degree ``ncp``; for Radau these are all the
+  element's points, the last one :math:`e_{j+1}`; for Legendre the end point is left out,
+  its value is the polynomial's by the continuity equation);
+* **algebraic variables** (model variables without a derivative: the loads, the contact
+  forces, controls with ``control_form = "point"``): the Lagrange polynomial through the
+  element's collocation points only (degree ``ncp - 1``; a constant for piecewise-constant
+  controls), as pyomo.dae's ``reduce_collocation_points`` and
+  :class:`pyomo_lap.verify.controls.CollocationControls` read them; such a variable may jump
+  at an element boundary;
+* **derived channels** of the car's equations (tyre forces, slip angles, loads, power, the
+  velocities ``v_3x`` ..., the accelerations ``a_x`` ..., the track's data ...): interpolated
+  directly, by the polynomial through all the element's points (start, collocation points and
+  end; degree ``ncp`` for Radau);
+* **channels of other channels** (:func:`derive_channels`): ``speed``, ``speed_kmh``, ``a_t``
+  and the logger channels (:mod:`pyomo_lap.results.logger`: throttle, brake, gear, engine speed
+  ...) are computed again on the rows from the interpolated channels, by the functions that
+  make them on the mesh, never interpolated: a polynomial through throttle values of 100 %
+  overshoots to 100.05 %, through gears 3 and 4 it gives 3.4; computed again, the throttle
+  and the brake stay within [0, 100] % and the gear is a whole number, as on the mesh.
+
+At a mesh point the value is the mesh's value, exactly. :func:`fixed_step_table` puts every
+column of a trajectory table on the grid ``0, STEP, 2 STEP, ...`` of the sector coordinate
+``s_sector``, ending at the sector's length ``L`` (a last, shorter step when ``STEP`` does not
+divide ``L``), and checks that the time increases along it.
+
+The track coordinate ``s`` (:func:`track_coordinate`) increases along a sector: on a closed
+track a point lies in ``(0, L_track]`` once the sector has left its start, so a closed lap from
+the start line ends at ``s = L_track``, never wraps to 0.
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterable, Optional
+
+import numpy as np
+import pandas as pd
+
+from .logger import LOGGER_CHANNELS
+from .table import track_coordinate
+
+__all__ = ["collocation_interpolate", "fixed_step_grid", "fixed_step_table", "track_coordinate",
+           "column_kinds", "derive_channels", "folder_car", "EXPORT_FOLDER", "MESH_FILES"]
+
+MESH_FILES = ("trajectory_mesh.csv", "trajectory_mesh.parquet")
+"""The mesh rows of a results folder written on a fixed step (``solve --every``): the same
+columns as ``trajectory.csv``, one row per point of the solver's mesh."""
+
+EXPORT_FOLDER = "export_every_{step}m"
+"""The folder of ``pyomo-lap export RUN --every STEP`` inside ``RUN`` (``{step}``: the step in
+metres as ``%g``, ``export_every_1m``, ``export_every_0.5m``)."""
+
+_KINDS = ("state", "algebraic", "all")
+_TOL = 1e-9     # [m] positions closer than this (relative to the sector length) are the same
+
+
+def fixed_step_grid(length: float, every: float) -> np.ndarray:
+    """``0, every, 2 every, ..., length`` [m]: the multiples of ``every`` below ``length`` and
+    ``length`` itself (a last, shorter step when ``every`` does not divide it; a multiple
+    within 1e-9 of ``length`` is ``length``).
+
+    Raises
+    ------
+    ValueError
+        ``every`` not a finite number > 0, or above ``length``.
+    """
+    every, length = float(every), float(length)
+    if not (math.isfinite(every) and every > 0):
+        raise ValueError(f"every = {every!r} m: expected a finite step > 0 m")
+    if every > length * (1 + 1e-12):
+        raise ValueError(f"every = {every:g} m: expected at most the sector's length "
+                         f"({length:g} m)")
+    n = int(math.floor(length / every + 1e-9))
+    grid = every * np.arange(n + 1, dtype=float)
+    if length - grid[-1] <= 1e-9 * max(1.0, length):
+        grid[-1] = length
+    else:
+        grid = np.append(grid, length)
+    return grid
+
+
+def _element_nodes(breaks: np.ndarray, nodes: np.ndarray, kind: str, scheme: str) -> np.ndarray:
+    """``(N, K)`` indices into ``nodes`` of each element's interpolation points (-1: none)."""
+    tol = _TOL * max(1.0, float(abs(breaks[-1] - breaks[0])))
+    left_in = kind != "algebraic"
+    right_in = scheme == "LAGRANGE-RADAU" or kind == "all"
+    rows = []
+    for a, b in zip(breaks[:-1], breaks[1:]):
+        lo = a - tol if left_in else a + tol
+        hi = b + tol if right_in else b - tol
+        i0 = int(np.searchsorted(nodes, lo, side="left" if left_in else "right"))
+        i1 = int(np.searchsorted(nodes, hi, side="right" if right_in else "left"))
+        if i1 <= i0:
+            raise ValueError(f"element [{a:g}, {b:g}] m has no {kind} interpolation points "
+                             "among the mesh points: expected its collocation points")
+        rows.append(np.arange(i0, i1))
+    K = max(len(r) for r in rows)
+    out = np.full((len(rows), K), -1, dtype=np.int64)
+    for j, r in enumerate(rows):
+        out[j, :len(r)] = r
+    return out
+
+
+def collocation_interpolate(breaks, nodes, values, query, kind: str = "state",
+                            scheme: str = "LAGRANGE-RADAU") -> np.ndarray:
+    """Values at ``query`` of the collocation polynomials of one or more channels.
+
+    Within element ``j`` (``breaks[j] <= x < breaks[j+1]``; the last element includes its
+    end) the value is the Lagrange polynomial through the element's points of ``kind``
+    (module docstring): ``"state"`` the start and the collocation points, ``"algebraic"`` the
+    collocation points only, ``"all"`` every mesh point of the closed element. A query at a
+    mesh point (within 1e-9 of the sector length) gets the mesh point's value.
+
+    Parameters
+    ----------
+    breaks : array_like (N+1,)
+        Element boundaries [m], increasing; every one a mesh point.
+    nodes : array_like (M,)
+        The mesh points [m], increasing (the element boundaries and the collocation points).
+    values : array_like (M,) or (M, C)
+        Values at the mesh points (C channels at once).
+    query : array_like (Q,)
+        Where to evaluate [m], within ``[breaks[0], breaks[-1]]``.
+    kind : {'state', 'algebraic', 'all'}
+    scheme : {'LAGRANGE-RADAU', 'LAGRANGE-LEGENDRE'}
+        pyomo.dae's collocation scheme.
+
+    Returns
+    -------
+    ndarray (Q,) or (Q, C)
+
+    Raises
+    ------
+    ValueError
+        A bad ``kind`` or ``scheme``, shapes that disagree, positions that do not increase,
+        a query outside the elements, an element without interpolation points.
+    """
+    if kind not in _KINDS:
+        raise ValueError(f"kind = {kind!r}: expected one of {', '.join(_KINDS)}")
+    if scheme not in ("LAGRANGE-RADAU", "LAGRANGE-LEGENDRE"):
+        raise ValueError(f"scheme = {scheme!r}: expected 'LAGRANGE-RADAU' or 'LAGRANGE-LEGENDRE'")
+    breaks = np.asarray(breaks, dtype=float)
+    nodes = np.asarray(nodes, dtype=float)
+    y = np.asarray(values, dtype=float)
+    q = np.asarray(query, dtype=float)
+    flat = y.ndim == 1
+    y2 = y.reshape(len(y), -1)
+    if len(y2) != len(nodes):
+        raise ValueError(f"values has {len(y2)} rows for {len(nodes)} mesh points: expected one "
+                         "per point")
+    if np.any(np.diff(nodes) <= 0) or np.any(np.diff(breaks) <= 0):
+        raise ValueError("the mesh points and the element boundaries must increase")
+    tol = _TOL * max(1.0, float(abs(breaks[-1] - breaks[0])))
+    if q.size and (q.min() < breaks[0] - tol or q.max() > breaks[-1] + tol):
+        raise ValueError(f"query from {q.min():g} to {q.max():g} m: expected positions within "
+                         f"the elements [{breaks[0]:g}, {breaks[-1]:g}] m")
+    idx = _element_nodes(breaks, nodes, kind, scheme)
+    el = np.clip(np.searchsorted(breaks, q, side="right") - 1, 0, len(breaks) - 2)
+    I = idx[el]                                        # (Q, K) node indices, -1 padding
+    valid = I >= 0
+    X = np.where(valid, nodes[np.maximum(I, 0)], np.nan)
+    L = np.where(valid, 1.0, 0.0)
+    K = I.shape[1]
+    for k in range(K):
+        for m in range(K):
+            if m == k:
+                continue
+            use = valid[:, k] & valid[:, m]
+            factor = (q - X[:, m]) / (X[:, k] - X[:, m])
+            L[:, k] = np.where(use, L[:, k] * factor, L[:, k])
+    out = np.einsum("qk,qkc->qc", L, y2[np.maximum(I, 0)])
+    # at a mesh point: its value, exactly (an algebraic variable at an element's start, a
+    # Legendre state at an element's end)
+    j = np.clip(np.searchsorted(nodes, q), 0, len(nodes) - 1)
+    j = np.where((j > 0) & (np.abs(nodes[j - 1] - q) < np.abs(nodes[j] - q)), j - 1, j)
+    hit = np.abs(nodes[j] - q) <= tol
+    out[hit] = y2[j[hit]]
+    return out[:, 0] if flat else out
+
+
+def column_kinds(columns: Iterable[str], states: Iterable[str], variables: Iterable[str]) -> dict:
+    """``{column: kind}`` for :func:`collocation_interpolate`: ``"state"`` for the model's
+    differential variables ``states``, ``"algebraic"`` for its other variables ``variables``,
+    ``"all"`` for every other (derived) channel."""
+    states, variables = set(states), set(variables)
+    return {c: "state" if c in states else "algebraic" if c in variables else "all"
+            for c in columns}
+
+
+DERIVED_CHANNELS = ("speed", "speed_kmh", "a_t") + LOGGER_CHANNELS
+"""The channels :func:`derive_channels` computes again on the fixed-step rows."""
+
+
+def derive_channels(table: pd.DataFrame, car=None) -> pd.DataFrame:
+    r"""Compute again, in place, the columns of ``table`` among :data:`DERIVED_CHANNELS` from
+    the table's other columns, by the functions that make them on the mesh: ``speed``
+    :math:`= \sqrt{v_{3x}^2 + v_{3y}^2}` [m/s] and ``speed_kmh`` (as
+    :func:`pyomo_lap.results.table.trajectory_dataframe`), ``a_t``
+    (:func:`pyomo_lap.results.table.tangential_acceleration`) and the logger channels
+    (:func:`pyomo_lap.results.logger.add_logger_channels` with ``car``). Only the columns the
+    table has are written (no column is added); a channel whose inputs are missing, or that
+    needs a car when ``car`` is None (throttle, brake, steering-wheel angle, gear, engine
+    speed, the accelerations in g), keeps its value.
+
+    Parameters
+    ----------
+    table : DataFrame
+        Rows of channels (SI, the column names of :data:`pyomo_lap.results.channels.UNITS`).
+    car : VehicleParameters, optional
+        The car as solved.
+
+    Returns
+    -------
+    DataFrame
+        ``table``.
+    """
+    from .logger import add_logger_channels
+    from .table import tangential_acceleration
+    have = set(table.columns)
+    if {"v_3x", "v_3y"} <= have and have & {"speed", "speed_kmh"}:
+        speed = np.hypot(table["v_3x"].to_numpy(float), table["v_3y"].to_numpy(float))
+        for c, x in (("speed", speed), ("speed_kmh", 3.6 * speed)):
+            if c in have:
+                table[c] = x
+    if "a_t" in have and {"v_3x", "v_3y", "a_x", "a_y"} <= have:
+        table["a_t"] = tangential_acceleration(table)
+    inputs = [c for c in table.columns if c not in LOGGER_CHANNELS]
+    logged = add_logger_channels(table[inputs].copy(), car)
+    for c in LOGGER_CHANNELS:
+        if c in have and c in logged.columns:
+            table[c] = logged[c].to_numpy()
+    return table
+
+
+def fixed_step_table(df: pd.DataFrame, every: float, breaks, *, states: Iterable[str] = (),
+                     variables: Iterable[str] = (), scheme: str = "LAGRANGE-RADAU",
+                     start: Optional[float] = None,
+                     track_length: Optional[float] = None, car=None) -> pd.DataFrame:
+    """The channels of a trajectory table every ``every`` metres of the sector.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Mesh rows (:func:`pyomo_lap.results.table.trajectory_dataframe`, or a results folder's
+        ``trajectory_mesh.parquet`` / mesh-row ``trajectory.parquet``): ``s_sector`` [m]
+        increasing from 0, one row per mesh point.
+    every : float
+        The step [m], > 0, at most the sector's length.
+    breaks : array_like (N+1,)
+        The element boundaries [m] from the sector start (``summary.json``
+        ``mesh.element_boundaries_m``, rounded there to 1e-6 m: each is snapped to its mesh
+        point).
+    states, variables : iterables of str
+        The columns that are differential states of the model, and its other variables
+        (:func:`column_kinds`); the rest are derived channels.
+    scheme : str
+        The collocation scheme (``summary.json`` ``scheme``).
+    start : float, optional
+        Track coordinate of the sector start [m] (default: the table's first ``s``).
+    track_length : float, optional
+        A closed track's length [m] (:func:`track_coordinate`); None for an open track.
+    car : VehicleParameters, optional
+        The car as solved, for the logger channels of :func:`derive_channels` (None: those
+        that need a car are interpolated).
+
+    Returns
+    -------
+    DataFrame
+        The same columns in the same order: ``s_sector`` on :func:`fixed_step_grid`, ``s`` (and
+        ``q1``) its track coordinate, ``element`` the element holding each row (as in the mesh
+        rows: 0 at the start, ``j`` in :math:`(e_{j-1}, e_j]`), the channels of
+        :func:`derive_channels` computed again from the others, every other numeric column by
+        :func:`collocation_interpolate` of its kind; other columns the value of the mesh point
+        at or before the row.
+
+    Raises
+    ------
+    ValueError
+        A bad step, no ``s_sector`` column, mesh points that do not increase, element boundaries
+        that are not mesh points, a time ``t`` that does not increase on the grid.
+    """
+    if "s_sector" not in df.columns:
+        raise ValueError("the trajectory has no column s_sector: expected the mesh rows of "
+                         "a pyomo_lap results folder")
+    nodes = df["s_sector"].to_numpy(dtype=float)
+    if len(nodes) < 2 or np.any(np.diff(nodes) <= 0):
+        raise ValueError("the trajectory's s_sector must increase from row to row: expected "
+                         "the mesh rows")
+    b = np.asarray(breaks, dtype=float)
+    snap = np.clip(np.searchsorted(nodes, b), 0, len(nodes) - 1)
+    snap = np.where((snap > 0) & (np.abs(nodes[snap - 1] - b) < np.abs(nodes[snap] - b)),
+                    snap - 1, snap)
+    off = np.abs(nodes[snap] - b)
+    if len(b) < 2 or off.max() > 1e-5:
+        k = int(np.argmax(off))
+        raise ValueError(f"element boundary {b[k]:g} m is not a mesh point of the trajectory "
+                         f"(nearest {nodes[snap[k]]:g} m): expected the boundaries of its mesh")
+    b = nodes[snap]
+    grid = fixed_step_grid(b[-1] - b[0], every) + b[0]
+    kinds = column_kinds(df.columns, states, variables)
+    start = float(df["s"].iloc[0]) - nodes[0] if start is None and "s" in df.columns else (
+        float(start or 0.0))
+    s_track = track_coordinate(start, grid, track_length)
+    cols = {}
+    numeric = [c for c in df.columns if pd.api.types.is_float_dtype(df[c])
+               and c not in ("s", "s_sector", "q1")]
+    for kind in _KINDS:
+        group = [c for c in numeric if kinds[c] == kind]
+        if group:
+            vals = collocation_interpolate(b, nodes, df[group].to_numpy(dtype=float), grid,
+                                           kind=kind, scheme=scheme)
+            cols.update({c: vals[:, i] for i, c in enumerate(group)})
+    before = np.clip(np.searchsorted(nodes, grid + 1e-9, side="right") - 1, 0, len(nodes) - 1)
+    out = {}
+    for c in df.columns:
+        if c == "s_sector":
+            out[c] = grid
+        elif c in ("s", "q1"):
+            out[c] = s_track
+        elif c == "element":
+            out[c] = np.searchsorted(b, grid - 1e-9 * max(1.0, b[-1]), side="left").astype(np.int64)
+        elif c in cols:
+            out[c] = cols[c]
+        else:
+            out[c] = df[c].to_numpy()[before]
+    table = derive_channels(pd.DataFrame(out, columns=list(df.columns)), car)
+    if "t" in table.columns and not np.all(np.diff(table["t"].to_numpy(dtype=float)) > 0):
+        k = int(np.argmin(np.diff(table["t"].to_numpy(dtype=float))))
+        raise ValueError(f"the time interpolated on the {every:g} m step does not increase at "
+                         f"s_sector = {grid[k]:g} m: the trajectory is not a solution "
+                         "(a partial result?)")
+    return table
+
+
+def variable_names(names: Iterable[str]) -> tuple:
+    """``(states, variables)`` from the names of a model's variable components (or the
+    ``var:<name>`` entries of a ``solution.npz``): the states are the names ``X`` with a
+    derivative ``dX_ds``, the variables the other names (derivatives excluded)."""
+    names = {n[4:] if n.startswith("var:") else n for n in names}
+    states = {n for n in names if f"d{n}_ds" in names}
+    derivs = {f"d{n}_ds" for n in states}
+    return states, names - states - derivs
+
+
+def model_variable_names(m) -> tuple:
+    """:func:`variable_names` of a built model (its ``Var`` and ``DerivativeVar`` components
+    indexed by the mesh ``m.s``)."""
+    import pyomo.environ as pyo
+    from pyomo.dae import DerivativeVar
+    return variable_names(c.local_name for c in m.component_objects((pyo.Var, DerivativeVar))
+                          if c.is_indexed() and c.index_set() is m.s)
+
+
+def model_fixed_step(m, df: pd.DataFrame, every: float) -> pd.DataFrame:
+    """:func:`fixed_step_table` of a solved model's mesh rows ``df``
+    (:func:`pyomo_lap.results.table.trajectory_dataframe` of ``m``): the elements, scheme,
+    states and track of the model."""
+    from .table import _car_of
+    states, variables = model_variable_names(m)
+    prob = m.problem
+    track = getattr(prob, "track", None)
+    closed = track is not None and bool(getattr(track, "closed", False))
+    return fixed_step_table(df, every, list(m.s.get_finite_elements()), states=states,
+                            variables=variables,
+                            scheme=str(prob.options.scheme).upper(),
+                            start=float(prob.options.start),
+                            track_length=float(track.length) if closed else None,
+                            car=_car_of(m))
+
+
+def _wrap_length(df: pd.DataFrame, start: float) -> Optional[float]:
+    """The length of a closed track [m] as mesh rows show it where their ``s`` wraps
+    (``start + s_sector - s``), None if it never does."""
+    if "s" not in df.columns:
+        return None
+    gap = start + df["s_sector"].to_numpy(float) - df["s"].to_numpy(float)
+    big = gap[gap > 1e-6 * max(1.0, float(np.max(np.abs(gap))))]
+    return float(np.median(big)) if big.size else None
+
+
+def folder_car(run, summary: dict):
+    """The car a results folder was solved with, for :func:`derive_channels`: the vehicle file
+    its ``summary.json`` names (``vehicle_file``, the same bytes: ``vehicle_file_sha256``) with
+    the parameters as solved (``vehicle_parameters``: a free parameter at its optimum); for a
+    car given as an object (no ``vehicle_file``), a car of the summary's parameters alone
+    (without a power curve, engine or steering ratio, which the summary does not hold), None
+    when they do not make one (the dymos racecar's).
+
+    Raises
+    ------
+    ValueError
+        The vehicle file is missing or its contents changed since the solve.
+    """
+    import hashlib
+    from pathlib import Path
+
+    from ..vehicle.car import load_vehicle
+    from ..vehicle.schema import VehicleParameters, field_of
+    params = dict(summary.get("vehicle_parameters") or {})
+    file = summary.get("vehicle_file")
+    where = Path(run) / "summary.json"
+    if file:
+        path = Path(file)
+        if not path.is_file():
+            raise ValueError(f"{where}: vehicle_file {path} does not exist: expected the vehicle "
+                             "file the run was solved with (for the throttle, brake, gear ... "
+                             "on the step)")
+        sha = hashlib.sha256(path.read_bytes()).hexdigest()
+        if summary.get("vehicle_file_sha256") not in (None, sha):
+            raise ValueError(f"{where}: vehicle_file {path} has sha256 {sha}: expected "
+                             f"{summary['vehicle_file_sha256']}, the file the run was solved "
+                             "with (it has changed since)")
+        car = load_vehicle(path)
+        return car.replace(params) if isinstance(car, VehicleParameters) and params else car
+    try:
+        return VehicleParameters(name=str(summary.get("vehicle") or "car"),
+                                 **{field_of(k): v for k, v in params.items()})
+    except (ValueError, TypeError):
+        return None
+
+
+def folder_fixed_step(run, every: float) -> tuple:
+    """The fixed-step table of a results folder, from its mesh rows
+    (``read_trajectory(run, mesh=True)``), its ``summary.json`` (``scheme``,
+    ``mesh.element_boundaries_m``, ``start_m``), its ``solution.npz`` (which columns are
+    states and variables; without it, those of the full model with the summary's
+    ``control_form``) and its car (:func:`folder_car`).
+
+    Returns
+    -------
+    (table DataFrame, mesh rows DataFrame, summary dict)
+
+    Raises
+    ------
+    ValueError
+        No usable mesh in the summary, the vehicle file missing or changed
+        (:func:`folder_car`), or :func:`fixed_step_table`'s errors.
+    FileNotFoundError
+        No trajectory or summary in ``run``.
+    """
+    from pathlib import Path
+
+    from .table import SOLUTION_FILE, read_summary, read_trajectory
+    run = Path(run)
+    summary = read_summary(run)
+    mesh = read_trajectory(run, mesh=True)
+    breaks = (summary.get("mesh") or {}).get("element_boundaries_m")
+    if not breaks:
+        raise ValueError(f"{run / 'summary.json'} has no mesh.element_boundaries_m: expected "
+                         "the summary of a solved run")
+    sol = run / SOLUTION_FILE
+    if sol.is_file():
+        with np.load(sol) as d:     # the variables with a value at every mesh point
+            states, variables = variable_names(k for k in d.files
+                                               if k != "s" and d[k].shape == d["s"].shape)
+    else:
+        from ..ocp.build import RATE_NAMES, STATE_NAMES
+        from ..vehicle.car import ALGEBRAIC, CONTROLS
+        form = (summary.get("ocp_options") or {}).get("control_form", "point")
+        states = set(STATE_NAMES + RATE_NAMES + ("t",)) | (set(CONTROLS) if form == "state" else set())
+        variables = (set(CONTROLS) - states) | set(ALGEBRAIC)
+    start = float(summary.get("start_m", mesh["s"].iloc[0] if "s" in mesh.columns else 0.0))
+    table = fixed_step_table(mesh, every, breaks, states=states, variables=variables,
+                             scheme=str(summary.get("scheme", "LAGRANGE-RADAU")).upper(),
+                             start=start, track_length=_wrap_length(mesh, start),
+                             car=folder_car(run, summary))
+    return table, mesh, summary
+
+
+def export_fixed_step(run, every: float, out=None, echo=None):
+    """``pyomo-lap export RUN --every STEP``: the results of ``run`` again, the channels every
+    ``every`` metres (:func:`folder_fixed_step`), as a results folder of their own: the same
+    files as ``solve --every`` writes (``trajectory.csv`` / ``.parquet`` and the workbook on
+    the step, ``trajectory_mesh.*`` the mesh rows, ``summary.json``, ``solution.npz``),
+    through :func:`pyomo_lap.results.table.write_results` (a manifest, an atomic swap, never
+    through a link).
+
+    Parameters
+    ----------
+    run : str or Path
+        A complete results folder (:func:`pyomo_lap.folders.results_folder.check_results_folder`).
+    every : float
+        The step [m].
+    out : str or Path, optional
+        The folder to write; default ``run/export_every_<STEP>m`` (:data:`EXPORT_FOLDER`),
+        whose files are then recorded in ``run``'s manifest (``by = "export"``: replaced with
+        the rest by the next solve into ``run``), ``run`` locked meanwhile.
+    echo : callable, optional
+
+    Returns
+    -------
+    Path
+        The folder written.
+
+    Raises
+    ------
+    ValueError
+        Not a complete results folder, a bad step, a folder that cannot be replaced
+        (:func:`pyomo_lap.results.table.write_results`).
+    """
+    from pathlib import Path
+
+    from ..folders.results_folder import check_results_folder, output_lock, record_files
+    from .table import write_results
+    run = check_results_folder(run)
+    table, mesh, summary = folder_fixed_step(run, every)
+    summary = dict(summary, trajectory_step_m=float(every), exported_from=str(Path(run).resolve()))
+    solution = None
+    sol = Path(run) / "solution.npz"
+    if sol.is_file():
+        with np.load(sol) as d:
+            solution = {k: d[k] for k in d.files}
+    inside = out is None
+    target = Path(run) / EXPORT_FOLDER.format(step=f"{float(every):g}") if inside else Path(out)
+    lock = output_lock(run, "export").acquire() if inside else None
+    try:
+        where = write_results(target, table, summary, summary.get("vehicle_parameters"),
+                              n_sectors=len(summary.get("sectors") or []) or 3, echo=echo,
+                              solution=solution, mesh_df=mesh)
+        if inside:
+            record_files(run, [p for p in Path(where).rglob("*") if p.is_file()], by="export")
+    finally:
+        if lock is not None:
+            lock.release()
+    return where

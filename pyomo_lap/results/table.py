@@ -1,0 +1,796 @@
+"""Results of a solved model: a pandas DataFrame of channels and the export to
+``trajectory.csv``, ``trajectory.parquet``, ``results.xlsx`` (sheets ``summary``, ``channels``,
+``sectors``, ``vehicle``, ``track``) and ``summary.json``.
+
+Channels are recomputed from the solved variables through the model's one record of its
+equations (the channel group of its recorded rows, :class:`pyomo_lap.ocp.point_rows.PointRows`,
+with the car's parameters at the values of ``m.vehicle``), never by ``pyomo.value`` of the
+nested named expressions (which Pyomo would evaluate without sharing them): the record's
+CasADi function is evaluated over all the points at once
+(:func:`pyomo_lap.ocp.point_functions.record_channels`).
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import channels as _channels
+from .export import (_SUMMARY_GROUPS, _TRACK_DATA_KEYS, WORKBOOK_UNITS_NOTE, _json_default,
+                     _lists_sheet, _long_lists, _provenance_sheet, _sheet, _speed_chart, _unit_of,
+                     _without_long_lists, _write_csv, _write_parquet, _write_rows,
+                     quality_table, sensitivity_sheet, summary_rows, vehicle_sheet)
+from ..folders.results_folder import (  # re-exported: the folder names of this module before the split
+    MANIFEST, SOLUTION_FILE, FolderNotReplaceableError, OutputBusyError, OutputLock,
+    _file_entry, _fsync_dir, _fsync_tree, _remove_results_folder, check_output_dir,
+    check_results_folder, is_link, output_lock, read_manifest, record_files, refuse_links)
+
+__all__ = ["trajectory_dataframe", "UNITS", "write_results", "read_trajectory", "check_output_dir",
+           "sector_times", "TRACK_COLUMNS", "read_summary", "read_sensitivities",
+           "solution_arrays", "load_solution", "SOLUTION_FILE", "MANIFEST", "read_manifest",
+           "check_results_folder", "record_files", "output_lock", "OutputLock",
+           "OutputBusyError", "FolderNotReplaceableError", "effective_solver_options",
+           "track_coordinate", "record_columns", "SPINE_RELATIVE"]
+
+# the unit of every channel lives with its meaning in the channel dictionary (one table;
+# pyomo_lap.results.channels imports nothing from here, so the workbook can use it)
+UNITS = _channels.UNITS
+"""Unit of every channel of :func:`trajectory_dataframe` (the same object as
+:data:`pyomo_lap.results.channels.UNITS`, where the units are declared with the meanings)."""
+
+
+SPINE_RELATIVE = {"dx_vip": "x_vip", "dy_vip": "y_vip", "dz_vip": "z_vip"}
+"""Channels of a record given relative to the track's spine point (the record's track inputs
+hold no position), and the column of :func:`trajectory_dataframe` each becomes (the spine's
+position added)."""
+
+
+def record_columns(rec) -> tuple:
+    """The columns of :func:`trajectory_dataframe` that a record's channel group gives
+    (:attr:`pyomo_lap.ocp.point_rows.PointRows.channels`): one per channel, named as the
+    channel (:data:`SPINE_RELATIVE` renamed). Each needs an entry in the channel dictionary
+    (:data:`pyomo_lap.results.channels.CHANNELS`)."""
+    return tuple(SPINE_RELATIVE.get(k, k) for k in rec.channel_names)
+
+
+def _record_dataframe(m, progress=None) -> pd.DataFrame:
+    """:func:`trajectory_dataframe` of a model whose rows are recorded with a channel group
+    (the full model), all points at once: the record evaluated at the solution
+    (:func:`pyomo_lap.ocp.point_functions.record_channels`, the car's parameters at the values
+    of ``m.vehicle``)."""
+    from ..ocp.point_functions import record_channels
+    tp = m.problem.track_points
+    sigma = sorted(m.s)
+    n = len(sigma)
+    if progress is not None:
+        progress("evaluating the channels", 0, n)
+    elems = list(m.s.get_finite_elements())
+    out = record_channels(m)
+    ch = dict(out["channels"])
+    s_track = np.asarray(tp.s, dtype=float)
+    cols = {"s": s_track.copy(), "s_sector": np.asarray(sigma, dtype=float), "q1": s_track.copy()}
+    cols.update(out["values"])
+    cols.update(out["qdd"])
+    position = np.asarray(tp.position, dtype=float)
+    relative = {name: ch.pop(key) for key, name in SPINE_RELATIVE.items() if key in ch}
+    acc = {k: ch.pop(k) for k in ("a_x", "a_y", "a_z") if k in ch}
+    cols.update(ch)
+    if "v_3x" in ch and "v_3y" in ch:
+        cols["speed"] = np.hypot(ch["v_3x"], ch["v_3y"])
+        cols["speed_kmh"] = 3.6 * cols["speed"]
+    cols.update(acc)
+    cols.update({name: position[:, "xyz".index(name[0])] + x for name, x in relative.items()})
+    cols["x_spine"], cols["y_spine"], cols["z_spine"] = (position[:, k] for k in range(3))
+    cols["width_left"] = np.asarray(tp.width_left, dtype=float)
+    cols["width_right"] = np.asarray(tp.width_right, dtype=float)
+    omega = np.asarray(tp.omega, dtype=float)
+    cols["Omega_x"], cols["Omega_y"], cols["Omega_z"] = (omega[:, k] for k in range(3))
+    if out["load_residual_max"] is not None:
+        cols["load_residual_max"] = out["load_residual_max"]
+    cols["element"] = np.searchsorted(np.asarray(elems, dtype=float), np.asarray(sigma, dtype=float),
+                                      side="left").astype(np.int64)
+    if progress is not None:
+        progress("evaluating the channels", n, n)
+    return pd.DataFrame(cols)
+
+
+def trajectory_dataframe(m, progress=None) -> pd.DataFrame:
+    """One row per collocation point of a solved model.
+
+    Parameters
+    ----------
+    m : pyomo.environ.ConcreteModel
+        From :func:`pyomo_lap.ocp.build.build_model`, with a solution loaded.
+    progress : callable, optional
+        ``progress(label, done, total)``, called before (``done = 0``) and after the
+        evaluation of all points at once (see :mod:`pyomo_lap.util.progress`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns listed in :data:`UNITS`: track coordinate ``s`` (and ``s_sector`` from the
+        sector start), time, ``q1..q6`` and rates, joint accelerations, controls, the seven
+        algebraic variables, speeds, accelerations of O3 in {B3} without gravity (``a_x``,
+        ``a_y``, ``a_z``), slip angles, tyre forces, W3J, aero forces, power, the global
+        position of the vehicle invariant point and of the spine, track data, and the
+        quasi-steady point-mass estimate of the initial guess (``v_point_mass``,
+        ``t_point_mass``, :func:`pyomo_lap.vehicle.speed_profile.quasi_steady_speed`) as a reference
+        for time-delta plots.
+    """
+    vm = getattr(getattr(m, "problem", None), "vehicle_model", None)
+    if vm is not None and vm.trajectory is not None:   # the model's own table (single-track)
+        df = vm.trajectory(m)
+        _add_derived_channels(m, df)
+        _increasing_track_coordinate(m, df)
+        cols = [c for c in UNITS if c in df.columns] + [c for c in df.columns if c not in UNITS]
+        return df[cols]
+    from ..util.gc_pause import gc_paused
+    from ..vehicle.speed_profile import quasi_steady_speed
+    # the collector's full passes walk every object of the model (~1.3 s per pass for 600
+    # points), and recording the tape allocates enough to trigger one
+    with gc_paused():
+        df = _record_dataframe(m, progress)
+        from ..ocp.common import vehicle_of_model
+        p = vehicle_of_model(m)
+        tp = m.problem.track_points
+        sigma = sorted(m.s)
+        sig = np.asarray(sigma, dtype=float)
+        v_pm = quasi_steady_speed(p, sig, tp.omega, tp.rotation, closed=bool(m.problem.options.periodic),
+                                  v_start=m.problem.initial_speed, v_min=m.problem.options.v_min)
+    _add_derived_channels(m, df)
+    _increasing_track_coordinate(m, df)
+    df["v_point_mass"] = v_pm
+    df["t_point_mass"] = np.concatenate([[0.0], np.cumsum(0.5 * (1 / v_pm[1:] + 1 / v_pm[:-1]) * np.diff(sig))])
+    cols = [c for c in UNITS if c in df.columns] + [c for c in df.columns if c not in UNITS]
+    return df[cols]
+
+
+def track_coordinate(start: float, s_sector, track_length: float | None = None) -> np.ndarray:
+    """The track coordinate ``s`` [m] of points ``s_sector`` [m] of a sector from ``start``.
+
+    On a closed track (``track_length`` given) a point past the start of the sector is put in
+    ``(0, track_length]``: the finish line reached from before is ``track_length``, not 0, so
+    a closed lap from the start line runs from 0 to ``track_length`` increasing; only a sector
+    that crosses the line in its middle restarts from (just above) 0 there.
+
+    Parameters
+    ----------
+    start : float
+        Track coordinate of the sector start [m].
+    s_sector : array_like (n,)
+        Distances from the sector start [m], >= 0.
+    track_length : float, optional
+        Length of a closed track [m]; None for an open track (``start + s_sector``).
+
+    Returns
+    -------
+    ndarray (n,)
+    """
+    x = float(start) + np.asarray(s_sector, dtype=float)
+    if track_length is None:
+        return x
+    L = float(track_length)
+    laps = np.maximum(np.ceil(x / L - 1.0 - 1e-12), 0.0)    # whole laps behind the point
+    return np.where(x > 0.0, x - L * laps, x)
+
+
+def _increasing_track_coordinate(m, df: pd.DataFrame) -> None:
+    """On a closed track, the columns ``s`` and ``q1`` (the track coordinate) increasing along
+    the sector: a point past the sector start in ``(0, L]``, so that a closed lap from the line
+    ends at ``s = L`` (the periodic end point), not 0 (:func:`track_coordinate`)."""
+    prob = getattr(m, "problem", None)
+    track = getattr(prob, "track", None)
+    if track is None or not getattr(track, "closed", False) or "s_sector" not in df.columns:
+        return
+    start = float(prob.options.start)
+    s = track_coordinate(start, df["s_sector"].to_numpy(float), float(track.length))
+    for c in ("s", "q1"):
+        if c in df.columns:
+            df[c] = s
+
+
+def _add_derived_channels(m, df: pd.DataFrame) -> None:
+    r"""Columns derived from others: the tangential acceleration ``a_t`` of O3 (along its
+    velocity, :func:`tangential_acceleration`), the logger channels
+    (:func:`pyomo_lap.results.logger.add_logger_channels`: throttle, brake, steering-wheel angle,
+    gear, engine speed, yaw rate, accelerations in g) and, when the controls
+    are states (``control_form = "state"``), their time rates ``<control>_rate``
+    :math:`= \dot q_1\, du/dq_1` [rad/s, N/s]."""
+    from .logger import add_logger_channels
+    if all(c in df.columns for c in ("v_3x", "v_3y", "a_x", "a_y")):
+        df["a_t"] = tangential_acceleration(df)
+    add_logger_channels(df, _car_of(m))
+    from ..ocp.integrals import energy_channels     # the energies' powers (docs/energy.md)
+    new = dict(energy_channels(df, _car_of(m)))
+    from ..ocp.hybrid import hybrid_channels        # a car with [hybrid] (docs/energy.md)
+    for name, values in hybrid_channels(m).items():
+        new[name] = values if len(values) == len(df) else np.nan
+    sigma = sorted(m.s)
+    for c in ("delta", "f_xa", "f_xb"):
+        dv = m.component(f"d{c}_ds")
+        if dv is None or "q1_dot" not in df.columns:
+            continue
+        rate = np.array([dv[x].value if dv[x].value is not None else np.nan for x in sigma], dtype=float)
+        # the derivative at s = 0 is not collocated: the control's rate there is its value
+        # at the first collocation point
+        if len(rate) > 1:
+            rate[0] = rate[1]
+        new[f"{c}_rate"] = rate * df["q1_dot"].to_numpy(float)
+    if new:     # one block of columns, not one insert each (a fragmented frame is slow)
+        df[list(new)] = pd.DataFrame(new, index=df.index)
+
+
+def _car_of(m):
+    """The car as solved (:func:`pyomo_lap.ocp.common.vehicle_of_model`), or the problem's car
+    for a model without the ``m.vehicle`` variables of the six-joint car's schema."""
+    from ..ocp.common import vehicle_of_model
+    try:
+        return vehicle_of_model(m)
+    except (AttributeError, ValueError, TypeError):
+        return m.vehicle.built_for
+
+
+TRACK_COLUMNS = ("s", "x_spine", "y_spine", "z_spine", "width_left", "width_right",
+                 "Omega_x", "Omega_y", "Omega_z")
+"""Channels that describe the track itself (sheet ``track`` of ``results.xlsx``)."""
+
+
+def sector_times(df: pd.DataFrame, n_sectors: int = 3, boundaries=None) -> pd.DataFrame:
+    """Split the sector into ``n_sectors`` parts of equal length (or at ``boundaries``) and time
+    each one.
+
+    The time at each boundary is interpolated linearly in ``s`` between the collocation
+    points (the time state ``t`` is continuous).
+
+    Parameters
+    ----------
+    df : DataFrame
+        From :func:`trajectory_dataframe` (columns ``s``, ``s_sector``, ``t``).
+    n_sectors : int
+        Number of sectors (>= 1).
+    boundaries : dict, optional
+        Sector starts of a sector file (:func:`pyomo_lap.track.corners.read_sector_file`):
+        ``{"s_start_m": [...], "track_length_m": L, "closed": bool}``; those inside the solved
+        stretch split it (``n_sectors`` is then not used).
+
+    Returns
+    -------
+    DataFrame
+        One row per sector: ``sector``, ``s_start [m]``, ``s_end [m]`` (track coordinate),
+        ``length [m]``, ``t_start [s]``, ``time [s]``, ``mean_speed [km/h]``.
+
+    Raises
+    ------
+    ValueError
+        ``n_sectors`` < 1.
+    """
+    if int(n_sectors) != n_sectors or n_sectors < 1:
+        raise ValueError(f"n_sectors = {n_sectors!r}: expected an integer >= 1")
+    s = df["s_sector"].to_numpy(dtype=float)
+    t = df["t"].to_numpy(dtype=float)
+    s0 = float(df["s"].iloc[0]) - float(s[0])
+    edges = (np.linspace(s[0], s[-1], int(n_sectors) + 1) if not boundaries
+             else _edges_at(s, s0, boundaries))
+    t_edges = np.interp(edges, s, t)
+    rows = []
+    for k in range(len(edges) - 1):
+        length = edges[k + 1] - edges[k]
+        dt = t_edges[k + 1] - t_edges[k]
+        rows.append({"sector": k + 1, "s_start [m]": s0 + edges[k], "s_end [m]": s0 + edges[k + 1],
+                     "length [m]": length, "t_start [s]": t_edges[k], "time [s]": dt,
+                     "mean_speed [km/h]": 3.6 * length / dt if dt > 0 else float("nan")})
+    return pd.DataFrame(rows)
+
+
+def _edges_at(s: np.ndarray, s0: float, boundaries: dict) -> np.ndarray:
+    """Sector coordinates of the solved stretch's ends and of the sector starts inside it."""
+    L, closed = float(boundaries["track_length_m"]), bool(boundaries["closed"])
+    x = np.asarray(boundaries["s_start_m"], float) - s0
+    x = np.mod(x, L) if closed else x
+    inner = np.sort(x[(x > s[0] + 1e-6) & (x < s[-1] - 1e-6)])
+    return np.concatenate([[s[0]], inner, [s[-1]]])
+
+
+def sector_records(sectors: pd.DataFrame) -> list:
+    """:func:`sector_times` as a JSON-ready list of dicts (``sector``, ``s_start_m``,
+    ``s_end_m``, ``time_s``)."""
+    return [{"sector": int(r["sector"]), "s_start_m": float(r["s_start [m]"]),
+             "s_end_m": float(r["s_end [m]"]), "time_s": float(r["time [s]"])}
+            for _, r in sectors.iterrows()]
+
+
+def _with_units(df: pd.DataFrame) -> pd.DataFrame:
+    return df.rename(columns={c: f"{c} [{UNITS[c]}]" for c in df.columns if c in UNITS})
+
+
+def read_trajectory(path, mesh: bool = False) -> pd.DataFrame:
+    """Read the channels back, with plain column names (units stripped).
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``trajectory.csv``, a ``trajectory.parquet`` or a results folder (its parquet file
+        if present, else its CSV file).
+    mesh : bool
+        For a folder: its rows on the solver's mesh (one per collocation point): those of
+        ``trajectory_mesh.parquet`` (or ``.csv``) in a folder written on a fixed step
+        (``solve --every``), else its trajectory (mesh rows already).
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file, or a folder without a trajectory file.
+    """
+    path = Path(path)
+    if path.is_dir():
+        names = ("trajectory.parquet", "trajectory.csv")
+        for name in (("trajectory_mesh.parquet", "trajectory_mesh.csv") if mesh else ()) + names:
+            if (path / name).exists():
+                path = path / name
+                break
+        else:
+            raise FileNotFoundError(f"{str(path)!r} holds no trajectory.parquet or trajectory.csv: "
+                                    "is it a pyomo_lap results folder?")
+    if not path.exists():
+        raise FileNotFoundError(f"no such file: {str(path)!r}")
+    df = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    return df.rename(columns={c: c.split(" [")[0] for c in df.columns})
+
+
+def read_summary(path) -> dict:
+    """The ``summary.json`` of a results folder (``path`` is the folder or the file).
+
+    Raises
+    ------
+    FileNotFoundError
+        No summary.json there.
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / "summary.json"
+    if not path.exists():
+        raise FileNotFoundError(f"no summary.json at {str(path)!r}: is it a pyomo_lap results folder?")
+    return json.loads(path.read_text())
+
+
+def solution_arrays(m) -> dict:
+    """The values of every variable of a model, for :data:`SOLUTION_FILE`.
+
+    Returns
+    -------
+    dict
+        ``"s"``: the mesh points [m] (ndarray (n,)); for every ``Var`` component, its values
+        in index order (ndarray; NaN where a variable has no value).
+    """
+    import pyomo.environ as pyo
+    out = {"s": np.array(list(m.s), dtype=float)}
+    for comp in m.component_objects(pyo.Var, descend_into=True):
+        vals = [vd.value for vd in comp.values()]
+        out[f"var:{comp.name}"] = np.array([np.nan if v is None else v for v in vals], dtype=float)
+    return out
+
+
+def load_solution(m, path) -> int:
+    """Set the variables of a model from a :data:`SOLUTION_FILE` (or the results folder that
+    holds it) of a solve of the same job (same track, sector and mesh; the car may differ):
+    the initial point of a warm start.
+
+    Every variable component of the model found in the file with the same number of entries
+    gets the file's values, clipped into its bounds; fixed variables and missing values are
+    left as they are.
+
+    Returns
+    -------
+    int
+        The number of variables set.
+
+    Raises
+    ------
+    ValueError
+        No such file, or the file's mesh differs from the model's (another track, sector or
+        mesh: the message gives both).
+    """
+    import pyomo.environ as pyo
+    path = Path(path)
+    f = path / SOLUTION_FILE if path.is_dir() else path
+    if not f.is_file():
+        raise ValueError(f"warm start: {str(f)!r} does not exist (a results folder written by "
+                         f"this version of pyomo_lap holds {SOLUTION_FILE})")
+    with np.load(f) as d:
+        data = {k: d[k] for k in d.files}
+    s = np.array(list(m.s), dtype=float)
+    if data["s"].shape != s.shape or not np.allclose(data["s"], s, rtol=0, atol=1e-9):
+        raise ValueError(f"warm start: the mesh of {str(f)!r} ({data['s'].size} points, "
+                         f"{data['s'][-1] if data['s'].size else 0:.1f} m) differs from this "
+                         f"model's ({s.size} points, {s[-1]:.1f} m): expected a solve of the same "
+                         "track, sector and mesh")
+    from ..ocp.initialize import forget_multipliers
+    forget_multipliers(m)              # a new start: the model's multipliers are not its
+    n = 0
+    for comp in m.component_objects(pyo.Var, descend_into=True):
+        vals = data.get(f"var:{comp.name}")
+        if vals is None or vals.size != len(comp):
+            continue
+        for vd, v in zip(comp.values(), vals.tolist()):
+            if vd.fixed or v != v:
+                continue
+            lb, ub = vd.lb, vd.ub
+            if lb is not None and v < lb:
+                v = lb
+            if ub is not None and v > ub:
+                v = ub
+            vd.set_value(v, skip_validation=True)
+            n += 1
+    return n
+
+
+def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict | None = None,
+                  partial: bool = False, n_sectors: int = 3, echo=None,
+                  solution: dict | None = None, mesh_df: pd.DataFrame | None = None) -> Path:
+    """Write ``trajectory.csv``, ``trajectory.parquet``, ``results.xlsx``, ``summary.json`` (and
+    ``solution.npz``, given ``solution``)
+    atomically.
+
+    The files are written into a temporary folder next to ``out_dir``
+    (``.NAME.tmp-PID-*``), with the :data:`MANIFEST` (their paths and SHA-256) last, and
+    moved into place only when complete: an existing ``out_dir`` is moved aside
+    (``.NAME.old-PID``), the new folder moved in, and the old one removed. Should the process
+    die between the two moves, the next run into ``out_dir`` moves the old folder back
+    (:func:`check_output_dir`). An existing ``out_dir`` is replaced only if it holds nothing
+    but what pyomo_lap wrote there (:func:`check_output_dir`; anything else is refused, never
+    deleted). The lock on ``out_dir`` (:class:`OutputLock`) is held throughout. With
+    ``partial=True`` (a failed solve) nothing existing is touched: the files go to
+    ``<out_dir>.failed`` and the summary says ``"partial": true``; with
+    ``partial="interrupted"`` (the last iterate of a solve stopped by Ctrl-C or SIGTERM,
+    given with its ``solution`` to start a later solve from) they go to
+    ``<out_dir>.interrupted``, the summary saying ``"partial": true, "interrupted": true``.
+
+    Every text in the workbook (names, descriptions and paths from the input files included)
+    is a text cell, never a formula or a link.
+
+    ``results.xlsx`` has the sheets ``summary`` (one row per value, with its unit: grouped as
+    inputs, provenance, solver, results, the solver's effective options
+    (:func:`effective_solver_options`), the sector times; dicts and lists flattened into rows,
+    :func:`pyomo_lap.results.export.summary_rows`, never a JSON text; where the other sheets' units are,
+    :data:`pyomo_lap.results.export.WORKBOOK_UNITS_NOTE`), ``channels`` (one row per point, units
+    in the headers; each header cell carries a comment with the channel's meaning, sign and
+    source; numbers shown in the format of their unit, :data:`pyomo_lap.results.export.NUMBER_FORMATS`; an
+    autofilter), ``speed_chart`` (a chart sheet: speed over s), ``channel_dictionary`` (the
+    entry of every column present,
+    :func:`pyomo_lap.results.channels.channel_table`: name, unit, meaning, sign, source, wheel),
+    ``sectors`` (:func:`sector_times`, at the summary's ``sector_boundaries`` when it has
+    them), ``corners`` (when the summary has ``corners``, the per-corner table of
+    :func:`pyomo_lap.results.corners.corner_table`, also written as ``corners.csv``), ``vehicle``
+    (all parameters),
+    ``track`` (the track at every point: :data:`TRACK_COLUMNS`), ``quality`` (when the summary
+    has ``channel_quality``: the zig-zag counts and the speed consistency of the channels,
+    :func:`pyomo_lap.results.export.quality_table`), ``sensitivities`` (when the
+    summary has ``sensitivities``: :func:`pyomo_lap.results.export.sensitivity_sheet`) and ``provenance`` (the input
+    files, then one row per step of the track data's processing, assumed value and repair:
+    the summary's ``track_processing``, ``track_assumptions``, ``track_repairs``, see
+    :func:`pyomo_lap.track.report.provenance_rows`) and ``lists`` (the summary's lists of more
+    than 12 values, one column each: the mesh's element boundaries). Every sheet has its header
+    row frozen (the wide ``channels`` and ``track`` their first column too) and its columns sized
+    to their contents. ``trajectory.parquet`` holds
+    the channels with plain names and their units in the schema metadata (key
+    ``pyomo_lap.units``, JSON), and the summary under ``pyomo_lap.summary``.
+
+    Parameters
+    ----------
+    out_dir : str or Path
+    df : DataFrame
+        From :func:`trajectory_dataframe`.
+    summary : dict
+        JSON-serialisable summary.
+    vehicle_params : VehicleParameters or dict, optional
+        The workbook's ``vehicle`` sheet (:func:`pyomo_lap.results.export.vehicle_sheet`).
+    partial : bool or "interrupted"
+    n_sectors : int
+        Sectors for :func:`sector_times` (added to the summary unless it has ``sectors``).
+    echo : callable, optional
+        Progress messages (one per file).
+    solution : dict, optional
+        :func:`solution_arrays` of the model, written as :data:`SOLUTION_FILE`.
+    mesh_df : DataFrame, optional
+        The mesh rows when ``df`` is on a fixed distance step
+        (:func:`pyomo_lap.results.fixed_step.fixed_step_table`, ``solve --every``): written as
+        ``trajectory_mesh.csv`` and ``trajectory_mesh.parquet`` (read back with
+        ``read_trajectory(folder, mesh=True)``), the workbook and ``trajectory.*`` holding ``df``.
+
+    Returns
+    -------
+    Path
+        The folder written.
+
+    Raises
+    ------
+    FolderNotReplaceableError (a ValueError)
+        The destination holds something pyomo_lap did not write (nothing was written).
+    OutputBusyError (a ValueError)
+        Another run is writing into ``out_dir``.
+    OSError
+        The destination cannot be written (the message names it).
+    """
+    echo = echo or (lambda *_: None)
+    held = []
+    out_dir = check_output_dir(out_dir, echo=echo, hold=held)    # locked from here on
+    try:
+        return _write_locked(out_dir, df, summary, vehicle_params, partial, n_sectors, echo,
+                             solution, mesh_df)
+    finally:
+        for lock in held:
+            lock.release()
+
+
+_XLSX_OPTIONS = {"strings_to_formulas": False, "strings_to_urls": False,
+                 "strings_to_numbers": False, "in_memory": True}
+"""xlsxwriter's workbook options for ``results.xlsx``: every string a text cell (a vehicle
+description ``=HYPERLINK(...)`` stays text); the parts of the file assembled in memory, not
+in temporary files (the same file, 0.1 s less)."""
+
+
+def _write_locked(out_dir: Path, df, summary, vehicle_params, partial, n_sectors, echo,
+                  solution, mesh_df=None) -> Path:
+    """The export of :func:`write_results` into a checked ``out_dir`` whose lock is held."""
+    if partial not in (True, False, "interrupted"):
+        raise ValueError(f"partial = {partial!r}: expected True, False or 'interrupted'")
+    suffix = ".interrupted" if partial == "interrupted" else ".failed" if partial else ""
+    target = out_dir.with_name(out_dir.name + suffix)
+    parent = target.parent
+    summary = dict(summary, partial=bool(partial))
+    if partial == "interrupted":
+        summary["interrupted"] = True
+    from .. import __version__
+    summary.setdefault("pyomo_lap_version", __version__)   # marks the folder as pyomo_lap results
+    # a table without the track coordinate and time (a partial export) has no sector times
+    sectors = (sector_times(df, n_sectors, summary.get("sector_boundaries"))
+               if {"s_sector", "t"} <= set(df.columns) else pd.DataFrame())
+    if "sectors" not in summary and len(sectors):
+        summary["sectors"] = sector_records(sectors)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-{os.getpid()}-", dir=parent))
+    try:
+        os.chmod(tmp, 0o755)
+        import pyarrow as pa
+        table = pa.Table.from_pandas(df, preserve_index=False)     # one table for both files
+        echo("  writing trajectory.csv")
+        _write_csv(tmp / "trajectory.csv", table)
+        echo("  writing trajectory.parquet")
+        _write_parquet(tmp / "trajectory.parquet", table, summary)
+        if mesh_df is not None:
+            _write_mesh_rows(tmp, mesh_df, summary, echo)
+        with open(tmp / "summary.json", "w") as fh:
+            json.dump(summary, fh, indent=2, default=_json_default)
+        if solution is not None:
+            np.savez(tmp / SOLUTION_FILE, **solution)
+        corners = _corners_of(summary)
+        if corners is not None:
+            corners.to_csv(tmp / "corners.csv", index=False, float_format="%.10g")
+        echo("  writing results.xlsx")
+        _write_workbook(tmp / "results.xlsx", df, summary, sectors, vehicle_params)
+        files = {p.name: _file_entry(p, "solve") for p in sorted(tmp.iterdir()) if p.is_file()}
+        (tmp / MANIFEST).write_text(json.dumps(
+            {"format": 1, "pyomo_lap_version": __version__, "files": files,
+             "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                 timespec="seconds")}, indent=1, sort_keys=True))       # last: complete
+        _fsync_tree(tmp)        # every file and folder on the disk before the swap
+        old = _aside(target)
+        try:
+            if os.path.lexists(target):
+                os.replace(target, old)
+            os.replace(tmp, target)
+        except BaseException:   # an error or Ctrl-C between the two moves
+            if os.path.lexists(old) and not os.path.lexists(target):
+                os.replace(old, target)   # put the earlier results back
+            raise
+        finally:
+            _fsync_dir(parent)  # the renames on the disk
+        if os.path.lexists(old) and not _remove_results_folder(old):
+            echo(f"kept {old}: the earlier results of {target.name}, since it now holds "
+                 "something pyomo_lap did not write; move out what you need and remove it")
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
+def _write_mesh_rows(folder: Path, mesh_df: pd.DataFrame, summary: dict, echo) -> None:
+    """``trajectory_mesh.csv`` and ``trajectory_mesh.parquet`` (the mesh rows of a folder
+    written on a fixed step) into the temporary folder of :func:`_write_locked`."""
+    import pyarrow as pa
+    table = pa.Table.from_pandas(mesh_df, preserve_index=False)
+    echo("  writing trajectory_mesh.csv")
+    _write_csv(folder / "trajectory_mesh.csv", table)
+    _write_parquet(folder / "trajectory_mesh.parquet", table, summary)
+
+
+def _aside(target: Path) -> Path:
+    """``.NAME.old-PID``, where the swap of :func:`_write_locked` moves the earlier ``target``:
+    cleared of an earlier export of this process; ``target`` and it never links (nothing is
+    moved or deleted through one).
+
+    Raises
+    ------
+    FolderNotReplaceableError (a ValueError)
+        ``target`` became a link since it was checked, or ``.NAME.old-PID`` is a link or holds
+        files that are not pyomo_lap's (nothing was touched).
+    """
+    refuse_links(target, f"{str(target)!r}", todo="remove the link (only the link)")
+    old = target.parent / f".{target.name}.old-{os.getpid()}"
+    if os.path.lexists(old):                # left by an earlier export of this process
+        _remove_results_folder(old)
+    if os.path.lexists(old):
+        why = "a symbolic link" if is_link(old) else "holding files pyomo_lap did not write"
+        raise FolderNotReplaceableError(
+            f"cannot move the earlier results of {target} aside: {old} is in the way ({why}); "
+            "move it away and solve again (nothing was touched)")
+    return old
+
+
+def _corners_of(summary: dict):
+    """The summary's per-corner table (``corners``, :func:`pyomo_lap.results.corners.corner_table`)
+    as a DataFrame, or None when it has none (``corners.csv`` and the ``corners`` sheet)."""
+    if not isinstance(summary.get("corners"), list):
+        return None
+    from .corners import records_table
+    return records_table(summary["corners"])
+
+
+def _write_workbook(path: Path, df, summary: dict, sectors, vehicle_params) -> None:
+    """``results.xlsx`` (see :func:`write_results`): every sheet with its header row frozen
+    (and the first column on the wide ones), its columns sized to their contents, numbers as
+    numbers and texts as text, never a formula, a link or a JSON text."""
+    with pd.ExcelWriter(path, engine="xlsxwriter",
+                        engine_kwargs={"options": dict(_XLSX_OPTIONS)}) as xw:
+        _sheet(xw, "summary", _summary_sheet(summary, bool(vehicle_params)),
+               wrap=("value", "note"))
+        known = [c for c in df.columns if c in _channels.CHANNELS]
+        _write_rows(xw, "channels", _with_units(df),
+                    comments=[_channels.CHANNELS[c].note() if c in _channels.CHANNELS
+                              else None for c in df.columns],
+                    chart_columns=[j for j, c in enumerate(df.columns) if c in ("s", "speed_kmh")])
+        _speed_chart(xw, df.columns, len(df),
+                     s_range=(df["s"].min(), df["s"].max()) if "s" in df.columns else None)
+        _sheet(xw, "channel_dictionary", _channels.channel_table(known),
+               wrap=("meaning", "sign", "source"))
+        _sheet(xw, "sectors", sectors)
+        corners = _corners_of(summary)
+        if corners is not None:
+            _sheet(xw, "corners", corners)
+        if vehicle_params:
+            _sheet(xw, "vehicle", vehicle_sheet(vehicle_params), wrap=("description",))
+        tcols = [c for c in TRACK_COLUMNS if c in df.columns]
+        _write_rows(xw, "track", _with_units(df[tcols]))
+        _sheet(xw, "provenance", _provenance_sheet(summary), wrap=("detail",))
+        if summary.get("channel_quality"):
+            _sheet(xw, "quality", quality_table(summary["channel_quality"]))
+        if summary.get("sensitivities"):
+            _sheet(xw, "sensitivities", sensitivity_sheet(summary["sensitivities"]))
+        lists = _lists_sheet(summary)
+        if len(lists.columns):
+            _sheet(xw, "lists", lists)
+
+
+def effective_solver_options(solver: str, given: dict | None = None) -> dict:
+    """The options the solver ran with: its defaults in pyomo_lap (``lap_ipopt``:
+    :data:`pyomo_lap.solvers.lap.solver.LAP_IPOPT_OPTIONS`; ``ipopt``, ``ipopt_v2``:
+    :data:`pyomo_lap.solvers.solve.DEFAULT_IPOPT_OPTIONS`; another solver: none) updated by
+    the options given (``summary['solver_options']``: the user's, and those pyomo_lap added
+    for a warm start or the sensitivities), in that order; IPOPT's own defaults apply to the
+    rest.
+
+    Returns
+    -------
+    dict
+        ``{option: (value, source)}``, source ``'pyomo_lap default'`` or ``'given'``.
+    """
+    defaults = {}
+    if solver == "lap_ipopt":
+        from ..solvers.lap.solver import LAP_IPOPT_OPTIONS as defaults
+    elif solver in ("ipopt", "ipopt_v2"):
+        from ..solvers.solve import DEFAULT_IPOPT_OPTIONS as defaults
+    out = {k: (v, "pyomo_lap default") for k, v in defaults.items()}
+    out.update({k: (v, "given") for k, v in (given or {}).items()})
+    return out
+
+
+def read_sensitivities(results_dir) -> pd.DataFrame | None:
+    """The sensitivity table of a results folder (from ``summary.json``), with the columns of
+    :func:`pyomo_lap.analysis.sensitivities.lap_time_sensitivities`; None if the run had none."""
+    records = read_summary(results_dir).get("sensitivities")
+    return pd.DataFrame(records) if records else None
+
+
+def _summary_sheet(summary: dict, vehicle_sheet: bool = False) -> pd.DataFrame:
+    """The summary as rows (group, quantity, value, unit, note): one value per row (dicts and
+    lists flattened, :func:`pyomo_lap.results.export.summary_rows`), the solver's effective options
+    (:func:`effective_solver_options`), sector times as rows of their own (the track data's
+    records are on the ``provenance`` sheet, the vehicle's parameters on the ``vehicle``
+    sheet) and where the units of the other sheets are (:data:`pyomo_lap.results.export.WORKBOOK_UNITS_NOTE`)."""
+    rows = [("about", "units", "SI", "", WORKBOOK_UNITS_NOTE)]
+    seen = set(_TRACK_DATA_KEYS) | {"solver_options", "solver_options_effective", "sectors",
+                                    "corners"}
+
+    def add(group, key, value, note=""):
+        for name, v in summary_rows(key, value):
+            rows.append((group, name, v, _unit_of(name), note))
+
+    for group, keys in _SUMMARY_GROUPS:
+        for k in keys:
+            if k in summary and k not in ("solver_options",):
+                add(group, k, summary[k])
+                seen.add(k)
+    effective = summary.get("solver_options_effective")
+    if isinstance(effective, dict):
+        options = {k: (v, "effective") for k, v in effective.items()}
+    else:
+        options = effective_solver_options(str(summary.get("solver", "")),
+                                           summary.get("solver_options") or {})
+    for k, (v, source) in options.items():
+        add("solver options", f"solver_options.{k}", v,
+            f"{source}; IPOPT's own defaults for the options not listed")
+    for sec in summary.get("sectors", []):
+        rows.append(("sector times", f"sector {sec['sector']} time "
+                     f"({sec['s_start_m']:.0f}-{sec['s_end_m']:.0f} m)", sec["time_s"], "s", ""))
+    if isinstance(summary.get("corners"), list):
+        rows.append(("results", "corners", f"{len(summary['corners'])} corners: the corners "
+                     "sheet", "", ""))
+    if "vehicle_parameters" in summary and vehicle_sheet:
+        seen.add("vehicle_parameters")
+        rows.append(("vehicle", "vehicle_parameters", f"{len(summary['vehicle_parameters'])} "
+                     "values: the vehicle sheet", "", ""))
+    if summary.get("channel_quality"):
+        seen.add("channel_quality")
+        rows.append(("results", "channel_quality", "the quality sheet", "", ""))
+    for k, v in summary.items():
+        if k not in seen:
+            for name, x in _long_lists(k, v).items():
+                rows.append(("other", name, f"{len(x)} values: column {name!r} of the lists "
+                             "sheet", _unit_of(name), ""))
+            add("other", k, _without_long_lists(v))
+    return pd.DataFrame(rows, columns=["group", "quantity", "value", "unit", "note"])
+
+
+@contextlib.contextmanager
+def _replacing(path):
+    """Context: yields a temporary file ``tmp`` (a str) in the folder of the file ``path``
+    (``.NAME.tmp-PID-*``) to write the whole file to; on leaving, ``tmp`` is moved onto
+    ``path`` (:func:`os.replace`: a link at ``path`` is replaced itself, never written through,
+    and ``path`` is the earlier file or the new one, whole); on an error (or an interrupt)
+    ``tmp`` is removed and ``path`` is left as it was. For the figures of ``pyomo-lap plot`` and
+    the files of ``pyomo-lap validate``."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-{os.getpid()}-", dir=path.parent)
+    os.close(fd)
+    try:
+        yield tmp
+        umask = os.umask(0o22)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)           # as an ordinary new file (mkstemp: 0600)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _write_replacing(path, write) -> Path:
+    """Write the file ``path`` by ``write(tmp)`` (the whole file to the path ``tmp``, a str)
+    through :func:`_replacing`: never through a link, never half-written. Returns ``path``."""
+    with _replacing(path) as tmp:
+        write(tmp)
+    return Path(path)
+
+
+def tangential_acceleration(df) -> np.ndarray:
+    """Acceleration of O3 along its velocity [m/s^2], :math:`(v_{3x} a_x + v_{3y} a_y)/|v|`
+    (``a_x``, ``a_y``: the acceleration of O3 in {B3} without gravity)."""
+    vx, vy = df["v_3x"].to_numpy(float), df["v_3y"].to_numpy(float)
+    ax, ay = df["a_x"].to_numpy(float), df["a_y"].to_numpy(float)
+    return (vx * ax + vy * ay) / np.maximum(np.hypot(vx, vy), 1e-9)
