@@ -96,8 +96,9 @@ def fl_engine_power(m, s):
 def fl_engine_energy(m):
     """fastest-lap's engine energy over the lap [J] (:func:`fl_engine_power`), by the same
     quadrature as ``m.energy``."""
-    from pyomo_lap.ocp.integrals import collocation_weights
-    return sum(w * fl_engine_power(m, s) / m.q1_dot[s] for s, w in collocation_weights(m).items())
+    from pyomo_lap.ocp.collocation import CollocationGrid
+    return sum(w * fl_engine_power(m, s) / m.q1_dot[s]
+               for s, w in CollocationGrid.from_model(m).quadrature().items())
 
 
 def fastest_lap_energies(m) -> dict:

@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from pyomo_lap import Track, build_model, initialize_model, load_track, load_vehicle, solve_model
-from pyomo_lap.ocp.integrals import (ENERGY_NAMES, LIMIT_NAMES, collocation_weights,
+from pyomo_lap.ocp.collocation import CollocationGrid
+from pyomo_lap.ocp.integrals import (ENERGY_NAMES, LIMIT_NAMES, 
                                      energy_channels, parse_energy, parse_limits)
 
 
@@ -77,7 +78,7 @@ def test_quadrature_integrates_polynomials_exactly(scheme, ncp):
     bounds = np.r_[0.0, np.cumsum([30.0, 10.0, 45.0, 35.0])]
     m = build_model(straight(), load_vehicle("fsae"), length=L, element_boundaries=bounds,
                     ncp=ncp, scheme=scheme)
-    w = collocation_weights(m)
+    w = CollocationGrid.from_model(m).quadrature()
     s, wj = np.array(list(w)), np.array(list(w.values()))
     degree = 2 * ncp - 2 if scheme.endswith("RADAU") else 2 * ncp - 1
     for k in range(degree + 1):

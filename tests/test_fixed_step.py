@@ -15,7 +15,8 @@ from click.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from pyomo_lap.results.fixed_step import (collocation_interpolate, fixed_step_grid,  # noqa: E402
+from pyomo_lap.ocp.collocation import collocation_interpolate  # noqa: E402
+from pyomo_lap.results.fixed_step import (fixed_step_grid,  # noqa: E402
                                        track_coordinate)
 
 # collocation points on [0, 1] in closed form (not pyomo.dae's tables): Radau IIA, Gauss-Legendre

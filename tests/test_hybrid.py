@@ -10,8 +10,8 @@ import pytest
 from pyomo.util.calc_var_value import calculate_variable_from_constraint
 
 from pyomo_lap import Track, build_model, load_vehicle, solve_sector
-from pyomo_lap.ocp.hybrid import hybrid_summary, integration_matrix
-from pyomo_lap.ocp.integrals import collocation_weights
+from pyomo_lap.ocp.collocation import CollocationGrid
+from pyomo_lap.ocp.hybrid import hybrid_summary
 from pyomo_lap.vehicle.files import VehicleFileError, read_vehicle_file
 
 
@@ -46,7 +46,7 @@ def test_integration_matrix_integrates_polynomials_exactly(scheme, ncp):
                     ncp=ncp, scheme=scheme)
     k = ncp - 1
     E = {0.0: 0.0}
-    for point, start, coef in integration_matrix(m):     # points increase: starts known
+    for point, start, coef in CollocationGrid.from_model(m).integration_rows():     # points increase: starts known
         E[point] = E[start] + sum(c * (x / L) ** k for x, c in coef.items())
     for point, value in E.items():
         assert value == pytest.approx(L * (point / L) ** (k + 1) / (k + 1), rel=1e-9, abs=1e-9)
@@ -138,7 +138,7 @@ def test_solved_sector_balance_limits_and_traction_row():
     assert h == hybrid_summary(m)
     assert abs(h["delta_soc_J"]) < 1e-6 * lim                  # periodic
     dep = sum(w * m.hybrid.deploy_power[s].value / m.q1_dot[s].value
-              for s, w in collocation_weights(m).items())
+              for s, w in CollocationGrid.from_model(m).quadrature().items())
     assert h["deployed_J"] == pytest.approx(dep, rel=1e-12)
     assert h["battery_out_J"] == pytest.approx(h["deployed_J"] / eta, rel=1e-12)
     assert h["battery_out_J"] <= lim * (1 + 1e-6) and h["battery_in_J"] <= lim * (1 + 1e-6)

@@ -94,7 +94,8 @@ def test_state_controls_reproduce_a_polynomial_between_the_points():
     interpolation, degree ncp - 1) is not. The reference path of the feedback replay (the
     states' polynomials) reproduces them too."""
     from pyomo_lap.verify.replay import state_polynomials
-    from pyomo_lap.verify.controls import CollocationControls, controls_from_trajectory, element_points
+    from pyomo_lap.ocp.collocation import element_points
+    from pyomo_lap.verify.controls import CollocationControls, controls_from_trajectory
     start = 100.0
     bounds = np.array([0.0, 7.0, 12.0, 25.0, 31.0])
 

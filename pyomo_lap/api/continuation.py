@@ -7,7 +7,7 @@ tol 1e-7) IPOPT stalled for hundreds of iterations with its barrier parameter st
 and the fine mesh starts there: its solve is the last few digits only.
 
 :func:`interpolate_solution` carries a solved model onto another mesh of the same sector
-with the collocation polynomials (:func:`pyomo_lap.results.fixed_step.collocation_interpolate`
+with the collocation polynomials (:func:`pyomo_lap.ocp.collocation.collocation_interpolate`
 reads them):
 
 * the states (the variables with a derivative ``d<name>_ds``, and the controls when they are
@@ -35,6 +35,7 @@ from typing import Optional
 
 import numpy as np
 
+from ..ocp.collocation import collocation_interpolate
 from ..solvers.warm_start import PRIMAL_START_MU_INIT
 
 __all__ = ["interpolate_solution", "continuation_meshes", "stage_element_lengths",
@@ -78,27 +79,6 @@ def _state_like(m) -> set:
     return states
 
 
-def _state_values(so, fe, nodes_values, sn, scheme: str) -> tuple:
-    """Values and first derivatives at ``sn`` of the state polynomials of the elements ``fe``
-    (the start and the collocation points of each; Legendre: not its end), for the columns
-    of ``nodes_values`` (M, C) at the points ``so``."""
-    from ..verify.defects import _lagrange
-    tol = 1e-9 * max(1.0, float(fe[-1] - fe[0]))
-    val = np.zeros((len(sn), nodes_values.shape[1]))
-    der = np.zeros_like(val)
-    el = np.clip(np.searchsorted(fe, sn, side="right") - 1, 0, len(fe) - 2)
-    for j in np.unique(el):
-        a, b = fe[j], fe[j + 1]
-        hi = b + tol if scheme == "LAGRANGE-RADAU" else b - tol
-        pts = np.flatnonzero((so >= a - tol) & (so <= hi))
-        here = np.flatnonzero(el == j)
-        h = b - a
-        L, dL = _lagrange((so[pts] - a) / h, (sn[here] - a) / h)
-        val[here] = L @ nodes_values[pts]
-        der[here] = dL @ nodes_values[pts] / h
-    return val, der
-
-
 def interpolate_solution(new, old) -> dict:
     """Set the variables of ``new`` from the solved model ``old`` of the same sector on
     another mesh, by ``old``'s collocation polynomials (module docstring).
@@ -121,7 +101,6 @@ def interpolate_solution(new, old) -> dict:
     """
     import pyomo.environ as pyo
     from pyomo.dae import DerivativeVar
-    from ..results.fixed_step import collocation_interpolate
     po, pn = old.problem, new.problem
     for what, a, b in (("sector start [m]", po.options.start, pn.options.start),
                        ("sector length [m]", po.sector_length, pn.sector_length)):
@@ -143,7 +122,8 @@ def interpolate_solution(new, old) -> dict:
     out = {}
     names = sorted(n for n in states if n in values)
     if names:
-        val, der = _state_values(so, fe, np.column_stack([values[n] for n in names]), sn, scheme)
+        val, der = collocation_interpolate(fe, so, np.column_stack([values[n] for n in names]), sn,
+                                           kind="state", scheme=scheme, derivative=True)
         for k, n in enumerate(names):
             out[n] = val[:, k]
             if f"d{n}_ds" in values:

@@ -7,7 +7,7 @@ the car. :func:`interpolate_solution` takes the earlier solution (a solved model
 another model's mesh points, matched by the **absolute track position** ``start + s``:
 
 * within an element of the source mesh, each variable is its collocation polynomial
-  (:func:`pyomo_lap.results.fixed_step.collocation_interpolate`): states (variables ``X`` with a
+  (:func:`pyomo_lap.ocp.collocation.collocation_interpolate`): states (variables ``X`` with a
   derivative ``dX_ds``) through the element's start and collocation points, every other
   variable through the collocation points;
 * the time ``t`` is not interpolated: its increments are (the source's time between two target
@@ -36,7 +36,8 @@ import numpy as np
 import pyomo.environ as pyo
 
 from ..ocp.initialize import set_within_bounds
-from ..results.fixed_step import collocation_interpolate, variable_names
+from ..ocp.collocation import collocation_interpolate
+from ..results.fixed_step import variable_names
 from ..folders.results_folder import SOLUTION_FILE
 
 __all__ = ["interpolate_solution", "read_source", "model_source", "apply_warm_start",

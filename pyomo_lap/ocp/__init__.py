@@ -5,7 +5,8 @@ worked example :mod:`.point_mass`), the pieces they share (:mod:`.common`; the s
 :mod:`.sector`; the full model's named channels :mod:`.channel_expressions`), the rows of one
 point recorded once and replayed at every point (:mod:`.point_rows`), the record evaluated
 with numbers after the build: channels and the car's functions (:mod:`.point_functions`), the placement of the
-finite elements (:mod:`.mesh`), the energy integrals and their limits (:mod:`.integrals`), the hybrid powertrain (:mod:`.hybrid`),
+finite elements (:mod:`.mesh`), the collocation's arithmetic: Lagrange bases, element nodes,
+quadrature, the collocation polynomials' values (:mod:`.collocation`), the energy integrals and their limits (:mod:`.integrals`), the hybrid powertrain (:mod:`.hybrid`),
 initial guesses (:mod:`.initialize`), option checks and the
 option table (:mod:`.options`). Imports the vehicle, track, spatial and util layers.
 """

@@ -24,6 +24,7 @@ from pyomo.dae import DerivativeVar
 
 from ..spatial.backend import is_number
 from ..vehicle.car import force_scale  # noqa: F401  (re-exported: the penalties' force scale)
+from .collocation import CollocationGrid
 from .vehicle_model import car_block
 
 __all__ = ["force_scale", "reference_time", "penalty_weights", "set_penalty_weights",
@@ -298,40 +299,8 @@ def set_penalty_weights(m) -> None:
             comp.set_value(value)
 
 
-def quadrature_weights(m) -> dict:
-    r"""Weights :math:`w_k` [m] of the collocation points of ``m.s`` for :math:`\int_0^L f\,ds
-    \approx \sum_k w_k f(s_k)`: in each finite element of length :math:`h`, :math:`h\,b_j`
-    with :math:`b_j = \int_0^1 \ell_j(\tau)\,d\tau` over the Lagrange basis of the element's
-    collocation points (Radau or Gauss quadrature: exact for polynomials of degree
-    :math:`2\,ncp - 2` or :math:`2\,ncp - 1`). The first point (``s = 0``, not a collocation
-    point) has no weight. Returns ``{point: weight}``."""
-    sigma = np.array(sorted(m.s))
-    elems = np.array(sorted(m.s.get_finite_elements()))
-    out = {}
-    for a, b in zip(elems[:-1], elems[1:]):
-        pts = sigma[(sigma > a + 1e-12) & (sigma <= b + 1e-12)]
-        if pts.size == 0:         # LAGRANGE-LEGENDRE puts the element's end at b too
-            continue
-        inner = pts[pts < b - 1e-9] if m.s.get_discretization_info().get("scheme") == "LAGRANGE-LEGENDRE" else pts
-        tau = (inner - a) / (b - a)
-        w = np.empty(len(tau))
-        for j in range(len(tau)):
-            others = np.delete(tau, j)
-            coef = np.poly(others) / np.prod(tau[j] - others) if len(others) else np.array([1.0])
-            w[j] = np.polyval(np.polyint(coef), 1.0)
-        for sk, wk in zip(inner, w):
-            out[float(sk)] = float((b - a) * wk)
-    return out
 
 
-def element_lengths(m) -> dict:
-    """The length of the finite element each point of ``m.s`` lies in [m] (the first point:
-    the first element's): ``{point: h}``."""
-    sigma = np.array(sorted(m.s))
-    elems = np.array(sorted(m.s.get_finite_elements()))
-    k = np.clip(np.searchsorted(elems, sigma, side="left") - 1, 0, len(elems) - 2)
-    h = np.diff(elems)[k]
-    return {float(s_): float(hh) for s_, hh in zip(sigma, h)}
 
 
 def _add_rate_penalties(m, cfg, K: dict):
@@ -341,11 +310,12 @@ def _add_rate_penalties(m, cfg, K: dict):
     ds` [N^2 m], :math:`h(s)` the length of the element (the change of the control over an
     element: an oscillation from one collocation point to the next costs as much as a jump,
     a transient longer than the element far less), by the collocation quadrature
-    (:func:`quadrature_weights`); their weights ``m.K_delta_rate`` [s/(m rad^2)] and
+    (:meth:`pyomo_lap.ocp.collocation.CollocationGrid.quadrature`); their weights ``m.K_delta_rate`` [s/(m rad^2)] and
     ``m.K_force_rate`` [s/(m N^2)] (:func:`penalty_weights`); returns their weighted sum [s]."""
     u = pyo.units
-    w = quadrature_weights(m)
-    h = element_lengths(m)
+    grid = CollocationGrid.from_model(m)
+    w = grid.quadrature()
+    h = grid.lengths()
     m.quadrature_weight = pyo.Param(list(w), initialize=w, units=u.m,
                                     doc="weight of each collocation point in the quadrature of "
                                         "an integral over the sector [m]")

@@ -19,7 +19,7 @@ The block ``m.hybrid`` (docs/energy.md, "Hybrid powertrain"):
                             generator replaces part of the rear brakes' torque, the car
                             decelerates as before)
 ``soc_row[s]``              the collocation of :math:`dE_b/ds = (\eta_h P_h - P_d/\eta_d) /
-                            \dot q_1` (:func:`integration_matrix`)
+                            \dot q_1` (:meth:`pyomo_lap.ocp.collocation.CollocationGrid.integration_rows`)
 ``end_row``                 periodic :math:`E_b(L) = E_b(0)`, or the given start/end values
 ``deploy_limit``            :math:`\int P_d/\eta_d\,dt \le` ``deploy_energy_per_lap``
                             (out of the battery, the regulations' ES -> MGU-K)
@@ -27,7 +27,7 @@ The block ``m.hybrid`` (docs/energy.md, "Hybrid powertrain"):
                             (into the battery, MGU-K -> ES)
 ``deployed``, ``harvested`` :math:`\int P_d\,dt`, :math:`\int P_h\,dt` [J] at the wheels
                             (Expressions, the quadrature of
-                            :func:`pyomo_lap.ocp.integrals.collocation_weights`)
+                            :meth:`pyomo_lap.ocp.collocation.CollocationGrid.quadrature`)
 ==========================  ==================================================================
 
 **The state's collocation.** :math:`E_b` is collocated as the model collocates its states,
@@ -58,8 +58,10 @@ from typing import Optional
 import numpy as np
 import pyomo.environ as pyo
 
+from .collocation import CollocationGrid
+
 __all__ = ["HYBRID_CHANNELS", "add_hybrid", "hybrid_settings", "hybrid_summary",
-           "hybrid_channels", "integration_matrix"]
+           "hybrid_channels"]
 
 HYBRID_CHANNELS = ("power_deploy", "power_harvest", "soc_energy")
 """The trajectory's columns of a hybrid car (:func:`hybrid_channels`): ``power_deploy`` [W],
@@ -79,24 +81,6 @@ def hybrid_settings(p) -> Optional[dict]:
     return h
 
 
-def integration_matrix(m) -> list:
-    r"""The collocation of a state without feedback on ``m.s``: one ``(point, start,
-    {node: c})`` per point past the start, with :math:`E(\text{point}) = E(\text{start}) +
-    \sum c_j f(\text{node}_j)`, ``start`` the point's finite element's start and :math:`c_j =
-    h \int_0^{\tau} \ell_j` [m] (module docstring). The coefficients of an element's end are
-    :func:`pyomo_lap.ocp.integrals.collocation_weights` of that element."""
-    from .integrals import element_nodes
-    out = []
-    for a, b, inside, nodes, tau in element_nodes(m):
-        n = len(tau)
-        V = np.vander(tau, n, increasing=True)           # V[i, k] = tau_i^k
-        Vinv = np.linalg.inv(V)                          # ell_j(tau) = sum_k Vinv[k, j] tau^k
-        for point in inside + [b]:
-            t = (point - a) / (b - a)
-            powers = t ** np.arange(1, n + 1) / np.arange(1, n + 1)    # int_0^t tau^k
-            c = (b - a) * powers @ Vinv
-            out.append((float(point), float(a), {float(s): float(cj) for s, cj in zip(nodes, c)}))
-    return out
 
 
 def _rear_share(m, p):
@@ -170,7 +154,7 @@ def _add_rows(m, b, h, p) -> None:
 
     def rate(s):        # dE_b/ds [J/m]
         return (eta_h * b.harvest_power[s] - b.deploy_power[s] / eta_d) / m.q1_dot[s]
-    rows = integration_matrix(m)
+    rows = CollocationGrid.from_model(m).integration_rows()
     b.soc_row = pyo.Constraint([r[0] for r in rows], rule=lambda _, s: pyo.Constraint.Skip)
     for point, start, coef in rows:
         b.soc_row[point] = b.soc[point] - b.soc[start] - sum(c * rate(x) for x, c in coef.items()) == 0.0
@@ -182,8 +166,7 @@ def _add_rows(m, b, h, p) -> None:
         b.end_row = pyo.Constraint([0, 1], rule=lambda _, k: (
             b.soc[ends[k][0]] == ends[k][1] if ends[k][1] is not None else pyo.Constraint.Skip),
             doc="the state of charge at the start (0) and the end (1) [J]")
-    from .integrals import collocation_weights
-    w = collocation_weights(m)
+    w = CollocationGrid.from_model(m).quadrature()
     b.deployed = pyo.Expression(expr=sum(wj * b.deploy_power[s] / m.q1_dot[s] for s, wj in w.items()),
                                 doc="energy deployed at the wheels over the sector [J]")
     b.harvested = pyo.Expression(expr=sum(wj * b.harvest_power[s] / m.q1_dot[s] for s, wj in w.items()),

@@ -60,8 +60,9 @@ import pyomo.environ as pyo
 
 __all__ = ["ENERGY_NAMES", "LIMIT_NAMES", "TYRES", "add_energy_integrals", "add_energy_limits",
            "energy_summary", "parse_energy", "parse_limits", "EnergyLimits", "slip_power", "slip_ratio", "ENERGY_CHANNELS",
-           "collocation_weights", "energy_channels"]
+           "energy_channels"]
 
+from .collocation import CollocationGrid
 from ..vehicle.limits import (ENERGY_NAMES, ENERGY_UNITS, LIMIT_NAMES, TYRES,  # noqa: F401
                               parse_energy, parse_limits)
 
@@ -82,36 +83,8 @@ class EnergyLimits:
         return "{name: energy} or NAME=VALUE texts"
 
 
-def element_nodes(m):
-    """The collocation nodes of every finite element of ``m.s``: ``(a, b, inside, nodes, tau)``
-    per element ``[a, b]`` [m], ``inside`` its points strictly between ``a`` and ``b``,
-    ``nodes`` those and, for Radau, ``b`` (the points a collocated state's rate is taken at),
-    ``tau`` the nodes scaled to ``[0, 1]`` (array). What :func:`collocation_weights` and
-    :func:`pyomo_lap.ocp.hybrid.integration_matrix` integrate over."""
-    fe = sorted(m.s.get_finite_elements())
-    pts = np.array(sorted(m.s), dtype=float)
-    radau = "RADAU" in str(m.problem.options.scheme).upper()
-    for a, b in zip(fe[:-1], fe[1:]):
-        tol = 1e-12 * max(1.0, b)
-        inside = [float(x) for x in pts[(pts > a + tol) & (pts < b - tol)]]
-        nodes = inside + ([b] if radau else [])
-        yield a, b, inside, nodes, (np.asarray(nodes) - a) / (b - a)
 
 
-def collocation_weights(m) -> dict:
-    r"""The weights of the collocation's quadrature in ``s``: ``{point: w}`` [m] with
-    :math:`\int_0^L f\,ds \approx \sum w_j f(s_j)` over the collocation points of every
-    finite element (those strictly inside it and, for Radau, its end): in each element of
-    length :math:`h`, :math:`w_j = h \int_0^1 \ell_j(\tau) d\tau`, :math:`\ell_j` the Lagrange
-    polynomials through its points. Exact for polynomials of degree ``2 ncp - 2`` (Radau)."""
-    out = {}
-    for a, b, _, nodes, tau in element_nodes(m):
-        n = len(tau)
-        V = np.vander(tau, n, increasing=True).T            # rows: tau_j^k
-        w = np.linalg.solve(V, 1.0 / np.arange(1, n + 1))    # sum_j w_j tau_j^k = 1/(k+1)
-        for s, wj in zip(nodes, w):
-            out[float(s)] = out.get(float(s), 0.0) + float(wj) * (b - a)
-    return out
 
 
 def _powers(m, slip_at_peak=None) -> dict:
@@ -214,7 +187,7 @@ def add_energy_integrals(m, limits: Optional[dict] = None, slip_at_peak=None):
         m.del_component("energy")
     if m.component("energy") is None:
         powers = _powers(m, slip_at_peak)
-        w = collocation_weights(m)
+        w = CollocationGrid.from_model(m).quadrature()
         m.energy = pyo.Block(doc="energy integrals over the sector (pyomo_lap.ocp.integrals)")
         m.energy.slip_estimate = slip_at_peak is not None    # not in a results table's powers
         for name, rule in powers.items():
@@ -332,7 +305,7 @@ def energy_summary(m, table=None) -> dict:
 def _table_energies(m, table) -> dict:
     """``{<name>_J: value}`` of the energies of ``m.energy`` whose powers the table has
     (:func:`energy_channels`; the traction :math:`f_{xa} v_{3x}`), by the quadrature of
-    :func:`collocation_weights` over the table's rows (one per point of ``m.s``, in order);
+    :meth:`pyomo_lap.ocp.collocation.CollocationGrid.quadrature` over the table's rows (one per point of ``m.s``, in order);
     ``{}`` when the table does not match the model's points or the energies carry the slip
     estimate (:func:`slip_power`, not in the table)."""
     e = m.energy
@@ -341,7 +314,7 @@ def _table_energies(m, table) -> dict:
         return {}
     if "s" in table and not np.allclose(np.asarray(table["s"], dtype=float), sigma):
         return {}
-    w = collocation_weights(m)
+    w = CollocationGrid.from_model(m).quadrature()
     weights = np.array([w.get(s, 0.0) for s in sigma])
     channels = energy_channels(table, m.vehicle.built_for)
     powers = {k[len("power_"):]: v for k, v in channels.items() if k.startswith("power_")}

@@ -76,13 +76,14 @@ from ..vehicle.racecar import RacecarParameters, check_racecar
 from ..vehicle.racecar_equations import (CONTROLS, QUANTITIES, QUANTITY_DOCS, STATE_NAMES,
                                          THRUST_EPS, WHEELS, racecar_equations,
                                          spatial_ode_residuals)
+from .collocation import CollocationGrid, lagrange_basis
 from .sector import _sector_points, fast_element_lookup, sector_mesh, track_limits
 from .point_rows import TRACK_INPUTS, PointRows, rows_on_tape, track_numbers
 from .vehicle_model import ProblemData, VehicleModel, car_block, update_problem
 
 __all__ = ["RACECAR_MODEL", "racecar_model", "build_racecar_model", "initialize_racecar",
            "racecar_trajectory", "STATE_NAMES", "CONTROLS", "WHEELS", "DYMOS_IPOPT_OPTIONS",
-           "lagrange_derivative_weights", "record_racecar_rows", "POINT_VARIABLES"]
+           "record_racecar_rows", "POINT_VARIABLES"]
 
 
 DYMOS_IPOPT_OPTIONS = {
@@ -371,36 +372,10 @@ def _attach_recorded_rows(m, p, cfg, tp, sigma, kappa, eps: float) -> None:
     update_problem(m, point_rows=rec)
 
 
-def lagrange_derivative_weights(nodes, x: float) -> np.ndarray:
-    r"""Weights :math:`w_j = \ell_j'(x)` of the derivative at ``x`` of the polynomial that
-    interpolates values at ``nodes``: :math:`p'(x) = \sum_j w_j y_j`."""
-    nodes = np.asarray(nodes, float)
-    w = np.zeros(len(nodes))
-    for j, xj in enumerate(nodes):
-        others = np.delete(nodes, j)
-        coef = np.poly(others) / np.prod(xj - others)
-        w[j] = np.polyval(np.polyder(coef), x) if len(others) else 0.0
-    return w
 
 
-def _lagrange_value_weights(nodes, x: float) -> np.ndarray:
-    nodes = np.asarray(nodes, float)
-    return np.array([np.prod([(x - xm) / (xj - xm) for m_, xm in enumerate(nodes) if m_ != j])
-                     for j, xj in enumerate(nodes)])
 
 
-def _element_nodes(m, scheme: str):
-    """Per finite element: (start, end, the points its polynomial interpolates: the start and
-    the collocation points; Legendre: the end is not one of them)."""
-    sigma = np.array(sorted(m.s))
-    fe = sorted(m.s.get_finite_elements())
-    out = []
-    for a, b in zip(fe[:-1], fe[1:]):
-        inner = sigma[(sigma > a + 1e-9) & (sigma <= b + 1e-9)]
-        if scheme == "LAGRANGE-LEGENDRE":
-            inner = inner[inner < b - 1e-9]
-        out.append((a, b, [a] + [float(x) for x in inner]))
-    return out
 
 
 def _add_control_form(m, form: str, scheme: str) -> None:
@@ -411,21 +386,20 @@ def _add_control_form(m, form: str, scheme: str) -> None:
     ``rate_continuity=True``. ``form = "point"``: a value at every collocation point; at a
     point that is none (``s = 0``, Legendre's element ends) it equals the next point's."""
     sigma = sorted(m.s)
-    elems = _element_nodes(m, scheme)
+    grid = CollocationGrid.from_set(m.s, scheme)
     if form == "state":
         rows_end, rows_rate = [], []
-        for k, (a, b, nodes) in enumerate(elems):
-            h = b - a
-            tau = [(x - a) / h for x in nodes]
+        elems = grid.elements
+        for k, e in enumerate(elems):
+            nodes = [float(x) for x in grid.points[e.state_points]]
+            L, dL = lagrange_basis(grid.tau(e, e.state_points), 1.0, derivative=True)
             if scheme == "LAGRANGE-LEGENDRE":
-                w = _lagrange_value_weights(tau, 1.0)
-                rows_end.append((b, nodes, w))
+                rows_end.append((e.b, nodes, L[0]))
             if k + 1 < len(elems):
-                a2, b2, nodes2 = elems[k + 1]
-                h2 = b2 - a2
-                w_left = lagrange_derivative_weights(tau, 1.0) / h
-                w_right = lagrange_derivative_weights([(x - a2) / h2 for x in nodes2], 0.0) / h2
-                rows_rate.append((b, nodes, w_left, nodes2, w_right))
+                e2 = elems[k + 1]
+                nodes2 = [float(x) for x in grid.points[e2.state_points]]
+                _, dL2 = lagrange_basis(grid.tau(e2, e2.state_points), 0.0, derivative=True)
+                rows_rate.append((e.b, nodes, dL[0] / e.h, nodes2, dL2[0] / e2.h))
         m.control_rate_continuity = pyo.Constraint(
             CONTROLS, range(len(rows_rate)), rule=lambda m, c, i: (
                 sum(w * m.component(c)[x] for x, w in zip(rows_rate[i][1], rows_rate[i][2]))

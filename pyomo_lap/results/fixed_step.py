@@ -5,7 +5,7 @@ element boundaries and the collocation points of pyomo.dae's orthogonal collocat
 (Lagrange-Radau or Lagrange-Legendre), 1-13 m apart. Data tools (MoTeC i2, AiM RaceStudio, a
 spreadsheet) want rows on an equal step of distance. Between the mesh points the solution
 is not a straight line: within each finite element :math:`[e_j, e_{j+1}]` it is the
-polynomial the collocation solved for, and :func:`collocation_interpolate` evaluates that
+polynomial the collocation solved for, and :func:`pyomo_lap.ocp.collocation.collocation_interpolate` evaluates that
 polynomial:
 
 * **states** (the model's differential variables, those with a derivative ``d<name>_ds``:
@@ -48,10 +48,11 @@ from typing import Iterable, Optional
 import numpy as np
 import pandas as pd
 
+from ..ocp.collocation import INTERPOLATION_KINDS, collocation_interpolate
 from .logger import LOGGER_CHANNELS
 from .table import track_coordinate
 
-__all__ = ["collocation_interpolate", "fixed_step_grid", "fixed_step_table", "track_coordinate",
+__all__ = ["fixed_step_grid", "fixed_step_table", "track_coordinate",
            "column_kinds", "derive_channels", "folder_car", "EXPORT_FOLDER", "MESH_FILES"]
 
 MESH_FILES = ("trajectory_mesh.csv", "trajectory_mesh.parquet")
@@ -62,8 +63,6 @@ EXPORT_FOLDER = "export_every_{step}m"
 """The folder of ``pyomo-lap export RUN --every STEP`` inside ``RUN`` (``{step}``: the step in
 metres as ``%g``, ``export_every_1m``, ``export_every_0.5m``)."""
 
-_KINDS = ("state", "algebraic", "all")
-_TOL = 1e-9     # [m] positions closer than this (relative to the sector length) are the same
 
 
 def fixed_step_grid(length: float, every: float) -> np.ndarray:
@@ -91,107 +90,12 @@ def fixed_step_grid(length: float, every: float) -> np.ndarray:
     return grid
 
 
-def _element_nodes(breaks: np.ndarray, nodes: np.ndarray, kind: str, scheme: str) -> np.ndarray:
-    """``(N, K)`` indices into ``nodes`` of each element's interpolation points (-1: none)."""
-    tol = _TOL * max(1.0, float(abs(breaks[-1] - breaks[0])))
-    left_in = kind != "algebraic"
-    right_in = scheme == "LAGRANGE-RADAU" or kind == "all"
-    rows = []
-    for a, b in zip(breaks[:-1], breaks[1:]):
-        lo = a - tol if left_in else a + tol
-        hi = b + tol if right_in else b - tol
-        i0 = int(np.searchsorted(nodes, lo, side="left" if left_in else "right"))
-        i1 = int(np.searchsorted(nodes, hi, side="right" if right_in else "left"))
-        if i1 <= i0:
-            raise ValueError(f"element [{a:g}, {b:g}] m has no {kind} interpolation points "
-                             "among the mesh points: expected its collocation points")
-        rows.append(np.arange(i0, i1))
-    K = max(len(r) for r in rows)
-    out = np.full((len(rows), K), -1, dtype=np.int64)
-    for j, r in enumerate(rows):
-        out[j, :len(r)] = r
-    return out
 
 
-def collocation_interpolate(breaks, nodes, values, query, kind: str = "state",
-                            scheme: str = "LAGRANGE-RADAU") -> np.ndarray:
-    """Values at ``query`` of the collocation polynomials of one or more channels.
-
-    Within element ``j`` (``breaks[j] <= x < breaks[j+1]``; the last element includes its
-    end) the value is the Lagrange polynomial through the element's points of ``kind``
-    (module docstring): ``"state"`` the start and the collocation points, ``"algebraic"`` the
-    collocation points only, ``"all"`` every mesh point of the closed element. A query at a
-    mesh point (within 1e-9 of the sector length) gets the mesh point's value.
-
-    Parameters
-    ----------
-    breaks : array_like (N+1,)
-        Element boundaries [m], increasing; every one a mesh point.
-    nodes : array_like (M,)
-        The mesh points [m], increasing (the element boundaries and the collocation points).
-    values : array_like (M,) or (M, C)
-        Values at the mesh points (C channels at once).
-    query : array_like (Q,)
-        Where to evaluate [m], within ``[breaks[0], breaks[-1]]``.
-    kind : {'state', 'algebraic', 'all'}
-    scheme : {'LAGRANGE-RADAU', 'LAGRANGE-LEGENDRE'}
-        pyomo.dae's collocation scheme.
-
-    Returns
-    -------
-    ndarray (Q,) or (Q, C)
-
-    Raises
-    ------
-    ValueError
-        A bad ``kind`` or ``scheme``, shapes that disagree, positions that do not increase,
-        a query outside the elements, an element without interpolation points.
-    """
-    if kind not in _KINDS:
-        raise ValueError(f"kind = {kind!r}: expected one of {', '.join(_KINDS)}")
-    if scheme not in ("LAGRANGE-RADAU", "LAGRANGE-LEGENDRE"):
-        raise ValueError(f"scheme = {scheme!r}: expected 'LAGRANGE-RADAU' or 'LAGRANGE-LEGENDRE'")
-    breaks = np.asarray(breaks, dtype=float)
-    nodes = np.asarray(nodes, dtype=float)
-    y = np.asarray(values, dtype=float)
-    q = np.asarray(query, dtype=float)
-    flat = y.ndim == 1
-    y2 = y.reshape(len(y), -1)
-    if len(y2) != len(nodes):
-        raise ValueError(f"values has {len(y2)} rows for {len(nodes)} mesh points: expected one "
-                         "per point")
-    if np.any(np.diff(nodes) <= 0) or np.any(np.diff(breaks) <= 0):
-        raise ValueError("the mesh points and the element boundaries must increase")
-    tol = _TOL * max(1.0, float(abs(breaks[-1] - breaks[0])))
-    if q.size and (q.min() < breaks[0] - tol or q.max() > breaks[-1] + tol):
-        raise ValueError(f"query from {q.min():g} to {q.max():g} m: expected positions within "
-                         f"the elements [{breaks[0]:g}, {breaks[-1]:g}] m")
-    idx = _element_nodes(breaks, nodes, kind, scheme)
-    el = np.clip(np.searchsorted(breaks, q, side="right") - 1, 0, len(breaks) - 2)
-    I = idx[el]                                        # (Q, K) node indices, -1 padding
-    valid = I >= 0
-    X = np.where(valid, nodes[np.maximum(I, 0)], np.nan)
-    L = np.where(valid, 1.0, 0.0)
-    K = I.shape[1]
-    for k in range(K):
-        for m in range(K):
-            if m == k:
-                continue
-            use = valid[:, k] & valid[:, m]
-            factor = (q - X[:, m]) / (X[:, k] - X[:, m])
-            L[:, k] = np.where(use, L[:, k] * factor, L[:, k])
-    out = np.einsum("qk,qkc->qc", L, y2[np.maximum(I, 0)])
-    # at a mesh point: its value, exactly (an algebraic variable at an element's start, a
-    # Legendre state at an element's end)
-    j = np.clip(np.searchsorted(nodes, q), 0, len(nodes) - 1)
-    j = np.where((j > 0) & (np.abs(nodes[j - 1] - q) < np.abs(nodes[j] - q)), j - 1, j)
-    hit = np.abs(nodes[j] - q) <= tol
-    out[hit] = y2[j[hit]]
-    return out[:, 0] if flat else out
 
 
 def column_kinds(columns: Iterable[str], states: Iterable[str], variables: Iterable[str]) -> dict:
-    """``{column: kind}`` for :func:`collocation_interpolate`: ``"state"`` for the model's
+    """``{column: kind}`` for :func:`pyomo_lap.ocp.collocation.collocation_interpolate`: ``"state"`` for the model's
     differential variables ``states``, ``"algebraic"`` for its other variables ``variables``,
     ``"all"`` for every other (derived) channel."""
     states, variables = set(states), set(variables)
@@ -282,7 +186,7 @@ def fixed_step_table(df: pd.DataFrame, every: float, breaks, *, states: Iterable
         ``q1``) its track coordinate, ``element`` the element holding each row (as in the mesh
         rows: 0 at the start, ``j`` in :math:`(e_{j-1}, e_j]`), the channels of
         :func:`derive_channels` computed again from the others, every other numeric column by
-        :func:`collocation_interpolate` of its kind; other columns the value of the mesh point
+        :func:`pyomo_lap.ocp.collocation.collocation_interpolate` of its kind; other columns the value of the mesh point
         at or before the row.
 
     Raises
@@ -316,7 +220,7 @@ def fixed_step_table(df: pd.DataFrame, every: float, breaks, *, states: Iterable
     cols = {}
     numeric = [c for c in df.columns if pd.api.types.is_float_dtype(df[c])
                and c not in ("s", "s_sector", "q1")]
-    for kind in _KINDS:
+    for kind in INTERPOLATION_KINDS:
         group = [c for c in numeric if kinds[c] == kind]
         if group:
             vals = collocation_interpolate(b, nodes, df[group].to_numpy(dtype=float), grid,

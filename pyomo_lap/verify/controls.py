@@ -1,9 +1,9 @@
 """The control laws of the time-domain simulation (:func:`pyomo_lap.verify.simulate.simulate`):
 controls constant per segment of time or of track distance (:class:`PiecewiseControls`), the
 Lagrange polynomials of the collocation through given nodes (:class:`CollocationControls`,
-:func:`lagrange_weights`), any function ``u(t, x)`` (:class:`FunctionControls`), and the
+:func:`pyomo_lap.ocp.collocation.barycentric_value`), any function ``u(t, x)`` (:class:`FunctionControls`), and the
 controls of a solved OCP's trajectory table (:func:`controls_from_trajectory`, the element's
-points :func:`element_points`). The path-following driver is
+points :func:`pyomo_lap.ocp.collocation.element_points`). The path-following driver is
 :class:`pyomo_lap.verify.simulate.PathFollowing`.
 """
 from __future__ import annotations
@@ -13,8 +13,10 @@ from typing import Callable, Optional
 
 import numpy as np
 
-__all__ = ["PiecewiseControls", "CollocationControls", "FunctionControls", "lagrange_weights",
-           "controls_from_trajectory", "element_points", "CONTROL_COLUMNS"]
+from ..ocp.collocation import barycentric_value, barycentric_weights, element_points
+
+__all__ = ["PiecewiseControls", "CollocationControls", "FunctionControls",
+           "controls_from_trajectory", "CONTROL_COLUMNS"]
 
 
 CONTROL_COLUMNS = ("f_xa", "f_xb", "delta")
@@ -73,17 +75,6 @@ class PiecewiseControls:
         return self.values[segment]
 
 
-def lagrange_weights(nodes, x) -> np.ndarray:
-    """Lagrange basis polynomials through ``nodes`` evaluated at ``x``: ``(len(x), len(nodes))``
-    (row ``i`` holds the basis polynomials ``l_j(x_i)``, so ``L @ values`` interpolates)."""
-    nodes = np.asarray(nodes, float)
-    x = np.atleast_1d(np.asarray(x, float))
-    L = np.ones((len(x), len(nodes)))
-    for j, xj in enumerate(nodes):
-        for k, xk in enumerate(nodes):
-            if k != j:
-                L[:, j] *= (x - xk) / (xj - xk)
-    return L
 
 
 @dataclasses.dataclass
@@ -151,11 +142,7 @@ class CollocationControls:
             raise ValueError("breaks must increase strictly")
         if self.nodes.shape[1] > 1 and np.any(np.diff(np.sort(self.nodes, axis=1), axis=1) <= 0):
             raise ValueError("the nodes of a segment must be distinct")
-        # barycentric weights 1 / prod_{k != j} (x_j - x_k) of each segment's nodes
-        diff = self.nodes[:, :, None] - self.nodes[:, None, :]
-        K = self.nodes.shape[1]
-        diff[:, np.arange(K), np.arange(K)] = 1.0
-        self._bary = 1.0 / np.prod(diff, axis=2)
+        self._bary = barycentric_weights(self.nodes)
 
     def segment(self, b: float) -> int:
         """Index of the segment holding ``b`` (time or distance)."""
@@ -167,11 +154,7 @@ class CollocationControls:
         holding ``b``)."""
         b = min(max(float(b), self.breaks[0]), self.breaks[-1])
         k = self.segment(b) if segment is None else segment
-        d = b - self.nodes[k]
-        hit = np.flatnonzero(d == 0.0)
-        if len(hit):
-            return self.values[k, hit[0]].copy()
-        return (np.prod(d) * self._bary[k] / d) @ self.values[k]
+        return barycentric_value(self.nodes[k], self._bary[k], self.values[k], b)
 
     def __call__(self, t, x, segment: int):
         """The controls at time ``t`` and state ``x`` in segment ``segment``."""
@@ -202,57 +185,6 @@ class FunctionControls:
         return self.fun(t, x)
 
 
-def element_points(element, s, scheme: str = "LAGRANGE-RADAU") -> list:
-    """The rows of a trajectory table that carry each finite element's polynomials.
-
-    Parameters
-    ----------
-    element : (M,) array_like of int
-        The table's ``element`` column: 0 for the first point (``s = 0``), ``j >= 1`` for the
-        points in :math:`(e_{j-1}, e_j]`.
-    s : (M,) array_like
-        The points' positions (``s_sector``) [m], non-decreasing.
-    scheme : {'LAGRANGE-RADAU', 'LAGRANGE-LEGENDRE'}
-        Radau: every point of an element is a collocation point (the last one is
-        :math:`e_j`); Legendre: all but the element's end point :math:`e_j`.
-
-    Returns
-    -------
-    list of (int, ndarray)
-        For each element ``j = 1 .. N``: the row of its start point :math:`e_{j-1}` (the last
-        row of element ``j - 1``, the row of element 0 for ``j = 1``) and the rows of its
-        collocation points. The states of pyomo.dae's Lagrange collocation, and controls that
-        are states (OCP option ``control_form = "state"``), are on element ``j`` the
-        polynomial through these ``ncp + 1`` points.
-
-    Raises
-    ------
-    ValueError
-        Positions that decrease, an element without points, or an element whose start point
-        is not in the table (element ``j - 1`` absent, e.g. a table that does not begin at
-        ``s = 0``).
-    """
-    el = np.asarray(element).astype(int)
-    s = np.asarray(s, float)
-    if np.any(np.diff(s) < 0):
-        raise ValueError("the trajectory's points must be ordered by s_sector")
-    n = int(el.max()) if el.size else 0
-    last = {}
-    for i, j in enumerate(el):
-        last[int(j)] = i                     # the last row of each element (its end point)
-    out = []
-    for j in range(1, n + 1):
-        if j - 1 not in last:
-            raise ValueError(f"element {j} has no start point in the trajectory (no row of "
-                             f"element {j - 1}); expected a table from s = 0 (element 0)")
-        i0 = last[j - 1]
-        idx = np.flatnonzero((el == j) & (s > s[i0] + 1e-9))   # a repeated boundary is not a point
-        if len(idx) == 0:
-            raise ValueError(f"trajectory has no points in element {j}")
-        if scheme == "LAGRANGE-LEGENDRE" and len(idx) > 1:
-            idx = idx[:-1]
-        out.append((i0, idx))
-    return out
 
 
 def _check_control_options(df, basis: str, interpolation: str, scheme: str,
@@ -291,7 +223,7 @@ def controls_from_trajectory(df, basis: str = "s", start: Optional[float] = None
     constant; it is then returned as :class:`PiecewiseControls`. With controls that are
     differential states in ``q1`` (``control_form = "state"``, the default OCP since it was
     introduced) a control is, like every state, the polynomial of degree ``ncp`` through the
-    element's start point and its collocation points (:func:`element_points`), continuous
+    element's start point and its collocation points (:func:`pyomo_lap.ocp.collocation.element_points`), continuous
     across the element boundaries (``interpolation='state'``).
 
     Parameters

@@ -41,6 +41,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from ..ocp.collocation import element_points, lagrange_basis
 from ..ocp.point_functions import AlgebraicLoopError, CarFunctions, record_of, track_vectors
 
 __all__ = ["collocation_defects", "DefectReport", "initialize_from_collocation", "DEFECT_STATES",
@@ -113,27 +114,6 @@ class DefectReport:
         return out
 
 
-def _lagrange(nodes: np.ndarray, xi: np.ndarray):
-    """Lagrange basis values and derivatives at ``xi`` for ``nodes`` (both in [0, 1]).
-
-    Returns (L (len(xi), n), dL (len(xi), n))."""
-    n = len(nodes)
-    L = np.ones((len(xi), n))
-    dL = np.zeros((len(xi), n))
-    for k in range(n):
-        others = [nodes[j] for j in range(n) if j != k]
-        den = np.prod([nodes[k] - o for o in others])
-        for j, o in enumerate(others):
-            L[:, k] *= (xi - o)
-        for j, o in enumerate(others):
-            term = np.ones_like(xi)
-            for jj, oo in enumerate(others):
-                if jj != j:
-                    term = term * (xi - oo)
-            dL[:, k] += term
-        L[:, k] /= den
-        dL[:, k] /= den
-    return L, dL
 
 
 def _from_source(source, ncp, scheme, start, interpolation=None):
@@ -313,16 +293,16 @@ def _all_element_defects(c: _Sector, node_sets, wvec) -> tuple:
         Xn = c.X[nodes]
         key = tuple(np.round(xi, 12))
         if key not in cache:
-            cache[key] = _lagrange(xi, c.gx)
+            cache[key] = lagrange_basis(xi, c.gx, derivative=True)
         L, dL = cache[key]
         xs[j], dxs[j] = L @ Xn, dL @ Xn / h
         if c.state_controls:
             us[j] = L @ c.U[nodes]
         else:
-            Lu, _ = _lagrange(xi[1:], c.gx)
+            Lu = lagrange_basis(xi[1:], c.gx)
             us[j] = Lu @ c.U[nodes[1:]]
         if c.node_residuals:
-            _, dLn = _lagrange(xi, xi[1:])
+            _, dLn = lagrange_basis(xi, xi[1:], derivative=True)
             nodes_rows.append(nodes[1:])
             nodes_dx.append(dLn @ Xn / h)
     first = np.array([nodes[1] for nodes in node_sets])
@@ -359,7 +339,6 @@ def _element_nodes(el, s, scheme: str, ncp: int, gx) -> tuple:
     ValueError
         An element without ``ncp`` collocation points.
     """
-    from .controls import element_points
     eval_s, node_sets = [], []
     groups = element_points(el, s, scheme)
     for j in range(1, int(el.max()) + 1):
@@ -461,11 +440,11 @@ def initialize_from_collocation(new, old, car: Optional[CarFunctions] = None) ->
         nodes = np.r_[np.flatnonzero(np.isclose(so, fe[j - 1]))[:1], pts]
         a, h = fe[j - 1], fe[j] - fe[j - 1]
         here = np.flatnonzero(elem_of_new == j)
-        L, dL = _lagrange((so[nodes] - a) / h, (sn[here] - a) / h)
+        L, dL = lagrange_basis((so[nodes] - a) / h, (sn[here] - a) / h, derivative=True)
         for n in diff + cdiff:
             out[n][here] = L @ vals[n][nodes]
             dout[n][here] = dL @ vals[n][nodes] / h
-        Lu, _ = _lagrange((so[pts] - a) / h, (sn[here] - a) / h)
+        Lu = lagrange_basis((so[pts] - a) / h, (sn[here] - a) / h)
         for n in CONTROLS:
             if n not in cdiff:
                 out[n][here] = Lu @ vals[n][pts]

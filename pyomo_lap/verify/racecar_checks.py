@@ -56,6 +56,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from ..ocp.collocation import element_points, lagrange_basis
 from ..vehicle.racecar_equations import (CONTROLS, STATE_NAMES, THRUST_EPS, WHEELS,
                                          racecar_equations, state_rates)
 
@@ -254,7 +255,6 @@ def racecar_defects(df, track, p, *, start: float = 0.0, scheme: str = "LAGRANGE
         Missing columns, an unknown scheme, elements without points.
     """
     from .defects import DefectReport
-    from .controls import element_points
     t0 = time.perf_counter()
     if scheme not in ("LAGRANGE-RADAU", "LAGRANGE-LEGENDRE"):
         raise ValueError(f"scheme = {scheme!r}: expected 'LAGRANGE-RADAU' or 'LAGRANGE-LEGENDRE'")
@@ -306,17 +306,16 @@ def _at_gauss_points(X, U, s, nodes, a, h, gx, interpolation: str) -> tuple:
     element's start and collocation points for ``interpolation = "state"``, else through the
     collocation points) and the positions [m], at the Gauss points ``gx`` (on [0, 1]) of
     every element, element after element."""
-    from .defects import _lagrange
     xs, dxs, us, sg = [], [], [], []
     for j, nd in enumerate(nodes):
         xi = (s[nd] - a[j]) / h[j]
-        L, dL = _lagrange(xi, gx)
+        L, dL = lagrange_basis(xi, gx, derivative=True)
         xs.append(L @ X[nd])
         dxs.append(dL @ X[nd] / h[j])
         if interpolation == "state":
             us.append(L @ U[nd])
         else:
-            Lu, _ = _lagrange(xi[1:], gx)
+            Lu = lagrange_basis(xi[1:], gx)
             us.append(Lu @ U[nd[1:]])
         sg.append(a[j] + h[j] * gx)
     return tuple(np.concatenate(v) for v in (xs, dxs, us, sg))
@@ -328,7 +327,6 @@ def _node_residuals(p, X, U, s, nodes, a, h, kappa, eps: float) -> np.ndarray:
     ``h``: the elements' starts and lengths [m]; ``kappa``: the curvature at the table's rows,
     as the OCP had it, its column ``Omega_z``: at an element's last point the curvature
     before a junction, :func:`pyomo_lap.ocp.racecar._curvature_in_elements`)."""
-    from .defects import _lagrange
     node_res = np.zeros(len(RACECAR_DEFECT_STATES))
     pts = np.concatenate([nd[1:] for nd in nodes])
     fn = _spatial_rates(p, {k2: X[pts, i] for i, k2 in enumerate(RACECAR_DEFECT_STATES)},
@@ -337,7 +335,7 @@ def _node_residuals(p, X, U, s, nodes, a, h, kappa, eps: float) -> np.ndarray:
     row = 0
     for j, nd in enumerate(nodes):
         xi = (s[nd] - a[j]) / h[j]
-        _, dLn = _lagrange(xi, xi[1:])
+        _, dLn = lagrange_basis(xi, xi[1:], derivative=True)
         dx = dLn @ X[nd] / h[j]
         node_res = np.maximum(node_res, np.max(np.abs(dx - fn[row:row + len(nd) - 1]), axis=0))
         row += len(nd) - 1
@@ -349,14 +347,13 @@ def _shooting(elements, X, U, s, nodes, ends, p, kap, start, interpolation, eps,
     ``shoot_eps``), NaN where the integration failed."""
     from scipy.integrate import solve_ivp
 
-    from .controls import lagrange_weights
     out = np.full((len(nodes), len(RACECAR_DEFECT_STATES)), np.nan)
     for j, nd in enumerate(nodes):
         cn = nd if interpolation == "state" else nd[1:]
         sn, Un = s[cn], U[cn]
 
         def rhs(ss, y, _sn=sn, _Un=Un):
-            u = (lagrange_weights(_sn, ss) @ _Un)[0]
+            u = (lagrange_basis(_sn, ss) @ _Un)[0]
             xx = dict(zip(RACECAR_DEFECT_STATES, y))
             return _spatial_rates(p, xx, dict(zip(CONTROLS, u)), kap(start + ss), eps)
         try:

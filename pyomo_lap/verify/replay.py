@@ -29,7 +29,8 @@ import numpy as np
 import pandas as pd
 
 from ..ocp.point_functions import CarFunctions
-from .controls import CollocationControls, controls_from_trajectory, element_points
+from ..ocp.collocation import element_points
+from .controls import CollocationControls, controls_from_trajectory
 from .simulate import (car_functions, PathFollowing, SimulationResult, TrackLookup,
                        simulate, state_names)
 from ..vehicle.car import ALGEBRAIC
@@ -235,7 +236,7 @@ def state_polynomials(df, columns=("q2", "q3", "q1_dot"), start: Optional[float]
                       scheme: str = "LAGRANGE-RADAU"):
     """Three channels of a trajectory table as the collocation polynomials of the OCP's
     states: on element ``j`` the polynomial through its start and collocation points
-    (:func:`pyomo_lap.verify.controls.element_points`), continuous across the elements.
+    (:func:`pyomo_lap.ocp.collocation.element_points`), continuous across the elements.
 
     Parameters
     ----------
