@@ -148,21 +148,30 @@ def test_plot_refuses_a_plots_folder_linked_out_of_the_results_folder(results, t
 @pytest.mark.unit
 def test_figures_replace_a_link_in_their_folder_never_write_through_it(results, tmp_path):
     """A figure is written to a temporary file and moved onto its name: in a folder of the
-    user's (--out), a link named speed.png is replaced by the figure, its target untouched;
-    no temporary file is left."""
+    user's (--out), a link named speed.png is refused (issue 45: a link is the user's, never
+    replaced nor followed), its target untouched, nothing written; once it is gone, the
+    figures are written and recorded in the folder's manifest (kind ``files``); no temporary
+    file is left."""
+    from pyomo_lap.folders.links import FolderNotReplaceableError
     from pyomo_lap.plots.figures import plot_results
     target = tmp_path / "target.txt"
     target.write_text("keep me")
     figs = tmp_path / "figs"
     figs.mkdir()
     (figs / "speed.png").symlink_to(target)
+    with pytest.raises(FolderNotReplaceableError, match="speed.png is a symbolic link"):
+        plot_results(results, out_dir=figs, figures=["speed"], formats=("png", "pdf"), dpi=40)
+    assert target.read_bytes() == b"keep me"
+    assert sorted(p.name for p in figs.iterdir()) == ["speed.png"]
+    (figs / "speed.png").unlink()
     files = plot_results(results, out_dir=figs, figures=["speed"], formats=("png", "pdf"), dpi=40)
     assert files == [figs / "speed.png", figs / "plots.pdf"]
     assert target.read_bytes() == b"keep me"
-    assert not (figs / "speed.png").is_symlink()
     assert (figs / "speed.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (figs / "plots.pdf").read_bytes()[:5] == b"%PDF-"
-    assert sorted(p.name for p in figs.iterdir()) == ["plots.pdf", "speed.png"]
+    assert sorted(p.name for p in figs.iterdir()) == [MANIFEST, "plots.pdf", "speed.png"]
+    listed = json.loads((figs / MANIFEST).read_text())
+    assert listed["kind"] == "files" and set(listed["files"]) == {"plots.pdf", "speed.png"}
 
 
 # ---- item 4: validate writes no file through a link and replaces none of the user's -------------
@@ -218,8 +227,13 @@ def test_a_validation_file_the_manifest_does_not_list_is_the_users(results):
     """Without a solve: the manifest's rule. validate's files written through
     _write_validation are recorded and replaced by the next export; a validation.json of the
     user's is kept by it."""
-    from pyomo_lap.api.validate import _write_validation
-    _write_validation(results, {"checks": [], "verdict": "pass"}, _Defects(), [], 0.0, _quiet)
+    from pyomo_lap.api.validate import _claim_folder, _write_validation
+    writers = _claim_folder(results, {}, False, False, None)
+    try:
+        _write_validation(writers, {"checks": [], "verdict": "pass"}, _Defects(), [], 0.0,
+                          _quiet)
+    finally:
+        writers[0].release()
     listed = json.loads((results / MANIFEST).read_text())["files"]
     assert listed["validation.json"]["by"] == listed["defects.csv"]["by"] == "validate"
     df, summary = _run(n=81)
@@ -253,8 +267,10 @@ def test_names_with_dollar_signs_are_drawn_as_text(tmp_path):
     text, mathtext = title._preprocess_math(title.get_text())    # what matplotlib draws
     assert MATHTEXT in text and "oval $1$ $x^$" in text and not mathtext
     plt.close(fig)
-    _plot_defects(_Defects(), 0.0, tmp_path / "d.png", MATHTEXT)
-    assert (tmp_path / "d.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    from pyomo_lap.folders.writer import ResultsWriter
+    with ResultsWriter.adding(tmp_path / "d", "validate") as writer:
+        path = _plot_defects(_Defects(), 0.0, writer, MATHTEXT)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 # ---- item 11 (b): the lock's refusal fits the command ---------------------------------------------

@@ -33,6 +33,7 @@ import pytest
 from click.testing import CliRunner
 
 from pyomo_lap.cli import main
+from pyomo_lap.folders import writer as writer_mod  # the swap: the writer of every folder
 from pyomo_lap.results import table as res_mod
 from pyomo_lap.results.table import write_results
 
@@ -184,10 +185,10 @@ def test_an_error_between_the_two_moves_puts_the_old_folder_back(tmp_path, monke
             raise OSError(28, "No space left on device")
         return real(src, dst)
 
-    monkeypatch.setattr(res_mod.os, "replace", replace)
+    monkeypatch.setattr(writer_mod.os, "replace", replace)
     with pytest.raises(OSError):
         write_results(out, frame(), _summary(14.0))
-    monkeypatch.setattr(res_mod.os, "replace", real)
+    monkeypatch.setattr(writer_mod.os, "replace", real)
     moves = [c for c in calls if c[0] == "res" or c[0].startswith(".res.")]
     assert moves[0] == ("res", f".res.old-{os.getpid()}") and moves[1][0].startswith(".res.tmp-")
     assert _tree(out) == before
@@ -211,8 +212,8 @@ def test_a_kill_between_the_two_moves_is_recovered_by_the_next_run(tmp_path, mon
             raise Killed()                                          # (and the restore) die
         return real(src, dst)
 
-    monkeypatch.setattr(res_mod.os, "replace", replace)
-    monkeypatch.setattr(res_mod.shutil, "rmtree", lambda *a, **k: None)   # no cleanup either
+    monkeypatch.setattr(writer_mod.os, "replace", replace)
+    monkeypatch.setattr(writer_mod.shutil, "rmtree", lambda *a, **k: None)   # no cleanup either
     with pytest.raises(Killed):
         write_results(out, frame(), _summary(14.0))
     monkeypatch.undo()

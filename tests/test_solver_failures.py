@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from pyomo_lap import build_model, initialize_model, load_track, load_vehicle, solve_model
+from pyomo_lap.folders import writer as writer_mod  # the swap: the writer of every folder
 from pyomo_lap.results import table as res_mod
 from pyomo_lap.folders.results_folder import MANIFEST
 from pyomo_lap.api.results import ResultsNotWrittenError, _write_or_fallback
@@ -423,7 +424,7 @@ def test_ctrl_c_between_the_two_moves_puts_the_earlier_results_back(tmp_path, mo
             raise KeyboardInterrupt
         return real_replace(a, b)
 
-    monkeypatch.setattr(res_mod.os, "replace", replace)
+    monkeypatch.setattr(writer_mod.os, "replace", replace)
     with pytest.raises(KeyboardInterrupt):
         res_mod.write_results(out, _frame(), _summary())
     monkeypatch.undo()
@@ -438,7 +439,7 @@ def test_ctrl_c_between_the_two_moves_puts_the_earlier_results_back(tmp_path, mo
             raise OSError(28, "No space left on device")
         return real_replace(a, b)
 
-    monkeypatch.setattr(res_mod.os, "replace", replace_oserror)
+    monkeypatch.setattr(writer_mod.os, "replace", replace_oserror)
     with pytest.raises(OSError, match="No space"):
         res_mod.write_results(out, _frame(), _summary())
     monkeypatch.undo()

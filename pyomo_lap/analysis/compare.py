@@ -24,6 +24,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from ..folders.writer import ResultsWriter
 from .telemetry import CHANNEL_ALIASES, read_telemetry
 
 __all__ = ["delta_along_track", "sector_deltas", "channel_differences", "run_statistics",
@@ -381,19 +382,18 @@ def _figure_many(delta: pd.DataFrame, names, labels, title: str):
     return fig
 
 
-def _out_folder(out_dir, dirs, default: str) -> Path:
-    """The comparison's folder: never a run's folder, inside one, or a results folder."""
-    from ..results.table import MANIFEST
+def _comparison_writer(out_dir, dirs, default: str):
+    """The writer of a comparison's folder (:class:`pyomo_lap.folders.writer.ResultsWriter`,
+    replace mode, kind ``compare``; not yet claimed): a folder of its own, never a run's
+    folder nor inside one (ValueError), nor a folder of pyomo_lap's of another kind, nor one
+    holding files of the user's (refused when it is claimed, before anything is read)."""
     out = Path(out_dir) if out_dir is not None else Path(dirs[-1]).parent / default
     for run in dirs:
         if _within(out, run):
             raise ValueError(f"--out {out} is {'the' if _within(run, out) else 'inside the'} "
                              f"results folder {run}: a comparison is written into a folder of "
                              f"its own (default {default} next to the runs), never into a run's")
-    if (out / MANIFEST).exists() or (out / "summary.json").exists():
-        raise ValueError(f"--out {out} is a results folder of `pyomo-lap solve`: a comparison is "
-                         "written into a folder of its own")
-    return out
+    return ResultsWriter.replacing(out, "compare", kind="compare")
 
 
 def _check_formats(formats) -> tuple:
@@ -404,18 +404,17 @@ def _check_formats(formats) -> tuple:
     return formats
 
 
-def _write_comparison(out: Path, tables: dict, fig, stem: str, formats, echo) -> list:
-    """Write a comparison into ``out`` (created): each table (``{file name: DataFrame}``) as
-    CSV, then the figure as ``<stem>.<format>``; every file said through ``echo``. Returns
-    the paths written, in that order."""
-    out.mkdir(parents=True, exist_ok=True)
+def _write_comparison(writer, tables: dict, fig, stem: str, formats, echo) -> list:
+    """Write a comparison through its claimed writer: each table (``{file name: DataFrame}``)
+    as CSV, then the figure as ``<stem>.<format>``; every file said through ``echo``. Returns
+    the paths written (their final names), in that order."""
     files = []
     for name, frame in tables.items():
-        frame.to_csv(out / name, index=False, float_format="%.10g")
-        files.append(out / name)
+        files.append(writer.write(name, lambda p, f=frame: f.to_csv(p, index=False,
+                                                                    float_format="%.10g")))
     for fmt in formats:
-        fig.savefig(out / f"{stem}.{fmt}", dpi=120, bbox_inches="tight")
-        files.append(out / f"{stem}.{fmt}")
+        files.append(writer.write(f"{stem}.{fmt}", lambda p, fmt=fmt: fig.savefig(
+            p, format=fmt, dpi=120, bbox_inches="tight")))
     _plt().close(fig)
     for f in files:
         echo(f"  wrote {f}")
@@ -466,40 +465,42 @@ def compare_many(dirs, out_dir=None, n_sectors: int = 3, every=None, formats=("p
     if every is not None:
         parse_step(every)
     names = _unique_names(dirs)
-    out = _out_folder(out_dir, dirs, f"compare_{names[0].replace('/', '_')}_and_{len(dirs) - 1}_more")
-    summaries = [read_summary(d) for d in dirs]
-    tracks = {sm.get("track") for sm in summaries}
-    if len(tracks) > 1:
-        raise ValueError("the runs are on different tracks: " + ", ".join(
-            f"{sm.get('track')!r} ({d})" for sm, d in zip(summaries, dirs)))
-    delta = deltas_many([read_trajectory(d) for d in dirs], names)
-    labels = run_labels(names, summaries)
-    diffs = parameter_differences(summaries)
-    final = {n: float(delta[f"delta_{n} [s]"].iloc[-1]) for n in names}
-    runs = pd.DataFrame([{"run": n, "folder": str(d), "lap_time [s]": sm.get("lap_time_s"),
-                          "time over the common stretch [s]": float(delta[f"t_{n} [s]"].iloc[-1]),
-                          "delta to the first [s]": final[n], **{k: v for k, v in df.items()}}
-                         for n, d, sm, df in zip(names, dirs, summaries, diffs)])
-    edges = np.linspace(delta["s [m]"].iloc[0], delta["s [m]"].iloc[-1], int(n_sectors) + 1)
-    rows = []
-    for k in range(int(n_sectors)):
-        row = {"sector": k + 1, "s_start [m]": edges[k], "s_end [m]": edges[k + 1]}
-        for n in names:
-            t = np.interp(edges[k:k + 2], delta["s [m]"], delta[f"t_{n} [s]"])
-            row[f"time_{n} [s]"] = t[1] - t[0]
-        rows.append(row)
-    sectors = pd.DataFrame(rows)
-    corners = corners_many(summaries, names)
-    table = delta if every is None else _at_steps(delta, every, "s [m]", f"t_{names[0]} [s]")
-    span = f"{delta['s [m]'].iloc[0]:.0f}-{delta['s [m]'].iloc[-1]:.0f} m"
-    fig = _figure_many(delta, names, labels, f"{len(names)} runs against {names[0]}, {span} "
-                                             "(> 0: behind it)")
-    tables = {"compare.csv": table, "compare_sectors.csv": sectors, "compare_runs.csv": runs}
-    if len(corners):
-        tables["compare_corners.csv"] = corners
-    files = _write_comparison(out, tables, fig, "compare", formats, echo)
-    return {"delta": delta, "sectors": sectors, "runs": runs, "labels": labels, "files": files,
-            "table": table, "corners": corners}
+    with _comparison_writer(out_dir, dirs, f"compare_{names[0].replace('/', '_')}_and_"
+                                           f"{len(dirs) - 1}_more") as writer:
+        summaries = [read_summary(d) for d in dirs]
+        tracks = {sm.get("track") for sm in summaries}
+        if len(tracks) > 1:
+            raise ValueError("the runs are on different tracks: " + ", ".join(
+                f"{sm.get('track')!r} ({d})" for sm, d in zip(summaries, dirs)))
+        delta = deltas_many([read_trajectory(d) for d in dirs], names)
+        labels = run_labels(names, summaries)
+        diffs = parameter_differences(summaries)
+        final = {n: float(delta[f"delta_{n} [s]"].iloc[-1]) for n in names}
+        runs = pd.DataFrame([{"run": n, "folder": str(d), "lap_time [s]": sm.get("lap_time_s"),
+                              "time over the common stretch [s]":
+                                  float(delta[f"t_{n} [s]"].iloc[-1]),
+                              "delta to the first [s]": final[n], **{k: v for k, v in df.items()}}
+                             for n, d, sm, df in zip(names, dirs, summaries, diffs)])
+        edges = np.linspace(delta["s [m]"].iloc[0], delta["s [m]"].iloc[-1], int(n_sectors) + 1)
+        rows = []
+        for k in range(int(n_sectors)):
+            row = {"sector": k + 1, "s_start [m]": edges[k], "s_end [m]": edges[k + 1]}
+            for n in names:
+                t = np.interp(edges[k:k + 2], delta["s [m]"], delta[f"t_{n} [s]"])
+                row[f"time_{n} [s]"] = t[1] - t[0]
+            rows.append(row)
+        sectors = pd.DataFrame(rows)
+        corners = corners_many(summaries, names)
+        table = delta if every is None else _at_steps(delta, every, "s [m]", f"t_{names[0]} [s]")
+        span = f"{delta['s [m]'].iloc[0]:.0f}-{delta['s [m]'].iloc[-1]:.0f} m"
+        fig = _figure_many(delta, names, labels, f"{len(names)} runs against {names[0]}, {span} "
+                                                 "(> 0: behind it)")
+        tables = {"compare.csv": table, "compare_sectors.csv": sectors, "compare_runs.csv": runs}
+        if len(corners):
+            tables["compare_corners.csv"] = corners
+        files = _write_comparison(writer, tables, fig, "compare", formats, echo)
+        return {"delta": delta, "sectors": sectors, "runs": runs, "labels": labels, "files": files,
+                "table": table, "corners": corners}
 
 
 def corners_many(summaries: Sequence[dict], names: Sequence[str]) -> pd.DataFrame:
@@ -659,22 +660,27 @@ def compare_telemetry(run_dir, telemetry, out_dir=None, n_sectors: int = 3, ever
     if every is not None:
         parse_step(every)
     run_dir, telemetry = Path(run_dir), Path(telemetry)
-    out = _out_folder(out_dir, [run_dir], f"compare_{run_dir.name}_vs_{telemetry.stem}")
-    log, info = read_telemetry(telemetry, speed_unit=speed_unit, lap=lap)
-    info["lap_asked"] = lap is not None
-    delta, ainfo = telemetry_delta(read_trajectory(run_dir), log, scale=scale, units=info["units"])
-    info.update(ainfo)
-    s = delta["s [m]"].to_numpy()
-    edges = np.linspace(s[0], s[-1], int(n_sectors) + 1)
-    tr = np.interp(edges, s, delta["t_run [s]"])
-    tl = np.interp(edges, s, delta["t_log [s]"])
-    sectors = pd.DataFrame([{"sector": k + 1, "s_start [m]": edges[k], "s_end [m]": edges[k + 1],
-                             "time_run [s]": tr[k + 1] - tr[k], "time_log [s]": tl[k + 1] - tl[k],
-                             "delta [s]": (tl[k + 1] - tl[k]) - (tr[k + 1] - tr[k])}
-                            for k in range(int(n_sectors))])
-    table = delta if every is None else _at_steps(delta, every, "s [m]", "t_run [s]")
-    fig = _figure_telemetry(delta, run_dir.name, telemetry.name, info["compared"])
-    files = _write_comparison(out, {"telemetry.csv": table, "telemetry_sectors.csv": sectors},
-                              fig, "telemetry", formats, echo)
-    return {"delta": delta, "sectors": sectors, "table": table, "info": info, "files": files,
-            "delta_t_s": float(delta["delta_t [s]"].iloc[-1])}
+    with _comparison_writer(out_dir, [run_dir],
+                             f"compare_{run_dir.name}_vs_{telemetry.stem}") as writer:
+        log, info = read_telemetry(telemetry, speed_unit=speed_unit, lap=lap)
+        info["lap_asked"] = lap is not None
+        delta, ainfo = telemetry_delta(read_trajectory(run_dir), log, scale=scale,
+                                       units=info["units"])
+        info.update(ainfo)
+        s = delta["s [m]"].to_numpy()
+        edges = np.linspace(s[0], s[-1], int(n_sectors) + 1)
+        tr = np.interp(edges, s, delta["t_run [s]"])
+        tl = np.interp(edges, s, delta["t_log [s]"])
+        sectors = pd.DataFrame([{"sector": k + 1, "s_start [m]": edges[k],
+                                 "s_end [m]": edges[k + 1],
+                                 "time_run [s]": tr[k + 1] - tr[k],
+                                 "time_log [s]": tl[k + 1] - tl[k],
+                                 "delta [s]": (tl[k + 1] - tl[k]) - (tr[k + 1] - tr[k])}
+                                for k in range(int(n_sectors))])
+        table = delta if every is None else _at_steps(delta, every, "s [m]", "t_run [s]")
+        fig = _figure_telemetry(delta, run_dir.name, telemetry.name, info["compared"])
+        files = _write_comparison(writer, {"telemetry.csv": table,
+                                           "telemetry_sectors.csv": sectors},
+                                  fig, "telemetry", formats, echo)
+        return {"delta": delta, "sectors": sectors, "table": table, "info": info, "files": files,
+                "delta_t_s": float(delta["delta_t [s]"].iloc[-1])}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import math
 import platform
+import shutil
 import time
 from pathlib import Path
 from typing import Optional
@@ -495,8 +496,12 @@ def _write_or_fallback(out_dir: Path, df, summary: dict, params: dict, rep, echo
                               solution=solution, echo=_recovery_only(echo), mesh_df=mesh_df)
     except (OSError, FolderNotReplaceableError) as exc:  # e.g. a file of the user's added meanwhile
         fallback = Path(tempfile.mkdtemp(prefix=f"pyomo_lap-{out_dir.name}-"))
-        where = write_results(fallback / out_dir.name, df, summary, params, partial=partial,
-                              n_sectors=n_sectors, solution=solution, mesh_df=mesh_df)
+        try:
+            where = write_results(fallback / out_dir.name, df, summary, params, partial=partial,
+                                  n_sectors=n_sectors, solution=solution, mesh_df=mesh_df)
+        except BaseException:           # the temporary folder's disk full too: nothing left
+            shutil.rmtree(fallback, ignore_errors=True)
+            raise
         msg = (f"could not write the results to {out_dir}: {exc}; they were saved to {where}/ "
                "instead")
         if rep.ok:

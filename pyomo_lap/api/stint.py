@@ -32,15 +32,22 @@ both, the smaller holds.
 Results in ``out_dir``: ``lap_01/`` ... (each a results folder of
 :func:`pyomo_lap.results.table.write_results`: trajectory, workbook, summary with the lap's
 ``energy``), ``stint.csv`` and ``stint.xlsx`` (sheet ``stint``, one row per lap:
-:data:`STINT_COLUMNS`), ``stint.json``.
+:data:`STINT_COLUMNS`), ``stint.json``. The folder is written whole
+(:class:`pyomo_lap.folders.writer.ResultsWriter`, kind ``stint``: checked and locked before
+the model is built, written aside lap by lap and swapped in at the end), so a 1-lap stint
+into an earlier 5-lap stint's folder leaves no ``lap_02`` ... of the earlier one, and a
+folder of the user's (``lap_02`` of theirs, an edited ``stint.csv``) is refused before the
+first lap.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
-from pathlib import Path
 from typing import Callable, Optional
+
+from ..folders.writer import ResultsWriter
 
 __all__ = ["solve_stint", "StintError", "STINT_COLUMNS", "FUEL_TOL", "lap_limits", "carry_state",
            "stint_table"]
@@ -149,8 +156,10 @@ def stint_table(rows: list):
     return pd.DataFrame(rows, columns=list(STINT_COLUMNS))
 
 
-def _write_lap(out_dir: Path, m, row: dict, car, track_name: str, rep, limits: dict) -> None:
-    """The lap's results folder ``out_dir`` (:func:`pyomo_lap.results.table.write_results`)."""
+def _write_lap(writer: ResultsWriter, m, row: dict, car, track_name: str, rep,
+               limits: dict) -> None:
+    """The lap's results folder ``lap_NN`` inside the stint's, through its writer
+    (:func:`pyomo_lap.results.table.write_results`)."""
     from ..ocp.integrals import energy_summary
     from ..results.table import trajectory_dataframe, write_results
     df = trajectory_dataframe(m)
@@ -159,21 +168,29 @@ def _write_lap(out_dir: Path, m, row: dict, car, track_name: str, rep, limits: d
                "mass_start_kg": row["mass_start_kg"], "solver": rep.solver,
                "iterations": rep.iterations, "solve_time_s": rep.solve_time_s,
                "warm_start": row["warm_start"], "limits": limits, "energy": energy_summary(m)}
-    write_results(out_dir, df, summary, car)
+    write_results(writer.nested(f"lap_{row['lap']:02d}"), df, summary, car)
 
 
-def _write_stint(out_dir: Path, rows: list, meta: dict) -> None:
-    """``stint.csv``, ``stint.xlsx`` (sheets ``stint``, ``units``) and ``stint.json``."""
+def _write_stint(writer: Optional[ResultsWriter], rows: list, meta: dict,
+                 commit: bool = False) -> None:
+    """``stint.csv``, ``stint.xlsx`` (sheets ``stint``, ``units``) and ``stint.json``
+    through the stint's writer (none: nothing written); ``commit``: the folder put in place
+    now (a stint that stops, the laps before written)."""
+    if writer is None:
+        return
     import pandas as pd
     table = stint_table(rows)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out_dir / "stint.csv", index=False)
-    with pd.ExcelWriter(out_dir / "stint.xlsx", engine="xlsxwriter") as xw:
-        table.to_excel(xw, sheet_name="stint", index=False)
-        pd.DataFrame({"column": list(STINT_COLUMNS), "unit": list(STINT_COLUMNS.values())}
-                     ).to_excel(xw, sheet_name="units", index=False)
-    (out_dir / "stint.json").write_text(json.dumps({**meta, "laps": rows}, indent=1,
-                                                   default=str), encoding="utf-8")
+
+    def workbook(path):
+        with pd.ExcelWriter(path, engine="xlsxwriter") as xw:
+            table.to_excel(xw, sheet_name="stint", index=False)
+            pd.DataFrame({"column": list(STINT_COLUMNS), "unit": list(STINT_COLUMNS.values())}
+                         ).to_excel(xw, sheet_name="units", index=False)
+    writer.write("stint.csv", lambda path: table.to_csv(path, index=False))
+    writer.write("stint.xlsx", workbook)
+    writer.write_text("stint.json", json.dumps({**meta, "laps": rows}, indent=1, default=str))
+    if commit:
+        writer.commit()
 
 
 def _prepare(track, vehicle, ocp_options: Optional[dict], limits, stint_limits, laps: int):
@@ -217,7 +234,8 @@ def solve_stint(track="red_bull_ring", vehicle="fsae", laps: int = 5, *, limits=
     stint_limits : dict or list of str, optional
         Budgets for the whole stint, split over the laps by what is left.
     out_dir : str or Path, optional
-        Where to write ``lap_NN/`` and the stint table; None: nothing written.
+        Where to write ``lap_NN/`` and the stint table; None: nothing written. Written whole
+        (module docstring): checked and locked before the model is built.
     solver, solver_options : optional
         As :func:`pyomo_lap.solvers.solve.solve_model` (default ``lap_ipopt``).
     ocp_options : dict, optional
@@ -236,10 +254,13 @@ def solve_stint(track="red_bull_ring", vehicle="fsae", laps: int = 5, *, limits=
     ------
     ValueError
         An open track, ``laps`` < 1, a bad limit (named), a limit the car lacks (``fuel``
-        without ``[fuel]``).
+        without ``[fuel]``); ``out_dir`` holds something that is not a stint of pyomo_lap's
+        (:class:`pyomo_lap.folders.links.FolderNotReplaceableError`, before anything is built).
     StintError
         A lap not solved to optimality, or the fuel or a stint budget used up (the laps
         before are written).
+    FolderWriteError (an OSError)
+        The folder could not be written (a full disk): the earlier one is as it was.
     """
     from ..ocp.build import set_vehicle
     from ..ocp.initialize import initialize_model
@@ -247,61 +268,68 @@ def solve_stint(track="red_bull_ring", vehicle="fsae", laps: int = 5, *, limits=
     from ..solvers.solve import DEFAULT_SOLVER, solve_model
     from ..vehicle.fuel import has_fuel
     t0 = time.perf_counter()
-    tr, car, per_lap, stint, m = _prepare(track, vehicle, ocp_options, limits, stint_limits, laps)
-    out = Path(out_dir) if out_dir is not None else None
-    echo(f"stint of {laps} laps: {car.name} on {tr.name} ({tr.length:.0f} m); model built in "
-         f"{time.perf_counter() - t0:.1f} s, {len(m.s)} points")
-    initialize_model(m)
-    mass, fuel_left = float(car.m), (float(car.fuel_mass) if has_fuel(car) else None)
-    used, rows = {}, []
-    for k in range(1, int(laps) + 1):
-        lim = lap_limits(per_lap, stint, used, int(laps) - k + 1)
-        if lim:
-            add_energy_limits(m, lim)
-        rep = solve_model(m, solver=solver or DEFAULT_SOLVER, options=solver_options)
-        if not rep.ok:
-            if out is not None and rows:
-                _write_stint(out, rows, {"track": tr.name, "vehicle": car.name, "laps": laps})
-            raise StintError(f"lap {k} of the stint: {rep.describe()}", rows)
-        row = _lap_row(m, k, mass, fuel_left, rep)
-        rows.append(row)
-        echo(f"  lap {k}: {row['lap_time_s']:.3f} s, mass {mass:.2f} kg"
-             + (f", fuel {row['fuel_kg']:.3f} kg" if row["fuel_kg"] is not None else "")
-             + f", {rep.iterations} iterations, {rep.solve_time_s:.1f} s")
-        if out is not None:
-            _write_lap(out / f"lap_{k:02d}", m, row, car.replace(m=mass), tr.name, rep, lim)
-        for name, value in energy_summary(m).items():
-            if name.endswith("_J") or name == "fuel_kg":
-                key = name[:-2] if name.endswith("_J") else "fuel"
-                used[key] = used.get(key, 0.0) + (value or 0.0)
-        if fuel_left is not None:
-            _check_fuel(out, rows, row, fuel_left, tr.name, car.name)
-            fuel_left = row["fuel_left_kg"]
-        if k == int(laps):
-            break
-        if fuel_left is not None:
-            mass -= row["fuel_kg"]
-            set_vehicle(m, car.replace(m=mass))
-        if m.periodic.active:
-            carry_state(m)
-        else:
-            _carry_again(m)
-    result = {"laps": rows, "table": stint_table(rows), "model": m, "out_dir": out,
-              "wall_s": time.perf_counter() - t0}
-    if out is not None:
-        _write_stint(out, rows, {"track": tr.name, "vehicle": car.name, "n_laps": laps,
-                                 "limits_per_lap": per_lap, "stint_limits": stint,
-                                 "wall_s": result["wall_s"]})
+    writer = (ResultsWriter.replacing(out_dir, "stint", kind="stint", echo=echo)
+              if out_dir is not None else None)
+    with writer if writer is not None else contextlib.nullcontext():   # before the first lap
+        tr, car, per_lap, stint, m = _prepare(track, vehicle, ocp_options, limits, stint_limits,
+                                              laps)
+        echo(f"stint of {laps} laps: {car.name} on {tr.name} ({tr.length:.0f} m); model built "
+             f"in {time.perf_counter() - t0:.1f} s, {len(m.s)} points")
+        initialize_model(m)
+        mass, fuel_left = float(car.m), (float(car.fuel_mass) if has_fuel(car) else None)
+        used, rows = {}, []
+        for k in range(1, int(laps) + 1):
+            lim = lap_limits(per_lap, stint, used, int(laps) - k + 1)
+            if lim:
+                add_energy_limits(m, lim)
+            rep = solve_model(m, solver=solver or DEFAULT_SOLVER, options=solver_options)
+            if not rep.ok:
+                if rows:
+                    _write_stint(writer, rows, {"track": tr.name, "vehicle": car.name,
+                                                "laps": laps}, commit=True)
+                raise StintError(f"lap {k} of the stint: {rep.describe()}", rows)
+            row = _lap_row(m, k, mass, fuel_left, rep)
+            rows.append(row)
+            echo(f"  lap {k}: {row['lap_time_s']:.3f} s, mass {mass:.2f} kg"
+                 + (f", fuel {row['fuel_kg']:.3f} kg" if row["fuel_kg"] is not None else "")
+                 + f", {rep.iterations} iterations, {rep.solve_time_s:.1f} s")
+            if writer is not None:
+                _write_lap(writer, m, row, car.replace(m=mass), tr.name, rep, lim)
+            _add_used(used, energy_summary(m))
+            if fuel_left is not None:
+                _check_fuel(writer, rows, row, fuel_left, tr.name, car.name)
+                fuel_left = row["fuel_left_kg"]
+            if k == int(laps):
+                break
+            if fuel_left is not None:
+                mass -= row["fuel_kg"]
+                set_vehicle(m, car.replace(m=mass))
+            carry_state(m) if m.periodic.active else _carry_again(m)
+        result = {"laps": rows, "table": stint_table(rows), "model": m,
+                  "out_dir": writer.folder if writer is not None else None,
+                  "wall_s": time.perf_counter() - t0}
+        _write_stint(writer, rows, {"track": tr.name, "vehicle": car.name, "n_laps": laps,
+                                    "limits_per_lap": per_lap, "stint_limits": stint,
+                                    "wall_s": result["wall_s"]})
     return result
 
 
-def _check_fuel(out: Optional[Path], rows: list, row: dict, fuel_left: float, track: str,
-                car: str) -> None:
+def _add_used(used: dict, energy: dict) -> None:
+    """Add a lap's energies and fuel (:func:`pyomo_lap.ocp.integrals.energy_summary`) to what
+    the laps before used (``{integral: value}``: ``"tyre_fl"``, ``"fuel"`` ...)."""
+    for name, value in energy.items():
+        if name.endswith("_J") or name == "fuel_kg":
+            key = name[:-2] if name.endswith("_J") else "fuel"
+            used[key] = used.get(key, 0.0) + (value or 0.0)
+
+
+def _check_fuel(writer: Optional[ResultsWriter], rows: list, row: dict, fuel_left: float,
+                track: str, car: str) -> None:
     """StintError (the laps so far written) when lap ``row`` burned more than ``fuel_left``."""
     if row["fuel_kg"] <= fuel_left + FUEL_TOL * row["fuel_kg"]:
         return
-    if out is not None:
-        _write_stint(out, rows, {"track": track, "vehicle": car, "out_of_fuel": row["lap"]})
+    _write_stint(writer, rows, {"track": track, "vehicle": car, "out_of_fuel": row["lap"]},
+                 commit=True)
     raise StintError(f"out of fuel in lap {row['lap']}: it burns {row['fuel_kg']:.3f} kg with "
                      f"{fuel_left:.3f} kg left ([fuel] mass_start; a budget --stint-limit "
                      "fuel=<mass_start>kg shares the tank over the laps)", rows)

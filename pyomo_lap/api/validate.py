@@ -13,11 +13,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
 import time
 from pathlib import Path
 import numpy as np
 
+from ..folders.writer import ResultsWriter
 from ..verify.verdict import (DEFECT_MAX, DEFECT_P95, REPLAY_DRIVER, REPLAY_LATERAL,
                       REPLAY_SEGMENT_S, REPLAY_SHORTFALL, REPLAY_STEERING, REPLAY_TIME,
                       VALIDATED_MODELS, _clean, _defect_checks, _energy_checks, _inputs,
@@ -76,28 +76,36 @@ def validate_results(folder, feedback: bool = True, shooting: bool = False,
         folder's manifest with its SHA-256: the user's), :func:`_claim_folder`.
     OutputBusyError (a ValueError)
         Another pyomo-lap run is writing into the folder (its lock is held throughout).
+    FolderWriteError (an OSError)
+        A file could not be written (a full disk): none was, the earlier ones are kept.
     """
     t0 = time.perf_counter()
     folder = Path(folder)
     summary = _read_summary(folder)
-    lock = _claim_folder(folder, summary, feedback, plots, plots_dir)
+    writers = _claim_folder(folder, summary, feedback, plots, plots_dir)
+    own = list({id(w): w for w in writers if w is not None}.values())
     try:
-        return _validate(folder, summary, feedback, shooting, open_loop, plots, plots_dir, echo,
-                         t0)
+        return _validate(folder, summary, feedback, shooting, open_loop, writers, echo, t0)
+    except BaseException:
+        for w in own:
+            w.abort()
+        raise
     finally:
-        lock.release()
+        for w in own:
+            w.release()
 
 
 def _validate(folder: Path, summary: dict, feedback: bool, shooting: bool, open_loop: bool,
-              plots: bool, plots_dir, echo, t0: float) -> dict:
-    """:func:`validate_results` once the folder is claimed (:func:`_claim_folder`)."""
+              writers: tuple, echo, t0: float) -> dict:
+    """:func:`validate_results` once the folder is claimed (:func:`_claim_folder`: the
+    writers of its files and of its figures, None without figures)."""
     from ..results.table import read_trajectory
     from ..verify.simulate import car_functions
     tr, p = _inputs(summary)
     df = read_trajectory(folder, mesh=True)     # the mesh rows, also of a fixed-step folder
     if summary.get("model", "full") == "racecar":
         return _validate_racecar(folder, summary, df, tr, p, feedback=feedback,
-                                 shooting=shooting, plots=plots, plots_dir=plots_dir,
+                                 shooting=shooting, writers=writers,
                                  echo=echo, t0=t0)
     run = _ValidationRun(folder=folder, df=df, track=tr, vehicle=p, car=car_functions(p),
                          start=float(summary.get("start_m", df["s"].iloc[0])),
@@ -118,37 +126,38 @@ def _validate(folder: Path, summary: dict, feedback: bool, shooting: bool, open_
     out["checks"] = checks
     out["verdict"] = overall_verdict(checks)
     files = []
-    if plots:
-        pdir = Path(plots_dir) if plots_dir is not None else folder
-        pdir.mkdir(parents=True, exist_ok=True)
-        files.append(_plot_defects(d, run.start, pdir / "validation_defects.png", folder.name))
+    if writers[1] is not None:
+        files.append(_plot_defects(d, run.start, writers[1], folder.name))
         if rf is not None:
-            files.append(_plot_replay(rf, df, run.start, pdir / "validation_replay.png",
-                                      folder.name, float(p.delta_max)))
-    return _write_validation(folder, out, d, files, t0, echo)
+            files.append(_plot_replay(rf, df, run.start, writers[1], folder.name,
+                                      float(p.delta_max)))
+    return _write_validation(writers, out, d, files, t0, echo)
 
 
 
-def _validation_files(folder: Path, summary: dict, feedback: bool, plots: bool,
-                      plots_dir) -> list:
-    """The files :func:`validate_results` will write (``validation.json``, ``defects.csv``,
-    and with ``plots`` the figures, in ``plots_dir`` or ``folder``)."""
-    files = [folder / "validation.json", folder / "defects.csv"]
-    if plots:
-        pdir = Path(plots_dir) if plots_dir is not None else folder
-        files.append(pdir / "validation_defects.png")
-        if feedback and summary.get("model", "full") != "racecar":
-            files.append(pdir / "validation_replay.png")
-    return files
+def _figure_names(summary: dict, feedback: bool) -> list:
+    """The figures :func:`validate_results` writes (``validation_defects.png``, and with the
+    feedback replay of the full model ``validation_replay.png``)."""
+    names = ["validation_defects.png"]
+    if feedback and summary.get("model", "full") != "racecar":
+        names.append("validation_replay.png")
+    return names
 
 
-def _claim_folder(folder: Path, summary: dict, feedback: bool, plots: bool, plots_dir):
-    """Before any work of :func:`validate_results`: take the lock of the results folder
-    (:class:`pyomo_lap.folders.results_folder.OutputLock`, refusing at once while another run writes
-    into it) and check that validate may write its files there: the folder is no link and
-    holds none (:func:`pyomo_lap.folders.links.refuse_links`), and each file of
-    :func:`_validation_files` inside it is missing or the one validate wrote (listed in the
-    folder's manifest with its SHA-256). Returns the lock, held.
+def _claim_folder(folder: Path, summary: dict, feedback: bool, plots: bool, plots_dir) -> tuple:
+    """Before any work of :func:`validate_results`: the writers of its files
+    (:class:`pyomo_lap.folders.writer.ResultsWriter`, add mode, ``by = "validate"``),
+    claimed: the results folder's lock taken (refusing at once while another run writes into
+    it), the folder no link and holding none, and each file validate writes (``validation.json``,
+    ``defects.csv`` and the figures, :func:`_figure_names`) missing or the one validate wrote
+    (listed in the folder's manifest with its SHA-256). The figures go into the folder, or
+    into ``plots_dir`` (a second writer, checked alike).
+
+    Returns
+    -------
+    (ResultsWriter, ResultsWriter or None)
+        The writer of the folder's files and that of the figures (the same one when they go
+        into the folder; None without ``plots``), both claimed.
 
     Raises
     ------
@@ -157,48 +166,39 @@ def _claim_folder(folder: Path, summary: dict, feedback: bool, plots: bool, plot
     OutputBusyError (a ValueError)
         Another run holds the lock.
     """
-    from ..folders.results_folder import MANIFEST, _sha256, output_lock, read_manifest
-    from ..folders.links import FolderNotReplaceableError, refuse_links
-    from ..plots.figures import _within_by_name
-    lock = output_lock(folder, "validate").acquire()
+    figures = _figure_names(summary, feedback) if plots else []
+    into = plots and plots_dir is None
+    names = ["validation.json", "defects.csv", *(figures if into else [])]
+    main = ResultsWriter.adding(folder, "validate", names=names)
+    main.claim()
+    if not plots:
+        return main, None
+    if into:
+        return main, main
     try:
-        refuse_links(folder, f"results folder {str(folder)!r}")
-        listed = (read_manifest(folder) or {"files": {}})["files"]
-        for path in _validation_files(folder, summary, feedback, plots, plots_dir):
-            if not _within_by_name(path, folder) or not os.path.lexists(path):
-                continue
-            entry = listed.get(Path(os.path.relpath(path, folder)).as_posix())
-            if (isinstance(entry, dict) and path.is_file()
-                    and _sha256(path) == entry.get("sha256")):
-                continue
-            why = ("was changed since `pyomo-lap validate` wrote it" if entry else
-                   f"is not a file `pyomo-lap validate` wrote (its {MANIFEST} does not list it)")
-            raise FolderNotReplaceableError(
-                f"{path} {why}, and validate writes a file of that name: move or rename it, "
-                "then validate again (nothing was touched)")
+        return main, ResultsWriter.adding(plots_dir, "validate", names=figures).claim()
     except BaseException:
-        lock.release()
+        main.release()
         raise
-    return lock
 
 
-def _write_validation(folder: Path, out: dict, d, files: list, t0: float, echo) -> dict:
+def _write_validation(writers: tuple, out: dict, d, files: list, t0: float, echo) -> dict:
     """The end of :func:`validate_results` (either model): the plots' names and the wall time
-    into ``out``, ``validation.json`` and ``defects.csv`` (``d``'s elements) written (each to
-    a temporary file moved onto its name, never through a link) and recorded with the
-    figures in the folder's manifest (``by = "validate"``: the next solve replaces them), the
-    checks, the penalties (when the solve reported them) and the verdict said; returns
-    ``out`` as written."""
-    from ..folders.results_folder import record_files
-    from ..results.table import _write_replacing
+    into ``out``, ``validation.json`` and ``defects.csv`` (``d``'s elements) written through
+    the folder's writer and committed with the figures (each to a temporary file renamed
+    onto its name, never through a link, and recorded in the folder's manifest, ``by =
+    "validate"``: the next solve replaces them), the checks, the penalties (when the solve
+    reported them) and the verdict said; returns ``out`` as written."""
+    main, figures = writers
     out["plots"] = [str(f) for f in files]
     out["wall_time_s"] = time.perf_counter() - t0
     out = _clean(out)
     text = json.dumps(out, indent=2, default=float)
-    _write_replacing(folder / "validation.json", lambda tmp: Path(tmp).write_text(text))
-    _write_replacing(folder / "defects.csv", lambda tmp: d.elements.to_csv(tmp, index=False))
-    record_files(folder, [folder / "validation.json", folder / "defects.csv", *files],
-                 by="validate")
+    json_path = main.write_text("validation.json", text)
+    csv_path = main.write("defects.csv", lambda tmp: d.elements.to_csv(tmp, index=False))
+    if figures is not None and figures is not main:
+        figures.commit()
+    main.commit()
     echo("")
     for c in out["checks"]:
         echo(format_check(c))
@@ -207,13 +207,12 @@ def _write_validation(folder: Path, out: dict, d, files: list, t0: float, echo) 
         echo(regularization_text(reg))
         echo(lap_time_cost_text(reg))
     echo(f"verdict: {out['verdict'].upper()}")
-    echo(f"written {folder / 'validation.json'}, {folder / 'defects.csv'}"
-         + "".join(f", {f}" for f in files))
+    echo(f"written {json_path}, {csv_path}" + "".join(f", {f}" for f in files))
     return out
 
 
 def _validate_racecar(folder: Path, summary: dict, df, track, p, *, feedback: bool,
-                      shooting: bool, plots: bool, plots_dir, echo, t0: float) -> dict:
+                      shooting: bool, writers: tuple, echo, t0: float) -> dict:
     """:func:`validate_results` for a result of dymos's racecar (``model = "racecar"``,
     :mod:`pyomo_lap.verify.racecar_checks`): the collocation defects, the segmented replay with
     the path-following driver, the friction ellipses and the power along it, the zig-zags and
@@ -248,11 +247,9 @@ def _validate_racecar(folder: Path, summary: dict, df, track, p, *, feedback: bo
     out["checks"] = checks
     out["verdict"] = overall_verdict(checks)
     files = []
-    if plots:
-        pdir = Path(plots_dir) if plots_dir is not None else folder
-        pdir.mkdir(parents=True, exist_ok=True)
-        files.append(_plot_defects(d, start, pdir / "validation_defects.png", folder.name))
-    return _write_validation(folder, out, d, files, t0, echo)
+    if writers[1] is not None:
+        files.append(_plot_defects(d, start, writers[1], folder.name))
+    return _write_validation(writers, out, d, files, t0, echo)
 
 
 def _racecar_defect_summary(d) -> dict:
@@ -429,13 +426,16 @@ def _literal(name) -> str:
     return literal(name)
 
 
-def _write_replacing(path: Path, write) -> Path:
-    """A figure written through :func:`pyomo_lap.results.table._write_replacing`."""
-    from ..results.table import _write_replacing as replacing
-    return replacing(path, write)
+def _save(writer, name: str, fig) -> Path:
+    """A figure of validate written through its writer as ``name`` (PNG, 110 dpi) and closed;
+    its final name."""
+    try:
+        return writer.write(name, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
+    finally:
+        _pyplot().close(fig)
 
 
-def _plot_defects(d, start: float, path: Path, title: str) -> Path:
+def _plot_defects(d, start: float, writer, title: str) -> Path:
     """The scaled defect of every element along the track with the thresholds."""
     plt = _pyplot()
     el = d.elements
@@ -465,12 +465,10 @@ def _plot_defects(d, start: float, path: Path, title: str) -> Path:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="upper left", ncol=2)
     fig.tight_layout()
-    _write_replacing(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
-    plt.close(fig)
-    return path
+    return _save(writer, "validation_defects.png", fig)
 
 
-def _plot_replay(rf, df, start: float, path: Path, title: str, delta_max: float) -> Path:
+def _plot_replay(rf, df, start: float, writer, title: str, delta_max: float) -> Path:
     """The feedback replay's lateral position, speed and steering against the optimum's,
     and their differences, along the track."""
     plt = _pyplot()
@@ -541,6 +539,4 @@ def _plot_replay(rf, df, start: float, path: Path, title: str, delta_max: float)
     fig.suptitle(f"{_literal(title)}: replay with path-following steering against the optimum",
                  fontsize=11)
     fig.tight_layout()
-    _write_replacing(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
-    plt.close(fig)
-    return path
+    return _save(writer, "validation_replay.png", fig)

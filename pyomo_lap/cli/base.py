@@ -1,23 +1,35 @@
 """The command group ``pyomo-lap`` (:func:`main`) and what its commands share: the job's
 options as command-line options (:func:`job_options`), their checks, the console
-(:class:`_Echo`, the verbosity), signals and the exit codes of failures.
+(:class:`_Echo`, the verbosity), signals and the exit codes of failures, and what each
+command writes (:func:`writes`: every command is classified; a writing command stops on
+SIGINT or SIGTERM with one line and exit code 130 or 143, on a full disk with exit code 1).
 """
 from __future__ import annotations
 
+import functools
 import os
+import signal
 import sys
 from pathlib import Path
 
 import click
 
 from .. import __version__
+from ..folders.writer import COMMITTED, FolderWriteError
 
-__all__ = ["main"]
+__all__ = ["main", "writes"]
 
 
 def _fail(msg: str, code: int = 2):
     click.secho(f"error: {msg}", fg="red", err=True)
     sys.exit(code)
+
+
+def _fail_error(exc: BaseException):
+    """A reported error in one line: exit code 1 when files could not be written
+    (:class:`pyomo_lap.folders.writer.FolderWriteError`: a full disk), 2 otherwise (the
+    input, a folder that cannot be written into)."""
+    _fail(str(exc), code=1 if isinstance(exc, FolderWriteError) else 2)
 
 
 SELF_CHECK_FAILED = 4
@@ -56,6 +68,8 @@ def _complete_results(folder) -> None:
 
 def _unexpected(exc: BaseException):
     """An error that is not a reported failure: one line, no traceback (unless asked)."""
+    if isinstance(exc, FolderWriteError):
+        _fail_error(exc)
     if os.environ.get("PYOMO_LAP_DEBUG"):
         raise exc
     _fail(f"unexpected {type(exc).__name__}: {exc} (this is a bug in pyomo_lap; run again with "
@@ -100,6 +114,64 @@ _SOLVE_RESULT_LINES = ("sector time ", "lap time ", "results written to ",
                        "sector repaired", "track warning")
 """What ``pyomo-lap solve -q`` prints: the result, where it was written, and any repair made
 to the inputs."""
+
+
+WRITES_NOTHING = None
+"""What :func:`writes` is given for a command that writes no file of the user's."""
+
+
+def writes(what):
+    """Decorator of a command (put above ``@main.command()``): what it writes, recorded as
+    the command's ``writes`` attribute; every command of :func:`main` has one
+    (tests/test_writers_attacked.py refuses a command without it, and attacks every writing
+    one). A writing command (``what`` a text) writes only through
+    :class:`pyomo_lap.folders.writer.ResultsWriter`, and stops on SIGINT (Ctrl-C) or SIGTERM
+    with one line and exit code 130 or 143 (not click's "Aborted!"), what was being written
+    removed; a full disk (:class:`pyomo_lap.folders.writer.FolderWriteError` not reported by
+    the command) with one line and exit code 1.
+
+    Parameters
+    ----------
+    what : str or None
+        Where the command writes (``"OUT, a results folder written whole"``), or
+        :data:`WRITES_NOTHING` (a listing; ``compile``'s cache of compiled functions, which
+        has rules of its own: :mod:`pyomo_lap.util.casadi_compile`).
+    """
+    def decorate(cmd: click.Command) -> click.Command:
+        cmd.writes = what
+        if what is not WRITES_NOTHING:
+            cmd.callback = _stops_cleanly(cmd.callback)
+        return cmd
+    return decorate
+
+
+def _stops_cleanly(callback):
+    """``callback`` run with SIGTERM taken as Ctrl-C (:func:`_on_sigterm`): an interrupt ends
+    it with one line (whether anything had been written: the writer's
+    :data:`pyomo_lap.folders.writer.COMMITTED`) and exit code 130 (SIGINT) or 143 (SIGTERM);
+    a :class:`pyomo_lap.folders.writer.FolderWriteError` with one line and exit code 1."""
+    @functools.wraps(callback)
+    def run(*args, **kwargs):
+        _SIGNAL.update(name="SIGINT (Ctrl-C)", code=130)
+        before = len(COMMITTED)
+        try:
+            previous = signal.signal(signal.SIGTERM, _on_sigterm)
+        except ValueError:                   # not the main thread: signals stay as they are
+            previous = None
+        try:
+            return callback(*args, **kwargs)
+        except KeyboardInterrupt:
+            done = COMMITTED[before:]
+            _fail(f"interrupted by {_SIGNAL['name']}; " + (
+                f"{done[-1]} had been written in full, nothing after it" if done else
+                "nothing was written: what was being written was removed and the earlier "
+                "files are as they were"), code=_SIGNAL["code"])
+        except FolderWriteError as exc:
+            _fail_error(exc)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+    return run
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import click
 
-from .base import (_checked, _Echo, _fail, _flag, job_options, main, _unexpected, _verbosity)
+from .base import (_checked, _Echo, _fail, _fail_error, _flag, job_options, main, _unexpected,
+                   _verbosity, writes, WRITES_NOTHING)
 
 
+@writes("--report FILE, added to its folder")
 @main.command()
 @job_options("track", "vehicle", "start", "length", "nfe", "ncp", start=500.0, length=100.0, nfe=5)
 @click.option("--solve", "do_solve", is_flag=True, help="solve first and diagnose the optimum")
@@ -27,6 +29,7 @@ def diagnose(track, vehicle, start, length, nfe, ncp, do_solve, solver, no_numer
     if nfe > 200:
         _fail(f"--nfe {nfe}: expected an integer between 2 and 200 (diagnose a short sector)")
     buf = __import__("io").StringIO()
+    writer = _report_writer(report)              # checked before anything is built
 
     class _Tee:
         def write(self, text):
@@ -35,19 +38,40 @@ def diagnose(track, vehicle, start, length, nfe, ncp, do_solve, solver, no_numer
                 click.echo(text, nl=False)
 
     try:
-        res = run(track=track, vehicle=vehicle, start=start, length=length, nfe=nfe, ncp=ncp,
-                  numerical=not no_numerical, solve=do_solve, solver=solver, stream=_Tee(),
-                  echo=_Echo(_verbosity()))
-    except (ValueError, OSError, SolverNotFoundError) as exc:
-        _fail(str(exc))
-    if report:
-        Path(report).write_text(buf.getvalue())
-        click.echo(f"report written to {report}")
+        try:
+            res = run(track=track, vehicle=vehicle, start=start, length=length, nfe=nfe, ncp=ncp,
+                      numerical=not no_numerical, solve=do_solve, solver=solver, stream=_Tee(),
+                      echo=_Echo(_verbosity()))
+        except (ValueError, OSError, SolverNotFoundError) as exc:
+            _fail_error(exc)
+        if writer is not None:
+            writer.write_text(Path(report).name, buf.getvalue())
+            writer.commit()
+            click.echo(f"report written to {report}")
+    finally:
+        if writer is not None:
+            writer.abort()
+            writer.release()
     warnings = res["structural_warnings"] + res["numerical_warnings"]
     click.echo(f"{len(warnings)} warnings; degrees of freedom after fixing the controls: "
                f"{res['degrees_of_freedom']}; units consistent in: {', '.join(res['units']['checked'])}")
 
 
+def _report_writer(report):
+    """The claimed writer of diagnose's ``--report`` file (add mode into its folder,
+    :class:`pyomo_lap.folders.writer.ResultsWriter`), or None; a link or a file of the user's
+    of that name stops with exit 2, before anything is built."""
+    if not report:
+        return None
+    from ..folders.writer import ResultsWriter
+    try:
+        return ResultsWriter.adding(Path(report).parent, "diagnose",
+                                    names=[Path(report).name]).claim()
+    except (ValueError, OSError) as exc:
+        _fail_error(exc)
+
+
+@writes(WRITES_NOTHING)
 @main.command()
 @click.option("--markdown", is_flag=True, help="as the Markdown tables of the documentation's "
               "options page (docs/options.md)")
@@ -81,6 +105,7 @@ def job_options_table() -> str:
     return options_table(config=SOLVE_CONFIG, flags=_flag)
 
 
+@writes(WRITES_NOTHING)
 @main.command()
 @click.argument("names", nargs=-1, metavar="[NAME ...]")
 @click.option("--markdown", is_flag=True, help="as the Markdown table of docs/channels.md")
@@ -99,6 +124,7 @@ def channels(names, markdown):
     click.echo(channel_markdown(columns) if markdown else channel_text(columns), nl=False)
 
 
+@writes(WRITES_NOTHING)
 @main.command("compile")
 @click.option("--vehicle", default="fsae", show_default=True,
               help="the car the rows are recorded with (the libraries serve every car)")
@@ -123,6 +149,7 @@ def compile_(vehicle):
                f"{time.perf_counter() - t0:.1f} s")
 
 
+@writes(WRITES_NOTHING)
 @main.command()
 def tracks():
     """List the tracks shipped with the package: name (for --track), what it is, its kind
@@ -290,6 +317,7 @@ def vehicle_template(base: str = "fsae") -> str:
     return "\n".join(lines) + "\n"
 
 
+@writes(WRITES_NOTHING)
 @main.command()
 @click.argument("name", required=False, default=None)
 @click.option("--template", is_flag=True,

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import click
 
-from .base import (_complete_results, _Echo, _fail, main, _verbosity)
+from .base import (_complete_results, _Echo, _fail, _fail_error, main, _verbosity, writes)
 
 
+@writes("figures added to RESULTS_DIR/plots or --out")
 @main.command()
 @click.argument("results_dir", type=click.Path(file_okay=False))     # a missing one: checked
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
@@ -41,11 +42,12 @@ def plot(results_dir, out_dir, pdf, reference, figures, s_range):
                              figures=list(figures) or None, reference_dir=reference,
                              echo=_Echo(_verbosity()).detail, s_range=s_range)
     except (ValueError, OSError, KeyError) as exc:
-        _fail(str(exc))
+        _fail_error(exc)
     if _verbosity() >= 0:
         click.echo(f"{len(files)} files written to {Path(files[0]).parent}/")
 
 
+@writes("--out (default compare_A_vs_B next to B), a comparison folder written whole")
 @main.command()
 @click.argument("runs", nargs=-1, required=True, metavar="RUN [RUN ...]",
                 type=click.Path(exists=True, file_okay=False))
@@ -102,13 +104,9 @@ def compare(runs, telemetry, lap, every, out_dir, sectors, pdf):
         else:
             from ..plots.figures import compare_runs
             res = compare_runs(runs[0], runs[1], out_dir=out_dir, n_sectors=sectors,
-                               formats=formats, echo=echo)
-            if every is not None:
-                from ..analysis.compare import _at_steps
-                _at_steps(res["delta"], every, "s [m]", "t_A [s]").to_csv(
-                    Path(res["files"][0]), index=False, float_format="%.10g")
+                               formats=formats, echo=echo, every=every)
     except (ValueError, OSError, KeyError) as exc:
-        _fail(str(exc))
+        _fail_error(exc)
     if telemetry is not None:
         _echo_telemetry(res, Path(runs[0]).name, Path(telemetry).name)
     elif len(runs) > 2:
@@ -119,6 +117,7 @@ def compare(runs, telemetry, lap, every, out_dir, sectors, pdf):
         click.echo(f"written to {Path(res['files'][0]).parent}/")
 
 
+@writes("report.html added to RUN, or --out (recorded in the manifest of its folder)")
 @main.command()
 @click.argument("runs", nargs=-1, required=True, metavar="RUN [RUN ...]",
                 type=click.Path(exists=True, file_okay=False))
@@ -150,7 +149,7 @@ def report(runs, out, telemetry, max_points):
     except ImportError as exc:
         _fail(f"the report needs the package plotly ({exc}): pip install plotly")
     except (ValueError, OSError, KeyError) as exc:
-        _fail(str(exc))
+        _fail_error(exc)
     if _verbosity() >= 0:
         click.echo(f"report written to {path} ({path.stat().st_size / 1e6:.1f} MB)")
 

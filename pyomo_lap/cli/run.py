@@ -12,12 +12,14 @@ from pathlib import Path
 
 import click
 
-from .base import (_checked, _complete_results, _Echo, _fail, _full_lap_job, _input_files_exist,
-                   job_options, main, _on_sigterm, SELF_CHECK_FAILED, _shown, _SIGNAL,
-                   _SOLVE_RESULT_LINES, _solver_options_checked, _state, _SWEEP_RESULT_LINES,
-                   _unexpected, _verbosity)
+from ..folders.writer import FolderWriteError
+from .base import (_checked, _complete_results, _Echo, _fail, _fail_error, _full_lap_job,
+                   _input_files_exist, job_options, main, _on_sigterm, SELF_CHECK_FAILED, _shown,
+                   _SIGNAL, _SOLVE_RESULT_LINES, _solver_options_checked, _state,
+                   _SWEEP_RESULT_LINES, _unexpected, _verbosity, writes, WRITES_NOTHING)
 
 
+@writes("OUT (--out), a results folder written whole; OUT.failed, OUT.interrupted")
 @main.command()
 @job_options("track", "vehicle", "start", "length", "periodic", "nfe", "ncp", "scheme",
              "initial_speed", "model", "initial_guess", "solver", "solver_options", "ocp_options",
@@ -111,7 +113,7 @@ def solve(max_iter, solver_options, ocp_options, show_progress, **job):
         if (any(getattr(f, "kind", "") == "longer_than_lap" for f in getattr(exc, "findings", []))
                 and ctx.get_parameter_source("length") is click.core.ParameterSource.DEFAULT):
             msg += f" (--length was not given: its default is {length:g} m)"
-        _fail(msg)
+        _fail(msg, code=1 if isinstance(exc, FolderWriteError) else 2)
     except Exception as exc:  # noqa: BLE001 - reported in one line, never a traceback
         _unexpected(exc)
     finally:
@@ -162,6 +164,7 @@ def _interrupted(exc, solver: str, out_dir) -> None:
                                                  str(kept)]), code=_SIGNAL["code"])
 
 
+@writes("OUT (--out), a sweep folder: its table and figures added, rows and cases by its workers")
 @main.command()
 @click.option("--set", "set_values", multiple=True, metavar="NAME=VALUES",
               help="a grid axis (repeatable): a vehicle parameter as the vehicle file names it "
@@ -223,14 +226,15 @@ def sweep(set_values, cases_file, out, resume, scheduler, workers, warm_start, s
     except SweepSpecError as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
-        _fail(f"interrupted; the finished cases are in {out}/rows/: run again with --resume "
-              "to finish the sweep", code=130)
+        _fail(f"interrupted by {_SIGNAL['name']}; the finished cases are in {out}/rows/: run "
+              "again with --resume to finish the sweep", code=_SIGNAL["code"])
     except (ValueError, OSError) as exc:
-        _fail(str(exc))
+        _fail_error(exc)
     if len(table) and (table["status"] != "solved").any():
         sys.exit(1)
 
 
+@writes(WRITES_NOTHING)
 @main.command()
 @job_options("track", "vehicle", "repair_track", "track_width", "lat_lon_order", "flat")
 def check(track, vehicle, repair_track, track_width, lat_lon_order, flat):
@@ -291,6 +295,7 @@ def check(track, vehicle, repair_track, track_width, lat_lon_order, flat):
         _fail("\n".join(problems))
 
 
+@writes("validation.json, defects.csv and figures added to RESULTS_DIR (figures: --plots)")
 @main.command()
 @click.argument("results_dir", required=False, default=None, type=click.Path(file_okay=False))
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
@@ -324,7 +329,7 @@ def validate(results_dir, out_dir, no_feedback, shooting, open_loop, plots_dir, 
                                open_loop=open_loop, plots=not no_plots, plots_dir=plots_dir,
                                echo=_Echo(_verbosity(), keep=("verdict:", "WARN", "FAIL")))
     except (ValueError, OSError) as exc:
-        _fail(str(exc))
+        _fail_error(exc)
     except Exception as exc:               # noqa: BLE001 - one line, not a traceback
         _unexpected(exc)
     verdict = res["verdict"]
@@ -332,6 +337,7 @@ def validate(results_dir, out_dir, no_feedback, shooting, open_loop, plots_dir, 
         sys.exit(1)
 
 
+@writes("RUN/export_every_STEPm or --out, a results folder written whole")
 @main.command()
 @click.argument("run", type=click.Path(file_okay=False), metavar="RUN")
 @click.option("--every", required=True, type=float, metavar="STEP",
@@ -354,13 +360,14 @@ def export(run, every, out_dir):
     try:
         where = export_fixed_step(run, every, out=out_dir, echo=_Echo(_verbosity()).detail)
     except (ValueError, OSError) as exc:
-        _fail(str(exc))
+        _fail_error(exc)
     except Exception as exc:               # noqa: BLE001 - one line, not a traceback
         _unexpected(exc)
     if _verbosity() >= 0:
         click.echo(f"channels every {every:g} m written to {where}/")
 
 
+@writes("OUT (--out), a stint folder written whole (stint.*, lap_NN/)")
 @main.command()
 @job_options("track", "vehicle", "solver", "limits", track="red_bull_ring")
 @click.option("--laps", type=click.IntRange(1, 100), default=5, show_default=True,
@@ -380,7 +387,7 @@ def stint(track, vehicle, solver, laps, limits, stint_limits, out_dir):
                           stint_limits=list(stint_limits), out_dir=out_dir,
                           echo=_Echo(_verbosity()))
     except (ValueError, OSError, StintError) as exc:
-        _fail(str(exc))
+        _fail_error(exc)
     times = ", ".join(f"{r['lap_time_s']:.3f}" for r in res["laps"])
     click.echo(f"stint of {laps} laps in {res['wall_s']:.1f} s: lap times {times} s; "
                f"written to {out_dir}/ (stint.csv, stint.xlsx, lap_01/ ...)")

@@ -1,7 +1,12 @@
-"""The results folders of pyomo_lap: what an export wrote (the manifest), the lock that keeps two
-runs out of one folder, and the checks before an export replaces a folder (nothing of the
-user's is ever removed) or a command reads one. The rule for links (never follow one out of
-a folder pyomo_lap owns) and the error of a refused folder are in :mod:`pyomo_lap.folders.links`.
+"""The checks of the folders pyomo_lap writes: before a folder is replaced (nothing of the
+user's is ever removed, :func:`check_output_dir`) or read (:func:`check_results_folder`), and
+the clean-up after runs into it that were stopped (:func:`_recover`).
+
+The manifest is :mod:`pyomo_lap.folders.manifest`, the lock :mod:`pyomo_lap.folders.lock`, the
+rule for links (never follow one out of a folder pyomo_lap owns) and the error of a refused
+folder :mod:`pyomo_lap.folders.links`; the one object that writes every folder is
+:class:`pyomo_lap.folders.writer.ResultsWriter`. Their names are re-exported here (the names of
+this module before it was split).
 
 Kept apart from :mod:`pyomo_lap.results.table` (the channels and the files' contents) so that
 a solve checks and locks its folder before the build without importing pandas.
@@ -9,39 +14,29 @@ a solve checks and locks its folder before the build without importing pandas.
 from __future__ import annotations
 
 import glob
-import hashlib
-import json
 import os
 import re
 import shutil
 import stat
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 from ..util.processes import process_running
 from .links import FolderNotReplaceableError, _link_target, is_link, is_real_dir, refuse_links
+from .lock import FILES_LOCK, PARTIAL_SUFFIXES, OutputBusyError, OutputLock, output_lock
+from .manifest import (KINDS, MANIFEST, ManifestError, _file_entry, _fsync_dir,  # noqa: F401
+                       _fsync_file, _fsync_tree, _sha256, manifest_kind, read_manifest)
 
-__all__ = ["SOLUTION_FILE", "MANIFEST", "RESULTS_FILES",
-           "VALIDATION_FILES", "read_manifest",
-           "ManifestError", "record_files", "output_lock", "OutputLock", "OutputBusyError",
-           "check_output_dir", "check_results_folder",
-           "PARTIAL_SUFFIXES"]
+__all__ = ["SOLUTION_FILE", "MANIFEST", "RESULTS_FILES", "VALIDATION_FILES", "read_manifest",
+           "ManifestError", "output_lock", "OutputLock", "OutputBusyError",
+           "check_output_dir", "check_results_folder", "PARTIAL_SUFFIXES",
+           "remove_dead_temporaries"]
 
 SOLUTION_FILE = "solution.npz"
 """The file of a results folder that holds the values of every variable of the solved model
 (:func:`pyomo_lap.results.table.solution_arrays`), to start another solve of the same job from
 (:func:`pyomo_lap.results.table.load_solution`, the job option ``warm_start_from``)."""
-
-MANIFEST = ".pyomo_lap_manifest.json"
-"""The file of a results folder that lists what pyomo_lap wrote there (JSON): ``format``,
-``pyomo_lap_version``, ``created_utc`` and ``files``, ``relative path -> {"sha256", "size",
-"by"}`` (``by``: ``"solve"`` for the files of :func:`pyomo_lap.results.table.write_results`, ``"plot"`` for the
-figures :func:`pyomo_lap.plots.figures.plot_results` wrote into the folder, ``"validate"`` for
-those of :func:`pyomo_lap.api.validate.validate_results`). It is written last:
-a folder without it is not a finished export. A later export into the folder replaces only
-what it lists (:func:`check_output_dir`)."""
 
 RESULTS_FILES = ("summary.json", "trajectory.csv", "trajectory.parquet", "results.xlsx",
                  SOLUTION_FILE, "corners.csv", "trajectory_mesh.csv", "trajectory_mesh.parquet")
@@ -62,196 +57,24 @@ _STALE_AFTER_S = 3600.0
 """Age [s] after which a temporary folder without a process id in its name (written by a
 pyomo_lap older than the manifest) is taken as left by a stopped run."""
 
-
-class OutputBusyError(ValueError):
-    """Another pyomo-lap run holds the lock on the output folder (nothing was touched)."""
-
-
-class ManifestError(ValueError):
-    """A folder's :data:`MANIFEST` is there but cannot be used (not JSON, not a list of files,
-    a symbolic link, unreadable).
-
-    Attributes
-    ----------
-    folder : Path
-    problem : str
-        What is wrong, to follow the manifest's name (``"is not valid JSON (line 1 col 1)"``).
-    """
-
-    def __init__(self, folder, problem: str):
-        self.folder, self.problem = Path(folder), problem
-        super().__init__(f"{Path(folder) / MANIFEST} {problem}")
+_TEMPORARY = re.compile(r"\.(?P<name>.+)\.tmp-(?P<pid>\d+)-[^/]+")
+"""The name of a temporary file or folder of the writer, ``.NAME.tmp-PID-*``
+(:class:`pyomo_lap.folders.writer.ResultsWriter`): whose process id says which run wrote it."""
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+def _nested(manifest: dict) -> set:
+    """The relative paths of the folders a manifest lists as having their own (``folders``)."""
+    return set((manifest.get("folders") or {}))
 
 
-def _file_entry(path: Path, by: str) -> dict:
-    return {"sha256": _sha256(path), "size": path.stat().st_size, "by": by}
-
-
-def _manifest_problem(path: Path):
-    """``(manifest, None)`` or ``(None, problem)`` for the manifest file ``path``; ``(None,
-    None)`` when there is none. A link is not followed."""
-    if is_link(path):
-        return None, f"is a symbolic link (to {_link_target(path)}), which pyomo_lap never follows"
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except (FileNotFoundError, NotADirectoryError):
-        return None, None
-    except OSError as exc:
-        return None, f"cannot be read ({exc.strerror or exc})"
-    try:
-        manifest = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        return None, "is not UTF-8 text"
-    except json.JSONDecodeError as exc:
-        return None, f"is not valid JSON (line {exc.lineno} col {exc.colno})"
-    except ValueError as exc:
-        return None, f"is not valid JSON ({exc})"
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
-        return None, "is not a manifest of pyomo_lap (no table 'files')"
-    return manifest, None
-
-
-def read_manifest(folder, strict: bool = False) -> dict | None:
-    """The :data:`MANIFEST` of a folder.
-
-    Parameters
-    ----------
-    folder : str or Path
-    strict : bool
-        Raise :class:`ManifestError` for a manifest that is there but cannot be used, instead
-        of returning None.
-
-    Returns
-    -------
-    dict or None
-        The manifest (``files``: relative path -> entry); None when the folder has none (or,
-        unless ``strict``, when it cannot be used: not JSON, not a manifest, a symbolic link,
-        which is never followed, unreadable).
-
-    Raises
-    ------
-    ManifestError (a ValueError)
-        ``strict``: the manifest is there but cannot be used; ``problem`` says why (``"is not
-        valid JSON (line L col C)"``).
-    """
-    manifest, problem = _manifest_problem(Path(folder) / MANIFEST)
-    if problem is not None and strict:
-        raise ManifestError(folder, problem)
-    return manifest
-
-
-def _fsync_dir(path) -> None:
-    """Flush a folder's entries (the names created or renamed in it) to the disk; POSIX only
-    (elsewhere, or on a file system that cannot, nothing is done). A link is not followed."""
-    if os.name != "posix":
-        return
-    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:             # EINVAL: a file system without fsync of folders
-        pass
-    finally:
-        os.close(fd)
-
-
-def _fsync_file(path) -> None:
-    """Flush a file's contents to the disk (a link is not followed)."""
-    flags = (os.O_RDWR if os.name == "nt" else os.O_RDONLY) | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(path, flags)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_tree(folder) -> None:
-    """Flush every file under ``folder`` and every folder, ``folder`` last, to the disk (before
-    a rename makes them the results: a power loss after it finds them whole). Links are
-    neither followed nor flushed.
-
-    Raises
-    ------
-    OSError
-        A file cannot be flushed (the disk failed).
-    """
-    for root, _dirs, files in os.walk(folder, topdown=False, followlinks=False):
-        for name in files:
-            p = os.path.join(root, name)
-            if not is_link(p):
-                _fsync_file(p)
-        _fsync_dir(root)
-
-
-def _write_manifest(folder: Path, manifest: dict) -> None:
-    """Write the manifest of ``folder`` atomically (a new temporary file, flushed, then a
-    rename); a link in the temporary file's place is not followed."""
-    tmp = folder / f"{MANIFEST}.tmp-{os.getpid()}"
-    if is_link(tmp):
-        tmp.unlink()                     # a link named like pyomo_lap's own temporary file
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-    with os.fdopen(os.open(tmp, flags, 0o644), "w") as fh:
-        fh.write(json.dumps(manifest, indent=1, sort_keys=True))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, folder / MANIFEST)
-    _fsync_dir(folder)
-
-
-def record_files(folder, paths, by: str = "plot") -> list:
-    """Add files written into a results folder after the export (the figures of
-    :func:`pyomo_lap.plots.figures.plot_results`) to its :data:`MANIFEST`, so that the next
-    export into the folder replaces them with the rest.
-
-    Parameters
-    ----------
-    folder : str or Path
-        A results folder with a manifest (without one, nothing is recorded).
-    paths : iterable of str or Path
-        Files inside ``folder`` (others are skipped).
-    by : str
-        Who wrote them (``"plot"``, ``"validate"``).
-
-    Returns
-    -------
-    list of str
-        The relative paths recorded. A link is never recorded, nor followed (the folders
-        above a file are resolved, the file's own name is not).
-    """
-    if is_link(folder):
-        return []
-    folder = Path(folder).resolve()
-    manifest = read_manifest(folder)
-    if manifest is None:
-        return []
-    done = []
-    for p in paths:
-        if is_link(p):
-            continue                     # a link is not pyomo_lap's file
-        p = Path(p).expanduser().absolute()
-        p = p.parent.resolve() / p.name
-        try:
-            rel = p.relative_to(folder).as_posix()
-        except ValueError:
-            continue
-        if not is_link(p) and p.is_file():
-            manifest["files"][rel] = _file_entry(p, by)
-            done.append(rel)
-    if done:
-        _write_manifest(folder, manifest)
-    return done
+def _under(rel: str, nested: set):
+    """The folder of ``nested`` that the relative path ``rel`` is (or is inside), or None."""
+    parts = rel.split("/")
+    for i in range(1, len(parts) + 1):
+        head = "/".join(parts[:i])
+        if head in nested:
+            return head
+    return None
 
 
 def _entries(folder: Path) -> list:
@@ -276,9 +99,11 @@ def _foreign_entry(folder: Path, hashes: bool = True):
     note)`` (``(None, note)`` when the folder as a whole cannot be taken as pyomo_lap's: a
     symbolic link, no :data:`MANIFEST`, a manifest that cannot be used), or None when the
     folder may be replaced: missing, empty, or holding only what its manifest lists, with the
-    recorded SHA-256 (``pyomo-lap validate``'s files included, :data:`VALIDATION_FILES`).
-    A non-empty folder without a manifest is never pyomo_lap's (a copy made with a plain
-    ``cp`` skips the hidden manifest: its files may be edited). Links are never followed. ``hashes=False``: names only."""
+    recorded SHA-256 (``pyomo-lap validate``'s files included, :data:`VALIDATION_FILES`), and
+    the folders it lists with a manifest of their own (``folders``), each checked against its
+    own. A non-empty folder without a manifest is never pyomo_lap's (a copy made with a plain
+    ``cp`` skips the hidden manifest: its files may be edited). Links are never followed.
+    ``hashes=False``: names only."""
     if is_link(folder):
         return None, (f"is a symbolic link (to {_link_target(folder)}), which pyomo_lap never "
                       "follows")
@@ -295,11 +120,14 @@ def _foreign_entry(folder: Path, hashes: bool = True):
         return None, (f"has no {MANIFEST}, the list of what pyomo_lap wrote there (a plain `cp` "
                       "skips it, `cp -a` keeps it)")
     entries = _entries(folder)
-    listed = manifest["files"]
-    dirs = {parent.as_posix() for rel in listed for parent in Path(rel).parents} - {"."}
+    listed, nested = manifest["files"], _nested(manifest)
+    dirs = {parent.as_posix() for rel in (*listed, *nested) for parent in Path(rel).parents}
+    dirs -= {"."}
     for rel, kind in entries:
         if rel == MANIFEST or (kind == "file" and rel.startswith(MANIFEST + ".tmp-")):
             continue
+        if _under(rel, nested) is not None:
+            continue                                 # checked against its own manifest below
         if kind == "dir" and rel in dirs:
             continue
         if kind == "file" and rel in listed:
@@ -311,20 +139,32 @@ def _foreign_entry(folder: Path, hashes: bool = True):
             continue
         return rel, ("a symbolic link, which pyomo_lap never follows" if kind == "link"
                      else None)
+    for sub in sorted(nested):
+        if not os.path.lexists(folder / sub):
+            continue
+        found = _foreign_entry(folder / sub, hashes=hashes)
+        if found is not None:
+            return (sub if found[0] is None else f"{sub}/{found[0]}"), found[1]
     return None
 
 
-def _refuse_foreign(folder: Path, what: str, hashes: bool = True) -> None:
+def _refuse_foreign(folder: Path, what: str, hashes: bool = True, kind: str = "results") -> None:
     """Raise :class:`FolderNotReplaceableError` naming ``folder`` and the first thing in it
     that pyomo_lap did not write (:func:`_foreign_entry`): a link (the folder itself or
     anything under it, :func:`refuse_links`), a folder without a usable manifest, a file of
-    the user's, a changed file."""
+    the user's, a changed file; or a folder of pyomo_lap's of another ``kind``
+    (:data:`pyomo_lap.folders.manifest.KINDS`: a comparison does not replace results)."""
     todo = "remove the link (only the link: it is a name, not the folder) or choose another --out"
     if is_link(folder):
         refuse_links(folder, what, todo=todo)
     if os.path.lexists(folder) and not is_real_dir(folder):
         raise FolderNotReplaceableError(f"{what} is a file; choose another --out (nothing was "
                                         "touched)")
+    has, by = manifest_kind(read_manifest(folder)) if is_real_dir(folder) else (None, None)
+    if has is not None and has != kind:
+        raise FolderNotReplaceableError(
+            f"{what} is {KINDS[has]} (written by `pyomo-lap {by}`), not {KINDS[kind]}: "
+            "choose another --out (nothing was touched)")
     found = _foreign_entry(folder, hashes=hashes)    # no manifest: said before any walk
     if found is not None and found[0] is None:
         raise FolderNotReplaceableError(
@@ -359,6 +199,29 @@ def _remove_results_folder(folder: Path) -> bool:
     except OSError:
         return False
     return True
+
+
+def _aside(target: Path) -> Path:
+    """``.NAME.old-PID``, where the swap of :class:`pyomo_lap.folders.writer.ResultsWriter`
+    moves the earlier ``target``: cleared of an earlier swap of this process; ``target`` and it
+    never links (nothing is moved or deleted through one).
+
+    Raises
+    ------
+    FolderNotReplaceableError (a ValueError)
+        ``target`` became a link since it was checked, or ``.NAME.old-PID`` is a link or holds
+        files that are not pyomo_lap's (nothing was touched).
+    """
+    refuse_links(target, f"{str(target)!r}", todo="remove the link (only the link)")
+    old = target.parent / f".{target.name}.old-{os.getpid()}"
+    if os.path.lexists(old):                # left by an earlier swap of this process
+        _remove_results_folder(old)
+    if os.path.lexists(old):
+        why = "a symbolic link" if is_link(old) else "holding files pyomo_lap did not write"
+        raise FolderNotReplaceableError(
+            f"cannot move the earlier results of {target} aside: {old} is in the way ({why}); "
+            "move it away and run again (nothing was touched)")
+    return old
 
 
 def _debris(parent: Path, prefix: str) -> list:
@@ -432,6 +295,8 @@ def _recover(out_dir: Path, echo) -> None:
     if removed:
         echo(f"removed {len(removed)} folder{'s' if len(removed) > 1 else ''} left next to "
              f"{out_dir} by stopped pyomo-lap runs: {', '.join(sorted(removed))}")
+    for name in (out_dir.name, *(out_dir.name + t for t in PARTIAL_SUFFIXES)):
+        remove_dead_temporaries(parent / name, echo)
     if links:
         one = len(links) == 1
         echo(f"left {', '.join(links)} in {parent} alone: "
@@ -440,167 +305,77 @@ def _recover(out_dir: Path, echo) -> None:
              + ("it" if one else "them") + " if it is not yours")
 
 
-# ---- the lock on an output folder --------------------------------------------------------------
-
-_HELD: dict = {}
-"""``lock file path -> [filelock.FileLock, count, thread id]``: the locks this process holds
-(taken again by the same thread, a lock is counted, not taken twice)."""
-_HELD_GUARD = threading.Lock()
-
-
-PARTIAL_SUFFIXES = (".failed", ".interrupted")
-"""The folders next to a results folder ``NAME`` where partial results go: ``NAME.failed``
-(a failed solve's last point) and ``NAME.interrupted`` (the last iterate of a solve stopped by
-Ctrl-C or SIGTERM, to start again from); each checked, locked and recovered with ``NAME``."""
-
-
-def _lock_file(folder: Path) -> Path:
-    """``.NAME.lock`` next to the folder ``NAME`` (the same for ``NAME.failed`` and
-    ``NAME.interrupted``)."""
-    name = folder.name
-    for tail in PARTIAL_SUFFIXES:
-        if name.endswith(tail) and len(name) > len(tail):
-            name = name[:-len(tail)]
-            break
-    return folder.parent / f".{name}.lock"
-
-
-class OutputLock:
-    """The lock on a results folder ``NAME`` (and ``NAME.failed``) held while a run writes
-    into it: an OS file lock (:mod:`filelock`, ``flock``) on ``.NAME.lock`` next to it, which
-    holds the process id of its holder. A lock is released when its process ends, however it
-    ends: the lock file of a killed run does not block (it is taken over and removed).
-
-    Taken again by the thread that holds it, the lock is counted (reentrant); another thread
-    or process is refused at once (:class:`OutputBusyError`). Use as a context manager, or
-    :meth:`acquire` / :meth:`release`.
+def remove_dead_temporaries(folder, echo=None) -> list:
+    """Remove what runs that were killed (SIGKILL, power loss) left inside a folder of
+    pyomo_lap's (one with a usable manifest; any other folder is not looked into): the
+    temporary files and folders of the writer, ``.NAME.tmp-PID-*``, and the lock files
+    ``.NAME.lock`` or ``.pyomo_lap.lock`` holding the process id, of processes that are no
+    longer running. A link is never removed nor followed. Called with the folder's lock held.
 
     Parameters
     ----------
     folder : str or Path
-        The results folder.
-    command : str
-        What takes the lock: ``"solve"`` (an export into ``--out``: the refusal says to wait
-        or choose another ``--out``), ``"plot"`` or ``"validate"`` (writing into a results
-        folder that is given: the refusal says to wait).
+    echo : callable, optional
+        One line saying what was removed.
+
+    Returns
+    -------
+    list of str
+        The relative paths removed.
     """
-
-    def __init__(self, folder, command: str = "solve"):
-        self.folder = Path(folder).expanduser().resolve()
-        self.path = _lock_file(self.folder)
-        self.command = command
-        self._count = 0
-        self.taken_now = False
-        """Whether the last :meth:`acquire` took the lock (False: held already by this
-        thread, counted)."""
-
-    def _busy(self, pid) -> OutputBusyError:
-        todo = ("wait for it to finish or choose another --out" if self.command == "solve"
-                else f"wait for it to finish, then run `pyomo-lap {self.command}` again")
-        return OutputBusyError(f"another pyomo-lap run is writing into {self.folder} (pid {pid}); "
-                               f"{todo} (nothing was touched)")
-
-    def _refuse_odd_lock_file(self) -> None:
-        """Refuse a lock file that is a symbolic link or not a file (it is never followed)."""
-        try:
-            st = os.lstat(self.path)
-        except FileNotFoundError:
-            return
-        except OSError:
-            return                          # said by the lock's own error
-        if is_link(self.path):
-            kind = f"a symbolic link (to {_link_target(self.path)}), which pyomo_lap never follows"
-        elif not stat.S_ISREG(st.st_mode):
-            kind = "not a file"
-        else:
-            return
-        raise FolderNotReplaceableError(
-            f"the lock file {self.path} of {self.folder} is {kind}: remove it (only it: it is "
-            "not pyomo_lap's) and run again (nothing was touched)")
-
-    def acquire(self) -> "OutputLock":
-        """Take the lock (at once, or :class:`OutputBusyError`); returns self.
-
-        Raises
-        ------
-        OutputBusyError (a ValueError)
-            Another process, or another thread of this one, holds it.
-        FolderNotReplaceableError (a ValueError)
-            The lock file is a symbolic link (never followed: opening it would create or empty
-            the file it points to) or not a file.
-        OSError
-            The lock file cannot be created (the folder's parent is missing or read-only).
-        """
-        from filelock import FileLock, Timeout
-        key, me = str(self.path), threading.get_ident()
-        with _HELD_GUARD:
-            held = _HELD.get(key)
-            if held is not None:
-                if held[2] != me:
-                    raise self._busy(os.getpid())
-                held[1] += 1
-                self._count += 1
-                self.taken_now = False
-                return self
-            self._refuse_odd_lock_file()
-            lock = FileLock(key, timeout=0)
-            try:
-                lock.acquire()
-                self._refuse_odd_lock_file()         # made a link meanwhile
-            except FolderNotReplaceableError:
-                lock.release()
-                raise
-            except Timeout:
+    folder = Path(folder)
+    if not is_real_dir(folder) or read_manifest(folder) is None:
+        return []
+    removed = []
+    for root, dirs, files in os.walk(folder, followlinks=False):
+        for name in sorted(dirs + files):
+            p = Path(root) / name
+            pid = _dead_pid_of(p, name)
+            if pid is None or is_link(p):
+                continue
+            if is_real_dir(p):
+                shutil.rmtree(p, ignore_errors=True)     # links inside: removed, not followed
+                dirs.remove(name)
+            else:
                 try:
-                    pid = int(self.path.read_text().strip())
-                except (OSError, ValueError):
-                    pid = "unknown"
-                raise self._busy(pid) from None
-            try:
-                self.path.write_text(f"{os.getpid()}\n")
-            except OSError:
-                pass
-            _HELD[key] = [lock, 1, me]
-            self._count += 1
-            self.taken_now = True
-        return self
-
-    def release(self) -> None:
-        """Give back one :meth:`acquire`; the last one removes the lock file and unlocks."""
-        if self._count <= 0:
-            return
-        key = str(self.path)
-        with _HELD_GUARD:
-            self._count -= 1
-            held = _HELD.get(key)
-            if held is None:
-                return
-            held[1] -= 1
-            if held[1] > 0:
-                return
-            del _HELD[key]
-            try:
-                self.path.unlink()       # while still locked: no other run holds this file
-            except OSError:
-                pass
-            held[0].release()
-
-    def __enter__(self) -> "OutputLock":
-        """Take the lock (:meth:`acquire`)."""
-        return self.acquire()
-
-    def __exit__(self, *exc) -> None:
-        """Give the lock back (:meth:`release`)."""
-        self.release()
+                    p.unlink()
+                except OSError:
+                    continue
+            if not os.path.lexists(p):
+                removed.append(p.relative_to(folder).as_posix())
+    if removed and echo is not None:
+        echo(f"removed {', '.join(removed)} from {folder}: left by stopped pyomo-lap runs")
+    return removed
 
 
-def output_lock(folder, command: str = "solve") -> OutputLock:
-    """The :class:`OutputLock` of a results folder (not yet taken), for ``command``
-    (``"solve"``, ``"plot"``, ``"validate"``: what its refusal tells to do)."""
-    return OutputLock(folder, command)
+def _dead_pid_of(path: Path, name: str):
+    """The process id of a temporary name or lock file of the writer whose process is not
+    running (:func:`remove_dead_temporaries`), else None."""
+    m = _TEMPORARY.fullmatch(name)
+    if m is not None:
+        pid = int(m.group("pid"))
+    elif name == FILES_LOCK or (name.startswith(".") and name.endswith(".lock")):
+        try:
+            if not _is_file(path) or os.lstat(path).st_size > 32:
+                return None
+            pid = int(path.read_text().strip())
+        except (OSError, ValueError):
+            return None
+    else:
+        return None
+    return None if process_running(pid) else pid
 
 
-def check_output_dir(out_dir, echo=None, hold: list | None = None) -> Path:
+def _is_file(path) -> bool:
+    """Whether ``path`` is a file itself (not a link, nor a folder)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def check_output_dir(out_dir, echo=None, hold: list | None = None, kind: str = "results",
+                     command: str = "solve") -> Path:
     """Check before any work that results can be written to ``out_dir``, and clean up after
     earlier runs into it that were stopped (:func:`_recover`).
 
@@ -625,6 +400,11 @@ def check_output_dir(out_dir, echo=None, hold: list | None = None) -> Path:
         Given, the lock on ``out_dir`` (:class:`OutputLock`) is taken before the folder is
         looked at and kept: appended to ``hold``, for the caller to release. Without it, the
         lock is taken for the check only.
+    kind : str
+        The kind of folder that will be written (:data:`pyomo_lap.folders.manifest.KINDS`): a
+        folder of pyomo_lap's of another kind is refused (a comparison never replaces results).
+    command : str
+        The command that writes (what a refusal of the lock says to do).
 
     Returns
     -------
@@ -662,7 +442,7 @@ def check_output_dir(out_dir, echo=None, hold: list | None = None) -> Path:
             interrupted: f"{str(interrupted)!r} (where an interrupted run keeps its last "
                          "iterate)"}
     for folder in what:      # by name first: said even where nothing can be written
-        _refuse_foreign(folder, what[folder], hashes=False)
+        _refuse_foreign(folder, what[folder], hashes=False, kind=kind)
     parent = out_dir.parent
     blocker = next((a for a in [parent, *parent.parents] if a.exists()), None)
     if blocker is not None and not blocker.is_dir():
@@ -674,12 +454,12 @@ def check_output_dir(out_dir, echo=None, hold: list | None = None) -> Path:
         probe.rmdir()
     except OSError as exc:
         raise OSError(f"cannot write results next to {str(out_dir)!r}: {exc.strerror or exc}") from None
-    lock = output_lock(out_dir).acquire()
+    lock = output_lock(out_dir, command).acquire()
     try:
         if lock.taken_now:           # held already: recovered when it was taken
             _recover(out_dir, echo)
         for folder in what:
-            _refuse_foreign(folder, what[folder])
+            _refuse_foreign(folder, what[folder], kind=kind)
     except BaseException:
         lock.release()
         raise
@@ -716,9 +496,11 @@ def _missing_folder_text(folder: Path) -> str:
 
 def check_results_folder(folder) -> Path:
     """Check that ``folder`` holds the complete results of a run: a :data:`MANIFEST` (written
-    last by :func:`pyomo_lap.results.table.write_results`) and every file of the export it lists. ``pyomo-lap plot``,
-    ``compare`` and ``validate`` take nothing else (an unfinished export, a folder of an
-    earlier pyomo_lap, a folder made by hand).
+    last by :func:`pyomo_lap.results.table.write_results`) of kind ``results`` and every file
+    of the export it lists (those of the command that wrote the folder: ``solve``,
+    ``export``, ``stint`` ...). ``pyomo-lap plot``, ``compare``, ``validate``, ``report`` and
+    ``export`` take nothing else (an unfinished export, a folder of an earlier pyomo_lap, a
+    folder made by hand, a comparison or a stint).
 
     Returns
     -------
@@ -744,8 +526,12 @@ def check_results_folder(folder) -> Path:
         raise ValueError(f"{folder} is not a complete results folder of `pyomo-lap solve`: it has "
                          f"no {MANIFEST}, the list of the files of a finished export (summary.json, "
                          "trajectory.*, results.xlsx), which this version writes last; solve again")
+    kind, by = manifest_kind(manifest)
+    if kind != "results":
+        raise ValueError(f"{folder} is not a results folder of `pyomo-lap solve`: it is "
+                         f"{KINDS[kind]} (written by `pyomo-lap {by}`)")
     missing = [rel for rel, e in manifest["files"].items()
-               if (e.get("by", "solve") if isinstance(e, dict) else "solve") == "solve"
+               if (e.get("by", "solve") if isinstance(e, dict) else "solve") == by
                and not (folder / rel).is_file()]
     if missing:
         raise ValueError(f"{folder} is not a complete results folder of `pyomo-lap solve`: "

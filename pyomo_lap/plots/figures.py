@@ -41,8 +41,9 @@ from typing import Optional, Sequence
 
 import pandas as pd
 
-from ..analysis.compare import (_check_formats, _out_folder, _plt, _within, _write_comparison,
-                      channel_differences, delta_along_track, run_statistics, sector_deltas)
+from ..analysis.compare import (_at_steps, _check_formats, _comparison_writer, _plt,
+                                _write_comparison, channel_differences, delta_along_track,
+                                parse_step, run_statistics, sector_deltas)
 from ..vehicle.envelope import ENVELOPE_NOTE, friction_envelope
 from .base import RANGE_HELP, _legend_right, _literal, in_window, parse_range, resolve_range
 from .channels import (figure_attitudes, figure_controls, figure_gg, figure_power,
@@ -50,6 +51,7 @@ from .channels import (figure_attitudes, figure_controls, figure_gg, figure_powe
 from .sweep import figure_sweep_heatmap, figure_sweep_parameter, sweep_plots
 from .track import (distance_label, edges_xy, figure_elevation, figure_racing_line,
                           figure_track_map, marker_step)
+from ..folders.writer import ResultsWriter
 from ..results.table import read_summary, read_trajectory
 
 __all__ = ["plot_results", "compare_runs", "figure_compare", "FIGURES", "figure_track_map", "figure_racing_line",
@@ -119,13 +121,14 @@ def plot_results(results_dir, out_dir=None, formats: Sequence[str] = ("png",),
     results_dir : str or Path
         A folder written by :func:`pyomo_lap.results.table.write_results`.
     out_dir : str or Path, optional
-        Where to write (default ``<results_dir>/plots``). Figures written inside
-        ``results_dir`` are added to its manifest
-        (:func:`pyomo_lap.results.table.record_files`): they count as pyomo_lap's, and the
-        next solve into the folder replaces them with the rest; meanwhile the folder's lock
-        (:class:`pyomo_lap.results.table.OutputLock`) is held. A results folder that is a
-        link or holds one is refused (:func:`pyomo_lap.folders.links.refuse_links`); every
-        file is written to a temporary file and moved onto its name, never through a link.
+        Where to write (default ``<results_dir>/plots``). The figures are written by
+        :class:`pyomo_lap.folders.writer.ResultsWriter` (add mode, ``by = "plot"``): inside
+        ``results_dir`` (or another folder of pyomo_lap's) they are added to its manifest, so
+        that the next solve into the folder replaces them with the rest, its lock held
+        meanwhile; elsewhere, to the manifest of a folder of kind ``files``. A folder that is
+        a link or holds one, a figure's name that is a link, a file of that name that is not
+        pyomo_lap's or was edited since: refused before anything is drawn. Every file goes to
+        a temporary file, all renamed onto their names at the end, never through a link.
     formats : sequence of str
         ``"png"`` (one file per figure) and/or ``"pdf"`` (all figures in ``plots.pdf``).
     figures : sequence of str, optional
@@ -155,9 +158,11 @@ def plot_results(results_dir, out_dir=None, formats: Sequence[str] = ("png",),
     ValueError
         Unknown figure name or format; a bad window or one not within the run (checked
         before anything is drawn or written); another run is writing into ``results_dir``
-        (:class:`pyomo_lap.results.table.OutputBusyError`); figures to be written into
-        ``results_dir``, which is a link or holds one
-        (:class:`pyomo_lap.results.table.FolderNotReplaceableError`, nothing written).
+        (:class:`pyomo_lap.results.table.OutputBusyError`); a link or a file of the user's
+        where a figure goes (:class:`pyomo_lap.folders.links.FolderNotReplaceableError`,
+        nothing written).
+    FolderWriteError (an OSError)
+        A figure could not be written (a full disk): none was, the earlier ones are kept.
     """
     echo = echo or (lambda *_: None)
     results_dir = Path(results_dir)
@@ -178,25 +183,11 @@ def plot_results(results_dir, out_dir=None, formats: Sequence[str] = ("png",),
     vehicle = read_vehicle(results_dir, summary)
     ref = read_trajectory(reference_dir) if reference_dir is not None else None
     out = Path(out_dir) if out_dir is not None else results_dir / "plots"
-    from ..folders.links import refuse_links
-    from ..results.table import output_lock, record_files
-    inside = out_dir is None or _within(out, results_dir) or _within_by_name(out, results_dir)
-    lock = output_lock(results_dir, "plot").acquire() if inside else None
-    written = []
-    try:
-        if inside:           # no figure is written through a link out of the results folder
-            refuse_links(results_dir, f"results folder {str(results_dir)!r}")
-        out.mkdir(parents=True, exist_ok=True)
-        _draw(out, names, formats, df, summary, vehicle, ref, reference_dir, win, dpi, echo,
-              written)
-    finally:
-        try:
-            if inside:       # also what was written before an error: pyomo_lap's files
-                record_files(results_dir, written, by="plot")
-        finally:
-            if lock is not None:
-                lock.release()
-    return written
+    files = ([f"{n}.png" for n in names] if "png" in formats else []) + (
+        ["plots.pdf"] if "pdf" in formats else [])
+    with ResultsWriter.adding(out, "plot", names=files) as writer:     # before any drawing
+        _draw(writer, names, formats, df, summary, vehicle, ref, reference_dir, win, dpi, echo)
+    return list(writer.written)
 
 
 def _within_by_name(path: Path, folder: Path) -> bool:
@@ -207,19 +198,17 @@ def _within_by_name(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def _draw(out: Path, names, formats, df, summary, vehicle, ref, reference_dir, win, dpi,
-          echo, written: list) -> None:
-    """The figures ``names`` of :func:`plot_results` into ``out``; each file is appended to
-    ``written`` once it is there (``plots.pdf`` once complete, at the end). Every file is
-    written to a temporary file, then moved onto its name (:func:`_write_replacing`): never
-    through a link, and never left half-written."""
-    from ..results.table import _replacing, _write_replacing
+def _draw(writer: ResultsWriter, names, formats, df, summary, vehicle, ref, reference_dir, win,
+          dpi, echo) -> None:
+    """The figures ``names`` of :func:`plot_results` through its claimed writer: each PNG
+    written whole (:meth:`pyomo_lap.folders.writer.ResultsWriter.write`), ``plots.pdf`` a page
+    per figure, complete at the end; put in place when the writer commits."""
     plt = _plt()
-    with contextlib.ExitStack() as stack:    # leaving it: plots.pdf closed, then moved in
+    with contextlib.ExitStack() as stack:    # leaving it: plots.pdf closed, then kept
         pdf = None
         if "pdf" in formats:
             from matplotlib.backends.backend_pdf import PdfPages
-            pdf = stack.enter_context(PdfPages(stack.enter_context(_replacing(out / "plots.pdf"))))
+            pdf = stack.enter_context(PdfPages(stack.enter_context(writer.writing("plots.pdf"))))
         for name in names:
             if name == "speed" and ref is not None:
                 fig = figure_speed(df, summary, vehicle, reference=ref,
@@ -229,16 +218,14 @@ def _draw(out: Path, names, formats, df, summary, vehicle, ref, reference_dir, w
                 fig = FIGURES[name](df, summary, vehicle, s_range=win)
             fig.tight_layout()
             if "png" in formats:
-                path = _write_replacing(out / f"{name}.png", lambda tmp: fig.savefig(
+                path = writer.write(f"{name}.png", lambda tmp: fig.savefig(
                     tmp, format="png", dpi=dpi, bbox_inches="tight"))   # legends outside the axes
-                written.append(path)
                 echo(f"  wrote {path}")
             if pdf is not None:
                 pdf.savefig(fig, bbox_inches="tight")
             plt.close(fig)
     if pdf is not None:
-        written.append(out / "plots.pdf")
-        echo(f"  wrote {out / 'plots.pdf'}")
+        echo(f"  wrote {writer.written[-1]}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -273,7 +260,7 @@ def figure_compare(delta: pd.DataFrame, label_a: str = "A", label_b: str = "B"):
 
 
 def compare_runs(dir_a, dir_b, out_dir=None, n_sectors: int = 3, formats=("png",),
-                 echo=None) -> dict:
+                 echo=None, every=None) -> dict:
     """Compare two results folders and write ``compare.csv``, ``compare_sectors.csv`` and
     ``compare.png`` (and ``compare.pdf`` on request).
 
@@ -283,13 +270,19 @@ def compare_runs(dir_a, dir_b, out_dir=None, n_sectors: int = 3, formats=("png",
         Results folders (A is the reference).
     out_dir : str or Path, optional
         Where to write: a folder of its own, neither run's folder nor inside one, nor another
-        results folder (default ``compare_<name of A>_vs_<name of B>`` next to ``dir_b``).
+        results folder (default ``compare_<name of A>_vs_<name of B>`` next to ``dir_b``),
+        written whole by :class:`pyomo_lap.folders.writer.ResultsWriter` (kind ``compare``:
+        checked and locked before anything is read; a link, a file of the user's or one edited
+        since is refused).
     n_sectors : int
         Equal parts of the overlap timed in the sector table.
     formats : sequence of str
         ``"png"`` and/or ``"pdf"``.
     echo : callable, optional
         Progress messages.
+    every : str, optional
+        ``compare.csv`` on a fixed step (:func:`pyomo_lap.analysis.compare.parse_step`:
+        ``'1m'``, or ``'0.01s'`` of A's time).
 
     Returns
     -------
@@ -313,25 +306,29 @@ def compare_runs(dir_a, dir_b, out_dir=None, n_sectors: int = 3, formats=("png",
     """
     echo = echo or (lambda *_: None)
     formats = _check_formats(formats)
+    if every is not None:
+        parse_step(every)
     dir_a, dir_b = Path(dir_a), Path(dir_b)
-    out = _out_folder(out_dir, [dir_a, dir_b], f"compare_{dir_a.name}_vs_{dir_b.name}")
-    sum_a, sum_b = read_summary(dir_a), read_summary(dir_b)
-    if sum_a.get("track") != sum_b.get("track"):
-        raise ValueError(f"the runs are on different tracks: {sum_a.get('track')!r} ({dir_a}) and "
-                         f"{sum_b.get('track')!r} ({dir_b})")
-    delta = delta_along_track(read_trajectory(dir_a), read_trajectory(dir_b))
-    sectors = sector_deltas(delta, n_sectors)
-    channels = channel_differences(delta)
-    runs = run_statistics(sum_a, sum_b)
-    from ..results.corners import corner_deltas, records_table
-    corners = corner_deltas(records_table(sum_a.get("corners")),
-                            records_table(sum_b.get("corners")))
-    fig = figure_compare(delta, dir_a.name, dir_b.name)
-    tables = {"compare.csv": delta, "compare_sectors.csv": sectors,
-              "compare_channels.csv": channels, "compare_runs.csv": runs}
-    if len(corners):
-        tables["compare_corners.csv"] = corners
-    files = _write_comparison(out, tables, fig, "compare", formats, echo)
+    with _comparison_writer(out_dir, [dir_a, dir_b],
+                            f"compare_{dir_a.name}_vs_{dir_b.name}") as writer:
+        sum_a, sum_b = read_summary(dir_a), read_summary(dir_b)
+        if sum_a.get("track") != sum_b.get("track"):
+            raise ValueError(f"the runs are on different tracks: {sum_a.get('track')!r} ({dir_a}) "
+                             f"and {sum_b.get('track')!r} ({dir_b})")
+        delta = delta_along_track(read_trajectory(dir_a), read_trajectory(dir_b))
+        sectors = sector_deltas(delta, n_sectors)
+        channels = channel_differences(delta)
+        runs = run_statistics(sum_a, sum_b)
+        from ..results.corners import corner_deltas, records_table
+        corners = corner_deltas(records_table(sum_a.get("corners")),
+                                records_table(sum_b.get("corners")))
+        fig = figure_compare(delta, dir_a.name, dir_b.name)
+        table = delta if every is None else _at_steps(delta, every, "s [m]", "t_A [s]")
+        tables = {"compare.csv": table, "compare_sectors.csv": sectors,
+                  "compare_channels.csv": channels, "compare_runs.csv": runs}
+        if len(corners):
+            tables["compare_corners.csv"] = corners
+        files = _write_comparison(writer, tables, fig, "compare", formats, echo)
     return {"delta": delta, "sectors": sectors, "channels": channels, "runs": runs,
             "corners": corners, "delta_t_s": float(delta["delta_t [s]"].iloc[-1]),
             "files": files}

@@ -21,13 +21,15 @@ Down-sampling (:func:`keep_extremes`): a trace of more than ``max_points`` point
 keeps its smallest and its largest value (and the trace its first and last point), so that
 peaks and dips survive. The full Nordschleife lap (about 4,000 points) is drawn whole.
 
-Where the file goes (:func:`report_path`): one run, by default ``RUN/report.html``, written
-under the folder's lock and recorded in its manifest (``by = "report"``,
-:func:`pyomo_lap.folders.results_folder.record_files`), so the next solve into the folder replaces it
-with the rest; several runs or a logged lap, by default ``report_<first>_and_<n>_more.html``
-(``report_<run>_vs_<file>.html``) next to the first run. An ``--out`` inside a results folder
-is treated like the first case. The file is written to a temporary file and moved onto its
-name (:func:`os.replace`): never through a link, never half-written.
+Where the file goes (:func:`report_path`): one run, by default ``RUN/report.html``; several
+runs or a logged lap, by default ``report_<first>_and_<n>_more.html``
+(``report_<run>_vs_<file>.html``) next to the first run. It is written by
+:class:`pyomo_lap.folders.writer.ResultsWriter` (add mode, ``by = "report"``): inside a
+results folder (a run's, or another's given as ``--out``) under the folder's lock and
+recorded in its manifest, so the next solve into the folder replaces it with the rest;
+elsewhere recorded in the manifest of its folder (kind ``files``). A ``report.html`` of the
+user's, or one edited since, is never replaced (refused before anything is read), nor a link
+followed; the file goes to a temporary file renamed onto its name: never half-written.
 """
 from __future__ import annotations
 
@@ -44,6 +46,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
+
+from ..folders.writer import ResultsWriter
 
 __all__ = ["write_report", "report_html", "report_path", "keep_extremes", "load_run",
            "parameter_table", "MAX_POINTS", "MAP_CHANNELS", "find_chromium", "chromium_load"]
@@ -605,10 +609,10 @@ def write_report(runs, out=None, telemetry=None, max_points: int = MAX_POINTS,
     runs : sequence of str or Path
         Results folders of ``pyomo-lap solve`` on the same track; the first is the reference.
     out : str or Path, optional
-        The HTML file (:func:`report_path` for the default). Inside a results folder it is
-        written under the folder's lock (:func:`pyomo_lap.folders.results_folder.output_lock`), after
-        :func:`pyomo_lap.folders.links.refuse_links`, and recorded in its manifest
-        (``by = "report"``).
+        The HTML file (:func:`report_path` for the default), written by
+        :class:`pyomo_lap.folders.writer.ResultsWriter` (module docstring): inside a results
+        folder under its lock, after :func:`pyomo_lap.folders.links.refuse_links`, and
+        recorded in its manifest (``by = "report"``); elsewhere in its folder's.
     telemetry : str or Path, optional
         A logged lap (CSV, :func:`pyomo_lap.analysis.compare.read_telemetry`) to overlay on the
         single run, aligned on distance (:func:`pyomo_lap.analysis.compare.telemetry_delta`).
@@ -628,39 +632,30 @@ def write_report(runs, out=None, telemetry=None, max_points: int = MAX_POINTS,
     ------
     ValueError
         No run; ``telemetry`` with more than one run; not a results folder; runs on different
-        tracks or without a common stretch; a bad ``out``; the folder is busy or holds a link.
+        tracks or without a common stretch; a bad ``out``; the folder is busy or holds a link;
+        a file of that name that is the user's or was edited since (before anything is read).
+    FolderWriteError (an OSError)
+        It could not be written (a full disk): the earlier file is kept.
     """
     from ..analysis.compare import read_telemetry, telemetry_delta
-    from ..folders.results_folder import output_lock, record_files
-    from ..folders.links import refuse_links
-    from ..results.table import _write_replacing
     echo = echo or (lambda *_: None)
     runs = [Path(r) for r in runs]
     if not runs:
         raise ValueError("no run given: expected one results folder or more")
     if telemetry is not None and len(runs) != 1:
         raise ValueError(f"telemetry compares one run with a logged lap; {len(runs)} runs given")
-    out, inside = report_path(runs, out, telemetry)
-    names = _unique(runs)
-    loaded = [load_run(r, n) for r, n in zip(runs, names)]
-    log = None
-    if telemetry is not None:
-        frame, info = read_telemetry(telemetry, speed_unit=speed_unit)
-        table, ainfo = telemetry_delta(loaded[0]["df"], frame, units=info["units"])
-        log = {"name": f"{Path(telemetry).name} (logged)", "table": table,
-               "info": {**info, **ainfo}, "g": loaded[0]["g"]}
-    page = report_html(loaded, log, max_points)
-    lock = output_lock(inside, "report").acquire() if inside is not None else None
-    try:
-        if inside is not None:
-            refuse_links(inside, f"results folder {str(inside)!r}")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        _write_replacing(out, lambda tmp: Path(tmp).write_text(page, encoding="utf-8"))
-        if inside is not None:
-            record_files(inside, [out], by="report")
-    finally:
-        if lock is not None:
-            lock.release()
+    out, _inside = report_path(runs, out, telemetry)
+    with ResultsWriter.adding(out.parent, "report", names=[out.name]) as writer:   # before work
+        names = _unique(runs)
+        loaded = [load_run(r, n) for r, n in zip(runs, names)]
+        log = None
+        if telemetry is not None:
+            frame, info = read_telemetry(telemetry, speed_unit=speed_unit)
+            table, ainfo = telemetry_delta(loaded[0]["df"], frame, units=info["units"])
+            log = {"name": f"{Path(telemetry).name} (logged)", "table": table,
+                   "info": {**info, **ainfo}, "g": loaded[0]["g"]}
+        writer.write_text(out.name, report_html(loaded, log, max_points))
+    out = writer.written[-1]
     echo(f"  wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
     return out
 

@@ -9,9 +9,10 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.compare import _plt
+from ..folders.writer import ResultsWriter
 from .base import _legend_right
 
-__all__ = ["figure_sweep_parameter", "figure_sweep_heatmap", "sweep_plots"]
+__all__ = ["figure_sweep_parameter", "figure_sweep_heatmap", "sweep_plots", "sweep_plot_names"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -97,23 +98,51 @@ def figure_sweep_heatmap(table: pd.DataFrame, x: str, y: str):
 
 
 def sweep_plots(table: pd.DataFrame, out_dir) -> list:
-    """Write the sweep's figures to ``out_dir``: ``lap_time_vs_<parameter>.png`` for each
-    swept parameter and, for two or more, ``lap_time_heatmap.png`` over the first two.
-    Returns the paths written."""
+    """Write the sweep's figures: ``lap_time_vs_<parameter>.png`` for each swept parameter
+    and, for two or more, ``lap_time_heatmap.png`` over the first two.
+
+    Parameters
+    ----------
+    table : DataFrame
+        The sweep's table (one row per case).
+    out_dir : ResultsWriter, str or Path
+        The sweep folder's claimed writer (:class:`pyomo_lap.folders.writer.ResultsWriter`,
+        committed by the caller), or a folder: then written by a writer of their own (add
+        mode, ``by = "sweep"``) and committed.
+
+    Returns
+    -------
+    list of Path
+        The files written (their final names).
+    """
+    if not isinstance(out_dir, ResultsWriter):
+        with ResultsWriter.adding(out_dir, "sweep", names=sweep_plot_names(table)) as writer:
+            files = sweep_plots(table, writer)
+        return files
+    writer = out_dir
     plt = _plt()
-    out_dir = Path(out_dir)
     files = []
     if "status" not in table or not (table["status"] == "solved").any():
         return files
     swept = _swept(table)
-    for p in swept:
-        fig = figure_sweep_parameter(table, p)
-        files.append(out_dir / f"lap_time_vs_{p}.png")
-        fig.savefig(files[-1], dpi=120, bbox_inches="tight")
-        plt.close(fig)
+    figures = [(f"lap_time_vs_{p}.png", lambda p=p: figure_sweep_parameter(table, p))
+               for p in swept]
     if len(swept) >= 2:
-        fig = figure_sweep_heatmap(table, swept[0], swept[1])
-        files.append(out_dir / "lap_time_heatmap.png")
-        fig.savefig(files[-1], dpi=120, bbox_inches="tight")
-        plt.close(fig)
+        figures.append(("lap_time_heatmap.png",
+                        lambda: figure_sweep_heatmap(table, swept[0], swept[1])))
+    for name, draw in figures:
+        fig = draw()
+        try:
+            files.append(writer.write(name, lambda path: fig.savefig(
+                path, format="png", dpi=120, bbox_inches="tight")))
+        finally:
+            plt.close(fig)
     return files
+
+
+def sweep_plot_names(table_or_axes) -> list:
+    """The names of the figures :func:`sweep_plots` may write for a sweep table or its axes
+    (the swept names): what the sweep folder's writer checks before anything runs."""
+    names = (_swept(table_or_axes) if isinstance(table_or_axes, pd.DataFrame)
+             else [k for k in table_or_axes if "." in k])
+    return [f"lap_time_vs_{p}.png" for p in names] + ["lap_time_heatmap.png"]

@@ -42,15 +42,19 @@ the start line ends at ``s = L_track``, never wraps to 0.
 """
 from __future__ import annotations
 
+import contextlib
 import math
+from pathlib import Path
 from typing import Iterable, Optional
 
 import numpy as np
 import pandas as pd
 
+from ..folders.results_folder import check_results_folder
+from ..folders.writer import ResultsWriter
 from ..ocp.collocation import INTERPOLATION_KINDS, collocation_interpolate
 from .logger import LOGGER_CHANNELS
-from .table import track_coordinate
+from .table import track_coordinate, write_results
 
 __all__ = ["fixed_step_grid", "fixed_step_table", "track_coordinate",
            "column_kinds", "derive_channels", "folder_car", "EXPORT_FOLDER", "MESH_FILES"]
@@ -389,7 +393,8 @@ def export_fixed_step(run, every: float, out=None, echo=None):
     files as ``solve --every`` writes (``trajectory.csv`` / ``.parquet`` and the workbook on
     the step, ``trajectory_mesh.*`` the mesh rows, ``summary.json``, ``solution.npz``),
     through :func:`pyomo_lap.results.table.write_results` (a manifest, an atomic swap, never
-    through a link).
+    through a link). The folder is checked and locked before the channels are computed
+    (:class:`pyomo_lap.folders.writer.ResultsWriter`).
 
     Parameters
     ----------
@@ -398,9 +403,9 @@ def export_fixed_step(run, every: float, out=None, echo=None):
     every : float
         The step [m].
     out : str or Path, optional
-        The folder to write; default ``run/export_every_<STEP>m`` (:data:`EXPORT_FOLDER`),
-        whose files are then recorded in ``run``'s manifest (``by = "export"``: replaced with
-        the rest by the next solve into ``run``), ``run`` locked meanwhile.
+        The folder to write; default ``run/export_every_<STEP>m`` (:data:`EXPORT_FOLDER`), a
+        folder of its own listed in ``run``'s manifest (``folders``, ``by = "export"``:
+        replaced with the rest by the next solve into ``run``), ``run`` locked meanwhile.
     echo : callable, optional
 
     Returns
@@ -413,29 +418,27 @@ def export_fixed_step(run, every: float, out=None, echo=None):
     ValueError
         Not a complete results folder, a bad step, a folder that cannot be replaced
         (:func:`pyomo_lap.results.table.write_results`).
+    FolderWriteError (an OSError)
+        A file could not be written (a full disk): nothing was, the earlier folder is kept.
     """
-    from pathlib import Path
-
-    from ..folders.results_folder import check_results_folder, output_lock, record_files
-    from .table import write_results
     run = check_results_folder(run)
-    table, mesh, summary = folder_fixed_step(run, every)
-    summary = dict(summary, trajectory_step_m=float(every), exported_from=str(Path(run).resolve()))
-    solution = None
-    sol = Path(run) / "solution.npz"
-    if sol.is_file():
-        with np.load(sol) as d:
-            solution = {k: d[k] for k in d.files}
-    inside = out is None
-    target = Path(run) / EXPORT_FOLDER.format(step=f"{float(every):g}") if inside else Path(out)
-    lock = output_lock(run, "export").acquire() if inside else None
-    try:
-        where = write_results(target, table, summary, summary.get("vehicle_parameters"),
-                              n_sectors=len(summary.get("sectors") or []) or 3, echo=echo,
-                              solution=solution, mesh_df=mesh)
-        if inside:
-            record_files(run, [p for p in Path(where).rglob("*") if p.is_file()], by="export")
-    finally:
-        if lock is not None:
-            lock.release()
-    return where
+    with contextlib.ExitStack() as stack:
+        if out is None:       # a folder of its own inside run, listed in run's manifest
+            name = EXPORT_FOLDER.format(step=f"{float(every):g}")
+            outer = stack.enter_context(ResultsWriter.adding(run, "export", names=[name],
+                                                             echo=echo))
+            writer = outer.nested(name)
+        else:
+            writer = ResultsWriter.replacing(out, "export", echo=echo)
+        stack.enter_context(writer)               # checked and locked before the work
+        table, mesh, summary = folder_fixed_step(run, every)
+        summary = dict(summary, trajectory_step_m=float(every),
+                       exported_from=str(Path(run).resolve()))
+        solution = None
+        sol = Path(run) / "solution.npz"
+        if sol.is_file():
+            with np.load(sol) as d:
+                solution = {k: d[k] for k in d.files}
+        return write_results(writer, table, summary, summary.get("vehicle_parameters"),
+                             n_sectors=len(summary.get("sectors") or []) or 3, echo=echo,
+                             solution=solution, mesh_df=mesh)

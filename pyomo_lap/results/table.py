@@ -11,12 +11,7 @@ CasADi function is evaluated over all the points at once
 """
 from __future__ import annotations
 
-import contextlib
-import datetime
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -29,13 +24,13 @@ from .export import (_SUMMARY_GROUPS, _TRACK_DATA_KEYS, WORKBOOK_UNITS_NOTE, _js
                      quality_table, sensitivity_sheet, summary_rows, vehicle_sheet)
 from ..folders.results_folder import (  # re-exported: the folder names of this module before the split
     MANIFEST, SOLUTION_FILE, FolderNotReplaceableError, OutputBusyError, OutputLock,
-    _file_entry, _fsync_dir, _fsync_tree, _remove_results_folder, check_output_dir,
-    check_results_folder, is_link, output_lock, read_manifest, record_files, refuse_links)
+    check_output_dir, check_results_folder, output_lock, read_manifest)
+from ..folders.writer import ResultsWriter
 
 __all__ = ["trajectory_dataframe", "UNITS", "write_results", "read_trajectory", "check_output_dir",
            "sector_times", "TRACK_COLUMNS", "read_summary", "read_sensitivities",
            "solution_arrays", "load_solution", "SOLUTION_FILE", "MANIFEST", "read_manifest",
-           "check_results_folder", "record_files", "output_lock", "OutputLock",
+           "check_results_folder", "output_lock", "OutputLock",
            "OutputBusyError", "FolderNotReplaceableError", "effective_solver_options",
            "track_coordinate", "record_columns", "SPINE_RELATIVE"]
 
@@ -433,22 +428,16 @@ def load_solution(m, path) -> int:
 
 def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict | None = None,
                   partial: bool = False, n_sectors: int = 3, echo=None,
-                  solution: dict | None = None, mesh_df: pd.DataFrame | None = None) -> Path:
+                  solution: dict | None = None, mesh_df: pd.DataFrame | None = None,
+                  by: str = "solve") -> Path:
     """Write ``trajectory.csv``, ``trajectory.parquet``, ``results.xlsx``, ``summary.json`` (and
-    ``solution.npz``, given ``solution``)
-    atomically.
-
-    The files are written into a temporary folder next to ``out_dir``
-    (``.NAME.tmp-PID-*``), with the :data:`MANIFEST` (their paths and SHA-256) last, and
-    moved into place only when complete: an existing ``out_dir`` is moved aside
-    (``.NAME.old-PID``), the new folder moved in, and the old one removed. Should the process
-    die between the two moves, the next run into ``out_dir`` moves the old folder back
-    (:func:`check_output_dir`). An existing ``out_dir`` is replaced only if it holds nothing
-    but what pyomo_lap wrote there (:func:`check_output_dir`; anything else is refused, never
-    deleted). The lock on ``out_dir`` (:class:`OutputLock`) is held throughout. With
-    ``partial=True`` (a failed solve) nothing existing is touched: the files go to
-    ``<out_dir>.failed`` and the summary says ``"partial": true``; with
-    ``partial="interrupted"`` (the last iterate of a solve stopped by Ctrl-C or SIGTERM,
+    ``solution.npz``, given ``solution``) atomically: written whole by
+    :class:`pyomo_lap.folders.writer.ResultsWriter` (replace mode: in ``.NAME.tmp-PID-*`` next
+    to ``out_dir``, the :data:`MANIFEST` last, swapped in; an existing ``out_dir`` replaced
+    only if it holds nothing but what pyomo_lap wrote there, :func:`check_output_dir`; its
+    lock held throughout). With ``partial=True`` (a failed solve) nothing existing is
+    touched: the files go to ``<out_dir>.failed`` and the summary says ``"partial": true``;
+    with ``partial="interrupted"`` (the last iterate of a solve stopped by Ctrl-C or SIGTERM,
     given with its ``solution`` to start a later solve from) they go to
     ``<out_dir>.interrupted``, the summary saying ``"partial": true, "interrupted": true``.
 
@@ -484,7 +473,9 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
 
     Parameters
     ----------
-    out_dir : str or Path
+    out_dir : str, Path or ResultsWriter
+        The folder; or a writer of a folder inside another being written (a stint's
+        ``lap_01``, :meth:`pyomo_lap.folders.writer.ResultsWriter.nested`), claimed.
     df : DataFrame
         From :func:`trajectory_dataframe`.
     summary : dict
@@ -503,6 +494,8 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
         (:func:`pyomo_lap.results.fixed_step.fixed_step_table`, ``solve --every``): written as
         ``trajectory_mesh.csv`` and ``trajectory_mesh.parquet`` (read back with
         ``read_trajectory(folder, mesh=True)``), the workbook and ``trajectory.*`` holding ``df``.
+    by : str
+        The command, recorded in the manifest (``"solve"``, ``"export"``, ``"stint"``).
 
     Returns
     -------
@@ -516,17 +509,22 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
     OutputBusyError (a ValueError)
         Another run is writing into ``out_dir``.
     OSError
-        The destination cannot be written (the message names it).
+        The destination cannot be written (the message names it;
+        :class:`pyomo_lap.folders.writer.FolderWriteError` for a full disk: nothing of it is
+        left, the earlier folder is as it was).
     """
     echo = echo or (lambda *_: None)
-    held = []
-    out_dir = check_output_dir(out_dir, echo=echo, hold=held)    # locked from here on
-    try:
-        return _write_locked(out_dir, df, summary, vehicle_params, partial, n_sectors, echo,
-                             solution, mesh_df)
-    finally:
-        for lock in held:
-            lock.release()
+    if partial not in (True, False, "interrupted"):
+        raise ValueError(f"partial = {partial!r}: expected True, False or 'interrupted'")
+    if isinstance(out_dir, ResultsWriter):
+        writer = out_dir
+    else:
+        suffix = ".interrupted" if partial == "interrupted" else ".failed" if partial else ""
+        writer = ResultsWriter.replacing(out_dir, by, partial=suffix, echo=echo)
+    with writer:                  # checked and locked; committed (swapped in) or removed
+        _write_files(writer, df, summary, vehicle_params, partial, n_sectors, echo, solution,
+                     mesh_df)
+    return writer.folder
 
 
 _XLSX_OPTIONS = {"strings_to_formulas": False, "strings_to_urls": False,
@@ -536,14 +534,9 @@ description ``=HYPERLINK(...)`` stays text); the parts of the file assembled in 
 in temporary files (the same file, 0.1 s less)."""
 
 
-def _write_locked(out_dir: Path, df, summary, vehicle_params, partial, n_sectors, echo,
-                  solution, mesh_df=None) -> Path:
-    """The export of :func:`write_results` into a checked ``out_dir`` whose lock is held."""
-    if partial not in (True, False, "interrupted"):
-        raise ValueError(f"partial = {partial!r}: expected True, False or 'interrupted'")
-    suffix = ".interrupted" if partial == "interrupted" else ".failed" if partial else ""
-    target = out_dir.with_name(out_dir.name + suffix)
-    parent = target.parent
+def _write_files(writer: ResultsWriter, df, summary, vehicle_params, partial, n_sectors, echo,
+                 solution, mesh_df=None) -> None:
+    """The files of :func:`write_results`, through its claimed writer."""
     summary = dict(summary, partial=bool(partial))
     if partial == "interrupted":
         summary["interrupted"] = True
@@ -554,83 +547,32 @@ def _write_locked(out_dir: Path, df, summary, vehicle_params, partial, n_sectors
                if {"s_sector", "t"} <= set(df.columns) else pd.DataFrame())
     if "sectors" not in summary and len(sectors):
         summary["sectors"] = sector_records(sectors)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-{os.getpid()}-", dir=parent))
-    try:
-        os.chmod(tmp, 0o755)
-        import pyarrow as pa
-        table = pa.Table.from_pandas(df, preserve_index=False)     # one table for both files
-        echo("  writing trajectory.csv")
-        _write_csv(tmp / "trajectory.csv", table)
-        echo("  writing trajectory.parquet")
-        _write_parquet(tmp / "trajectory.parquet", table, summary)
-        if mesh_df is not None:
-            _write_mesh_rows(tmp, mesh_df, summary, echo)
-        with open(tmp / "summary.json", "w") as fh:
-            json.dump(summary, fh, indent=2, default=_json_default)
-        if solution is not None:
-            np.savez(tmp / SOLUTION_FILE, **solution)
-        corners = _corners_of(summary)
-        if corners is not None:
-            corners.to_csv(tmp / "corners.csv", index=False, float_format="%.10g")
-        echo("  writing results.xlsx")
-        _write_workbook(tmp / "results.xlsx", df, summary, sectors, vehicle_params)
-        files = {p.name: _file_entry(p, "solve") for p in sorted(tmp.iterdir()) if p.is_file()}
-        (tmp / MANIFEST).write_text(json.dumps(
-            {"format": 1, "pyomo_lap_version": __version__, "files": files,
-             "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(
-                 timespec="seconds")}, indent=1, sort_keys=True))       # last: complete
-        _fsync_tree(tmp)        # every file and folder on the disk before the swap
-        old = _aside(target)
-        try:
-            if os.path.lexists(target):
-                os.replace(target, old)
-            os.replace(tmp, target)
-        except BaseException:   # an error or Ctrl-C between the two moves
-            if os.path.lexists(old) and not os.path.lexists(target):
-                os.replace(old, target)   # put the earlier results back
-            raise
-        finally:
-            _fsync_dir(parent)  # the renames on the disk
-        if os.path.lexists(old) and not _remove_results_folder(old):
-            echo(f"kept {old}: the earlier results of {target.name}, since it now holds "
-                 "something pyomo_lap did not write; move out what you need and remove it")
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return target
+    import pyarrow as pa
+    table = pa.Table.from_pandas(df, preserve_index=False)     # one table for both files
+    echo("  writing trajectory.csv")
+    writer.write("trajectory.csv", lambda p: _write_csv(p, table))
+    echo("  writing trajectory.parquet")
+    writer.write("trajectory.parquet", lambda p: _write_parquet(p, table, summary))
+    if mesh_df is not None:
+        _write_mesh_rows(writer, mesh_df, summary, echo)
+    writer.write_text("summary.json", json.dumps(summary, indent=2, default=_json_default))
+    if solution is not None:
+        writer.write(SOLUTION_FILE, lambda p: np.savez(p, **solution))
+    corners = _corners_of(summary)
+    if corners is not None:
+        writer.write("corners.csv", lambda p: corners.to_csv(p, index=False, float_format="%.10g"))
+    echo("  writing results.xlsx")
+    writer.write("results.xlsx", lambda p: _write_workbook(p, df, summary, sectors, vehicle_params))
 
 
-def _write_mesh_rows(folder: Path, mesh_df: pd.DataFrame, summary: dict, echo) -> None:
+def _write_mesh_rows(writer: ResultsWriter, mesh_df: pd.DataFrame, summary: dict, echo) -> None:
     """``trajectory_mesh.csv`` and ``trajectory_mesh.parquet`` (the mesh rows of a folder
-    written on a fixed step) into the temporary folder of :func:`_write_locked`."""
+    written on a fixed step), through the writer of :func:`write_results`."""
     import pyarrow as pa
     table = pa.Table.from_pandas(mesh_df, preserve_index=False)
     echo("  writing trajectory_mesh.csv")
-    _write_csv(folder / "trajectory_mesh.csv", table)
-    _write_parquet(folder / "trajectory_mesh.parquet", table, summary)
-
-
-def _aside(target: Path) -> Path:
-    """``.NAME.old-PID``, where the swap of :func:`_write_locked` moves the earlier ``target``:
-    cleared of an earlier export of this process; ``target`` and it never links (nothing is
-    moved or deleted through one).
-
-    Raises
-    ------
-    FolderNotReplaceableError (a ValueError)
-        ``target`` became a link since it was checked, or ``.NAME.old-PID`` is a link or holds
-        files that are not pyomo_lap's (nothing was touched).
-    """
-    refuse_links(target, f"{str(target)!r}", todo="remove the link (only the link)")
-    old = target.parent / f".{target.name}.old-{os.getpid()}"
-    if os.path.lexists(old):                # left by an earlier export of this process
-        _remove_results_folder(old)
-    if os.path.lexists(old):
-        why = "a symbolic link" if is_link(old) else "holding files pyomo_lap did not write"
-        raise FolderNotReplaceableError(
-            f"cannot move the earlier results of {target} aside: {old} is in the way ({why}); "
-            "move it away and solve again (nothing was touched)")
-    return old
+    writer.write("trajectory_mesh.csv", lambda p: _write_csv(p, table))
+    writer.write("trajectory_mesh.parquet", lambda p: _write_parquet(p, table, summary))
 
 
 def _corners_of(summary: dict):
@@ -755,37 +697,6 @@ def _summary_sheet(summary: dict, vehicle_sheet: bool = False) -> pd.DataFrame:
                              "sheet", _unit_of(name), ""))
             add("other", k, _without_long_lists(v))
     return pd.DataFrame(rows, columns=["group", "quantity", "value", "unit", "note"])
-
-
-@contextlib.contextmanager
-def _replacing(path):
-    """Context: yields a temporary file ``tmp`` (a str) in the folder of the file ``path``
-    (``.NAME.tmp-PID-*``) to write the whole file to; on leaving, ``tmp`` is moved onto
-    ``path`` (:func:`os.replace`: a link at ``path`` is replaced itself, never written through,
-    and ``path`` is the earlier file or the new one, whole); on an error (or an interrupt)
-    ``tmp`` is removed and ``path`` is left as it was. For the figures of ``pyomo-lap plot`` and
-    the files of ``pyomo-lap validate``."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-{os.getpid()}-", dir=path.parent)
-    os.close(fd)
-    try:
-        yield tmp
-        umask = os.umask(0o22)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)           # as an ordinary new file (mkstemp: 0600)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _write_replacing(path, write) -> Path:
-    """Write the file ``path`` by ``write(tmp)`` (the whole file to the path ``tmp``, a str)
-    through :func:`_replacing`: never through a link, never half-written. Returns ``path``."""
-    with _replacing(path) as tmp:
-        write(tmp)
-    return Path(path)
 
 
 def tangential_acceleration(df) -> np.ndarray:

@@ -16,6 +16,9 @@ from typing import Callable, Optional
 
 import pandas as pd
 
+from ..folders.links import is_link
+from ..folders.writer import ResultsWriter
+from ..plots.sweep import sweep_plot_names, sweep_plots
 from .cases import (_NOT_SWEPT, AXES, STATUSES, SweepSpecError, _base_vehicles, _case_vehicle,
                     _jsonable, _where, check_cases, parse_set, read_cases_csv, resolve_parameter,
                     sweep_cases)
@@ -29,7 +32,8 @@ __all__ = ["sweep", "read_rows", "compile_ahead"]
 # ---------------------------------------------------------------------------------------
 def read_rows(folder) -> pd.DataFrame:
     """The rows written so far in a sweep folder (``rows/*.parquet``), ordered by case."""
-    files = sorted((Path(folder) / "rows").glob("*.parquet"))
+    files = sorted(f for f in (Path(folder) / "rows").glob("*.parquet")
+                   if not f.name.startswith("."))        # a writer's temporary file: not a row
     if not files:
         return pd.DataFrame()
     df = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
@@ -48,6 +52,14 @@ def _job(job: dict) -> dict:
 
 
 def _prepare_folder(out: Path, resume: bool) -> None:
+    """The sweep's own checks of its folder before anything runs (a link, a file, an earlier
+    sweep without ``--resume``, a folder that is no sweep's); the writer's follow when it is
+    claimed (:class:`pyomo_lap.folders.writer.ResultsWriter`)."""
+    if is_link(out):
+        raise SweepSpecError(f"sweep folder {str(out)!r} is a symbolic link (to "
+                             f"{os.readlink(out)}); pyomo_lap never follows a link out of a "
+                             "folder it writes: give the real path or remove the link (only the "
+                             "link; nothing was touched)")
     if out.exists() and not out.is_dir():
         raise SweepSpecError(f"sweep folder {str(out)!r} is a file; choose another --out")
     if resume and out.is_dir() and any(out.iterdir()) and not (out / "sweep.json").exists():
@@ -59,7 +71,6 @@ def _prepare_folder(out: Path, resume: bool) -> None:
                                  "to finish it (finished cases are kept), or choose another --out")
         raise SweepSpecError(f"sweep folder {str(out)!r} exists and is not a sweep folder; "
                              "choose another --out (nothing was touched)")
-    out.mkdir(parents=True, exist_ok=True)
 
 
 def _shown_value(value, width: int = 80) -> str:
@@ -226,42 +237,49 @@ def sweep(set_values=None, cases_file=None, *, out="sweep", resume: bool = False
     file_cases = read_cases_csv(cases_file) if cases_file is not None else None
     cases = sweep_cases(axes, file_cases, track=track, vehicle=vehicle, job=job)
     check_cases(cases, job)
-    out = Path(out).expanduser().resolve()
+    out = Path(os.path.abspath(Path(out).expanduser()))       # a link is not resolved: refused
     _prepare_folder(out, resume)
     spec = {"job": job, "axes": {k: list(v) for k, v in axes.items()},
             "cases_file": str(cases_file) if cases_file is not None else None,
             "base": {"track": _where(track), "vehicle": _where(vehicle)}, "cases": cases}
     grows = _resumed_spec(out, spec) if resume and (out / "sweep.json").exists() else ""
-    tmp = out / ".sweep.json.tmp"
-    tmp.write_text(json.dumps(spec, indent=1, default=str))
-    os.replace(tmp, out / "sweep.json")
-
-    done = read_rows(out) if resume else pd.DataFrame()
-    finished = set(done.loc[done["status"] != "lost", "case_id"]) if len(done) else set()
-    todo = [c for c in cases if c["id"] not in finished]
-    n = len(cases)
-    echo(f"sweep of {n} cases ({n - len(todo)} already finished, {len(todo)} to run) "
-         f"into {out}/")
-    if grows:
-        echo(grows)
-    if todo:
-        own = client is None
-        cluster = None
-        if own:
-            client, cluster = _client(scheduler, workers)
-        meshes = _shared_meshes(todo, job)
-        run_job = {**job, "_meshes": meshes} if meshes else job
-        try:
-            _run(client, todo, run_job, out, n, n - len(todo), set(_crash_once), echo,
-                 warm_start, done)
-        finally:
-            if own:
-                client.close()
-                if cluster is not None:
-                    cluster.close()
-    table = _table(out, cases)
-    _write_outputs(out, table, axes, echo, plots)
+    names = ["sweep.json", "sweep.parquet", "sweep.xlsx", *sweep_plot_names(axes)]
+    with ResultsWriter.adding(out, "sweep", names=names, kind="sweep", echo=echo) as writer:
+        writer.write_text("sweep.json", json.dumps(spec, indent=1, default=str))
+        writer.commit()
+        done = read_rows(out) if resume else pd.DataFrame()
+        finished = set(done.loc[done["status"] != "lost", "case_id"]) if len(done) else set()
+        todo = [c for c in cases if c["id"] not in finished]
+        n = len(cases)
+        echo(f"sweep of {n} cases ({n - len(todo)} already finished, {len(todo)} to run) "
+             f"into {out}/")
+        if grows:
+            echo(grows)
+        if todo:
+            _run_cases(client, scheduler, workers, todo, job, out, n, _crash_once, echo,
+                       warm_start, done)
+        table = _table(out, cases)
+        _write_outputs(writer, table, echo, plots)
     return table
+
+
+def _run_cases(client, scheduler, workers, todo, job, out, n, crash_once, echo, warm_start,
+               done) -> None:
+    """The cases ``todo`` on the client given, or on a cluster of its own (closed after)."""
+    own = client is None
+    cluster = None
+    if own:
+        client, cluster = _client(scheduler, workers)
+    meshes = _shared_meshes(todo, job)
+    run_job = {**job, "_meshes": meshes} if meshes else job
+    try:
+        _run(client, todo, run_job, out, n, n - len(todo), set(crash_once), echo, warm_start,
+             done)
+    finally:
+        if own:
+            client.close()
+            if cluster is not None:
+                cluster.close()
 
 
 def compile_ahead(cases: list, job: dict) -> dict:
@@ -523,21 +541,23 @@ def _is_parameter(column: str) -> bool:
     return "." in column and column.split(".")[0] in SECTIONS
 
 
-def _write_outputs(out: Path, table: pd.DataFrame, axes: dict, echo, plots: bool) -> None:
+def _write_outputs(writer: ResultsWriter, table: pd.DataFrame, echo, plots: bool) -> None:
+    """``sweep.parquet``, ``sweep.xlsx`` and the figures through the sweep folder's writer,
+    committed together (each written to a temporary file of its own, renamed at the end)."""
     if not len(table):
         return
-    tmp = out / ".sweep.parquet.tmp"
-    table.to_parquet(tmp, index=False)
-    os.replace(tmp, out / "sweep.parquet")
-    tmp = out / ".sweep.xlsx.tmp"
     from ..results.table import _XLSX_OPTIONS      # every string as text, never a formula
-    with pd.ExcelWriter(tmp, engine="xlsxwriter", engine_kwargs={"options": dict(_XLSX_OPTIONS)}) as xw:
-        table.to_excel(xw, sheet_name="cases", index=False)
-    os.replace(tmp, out / "sweep.xlsx")
+
+    def workbook(path):
+        with pd.ExcelWriter(path, engine="xlsxwriter",
+                            engine_kwargs={"options": dict(_XLSX_OPTIONS)}) as xw:
+            table.to_excel(xw, sheet_name="cases", index=False)
+    writer.write("sweep.parquet", lambda path: table.to_parquet(path, index=False))
+    writer.write("sweep.xlsx", workbook)
     files = ["sweep.parquet", "sweep.xlsx"]
     if plots:
-        from ..plots.figures import sweep_plots
-        files += [Path(f).name for f in sweep_plots(table, out)]
+        files += [f.name for f in sweep_plots(table, writer)]
+    writer.commit()
     counts = table["status"].value_counts().to_dict()
     echo(f"{len(table)} cases: " + ", ".join(f"{counts[s]} {s}" for s in STATUSES if s in counts)
-         + f"; written to {out}/ ({', '.join(files)})")
+         + f"; written to {writer.folder}/ ({', '.join(files)})")

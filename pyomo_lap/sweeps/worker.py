@@ -12,6 +12,7 @@ from typing import Optional
 
 import pandas as pd
 
+from ..folders.writer import ResultsWriter
 from .cases import _base_vehicles, _case_vehicle, _schema_message
 
 __all__ = ["run_case"]
@@ -27,14 +28,12 @@ scaling are those a new build gives, ``tests/test_set_vehicle.py``)."""
 # one case (runs in a worker process)
 # ---------------------------------------------------------------------------------------
 def _write_row(folder: Path, row: dict) -> Path:
-    """``rows/<id>.parquet``, atomically (temporary name, then rename)."""
-    rows = Path(folder) / "rows"
-    rows.mkdir(parents=True, exist_ok=True)
-    final = rows / f"{row['case_id']}.parquet"
-    tmp = rows / f".{row['case_id']}.{os.getpid()}.tmp"
-    pd.DataFrame([row]).to_parquet(tmp, index=False)
-    os.replace(tmp, final)
-    return final
+    """``rows/<id>.parquet``, whole (:meth:`pyomo_lap.folders.writer.ResultsWriter.write_file`:
+    a temporary file of a unique name, flushed, renamed; never through a link): a worker
+    writes it while the sweep holds the folder's lock."""
+    final = Path(folder) / "rows" / f"{row['case_id']}.parquet"
+    return ResultsWriter.write_file(final, lambda tmp: pd.DataFrame([row]).to_parquet(
+        tmp, index=False))
 
 
 def _row(case: dict, status: str, reason: str = "") -> dict:
