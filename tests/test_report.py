@@ -166,7 +166,8 @@ def test_report_of_two_runs_opens_in_chromium(tmp_path):
     rendered (plotly's 'main-svg' layers in each), the screenshot far from blank (pixel
     variance), the two parameters listed with their units and values as the vehicle files
     give them, the corner table of corners.csv shown; the file is self-contained (no
-    http(s) script or stylesheet) and was written around a link, never through it."""
+    http(s) script or stylesheet); an --out that is a link is refused, never written through
+    (issue 45: a link is the user's), and written once it is gone."""
     exe = _chromium()
     car = (ROOT / "models" / "fsae.toml").read_text()
     car_b = re.sub(r"(?m)^total = 240\.0", "total = 260.0", car)
@@ -182,6 +183,11 @@ def test_report_of_two_runs_opens_in_chromium(tmp_path):
     out = tmp_path / "out" / "r.html"
     out.parent.mkdir()
     out.symlink_to(victim)
+    from pyomo_lap.folders.links import FolderNotReplaceableError
+    with pytest.raises(FolderNotReplaceableError, match=r"r\.html is a symbolic link"):
+        R.write_report([tmp_path / "a", tmp_path / "b"], out=out)
+    assert victim.read_text() == "mine" and out.is_symlink()
+    out.unlink()
     path = R.write_report([tmp_path / "a", tmp_path / "b"], out=out)
     assert victim.read_text() == "mine" and not out.is_symlink()
     page = path.read_text()
