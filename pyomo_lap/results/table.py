@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from . import channels as _channels
+from .summary import SUMMARY_FORMAT, Summary, as_summary
 from .export import (_SUMMARY_GROUPS, _TRACK_DATA_KEYS, WORKBOOK_UNITS_NOTE, _json_default,
                      _lists_sheet, _long_lists, _provenance_sheet, _sheet, _speed_chart, _unit_of,
                      _without_long_lists, _write_csv, _write_parquet, _write_rows,
@@ -344,20 +345,11 @@ def read_trajectory(path, mesh: bool = False) -> pd.DataFrame:
     return df.rename(columns={c: c.split(" [")[0] for c in df.columns})
 
 
-def read_summary(path) -> dict:
-    """The ``summary.json`` of a results folder (``path`` is the folder or the file).
-
-    Raises
-    ------
-    FileNotFoundError
-        No summary.json there.
-    """
-    path = Path(path)
-    if path.is_dir():
-        path = path / "summary.json"
-    if not path.exists():
-        raise FileNotFoundError(f"no summary.json at {str(path)!r}: is it a pyomo_lap results folder?")
-    return json.loads(path.read_text())
+def read_summary(path) -> Summary:
+    """The ``summary.json`` of a results folder (``path`` is the folder or the file), typed:
+    :meth:`pyomo_lap.results.summary.Summary.read` (a file of any version; FileNotFoundError
+    when there is none, ValueError when it is no JSON object)."""
+    return Summary.read(path)
 
 
 def solution_arrays(m) -> dict:
@@ -431,7 +423,8 @@ def load_solution(m, path) -> int:
     return n
 
 
-def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict | None = None,
+def write_results(out_dir, df: pd.DataFrame, summary: Summary | dict,
+                  vehicle_params: dict | None = None,
                   partial: bool = False, n_sectors: int = 3, echo=None,
                   solution: dict | None = None, mesh_df: pd.DataFrame | None = None) -> Path:
     """Write ``trajectory.csv``, ``trajectory.parquet``, ``results.xlsx``, ``summary.json`` (and
@@ -487,8 +480,9 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
     out_dir : str or Path
     df : DataFrame
         From :func:`trajectory_dataframe`.
-    summary : dict
-        JSON-serialisable summary.
+    summary : Summary or dict
+        :class:`pyomo_lap.results.summary.Summary` (a dict of its keys is read as one), left
+        unchanged: ``partial``, ``summary_format`` ... are set on the copy written.
     vehicle_params : VehicleParameters or dict, optional
         The workbook's ``vehicle`` sheet (:func:`pyomo_lap.results.export.vehicle_sheet`).
     partial : bool or "interrupted"
@@ -518,6 +512,7 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
     OSError
         The destination cannot be written (the message names it).
     """
+    summary = as_summary(summary)        # typed here: a dict of summary.json's keys too
     echo = echo or (lambda *_: None)
     held = []
     out_dir = check_output_dir(out_dir, echo=echo, hold=held)    # locked from here on
@@ -536,24 +531,29 @@ description ``=HYPERLINK(...)`` stays text); the parts of the file assembled in 
 in temporary files (the same file, 0.1 s less)."""
 
 
-def _write_locked(out_dir: Path, df, summary, vehicle_params, partial, n_sectors, echo,
-                  solution, mesh_df=None) -> Path:
+def _write_locked(out_dir: Path, df, summary: Summary, vehicle_params, partial, n_sectors,
+                  echo, solution, mesh_df=None) -> Path:
     """The export of :func:`write_results` into a checked ``out_dir`` whose lock is held."""
     if partial not in (True, False, "interrupted"):
         raise ValueError(f"partial = {partial!r}: expected True, False or 'interrupted'")
     suffix = ".interrupted" if partial == "interrupted" else ".failed" if partial else ""
     target = out_dir.with_name(out_dir.name + suffix)
     parent = target.parent
-    summary = dict(summary, partial=bool(partial))
+    summary = summary.copy()
+    summary.partial = bool(partial)
     if partial == "interrupted":
-        summary["interrupted"] = True
+        summary.interrupted = True
     from .. import __version__
-    summary.setdefault("pyomo_lap_version", __version__)   # marks the folder as pyomo_lap results
+    if not summary.is_set("pyomo_lap_version"):    # marks the folder as pyomo_lap results
+        summary.pyomo_lap_version = __version__
+    if not summary.is_set("summary_format"):
+        summary.summary_format = SUMMARY_FORMAT
     # a table without the track coordinate and time (a partial export) has no sector times
-    sectors = (sector_times(df, n_sectors, summary.get("sector_boundaries"))
+    sectors = (sector_times(df, n_sectors, summary.sector_boundaries)
                if {"s_sector", "t"} <= set(df.columns) else pd.DataFrame())
-    if "sectors" not in summary and len(sectors):
-        summary["sectors"] = sector_records(sectors)
+    if not summary.is_set("sectors") and len(sectors):
+        summary.sectors = sector_records(sectors)
+    summary = summary.to_dict()     # JSON's dict: what the files below hold
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-{os.getpid()}-", dir=parent))
     try:
         os.chmod(tmp, 0o755)
@@ -703,7 +703,7 @@ def effective_solver_options(solver: str, given: dict | None = None) -> dict:
 def read_sensitivities(results_dir) -> pd.DataFrame | None:
     """The sensitivity table of a results folder (from ``summary.json``), with the columns of
     :func:`pyomo_lap.analysis.sensitivities.lap_time_sensitivities`; None if the run had none."""
-    records = read_summary(results_dir).get("sensitivities")
+    records = read_summary(results_dir).sensitivities
     return pd.DataFrame(records) if records else None
 
 
