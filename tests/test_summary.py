@@ -14,6 +14,7 @@ import copy
 import json
 import math
 import pickle
+import re
 from pathlib import Path
 
 import pytest
@@ -200,6 +201,22 @@ def test_a_misspelt_field_raises():
     with pytest.raises(AttributeError):
         job.lap = 1.0           # no longer part of the job: the summary's lap_time_s
     assert "refinement" in repr(job)
+
+
+@pytest.mark.unit
+def test_every_field_is_documented():
+    """Each field of the summary has its entry in the class's docstring and in
+    docs/results.md; each field of the job in its docstring."""
+    import dataclasses
+
+    from pyomo_lap.api.state import Job
+    doc = Summary.__doc__
+    results_md = (Path(__file__).parents[1] / "docs" / "results.md").read_text()
+    for key in SUMMARY_KEYS:
+        assert re.search(rf"^    (\w+, )*{key}(, \w+)* :", doc, re.M), key
+        assert f"`{key}`" in results_md, key
+    for f in dataclasses.fields(Job):
+        assert f"    {f.name} :" in Job.__doc__, f.name
 
 
 # ------------------------------------------------------------------------------ integration
