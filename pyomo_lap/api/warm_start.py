@@ -37,7 +37,7 @@ import pyomo.environ as pyo
 from ..ocp.initialize import set_within_bounds
 from ..ocp.collocation import collocation_interpolate
 from ..results.fixed_step import variable_names
-from ..results.summary import Summary
+from ..results.summary import Summary, as_summary
 from ..folders.results_folder import SOLUTION_FILE
 
 __all__ = ["interpolate_solution", "read_source", "model_source", "apply_warm_start",
@@ -146,7 +146,7 @@ def check_source(src: dict, *, track_name: str, track_sha256: Optional[str], mod
     """Refuse a source of another track (the track file's sha256, else its name) or another
     vehicle model (``full``, ``single-track``, ...; a car of another parameter schema has other
     variables). Raises :class:`WarmStartError`, one line."""
-    summ = src.get("summary") or Summary()       # a model's source has none
+    summ = as_summary(src.get("summary") or {})   # a model's source has none
     where = src.get("folder") or "the source model"
     sha = summ.track_file_sha256
     if sha and track_sha256 and sha != track_sha256:
