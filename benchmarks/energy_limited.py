@@ -53,9 +53,9 @@ def solve(vehicle, element_length: float, limits=None) -> dict:
                        length=None, out_dir=None, echo=lambda *a, **k: None, progress=None,
                        ocp_options={"element_length": element_length}, limits=limits)
     s = res.summary
-    out = {"lap_s": float(s["lap_time_s"]), "energy": s["energy"], "iterations": s["iterations"],
-           "wall_s": time.perf_counter() - t0, "nfe": s["nfe"],
-           "self_check": (s.get("self_check") or {}).get("verdict")}
+    out = {"lap_s": float(s.lap_time_s), "energy": s.energy, "iterations": s.iterations,
+           "wall_s": time.perf_counter() - t0, "nfe": s.nfe,
+           "self_check": (s.self_check or {}).get("verdict")}
     out["fl"] = fastest_lap_energies(res.model)
     return out
 
@@ -134,28 +134,24 @@ def solve_fastest_lap_definitions(vehicle, element_length: float, what: str) -> 
     rep = solve_model(m)
     out = {"lap_s": float(pyo.value(m.lap_time)), "energy": energy_summary(m),
            "iterations": rep.iterations, "wall_s": time.perf_counter() - t0,
-           "self_check": _self_check(m, vehicle) if rep.ok else rep.termination_condition}
+           "self_check": _self_check(m, rep, vehicle) if rep.ok else rep.termination_condition}
     out["fl"] = {"engine_J": float(pyo.value(fl_engine_energy(m)))}
     if what == "tyre":
         out["fl"].update({k: v for k, v in out["energy"].items() if k.startswith("tyre_")})
     return out
 
 
-def _self_check(m, vehicle) -> str:
+def _self_check(m, rep, vehicle) -> str:
     """The self-check every solve of the command line runs (:func:`pyomo_lap.verify.verdict.
     self_check`: defects, speed consistency, energy balance, power limit), on a model solved
-    here with rows of our own: its verdict."""
+    here with rows of our own (``rep``: its solve's report), with the summary of that solve
+    (:func:`pyomo_lap.api.results.solve_summary`): its verdict."""
     from pyomo_lap import load_vehicle
-    from pyomo_lap.verify.quality import channel_quality
+    from pyomo_lap.api.results import solve_summary
     from pyomo_lap.results.table import trajectory_dataframe
     from pyomo_lap.verify.verdict import self_check
-    df = trajectory_dataframe(m)
-    cfg = m.problem.options
     p = load_vehicle(vehicle) if isinstance(vehicle, str) else vehicle
-    summary = {"model": "full", "start_m": float(cfg.start or 0.0), "ncp": cfg.ncp, "scheme": cfg.scheme,
-               "ocp_options": {"control_form": cfg.control_form},
-               "channel_quality": channel_quality(df, p)}
-    return self_check(df, summary, m.problem.track, p)["verdict"]
+    return self_check(trajectory_dataframe(m), solve_summary(m, rep), m.problem.track, p)["verdict"]
 
 
 def _energies(e: dict) -> str:

@@ -15,6 +15,7 @@ import pyomo.environ as pyo
 
 from pyomo_lap import (build_model, initialize_model, load_track, load_vehicle, solve_model,
                        trajectory_dataframe, write_results)
+from pyomo_lap.api.results import solve_summary
 from pyomo_lap.plots.figures import plot_results
 
 
@@ -40,9 +41,8 @@ def main(out_dir="results_quickstart", start=1150.0, length=300.0, nfe=30, ncp=3
           f"delta = {m.delta[s_mid].value:.4f} rad, f_11z = {m.f_11z[s_mid].value:.0f} N")
 
     df = trajectory_dataframe(m)          # pandas, one row per collocation point
-    summary = {"lap_time_s": pyo.value(m.lap_time), "termination_condition": report.termination_condition,
-               "iterations": report.iterations, "track": track.name, "vehicle": car.name,
-               "start_m": start, "length_m": length, "nfe": nfe, "ncp": ncp, "solver": solver}
+    summary = solve_summary(m, report)    # summary.json's keys of this solve: lap time, mesh ...
+    summary.track, summary.vehicle, summary.solver = track.name, car.name, solver
     folder = write_results(out_dir, df, summary, car.as_dict())
     figures = plot_results(folder)
     print(f"results in {folder}/, figures in {figures[0].parent}/")

@@ -174,7 +174,8 @@ def test_a_solve_checks_itself_and_a_raised_acceleration_fails(solved):
     full = df["f_xa"] * df["v_3x"] > 0.99 * power_available(p, df["v_3x"].to_numpy())
     assert full.sum() >= 3
     df.loc[full, "a_x"] *= 1.3
-    summary = {k: v for k, v in res.summary.items() if k != "channel_quality"}
+    summary = res.summary.copy()
+    del summary["channel_quality"]      # of the solve's table: measured again on this one
     bad = self_check(df, summary, res.model.problem.track, p)
     assert bad["checks"]["energy_balance"]["verdict"] == "fail", bad["checks"]["energy_balance"]
     assert bad["verdict"] == "fail"

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..folders.writer import ResultsWriter
+from ..results.summary import Summary, as_summary
 from .telemetry import CHANNEL_ALIASES, read_telemetry
 
 __all__ = ["delta_along_track", "sector_deltas", "channel_differences", "run_statistics",
@@ -126,23 +127,25 @@ RUN_STATISTICS = ("model", "lap_time_s", "iterations", "build_time_s", "solve_ti
 """Entries of ``summary.json`` that :func:`run_statistics` puts side by side."""
 
 
-def run_statistics(sum_a: dict, sum_b: dict) -> pd.DataFrame:
+def run_statistics(sum_a: Summary, sum_b: Summary) -> pd.DataFrame:
     """The two runs' model, lap time, NLP size (after the presolve of ``lap_ipopt``, else as
-    Pyomo counts it), iterations and times, from their ``summary.json``.
+    Pyomo counts it), iterations and times, from their ``summary.json``
+    (:class:`pyomo_lap.results.summary.Summary`, or the dicts of its keys).
 
     Returns
     -------
     DataFrame
         Columns ``quantity``, ``A``, ``B``.
     """
+    sum_a, sum_b = as_summary(sum_a), as_summary(sum_b)
     rows = []
     for key in RUN_STATISTICS[:2]:
-        rows.append({"quantity": key, "A": sum_a.get(key), "B": sum_b.get(key)})
+        rows.append({"quantity": key, "A": getattr(sum_a, key), "B": getattr(sum_b, key)})
     for key in ("n_variables", "n_equalities", "n_inequalities"):
-        rows.append({"quantity": f"nlp_{key}", "A": (sum_a.get("nlp") or {}).get(key),
-                     "B": (sum_b.get("nlp") or {}).get(key)})
+        rows.append({"quantity": f"nlp_{key}", "A": (sum_a.nlp or {}).get(key),
+                     "B": (sum_b.nlp or {}).get(key)})
     for key in RUN_STATISTICS[2:]:
-        rows.append({"quantity": key, "A": sum_a.get(key), "B": sum_b.get(key)})
+        rows.append({"quantity": key, "A": getattr(sum_a, key), "B": getattr(sum_b, key)})
     return pd.DataFrame(rows)
 
 
@@ -261,12 +264,15 @@ def _at_steps(table: pd.DataFrame, every, s_col: str, t_col: str) -> pd.DataFram
 # ---------------------------------------------------------------------------------------
 # more than two runs
 # ---------------------------------------------------------------------------------------
-def parameter_differences(summaries: Sequence[dict]) -> list:
-    """The vehicle parameters (dotted names, ``summary['vehicle_parameters']``), the vehicle
-    and the track that differ between runs, one dict per run ``{name: value}`` (only those
-    that differ; empty when all agree)."""
-    params = [{**{k: sm[k] for k in ("vehicle", "track", "model") if sm.get(k) is not None},
-               **(sm.get("vehicle_parameters") or {})} for sm in summaries]
+def parameter_differences(summaries: Sequence[Summary]) -> list:
+    """The vehicle parameters (dotted names, ``summary.vehicle_parameters``), the vehicle,
+    the track and the model that differ between runs (summaries, or the dicts of their
+    keys), one dict per run ``{name: value}`` (only those that differ; empty when all
+    agree)."""
+    summaries = [as_summary(sm) for sm in summaries]
+    params = [{**{k: getattr(sm, k) for k in ("vehicle", "track", "model")
+                  if getattr(sm, k) is not None},
+               **(sm.vehicle_parameters or {})} for sm in summaries]
     keys = []
     for p in params:
         keys += [k for k in p if k not in keys]
@@ -278,13 +284,13 @@ def _value_text(v) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
-def run_labels(names: Sequence[str], summaries: Sequence[dict]) -> list:
+def run_labels(names: Sequence[str], summaries: Sequence[Summary]) -> list:
     """Legend labels: the run's name, its lap (or sector) time and the parameters in which it
     differs from the others (``aero.Cz1=0.6``; at most four, then how many more; runs of
     different cars: the car's name and how many parameters differ)."""
     out = []
     for name, sm, diff in zip(names, summaries, parameter_differences(summaries)):
-        lap = sm.get("lap_time_s")
+        lap = as_summary(sm).lap_time_s
         text = f"{name}" + (f" ({lap:.3f} s)" if isinstance(lap, (int, float)) else "")
         whole = [k for k in ("vehicle", "track", "model") if k in diff]
         if "vehicle" in diff:          # another car: its name says it, not its 36 values
@@ -468,15 +474,15 @@ def compare_many(dirs, out_dir=None, n_sectors: int = 3, every=None, formats=("p
     with _comparison_writer(out_dir, dirs, f"compare_{names[0].replace('/', '_')}_and_"
                                            f"{len(dirs) - 1}_more") as writer:
         summaries = [read_summary(d) for d in dirs]
-        tracks = {sm.get("track") for sm in summaries}
+        tracks = {sm.track for sm in summaries}
         if len(tracks) > 1:
             raise ValueError("the runs are on different tracks: " + ", ".join(
-                f"{sm.get('track')!r} ({d})" for sm, d in zip(summaries, dirs)))
+                f"{sm.track!r} ({d})" for sm, d in zip(summaries, dirs)))
         delta = deltas_many([read_trajectory(d) for d in dirs], names)
         labels = run_labels(names, summaries)
         diffs = parameter_differences(summaries)
         final = {n: float(delta[f"delta_{n} [s]"].iloc[-1]) for n in names}
-        runs = pd.DataFrame([{"run": n, "folder": str(d), "lap_time [s]": sm.get("lap_time_s"),
+        runs = pd.DataFrame([{"run": n, "folder": str(d), "lap_time [s]": sm.lap_time_s,
                               "time over the common stretch [s]":
                                   float(delta[f"t_{n} [s]"].iloc[-1]),
                               "delta to the first [s]": final[n], **{k: v for k, v in df.items()}}
@@ -503,15 +509,16 @@ def compare_many(dirs, out_dir=None, n_sectors: int = 3, every=None, formats=("p
                 "table": table, "corners": corners}
 
 
-def corners_many(summaries: Sequence[dict], names: Sequence[str]) -> pd.DataFrame:
+def corners_many(summaries: Sequence[Summary], names: Sequence[str]) -> pd.DataFrame:
     """Corner by corner, every run against the first: the corners all runs hold
     (:func:`pyomo_lap.results.corners.corner_deltas` of each against the first), with
     ``time_<name> [s]``, ``delta_<name> [s]``, ``min_speed_<name> [km/h]`` per run."""
     from ..results.corners import corner_deltas, records_table
-    first = records_table(summaries[0].get("corners"))
+    summaries = [as_summary(sm) for sm in summaries]
+    first = records_table(summaries[0].corners)
     out = None
     for n, sm in zip(names[1:], summaries[1:]):
-        d = corner_deltas(first, records_table(sm.get("corners")))
+        d = corner_deltas(first, records_table(sm.corners))
         d = d.rename(columns={"time_A [s]": f"time_{names[0]} [s]", "time_B [s]": f"time_{n} [s]",
                               "delta_time [s]": f"delta_{n} [s]",
                               "min_speed_A [km/h]": f"min_speed_{names[0]} [km/h]",

@@ -27,6 +27,7 @@ from .config import (SOLVE_CONFIG, WARM_START_MU_INIT, _check_free_before_build,
 from .refine import _refine_job
 from .results import (SolveFailedError, _channels_and_export, _input_files, _summarize,
                       model_size, result_line, track_data_lines)
+from .state import Job
 
 __all__ = ["solve_sector", "SectorResults", "reads_start_multipliers"]
 
@@ -68,9 +69,11 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
     Returns
     -------
     SectorResults
-        ``(model, SolveReport, DataFrame or None, summary dict)``, unpacking as a tuple, with
+        ``(model, SolveReport, DataFrame or None, Summary)``, unpacking as a tuple, with
         ``.sensitivities`` (a DataFrame with ``sensitivities=True``, else None).
-        The summary (``summary.json``) holds, besides the results, what was done to the
+        The summary (:class:`pyomo_lap.results.summary.Summary`: ``summary.json``'s keys as
+        its fields, ``res.summary.lap_time_s``, and as a mapping, ``res.summary["lap_time_s"]``)
+        holds, besides the results, what was done to the
         track's data (``track_processing``), the values assumed (``track_assumptions``), the
         repairs (``track_repairs``: those made when a bundled track was built, then the
         loader's) and the absolute paths of the input files.
@@ -112,11 +115,11 @@ def solve_sector(config: Optional[dict] = None, *, echo: Callable[[str], None] =
 
 def _solve_sector(cfg, echo, progress, model_cache, held: list, on_iteration=None):
     """The work of :func:`solve_sector` on checked options ``cfg``, in its steps (each a
-    function below, sharing the job's state ``job``); the lock on ``out_dir``
-    (:class:`pyomo_lap.results.table.OutputLock`) is appended to ``held`` when taken."""
-    import types
-    job = types.SimpleNamespace(cfg=cfg, echo=echo, progress=progress, cache=model_cache,
-                                held=held, out_dir=cfg.out_dir, on_iteration=on_iteration)
+    function below, sharing the job's state ``job``, a :class:`pyomo_lap.api.state.Job`); the
+    lock on ``out_dir`` (:class:`pyomo_lap.results.table.OutputLock`) is appended to ``held``
+    when taken."""
+    job = Job(cfg=cfg, echo=echo, progress=progress, cache=model_cache, held=held,
+              out_dir=cfg.out_dir, on_iteration=on_iteration)
     _check_job(job)                 # every option, before anything is loaded or built
     _load_inputs(job)               # track, sector, car, solver, results folder
     _build_or_reuse(job)            # the model (kept in model_cache or built)
@@ -165,7 +168,7 @@ def _post_imports(export: bool) -> Callable[[], None]:
     return work
 
 
-def _check_job(job) -> None:
+def _check_job(job: Job) -> None:
     """The job's options checked together (ValueError, one line): the model (the vehicle file
     may name it), sensitivities, OCP and solver options, a Track object with a width or flat, free
     parameters; ``job.model``, ``job.ocp_options``, ``job.solver_options``, ``job.reuse``."""
@@ -202,7 +205,7 @@ def _check_job(job) -> None:
                          "(--free NAME=LOWER:UPPER)")
 
 
-def _load_inputs(job) -> None:
+def _load_inputs(job: Job) -> None:
     """The track (repairs and data steps said), the sector, the car, the checks that need
     them (the car fits, free parameters the rows use), the solver, the results folder (locked);
     ``job.tr``, ``job.p``, ``job.start``, ``job.length``, ``job.track_key``."""
@@ -257,7 +260,7 @@ def _load_inputs(job) -> None:
     _track_corners(job)
 
 
-def _track_corners(job) -> None:
+def _track_corners(job: Job) -> None:
     """The track's corners and sector starts (:mod:`pyomo_lap.track.corners`: the files beside
     the track file, else detected), read before the solve so a bad file stops the job early;
     ``job.corners``, ``job.sector_boundaries`` (None without a sector file)."""
@@ -274,7 +277,7 @@ def _track_corners(job) -> None:
         "source": str(sector_file_for(tr))}
 
 
-def _build_or_reuse(job) -> None:
+def _build_or_reuse(job: Job) -> None:
     """The model: the one kept in ``model_cache`` given this car, or a new build (the compiled
     point functions prepared meanwhile); ``job.m``, ``job.reused``, ``job.size``."""
     cfg, echo, tr, p = job.cfg, job.echo, job.tr, job.p
@@ -324,7 +327,7 @@ def _build_or_reuse(job) -> None:
              "for every car; the set-up's `pyomo-lap compile` makes the common ones ahead) ...")
 
 
-def _initial_guess(job) -> None:
+def _initial_guess(job: Job) -> None:
     """The initial guess (quasi-steady; the single-track model's solve; a warm start from a
     results folder), then the free parameters unfixed and the sensitivities' solver options;
     ``job.info``, ``job.warm``, ``job.init_s``, ``job.setup_start``."""
@@ -355,7 +358,7 @@ def _initial_guess(job) -> None:
         job.solver_options = {**SENSITIVITY_SOLVER_OPTIONS, **(job.solver_options or {})}
 
 
-def _warm_start(job) -> dict:
+def _warm_start(job: Job) -> dict:
     """The model's start moved from the results folder ``warm_start_from`` onto this job's
     mesh, sector and car (:func:`pyomo_lap.api.warm_start.apply_warm_start`), after the usual
     initial guess; what it covered, for the console and ``summary.json``
@@ -367,21 +370,21 @@ def _warm_start(job) -> dict:
     sha = _input_files(tr, cfg.vehicle).get("track_file_sha256")
     check_source(src, track_name=tr.name, track_sha256=sha, model=job.model)
     info = apply_warm_start(job.m, src, track_length=float(tr.length) if tr.closed else None)
-    summ = src["summary"]
-    mesh = summ.get("mesh") or {}
+    summ = src["summary"]                       # a Summary (read_source)
+    mesh = summ.mesh or {}
     out = {"folder": str(cfg.warm_start_from), "covered_share": info["covered_share"],
            "covered_m": info["covered_m"], "n_variables_set": info["n_variables"],
            "variables_missing": info["variables_missing"], "multipliers": info["multipliers"],
            "multipliers_used": info["multipliers"] and reads_start_multipliers(cfg.solver),
-           "same_mesh": info["same_mesh"], "source_car": summ.get("vehicle"),
-           "source_start_m": summ.get("start_m"), "source_length_m": summ.get("length_m"),
-           "source_periodic": bool(summ.get("periodic")),
-           "source_mesh": {"n_elements": mesh.get("n_elements"), "ncp": summ.get("ncp"),
-                           "scheme": summ.get("scheme"), "n_points": summ.get("n_points")}}
+           "same_mesh": info["same_mesh"], "source_car": summ.vehicle,
+           "source_start_m": summ.start_m, "source_length_m": summ.length_m,
+           "source_periodic": bool(summ.periodic),
+           "source_mesh": {"n_elements": mesh.get("n_elements"), "ncp": summ.ncp,
+                           "scheme": summ.scheme, "n_points": summ.n_points}}
     job.echo(f"  warm start from {cfg.warm_start_from}: {100 * out['covered_share']:.0f} % of "
              f"the sector ({out['covered_m']:.0f} m) from car {out['source_car']}, sector "
              f"{out['source_start_m'] or 0:g} m + {out['source_length_m'] or 0:g} m on "
-             f"{mesh.get('n_elements')} elements x ncp {summ.get('ncp')}"
+             f"{mesh.get('n_elements')} elements x ncp {summ.ncp}"
              f"{' (this mesh)' if out['same_mesh'] else ' (interpolated)'}"
              + ("; with its multipliers" if out["multipliers_used"] else
                 "; its multipliers not used (this solver does not read them)"
@@ -399,7 +402,7 @@ def reads_start_multipliers(solver: str) -> bool:
     return solver == DEFAULT_SOLVER
 
 
-def _setup_baseline(job):
+def _setup_baseline(job: Job):
     """The baseline of a setup optimization: the same job solved with the parameters fixed at
     their start values (the car as given), before they are freed; the free solve starts from
     its solution. ``{"lap_time_s", "iterations", "solve_time_s"}``, or None (the solve failed:
@@ -415,7 +418,7 @@ def _setup_baseline(job):
     return {"lap_time_s": lap, "iterations": rep.iterations, "solve_time_s": rep.solve_time_s}
 
 
-def _single_track_start(job) -> dict:
+def _single_track_start(job: Job) -> dict:
     """Solve the single-track model on the same mesh and start the full model from it
     (:func:`pyomo_lap.ocp.single_track.warm_start_full`); what it took, for the summary."""
     from ..ocp.single_track import warm_start_full
@@ -436,7 +439,7 @@ def _single_track_start(job) -> dict:
     return warm
 
 
-def _solve_job(job) -> None:
+def _solve_job(job: Job) -> None:
     """The solve (with a warm start's barrier parameter; from the usual initial guess again
     if the warm start fails); ``job.rep``, ``job.used_options``, ``job.warm_retry``."""
     from ..solvers.solve import DEFAULT_SOLVER
@@ -455,7 +458,7 @@ def _solve_job(job) -> None:
                  + (" and pyomo.dae's derivatives, eliminated" if cfg.solver == DEFAULT_SOLVER else ""))
         return rep
 
-    warm = getattr(job, "warm_source", None)
+    warm = job.warm_source
     job.used_options = (job.solver_options if warm is None else
                         {**({} if warm["multipliers_used"]     # solve_model's warm start
                             else {"mu_init": WARM_START_MU_INIT}), **(job.solver_options or {})})
@@ -490,7 +493,7 @@ def _solve_job(job) -> None:
         job.rep = solve(job.used_options)
 
 
-def _continuation_possible(job) -> bool:
+def _continuation_possible(job: Job) -> bool:
     """Whether the job's model can be solved by mesh continuation: not from a warm start
     (``warm_start_from``: it starts near its solution already) nor with free parameters (the
     coarse models would need them too)."""
@@ -520,7 +523,7 @@ def _straddled_junctions(m) -> int:
     return int(np.sum(gap > 1e-6 * max(1.0, L)))
 
 
-def _continuation_reason(job) -> Optional[str]:
+def _continuation_reason(job: Job) -> Optional[str]:
     """Why the job is solved by mesh continuation from the start (``mesh_continuation``
     ``"on"``, or ``"auto"`` with curvature steps inside elements), or None (a direct
     solve)."""
@@ -536,7 +539,7 @@ def _continuation_reason(job) -> Optional[str]:
     return None
 
 
-def _continuation(job, solve, why: str):
+def _continuation(job: Job, solve, why: str):
     """The job's model solved by mesh continuation
     (:func:`pyomo_lap.api.continuation.solve_by_continuation`: coarse meshes of the job's
     problem, the OCP option ``element_length`` halved down to twice the job's mean element,
@@ -580,7 +583,7 @@ def _continuation(job, solve, why: str):
     return rep
 
 
-def _keep_interrupted(job, exc) -> None:
+def _keep_interrupted(job: Job, exc) -> None:
     """A solve stopped by Ctrl-C or SIGTERM (``exc``, a SolveInterrupted) with an ``out_dir``:
     IPOPT's last iterate loaded into the model and written, as partial results with its
     ``solution.npz``, to ``<out_dir>.interrupted`` (``out_dir`` untouched), named by
@@ -594,12 +597,12 @@ def _keep_interrupted(job, exc) -> None:
     job.rep = exc.report
     job.echo(f"  keeping the last iterate (iteration {iteration}) ...")
     _summarize(job)
-    job.summary["interrupted_at_iteration"] = iteration
+    job.summary.interrupted_at_iteration = iteration
     _channels_and_export(job)
     exc.interrupted_dir = job.where
 
 
-def _stop_if_not_started(job) -> None:
+def _stop_if_not_started(job: Job) -> None:
     """An IPOPT solve that failed before its first iteration (a linear solver that could not
     be loaded, an option refused when the solve started) left the model as built: there are no
     partial results to write. Raises SolveFailedError saying so (nothing written, ``out_dir``
@@ -654,13 +657,16 @@ class SectorResults(tuple):
     report : SolveReport
     trajectory : DataFrame
         One row per point (:func:`pyomo_lap.results.table.trajectory_dataframe`).
-    summary : dict
-        ``summary.json``.
+    summary : Summary
+        ``summary.json``'s contents (:class:`pyomo_lap.results.summary.Summary`): its keys as
+        fields (``summary.lap_time_s``) and, as before, as a mapping
+        (``summary["lap_time_s"]``, ``summary.get("self_check")``, ``dict(summary)``;
+        ``summary.to_dict()`` for JSON).
     sensitivities : DataFrame or None
         With ``sensitivities=True``: d(lap time)/d(parameter) per parameter
         (:func:`pyomo_lap.analysis.sensitivities.lap_time_sensitivities`), else None.
     self_check : dict or None
-        The fast checks of the result and their verdict (``summary["self_check"]``,
+        The fast checks of the result and their verdict (``summary.self_check``,
         :func:`pyomo_lap.verify.verdict.self_check`): ``self_check["verdict"]`` is ``"pass"``,
         ``"warn"`` or ``"fail"``. A result that fails is returned (and written) all the
         same: look at it before using it.

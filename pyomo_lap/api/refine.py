@@ -15,6 +15,7 @@ from ..solvers.warm_start import WARM_START_IPOPT_OPTIONS
 from ..verify.defects import DefectReport, collocation_defects, initialize_from_collocation
 from .config import WARM_START_MU_INIT
 from .results import model_size
+from .state import Job
 
 __all__ = ["MESH_REFINEMENTS", "refine_mesh", "RefinementResult"]
 
@@ -26,7 +27,7 @@ warning again (the Formula One car at Barcelona, issue 33: 0.163 before, 0.165 a
 element after one round)."""
 
 
-def _refine_job(job) -> None:
+def _refine_job(job: Job) -> None:
     """The job option ``refine_mesh``: a full model solved to optimality whose collocation
     defects or speed consistency (:func:`pyomo_lap.verify.quality.speed_consistency`) are above
     the self-check's warning is solved again on a mesh refined where they are
@@ -63,7 +64,7 @@ def _refine_job(job) -> None:
                           "time_s": sum(r["time_s"] for r in rounds), "rounds": rounds}
 
 
-def _refine_once(job):
+def _refine_once(job: Job):
     """One round of :func:`_refine_job` on ``job.m``: None when its defects and speed
     consistency are within the warnings, else what was done (and ``job.m``, ``job.rep``
     replaced by the refined model's if it is optimal)."""
@@ -113,7 +114,7 @@ def _refine_once(job):
     return out
 
 
-def _speed_consistency_split(m, job=None) -> tuple:
+def _speed_consistency_split(m, job: Optional[Job] = None) -> tuple:
     """The elements of a solved full model whose speed consistency
     (:func:`pyomo_lap.verify.quality.speed_step_errors`) is above half the self-check's warning
     (:data:`pyomo_lap.verify.verdict.SPEED_CONSISTENCY`), ``{element: parts}`` (the error of a

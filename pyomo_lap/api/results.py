@@ -17,10 +17,12 @@ from typing import Optional
 import pyomo.environ as pyo
 
 from .. import __version__
+from ..results.summary import SUMMARY_FORMAT, Summary, as_summary
 from .config import OWN_OCP_OPTIONS
+from .state import Job
 
-__all__ = ["SolveFailedError", "ResultsNotWrittenError", "model_size", "track_data_lines",
-           "result_line"]
+__all__ = ["SolveFailedError", "ResultsNotWrittenError", "model_size", "solve_summary",
+           "track_data_lines", "result_line"]
 
 
 class ResultsNotWrittenError(OSError):
@@ -130,19 +132,21 @@ def track_data_lines(tr, brief: bool = False) -> list:
     return ["track data: " + "; ".join(parts) + " (details: -v or pyomo-lap check)"]
 
 
-def result_line(summary: dict, periodic: bool) -> str:
+def result_line(summary: Summary, periodic: bool) -> str:
     """The last line of a solve: ``'lap time ...'`` for a closed lap (``periodic``),
     ``'sector time ...'`` for a sector, with the distance, mean and top speed and the times
     of the timed sectors, and the verdict of the result's self-check when the summary has
     one (``'; self-check PASS'``, ``'; self-check FAIL: energy_balance 6.2 % P_max at s = 75
-    m'``: :func:`pyomo_lap.verify.verdict.self_check_text`)."""
+    m'``: :func:`pyomo_lap.verify.verdict.self_check_text`); ``summary`` a
+    :class:`~pyomo_lap.results.summary.Summary` or the dict of its keys."""
+    summary = as_summary(summary)
     what = "lap time" if periodic else "sector time"
-    line = (f"{what} {summary['lap_time_s']:.3f} s over {summary['length_m']:.0f} m "
-            f"(mean {summary['mean_speed_kmh']:.1f} km/h, max {summary['max_speed_kmh']:.1f} km/h); "
-            "sectors " + ", ".join(f"{x['time_s']:.3f}" for x in summary["sectors"]) + " s")
-    if summary.get("self_check"):
+    line = (f"{what} {summary.lap_time_s:.3f} s over {summary.length_m:.0f} m "
+            f"(mean {summary.mean_speed_kmh:.1f} km/h, max {summary.max_speed_kmh:.1f} km/h); "
+            "sectors " + ", ".join(f"{x['time_s']:.3f}" for x in summary.sectors) + " s")
+    if summary.self_check:
         from ..verify.verdict import self_check_text
-        line += "; " + self_check_text(summary["self_check"])
+        line += "; " + self_check_text(summary.self_check)
     return line
 
 
@@ -199,103 +203,127 @@ def _mesh_summary(m) -> dict:
             "element_boundaries_m": [round(float(b), 6) for b in fe]}
 
 
-def _corner_summary(job, df, summary: dict) -> None:
-    """``summary["corners"]`` (the per-corner table, :func:`pyomo_lap.results.corners.corner_table`)
+def _corner_summary(job: Job, df, summary: Summary) -> None:
+    """``summary.corners`` (the per-corner table, :func:`pyomo_lap.results.corners.corner_table`)
     and ``corners_source``; the sectors at the sector file's starts when there is one."""
     from ..results.corners import corner_records, corner_table
     from ..results.table import sector_records, sector_times
-    if getattr(job, "corners", None) is None or not {"s_sector", "t", "speed_kmh"} <= set(df):
+    if job.corners is None or not {"s_sector", "t", "speed_kmh"} <= set(df):
         return
     tab = corner_table(df, job.corners, job.tr.length, job.tr.closed)
-    summary["corners"] = corner_records(tab)
-    summary["corners_source"] = job.corners_source
+    summary.corners = corner_records(tab)
+    summary.corners_source = job.corners_source
     if job.sector_boundaries is not None:
-        summary["sector_boundaries"] = job.sector_boundaries
-        summary["sectors"] = sector_records(sector_times(df, boundaries=job.sector_boundaries))
+        summary.sector_boundaries = job.sector_boundaries
+        summary.sectors = sector_records(sector_times(df, boundaries=job.sector_boundaries))
 
 
-def _setup_gain(summary: dict, baseline) -> None:
-    """``summary["setup_baseline"]``: the baseline (:func:`_setup_baseline`) and the gain of
-    the optimal setup, ``gain_s`` = baseline - optimum [s] and ``gain_pct`` [%] of the
-    baseline (positive: the optimum is faster)."""
-    if not baseline or summary.get("lap_time_s") is None:
+def _setup_gain(summary: Summary, baseline) -> None:
+    """``summary.setup_baseline``: the baseline (:func:`pyomo_lap.api.job._setup_baseline`)
+    and the gain of the optimal setup, ``gain_s`` = baseline - optimum [s] and ``gain_pct``
+    [%] of the baseline (positive: the optimum is faster)."""
+    if not baseline or summary.lap_time_s is None:
         return
     base = baseline["lap_time_s"]
-    gain = base - float(summary["lap_time_s"])
-    summary["setup_baseline"] = {**baseline, "gain_s": gain,
-                                 "gain_pct": 100.0 * gain / base if base else None}
+    gain = base - float(summary.lap_time_s)
+    summary.setup_baseline = {**baseline, "gain_s": gain,
+                              "gain_pct": 100.0 * gain / base if base else None}
 
 
-def _summarize(job) -> None:
-    """``job.summary``: what summary.json holds before the channels (result, options, sizes,
-    provenance, the NLP's size and the timings)."""
-    cfg, m, rep, size, tr, p = job.cfg, job.m, job.rep, job.size, job.tr, job.p
+def solve_summary(m, rep, size: Optional[dict] = None) -> Summary:
+    """The summary of a solved model: what the model and the solver's report say of the
+    result (the part of ``summary.json`` that does not depend on how the job got there; the
+    job adds its own, :func:`pyomo_lap.solve_sector`).
+
+    Parameters
+    ----------
+    m : ConcreteModel
+        A model of :func:`pyomo_lap.ocp.build.build_model`, solved (or not: a failed solve's
+        values, or none).
+    rep : SolveReport
+        Its solve's report (:func:`pyomo_lap.solvers.solve.solve_model`).
+    size : dict, optional
+        :func:`model_size` of ``m`` (computed when needed and not given): the sizes recorded
+        when the solver does not report the NLP's own.
+
+    Returns
+    -------
+    Summary
+        ``summary_format``, ``lap_time_s`` [s] (None when the model holds no values), the
+        report's ``termination_condition``, ``outcome``, ``solver_hint``, ``solver_status``,
+        ``solver_message``, ``ipopt_exit``, ``optimal``, ``n_variables``, ``n_constraints``,
+        ``iterations``, ``solve_time_s`` [s], the model's ``build_time_s`` [s], ``nfe``,
+        ``ncp``, ``scheme``, ``ocp_options``, ``n_points``, ``start_m``, ``length_m`` [m],
+        ``periodic``, ``model``, ``initial_speed_mps`` [m/s], ``objective`` [s]: what
+        :func:`pyomo_lap.verify.verdict.self_check` needs of a result.
+    """
     lap = pyo.value(m.lap_time, exception=False)   # None if a failed solve left no values
     objective = pyo.value(m.objective, exception=False)
-    job.lap = float(lap) if lap is not None else None
-    summary = {
-        "lap_time_s": job.lap,
-        "termination_condition": rep.termination_condition,
-        "outcome": rep.kind,
-        "solver_hint": rep.hint,
-        "solver_status": rep.status,
-        "solver_message": rep.message,
-        "ipopt_exit": rep.exit_message,
-        "optimal": rep.ok,
-        "n_variables": rep.n_variables if rep.n_variables is not None else size["n_variables"],
-        "n_constraints": rep.n_constraints if rep.n_constraints is not None else size["n_constraints"],
-        "iterations": rep.iterations,
-        "build_time_s": m.problem.build_time_s,
-        "model_reused": job.reused,
-        "init_time_s": job.init_s,
-        "solve_time_s": rep.solve_time_s,
-        "nfe": m.problem.options.nfe, "ncp": cfg.ncp, "scheme": cfg.scheme,
-        "ocp_options": {k: (list(v) if isinstance(v, tuple) else v)
-                        for k, v in m.problem.options.value().items() if k not in OWN_OCP_OPTIONS},
-        "n_points": len(m.s),
-        "start_m": job.start,
-        "length_m": m.problem.sector_length,
-        "periodic": cfg.periodic,
-        "model": job.model,
-        "initial_guess": cfg.initial_guess,
-        **({"warm_start": job.warm} if job.warm else {}),
-        "warm_start_from": str(cfg.warm_start_from) if cfg.warm_start_from is not None else None,
-        **({"warm_start_source": job.warm_source} if getattr(job, "warm_source", None) else {}),
-        **({"warm_start_failed": job.warm_retry} if job.warm_retry else {}),
-        "initial_speed_mps": m.problem.initial_speed,
-        "track": tr.name,
-        "vehicle": p.name,
-        "solver": cfg.solver,
-        "solver_options": dict(job.used_options or {}),   # of the solve that gave the result
-        "solver_options_effective": _effective_options(cfg.solver, job.used_options),
-        "objective": float(objective) if objective is not None else None,
-        "pyomo_lap_version": __version__,
-        "pyomo_version": _pyomo_version(),
-        "python": platform.python_version(),
-        **_input_files(tr, cfg.vehicle),
-        **_provenance(p, cfg.solver),
-        "track_width_m": cfg.track_width,
-        "track_flat": bool(cfg.flat),
-        "track_lat_lon_order": _lat_lon_summary(tr, cfg.lat_lon_order),
-        "track_processing": list(getattr(tr, "processing_steps", [])),
-        "track_assumptions": list(getattr(tr, "assumptions", [])),
-        "track_repairs": [*getattr(tr, "build_repairs", []),
-                          *(str(f) for f in getattr(tr, "findings", []))],
-    }
+    opts = m.problem.options
+    if size is None and (rep.n_variables is None or rep.n_constraints is None):
+        size = model_size(m)
+    return Summary(
+        summary_format=SUMMARY_FORMAT,
+        lap_time_s=float(lap) if lap is not None else None,
+        termination_condition=rep.termination_condition, outcome=rep.kind,
+        solver_hint=rep.hint, solver_status=rep.status, solver_message=rep.message,
+        ipopt_exit=rep.exit_message, optimal=rep.ok,
+        n_variables=rep.n_variables if rep.n_variables is not None else size["n_variables"],
+        n_constraints=(rep.n_constraints if rep.n_constraints is not None
+                       else size["n_constraints"]),
+        iterations=rep.iterations, build_time_s=m.problem.build_time_s,
+        solve_time_s=rep.solve_time_s, nfe=opts.nfe, ncp=opts.ncp, scheme=opts.scheme,
+        ocp_options={k: (list(v) if isinstance(v, tuple) else v)
+                     for k, v in opts.value().items() if k not in OWN_OCP_OPTIONS},
+        n_points=len(m.s), start_m=opts.start, length_m=m.problem.sector_length,
+        periodic=opts.periodic, model=m.problem.vehicle_model.name,
+        initial_speed_mps=m.problem.initial_speed,
+        objective=float(objective) if objective is not None else None)
+
+
+def _summarize(job: Job) -> None:
+    """``job.summary``: what summary.json holds before the channels (:func:`solve_summary`,
+    and the job's own: options, warm starts, inputs, provenance, the track's records, the
+    NLP's size, the timings, the refinement and continuation)."""
+    cfg, m, rep, tr, p = job.cfg, job.m, job.rep, job.tr, job.p
+    s = job.summary = solve_summary(m, rep, job.size)
+    s.model_reused = job.reused
+    s.init_time_s = job.init_s
+    s.initial_guess = cfg.initial_guess
+    if job.warm:
+        s.warm_start = job.warm
+    s.warm_start_from = str(cfg.warm_start_from) if cfg.warm_start_from is not None else None
+    if job.warm_source:
+        s.warm_start_source = job.warm_source
+    if job.warm_retry:
+        s.warm_start_failed = job.warm_retry
+    s.track, s.vehicle, s.solver = tr.name, p.name, cfg.solver
+    s.solver_options = dict(job.used_options or {})   # of the solve that gave the result
+    s.solver_options_effective = _effective_options(cfg.solver, job.used_options)
+    s.pyomo_lap_version, s.pyomo_version = __version__, _pyomo_version()
+    s.python = platform.python_version()
+    for key, value in {**_input_files(tr, cfg.vehicle), **_provenance(p, cfg.solver)}.items():
+        setattr(s, key, value)
+    s.track_width_m = cfg.track_width
+    s.track_flat = bool(cfg.flat)
+    s.track_lat_lon_order = _lat_lon_summary(tr, cfg.lat_lon_order)
+    s.track_processing = list(getattr(tr, "processing_steps", []))
+    s.track_assumptions = list(getattr(tr, "assumptions", []))
+    s.track_repairs = [*getattr(tr, "build_repairs", []),
+                       *(str(f) for f in getattr(tr, "findings", []))]
     from ..solvers.solve import log_statistics
     stats = log_statistics(rep.log or "")
-    summary["nlp"] = {k: stats[k] for k in ("n_variables", "n_equalities", "n_inequalities",
-                                            "jac_nnz", "hess_nnz") if k in stats}
-    summary["timing"] = _timing(job, stats)
-    summary["mesh_refinement"] = getattr(job, "refinement", None)
-    summary["mesh_continuation"] = getattr(job, "continuation", None)
+    s.nlp = {k: stats[k] for k in ("n_variables", "n_equalities", "n_inequalities",
+                                   "jac_nnz", "hess_nnz") if k in stats}
+    s.timing = _timing(job, stats)
+    s.mesh_refinement = job.refinement
+    s.mesh_continuation = job.continuation
     from ..ocp.hybrid import hybrid_summary
     if m.component("hybrid") is not None:     # a car with [hybrid] (docs/energy.md)
-        summary["hybrid"] = hybrid_summary(m)
-    job.summary = summary
+        s.hybrid = hybrid_summary(m)
 
 
-def _timing(job, stats: dict) -> dict:
+def _timing(job: Job, stats: dict) -> dict:
     """summary.json's ``timing``: build, DAE transformation, initial guess, solve and, from the
     solver's report and IPOPT's log, translation, compile, checks, IPOPT's own work and the
     function evaluations [s]."""
@@ -317,7 +345,7 @@ def _timing(job, stats: dict) -> dict:
     return timing
 
 
-def _channels_and_export(job) -> None:
+def _channels_and_export(job: Job) -> None:
     """The channels (a failed solve whose last point cannot be evaluated writes nothing),
     their quality, the mesh, sector times, mean speed, the car as solved and the optimal
     setup, the sensitivities, and the files; ``job.df``, ``job.sens``, ``job.where``."""
@@ -326,11 +354,11 @@ def _channels_and_export(job) -> None:
     from ..results.table import sector_records, sector_times
     from ..vehicle.car import VehicleParameters
     cfg, echo, m, rep, summary = job.cfg, job.echo, job.m, job.rep, job.summary
-    timing = summary["timing"]
+    timing = summary.timing
     t_out = time.perf_counter()
     try:
         from ..results.table import trajectory_dataframe
-        kept = getattr(job, "result_df", None)          # the refinement's check made it
+        kept = job.result_df                            # the refinement's check made it
         df = kept[1] if kept is not None and kept[0] is m else trajectory_dataframe(
             m, progress=job.progress)
     except Exception as exc:
@@ -340,46 +368,38 @@ def _channels_and_export(job) -> None:
                                f"evaluated ({type(exc).__name__}: {exc}); nothing was written"
                                + (f", {job.out_dir}/ was left untouched" if job.out_dir else ""),
                                rep) from None
-    summary["max_speed_kmh"] = float(df["speed_kmh"].max())
+    summary.max_speed_kmh = float(df["speed_kmh"].max())
     from ..ocp.integrals import energy_summary
-    summary["energy"] = energy_summary(m, df)     # the integrals of m.energy [J], issue 38
+    summary.energy = energy_summary(m, df)     # the integrals of m.energy [J], issue 38
     p_solved = vehicle_of_model(m) if rep.ok or not cfg.free else job.p
-    summary["channel_quality"] = channel_quality(df, p_solved)
-    summary["mesh"] = _mesh_summary(m)
-    summary["sectors"] = sector_records(sector_times(df, cfg.n_sectors))
+    summary.channel_quality = channel_quality(df, p_solved)
+    summary.mesh = _mesh_summary(m)
+    summary.sectors = sector_records(sector_times(df, cfg.n_sectors))
     _corner_summary(job, df, summary)
     # the car's mean speed: its path length over the time (the time average of the speed
     # channel), not the centreline's length, which a car cutting corners does not drive
-    lap = job.lap
-    summary["mean_speed_kmh"] = (None if lap is None or lap <= 0 else _mean_speed_kmh(df)
-                                 if {"t", "speed_kmh"} <= set(df.columns)
-                                 else float(3.6 * m.problem.sector_length / lap))
+    lap = summary.lap_time_s
+    summary.mean_speed_kmh = (None if lap is None or lap <= 0 else _mean_speed_kmh(df)
+                              if {"t", "speed_kmh"} <= set(df.columns)
+                              else float(3.6 * m.problem.sector_length / lap))
     timing["channels_s"] = time.perf_counter() - t_out
-    summary["vehicle_parameters"] = _vehicle_parameters(p_solved)
+    summary.vehicle_parameters = _vehicle_parameters(p_solved)
     _regularization(job, summary)
     job.self_check = None
     if rep.ok:
         _self_check(job, df, p_solved)
     if job.setup_start is not None:
-        summary["setup"] = _setup_summary(m, job.setup_start)
-        echo("  optimal setup: " + ", ".join(
-            f"{k} = {v['value']:.6g}" + (f" (at its {v['at_bound']} bound)" if v["at_bound"] else "")
-            for k, v in summary["setup"].items()))
-        _setup_gain(summary, job.setup_baseline)
-        if "setup_baseline" in summary:
-            b = summary["setup_baseline"]
-            echo(f"  baseline {b['lap_time_s']:.3f} s -> optimum {summary['lap_time_s']:.3f} s: "
-                 f"gain {b['gain_s']:.3f} s ({b['gain_pct']:.2f} %)")
+        _setup_result(job, summary)
     job.sens = None
     if cfg.sensitivities and rep.ok:
         from ..analysis.sensitivities import lap_time_sensitivities
         sens = job.sens = lap_time_sensitivities(m)
         timing["sensitivities_s"] = sens.attrs["time_s"]
-        summary["sensitivities"] = sens.to_dict(orient="records")
+        summary.sensitivities = sens.to_dict(orient="records")
         top = sens.reindex(sens["dT_1pct"].abs().sort_values(ascending=False).index).head(3)
         echo(f"  sensitivities in {sens.attrs['time_s']:.1f} s; largest, for +1 %: "
              + ", ".join(f"{r.parameter} {r.dT_1pct * 1e3:+.1f} ms" for r in top.itertuples()))
-    if cfg.penalty_cost and rep.ok and "regularization" in summary:
+    if cfg.penalty_cost and rep.ok and summary.regularization is not None:
         _penalty_cost(job, summary)
     job.df, job.where = df, None
     if job.out_dir is not None:
@@ -389,7 +409,7 @@ def _channels_and_export(job) -> None:
         table, mesh = _fixed_step(job, df)
         job.where = _write_or_fallback(
             job.out_dir, table, summary, p_solved if isinstance(p_solved, VehicleParameters)
-            else summary["vehicle_parameters"], rep, echo, cfg.n_sectors,
+            else summary.vehicle_parameters, rep, echo, cfg.n_sectors,
             {**solution_arrays(m), **(multiplier_arrays(m) if rep.ok else {})}
             if rep.ok or rep.kind == "interrupted" else None, mesh)
         if job.sens is not None:
@@ -397,22 +417,36 @@ def _channels_and_export(job) -> None:
             plot_results(job.where, figures=["sensitivities"], echo=echo)
 
 
-def _fixed_step(job, df) -> tuple:
+def _setup_result(job: Job, summary: Summary) -> None:
+    """A setup optimization's result: ``summary.setup`` (:func:`_setup_summary`) and
+    ``summary.setup_baseline`` (:func:`_setup_gain`), said on the console."""
+    summary.setup = _setup_summary(job.m, job.setup_start)
+    job.echo("  optimal setup: " + ", ".join(
+        f"{k} = {v['value']:.6g}" + (f" (at its {v['at_bound']} bound)" if v["at_bound"] else "")
+        for k, v in summary.setup.items()))
+    _setup_gain(summary, job.setup_baseline)
+    if summary.setup_baseline is not None:
+        b = summary.setup_baseline
+        job.echo(f"  baseline {b['lap_time_s']:.3f} s -> optimum {summary.lap_time_s:.3f} s: "
+                 f"gain {b['gain_s']:.3f} s ({b['gain_pct']:.2f} %)")
+
+
+def _fixed_step(job: Job, df) -> tuple:
     """The table to write and the mesh rows to write beside it: with the job option ``every``
     on a solved result, the channels on that step
     (:func:`pyomo_lap.results.fixed_step.model_fixed_step`) and the mesh rows ``df``
-    (``summary["trajectory_step_m"]``); otherwise ``df`` and None (partial results keep
+    (``summary.trajectory_step_m``); otherwise ``df`` and None (partial results keep
     their mesh rows: their polynomials are no solution)."""
     every = job.cfg.every
     if every is None or not job.rep.ok:
         return df, None
     from ..results.fixed_step import model_fixed_step
-    job.summary["trajectory_step_m"] = float(every)
+    job.summary.trajectory_step_m = float(every)
     return model_fixed_step(job.m, df, every), df
 
 
-def _regularization(job, summary: dict) -> None:
-    """``summary["regularization"]``: the objective's penalties in seconds and their share of
+def _regularization(job: Job, summary: Summary) -> None:
+    """``summary.regularization``: the objective's penalties in seconds and their share of
     the objective (:func:`pyomo_lap.ocp.common.regularization`), said on the console; none
     for a model without them or without values."""
     from ..ocp.common import regularization
@@ -423,54 +457,54 @@ def _regularization(job, summary: dict) -> None:
         return
     if not all(math.isfinite(x) for x in (reg["total_s"], reg["share"])):
         return
-    summary["regularization"] = reg
+    summary.regularization = reg
     _objective_note(summary, reg)
     job.echo(f"  {regularization_text(reg)}")
 
 
-def _objective_note(summary: dict, reg: dict) -> None:
-    """``summary["penalty_s"]`` (objective - lap_time_s [s]) and ``summary["objective_note"]``
+def _objective_note(summary: Summary, reg: dict) -> None:
+    """``summary.penalty_s`` (objective - lap_time_s [s]) and ``summary.objective_note``
     (what the objective is: the sector time plus the penalties of eq (41) and the rates, named
     by ``regularization.terms``)."""
-    objective, lap = summary.get("objective"), summary.get("lap_time_s")
+    objective, lap = summary.objective, summary.lap_time_s
     if objective is None or lap is None:
         return
-    summary["penalty_s"] = float(objective) - float(lap)
+    summary.penalty_s = float(objective) - float(lap)
     names = ", ".join(reg.get("terms", {})) or "none"
-    summary["objective_note"] = (
+    summary.objective_note = (
         "objective = lap_time_s + penalty_s [s]: the sector time the solver minimised plus the "
         f"penalty terms ({names}: jumps and rates of the steering and of the tyre forces, "
         "braking while driving; each in seconds in regularization.terms); lap_time_s is the "
         "time alone")
 
 
-def _penalty_cost(job, summary: dict) -> None:
+def _penalty_cost(job: Job, summary: Summary) -> None:
     """The job option ``penalty_cost``: what the penalties cost in lap time
     (:func:`pyomo_lap.analysis.sensitivities.lap_time_cost`, a second solve with every weight / 10
-    from the optimum, which the model keeps) into ``summary["regularization"]``, said on the
-    console; its time into ``summary["timing"]["penalty_cost_s"]``."""
+    from the optimum, which the model keeps) into ``summary.regularization``, said on the
+    console; its time into ``summary.timing["penalty_cost_s"]``."""
     from ..analysis.sensitivities import PENALTY_COST_FACTOR, lap_time_cost
     from ..verify.verdict import lap_time_cost_text
     job.echo(f"  the penalties' lap-time cost: solving again with every weight / "
              f"{PENALTY_COST_FACTOR:g} ...")
     cost = lap_time_cost(job.m, job.cfg.solver, job.solver_options)
-    reg = summary["regularization"]
+    reg = summary.regularization
     reg["lap_time_cost_s"] = cost["lap_time_cost_s"]
     reg["lap_time_cost"] = cost
-    summary["timing"]["penalty_cost_s"] = cost["time_s"]
+    summary.timing["penalty_cost_s"] = cost["time_s"]
     job.echo(f"  {lap_time_cost_text(reg)}")
 
 
-def _self_check(job, df, vehicle) -> None:
+def _self_check(job: Job, df, vehicle) -> None:
     """The fast checks of the result (:func:`pyomo_lap.verify.verdict.self_check`: defects,
-    speed consistency, energy balance, power limit) into ``summary["self_check"]`` and
-    ``job.self_check``; its time into ``summary["timing"]["self_check_s"]``."""
+    speed consistency, energy balance, power limit) into ``summary.self_check`` and
+    ``job.self_check``; its time into ``summary.timing["self_check_s"]``."""
     from ..verify.verdict import self_check
-    kept = getattr(job, "result_defects", None)   # measured by the refinement's check on job.m
+    kept = job.result_defects      # measured by the refinement's check on job.m
     sc = self_check(df, job.summary, job.tr, vehicle,
                     defects=kept[1] if kept is not None and kept[0] is job.m else None)
-    job.summary["self_check"] = sc
-    job.summary["timing"]["self_check_s"] = sc["wall_time_s"]
+    job.summary.self_check = sc
+    job.summary.timing["self_check_s"] = sc["wall_time_s"]
     job.self_check = sc
 
 
@@ -483,7 +517,7 @@ def _lat_lon_summary(tr, option: str):
                                       why="x/y coordinates: no latitude and longitude")
 
 
-def _write_or_fallback(out_dir: Path, df, summary: dict, params: dict, rep, echo,
+def _write_or_fallback(out_dir: Path, df, summary: Summary, params: dict, rep, echo,
                        n_sectors: int = 3, solution: Optional[dict] = None,
                        mesh_df=None) -> Path:
     """write_results, and when that fails (disk full, folder removed, permissions), the same

@@ -161,13 +161,14 @@ def _write_lap(writer: ResultsWriter, m, row: dict, car, track_name: str, rep,
     """The lap's results folder ``lap_NN`` inside the stint's, through its writer
     (:func:`pyomo_lap.results.table.write_results`)."""
     from ..ocp.integrals import energy_summary
+    from ..results.summary import Summary
     from ..results.table import trajectory_dataframe, write_results
     df = trajectory_dataframe(m)
-    summary = {"track": track_name, "vehicle": car.name, "lap": row["lap"],
-               "lap_time_s": row["lap_time_s"], "periodic": row["lap"] == 1,
-               "mass_start_kg": row["mass_start_kg"], "solver": rep.solver,
-               "iterations": rep.iterations, "solve_time_s": rep.solve_time_s,
-               "warm_start": row["warm_start"], "limits": limits, "energy": energy_summary(m)}
+    summary = Summary(track=track_name, vehicle=car.name, lap=row["lap"],
+                      lap_time_s=row["lap_time_s"], periodic=row["lap"] == 1,
+                      mass_start_kg=row["mass_start_kg"], solver=rep.solver,
+                      iterations=rep.iterations, solve_time_s=rep.solve_time_s,
+                      warm_start=row["warm_start"], limits=limits, energy=energy_summary(m))
     write_results(writer.nested(f"lap_{row['lap']:02d}"), df, summary, car)
 
 

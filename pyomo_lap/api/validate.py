@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..folders.writer import ResultsWriter
+from ..results.summary import Summary
 from ..verify.verdict import (DEFECT_MAX, DEFECT_P95, REPLAY_DRIVER, REPLAY_LATERAL,
                       REPLAY_SEGMENT_S, REPLAY_SHORTFALL, REPLAY_STEERING, REPLAY_TIME,
                       VALIDATED_MODELS, _clean, _defect_checks, _energy_checks, _inputs,
@@ -95,7 +96,7 @@ def validate_results(folder, feedback: bool = True, shooting: bool = False,
             w.release()
 
 
-def _validate(folder: Path, summary: dict, feedback: bool, shooting: bool, open_loop: bool,
+def _validate(folder: Path, summary: Summary, feedback: bool, shooting: bool, open_loop: bool,
               writers: tuple, echo, t0: float) -> dict:
     """:func:`validate_results` once the folder is claimed (:func:`_claim_folder`: the
     writers of its files and of its figures, None without figures)."""
@@ -103,26 +104,27 @@ def _validate(folder: Path, summary: dict, feedback: bool, shooting: bool, open_
     from ..verify.simulate import car_functions
     tr, p = _inputs(summary)
     df = read_trajectory(folder, mesh=True)     # the mesh rows, also of a fixed-step folder
-    if summary.get("model", "full") == "racecar":
+    if summary.model == "racecar":
         return _validate_racecar(folder, summary, df, tr, p, feedback=feedback,
                                  shooting=shooting, writers=writers,
                                  echo=echo, t0=t0)
     run = _ValidationRun(folder=folder, df=df, track=tr, vehicle=p, car=car_functions(p),
-                         start=float(summary.get("start_m", df["s"].iloc[0])),
-                         scheme=summary.get("scheme", "LAGRANGE-RADAU"),
-                         interpolation=interpolation_of(summary), echo=echo)
-    out = {"results": str(folder), "lap_time_s": summary.get("lap_time_s"),
+                         start=float(summary.start_m if summary.start_m is not None
+                                     else df["s"].iloc[0]),
+                         scheme=summary.scheme, interpolation=interpolation_of(summary),
+                         echo=echo)
+    out = {"results": str(folder), "lap_time_s": summary.lap_time_s,
            "interpolation": run.interpolation}
     checks, rf = _replay_steps(run, out, feedback, open_loop)
-    d = _defect_step(run, out, int(summary.get("ncp", 3)), shooting)
+    d = _defect_step(run, out, int(summary.ncp if summary.ncp is not None else 3), shooting)
     checks = _defect_checks(d, run.start, tr.length if tr.closed else None) + checks
     qc, quality = _quality_checks(df, p)
     checks += qc + _energy_checks(df, tr, p)
     out["channel_quality"] = quality
-    if summary.get("regularization"):
-        out["regularization"] = summary["regularization"]
-    if summary.get("self_check"):
-        out["self_check_of_the_solve"] = summary["self_check"]["verdict"]
+    if summary.regularization:
+        out["regularization"] = summary.regularization
+    if summary.self_check:
+        out["self_check_of_the_solve"] = summary.self_check["verdict"]
     out["checks"] = checks
     out["verdict"] = overall_verdict(checks)
     files = []
@@ -135,16 +137,16 @@ def _validate(folder: Path, summary: dict, feedback: bool, shooting: bool, open_
 
 
 
-def _figure_names(summary: dict, feedback: bool) -> list:
+def _figure_names(summary: Summary, feedback: bool) -> list:
     """The figures :func:`validate_results` writes (``validation_defects.png``, and with the
     feedback replay of the full model ``validation_replay.png``)."""
     names = ["validation_defects.png"]
-    if feedback and summary.get("model", "full") != "racecar":
+    if feedback and summary.model != "racecar":
         names.append("validation_replay.png")
     return names
 
 
-def _claim_folder(folder: Path, summary: dict, feedback: bool, plots: bool, plots_dir) -> tuple:
+def _claim_folder(folder: Path, summary: Summary, feedback: bool, plots: bool, plots_dir) -> tuple:
     """Before any work of :func:`validate_results`: the writers of its files
     (:class:`pyomo_lap.folders.writer.ResultsWriter`, add mode, ``by = "validate"``),
     claimed: the results folder's lock taken (refusing at once while another run writes into
@@ -211,7 +213,7 @@ def _write_validation(writers: tuple, out: dict, d, files: list, t0: float, echo
     return out
 
 
-def _validate_racecar(folder: Path, summary: dict, df, track, p, *, feedback: bool,
+def _validate_racecar(folder: Path, summary: Summary, df, track, p, *, feedback: bool,
                       shooting: bool, writers: tuple, echo, t0: float) -> dict:
     """:func:`validate_results` for a result of dymos's racecar (``model = "racecar"``,
     :mod:`pyomo_lap.verify.racecar_checks`): the collocation defects, the segmented replay with
@@ -221,10 +223,10 @@ def _validate_racecar(folder: Path, summary: dict, df, track, p, *, feedback: bo
     ``validation_defects.png``; returns what :func:`validate_results` returns (with
     ``model = "racecar"``; no ``interpolation``-dependent open-loop replay)."""
     from ..verify.racecar_checks import racecar_channel_quality, racecar_defects, racecar_scales
-    start = float(summary.get("start_m", df["s"].iloc[0]))
-    scheme = summary.get("scheme", "LAGRANGE-RADAU")
+    start = float(summary.start_m if summary.start_m is not None else df["s"].iloc[0])
+    scheme = summary.scheme
     interp = "state" if interpolation_of(summary) == "state" else "polynomial"
-    out = {"results": str(folder), "model": "racecar", "lap_time_s": summary.get("lap_time_s"),
+    out = {"results": str(folder), "model": "racecar", "lap_time_s": summary.lap_time_s,
            "interpolation": interp}
     echo("collocation defects (racecar) ...")
     d = racecar_defects(df, track, p, start=start, scheme=scheme, interpolation=interp,
@@ -273,7 +275,7 @@ def _racecar_defect_summary(d) -> dict:
     return out
 
 
-def _racecar_replay_step(df, track, p, summary: dict, out: dict, start: float, scheme: str,
+def _racecar_replay_step(df, track, p, summary: Summary, out: dict, start: float, scheme: str,
                          interp: str, steer_scale: float, echo) -> list:
     r"""The racecar's segmented replay (:func:`pyomo_lap.verify.racecar_checks.racecar_replay`,
     segments of :data:`REPLAY_SEGMENT_S`, driver :data:`REPLAY_DRIVER`), its summary put into
@@ -283,7 +285,7 @@ def _racecar_replay_step(df, track, p, summary: dict, out: dict, start: float, s
     friction ellipse, :math:`\sqrt{c_{ij}} - 1`, and ``power_limit`` (the power over
     ``P_max``), both in % of the limit and judged by :data:`POWER_LIMIT`)."""
     from ..verify.racecar_checks import racecar_replay
-    v_min = max(float((summary.get("ocp_options") or {}).get("v_min", 1.0)), 1.0)
+    v_min = max(float((summary.ocp_options or {}).get("v_min", 1.0)), 1.0)
     echo(f"replaying with path-following steering, in segments of {REPLAY_SEGMENT_S:g} s ...")
     rf = racecar_replay(df, track, p, REPLAY_SEGMENT_S, REPLAY_DRIVER, start=start, scheme=scheme,
                         interpolation=interp, v_min=v_min)
@@ -322,14 +324,15 @@ def _racecar_replay_step(df, track, p, summary: dict, out: dict, start: float, s
     return checks, rf
 
 
-def _read_summary(folder: Path) -> dict:
-    """The ``summary.json`` of a results folder of the full model (:func:`validate_results`).
+def _read_summary(folder: Path) -> Summary:
+    """The ``summary.json`` of a results folder of the full model (:func:`validate_results`),
+    typed (:meth:`pyomo_lap.results.summary.Summary.read`).
 
     Raises
     ------
     ValueError
         No such folder, no ``summary.json`` or trajectory in it, a ``summary.json`` that is
-        not JSON, or the result of a model not in :data:`VALIDATED_MODELS`.
+        not a JSON object, or the result of a model not in :data:`VALIDATED_MODELS`.
     """
     if not folder.is_dir():
         raise ValueError(f"{folder}: no such folder; expected a results folder of `pyomo-lap solve`")
@@ -339,11 +342,11 @@ def _read_summary(folder: Path) -> dict:
         raise ValueError(f"{folder}: no trajectory.parquet or trajectory.csv; expected a results "
                          "folder of `pyomo-lap solve`")
     try:
-        summary = json.loads((folder / "summary.json").read_text())
+        summary = Summary.read(folder / "summary.json")
     except json.JSONDecodeError as exc:
         raise ValueError(f"{folder / 'summary.json'} is not JSON: {exc}") from None
-    if summary.get("model", "full") not in VALIDATED_MODELS:
-        raise ValueError(f"{folder} holds a {summary.get('model')!r} result; replay and defects "
+    if summary.model not in VALIDATED_MODELS:
+        raise ValueError(f"{folder} holds a {summary.model!r} result; replay and defects "
                          f"check the models {', '.join(VALIDATED_MODELS)}")
     return summary
 

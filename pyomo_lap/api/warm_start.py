@@ -28,7 +28,6 @@ into the suffixes ``dual``, ``ipopt_zL_in``, ``ipopt_zU_in`` that IPOPT's
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
@@ -38,6 +37,7 @@ import pyomo.environ as pyo
 from ..ocp.initialize import set_within_bounds
 from ..ocp.collocation import collocation_interpolate
 from ..results.fixed_step import variable_names
+from ..results.summary import Summary, as_summary
 from ..folders.results_folder import SOLUTION_FILE
 
 __all__ = ["interpolate_solution", "read_source", "model_source", "apply_warm_start",
@@ -112,7 +112,8 @@ def model_source(m) -> dict:
 
 def read_source(folder) -> dict:
     """A results folder (``summary.json`` and ``solution.npz``) as the source of
-    :func:`interpolate_solution` (keys as :func:`model_source`, with ``summary``).
+    :func:`interpolate_solution` (keys as :func:`model_source`, with ``summary``, the folder's
+    :class:`pyomo_lap.results.summary.Summary`).
 
     Raises
     ------
@@ -126,35 +127,35 @@ def read_source(folder) -> dict:
         raise WarmStartError(f"warm start: {str(folder)!r} holds no {SOLUTION_FILE} and "
                              "summary.json: expected a results folder of pyomo-lap solve")
     try:
-        summary = json.loads((folder / "summary.json").read_text())
+        summary = Summary.read(folder / "summary.json")
         with np.load(f) as d:
             data = {k: d[k] for k in d.files}
-        breaks = np.asarray(summary["mesh"]["element_boundaries_m"], dtype=float)
+        breaks = np.asarray(summary.mesh["element_boundaries_m"], dtype=float)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise WarmStartError(f"warm start: {str(folder)!r} cannot be read ({exc}): expected the "
                              "summary.json and solution.npz of pyomo-lap solve") from None
     s = data["s"]
     snap = np.abs(s[None, :] - breaks[:, None]).argmin(axis=1)   # rounded to 1e-6 m there
-    return {"data": data, "start": float(summary.get("start_m") or 0.0), "breaks": s[snap],
-            "scheme": str(summary.get("scheme", "LAGRANGE-RADAU")),
-            "periodic": bool(summary.get("periodic")), "model": summary.get("model"),
-            "car": summary.get("vehicle"), "folder": str(folder), "summary": summary}
+    return {"data": data, "start": float(summary.start_m or 0.0), "breaks": s[snap],
+            "scheme": str(summary.scheme), "periodic": bool(summary.periodic),
+            "model": summary.model, "car": summary.vehicle, "folder": str(folder),
+            "summary": summary}
 
 
 def check_source(src: dict, *, track_name: str, track_sha256: Optional[str], model: str) -> None:
     """Refuse a source of another track (the track file's sha256, else its name) or another
     vehicle model (``full``, ``single-track``, ...; a car of another parameter schema has other
     variables). Raises :class:`WarmStartError`, one line."""
-    summ = src.get("summary") or {}
+    summ = as_summary(src.get("summary") or {})   # a model's source has none
     where = src.get("folder") or "the source model"
-    sha = summ.get("track_file_sha256")
+    sha = summ.track_file_sha256
     if sha and track_sha256 and sha != track_sha256:
         raise WarmStartError(f"warm start: {where} was solved on another track file "
-                             f"({summ.get('track')!r}, sha256 {sha[:12]}...): expected this "
+                             f"({summ.track!r}, sha256 {sha[:12]}...): expected this "
                              f"job's track {track_name!r} (sha256 {track_sha256[:12]}...)")
-    if summ.get("track") is not None and str(summ.get("track")) != str(track_name) and not (
+    if summ.track is not None and str(summ.track) != str(track_name) and not (
             sha and sha == track_sha256):
-        raise WarmStartError(f"warm start: {where} was solved on track {summ.get('track')!r}: "
+        raise WarmStartError(f"warm start: {where} was solved on track {summ.track!r}: "
                              f"expected this job's track {track_name!r}")
     if src.get("model") is not None and src["model"] != model:
         raise WarmStartError(f"warm start: {where} was solved with model {src['model']!r}: "

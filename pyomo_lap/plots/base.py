@@ -10,6 +10,8 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from ..results.summary import Summary, as_summary
+
 
 __all__ = ["RANGE_HELP", "parse_range", "resolve_range", "in_window"]
 
@@ -21,11 +23,19 @@ def _literal(name) -> str:
     return str(name).replace("$", r"\$")
 
 
-def _title(ax, summary: dict, what: str) -> None:
-    run = (f"{_literal(summary.get('vehicle', '?'))} on {_literal(summary.get('track', '?'))}, "
-           f"{summary.get('start_m', 0):.0f}+{summary.get('length_m', 0):.0f} m, "
-           f"t = {summary.get('lap_time_s', float('nan')):.3f} s")
+def _title(ax, summary: Summary, what: str) -> None:
+    """``what`` over the run's car, track, sector and time (a summary not holding them:
+    ``?``, 0 m, NaN s)."""
+    s = as_summary(summary)
+    run = (f"{_literal(_or(s.vehicle, '?'))} on {_literal(_or(s.track, '?'))}, "
+           f"{_or(s.start_m, 0):.0f}+{_or(s.length_m, 0):.0f} m, "
+           f"t = {_or(s.lap_time_s, float('nan')):.3f} s")
     ax.set_title(f"{what}\n{run}", fontsize=10)
+
+
+def _or(value, default):
+    """``value``, or ``default`` when it is None (a key the summary does not hold)."""
+    return default if value is None else value
 
 
 def _s(df: pd.DataFrame) -> np.ndarray:

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.compare import _plt, delta_along_track
+from ..results.summary import as_summary
 from ..vehicle.envelope import ENVELOPE_NOTE, friction_envelope
 from .base import _colorbar_beside, _legend_right, _s, _title, _window_text, _xlim, in_window
 
@@ -129,7 +130,7 @@ def figure_gg(df, summary, vehicle=None, s_range=None, percentiles=(10, 50, 90))
     ----------
     df : DataFrame
         The run's channels (``a_x``, ``a_y`` [m/s^2], ``speed_kmh``).
-    summary : dict
+    summary : Summary or dict
         Its summary (the title).
     vehicle : dict or VehicleParameters, optional
         The parameters (the ``vehicle`` sheet of ``results.xlsx``); without them, or
@@ -237,7 +238,7 @@ def figure_sensitivities(df, summary, vehicle=None, n: int = 20, s_range=None):
     ValueError
         The summary has no sensitivities (solve with ``--sensitivities``).
     """
-    records = summary.get("sensitivities")
+    records = as_summary(summary).sensitivities
     if not records:
         raise ValueError("the results have no sensitivities: solve with --sensitivities "
                          "(solve_sector(..., sensitivities=True))")

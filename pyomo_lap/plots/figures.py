@@ -53,6 +53,7 @@ from .track import (distance_label, edges_xy, figure_elevation, figure_racing_li
                           figure_track_map, marker_step)
 from ..folders.writer import ResultsWriter
 from ..results.table import read_summary, read_trajectory
+from ..results.summary import Summary, as_summary
 
 __all__ = ["plot_results", "compare_runs", "figure_compare", "FIGURES", "figure_track_map", "figure_racing_line",
            "figure_elevation", "figure_speed", "figure_controls", "figure_attitudes",
@@ -93,22 +94,23 @@ def read_vehicle_sheet(results_dir) -> dict:
     return {FIELD_OF_KEY.get(str(k), str(k)): v for k, v in zip(sheet["parameter"], sheet["value"])}
 
 
-def read_vehicle(results_dir, summary: Optional[dict] = None) -> dict:
+def read_vehicle(results_dir, summary: Optional[Summary] = None) -> dict:
     """The vehicle parameters of a run: the ``vehicle`` sheet of ``results.xlsx``; without
-    it, the run's vehicle file (``summary["vehicle_file"]``) if its parameters still have the
+    it, the run's vehicle file (``summary.vehicle_file``) if its parameters still have the
     SHA-256 the summary recorded (``vehicle_parameters_sha256``); else empty."""
     vehicle = read_vehicle_sheet(results_dir)
-    if vehicle or not summary or not summary.get("vehicle_file"):
+    summary = as_summary(summary) if summary is not None else None
+    if vehicle or not summary or not summary.vehicle_file:
         return vehicle
     import hashlib
     import json
     from ..vehicle.car import load_vehicle
     try:
-        params = load_vehicle(summary["vehicle_file"]).as_dict()
+        params = load_vehicle(summary.vehicle_file).as_dict()
     except (ValueError, OSError):
         return {}
     sha = hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()
-    return params if sha == summary.get("vehicle_parameters_sha256") else {}
+    return params if sha == summary.vehicle_parameters_sha256 else {}
 
 
 def plot_results(results_dir, out_dir=None, formats: Sequence[str] = ("png",),
@@ -178,7 +180,7 @@ def plot_results(results_dir, out_dir=None, formats: Sequence[str] = ("png",),
     df = read_trajectory(results_dir)
     summary = read_summary(results_dir)
     win = resolve_range(df, s_range, "s_range" if not isinstance(s_range, str) else "--range")
-    if figures is None and not summary.get("sensitivities"):
+    if figures is None and not summary.sensitivities:
         names.remove("sensitivities")     # only for a run with --sensitivities
     vehicle = read_vehicle(results_dir, summary)
     ref = read_trajectory(reference_dir) if reference_dir is not None else None
@@ -312,16 +314,15 @@ def compare_runs(dir_a, dir_b, out_dir=None, n_sectors: int = 3, formats=("png",
     with _comparison_writer(out_dir, [dir_a, dir_b],
                             f"compare_{dir_a.name}_vs_{dir_b.name}") as writer:
         sum_a, sum_b = read_summary(dir_a), read_summary(dir_b)
-        if sum_a.get("track") != sum_b.get("track"):
-            raise ValueError(f"the runs are on different tracks: {sum_a.get('track')!r} ({dir_a}) "
-                             f"and {sum_b.get('track')!r} ({dir_b})")
+        if sum_a.track != sum_b.track:
+            raise ValueError(f"the runs are on different tracks: {sum_a.track!r} ({dir_a}) "
+                             f"and {sum_b.track!r} ({dir_b})")
         delta = delta_along_track(read_trajectory(dir_a), read_trajectory(dir_b))
         sectors = sector_deltas(delta, n_sectors)
         channels = channel_differences(delta)
         runs = run_statistics(sum_a, sum_b)
         from ..results.corners import corner_deltas, records_table
-        corners = corner_deltas(records_table(sum_a.get("corners")),
-                                records_table(sum_b.get("corners")))
+        corners = corner_deltas(records_table(sum_a.corners), records_table(sum_b.corners))
         fig = figure_compare(delta, dir_a.name, dir_b.name)
         table = delta if every is None else _at_steps(delta, every, "s [m]", "t_A [s]")
         tables = {"compare.csv": table, "compare_sectors.csv": sectors,

@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from ..folders.writer import ResultsWriter
+from ..results.summary import Summary
 
 __all__ = ["write_report", "report_html", "report_path", "keep_extremes", "load_run",
            "parameter_table", "MAX_POINTS", "MAP_CHANNELS", "find_chromium", "chromium_load"]
@@ -137,7 +138,8 @@ def load_run(folder, name: Optional[str] = None) -> dict:
     dict
         ``name``, ``folder`` (Path), ``df`` (channels,
         :func:`pyomo_lap.results.table.read_trajectory`),
-        ``s`` (absolute track coordinate [m]), ``summary``, ``vehicle`` (parameters by field,
+        ``s`` (absolute track coordinate [m]), ``summary``
+        (:class:`pyomo_lap.results.summary.Summary`), ``vehicle`` (parameters by field,
         :func:`pyomo_lap.plots.figures.read_vehicle`), ``g`` (gravity [m/s^2]), ``corners``
         (``corners.csv`` as a DataFrame, or None).
 
@@ -162,11 +164,11 @@ def load_run(folder, name: Optional[str] = None) -> dict:
             "g": float(vehicle.get("gravity", 9.81) or 9.81), "corners": corners}
 
 
-def _vehicle_of(summary: dict) -> dict:
+def _vehicle_of(summary: Summary) -> dict:
     """The vehicle parameters recorded in ``summary.json`` (dotted names), by field name as
     :func:`pyomo_lap.plots.figures.friction_envelope` reads them; empty when none."""
     from ..vehicle.schema import FIELD_OF_KEY
-    params = summary.get("vehicle_parameters") or {}
+    params = summary.vehicle_parameters or {}
     return {FIELD_OF_KEY.get(k, k): v for k, v in params.items()}
 
 
@@ -450,14 +452,14 @@ def _runs_table(runs: Sequence[dict]) -> pd.DataFrame:
     rows = []
     for r in runs:
         sm = r["summary"]
-        check = sm.get("self_check")
+        check = sm.self_check
         rows.append({"run": r["name"], "folder": str(r["folder"]),
-                     "lap or sector time [s]": sm.get("lap_time_s"),
-                     "closed lap": bool(sm.get("periodic")),
+                     "lap or sector time [s]": sm.lap_time_s,
+                     "closed lap": bool(sm.periodic),
                      "from [m]": float(r["s"][0]), "to [m]": float(r["s"][-1]),
-                     "mean speed [km/h]": sm.get("mean_speed_kmh"),
-                     "max speed [km/h]": sm.get("max_speed_kmh"), "car": sm.get("vehicle"),
-                     "track": sm.get("track"), "model": sm.get("model"),
+                     "mean speed [km/h]": sm.mean_speed_kmh,
+                     "max speed [km/h]": sm.max_speed_kmh, "car": sm.vehicle,
+                     "track": sm.track, "model": sm.model,
                      "self-check": check.get("verdict") if isinstance(check, dict) else check})
     return pd.DataFrame(rows)
 
@@ -504,10 +506,10 @@ def report_html(runs: Sequence[dict], telemetry: Optional[dict] = None,
     first = runs[0]
     delta = None
     if len(runs) > 1:
-        tracks = {r["summary"].get("track") for r in runs}
+        tracks = {r["summary"].track for r in runs}
         if len(tracks) > 1:
             raise ValueError("the runs are on different tracks: " + ", ".join(
-                f"{r['summary'].get('track')!r} ({r['folder']})" for r in runs))
+                f"{r['summary'].track!r} ({r['folder']})" for r in runs))
         delta = deltas_many([r["df"] for r in runs], [r["name"] for r in runs])
         delta.attrs["names"] = [r["name"] for r in runs]
     elif telemetry is not None:

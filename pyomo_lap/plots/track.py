@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.compare import _plt
+from ..results.summary import as_summary
 from .base import _colorbar_beside, _legend_right, _s, _title, _window_text, _xlim, in_window
 
 __all__ = ["figure_track_map", "figure_racing_line", "figure_elevation", "edges_xy", "marker_step", "distance_label"]
@@ -80,7 +81,7 @@ def figure_track_map(df, summary, vehicle=None, s_range=None):
     ----------
     df : DataFrame
         The run's channels.
-    summary : dict
+    summary : Summary or dict
         Its summary (``periodic``: a closed lap, drawn with a start/finish line).
     vehicle : dict, optional
         Not used.
@@ -99,7 +100,7 @@ def figure_track_map(df, summary, vehicle=None, s_range=None):
     sub, win = in_window(df, s_range)
     g = edges_xy(df)
     s = _s(df)
-    closed = bool(summary.get("periodic"))
+    closed = bool(as_summary(summary).periodic)
     fig, ax = plt.subplots(figsize=(8.5, 8))
     _draw_track_and_line(fig, ax, df, sub, g, win)
     # distance markers, start/finish, direction of travel

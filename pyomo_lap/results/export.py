@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .channels import UNITS
+from .summary import Summary, as_summary
 
 __all__ = ["vehicle_sheet", "summary_rows", "WORKBOOK_UNITS_NOTE", "NUMBER_FORMATS",
            "number_format", "SENSITIVITY_HEADERS", "sensitivity_sheet", "read_parquet_units"]
@@ -321,14 +322,15 @@ def sensitivity_sheet(records) -> pd.DataFrame:
     return frame[[c for c in SENSITIVITY_HEADERS if c in frame]].rename(columns=SENSITIVITY_HEADERS)
 
 
-def _provenance_sheet(summary: dict) -> pd.DataFrame:
-    """The input files and what was done to the track's data, one row each."""
+def _provenance_sheet(summary: Summary) -> pd.DataFrame:
+    """The input files and what was done to the track's data, one row each (of a
+    :class:`pyomo_lap.results.summary.Summary` or the dict of its keys)."""
     from ..track.report import provenance_rows
-    files = {k: summary[k] for k in ("track_file", "track_file_sha256", "vehicle_file",
-                                     "vehicle_file_sha256") if k in summary}
-    return provenance_rows(summary.get("track_processing", []),
-                           summary.get("track_assumptions", []),
-                           summary.get("track_repairs", []), files)
+    summary = as_summary(summary)
+    files = {k: getattr(summary, k) for k in ("track_file", "track_file_sha256", "vehicle_file",
+                                              "vehicle_file_sha256") if summary.is_set(k)}
+    return provenance_rows(summary.track_processing or [], summary.track_assumptions or [],
+                           summary.track_repairs or [], files)
 
 
 _LONG_LIST = 12

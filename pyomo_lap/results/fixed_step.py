@@ -54,6 +54,7 @@ from ..folders.results_folder import check_results_folder
 from ..folders.writer import ResultsWriter
 from ..ocp.collocation import INTERPOLATION_KINDS, collocation_interpolate
 from .logger import LOGGER_CHANNELS
+from .summary import Summary, as_summary
 from .table import track_coordinate, write_results
 
 __all__ = ["fixed_step_grid", "fixed_step_table", "track_coordinate",
@@ -298,7 +299,7 @@ def _wrap_length(df: pd.DataFrame, start: float) -> Optional[float]:
     return float(np.median(big)) if big.size else None
 
 
-def folder_car(run, summary: dict):
+def folder_car(run, summary: Summary):
     """The car a results folder was solved with, for :func:`derive_channels`: the vehicle file
     its ``summary.json`` names (``vehicle_file``, the same bytes: ``vehicle_file_sha256``) with
     the parameters as solved (``vehicle_parameters``: a free parameter at its optimum); for a
@@ -316,8 +317,9 @@ def folder_car(run, summary: dict):
 
     from ..vehicle.car import load_vehicle
     from ..vehicle.schema import VehicleParameters, field_of
-    params = dict(summary.get("vehicle_parameters") or {})
-    file = summary.get("vehicle_file")
+    summary = as_summary(summary)
+    params = dict(summary.vehicle_parameters or {})
+    file = summary.vehicle_file
     where = Path(run) / "summary.json"
     if file:
         path = Path(file)
@@ -326,14 +328,14 @@ def folder_car(run, summary: dict):
                              "file the run was solved with (for the throttle, brake, gear ... "
                              "on the step)")
         sha = hashlib.sha256(path.read_bytes()).hexdigest()
-        if summary.get("vehicle_file_sha256") not in (None, sha):
+        if summary.vehicle_file_sha256 not in (None, sha):
             raise ValueError(f"{where}: vehicle_file {path} has sha256 {sha}: expected "
-                             f"{summary['vehicle_file_sha256']}, the file the run was solved "
+                             f"{summary.vehicle_file_sha256}, the file the run was solved "
                              "with (it has changed since)")
         car = load_vehicle(path)
         return car.replace(params) if isinstance(car, VehicleParameters) and params else car
     try:
-        return VehicleParameters(name=str(summary.get("vehicle") or "car"),
+        return VehicleParameters(name=str(summary.vehicle or "car"),
                                  **{field_of(k): v for k, v in params.items()})
     except (ValueError, TypeError):
         return None
@@ -348,7 +350,7 @@ def folder_fixed_step(run, every: float) -> tuple:
 
     Returns
     -------
-    (table DataFrame, mesh rows DataFrame, summary dict)
+    (table DataFrame, mesh rows DataFrame, Summary)
 
     Raises
     ------
@@ -364,7 +366,7 @@ def folder_fixed_step(run, every: float) -> tuple:
     run = Path(run)
     summary = read_summary(run)
     mesh = read_trajectory(run, mesh=True)
-    breaks = (summary.get("mesh") or {}).get("element_boundaries_m")
+    breaks = (summary.mesh or {}).get("element_boundaries_m")
     if not breaks:
         raise ValueError(f"{run / 'summary.json'} has no mesh.element_boundaries_m: expected "
                          "the summary of a solved run")
@@ -376,12 +378,13 @@ def folder_fixed_step(run, every: float) -> tuple:
     else:
         from ..ocp.build import RATE_NAMES, STATE_NAMES
         from ..vehicle.car import ALGEBRAIC, CONTROLS
-        form = (summary.get("ocp_options") or {}).get("control_form", "point")
+        form = (summary.ocp_options or {}).get("control_form", "point")
         states = set(STATE_NAMES + RATE_NAMES + ("t",)) | (set(CONTROLS) if form == "state" else set())
         variables = (set(CONTROLS) - states) | set(ALGEBRAIC)
-    start = float(summary.get("start_m", mesh["s"].iloc[0] if "s" in mesh.columns else 0.0))
+    start = float(summary.start_m if summary.start_m is not None
+                  else mesh["s"].iloc[0] if "s" in mesh.columns else 0.0)
     table = fixed_step_table(mesh, every, breaks, states=states, variables=variables,
-                             scheme=str(summary.get("scheme", "LAGRANGE-RADAU")).upper(),
+                             scheme=str(summary.scheme).upper(),
                              start=start, track_length=_wrap_length(mesh, start),
                              car=folder_car(run, summary))
     return table, mesh, summary
@@ -432,13 +435,13 @@ def export_fixed_step(run, every: float, out=None, echo=None):
             writer = ResultsWriter.replacing(out, "export", echo=echo)
         stack.enter_context(writer)               # checked and locked before the work
         table, mesh, summary = folder_fixed_step(run, every)
-        summary = dict(summary, trajectory_step_m=float(every),
-                       exported_from=str(Path(run).resolve()))
+        summary.trajectory_step_m = float(every)
+        summary.exported_from = str(Path(run).resolve())
         solution = None
         sol = Path(run) / "solution.npz"
         if sol.is_file():
             with np.load(sol) as d:
                 solution = {k: d[k] for k in d.files}
-        return write_results(writer, table, summary, summary.get("vehicle_parameters"),
-                             n_sectors=len(summary.get("sectors") or []) or 3, echo=echo,
+        return write_results(writer, table, summary, summary.vehicle_parameters,
+                             n_sectors=len(summary.sectors or []) or 3, echo=echo,
                              solution=solution, mesh_df=mesh)

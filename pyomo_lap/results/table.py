@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from . import channels as _channels
+from .summary import SUMMARY_FORMAT, Summary, as_summary
 from .export import (_SUMMARY_GROUPS, _TRACK_DATA_KEYS, WORKBOOK_UNITS_NOTE, _json_default,
                      _lists_sheet, _long_lists, _provenance_sheet, _sheet, _speed_chart, _unit_of,
                      _without_long_lists, _write_csv, _write_parquet, _write_rows,
@@ -339,20 +340,11 @@ def read_trajectory(path, mesh: bool = False) -> pd.DataFrame:
     return df.rename(columns={c: c.split(" [")[0] for c in df.columns})
 
 
-def read_summary(path) -> dict:
-    """The ``summary.json`` of a results folder (``path`` is the folder or the file).
-
-    Raises
-    ------
-    FileNotFoundError
-        No summary.json there.
-    """
-    path = Path(path)
-    if path.is_dir():
-        path = path / "summary.json"
-    if not path.exists():
-        raise FileNotFoundError(f"no summary.json at {str(path)!r}: is it a pyomo_lap results folder?")
-    return json.loads(path.read_text())
+def read_summary(path) -> Summary:
+    """The ``summary.json`` of a results folder (``path`` is the folder or the file), typed:
+    :meth:`pyomo_lap.results.summary.Summary.read` (a file of any version; FileNotFoundError
+    when there is none, ValueError when it is no JSON object)."""
+    return Summary.read(path)
 
 
 def solution_arrays(m) -> dict:
@@ -426,7 +418,8 @@ def load_solution(m, path) -> int:
     return n
 
 
-def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict | None = None,
+def write_results(out_dir, df: pd.DataFrame, summary: Summary | dict,
+                  vehicle_params: dict | None = None,
                   partial: bool = False, n_sectors: int = 3, echo=None,
                   solution: dict | None = None, mesh_df: pd.DataFrame | None = None,
                   by: str = "solve") -> Path:
@@ -478,8 +471,9 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
         ``lap_01``, :meth:`pyomo_lap.folders.writer.ResultsWriter.nested`), claimed.
     df : DataFrame
         From :func:`trajectory_dataframe`.
-    summary : dict
-        JSON-serialisable summary.
+    summary : Summary or dict
+        :class:`pyomo_lap.results.summary.Summary` (a dict of its keys is read as one), left
+        unchanged: ``partial``, ``summary_format`` ... are set on the copy written.
     vehicle_params : VehicleParameters or dict, optional
         The workbook's ``vehicle`` sheet (:func:`pyomo_lap.results.export.vehicle_sheet`).
     partial : bool or "interrupted"
@@ -513,6 +507,7 @@ def write_results(out_dir, df: pd.DataFrame, summary: dict, vehicle_params: dict
         :class:`pyomo_lap.folders.writer.FolderWriteError` for a full disk: nothing of it is
         left, the earlier folder is as it was).
     """
+    summary = as_summary(summary)        # typed here: a dict of summary.json's keys too
     echo = echo or (lambda *_: None)
     if partial not in (True, False, "interrupted"):
         raise ValueError(f"partial = {partial!r}: expected True, False or 'interrupted'")
@@ -537,16 +532,21 @@ in temporary files (the same file, 0.1 s less)."""
 def _write_files(writer: ResultsWriter, df, summary, vehicle_params, partial, n_sectors, echo,
                  solution, mesh_df=None) -> None:
     """The files of :func:`write_results`, through its claimed writer."""
-    summary = dict(summary, partial=bool(partial))
+    summary = summary.copy()
+    summary.partial = bool(partial)
     if partial == "interrupted":
-        summary["interrupted"] = True
+        summary.interrupted = True
     from .. import __version__
-    summary.setdefault("pyomo_lap_version", __version__)   # marks the folder as pyomo_lap results
+    if not summary.is_set("pyomo_lap_version"):    # marks the folder as pyomo_lap results
+        summary.pyomo_lap_version = __version__
+    if not summary.is_set("summary_format"):
+        summary.summary_format = SUMMARY_FORMAT
     # a table without the track coordinate and time (a partial export) has no sector times
-    sectors = (sector_times(df, n_sectors, summary.get("sector_boundaries"))
+    sectors = (sector_times(df, n_sectors, summary.sector_boundaries)
                if {"s_sector", "t"} <= set(df.columns) else pd.DataFrame())
-    if "sectors" not in summary and len(sectors):
-        summary["sectors"] = sector_records(sectors)
+    if not summary.is_set("sectors") and len(sectors):
+        summary.sectors = sector_records(sectors)
+    summary = summary.to_dict()     # JSON's dict: what the files below hold
     import pyarrow as pa
     table = pa.Table.from_pandas(df, preserve_index=False)     # one table for both files
     echo("  writing trajectory.csv")
@@ -645,7 +645,7 @@ def effective_solver_options(solver: str, given: dict | None = None) -> dict:
 def read_sensitivities(results_dir) -> pd.DataFrame | None:
     """The sensitivity table of a results folder (from ``summary.json``), with the columns of
     :func:`pyomo_lap.analysis.sensitivities.lap_time_sensitivities`; None if the run had none."""
-    records = read_summary(results_dir).get("sensitivities")
+    records = read_summary(results_dir).sensitivities
     return pd.DataFrame(records) if records else None
 
 

@@ -146,14 +146,14 @@ def _run_case(case: dict, job: dict, folder: str, crash_once: bool) -> dict:
     except Exception as exc:  # noqa: BLE001 - a case's failure is a row, never the sweep's end
         row = _row(case, "error", f"{type(exc).__name__}: {exc}")
     if summary is not None:
-        row.update(lap_time_s=summary["lap_time_s"],
-                   termination_condition=str(summary["termination_condition"]),
-                   iterations=summary["iterations"], solve_time_s=summary["solve_time_s"],
-                   warm_start_failed=bool(summary.get("warm_start_failed")),
-                   model_reused=bool(summary.get("model_reused")),
-                   build_time_s=summary["build_time_s"],
-                   n_variables=summary["n_variables"], n_constraints=summary["n_constraints"])
-        for s in summary.get("sectors", []):
+        row.update(lap_time_s=summary.lap_time_s,
+                   termination_condition=str(summary.termination_condition),
+                   iterations=summary.iterations, solve_time_s=summary.solve_time_s,
+                   warm_start_failed=bool(summary.warm_start_failed),
+                   model_reused=bool(summary.model_reused),
+                   build_time_s=summary.build_time_s,
+                   n_variables=summary.n_variables, n_constraints=summary.n_constraints)
+        for s in summary.sectors or []:
             row[f"sector_{s['sector']}_s"] = s["time_s"]
         row["results"] = f"cases/{case['id']}"
     row["wall_time_s"] = time.perf_counter() - t0

@@ -72,6 +72,8 @@ from typing import Optional
 
 import numpy as np
 
+from ..results.summary import Summary, as_summary
+
 __all__ = ["make_check", "overall_verdict", "format_check", "VERDICTS",
            "DEFECT_MAX", "DEFECT_P95", "REPLAY_SHORTFALL", "REPLAY_LATERAL", "REPLAY_TIME",
            "REPLAY_STEERING", "ZIGZAGS", "ZIGZAG_LENGTH_M", "SPEED_CONSISTENCY", "ENERGY_BALANCE",
@@ -250,21 +252,29 @@ SELF_CHECKS = ("defect_max", "defect_p95", "speed_consistency", "energy_balance"
 the channel quality, are :func:`validate_results`' own)."""
 
 
-def _inputs(summary: dict):
+def _inputs(summary: Summary):
+    """The track and the car a result was solved with, loaded again from its summary: the
+    files it names (else the bundled ones of its names), with its track width and GPS order.
+    ValueError when it names no track or no car."""
     from ..track.loading import load_track
     from ..vehicle.car import load_vehicle
-    track = summary.get("track_file") or summary["track"]
-    vehicle = summary.get("vehicle_file") or summary["vehicle"]
-    width = summary.get("track_width_m")     # --track-width of the run, if given
-    order = (summary.get("track_lat_lon_order") or {}).get("option") or "auto"  # --lat-lon-order
+    summary = as_summary(summary)
+    track = summary.track_file or summary.track
+    vehicle = summary.vehicle_file or summary.vehicle
+    for what, value in (("track", track), ("vehicle", vehicle)):
+        if value is None:
+            raise ValueError(f"the summary names no {what} ({what}_file, {what}: None): "
+                             "expected the summary.json of a solve")
+    width = summary.track_width_m     # --track-width of the run, if given
+    order = (summary.track_lat_lon_order or {}).get("option") or "auto"  # --lat-lon-order
     try:
         tr = load_track(track, track_width=width, lat_lon_order=order)
     except (ValueError, FileNotFoundError):
-        tr = load_track(summary["track"], track_width=width)
+        tr = load_track(summary.track, track_width=width)
     try:
         p = load_vehicle(vehicle)
     except ValueError:
-        p = load_vehicle(summary["vehicle"])
+        p = load_vehicle(summary.vehicle)
     return tr, p
 
 
@@ -327,11 +337,11 @@ def format_check(c: dict) -> str:
     return line + (f"  {c['detail']}" if c.get("detail") else "")
 
 
-def interpolation_of(summary: dict) -> str:
+def interpolation_of(summary: Summary) -> str:
     """How a result's controls are interpolated between its points: ``'state'`` when its OCP
-    had the controls as states (``summary["ocp_options"]["control_form"] == "state"``), else
+    had the controls as states (``summary.ocp_options["control_form"] == "state"``), else
     ``'auto'`` (results written before the option existed: ``'point'``)."""
-    form = (summary.get("ocp_options") or {}).get("control_form", "point")
+    form = (as_summary(summary).ocp_options or {}).get("control_form", "point")
     return "state" if form == "state" else "auto"
 
 
@@ -514,7 +524,7 @@ def fast_checks(df, track, vehicle, *, start: float, ncp: int, scheme: str = "LA
     return checks, d
 
 
-def self_check(df, summary: dict, track, vehicle, car=None, defects=None) -> dict:
+def self_check(df, summary: Summary, track, vehicle, car=None, defects=None) -> dict:
     """The fast checks of a solved result (:data:`SELF_CHECKS`, :func:`fast_checks`) and
     their verdict, for ``summary.json``: what every successful solve runs on its result.
 
@@ -522,9 +532,13 @@ def self_check(df, summary: dict, track, vehicle, car=None, defects=None) -> dic
     ----------
     df : DataFrame
         The trajectory table.
-    summary : dict
-        The solve's summary (``model``, ``start_m``, ``ncp``, ``scheme``, ``ocp_options``,
-        ``channel_quality``).
+    summary : Summary
+        The result's summary (:class:`pyomo_lap.results.summary.Summary`: ``model``,
+        ``start_m``, ``ncp``, ``scheme``, ``ocp_options`` and, if computed,
+        ``channel_quality``): a solve's (:attr:`pyomo_lap.api.job.SectorResults.summary`), or
+        that of a model solved in a script (:func:`pyomo_lap.api.results.solve_summary`). A
+        dict of ``summary.json``'s keys is read as one
+        (:func:`pyomo_lap.results.summary.as_summary`).
     track, vehicle
         Those of the solve.
     car : CarFunctions, optional
@@ -539,17 +553,18 @@ def self_check(df, summary: dict, track, vehicle, car=None, defects=None) -> dic
         ``wall_time_s``.
     """
     t0 = time.perf_counter()
-    full = summary.get("model", "full") == "full"
-    if summary.get("model") == "racecar":
+    summary = as_summary(summary)
+    full = summary.model == "full"
+    if summary.model == "racecar":
         checks = _racecar_fast_checks(df, summary, track, vehicle)
     else:
-        checks, _ = fast_checks(df, track, vehicle, start=float(summary.get("start_m", 0.0)),
-                                ncp=int(summary.get("ncp", 2)),
-                                scheme=summary.get("scheme", "LAGRANGE-RADAU"),
-                                interpolation=interpolation_of(summary),
+        start = summary.start_m if summary.start_m is not None else 0.0
+        checks, _ = fast_checks(df, track, vehicle, start=float(start),
+                                ncp=int(summary.ncp if summary.ncp is not None else 2),
+                                scheme=summary.scheme, interpolation=interpolation_of(summary),
                                 defects=(defects if defects is not None else True) if full
                                 else False,
-                                car=car, quality=summary.get("channel_quality"))
+                                car=car, quality=summary.channel_quality)
     done = {c["name"] for c in checks}
     not_run = {n: ("the defects are measured on the full model and the racecar"
                    if n.startswith("defect") else "the table or the car lacks what it needs")
@@ -559,14 +574,14 @@ def self_check(df, summary: dict, track, vehicle, car=None, defects=None) -> dic
             "not_run": not_run, "wall_time_s": time.perf_counter() - t0}
 
 
-def _racecar_fast_checks(df, summary: dict, track, p) -> list:
+def _racecar_fast_checks(df, summary: Summary, track, p) -> list:
     """The self-check of a racecar result (:mod:`pyomo_lap.verify.racecar_checks`): its
     collocation defects, its speed consistency (``a_t = V_dot``) and the friction ellipses
     and the power of the plan, as :func:`validate_results` judges them (no replay)."""
     from .racecar_checks import racecar_channel_quality, racecar_defects
-    start = float(summary.get("start_m", df["s"].iloc[0]))
+    start = float(summary.start_m if summary.start_m is not None else df["s"].iloc[0])
     interp = "state" if interpolation_of(summary) == "state" else "polynomial"
-    d = racecar_defects(df, track, p, start=start, scheme=summary.get("scheme", "LAGRANGE-RADAU"),
+    d = racecar_defects(df, track, p, start=start, scheme=summary.scheme,
                         interpolation=interp, shooting=False)
     checks = _defect_checks(d, start, track.length if track.closed else None)
     checks += _speed_check(racecar_channel_quality(df, p).get("speed_consistency"))
