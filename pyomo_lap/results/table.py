@@ -449,9 +449,8 @@ def write_results(out_dir, df: pd.DataFrame, summary: Summary | dict,
     :func:`pyomo_lap.results.channels.channel_table`: name, unit, meaning, sign, source, wheel),
     ``sectors`` (:func:`sector_times`, at the summary's ``sector_boundaries`` when it has
     them), ``corners`` (when the summary has ``corners``, the per-corner table of
-    :func:`pyomo_lap.results.corners.corner_table`, also written as ``corners.csv``), ``vehicle``
-    (all parameters),
-    ``track`` (the track at every point: :data:`TRACK_COLUMNS`), ``quality`` (when the summary
+    :func:`pyomo_lap.results.corners.corner_table`, also written as ``corners.csv``),
+    ``vehicle`` (all parameters), ``track`` (the track at every point: :data:`TRACK_COLUMNS`), ``quality`` (when the summary
     has ``channel_quality``: the zig-zag counts and the speed consistency of the channels,
     :func:`pyomo_lap.results.export.quality_table`), ``sensitivities`` (when the
     summary has ``sensitivities``: :func:`pyomo_lap.results.export.sensitivity_sheet`) and ``provenance`` (the input
@@ -460,9 +459,9 @@ def write_results(out_dir, df: pd.DataFrame, summary: Summary | dict,
     :func:`pyomo_lap.track.report.provenance_rows`) and ``lists`` (the summary's lists of more
     than 12 values, one column each: the mesh's element boundaries). Every sheet has its header
     row frozen (the wide ``channels`` and ``track`` their first column too) and its columns sized
-    to their contents. ``trajectory.parquet`` holds
-    the channels with plain names and their units in the schema metadata (key
-    ``pyomo_lap.units``, JSON), and the summary under ``pyomo_lap.summary``.
+    to their contents. ``trajectory.parquet`` holds the channels with plain names and their
+    units in the schema metadata (key ``pyomo_lap.units``, JSON), and the summary under
+    ``pyomo_lap.summary``.
 
     Parameters
     ----------
