@@ -419,9 +419,8 @@ def load_solution(m, path) -> int:
 
 
 def write_results(out_dir, df: pd.DataFrame, summary: Summary | dict,
-                  vehicle_params: dict | None = None,
-                  partial: bool = False, n_sectors: int = 3, echo=None,
-                  solution: dict | None = None, mesh_df: pd.DataFrame | None = None,
+                  vehicle_params: dict | None = None, partial: bool = False, n_sectors: int = 3,
+                  echo=None, solution: dict | None = None, mesh_df: pd.DataFrame | None = None,
                   by: str = "solve") -> Path:
     """Write ``trajectory.csv``, ``trajectory.parquet``, ``results.xlsx``, ``summary.json`` (and
     ``solution.npz``, given ``solution``) atomically: written whole by
