@@ -32,7 +32,8 @@ from ..spatial.backend import sub
 from ..vehicle import car as veh
 from ..vehicle import multibody_car as mbc
 from ..vehicle.schema import OPTIONAL_SECTIONS
-from .common import add_car_controls, add_derivative_vars, add_vehicle_block, car_control_bounds
+from .common import (add_car_controls, add_derivative_vars, add_joint_variables, add_vehicle_block,
+                     car_control_bounds)
 from .sector import discretize_on_track, finish_build, new_sector_model
 from .full_model import (_FAMILY_DOCS, VEHICLE_INPUTS, PointRows, add_point_rows,
                          adherence_rows, brake_rows, chain_scaling, rows_on_tape, set_car,
@@ -148,25 +149,8 @@ def build_multibody_model(track, vehicle, cfg, t0: Optional[float] = None,
     mbc.require_multibody_parameters(p)
     if cfg.lift:
         raise ValueError("the multibody model does not support the OCP option 'lift'")
-    u = pyo.units
     m, L = new_sector_model(track, p, cfg, MULTIBODY_MODEL, "pyomo_lap multibody")
-    m.q2 = pyo.Var(m.s, initialize=0.0, units=u.m, doc="lateral offset of O3 from the spine, + left [m]")
-    m.q3 = pyo.Var(m.s, initialize=0.0, bounds=(-1.0, 1.0), units=u.rad, doc="yaw relative to the track frame [rad]")
-    m.q4 = pyo.Var(m.s, initialize=0.0, bounds=(-0.2, 0.2), units=u.m, doc="heave of the VIP from the design ride height [m]")
-    m.q5 = pyo.Var(m.s, initialize=0.0, bounds=(-0.3, 0.3), units=u.rad, doc="pitch [rad], + nose down")
-    m.q6 = pyo.Var(m.s, initialize=0.0, bounds=(-0.3, 0.3), units=u.rad, doc="roll [rad], + right side down")
-    for z in mbc.SUSPENSION:
-        m.add_component(z, pyo.Var(m.s, initialize=0.0, bounds=(-0.1, 0.1), units=u.m,
-                                   doc=f"travel of wheel carrier {z[1:]} relative to the chassis, + up [m]"))
-    m.q1_dot = pyo.Var(m.s, initialize=20.0, bounds=(cfg.v_min, 150.0), units=u.m / u.s, doc="dq1/dt [m/s]")
-    m.q2_dot = pyo.Var(m.s, initialize=0.0, units=u.m / u.s, doc="dq2/dt [m/s]")
-    m.q3_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq3/dt [rad/s]")
-    m.q4_dot = pyo.Var(m.s, initialize=0.0, units=u.m / u.s, doc="dq4/dt [m/s]")
-    m.q5_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq5/dt [rad/s]")
-    m.q6_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq6/dt [rad/s]")
-    for z in mbc.SUSPENSION:
-        m.add_component(f"{z}_dot", pyo.Var(m.s, initialize=0.0, units=u.m / u.s, doc=f"d{z}/dt [m/s]"))
-    m.t = pyo.Var(m.s, initialize=0.0, units=u.s, doc="time [s]")
+    add_joint_variables(m, MULTIBODY_MODEL, cfg)    # q2..q6, z_ij, their rates, t
     add_car_controls(m, p, cfg)
     add_derivative_vars(m, STATE_NAMES + RATE_NAMES + ("t",))
     sigma, tp, idx = discretize_on_track(m, track, p, cfg, L, veh.CONTROLS)

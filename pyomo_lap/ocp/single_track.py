@@ -56,8 +56,8 @@ from ..vehicle.powertrain import power_available
 from .initialize import cold_start_profile, initialize_from_solution, initialize_model
 from .point_functions import (AlgebraicLoopError, CarFunctions, record_of, track_vectors,
                               vehicle_values_of)
-from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_vehicle_block,
-                     car_control_bounds, scale_variables, set_within_bounds)
+from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_joint_variables,
+                     add_vehicle_block, car_control_bounds, scale_variables, set_within_bounds)
 from .sector import discretize_on_track, finish_build, new_sector_model
 from .point_rows import (PointRows, add_point_rows, rows_on_tape, spatial_dae_rows,
                          track_joint)
@@ -114,12 +114,7 @@ def build_single_track_model(track, vehicle: veh.VehicleParameters, cfg, t0: Opt
     p = vehicle
     u = pyo.units
     m, L = new_sector_model(track, p, cfg, SINGLE_TRACK_MODEL, "pyomo_lap single-track")
-    m.q2 = pyo.Var(m.s, initialize=0.0, units=u.m, doc="lateral offset of O3 from the spine, + left [m]")
-    m.q3 = pyo.Var(m.s, initialize=0.0, bounds=(-1.0, 1.0), units=u.rad, doc="yaw relative to the track frame [rad]")
-    m.q1_dot = pyo.Var(m.s, initialize=20.0, bounds=(cfg.v_min, 150.0), units=u.m / u.s, doc="dq1/dt [m/s]")
-    m.q2_dot = pyo.Var(m.s, initialize=0.0, units=u.m / u.s, doc="dq2/dt [m/s]")
-    m.q3_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq3/dt [rad/s]")
-    m.t = pyo.Var(m.s, initialize=0.0, units=u.s, doc="time [s]")
+    add_joint_variables(m, SINGLE_TRACK_MODEL, cfg)     # q2, q3, q1_dot..q3_dot, t
     add_car_controls(m, p, cfg)
     for name, bounds in axle_load_bounds(p).items():
         m.add_component(name, pyo.Var(m.s, initialize=p.m * p.gravity / 2, bounds=bounds,
