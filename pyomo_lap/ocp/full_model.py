@@ -51,6 +51,7 @@ from .channel_expressions import WHEELS, add_channel_expressions
 from .point_rows import (TRACK_INPUTS, PointRows, RowFamily, add_point_rows,  # noqa: F401 (re-exported)
                          add_recorded_rows, chain_channels, rows_on_tape, spatial_dae_rows, track_joint,
                          track_numbers)
+from .record_model import record_dynamics, record_table
 from .vehicle_model import VehicleModel, update_problem
 
 __all__ = ["FULL_MODEL", "STATE_NAMES", "RATE_NAMES", "build_full_model", "initialize_full_model",
@@ -715,6 +716,6 @@ FULL_MODEL = VehicleModel(
     description="the six-joint Lie-group car (pyomo_lap.vehicle.car, pyomo_lap.spatial.tree)",
     states=STATE_NAMES, rates=RATE_NAMES, controls=veh.CONTROLS, algebraics=veh.ALGEBRAIC,
     build=build_full_model, initialize=initialize_full_model,
-    point_rows=lambda p, cfg: record_point_rows(p, cfg),
-    set_vehicle=set_full_vehicle, patch_limits=True)
+    point_rows=lambda p, cfg: record_point_rows(p, cfg), trajectory=record_table,
+    set_vehicle=set_full_vehicle, patch_limits=True, dynamics=record_dynamics)
 """The full model as a :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel` (registry key ``"full"``)."""
