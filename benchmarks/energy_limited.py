@@ -146,16 +146,14 @@ def _self_check(m, vehicle) -> str:
     self_check`: defects, speed consistency, energy balance, power limit), on a model solved
     here with rows of our own: its verdict."""
     from pyomo_lap import load_vehicle
-    from pyomo_lap.verify.quality import channel_quality
     from pyomo_lap.results.table import trajectory_dataframe
     from pyomo_lap.verify.verdict import self_check
     df = trajectory_dataframe(m)
     cfg = m.problem.options
     p = load_vehicle(vehicle) if isinstance(vehicle, str) else vehicle
-    summary = {"model": "full", "start_m": float(cfg.start or 0.0), "ncp": cfg.ncp, "scheme": cfg.scheme,
-               "ocp_options": {"control_form": cfg.control_form},
-               "channel_quality": channel_quality(df, p)}
-    return self_check(df, summary, m.problem.track, p)["verdict"]
+    return self_check(df, m.problem.vehicle_model, m.problem.track, p,
+                      start=float(cfg.start or 0.0), ncp=cfg.ncp, scheme=cfg.scheme,
+                      interpolation="state" if cfg.control_form == "state" else "auto")["verdict"]
 
 
 def _energies(e: dict) -> str:
