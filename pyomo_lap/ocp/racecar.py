@@ -73,7 +73,7 @@ import numpy as np
 import pyomo.environ as pyo
 from pyomo.dae import ContinuousSet, DerivativeVar
 
-from ..vehicle.car import SPEED_CAP_MPS
+from ..vehicle.car import grip_force, top_speed
 from ..vehicle.racecar import RacecarParameters, check_racecar
 from ..vehicle.racecar_equations import (CONTROLS, QUANTITIES, QUANTITY_DOCS, STATE_NAMES,
                                          THRUST_EPS, WHEELS, centre_line_speed,
@@ -644,14 +644,13 @@ class RacecarDynamics:
     def scales(self, curvature: float) -> dict:
         r"""``steer``: the wheelbase :math:`a + b` times ``curvature`` [rad]; ``speed``: the top
         speed where the power equals the drag, :math:`(P_{max}/(\tfrac12\rho C_dA))^{1/3}`, at
-        most :data:`pyomo_lap.vehicle.car.SPEED_CAP_MPS` [m/s]; ``force``: the largest tyre force
-        :math:`\max(\mu_{0x}, \mu_{0y})(M g + \tfrac12\rho C_lA v_{top}^2)` [N] (as
-        :func:`pyomo_lap.vehicle.car.force_scale` for the other cars); ``acceleration``: the
-        force over the mass [m/s^2]. No tyre characteristic: no ``slip``."""
+        most :data:`pyomo_lap.vehicle.car.SPEED_CAP_MPS` [m/s] (:func:`pyomo_lap.vehicle.car.top_speed`);
+        ``force``: the largest tyre force :math:`\max(\mu_{0x}, \mu_{0y})(M g + \tfrac12\rho
+        C_lA v_{top}^2)` [N] (:func:`pyomo_lap.vehicle.car.grip_force`, as the other cars');
+        ``acceleration``: the force over the mass [m/s^2]. No tyre characteristic: no ``slip``."""
         p = self.vehicle
-        drag = 0.5 * p.rho * p.CdA
-        v_top = min(SPEED_CAP_MPS, (p.P_max / drag) ** (1.0 / 3.0)) if drag > 0 else SPEED_CAP_MPS
-        force = max(p.mu0_x, p.mu0_y) * (p.M * p.g + 0.5 * p.rho * p.ClA * v_top ** 2)
+        v_top = top_speed(p.P_max, 0.5 * p.rho * p.CdA)
+        force = grip_force(max(p.mu0_x, p.mu0_y), p.M * p.g, 0.5 * p.rho * p.ClA, v_top)
         return {"steer": float(p.wheelbase * curvature), "speed": float(v_top),
                 "force": float(force), "acceleration": float(force / p.M)}
 

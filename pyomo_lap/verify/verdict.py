@@ -20,14 +20,16 @@ could not be computed); the verdict of a result is the worst of its checks
     The distance the replay with steering feedback fell short of the sector end [m] (a spin,
     a stop, a wheel lift; :data:`REPLAY_SHORTFALL`).
 ``replay_lateral``
-    The largest lateral deviation :math:`|q_2 - q_2^*|` of that replay from the optimum, in
-    percent of the local track width (:data:`REPLAY_LATERAL`).
+    The largest lateral deviation :math:`|q_2 - q_2^*|` of that replay from the optimum (the
+    model's lateral offset, ``ModelDynamics.path``), in percent of the local track width
+    (:data:`REPLAY_LATERAL`).
 ``replay_time``
     The difference of its sector time from the optimum's, in percent of the sector time
     (:data:`REPLAY_TIME`).
 ``replay_steering``
     The largest steering correction the feedback needed, in percent of the car's steer limit
-    ``delta_max`` (:data:`REPLAY_STEERING`).
+    ``delta_max`` (a car without one, the racecar: of its steering scale, the wheelbase times
+    the sector's RMS curvature; ``ModelDynamics.steering_scale``; :data:`REPLAY_STEERING`).
 ``zigzags``
     The largest zig-zag count of a channel (:func:`pyomo_lap.verify.quality.channel_quality`,
     recomputed from the trajectory; :data:`ZIGZAGS`).
@@ -42,6 +44,13 @@ could not be computed); the verdict of a result is the worst of its checks
 ``power_limit``
     The largest excess of the drive power :math:`f_{xa} v_{3x}` over the power available at
     that speed :math:`P(v_{3x})`, in percent of ``P_max`` (:data:`POWER_LIMIT`).
+``<name>_limit``
+    The limits of a model's own equations (``ModelDynamics.limits``, :func:`limit_checks`:
+    the racecar's ``friction_limit`` and ``power_limit``), at the points and between them, in
+    percent over the limit (:data:`POWER_LIMIT`).
+
+Every check serves every vehicle model with ``dynamics`` through its ``VehicleModel``
+(:class:`pyomo_lap.verify.defects.SolvedTable`): no model is named here.
 
 Every threshold is dimensionless: a scaled defect, a count, or a fraction of the track's
 width, the sector's time or one of the car's scales (its steer limit, top speed, power); none
