@@ -265,12 +265,12 @@ class DefectReport:
         and median, where and in which state the largest is, the largest integrated residual
         and node residual per state, with shooting its largest local error per state."""
         el = self.elements
-        eps = el["eps"].to_numpy(float)
-        k = int(np.nanargmax(eps)) if np.any(np.isfinite(eps)) else 0
+        k = int(el["eps"].idxmax())
         out = {
             "n_elements": int(len(el)),
-            "eps_max": float(np.max(eps)), "eps_p95": float(np.percentile(eps, 95)),
-            "eps_median": float(np.median(eps)),
+            "eps_max": float(el["eps"].max()),
+            "eps_p95": float(np.percentile(el["eps"].to_numpy(float), 95)),
+            "eps_median": float(el["eps"].median()),
             "eps_max_element": int(el["element"].iloc[k]),
             "eps_max_at_s_m": float(0.5 * (el["s_start"].iloc[k] + el["s_end"].iloc[k])),
             "eps_max_state": str(el["worst"].iloc[k]),
