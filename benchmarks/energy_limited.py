@@ -147,11 +147,12 @@ def _self_check(m, rep, vehicle) -> str:
     here with rows of our own (``rep``: its solve's report), with the summary of that solve
     (:func:`pyomo_lap.api.results.solve_summary`): its verdict."""
     from pyomo_lap import load_vehicle
-    from pyomo_lap.api.results import solve_summary
     from pyomo_lap.results.table import trajectory_dataframe
     from pyomo_lap.verify.verdict import self_check
     p = load_vehicle(vehicle) if isinstance(vehicle, str) else vehicle
-    return self_check(trajectory_dataframe(m), solve_summary(m, rep), m.problem.track, p)["verdict"]
+    return self_check(df, m.problem.vehicle_model, m.problem.track, p,
+                      start=float(cfg.start or 0.0), ncp=cfg.ncp, scheme=cfg.scheme,
+                      interpolation="state" if cfg.control_form == "state" else "auto")["verdict"]
 
 
 def _energies(e: dict) -> str:

@@ -80,7 +80,7 @@ def _copy(src: Path, dst: Path) -> Path:
 
 
 class _Defects:
-    """What :func:`pyomo_lap.api.validate._write_validation` and ``_plot_defects`` read of a
+    """What :func:`pyomo_lap.api.validate._write_validation` and ``plot_defects`` read of a
     DefectReport: the elements' table."""
 
     elements = pd.DataFrame({"element": [1, 2], "s_start": [0.0, 10.0], "s_end": [10.0, 20.0],
@@ -254,7 +254,7 @@ def test_names_with_dollar_signs_are_drawn_as_text(tmp_path):
     import matplotlib.pyplot as plt
     from pyomo_lap.plots import figures as plots
     from pyomo_lap.plots.figures import plot_results
-    from pyomo_lap.api.validate import _plot_defects
+    from pyomo_lap.plots.validation import plot_defects
     df, summary = _run(n=81)
     summary.update(vehicle=MATHTEXT, track="oval $1$ $x^$")
     folder = write_results(tmp_path / "res", df, summary, vehicle_params=VEHICLE)
@@ -269,7 +269,7 @@ def test_names_with_dollar_signs_are_drawn_as_text(tmp_path):
     plt.close(fig)
     from pyomo_lap.folders.writer import ResultsWriter
     with ResultsWriter.adding(tmp_path / "d", "validate") as writer:
-        path = _plot_defects(_Defects(), 0.0, writer, MATHTEXT)
+        path = plot_defects(_Defects(), 0.0, writer, "d.png", MATHTEXT)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -18,7 +18,8 @@ from pyomo_lap.verify.simulate import car_functions
 from pyomo_lap.spatial.tree import TrackJoint
 
 OWN_EQUATIONS = {"racecar": "rows recorded with the car's numbers, no joints: its own ODE "
-                            "(vehicle/racecar_equations.py) and checks (verify/racecar_checks.py)"}
+                            "(vehicle/racecar_equations.py), reaching the checks as its "
+                            "VehicleModel.dynamics (ocp/racecar.py RacecarDynamics)"}
 """Registered families that record rows but are not cars on a kinematic chain (no rows
 ``ode_qdot``): the one exception, named here so that a new family is never skipped silently."""
 

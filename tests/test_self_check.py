@@ -154,7 +154,7 @@ def test_a_solve_checks_itself_and_a_raised_acceleration_fails(solved):
     """The solve's self-check passes, is on the result line and in summary.json (with the
     regularization); the same table with a_x raised by 30 % where the car is at full power
     fails on its energy balance (the car accelerates more than its power allows)."""
-    from pyomo_lap.verify.verdict import SELF_CHECKS, self_check
+    from pyomo_lap.verify.verdict import SELF_CHECKS, interpolation_of, self_check
     from pyomo_lap.vehicle.powertrain import power_available
     res, out, lines = solved
     assert res.self_check["verdict"] == "pass", res.self_check
@@ -174,9 +174,10 @@ def test_a_solve_checks_itself_and_a_raised_acceleration_fails(solved):
     full = df["f_xa"] * df["v_3x"] > 0.99 * power_available(p, df["v_3x"].to_numpy())
     assert full.sum() >= 3
     df.loc[full, "a_x"] *= 1.3
-    summary = res.summary.copy()
-    del summary["channel_quality"]      # of the solve's table: measured again on this one
-    bad = self_check(df, summary, res.model.problem.track, p)
+    summary = res.summary
+    bad = self_check(df, res.model.problem.vehicle_model, res.model.problem.track, p,
+                     start=summary.start_m, ncp=summary.ncp, scheme=summary.scheme,
+                     interpolation=interpolation_of(summary))
     assert bad["checks"]["energy_balance"]["verdict"] == "fail", bad["checks"]["energy_balance"]
     assert bad["verdict"] == "fail"
 

@@ -1,5 +1,6 @@
-"""`pyomo-lap validate` on results of dymos's racecar (pyomo_lap.verify.racecar_checks): the
-equations the checks evaluate are the OCP's (the residual at the collocation points is the
+"""`pyomo-lap validate` on results of dymos's racecar, through the checks every vehicle model
+shares (the racecar's own equations reach them as its VehicleModel.dynamics,
+pyomo_lap.ocp.racecar.RacecarDynamics): the equations the checks evaluate are the OCP's (the residual at the collocation points is the
 solver's tolerance); the default job, whose elements end at the junctions of straights and
 arcs (pyomo_lap.ocp.racecar.junction_boundaries), passes every check; the same lap on uniform
 10 m elements, which straddle the junctions, is flagged there; a coarse uniform mesh (40 m
@@ -63,12 +64,14 @@ def coarse(tmp_path_factory):
 def test_the_checks_evaluate_the_ocps_equations(default):
     """At the collocation points the racecar's ODE, evaluated by the checks on NumPy arrays,
     holds to the solver's tolerance: the checks and the OCP have the same equations."""
-    from pyomo_lap.verify.racecar_checks import racecar_defects
+    from pyomo_lap.verify.defects import collocation_defects
     from pyomo_lap.results.table import read_trajectory
     from pyomo_lap.verify.verdict import _inputs
     summary = json.loads((default / "summary.json").read_text())
     tr, p = _inputs(summary)
-    d = racecar_defects(read_trajectory(default), tr, p, shooting=False)
+    d = collocation_defects(read_trajectory(default), tr, p, model="racecar",
+                            start=summary["start_m"], interpolation="state")
+    assert d.states == ("n", "V", "alpha", "lambda", "omega", "ax", "ay", "t")
     assert max(d.node_residual.values()) < 1e-6
     assert len(d.elements) == summary["nfe"]
 

@@ -350,7 +350,7 @@ def _channels_and_export(job: Job) -> None:
     their quality, the mesh, sector times, mean speed, the car as solved and the optimal
     setup, the sensitivities, and the files; ``job.df``, ``job.sens``, ``job.where``."""
     from ..ocp.common import vehicle_of_model
-    from ..verify.quality import channel_quality
+    from ..verify.quality import channel_quality, model_quality
     from ..results.table import sector_records, sector_times
     from ..vehicle.car import VehicleParameters
     cfg, echo, m, rep, summary = job.cfg, job.echo, job.m, job.rep, job.summary
@@ -372,7 +372,10 @@ def _channels_and_export(job: Job) -> None:
     from ..ocp.integrals import energy_summary
     summary.energy = energy_summary(m, df)     # the integrals of m.energy [J], issue 38
     p_solved = vehicle_of_model(m) if rep.ok or not cfg.free else job.p
-    summary.channel_quality = channel_quality(df, p_solved)
+    vm = m.problem.vehicle_model           # its equations for the car as solved, for the checks
+    dyn = None if vm.dynamics is None else vm.dynamics(p_solved, vm, m.problem.options)
+    summary.channel_quality = (channel_quality(df, p_solved) if dyn is None
+                               else model_quality(df, dyn))
     summary.mesh = _mesh_summary(m)
     summary.sectors = sector_records(sector_times(df, cfg.n_sectors))
     _corner_summary(job, df, summary)
@@ -387,7 +390,7 @@ def _channels_and_export(job: Job) -> None:
     _regularization(job, summary)
     job.self_check = None
     if rep.ok:
-        _self_check(job, df, p_solved)
+        _self_check(job, df, p_solved, dyn)
     if job.setup_start is not None:
         _setup_result(job, summary)
     job.sens = None
@@ -495,16 +498,24 @@ def _penalty_cost(job: Job, summary: Summary) -> None:
     job.echo(f"  {lap_time_cost_text(reg)}")
 
 
-def _self_check(job: Job, df, vehicle) -> None:
+def _self_check(job: Job, df, vehicle, dynamics=None) -> None:
     """The fast checks of the result (:func:`pyomo_lap.verify.verdict.self_check`: defects,
-    speed consistency, energy balance, power limit) into ``summary.self_check`` and
-    ``job.self_check``; its time into ``summary.timing["self_check_s"]``."""
-    from ..verify.verdict import self_check
+    speed consistency, energy balance, power limit, the model's own limits) into
+    ``summary.self_check`` and ``job.self_check``; its time into
+    ``summary.timing["self_check_s"]``. The result's vehicle model is the model's; the
+    sector, mesh and controls' form are the typed summary's (``start_m``, ``ncp``,
+    ``scheme``, ``ocp_options.control_form``) and its ``channel_quality`` is reused."""
+    from ..verify.verdict import interpolation_of, self_check
     kept = job.result_defects      # measured by the refinement's check on job.m
-    sc = self_check(df, job.summary, job.tr, vehicle,
-                    defects=kept[1] if kept is not None and kept[0] is job.m else None)
-    job.summary.self_check = sc
-    job.summary.timing["self_check_s"] = sc["wall_time_s"]
+    s = job.summary
+    sc = self_check(df, job.m.problem.vehicle_model, job.tr, vehicle,
+                    start=float(s.start_m if s.start_m is not None else 0.0),
+                    ncp=int(s.ncp if s.ncp is not None else 2), scheme=s.scheme,
+                    interpolation=interpolation_of(s), car=dynamics,
+                    defects=kept[1] if kept is not None and kept[0] is job.m else None,
+                    quality=s.channel_quality)
+    s.self_check = sc
+    s.timing["self_check_s"] = sc["wall_time_s"]
     job.self_check = sc
 
 

@@ -317,8 +317,11 @@ def validate(results_dir, out_dir, no_feedback, shooting, open_loop, plots_dir, 
     speed consistency; one line per check (PASS|WARN|FAIL, value, thresholds), then the verdict.
     Writes validation.json, defects.csv and two figures to RESULTS_DIR.
 
+    Every registered vehicle model's result is checked the same way (the racecar's also on its
+    friction ellipses and power).
+
     Exit code: 0 pass or warn (1 on warn with --strict), 1 fail, 2 bad arguments (not a results
-    folder, a result of another model)."""
+    folder, a result of a model that cannot be checked)."""
     from ..api.validate import validate_results
     if results_dir is not None and out_dir is not None and Path(results_dir) != Path(out_dir):
         _fail(f"two results folders given: {results_dir} and --out {out_dir}; give one")

@@ -4,7 +4,9 @@ its models (:mod:`.full_model`, :mod:`.single_track`, :mod:`.multibody`, :mod:`.
 worked example :mod:`.point_mass`), the pieces they share (:mod:`.common`; the sector, its mesh and boundary conditions
 :mod:`.sector`; the full model's named channels :mod:`.channel_expressions`), the rows of one
 point recorded once and replayed at every point (:mod:`.point_rows`), the record evaluated
-with numbers after the build: channels and the car's functions (:mod:`.point_functions`), the placement of the
+with numbers after the build: channels and the car's functions (:mod:`.point_functions`), what a
+family gets from its record for the checks of a result: its channel table and dynamics
+(:mod:`.record_model`), the placement of the
 finite elements (:mod:`.mesh`), the collocation's arithmetic: Lagrange bases, element nodes,
 quadrature, the collocation polynomials' values (:mod:`.collocation`), the energy integrals and their limits (:mod:`.integrals`), the hybrid powertrain (:mod:`.hybrid`),
 initial guesses (:mod:`.initialize`), option checks and the

@@ -30,7 +30,7 @@ import numpy as np
 
 __all__ = ["lagrange_basis", "barycentric_weights", "barycentric_value", "integration_weights", "quadrature_weights", "Element",
            "CollocationGrid", "element_points", "collocation_interpolate", "SCHEMES",
-           "INTERPOLATION_KINDS"]
+           "INTERPOLATION_KINDS", "ElementPolynomials", "element_polynomials"]
 
 SCHEMES = ("LAGRANGE-RADAU", "LAGRANGE-LEGENDRE")
 """pyomo.dae's orthogonal collocation schemes."""
@@ -373,6 +373,122 @@ def element_points(element, s, scheme: str = "LAGRANGE-RADAU") -> list:
             idx = idx[:-1]
         out.append((i0, idx))
     return out
+
+
+@dataclasses.dataclass
+class ElementPolynomials:
+    """The collocation polynomials of a table's states and controls in every finite element,
+    at the same relative points of each (:func:`element_polynomials`).
+
+    Attributes
+    ----------
+    nodes : list of ndarray
+        Each element's rows of the table its states' polynomial passes through: its start,
+        then its collocation points (:func:`element_points`).
+    ends : ndarray (N,)
+        Each element's last row (its end point).
+    a, b, h : ndarray (N,)
+        The elements' starts, ends and lengths [m].
+    s : ndarray (N Q,)
+        The points, element after element: ``a + h tau`` [m].
+    states, derivatives : ndarray (N, Q, C)
+        The states' polynomials and their derivatives d/ds [unit/m] there.
+    controls : ndarray (N, Q, C_u)
+        The controls' polynomials there.
+    node_rows : ndarray (N ncp,)
+        The rows of the collocation points, element after element.
+    node_derivatives : ndarray (N ncp, C)
+        The states' polynomials' derivatives d/ds at those points [unit/m]: what the
+        collocation equations equate to the dynamics.
+    """
+
+    nodes: list
+    ends: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    h: np.ndarray
+    s: np.ndarray
+    states: np.ndarray
+    derivatives: np.ndarray
+    controls: np.ndarray
+    node_rows: np.ndarray
+    node_derivatives: np.ndarray
+
+
+def element_polynomials(element, s, states, controls, tau, scheme: str = "LAGRANGE-RADAU",
+                        ncp: Optional[int] = None, state_controls: bool = True) -> ElementPolynomials:
+    r"""The collocation polynomials of a trajectory table's states and controls, element by
+    element, at the relative points ``tau`` of every element (e.g. Gauss points, for the
+    collocation defects of :func:`pyomo_lap.verify.defects.collocation_defects`), and the
+    states' derivatives at the collocation points.
+
+    On element :math:`j` a state is the polynomial through the element's start and its
+    collocation points (:func:`element_points`); a control the same polynomial
+    (``state_controls``: controls that are states, OCP option ``control_form = "state"``), or
+    the one of degree ``ncp - 1`` through the collocation points only. With :math:`\tau_k` the
+    nodes' relative positions, :math:`x(a_j + h_j\tau) = \sum_k \ell_k(\tau) x_k` and
+    :math:`dx/ds = \sum_k \ell_k'(\tau) x_k / h_j` (:func:`lagrange_basis`).
+
+    Parameters
+    ----------
+    element : (M,) array_like of int
+        The table's ``element`` column.
+    s : (M,) array_like
+        The table's ``s_sector`` [m].
+    states : (M, C) array_like
+    controls : (M, C_u) array_like
+    tau : (Q,) array_like
+        The relative points in [0, 1].
+    scheme : {'LAGRANGE-RADAU', 'LAGRANGE-LEGENDRE'}
+    ncp : int, optional
+        The collocation points every element must have.
+    state_controls : bool
+
+    Returns
+    -------
+    ElementPolynomials
+
+    Raises
+    ------
+    ValueError
+        An element without ``ncp`` collocation points (:func:`element_points`' errors too).
+    """
+    el, s = np.asarray(element).astype(int), np.asarray(s, float)
+    X, U, gx = np.asarray(states, float), np.asarray(controls, float), np.asarray(tau, float)
+    groups = element_points(el, s, scheme)
+    n_el, ng = len(groups), len(gx)
+    xs = np.empty((n_el, ng, X.shape[1]))
+    dxs = np.empty_like(xs)
+    us = np.empty((n_el, ng, U.shape[1]))
+    a, b = np.empty(n_el), np.empty(n_el)
+    nodes_all, ends, node_dx = [], np.empty(n_el, dtype=int), []
+    cache = {}                       # the Lagrange matrices of the elements' relative nodes
+    for j, (i0, pts) in enumerate(groups):
+        if ncp is not None and len(pts) != ncp:
+            raise ValueError(f"element {j + 1} has {len(pts)} collocation points, expected ncp = {ncp}")
+        nodes = np.r_[i0, pts]
+        ends[j] = np.flatnonzero(el == j + 1)[-1]
+        a[j], b[j] = s[i0], s[ends[j]]
+        h = b[j] - a[j]
+        xi = (s[nodes] - a[j]) / h
+        key = tuple(np.round(xi, 12))
+        if key not in cache:
+            cache[key] = (lagrange_basis(xi, gx, derivative=True),
+                          lagrange_basis(xi, xi[1:], derivative=True)[1],
+                          None if state_controls else lagrange_basis(xi[1:], gx))
+        (L, dL), dLn, Lu = cache[key]
+        Xn = X[nodes]
+        xs[j], dxs[j] = L @ Xn, dL @ Xn / h
+        us[j] = L @ U[nodes] if state_controls else Lu @ U[nodes[1:]]
+        nodes_all.append(nodes)
+        node_dx.append(dLn @ Xn / h)
+    h = b - a
+    return ElementPolynomials(
+        nodes=nodes_all, ends=ends, a=a, b=b, h=h,
+        s=(a[:, None] + h[:, None] * gx[None, :]).ravel(), states=xs, derivatives=dxs,
+        controls=us, node_rows=np.concatenate([nd[1:] for nd in nodes_all]) if n_el else
+        np.zeros(0, dtype=int),
+        node_derivatives=np.concatenate(node_dx) if n_el else np.zeros((0, X.shape[1])))
 
 
 def _interpolation_points(grid: CollocationGrid, kind: str) -> list:

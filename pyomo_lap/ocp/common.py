@@ -29,7 +29,8 @@ from .vehicle_model import car_block
 
 __all__ = ["force_scale", "reference_time", "penalty_weights", "set_penalty_weights",
            "regularization", "PENALTIES", "add_vehicle_block", "vehicle_var", "vehicle_of_model",
-           "scale_variables", "add_objective", "OBJECTIVE_SCALE", "pyomo_units"]
+           "scale_variables", "add_objective", "OBJECTIVE_SCALE", "pyomo_units",
+           "add_joint_variables", "JOINT_VARIABLES"]
 
 
 CAR_CONTROLS = ("f_xa", "f_xb", "delta")
@@ -416,6 +417,50 @@ def set_within_bounds(m, s, values: dict) -> None:
             if var.ub is not None:
                 val = min(val, var.ub)
             var.set_value(val, skip_validation=True)
+
+
+JOINT_VARIABLES = {
+    "q2": (None, "m", "lateral offset of O3 from the spine, + left [m]"),
+    "q3": ((-1.0, 1.0), "rad", "yaw relative to the track frame [rad]"),
+    "q4": ((-0.2, 0.2), "m", "heave of the VIP from the design ride height [m]"),
+    "q5": ((-0.3, 0.3), "rad", "pitch [rad], + nose down"),
+    "q6": ((-0.3, 0.3), "rad", "roll [rad], + right side down"),
+    **{f"z{w}": ((-0.1, 0.1), "m", f"travel of wheel carrier {w} relative to the chassis, + up [m]")
+       for w in ("11", "12", "21", "22")},
+}
+"""The joint coordinates of the cars on the kinematic chain, ``{name: (bounds, unit, doc)}``:
+the lateral offset ``q2`` (bounded by the track limits, set with the sector), the relative
+yaw ``q3``, heave, pitch and roll ``q4..q6`` of the sprung body and the four wheel carriers'
+travels ``z_ij`` of the multibody car (:func:`add_joint_variables`)."""
+
+
+def add_joint_variables(m, vehicle_model, cfg) -> None:
+    """The joint coordinates, their rates and the time of a car on the kinematic chain, indexed
+    by ``m.s``, in this order: ``vehicle_model.states`` (each as :data:`JOINT_VARIABLES`
+    declares it, initial value 0), ``vehicle_model.rates`` (``q1_dot`` in ``(cfg.v_min, 150)``
+    m/s from 20 m/s, the others free from 0, in their coordinate's unit per second) and ``t``
+    [s]. The one declaration of the full, single-track and multibody models' states.
+
+    Raises
+    ------
+    KeyError
+        A state that :data:`JOINT_VARIABLES` does not declare.
+    """
+    u = pyo.units
+    units = {"m": u.m, "rad": u.rad}
+    for name in vehicle_model.states:
+        bounds, unit, doc = JOINT_VARIABLES[name]
+        m.add_component(name, pyo.Var(m.s, initialize=0.0, bounds=bounds, units=units[unit], doc=doc))
+    for rate in vehicle_model.rates:
+        if rate == "q1_dot":
+            var = pyo.Var(m.s, initialize=20.0, bounds=(cfg.v_min, 150.0), units=u.m / u.s,
+                          doc="dq1/dt [m/s]")
+        else:
+            q = rate[:-len("_dot")]
+            unit = JOINT_VARIABLES[q][1]
+            var = pyo.Var(m.s, initialize=0.0, units=units[unit] / u.s, doc=f"d{q}/dt [{unit}/s]")
+        m.add_component(rate, var)
+    m.t = pyo.Var(m.s, initialize=0.0, units=u.s, doc="time [s]")
 
 
 def add_car_controls(m, vehicle, cfg=None) -> None:

@@ -42,15 +42,16 @@ from ..spatial.backend import add, is_number, mul, sub
 from .initialize import cold_start_profile
 from ..vehicle.powertrain import power_available
 from .point_functions import CarFunctions, record_of, track_vectors
-from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_vehicle_block,
-                     entries_at, car_control_bounds, control_states, scale_control_rates,
-                     vehicle_var, scale_variables, set_bounds)
+from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_joint_variables,
+                     add_vehicle_block, entries_at, car_control_bounds, control_states,
+                     scale_control_rates, vehicle_var, scale_variables, set_bounds)
 from .sector import (discretize_on_track, entry_speed, finish_build, new_sector_model,
                      set_track_limits, track_limits)
 from .channel_expressions import WHEELS, add_channel_expressions
 from .point_rows import (TRACK_INPUTS, PointRows, RowFamily, add_point_rows,  # noqa: F401 (re-exported)
                          add_recorded_rows, chain_channels, rows_on_tape, spatial_dae_rows, track_joint,
                          track_numbers)
+from .record_model import record_dynamics, record_table
 from .vehicle_model import VehicleModel, update_problem
 
 __all__ = ["FULL_MODEL", "STATE_NAMES", "RATE_NAMES", "build_full_model", "initialize_full_model",
@@ -453,18 +454,7 @@ def build_full_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[fl
     m, L = new_sector_model(track, p, cfg, FULL_MODEL, "pyomo_lap")
 
     # ---- variables ---------------------------------------------------------------------
-    m.q2 = pyo.Var(m.s, initialize=0.0, units=u.m, doc="lateral offset of O3 from the spine, + left [m]")
-    m.q3 = pyo.Var(m.s, initialize=0.0, bounds=(-1.0, 1.0), units=u.rad, doc="yaw relative to the track frame [rad]")
-    m.q4 = pyo.Var(m.s, initialize=0.0, bounds=(-0.2, 0.2), units=u.m, doc="heave of the VIP [m]")
-    m.q5 = pyo.Var(m.s, initialize=0.0, bounds=(-0.3, 0.3), units=u.rad, doc="pitch [rad], + nose down")
-    m.q6 = pyo.Var(m.s, initialize=0.0, bounds=(-0.3, 0.3), units=u.rad, doc="roll [rad], + right side down")
-    m.q1_dot = pyo.Var(m.s, initialize=20.0, bounds=(cfg.v_min, 150.0), units=u.m / u.s, doc="dq1/dt [m/s]")
-    m.q2_dot = pyo.Var(m.s, initialize=0.0, units=u.m / u.s, doc="dq2/dt [m/s]")
-    m.q3_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq3/dt [rad/s]")
-    m.q4_dot = pyo.Var(m.s, initialize=0.0, units=u.m / u.s, doc="dq4/dt [m/s]")
-    m.q5_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq5/dt [rad/s]")
-    m.q6_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq6/dt [rad/s]")
-    m.t = pyo.Var(m.s, initialize=0.0, units=u.s, doc="time [s]")
+    add_joint_variables(m, FULL_MODEL, cfg)     # q2..q6, q1_dot..q6_dot, t
     add_car_controls(m, p, cfg)
     for name, bounds in load_bounds(p).items():
         m.add_component(name, pyo.Var(m.s, initialize=p.m * p.gravity / 4, bounds=bounds,
@@ -726,6 +716,6 @@ FULL_MODEL = VehicleModel(
     description="the six-joint Lie-group car (pyomo_lap.vehicle.car, pyomo_lap.spatial.tree)",
     states=STATE_NAMES, rates=RATE_NAMES, controls=veh.CONTROLS, algebraics=veh.ALGEBRAIC,
     build=build_full_model, initialize=initialize_full_model,
-    point_rows=lambda p, cfg: record_point_rows(p, cfg),
-    set_vehicle=set_full_vehicle, patch_limits=True)
+    point_rows=lambda p, cfg: record_point_rows(p, cfg), trajectory=record_table,
+    set_vehicle=set_full_vehicle, patch_limits=True, dynamics=record_dynamics)
 """The full model as a :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel` (registry key ``"full"``)."""

@@ -32,7 +32,8 @@ from ..spatial.backend import sub
 from ..vehicle import car as veh
 from ..vehicle import multibody_car as mbc
 from ..vehicle.schema import OPTIONAL_SECTIONS
-from .common import add_car_controls, add_derivative_vars, add_vehicle_block, car_control_bounds
+from .common import (add_car_controls, add_derivative_vars, add_joint_variables, add_vehicle_block,
+                     car_control_bounds)
 from .sector import discretize_on_track, finish_build, new_sector_model
 from .full_model import (_FAMILY_DOCS, VEHICLE_INPUTS, PointRows, add_point_rows,
                          adherence_rows, brake_rows, chain_scaling, rows_on_tape, set_car,
@@ -40,11 +41,12 @@ from .full_model import (_FAMILY_DOCS, VEHICLE_INPUTS, PointRows, add_point_rows
 from ..vehicle.powertrain import power_available
 from .point_rows import spatial_dae_rows, track_joint
 from .initialize import cold_start_profile
+from .record_model import record_dynamics, record_table
 from .vehicle_model import VehicleModel
 
 __all__ = ["MULTIBODY_MODEL", "STATE_NAMES", "RATE_NAMES", "POINT_VARIABLES",
            "build_multibody_model", "initialize_multibody_model", "record_multibody_rows",
-           "trajectory_dataframe", "multibody_channels"]
+           "multibody_channels"]
 
 STATE_NAMES = ("q2", "q3", "q4", "q5", "q6") + mbc.SUSPENSION
 RATE_NAMES = ("q1_dot", "q2_dot", "q3_dot", "q4_dot", "q5_dot", "q6_dot") + tuple(
@@ -148,25 +150,8 @@ def build_multibody_model(track, vehicle, cfg, t0: Optional[float] = None,
     mbc.require_multibody_parameters(p)
     if cfg.lift:
         raise ValueError("the multibody model does not support the OCP option 'lift'")
-    u = pyo.units
     m, L = new_sector_model(track, p, cfg, MULTIBODY_MODEL, "pyomo_lap multibody")
-    m.q2 = pyo.Var(m.s, initialize=0.0, units=u.m, doc="lateral offset of O3 from the spine, + left [m]")
-    m.q3 = pyo.Var(m.s, initialize=0.0, bounds=(-1.0, 1.0), units=u.rad, doc="yaw relative to the track frame [rad]")
-    m.q4 = pyo.Var(m.s, initialize=0.0, bounds=(-0.2, 0.2), units=u.m, doc="heave of the VIP from the design ride height [m]")
-    m.q5 = pyo.Var(m.s, initialize=0.0, bounds=(-0.3, 0.3), units=u.rad, doc="pitch [rad], + nose down")
-    m.q6 = pyo.Var(m.s, initialize=0.0, bounds=(-0.3, 0.3), units=u.rad, doc="roll [rad], + right side down")
-    for z in mbc.SUSPENSION:
-        m.add_component(z, pyo.Var(m.s, initialize=0.0, bounds=(-0.1, 0.1), units=u.m,
-                                   doc=f"travel of wheel carrier {z[1:]} relative to the chassis, + up [m]"))
-    m.q1_dot = pyo.Var(m.s, initialize=20.0, bounds=(cfg.v_min, 150.0), units=u.m / u.s, doc="dq1/dt [m/s]")
-    m.q2_dot = pyo.Var(m.s, initialize=0.0, units=u.m / u.s, doc="dq2/dt [m/s]")
-    m.q3_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq3/dt [rad/s]")
-    m.q4_dot = pyo.Var(m.s, initialize=0.0, units=u.m / u.s, doc="dq4/dt [m/s]")
-    m.q5_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq5/dt [rad/s]")
-    m.q6_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq6/dt [rad/s]")
-    for z in mbc.SUSPENSION:
-        m.add_component(f"{z}_dot", pyo.Var(m.s, initialize=0.0, units=u.m / u.s, doc=f"d{z}/dt [m/s]"))
-    m.t = pyo.Var(m.s, initialize=0.0, units=u.s, doc="time [s]")
+    add_joint_variables(m, MULTIBODY_MODEL, cfg)    # q2..q6, z_ij, their rates, t
     add_car_controls(m, p, cfg)
     add_derivative_vars(m, STATE_NAMES + RATE_NAMES + ("t",))
     sigma, tp, idx = discretize_on_track(m, track, p, cfg, L, veh.CONTROLS)
@@ -210,9 +195,11 @@ def _set_scaling(m) -> None:
 
 def multibody_channel_group(tree, tj, q, qd, e) -> dict:
     r"""The multibody record's channel group: the channels of
-    :func:`pyomo_lap.vehicle.multibody_car.multibody_equations` and the acceleration of O3 in
+    :func:`pyomo_lap.vehicle.multibody_car.multibody_equations`, the acceleration of O3 in
     {B3} without gravity (the full model's ``a_x, a_y, a_z``: the physical body acceleration
-    of the road body, :math:`\dot v + \omega \times v`)."""
+    of the road body, :math:`\dot v + \omega \times v`) and, as the full model's, the vehicle
+    invariant point (the chassis' origin) relative to the track's spine point in the ground
+    frame, ``dx_vip, dy_vip, dz_vip`` (:data:`pyomo_lap.ocp.record_model.SPINE_RELATIVE`)."""
     from ..spatial.backend import add
     from ..spatial.lie import cross
     from ..spatial.tree import forward_kinematics
@@ -221,6 +208,7 @@ def multibody_channel_group(tree, tj, q, qd, e) -> dict:
     wxv = cross(V3[3:], V3[:3])
     out = dict(e.channels)
     out.update({f"a_{c}": add(Vd3[k], wxv[k]) for k, c in enumerate("xyz")})
+    out.update(zip(("dx_vip", "dy_vip", "dz_vip"), kin.pose[mbc.CHASSIS][1]))
     return out
 
 
@@ -282,55 +270,6 @@ def initialize_multibody_model(m, **kwargs) -> dict:
     return {"status": "ok", "estimated_time_s": float(prof["t"][-1])}
 
 
-def trajectory_dataframe(m):
-    """One row per collocation point of a solved multibody model: ``s``, ``s_sector``, ``t``,
-    ``q1..q6``, ``z_ij`` and their rates, ``q<k>_ddot`` (k = 1..6) and ``z<ij>_ddot``, the
-    controls, the channels of :func:`pyomo_lap.vehicle.multibody_car.multibody_equations`
-    (``f_ijz`` the tyre loads [N], ``zc_ij`` the wheel-centre heights [m], ``f_ijx``,
-    ``f_ijy``, slip angles ...), ``speed``, ``speed_kmh``, ``element``, the VIP's global
-    position ``x_vip, y_vip, z_vip``, track data (spine, widths, Omega) and the point-mass
-    estimate ``v_point_mass``, ``t_point_mass`` (units as :data:`pyomo_lap.results.table.UNITS`)."""
-    import pandas as pd
-    tp = m.problem.track_points
-    sigma = sorted(m.s)
-    vals, qdd, ch = multibody_channels(m)
-    df = pd.DataFrame({"s": np.asarray(tp.s, dtype=float), "s_sector": np.asarray(sigma, dtype=float),
-                       "q1": np.asarray(tp.s, dtype=float),
-                       "t": [float(pyo.value(m.t[s])) for s in sigma]})
-    for n, arr in vals.items():
-        df[n] = arr
-    for k in range(6):
-        df[f"q{k + 1}_ddot"] = qdd[:, k]
-    for k, z in enumerate(mbc.SUSPENSION):
-        df[f"{z}_ddot"] = qdd[:, 6 + k]
-    for k, arr in ch.items():
-        df[k] = arr
-    df["speed"] = np.hypot(df["v_3x"], df["v_3y"])
-    df["speed_kmh"] = 3.6 * df["speed"]
-    pos = np.asarray(tp.position, dtype=float)
-    df["x_spine"], df["y_spine"], df["z_spine"] = pos[:, 0], pos[:, 1], pos[:, 2]
-    om = np.asarray(tp.omega, dtype=float)
-    df["Omega_x"], df["Omega_y"], df["Omega_z"] = om[:, 0], om[:, 1], om[:, 2]
-    df["width_left"] = np.asarray(tp.width_left, dtype=float)
-    df["width_right"] = np.asarray(tp.width_right, dtype=float)
-    # the VIP (O4 = O5 = O6) in the ground frame: spine + R_01 [0, q2, h_vip + q4]
-    p = m.vehicle.built_for
-    R = np.asarray(tp.rotation, dtype=float)
-    local = np.stack([np.zeros(len(sigma)), vals["q2"], p.h_vip + vals["q4"]], axis=1)
-    vip = pos + np.einsum("nij,nj->ni", R, local)
-    df["x_vip"], df["y_vip"], df["z_vip"] = vip[:, 0], vip[:, 1], vip[:, 2]
-    elems = list(m.s.get_finite_elements())
-    df["element"] = np.searchsorted(elems, sigma, side="left")
-    # the quasi-steady point-mass estimate of the cold start (reference of the time-delta plot)
-    from ..vehicle.speed_profile import quasi_steady_speed
-    sig = np.asarray(sigma, dtype=float)
-    v_pm = quasi_steady_speed(p, sig, tp.omega, tp.rotation, closed=bool(m.problem.options.periodic),
-                              v_start=m.problem.initial_speed, v_min=m.problem.options.v_min)
-    df["v_point_mass"] = v_pm
-    df["t_point_mass"] = np.concatenate([[0.0], np.cumsum(0.5 * (1 / v_pm[1:] + 1 / v_pm[:-1]) * np.diff(sig))])
-    return df
-
-
 MULTIBODY_MODEL = VehicleModel(
     name="multibody",
     description=("the multibody car: chassis on the six-joint chain, four wheel carriers on "
@@ -338,7 +277,7 @@ MULTIBODY_MODEL = VehicleModel(
                  "(pyomo_lap.vehicle.multibody_car)"),
     states=STATE_NAMES, rates=RATE_NAMES, controls=veh.CONTROLS, algebraics=(),
     build=build_multibody_model, initialize=initialize_multibody_model,
-    trajectory=trajectory_dataframe,
+    trajectory=record_table,
     point_rows=record_multibody_rows,
-    set_vehicle=set_multibody_vehicle)
+    set_vehicle=set_multibody_vehicle, dynamics=record_dynamics)
 """The multibody car as a :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel` (key ``"multibody"``)."""

@@ -30,7 +30,7 @@ import numpy as np
 from ..vehicle import car as veh
 from .point_rows import TRACK_INPUTS, track_numbers
 
-__all__ = ["CarFunctions", "AlgebraicLoopError", "track_vector", "track_vectors", "record_of",
+__all__ = ["CarFunctions", "AlgebraicLoopError", "track_vector", "track_vectors", "track_vectors_at", "record_of",
            "record_channels", "evaluate_record", "acceleration_names", "algebraic_rows",
            "vehicle_values_of"]
 
@@ -77,6 +77,24 @@ def track_vectors(tp, start: int = 0, stop: Optional[int] = None) -> np.ndarray:
     """
     nums = track_numbers(tp)
     return np.stack([nums[k] for k in TRACK_INPUTS], axis=1)[start:stop]
+
+
+def track_vectors_at(track, s, omega: Optional[dict] = None) -> np.ndarray:
+    """The track vectors (:func:`track_vector`) of ``track`` at the track coordinates ``s`` [m],
+    with its angular velocity ``Omega`` replaced by ``omega`` where given: ``{k: (n,) array}``
+    for the components ``k`` (0, 1, 2) a model's equations took otherwise at those points (the
+    racecar's element-end points take their element's curvature,
+    :func:`pyomo_lap.ocp.racecar.racecar_trajectory`'s ``Omega_z``).
+
+    Returns
+    -------
+    ndarray (n, 15)
+    """
+    tv = track_vectors(track.evaluate(s))
+    first = TRACK_INPUTS.index("Om[0]")
+    for k, values in (omega or {}).items():
+        tv[:, first + k] = values
+    return tv
 
 
 def record_of(m):

@@ -37,7 +37,8 @@ equations are written once, in :func:`pyomo_lap.vehicle.racecar_equations.raceca
 (with the ODE over the distance as residuals,
 :func:`~pyomo_lap.vehicle.racecar_equations.spatial_ode_residuals`, the recorded rows' form),
 which builds the model's named Expressions here and evaluates the car on floats for the
-simulation and the checks of ``pyomo-lap validate`` (:mod:`pyomo_lap.verify.racecar_checks`).
+simulation and the checks of ``pyomo-lap validate``, which reach them as the model's dynamics
+(:class:`RacecarDynamics`).
 The lap is closed by periodicity of ``n, V, alpha, lam, omega, ax, ay`` (not ``t``, not the controls:
 dymos links exactly these), ``t(0) = 0``, and the objective is ``t`` at the end.
 
@@ -72,18 +73,28 @@ import numpy as np
 import pyomo.environ as pyo
 from pyomo.dae import ContinuousSet, DerivativeVar
 
+from ..vehicle.car import grip_force, top_speed
 from ..vehicle.racecar import RacecarParameters, check_racecar
 from ..vehicle.racecar_equations import (CONTROLS, QUANTITIES, QUANTITY_DOCS, STATE_NAMES,
-                                         THRUST_EPS, WHEELS, racecar_equations,
-                                         spatial_ode_residuals)
+                                         THRUST_EPS, WHEELS, centre_line_speed,
+                                         racecar_equations, spatial_ode_residuals, state_rates)
 from .collocation import CollocationGrid, lagrange_basis
 from .sector import _sector_points, fast_element_lookup, sector_mesh, track_limits
 from .point_rows import TRACK_INPUTS, PointRows, rows_on_tape, track_numbers
-from .vehicle_model import ProblemData, VehicleModel, car_block, update_problem
+from .vehicle_model import PathRoles, ProblemData, VehicleModel, car_block, update_problem
 
 __all__ = ["RACECAR_MODEL", "racecar_model", "build_racecar_model", "initialize_racecar",
            "racecar_trajectory", "STATE_NAMES", "CONTROLS", "WHEELS", "DYMOS_IPOPT_OPTIONS",
-           "record_racecar_rows", "POINT_VARIABLES"]
+           "record_racecar_rows", "POINT_VARIABLES", "RacecarDynamics", "DEFECT_STATES",
+           "COLUMN_OF"]
+
+COLUMN_OF = {k: ("lambda" if k == "lam" else k) for k in STATE_NAMES}
+"""The table's column of each state (:func:`racecar_trajectory`: ``lam`` is dymos's
+``lambda``)."""
+
+DEFECT_STATES = tuple(COLUMN_OF[k] for k in STATE_NAMES) + ("t",)
+"""The racecar's states in ``s`` as the checks take them (``VehicleModel.defect_states``): its
+states by their table columns, the time last."""
 
 
 DYMOS_IPOPT_OPTIONS = {
@@ -500,6 +511,7 @@ def racecar_trajectory(m):
         row["delta"], row["thrust"] = v(m.delta[s]), v(m.thrust[s])
         row["speed"] = row["V"]
         row["speed_kmh"] = 3.6 * row["V"]
+        row["a_t"] = v(m.V_dot[s])
         row["s_dot"] = v(m.s_dot[s])
         for w in WHEELS:
             row[f"N_{w}"] = v(m.N[w, s])
@@ -549,7 +561,102 @@ def racecar_model(thrust_eps: float = 1e-4, control_form: Optional[str] = None,
                     "lagged load transfer (pyomo_lap.ocp.racecar)",
         states=STATE_NAMES, rates=(), controls=CONTROLS, algebraics=(),
         build=build, initialize=initialize_racecar, trajectory=racecar_trajectory,
-        point_rows=lambda vehicle, cfg: record_racecar_rows(vehicle, cfg, opts.thrust_eps))
+        point_rows=lambda vehicle, cfg: record_racecar_rows(vehicle, cfg, opts.thrust_eps),
+        dynamics=lambda vehicle, model, cfg: RacecarDynamics(vehicle, model, opts.thrust_eps),
+        defect_states=DEFECT_STATES)
+
+
+class RacecarDynamics:
+    r"""The racecar's equations as the checks of a result use them
+    (:class:`~pyomo_lap.ocp.vehicle_model.ModelDynamics`, the ``dynamics`` of
+    :data:`RACECAR_MODEL`), on NumPy arrays from
+    :func:`~pyomo_lap.vehicle.racecar_equations.racecar_equations` (the equations the OCP is
+    built with): in ``s``, :math:`dx/ds = \dot x/\dot s` for :data:`DEFECT_STATES` (no
+    algebraic variables); in time ``y = (s, n, V, alpha, lambda, omega, ax, ay)``; the limits the
+    OCP's rows hold, the friction ellipses :math:`\sqrt{c_{ij}} \le 1` (the largest of the four
+    tyres) and the power :math:`V S_{all} \le P_{max}`; the path's roles ``n``, ``alpha``,
+    ``V``, ``delta``; a replayed car that reaches the OCP's bounds of ``alpha`` or ``lambda``
+    has spun. The curvature is the track input ``Om[2]``.
+
+    Parameters
+    ----------
+    vehicle : RacecarParameters
+    model : VehicleModel
+        The racecar model (:func:`racecar_model`).
+    eps : float
+        Its smoothing of ``max(thrust, 0)`` [-] (``thrust_eps``).
+    """
+
+    path = PathRoles(lateral="n", heading="alpha", speed="V", steer="delta")
+    channel_columns = {"f_11z": "N_fl", "f_12z": "N_fr", "f_21z": "N_rl", "f_22z": "N_rr",
+                       "a_x": "ax", "a_y": "ay"}
+    steering = ("the steering scale, wheelbase x RMS curvature", "% steer scale")
+    bounds = {"alpha": (-math.pi / 2, math.pi / 2), "lambda": (-0.5, 0.5)}
+    control_bounds = {"delta": (-1.0, 1.0)}
+    algebraic = ()
+    limit_names = ("friction", "power")
+
+    def __init__(self, vehicle, model, eps: float = THRUST_EPS):
+        check_racecar(vehicle)
+        self.vehicle, self.model, self.eps = vehicle, model, float(eps)
+        self.states = tuple(model.defect_states)
+        self.names = ("s",) + self.states[:-1]
+        self.controls = tuple(model.controls)
+        self.magnitudes = np.array([1.0] + [REF[k] for k in STATE_NAMES])
+
+    def _equations(self, trk, x, u) -> dict:
+        """:func:`racecar_equations` at states ``x`` (columns :data:`DEFECT_STATES`, the time
+        not used), controls ``u``, track inputs ``trk`` (last axis)."""
+        trk = np.asarray(trk, float)
+        xs = {k: x[..., i] for i, k in enumerate(STATE_NAMES)}
+        us = {c: u[..., i] for i, c in enumerate(CONTROLS)}
+        return racecar_equations(self.vehicle, xs, us, trk[..., _KAPPA], self.eps)
+
+    def time_rates(self, trk, y, u, z0=None) -> tuple:
+        r"""``(dy/dt, z)`` at one point: :math:`(\dot s, \dot n, .., \dot a_y)`
+        (:func:`~pyomo_lap.vehicle.racecar_equations.state_rates`), no algebraic variables."""
+        r = state_rates(self.vehicle, dict(zip(("s",) + STATE_NAMES, y)),
+                        dict(zip(CONTROLS, u)), float(trk[_KAPPA]), self.eps)
+        return np.array([r["s"]] + [r[k] for k in STATE_NAMES], dtype=float), np.zeros(0)
+
+    def spatial_rhs(self, trk, x, u, z0=None) -> tuple:
+        r"""``(dx/ds (k, 8), z (k, 0), ok (k,))``: :math:`\dot x_i / \dot s` for
+        :data:`DEFECT_STATES` (the time's :math:`1/\dot s`)."""
+        x, u = np.asarray(x, float), np.asarray(u, float)
+        eq = self._equations(trk, x, u)
+        sd = np.asarray(eq["s_dot"], float)
+        f = np.column_stack([np.broadcast_to(np.asarray(eq["rates"][k], float), sd.shape)
+                             for k in STATE_NAMES + ("t",)]) / sd[:, None]
+        return f, np.zeros((len(x), 0)), np.all(np.isfinite(f), axis=1)
+
+    def limits(self, trk, x, u, z) -> dict:
+        r"""``friction``: the largest :math:`\sqrt{c_{ij}}` of the four tyres (dymos's
+        ``tireConstraintODE``), ``power``: :math:`V S_{all} / P_{max}` (``carODE``) [-]."""
+        eq = self._equations(trk, np.asarray(x, float), np.asarray(u, float))
+        c = np.max(np.array([np.asarray(eq["c"][w], float) for w in WHEELS]), axis=0)
+        return {"friction": np.sqrt(np.maximum(c, 0.0)),
+                "power": np.asarray(eq["power"], float) / self.vehicle.P_max}
+
+    def path_speed(self, trk, y) -> float:
+        r""":math:`\dot s` [m/s] (:func:`~pyomo_lap.vehicle.racecar_equations.centre_line_speed`)."""
+        return float(centre_line_speed(dict(zip(("s",) + STATE_NAMES, y)), float(trk[_KAPPA])))
+
+    def scales(self, curvature: float) -> dict:
+        r"""``steer``: the wheelbase :math:`a + b` times ``curvature`` [rad]; ``speed``: the top
+        speed where the power equals the drag, :math:`(P_{max}/(\tfrac12\rho C_dA))^{1/3}`, at
+        most :data:`pyomo_lap.vehicle.car.SPEED_CAP_MPS` [m/s] (:func:`pyomo_lap.vehicle.car.top_speed`);
+        ``force``: the largest tyre force :math:`\max(\mu_{0x}, \mu_{0y})(M g + \tfrac12\rho
+        C_lA v_{top}^2)` [N] (:func:`pyomo_lap.vehicle.car.grip_force`, as the other cars');
+        ``acceleration``: the force over the mass [m/s^2]. No tyre characteristic: no ``slip``."""
+        p = self.vehicle
+        v_top = top_speed(p.P_max, 0.5 * p.rho * p.CdA)
+        force = grip_force(max(p.mu0_x, p.mu0_y), p.M * p.g, 0.5 * p.rho * p.ClA, v_top)
+        return {"steer": float(p.wheelbase * curvature), "speed": float(v_top),
+                "force": float(force), "acceleration": float(force / p.M)}
+
+    def steering_scale(self, curvature: float) -> float:
+        """The wheelbase times ``curvature`` [rad]: the racecar has no steer limit."""
+        return float(self.vehicle.wheelbase * curvature)
 
 
 RACECAR_MODEL = racecar_model()

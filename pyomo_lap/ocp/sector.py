@@ -2,7 +2,7 @@
 how it starts and ends.
 
 The sector and its mesh (:func:`sector_mesh`, :func:`_sector_points`, :func:`track_joints`,
-:func:`fast_element_lookup`), the entry speed of an open sector (:func:`entry_speed`),
+:func:`fast_element_lookup`), the track coordinate of its points (:func:`track_coordinate`), the entry speed of an open sector (:func:`entry_speed`),
 pyomo.dae's collocation on the track and the track limits (:func:`discretize_on_track`,
 :func:`track_limits`, :func:`set_track_limits`), the boundary conditions
 (:func:`add_boundary_conditions`), and the start and end every vehicle model's ``build``
@@ -26,7 +26,36 @@ from .vehicle_model import ProblemData, car_block, update_problem
 
 __all__ = ["sector_mesh", "track_joints", "fast_element_lookup", "entry_speed",
            "discretize_on_track", "track_limits", "set_track_limits", "add_boundary_conditions",
-           "new_sector_model", "finish_build"]
+           "new_sector_model", "finish_build", "track_coordinate"]
+
+
+def track_coordinate(start: float, s_sector, track_length: float | None = None) -> np.ndarray:
+    """The track coordinate ``s`` [m] of points ``s_sector`` [m] of a sector from ``start``.
+
+    On a closed track (``track_length`` given) a point past the start of the sector is put in
+    ``(0, track_length]``: the finish line reached from before is ``track_length``, not 0, so
+    a closed lap from the start line runs from 0 to ``track_length`` increasing; only a sector
+    that crosses the line in its middle restarts from (just above) 0 there.
+
+    Parameters
+    ----------
+    start : float
+        Track coordinate of the sector start [m].
+    s_sector : array_like (n,)
+        Distances from the sector start [m], >= 0.
+    track_length : float, optional
+        Length of a closed track [m]; None for an open track (``start + s_sector``).
+
+    Returns
+    -------
+    ndarray (n,)
+    """
+    x = float(start) + np.asarray(s_sector, dtype=float)
+    if track_length is None:
+        return x
+    L = float(track_length)
+    laps = np.maximum(np.ceil(x / L - 1.0 - 1e-12), 0.0)    # whole laps behind the point
+    return np.where(x > 0.0, x - L * laps, x)
 
 
 def _sector_points(track, start, length, sigma):

@@ -54,10 +54,10 @@ from .full_model import (RATE_NAMES as FULL_RATES, STATE_NAMES as FULL_STATES, V
                          _FAMILY_DOCS, brake_rows, set_car, vehicle_inputs)
 from ..vehicle.powertrain import power_available
 from .initialize import cold_start_profile, initialize_from_solution, initialize_model
-from .point_functions import (AlgebraicLoopError, CarFunctions, record_of, track_vectors,
-                              vehicle_values_of)
-from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_vehicle_block,
-                     car_control_bounds, scale_variables, set_within_bounds)
+from .point_functions import AlgebraicLoopError, CarFunctions, record_of, track_vectors
+from .record_model import record_dynamics, record_table
+from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_joint_variables,
+                     add_vehicle_block, car_control_bounds, scale_variables, set_within_bounds)
 from .sector import discretize_on_track, finish_build, new_sector_model
 from .point_rows import (PointRows, add_point_rows, rows_on_tape, spatial_dae_rows,
                          track_joint)
@@ -67,8 +67,8 @@ from .vehicle_model import VehicleModel
 
 __all__ = ["ALGEBRAIC", "STATE_NAMES", "RATE_NAMES", "POINT_VARIABLES", "build_chain", "fiala_axle",
            "single_track_equations", "build_single_track_model", "record_single_track_rows",
-           "set_single_track_vehicle", "initialize_single_track", "trajectory_dataframe",
-           "warm_start_full", "SINGLE_TRACK_MODEL"]
+           "set_single_track_vehicle", "initialize_single_track", "warm_start_full",
+           "SINGLE_TRACK_MODEL"]
 
 DERIVATIVE_NAMES = tuple(f"d{k}_ds" for k in STATE_NAMES + RATE_NAMES) + ("dt_ds",)
 POINT_VARIABLES = STATE_NAMES + RATE_NAMES + veh.CONTROLS + ALGEBRAIC + DERIVATIVE_NAMES
@@ -114,12 +114,7 @@ def build_single_track_model(track, vehicle: veh.VehicleParameters, cfg, t0: Opt
     p = vehicle
     u = pyo.units
     m, L = new_sector_model(track, p, cfg, SINGLE_TRACK_MODEL, "pyomo_lap single-track")
-    m.q2 = pyo.Var(m.s, initialize=0.0, units=u.m, doc="lateral offset of O3 from the spine, + left [m]")
-    m.q3 = pyo.Var(m.s, initialize=0.0, bounds=(-1.0, 1.0), units=u.rad, doc="yaw relative to the track frame [rad]")
-    m.q1_dot = pyo.Var(m.s, initialize=20.0, bounds=(cfg.v_min, 150.0), units=u.m / u.s, doc="dq1/dt [m/s]")
-    m.q2_dot = pyo.Var(m.s, initialize=0.0, units=u.m / u.s, doc="dq2/dt [m/s]")
-    m.q3_dot = pyo.Var(m.s, initialize=0.0, units=u.rad / u.s, doc="dq3/dt [rad/s]")
-    m.t = pyo.Var(m.s, initialize=0.0, units=u.s, doc="time [s]")
+    add_joint_variables(m, SINGLE_TRACK_MODEL, cfg)     # q2, q3, q1_dot..q3_dot, t
     add_car_controls(m, p, cfg)
     for name, bounds in axle_load_bounds(p).items():
         m.add_component(name, pyo.Var(m.s, initialize=p.m * p.gravity / 2, bounds=bounds,
@@ -284,47 +279,6 @@ def initialize_single_track(m, **kwargs) -> dict:
     return {"status": "ok", "estimated_time_s": float(prof["t"][-1]), "max_algebraic_residual": max_res}
 
 
-def trajectory_dataframe(m):
-    """One row per collocation point of a solved single-track model: ``s``, ``s_sector``,
-    ``t``, ``q1..q3`` and rates, ``q<k>_ddot``, controls, the algebraic variables, the
-    channels of :func:`single_track_equations`, ``speed``, ``speed_kmh``, ``element`` and
-    track data (units as :data:`pyomo_lap.results.table.UNITS`; ``f_1z, f_2z, f_1x, f_2x, f_1y,
-    f_2y, C_i, D_i`` in N or N/rad)."""
-    import math
-
-    import pandas as pd
-    p = m.vehicle.built_for
-    tp = m.problem.track_points
-    rec = record_of(m)        # the model's record, the car's parameters at m.vehicle's
-    car = CarFunctions(rec, p, m.problem.vehicle_model, values=vehicle_values_of(rec, m))
-    tracks = track_vectors(tp)                         # the record's track inputs per point
-    sigma = sorted(m.s)
-    elems = list(m.s.get_finite_elements())
-    rows = []
-    for i, s in enumerate(sigma):
-        val = {n: float(pyo.value(m.component(n)[s])) for n in
-               STATE_NAMES + RATE_NAMES + ("t",) + veh.CONTROLS + ALGEBRAIC}
-        q = [0.0, val["q2"], val["q3"]]
-        qd = [val[n] for n in RATE_NAMES]
-        u = [val[n] for n in veh.CONTROLS]
-        z = [val[n] for n in ALGEBRAIC]
-        trk = tracks[i]
-        qdd, res = car.evaluate(trk, q, qd, u, z)
-        ch = car.channels(trk, q, qd, u, z)
-        row = {"s": float(tp.s[i]), "s_sector": float(s), "q1": float(tp.s[i])}
-        row.update(val)
-        row.update({f"q{k + 1}_ddot": float(qdd[k]) for k in range(3)})
-        row.update(ch)
-        row["speed"] = math.hypot(ch["v_3x"], ch["v_3y"])
-        row["speed_kmh"] = 3.6 * row["speed"]
-        row["x_spine"], row["y_spine"], row["z_spine"] = (float(x) for x in tp.position[i])
-        row["Omega_x"], row["Omega_y"], row["Omega_z"] = (float(x) for x in tp.omega[i])
-        row["load_residual_max"] = float(np.max(np.abs(res[:2])))
-        row["element"] = int(np.searchsorted(elems, s, side="left"))
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
 def warm_start_full(m_full, m_single) -> dict:
     """Initialize a full model from a solved single-track model of the same sector.
 
@@ -417,7 +371,7 @@ SINGLE_TRACK_MODEL = VehicleModel(
     description="rigid nonlinear bicycle with Fiala tyres (pyomo_lap.ocp.single_track)",
     states=STATE_NAMES, rates=RATE_NAMES, controls=veh.CONTROLS, algebraics=ALGEBRAIC,
     build=build_single_track_model, initialize=initialize_single_track,
-    trajectory=trajectory_dataframe, point_rows=record_single_track_rows,
-    set_vehicle=set_single_track_vehicle)
+    trajectory=record_table, point_rows=record_single_track_rows,
+    set_vehicle=set_single_track_vehicle, dynamics=record_dynamics)
 """The single-track model as a :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel` (registry key
 ``"single-track"``)."""

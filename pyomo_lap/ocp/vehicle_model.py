@@ -14,6 +14,16 @@ is a block of a user's model) and ``m.vehicle.refresh()`` (set by
 :func:`pyomo_lap.ocp.build.build_model`). Everything else a built model carries besides its
 Pyomo components is in one typed place, ``m.problem`` (a :class:`ProblemData`).
 
+What the checks of a result need of a model (:mod:`pyomo_lap.verify`: the collocation defects,
+the replay, the self-check, ``pyomo-lap validate``) comes through three of its members, so that
+every check serves every model with no model's name compared anywhere: ``trajectory`` (the
+channel table of a solved model, in one call), ``defect_states`` (the states in ``s`` the
+defects are taken on) and ``dynamics`` (a :class:`ModelDynamics`: the right-hand side in ``s``
+and in time, the limits to judge, the bounds, the car's scales). The families whose rows are
+recorded get the first and the third from their record with no code of their own
+(:mod:`pyomo_lap.ocp.record_model`); the racecar from its own equations
+(:mod:`pyomo_lap.ocp.racecar`).
+
 Four registered models implement it (:data:`pyomo_lap.ocp.build.VEHICLE_MODELS`): the full
 six-joint car (:data:`pyomo_lap.ocp.full_model.FULL_MODEL`), the single-track car
 (:data:`pyomo_lap.ocp.single_track.SINGLE_TRACK_MODEL`), the multibody car
@@ -28,11 +38,121 @@ This module imports nothing of the package (Pyomo only).
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Optional
+from typing import Callable, Optional, Protocol
 
 import pyomo.environ as pyo
 
-__all__ = ["VehicleModel", "ProblemData", "update_problem", "car_block"]
+__all__ = ["VehicleModel", "ProblemData", "update_problem", "car_block", "ModelDynamics",
+           "PathRoles"]
+
+
+@dataclasses.dataclass(frozen=True)
+class PathRoles:
+    """Which of a model's states and controls play the parts the path-following driver of the
+    replay needs (:class:`pyomo_lap.verify.simulate.PathFollowing`) and the replay's checks
+    judge.
+
+    Attributes
+    ----------
+    lateral : str
+        The lateral offset from the track's centre line [m] (``q2``; the racecar's ``n``).
+    heading : str
+        The heading relative to the centre line [rad] (``q3``; the racecar's ``alpha``).
+    speed : str
+        The speed state [m/s] (``q1_dot``; the racecar's ``V``): a replay whose speed falls
+        below its ``v_min`` has stopped.
+    steer : str
+        The steering control [rad] the driver corrects (``delta``).
+    """
+
+    lateral: str = "q2"
+    heading: str = "q3"
+    speed: str = "q1_dot"
+    steer: str = "delta"
+
+
+class ModelDynamics(Protocol):
+    r"""A vehicle model's equations for one car, as the checks of a result use them: what
+    ``VehicleModel.dynamics(vehicle, model, cfg)`` returns.
+
+    The state in ``s`` is :attr:`states` (``VehicleModel.defect_states``: the model's states
+    and rates, the time ``t`` last; table columns); the state in time is ``y = (s,
+    states[:-1])``, the track coordinate first (the time is the integrator's). ``trk`` is the
+    track at a point as the recorded rows take it, the 15 numbers of
+    :data:`pyomo_lap.ocp.point_rows.TRACK_INPUTS` (:func:`pyomo_lap.ocp.point_functions.track_vectors`).
+
+    Attributes
+    ----------
+    model : VehicleModel
+    states : tuple of str
+        The states in ``s``, the time last.
+    names : tuple of str
+        The state in time: the track coordinate's name (``q1``, ``s``), then ``states[:-1]``.
+    controls, algebraic : tuple of str
+        The model's controls and algebraic variables (table columns).
+    path : PathRoles
+    bounds : dict
+        ``{state: (lower, upper)}``: where a replayed car has spun (it leaves them).
+    control_bounds : dict
+        ``{control: (lower, upper)}``: the driver's commands are clipped to them.
+    magnitudes : ndarray (len(names),)
+        Typical sizes of the state in time, the integrator's absolute tolerance over its
+        relative one.
+    channel_columns : dict
+        ``{channel of the checks: the model's column}`` for channels the model's table names
+        otherwise (:data:`pyomo_lap.verify.quality.SMOOTHNESS_CHECKS`: ``f_11z``, ``a_x`` ...).
+    steering : tuple
+        ``(name, unit)`` of the steering scale the replay's steering correction is judged
+        against (:meth:`steering_scale`).
+    limit_names : tuple of str
+        The names of :meth:`limits` (empty for a model without limits of its own).
+    """
+
+    model: "VehicleModel"
+    states: tuple
+    names: tuple
+    controls: tuple
+    algebraic: tuple
+    path: PathRoles
+    bounds: dict
+    control_bounds: dict
+    channel_columns: dict
+    steering: tuple
+    limit_names: tuple
+
+    def time_rates(self, trk, y, u, z0=None) -> tuple:
+        """``(dy/dt (len(names),), z (n_z,))`` at one point: the algebraic equations solved
+        from ``z0``; ``dy/dt[0]`` is the speed along the centre line ``ds/dt``.
+
+        Raises
+        ------
+        pyomo_lap.ocp.point_functions.AlgebraicLoopError
+            The algebraic equations have no solution near ``z0`` (a wheel lifts).
+        """
+
+    def spatial_rhs(self, trk, x, u, z0=None) -> tuple:
+        """``(dx/ds (k, len(states)), z (k, n_z), ok (k,))`` at ``k`` points at once (``trk``
+        (k, 15), ``x`` (k, len(states)), ``u`` (k, len(controls)), ``z0`` (k, n_z) guesses):
+        the right-hand side of the model's ODE in ``s``; ``ok`` False where the algebraic
+        equations were not solved."""
+
+    def limits(self, trk, x, u, z) -> dict:
+        """``{name: (k,) array}``: the share of each limit a result must respect that the
+        points use (1 at the limit: the friction ellipses, the power), from the states in
+        ``s``, the controls and the algebraic variables at ``k`` points; ``{}`` for a model
+        whose limits the table's channels judge (:mod:`pyomo_lap.verify.energy_balance`)."""
+
+    def path_speed(self, trk, y) -> float:
+        """The speed along the centre line ``ds/dt`` [m/s] at one state in time ``y``."""
+
+    def scales(self, curvature: float) -> dict:
+        """The car's scales of the channels' thresholds (:data:`pyomo_lap.verify.quality.SMOOTHNESS_CHECKS`):
+        ``steer`` (the wheelbase times ``curvature``, the RMS curvature of the sector [1/m]),
+        ``speed`` (the top speed) [m/s], ``force`` [N], ``acceleration`` [m/s^2], and ``slip``
+        [rad] where the car has a tyre characteristic."""
+
+    def steering_scale(self, curvature: float) -> float:
+        """The steering the replay's correction is judged against [rad] (:attr:`steering`)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,8 +196,13 @@ class VehicleModel:
         ``{"status": "ok", "estimated_time_s": float}``. Reached through
         :func:`pyomo_lap.ocp.initialize.initialize_model`.
     trajectory : callable, optional
-        ``trajectory(m) -> pandas.DataFrame``: one row per point of a solved model (used by
-        :func:`pyomo_lap.results.table.trajectory_dataframe`); None: the full model's table.
+        ``trajectory(m) -> pandas.DataFrame``: the channel table of a solved model in one call,
+        one row per point of ``m.s`` (``s``, ``s_sector``, ``element``, ``t``, the states,
+        controls and algebraic variables, the channels, the track's ``Omega_*`` and widths;
+        :func:`pyomo_lap.results.table.trajectory_dataframe` adds the columns derived from
+        these). The families whose rows are recorded:
+        :func:`pyomo_lap.ocp.record_model.record_table`. None: no table (the worked example
+        :mod:`pyomo_lap.ocp.point_mass`).
     point_rows : callable, optional
         ``point_rows(vehicle, cfg) -> pyomo_lap.ocp.full_model.PointRows``: the rows of one
         point recorded on a tape, as ``build`` records them, without building a model (models
@@ -94,6 +219,15 @@ class VehicleModel:
         The model keeps each tyre's contact patch within the track by rows of its own
         (the full model's ``track_limit``): ``q2`` is then only bounded by the track's edges;
         False: ``q2`` keeps half the car's ``width`` from each edge.
+    dynamics : callable, optional
+        ``dynamics(vehicle, model, cfg) -> ModelDynamics``: the model's equations for the car
+        ``vehicle`` as the checks use them (``model`` is this object, ``cfg`` the OCP options
+        the rows are recorded with). The families whose rows are recorded:
+        :func:`pyomo_lap.ocp.record_model.record_dynamics`. None: the model's results are
+        not checked.
+    defect_states : tuple of str
+        The states in ``s`` the checks take the defects on and integrate, table columns, the
+        time ``t`` last; default ``states + rates + ("t",)``.
     """
 
     name: str
@@ -108,6 +242,13 @@ class VehicleModel:
     point_rows: Optional[Callable] = None
     set_vehicle: Optional[Callable] = None
     patch_limits: bool = False
+    dynamics: Optional[Callable] = None
+    defect_states: tuple = ()
+
+    def __post_init__(self):
+        """The default :attr:`defect_states`."""
+        if not self.defect_states:
+            object.__setattr__(self, "defect_states", tuple(self.states) + tuple(self.rates) + ("t",))
 
     @property
     def variables(self) -> tuple:

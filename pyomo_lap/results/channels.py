@@ -161,7 +161,7 @@ _EACH = {
 """What an :class:`_Each` group runs over, and the names its templates may use."""
 
 _SRC_LOGGER = "not in the paper: results/logger.py add_logger_channels"
-_SRC_RATE = "not in the paper: control_form 'state' (results/table.py _add_derived_channels)"
+_SRC_RATE = "not in the paper: control_form 'state' (ocp/record_model.py record_table)"
 _O3_ACC = ("Acceleration of O3 in {B3} without gravity (the kinematic acceleration v_dot + "
            "omega x v of the ABA's body acceleration minus the fictitious gravity of eq (23a); 0 "
            "standing on flat ground)")

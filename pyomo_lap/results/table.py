@@ -19,6 +19,9 @@ import pandas as pd
 
 from . import channels as _channels
 from .summary import SUMMARY_FORMAT, Summary, as_summary
+from .logger import add_logger_channels
+from ..ocp.record_model import SPINE_RELATIVE, record_columns  # noqa: F401  (re-exported)
+from ..ocp.sector import track_coordinate  # noqa: F401  (re-exported)
 from .export import (_SUMMARY_GROUPS, _TRACK_DATA_KEYS, WORKBOOK_UNITS_NOTE, _json_default,
                      _lists_sheet, _long_lists, _provenance_sheet, _sheet, _speed_chart, _unit_of,
                      _without_long_lists, _write_csv, _write_parquet, _write_rows,
@@ -42,63 +45,11 @@ UNITS = _channels.UNITS
 :data:`pyomo_lap.results.channels.UNITS`, where the units are declared with the meanings)."""
 
 
-SPINE_RELATIVE = {"dx_vip": "x_vip", "dy_vip": "y_vip", "dz_vip": "z_vip"}
-"""Channels of a record given relative to the track's spine point (the record's track inputs
-hold no position), and the column of :func:`trajectory_dataframe` each becomes (the spine's
-position added)."""
-
-
-def record_columns(rec) -> tuple:
-    """The columns of :func:`trajectory_dataframe` that a record's channel group gives
-    (:attr:`pyomo_lap.ocp.point_rows.PointRows.channels`): one per channel, named as the
-    channel (:data:`SPINE_RELATIVE` renamed). Each needs an entry in the channel dictionary
-    (:data:`pyomo_lap.results.channels.CHANNELS`)."""
-    return tuple(SPINE_RELATIVE.get(k, k) for k in rec.channel_names)
-
-
-def _record_dataframe(m, progress=None) -> pd.DataFrame:
-    """:func:`trajectory_dataframe` of a model whose rows are recorded with a channel group
-    (the full model), all points at once: the record evaluated at the solution
-    (:func:`pyomo_lap.ocp.point_functions.record_channels`, the car's parameters at the values
-    of ``m.vehicle``)."""
-    from ..ocp.point_functions import record_channels
-    tp = m.problem.track_points
-    sigma = sorted(m.s)
-    n = len(sigma)
-    if progress is not None:
-        progress("evaluating the channels", 0, n)
-    elems = list(m.s.get_finite_elements())
-    out = record_channels(m)
-    ch = dict(out["channels"])
-    s_track = np.asarray(tp.s, dtype=float)
-    cols = {"s": s_track.copy(), "s_sector": np.asarray(sigma, dtype=float), "q1": s_track.copy()}
-    cols.update(out["values"])
-    cols.update(out["qdd"])
-    position = np.asarray(tp.position, dtype=float)
-    relative = {name: ch.pop(key) for key, name in SPINE_RELATIVE.items() if key in ch}
-    acc = {k: ch.pop(k) for k in ("a_x", "a_y", "a_z") if k in ch}
-    cols.update(ch)
-    if "v_3x" in ch and "v_3y" in ch:
-        cols["speed"] = np.hypot(ch["v_3x"], ch["v_3y"])
-        cols["speed_kmh"] = 3.6 * cols["speed"]
-    cols.update(acc)
-    cols.update({name: position[:, "xyz".index(name[0])] + x for name, x in relative.items()})
-    cols["x_spine"], cols["y_spine"], cols["z_spine"] = (position[:, k] for k in range(3))
-    cols["width_left"] = np.asarray(tp.width_left, dtype=float)
-    cols["width_right"] = np.asarray(tp.width_right, dtype=float)
-    omega = np.asarray(tp.omega, dtype=float)
-    cols["Omega_x"], cols["Omega_y"], cols["Omega_z"] = (omega[:, k] for k in range(3))
-    if out["load_residual_max"] is not None:
-        cols["load_residual_max"] = out["load_residual_max"]
-    cols["element"] = np.searchsorted(np.asarray(elems, dtype=float), np.asarray(sigma, dtype=float),
-                                      side="left").astype(np.int64)
-    if progress is not None:
-        progress("evaluating the channels", n, n)
-    return pd.DataFrame(cols)
-
-
 def trajectory_dataframe(m, progress=None) -> pd.DataFrame:
-    """One row per collocation point of a solved model.
+    """One row per collocation point of a solved model: the model's channel table
+    (``VehicleModel.trajectory``, in one call: :func:`pyomo_lap.ocp.record_model.record_table`
+    for the families whose rows are recorded) with the columns derived from its own columns
+    (:func:`_add_table_channels`), in the order of :data:`UNITS`.
 
     Parameters
     ----------
@@ -119,108 +70,34 @@ def trajectory_dataframe(m, progress=None) -> pd.DataFrame:
         quasi-steady point-mass estimate of the initial guess (``v_point_mass``,
         ``t_point_mass``, :func:`pyomo_lap.vehicle.speed_profile.quasi_steady_speed`) as a reference
         for time-delta plots.
+
+    Raises
+    ------
+    ValueError
+        A model whose vehicle model has no table (``trajectory`` None), or a variable without
+        a value.
     """
-    vm = getattr(getattr(m, "problem", None), "vehicle_model", None)
-    if vm is not None and vm.trajectory is not None:   # the model's own table (single-track)
-        df = vm.trajectory(m)
-        _add_derived_channels(m, df)
-        _increasing_track_coordinate(m, df)
-        cols = [c for c in UNITS if c in df.columns] + [c for c in df.columns if c not in UNITS]
-        return df[cols]
-    from ..util.gc_pause import gc_paused
-    from ..vehicle.speed_profile import quasi_steady_speed
-    # the collector's full passes walk every object of the model (~1.3 s per pass for 600
-    # points), and recording the tape allocates enough to trigger one
-    with gc_paused():
-        df = _record_dataframe(m, progress)
-        from ..ocp.common import vehicle_of_model
-        p = vehicle_of_model(m)
-        tp = m.problem.track_points
-        sigma = sorted(m.s)
-        sig = np.asarray(sigma, dtype=float)
-        v_pm = quasi_steady_speed(p, sig, tp.omega, tp.rotation, closed=bool(m.problem.options.periodic),
-                                  v_start=m.problem.initial_speed, v_min=m.problem.options.v_min)
-    _add_derived_channels(m, df)
-    _increasing_track_coordinate(m, df)
-    df["v_point_mass"] = v_pm
-    df["t_point_mass"] = np.concatenate([[0.0], np.cumsum(0.5 * (1 / v_pm[1:] + 1 / v_pm[:-1]) * np.diff(sig))])
+    vm = m.problem.vehicle_model
+    if vm.trajectory is None:
+        raise ValueError(f"model {vm.name!r}: its VehicleModel has no channel table (trajectory)")
+    n = len(m.s)
+    if progress is not None:
+        progress("evaluating the channels", 0, n)
+    df = _add_table_channels(vm.trajectory(m), _car_of(m))
+    if progress is not None:
+        progress("evaluating the channels", n, n)
     cols = [c for c in UNITS if c in df.columns] + [c for c in df.columns if c not in UNITS]
     return df[cols]
 
 
-def track_coordinate(start: float, s_sector, track_length: float | None = None) -> np.ndarray:
-    """The track coordinate ``s`` [m] of points ``s_sector`` [m] of a sector from ``start``.
-
-    On a closed track (``track_length`` given) a point past the start of the sector is put in
-    ``(0, track_length]``: the finish line reached from before is ``track_length``, not 0, so
-    a closed lap from the start line runs from 0 to ``track_length`` increasing; only a sector
-    that crosses the line in its middle restarts from (just above) 0 there.
-
-    Parameters
-    ----------
-    start : float
-        Track coordinate of the sector start [m].
-    s_sector : array_like (n,)
-        Distances from the sector start [m], >= 0.
-    track_length : float, optional
-        Length of a closed track [m]; None for an open track (``start + s_sector``).
-
-    Returns
-    -------
-    ndarray (n,)
-    """
-    x = float(start) + np.asarray(s_sector, dtype=float)
-    if track_length is None:
-        return x
-    L = float(track_length)
-    laps = np.maximum(np.ceil(x / L - 1.0 - 1e-12), 0.0)    # whole laps behind the point
-    return np.where(x > 0.0, x - L * laps, x)
-
-
-def _increasing_track_coordinate(m, df: pd.DataFrame) -> None:
-    """On a closed track, the columns ``s`` and ``q1`` (the track coordinate) increasing along
-    the sector: a point past the sector start in ``(0, L]``, so that a closed lap from the line
-    ends at ``s = L`` (the periodic end point), not 0 (:func:`track_coordinate`)."""
-    prob = getattr(m, "problem", None)
-    track = getattr(prob, "track", None)
-    if track is None or not getattr(track, "closed", False) or "s_sector" not in df.columns:
-        return
-    start = float(prob.options.start)
-    s = track_coordinate(start, df["s_sector"].to_numpy(float), float(track.length))
-    for c in ("s", "q1"):
-        if c in df.columns:
-            df[c] = s
-
-
-def _add_derived_channels(m, df: pd.DataFrame) -> None:
-    r"""Columns derived from others: the tangential acceleration ``a_t`` of O3 (along its
-    velocity, :func:`tangential_acceleration`), the logger channels
+def _add_table_channels(df: pd.DataFrame, car) -> pd.DataFrame:
+    """The columns derived from a table's own columns, in place: the tangential acceleration
+    ``a_t`` of O3 (along its velocity, :func:`tangential_acceleration`) and the logger channels
     (:func:`pyomo_lap.results.logger.add_logger_channels`: throttle, brake, steering-wheel angle,
-    gear, engine speed, yaw rate, accelerations in g) and, when the controls
-    are states (``control_form = "state"``), their time rates ``<control>_rate``
-    :math:`= \dot q_1\, du/dq_1` [rad/s, N/s]."""
-    from .logger import add_logger_channels
+    gear, engine speed, yaw rate, accelerations in g)."""
     if all(c in df.columns for c in ("v_3x", "v_3y", "a_x", "a_y")):
         df["a_t"] = tangential_acceleration(df)
-    add_logger_channels(df, _car_of(m))
-    from ..ocp.integrals import energy_channels     # the energies' powers (docs/energy.md)
-    new = dict(energy_channels(df, _car_of(m)))
-    from ..ocp.hybrid import hybrid_channels        # a car with [hybrid] (docs/energy.md)
-    for name, values in hybrid_channels(m).items():
-        new[name] = values if len(values) == len(df) else np.nan
-    sigma = sorted(m.s)
-    for c in ("delta", "f_xa", "f_xb"):
-        dv = m.component(f"d{c}_ds")
-        if dv is None or "q1_dot" not in df.columns:
-            continue
-        rate = np.array([dv[x].value if dv[x].value is not None else np.nan for x in sigma], dtype=float)
-        # the derivative at s = 0 is not collocated: the control's rate there is its value
-        # at the first collocation point
-        if len(rate) > 1:
-            rate[0] = rate[1]
-        new[f"{c}_rate"] = rate * df["q1_dot"].to_numpy(float)
-    if new:     # one block of columns, not one insert each (a fragmented frame is slow)
-        df[list(new)] = pd.DataFrame(new, index=df.index)
+    return add_logger_channels(df, car)
 
 
 def _car_of(m):

@@ -46,11 +46,12 @@ from ..spatial.tree import (PRISMATIC, REVOLUTE, TRACK, KinematicTree, TrackJoin
                             forward_kinematics)
 from .schema import VehicleParameters
 from .files import VehicleFileError, read_vehicle_file
-from .tyres import tyre_forces, tyre_model_of
+from .tyres import cornering_stiffness, peak_force, tyre_forces, tyre_model_of
 
 __all__ = ["VehicleParameters", "VehicleFileError", "load_vehicle", "vehicle_file_model", "available_vehicles", "models_dir",
            "CarEquations", "car_equations", "contact_patch_offsets",
-           "longitudinal_forces", "force_scale",
+           "longitudinal_forces", "force_scale", "speed_scale", "slip_scale", "car_scales",
+           "SPEED_CAP_MPS", "top_speed", "grip_force",
            "build_chain", "chain_parts", "chain_namer", "kinematic_tree", "UNSPRUNG", "SPRUNG", "aero_forces",
            "ALGEBRAIC", "CONTROLS", "solve_loop", "solve_algebraic", "o3_acceleration"]
 
@@ -255,16 +256,61 @@ def chain_namer(namer: Optional[Callable]) -> Callable:
     return name
 
 
+SPEED_CAP_MPS = 150.0
+"""The top speed of :func:`speed_scale` is at most this [m/s] (a car without drag has none)."""
+
+
+def top_speed(power: float, drag: float) -> float:
+    r"""Where a power ``power`` [W] equals the drag :math:`D v^2` (``drag`` = :math:`D`
+    [N s^2/m^2]): :math:`v = (P/D)^{1/3}`, at most :data:`SPEED_CAP_MPS` [m/s] (every car's
+    speed scale: :func:`speed_scale`, the racecar's)."""
+    return min(SPEED_CAP_MPS, (power / drag) ** (1.0 / 3.0)) if drag > 0 else SPEED_CAP_MPS
+
+
+def grip_force(mu: float, weight: float, lift: float, speed: float) -> float:
+    r"""The largest tyre force of a car [N]: :math:`\mu\,(W + L v^2)`, its friction
+    coefficient ``mu`` [-] times its weight ``weight`` [N] and its downforce at ``speed``
+    [m/s] (``lift`` = :math:`L` [N s^2/m^2]) (every car's force scale: :func:`force_scale`, the
+    racecar's)."""
+    return mu * (weight + lift * speed ** 2)
+
+
+def speed_scale(p) -> float:
+    r"""The car's top speed, the scale of its speeds [m/s]: where the power ``P_max`` equals
+    the drag, :math:`v_{top} = (P_{max}/(\tfrac12\rho S C_x))^{1/3}`, at most
+    :data:`SPEED_CAP_MPS` (:func:`top_speed`). FSAE car 40.9 m/s, Formula One car of 2014
+    96.8 m/s, BMW 320i 59.3 m/s."""
+    return top_speed(p.P_max, 0.5 * p.rho * p.S * p.Cx)
+
+
 def force_scale(p) -> float:
     r"""The car's largest tyre force, the scale of its forces in the objective's penalties
-    [N]: :math:`\max(\mu_{x0}, \mu_{y0})\,(m g + F_{down}(v_{top}))`, the downforce at the
-    speed where the power equals the drag (:math:`v_{top} = (P_{max}/(\tfrac12\rho S
-    C_x))^{1/3}`, at most 150 m/s). Forces over it are alike for a 240 kg FSAE car (6.3 kN)
-    and a Formula One car with 25 kN of downforce (56 kN)."""
-    drag = 0.5 * p.rho * p.S * p.Cx
-    v_top = min(150.0, (p.P_max / drag) ** (1.0 / 3.0)) if drag > 0 else 150.0
-    down = 0.5 * p.rho * p.S * (p.Cz1 + p.Cz2) * v_top ** 2
-    return max(p.mu_x0, p.mu_y0) * (p.m * p.gravity + down)
+    [N]: :math:`\max(\mu_{x0}, \mu_{y0})\,(m g + F_{down}(v_{top}))`, the downforce at its top
+    speed (:func:`speed_scale`, :func:`grip_force`). Forces over it are alike for a 240 kg
+    FSAE car (6.3 kN) and a Formula One car with 25 kN of downforce (56 kN)."""
+    return grip_force(max(p.mu_x0, p.mu_y0), p.m * p.gravity, 0.5 * p.rho * p.S * (p.Cz1 + p.Cz2),
+                      speed_scale(p))
+
+
+def slip_scale(p) -> float:
+    r"""The slip angle at which a tyre at the static load (:math:`f_z = m g / 4`) would reach
+    its peak force :math:`D` along its cornering stiffness :math:`C_\alpha` (eq 32), :math:`D /
+    C_\alpha` [rad]: the scale of the slip angles. FSAE car 2.35 deg, Formula One car of 2014
+    3.32 deg, BMW 320i 2.74 deg."""
+    fz = p.m * p.gravity / 4.0
+    return float(peak_force(p, fz)) / float(cornering_stiffness(p, fz))
+
+
+def car_scales(p, curvature: float) -> dict:
+    """The scales of the car's channels in SI units (the thresholds of
+    :data:`pyomo_lap.verify.quality.SMOOTHNESS_CHECKS` are fractions of them): ``steer`` (the
+    wheelbase times ``curvature``, a sector's RMS curvature [1/m]: the steering the sector
+    asks [rad]), ``slip`` (:func:`slip_scale` [rad]), ``force`` (:func:`force_scale` [N]),
+    ``speed`` (:func:`speed_scale` [m/s]), ``acceleration`` (the force scale over the mass
+    [m/s^2])."""
+    return {"steer": float((p.a1 + p.a2) * curvature), "slip": float(slip_scale(p)),
+            "force": float(force_scale(p)), "speed": float(speed_scale(p)),
+            "acceleration": float(force_scale(p) / p.m)}
 
 
 def vertical_loads(p: VehicleParameters, fz3, mx3, my3, Y1, Y2, nm) -> tuple:

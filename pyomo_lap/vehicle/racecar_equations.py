@@ -8,8 +8,9 @@ along the centre line :math:`\dot s` and the time derivatives :math:`\dot x = f(
 \kappa)` (the ODE right-hand side in time). The same function writes the Pyomo model
 (:func:`pyomo_lap.ocp.racecar.build_racecar_model`, which gives it a ``name`` callback so that
 every intermediate quantity is one of the model's named Expressions and the expression trees
-stay as small as written by hand) and evaluates the car on numbers: the simulation and the
-collocation defects of ``pyomo-lap validate`` (:mod:`pyomo_lap.verify.racecar_checks`).
+stay as small as written by hand) and evaluates the car on numbers: the simulation, the
+collocation defects and the limits of ``pyomo-lap validate`` (through the racecar's
+:class:`pyomo_lap.ocp.racecar.RacecarDynamics`).
 
 Source: dymos, ``dymos/examples/racecar`` (OpenMDAO; read at commit ``5bfbe394``):
 ``normalForceODE.py`` (tyre loads), ``tireODE.py`` (forces), ``tireConstraintODE.py`` (friction
@@ -39,7 +40,7 @@ from .racecar import RacecarParameters
 
 __all__ = ["racecar_equations", "state_rates", "smooth_max0", "load_transfer_per_accel",
            "STATE_NAMES", "CONTROLS", "WHEELS", "THRUST_EPS", "QUANTITIES", "QUANTITY_DOCS",
-           "spatial_ode_residuals"]
+           "spatial_ode_residuals", "centre_line_speed"]
 
 STATE_NAMES = ("n", "V", "alpha", "lam", "omega", "ax", "ay")
 """The states besides the time, as the Pyomo variables are named (``lam`` is dymos's
@@ -139,6 +140,15 @@ def _friction_use(p: RacecarParameters, N: dict, S: dict, F: dict, static: dict,
                     + (F[w] / (N[w] * mu(w, p.mu0_y))) ** 2) for w in WHEELS}
 
 
+def centre_line_speed(x: Mapping, kappa, cos_heading=None):
+    r"""The speed along the centre line :math:`\dot s = V\cos(\alpha - \lambda)/(1 - n\kappa)`
+    [m/s] (dymos's ``timeODE``) at the states ``x`` (``n`` [m], ``V`` [m/s], ``alpha``,
+    ``lam`` [rad]; any scalars) on a centre line of curvature ``kappa`` [1/m];
+    ``cos_heading``, :math:`\cos(\alpha - \lambda)`, if computed already."""
+    c = cos(x["alpha"] - x["lam"]) if cos_heading is None else cos_heading
+    return x["V"] * c / (1 - x["n"] * kappa)
+
+
 def racecar_equations(p: RacecarParameters, x: Mapping, u: Mapping, kappa,
                       eps: float = THRUST_EPS, name: Optional[Callable] = None) -> dict:
     r"""The racecar's equations at one state (module docstring).
@@ -189,7 +199,7 @@ def racecar_equations(p: RacecarParameters, x: Mapping, u: Mapping, kappa,
                                     - delta * (S["fl"] + S["fr"]) / (M * V)
                                     - sum(F[w] for w in WHEELS) / (M * V))
     out["cos_heading"] = name("cos_heading", None, cos(x["alpha"] - lam))
-    out["s_dot"] = s_dot = name("s_dot", None, V * out["cos_heading"] / (1 - n * kappa))
+    out["s_dot"] = s_dot = name("s_dot", None, centre_line_speed(x, kappa, out["cos_heading"]))
     out["rates"] = {
         "t": 1.0,
         "n": V * sin(x["alpha"] - lam),

@@ -39,11 +39,13 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ..results.table import tangential_acceleration
+from ..vehicle.car import SPEED_CAP_MPS, car_scales, slip_scale, speed_scale  # noqa: F401  (re-exported)
 
 __all__ = ["SmoothnessCheck", "SMOOTHNESS_CHECKS", "zigzag_residuals", "zigzag_count",
            "speed_consistency", "channel_quality",
            "SPEED_CONSISTENCY_TOL", "smoothness_table", "channel_scales",
-           "speed_scale", "slip_scale", "steer_scale", "rms_curvature", "speed_step_errors"]
+           "speed_scale", "slip_scale", "steer_scale", "rms_curvature", "speed_step_errors",
+           "model_quality", "SPEED_CAP_MPS"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,30 +124,6 @@ on the FSAE car (top speed 40.9 m/s; 0.049 m/s now; a trapezoid over 7 m at 30 m
 tangential acceleration changing by 10 m/s^2 over the step errs by about 0.01 m/s); 0.12
 m/s on the Formula One car of 2014, 0.07 m/s on the BMW 320i."""
 
-SPEED_CAP_MPS = 150.0
-"""The top speed of :func:`speed_scale` is at most this [m/s] (as in
-:func:`pyomo_lap.ocp.common.force_scale`: a car without drag has none)."""
-
-
-def speed_scale(p) -> float:
-    r"""The car's top speed, the scale of its speeds [m/s]: where the power ``P_max`` equals
-    the drag, :math:`(P_{max}/(\tfrac12\rho S C_x))^{1/3}`, at most :data:`SPEED_CAP_MPS`
-    (the speed :func:`pyomo_lap.ocp.common.force_scale` takes the downforce at). FSAE car
-    40.9 m/s, Formula One car of 2014 96.8 m/s, BMW 320i 59.3 m/s."""
-    drag = 0.5 * p.rho * p.S * p.Cx
-    return min(SPEED_CAP_MPS, (p.P_max / drag) ** (1.0 / 3.0)) if drag > 0 else SPEED_CAP_MPS
-
-
-def slip_scale(p) -> float:
-    r"""The slip angle at which a tyre at the static load (:math:`f_z = m g / 4`) would reach
-    its peak force :math:`D` along its cornering stiffness :math:`C_\alpha` (eq 32), :math:`D /
-    C_\alpha` [rad]: the scale of the slip angles. FSAE car 2.35 deg, Formula One car of 2014
-    3.32 deg, BMW 320i 2.74 deg."""
-    from ..vehicle.tyres import cornering_stiffness, peak_force
-    fz = p.m * p.gravity / 4.0
-    return float(peak_force(p, fz)) / float(cornering_stiffness(p, fz))
-
-
 REFERENCE_CURVATURE = 0.02
 """The curvature [1/m] of the steer scale where a table has no track (the docs' table of the
 thresholds): corners of 50 m radius."""
@@ -175,21 +153,17 @@ def rms_curvature(df=None) -> float:
 
 
 def channel_scales(p, df=None) -> dict:
-    """The car's scales of the channels (:class:`SmoothnessCheck`), in SI units: ``steer``
-    (:func:`steer_scale` of the table ``df`` [rad]), ``slip`` (:func:`slip_scale` [rad]), ``force``
-    (:func:`pyomo_lap.vehicle.car.force_scale` [N]), ``speed`` (:func:`speed_scale` [m/s]),
-    ``acceleration`` (the force scale over the mass [m/s^2]). A car file without the
-    parameters of a scale (the ``racecar`` model's) has none: its channels are not counted."""
-    from ..vehicle.car import force_scale
-    out = {}
-    for name, f in (("steer", lambda: steer_scale(p, df)), ("slip", lambda: slip_scale(p)),
-                    ("force", lambda: force_scale(p)), ("speed", lambda: speed_scale(p)),
-                    ("acceleration", lambda: force_scale(p) / p.m)):
-        try:
-            out[name] = float(f())
-        except AttributeError:
-            pass
-    return out
+    """The car's scales of the channels (:class:`SmoothnessCheck`), in SI units
+    (:func:`pyomo_lap.vehicle.car.car_scales` at the RMS curvature of the table ``df``,
+    :func:`rms_curvature`): ``steer`` (:func:`steer_scale` [rad]), ``slip``
+    (:func:`slip_scale` [rad]), ``force`` (:func:`pyomo_lap.vehicle.car.force_scale` [N]),
+    ``speed`` (:func:`speed_scale` [m/s]), ``acceleration`` (the force scale over the mass
+    [m/s^2]). A car file of another schema (the ``racecar`` model's) has none here: its
+    model's dynamics give its own (:func:`model_quality`)."""
+    try:
+        return car_scales(p, rms_curvature(df))
+    except AttributeError:
+        return {}
 
 
 def _distinct(s: np.ndarray) -> np.ndarray:
@@ -292,7 +266,7 @@ def speed_consistency(df, v_ref: float, tol: float = SPEED_CONSISTENCY_TOL,
     a_t : (n,) array, optional
         The rate of change of ``speed`` at the table's points [m/s^2], for a table without
         the columns ``v_3x, v_3y, a_x, a_y`` (the racecar's: its ``dV/dt`` from its equations,
-        :func:`pyomo_lap.verify.racecar_checks.racecar_channel_quality`). Default: the
+        :func:`model_quality`). Default: the
         tangential acceleration of those columns (:func:`tangential_acceleration`).
 
     Returns
@@ -378,7 +352,7 @@ def channel_quality(df, vehicle, checks: Optional[Sequence[SmoothnessCheck]] = N
         Default :data:`SMOOTHNESS_CHECKS`.
     scales : dict, optional
         The car's scales (default :func:`channel_scales`; a car of another schema gives its
-        own, :func:`pyomo_lap.verify.racecar_checks.racecar_scales`).
+        own, ``ModelDynamics.scales``: :func:`model_quality`).
     a_t : (n,) array, optional
         The rate of change of the speed at the points, for the speed consistency of a table
         without the full model's velocity and acceleration columns (:func:`speed_consistency`).
@@ -419,6 +393,36 @@ def channel_quality(df, vehicle, checks: Optional[Sequence[SmoothnessCheck]] = N
     return res
 
 
+
+
+def model_quality(df, dynamics) -> dict:
+    r""":func:`channel_quality` of a table of any vehicle model, through its
+    :class:`~pyomo_lap.ocp.vehicle_model.ModelDynamics`: the zig-zags of
+    :data:`SMOOTHNESS_CHECKS` on the model's columns (``dynamics.channel_columns``: the
+    racecar's tyre loads ``N_fl .. N_rr`` for ``f_11z .. f_22z``, its lagged accelerations
+    ``ax``, ``ay`` for ``a_x``, ``a_y``), the thresholds from the model's scales
+    (``dynamics.scales`` at the table's :func:`rms_curvature`), the speed consistency with the
+    table's ``a_t`` where it has one (the racecar's :math:`\dot V`), else the tangential
+    acceleration of ``v_3x, v_3y, a_x, a_y``.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The trajectory table.
+    dynamics : ModelDynamics
+        The model's equations for the table's car (``VehicleModel.dynamics``).
+
+    Returns
+    -------
+    dict
+        As :func:`channel_quality`.
+    """
+    columns = dynamics.channel_columns
+    checks = [dataclasses.replace(c, channel=columns.get(c.channel, c.channel))
+              for c in SMOOTHNESS_CHECKS]
+    a_t = df["a_t"].to_numpy(float) if "a_t" in df.columns else None
+    return channel_quality(df, None, checks=checks, scales=dynamics.scales(rms_curvature(df)),
+                           a_t=a_t)
 
 
 SCALE_NAMES = {"steer": "steer scale l kappa_rms (here kappa 0.02 1/m)", "slip": "slip scale D/C_alpha",

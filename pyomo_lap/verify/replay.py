@@ -1,5 +1,6 @@
 r"""Replay of a solved sector: drive the time-domain simulation (:mod:`pyomo_lap.verify.simulate`)
-with the optimal controls and compare the states with the optimum.
+with the optimal controls and compare the states with the optimum, for every vehicle model
+(its ``VehicleModel.dynamics``: the equations in time, the path's roles, the bounds).
 
 The optimum comes from direct collocation: its states satisfy the DAE only at the collocation
 points, and its controls are differential states in ``q1`` (OCP option ``control_form =
@@ -23,17 +24,18 @@ replayed; the size of the steering correction it needs is then the measure of ag
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Optional, Union
 
 import numpy as np
 import pandas as pd
 
-from ..ocp.point_functions import CarFunctions
 from ..ocp.collocation import element_points
+from ..ocp.point_functions import track_vectors
+from ..ocp.record_model import as_dynamics
 from .controls import CollocationControls, controls_from_trajectory
-from .simulate import (car_functions, PathFollowing, SimulationResult, TrackLookup,
-                       simulate, state_names)
-from ..vehicle.car import ALGEBRAIC
+from .defects import SolvedTable
+from .simulate import PathFollowing, SimulationResult, TrackLookup, simulate
 
 __all__ = ["replay", "ReplayReport", "DEFAULT_TOLERANCES", "stability_along", "state_polynomials",
            "segment_rows", "replay_segments", "SegmentReplays"]
@@ -45,7 +47,7 @@ DEFAULT_TOLERANCES = {
 }
 """Agreement tolerances of a replay, per state [m, rad, m, rad, rad, m/s, m/s, rad/s, m/s,
 rad/s, rad/s, s]: 5 cm of lateral position, 0.3 degree of yaw, 1 mm / 1 mrad of the
-suspension, 5 cm/s of speed, 10 ms of time."""
+suspension, 5 cm/s of speed, 10 ms of time. A state without a tolerance never parts."""
 
 
 @dataclasses.dataclass
@@ -140,6 +142,11 @@ class SegmentReplays:
         The distance the segments fell short of their ends, summed [m].
     time_dev_s : float
         The segments' differences of time from the optimum, their absolute values summed [s].
+    lateral : str
+        The model's lateral offset (its column ``<lateral>_dev`` of :attr:`comparison`).
+    limits : dict
+        ``{name: (largest share, track coordinate [m])}`` of the model's limits along the
+        replays (``ModelDynamics.limits``; said, not judged).
     """
 
     reports: list
@@ -152,10 +159,13 @@ class SegmentReplays:
     steer_correction_rms: float
     steer_correction_max: float
     feedback: bool = True
+    lateral: str = "q2"
+    limits: dict = dataclasses.field(default_factory=dict)
 
     def summary(self) -> dict:
         """Plain numbers for JSON/tables."""
         return {"feedback": True, "segments": len(self.segments),
+                "limits_max": {k: {"share": v, "at_m": at} for k, (v, at) in self.limits.items()},
                 "status": self.simulation.status, "shortfall_m": self.shortfall_m,
                 "time_dev_s": self.time_dev_s,
                 "max_deviation": {k: float(v) for k, v in self.max_deviation.items()},
@@ -167,7 +177,7 @@ class SegmentReplays:
 
 
 def replay_segments(df, track, vehicle, segment_s: float, start: Optional[float] = None,
-                    car=None, feedback=True, **kwargs) -> SegmentReplays:
+                    car=None, feedback=True, model=None, **kwargs) -> SegmentReplays:
     r"""Replay a solved sector in segments of about ``segment_s`` [s] of its time, each from
     the optimum's state at its start, with the path-following driver (:func:`replay`).
 
@@ -180,9 +190,9 @@ def replay_segments(df, track, vehicle, segment_s: float, start: Optional[float]
 
     Parameters
     ----------
-    df : DataFrame
+    df : DataFrame or SolvedTable
         A trajectory table (as :func:`replay` takes it).
-    track, vehicle, start, car
+    track, vehicle, start, car, model
         As :func:`replay`.
     segment_s : float
         The segments' length in the optimum's time [s] (:func:`segment_rows`).
@@ -195,22 +205,23 @@ def replay_segments(df, track, vehicle, segment_s: float, start: Optional[float]
     -------
     SegmentReplays
     """
-    if start is None:
-        start = float(df["s"].iloc[0]) if "s" in df.columns else 0.0
-    car = car or car_functions(vehicle)
-    reports, spans, comps = [], [], []
+    sol = SolvedTable.of(df, model=model, start=start, scheme=kwargs.pop("scheme", None),
+                         interpolation=kwargs.pop("interpolation", None))
+    dyn = sol.dynamics(vehicle) if car is None else as_dynamics(car)
+    table, start = sol.table, sol.start
+    reports, spans, comps, limits = [], [], [], {}
     short = tdev = 0.0
     worst = None
-    for a, b in segment_rows(df, segment_s):
-        seg = df.iloc[a:b + 1].copy()
+    for a, b in segment_rows(table, segment_s):
+        seg = table.iloc[a:b + 1].copy()
         s0, t0, e0 = float(seg["s_sector"].iloc[0]), float(seg["t"].iloc[0]), int(seg["element"].iloc[0])
         seg["s_sector"] = seg["s_sector"] - s0
         seg["t"] = seg["t"] - t0
         seg["element"] = np.maximum(seg["element"].to_numpy(int) - e0, 0)
         seg.iloc[0, seg.columns.get_loc("element")] = 0
         seg = seg.reset_index(drop=True)
-        r = replay(seg, track, vehicle, start=start + s0, car=car, feedback=feedback,
-                   explain=False, **kwargs)
+        r = replay(dataclasses.replace(sol, table=seg, start=start + s0), track, vehicle,
+                   car=dyn, feedback=feedback, explain=False, **kwargs)
         end = start + s0 + float(seg["s_sector"].iloc[-1])
         reached = float(r.simulation.x[-1, 0])
         if r.simulation.status != "end":
@@ -221,6 +232,7 @@ def replay_segments(df, track, vehicle, segment_s: float, start: Optional[float]
         comps.append(c)
         reports.append(r)
         spans.append((start + s0, end))
+        _largest_limits(limits, dyn, track, r.simulation)
     comp = pd.concat(comps, ignore_index=True)
     maxdev = {k: max(float(r.max_deviation.get(k, 0.0)) for r in reports)
               for k in reports[0].max_deviation}
@@ -229,7 +241,23 @@ def replay_segments(df, track, vehicle, segment_s: float, start: Optional[float]
                           simulation=worst or reports[-1].simulation, shortfall_m=short,
                           time_dev_s=tdev, max_deviation=maxdev,
                           steer_correction_rms=float(np.sqrt(np.nanmean(corr ** 2))),
-                          steer_correction_max=float(np.nanmax(np.abs(corr))))
+                          steer_correction_max=float(np.nanmax(np.abs(corr))),
+                          lateral=dyn.path.lateral, limits=limits)
+
+
+def _largest_limits(limits: dict, dyn, track, sim: SimulationResult) -> None:
+    """The largest share of each of the model's limits along a replay's steps
+    (``ModelDynamics.limits`` at its states, controls and algebraic variables) into
+    ``limits`` (``{name: (share, track coordinate [m])}``, the larger kept)."""
+    ok = np.all(np.isfinite(sim.x), axis=1) & np.all(np.isfinite(sim.z), axis=1)
+    if not np.any(ok):
+        return
+    x = np.column_stack([sim.x[ok, 1:], sim.t[ok]])          # the states in s, the time last
+    trk = track_vectors(track.evaluate(sim.x[ok, 0]))
+    for name, share in dyn.limits(trk, x, sim.u[ok], sim.z[ok]).items():
+        k = int(np.nanargmax(share))
+        if name not in limits or share[k] > limits[name][0]:
+            limits[name] = (float(share[k]), float(sim.x[ok, 0][k]))
 
 
 def state_polynomials(df, columns=("q2", "q3", "q1_dot"), start: Optional[float] = None,
@@ -268,13 +296,6 @@ def state_polynomials(df, columns=("q2", "q3", "q1_dot"), start: Optional[float]
     return CollocationControls("s", breaks, start + s[sel], vals[sel], restart=False)
 
 
-def _trajectory(source):
-    if isinstance(source, pd.DataFrame):
-        return source
-    from ..results.table import trajectory_dataframe
-    return trajectory_dataframe(source)
-
-
 def _adherence_use(df, p) -> np.ndarray:
     """Largest friction-ellipse use over the four tyres at each point [-] (1 = at the limit)."""
     from ..vehicle.tyres import peak_force
@@ -286,12 +307,13 @@ def _adherence_use(df, p) -> np.ndarray:
     return use
 
 
-def stability_along(df, track, vehicle, every: int = 1, car: Optional[CarFunctions] = None,
-                    start: Optional[float] = None) -> pd.DataFrame:
+def stability_along(df, track, vehicle, every: int = 1, car=None,
+                    start: Optional[float] = None, model=None) -> pd.DataFrame:
     r"""Eigenvalues of the linearized time-domain dynamics along a trajectory, with the
-    controls and the track point frozen: :math:`A = \partial \dot x / \partial x` over the
-    states other than ``q1`` at each chosen point (central differences; the algebraic loop is
-    solved at each perturbed state).
+    controls, the algebraic variables' guess and the track point frozen: :math:`A = \partial
+    \dot x / \partial x` over the model's states in time other than the track coordinate, at
+    each chosen point (central differences of ``ModelDynamics.time_rates``; the algebraic
+    equations solved at each perturbed state).
 
     Parameters
     ----------
@@ -299,9 +321,11 @@ def stability_along(df, track, vehicle, every: int = 1, car: Optional[CarFunctio
     track, vehicle
     every : int
         Use every ``every``-th point.
-    car : CarFunctions, optional
+    car : ModelDynamics or CarFunctions, optional
     start : float, optional
         Track coordinate of the sector start (default ``df['s'][0]``).
+    model : str or VehicleModel, optional
+        The table's vehicle model (default ``"full"``).
 
     Returns
     -------
@@ -309,40 +333,36 @@ def stability_along(df, track, vehicle, every: int = 1, car: Optional[CarFunctio
         ``s`` [m], ``t`` [s], ``max_real`` (largest real part of the eigenvalues [1/s]; > 0:
         an unstable mode, time to grow by e = 1/max_real), ``mode`` (the states that dominate
         that mode's eigenvector), ``adherence_use`` (largest friction-ellipse use of the four
-        tyres [-]).
+        tyres [-], where the table has the tyre forces of the full car).
     """
-    from .simulate import TrackLookup
-    car = car or car_functions(vehicle)
+    sol = SolvedTable.of(df, model=model, start=start)
+    dyn = sol.dynamics(vehicle) if car is None else as_dynamics(car)
     look = TrackLookup(track)
-    n = car.n_q
-    names = state_names(n)
-    if start is None:
-        start = float(df["s"].iloc[0])
-    s_abs = start + df["s_sector"].to_numpy(float)
+    names = tuple(dyn.names)
+    s_abs = sol.start + df["s_sector"].to_numpy(float)
     use = _adherence_use(df, vehicle) if "f_11x" in df.columns else np.full(len(df), np.nan)
+    X = sol.columns(names[1:])
+    U, Z = sol.columns(dyn.controls), sol.columns(dyn.algebraic)
     rows = []
-    zcols = list(car.algebraic)
+    ny = len(names)
     for i in range(0, len(df), every):
-        r = df.iloc[i]
-        x = np.array([s_abs[i]] + [r[f"q{k}"] for k in range(2, n + 1)] + [r[f"q{k}_dot"] for k in range(1, n + 1)])
-        u = np.array([r["f_xa"], r["f_xb"], r["delta"]])
-        z = r[zcols].to_numpy(float)
+        x = np.r_[s_abs[i], X[i]]
+        trk = look(x[0])[0]
 
-        def f(xx):
-            zz, qdd = car.solve(look(xx[0])[0], xx[:n], xx[n:], u, z)
-            return np.concatenate([xx[n:], qdd])
-        idx = list(range(1, 2 * n))          # q1 left out: the track point is frozen
-        A = np.zeros((2 * n - 1, 2 * n - 1))
+        def f(xx, _u=U[i], _z=Z[i], _trk=trk):
+            return dyn.time_rates(_trk, xx, _u, _z)[0]
+        idx = list(range(1, ny))             # the track coordinate left out: the point is frozen
+        A = np.zeros((ny - 1, ny - 1))
         for c, j in enumerate(idx):
             h = 1e-6 * max(1.0, abs(x[j]))
-            e = np.zeros(2 * n)
+            e = np.zeros(ny)
             e[j] = h
             A[:, c] = ((f(x + e) - f(x - e)) / (2 * h))[idx]
         lam, vec = np.linalg.eig(A)
         k = int(np.argmax(lam.real))
         v = np.abs(vec[:, k])
         mode = "+".join(names[idx[j]] for j in np.argsort(v)[::-1][:2])
-        rows.append({"s": s_abs[i], "t": float(r["t"]), "max_real": float(lam.real[k]),
+        rows.append({"s": s_abs[i], "t": float(df["t"].iloc[i]), "max_real": float(lam.real[k]),
                      "max_imag": float(abs(lam.imag[k])), "mode": mode,
                      "adherence_use": float(use[i])})
     return pd.DataFrame(rows)
@@ -351,29 +371,29 @@ def stability_along(df, track, vehicle, every: int = 1, car: Optional[CarFunctio
 def replay(source, track, vehicle, *, feedback: Union[bool, dict] = False,
            tolerances: Optional[dict] = None, start: Optional[float] = None,
            basis: str = "s", s_end: Optional[float] = None, method: str = "RK45",
-           rtol: float = 1e-6, car: Optional[CarFunctions] = None,
-           explain: bool = True, initial_offset: Optional[dict] = None,
-           scheme: Optional[str] = None, interpolation: Optional[str] = None,
-           path_reference: Optional[str] = None,
-           track_step: Optional[float] = 0.25) -> ReplayReport:
+           rtol: float = 1e-6, car=None, explain: bool = True,
+           initial_offset: Optional[dict] = None, scheme: Optional[str] = None,
+           interpolation: Optional[str] = None, path_reference: Optional[str] = None,
+           track_step: Optional[float] = 0.25, model=None) -> ReplayReport:
     r"""Drive the simulation with the optimal controls of a solved sector and compare.
 
     Parameters
     ----------
-    source : pyomo model or pandas.DataFrame
-        A solved model from :func:`pyomo_lap.ocp.build.build_model` or its trajectory
+    source : pyomo model, pandas.DataFrame or SolvedTable
+        A solved model of any vehicle model with ``dynamics``
+        (:func:`pyomo_lap.ocp.build.build_model`) or its trajectory
         (:func:`pyomo_lap.results.table.trajectory_dataframe`, or ``trajectory.csv`` read with
         :func:`pyomo_lap.results.table.read_trajectory`).
     track : Track
         The track the model was built on.
-    vehicle : VehicleParameters
+    vehicle : VehicleParameters or RacecarParameters
     feedback : bool or dict
         False: open loop. True or a dict of :class:`~pyomo_lap.verify.simulate.PathFollowing`
         keyword arguments (``gain`` [rad/m], ``preview_time`` [s], ``preview_min`` [m],
         ``k_v`` [1/s]): steering feedback towards the optimal path.
     tolerances : dict, optional
         Per-state tolerances (default :data:`DEFAULT_TOLERANCES`; missing keys take the
-        default).
+        default; a state without one never parts).
     start : float, optional
         Track coordinate of the sector start [m] (default: ``s`` of the first point).
     basis : {'s', 't'}
@@ -381,7 +401,8 @@ def replay(source, track, vehicle, *, feedback: Union[bool, dict] = False,
     s_end : float, optional
         Stop there (default: the sector end).
     method, rtol : integrator settings (:func:`pyomo_lap.verify.simulate.simulate`).
-    car : CarFunctions, optional
+    car : ModelDynamics or CarFunctions, optional
+        The model's equations, if made already.
     explain : bool
         Compute the eigenvalues of the linearized dynamics around the parting point to say why.
     initial_offset : dict, optional
@@ -400,16 +421,16 @@ def replay(source, track, vehicle, *, feedback: Union[bool, dict] = False,
         With feedback: the reference path between the points. ``'polynomial'``: the states'
         collocation polynomials (through each element's start and collocation points, as the
         OCP has them; :func:`state_polynomials`); ``'linear'``: straight lines between the
-        points (before the option existed; with elements of 10-20 m their chords leave the
-        path by centimetres and the feedback steers towards them: on the default job the
-        steering correction's RMS was 4.7e-4 rad against 1.6e-4 rad, the largest lateral
-        deviation 2.5 cm against 1.4 cm). Default: ``'polynomial'`` with
-        ``interpolation='state'``, else ``'linear'``.
+        points (their chords leave the path by centimetres on elements of 10-20 m: on the
+        default job a steering correction's RMS of 4.7e-4 rad against 1.6e-4 rad). Default:
+        ``'polynomial'`` with ``interpolation='state'``, else ``'linear'``.
     track_step : float or None
         Grid step [m] on which the track is tabulated over the sector for the simulation
         (:class:`pyomo_lap.verify.simulate.TrackLookup`; errors of the order of 1e-9 of the
         track's own evaluation, about twice as fast a replay); None: the track's splines at
         every call.
+    model : str or VehicleModel, optional
+        A table's vehicle model (:meth:`SolvedTable.of`).
 
     Returns
     -------
@@ -418,26 +439,27 @@ def replay(source, track, vehicle, *, feedback: Union[bool, dict] = False,
     Raises
     ------
     ValueError
-        A trajectory without the needed columns.
+        A trajectory without the needed columns, a model without ``dynamics``.
     """
-    scheme, interpolation = _model_options(source, scheme, interpolation)
-    df = _trajectory(source)
-    tol = dict(DEFAULT_TOLERANCES)
-    tol.update(tolerances or {})
-    if start is None:
-        start = float(df["s"].iloc[0]) if "s" in df.columns else 0.0
-    car = car or car_functions(vehicle)
+    sol = SolvedTable.of(source, model=model, start=start, scheme=scheme,
+                         interpolation=interpolation)
+    dyn = sol.dynamics(vehicle) if car is None else as_dynamics(car)
+    df, start = sol.table, sol.start
+    tol = {**DEFAULT_TOLERANCES, **(tolerances or {})}
     s_ref = start + df["s_sector"].to_numpy(float)
-    ctl = _replay_controls(df, vehicle, start, s_ref, basis, feedback, scheme, interpolation,
-                           path_reference)
-    x0, z0 = _initial_state(df, start, initial_offset)
     s_stop = s_ref[-1] if s_end is None else float(s_end)
-    sim = _simulate_sector(df, track, vehicle, ctl, x0, z0, (s_ref[0], s_stop), method, rtol, car,
-                           track_step)
+    look = (TrackLookup(track, span=(s_ref[0] - 20.0, s_stop + 20.0), step=track_step)
+            if track_step is not None else TrackLookup(track))
+    ctl = _replay_controls(sol, dyn, vehicle, s_ref, basis, feedback, path_reference, look)
+    x0, z0 = _initial_state(sol, dyn, initial_offset)
+    t_span = float(df["t"].iloc[-1] - df["t"].iloc[0])
+    sim = simulate(track, vehicle, ctl, x0, t_end=df["t"].iloc[0] + 3.0 * t_span + 10.0,
+                   s_end=s_stop, z0=z0, method=method, rtol=rtol, car=dyn, track_lookup=look)
     use_fb = bool(feedback)
-    comp = _comparison(df, sim, s_ref, s_stop, ctl if use_fb else None)
-    first, maxdev, who, s_part, agree_s, agree_t = _parting(comp, tol)
-    reason = _explain(sim, comp, who, s_part, tol, df, track, vehicle, car, start, explain)
+    names = tuple(dyn.names)
+    comp = _comparison(df, sim, s_ref, s_stop, names, ctl if use_fb else None)
+    first, maxdev, who, s_part, agree_s, agree_t = _parting(comp, tol, names)
+    reason = _explain(sim, comp, who, s_part, tol, df, track, vehicle, dyn, start, explain)
     rep = ReplayReport(simulation=sim, comparison=comp, first_exceedance=first, tolerances=tol,
                        agree_until_s=agree_s, agree_until_t=agree_t, first_to_part=who,
                        max_deviation=maxdev, reason=reason, feedback=use_fb)
@@ -448,39 +470,15 @@ def replay(source, track, vehicle, *, feedback: Union[bool, dict] = False,
     return rep
 
 
-def _model_options(source, scheme, interpolation) -> tuple:
-    """``scheme`` and ``interpolation`` of :func:`replay`, a solved model's own where not
-    given (a table's stay as given)."""
-    if not isinstance(source, pd.DataFrame):
-        opts = source.problem.options
-        scheme = scheme or opts.scheme
-        if interpolation is None:
-            interpolation = ("constant" if opts.piecewise_constant_controls else
-                             "state" if getattr(opts, "control_form", "point") == "state"
-                             else "polynomial")
-    return scheme, interpolation
-
-
-def _simulate_sector(df, track, vehicle, ctl, x0, z0, span: tuple, method, rtol, car,
-                     track_step) -> SimulationResult:
-    """The simulation of :func:`replay` over ``span = (s_start, s_stop)`` [m], for at most
-    three times the optimum's time plus 10 s."""
-    s_start, s_stop = span
-    t_span = float(df["t"].iloc[-1] - df["t"].iloc[0])
-    look = None
-    if track_step is not None:
-        look = TrackLookup(track, span=(s_start - 20.0, s_stop + 20.0), step=track_step)
-    return simulate(track, vehicle, ctl, x0, t_end=df["t"].iloc[0] + 3.0 * t_span + 10.0,
-                    s_end=s_stop, z0=z0, method=method, rtol=rtol, car=car, track_lookup=look)
-
-
-def _replay_controls(df, vehicle, start: float, s_ref, basis, feedback, scheme, interpolation,
-                     path_reference):
+def _replay_controls(sol: SolvedTable, dyn, vehicle, s_ref, basis, feedback, path_reference,
+                     look):
     """The control law of :func:`replay`: the optimum's controls
     (:func:`pyomo_lap.verify.controls.controls_from_trajectory`), with ``feedback`` wrapped in
-    :class:`pyomo_lap.verify.simulate.PathFollowing` towards the optimal path."""
-    ctl = controls_from_trajectory(df, basis=basis, start=start, interpolation=interpolation or "auto",
-                                   scheme=scheme or "LAGRANGE-RADAU")
+    :class:`pyomo_lap.verify.simulate.PathFollowing` towards the optimal path (the model's
+    lateral offset and heading, ``dyn.path``)."""
+    df, interpolation, path = sol.table, sol.interpolation, dyn.path
+    ctl = controls_from_trajectory(df, basis=basis, start=sol.start, interpolation=interpolation,
+                                   scheme=sol.scheme, columns=dyn.controls)
     if path_reference is None:
         path_reference = "polynomial" if interpolation == "state" else "linear"
     if path_reference not in ("polynomial", "linear"):
@@ -489,41 +487,33 @@ def _replay_controls(df, vehicle, start: float, s_ref, basis, feedback, scheme, 
         return ctl
     opts = dict(feedback) if isinstance(feedback, dict) else {}
     if opts.get("k_v", 0) > 0:
-        opts.setdefault("v_ref", df["q1_dot"].to_numpy(float))
+        opts.setdefault("v_ref", df[path.speed].to_numpy(float))
     if path_reference == "polynomial":
-        path = state_polynomials(df, ("q2", "q3", "q1_dot"), start=start,
-                                 scheme=scheme or "LAGRANGE-RADAU").at
-        rates = state_polynomials(df, ("q3_dot", "q2_dot", "q2_dot"), start=start,
-                                  scheme=scheme or "LAGRANGE-RADAU").at
-
-        def reference(q1, _path=path, _rates=rates):
-            """q2, q3, q1_dot and q3_dot of the optimum at the track coordinate ``q1``."""
-            return tuple(_path(q1)) + (_rates(q1)[0],)
-        opts.setdefault("reference", reference)
-    return PathFollowing(ctl, s_ref, df["q2"].to_numpy(float), df["q3"].to_numpy(float),
-                         vehicle=vehicle, **opts)
+        opts.setdefault("reference", state_polynomials(
+            df, (path.lateral, path.heading, path.speed), start=sol.start, scheme=sol.scheme).at)
+    return PathFollowing(ctl, s_ref, df[path.lateral].to_numpy(float),
+                         df[path.heading].to_numpy(float), vehicle=vehicle, dynamics=dyn,
+                         track_lookup=look, **opts)
 
 
-def _initial_state(df, start: float, initial_offset: Optional[dict], n: int = 6) -> tuple:
-    """The optimum's first point as the simulation's initial state ``x0`` (2 n,) with
-    ``initial_offset`` added, and its algebraic variables ``z0``."""
-    r0 = df.iloc[0]
-    x0 = np.array([start] + [r0[f"q{k}"] for k in range(2, n + 1)] + [r0[f"q{k}_dot"] for k in range(1, n + 1)])
-    names0 = state_names(n)
+def _initial_state(sol: SolvedTable, dyn, initial_offset: Optional[dict]) -> tuple:
+    """The optimum's first point as the simulation's initial state ``x0`` (the model's state
+    in time) with ``initial_offset`` added, and its algebraic variables ``z0``."""
+    names0 = tuple(dyn.names)
+    x0 = np.r_[sol.start + float(sol.table["s_sector"].iloc[0]), sol.columns(names0[1:])[0]]
     for k, dv in (initial_offset or {}).items():
         if k not in names0[1:]:
             raise ValueError(f"initial_offset: unknown state {k!r}; expected one of {names0[1:]}")
         x0[names0.index(k)] += float(dv)
-    return x0, r0[list(ALGEBRAIC)].to_numpy(float)
+    return x0, sol.columns(dyn.algebraic)[0]
 
 
-def _comparison(df, sim: SimulationResult, s_ref, s_stop: float, feedback_law=None,
-                n: int = 6) -> pd.DataFrame:
+def _comparison(df, sim: SimulationResult, s_ref, s_stop: float, names: tuple,
+                feedback_law=None) -> pd.DataFrame:
     """:attr:`ReplayReport.comparison`: the optimum and the simulation at the optimum's
     points the simulation reached (with ``feedback_law``, its steering correction)."""
     keep = s_ref <= min(s_stop, sim.x[-1, 0]) + 1e-9
     xs = sim.at_s(s_ref[keep])
-    names = state_names(n)
     comp = {"s": s_ref[keep], "t_opt": df["t"].to_numpy(float)[keep]}
     for k, name in enumerate(names[1:], start=1):
         opt = df[name].to_numpy(float)[keep]
@@ -533,20 +523,21 @@ def _comparison(df, sim: SimulationResult, s_ref, s_stop: float, feedback_law=No
     comp["t_sim"] = xs[:, -1] - xs[0, -1] + df["t"].iloc[0]
     comp["t_dev"] = comp["t_sim"] - comp["t_opt"]
     if feedback_law is not None:
-        comp["steer_correction"] = np.array([feedback_law.correction(np.r_[xx[:2 * n]])
+        comp["steer_correction"] = np.array([feedback_law.correction(xx[:len(names)])
                                              if np.all(np.isfinite(xx)) else np.nan for xx in xs])
     return pd.DataFrame(comp)
 
 
-def _parting(comp: pd.DataFrame, tol: dict, n: int = 6) -> tuple:
+def _parting(comp: pd.DataFrame, tol: dict, names: tuple) -> tuple:
     """Where the replay leaves the optimum: ``(first_exceedance, max_deviation, first_to_part,
     s_part, agree_until_s, agree_until_t)`` (:class:`ReplayReport`; ``s_part`` NaN and
-    ``first_to_part`` None when every state stays within its tolerance)."""
+    ``first_to_part`` None when every state stays within its tolerance; a state without a
+    tolerance never parts)."""
     first, maxdev = {}, {}
-    for name in list(state_names(n)[1:]) + ["t"]:
+    for name in list(names[1:]) + ["t"]:
         d = np.abs(comp[f"{name}_dev"].to_numpy())
         maxdev[name] = float(np.nanmax(d)) if np.any(np.isfinite(d)) else float("nan")
-        over = np.flatnonzero(d > tol[name])
+        over = np.flatnonzero(d > tol.get(name, math.inf))
         first[name] = float(comp["s"].iloc[over[0]]) if len(over) else float("nan")
     parted = {k: v for k, v in first.items() if np.isfinite(v)}
     if parted:
@@ -584,7 +575,7 @@ def _explain(sim, comp, who, s_part, tol, df, track, vehicle, car, start, explai
     if explain:
         lo = max(0, i - 40)
         sub = df.iloc[lo:i + 1:4]
-        st = stability_along(sub, track, vehicle, car=car, start=start)
+        st = stability_along(sub, track, vehicle, car=car, start=start, model=car.model)
         k = int(np.argmax(st["max_real"].to_numpy()))
         lam = st["max_real"].iloc[k]
         use = st["adherence_use"].to_numpy()

@@ -20,14 +20,16 @@ could not be computed); the verdict of a result is the worst of its checks
     The distance the replay with steering feedback fell short of the sector end [m] (a spin,
     a stop, a wheel lift; :data:`REPLAY_SHORTFALL`).
 ``replay_lateral``
-    The largest lateral deviation :math:`|q_2 - q_2^*|` of that replay from the optimum, in
-    percent of the local track width (:data:`REPLAY_LATERAL`).
+    The largest lateral deviation :math:`|q_2 - q_2^*|` of that replay from the optimum (the
+    model's lateral offset, ``ModelDynamics.path``), in percent of the local track width
+    (:data:`REPLAY_LATERAL`).
 ``replay_time``
     The difference of its sector time from the optimum's, in percent of the sector time
     (:data:`REPLAY_TIME`).
 ``replay_steering``
     The largest steering correction the feedback needed, in percent of the car's steer limit
-    ``delta_max`` (:data:`REPLAY_STEERING`).
+    ``delta_max`` (a car without one, the racecar: of its steering scale, the wheelbase times
+    the sector's RMS curvature; ``ModelDynamics.steering_scale``; :data:`REPLAY_STEERING`).
 ``zigzags``
     The largest zig-zag count of a channel (:func:`pyomo_lap.verify.quality.channel_quality`,
     recomputed from the trajectory; :data:`ZIGZAGS`).
@@ -42,6 +44,13 @@ could not be computed); the verdict of a result is the worst of its checks
 ``power_limit``
     The largest excess of the drive power :math:`f_{xa} v_{3x}` over the power available at
     that speed :math:`P(v_{3x})`, in percent of ``P_max`` (:data:`POWER_LIMIT`).
+``<name>_limit``
+    The limits of a model's own equations (``ModelDynamics.limits``, :func:`limit_checks`:
+    the racecar's ``friction_limit`` and ``power_limit``), at the points and between them, in
+    percent over the limit (:data:`POWER_LIMIT`).
+
+Every check serves every vehicle model with ``dynamics`` through its ``VehicleModel``
+(:class:`pyomo_lap.verify.defects.SolvedTable`): no model is named here.
 
 Every threshold is dimensionless: a scaled defect, a count, or a fraction of the track's
 width, the sector's time or one of the car's scales (its steer limit, top speed, power); none
@@ -80,14 +89,10 @@ __all__ = ["make_check", "overall_verdict", "format_check", "VERDICTS",
            "POWER_LIMIT", "zigzag_limits",
            "THRESHOLDS", "SELF_CHECKS", "self_check", "fast_checks", "self_check_text",
            "thresholds_table", "docs_tables", "regularization_text", "lap_time_cost_text",
-           "interpolation_of", "VALIDATED_MODELS"]
+           "interpolation_of", "limit_checks", "replay_checks"]
 
 VERDICTS = ("pass", "warn", "fail")
 """The verdicts, from best to worst."""
-
-VALIDATED_MODELS = ("full", "racecar")
-"""The vehicle models whose results :func:`validate_results` checks: the full model, and
-dymos's racecar (:mod:`pyomo_lap.verify.racecar_checks`)."""
 
 DEFECT_MAX = (0.15, 0.3)
 """(warn above, fail above) of the largest scaled defect of an element [-]. The scaled defect
@@ -366,7 +371,33 @@ def _defect_checks(d, start: float = 0.0, length: Optional[float] = None) -> lis
                        f"{DEFECT_P95[0]:g}")]
 
 
-def _replay_checks(rf, df, s_end: float, delta_max: float, start: float = None) -> list:
+def replay_checks(rf, df, s_end: float, dynamics, start: Optional[float] = None) -> list:
+    """The checks of a replay with the path-following driver (:data:`REPLAY_SHORTFALL`,
+    :data:`REPLAY_LATERAL`, :data:`REPLAY_TIME`, :data:`REPLAY_STEERING`), for any model: its
+    lateral offset's deviation (``dynamics.path.lateral``) in % of the local track width, the
+    steering correction in % of the model's steering scale (``dynamics.steering_scale``: the
+    steer limit ``delta_max`` of a car on the chain; the racecar's wheelbase times the table's
+    RMS curvature).
+
+    Parameters
+    ----------
+    rf : SegmentReplays or ReplayReport
+        :func:`pyomo_lap.verify.replay.replay_segments` or :func:`pyomo_lap.verify.replay.replay`
+        with feedback.
+    df : DataFrame
+        The trajectory table (``s_sector``, ``t``, ``width_left``, ``width_right``, ``Omega_z``).
+    s_end : float
+        The sector's end on the track [m].
+    dynamics : ModelDynamics
+    start : float, optional
+        The sector's start on the track [m] (default from the table's ``s``).
+
+    Returns
+    -------
+    list of dict
+        :func:`make_check` records.
+    """
+    from .quality import rms_curvature
     c = rf.comparison
     sim = rf.simulation
     if hasattr(rf, "shortfall_m"):          # segments (replay_segments)
@@ -385,12 +416,14 @@ def _replay_checks(rf, df, s_end: float, delta_max: float, start: float = None) 
     ss = df["s_sector"].to_numpy(float)
     width = np.interp(c["s"].to_numpy(float) - s0, ss,
                       df["width_left"].to_numpy(float) + df["width_right"].to_numpy(float))
-    dev = np.abs(c["q2_dev"].to_numpy(float))
+    dev = np.abs(c[f"{dynamics.path.lateral}_dev"].to_numpy(float))
     rel = 100.0 * dev / width
-    k = int(np.nanargmax(rel)) if np.any(np.isfinite(rel)) else 0
-    out.append(make_check("replay_lateral", float(np.nanmax(rel)) if np.any(np.isfinite(rel)) else None,
-                          "% width", REPLAY_LATERAL,
-                          f"{dev[k]:.3f} m of {width[k]:.1f} m at s = {c['s'].iloc[k]:.0f} m"))
+    ok = np.any(np.isfinite(rel))
+    k = int(np.nanargmax(rel)) if ok else 0
+    out.append(make_check("replay_lateral", float(np.nanmax(rel)) if ok else None, "% width",
+                          REPLAY_LATERAL,
+                          f"{dev[k]:.3f} m of {width[k]:.1f} m at s = {c['s'].iloc[k]:.0f} m"
+                          if ok else "no point reached", at=float(c["s"].iloc[k]) if ok else None))
     if hasattr(rf, "time_dev_s"):
         t_opt = float(df["t"].iloc[-1] - df["t"].iloc[0])
         dt = rf.time_dev_s
@@ -403,12 +436,14 @@ def _replay_checks(rf, df, s_end: float, delta_max: float, start: float = None) 
                           REPLAY_TIME, what))
     corr = c["steer_correction"].to_numpy(float)
     k = int(np.nanargmax(np.abs(corr))) if np.any(np.isfinite(corr)) else 0
-    out.append(make_check("replay_steering", 100.0 * rf.steer_correction_max / delta_max,
-                          "% delta_max", REPLAY_STEERING,
-                          f"{math.degrees(rf.steer_correction_max):.3f} deg of "
-                          f"{math.degrees(delta_max):.1f} deg at s = {c['s'].iloc[k]:.0f} m; RMS "
+    scale = dynamics.steering_scale(rms_curvature(df))
+    words, unit = dynamics.steering
+    out.append(make_check("replay_steering", 100.0 * rf.steer_correction_max / scale, unit,
+                          REPLAY_STEERING,
+                          f"{math.degrees(rf.steer_correction_max):.3f} deg of {words} "
+                          f"{math.degrees(scale):.2f} deg at s = {c['s'].iloc[k]:.0f} m; RMS "
                           f"{math.degrees(rf.steer_correction_rms):.3f} deg",
-                          at=float(c['s'].iloc[k])))
+                          at=float(c['s'].iloc[k]) if len(c) else None))
     return out
 
 
@@ -454,7 +489,8 @@ def _speed_check(sc: dict) -> list:
 
 def _energy_checks(df, track, vehicle) -> list:
     """``energy_balance`` and ``power_limit`` (:func:`pyomo_lap.verify.energy_balance.energy_balance`);
-    none for a table or a car without what they need (the ``racecar`` model's)."""
+    none for a table or a car without what they need (the racecar's: its limits are its
+    model's, :func:`limit_checks`)."""
     from .energy_balance import energy_balance
     try:
         eb = energy_balance(df, vehicle, track)
@@ -469,9 +505,11 @@ def _energy_checks(df, track, vehicle) -> list:
                        at=eb["power_row_at"])]
 
 
-def _quality_checks(df, vehicle) -> tuple:
-    from .quality import channel_quality
-    q = channel_quality(df, vehicle)
+def _quality_checks(df, dynamics) -> tuple:
+    """The ``zigzags`` and ``speed_consistency`` checks of a table and its
+    :func:`pyomo_lap.verify.quality.model_quality`."""
+    from .quality import model_quality
+    q = model_quality(df, dynamics)
     return _zigzag_check(q, _table_length(df)) + _speed_check(q.get("speed_consistency")), q
 
 
@@ -482,68 +520,124 @@ def _table_length(df) -> float:
     return float(s.max() - s.min()) if len(s) else 0.0
 
 
-def fast_checks(df, track, vehicle, *, start: float, ncp: int, scheme: str = "LAGRANGE-RADAU",
-                interpolation: str = "auto", defects: bool = True, car=None,
-                quality: Optional[dict] = None) -> tuple:
-    """The checks of :data:`SELF_CHECKS` on a trajectory table.
+def limit_checks(solved, dynamics, track, defects=None, replay=None) -> list:
+    r"""The checks of the limits the model's equations must respect (``ModelDynamics.limits``:
+    the racecar's ``friction_limit``, the largest tyre force over its friction ellipse
+    :math:`\sqrt{c_{ij}} - 1`, and ``power_limit``, the power over ``P_max``): the largest share
+    of each at the table's points and, with ``defects``, at the Gauss points between them (the
+    collocation polynomials, :attr:`pyomo_lap.verify.defects.DefectReport.points`), in % over
+    the limit, judged by :data:`POWER_LIMIT` (the OCP's rows' tolerance). What the replay's
+    driver asks (``replay.limits``) is said, not judged: a plan that rides its limits leaves no
+    room for a driver's correction. None for a model whose limits its table's channels judge
+    (:func:`pyomo_lap.verify.energy_balance.energy_balance`).
 
     Parameters
     ----------
-    df : DataFrame
-        The trajectory table (:func:`pyomo_lap.results.table.trajectory_dataframe`).
+    solved : SolvedTable
+    dynamics : ModelDynamics
+    track : Track
+    defects : DefectReport, optional
+    replay : SegmentReplays, optional
+
+    Returns
+    -------
+    list of dict
+        ``<name>_limit`` :func:`make_check` records.
+    """
+    if not dynamics.limit_names:
+        return []
+    df = solved.table
+    x = solved.columns(dynamics.states)
+    at_points = dynamics.limits(solved.track_at_points(track), x, solved.columns(dynamics.controls),
+                                solved.columns(dynamics.algebraic))
+    s_pts = df["s_sector"].to_numpy(float)
+    out = []
+    for name, share in at_points.items():
+        s_all, v_all = s_pts, np.asarray(share, float)
+        if defects is not None and f"limit_{name}" in defects.points.columns:
+            s_all = np.r_[s_all, defects.points["s_sector"].to_numpy(float)]
+            v_all = np.r_[v_all, defects.points[f"limit_{name}"].to_numpy(float)]
+        i = int(np.nanargmax(v_all))
+        said = (replay.limits.get(name) if replay is not None and hasattr(replay, "limits")
+                else None)
+        detail = (f"the plan's largest share of its {name} limit, at its points and between "
+                  f"them: {v_all[i]:.4f} at s = {solved.start + s_all[i]:.0f} m"
+                  + (f"; along the replay (said, not judged) {said[0]:.4f} at s = {said[1]:.0f} m"
+                     if said else ""))
+        out.append(make_check(f"{name}_limit", 100.0 * (v_all[i] - 1.0), "% limit", POWER_LIMIT,
+                              detail, at=solved.start + float(s_all[i])))
+    return out
+
+
+def fast_checks(solved, track, vehicle, *, dynamics=None, defects=True,
+                quality: Optional[dict] = None) -> tuple:
+    """The checks of :data:`SELF_CHECKS` on a solved table, for every vehicle model: the
+    collocation defects, the speed consistency, the energy balance and the power row (from the
+    table's channels, where it has them), the model's own limits (:func:`limit_checks`).
+
+    Parameters
+    ----------
+    solved : SolvedTable
+        The table, its vehicle model and how it was collocated
+        (:class:`pyomo_lap.verify.defects.SolvedTable`).
     track, vehicle
         Those of the solve.
-    start : float
-        The sector's start on the track [m].
-    ncp, scheme, interpolation
-        Of the OCP (``interpolation``: :func:`interpolation_of`).
+    dynamics : ModelDynamics, optional
+        The model's equations for ``vehicle`` (default ``solved.dynamics(vehicle)``).
     defects : bool or DefectReport
-        The collocation defects too (the full model's; False for the other models); a
-        :class:`~pyomo_lap.verify.defects.DefectReport` of the same result (e.g. of its model,
-        which ``solve`` measured to decide on refining its mesh) is used as it is.
-    car : CarFunctions, optional
+        The collocation defects too; a :class:`~pyomo_lap.verify.defects.DefectReport` of the
+        same result (e.g. of its model, which ``solve`` measured to decide on refining its
+        mesh) is used as it is.
     quality : dict, optional
-        The table's :func:`pyomo_lap.verify.quality.channel_quality` (else computed).
+        The table's :func:`pyomo_lap.verify.quality.model_quality` (else computed).
 
     Returns
     -------
     (list of checks, DefectReport or None)
     """
     from .defects import collocation_defects
-    from .quality import channel_quality
+    from .quality import model_quality
+    dyn = dynamics if dynamics is not None else solved.dynamics(vehicle)
     checks, d = [], None
     if defects is not False and defects is not None:
         d = defects if not isinstance(defects, bool) else collocation_defects(
-            df, track, vehicle, ncp=ncp, scheme=scheme, start=start, car=car,
-            interpolation="state" if interpolation == "state" else "polynomial",
-            node_residuals=False)
-        checks += _defect_checks(d, start, track.length if track.closed else None)
-    q = quality if quality is not None else channel_quality(df, vehicle)
+            solved, track, vehicle, car=dyn, node_residuals=False)
+        checks += _defect_checks(d, solved.start, track.length if track.closed else None)
+    q = quality if quality is not None else model_quality(solved.table, dyn)
     checks += _speed_check(q.get("speed_consistency"))
-    checks += _energy_checks(df, track, vehicle)
+    checks += _energy_checks(solved.table, track, vehicle)
+    checks += limit_checks(solved, dyn, track, d)
     return checks, d
 
 
-def self_check(df, summary: Summary, track, vehicle, car=None, defects=None) -> dict:
+def self_check(df, vehicle_model, track, vehicle, *, start: float, ncp: int,
+               scheme: str = "LAGRANGE-RADAU", interpolation: str = "auto", car=None,
+               defects=None, quality: Optional[dict] = None) -> dict:
     """The fast checks of a solved result (:data:`SELF_CHECKS`, :func:`fast_checks`) and
-    their verdict, for ``summary.json``: what every successful solve runs on its result.
+    their verdict, for ``summary.json``: what every successful solve runs on its result, for
+    every vehicle model with ``dynamics``.
 
     Parameters
     ----------
     df : DataFrame
         The trajectory table.
-    summary : Summary
-        The result's summary (:class:`pyomo_lap.results.summary.Summary`: ``model``,
-        ``start_m``, ``ncp``, ``scheme``, ``ocp_options`` and, if computed,
-        ``channel_quality``): a solve's (:attr:`pyomo_lap.api.job.SectorResults.summary`), or
-        that of a model solved in a script (:func:`pyomo_lap.api.results.solve_summary`). A
-        dict of ``summary.json``'s keys is read as one
-        (:func:`pyomo_lap.results.summary.as_summary`).
+    vehicle_model : VehicleModel or str
+        The result's vehicle model (a key of :data:`pyomo_lap.ocp.build.VEHICLE_MODELS`).
     track, vehicle
         Those of the solve.
-    car : CarFunctions, optional
+    start : float
+        The sector's start on the track [m].
+    ncp : int
+        Collocation points per element.
+    scheme : {'LAGRANGE-RADAU', 'LAGRANGE-LEGENDRE'}
+    interpolation : {'state', 'auto', 'polynomial', 'constant'}
+        How the controls are taken between the points (:func:`interpolation_of`).
+    car : ModelDynamics or CarFunctions, optional
+        The model's equations for ``vehicle``, if made already.
     defects : DefectReport, optional
         The collocation defects of this result, if measured already (else measured here).
+    quality : dict, optional
+        The table's :func:`pyomo_lap.verify.quality.model_quality`, if computed already.
 
     Returns
     -------
@@ -551,74 +645,30 @@ def self_check(df, summary: Summary, track, vehicle, car=None, defects=None) -> 
         ``verdict`` (the worst), ``checks`` (``{name: {"value", "unit", "warn_above",
         "fail_above", "verdict", "detail", "at_m"}}``), ``not_run`` (``{name: why}``),
         ``wall_time_s``.
+
+    Raises
+    ------
+    ValueError
+        An unknown vehicle model, or a table without the model's columns.
     """
+    from ..ocp.record_model import as_dynamics
+    from .defects import SolvedTable
     t0 = time.perf_counter()
-    summary = as_summary(summary)
-    full = summary.model == "full"
-    if summary.model == "racecar":
-        checks = _racecar_fast_checks(df, summary, track, vehicle)
-    else:
-        start = summary.start_m if summary.start_m is not None else 0.0
-        checks, _ = fast_checks(df, track, vehicle, start=float(start),
-                                ncp=int(summary.ncp if summary.ncp is not None else 2),
-                                scheme=summary.scheme, interpolation=interpolation_of(summary),
-                                defects=(defects if defects is not None else True) if full
-                                else False,
-                                car=car, quality=summary.channel_quality)
+    solved = SolvedTable.of(df, model=vehicle_model, start=start, ncp=ncp, scheme=scheme,
+                            interpolation=interpolation)
+    checked = solved.model.dynamics is not None
+    checks = []
+    if checked:
+        dyn = solved.dynamics(vehicle) if car is None else as_dynamics(car)
+        checks = fast_checks(solved, track, vehicle, dynamics=dyn, quality=quality,
+                             defects=defects if defects is not None else True)[0]
     done = {c["name"] for c in checks}
-    not_run = {n: ("the defects are measured on the full model and the racecar"
-                   if n.startswith("defect") else "the table or the car lacks what it needs")
+    not_run = {n: (f"model {solved.model.name!r} has no dynamics" if not checked
+                   else "the table or the car lacks what it needs")
                for n in SELF_CHECKS if n not in done}
     return {"verdict": overall_verdict(checks) if checks else "not run",
             "checks": {c["name"]: {k: v for k, v in c.items() if k != "name"} for c in checks},
             "not_run": not_run, "wall_time_s": time.perf_counter() - t0}
-
-
-def _racecar_fast_checks(df, summary: Summary, track, p) -> list:
-    """The self-check of a racecar result (:mod:`pyomo_lap.verify.racecar_checks`): its
-    collocation defects, its speed consistency (``a_t = V_dot``) and the friction ellipses
-    and the power of the plan, as :func:`validate_results` judges them (no replay)."""
-    from .racecar_checks import racecar_channel_quality, racecar_defects
-    start = float(summary.start_m if summary.start_m is not None else df["s"].iloc[0])
-    interp = "state" if interpolation_of(summary) == "state" else "polynomial"
-    d = racecar_defects(df, track, p, start=start, scheme=summary.scheme,
-                        interpolation=interp, shooting=False)
-    checks = _defect_checks(d, start, track.length if track.closed else None)
-    checks += _speed_check(racecar_channel_quality(df, p).get("speed_consistency"))
-    return checks + _racecar_limit_checks(df, d, p, start)
-
-
-def _racecar_limit_checks(df, d, p, start: float, rf=None) -> list:
-    r"""``friction_limit`` (the largest tyre force over its friction ellipse,
-    :math:`\sqrt{c_{ij}} - 1`) and ``power_limit`` (the power over ``P_max``) of the plan: at
-    its points and at the Gauss points between them, from the collocation polynomials
-    (``d.points``, :func:`pyomo_lap.verify.racecar_checks.racecar_defects`), in % of the limit,
-    judged by :data:`POWER_LIMIT` as the full model's power row. What the replay's driver
-    asks of the tyres and the engine (``rf``) is said, not judged: a plan that rides its
-    friction ellipses leaves no room for a driver's correction, in this model whose tyre
-    forces follow the accelerations without a tyre characteristic to saturate them."""
-    from ..vehicle.racecar_equations import WHEELS
-    cols = [f"c_{w}" for w in WHEELS]
-    have = all(c in df.columns for c in cols + ["power"])      # the model's own values
-    c_pts = df[cols].to_numpy(float).max(axis=1) if have else np.zeros(0)
-    P_pts = df["power"].to_numpy(float) if have else np.zeros(0)
-    s_pts = df["s_sector"].to_numpy(float) if have else np.zeros(0)
-    c_all = np.r_[c_pts, d.points["c_max"].to_numpy(float)]
-    P_all = np.r_[P_pts, d.points["power"].to_numpy(float)]
-    s_all = np.r_[s_pts, d.points["s_sector"].to_numpy(float)]
-    i, j = int(np.argmax(c_all)), int(np.argmax(P_all))
-    replay_c = (f"; along the replay (said, not judged) c = {rf.c_max:.4f} at s = "
-                f"{rf.c_max_at:.0f} m" if rf is not None else "")
-    replay_P = (f"; along the replay (said, not judged) {rf.power_max / 1e3:.1f} kW at s = "
-                f"{rf.power_max_at:.0f} m" if rf is not None else "")
-    return [make_check("friction_limit", 100.0 * (math.sqrt(max(c_all[i], 0.0)) - 1.0), "% limit",
-                       POWER_LIMIT, f"the plan's largest tyre force over its friction ellipse, "
-                       f"at its points and between them: c = {c_all[i]:.4f} at s = "
-                       f"{start + s_all[i]:.0f} m" + replay_c, at=start + float(s_all[i])),
-            make_check("power_limit", 100.0 * (P_all[j] / p.P_max - 1.0), "% P_max", POWER_LIMIT,
-                       f"the plan's V S_all, at its points and between them: "
-                       f"{P_all[j] / 1e3:.1f} kW of {p.P_max / 1e3:.0f} kW at s = "
-                       f"{start + s_all[j]:.0f} m" + replay_P, at=start + float(s_all[j]))]
 
 
 def _short(name: str, c: dict) -> str:
