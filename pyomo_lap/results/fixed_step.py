@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from ..ocp.collocation import INTERPOLATION_KINDS, collocation_interpolate
+from ..ocp.transfer import state_names
 from .logger import LOGGER_CHANNELS
 from .table import track_coordinate
 
@@ -248,23 +249,14 @@ def fixed_step_table(df: pd.DataFrame, every: float, breaks, *, states: Iterable
     return table
 
 
-def variable_names(names: Iterable[str]) -> tuple:
-    """``(states, variables)`` from the names of a model's variable components (or the
-    ``var:<name>`` entries of a ``solution.npz``): the states are the names ``X`` with a
-    derivative ``dX_ds``, the variables the other names (derivatives excluded)."""
-    names = {n[4:] if n.startswith("var:") else n for n in names}
-    states = {n for n in names if f"d{n}_ds" in names}
-    derivs = {f"d{n}_ds" for n in states}
-    return states, names - states - derivs
-
-
 def model_variable_names(m) -> tuple:
-    """:func:`variable_names` of a built model (its ``Var`` and ``DerivativeVar`` components
-    indexed by the mesh ``m.s``)."""
-    import pyomo.environ as pyo
-    from pyomo.dae import DerivativeVar
-    return variable_names(c.local_name for c in m.component_objects((pyo.Var, DerivativeVar))
-                          if c.is_indexed() and c.index_set() is m.s)
+    """``(states, variables)`` of a built model: its states
+    (:func:`pyomo_lap.ocp.transfer.model_states`) and its other variables indexed by the mesh
+    ``m.s`` (the derivative variables left out)."""
+    from ..ocp.transfer import mesh_components, model_states
+    names = {c.local_name for c in mesh_components(m, descend_into=True)}
+    states = model_states(m)
+    return states, names - states - {f"d{n}_ds" for n in states}
 
 
 def model_fixed_step(m, df: pd.DataFrame, every: float) -> pd.DataFrame:
@@ -367,8 +359,8 @@ def folder_fixed_step(run, every: float) -> tuple:
     sol = run / SOLUTION_FILE
     if sol.is_file():
         with np.load(sol) as d:     # the variables with a value at every mesh point
-            states, variables = variable_names(k for k in d.files
-                                               if k != "s" and d[k].shape == d["s"].shape)
+            states, variables = state_names(k for k in d.files
+                                            if k != "s" and d[k].shape == d["s"].shape)
     else:
         from ..ocp.build import RATE_NAMES, STATE_NAMES
         from ..vehicle.car import ALGEBRAIC, CONTROLS

@@ -411,7 +411,7 @@ def load_solution(m, path) -> int:
                          f"{data['s'][-1] if data['s'].size else 0:.1f} m) differs from this "
                          f"model's ({s.size} points, {s[-1]:.1f} m): expected a solve of the same "
                          "track, sector and mesh")
-    from ..ocp.initialize import forget_multipliers
+    from ..util.suffixes import forget_multipliers
     forget_multipliers(m)              # a new start: the model's multipliers are not its
     n = 0
     for comp in m.component_objects(pyo.Var, descend_into=True):
