@@ -1,5 +1,6 @@
 """The results of a solve: the channel table of a solved model and reading a results folder
-(:mod:`.table`), the contents of the export's files (:mod:`.export`), the channel dictionary
+(:mod:`.table`), its columns at any points, the mesh rows' and a fixed step's
+(:mod:`.point_table`), the contents of the export's files (:mod:`.export`), the channel dictionary
 (:mod:`.channels`), the logger channels (:mod:`.logger`), the per-corner tables
 (:mod:`.corners`), the channels on a fixed distance step (:mod:`.fixed_step`). Imports the
 solvers layer and below.

@@ -23,6 +23,8 @@ import numpy as np
 import pandas as pd
 
 from . import channels as _channels
+from .point_table import (SPINE_RELATIVE, add_derived_channels, record_columns,  # noqa: F401
+                          record_dataframe, tangential_acceleration)
 from .export import (_SUMMARY_GROUPS, _TRACK_DATA_KEYS, WORKBOOK_UNITS_NOTE, _json_default,
                      _lists_sheet, _long_lists, _provenance_sheet, _sheet, _speed_chart, _unit_of,
                      _without_long_lists, _write_csv, _write_parquet, _write_rows,
@@ -37,7 +39,8 @@ __all__ = ["trajectory_dataframe", "UNITS", "write_results", "read_trajectory", 
            "solution_arrays", "load_solution", "SOLUTION_FILE", "MANIFEST", "read_manifest",
            "check_results_folder", "record_files", "output_lock", "OutputLock",
            "OutputBusyError", "FolderNotReplaceableError", "effective_solver_options",
-           "track_coordinate", "record_columns", "SPINE_RELATIVE"]
+           "track_coordinate", "record_columns", "SPINE_RELATIVE", "record_dataframe",
+           "add_derived_channels"]
 
 # the unit of every channel lives with its meaning in the channel dictionary (one table;
 # pyomo_lap.results.channels imports nothing from here, so the workbook can use it)
@@ -46,59 +49,20 @@ UNITS = _channels.UNITS
 :data:`pyomo_lap.results.channels.UNITS`, where the units are declared with the meanings)."""
 
 
-SPINE_RELATIVE = {"dx_vip": "x_vip", "dy_vip": "y_vip", "dz_vip": "z_vip"}
-"""Channels of a record given relative to the track's spine point (the record's track inputs
-hold no position), and the column of :func:`trajectory_dataframe` each becomes (the spine's
-position added)."""
-
-
-def record_columns(rec) -> tuple:
-    """The columns of :func:`trajectory_dataframe` that a record's channel group gives
-    (:attr:`pyomo_lap.ocp.point_rows.PointRows.channels`): one per channel, named as the
-    channel (:data:`SPINE_RELATIVE` renamed). Each needs an entry in the channel dictionary
-    (:data:`pyomo_lap.results.channels.CHANNELS`)."""
-    return tuple(SPINE_RELATIVE.get(k, k) for k in rec.channel_names)
-
-
 def _record_dataframe(m, progress=None) -> pd.DataFrame:
     """:func:`trajectory_dataframe` of a model whose rows are recorded with a channel group
     (the full model), all points at once: the record evaluated at the solution
     (:func:`pyomo_lap.ocp.point_functions.record_channels`, the car's parameters at the values
-    of ``m.vehicle``)."""
+    of ``m.vehicle``), made a table by :func:`record_dataframe`."""
     from ..ocp.point_functions import record_channels
-    tp = m.problem.track_points
-    sigma = sorted(m.s)
-    n = len(sigma)
+    n = len(m.s)
     if progress is not None:
         progress("evaluating the channels", 0, n)
-    elems = list(m.s.get_finite_elements())
-    out = record_channels(m)
-    ch = dict(out["channels"])
-    s_track = np.asarray(tp.s, dtype=float)
-    cols = {"s": s_track.copy(), "s_sector": np.asarray(sigma, dtype=float), "q1": s_track.copy()}
-    cols.update(out["values"])
-    cols.update(out["qdd"])
-    position = np.asarray(tp.position, dtype=float)
-    relative = {name: ch.pop(key) for key, name in SPINE_RELATIVE.items() if key in ch}
-    acc = {k: ch.pop(k) for k in ("a_x", "a_y", "a_z") if k in ch}
-    cols.update(ch)
-    if "v_3x" in ch and "v_3y" in ch:
-        cols["speed"] = np.hypot(ch["v_3x"], ch["v_3y"])
-        cols["speed_kmh"] = 3.6 * cols["speed"]
-    cols.update(acc)
-    cols.update({name: position[:, "xyz".index(name[0])] + x for name, x in relative.items()})
-    cols["x_spine"], cols["y_spine"], cols["z_spine"] = (position[:, k] for k in range(3))
-    cols["width_left"] = np.asarray(tp.width_left, dtype=float)
-    cols["width_right"] = np.asarray(tp.width_right, dtype=float)
-    omega = np.asarray(tp.omega, dtype=float)
-    cols["Omega_x"], cols["Omega_y"], cols["Omega_z"] = (omega[:, k] for k in range(3))
-    if out["load_residual_max"] is not None:
-        cols["load_residual_max"] = out["load_residual_max"]
-    cols["element"] = np.searchsorted(np.asarray(elems, dtype=float), np.asarray(sigma, dtype=float),
-                                      side="left").astype(np.int64)
+    df = record_dataframe(record_channels(m), m.problem.track_points, sorted(m.s),
+                          list(m.s.get_finite_elements()))
     if progress is not None:
         progress("evaluating the channels", n, n)
-    return pd.DataFrame(cols)
+    return df
 
 
 def trajectory_dataframe(m, progress=None) -> pd.DataFrame:
@@ -197,34 +161,22 @@ def _increasing_track_coordinate(m, df: pd.DataFrame) -> None:
 
 
 def _add_derived_channels(m, df: pd.DataFrame) -> None:
-    r"""Columns derived from others: the tangential acceleration ``a_t`` of O3 (along its
-    velocity, :func:`tangential_acceleration`), the logger channels
-    (:func:`pyomo_lap.results.logger.add_logger_channels`: throttle, brake, steering-wheel angle,
-    gear, engine speed, yaw rate, accelerations in g) and, when the controls
-    are states (``control_form = "state"``), their time rates ``<control>_rate``
-    :math:`= \dot q_1\, du/dq_1` [rad/s, N/s]."""
-    from .logger import add_logger_channels
-    if all(c in df.columns for c in ("v_3x", "v_3y", "a_x", "a_y")):
-        df["a_t"] = tangential_acceleration(df)
-    add_logger_channels(df, _car_of(m))
-    from ..ocp.integrals import energy_channels     # the energies' powers (docs/energy.md)
-    new = dict(energy_channels(df, _car_of(m)))
+    """:func:`add_derived_channels` of a solved model's table: its car as solved, its hybrid's
+    powers and battery (:func:`pyomo_lap.ocp.hybrid.hybrid_channels`) and, when the controls
+    are states, their derivatives ``m.d<control>_ds`` (the derivative at ``s = 0`` is not
+    collocated: the first collocation point's)."""
     from ..ocp.hybrid import hybrid_channels        # a car with [hybrid] (docs/energy.md)
-    for name, values in hybrid_channels(m).items():
-        new[name] = values if len(values) == len(df) else np.nan
     sigma = sorted(m.s)
+    slopes = {}
     for c in ("delta", "f_xa", "f_xb"):
         dv = m.component(f"d{c}_ds")
-        if dv is None or "q1_dot" not in df.columns:
-            continue
-        rate = np.array([dv[x].value if dv[x].value is not None else np.nan for x in sigma], dtype=float)
-        # the derivative at s = 0 is not collocated: the control's rate there is its value
-        # at the first collocation point
-        if len(rate) > 1:
-            rate[0] = rate[1]
-        new[f"{c}_rate"] = rate * df["q1_dot"].to_numpy(float)
-    if new:     # one block of columns, not one insert each (a fragmented frame is slow)
-        df[list(new)] = pd.DataFrame(new, index=df.index)
+        if dv is not None:
+            slope = np.array([dv[x].value if dv[x].value is not None else np.nan for x in sigma],
+                             dtype=float)
+            if len(slope) > 1:
+                slope[0] = slope[1]
+            slopes[c] = slope
+    add_derived_channels(df, _car_of(m), hybrid_channels(m), slopes)
 
 
 def _car_of(m):
@@ -786,11 +738,3 @@ def _write_replacing(path, write) -> Path:
     with _replacing(path) as tmp:
         write(tmp)
     return Path(path)
-
-
-def tangential_acceleration(df) -> np.ndarray:
-    """Acceleration of O3 along its velocity [m/s^2], :math:`(v_{3x} a_x + v_{3y} a_y)/|v|`
-    (``a_x``, ``a_y``: the acceleration of O3 in {B3} without gravity)."""
-    vx, vy = df["v_3x"].to_numpy(float), df["v_3y"].to_numpy(float)
-    ax, ay = df["a_x"].to_numpy(float), df["a_y"].to_numpy(float)
-    return (vx * ax + vy * ay) / np.maximum(np.hypot(vx, vy), 1e-9)
