@@ -2,6 +2,7 @@
 (:mod:`.table`), its columns at any points, the mesh rows' and a fixed step's
 (:mod:`.point_table`), the contents of the export's files (:mod:`.export`), the channel dictionary
 (:mod:`.channels`), the logger channels (:mod:`.logger`), the per-corner tables
-(:mod:`.corners`), the channels on a fixed distance step (:mod:`.fixed_step`). Imports the
+(:mod:`.corners`), the channels on a fixed distance step (:mod:`.fixed_step`), computed at its points
+(:mod:`.fixed_step_points`). Imports the
 solvers layer and below.
 """
