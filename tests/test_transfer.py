@@ -124,3 +124,31 @@ def test_arrays_of_a_solution_file():
     got = sol.at([1.0, 3.5])
     assert got["q2"] == pytest.approx([1.0, 12.25], abs=1e-12)
     assert math.isclose(got["dq2_ds"][1], 7.0, abs_tol=1e-12)
+
+
+@pytest.mark.unit
+def test_where_the_loop_fails_the_guess_stays_and_it_is_said():
+    """solve_loop_at keeps the interpolated algebraic values where the loop does not converge
+    (a stand-in car whose second point fails) and says where; the fixed step's console lines
+    name those rows."""
+    from types import SimpleNamespace
+
+    from pyomo_lap.ocp.transfer import solve_loop_at
+    from pyomo_lap.results.fixed_step import fixed_step_lines
+
+    class Car:
+        def solve_many(self, trk, q, qd, u, z0):
+            assert q.shape == (3, 2) and np.all(q[:, 0] == 0.0)     # q1 through the track only
+            return z0 + 1.0, np.zeros((3, 2)), np.array([True, False, True])
+
+    vm = SimpleNamespace(states=("q2",), rates=("q1_dot", "q2_dot"), controls=("f_xa",),
+                         algebraics=("f_11z",))
+    values = {"q2": np.zeros(3), "q1_dot": np.ones(3), "q2_dot": np.zeros(3),
+              "f_xa": np.zeros(3), "f_11z": np.array([10.0, 20.0, 30.0])}
+    z, _, ok = solve_loop_at(Car(), vm, values, np.zeros((3, 15)))
+    assert z["f_11z"].tolist() == [11.0, 20.0, 31.0] and ok.tolist() == [True, False, True]
+    lines = fixed_step_lines({"method": "computed", "points": 3, "algebraic_loop_failed": 1,
+                              "algebraic_loop_failed_at_m": [1.0], "rebuilt_s": 0.5})
+    assert any("rebuilt from the folder in 0.5 s" in x for x in lines)
+    assert any("did not converge at 1 of 3 rows" in x and "s_sector = 1 m" in x for x in lines)
+    assert fixed_step_lines({"method": "interpolated"}) and not fixed_step_lines({"method": "computed"})
