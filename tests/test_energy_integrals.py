@@ -68,6 +68,30 @@ def test_cli_refuses_a_bad_limit_in_one_line(tmp_path):
         assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.unit
+def test_the_powers_are_one_function_of_numbers_arrays_and_pyomo_expressions():
+    """energy_powers (pyomo_lap.vehicle.energy): the closed forms on numbers; the same numbers,
+    bit for bit, element by element of arrays and as Pyomo expressions of variables holding
+    them (the model's integrals and the table's columns are that one function); drag in one
+    form, -f_drag v with f_drag = -Cx q S."""
+    from pyomo_lap.vehicle.energy import energy_powers
+    v, fa, fb, Cx, qS, fy, alpha, eta = 30.0, 400.0, -250.0, 1.2, 540.0, 900.0, 0.02, 0.9
+    p = energy_powers(v, f_xa=fa, f_xb=fb, f_drag=-Cx * qS, tyres={"fl": (fy, alpha)},
+                      drivetrain_efficiency=eta)
+    assert list(p) == ["traction", "engine", "braking", "drag", "tyre_fl"]
+    assert p == {"traction": 12000.0, "engine": 12000.0 / eta, "braking": 7500.0,
+                 "drag": Cx * qS * v, "tyre_fl": fy * alpha * v}
+    arr = energy_powers(np.array([v, 2 * v]), f_xa=np.array([fa, fa]), f_xb=np.array([fb, 0.0]))
+    assert arr["traction"].tolist() == [12000.0, 24000.0] and arr["braking"][1] == 0.0
+    m = pyo.ConcreteModel()
+    m.v, m.fa, m.fb, m.fy, m.al = (pyo.Var(initialize=x) for x in (v, fa, fb, fy, alpha))
+    m.Cx, m.q = pyo.Var(initialize=Cx), pyo.Var(initialize=qS)
+    e = energy_powers(m.v, f_xa=m.fa, f_xb=m.fb, f_drag=-m.Cx * m.q, tyres={"fl": (m.fy, m.al)},
+                      drivetrain_efficiency=eta)
+    assert {k: pyo.value(x) for k, x in e.items()} == p
+    assert energy_powers(v) == {} and energy_powers(v, f_xb=fb) == {"braking": 7500.0}
+
+
 # ---------------------------------------------------------------------------- quadrature
 @pytest.mark.component
 @pytest.mark.parametrize("scheme, ncp", [("LAGRANGE-RADAU", 3), ("LAGRANGE-LEGENDRE", 2)])

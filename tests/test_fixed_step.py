@@ -97,20 +97,27 @@ def test_the_grid_and_the_track_coordinate_in_closed_form():
 
 @pytest.mark.component
 def test_a_solved_sectors_speed_is_its_polynomial_between_the_mesh_points():
-    """Nordschleife 1200-1360 m (Radau, ncp 3): on a 0.1 m step the forward speed v_3x at the
-    mesh points is the mesh's; between them it differs from straight lines (it is the
-    polynomial); within each element it stays within the bound of Lagrange interpolation
-    through the element's points (the Lebesgue constant, computed here); the speed is
-    sqrt(v_3x^2 + v_3y^2) on every row (computed again, not interpolated); the time increases."""
+    """Nordschleife 1200-1360 m (Radau, ncp 3): on a 0.1 m step the speed along the track
+    q1_dot (a state) and the forward speed v_3x (computed from the states) at the mesh points
+    are the mesh's; between them q1_dot differs from straight lines (it is the polynomial) and
+    within each element stays within the bound of Lagrange interpolation through the
+    element's points (the Lebesgue constant, computed here); the speed is sqrt(v_3x^2 + v_3y^2)
+    on every row (computed, not interpolated); the rows were computed with the algebraic loop
+    solved at every one; the time increases."""
     from _solved_sector import solved
 
     from pyomo_lap.results.fixed_step import model_fixed_step
     _, _, m, _, df = solved()
     fx = model_fixed_step(m, df, 0.1)
+    info = fx.attrs["fixed_step"]
+    assert info["method"] == "computed" and info["algebraic_loop_failed"] == 0
     np.testing.assert_allclose(fx["speed"], np.sqrt(fx["v_3x"] ** 2 + fx["v_3y"] ** 2),
                                rtol=1e-14, atol=0)
-    nodes, v = df["s_sector"].to_numpy(), df["v_3x"].to_numpy()
-    g, vi = fx["s_sector"].to_numpy(), fx["v_3x"].to_numpy()
+    on_mesh = np.isin(np.round(fx["s_sector"], 9), np.round(df["s_sector"], 9))
+    np.testing.assert_array_equal(fx["v_3x"][on_mesh], df["v_3x"][np.isin(
+        np.round(df["s_sector"], 9), np.round(fx["s_sector"][on_mesh], 9))])
+    nodes, v = df["s_sector"].to_numpy(), df["q1_dot"].to_numpy()
+    g, vi = fx["s_sector"].to_numpy(), fx["q1_dot"].to_numpy()
     assert np.all(np.diff(fx["t"]) > 0) and np.all(np.diff(fx["s"]) > 0)
     on = np.isin(np.round(g, 9), np.round(nodes, 9))
     assert on.sum() >= 17                          # the element boundaries, every 10 m
@@ -258,3 +265,60 @@ def test_throttle_and_brake_of_a_solved_sector_stay_within_0_and_100_percent_on_
         limited = (table["f_xa"] * table["v_3x"] >= 0.999 * p.P_max).to_numpy()
         assert limited.sum() >= 10
         assert (table["throttle"][limited] >= 99.9).all()
+
+
+def _car_file(name):
+    import tomllib
+
+    from pyomo_lap.vehicle.car import models_dir
+    return tomllib.loads((models_dir() / f"{name}.toml").read_text())
+
+
+def _element_starts(mesh):
+    """Per mesh element j >= 1: its rows and the row of its start (the last row of j - 1)."""
+    el = mesh["element"].to_numpy()
+    return {j: np.r_[np.flatnonzero(el == j - 1)[-1], np.flatnonzero(el == j)]
+            for j in range(1, el.max() + 1)}
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("car", ["f1_2014_hybrid", "f1_2014"])
+def test_every_row_on_the_step_keeps_the_bounds_the_solvers_rows_keep(car, tmp_path):
+    """`solve --every 1` of Monza 400-700 m (full power on the straight, then braking into the
+    first chicane: the hybrid harvests there) and `export --every 1` of it. On every row of
+    both: the drive force f_xa >= 0 and the braking force f_xb <= 0 (within 1 N), the steer
+    within the car file's delta_max; for the hybrid the powers within the car file's [hybrid]
+    limits (within 1 W) and the harvest within the rear brakes' power -(1 - brake_ratio) f_xb
+    v_3x; throttle and brake never both above 1 % in an element whose mesh rows (its start
+    and its points) never have both; the rows at the mesh points are the mesh rows."""
+    from pyomo_lap.cli import main
+    from pyomo_lap.results.table import read_trajectory
+    run = _solve(["--vehicle", car, "--track", "monza", "--start", "400", "--length", "300",
+                  "--ocp-option", "element_length=10", "--every", "1"], tmp_path / "every")
+    r = CliRunner().invoke(main, ["export", str(run), "--every", "1"])
+    assert r.exit_code == 0, r.output
+    spec = _car_file(car)
+    mesh = read_trajectory(run, mesh=True)
+    starts = _element_starts(mesh)
+    both = (mesh["throttle"] > 1.0) & (mesh["brake"] > 1.0)
+    pedals = {j: both.to_numpy()[rows].any() for j, rows in starts.items()}
+    assert (mesh["brake"] > 50).sum() >= 3 and (mesh["throttle"] >= 99.99).sum() >= 3
+    for table in (read_trajectory(run), read_trajectory(run / "export_every_1m")):
+        assert len(table) == 301
+        assert table["f_xa"].min() >= -1.0 and table["f_xb"].max() <= 1.0
+        assert table["delta"].abs().max() <= spec["steering"]["delta_max"] + 1e-9
+        if "hybrid" in spec:
+            h, kb = spec["hybrid"], spec["powertrain"]["brake_ratio"]
+            assert table["power_harvest"].max() <= h["harvest_power_max"] + 1.0
+            assert table["power_deploy"].between(-1.0, h["deploy_power_max"] + 1.0).all()
+            rear = -(1.0 - kb) * table["f_xb"] * table["v_3x"]
+            assert (table["power_harvest"] <= rear + 1.0).all()
+            assert table["harvest"].max() > 1.0         # harvesting, its own channel
+        overlap = (table["throttle"] > 1.0) & (table["brake"] > 1.0)
+        assert all(pedals[j] for j in table["element"][overlap]), \
+            table.loc[overlap, ["s_sector", "throttle", "brake"]]
+        at = np.isin(np.round(table["s_sector"], 9), np.round(mesh["s_sector"], 9))
+        assert at.sum() >= 30
+        rows = mesh.set_index(np.round(mesh["s_sector"], 9)).loc[np.round(table["s_sector"][at], 9)]
+        pd.testing.assert_frame_equal(table[at].reset_index(drop=True),
+                                      rows.reset_index(drop=True)[table.columns], check_exact=True)

@@ -102,8 +102,30 @@ def test_throttle_and_brake_against_their_references():
 
 
 @pytest.mark.unit
+def test_the_brake_is_the_friction_brakes_and_the_harvest_its_own_channel():
+    """A hybrid braking at 50 m/s with f_xb = -3000 N while its generator harvests 60 kW
+    (1200 N at the wheels): brake = the friction brakes' 1800 N, harvest the generator's
+    1200 N, each over the friction limit (mu_x0/mu_y0) sum D; together the whole braking. At
+    full throttle with harvest (f_xa > 0): the throttle is not touched. A car without a
+    harvest column has no harvest channel, its brake the whole -f_xb."""
+    p = load_vehicle("f1_2014_hybrid")
+    D = 4000.0
+    limit = 4 * D * p.mu_x0 / p.mu_y0
+    df = pd.DataFrame({"f_xa": [0.0, 5000.0], "f_xb": [-3000.0, -1000.0], "v_3x": [50.0, 50.0],
+                       "power_harvest": [60e3, 20e3],
+                       **{f"D_{w}": [D, D] for w in ("11", "12", "21", "22")}})
+    out = add_logger_channels(df.copy(), p)
+    assert out["brake"].tolist() == pytest.approx([100 * 1800 / limit, 100 * 600 / limit], rel=1e-12)
+    assert out["harvest"].tolist() == pytest.approx([100 * 1200 / limit, 100 * 400 / limit], rel=1e-12)
+    assert (out["brake"] + out["harvest"]).tolist() == pytest.approx(
+        [100 * 3000 / limit, 100 * 1000 / limit], rel=1e-12)
+    plain = add_logger_channels(df.drop(columns="power_harvest"), p)
+    assert "harvest" not in plain and plain["brake"][0] == pytest.approx(100 * 3000 / limit)
+
+
+@pytest.mark.unit
 def test_every_logger_channel_has_its_entry_and_unit():
-    units = {"throttle": "%", "brake": "%", "steering_wheel_angle": "deg", "gear": "-",
+    units = {"throttle": "%", "brake": "%", "harvest": "%", "steering_wheel_angle": "deg", "gear": "-",
              "engine_speed": "rpm", "yaw_rate": "deg/s", "a_x_g": "g", "a_y_g": "g", "a_z_g": "g"}
     assert set(LOGGER_CHANNELS) == set(units)
     for name, unit in units.items():

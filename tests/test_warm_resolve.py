@@ -38,13 +38,18 @@ def test_the_start_multipliers_are_ipopts_of_the_closed_form_optimum():
 
 @pytest.mark.unit
 def test_the_solver_and_the_initial_guesses_forget_the_same_multipliers():
-    """The solvers' layer names the start-multiplier suffixes itself (it imports nothing of
-    the ocp layer): the same names as the initial guesses empty; after an optimal solve they
-    hold multipliers, and either layer's forget_multipliers empties them all."""
-    from pyomo_lap.ocp import initialize as ocp_init
+    """The start-multiplier suffixes and their forgetting live in one place
+    (pyomo_lap.util.suffixes, below both layers): the solvers' warm re-solves and the moves of
+    a solution use the very same objects; after an optimal solve the suffixes hold
+    multipliers, and forget_multipliers empties them all."""
+    from pyomo_lap.ocp import transfer
     from pyomo_lap.solvers import warm_start as ws
-    assert ws.START_MULTIPLIER_SUFFIXES == ocp_init.START_MULTIPLIER_SUFFIXES
-    for forget in (ws.forget_multipliers, ocp_init.forget_multipliers):
+    from pyomo_lap.util import suffixes
+    for mod in (ws, transfer):
+        assert mod.START_MULTIPLIER_SUFFIXES is suffixes.START_MULTIPLIER_SUFFIXES
+        assert mod.forget_multipliers is suffixes.forget_multipliers
+    assert suffixes.START_MULTIPLIER_SUFFIXES == ("dual", "ipopt_zL_in", "ipopt_zU_in")
+    for forget in (suffixes.forget_multipliers,):
         m = pyo.ConcreteModel()
         m.x = pyo.Var(bounds=(1.0, None), initialize=3.0)
         m.row = pyo.Constraint(expr=m.x ** 2 >= 2.0)

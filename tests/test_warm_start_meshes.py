@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from pyomo_lap import load_vehicle, solve_sector
-from pyomo_lap.api.warm_start import interpolate_solution
+from pyomo_lap.api.warm_start import solution_at_positions
 
 QUIET = {"echo": lambda *_: None, "progress": lambda *_: None}
 SECTOR = {"start": 1500.0, "length": 250.0, **QUIET}     # a braking zone and a corner
@@ -47,7 +47,7 @@ def test_values_on_another_mesh_are_the_collocation_polynomials():
     other elements and another ncp; an overlapping sector is covered where it overlaps."""
     src = _source(start=100.0, length=200.0, nfe=7)
     x = 150.0 + _radau_mesh(np.linspace(0.0, 200.0, 12), ncp=3)   # 150 .. 350 m
-    out = interpolate_solution(src, x)
+    out = solution_at_positions(src, x)
     u = x - 100.0
     cov = out["covered"]
     assert cov.tolist() == (u <= 200.0 + 1e-9).tolist() and 0 < cov.sum() < len(x)
@@ -64,12 +64,12 @@ def test_a_closed_lap_covers_every_position_and_its_time_wraps():
     the line (t = (x mod 1000) / 20 + 50 turns)."""
     src = _source(start=0.0, length=1000.0, nfe=20, periodic=True)
     x = np.linspace(900.0, 1100.0, 41)
-    out = interpolate_solution(src, x, track_length=1000.0)
+    out = solution_at_positions(src, x, track_length=1000.0)
     assert out["covered"].all()
     expected = np.where(x < 1000.0, x / 20.0, 50.0 + (x - 1000.0) / 20.0)
     np.testing.assert_allclose(out["values"]["t"], expected, atol=1e-9)
     # an open sector of the same closed track crossing the line: the part past it covered
-    part = interpolate_solution(_source(start=0.0, length=300.0, nfe=6), x, track_length=1000.0)
+    part = solution_at_positions(_source(start=0.0, length=300.0, nfe=6), x, track_length=1000.0)
     assert part["covered"].tolist() == (x >= 1000.0 - 1e-9).tolist()
 
 

@@ -148,8 +148,8 @@ _EVERY = FiniteFloat(0.0, True, "a finite step > 0 m, at most the sector's lengt
 
 _EVERY_TEXT = ("write the channels every EVERY metres of the sector [m] (None: one row per point "
                "of the solver's mesh): trajectory.csv, .parquet and the workbook's channels on 0, "
-               "EVERY, 2 EVERY, ... and the sector's end, read from the collocation polynomials "
-               "(docs/fixed_step.md); the mesh rows in trajectory_mesh.csv "
+               "EVERY, 2 EVERY, ... and the sector's end, computed there from the collocation "
+               "polynomials (docs/fixed_step.md); the mesh rows in trajectory_mesh.csv "
                "and .parquet")
 """The job option ``every``: its domain and description (:data:`SOLVE_CONFIG`)."""
 

@@ -7,8 +7,8 @@ tol 1e-7) IPOPT stalled for hundreds of iterations with its barrier parameter st
 and the fine mesh starts there: its solve is the last few digits only.
 
 :func:`interpolate_solution` carries a solved model onto another mesh of the same sector
-with the collocation polynomials (:func:`pyomo_lap.ocp.collocation.collocation_interpolate`
-reads them):
+with the collocation polynomials (:func:`pyomo_lap.ocp.transfer.transfer_solution`, the one
+home of every move of a solution):
 
 * the states (the variables with a derivative ``d<name>_ds``, and the controls when they are
   states: ``control_form = "state"``) by the polynomial through each old element's start and
@@ -25,17 +25,17 @@ reads them):
 ``mesh_continuation`` (:func:`pyomo_lap.solve_sector`, ``pyomo-lap solve``) decides when
 (docs/solvers.md, "Mesh continuation").
 
-Layer: api (imports numpy, Pyomo, :mod:`pyomo_lap.results.fixed_step`, the clipping of
-:mod:`pyomo_lap.ocp.initialize` and the barrier parameter of :mod:`pyomo_lap.solvers.warm_start`).
+Layer: api (imports numpy, Pyomo, the moves of :mod:`pyomo_lap.ocp.transfer` and the barrier
+parameter of :mod:`pyomo_lap.solvers.warm_start`).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import Optional
 
 import numpy as np
 
-from ..ocp.collocation import collocation_interpolate
+from ..ocp.transfer import Solution, check_same_sector, model_states, transfer_solution
 from ..solvers.warm_start import PRIMAL_START_MU_INIT
 
 __all__ = ["interpolate_solution", "continuation_meshes", "stage_element_lengths",
@@ -59,29 +59,13 @@ push of 1e-8 or 1e-5 changed nothing (14 iterations, ``fsae``) or added three (2
 ``f1_2014``)."""
 
 
-def _sorted_points(m) -> tuple:
-    return (np.array(sorted(float(s) for s in m.s)),
-            np.array(sorted(float(s) for s in m.s.get_finite_elements())))
-
-
-def _state_like(m) -> set:
-    """Names of the variables of ``m`` indexed by ``m.s`` that its collocation treats as
-    states: those with a derivative ``d<name>_ds``, and the controls made polynomials per
-    element with continuous rates (the racecar's ``control_form = "state"``:
-    ``m.control_rate_continuity``)."""
-    import pyomo.environ as pyo
-    from pyomo.dae import DerivativeVar
-    names = {c.local_name for c in m.component_objects((pyo.Var, DerivativeVar))
-             if c.is_indexed() and c.index_set() is m.s}
-    states = {n for n in names if f"d{n}_ds" in names}
-    if m.component("control_rate_continuity") is not None:
-        states |= set(m.problem.vehicle_model.controls) & names
-    return states
-
-
 def interpolate_solution(new, old) -> dict:
     """Set the variables of ``new`` from the solved model ``old`` of the same sector on
-    another mesh, by ``old``'s collocation polynomials (module docstring).
+    another mesh, by ``old``'s collocation polynomials (module docstring): the states shared as
+    states by both models (:func:`pyomo_lap.ocp.transfer.model_states`) with their derivative
+    variables by the polynomials' derivatives, every other variable through the collocation
+    points, clipped to the bounds (:func:`pyomo_lap.ocp.transfer.transfer_solution`, the one
+    home of such moves; this name is kept for scripts).
 
     Parameters
     ----------
@@ -99,50 +83,12 @@ def interpolate_solution(new, old) -> dict:
     ValueError
         The two models differ in sector, scheme or vehicle model (one line naming both).
     """
-    import pyomo.environ as pyo
-    from pyomo.dae import DerivativeVar
-    po, pn = old.problem, new.problem
-    for what, a, b in (("sector start [m]", po.options.start, pn.options.start),
-                       ("sector length [m]", po.sector_length, pn.sector_length)):
-        if abs(float(a) - float(b)) > 1e-9 * max(1.0, abs(float(a))):
-            raise ValueError(f"interpolate_solution: {what} {b!r} of the new model, {a!r} of the "
-                             "solved one: expected the same sector")
-    scheme = str(po.options.scheme).upper()
-    if str(pn.options.scheme).upper() != scheme or po.vehicle_model.name != pn.vehicle_model.name:
-        raise ValueError(f"interpolate_solution: scheme {pn.options.scheme!r}, model "
-                         f"{pn.vehicle_model.name!r} of the new model, {po.options.scheme!r}, "
-                         f"{po.vehicle_model.name!r} of the solved one: expected the same")
-    so, fe = _sorted_points(old)
-    sn, _ = _sorted_points(new)
-    states = _state_like(old) & _state_like(new)
-    comps = [c for c in old.component_objects((pyo.Var, DerivativeVar), descend_into=False)
-             if c.is_indexed() and c.index_set() is old.s and new.component(c.local_name) is not None]
-    values = {c.local_name: np.array([np.nan if c[s].value is None else float(c[s].value)
-                                      for s in sorted(old.s)]) for c in comps}
-    out = {}
-    names = sorted(n for n in states if n in values)
-    if names:
-        val, der = collocation_interpolate(fe, so, np.column_stack([values[n] for n in names]), sn,
-                                           kind="state", scheme=scheme, derivative=True)
-        for k, n in enumerate(names):
-            out[n] = val[:, k]
-            if f"d{n}_ds" in values:
-                out[f"d{n}_ds"] = der[:, k]
-    derivs = {f"d{n}_ds" for n in states}
-    rest = [n for n in values if n not in states and n not in derivs]
-    if rest:
-        val = collocation_interpolate(fe, so, np.column_stack([values[n] for n in rest]), sn,
-                                      kind="algebraic", scheme=scheme)
-        out.update({n: val[:, k] for k, n in enumerate(rest)})
-    return {"variables": _set_values(new, out, sn)}
-
-
-def _set_values(m, values: dict, points) -> int:
-    """Write ``values[name]`` (one per point of ``points``, the sorted ``m.s``) into the free
-    variables of ``m``, clipped to their bounds; NaN left alone. The count set."""
-    from ..ocp.initialize import set_within_bounds
-    return sum(set_within_bounds((m.component(name)[s], v) for s, v in zip(points, vals))
-               for name, vals in values.items())
+    check_same_sector(new, old)
+    sol = Solution.from_model(old)
+    states = sol.states & model_states(new)
+    sol = dataclasses.replace(sol, states=frozenset(states))
+    names = sorted(states) + [n for n in sol.values if n not in states]
+    return {"variables": transfer_solution(new, sol, names=names)["variables"]}
 
 
 def continuation_meshes(boundaries, min_elements: int, coarsening: int = COARSENING) -> list:

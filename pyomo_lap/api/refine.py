@@ -12,7 +12,9 @@ from typing import Optional
 import numpy as np
 
 from ..solvers.warm_start import WARM_START_IPOPT_OPTIONS
-from ..verify.defects import DefectReport, collocation_defects, initialize_from_collocation
+from ..ocp.point_functions import CarFunctions, record_of
+from ..ocp.transfer import Solution, transfer_solution
+from ..verify.defects import DefectReport, collocation_defects
 from .config import WARM_START_MU_INIT
 from .results import model_size
 from .state import Job
@@ -204,8 +206,11 @@ def refine_mesh(m, tol: Optional[float] = None, *, defects: Optional[DefectRepor
     :math:`k_j = \min(\text{max\_split}, \max(2, \lceil (\varepsilon_j/tol)^{1/(n_{cp}+1)}\rceil))`
     equal parts (the local error of a degree-:math:`n_{cp}` polynomial falls as
     :math:`h^{n_{cp}+1}`). The new model has the same options; it is initialized from the
-    solved one's collocation polynomials (:func:`initialize_from_collocation`; for
-    Legendre, linear interpolation, :func:`pyomo_lap.ocp.initialize.initialize_from_solution`)
+    solved one's collocation polynomials (:func:`pyomo_lap.ocp.transfer.transfer_solution`:
+    states and their derivative variables from the old polynomials, so that on a split element
+    the new collocation equations hold exactly and the dynamics residual at the new points is
+    the old solution's defect, a derivative on an old element boundary from the element that
+    ends there; controls within their bounds; the algebraic loop solved at every new point)
     and solved with :data:`WARM_START_IPOPT_OPTIONS`.
 
     Parameters
@@ -239,7 +244,6 @@ def refine_mesh(m, tol: Optional[float] = None, *, defects: Optional[DefectRepor
     """
     import pyomo.environ as pyo
 
-    from ..ocp.initialize import initialize_from_solution
     from ..ocp.build import build_model
     from ..solvers.solve import solve_model
 
@@ -272,10 +276,8 @@ def refine_mesh(m, tol: Optional[float] = None, *, defects: Optional[DefectRepor
     opts = {k: m.problem.options[k] for k in m.problem.options}
     opts["element_boundaries"] = tuple(bounds)
     new = build_model(m.problem.track, m.vehicle.built_for, **opts)
-    if m.problem.options.scheme == "LAGRANGE-RADAU":
-        initialize_from_collocation(new, m)
-    else:
-        initialize_from_solution(new, m)
+    transfer_solution(new, Solution.from_model(m), boundary="end", solve_loop=True,
+                      car=CarFunctions(record_of(m), m.vehicle.built_for, m.problem.vehicle_model))
     lap_before = float(pyo.value(m.lap_time))
     rep, after, lap_after = None, None, float("nan")
     if solve:

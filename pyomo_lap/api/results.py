@@ -443,9 +443,13 @@ def _fixed_step(job: Job, df) -> tuple:
     every = job.cfg.every
     if every is None or not job.rep.ok:
         return df, None
-    from ..results.fixed_step import model_fixed_step
+    from ..results.fixed_step import fixed_step_lines, model_fixed_step
     job.summary.trajectory_step_m = float(every)
-    return model_fixed_step(job.m, df, every), df
+    table = model_fixed_step(job.m, df, every)
+    job.summary.fixed_step = dict(table.attrs.get("fixed_step") or {})
+    for line in fixed_step_lines(job.summary.fixed_step):
+        job.echo(line)
+    return table, df
 
 
 def _regularization(job: Job, summary: Summary) -> None:

@@ -2,9 +2,10 @@ r"""A solution moved onto another model's mesh: the warm start from a results fo
 
 A solve of the same track can start from an earlier result (``pyomo-lap solve --warm-start
 RUN``, the job option ``warm_start_from``) even when the two differ in the mesh, the sector or
-the car. :func:`interpolate_solution` takes the earlier solution (a solved model, or a
-``solution.npz`` with its ``summary.json``: :func:`read_source`) and gives its values at
-another model's mesh points, matched by the **absolute track position** ``start + s``:
+the car. This module reads the folder (:func:`read_source`: its ``solution.npz`` and
+``summary.json``); :func:`solution_at_positions` gives the earlier solution's values (a
+:class:`pyomo_lap.ocp.transfer.Solution`, the one home of the moves of a solution) at another
+model's mesh points, matched by the **absolute track position** ``start + s``:
 
 * within an element of the source mesh, each variable is its collocation polynomial
   (:func:`pyomo_lap.ocp.collocation.collocation_interpolate`): states (variables ``X`` with a
@@ -34,13 +35,12 @@ from typing import Optional
 import numpy as np
 import pyomo.environ as pyo
 
-from ..ocp.initialize import set_within_bounds
-from ..ocp.collocation import collocation_interpolate
-from ..results.fixed_step import variable_names
 from ..results.summary import Summary, as_summary
 from ..folders.results_folder import SOLUTION_FILE
+from ..ocp.collocation import snap_breaks
+from ..ocp.transfer import Solution, set_within_bounds
 
-__all__ = ["interpolate_solution", "read_source", "model_source", "apply_warm_start",
+__all__ = ["solution_at_positions", "read_source", "model_source", "apply_warm_start",
            "check_source", "multiplier_arrays", "BLEND_M", "WarmStartError"]
 
 BLEND_M = 50.0
@@ -98,7 +98,7 @@ def multiplier_arrays(m) -> dict:
 
 
 def model_source(m) -> dict:
-    """A solved model as the source of :func:`interpolate_solution`: its variables (as
+    """A solved model as the source of :func:`solution_at_positions`: its variables (as
     :func:`pyomo_lap.results.table.solution_arrays`), multipliers (:func:`multiplier_arrays`)
     and mesh (``start``, ``breaks``, ``scheme``, ``periodic``, ``model``, ``car``)."""
     from ..results.table import solution_arrays
@@ -112,7 +112,7 @@ def model_source(m) -> dict:
 
 def read_source(folder) -> dict:
     """A results folder (``summary.json`` and ``solution.npz``) as the source of
-    :func:`interpolate_solution` (keys as :func:`model_source`, with ``summary``, the folder's
+    :func:`solution_at_positions` (keys as :func:`model_source`, with ``summary``, the folder's
     :class:`pyomo_lap.results.summary.Summary`).
 
     Raises
@@ -130,13 +130,11 @@ def read_source(folder) -> dict:
         summary = Summary.read(folder / "summary.json")
         with np.load(f) as d:
             data = {k: d[k] for k in d.files}
-        breaks = np.asarray(summary.mesh["element_boundaries_m"], dtype=float)
+        breaks = snap_breaks(data["s"], summary.mesh["element_boundaries_m"])  # rounded there
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise WarmStartError(f"warm start: {str(folder)!r} cannot be read ({exc}): expected the "
                              "summary.json and solution.npz of pyomo-lap solve") from None
-    s = data["s"]
-    snap = np.abs(s[None, :] - breaks[:, None]).argmin(axis=1)   # rounded to 1e-6 m there
-    return {"data": data, "start": float(summary.start_m or 0.0), "breaks": s[snap],
+    return {"data": data, "start": float(summary.start_m or 0.0), "breaks": breaks,
             "scheme": str(summary.scheme), "periodic": bool(summary.periodic),
             "model": summary.model, "car": summary.vehicle, "folder": str(folder),
             "summary": summary}
@@ -180,8 +178,11 @@ def _map_positions(src: dict, x: np.ndarray, track_length: Optional[float]):
     return u, (u >= 0) & (u <= length + _TOL), np.zeros(len(x), dtype=int)
 
 
-def interpolate_solution(source, points, *, track_length: Optional[float] = None) -> dict:
-    """The values of a solution at other positions of the same track.
+def solution_at_positions(source, points, *, track_length: Optional[float] = None) -> dict:
+    """The values of a solution at other positions of the same track: the source's
+    :class:`pyomo_lap.ocp.transfer.Solution` evaluated where the positions fall in its sector
+    (:meth:`~pyomo_lap.ocp.transfer.Solution.at`, the derivative variables moved as values of
+    their own), the time as increments.
 
     Parameters
     ----------
@@ -199,26 +200,16 @@ def interpolate_solution(source, points, *, track_length: Optional[float] = None
         ``"covered"``: bool (n,), the points the source covers; ``"values"``: ``{name: (n,)}``
         for every variable component of the source indexed along its mesh (NaN where not
         covered; ``t`` as increments from 0 at the first covered point of each covered run);
-        ``"multipliers"``: ``{"dual:<name>": {row: (n,)}, ...}`` densities times the target
-        spacing (needs a model's spacing: see :func:`apply_warm_start`), empty without them.
+        ``"u"``: the positions in the source's sector [m]; ``"source"``: the source dict.
     """
     src = model_source(source) if hasattr(source, "component_objects") else source
     x = np.asarray(points, dtype=float)
     u, covered, turns = _map_positions(src, x, track_length)
     d = src["data"]
-    s = d["s"]
-    names = [k[4:] for k, v in d.items() if k.startswith("var:") and v.shape == s.shape]
-    states, _ = variable_names(names)
-    q = np.where(covered, u, 0.0)
-    values = {}
-    for kind, group in (("state", [n for n in names if n in states]),
-                        ("algebraic", [n for n in names if n not in states])):
-        if not group:
-            continue
-        y = np.column_stack([d["var:" + n] for n in group])
-        v = collocation_interpolate(src["breaks"], s, y, q, kind=kind, scheme=src["scheme"])
+    sol = Solution.from_arrays(d, src["breaks"], src["scheme"])
+    values = sol.at(np.where(covered, u, 0.0), derivatives="values")
+    for v in values.values():
         v[~covered] = np.nan
-        values.update({n: v[:, i] for i, n in enumerate(group)})
     if "t" in values:          # the time: the source's increments, wrapping over a lap
         lap = float(d["var:t"][-1] - d["var:t"][0]) if src["periodic"] else 0.0
         values["t"] = np.where(covered, values["t"] + turns * lap, np.nan)
@@ -263,7 +254,7 @@ def apply_warm_start(m, source, *, track_length: Optional[float] = None,
                      blend_m: float = BLEND_M) -> dict:
     """Set a model's variables (and, when the source has them, the multiplier suffixes
     ``dual``, ``ipopt_zL_in``, ``ipopt_zU_in``) from a solution of the same track on any mesh
-    and sector (:func:`interpolate_solution`); the model holds the usual initial guess before
+    and sector (:func:`solution_at_positions`); the model holds the usual initial guess before
     (:func:`pyomo_lap.ocp.initialize.initialize_model`), kept where the source does not cover.
 
     Returns
@@ -282,7 +273,7 @@ def apply_warm_start(m, source, *, track_length: Optional[float] = None,
     src = model_source(source) if hasattr(source, "component_objects") else source
     s_t = np.array(list(m.s), dtype=float)
     x = float(m.problem.options.start or 0.0) + s_t
-    res = interpolate_solution(src, x, track_length=track_length)
+    res = solution_at_positions(src, x, track_length=track_length)
     cov, vals = res["covered"], res["values"]
     comps = [c for c in m.component_objects(pyo.Var, descend_into=True)
              if c.is_indexed() and len(c) == len(s_t) and c.dim() == 1]

@@ -344,8 +344,8 @@ def validate(results_dir, out_dir, no_feedback, shooting, open_loop, plots_dir, 
 @main.command()
 @click.argument("run", type=click.Path(file_okay=False), metavar="RUN")
 @click.option("--every", required=True, type=float, metavar="STEP",
-              help="the step [m]: rows at 0, STEP, 2 STEP, ... and the sector's end, read from "
-                   "the collocation polynomials")
+              help="the step [m]: rows at 0, STEP, 2 STEP, ... and the sector's end, computed "
+                   "there from the collocation polynomials")
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="output folder  [default: RUN/export_every_STEPm]")
 def export(run, every, out_dir):
@@ -361,7 +361,8 @@ def export(run, every, out_dir):
     if not (math.isfinite(every) and every > 0):
         _fail(f"--every {_shown(every)}: expected a finite step > 0 m")
     try:
-        where = export_fixed_step(run, every, out=out_dir, echo=_Echo(_verbosity()).detail)
+        where = export_fixed_step(run, every, out=out_dir, echo=_Echo(_verbosity()).detail,
+                                  say=_Echo(_verbosity()))
     except (ValueError, OSError) as exc:
         _fail_error(exc)
     except Exception as exc:               # noqa: BLE001 - one line, not a traceback

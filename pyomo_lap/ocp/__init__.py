@@ -9,7 +9,8 @@ family gets from its record for the checks of a result: its channel table and dy
 (:mod:`.record_model`), the placement of the
 finite elements (:mod:`.mesh`), the collocation's arithmetic: Lagrange bases, element nodes,
 quadrature, the collocation polynomials' values (:mod:`.collocation`), the energy integrals and their limits (:mod:`.integrals`), the hybrid powertrain (:mod:`.hybrid`),
-initial guesses (:mod:`.initialize`), option checks and the
+initial guesses (:mod:`.initialize`), a solution moved between meshes and models
+(:mod:`.transfer`), option checks and the
 option table (:mod:`.options`). Imports the vehicle, track, spatial and util layers.
 """
 from .build import OCP_CONFIG, VEHICLE_MODELS, build_model  # noqa: F401

@@ -29,11 +29,17 @@ from typing import Optional
 import numpy as np
 
 __all__ = ["lagrange_basis", "barycentric_weights", "barycentric_value", "integration_weights", "quadrature_weights", "Element",
-           "CollocationGrid", "element_points", "collocation_interpolate", "SCHEMES",
-           "INTERPOLATION_KINDS", "ElementPolynomials", "element_polynomials"]
+           "CollocationGrid", "element_points", "collocation_interpolate", "snap_breaks", "SCHEMES",
+           "INTERPOLATION_KINDS", "BOUNDARY_SIDES", "ElementPolynomials", "element_polynomials"]
 
 SCHEMES = ("LAGRANGE-RADAU", "LAGRANGE-LEGENDRE")
 """pyomo.dae's orthogonal collocation schemes."""
+
+BOUNDARY_SIDES = ("start", "end")
+"""Which element a query at an inner element boundary belongs to in :func:`collocation_interpolate`
+(and :meth:`CollocationGrid.element_of`): the one that starts there or the one that ends there.
+The values are the same (a mesh point's value); the derivatives differ, the polynomials being
+continuous only."""
 
 INTERPOLATION_KINDS = ("state", "algebraic", "all")
 """What :func:`collocation_interpolate` passes a polynomial through on each element:
@@ -280,11 +286,22 @@ class CollocationGrid:
         """The positions of ``indices`` scaled to ``element``: :math:`(s - a)/h`."""
         return (self.points[np.asarray(indices)] - element.a) / element.h
 
-    def element_of(self, s) -> np.ndarray:
-        """Index of the element each position ``s`` lies in (an element includes its end; a
-        boundary belongs to the element that starts there, the sector's end to the last)."""
+    def element_of(self, s, boundary: str = "start") -> np.ndarray:
+        """Index of the element each position ``s`` lies in: an inner boundary belongs to the
+        element that starts there (``boundary="start"``) or to the one that ends there
+        (``"end"``: the element whose Radau collocation equation holds there); the sector's
+        start always to the first element, its end to the last.
+
+        Raises
+        ------
+        ValueError
+            ``boundary`` not ``"start"`` or ``"end"``.
+        """
+        if boundary not in BOUNDARY_SIDES:
+            raise ValueError(f"boundary = {boundary!r}: expected one of {', '.join(BOUNDARY_SIDES)}")
         s = np.asarray(s, dtype=float)
-        return np.clip(np.searchsorted(self.breaks, s, side="right") - 1, 0, len(self.elements) - 1)
+        side = "right" if boundary == "start" else "left"
+        return np.clip(np.searchsorted(self.breaks, s, side=side) - 1, 0, len(self.elements) - 1)
 
     def quadrature(self) -> dict:
         r"""``{point: w}`` [m] with :math:`\int f\,ds \approx \sum w_k f(s_k)` over the
@@ -499,7 +516,8 @@ def _interpolation_points(grid: CollocationGrid, kind: str) -> list:
 
 
 def collocation_interpolate(breaks, nodes, values, query, kind: str = "state",
-                            scheme: str = "LAGRANGE-RADAU", derivative: bool = False):
+                            scheme: str = "LAGRANGE-RADAU", derivative: bool = False,
+                            boundary: str = "start"):
     """Values at ``query`` of the collocation polynomials of one or more channels.
 
     Within element ``j`` (``breaks[j] <= x < breaks[j+1]``; the last element includes its
@@ -525,6 +543,9 @@ def collocation_interpolate(breaks, nodes, values, query, kind: str = "state",
     derivative : bool
         Also return the polynomials' derivatives d/ds at ``query`` [unit/m] (no mesh-point
         override for those).
+    boundary : {'start', 'end'}
+        The element of a query at an inner element boundary (:data:`BOUNDARY_SIDES`): the one
+        starting there (default) or the one ending there; only the derivatives differ.
 
     Returns
     -------
@@ -534,8 +555,8 @@ def collocation_interpolate(breaks, nodes, values, query, kind: str = "state",
     Raises
     ------
     ValueError
-        A bad ``kind`` or ``scheme``, shapes that disagree, positions that do not increase,
-        a query outside the elements, an element without interpolation points.
+        A bad ``kind``, ``scheme`` or ``boundary``, shapes that disagree, positions that do not
+        increase, a query outside the elements, an element without interpolation points.
     """
     if kind not in INTERPOLATION_KINDS:
         raise ValueError(f"kind = {kind!r}: expected one of {', '.join(INTERPOLATION_KINDS)}")
@@ -553,7 +574,7 @@ def collocation_interpolate(breaks, nodes, values, query, kind: str = "state",
         raise ValueError(f"query from {q.min():g} to {q.max():g} m: expected positions within "
                          f"the elements [{br[0]:g}, {br[-1]:g}] m")
     through = _interpolation_points(grid, kind)
-    el = grid.element_of(q)
+    el = grid.element_of(q, boundary)
     out = np.zeros((len(q), y2.shape[1]))
     dout = np.zeros_like(out)
     for j in np.unique(el):
@@ -575,3 +596,41 @@ def collocation_interpolate(breaks, nodes, values, query, kind: str = "state",
         out, dout = out[:, 0], dout[:, 0]
     return (out, dout) if derivative else out
 
+
+
+def snap_breaks(points, breaks, tol: float = 1e-5) -> np.ndarray:
+    """Element boundaries as mesh points: each of ``breaks`` replaced by the nearest of
+    ``points`` (a results folder's ``summary.json`` rounds them to 1e-6 m).
+
+    Parameters
+    ----------
+    points : (M,) array_like
+        The mesh points [m], increasing.
+    breaks : (N+1,) array_like
+        The element boundaries [m], as given.
+    tol : float
+        The largest distance from a boundary to its point [m].
+
+    Returns
+    -------
+    ndarray (N+1,)
+        ``points[k]`` for each boundary.
+
+    Raises
+    ------
+    ValueError
+        Fewer than two boundaries, or a boundary farther than ``tol`` from every point (naming
+        it and the nearest point).
+    """
+    nodes = np.asarray(points, dtype=float)
+    b = np.asarray(breaks, dtype=float)
+    snap = np.clip(np.searchsorted(nodes, b), 0, len(nodes) - 1)
+    snap = np.where((snap > 0) & (np.abs(nodes[snap - 1] - b) < np.abs(nodes[snap] - b)),
+                    snap - 1, snap)
+    off = np.abs(nodes[snap] - b)
+    if len(b) < 2 or off.max() > tol:
+        k = int(np.argmax(off)) if len(b) else 0
+        where = f"element boundary {b[k]:g} m is not a mesh point (nearest {nodes[snap[k]]:g} m)" \
+            if len(b) else "no element boundaries"
+        raise ValueError(f"{where}: expected the boundaries of the mesh")
+    return nodes[snap]

@@ -29,8 +29,8 @@ from .vehicle_model import car_block
 
 __all__ = ["force_scale", "reference_time", "penalty_weights", "set_penalty_weights",
            "regularization", "PENALTIES", "add_vehicle_block", "vehicle_var", "vehicle_of_model",
-           "scale_variables", "add_objective", "OBJECTIVE_SCALE", "pyomo_units",
-           "add_joint_variables", "JOINT_VARIABLES"]
+           "scale_variables", "add_objective", "OBJECTIVE_SCALE", "pyomo_units", "within_bounds",
+           "set_within_bounds", "add_joint_variables", "JOINT_VARIABLES"]
 
 
 CAR_CONTROLS = ("f_xa", "f_xb", "delta")
@@ -406,17 +406,24 @@ def initialize_control_rates(m, controls=CAR_CONTROLS) -> None:
             dv[s].set_value(float(d), skip_validation=True)
 
 
+def within_bounds(var, value: float) -> float:
+    """``value`` clipped to the bounds of the variable ``var`` (a ``VarData``): the one rule of
+    every initial value (this module's :func:`set_within_bounds`,
+    :func:`pyomo_lap.ocp.transfer.set_within_bounds`)."""
+    if var.lb is not None:
+        value = max(value, var.lb)
+    if var.ub is not None:
+        value = min(value, var.ub)
+    return value
+
+
 def set_within_bounds(m, s, values: dict) -> None:
     """Initial values ``{name: value}`` of the variables ``m.<name>[s]``, each clipped to its
-    bounds; fixed variables keep their values."""
+    bounds (:func:`within_bounds`); fixed variables keep their values."""
     for name, val in values.items():
         var = m.component(name)[s]
         if not var.fixed:
-            if var.lb is not None:
-                val = max(val, var.lb)
-            if var.ub is not None:
-                val = min(val, var.ub)
-            var.set_value(val, skip_validation=True)
+            var.set_value(within_bounds(var, val), skip_validation=True)
 
 
 JOINT_VARIABLES = {

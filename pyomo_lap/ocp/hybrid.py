@@ -61,7 +61,7 @@ import pyomo.environ as pyo
 from .collocation import CollocationGrid
 
 __all__ = ["HYBRID_CHANNELS", "add_hybrid", "hybrid_settings", "hybrid_summary",
-           "hybrid_channels"]
+           "hybrid_channels", "rear_share"]
 
 HYBRID_CHANNELS = ("power_deploy", "power_harvest", "soc_energy")
 """The trajectory's columns of a hybrid car (:func:`hybrid_channels`): ``power_deploy`` [W],
@@ -83,7 +83,7 @@ def hybrid_settings(p) -> Optional[dict]:
 
 
 
-def _rear_share(m, p):
+def rear_share(m, p):
     """The rear brakes' share of the braking force, :math:`1 - k_b` (the model's parameter
     ``m.vehicle.powertrain.brake_ratio`` when it has one, else the car's number)."""
     from .common import vehicle_var
@@ -148,7 +148,7 @@ def _add_rows(m, b, h, p) -> None:
     b.power_row = pyo.Constraint(m.s, rule=lambda _, s: (
         None, pl[s].body - b.deploy_power[s], pl[s].upper),
         doc="traction power f_xa v_3x - P(v_3x) - P_deploy <= 0 [W] (replaces power_limit)")
-    rear = _rear_share(m, p)
+    rear = rear_share(m, p)
     b.harvest_row = pyo.Constraint(m.s, rule=lambda _, s: b.harvest_power[s] <= -rear * m.f_xb[s] * m.v_3x[s],
                                    doc="harvest <= the rear brakes' power -(1 - k_b) f_xb v_3x [W]")
 

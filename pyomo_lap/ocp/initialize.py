@@ -24,61 +24,13 @@ full model's :func:`pyomo_lap.ocp.full_model.initialize_full_model`, the single-
 from __future__ import annotations
 
 import numpy as np
-import pyomo.environ as pyo
-from pyomo.dae import DerivativeVar
 
+from ..util.suffixes import forget_multipliers
 from ..vehicle.speed_profile import quasi_steady_speed
+from .transfer import Solution, model_states, transfer_solution
 
 __all__ = ["initialize_model", "initialize_from_solution", "initialize_from_trajectory",
-           "cold_start_profile", "forget_multipliers", "START_MULTIPLIER_SUFFIXES",
-           "set_within_bounds"]
-
-START_MULTIPLIER_SUFFIXES = ("dual", "ipopt_zL_in", "ipopt_zU_in")
-"""The suffixes a warm start sends IPOPT its starting multipliers in (Pyomo's ``ipopt``
-convention; :mod:`pyomo_lap.solvers.warm_start`): the rows' duals and the bounds' multipliers."""
-
-
-def set_within_bounds(pairs) -> int:
-    """Write values into variables, each clipped to its variable's bounds (an interpolated start
-    may overshoot them between its points); fixed variables and non-finite values are left
-    alone. Used by every initializer that moves a solution onto a model
-    (:func:`initialize_from_solution`, :mod:`pyomo_lap.api.continuation`,
-    :mod:`pyomo_lap.api.warm_start`).
-
-    Parameters
-    ----------
-    pairs : iterable of (VarData, float)
-
-    Returns
-    -------
-    int
-        The variables set.
-    """
-    import math
-    count = 0
-    for vd, v in pairs:
-        v = float(v)
-        if vd.fixed or not math.isfinite(v):
-            continue
-        if vd.lb is not None:
-            v = max(v, vd.lb)
-        if vd.ub is not None:
-            v = min(v, vd.ub)
-        vd.set_value(v, skip_validation=True)
-        count += 1
-    return count
-
-
-def forget_multipliers(m) -> None:
-    """Empty the starting-multiplier suffixes of ``m`` (:data:`START_MULTIPLIER_SUFFIXES`):
-    a new initial guess is not the point those multipliers belong to, so the next
-    :func:`pyomo_lap.solvers.solve.solve_model` starts cold. Called by every initializer here
-    and by :func:`pyomo_lap.results.table.load_solution`."""
-    from pyomo.core.base.suffix import Suffix
-    for name in START_MULTIPLIER_SUFFIXES:
-        suffix = m.component(name)
-        if isinstance(suffix, Suffix):
-            suffix.clear()
+           "cold_start_profile"]
 
 
 def initialize_model(m, **kwargs) -> dict:
@@ -155,9 +107,13 @@ def cold_start_profile(m) -> dict:
 
 
 def initialize_from_solution(m, source) -> dict:
-    """Initialize a model from a solved model on another mesh of the same sector (mesh
-    continuation): every variable (and derivative variable) indexed by the track coordinate
-    is interpolated linearly in ``s``.
+    """Initialize a model from a solved model of the same sector on the same or another mesh,
+    of the same or another vehicle model (the single-track start of the full model, the finite
+    differences of the sensitivities): every variable the two share that is indexed by the
+    track coordinate is moved by the source's collocation polynomials, the derivative
+    variables as variables of their own (:func:`pyomo_lap.ocp.transfer.transfer_solution`
+    with ``derivatives="values"``: on the same mesh, the source's very values), clipped to the
+    bounds; the multipliers forgotten.
 
     Parameters
     ----------
@@ -180,41 +136,26 @@ def initialize_from_solution(m, source) -> dict:
             abs(m.problem.options.start - source.problem.options.start) > 1e-9:
         raise ValueError(f"source sector [{source.problem.options.start}, +{source.problem.sector_length}] m "
                          f"differs from the target's [{m.problem.options.start}, +{m.problem.sector_length}] m")
-    forget_multipliers(m)
-    s_src = np.array(sorted(source.s))
-    s_dst = np.array(sorted(m.s))
-    count = 0
-    for var in source.component_objects((pyo.Var, DerivativeVar), descend_into=False):
-        if not var.is_indexed() or var.index_set() is not source.s:
-            continue
-        target = m.component(var.local_name)
-        if target is None:
-            continue
-        vals = np.array([pyo.value(var[s], exception=False) if var[s].value is not None else np.nan
-                         for s in s_src], dtype=float)
-        ok = np.isfinite(vals)
-        if ok.sum() < 2:
-            continue
-        new = np.interp(s_dst, s_src[ok], vals[ok])
-        count += set_within_bounds((target[s], v) for s, v in zip(s_dst, new))
-    return {"status": "ok", "variables": count}
+    out = transfer_solution(m, Solution.from_model(source), derivatives="values")
+    return {"status": "ok", "variables": out["variables"]}
 
 
 def initialize_from_trajectory(m, df) -> dict:
-    """Initialize a model from a trajectory table of a solved model of the same sector (e.g. a
-    results folder's ``trajectory.csv`` read with :func:`pyomo_lap.results.table.read_trajectory`),
-    on the same or another mesh: states, controls, algebraic variables and time are
-    interpolated linearly in ``s_sector``; the derivative variables follow from the
-    trajectory's rates and accelerations (``dq_k/ds = q_k_dot / q1_dot``,
-    ``dq_k_dot/ds = q_k_ddot / q1_dot``, ``dt/ds = 1 / q1_dot``), so on the same mesh the
-    model holds the solution exactly (to the table's precision).
+    """Initialize a model from the mesh rows of a solved model of the same sector (a results
+    folder's ``trajectory.csv`` read with ``pyomo_lap.results.table.read_trajectory(folder,
+    mesh=True)``), on the same or another mesh: every column that is a variable of the model
+    (states, rates, time, controls, algebraic variables) by the table's collocation
+    polynomials (its elements from its column ``element``), the derivative variables of the
+    states by the polynomials' derivatives
+    (:func:`pyomo_lap.ocp.transfer.transfer_solution`); on the same mesh the model holds the
+    solution (to the table's precision).
 
     Parameters
     ----------
     m : pyomo.environ.ConcreteModel
         From :func:`pyomo_lap.ocp.build.build_model`.
     df : pandas.DataFrame
-        Columns ``s_sector``, the states, ``q<k>_ddot``, controls, algebraic variables, ``t``.
+        Columns ``s_sector``, ``element``, the states, controls, algebraic variables, ``t``.
 
     Returns
     -------
@@ -224,34 +165,19 @@ def initialize_from_trajectory(m, df) -> dict:
     Raises
     ------
     ValueError
-        A missing column, or a table that does not cover the model's sector.
+        A missing column, a table that does not cover the model's sector, or rows that are
+        not a mesh (:meth:`pyomo_lap.ocp.transfer.Solution.from_table`).
     """
     s_src = df["s_sector"].to_numpy(dtype=float)
     if abs(s_src[0]) > 1e-6 or abs(s_src[-1] - m.problem.sector_length) > 1e-3:
         raise ValueError(f"trajectory covers [{s_src[0]}, {s_src[-1]}] m of the sector, the model "
                          f"[0, {m.problem.sector_length}] m")
     vm = m.problem.vehicle_model
-    states, rates = vm.states, vm.rates
-    names = states + rates + ("t",) + vm.controls + vm.algebraics
-    missing = [c for c in names + tuple(f"q{k}_ddot" for k in range(1, len(rates) + 1))
-               if c not in df.columns]
+    names = vm.variables
+    missing = [c for c in names if c not in df.columns]
     if missing:
         raise ValueError(f"trajectory lacks column(s) {missing}")
-    forget_multipliers(m)
-    s_dst = np.array(sorted(m.s))
-    col = {c: np.interp(s_dst, s_src, df[c].to_numpy(dtype=float)) for c in df.columns
-           if c in names or c.endswith("_ddot")}
-    v1 = col["q1_dot"]
-    deriv = {f"d{k}_ds": col[f"{k}_dot"] / v1 for k in states}
-    deriv.update({f"dq{k}_dot_ds": col[f"q{k}_ddot"] / v1 for k in range(1, len(rates) + 1)})
-    deriv["dt_ds"] = 1.0 / v1
-    count = 0
-    for name, vals in list(((n, col[n]) for n in names)) + list(deriv.items()):
-        var = m.component(name)
-        for s, v in zip(s_dst, vals):
-            vd = var[s]
-            if vd.fixed:
-                continue
-            vd.set_value(float(v), skip_validation=True)
-            count += 1
-    return {"status": "ok", "variables": count}
+    sol = Solution.from_table(df[["s_sector", "element", *names]], scheme=m.problem.options.scheme,
+                              states=model_states(m))
+    out = transfer_solution(m, sol)
+    return {"status": "ok", "variables": out["variables"]}

@@ -3,7 +3,9 @@ the sector, as named Pyomo components, and limits on them.
 
 :func:`add_energy_integrals` puts on the model a block ``m.energy`` with, for each quantity,
 its power at every point ``m.energy.<name>_power[s]`` [W] and its integral over the sector
-``m.energy.<name>`` [J]:
+``m.energy.<name>`` [J]. The powers are written once, over numbers, arrays and Pyomo
+expressions (:func:`pyomo_lap.vehicle.energy.energy_powers`): the model's powers here and the
+trajectory's columns (:func:`energy_channels`) are the same function of the same forces:
 
 =============  ===========================================================================
 name           power [W] (every term >= 0)
@@ -63,6 +65,7 @@ __all__ = ["ENERGY_NAMES", "LIMIT_NAMES", "TYRES", "add_energy_integrals", "add_
            "energy_channels"]
 
 from .collocation import CollocationGrid
+from ..vehicle.energy import energy_powers
 from ..vehicle.limits import (ENERGY_NAMES, ENERGY_UNITS, LIMIT_NAMES, TYRES,  # noqa: F401
                               parse_energy, parse_limits)
 
@@ -88,27 +91,28 @@ class EnergyLimits:
 
 
 def _powers(m, slip_at_peak=None) -> dict:
-    """``{name: rule(s)}``: the power of each integral at a point (module docstring) [W], for
-    the quantities the model has."""
+    """``{s: {name: expression}}``: the power of each integral at every point [W]
+    (:func:`pyomo_lap.vehicle.energy.energy_powers` of the model's forces and speed, the tyres
+    with the slip estimate :func:`slip_power` when ``slip_at_peak`` is given), for the
+    quantities the model has."""
     from .common import vehicle_var
     v = m.v_3x
-    out = {"traction": lambda s: m.f_xa[s] * v[s]}
     # a setting of the [engine] section (the same for every car a model takes: set_vehicle)
-    eta = getattr(m.vehicle.built_for, "drivetrain_efficiency", None) or 1.0
-    out["engine"] = lambda s: m.f_xa[s] * v[s] / eta
-    out["braking"] = lambda s: -m.f_xb[s] * v[s]
+    eta = getattr(m.vehicle.built_for, "drivetrain_efficiency", None)
     car = m.component("car")
     aero_q = car.component("aero_q") if car is not None else None
-    if aero_q is not None:
-        Cx = vehicle_var(m, "aero.Cx")
-        out["drag"] = lambda s: Cx * aero_q[s] * v[s]
-    for t, w in TYRES.items():
-        fy, alpha = m.component(f"f_{w}y"), m.component(f"alpha_{w[0]}")
-        if fy is not None and alpha is not None and slip_at_peak is None:
-            out[f"tyre_{t}"] = (lambda s, fy=fy, alpha=alpha: fy[s] * alpha[s] * v[s])
-        elif fy is not None and alpha is not None:
-            out[f"tyre_{t}"] = (lambda s, fy=fy, alpha=alpha, w=w: fy[s] * alpha[s] * v[s]
-                                + slip_power(m, w, s, slip_at_peak))
+    Cx = vehicle_var(m, "aero.Cx") if aero_q is not None else None
+    tyres = {t: (w, m.component(f"f_{w}y"), m.component(f"alpha_{w[0]}")) for t, w in TYRES.items()}
+    tyres = {t: x for t, x in tyres.items() if x[1] is not None and x[2] is not None}
+    out = {}
+    for s in m.s:
+        out[s] = energy_powers(v[s], f_xa=m.f_xa[s], f_xb=m.f_xb[s],
+                               f_drag=None if aero_q is None else -Cx * aero_q[s],
+                               tyres={t: (fy[s], alpha[s]) for t, (w, fy, alpha) in tyres.items()},
+                               drivetrain_efficiency=eta)
+        if slip_at_peak is not None:
+            for t, (w, _, _) in tyres.items():
+                out[s][f"tyre_{t}"] = out[s][f"tyre_{t}"] + slip_power(m, w, s, slip_at_peak)
     return out
 
 
@@ -190,9 +194,9 @@ def add_energy_integrals(m, limits: Optional[dict] = None, slip_at_peak=None):
         w = CollocationGrid.from_model(m).quadrature()
         m.energy = pyo.Block(doc="energy integrals over the sector (pyomo_lap.ocp.integrals)")
         m.energy.slip_estimate = slip_at_peak is not None    # not in a results table's powers
-        for name, rule in powers.items():
-            P = pyo.Expression(m.s, rule=lambda b, s, r=rule: r(s),
-                               doc=f"{name} power [W] (pyomo_lap.ocp.integrals)")
+        for name in powers[m.s.first()]:
+            P = pyo.Expression(m.s, rule=lambda b, s, n=name: powers[s][n],
+                               doc=f"{name} power [W] (pyomo_lap.vehicle.energy)")
             m.energy.add_component(f"{name}_power", P)
             m.energy.add_component(name, pyo.Expression(
                 expr=sum(wj * P[s] / m.q1_dot[s] for s, wj in w.items()),
@@ -319,8 +323,8 @@ def _table_energies(m, table) -> dict:
     channels = energy_channels(table, m.vehicle.built_for)
     powers = {k[len("power_"):]: v for k, v in channels.items() if k.startswith("power_")}
     if {"f_xa", "v_3x"} <= set(table.columns):
-        powers["traction"] = (np.asarray(table["f_xa"], dtype=float)
-                              * np.asarray(table["v_3x"], dtype=float))
+        powers["traction"] = energy_powers(np.asarray(table["v_3x"], dtype=float),
+                                           f_xa=np.asarray(table["f_xa"], dtype=float))["traction"]
     rate = np.asarray(table["q1_dot"], dtype=float)
     out = {f"{name}_J": float(weights @ (P / rate)) for name, P in powers.items()
            if e.component(name) is not None}
@@ -332,25 +336,24 @@ def _table_energies(m, table) -> dict:
 
 def energy_channels(df, vehicle) -> dict:
     """The powers of :func:`add_energy_integrals` [W] from a trajectory's columns (``f_xa``,
-    ``f_xb``, ``v_3x``, ``f_drag``, ``f_<ij>y``, ``alpha_<i>``): ``{"power_<name>": array}``
+    ``f_xb``, ``v_3x``, ``f_drag``, ``f_<ij>y``, ``alpha_<i>``), by the same function of the
+    same forces (:func:`pyomo_lap.vehicle.energy.energy_powers`): ``{"power_<name>": array}``
     (``power_engine``, ``power_braking``, ``power_drag``, ``power_tyre_fl`` ...; the traction
     power is the table's ``power``) for the columns the table has (a DataFrame or a dict of
-    arrays); ``vehicle`` for the drivetrain's efficiency (the tyres' lateral slip only)."""
+    arrays); ``vehicle`` for the drivetrain's efficiency (the tyres' lateral slip only) and,
+    with ``[fuel]``, ``fuel_flow`` [kg/s] (:func:`pyomo_lap.vehicle.fuel.fuel_flow`)."""
     names = set(df.columns) if hasattr(df, "columns") else set(df)
 
     def col(c):
-        return np.asarray(df[c], dtype=float)
-    out = {}
-    if {"f_xa", "v_3x"} <= names:
-        eta = getattr(vehicle, "drivetrain_efficiency", None) or 1.0
-        out["power_engine"] = col("f_xa") * col("v_3x") / eta
-    if {"f_xb", "v_3x"} <= names:
-        out["power_braking"] = -col("f_xb") * col("v_3x")
-    if {"f_drag", "v_3x"} <= names:
-        out["power_drag"] = -col("f_drag") * col("v_3x")
-    for t, w in TYRES.items():
-        if {f"f_{w}y", f"alpha_{w[0]}", "v_3x"} <= names:
-            out[f"power_tyre_{t}"] = col(f"f_{w}y") * col(f"alpha_{w[0]}") * col("v_3x")
+        return np.asarray(df[c], dtype=float) if c in names else None
+    if "v_3x" not in names:
+        return {}
+    tyres = {t: (col(f"f_{w}y"), col(f"alpha_{w[0]}")) for t, w in TYRES.items()
+             if {f"f_{w}y", f"alpha_{w[0]}"} <= names}
+    powers = energy_powers(col("v_3x"), f_xa=col("f_xa"), f_xb=col("f_xb"), f_drag=col("f_drag"),
+                           tyres=tyres,
+                           drivetrain_efficiency=getattr(vehicle, "drivetrain_efficiency", None))
+    out = {f"power_{k}": v for k, v in powers.items() if k != "traction"}
     from ..vehicle.fuel import fuel_flow, has_fuel
     if "power_engine" in out and has_fuel(vehicle):
         out["fuel_flow"] = np.asarray(fuel_flow(vehicle, out["power_engine"]), dtype=float)

@@ -30,8 +30,9 @@ import numpy as np
 from ..vehicle import car as veh
 from .point_rows import TRACK_INPUTS, track_numbers
 
-__all__ = ["CarFunctions", "AlgebraicLoopError", "track_vector", "track_vectors", "track_vectors_at", "record_of",
-           "record_channels", "evaluate_record", "acceleration_names", "algebraic_rows",
+__all__ = ["CarFunctions", "AlgebraicLoopError", "track_vector", "track_vectors", "track_vectors_at",
+           "record_of", "record_channels", "record_numbers", "evaluate_record", "acceleration_names",
+           "algebraic_rows",
            "vehicle_values_of"]
 
 N_TRACK = len(TRACK_INPUTS)
@@ -160,10 +161,44 @@ def evaluate_record(rec, values: dict, track: np.ndarray, vehicle: np.ndarray) -
     return rows, {k: ch[i].copy() for i, k in enumerate(rec.channel_names)}
 
 
+def record_numbers(rec, values: dict, track: np.ndarray, vehicle: np.ndarray, rates) -> dict:
+    """The record's numbers at given values of its variables at ``n`` points: the joint
+    accelerations, the channel group and the largest residual of the load equations (the
+    channels of a solved model's points, :func:`record_channels`, and of any other points:
+    the channels on a fixed step, :mod:`pyomo_lap.results.fixed_step`).
+
+    Parameters
+    ----------
+    rec : PointRows
+    values : dict
+        ``{variable: (n,) array}`` (:func:`evaluate_record`: a variable not given is 0).
+    track : ndarray (n, 15)
+        The track inputs at the points (:func:`track_vectors`).
+    vehicle : ndarray (k,)
+        The car's parameters (``rec.vehicle_inputs``).
+    rates : sequence of str
+        The model's rates (``q1_dot`` ...), naming the accelerations.
+
+    Returns
+    -------
+    dict
+        ``{"values": values, "qdd": {name: (n,)}, "channels": {name: (n,)},
+        "load_residual_max": (n,) or None, "rows": (n, n_rows)}`` (``rows``: every row's body,
+        in the order of ``rec.outputs``).
+    """
+    rows, ch = evaluate_record(rec, values, track, vehicle)
+    fam = next(f for f in rec.families if f.name == "ode_qdot")
+    qdd = {name: -rows[:, out] for name, out in zip(acceleration_names(rec, rates), fam.outputs)}
+    loads = [f for f in rec.families if f.name == "loads_eq"]
+    res = (np.max(np.abs(rows[:, list(loads[0].outputs)]), axis=1) if loads else None)
+    return {"values": values, "qdd": qdd, "channels": ch, "load_residual_max": res, "rows": rows}
+
+
 def record_channels(m) -> dict:
-    """The record's numbers at the current values of a built model, every point of ``m.s``:
-    the point's variables, the joint accelerations, the channel group and the largest
-    residual of the load equations (``load_residual_max``, where the model has them).
+    """The record's numbers at the current values of a built model, every point of ``m.s``
+    (:func:`record_numbers`): the point's variables, the joint accelerations, the channel
+    group and the largest residual of the load equations (``load_residual_max``, where the
+    model has them).
 
     Returns
     -------
@@ -183,13 +218,8 @@ def record_channels(m) -> dict:
             import pyomo.environ as pyo
             pyo.value(next(d for d, v in zip(data, vals) if v is None))   # Pyomo's message
         values[name] = np.array(vals, dtype=float)
-    rows, ch = evaluate_record(rec, values, track_vectors(m.problem.track_points),
-                               vehicle_values_of(rec, m))
-    fam = next(f for f in rec.families if f.name == "ode_qdot")
-    qdd = {name: -rows[:, out] for name, out in zip(acceleration_names(rec, vm.rates), fam.outputs)}
-    loads = [f for f in rec.families if f.name == "loads_eq"]
-    res = (np.max(np.abs(rows[:, list(loads[0].outputs)]), axis=1) if loads else None)
-    return {"values": values, "qdd": qdd, "channels": ch, "load_residual_max": res}
+    return record_numbers(rec, values, track_vectors(m.problem.track_points),
+                          vehicle_values_of(rec, m), vm.rates)
 
 
 class CarFunctions:

@@ -36,12 +36,11 @@ from ..vehicle.car import car_scales
 from ..vehicle.speed_profile import quasi_steady_speed
 from .common import vehicle_of_model
 from .hybrid import hybrid_channels
-from .integrals import energy_channels
 from .point_functions import CarFunctions, record_channels
 from .sector import track_coordinate
 from .vehicle_model import PathRoles
 
-__all__ = ["record_table", "record_dynamics", "RecordDynamics", "SPINE_RELATIVE",
+__all__ = ["record_table", "record_dataframe", "record_dynamics", "RecordDynamics", "SPINE_RELATIVE",
            "record_columns", "SPIN_YAW", "as_dynamics"]
 
 SPINE_RELATIVE = {"dx_vip": "x_vip", "dy_vip": "y_vip", "dz_vip": "z_vip"}
@@ -79,10 +78,12 @@ def record_table(m) -> pd.DataFrame:
         model's variables, ``<joint>_ddot``, the record's channels (:func:`record_columns`),
         ``speed`` [m/s], ``speed_kmh``, the spine ``x_spine .. z_spine`` [m], the widths
         ``width_left``, ``width_right`` [m], ``Omega_x .. Omega_z`` [1/m],
-        ``load_residual_max`` [N], ``element``, the energies' powers
-        (:func:`pyomo_lap.ocp.integrals.energy_channels`), a hybrid's columns, the controls'
-        time rates ``<control>_rate`` (``control_form = "state"``), ``v_point_mass`` [m/s] and
-        ``t_point_mass`` [s] (:func:`pyomo_lap.vehicle.speed_profile.quasi_steady_speed`).
+        ``load_residual_max`` [N], ``element`` (:func:`record_dataframe`), a hybrid's
+        columns (:func:`pyomo_lap.ocp.hybrid.hybrid_channels`), the controls' time rates
+        ``<control>_rate`` (``control_form = "state"``), ``v_point_mass`` [m/s] and
+        ``t_point_mass`` [s] (:func:`pyomo_lap.vehicle.speed_profile.quasi_steady_speed`). The
+        columns computed from these (``a_t``, the logger channels, the energies' powers) are
+        the results layer's (:func:`pyomo_lap.results.point_table.add_derived_channels`).
 
     Raises
     ------
@@ -92,13 +93,13 @@ def record_table(m) -> pd.DataFrame:
     # the collector's full passes walk every object of the model (~1.3 s per pass for 600
     # points), and recording the tape allocates enough to trigger one
     with gc_paused():
-        cols = _record_columns_of(m)
+        cols = dict(record_dataframe(record_channels(m), m.problem.track_points, sorted(m.s),
+                                     list(m.s.get_finite_elements())))
         p = vehicle_of_model(m)
         tp = m.problem.track_points
         sig = np.asarray(sorted(m.s), dtype=float)
         v_pm = quasi_steady_speed(p, sig, tp.omega, tp.rotation, closed=bool(m.problem.options.periodic),
                                   v_start=m.problem.initial_speed, v_min=m.problem.options.v_min)
-    cols.update(energy_channels(cols, p))          # the energies' powers (docs/energy.md)
     for name, values in hybrid_channels(m).items():  # a car with [hybrid] (docs/energy.md)
         cols[name] = values if len(values) == len(sig) else np.nan
     cols.update(_control_rates(m, cols))
@@ -112,16 +113,20 @@ def record_table(m) -> pd.DataFrame:
     return pd.DataFrame(cols)
 
 
-def _record_columns_of(m) -> dict:
-    """The columns of :func:`record_table` the record and the track give, in their order."""
-    tp = m.problem.track_points
-    sigma = sorted(m.s)
-    out = record_channels(m)
-    ch = dict(out["channels"])
+def record_dataframe(numbers: dict, tp, s_sector, breaks) -> pd.DataFrame:
+    r"""The record's columns of :func:`trajectory_dataframe` at any points: the numbers of
+    :func:`pyomo_lap.ocp.point_functions.record_numbers` there (the variables, the joint
+    accelerations, the channel group, ``load_residual_max``), with ``speed``, ``speed_kmh``,
+    the global positions (:data:`SPINE_RELATIVE` plus the spine), the track's widths and
+    :math:`\Omega` (``tp``, a :class:`~pyomo_lap.track.points.TrackPoints` of the points),
+    ``s``, ``q1`` (``tp.s``), ``s_sector`` and ``element`` (from ``breaks``) [SI]. The mesh
+    rows and the rows on a fixed step (:mod:`pyomo_lap.results.fixed_step`) are made by it."""
+    ch = dict(numbers["channels"])
     s_track = np.asarray(tp.s, dtype=float)
-    cols = {"s": s_track.copy(), "s_sector": np.asarray(sigma, dtype=float), "q1": s_track.copy()}
-    cols.update(out["values"])
-    cols.update(out["qdd"])
+    sigma = np.asarray(s_sector, dtype=float)
+    cols = {"s": s_track.copy(), "s_sector": sigma, "q1": s_track.copy()}
+    cols.update(numbers["values"])
+    cols.update(numbers["qdd"])
     position = np.asarray(tp.position, dtype=float)
     relative = {name: ch.pop(key) for key, name in SPINE_RELATIVE.items() if key in ch}
     acc = {k: ch.pop(k) for k in ("a_x", "a_y", "a_z") if k in ch}
@@ -136,11 +141,11 @@ def _record_columns_of(m) -> dict:
     cols["width_right"] = np.asarray(tp.width_right, dtype=float)
     omega = np.asarray(tp.omega, dtype=float)
     cols["Omega_x"], cols["Omega_y"], cols["Omega_z"] = (omega[:, k] for k in range(3))
-    if out["load_residual_max"] is not None:
-        cols["load_residual_max"] = out["load_residual_max"]
-    elems = np.asarray(list(m.s.get_finite_elements()), dtype=float)
-    cols["element"] = np.searchsorted(elems, cols["s_sector"], side="left").astype(np.int64)
-    return cols
+    if numbers["load_residual_max"] is not None:
+        cols["load_residual_max"] = numbers["load_residual_max"]
+    cols["element"] = np.searchsorted(np.asarray(breaks, dtype=float), sigma,
+                                      side="left").astype(np.int64)
+    return pd.DataFrame(cols)
 
 
 def _control_rates(m, cols: dict) -> dict:

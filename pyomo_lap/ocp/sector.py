@@ -24,7 +24,7 @@ from ..spatial.tree import TrackJoint
 from .common import add_objective, control_states, reference_time, scale_control_rates
 from .vehicle_model import ProblemData, car_block, update_problem
 
-__all__ = ["sector_mesh", "track_joints", "fast_element_lookup", "entry_speed",
+__all__ = ["sector_mesh", "sector_track_points", "track_joints", "fast_element_lookup", "entry_speed",
            "discretize_on_track", "track_limits", "set_track_limits", "add_boundary_conditions",
            "new_sector_model", "finish_build", "track_coordinate"]
 
@@ -58,11 +58,18 @@ def track_coordinate(start: float, s_sector, track_length: float | None = None) 
     return np.where(x > 0.0, x - L * laps, x)
 
 
-def _sector_points(track, start, length, sigma):
+def sector_track_points(track, start, length, sigma):
+    """The track at points ``sigma`` [m] of the sector that starts at ``start`` [m] (a closed
+    track's coordinate taken modulo its length): the :class:`~pyomo_lap.track.points.TrackPoints`
+    of the build's mesh (``m.problem.track_points``) and of any other points (the channels on a
+    fixed step)."""
     s_track = start + np.asarray(sigma, dtype=float)
     if track.closed:
         s_track = np.mod(s_track, track.length)
     return track.evaluate(s_track)
+
+
+_sector_points = sector_track_points      # its name in the vehicle models' builds
 
 
 

@@ -56,7 +56,7 @@ UNITS = {
     "v_3x": "m/s", "v_3y": "m/s", "omega_3z": "rad/s", "speed": "m/s", "speed_kmh": "km/h",
     "a_x": "m/s^2", "a_y": "m/s^2", "a_z": "m/s^2", "a_t": "m/s^2",
     # logger channels (pyomo_lap.results.logger): a data logger's quantities in its units
-    "throttle": "%", "brake": "%", "steering_wheel_angle": "deg", "gear": "-",
+    "throttle": "%", "brake": "%", "harvest": "%", "steering_wheel_angle": "deg", "gear": "-",
     "engine_speed": "rpm", "yaw_rate": "deg/s", "a_x_g": "g", "a_y_g": "g", "a_z_g": "g",
     "delta_rate": "rad/s", "f_xa_rate": "N/s", "f_xb_rate": "N/s",
     "alpha_1": "rad", "alpha_2": "rad",
@@ -282,11 +282,16 @@ _RECORDS = (
      "wheels (P_max, the [power_curve] or the [engine]'s best-gear envelope: "
      "vehicle/powertrain.py power_available); 100 where the power limit is reached, a "
      "traction-limited start reads less.", "0 to 100", _SRC_LOGGER),
-    ("brake", "Brake: the braking force as a share of the four tyres' longitudinal friction "
-     "limit at their present loads, 100 (-f_xb) / ((mu_x0/mu_y0) (D_11 + D_12 + D_21 + "
-     "D_22)) (single-track: D_1 + D_2; without D: mu_x0 times the sum of the loads); the "
-     "brake balance k_b locks one axle first, so the hardest braking reads below 100.",
-     "0 to 100", _SRC_LOGGER),
+    ("brake", "Brake: the friction brakes' force as a share of the four tyres' longitudinal "
+     "friction limit at their present loads, 100 (-f_xb - power_harvest/v_3x) / ((mu_x0/mu_y0) "
+     "(D_11 + D_12 + D_21 + D_22)) (single-track: D_1 + D_2; without D: mu_x0 times the sum of "
+     "the loads); the braking force f_xb less what a hybrid's generator takes (the channel "
+     "harvest); the brake balance k_b locks one axle first, so the hardest braking reads "
+     "below 100.", "0 to 100", _SRC_LOGGER),
+    ("harvest", "Harvest (a car with [hybrid]): the braking force of the rear axle's "
+     "generator, power_harvest / v_3x, as a share of the same friction limit as brake; "
+     "brake + harvest is the share of the whole braking force -f_xb.", "0 to 100",
+     _SRC_LOGGER),
     ("steering_wheel_angle", "Steering-wheel angle: the road-wheel angle delta times the "
      "car's [steering] steering_ratio, in degrees (absent for a car without a "
      "steering_ratio).", "+ steering to the left", _SRC_LOGGER),

@@ -1,12 +1,19 @@
-r"""The channels on a fixed distance step, read from the collocation polynomials.
+r"""The channels on a fixed distance step, computed at the rows from the collocation
+polynomials.
 
 The rows of :func:`pyomo_lap.results.table.trajectory_dataframe` are the solver's mesh: the
 element boundaries and the collocation points of pyomo.dae's orthogonal collocation
 (Lagrange-Radau or Lagrange-Legendre), 1-13 m apart. Data tools (MoTeC i2, AiM RaceStudio, a
 spreadsheet) want rows on an equal step of distance. Between the mesh points the solution
 is not a straight line: within each finite element :math:`[e_j, e_{j+1}]` it is the
-polynomial the collocation solved for, and :func:`pyomo_lap.ocp.collocation.collocation_interpolate` evaluates that
-polynomial:
+polynomial the collocation solved for.
+
+For the full model (a table that is its record's) every channel is **computed** at the rows
+(:mod:`pyomo_lap.results.fixed_step_points`): the states and controls from their collocation
+polynomials, the controls within their bounds and the rows' limits, the algebraic loop solved
+from the record's equations there, every derived channel by the code that makes the mesh
+rows'. For the other vehicle models the columns are **interpolated** by their kind
+(:func:`column_kinds`, :func:`pyomo_lap.ocp.collocation.collocation_interpolate`):
 
 * **states** (the model's differential variables, those with a derivative ``d<name>_ds``:
   ``q2..q6``, the rates, the time ``t``, and the controls when they are states,
@@ -20,16 +27,12 @@ polynomial:
   controls), as pyomo.dae's ``reduce_collocation_points`` and
   :class:`pyomo_lap.verify.controls.CollocationControls` read them; such a variable may jump
   at an element boundary;
-* **derived channels** of the car's equations (tyre forces, slip angles, loads, power, the
-  velocities ``v_3x`` ..., the accelerations ``a_x`` ..., the track's data ...): interpolated
-  directly, by the polynomial through all the element's points (start, collocation points and
-  end; degree ``ncp`` for Radau);
+* **derived channels** of the car's equations: by the polynomial through all the element's
+  points (start, collocation points and end; degree ``ncp`` for Radau);
 * **channels of other channels** (:func:`derive_channels`): ``speed``, ``speed_kmh``, ``a_t``
   and the logger channels (:mod:`pyomo_lap.results.logger`: throttle, brake, gear, engine speed
   ...) are computed again on the rows from the interpolated channels, by the functions that
-  make them on the mesh, never interpolated: a polynomial through throttle values of 100 %
-  overshoots to 100.05 %, through gears 3 and 4 it gives 3.4; computed again, the throttle
-  and the brake stay within [0, 100] % and the gear is a whole number, as on the mesh.
+  make them on the mesh, never interpolated.
 
 At a mesh point the value is the mesh's value, exactly. :func:`fixed_step_table` puts every
 column of a trajectory table on the grid ``0, STEP, 2 STEP, ...`` of the sector coordinate
@@ -44,6 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
 from pathlib import Path
 from typing import Iterable, Optional
 
@@ -52,12 +56,14 @@ import pandas as pd
 
 from ..folders.results_folder import check_results_folder
 from ..folders.writer import ResultsWriter
-from ..ocp.collocation import INTERPOLATION_KINDS, collocation_interpolate
+from ..ocp.collocation import INTERPOLATION_KINDS, collocation_interpolate, snap_breaks
+from ..ocp.transfer import state_names
+from .fixed_step_points import PointModel, computed_columns
 from .logger import LOGGER_CHANNELS
 from .summary import Summary, as_summary
 from .table import track_coordinate, write_results
 
-__all__ = ["fixed_step_grid", "fixed_step_table", "track_coordinate",
+__all__ = ["fixed_step_grid", "fixed_step_table", "track_coordinate", "fixed_step_lines",
            "column_kinds", "derive_channels", "folder_car", "EXPORT_FOLDER", "MESH_FILES"]
 
 MESH_FILES = ("trajectory_mesh.csv", "trajectory_mesh.parquet")
@@ -97,6 +103,21 @@ def fixed_step_grid(length: float, every: float) -> np.ndarray:
 
 
 
+
+
+def _mesh_rows_at_mesh_points(table: pd.DataFrame, mesh: pd.DataFrame, grid, nodes) -> None:
+    """The rows of ``table`` at a mesh point (within 1e-9 of the sector's length) take the mesh
+    row's values, exactly (but their ``s_sector``, ``s``, ``q1``, ``element``: the grid's,
+    made by the same formulas)."""
+    tol = 1e-9 * max(1.0, float(abs(nodes[-1] - nodes[0])))
+    i = np.clip(np.searchsorted(nodes, grid), 0, len(nodes) - 1)
+    i = np.where((i > 0) & (np.abs(nodes[i - 1] - grid) < np.abs(nodes[i] - grid)), i - 1, i)
+    hit = np.abs(nodes[i] - grid) <= tol
+    for c in table.columns:
+        if c in mesh.columns and c not in ("s_sector", "s", "q1", "element"):
+            x = table[c].to_numpy().copy()
+            x[hit] = mesh[c].to_numpy()[i[hit]]
+            table[c] = x
 
 
 def column_kinds(columns: Iterable[str], states: Iterable[str], variables: Iterable[str]) -> dict:
@@ -156,8 +177,15 @@ def derive_channels(table: pd.DataFrame, car=None) -> pd.DataFrame:
 def fixed_step_table(df: pd.DataFrame, every: float, breaks, *, states: Iterable[str] = (),
                      variables: Iterable[str] = (), scheme: str = "LAGRANGE-RADAU",
                      start: Optional[float] = None,
-                     track_length: Optional[float] = None, car=None) -> pd.DataFrame:
+                     track_length: Optional[float] = None, car=None,
+                     points: Optional[PointModel] = None) -> pd.DataFrame:
     """The channels of a trajectory table every ``every`` metres of the sector.
+
+    With ``points`` (the car's record, functions and track: :class:`PointModel`) every
+    channel is computed at the rows (:func:`computed_columns`; at a mesh point the mesh row
+    itself); without, every column is interpolated by its kind and the channels of
+    :func:`derive_channels` computed again from those (a model whose table is not its
+    record's: the single-track, multibody and racecar models).
 
     Parameters
     ----------
@@ -183,11 +211,15 @@ def fixed_step_table(df: pd.DataFrame, every: float, breaks, *, states: Iterable
     car : VehicleParameters, optional
         The car as solved, for the logger channels of :func:`derive_channels` (None: those
         that need a car are interpolated).
+    points : PointModel, optional
+        What computing the channels at the rows needs (:meth:`PointModel.from_model`,
+        :meth:`PointModel.from_folder`).
 
     Returns
     -------
     DataFrame
-        The same columns in the same order: ``s_sector`` on :func:`fixed_step_grid`, ``s`` (and
+        ``attrs["fixed_step"]`` says how it was made (:func:`computed_columns`' record, or
+        ``{"method": "interpolated"}``). The same columns in the same order: ``s_sector`` on :func:`fixed_step_grid`, ``s`` (and
         ``q1``) its track coordinate, ``element`` the element holding each row (as in the mesh
         rows: 0 at the start, ``j`` in :math:`(e_{j-1}, e_j]`), the channels of
         :func:`derive_channels` computed again from the others, every other numeric column by
@@ -207,16 +239,7 @@ def fixed_step_table(df: pd.DataFrame, every: float, breaks, *, states: Iterable
     if len(nodes) < 2 or np.any(np.diff(nodes) <= 0):
         raise ValueError("the trajectory's s_sector must increase from row to row: expected "
                          "the mesh rows")
-    b = np.asarray(breaks, dtype=float)
-    snap = np.clip(np.searchsorted(nodes, b), 0, len(nodes) - 1)
-    snap = np.where((snap > 0) & (np.abs(nodes[snap - 1] - b) < np.abs(nodes[snap] - b)),
-                    snap - 1, snap)
-    off = np.abs(nodes[snap] - b)
-    if len(b) < 2 or off.max() > 1e-5:
-        k = int(np.argmax(off))
-        raise ValueError(f"element boundary {b[k]:g} m is not a mesh point of the trajectory "
-                         f"(nearest {nodes[snap[k]]:g} m): expected the boundaries of its mesh")
-    b = nodes[snap]
+    b = snap_breaks(nodes, breaks)
     grid = fixed_step_grid(b[-1] - b[0], every) + b[0]
     kinds = column_kinds(df.columns, states, variables)
     start = float(df["s"].iloc[0]) - nodes[0] if start is None and "s" in df.columns else (
@@ -244,7 +267,24 @@ def fixed_step_table(df: pd.DataFrame, every: float, breaks, *, states: Iterable
             out[c] = cols[c]
         else:
             out[c] = df[c].to_numpy()[before]
-    table = derive_channels(pd.DataFrame(out, columns=list(df.columns)), car)
+    return _finish(pd.DataFrame(out, columns=list(df.columns)), df, grid, b, scheme, every, car,
+                   points)
+
+
+def _finish(table: pd.DataFrame, df: pd.DataFrame, grid, b, scheme: str, every: float, car,
+            points) -> pd.DataFrame:
+    """The rows of :func:`fixed_step_table` from its interpolated ``table``: the channels
+    computed at the rows (``points``) or derived again from the interpolated ones; the time
+    checked to increase."""
+    if points is None:
+        table = derive_channels(table, car)
+        table.attrs["fixed_step"] = {"method": "interpolated", "points": len(grid)}
+    else:
+        computed, info = computed_columns(df, grid, b, scheme, points)
+        keep = [c for c in table.columns if c in computed]
+        table[keep] = pd.DataFrame({c: computed[c] for c in keep}, index=table.index)
+        _mesh_rows_at_mesh_points(table, df, grid, df["s_sector"].to_numpy(dtype=float))
+        table.attrs["fixed_step"] = info
     if "t" in table.columns and not np.all(np.diff(table["t"].to_numpy(dtype=float)) > 0):
         k = int(np.argmin(np.diff(table["t"].to_numpy(dtype=float))))
         raise ValueError(f"the time interpolated on the {every:g} m step does not increase at "
@@ -253,29 +293,23 @@ def fixed_step_table(df: pd.DataFrame, every: float, breaks, *, states: Iterable
     return table
 
 
-def variable_names(names: Iterable[str]) -> tuple:
-    """``(states, variables)`` from the names of a model's variable components (or the
-    ``var:<name>`` entries of a ``solution.npz``): the states are the names ``X`` with a
-    derivative ``dX_ds``, the variables the other names (derivatives excluded)."""
-    names = {n[4:] if n.startswith("var:") else n for n in names}
-    states = {n for n in names if f"d{n}_ds" in names}
-    derivs = {f"d{n}_ds" for n in states}
-    return states, names - states - derivs
-
-
 def model_variable_names(m) -> tuple:
-    """:func:`variable_names` of a built model (its ``Var`` and ``DerivativeVar`` components
-    indexed by the mesh ``m.s``)."""
-    import pyomo.environ as pyo
-    from pyomo.dae import DerivativeVar
-    return variable_names(c.local_name for c in m.component_objects((pyo.Var, DerivativeVar))
-                          if c.is_indexed() and c.index_set() is m.s)
+    """``(states, variables)`` of a built model: its states
+    (:func:`pyomo_lap.ocp.transfer.model_states`) and its other variables indexed by the mesh
+    ``m.s`` (the derivative variables left out)."""
+    from ..ocp.transfer import mesh_components, model_states
+    names = {c.local_name for c in mesh_components(m, descend_into=True)}
+    states = model_states(m)
+    return states, names - states - {f"d{n}_ds" for n in states}
 
 
 def model_fixed_step(m, df: pd.DataFrame, every: float) -> pd.DataFrame:
     """:func:`fixed_step_table` of a solved model's mesh rows ``df``
     (:func:`pyomo_lap.results.table.trajectory_dataframe` of ``m``): the elements, scheme,
-    states and track of the model."""
+    states and track of the model; every channel computed at the rows
+    (:meth:`pyomo_lap.results.fixed_step_points.PointModel.from_model`) for a model whose table
+    is its record's (the full model), interpolated for the others (``attrs["fixed_step"]``
+    says which)."""
     from .table import _car_of
     states, variables = model_variable_names(m)
     prob = m.problem
@@ -286,7 +320,27 @@ def model_fixed_step(m, df: pd.DataFrame, every: float) -> pd.DataFrame:
                             scheme=str(prob.options.scheme).upper(),
                             start=float(prob.options.start),
                             track_length=float(track.length) if closed else None,
-                            car=_car_of(m))
+                            car=_car_of(m), points=PointModel.from_model(m))
+
+
+def fixed_step_lines(info: dict) -> list:
+    """The console's lines about a table on a fixed step (its ``attrs["fixed_step"]``): the
+    cost of rebuilding a folder's equations, the rows whose algebraic loop did not converge
+    (their loads and tyre forces the polynomials'), or that the channels were interpolated."""
+    out = []
+    if info.get("rebuilt_s") is not None:
+        out.append(f"  the car's equations and the track rebuilt from the folder in "
+                   f"{info['rebuilt_s']:.1f} s (for the channels on the step)")
+    if info.get("method") == "interpolated":
+        out.append("  the channels on the step are interpolated (this vehicle model's table is "
+                   "not its record's: docs/fixed_step.md)")
+    failed = int(info.get("algebraic_loop_failed") or 0)
+    if failed:
+        at = ", ".join(f"{x:g}" for x in info.get("algebraic_loop_failed_at_m", [])[:5])
+        out.append(f"  the algebraic loop did not converge at {failed} of {info['points']} "
+                   f"rows on the step (s_sector = {at} m ...): their loads and tyre forces are "
+                   "the collocation polynomials'")
+    return out
 
 
 def _wrap_length(df: pd.DataFrame, start: float) -> Optional[float]:
@@ -346,7 +400,10 @@ def folder_fixed_step(run, every: float) -> tuple:
     (``read_trajectory(run, mesh=True)``), its ``summary.json`` (``scheme``,
     ``mesh.element_boundaries_m``, ``start_m``), its ``solution.npz`` (which columns are
     states and variables; without it, those of the full model with the summary's
-    ``control_form``) and its car (:func:`folder_car`).
+    ``control_form``) and its car (:func:`folder_car`). For the full model every channel is
+    computed at the rows, from the car, the track and the record of the equations rebuilt
+    from the folder once (:meth:`pyomo_lap.results.fixed_step_points.PointModel.from_folder`;
+    ``attrs["fixed_step"]["rebuilt_s"]`` its cost [s]).
 
     Returns
     -------
@@ -355,8 +412,9 @@ def folder_fixed_step(run, every: float) -> tuple:
     Raises
     ------
     ValueError
-        No usable mesh in the summary, the vehicle file missing or changed
-        (:func:`folder_car`), or :func:`fixed_step_table`'s errors.
+        No usable mesh in the summary, the vehicle or track file missing or changed
+        (:func:`folder_car`, :func:`pyomo_lap.results.fixed_step_points.folder_track`), or
+        :func:`fixed_step_table`'s errors.
     FileNotFoundError
         No trajectory or summary in ``run``.
     """
@@ -373,8 +431,8 @@ def folder_fixed_step(run, every: float) -> tuple:
     sol = run / SOLUTION_FILE
     if sol.is_file():
         with np.load(sol) as d:     # the variables with a value at every mesh point
-            states, variables = variable_names(k for k in d.files
-                                               if k != "s" and d[k].shape == d["s"].shape)
+            states, variables = state_names(k for k in d.files
+                                            if k != "s" and d[k].shape == d["s"].shape)
     else:
         from ..ocp.build import RATE_NAMES, STATE_NAMES
         from ..vehicle.car import ALGEBRAIC, CONTROLS
@@ -383,14 +441,20 @@ def folder_fixed_step(run, every: float) -> tuple:
         variables = (set(CONTROLS) - states) | set(ALGEBRAIC)
     start = float(summary.start_m if summary.start_m is not None
                   else mesh["s"].iloc[0] if "s" in mesh.columns else 0.0)
+    car = folder_car(run, summary)
+    t0 = time.perf_counter()
+    points = PointModel.from_folder(run, summary, mesh, car)
+    rebuilt = time.perf_counter() - t0
     table = fixed_step_table(mesh, every, breaks, states=states, variables=variables,
                              scheme=str(summary.scheme).upper(),
                              start=start, track_length=_wrap_length(mesh, start),
-                             car=folder_car(run, summary))
+                             car=car, points=points)
+    if points is not None:
+        table.attrs["fixed_step"]["rebuilt_s"] = rebuilt
     return table, mesh, summary
 
 
-def export_fixed_step(run, every: float, out=None, echo=None):
+def export_fixed_step(run, every: float, out=None, echo=None, say=None):
     """``pyomo-lap export RUN --every STEP``: the results of ``run`` again, the channels every
     ``every`` metres (:func:`folder_fixed_step`), as a results folder of their own: the same
     files as ``solve --every`` writes (``trajectory.csv`` / ``.parquet`` and the workbook on
@@ -410,6 +474,10 @@ def export_fixed_step(run, every: float, out=None, echo=None):
         folder of its own listed in ``run``'s manifest (``folders``, ``by = "export"``:
         replaced with the rest by the next solve into ``run``), ``run`` locked meanwhile.
     echo : callable, optional
+        Progress messages (one per file).
+    say : callable, optional
+        What the export says by default (:func:`fixed_step_lines`: the cost of rebuilding the
+        folder's equations, rows whose algebraic loop did not converge); default ``echo``.
 
     Returns
     -------
@@ -435,8 +503,14 @@ def export_fixed_step(run, every: float, out=None, echo=None):
             writer = ResultsWriter.replacing(out, "export", echo=echo)
         stack.enter_context(writer)               # checked and locked before the work
         table, mesh, summary = folder_fixed_step(run, every)
+        info = dict(table.attrs.get("fixed_step") or {})
+        say = say or echo
+        if say is not None:
+            for line in fixed_step_lines(info):
+                say(line)
         summary.trajectory_step_m = float(every)
         summary.exported_from = str(Path(run).resolve())
+        summary.fixed_step = info
         solution = None
         sol = Path(run) / "solution.npz"
         if sol.is_file():

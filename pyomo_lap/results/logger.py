@@ -9,11 +9,17 @@ channel                    unit    definition
                                    speed, :math:`P(v)/v` (:func:`pyomo_lap.vehicle.powertrain.power_available`:
                                    ``P_max``, the power curve or the engine's envelope, the
                                    power limit's :math:`P`), within [0, 100]
-``brake``                  %       :math:`-100\, f_{xb} / F_{x,max}`, :math:`F_{x,max} =
-                                   (\mu_{x0}/\mu_{y0}) \sum D`: the braking force as a share
-                                   of the four tyres' longitudinal friction limit at their
-                                   present loads (the friction ellipse's x semi-axis of each
-                                   tyre, load sensitivity included), within [0, 100]
+``brake``                  %       :math:`100\,(-f_{xb} - P_h/v_{3x}) / F_{x,max}`,
+                                   :math:`F_{x,max} = (\mu_{x0}/\mu_{y0}) \sum D`: the
+                                   friction brakes' force as a share of the four tyres'
+                                   longitudinal friction limit at their present loads (the
+                                   friction ellipse's x semi-axis of each tyre, load
+                                   sensitivity included), within [0, 100]; the braking force
+                                   :math:`f_{xb}` less what a hybrid's generator takes,
+                                   :math:`P_h/v_{3x}` (``power_harvest``; 0 without one)
+``harvest``                %       :math:`100\, P_h / (v_{3x} F_{x,max})`: the generator's
+                                   braking force as a share of the same limit (a car with
+                                   ``[hybrid]``); ``brake + harvest`` is the whole braking
 ``steering_wheel_angle``   deg     :math:`\delta` times the car's ``[steering] steering_ratio``
                                    (absent for a car without one)
 ``gear``                   \-      the gear of the power limit's envelope (1 = first; absent
@@ -35,10 +41,10 @@ import math
 import numpy as np
 import pandas as pd
 
-__all__ = ["add_logger_channels", "LOGGER_CHANNELS"]
+__all__ = ["add_logger_channels", "LOGGER_CHANNELS", "generator_force"]
 
-LOGGER_CHANNELS = ("throttle", "brake", "steering_wheel_angle", "gear", "engine_speed",
-                   "yaw_rate", "a_x_g", "a_y_g", "a_z_g")
+LOGGER_CHANNELS = ("throttle", "brake", "harvest", "steering_wheel_angle", "gear",
+                   "engine_speed", "yaw_rate", "a_x_g", "a_y_g", "a_z_g")
 """The logger channels, in their column order (:data:`pyomo_lap.results.channels.UNITS`)."""
 
 _WHEEL_PEAKS = (("D_11", "D_12", "D_21", "D_22"), ("D_1", "D_2"))
@@ -63,19 +69,42 @@ def _throttle(df, p):
     return 100.0 * np.clip(share, 0.0, 1.0)
 
 
-def _brake(df, p):
-    """Brake [%]: the braking force as a share of the tyres' longitudinal friction limit."""
+def _friction_limit(df, p):
+    """The four tyres' longitudinal friction limit [N] at their present loads (None without
+    the columns it needs)."""
     peaks = _columns(df, _WHEEL_PEAKS)
     if peaks is not None:
-        limit = peaks * (p.mu_x0 / p.mu_y0)
-    else:
-        loads = _columns(df, _LOADS)
-        if loads is None:
-            return None
-        limit = p.mu_x0 * np.clip(loads, 0.0, None)
-    force = -df["f_xb"].to_numpy(float)
+        return peaks * (p.mu_x0 / p.mu_y0)
+    loads = _columns(df, _LOADS)
+    return None if loads is None else p.mu_x0 * np.clip(loads, 0.0, None)
+
+
+def _share(force, limit):
+    """100 ``force / limit`` within [0, 100] [%] (0 where there is no limit)."""
     share = np.divide(force, limit, out=np.zeros_like(force), where=limit > 0)
     return 100.0 * np.clip(share, 0.0, 1.0)
+
+
+def generator_force(df):
+    r"""The braking force a hybrid's generator takes at the driven wheels [N], :math:`P_h /
+    v_{3x}` (``power_harvest``; zeros without the column), :math:`\ge 0`."""
+    f_xb = df["f_xb"].to_numpy(float)
+    if "power_harvest" not in df.columns or "v_3x" not in df.columns:
+        return np.zeros_like(f_xb)
+    v = df["v_3x"].to_numpy(float)
+    ph = np.nan_to_num(df["power_harvest"].to_numpy(float))
+    return np.divide(ph, v, out=np.zeros_like(ph), where=v > 0)
+
+
+def _brake(df, p):
+    """Brake [%] and harvest [%] (None without a hybrid's harvest): the friction brakes' and
+    the generator's braking forces as shares of the tyres' longitudinal friction limit."""
+    limit = _friction_limit(df, p)
+    if limit is None:
+        return None, None
+    harvest = generator_force(df)
+    brake = _share(-df["f_xb"].to_numpy(float) - harvest, limit)
+    return brake, (_share(harvest, limit) if "power_harvest" in df.columns else None)
 
 
 def add_logger_channels(df: pd.DataFrame, p) -> pd.DataFrame:
@@ -85,8 +114,8 @@ def add_logger_channels(df: pd.DataFrame, p) -> pd.DataFrame:
     ----------
     df : pandas.DataFrame
         A table of :func:`pyomo_lap.results.table.trajectory_dataframe` (columns ``f_xa``,
-        ``f_xb``, ``v_3x``, ``delta``, ``omega_3z``, ``a_x`` ..., ``D_ij`` or the loads; a
-        channel whose inputs are missing is left out).
+        ``f_xb``, ``v_3x``, ``delta``, ``omega_3z``, ``a_x`` ..., ``D_ij`` or the loads, a
+        hybrid's ``power_harvest``; a channel whose inputs are missing is left out).
     p : VehicleParameters
         The car (``gravity``, ``mu_x0``, ``mu_y0``, the powertrain, ``steering_ratio``);
         another kind of car (the dymos racecar) gets the channels its fields allow.
@@ -100,9 +129,11 @@ def add_logger_channels(df: pd.DataFrame, p) -> pd.DataFrame:
     if {"f_xa", "v_3x"} <= have and hasattr(p, "P_max"):
         df["throttle"] = _throttle(df, p)
     if "f_xb" in have and hasattr(p, "mu_x0"):
-        brake = _brake(df, p)
+        brake, harvest = _brake(df, p)
         if brake is not None:
             df["brake"] = brake
+        if harvest is not None:
+            df["harvest"] = harvest
     ratio = getattr(p, "steering_ratio", None)
     if ratio is not None and "delta" in have:
         df["steering_wheel_angle"] = np.degrees(df["delta"].to_numpy(float) * ratio)

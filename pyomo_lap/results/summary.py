@@ -197,6 +197,10 @@ class Summary(MutableMapping):
         (:func:`pyomo_lap.analysis.sensitivities.lap_time_sensitivities`).
     trajectory_step_m : float
         The fixed distance step of the table written [m] (``--every``).
+    fixed_step : dict
+        How the rows on the fixed step were made (``--every``, ``pyomo-lap export``): the
+        columns computed and interpolated, the rows whose algebraic loop failed, the bounds
+        applied (:mod:`pyomo_lap.results.fixed_step_points`).
     partial : bool
         Written by a solve that did not end optimal (partial results).
     interrupted : bool
@@ -293,6 +297,7 @@ class Summary(MutableMapping):
     setup_baseline: Optional[dict] = None
     sensitivities: Optional[list] = None
     trajectory_step_m: Optional[float] = None
+    fixed_step: Optional[dict] = None
     partial: Optional[bool] = None
     interrupted: Optional[bool] = None
     exported_from: Optional[str] = None

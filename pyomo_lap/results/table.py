@@ -19,9 +19,9 @@ import pandas as pd
 
 from . import channels as _channels
 from .summary import SUMMARY_FORMAT, Summary, as_summary
-from .logger import add_logger_channels
 from ..ocp.record_model import SPINE_RELATIVE, record_columns  # noqa: F401  (re-exported)
 from ..ocp.sector import track_coordinate  # noqa: F401  (re-exported)
+from .point_table import add_derived_channels, tangential_acceleration  # noqa: F401
 from .export import (_SUMMARY_GROUPS, _TRACK_DATA_KEYS, WORKBOOK_UNITS_NOTE, _json_default,
                      _lists_sheet, _long_lists, _provenance_sheet, _sheet, _speed_chart, _unit_of,
                      _without_long_lists, _write_csv, _write_parquet, _write_rows,
@@ -36,7 +36,8 @@ __all__ = ["trajectory_dataframe", "UNITS", "write_results", "read_trajectory", 
            "solution_arrays", "load_solution", "SOLUTION_FILE", "MANIFEST", "read_manifest",
            "check_results_folder", "output_lock", "OutputLock",
            "OutputBusyError", "FolderNotReplaceableError", "effective_solver_options",
-           "track_coordinate", "record_columns", "SPINE_RELATIVE"]
+           "track_coordinate", "record_columns", "SPINE_RELATIVE",
+           "add_derived_channels"]
 
 # the unit of every channel lives with its meaning in the channel dictionary (one table;
 # pyomo_lap.results.channels imports nothing from here, so the workbook can use it)
@@ -49,7 +50,7 @@ def trajectory_dataframe(m, progress=None) -> pd.DataFrame:
     """One row per collocation point of a solved model: the model's channel table
     (``VehicleModel.trajectory``, in one call: :func:`pyomo_lap.ocp.record_model.record_table`
     for the families whose rows are recorded) with the columns derived from its own columns
-    (:func:`_add_table_channels`), in the order of :data:`UNITS`.
+    (:func:`pyomo_lap.results.point_table.add_derived_channels`), in the order of :data:`UNITS`.
 
     Parameters
     ----------
@@ -83,21 +84,14 @@ def trajectory_dataframe(m, progress=None) -> pd.DataFrame:
     n = len(m.s)
     if progress is not None:
         progress("evaluating the channels", 0, n)
-    df = _add_table_channels(vm.trajectory(m), _car_of(m))
+    df = vm.trajectory(m)
+    add_derived_channels(df, _car_of(m))     # a_t, the logger channels, the energies' powers
     if progress is not None:
         progress("evaluating the channels", n, n)
     cols = [c for c in UNITS if c in df.columns] + [c for c in df.columns if c not in UNITS]
     return df[cols]
 
 
-def _add_table_channels(df: pd.DataFrame, car) -> pd.DataFrame:
-    """The columns derived from a table's own columns, in place: the tangential acceleration
-    ``a_t`` of O3 (along its velocity, :func:`tangential_acceleration`) and the logger channels
-    (:func:`pyomo_lap.results.logger.add_logger_channels`: throttle, brake, steering-wheel angle,
-    gear, engine speed, yaw rate, accelerations in g)."""
-    if all(c in df.columns for c in ("v_3x", "v_3y", "a_x", "a_y")):
-        df["a_t"] = tangential_acceleration(df)
-    return add_logger_channels(df, car)
 
 
 def _car_of(m):
@@ -275,7 +269,7 @@ def load_solution(m, path) -> int:
                          f"{data['s'][-1] if data['s'].size else 0:.1f} m) differs from this "
                          f"model's ({s.size} points, {s[-1]:.1f} m): expected a solve of the same "
                          "track, sector and mesh")
-    from ..ocp.initialize import forget_multipliers
+    from ..util.suffixes import forget_multipliers
     forget_multipliers(m)              # a new start: the model's multipliers are not its
     n = 0
     for comp in m.component_objects(pyo.Var, descend_into=True):
@@ -574,9 +568,3 @@ def _summary_sheet(summary: dict, vehicle_sheet: bool = False) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["group", "quantity", "value", "unit", "note"])
 
 
-def tangential_acceleration(df) -> np.ndarray:
-    """Acceleration of O3 along its velocity [m/s^2], :math:`(v_{3x} a_x + v_{3y} a_y)/|v|`
-    (``a_x``, ``a_y``: the acceleration of O3 in {B3} without gravity)."""
-    vx, vy = df["v_3x"].to_numpy(float), df["v_3y"].to_numpy(float)
-    ax, ay = df["a_x"].to_numpy(float), df["a_y"].to_numpy(float)
-    return (vx * ax + vy * ay) / np.maximum(np.hypot(vx, vy), 1e-9)

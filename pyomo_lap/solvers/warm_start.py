@@ -19,9 +19,10 @@ or a constraint added) costs fewer iterations than a cold solve (20 against 27 o
 the suffixes itself (:func:`pyomo_lap.solvers.lap.solver.start_multipliers`); the classic
 ``ipopt`` executable gets them through the NL file. A constraint added since has no
 multiplier yet and starts at 0. Every new initial guess (:mod:`pyomo_lap.ocp.initialize`,
-:func:`pyomo_lap.results.table.load_solution`) empties the suffixes
-(:func:`pyomo_lap.ocp.initialize.forget_multipliers`; after a failed solve
-:func:`forget_multipliers` here): the next solve is cold.
+every move of a solution, :mod:`pyomo_lap.ocp.transfer`,
+:func:`pyomo_lap.results.table.load_solution`) and a failed solve empty the suffixes
+(:func:`pyomo_lap.util.suffixes.forget_multipliers`, the one home of their names, which this
+module uses): the next solve is cold.
 
 Sources: Wächter and Biegler (2006), *On the implementation of an interior-point filter
 line-search algorithm for large-scale nonlinear programming*, Math. Program. 106, §3.6
@@ -33,14 +34,10 @@ from typing import Optional
 
 from pyomo.core.base.suffix import Suffix
 
+from ..util.suffixes import START_MULTIPLIER_SUFFIXES, forget_multipliers  # noqa: F401  (the one home)
+
 __all__ = ["START_MULTIPLIER_SUFFIXES", "forget_multipliers", "WARM_START_SOLVERS", "WARM_START_PUSH", "WARM_START_MU_FACTOR", "PRIMAL_START_MU_INIT", "holds_multipliers", "warm_start_options",
            "declare_multiplier_suffixes", "keep_multipliers", "primal_snapshot"]
-
-START_MULTIPLIER_SUFFIXES = ("dual", "ipopt_zL_in", "ipopt_zU_in")
-"""The suffixes a warm start sends IPOPT its starting multipliers in (Pyomo's ``ipopt``
-convention): the rows' duals and the bounds' multipliers. The initial guesses of the ``ocp``
-layer empty the same suffixes (:data:`pyomo_lap.ocp.initialize.START_MULTIPLIER_SUFFIXES`, the
-same names: that layer cannot import this one; a test keeps the two equal)."""
 
 WARM_START_SOLVERS = ("lap_ipopt", "ipopt")
 """Solvers that take starting multipliers from the suffixes (``ipopt_v2`` does not send them)."""
@@ -70,16 +67,6 @@ away took 15-21 iterations against 25-36 from the usual initial guess (the defau
 25-33: the barrier pushes the start back into the interior); a mesh continuation on
 Nordschleife 1200 + 500 m (150 elements onto 200) took 14 iterations for ``fsae`` with 1e-3
 against 19 (1e-2), 15 (1e-4), 21 (1e-5), 29 (1e-6), ``f1_2014`` 24 with 1e-3."""
-
-
-def forget_multipliers(m) -> None:
-    """Empty the starting-multiplier suffixes of ``m`` (:data:`START_MULTIPLIER_SUFFIXES`): the
-    next solve starts cold (what :func:`pyomo_lap.ocp.initialize.forget_multipliers` does for
-    a new initial guess)."""
-    for name in START_MULTIPLIER_SUFFIXES:
-        suffix = m.component(name)
-        if isinstance(suffix, Suffix):
-            suffix.clear()
 
 
 def holds_multipliers(m) -> bool:

@@ -3,7 +3,8 @@ equations (:mod:`.car`), the tyre models and their registry (:mod:`.tyres`), the
 (:mod:`.multibody_car`), the power at the driven wheels and the drive-force limit
 (:mod:`.powertrain`), dymos's racecar: its parameters and file reader (:mod:`.racecar`) and its
 equations (:mod:`.racecar_equations`), the quasi-steady point-mass speed (:mod:`.speed_profile`), the
-fuel flow of a car with ``[fuel]`` (:mod:`.fuel`), the limits' names and units (:mod:`.limits`) and the
+fuel flow of a car with ``[fuel]`` (:mod:`.fuel`), the powers of the energy integrals
+(:mod:`.energy`), the limits' names and units (:mod:`.limits`) and the
 friction envelope of the GG diagram (:mod:`.envelope`).
 Imports :mod:`pyomo_lap.spatial` and :mod:`pyomo_lap.util` only.
 """

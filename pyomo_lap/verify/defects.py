@@ -36,7 +36,8 @@ dynamics. Two measures of how far it is from doing so, for every vehicle model, 
 
 :func:`pyomo_lap.api.refine.refine_mesh` splits the elements whose scaled error exceeds a tolerance, builds the
 model on the new mesh (OCP option ``element_boundaries``), initializes it from the solved one
-(:func:`pyomo_lap.ocp.initialize.initialize_from_solution`) and solves it.
+(:func:`pyomo_lap.ocp.transfer.transfer_solution`, the algebraic loop solved at the new points)
+and solves it.
 """
 from __future__ import annotations
 
@@ -48,14 +49,14 @@ import numpy as np
 import pandas as pd
 
 from ..ocp.build import OCP_CONFIG, vehicle_model
-from ..ocp.collocation import element_polynomials, lagrange_basis
-from ..ocp.point_functions import (AlgebraicLoopError, CarFunctions, record_of, track_vectors,
+from ..ocp.collocation import element_polynomials
+from ..ocp.point_functions import (track_vectors,
                                    track_vectors_at)
 from ..ocp.record_model import as_dynamics
 from ..ocp.vehicle_model import VehicleModel
 from .simulate import shoot_elements
 
-__all__ = ["collocation_defects", "DefectReport", "initialize_from_collocation", "DEFECT_STATES",
+__all__ = ["collocation_defects", "DefectReport", "DEFECT_STATES",
            "defect_states", "SolvedTable"]
 
 
@@ -408,93 +409,6 @@ def _element_defects(sol: SolvedTable, dyn, track, ng: int, node_residuals: bool
                            weights=weights, poly=poly, s_track=s_track, X=X, U=U, Z=Z)
 
 
-def initialize_from_collocation(new, old, car: Optional[CarFunctions] = None) -> dict:
-    """Initialize a model on a refined Radau mesh from a solved one: states and their
-    derivative variables from the old collocation polynomials (so on a split element the new
-    collocation equations hold exactly and the dynamics residual at the new points is the old
-    solution's defect), controls from the old element's control polynomial (through its
-    collocation values; constant for piecewise-constant controls; controls that are states,
-    ``control_form = "state"``, like the states, with their derivatives), and the algebraic
-    loop solved at every new point. Better than linear interpolation
-    (:func:`pyomo_lap.ocp.initialize.initialize_from_solution`) inside split elements, where it
-    would break the collocation equations.
-
-    Parameters
-    ----------
-    new, old : full models of the same sector, ``old`` solved, both ``LAGRANGE-RADAU``.
-    car : CarFunctions, optional
-
-    Returns
-    -------
-    dict
-        ``{"status": "ok", "points": n, "algebraic_failures": k}``.
-
-    Raises
-    ------
-    ValueError
-        Not both Radau full models of the same sector.
-    """
-    import pyomo.environ as pyo
-
-    from ..ocp.build import RATE_NAMES, STATE_NAMES
-    from ..ocp.common import control_states
-    from ..vehicle.car import ALGEBRAIC, CONTROLS
-    for mm in (new, old):
-        if mm.problem.options.scheme != "LAGRANGE-RADAU" or mm.problem.options.model != "full":
-            raise ValueError("initialize_from_collocation needs full models with LAGRANGE-RADAU")
-    if abs(new.problem.sector_length - old.problem.sector_length) > 1e-9 or new.problem.options.start != old.problem.options.start:
-        raise ValueError("the two models do not cover the same sector")
-    car = car or CarFunctions(record_of(old), old.vehicle.built_for, old.problem.vehicle_model)
-    so = np.array(sorted(old.s))
-    fe = np.array(sorted(old.s.get_finite_elements()))
-    sn = np.array(sorted(new.s))
-    diff = STATE_NAMES + RATE_NAMES + ("t",)
-    # controls that are states (in both models) are interpolated as the states
-    cdiff = tuple(CONTROLS) if (control_states(old.problem.options)
-                                and control_states(new.problem.options)) else ()
-    vals = {n: np.array([pyo.value(old.component(n)[x]) for x in so]) for n in diff + CONTROLS + ALGEBRAIC}
-    elem_of_old = np.maximum(np.searchsorted(fe, so, side="left"), 1)
-    elem_of_new = np.maximum(np.searchsorted(fe, sn - 1e-9, side="left"), 1)
-    out = {n: np.zeros(len(sn)) for n in diff + CONTROLS + ALGEBRAIC}
-    dout = {n: np.zeros(len(sn)) for n in diff + cdiff}
-    for j in np.unique(elem_of_new):
-        pts = np.flatnonzero(elem_of_old == j)
-        pts = pts[so[pts] > fe[j - 1] + 1e-12]
-        nodes = np.r_[np.flatnonzero(np.isclose(so, fe[j - 1]))[:1], pts]
-        a, h = fe[j - 1], fe[j] - fe[j - 1]
-        here = np.flatnonzero(elem_of_new == j)
-        L, dL = lagrange_basis((so[nodes] - a) / h, (sn[here] - a) / h, derivative=True)
-        for n in diff + cdiff:
-            out[n][here] = L @ vals[n][nodes]
-            dout[n][here] = dL @ vals[n][nodes] / h
-        Lu = lagrange_basis((so[pts] - a) / h, (sn[here] - a) / h)
-        for n in CONTROLS:
-            if n not in cdiff:
-                out[n][here] = Lu @ vals[n][pts]
-        for n in ALGEBRAIC:
-            out[n][here] = np.interp(sn[here], so, vals[n])
-    tv = track_vectors(new.problem.track_points)
-    fails = 0
-    for i in range(len(sn)):
-        q = np.r_[0.0, [out[n][i] for n in STATE_NAMES]]
-        qd = np.array([out[n][i] for n in RATE_NAMES])
-        u = np.array([out[n][i] for n in CONTROLS])
-        try:
-            z, _ = car.solve(tv[i], q, qd, u, np.array([out[n][i] for n in ALGEBRAIC]))
-            for k, n in enumerate(ALGEBRAIC):
-                out[n][i] = z[k]
-        except AlgebraicLoopError:
-            fails += 1
-    for n in diff + CONTROLS + ALGEBRAIC:
-        var = new.component(n)
-        for i, x in enumerate(sn):
-            if not var[x].fixed:
-                var[x].set_value(float(out[n][i]), skip_validation=True)
-    for n in diff + cdiff:
-        dv = new.component(f"d{n}_ds")
-        for i, x in enumerate(sn):
-            dv[x].set_value(float(dout[n][i]), skip_validation=True)
-    return {"status": "ok", "points": len(sn), "algebraic_failures": fails}
 
 
 
