@@ -297,11 +297,13 @@ def test_the_self_check_of_a_model_solved_in_a_script_takes_its_summary():
         "full", sector.START, sector.LENGTH, sector.NFE, 3, False)
     assert s.lap_time_s == pytest.approx(float(df["t"].iloc[-1] - df["t"].iloc[0]), rel=1e-9)
     assert s.optimal is True and s.iterations == rep.iterations
-    typed = self_check(df, s, tr, p)
+    from pyomo_lap.verify.verdict import interpolation_of
+    typed = self_check(df, s.model, tr, p, start=s.start_m, ncp=s.ncp, scheme=s.scheme,
+                       interpolation=interpolation_of(s))
     o = m.problem.options
-    by_hand = self_check(df, {"model": "full", "start_m": float(o.start), "ncp": o.ncp,
-                              "scheme": o.scheme, "ocp_options": {"control_form": o.control_form}},
-                         tr, p)
+    by_hand = self_check(df, m.problem.vehicle_model, tr, p, start=float(o.start), ncp=o.ncp,
+                         scheme=o.scheme,
+                         interpolation="state" if o.control_form == "state" else "auto")
     assert typed["verdict"] == by_hand["verdict"] and set(typed["checks"]) == set(by_hand["checks"])
     for name, c in typed["checks"].items():
         assert c["value"] == by_hand["checks"][name]["value"], name

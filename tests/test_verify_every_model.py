@@ -19,9 +19,7 @@ CHECKS = [p for p in sorted((ROOT / "pyomo_lap" / "verify").glob("*.py")) + [
     if p.exists()]
 """The modules of the checks of a result: none may name a vehicle model."""
 
-MOVES_ELSEWHERE = {("defects.py", "initialize_from_collocation"):
-                   "a solution moved between meshes (the full model's), not a check: issue 45 "
-                   "moves it out of verify/ with interpolate_solution"}
+MOVES_ELSEWHERE = {}
 """Functions in those modules that are no check and may still name a model, each with why; the
 test fails when one is no longer there, so the list never names a function that left."""
 

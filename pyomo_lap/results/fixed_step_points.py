@@ -49,6 +49,7 @@ from ..ocp.build import VEHICLE_MODELS, record_rows
 from ..ocp.collocation import CollocationGrid
 from ..ocp.common import car_control_bounds, control_states
 from ..ocp.hybrid import hybrid_settings, rear_share
+from ..ocp.record_model import record_table
 from ..ocp.point_functions import (CarFunctions, record_numbers, record_of, track_vectors,
                                    vehicle_values_of)
 from ..ocp.sector import sector_track_points
@@ -118,10 +119,11 @@ class PointModel:
     @classmethod
     def from_model(cls, m) -> Optional["PointModel"]:
         """The point model of a solved model, or None for a model whose table is not its
-        record's (the single-track, multibody and racecar models: their rows on the step are
+        record's (``VehicleModel.trajectory`` other than
+        :func:`pyomo_lap.ocp.record_model.record_table`: the racecar; its rows on the step are
         interpolated)."""
         rec, vm = record_of(m), m.problem.vehicle_model
-        if rec is None or vm.trajectory is not None or not rec.channels:
+        if rec is None or vm.trajectory is not record_table or not rec.channels:
             return None
         car, vehicle = _car_of(m), vehicle_values_of(rec, m)
         x = sorted(m.s)[-1]
@@ -153,7 +155,7 @@ class PointModel:
             (:func:`folder_track`).
         """
         vm = VEHICLE_MODELS.get(str(summary.get("model") or "full"))
-        if car is None or vm is None or vm.trajectory is not None or vm.point_rows is None:
+        if car is None or vm is None or vm.trajectory is not record_table or vm.point_rows is None:
             return None
         options = dict(summary.get("ocp_options") or {})
         config = {k: v for k, v in options.items() if k not in ("element_boundaries", "lift")}
