@@ -25,8 +25,8 @@ from ..vehicle.car import load_vehicle
 from .config import (SOLVE_CONFIG, WARM_START_MU_INIT, _check_free_before_build, job_model,
                      job_options, prefetch_options)
 from .refine import _refine_job
-from .results import (SolveFailedError, _channels_and_export, _input_files, _summarize,
-                      model_size, result_line, track_data_lines)
+from .results import (SolveFailedError, _input_files, model_size, result_line,
+                      results_of_solve, track_data_lines)
 from .state import Job
 
 __all__ = ["solve_sector", "SectorResults", "reads_start_multipliers"]
@@ -132,8 +132,7 @@ def _solve_sector(cfg, echo, progress, model_cache, held: list, on_iteration=Non
         raise
     _stop_if_not_started(job)       # no partial results of a solve that never started
     _refine_job(job)                # a finer mesh where the defects are large, solved again
-    _summarize(job)                 # summary.json's content
-    _channels_and_export(job)       # the channels, sensitivities, files
+    results_of_solve(job)           # summary.json's content; the channels, self-check, files
     if not job.rep.ok:
         kept = (f" Partial results (the last point, marked \"partial\": true) are in {job.where}/; "
                 f"{job.out_dir}/ was left untouched." if job.where is not None else "")
@@ -596,9 +595,7 @@ def _keep_interrupted(job: Job, exc) -> None:
     iteration = exc.load_iterate()
     job.rep = exc.report
     job.echo(f"  keeping the last iterate (iteration {iteration}) ...")
-    _summarize(job)
-    job.summary.interrupted_at_iteration = iteration
-    _channels_and_export(job)
+    results_of_solve(job, own={"interrupted_at_iteration": iteration})
     exc.interrupted_dir = job.where
 
 

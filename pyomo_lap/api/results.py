@@ -17,12 +17,13 @@ from typing import Optional
 import pyomo.environ as pyo
 
 from .. import __version__
+from ..folders.writer import ResultsWriter
 from ..results.summary import SUMMARY_FORMAT, Summary, as_summary
 from .config import OWN_OCP_OPTIONS
 from .state import Job
 
 __all__ = ["SolveFailedError", "ResultsNotWrittenError", "model_size", "solve_summary",
-           "track_data_lines", "result_line"]
+           "track_data_lines", "result_line", "results_of_solve"]
 
 
 class ResultsNotWrittenError(OSError):
@@ -281,6 +282,43 @@ def solve_summary(m, rep, size: Optional[dict] = None) -> Summary:
         objective=float(objective) if objective is not None else None)
 
 
+def results_of_solve(job: Job, own: Optional[dict] = None) -> None:
+    """What a job makes of its solve, the same steps for every pipeline that solves
+    (:func:`pyomo_lap.solve_sector`, each lap of a stint: :mod:`pyomo_lap.api.stint`):
+    ``summary.json``'s contents (:func:`_summarize`), the caller's ``own`` fields of it, then
+    the channels, their quality, the self-check of a solved result and the files
+    (:func:`_channels_and_export`: into ``job.writer`` when given, else ``job.out_dir``; none
+    when both are None).
+
+    Parameters
+    ----------
+    job : Job
+        A job whose model is solved (or stopped): ``cfg``, ``echo``, ``tr``, ``p``, ``m``,
+        ``rep``, ``used_options`` set (by the job's steps up to the solve, or a stint's).
+    own : dict, optional
+        Fields of :class:`~pyomo_lap.results.summary.Summary` the caller sets after the
+        summary is made and before the channels and the files (a stint's lap: ``lap``,
+        ``mass_start_kg``, ``periodic``, ``warm_start``, ``limits``).
+
+    Returns
+    -------
+    None
+        ``job.summary``, ``job.df``, ``job.self_check`` (None unless solved), ``job.where``
+        are set.
+
+    Raises
+    ------
+    AttributeError
+        A name in ``own`` that is no field of the summary (nothing written).
+    SolveFailedError, ResultsNotWrittenError, FolderWriteError
+        As :func:`_channels_and_export`.
+    """
+    _summarize(job)
+    for name, value in (own or {}).items():
+        setattr(job.summary, name, value)
+    _channels_and_export(job)
+
+
 def _summarize(job: Job) -> None:
     """``job.summary``: what summary.json holds before the channels (:func:`solve_summary`,
     and the job's own: options, warm starts, inputs, provenance, the track's records, the
@@ -405,13 +443,13 @@ def _channels_and_export(job: Job) -> None:
     if cfg.penalty_cost and rep.ok and summary.regularization is not None:
         _penalty_cost(job, summary)
     job.df, job.where = df, None
-    if job.out_dir is not None:
+    if job.out_dir is not None or job.writer is not None:
         echo("exporting ...")
         from ..results.table import solution_arrays
         from .warm_start import multiplier_arrays
         table, mesh = _fixed_step(job, df)
         job.where = _write_or_fallback(
-            job.out_dir, table, summary, p_solved if isinstance(p_solved, VehicleParameters)
+            job.writer if job.writer is not None else job.out_dir, table, summary, p_solved if isinstance(p_solved, VehicleParameters)
             else summary.vehicle_parameters, rep, echo, cfg.n_sectors,
             {**solution_arrays(m), **(multiplier_arrays(m) if rep.ok else {})}
             if rep.ok or rep.kind == "interrupted" else None, mesh)
@@ -532,14 +570,20 @@ def _lat_lon_summary(tr, option: str):
                                       why="x/y coordinates: no latitude and longitude")
 
 
-def _write_or_fallback(out_dir: Path, df, summary: Summary, params: dict, rep, echo,
+def _write_or_fallback(out_dir, df, summary: Summary, params: dict, rep, echo,
                        n_sectors: int = 3, solution: Optional[dict] = None,
                        mesh_df=None) -> Path:
     """write_results, and when that fails (disk full, folder removed, permissions), the same
-    files in a fresh folder of the temporary directory: a result is never lost."""
+    files in a fresh folder of the temporary directory: a result is never lost. ``out_dir`` a
+    :class:`~pyomo_lap.folders.writer.ResultsWriter` (a folder inside one written whole, a
+    stint's lap): the files through it, said by no line and kept nowhere else on an error (the
+    outer folder's writer removes what it wrote, the earlier folder stays as it was)."""
     import tempfile
     from ..results.table import FolderNotReplaceableError, write_results
     partial = "interrupted" if rep.kind == "interrupted" else not rep.ok
+    if isinstance(out_dir, ResultsWriter):
+        return write_results(out_dir, df, summary, params, partial=partial, n_sectors=n_sectors,
+                             solution=solution, mesh_df=mesh_df)
     try:
         where = write_results(out_dir, df, summary, params, partial=partial, n_sectors=n_sectors,
                               solution=solution, echo=_recovery_only(echo), mesh_df=mesh_df)

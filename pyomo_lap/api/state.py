@@ -34,7 +34,13 @@ class Job:
     held : list
         The locks held on ``out_dir`` (released by :func:`pyomo_lap.solve_sector`).
     out_dir : Path or None
-        The results folder (checked and locked by the loading step); None: nothing written.
+        The results folder (checked and locked by the loading step); None: nothing written
+        (unless ``writer`` is given).
+    writer : ResultsWriter or None
+        A folder inside another being written whole (a stint's ``lap_NN``:
+        :meth:`pyomo_lap.folders.writer.ResultsWriter.nested`): the export writes the job's
+        files through it, and no fallback folder (the outer folder is written whole or not at
+        all); None: ``out_dir``.
     on_iteration : callable or None
         ``on_iteration(info)`` at each IPOPT iteration (``lap_ipopt``).
     model : str
@@ -120,6 +126,7 @@ class Job:
     cache: Optional[dict] = None
     held: list = dataclasses.field(default_factory=list)
     out_dir: Optional[Path] = None
+    writer: Any = None
     on_iteration: Optional[Callable] = None
     # the options checked (_check_job)
     model: Optional[str] = None

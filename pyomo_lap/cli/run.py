@@ -121,11 +121,16 @@ def solve(max_iter, solver_options, ocp_options, show_progress, **job):
     sc = getattr(res, "self_check", None)
     if sc is not None and sc["verdict"] == "fail":
         where = "" if out_dir is None else f" (written to {out_dir}/ to be looked at)"
-        _fail(f"the result failed its self-check{where}: "
-              + ", ".join(f"{n}: {c['detail']}" for n, c in sc["checks"].items()
-                          if c["verdict"] == "fail")
-              + ". Hint: a finer mesh (--nfe, --ocp-option element_length=...) or "
-              "`pyomo-lap validate` for the replay", code=SELF_CHECK_FAILED)
+        _fail(f"the result failed its self-check{where}: {_failed_checks(sc)}. Hint: a finer "
+              "mesh (--nfe, --ocp-option element_length=...) or `pyomo-lap validate` for the "
+              "replay", code=SELF_CHECK_FAILED)
+
+
+def _failed_checks(sc: dict) -> str:
+    """The checks of a self-check (:func:`pyomo_lap.verify.verdict.self_check`) that failed,
+    with their details: ``'energy_balance: +0.120 m/s^2 over ...; speed_consistency: ...'``."""
+    return ", ".join(f"{n}: {c['detail']}" for n, c in sc["checks"].items()
+                     if c["verdict"] == "fail")
 
 
 def _iteration_progress(show, level: int):
@@ -384,7 +389,17 @@ def export(run, every, out_dir):
               type=click.Path(file_okay=False), help="folder of lap_NN/ and stint.csv/.xlsx")
 def stint(track, vehicle, solver, laps, limits, stint_limits, out_dir):
     """Solve a stint: LAPS laps of a closed circuit on one model, each from the exit state of
-    the one before, the car lighter by the fuel burned ([fuel]); docs/energy.md."""
+    the one before, the car lighter by the fuel burned ([fuel]); docs/energy.md.
+
+    Each lap's folder OUT/lap_NN is a results folder as `pyomo-lap solve` writes one, its
+    summary.json with the lap's self-check; each lap's line and the table's self_check column
+    say its verdict (PASS, WARN, FAIL).
+
+    Exit codes: 0 every lap solved (self-check pass or warn); 1 the folder could not be
+    written; 2 bad input, a folder that is not a stint's, or a lap not solved to optimality
+    or out of fuel (the laps before it written); 4 every lap solved and written, but one or
+    more failed their self-check (to be looked at, not used); 130 / 143 interrupted.
+    """
     from ..api.stint import StintError, solve_stint
     try:
         res = solve_stint(track, vehicle, laps, limits=list(limits), solver=solver,
@@ -395,3 +410,11 @@ def stint(track, vehicle, solver, laps, limits, stint_limits, out_dir):
     times = ", ".join(f"{r['lap_time_s']:.3f}" for r in res["laps"])
     click.echo(f"stint of {laps} laps in {res['wall_s']:.1f} s: lap times {times} s; "
                f"written to {out_dir}/ (stint.csv, stint.xlsx, lap_01/ ...)")
+    failed = [(r["lap"], sc) for r, sc in zip(res["laps"], res["self_checks"])
+              if sc is not None and sc["verdict"] == "fail"]
+    if failed:
+        _fail(f"lap{'s' if len(failed) > 1 else ''} {', '.join(str(k) for k, _ in failed)} of "
+              f"the stint failed the self-check (written to {out_dir}/ to be looked at): "
+              + "; ".join(f"lap {k}: {_failed_checks(sc)}" for k, sc in failed)
+              + f". Hint: `pyomo-lap validate {out_dir}/lap_NN` for the replay",
+              code=SELF_CHECK_FAILED)
