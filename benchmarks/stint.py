@@ -37,11 +37,19 @@ FUEL = ("\n[fuel]\n# CHOSEN for benchmarks/stint.py: brake thermal efficiency of
         "\n# a full FSAE tank\nthermal_efficiency = 0.25\nmass_start = 5.0\n")
 
 
+SOLVED = (0, 4)
+"""Exit codes of a solve or a stint that solved and wrote everything (4: a result, or a lap,
+failed its self-check: timed all the same, its verdict printed)."""
+
+
 def run(args: list) -> float:
-    """Run ``python -m pyomo_lap.cli ARGS`` from the repository; its wall time [s]."""
+    """Run ``python -m pyomo_lap.cli ARGS`` from the repository; its wall time [s].
+    CalledProcessError for an exit code not in :data:`SOLVED`."""
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "pyomo_lap.cli", *args], cwd=ROOT, check=True,
-                   env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run([sys.executable, "-m", "pyomo_lap.cli", *args], cwd=ROOT,
+                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    if done.returncode not in SOLVED:
+        raise subprocess.CalledProcessError(done.returncode, done.args)
     return time.perf_counter() - t0
 
 
@@ -67,11 +75,11 @@ def main() -> int:
           f"{lap.get('iterations')} iterations")
     print(f"stint of {a.laps} laps (stint --laps {a.laps}): {many:.1f} s wall")
     print(f"ratio {ratio:.2f} (target <= 10): {'met' if ratio <= 10 else 'NOT met'}")
-    print(" lap   time [s]  mass [kg]  fuel [kg]  iterations  solve [s]  start")
+    print(" lap   time [s]  mass [kg]  fuel [kg]  iterations  solve [s]  start  self-check")
     for r in rows:
         print(f"{int(r['lap']):4d}  {float(r['lap_time_s']):9.3f}  {float(r['mass_start_kg']):9.3f}"
               f"  {float(r['fuel_kg']):9.4f}  {int(r['iterations']):10d}  "
-              f"{float(r['solve_time_s']):9.1f}  {r['warm_start']}")
+              f"{float(r['solve_time_s']):9.1f}  {r['warm_start']:5s}  {r['self_check']}")
     return 0 if ratio <= 10 else 1
 
 
