@@ -47,7 +47,21 @@ import math
 import time
 from typing import Callable, Optional
 
+import pandas as pd
+import pyomo.environ as pyo
+
 from ..folders.writer import ResultsWriter
+from ..ocp.build import build_model, set_vehicle
+from ..ocp.initialize import initialize_model
+from ..ocp.integrals import add_energy_limits, energy_summary
+from ..results.summary import Summary
+from ..results.table import trajectory_dataframe, write_results
+from ..solvers.solve import DEFAULT_SOLVER, solve_model
+from ..track.geometry import Track
+from ..track.loading import load_track
+from ..vehicle.car import load_vehicle
+from ..vehicle.fuel import has_fuel
+from ..vehicle.limits import LIMIT_NAMES, LIMIT_OF, merge_limits, parse_limits
 
 __all__ = ["solve_stint", "StintError", "STINT_COLUMNS", "FUEL_TOL", "lap_limits", "carry_state",
            "stint_table"]
@@ -96,7 +110,6 @@ def lap_limits(per_lap: dict, stint: dict, used: dict, laps_left: int) -> dict:
     StintError
         A budget used up before this lap.
     """
-    from ..vehicle.limits import LIMIT_NAMES, LIMIT_OF
     out = {}
     for name, value in per_lap.items():
         for integral in LIMIT_NAMES[name]:
@@ -131,9 +144,6 @@ def carry_state(m) -> dict:
 
 def _lap_row(m, k: int, mass: float, fuel_left, rep) -> dict:
     """One row of the stint table from the solved model."""
-    import pyomo.environ as pyo
-
-    from ..ocp.integrals import energy_summary
     sigma = sorted(m.s)
     e = energy_summary(m)
     row = {"lap": k, "lap_time_s": float(pyo.value(m.lap_time)), "mass_start_kg": mass,
@@ -152,7 +162,6 @@ def _lap_row(m, k: int, mass: float, fuel_left, rep) -> dict:
 
 def stint_table(rows: list):
     """The stint table (a DataFrame, :data:`STINT_COLUMNS`) of the laps' rows."""
-    import pandas as pd
     return pd.DataFrame(rows, columns=list(STINT_COLUMNS))
 
 
@@ -160,9 +169,6 @@ def _write_lap(writer: ResultsWriter, m, row: dict, car, track_name: str, rep,
                limits: dict) -> None:
     """The lap's results folder ``lap_NN`` inside the stint's, through its writer
     (:func:`pyomo_lap.results.table.write_results`)."""
-    from ..ocp.integrals import energy_summary
-    from ..results.summary import Summary
-    from ..results.table import trajectory_dataframe, write_results
     df = trajectory_dataframe(m)
     summary = Summary(track=track_name, vehicle=car.name, lap=row["lap"],
                       lap_time_s=row["lap_time_s"], periodic=row["lap"] == 1,
@@ -179,7 +185,6 @@ def _write_stint(writer: Optional[ResultsWriter], rows: list, meta: dict,
     now (a stint that stops, the laps before written)."""
     if writer is None:
         return
-    import pandas as pd
     table = stint_table(rows)
 
     def workbook(path):
@@ -196,11 +201,6 @@ def _write_stint(writer: Optional[ResultsWriter], rows: list, meta: dict,
 
 def _prepare(track, vehicle, ocp_options: Optional[dict], limits, stint_limits, laps: int):
     """The loaded track and car, the parsed limits and the built model (lap 1, periodic)."""
-    from ..ocp.build import build_model
-    from ..track.loading import load_track
-    from ..track.geometry import Track
-    from ..vehicle.car import load_vehicle
-    from ..vehicle.limits import merge_limits, parse_limits
     if int(laps) < 1:
         raise ValueError(f"laps = {laps!r}: expected a whole number >= 1")
     tr = track if isinstance(track, Track) else load_track(track)
@@ -263,11 +263,6 @@ def solve_stint(track="red_bull_ring", vehicle="fsae", laps: int = 5, *, limits=
     FolderWriteError (an OSError)
         The folder could not be written (a full disk): the earlier one is as it was.
     """
-    from ..ocp.build import set_vehicle
-    from ..ocp.initialize import initialize_model
-    from ..ocp.integrals import add_energy_limits, energy_summary
-    from ..solvers.solve import DEFAULT_SOLVER, solve_model
-    from ..vehicle.fuel import has_fuel
     t0 = time.perf_counter()
     writer = (ResultsWriter.replacing(out_dir, "stint", kind="stint", echo=echo)
               if out_dir is not None else None)
