@@ -457,7 +457,7 @@ def test_results_that_cannot_be_written_are_saved_elsewhere(tmp_path, monkeypatc
             raise OSError(28, "No space left on device")
         return real_write(folder, *a, **k)
 
-    monkeypatch.setattr("pyomo_lap.results.table.write_results", failing)
+    monkeypatch.setattr("pyomo_lap.api.results.write_results", failing)
     monkeypatch.setenv("TMPDIR", str(tmp_path / "spare"))
     (tmp_path / "spare").mkdir()
     import tempfile

@@ -163,9 +163,9 @@ def test_compile_ahead_takes_the_model_of_each_cases_vehicle(monkeypatch):
     assert job["model"] is None
     cases = sweep_cases({"mass.total": [240.0, 250.0]}, job=job)
     seen = []
-    monkeypatch.setattr("pyomo_lap.solvers.lap.compiled.point_functions",
+    monkeypatch.setattr("pyomo_lap.sweeps.run.point_functions",
                         lambda rec, how: seen.append(rec))
-    monkeypatch.setattr("pyomo_lap.util.casadi_compile.find_compiler", lambda: "cc")
+    monkeypatch.setattr("pyomo_lap.sweeps.run.find_compiler", lambda: "cc")
     info = compile_ahead(cases, job)
     assert (info["structures"], info["cars"], len(seen)) == (1, 2, 1)   # one structure
     # compile=vm (nothing to compile): skipped, without an error

@@ -18,15 +18,23 @@ fixed step of distance or time (:func:`parse_step`, :func:`resample_channels`).
 """
 from __future__ import annotations
 
+import re
+import textwrap
 from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
+from pyomo.common.dependencies import attempt_import
 
 from ..folders.writer import ResultsWriter
+from ..results.corners import corner_deltas, records_table
 from ..results.summary import Summary, as_summary
+from ..results.table import UNITS, read_summary, read_trajectory
 from .telemetry import CHANNEL_ALIASES, read_telemetry
+
+matplotlib, matplotlib_available = attempt_import("matplotlib")
+plt, plt_available = attempt_import("matplotlib.pyplot")
 
 __all__ = ["delta_along_track", "sector_deltas", "channel_differences", "run_statistics",
            "parse_step", "resample_channels", "parameter_differences", "run_labels",
@@ -195,7 +203,6 @@ def parse_step(text) -> tuple:
     ValueError
         Not a positive step with one of the units m, km, s, ms, Hz.
     """
-    import re
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(m|km|s|ms|hz|Hz)\s*", str(text))
     value = float(m.group(1)) if m else 0.0
     if not m or not value > 0:
@@ -349,9 +356,7 @@ def deltas_many(frames: Sequence[pd.DataFrame], names: Sequence[str],
 def _plt():
     """The pyplot of matplotlib on the Agg backend (files only; as :mod:`pyomo_lap.plots.figures`,
     which imports this module, so the figures here are drawn without it)."""
-    import matplotlib
     matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
     return plt
 
 
@@ -373,7 +378,6 @@ def _figure_many(delta: pd.DataFrame, names, labels, title: str):
     s = delta["s [m]"]
     fig, axs = plt.subplots(2, 1, figsize=(11, 6.5), sharex=True,
                             gridspec_kw={"height_ratios": [2, 1.3]})
-    import textwrap
     for name, label in zip(names, labels):
         axs[0].plot(s, delta[f"speed_{name} [km/h]"], lw=1.2,
                     label="\n  ".join(textwrap.wrap(label, 48)))
@@ -462,7 +466,6 @@ def compare_many(dirs, out_dir=None, n_sectors: int = 3, every=None, formats=("p
         Fewer than two runs; runs on different tracks or without a common stretch; bad
         ``every`` or ``formats``; ``out_dir`` a run's folder.
     """
-    from ..results.table import read_summary, read_trajectory
     echo = echo or (lambda *_: None)
     dirs = [Path(d) for d in dirs]
     if len(dirs) < 2:
@@ -513,7 +516,6 @@ def corners_many(summaries: Sequence[Summary], names: Sequence[str]) -> pd.DataF
     """Corner by corner, every run against the first: the corners all runs hold
     (:func:`pyomo_lap.results.corners.corner_deltas` of each against the first), with
     ``time_<name> [s]``, ``delta_<name> [s]``, ``min_speed_<name> [km/h]`` per run."""
-    from ..results.corners import corner_deltas, records_table
     summaries = [as_summary(sm) for sm in summaries]
     first = records_table(summaries[0].corners)
     out = None
@@ -573,7 +575,6 @@ def telemetry_delta(run: pd.DataFrame, log: pd.DataFrame, scale: Optional[bool] 
     ValueError
         No common stretch.
     """
-    from ..results.table import UNITS
     sa = _s_abs(run)
     L_run = sa[-1] - sa[0]
     d = log["s"].to_numpy(dtype=float)
@@ -661,7 +662,6 @@ def compare_telemetry(run_dir, telemetry, out_dir=None, n_sectors: int = 3, ever
         See :func:`read_telemetry` and :func:`telemetry_delta`; bad ``every`` or ``formats``;
         ``out_dir`` a run's folder.
     """
-    from ..results.table import read_trajectory
     echo = echo or (lambda *_: None)
     formats = _check_formats(formats)
     if every is not None:

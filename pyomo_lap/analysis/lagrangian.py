@@ -14,9 +14,18 @@ import warnings
 
 import numpy as np
 import pyomo.environ as pyo
+import scipy.sparse as sp
+import scipy.sparse.linalg as spl
+from pyomo.common.dependencies import attempt_import
+from pyomo.repn import generate_standard_repn
 
 from ..ocp.point_functions import record_of
+from ..solvers.lap.nlp import LapNLP
 from ..spatial.backend import is_number
+from ..vehicle.car import force_scale
+from ..vehicle.schema import SymbolicVehicle, field_of
+
+ca, ca_available = attempt_import("casadi")
 
 __all__ = ["bound_functions"]
 
@@ -49,7 +58,6 @@ def bound_functions(p, cfg) -> dict:
         ``lb = -w_right + offset``, ``ub = w_left - offset`` with ``offset`` returned in both
         places [m]; ``None`` where the bound does not depend on ``p``.
     """
-    from ..vehicle.car import force_scale
     # the controls' box (twice the largest tyre force) is never active: taken as a number
     fmax = 2.0 * force_scale(getattr(p, "numbers", p))
     fz_max = 20 * p.m * p.gravity
@@ -133,8 +141,6 @@ def _point_lagrangian(m, names: list, dual) -> _PointLagrangian:
     gravity, not a parameter of the vehicle file, as its number), as the derivatives of
     :math:`\sum_i d_i g_i` at one point mapped over the points, with the solution's values
     and duals."""
-    import casadi as ca
-    from ..vehicle.schema import SymbolicVehicle, field_of
     prob = m.problem
     p = m.vehicle.built_for
     P = ca.SX.sym("p", len(names))
@@ -179,7 +185,6 @@ def _point_lagrangian(m, names: list, dual) -> _PointLagrangian:
 
 def _bound_jacobian(bound, P, p0) -> np.ndarray:
     """``d bound / dp`` at ``p0`` (a CasADi expression of the symbols ``P``)."""
-    import casadi as ca
     return np.asarray(ca.evalf(ca.substitute(ca.jacobian(bound, P), P, p0))).ravel()
 
 
@@ -238,8 +243,6 @@ def _sector_time_adjoint(m, rows: _PointLagrangian, bsym: dict, bound_mult, v0):
     RuntimeError
         The KKT system is singular or its solve inaccurate (residual above 1e-8).
     """
-    from ..solvers.lap.nlp import LapNLP
-
     t0 = time.perf_counter()
     nlp = LapNLP(m, verify_points=2)
     kkt = _kkt_system(m, nlp, bound_mult)
@@ -272,9 +275,6 @@ def _kkt_system(m, nlp, bound_mult) -> _KKT:
     """The KKT matrix of the solved model ``m`` (its NLP ``nlp``: Hessian of the Lagrangian,
     Jacobian of the equality and active rows and active bounds) and the gradient of the
     sector time as its right-hand side."""
-    import scipy.sparse as sp
-    from pyomo.repn import generate_standard_repn
-
     dual = m.dual
     x = np.array([v.value for v in nlp.variables], dtype=float)
     nx, ng = x.size, len(nlp.constraints)
@@ -324,7 +324,6 @@ def _solve_kkt(K, rhs) -> tuple:
     RuntimeError
         ``K`` is singular, or the residual exceeds 1e-8.
     """
-    import scipy.sparse.linalg as spl
     with warnings.catch_warnings():
         warnings.simplefilter("error", spl.MatrixRankWarning)
         try:
@@ -415,7 +414,6 @@ def _collocation_part(m, var, dual) -> float:
     ``var``'s derivative (``d<var>_ds_disc_eq``, and ``<var>_interpolation_constraints`` of a
     Legendre scheme), which are linear; only those of the first two finite elements can hold
     the sector's first point."""
-    from pyomo.repn import generate_standard_repn
     name = var.parent_component().local_name
     elems = sorted(m.s.get_finite_elements())
     reach = elems[min(2, len(elems) - 1)] + 1e-9

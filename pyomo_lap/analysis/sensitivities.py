@@ -96,12 +96,28 @@ import warnings
 from typing import Optional
 
 import numpy as np
+import pandas as pd
 import pyomo.environ as pyo
 
+from ..ocp.build import build_model
+from ..ocp.common import PENALTIES, regularization
+from ..ocp.full_model import vehicle_inputs
+from ..ocp.initialize import initialize_from_solution
 from ..ocp.point_functions import record_of
-from ..vehicle.schema import SECTIONS, VehicleParameters
-from .lagrangian import (_AttributeSpy, _bound_gradient, _bound_multipliers, _check_bounds,
-                         _collocation_part, _point_lagrangian, _sector_time_adjoint, bound_functions)
+from ..ocp.sector import entry_speed
+from ..solvers.solve import solve_model
+from ..solvers.warm_start import WARM_START_IPOPT_OPTIONS
+from ..vehicle.schema import KEY_OF_FIELD, SECTIONS, VehicleParameters, field_of
+from .lagrangian import (
+    _AttributeSpy,
+    _bound_gradient,
+    _bound_multipliers,
+    _check_bounds,
+    _collocation_part,
+    _point_lagrangian,
+    _sector_time_adjoint,
+    bound_functions,
+)
 
 __all__ = ["PARAMETERS", "parameters_of", "SENSITIVITY_COLUMNS", "SENSITIVITY_SOLVER_OPTIONS",
            "FD_SOLVER_OPTIONS", "finite_difference", "declare_multiplier_suffixes",
@@ -118,8 +134,6 @@ def parameters_of(p) -> tuple:
     the optional keys the car leaves out and the structural zeros it has are not among them:
     :func:`pyomo_lap.ocp.full_model.vehicle_inputs`): the vehicle rows of its sensitivity
     table."""
-    from ..ocp.full_model import vehicle_inputs
-    from ..vehicle.schema import field_of
     have = {field_of(k) for k in vehicle_inputs(p) if k != "gravity"}
     return tuple(a for a in PARAMETERS if a in have)
 
@@ -258,7 +272,6 @@ def _wanted_parameters(parameters, names=PARAMETERS) -> list:
     ValueError
         An unknown name.
     """
-    from ..vehicle.schema import KEY_OF_FIELD, field_of
     wanted = list(names) + ["friction_scale"] if parameters is None else list(parameters)
     for i, name in enumerate(wanted):         # dotted names (mass.total) or field names (m)
         if name != "friction_scale":
@@ -286,7 +299,6 @@ def _entry_speed_part(m, names: list, gw, dual, entry_step: float) -> tuple:
         return None, dv0_dp, grad_entry
     v0_mult = -float(np.asarray(gw)[0, 0])
     v0_mult -= _collocation_part(m, m.q1_dot[first], dual)
-    from ..ocp.sector import entry_speed
     vmax = m.q1_dot[first].ub
     spy = _AttributeSpy(p)      # the fields the estimate reads: the others give 0
     entry_speed(prob.track, spy, cfg, vmax)
@@ -314,8 +326,6 @@ def _entry_speed_part(m, names: list, gw, dual, entry_step: float) -> tuple:
 def _sensitivity_table(p, names: list, wanted: list, dT, entry, dobj):
     """The table of :func:`lap_time_sensitivities` (:data:`SENSITIVITY_COLUMNS`), one row per
     name of ``wanted``, from the derivatives over ``names``."""
-    import pandas as pd
-    from ..vehicle.schema import KEY_OF_FIELD
 
     def per_name(vec):
         d = dict(zip(names, vec))
@@ -387,10 +397,6 @@ def finite_difference(m, parameter: str, rel_step: float = 1e-3, solver: str = "
     RuntimeError
         A re-solve did not reach an optimal solution.
     """
-    from ..ocp.build import build_model
-    from ..ocp.initialize import initialize_from_solution
-    from ..solvers.solve import solve_model
-
     prob = m.problem
     p = m.vehicle.built_for
     value = 1.0 if parameter == "friction_scale" else float(p.value(parameter))
@@ -471,9 +477,6 @@ def lap_time_cost(m, solver: str = "lap_ipopt", options: Optional[dict] = None,
     ValueError
         ``factor`` not above 1, or a model without penalties.
     """
-    from ..ocp.common import PENALTIES, regularization
-    from ..solvers.solve import solve_model
-    from ..solvers.warm_start import WARM_START_IPOPT_OPTIONS
     if not factor > 1.0:
         raise ValueError(f"factor = {factor!r}: expected a number above 1")
     weights = {K: m.component(K) for _, K, _ in PENALTIES if m.component(K) is not None}

@@ -35,8 +35,11 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 import pandas as pd
+from pyomo.common.dependencies import attempt_import
 
-from ..track.formats import csv_delimiter
+from ..track.formats import csv_delimiter, split_header
+
+pint, pint_available = attempt_import("pint")
 
 __all__ = ["Alias", "CHANNEL_ALIASES", "FORMATS", "read_telemetry", "alias_markdown",
            "unit_factor", "lap_table"]
@@ -104,7 +107,6 @@ _SUFFIX_UNITS = {"kmh": "km/h", "kph": "km/h", "mps": "m/s", "ms": "m/s", "mph":
 def _ureg():
     """The unit registry of pint (built once; no disk cache, see
     pyomo_lap.ocp.common.pyomo_units)."""
-    import pint
     return pint.UnitRegistry(cache_folder=None)
 
 
@@ -132,7 +134,6 @@ def unit_factor(unit: str, target: str) -> Optional[float]:
 def _norm(cell: str):
     """``'Ground Speed'`` -> ``('ground_speed', '')``; ``'Speed [km/h]'`` -> ``('speed',
     'km/h')``: a name (lower case, ``_`` for spaces and dashes) and a unit in brackets."""
-    from ..track.formats import split_header
     name, unit = split_header(cell)
     return re.sub(r"[\s\-.]+", "_", name).strip("_"), unit
 

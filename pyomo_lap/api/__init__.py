@@ -18,11 +18,24 @@ Example
 >>> report = solve_model(m)                                      # doctest: +SKIP
 >>> df = trajectory_dataframe(m)                                 # doctest: +SKIP
 """
-from .config import (OWN_OCP_OPTIONS, SOLVE_CONFIG, OptionValueError, job_mesh, job_model,
-                     job_options, prefetch_options)
+from .config import (
+                     OWN_OCP_OPTIONS,
+                     SOLVE_CONFIG,
+                     OptionValueError,
+                     job_mesh,
+                     job_model,
+                     job_options,
+                     prefetch_options,
+)
 from .job import SectorResults, solve_sector
-from .results import (ResultsNotWrittenError, SolveFailedError, model_size, result_line,
-                      solve_summary, track_data_lines)
+from .results import (
+                     ResultsNotWrittenError,
+                     SolveFailedError,
+                     model_size,
+                     result_line,
+                     solve_summary,
+                     track_data_lines,
+)
 
 __all__ = ["job_mesh", "solve_sector", "SectorResults", "SOLVE_CONFIG", "job_options",
            "OptionValueError", "model_size", "SolveFailedError", "ResultsNotWrittenError",

@@ -14,16 +14,37 @@ from pyomo.common.config import ConfigDict, ConfigValue
 from ..solvers.warm_start import PRIMAL_START_MU_INIT
 from ..track.checks import LAT_LON_ORDERS
 from ..track.loading import load_track, track_formats_help
-from ..util.domains import (Anything, DictOrNone, FiniteFloat, IntBetween, OneOf, PathOrNone,
-                            error_text)
+from ..util.domains import (
+    Anything,
+    DictOrNone,
+    FiniteFloat,
+    IntBetween,
+    OneOf,
+    PathOrNone,
+    error_text,
+)
 from ..vehicle.car import load_vehicle
 
 __all__ = ["SOLVE_CONFIG", "OWN_OCP_OPTIONS", "WARM_START_MU_INIT", "job_options", "job_model",
            "job_mesh", "prefetch_options", "OptionValueError"]
 
 
-from ..ocp.options import CLI_OWNED  # noqa: E402
-
+from ..ocp.build import (
+    OCP_CONFIG,
+    VEHICLE_MODELS,
+    check_free_parameters,
+    sector_mesh,
+    vehicle_model,
+)
+from ..ocp.options import (
+    CLI_OWNED,  # noqa: E402
+    check_ocp_options,
+)
+from ..solvers.solve import DEFAULT_SOLVER
+from ..track import checks as track_checks
+from ..track.checks import check_track_width
+from ..vehicle.car import VehicleParameters, vehicle_file_model
+from ..vehicle.schema import KEY_OF_FIELD, field_of
 
 OWN_OCP_OPTIONS = CLI_OWNED
 """The OCP options that are also options of the job (:data:`SOLVE_CONFIG`)."""
@@ -37,7 +58,6 @@ class _TrackWidth:
     cli_type = float
 
     def __call__(self, x):
-        from ..track.checks import check_track_width
         if x is None:
             return None
         try:
@@ -55,7 +75,6 @@ class _FreeParameters:
     ``--free``) -> ``{dotted name: (lower, upper)}``."""
 
     def __call__(self, x):
-        from ..vehicle.schema import KEY_OF_FIELD, field_of
         if x is None:
             return {}
         items = x.items() if isinstance(x, dict) else []
@@ -87,7 +106,6 @@ class _KeepSums:
     at its value (``[("aero.Cz1", "aero.Cz2")]`` or ``["aero.Cz1,aero.Cz2"]``)."""
 
     def __call__(self, x):
-        from ..vehicle.schema import KEY_OF_FIELD, field_of
         if x is None:
             return ()
         out = []
@@ -106,7 +124,6 @@ class _KeepSums:
 def _check_free_before_build(p, model, periodic, ocp_options, cfg) -> None:
     """:func:`pyomo_lap.ocp.build.check_free_parameters` on the rows the build will record
     (ValueError: one line, before anything is built)."""
-    from ..ocp.build import OCP_CONFIG, check_free_parameters, vehicle_model
     vm = vehicle_model(model)
     rec = None
     if vm.point_rows is not None:
@@ -126,10 +143,8 @@ def job_model(model, vehicle):
     ValueError
         ``model`` given and the vehicle file naming another one (one line, naming both).
     """
-    from ..vehicle.car import vehicle_file_model
     named = vehicle_file_model(vehicle)
     if named is not None:
-        from ..ocp.build import VEHICLE_MODELS
         if named not in VEHICLE_MODELS:
             where = vehicle if isinstance(vehicle, (str, Path)) else getattr(vehicle, "name", vehicle)
             raise ValueError(f"vehicle {str(where)!r}: model = {named!r}: expected one of "
@@ -155,7 +170,6 @@ _EVERY_TEXT = ("write the channels every EVERY metres of the sector [m] (None: o
 
 
 def _solve_config() -> ConfigDict:
-    from ..ocp.build import OCP_CONFIG
     c = ConfigDict(description="the options of one job (solve_sector, pyomo-lap solve)")
     c.declare("track", ConfigValue(default="nordschleife", domain=Anything("str, Path or Track"),
               description="track name (see `pyomo-lap tracks`: centrelines and arc tracks such "
@@ -311,10 +325,6 @@ def job_mesh(config: Optional[dict] = None, **kwargs) -> Optional[list]:
     ValueError
         Bad options, track, vehicle or sector (as :func:`solve_sector`).
     """
-    from ..ocp.build import OCP_CONFIG, sector_mesh
-    from ..ocp.options import check_ocp_options
-    from ..track import checks as track_checks
-    from ..vehicle.car import VehicleParameters
     cfg = job_options(config, **kwargs)
     ocp = check_ocp_options(cfg.ocp_options)
     oc = OCP_CONFIG()
@@ -353,8 +363,6 @@ def prefetch_options(cfg, ocp_options: Optional[dict] = None) -> Optional[dict]:
     ``periodic``, ``initial_speed`` and the ``ocp_options`` (given already checked, or
     checked here); None when the job does not solve with compiled functions (a solver other
     than the default ``lap_ipopt``, or its option ``compile=vm``)."""
-    from ..ocp.options import check_ocp_options
-    from ..solvers.solve import DEFAULT_SOLVER
     if cfg.solver != DEFAULT_SOLVER or (cfg.solver_options or {}).get("compile") == "vm":
         return None
     ocp = check_ocp_options(cfg.ocp_options) if ocp_options is None else ocp_options

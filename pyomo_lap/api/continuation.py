@@ -32,8 +32,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 
 import numpy as np
+import pyomo.environ as pyo
 
 from ..ocp.transfer import Solution, check_same_sector, model_states, transfer_solution
 from ..solvers.warm_start import PRIMAL_START_MU_INIT
@@ -190,8 +192,6 @@ def solve_by_continuation(m, build, lengths, *, solve, warm_options: dict,
         sequence: the fine mesh starts from the last optimal one (from its own initial point
         if none was).
     """
-    import time
-    import pyomo.environ as pyo
     stages, last = [], None
     for h in lengths:
         t0 = time.perf_counter()

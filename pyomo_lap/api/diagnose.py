@@ -40,11 +40,28 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import sys
 from pathlib import Path
 from typing import Optional
 
 import pyomo.environ as pyo
+from pyomo.common.dependencies import attempt_import
+from pyomo.contrib.pynumero.asl import AmplInterface
+from pyomo.core.expr.relational_expr import EqualityExpression
+from pyomo.util.check_units import assert_units_consistent
+
+from ..ocp.build import RATE_NAMES, STATE_NAMES, build_model
+from ..ocp.common import control_states
+from ..ocp.initialize import initialize_model
+from ..solvers.solve import solve_model
+from ..track.geometry import Track
+from ..track.loading import load_track
+from ..vehicle.car import ALGEBRAIC, CONTROLS, VehicleParameters, load_vehicle
+
+diagnostics_toolbox, diagnostics_toolbox_available = attempt_import(
+    "idaes.core.util.diagnostics_tools.diagnostics_toolbox")
+model_statistics, model_statistics_available = attempt_import("idaes.core.util.model_statistics")
 
 __all__ = ["diagnose", "square_up", "equalities_as_equations", "check_units", "pynumero_available",
            "UNIT_CHECKED_COMPONENTS", "PYNUMERO_HINT"]
@@ -61,7 +78,6 @@ UNIT_CHECKED_COMPONENTS = ("ode_q", "ode_t", "controls_at_start", "periodic", "l
 
 def pynumero_available() -> bool:
     """True when PyNumero's ASL interface can be loaded (looks in ``<venv>/lib`` first)."""
-    from pyomo.contrib.pynumero.asl import AmplInterface
     lib = Path(sys.prefix) / "lib" / "libpynumero_ASL.so"
     if lib.exists() and not AmplInterface.available():
         AmplInterface.libname = str(lib)
@@ -93,7 +109,6 @@ def square_up(m) -> list:
     if not m.problem.options.piecewise_constant_controls:
         ctrl_pts = sigma[1:]
     fixed = []
-    from ..ocp.common import control_states
     for name in ("f_xa", "f_xb", "delta"):
         var = m.component(name)
         pts = ctrl_pts
@@ -131,7 +146,6 @@ def equalities_as_equations(m) -> int:
     int
         The number of constraints rewritten.
     """
-    from pyomo.core.expr.relational_expr import EqualityExpression
     count = 0
     for c in m.component_data_objects(pyo.Constraint, active=True, descend_into=True):
         if c.equality and not isinstance(c.expr, EqualityExpression):
@@ -176,9 +190,6 @@ def check_units(m, components=UNIT_CHECKED_COMPONENTS) -> dict:
     ValueError
         A declared variable or parameter has no units.
     """
-    from pyomo.util.check_units import assert_units_consistent
-    from ..ocp.build import RATE_NAMES, STATE_NAMES
-    from ..vehicle.car import ALGEBRAIC, CONTROLS
     u = pyo.units
     missing = []
     declared = STATE_NAMES + RATE_NAMES + ("t",) + CONTROLS + ALGEBRAIC
@@ -245,13 +256,10 @@ def diagnose(track="nordschleife", vehicle="fsae", start: float = 500.0, length:
     ValueError
         Bad track, vehicle or sector.
     """
-    from idaes.core.util.diagnostics_tools.diagnostics_toolbox import DiagnosticsToolbox
-    from idaes.core.util.model_statistics import degrees_of_freedom
-
     m, rep = _diagnosis_model(track, vehicle, start, length, nfe, ncp, solve, solver, echo)
-    units, fixed, dof, n_ineq = _square_system(m, degrees_of_freedom, echo)
-    dt, structural, numerical_txt = _run_toolbox(m, DiagnosticsToolbox, numerical,
-                                                 stream or sys.stdout, echo)
+    units, fixed, dof, n_ineq = _square_system(m, model_statistics.degrees_of_freedom, echo)
+    dt, structural, numerical_txt = _run_toolbox(
+        m, diagnostics_toolbox.DiagnosticsToolbox, numerical, stream or sys.stdout, echo)
     return {"model": m, "toolbox": dt, "structural": structural, "numerical": numerical_txt,
             "structural_warnings": _warnings(structural),
             "numerical_warnings": _warnings(numerical_txt) if numerical_txt else [],
@@ -262,12 +270,6 @@ def diagnose(track="nordschleife", vehicle="fsae", start: float = 500.0, length:
 def _diagnosis_model(track, vehicle, start, length, nfe, ncp, solve, solver, echo) -> tuple:
     """Step 1 of :func:`diagnose`: the model with lifted intermediates, initialized (and
     solved with ``solve``). Returns it and the SolveReport (None without ``solve``)."""
-    from ..ocp.initialize import initialize_model
-    from ..ocp.build import build_model
-    from ..track.geometry import Track
-    from ..track.loading import load_track
-    from ..vehicle.car import VehicleParameters, load_vehicle
-
     tr = track if isinstance(track, Track) else load_track(track)
     p = vehicle if isinstance(vehicle, VehicleParameters) else load_vehicle(vehicle)
     echo(f"building {tr.name} {start:.0f}+{length:.0f} m, nfe={nfe}, ncp={ncp}, "
@@ -276,7 +278,6 @@ def _diagnosis_model(track, vehicle, start, length, nfe, ncp, solve, solver, ech
     initialize_model(m)
     rep = None
     if solve:
-        from ..solvers.solve import solve_model
         echo(f"solving with {solver} ...")
         rep = solve_model(m, solver=solver)
         echo(f"  {rep.termination_condition} after {rep.iterations} iterations")
@@ -313,7 +314,6 @@ def _run_toolbox(m, DiagnosticsToolbox, numerical: bool, stream, echo) -> tuple:
     toolbox and the two reports (the numerical one None when not run)."""
     # the toolbox logs every inconsistent-units expression of the physics at ERROR level: keep
     # them out of the terminal (its report counts them)
-    import logging
     quiet = [logging.getLogger(n) for n in ("pyomo.core", "pyomo.util", "pyomo.core.base.units_container")]
     old = [lg.level for lg in quiet]
     for lg in quiet:

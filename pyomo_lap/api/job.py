@@ -8,26 +8,80 @@ channels, export) is :mod:`pyomo_lap.api.results`; the refinement of the mesh
 """
 from __future__ import annotations
 
+import importlib
 import time
 import warnings
 from pathlib import Path
 from typing import Callable, Optional
 
+import numpy as np
 import pyomo.environ as pyo
 from pyomo.common.config import document_kwargs_from_configdict
 
+from ..analysis.sensitivities import (
+    SENSITIVITY_SOLVER_OPTIONS,
+    declare_multiplier_suffixes,
+)
+from ..folders.results_folder import check_output_dir
+from ..ocp.build import (
+    VEHICLE_MODELS,
+    build_model,
+    free_parameters,
+    point_rows_recorder,
+    set_vehicle,
+)
+from ..ocp.full_model import VehicleStructureError
 from ..ocp.initialize import initialize_model
-from ..ocp.build import build_model
-from ..solvers.solve import SolveInterrupted, solve_model
+from ..ocp.options import check_ocp_options
+from ..ocp.racecar import junction_boundaries
+from ..ocp.single_track import warm_start_full
+from ..solvers.lap.compiled import prefetch_point_functions
+from ..solvers.solve import (
+    CHECKED_SOLVERS,
+    DEFAULT_SOLVER,
+    SolveInterrupted,
+    check_solver_options,
+    ensure_solver,
+    solve_model,
+)
+from ..track import checks as track_checks
+from ..track.corners import (
+    corner_file_for,
+    sector_file_for,
+    track_corners,
+    track_sectors,
+)
+from ..track.geometry import Track
+from ..track.gps import lat_lon_order_warnings
 from ..track.loading import load_track
 from ..util.overlap import while_solver_runs
+from ..util.progress import echo_progress
 from ..vehicle.car import load_vehicle
-from .config import (SOLVE_CONFIG, WARM_START_MU_INIT, _check_free_before_build, job_model,
-                     job_options, prefetch_options)
+from ..vehicle.limits import merge_limits
+from .config import (
+    SOLVE_CONFIG,
+    WARM_START_MU_INIT,
+    _check_free_before_build,
+    job_model,
+    job_options,
+    prefetch_options,
+)
+from .continuation import (
+    CONTINUATION_IPOPT_OPTIONS,
+    solve_by_continuation,
+    stage_element_lengths,
+)
 from .refine import _refine_job
-from .results import (SolveFailedError, _input_files, model_size, result_line,
-                      results_of_solve, track_data_lines)
+from .results import (
+    SolveFailedError,
+    _input_files,
+    model_size,
+    result_line,
+    results_of_solve,
+    track_data_lines,
+)
 from .state import Job
+from .warm_start import apply_warm_start, check_source, read_source
 
 __all__ = ["solve_sector", "SectorResults", "reads_start_multipliers"]
 
@@ -156,7 +210,6 @@ def _post_imports(export: bool) -> Callable[[], None]:
     longer waited for after it on a machine with a second core. The later imports of the
     same modules wait for one under way (Python's per-module import locks); one that fails
     here fails again, with its message, where the module is used."""
-    import importlib
 
     def work():
         for name in _AFTER_THE_SOLVE + (_FOR_THE_EXPORT if export else ()):
@@ -171,10 +224,6 @@ def _check_job(job: Job) -> None:
     """The job's options checked together (ValueError, one line): the model (the vehicle file
     may name it), sensitivities, OCP and solver options, a Track object with a width or flat, free
     parameters; ``job.model``, ``job.ocp_options``, ``job.solver_options``, ``job.reuse``."""
-    from ..ocp.build import VEHICLE_MODELS
-    from ..ocp.options import check_ocp_options
-    from ..solvers.solve import check_solver_options
-    from ..track.geometry import Track
     cfg = job.cfg
     cfg.model = job.model = job_model(cfg.model, cfg.vehicle)
     if cfg.sensitivities and job.model != "full":
@@ -208,9 +257,6 @@ def _load_inputs(job: Job) -> None:
     """The track (repairs and data steps said), the sector, the car, the checks that need
     them (the car fits, free parameters the rows use), the solver, the results folder (locked);
     ``job.tr``, ``job.p``, ``job.start``, ``job.length``, ``job.track_key``."""
-    from ..solvers.solve import ensure_solver
-    from ..track import checks as track_checks
-    from ..track.geometry import Track
     cfg, echo = job.cfg, job.echo
     track = cfg.track
     job.track_key = ("track " + _model_key(track, cfg.repair_track, cfg.track_width, {}, cfg.flat,
@@ -228,7 +274,6 @@ def _load_inputs(job: Job) -> None:
         echo(f"track repaired when its bundled file was built: {r}")
     for f in getattr(tr, "findings", []):
         echo(f"track repaired: {f}")
-    from ..track.gps import lat_lon_order_warnings
     for line in lat_lon_order_warnings(getattr(tr, "processing_steps", None) or []):
         echo(line)                            # a GPS file's order of lat and lon: said always
     detail = getattr(echo, "detail", None)    # the CLI's echo: the steps only with -v
@@ -251,7 +296,6 @@ def _load_inputs(job: Job) -> None:
         _check_free_before_build(p, job.model, cfg.periodic, job.ocp_options, cfg)
     ensure_solver(cfg.solver)  # fail before building when the solver is missing
     if job.out_dir is not None:
-        from ..folders.results_folder import check_output_dir
         # fail before building when OUT is unusable, holds files of the user's or another run
         # writes into it; locked from here to the end (released by solve_sector)
         job.out_dir = check_output_dir(job.out_dir, echo=echo, hold=job.held)
@@ -263,8 +307,6 @@ def _track_corners(job: Job) -> None:
     """The track's corners and sector starts (:mod:`pyomo_lap.track.corners`: the files beside
     the track file, else detected), read before the solve so a bad file stops the job early;
     ``job.corners``, ``job.sector_boundaries`` (None without a sector file)."""
-    from ..track.corners import (corner_file_for, sector_file_for, track_corners,
-                                track_sectors)
     tr = job.tr
     job.corners = track_corners(tr)
     path = corner_file_for(tr)
@@ -286,17 +328,13 @@ def _build_or_reuse(job: Job) -> None:
          f"nfe={cfg.nfe if cfg.nfe is not None else 'auto (from the element length)'}, "
          f"ncp={cfg.ncp}, {cfg.scheme} ...")
     if job.progress is None:
-        from ..util.progress import echo_progress
         job.progress = echo_progress(echo)
     compiled = prefetch_options(cfg, job.ocp_options)
     compiling = None
     if compiled is not None:
         # the compiled per-point functions of this car: the C compiler runs while Pyomo builds
         # (nothing to do when a car of the same structure compiled them before)
-        from ..ocp.build import point_rows_recorder
-        from ..solvers.lap.compiled import prefetch_point_functions
         compiling = prefetch_point_functions(point_rows_recorder(p, compiled))
-    from ..vehicle.limits import merge_limits      # the car file's [limits], the job's win
     limits = merge_limits(getattr(p, "limits", None), cfg.limits)
     job.build_kwargs = dict(start=job.start, length=job.length, nfe=cfg.nfe, ncp=cfg.ncp,
                             scheme=cfg.scheme, initial_speed=cfg.initial_speed,
@@ -344,14 +382,12 @@ def _initial_guess(job: Job) -> None:
          f"{job.info['estimated_time_s']:.2f} s)")
     job.setup_start = job.setup_baseline = None
     if cfg.free:
-        from ..ocp.build import free_parameters
         job.setup_baseline = _setup_baseline(job)
         job.setup_start = free_parameters(m, cfg.free, cfg.keep_sum)
         echo("  setup optimization: " + ", ".join(f"{k} in [{lo:g}, {up:g}] from {v0:g}"
                                                   for k, (v0, lo, up) in job.setup_start.items())
              + "".join(f"; {' + '.join(g)} held" for g in cfg.keep_sum or ()))
     if cfg.sensitivities:
-        from ..analysis.sensitivities import SENSITIVITY_SOLVER_OPTIONS, declare_multiplier_suffixes
         declare_multiplier_suffixes(m)       # the multipliers come back with the solution
         # a tighter solve: the active set and the multipliers the sensitivities stand on
         job.solver_options = {**SENSITIVITY_SOLVER_OPTIONS, **(job.solver_options or {})}
@@ -363,7 +399,6 @@ def _warm_start(job: Job) -> dict:
     initial guess; what it covered, for the console and ``summary.json``
     (``warm_start_source``). WarmStartError (a ValueError) before the solve: another track or
     vehicle model, no results there."""
-    from .warm_start import apply_warm_start, check_source, read_source
     cfg, tr = job.cfg, job.tr
     src = read_source(cfg.warm_start_from)
     sha = _input_files(tr, cfg.vehicle).get("track_file_sha256")
@@ -397,7 +432,6 @@ def reads_start_multipliers(solver: str) -> bool:
     less Pyomo's ``ipopt``: with the suffixes of a folder's multipliers moved onto another mesh,
     its executable did not exit normally on the default car (issue 36), so a folder's warm
     start gives it the primal values only)."""
-    from ..solvers.solve import DEFAULT_SOLVER
     return solver == DEFAULT_SOLVER
 
 
@@ -420,7 +454,6 @@ def _setup_baseline(job: Job):
 def _single_track_start(job: Job) -> dict:
     """Solve the single-track model on the same mesh and start the full model from it
     (:func:`pyomo_lap.ocp.single_track.warm_start_full`); what it took, for the summary."""
-    from ..ocp.single_track import warm_start_full
     cfg, echo = job.cfg, job.echo
     echo("  initial guess from the single-track model on the same mesh ...")
     ms = build_model(job.tr, job.p, **{**job.build_kwargs, "nfe": job.m.problem.options.nfe,
@@ -441,7 +474,6 @@ def _single_track_start(job: Job) -> dict:
 def _solve_job(job: Job) -> None:
     """The solve (with a warm start's barrier parameter; from the usual initial guess again
     if the warm start fails); ``job.rep``, ``job.used_options``, ``job.warm_retry``."""
-    from ..solvers.solve import DEFAULT_SOLVER
     cfg, echo, m, size = job.cfg, job.echo, job.m, job.size
     echo(f"solving with {cfg.solver} ...")
 
@@ -461,7 +493,6 @@ def _solve_job(job: Job) -> None:
     job.used_options = (job.solver_options if warm is None else
                         {**({} if warm["multipliers_used"]     # solve_model's warm start
                             else {"mu_init": WARM_START_MU_INIT}), **(job.solver_options or {})})
-    from ..analysis.sensitivities import declare_multiplier_suffixes
     declare_multiplier_suffixes(m)  # the multipliers come back for solution.npz (a later warm start)
     job.warm_retry = None
     job.continuation = None
@@ -508,8 +539,6 @@ def _straddled_junctions(m) -> int:
     """How many curvature steps of an arc track (the junctions of its segments,
     :func:`pyomo_lap.ocp.racecar.junction_boundaries`) lie inside an element of ``m`` rather
     than on an element end (0 for a track of points, whose curvature does not step)."""
-    import numpy as np
-    from ..ocp.racecar import junction_boundaries
     L = float(m.problem.sector_length)
     knots = junction_boundaries(m.problem.track, float(m.problem.options.start), L, L)
     if knots is None:
@@ -545,9 +574,6 @@ def _continuation(job: Job, solve, why: str):
     then the job's mesh from the finest one's solution); ``job.continuation`` says what was
     solved (summary.json ``mesh_continuation``), ``job.used_options`` the fine solve's options.
     Returns the fine solve's report."""
-    from .continuation import (CONTINUATION_IPOPT_OPTIONS, solve_by_continuation,
-                                    stage_element_lengths)
-    from ..solvers.solve import CHECKED_SOLVERS
     cfg, m = job.cfg, job.m
     lengths = stage_element_lengths(_fine_element_m(m), float(m.problem.options.element_length))
     job.echo(f"  mesh continuation ({why}): coarse meshes of "
@@ -604,7 +630,6 @@ def _stop_if_not_started(job: Job) -> None:
     be loaded, an option refused when the solve started) left the model as built: there are no
     partial results to write. Raises SolveFailedError saying so (nothing written, ``out_dir``
     left untouched); any other solve goes on."""
-    from ..solvers.solve import CHECKED_SOLVERS
     rep, cfg = job.rep, job.cfg
     if rep.ok or cfg.solver not in CHECKED_SOLVERS or (rep.iterations is not None
                                                        and rep.iterations >= 0):
@@ -632,8 +657,6 @@ def _model_key(track, repair_track, track_width, build_kwargs: dict, flat: bool 
 def _reuse_model(model_cache: dict, key: str, vehicle):
     """The model kept under ``key`` with ``vehicle`` put into it, or None (none kept, or the car
     differs in structure: :class:`pyomo_lap.ocp.full_model.VehicleStructureError`)."""
-    from ..ocp.build import set_vehicle
-    from ..ocp.full_model import VehicleStructureError
     m = model_cache.get(key)
     if m is None:
         return None

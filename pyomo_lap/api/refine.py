@@ -4,17 +4,23 @@ consistency of a solution are large, solved again from the solution (:func:`_ref
 """
 from __future__ import annotations
 
-import time
-
 import dataclasses
+import time
 from typing import Optional
 
 import numpy as np
+import pyomo.environ as pyo
 
-from ..solvers.warm_start import WARM_START_IPOPT_OPTIONS
+from ..ocp.build import build_model
+from ..ocp.common import vehicle_of_model
 from ..ocp.point_functions import CarFunctions, record_of
 from ..ocp.transfer import Solution, transfer_solution
+from ..results.table import trajectory_dataframe
+from ..solvers.solve import solve_model
+from ..solvers.warm_start import WARM_START_IPOPT_OPTIONS
 from ..verify.defects import DefectReport, collocation_defects
+from ..verify.quality import _distinct, channel_scales, speed_step_errors
+from ..verify.verdict import DEFECT_MAX, DEFECT_P95, SPEED_CONSISTENCY
 from .config import WARM_START_MU_INIT
 from .results import model_size
 from .state import Job
@@ -70,9 +76,6 @@ def _refine_once(job: Job):
     """One round of :func:`_refine_job` on ``job.m``: None when its defects and speed
     consistency are within the warnings, else what was done (and ``job.m``, ``job.rep``
     replaced by the refined model's if it is optimal)."""
-    import numpy as np
-    from ..verify.defects import collocation_defects
-    from ..verify.verdict import DEFECT_MAX, DEFECT_P95, SPEED_CONSISTENCY
     m = job.m
     t0 = time.perf_counter()
     speed_split, speed_max = _speed_consistency_split(m, job)     # keeps job.result_df
@@ -123,11 +126,6 @@ def _speed_consistency_split(m, job: Optional[Job] = None) -> tuple:
     step falls with its length: as many parts as the error is multiples of that half), and the
     largest error [% of the car's top speed]. With ``job``, the table is kept as
     ``job.result_df`` (the channels of ``job.m``, if it is not refined)."""
-    import numpy as np
-    from ..ocp.common import vehicle_of_model
-    from ..verify.quality import _distinct, channel_scales, speed_step_errors
-    from ..results.table import trajectory_dataframe
-    from ..verify.verdict import SPEED_CONSISTENCY
     df = trajectory_dataframe(m)
     if job is not None:
         job.result_df = (m, df)
@@ -242,11 +240,6 @@ def refine_mesh(m, tol: Optional[float] = None, *, defects: Optional[DefectRepor
     ValueError
         ``tol`` not positive, or ``max_split < 2``.
     """
-    import pyomo.environ as pyo
-
-    from ..ocp.build import build_model
-    from ..solvers.solve import solve_model
-
     if max_split < 2:
         raise ValueError(f"max_split = {max_split!r}: expected >= 2")
     also_split = dict(also_split or {})

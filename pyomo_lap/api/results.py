@@ -7,20 +7,59 @@ and the errors of a job that did not end with its results written
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import platform
 import shutil
+import subprocess
+import tempfile
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
 import pyomo.environ as pyo
+from pyomo.version import version
 
 from .. import __version__
+from ..analysis.sensitivities import (
+    PENALTY_COST_FACTOR,
+    lap_time_cost,
+    lap_time_sensitivities,
+)
 from ..folders.writer import ResultsWriter
+from ..ocp.common import regularization, vehicle_of_model, vehicle_var
+from ..ocp.hybrid import hybrid_summary
+from ..ocp.integrals import energy_summary
+from ..plots.figures import plot_results
+from ..results.corners import corner_records, corner_table
+from ..results.fixed_step import fixed_step_lines, model_fixed_step
 from ..results.summary import SUMMARY_FORMAT, Summary, as_summary
+from ..results.table import (
+    FolderNotReplaceableError,
+    effective_solver_options,
+    sector_records,
+    sector_times,
+    solution_arrays,
+    trajectory_dataframe,
+    write_results,
+)
+from ..solvers.solve import ensure_solver, log_statistics
+from ..track.report import assumption_lines, step_lines
+from ..vehicle.car import VehicleParameters, models_dir
+from ..vehicle.schema import PARAMETER_KEYS
+from ..verify.quality import channel_quality, model_quality
+from ..verify.verdict import (
+    interpolation_of,
+    lap_time_cost_text,
+    regularization_text,
+    self_check,
+    self_check_text,
+)
 from .config import OWN_OCP_OPTIONS
 from .state import Job
+from .warm_start import multiplier_arrays
 
 __all__ = ["SolveFailedError", "ResultsNotWrittenError", "model_size", "solve_summary",
            "track_data_lines", "result_line", "results_of_solve"]
@@ -56,9 +95,6 @@ def _sha256(path: Path) -> str:
 
 def _provenance(p, solver_name: str) -> dict:
     """What else is needed to trace a result: the parameters' hash, code and solver versions."""
-    import json
-    import subprocess
-    from datetime import datetime, timezone
     out = {"vehicle_parameters_sha256": hashlib.sha256(
         json.dumps(p.as_dict(), sort_keys=True, default=str).encode()).hexdigest()}
     try:
@@ -68,7 +104,6 @@ def _provenance(p, solver_name: str) -> dict:
     except (OSError, subprocess.SubprocessError):
         pass
     try:
-        from ..solvers.solve import ensure_solver
         ver = ensure_solver(solver_name).version()
         if ver:
             out["solver_version"] = ".".join(str(v) for v in ver)
@@ -81,7 +116,6 @@ def _provenance(p, solver_name: str) -> dict:
 def _input_files(tr, vehicle) -> dict:
     """Absolute, resolved paths and SHA-256 of the track and vehicle files the run read (when
     they are files)."""
-    from ..vehicle.car import models_dir
     out = {}
     src = (getattr(tr, "provenance", None) or {}).get("source_file")
     if src and Path(src).exists():
@@ -116,7 +150,6 @@ def track_data_lines(tr, brief: bool = False) -> list:
         The lines; the full records are in ``tr.processing_steps`` and ``tr.assumptions`` (and
         a result's ``summary.json``: ``track_processing``, ``track_assumptions``).
     """
-    from ..track.report import assumption_lines, step_lines
     prov = getattr(tr, "provenance", None) or {}
     steps, assumed = prov.get("processing_steps", []), prov.get("assumptions", [])
     if not brief:
@@ -146,7 +179,6 @@ def result_line(summary: Summary, periodic: bool) -> str:
             f"(mean {summary.mean_speed_kmh:.1f} km/h, max {summary.max_speed_kmh:.1f} km/h); "
             "sectors " + ", ".join(f"{x['time_s']:.3f}" for x in summary.sectors) + " s")
     if summary.self_check:
-        from ..verify.verdict import self_check_text
         line += "; " + self_check_text(summary.self_check)
     return line
 
@@ -154,14 +186,12 @@ def result_line(summary: Summary, periodic: bool) -> str:
 def _effective_options(solver: str, used: Optional[dict]) -> dict:
     """The options the solver ran with (pyomo_lap's defaults updated by the given ones):
     :func:`pyomo_lap.results.table.effective_solver_options` without the sources."""
-    from ..results.table import effective_solver_options
     return {k: v for k, (v, _) in effective_solver_options(solver, used or {}).items()}
 
 
 def _mean_speed_kmh(df) -> float:
     """The time average of the speed channel [km/h] (trapezoids in time): the car's path length
     over the time."""
-    import numpy as np
     t = df["t"].to_numpy(float)
     v = df["speed_kmh"].to_numpy(float)
     return float(np.trapezoid(v, t) / (t[-1] - t[0]))
@@ -172,7 +202,6 @@ def _vehicle_parameters(p) -> dict:
     ``{name: value}``, the gravity included."""
     if hasattr(p, "parameter_values"):       # a car of its own schema (the racecar)
         return dict(p.parameter_values())
-    from ..vehicle.schema import PARAMETER_KEYS
     out = {k: p.value(k) for k in PARAMETER_KEYS if p.value(k) is not None}
     out["gravity"] = p.gravity
     return out
@@ -181,7 +210,6 @@ def _vehicle_parameters(p) -> dict:
 def _setup_summary(m, start: dict) -> dict:
     """The optimal setup of a solve with free parameters: ``{name: {"value", "start", "lower",
     "upper", "at_bound" ("lower", "upper" or None), "unit"}}``."""
-    from ..ocp.common import vehicle_var
     out = {}
     for key, (v0, lo, up) in start.items():
         var = vehicle_var(m, key)
@@ -207,8 +235,6 @@ def _mesh_summary(m) -> dict:
 def _corner_summary(job: Job, df, summary: Summary) -> None:
     """``summary.corners`` (the per-corner table, :func:`pyomo_lap.results.corners.corner_table`)
     and ``corners_source``; the sectors at the sector file's starts when there is one."""
-    from ..results.corners import corner_records, corner_table
-    from ..results.table import sector_records, sector_times
     if job.corners is None or not {"s_sector", "t", "speed_kmh"} <= set(df):
         return
     tab = corner_table(df, job.corners, job.tr.length, job.tr.closed)
@@ -349,14 +375,12 @@ def _summarize(job: Job) -> None:
     s.track_assumptions = list(getattr(tr, "assumptions", []))
     s.track_repairs = [*getattr(tr, "build_repairs", []),
                        *(str(f) for f in getattr(tr, "findings", []))]
-    from ..solvers.solve import log_statistics
     stats = log_statistics(rep.log or "")
     s.nlp = {k: stats[k] for k in ("n_variables", "n_equalities", "n_inequalities",
                                    "jac_nnz", "hess_nnz") if k in stats}
     s.timing = _timing(job, stats)
     s.mesh_refinement = job.refinement
     s.mesh_continuation = job.continuation
-    from ..ocp.hybrid import hybrid_summary
     if m.component("hybrid") is not None:     # a car with [hybrid] (docs/energy.md)
         s.hybrid = hybrid_summary(m)
 
@@ -387,15 +411,10 @@ def _channels_and_export(job: Job) -> None:
     """The channels (a failed solve whose last point cannot be evaluated writes nothing),
     their quality, the mesh, sector times, mean speed, the car as solved and the optimal
     setup, the sensitivities, and the files; ``job.df``, ``job.sens``, ``job.where``."""
-    from ..ocp.common import vehicle_of_model
-    from ..verify.quality import channel_quality, model_quality
-    from ..results.table import sector_records, sector_times
-    from ..vehicle.car import VehicleParameters
     cfg, echo, m, rep, summary = job.cfg, job.echo, job.m, job.rep, job.summary
     timing = summary.timing
     t_out = time.perf_counter()
     try:
-        from ..results.table import trajectory_dataframe
         kept = job.result_df                            # the refinement's check made it
         df = kept[1] if kept is not None and kept[0] is m else trajectory_dataframe(
             m, progress=job.progress)
@@ -407,7 +426,6 @@ def _channels_and_export(job: Job) -> None:
                                + (f", {job.out_dir}/ was left untouched" if job.out_dir else ""),
                                rep) from None
     summary.max_speed_kmh = float(df["speed_kmh"].max())
-    from ..ocp.integrals import energy_summary
     summary.energy = energy_summary(m, df)     # the integrals of m.energy [J], issue 38
     p_solved = vehicle_of_model(m) if rep.ok or not cfg.free else job.p
     vm = m.problem.vehicle_model           # its equations for the car as solved, for the checks
@@ -433,7 +451,6 @@ def _channels_and_export(job: Job) -> None:
         _setup_result(job, summary)
     job.sens = None
     if cfg.sensitivities and rep.ok:
-        from ..analysis.sensitivities import lap_time_sensitivities
         sens = job.sens = lap_time_sensitivities(m)
         timing["sensitivities_s"] = sens.attrs["time_s"]
         summary.sensitivities = sens.to_dict(orient="records")
@@ -445,8 +462,6 @@ def _channels_and_export(job: Job) -> None:
     job.df, job.where = df, None
     if job.out_dir is not None or job.writer is not None:
         echo("exporting ...")
-        from ..results.table import solution_arrays
-        from .warm_start import multiplier_arrays
         table, mesh = _fixed_step(job, df)
         job.where = _write_or_fallback(
             job.writer if job.writer is not None else job.out_dir, table, summary, p_solved if isinstance(p_solved, VehicleParameters)
@@ -454,7 +469,6 @@ def _channels_and_export(job: Job) -> None:
             {**solution_arrays(m), **(multiplier_arrays(m) if rep.ok else {})}
             if rep.ok or rep.kind == "interrupted" else None, mesh)
         if job.sens is not None:
-            from ..plots.figures import plot_results
             plot_results(job.where, figures=["sensitivities"], echo=echo)
 
 
@@ -481,7 +495,6 @@ def _fixed_step(job: Job, df) -> tuple:
     every = job.cfg.every
     if every is None or not job.rep.ok:
         return df, None
-    from ..results.fixed_step import fixed_step_lines, model_fixed_step
     job.summary.trajectory_step_m = float(every)
     table = model_fixed_step(job.m, df, every)
     job.summary.fixed_step = dict(table.attrs.get("fixed_step") or {})
@@ -494,8 +507,6 @@ def _regularization(job: Job, summary: Summary) -> None:
     """``summary.regularization``: the objective's penalties in seconds and their share of
     the objective (:func:`pyomo_lap.ocp.common.regularization`), said on the console; none
     for a model without them or without values."""
-    from ..ocp.common import regularization
-    from ..verify.verdict import regularization_text
     try:
         reg = regularization(job.m)
     except (ValueError, TypeError, AttributeError, ZeroDivisionError):
@@ -528,8 +539,6 @@ def _penalty_cost(job: Job, summary: Summary) -> None:
     (:func:`pyomo_lap.analysis.sensitivities.lap_time_cost`, a second solve with every weight / 10
     from the optimum, which the model keeps) into ``summary.regularization``, said on the
     console; its time into ``summary.timing["penalty_cost_s"]``."""
-    from ..analysis.sensitivities import PENALTY_COST_FACTOR, lap_time_cost
-    from ..verify.verdict import lap_time_cost_text
     job.echo(f"  the penalties' lap-time cost: solving again with every weight / "
              f"{PENALTY_COST_FACTOR:g} ...")
     cost = lap_time_cost(job.m, job.cfg.solver, job.solver_options)
@@ -547,7 +556,6 @@ def _self_check(job: Job, df, vehicle, dynamics=None) -> None:
     ``summary.timing["self_check_s"]``. The result's vehicle model is the model's; the
     sector, mesh and controls' form are the typed summary's (``start_m``, ``ncp``,
     ``scheme``, ``ocp_options.control_form``) and its ``channel_quality`` is reused."""
-    from ..verify.verdict import interpolation_of, self_check
     kept = job.result_defects      # measured by the refinement's check on job.m
     s = job.summary
     sc = self_check(df, job.m.problem.vehicle_model, job.tr, vehicle,
@@ -578,8 +586,6 @@ def _write_or_fallback(out_dir, df, summary: Summary, params: dict, rep, echo,
     :class:`~pyomo_lap.folders.writer.ResultsWriter` (a folder inside one written whole, a
     stint's lap): the files through it, said by no line and kept nowhere else on an error (the
     outer folder's writer removes what it wrote, the earlier folder stays as it was)."""
-    import tempfile
-    from ..results.table import FolderNotReplaceableError, write_results
     partial = "interrupted" if rep.kind == "interrupted" else not rep.ok
     if isinstance(out_dir, ResultsWriter):
         return write_results(out_dir, df, summary, params, partial=partial, n_sectors=n_sectors,
@@ -614,5 +620,4 @@ def _recovery_only(echo):
 
 
 def _pyomo_version() -> str:
-    from pyomo.version import version
     return version

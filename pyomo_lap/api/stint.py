@@ -64,6 +64,7 @@ import math
 import time
 from typing import Callable, Optional
 
+import pandas as pd
 import pyomo.environ as pyo
 
 from ..folders.writer import ResultsWriter
@@ -181,7 +182,6 @@ def _lap_row(m, k: int, mass: float, fuel_left, rep) -> dict:
 
 def stint_table(rows: list):
     """The stint table (a DataFrame, :data:`STINT_COLUMNS`) of the laps' rows."""
-    import pandas as pd
     return pd.DataFrame(rows, columns=list(STINT_COLUMNS))
 
 
@@ -213,7 +213,6 @@ def _write_stint(writer: Optional[ResultsWriter], rows: list, meta: dict,
     now (a stint that stops, the laps before written)."""
     if writer is None:
         return
-    import pandas as pd
     table = stint_table(rows)
 
     def workbook(path):

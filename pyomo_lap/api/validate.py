@@ -24,10 +24,22 @@ from ..results.summary import Summary
 from ..results.table import read_trajectory
 from ..verify.defects import SolvedTable, collocation_defects
 from ..verify.replay import replay, replay_segments
-from ..verify.verdict import (REPLAY_DRIVER, REPLAY_SEGMENT_S, _clean, _defect_checks,
-                              _energy_checks, _inputs, _quality_checks, format_check,
-                              interpolation_of, lap_time_cost_text, limit_checks,
-                              overall_verdict, regularization_text, replay_checks)
+from ..verify.verdict import (
+    REPLAY_DRIVER,
+    REPLAY_SEGMENT_S,
+    _clean,
+    _defect_checks,
+    _energy_checks,
+    _inputs,
+    _quality_checks,
+    format_check,
+    interpolation_of,
+    lap_time_cost_text,
+    limit_checks,
+    overall_verdict,
+    regularization_text,
+    replay_checks,
+)
 
 __all__ = ["validate_results"]
 

@@ -35,10 +35,11 @@ from typing import Optional
 import numpy as np
 import pyomo.environ as pyo
 
-from ..results.summary import Summary, as_summary
 from ..folders.results_folder import SOLUTION_FILE
 from ..ocp.collocation import snap_breaks
 from ..ocp.transfer import Solution, set_within_bounds
+from ..results.summary import Summary, as_summary
+from ..results.table import solution_arrays
 
 __all__ = ["solution_at_positions", "read_source", "model_source", "apply_warm_start",
            "check_source", "multiplier_arrays", "BLEND_M", "WarmStartError"]
@@ -101,7 +102,6 @@ def model_source(m) -> dict:
     """A solved model as the source of :func:`solution_at_positions`: its variables (as
     :func:`pyomo_lap.results.table.solution_arrays`), multipliers (:func:`multiplier_arrays`)
     and mesh (``start``, ``breaks``, ``scheme``, ``periodic``, ``model``, ``car``)."""
-    from ..results.table import solution_arrays
     o = m.problem.options
     data = {**solution_arrays(m), **multiplier_arrays(m)}
     return {"data": data, "start": float(o.start or 0.0),

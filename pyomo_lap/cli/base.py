@@ -15,7 +15,11 @@ from pathlib import Path
 import click
 
 from .. import __version__
+from ..api import SOLVE_CONFIG, OptionValueError, job_options as checked_job_options
 from ..folders.writer import COMMITTED, FolderWriteError
+from ..results.table import check_results_folder
+from ..solvers.solve import SolverOptionError, check_solver_options
+from ..util.domains import EntrySpeed, FiniteFloat, IntBetween, PathOrNone, number_text
 
 __all__ = ["main", "writes"]
 
@@ -59,7 +63,6 @@ def _state(folder: Path):
 def _complete_results(folder) -> None:
     """Stop (exit 2, one line) unless ``folder`` holds the complete results of a run: its
     manifest and the files it lists (:func:`pyomo_lap.results.table.check_results_folder`)."""
-    from ..results.table import check_results_folder
     try:
         check_results_folder(folder)
     except ValueError as exc:
@@ -250,7 +253,6 @@ def _flag(name: str) -> str:
 
 def _click_type(cv):
     """The click type of a job option, from its domain (choices) or its default."""
-    from ..util.domains import EntrySpeed, FiniteFloat, IntBetween
     d = cv._domain
     if getattr(d, "cli_type", None) is not None:
         return d.cli_type
@@ -270,7 +272,6 @@ def job_options(*names, **defaults):
     """Decorator: the click options of the job options ``names``, derived from
     :data:`pyomo_lap.api.SOLVE_CONFIG` (the one declaration: default, type, choices, help);
     ``defaults`` overrides a default for one command (e.g. ``diagnose``'s short sector)."""
-    from ..api import SOLVE_CONFIG
 
     def decorate(f):
         for name in reversed(names):
@@ -308,7 +309,6 @@ def _input_files_exist(**given) -> None:
 
 def _takes_none(cv) -> bool:
     """Whether a job option's domain takes ``None`` (an optional number, a path or None)."""
-    from ..util.domains import PathOrNone
     d = cv._domain
     return bool(getattr(d, "optional", False)) or isinstance(d, PathOrNone)
 
@@ -321,7 +321,6 @@ def _shown(value) -> str:
             return value
         except ValueError:
             return repr(value)
-    from ..util.domains import number_text
     return f"{value:g}" if isinstance(value, float) else number_text(value)
 
 
@@ -343,7 +342,6 @@ def _solver_options_checked(solver: str, options: dict) -> dict:
     """The solver options checked against the solver's own option list
     (:func:`pyomo_lap.solvers.solve.check_solver_options`); a bad one stops with exit 2 and
     ``--solver-option KEY=VALUE: expected ...``, before anything is loaded or built."""
-    from ..solvers.solve import SolverOptionError, check_solver_options
     try:
         return check_solver_options(solver, options)
     except SolverOptionError as exc:
@@ -353,9 +351,8 @@ def _solver_options_checked(solver: str, options: dict) -> dict:
 def _checked(values: dict):
     """The job's options checked one by one against SOLVE_CONFIG; a bad value stops with exit
     2 and ``--flag value: expected ...``."""
-    from ..api import OptionValueError, job_options
     try:
-        return job_options(values)
+        return checked_job_options(values)
     except OptionValueError as exc:
         _fail(f"{_flag(exc.key)} {_shown(exc.value)}: {exc.text}")
 

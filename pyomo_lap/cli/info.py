@@ -3,13 +3,46 @@
 """
 from __future__ import annotations
 
+import json
+import textwrap
 import time
 from pathlib import Path
 
 import click
+import pandas as pd
 
-from .base import (_checked, _Echo, _fail, _fail_error, _flag, job_options, main, _unexpected,
-                   _verbosity, writes, WRITES_NOTHING)
+from ..api import SOLVE_CONFIG
+from ..api.diagnose import diagnose as run
+from ..folders.writer import ResultsWriter
+from ..ocp.build import OCP_CONFIG, record_rows
+from ..ocp.options import CLI_OWNED, options_table
+from ..results.channels import channel_markdown, channel_text, describe
+from ..solvers.lap.precompile import compile_ahead
+from ..solvers.solve import SolverNotFoundError
+from ..track.loading import bundled_tracks
+from ..vehicle.car import available_vehicles, load_vehicle
+from ..vehicle.files import bound_texts
+from ..vehicle.schema import (
+    MAX_STATIC_SAG,
+    OPTIONAL_KEYS,
+    OPTIONAL_SECTIONS,
+    SECTIONS,
+    SETTINGS,
+    VehicleParameters,
+)
+from .base import (
+    WRITES_NOTHING,
+    _checked,
+    _Echo,
+    _fail,
+    _fail_error,
+    _flag,
+    _unexpected,
+    _verbosity,
+    job_options,
+    main,
+    writes,
+)
 
 
 @writes("--report FILE, added to its folder")
@@ -23,8 +56,6 @@ from .base import (_checked, _Echo, _fail, _fail_error, _flag, job_options, main
 def diagnose(track, vehicle, start, length, nfe, ncp, do_solve, solver, no_numerical, report):
     """Run the IDAES diagnostics toolbox (structural and numerical checks) and a units check
     on the model of a short sector."""
-    from ..api.diagnose import diagnose as run
-    from ..solvers.solve import SolverNotFoundError
     _checked({"start": start, "length": length, "nfe": nfe, "ncp": ncp})
     if nfe > 200:
         _fail(f"--nfe {nfe}: expected an integer between 2 and 200 (diagnose a short sector)")
@@ -63,7 +94,6 @@ def _report_writer(report):
     of that name stops with exit 2, before anything is built."""
     if not report:
         return None
-    from ..folders.writer import ResultsWriter
     try:
         return ResultsWriter.adding(Path(report).parent, "diagnose",
                                     names=[Path(report).name]).claim()
@@ -79,8 +109,6 @@ def options(markdown):
     """List every option with its default, domain and meaning: the job's (`solve`'s own
     options, the keywords of pyomo_lap.solve_sector) and the optimal control problem's
     (`--ocp-option KEY=VALUE`); both tables come from the one declaration of each."""
-    from ..api import SOLVE_CONFIG
-    from ..ocp.options import CLI_OWNED, options_table
     if markdown:
         click.echo(job_options_table(), nl=False)
         click.echo(options_table(), nl=False)
@@ -89,7 +117,6 @@ def options(markdown):
     for key in SOLVE_CONFIG.keys():
         cv = SOLVE_CONFIG.get(key)
         click.echo(f"  {_flag(key):18s} {key:16s} default {cv.value()!r}")
-    from ..ocp.build import OCP_CONFIG
     click.echo("options of the optimal control problem (--ocp-option KEY=VALUE; "
                "ocp_options={...}):")
     for key in OCP_CONFIG.keys():
@@ -100,8 +127,6 @@ def options(markdown):
 def job_options_table() -> str:
     """The job's options (:data:`pyomo_lap.api.SOLVE_CONFIG`) as a Markdown table with their
     command-line spelling (``docs/options.md`` holds it; ``pyomo-lap options --markdown``)."""
-    from ..api import SOLVE_CONFIG
-    from ..ocp.options import options_table
     return options_table(config=SOLVE_CONFIG, flags=_flag)
 
 
@@ -114,7 +139,6 @@ def channels(names, markdown):
     paper's equation or the code) and, for one wheel's or one axle's channels, which one
     (11 front-left, 12 front-right, 21 rear-left, 22 rear-right). Without NAME: every column
     of the full, multibody and single-track models' tables."""
-    from ..results.channels import channel_markdown, channel_text, describe
     for name in names:           # every name checked before anything is printed
         try:
             describe(name)
@@ -135,8 +159,6 @@ def compile_(vehicle):
     (scripts/bootstrap.sh) runs it. Without it the first solve of each of these compiles
     them while the model is built (and says so). Cached on disk (PYOMO_LAP_CACHE, or the
     user's cache folder); already compiled libraries are checked, not rebuilt."""
-    from ..ocp.build import record_rows
-    from ..solvers.lap.precompile import compile_ahead
     t0 = time.perf_counter()
     echo = click.echo if _verbosity() >= 0 else (lambda *_: None)
     echo("compiling the full model's point functions (once on this machine, any car) ...")
@@ -157,9 +179,7 @@ def tracks():
     the data come from (repository and commit; provenance, processing and repairs:
     data/tracks/README.md and each track's .json or .toml)."""
     try:
-        import pandas as pd
 
-        from ..track.loading import bundled_tracks
         rows = bundled_tracks()
     except ValueError as exc:
         _fail(str(exc))
@@ -190,7 +210,6 @@ def tracks():
 def _range_text(info) -> str:
     """The range of a :class:`~pyomo_lap.vehicle.schema.VehicleParameters` field from its
     bounds (``> 0 and <= 10000``), '' when it has none."""
-    from ..vehicle.files import bound_texts
     lo, hi = bound_texts(info)
     extra = info.json_schema_extra or {}
     if lo is None and extra.get("minimum") is not None:      # optional fields
@@ -218,7 +237,6 @@ _EXAMPLE_VALUES = {
 
 def _toml_value(value) -> str:
     """A value as TOML: a float, a string in quotes or an array of floats."""
-    import json
     if isinstance(value, str):
         return json.dumps(value)
     if isinstance(value, (list, tuple)):
@@ -242,12 +260,6 @@ def vehicle_template(base: str = "fsae") -> str:
         ``base`` is no bundled car and no readable vehicle file, or not a file of the six-joint
         car (:class:`~pyomo_lap.vehicle.schema.VehicleParameters`).
     """
-    import json
-    import textwrap
-
-    from ..vehicle.car import load_vehicle
-    from ..vehicle.schema import (MAX_STATIC_SAG, OPTIONAL_KEYS, OPTIONAL_SECTIONS, SECTIONS,
-                                 SETTINGS, VehicleParameters)
     car = load_vehicle(base)
     if not isinstance(car, VehicleParameters):
         raise ValueError(f"vehicle {base!r} is a {type(car).__name__} file, not one of the "
@@ -327,7 +339,6 @@ def vehicle_template(base: str = "fsae") -> str:
 def vehicles(name, template):
     """List the vehicle files shipped with the package (name and description); with
     --template, print a vehicle file to start your own car from."""
-    from ..vehicle.car import available_vehicles, load_vehicle
     if template:
         try:
             click.echo(vehicle_template(name or "fsae"), nl=False)

@@ -7,7 +7,10 @@ from pathlib import Path
 
 import click
 
-from .base import (_complete_results, _Echo, _fail, _fail_error, main, _verbosity, writes)
+from ..analysis.compare import compare_many, compare_telemetry, parse_step
+from ..plots.figures import compare_runs, parse_range, plot_results
+from ..plots.report import write_report
+from .base import _complete_results, _Echo, _fail, _fail_error, _verbosity, main, writes
 
 
 @writes("figures added to RESULTS_DIR/plots or --out")
@@ -29,7 +32,6 @@ from .base import (_complete_results, _Echo, _fail, _fail_error, main, _verbosit
                    "highlights it")
 def plot(results_dir, out_dir, pdf, reference, figures, s_range):
     """Write the figures of a results folder as PNG (and PDF with --pdf)."""
-    from ..plots.figures import parse_range, plot_results
     try:
         parse_range(s_range, "--range")          # the text, before anything is read
     except ValueError as exc:
@@ -76,7 +78,6 @@ def compare(runs, telemetry, lap, every, out_dir, sectors, pdf):
     """Time delta along the track: of RUN_B against RUN_A (two runs), of every run against the
     first (more runs; the legend and compare_runs.csv give the vehicle parameters in which
     they differ), or of a logged lap against RUN (--telemetry)."""
-    from ..analysis.compare import compare_many, compare_telemetry, parse_step
     if sectors < 1 or sectors > 1000:
         _fail(f"--sectors {sectors}: expected an integer between 1 and 1000")
     if every is not None:
@@ -102,7 +103,6 @@ def compare(runs, telemetry, lap, every, out_dir, sectors, pdf):
             res = compare_many(runs, out_dir=out_dir, n_sectors=sectors, every=every,
                                formats=formats, echo=echo)
         else:
-            from ..plots.figures import compare_runs
             res = compare_runs(runs[0], runs[1], out_dir=out_dir, n_sectors=sectors,
                                formats=formats, echo=echo, every=every)
     except (ValueError, OSError, KeyError) as exc:
@@ -138,7 +138,6 @@ def report(runs, out, telemetry, max_points):
     a channel, the channels along the track on one zoomable axis with one cursor, the GG
     diagram with its envelope, the time delta (several runs or --telemetry), the corners
     (a run with corners.csv)."""
-    from ..plots.report import write_report
     if telemetry is not None and len(runs) != 1:
         _fail(f"--telemetry compares one run with a logged lap; {len(runs)} runs given")
     for folder in runs:

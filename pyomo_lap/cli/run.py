@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import shlex
 import signal
 import sys
 import time
@@ -12,11 +13,47 @@ from pathlib import Path
 
 import click
 
+from ..api import (  # heavy imports
+    ResultsNotWrittenError,
+    SolveFailedError,
+    solve_sector,
+)
+from ..api.stint import StintError, solve_stint
+from ..api.validate import validate_results
 from ..folders.writer import FolderWriteError
-from .base import (_checked, _complete_results, _Echo, _fail, _fail_error, _full_lap_job,
-                   _input_files_exist, job_options, main, _on_sigterm, SELF_CHECK_FAILED, _shown,
-                   _SIGNAL, _SOLVE_RESULT_LINES, _solver_options_checked, _state,
-                   _SWEEP_RESULT_LINES, _unexpected, _verbosity, writes, WRITES_NOTHING)
+from ..ocp.options import check_ocp_options, parse_ocp_options
+from ..results.fixed_step import export_fixed_step
+from ..solvers.solve import SolveInterrupted, SolverNotFoundError, parse_solver_options
+from ..sweeps import SweepSpecError, sweep as run_sweep
+from ..track import checks as track_checks
+from ..track.gps import lat_lon_order_warnings
+from ..track.loading import load_track
+from ..track.report import assumption_lines, format_steps_table
+from ..util.progress import IterationProgress, click_progress
+from ..vehicle.car import load_vehicle
+from .base import (
+    _SIGNAL,
+    _SOLVE_RESULT_LINES,
+    _SWEEP_RESULT_LINES,
+    SELF_CHECK_FAILED,
+    WRITES_NOTHING,
+    _checked,
+    _complete_results,
+    _Echo,
+    _fail,
+    _fail_error,
+    _full_lap_job,
+    _input_files_exist,
+    _on_sigterm,
+    _shown,
+    _solver_options_checked,
+    _state,
+    _unexpected,
+    _verbosity,
+    job_options,
+    main,
+    writes,
+)
 
 
 @writes("OUT (--out), a results folder written whole; OUT.failed, OUT.interrupted")
@@ -57,13 +94,6 @@ def solve(max_iter, solver_options, ocp_options, show_progress, **job):
     used); 130 / 143 interrupted by SIGINT (Ctrl-C) / SIGTERM (OUT untouched; with lap_ipopt
     the last iterate is kept in OUT.interrupted, for --warm-start OUT.interrupted).
     """
-    try:
-        from ..api import ResultsNotWrittenError, SolveFailedError, solve_sector  # heavy imports
-        from ..util.progress import click_progress
-        from ..solvers.solve import SolveInterrupted, SolverNotFoundError, parse_solver_options
-    except KeyboardInterrupt:
-        _fail("interrupted while starting; nothing was done", code=130)
-
     ctx = click.get_current_context()
     full_lap = job["periodic"]
     _input_files_exist(track=job["track"], vehicle=job["vehicle"])
@@ -81,7 +111,6 @@ def solve(max_iter, solver_options, ocp_options, show_progress, **job):
     if max_iter is not None:
         options["max_iter"] = max_iter
     options = _solver_options_checked(cfg.solver, options)
-    from ..ocp.options import check_ocp_options, parse_ocp_options
     try:
         cfg.ocp_options = check_ocp_options(parse_ocp_options(ocp_options))
     except ValueError as exc:
@@ -138,7 +167,6 @@ def _iteration_progress(show, level: int):
     (:class:`pyomo_lap.util.progress.IterationProgress` on standard error), or None: ``show``
     True/False (``--progress``/``--no-progress``) decides; by default it is on when standard
     error is a terminal and neither -q nor -v was given (-v streams IPOPT's own table)."""
-    from ..util.progress import IterationProgress
     if show is None:
         show = level == 0 and sys.stderr.isatty()
     return IterationProgress(interval_s=1.0) if show else None
@@ -148,7 +176,6 @@ def _interrupted(exc, solver: str, out_dir) -> None:
     """``solve`` stopped by Ctrl-C or SIGTERM during the solve: one line saying so, where the
     last iterate was kept (``OUT.interrupted``) and the command that continues from it; exit
     130 or 143."""
-    import shlex
     r = exc.report
     its = f", {r.iterations} iterations" if r.iterations is not None else ""
     kept = getattr(exc, "interrupted_dir", None)
@@ -205,9 +232,6 @@ def sweep(set_values, cases_file, out, resume, scheduler, workers, warm_start, s
     Exit codes: 0 every case solved; 1 some cases failed (rows with their reasons); 2 a bad
     specification (nothing ran); 130 interrupted (finished cases are kept: --resume).
     """
-    from ..ocp.options import check_ocp_options, parse_ocp_options
-    from ..solvers.solve import parse_solver_options
-    from ..sweeps import SweepSpecError, sweep as run_sweep
     ctx = click.get_current_context()
     _input_files_exist(track=job["track"], vehicle=job["vehicle"])
     cfg = _checked(_full_lap_job(ctx, job))
@@ -251,10 +275,6 @@ def check(track, vehicle, repair_track, track_width, lat_lon_order, flat):
     _input_files_exist(track=track, vehicle=vehicle)
     track_width = _checked({"track_width": track_width}).track_width
     try:
-        from ..track import checks as track_checks
-        from ..track.loading import load_track
-        from ..track.report import assumption_lines, format_steps_table
-        from ..vehicle.car import load_vehicle
         problems = []
         tr = p = None
         try:
@@ -267,7 +287,6 @@ def check(track, vehicle, repair_track, track_width, lat_lon_order, flat):
             for f in tr.findings:
                 click.echo(f"track repaired: {f}")
             click.echo(f"track {tr.name}: {tr.length:.1f} m, {'closed' if tr.closed else 'open'}: ok")
-            from ..track.gps import lat_lon_order_warnings
             for line in lat_lon_order_warnings(tr.processing_steps):
                 click.echo(line)
             if tr.processing_steps and _verbosity() >= 0:
@@ -327,7 +346,6 @@ def validate(results_dir, out_dir, no_feedback, shooting, open_loop, plots_dir, 
 
     Exit code: 0 pass or warn (1 on warn with --strict), 1 fail, 2 bad arguments (not a results
     folder, a result of a model that cannot be checked)."""
-    from ..api.validate import validate_results
     if results_dir is not None and out_dir is not None and Path(results_dir) != Path(out_dir):
         _fail(f"two results folders given: {results_dir} and --out {out_dir}; give one")
     folder = results_dir or out_dir or "results"
@@ -361,7 +379,6 @@ def export(run, every, out_dir):
 
     Exit codes: 0 written; 2 not a complete results folder, a bad step, a folder that
     cannot be replaced."""
-    from ..results.fixed_step import export_fixed_step
     _complete_results(run)
     if not (math.isfinite(every) and every > 0):
         _fail(f"--every {_shown(every)}: expected a finite step > 0 m")
@@ -400,7 +417,6 @@ def stint(track, vehicle, solver, laps, limits, stint_limits, out_dir):
     or out of fuel (the laps before it written); 4 every lap solved and written, but one or
     more failed their self-check (to be looked at, not used); 130 / 143 interrupted.
     """
-    from ..api.stint import StintError, solve_stint
     try:
         res = solve_stint(track, vehicle, laps, limits=list(limits), solver=solver,
                           stint_limits=list(stint_limits), out_dir=out_dir,

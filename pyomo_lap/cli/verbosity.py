@@ -9,7 +9,6 @@ import click
 
 from .base import _VERBOSITY_KEY, _fail
 
-
 _QUIET_VERBOSE_HELP = {
     # command: (help of -q, help of -v); the others print a listing or a table, which is
     # their result: -q and -v are accepted and change nothing there

@@ -23,10 +23,26 @@ import time
 from pathlib import Path
 
 from ..util.processes import process_running
-from .links import FolderNotReplaceableError, _link_target, is_link, is_real_dir, refuse_links
+from .links import (
+    FolderNotReplaceableError,
+    _link_target,
+    is_link,
+    is_real_dir,
+    refuse_links,
+)
 from .lock import FILES_LOCK, PARTIAL_SUFFIXES, OutputBusyError, OutputLock, output_lock
-from .manifest import (KINDS, MANIFEST, ManifestError, _file_entry, _fsync_dir,  # noqa: F401
-                       _fsync_file, _fsync_tree, _sha256, manifest_kind, read_manifest)
+from .manifest import (  # noqa: F401
+    KINDS,
+    MANIFEST,
+    ManifestError,
+    _file_entry,
+    _fsync_dir,
+    _fsync_file,
+    _fsync_tree,
+    _sha256,
+    manifest_kind,
+    read_manifest,
+)
 
 __all__ = ["SOLUTION_FILE", "MANIFEST", "RESULTS_FILES", "VALIDATION_FILES", "read_manifest",
            "ManifestError", "output_lock", "OutputLock", "OutputBusyError",

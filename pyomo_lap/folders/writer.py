@@ -53,13 +53,35 @@ import tempfile
 import threading
 from pathlib import Path
 
-from .links import FolderNotReplaceableError, _link_target, is_link, is_real_dir, refuse_links
+from .links import (
+    FolderNotReplaceableError,
+    _link_target,
+    is_link,
+    is_real_dir,
+    refuse_links,
+)
 from .lock import output_lock
-from .manifest import (KINDS, MANIFEST, ManifestError, _file_entry, _fsync_dir, _fsync_file,
-                       _fsync_tree, _manifest_file, _sha256, manifest_kind, new_manifest,
-                       read_manifest)
-from .results_folder import (_aside, _foreign_entry, _remove_results_folder, check_output_dir,
-                             remove_dead_temporaries)
+from .manifest import (
+    KINDS,
+    MANIFEST,
+    ManifestError,
+    _file_entry,
+    _fsync_dir,
+    _fsync_file,
+    _fsync_tree,
+    _manifest_file,
+    _sha256,
+    manifest_kind,
+    new_manifest,
+    read_manifest,
+)
+from .results_folder import (
+    _aside,
+    _foreign_entry,
+    _remove_results_folder,
+    check_output_dir,
+    remove_dead_temporaries,
+)
 
 __all__ = ["ResultsWriter", "FolderWriteError", "COMMITTED", "DISK_FULL"]
 

@@ -26,6 +26,7 @@ and :mod:`pyomo_lap.ocp.common`. Imports run one way: :mod:`pyomo_lap.ocp.common
 """
 from __future__ import annotations
 
+import functools
 import time
 from typing import Optional
 
@@ -33,19 +34,51 @@ import pyomo.environ as pyo
 from pyomo.common.config import ConfigDict, ConfigValue, In, NonNegativeFloat
 
 from ..util.domains import EntrySpeed, FiniteFloat, FloatBetween, IntBetween, OneOf
+from ..util.gc_pause import collect_frozen, gc_paused
 from ..vehicle import car as veh
+from ..vehicle.schema import KEY_OF_FIELD, field_of
+from .common import (  # noqa: F401
+    OBJECTIVE_SCALE,
+    _Namer,
+    _schema_bounds,
+    _set_new,
+    add_objective,
+    pyomo_units,
+    vehicle_of_model,
+    vehicle_var,
+)
 from .full_model import (  # noqa: F401  (re-exported: the names of pyomo_lap.ocp.build before the split)
-    DERIVATIVE_NAMES, FULL_MODEL, POINT_VARIABLES, RATE_NAMES, STATE_NAMES, TRACK_INPUTS, USER_TAGS,
-    WHEELS, _FAMILY_DOCS, PointRows, RowFamily, _set_scaling, VEHICLE_INPUTS,
-    VehicleStructureError, adherence_rows, build_full_model, record_point_rows, track_numbers)
-from .common import OBJECTIVE_SCALE, _Namer, _set_new, add_objective, pyomo_units  # noqa: F401
-from .sector import (  # noqa: F401  (re-exported)
-    _sector_points, entry_speed, fast_element_lookup, sector_mesh, track_joints)
-from .multibody import MULTIBODY_MODEL
-from .single_track import SINGLE_TRACK_MODEL
-from .racecar import RACECAR_MODEL
-from .integrals import EnergyLimits, add_energy_integrals
+    _FAMILY_DOCS,
+    DERIVATIVE_NAMES,
+    FULL_MODEL,
+    POINT_VARIABLES,
+    RATE_NAMES,
+    STATE_NAMES,
+    TRACK_INPUTS,
+    USER_TAGS,
+    VEHICLE_INPUTS,
+    WHEELS,
+    PointRows,
+    RowFamily,
+    VehicleStructureError,
+    _set_scaling,
+    adherence_rows,
+    build_full_model,
+    record_point_rows,
+    track_numbers,
+)
 from .hybrid import add_hybrid
+from .integrals import EnergyLimits, add_energy_integrals
+from .multibody import MULTIBODY_MODEL
+from .racecar import RACECAR_MODEL
+from .sector import (  # noqa: F401  (re-exported)
+    _sector_points,
+    entry_speed,
+    fast_element_lookup,
+    sector_mesh,
+    track_joints,
+)
+from .single_track import SINGLE_TRACK_MODEL
 from .vehicle_model import VehicleModel, update_problem
 
 __all__ = ["OCP_CONFIG", "build_model", "set_vehicle", "CarRefresh", "record_rows", "point_rows_recorder", "free_parameters", "VehicleStructureError", "STATE_NAMES", "RATE_NAMES", "track_joints",
@@ -279,7 +312,6 @@ def build_model(track, vehicle: veh.VehicleParameters, config: Optional[dict] = 
         sector that is not a whole closed lap, too short a sector for the mesh; a model name
         not in :data:`VEHICLE_MODELS`.
     """
-    from ..util.gc_pause import collect_frozen, gc_paused
     collect_frozen()        # the models of earlier jobs the caller dropped are freed
     with gc_paused():
         return _build_model(track, vehicle, config, progress, kwargs)
@@ -357,7 +389,6 @@ class CarRefresh:
             Values the vehicle schema refuses (naming the parameter), a track too narrow for
             the car; the model is left unchanged.
         """
-        from .common import vehicle_of_model
         m = self.block.parent_block()
         p = vehicle_of_model(m)
         if p == self.block.built_for:
@@ -381,7 +412,6 @@ def point_rows_recorder(vehicle, config: Optional[dict] = None):
     """``record() -> PointRows``: :func:`record_rows` of ``vehicle`` and ``config`` to be called
     later (the options checked now), or None when the model's rows are not recorded; what
     :func:`pyomo_lap.solvers.lap.compiled.prefetch_point_functions` runs in its thread."""
-    import functools
     cfg = OCP_CONFIG(config or {})
     rows = vehicle_model(cfg.model).point_rows
     return None if rows is None else functools.partial(rows, vehicle, cfg)
@@ -408,8 +438,6 @@ def check_free_parameters(rec, free: dict, keep_sum=(), model_name: str = "full"
     ValueError
         One line naming the parameter, the value and what was expected.
     """
-    from ..vehicle.schema import KEY_OF_FIELD, field_of
-    from .common import _schema_bounds
     if rec is None or not rec.vehicle_inputs:
         raise ValueError(f"model {model_name!r}: its equations hold the car's numbers; setup "
                          "optimization needs a model whose rows take the car's parameters as "
@@ -461,7 +489,6 @@ def free_parameters(m, free: dict, keep_sum=()) -> dict:
         As :func:`check_free_parameters` (which :func:`pyomo_lap.solve_sector` calls before it
         builds), or a parameter the model's car has no value for. The model is left unchanged.
     """
-    from .common import vehicle_var
     rec = getattr(m.problem, "point_rows", None)
     check_free_parameters(rec if m.component("vehicle") is not None else None, free, keep_sum,
                           m.problem.vehicle_model.name)

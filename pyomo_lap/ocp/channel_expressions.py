@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pyomo.environ as pyo
 
-from ..spatial.backend import mul
+from ..spatial import lie
+from ..spatial.backend import cos, mul, sin, sqrt, total
 from ..vehicle import car as veh
 from .common import vehicle_var
 
@@ -45,8 +46,6 @@ def add_channel_expressions(m) -> None:
     ``m.car.alpha_1`` ...): no equation is written twice. The brake split and the gravity are
     the model's ``m.vehicle.powertrain.brake_ratio`` and ``m.vehicle.gravity``.
     """
-    from ..spatial import lie
-    from ..spatial.backend import cos, sin, sqrt, total
     rotation = m.problem.track_points.rotation     # R_01 at the points (the record's R[k])
     sigma = sorted(m.s)
     idx = {s: i for i, s in enumerate(sigma)}

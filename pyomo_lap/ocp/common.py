@@ -17,13 +17,27 @@ This module imports no vehicle model (:mod:`pyomo_lap.ocp.full_model`,
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 import pyomo.environ as pyo
+from pydantic import ValidationError
 from pyomo.dae import DerivativeVar
 
 from ..spatial.backend import is_number
 from ..vehicle.car import force_scale  # noqa: F401  (re-exported: the penalties' force scale)
+from ..vehicle.files import field_bounds
+from ..vehicle.schema import (
+    KEY_OF_FIELD,
+    OPTIONAL_SECTIONS,
+    PARAMETER_KEYS,
+    SECTIONS,
+    SymbolicVehicle,
+    VehicleParameters,
+    absent,
+    field_of,
+)
+from ..vehicle.speed_profile import quasi_steady_speed
 from .collocation import CollocationGrid
 from .vehicle_model import car_block
 
@@ -98,7 +112,6 @@ def expression_setter(comp):
     indices known to be new and valid (the common subexpressions ``m.car.cse[s, k]``: about 50
     per point, 0.1-1.3 million entries on a lap, 3.7 s per million the checked way).
     Checked against the public route by the tests (``tests/test_named_model.py``)."""
-    import weakref
     data = comp._data
     cls = comp._ComponentDataClass
     ref = weakref.ref(comp)
@@ -143,7 +156,6 @@ def reference_time(track, vehicle, cfg, length: float) -> float:
     """The sector time of the car's quasi-steady speed profile on the centreline
     (:func:`pyomo_lap.vehicle.speed_profile.quasi_steady_speed`, 2 m grid) [s]: the time scale
     of the objective's penalties and of its scaling (``m.problem.time_scale``)."""
-    from ..vehicle.speed_profile import quasi_steady_speed
     n = max(3, int(math.ceil(length / 2.0)) + 1)
     grid = np.linspace(0.0, length, n)
     s_track = np.mod(cfg.start + grid, track.length) if track.closed else cfg.start + grid
@@ -163,7 +175,6 @@ def rounded_scale(x: float) -> float:
     penalties are the car's and the sector's to within 9 %, and the same for two cars that
     differ a little (a finite difference of a sensitivity, a sweep's neighbouring cases), so
     that their lap times differ by the physics, not by the weights of the penalties."""
-    import math
     return SCALE_STEP ** round(math.log(x) / math.log(SCALE_STEP)) if x > 0 else x
 
 
@@ -513,8 +524,6 @@ def _pyomo_unit(text: str):
 def _schema_bounds(field: str) -> tuple:
     """The range of a :class:`pyomo_lap.vehicle.schema.VehicleParameters` field (``(lo, up)``,
     None for an open side; a strict bound is given as the bound itself)."""
-    from ..vehicle.schema import VehicleParameters
-    from ..vehicle.files import field_bounds
     return tuple(None if b is None else float(b[1])
                  for b in field_bounds(VehicleParameters.model_fields[field]))
 
@@ -537,8 +546,6 @@ def add_vehicle_block(m, vehicle) -> None:
     m : ConcreteModel
     vehicle : VehicleParameters
     """
-    from ..vehicle.schema import (OPTIONAL_SECTIONS, SECTIONS, SymbolicVehicle, VehicleParameters,
-                                  absent)
     u = pyo.units
     car_block(m, vehicle)            # m.vehicle, the car's block (made by new_sector_model)
     symbols = {}
@@ -580,7 +587,6 @@ def vehicle_var(m, name: str):
         An unknown name, or a parameter the model does not have (an optional section the car
         leaves out).
     """
-    from ..vehicle.schema import KEY_OF_FIELD, field_of
     field = field_of(name)
     if field == "gravity":
         return m.vehicle.gravity
@@ -602,9 +608,6 @@ def vehicle_of_model(m):
     ValueError
         Values the schema refuses (a cross-field rule, say), naming them.
     """
-    from pydantic import ValidationError
-
-    from ..vehicle.schema import KEY_OF_FIELD, PARAMETER_KEYS, field_of
     p = m.vehicle.built_for
     if m.component("vehicle") is None:
         return p

@@ -36,22 +36,58 @@ from typing import Callable, Optional
 import numpy as np
 import pyomo.environ as pyo
 
+from ..spatial.backend import add, cos, is_number, mul, sub
 from ..vehicle import car as veh
-from ..vehicle.schema import OPTIONAL_KEYS, SECTIONS, STRUCTURAL_ZEROS, absent
-from ..spatial.backend import add, is_number, mul, sub
-from .initialize import cold_start_profile
 from ..vehicle.powertrain import power_available
-from .point_functions import CarFunctions, record_of, track_vectors
-from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_joint_variables,
-                     add_vehicle_block, entries_at, car_control_bounds, control_states,
-                     scale_control_rates, vehicle_var, scale_variables, set_bounds)
-from .sector import (discretize_on_track, entry_speed, finish_build, new_sector_model,
-                     set_track_limits, track_limits)
+from ..vehicle.schema import (
+    OPTIONAL_KEYS,
+    PARAMETER_KEYS,
+    SECTIONS,
+    STRUCTURAL_ZEROS,
+    absent,
+    settings_of,
+)
+from ..vehicle.tyres import tyre_model_of
 from .channel_expressions import WHEELS, add_channel_expressions
-from .point_rows import (TRACK_INPUTS, PointRows, RowFamily, add_point_rows,  # noqa: F401 (re-exported)
-                         add_recorded_rows, chain_channels, rows_on_tape, spatial_dae_rows, track_joint,
-                         track_numbers)
+from .common import (
+    OBJECTIVE_SCALE,
+    add_car_controls,
+    add_derivative_vars,
+    add_joint_variables,
+    add_vehicle_block,
+    car_control_bounds,
+    control_states,
+    entries_at,
+    reference_time,
+    scale_control_rates,
+    scale_variables,
+    set_bounds,
+    set_penalty_weights,
+    vehicle_var,
+)
+from .initialize import cold_start_profile
+from .point_functions import CarFunctions, record_of, track_vectors
+from .point_rows import (  # noqa: F401 (re-exported)
+    TRACK_INPUTS,
+    PointRows,
+    RowFamily,
+    add_point_rows,
+    add_recorded_rows,
+    chain_channels,
+    rows_on_tape,
+    spatial_dae_rows,
+    track_joint,
+    track_numbers,
+)
 from .record_model import record_dynamics, record_table
+from .sector import (
+    discretize_on_track,
+    entry_speed,
+    finish_build,
+    new_sector_model,
+    set_track_limits,
+    track_limits,
+)
 from .vehicle_model import VehicleModel, update_problem
 
 __all__ = ["FULL_MODEL", "STATE_NAMES", "RATE_NAMES", "build_full_model", "initialize_full_model",
@@ -202,7 +238,6 @@ def adherence_form(p, form: str) -> str:
     only :math:`|f_x| \le D_x`)."""
     if getattr(p, "combined_slip", "constraint") == "ellipse":
         return "longitudinal"
-    from ..vehicle.tyres import tyre_model_of
     if not tyre_model_of(p).peak_angle or getattr(p, "alpha_max", None) is not None:
         return "squared"
     return form
@@ -258,7 +293,6 @@ def slip_rows(p, ch, form: str, reserve=None) -> list:
         return out
     if adherence_form(p, form) == "below-peak" and reserve <= 0.0:
         return out
-    from ..vehicle.tyres import tyre_model_of
     tm = tyre_model_of(p)          # the registered model's rows (its measure's channel)
     for w in WHEELS:
         for sense, body in tm.reserve_rows(ch[f"D_{w}"], ch[f"{tm.measure}_{w}"], reserve):
@@ -330,7 +364,6 @@ def adherence_rows(p, ch, form: str) -> list:
     -------
     list of ((wheel, sense), body)
     """
-    from ..spatial.backend import cos
     ratio = p.mu_y0 / p.mu_x0
     form = adherence_form(p, form)
     front_drive = not is_number(getattr(p, "drive_ratio", 0.0)) or getattr(p, "drive_ratio", 0.0) > 0
@@ -561,9 +594,7 @@ def set_car(m, vehicle, chain, bounds: dict, set_scaling: Callable) -> None:
     first = sigma[0]
     v0 = (entry_speed(pr.track, p, cfg, m.q1_dot[first].ub)
           if pr.initial_speed is not None else None)
-    from ..vehicle.schema import PARAMETER_KEYS
     values = {}
-    from ..vehicle.schema import absent
     for key in PARAMETER_KEYS + ("gravity",):
         value = p.value(key)
         if value is None or (key != "gravity" and absent(p, key)):
@@ -576,7 +607,6 @@ def set_car(m, vehicle, chain, bounds: dict, set_scaling: Callable) -> None:
     # ---- from here on the model changes -----------------------------------------------------
     for var, value in values.values():
         var.set_value(value, skip_validation=True)
-    from .common import reference_time, set_penalty_weights
     update_problem(m, vehicle=p, chain=chain, initial_speed=v0,
                    time_scale=reference_time(pr.track, p, cfg, pr.sector_length))
     set_penalty_weights(m)
@@ -600,7 +630,6 @@ def _same_structure(old, new) -> None:
     VehicleStructureError
         Naming the difference.
     """
-    from ..vehicle.schema import settings_of
     a, b = settings_of(old), settings_of(new)
     diff = [k for k in a if a[k] != b[k]]
     have_a, have_b = set(vehicle_inputs(old)), set(vehicle_inputs(new))

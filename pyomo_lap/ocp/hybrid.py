@@ -58,7 +58,9 @@ from typing import Optional
 import numpy as np
 import pyomo.environ as pyo
 
+from ..vehicle.schema import SETTINGS
 from .collocation import CollocationGrid
+from .common import vehicle_var
 
 __all__ = ["HYBRID_CHANNELS", "add_hybrid", "hybrid_settings", "hybrid_summary",
            "hybrid_channels", "rear_share"]
@@ -72,7 +74,6 @@ def hybrid_settings(p) -> Optional[dict]:
     """The ``[hybrid]`` section of the car ``p`` with its defaults, ``{key: value}`` (keys of
     :data:`pyomo_lap.vehicle.schema.SETTINGS` ``["hybrid"]``; efficiencies 1, limits and
     capacity None: none), or None for a car without one."""
-    from ..vehicle.schema import SETTINGS
     if getattr(p, "hybrid_deploy_power_max", None) is None:
         return None
     h = {key: getattr(p, attr, None) for key, attr in SETTINGS["hybrid"].items()}
@@ -86,7 +87,6 @@ def hybrid_settings(p) -> Optional[dict]:
 def rear_share(m, p):
     """The rear brakes' share of the braking force, :math:`1 - k_b` (the model's parameter
     ``m.vehicle.powertrain.brake_ratio`` when it has one, else the car's number)."""
-    from .common import vehicle_var
     try:
         return 1.0 - vehicle_var(m, "powertrain.brake_ratio")
     except (AttributeError, KeyError, ValueError, TypeError):

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..util.suffixes import forget_multipliers
 from ..vehicle.speed_profile import quasi_steady_speed
+from .common import initialize_control_rates
 from .transfer import Solution, model_states, transfer_solution
 
 __all__ = ["initialize_model", "initialize_from_solution", "initialize_from_trajectory",
@@ -58,7 +59,6 @@ def initialize_model(m, **kwargs) -> dict:
                          "pyomo_lap.ocp.build.build_model")
     forget_multipliers(m)
     out = vm.initialize(m, **kwargs)
-    from .common import initialize_control_rates
     initialize_control_rates(m, vm.controls)
     return out
 

@@ -64,10 +64,19 @@ __all__ = ["ENERGY_NAMES", "LIMIT_NAMES", "TYRES", "add_energy_integrals", "add_
            "energy_summary", "parse_energy", "parse_limits", "EnergyLimits", "slip_power", "slip_ratio", "ENERGY_CHANNELS",
            "energy_channels"]
 
-from .collocation import CollocationGrid
 from ..vehicle.energy import energy_powers
-from ..vehicle.limits import (ENERGY_NAMES, ENERGY_UNITS, LIMIT_NAMES, TYRES,  # noqa: F401
-                              parse_energy, parse_limits)
+from ..vehicle.fuel import fuel_flow, has_fuel
+from ..vehicle.limits import (  # noqa: F401
+    ENERGY_NAMES,
+    ENERGY_UNITS,
+    LIMIT_NAMES,
+    TYRES,
+    parse_energy,
+    parse_limits,
+)
+from ..vehicle.tyres import peak_force
+from .collocation import CollocationGrid
+from .common import vehicle_var
 
 ENERGY_CHANNELS = ("power_engine", "power_braking", "power_drag") + tuple(f"power_tyre_{t}" for t in TYRES) + ("fuel_flow",)
 """The trajectory's columns of the powers (:func:`energy_channels`; the traction power is the
@@ -95,7 +104,6 @@ def _powers(m, slip_at_peak=None) -> dict:
     (:func:`pyomo_lap.vehicle.energy.energy_powers` of the model's forces and speed, the tyres
     with the slip estimate :func:`slip_power` when ``slip_at_peak`` is given), for the
     quantities the model has."""
-    from .common import vehicle_var
     v = m.v_3x
     # a setting of the [engine] section (the same for every car a model takes: set_vehicle)
     eta = getattr(m.vehicle.built_for, "drivetrain_efficiency", None)
@@ -133,8 +141,6 @@ def slip_ratio(m, w: str, s, slip_at_peak):
     the peak). ``slip_at_peak`` is a number or ``slip_at_peak(f_z)`` (a Pyomo expression of the
     load [N]). fastest-lap's tyre (tire-pacejka-simple) is this characteristic with
     :math:`C = Q_x`, its peak at :math:`\kappa_p = \kappa_{max}(f_z)\tan(\pi/2Q_x)/S_x`."""
-    from ..vehicle.tyres import peak_force
-    from .common import vehicle_var
     mu_y0, mu_x0 = vehicle_var(m, "tyre.mu_y0"), vehicle_var(m, "tyre.mu_x0")
     pD2, Fz0, C = vehicle_var(m, "tyre.pD2"), vehicle_var(m, "tyre.Fz0"), vehicle_var(m, "tyre.C")
     fz = m.component(f"f_{w}z")[s]
@@ -211,7 +217,6 @@ def _add_fuel(m, w: dict) -> None:
     r"""For a car with ``[fuel]`` (:mod:`pyomo_lap.vehicle.fuel`): ``m.energy.fuel_flow[s]``
     [kg/s], the fuel flow at the engine power, and ``m.energy.fuel`` [kg], its integral over
     time :math:`\int \dot m_f\,dt` by the same quadrature ``w`` (Expressions: no rows)."""
-    from ..vehicle.fuel import fuel_flow, has_fuel
     car = m.vehicle.built_for
     if not has_fuel(car) or m.energy.component("engine_power") is None:
         return
@@ -354,7 +359,6 @@ def energy_channels(df, vehicle) -> dict:
                            tyres=tyres,
                            drivetrain_efficiency=getattr(vehicle, "drivetrain_efficiency", None))
     out = {f"power_{k}": v for k, v in powers.items() if k != "traction"}
-    from ..vehicle.fuel import fuel_flow, has_fuel
     if "power_engine" in out and has_fuel(vehicle):
         out["fuel_flow"] = np.asarray(fuel_flow(vehicle, out["power_engine"]), dtype=float)
     return out

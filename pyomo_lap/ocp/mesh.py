@@ -46,6 +46,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.ndimage import maximum_filter1d
+
+from ..vehicle.car import force_scale
+from ..vehicle.speed_profile import quasi_steady_speed
 
 __all__ = ["adaptive_boundaries", "mesh_indicator", "CALM_WINDOW", "SPREAD",
            "STRAIGHT_CURVATURE"]
@@ -87,10 +91,6 @@ def mesh_indicator(track, vehicle, start: float, length: float, closed: bool, cf
         The grid [m] from the sector start, the indicator (largest within :data:`SPREAD`
         element lengths) and its largest value within :data:`CALM_WINDOW` element lengths [-].
     """
-    from scipy.ndimage import maximum_filter1d
-
-    from ..vehicle.speed_profile import quasi_steady_speed
-    from ..vehicle.car import force_scale
     h0 = float(cfg.element_length)
     a_ref = force_scale(vehicle) / vehicle.m
     n = max(3, int(math.ceil(length)) + 1)

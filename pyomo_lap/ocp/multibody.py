@@ -28,20 +28,37 @@ from typing import Optional
 import numpy as np
 import pyomo.environ as pyo
 
-from ..spatial.backend import sub
-from ..vehicle import car as veh
-from ..vehicle import multibody_car as mbc
-from ..vehicle.schema import OPTIONAL_SECTIONS
-from .common import (add_car_controls, add_derivative_vars, add_joint_variables, add_vehicle_block,
-                     car_control_bounds)
-from .sector import discretize_on_track, finish_build, new_sector_model
-from .full_model import (_FAMILY_DOCS, VEHICLE_INPUTS, PointRows, add_point_rows,
-                         adherence_rows, brake_rows, chain_scaling, rows_on_tape, set_car,
-                         unsupported_tyre, vehicle_inputs)
+from ..spatial.backend import add, sub
+from ..spatial.lie import cross
+from ..spatial.tree import forward_kinematics
+from ..vehicle import car as veh, multibody_car as mbc
 from ..vehicle.powertrain import power_available
-from .point_rows import spatial_dae_rows, track_joint
+from ..vehicle.schema import OPTIONAL_SECTIONS
+from .common import (
+    add_car_controls,
+    add_derivative_vars,
+    add_joint_variables,
+    add_vehicle_block,
+    car_control_bounds,
+)
+from .full_model import (
+    _FAMILY_DOCS,
+    VEHICLE_INPUTS,
+    PointRows,
+    add_point_rows,
+    adherence_rows,
+    brake_rows,
+    chain_scaling,
+    rows_on_tape,
+    set_car,
+    unsupported_tyre,
+    vehicle_inputs,
+)
 from .initialize import cold_start_profile
+from .point_functions import record_channels
+from .point_rows import spatial_dae_rows, track_joint
 from .record_model import record_dynamics, record_table
+from .sector import discretize_on_track, finish_build, new_sector_model
 from .vehicle_model import VehicleModel
 
 __all__ = ["MULTIBODY_MODEL", "STATE_NAMES", "RATE_NAMES", "POINT_VARIABLES",
@@ -200,9 +217,6 @@ def multibody_channel_group(tree, tj, q, qd, e) -> dict:
     of the road body, :math:`\dot v + \omega \times v`) and, as the full model's, the vehicle
     invariant point (the chassis' origin) relative to the track's spine point in the ground
     frame, ``dx_vip, dy_vip, dz_vip`` (:data:`pyomo_lap.ocp.record_model.SPINE_RELATIVE`)."""
-    from ..spatial.backend import add
-    from ..spatial.lie import cross
-    from ..spatial.tree import forward_kinematics
     kin = forward_kinematics(tree, q, qd, e.qdd, track={0: tj})
     V3, Vd3 = kin.V[mbc.ROAD], kin.Vdot[mbc.ROAD]
     wxv = cross(V3[3:], V3[:3])
@@ -223,7 +237,6 @@ def multibody_channels(m) -> tuple:
         [m/s^2, rad/s^2]; ``channels``: dict name -> (n,) array (those of
         :func:`pyomo_lap.vehicle.multibody_car.multibody_equations`, sorted by name).
     """
-    from .point_functions import record_channels
     out = record_channels(m)
     vals = {n: out["values"][n] for n in STATE_NAMES + RATE_NAMES + veh.CONTROLS}
     qdd = np.stack(list(out["qdd"].values()), axis=1)

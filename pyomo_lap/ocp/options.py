@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Iterable, Optional
 
 from ..util.domains import error_text
+from .build import OCP_CONFIG, RETIRED_OPTIONS
 
 __all__ = ["check_ocp_options", "options_table", "parse_ocp_options", "parse_option_value",
            "key_value_pairs", "CLI_OWNED"]
@@ -91,7 +92,6 @@ def check_ocp_options(options: Optional[dict], owned: Iterable[str] = CLI_OWNED)
         An unknown name (the message lists the valid ones), a name set elsewhere, or a value
         outside its domain (the message names the option, the value and what was expected).
     """
-    from .build import OCP_CONFIG
     out = {}
     owned = set(owned)
     valid = [k for k in OCP_CONFIG.keys() if k not in owned]
@@ -100,7 +100,6 @@ def check_ocp_options(options: Optional[dict], owned: Iterable[str] = CLI_OWNED)
             raise ValueError(f"OCP option {key!r} is set by its own argument (--{key.replace('_', '-')}"
                              f" / {key}=), not among the OCP options")
         if key not in OCP_CONFIG:
-            from .build import RETIRED_OPTIONS
             if key in RETIRED_OPTIONS:
                 new = RETIRED_OPTIONS[key]
                 hint = (f"its weight in SI units follows from the car and the sector: "
@@ -142,7 +141,7 @@ def options_table(skip: Iterable[str] = (), config=None, flags=None) -> str:
         ``flags(name) -> str``: adds a column with the command line's spelling.
     """
     if config is None:
-        from .build import OCP_CONFIG as config
+        config = OCP_CONFIG
     skip = set(skip)
     head = "| option | " + ("command line | " if flags else "") + "default | domain | description |"
     rows = [head, "|---" * (5 if flags else 4) + "|"]

@@ -26,9 +26,14 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 import numpy as np
+import pyomo.environ as pyo
+from pyomo.common.dependencies import attempt_import
 
 from ..vehicle import car as veh
+from .common import entries_at, vehicle_var
 from .point_rows import TRACK_INPUTS, track_numbers
+
+ca, ca_available = attempt_import("casadi")
 
 __all__ = ["CarFunctions", "AlgebraicLoopError", "track_vector", "track_vectors", "track_vectors_at",
            "record_of", "record_channels", "record_numbers", "evaluate_record", "acceleration_names",
@@ -108,7 +113,6 @@ def record_of(m):
 def vehicle_values_of(rec, m) -> np.ndarray:
     """The current values of the car's parameters of a built model ``m`` (``m.vehicle.*``:
     a free parameter at its optimum) in the order of ``rec.vehicle_inputs``."""
-    from .common import vehicle_var
     return np.array([float(vehicle_var(m, k).value) for k in rec.vehicle_inputs], dtype=float)
 
 
@@ -206,7 +210,6 @@ def record_channels(m) -> dict:
         ``{"values": {variable: (n,)}, "qdd": {name: (n,)}, "channels": {name: (n,)},
         "load_residual_max": (n,) or None}``.
     """
-    from .common import entries_at
     rec = record_of(m)
     vm = m.problem.vehicle_model
     sigma = sorted(m.s)
@@ -215,7 +218,6 @@ def record_channels(m) -> dict:
         data = entries_at(m.component(name), sigma)
         vals = [d.value for d in data]
         if any(v is None for v in vals):
-            import pyomo.environ as pyo
             pyo.value(next(d for d, v in zip(data, vals) if v is None))   # Pyomo's message
         values[name] = np.array(vals, dtype=float)
     return record_numbers(rec, values, track_vectors(m.problem.track_points),
@@ -254,7 +256,6 @@ class CarFunctions:
     """
 
     def __init__(self, rec, vehicle, model, tyres: bool = True, values=None):
-        import casadi as ca
         self.p, self.rec, self.tyres = vehicle, rec, bool(tyres)
         self.model, self.vehicle_model = model.name, model
         self.n_q, self.algebraic = len(model.rates), tuple(model.algebraics)

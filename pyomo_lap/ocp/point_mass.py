@@ -30,8 +30,8 @@ import numpy as np
 import pyomo.environ as pyo
 from pyomo.dae import DerivativeVar
 
-from .initialize import cold_start_profile
 from .common import OBJECTIVE_SCALE, scale_variables, set_within_bounds
+from .initialize import cold_start_profile
 from .sector import discretize_on_track, finish_build, new_sector_model
 from .vehicle_model import VehicleModel
 

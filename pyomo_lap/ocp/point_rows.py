@@ -31,14 +31,26 @@ build uses (:mod:`pyomo_lap.ocp.point_functions`).
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import operator
 from typing import Optional
 
 import numpy as np
 import pyomo.environ as pyo
 
 from ..spatial.backend import is_number, mul, sub
+from ..spatial.tape import (
+    Node,
+    PyomoReplay,
+    casadi_function,
+    record,
+    specialize,
+    structure_key,
+)
 from ..spatial.tree import TrackJoint
-from .common import _Namer, _set_new, entries_at, expression_setter
+from ..vehicle.car import o3_acceleration
+from ..vehicle.schema import SymbolicVehicle
+from .common import _Namer, _set_new, entries_at, expression_setter, vehicle_var
 from .vehicle_model import update_problem
 
 __all__ = ["TRACK_INPUTS", "RowFamily", "PointRows", "rows_on_tape", "track_numbers",
@@ -67,7 +79,6 @@ def chain_channels(p, e, unsprung: int = 2, sprung: int = 5) -> dict:
     unsprung, sprung : int
         The bodies of {B3} and of the VIP ({B6}) in the chain.
     """
-    from ..vehicle.car import o3_acceleration
     out = dict(e.channels)
     R03 = e.kin.pose[unsprung][0]
     acc = o3_acceleration(e.kin.V[unsprung], e.aba.Vdot[unsprung], R03[2], p.gravity)
@@ -204,7 +215,6 @@ class PointRows:
         """``casadi.Function`` ``(w, track, vehicle) -> rows`` (the three groups of inputs:
         :attr:`variables`, :attr:`track_inputs`, :attr:`vehicle_inputs`), see
         :func:`pyomo_lap.spatial.tape.casadi_function`."""
-        from ..spatial.tape import casadi_function
         return casadi_function(self.tape, self.outputs,
                                {"w": self.variables, "track": self.track_inputs,
                                 "vehicle": self.vehicle_inputs}, name=name)
@@ -218,7 +228,6 @@ class PointRows:
         key = tuple((k, id(v)) for k, v in self.channels.items())
         made = self.__dict__.get("_point_function")
         if made is None or made[0] != key:
-            from ..spatial.tape import casadi_function
             fn = casadi_function(self.tape, {"rows": self.outputs,
                                              "channels": list(self.channels.values())},
                                  {"w": self.variables, "track": self.track_inputs,
@@ -244,7 +253,6 @@ class PointRows:
         """A hash of the recorded rows (:func:`pyomo_lap.spatial.tape.structure_key`): the
         same for every car when the car's parameters are inputs (:attr:`vehicle_inputs`), so
         that they share one compiled function."""
-        from ..spatial.tape import structure_key
         return structure_key(self.tape, self.outputs, tuple(self.variables) + tuple(self.track_inputs)
                              + tuple(self.vehicle_inputs), salt)
 
@@ -274,8 +282,6 @@ def rows_on_tape(point_rows, car, variables: tuple, vehicle_inputs: tuple) -> Po
     PointRows
         The tape, with its inputs named after the model's components, its outputs and families.
     """
-    from ..spatial.tape import record
-    from ..vehicle.schema import SymbolicVehicle
     rows = []           # (family, key, body, lower, upper, where)
     channels = {}       # name -> scalar: the channel group
 
@@ -329,8 +335,6 @@ def shared_nodes(tape) -> list:
     the AMPL solver library less than a defined variable, and every named expression costs
     Pyomo's NL writer time and memory (it keeps, for each, the set of named expressions it
     depends on)."""
-    from ..spatial.tape import Node
-
     local = [0] * len(tape.nodes)
     out = []
     for i, node in enumerate(tape.nodes):
@@ -351,7 +355,6 @@ def shared_nodes(tape) -> list:
 def _specialized(rec: PointRows, zeros: dict, named: bool, user_tags) -> tuple:
     """The tape of ``rec`` specialized to the track inputs ``zeros`` (with its tags kept to
     ``user_tags``): ``(tape, outputs, shared nodes, origin)``."""
-    from ..spatial.tape import specialize
     rec.tape.tags = {i: t for i, t in rec.tape.tags.items() if t.startswith(user_tags)}
     spec, outs, origin = specialize(rec.tape, rec.outputs, zeros)
     shared = {i: origin[i] for i in shared_nodes(spec)} if named else {}
@@ -379,8 +382,6 @@ def replay_rows(m, rec: PointRows, tp, sigma, named: bool, progress, user_tags) 
     -------
     list (one entry per point) of lists (one entry per output of ``rec``)
     """
-    from ..spatial.tape import PyomoReplay
-    from .common import vehicle_var
     numbers = track_numbers(tp)
     zero = np.stack([numbers[k] == 0.0 for k in TRACK_INPUTS], axis=1)
     patterns, inverse = np.unique(zero, axis=0, return_inverse=True)
@@ -441,7 +442,6 @@ def replay_lifted(m, rec: PointRows, tp, sigma, lift, progress) -> list:
     """As :func:`replay_rows`, for the OCP option ``lift``: every tag of the model code that
     starts with one of ``lift`` becomes a variable ``m.car.<tag>[s]`` with its defining
     equation ``m.car.<tag>_def[s]`` (slow path through :meth:`pyomo_lap.spatial.tape.Tape.replay`)."""
-    from .common import vehicle_var
     tape = rec.tape
     numbers = track_numbers(tp)
     namer = _Namer(m.car, m.s, lift=lift)
@@ -485,7 +485,6 @@ def add_recorded_rows(m, rec: PointRows, values, tp, sigma, idx, record_built: b
         :class:`RowFamily` bound ``"upper"``, say) takes the array's value at each point (the
         track's edges of the ``track_limit`` rows).
     """
-    from .common import vehicle_var
     docs = docs or {}
     where = {"all": sigma, "interior": sigma[1:], "first": sigma[:1]}
     built = rec.built = []        # (ConstraintData, its expression, point, output) as built
@@ -542,8 +541,6 @@ def add_recorded_rows(m, rec: PointRows, values, tp, sigma, idx, record_built: b
 def changed_named_points(rec: PointRows) -> set:
     """The points (positions in :attr:`PointRows.points`) whose named expressions ``m.car.*``
     were changed since the build (an entry's argument tuple is no longer the one built)."""
-    import itertools
-    import operator
     idx = {s: i for i, s in enumerate(rec.points)}
     bad = set()
     now = operator.attrgetter("_args_")

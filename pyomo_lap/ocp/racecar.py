@@ -70,18 +70,34 @@ import time
 from typing import Optional
 
 import numpy as np
+import pandas as pd
 import pyomo.environ as pyo
 from pyomo.dae import ContinuousSet, DerivativeVar
 
 from ..vehicle.car import grip_force, top_speed
 from ..vehicle.racecar import RacecarParameters, check_racecar
-from ..vehicle.racecar_equations import (CONTROLS, QUANTITIES, QUANTITY_DOCS, STATE_NAMES,
-                                         THRUST_EPS, WHEELS, centre_line_speed,
-                                         racecar_equations, spatial_ode_residuals, state_rates)
+from ..vehicle.racecar_equations import (
+    CONTROLS,
+    QUANTITIES,
+    QUANTITY_DOCS,
+    STATE_NAMES,
+    THRUST_EPS,
+    WHEELS,
+    centre_line_speed,
+    racecar_equations,
+    spatial_ode_residuals,
+    state_rates,
+)
 from .collocation import CollocationGrid, lagrange_basis
-from .sector import _sector_points, fast_element_lookup, sector_mesh, track_limits
 from .point_rows import TRACK_INPUTS, PointRows, rows_on_tape, track_numbers
-from .vehicle_model import PathRoles, ProblemData, VehicleModel, car_block, update_problem
+from .sector import _sector_points, fast_element_lookup, sector_mesh, track_limits
+from .vehicle_model import (
+    PathRoles,
+    ProblemData,
+    VehicleModel,
+    car_block,
+    update_problem,
+)
 
 __all__ = ["RACECAR_MODEL", "racecar_model", "build_racecar_model", "initialize_racecar",
            "racecar_trajectory", "STATE_NAMES", "CONTROLS", "WHEELS", "DYMOS_IPOPT_OPTIONS",
@@ -498,7 +514,6 @@ def racecar_trajectory(m):
     the tyre loads ``N_<wheel>``, forces ``S_<wheel>``, ``F_<wheel>``, friction use
     ``c_<wheel>``, ``power``, the curvature ``Omega_z``, the centre line ``x_spine``,
     ``y_spine`` and the car's position ``x``, ``y`` [m], ``element``."""
-    import pandas as pd
     tp = m.problem.track_points
     sigma = sorted(m.s)
     elems = list(m.s.get_finite_elements())

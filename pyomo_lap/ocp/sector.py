@@ -13,6 +13,7 @@ This module imports no vehicle model and no builder (:mod:`pyomo_lap.ocp.build`)
 """
 from __future__ import annotations
 
+import bisect
 import math
 import time
 
@@ -21,7 +22,10 @@ import pyomo.environ as pyo
 from pyomo.dae import ContinuousSet
 
 from ..spatial.tree import TrackJoint
+from ..util.domains import number_text
+from ..vehicle.speed_profile import quasi_steady_speed
 from .common import add_objective, control_states, reference_time, scale_control_rates
+from .mesh import adaptive_boundaries
 from .vehicle_model import ProblemData, car_block, update_problem
 
 __all__ = ["sector_mesh", "sector_track_points", "track_joints", "fast_element_lookup", "entry_speed",
@@ -78,7 +82,6 @@ def fast_element_lookup(cs) -> None:
     bisection (same results as pyomo.dae's method, which scans the list of element boundaries
     at every call: pyomo.dae calls it once per collocation equation, so the discretization of
     a full lap cost O(N^2), 3 s of the build at N = 2000)."""
-    import bisect
     original = cs.get_lower_element_boundary
 
     def get_lower_element_boundary(point, _cs=cs):
@@ -137,7 +140,6 @@ def sector_mesh(track, cfg, vehicle=None):
         raise ValueError(f"sector length must be > 0 m, got length={cfg.length!r} "
                          f"(start={cfg.start} m, track length {track.length:.1f} m)")
     if track.closed and L > track.length + 1e-6 * max(1.0, track.length):
-        from ..util.domains import number_text
         raise ValueError(f"sector length {number_text(L)} m: longer than one lap of the closed loop "
                          f"{track.name!r}, which is {track.length:.1f} m long; expected a length "
                          f"<= {track.length:.1f} m (a sector is at most one lap; the whole lap: "
@@ -153,7 +155,6 @@ def sector_mesh(track, cfg, vehicle=None):
         if not (np.isfinite(cfg.element_length) and cfg.element_length > 0):
             raise ValueError(f"element_length = {cfg.element_length!r} m: expected a positive length")
         if getattr(cfg, "mesh", "uniform") == "adaptive" and vehicle is not None:
-            from .mesh import adaptive_boundaries
             v0 = None
             if not cfg.periodic and cfg.initial_speed != "free":
                 v0 = entry_speed(track, vehicle, cfg, _V_MAX)
@@ -187,7 +188,6 @@ def entry_speed(track, p, cfg, v_max: float) -> float:
         A given speed outside ``[v_min, v_max]``.
     """
     if cfg.initial_speed == "quasi-steady":
-        from ..vehicle.speed_profile import quasi_steady_speed
         if track.closed:
             s_lap = np.linspace(0.0, track.length, int(track.length / 5.0) + 1)
             tl = track.evaluate(s_lap)

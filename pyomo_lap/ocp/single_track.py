@@ -50,19 +50,47 @@ import pyomo.environ as pyo
 
 from ..spatial.backend import add, mul, sub
 from ..vehicle import car as veh
-from .full_model import (RATE_NAMES as FULL_RATES, STATE_NAMES as FULL_STATES, VEHICLE_INPUTS,  # noqa: F401
-                         _FAMILY_DOCS, brake_rows, set_car, vehicle_inputs)
 from ..vehicle.powertrain import power_available
+from ..vehicle.single_track_car import (  # noqa: F401
+    _ABS_EPS2,
+    ALGEBRAIC,
+    RATE_NAMES,
+    STATE_NAMES,
+    _clip_unit,
+    build_chain,
+    fiala_axle,
+    single_track_equations,
+)
+from .common import (
+    OBJECTIVE_SCALE,
+    add_car_controls,
+    add_derivative_vars,
+    add_joint_variables,
+    add_vehicle_block,
+    car_control_bounds,
+    scale_variables,
+    set_within_bounds,
+)
+from .full_model import (  # noqa: F401
+    _FAMILY_DOCS,
+    RATE_NAMES as FULL_RATES,
+    STATE_NAMES as FULL_STATES,
+    VEHICLE_INPUTS,
+    brake_rows,
+    set_car,
+    vehicle_inputs,
+)
 from .initialize import cold_start_profile, initialize_from_solution, initialize_model
 from .point_functions import AlgebraicLoopError, CarFunctions, record_of, track_vectors
+from .point_rows import (
+    PointRows,
+    add_point_rows,
+    rows_on_tape,
+    spatial_dae_rows,
+    track_joint,
+)
 from .record_model import record_dynamics, record_table
-from .common import (OBJECTIVE_SCALE, add_car_controls, add_derivative_vars, add_joint_variables,
-                     add_vehicle_block, car_control_bounds, scale_variables, set_within_bounds)
 from .sector import discretize_on_track, finish_build, new_sector_model
-from .point_rows import (PointRows, add_point_rows, rows_on_tape, spatial_dae_rows,
-                         track_joint)
-from ..vehicle.single_track_car import (_ABS_EPS2, ALGEBRAIC, RATE_NAMES, STATE_NAMES,  # noqa: F401
-                               _clip_unit, build_chain, fiala_axle, single_track_equations)
 from .vehicle_model import VehicleModel
 
 __all__ = ["ALGEBRAIC", "STATE_NAMES", "RATE_NAMES", "POINT_VARIABLES", "build_chain", "fiala_axle",

@@ -46,6 +46,7 @@ import math
 from typing import Iterable, Optional
 
 import numpy as np
+import pandas as pd
 import pyomo.environ as pyo
 from pyomo.dae import DerivativeVar
 
@@ -225,7 +226,6 @@ class Solution:
                                  "expected the mesh rows (read_trajectory(folder, mesh=True)), "
                                  "not rows on a fixed step")
             breaks = [s[0]] + [s[np.flatnonzero(el == j)[-1]] for j in range(1, el.max() + 1)]
-        import pandas as pd
         values = {c: df[c].to_numpy(dtype=float) for c in df.columns
                   if c not in ("s", "s_sector", "q1", "element")
                   and pd.api.types.is_float_dtype(df[c])}

@@ -9,9 +9,9 @@ from typing import Optional
 
 import numpy as np
 import pandas as pd
+from mpl_toolkits.axes_grid1 import make_axes_locatable
 
 from ..results.summary import Summary, as_summary
-
 
 __all__ = ["RANGE_HELP", "parse_range", "resolve_range", "in_window"]
 
@@ -191,7 +191,6 @@ def _window_text(win) -> str:
 
 def _colorbar_beside(fig, ax, mappable, label: str):
     """A colour bar as tall as the axes (also of an axes drawn to an equal aspect)."""
-    from mpl_toolkits.axes_grid1 import make_axes_locatable
     cax = make_axes_locatable(ax).append_axes("right", size="3%", pad=0.1)
     return fig.colorbar(mappable, cax=cax, label=label)
 

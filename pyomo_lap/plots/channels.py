@@ -8,11 +8,24 @@ from typing import Optional
 
 import numpy as np
 import pandas as pd
+from pyomo.common.dependencies import attempt_import
 
 from ..analysis.compare import _plt, delta_along_track
 from ..results.summary import as_summary
 from ..vehicle.envelope import ENVELOPE_NOTE, friction_envelope
-from .base import _colorbar_beside, _legend_right, _s, _title, _window_text, _xlim, in_window
+from .base import (
+    _colorbar_beside,
+    _legend_right,
+    _s,
+    _title,
+    _window_text,
+    _xlim,
+    in_window,
+)
+
+pe, pe_available = attempt_import("matplotlib.patheffects")
+mcolors, mcolors_available = attempt_import("matplotlib.colors")
+mlines, mlines_available = attempt_import("matplotlib.lines")
 
 __all__ = ["figure_speed", "figure_controls", "figure_attitudes", "figure_power", "figure_gg", "figure_vertical_loads", "figure_sensitivities"]
 
@@ -142,9 +155,6 @@ def figure_gg(df, summary, vehicle=None, s_range=None, percentiles=(10, 50, 90))
         Speeds of the envelopes, as percentiles [%] of the points' speeds.
     """
     plt = _plt()
-    import matplotlib.patheffects as pe
-    from matplotlib.colors import Normalize
-    from matplotlib.lines import Line2D
     df, win = in_window(df, s_range)
     if win is not None:     # only the points in the window (no neighbour outside it)
         s = _s(df)
@@ -154,7 +164,7 @@ def figure_gg(df, summary, vehicle=None, s_range=None, percentiles=(10, 50, 90))
     else:
         g0 = float(getattr(vehicle, "gravity", 9.81))
     v = df["speed_kmh"].to_numpy(dtype=float)
-    norm = Normalize(vmin=float(v.min()), vmax=float(max(v.max(), v.min() + 1e-6)))
+    norm = mcolors.Normalize(vmin=float(v.min()), vmax=float(max(v.max(), v.min() + 1e-6)))
     cmap = plt.get_cmap("viridis")
     fig, ax = plt.subplots(figsize=(7, 7.6))
     sc = ax.scatter(df["a_y"] / g0, df["a_x"] / g0, c=v, cmap=cmap, norm=norm, s=10, zorder=3)
@@ -163,7 +173,7 @@ def figure_gg(df, summary, vehicle=None, s_range=None, percentiles=(10, 50, 90))
     ax.axvline(0.0, color="0.6", lw=0.8)
     ry = float(np.abs(df["a_y"]).max()) / g0                  # the extent of points and envelopes
     x_lo, x_hi = float(df["a_x"].min()) / g0, float(df["a_x"].max()) / g0
-    handles = [Line2D([], [], marker="o", ls="none", color=cmap(0.5), ms=4,
+    handles = [mlines.Line2D([], [], marker="o", ls="none", color=cmap(0.5), ms=4,
                       label="points of the run (colour: speed)")]
     speeds = []             # (speed [km/h], the percentiles it stands for)
     for pc in percentiles:

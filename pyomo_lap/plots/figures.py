@@ -35,25 +35,62 @@ map. Legends are outside the axes (PNGs are saved with ``bbox_inches="tight"``).
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 from pathlib import Path
 from typing import Optional, Sequence
 
 import pandas as pd
+from pyomo.common.dependencies import attempt_import
 
-from ..analysis.compare import (_at_steps, _check_formats, _comparison_writer, _plt,
-                                _write_comparison, channel_differences, delta_along_track,
-                                parse_step, run_statistics, sector_deltas)
-from ..vehicle.envelope import ENVELOPE_NOTE, friction_envelope
-from .base import RANGE_HELP, _legend_right, _literal, in_window, parse_range, resolve_range
-from .channels import (figure_attitudes, figure_controls, figure_gg, figure_power,
-                             figure_sensitivities, figure_speed, figure_vertical_loads)
-from .sweep import figure_sweep_heatmap, figure_sweep_parameter, sweep_plots
-from .track import (distance_label, edges_xy, figure_elevation, figure_racing_line,
-                          figure_track_map, marker_step)
+from ..analysis.compare import (
+    _at_steps,
+    _check_formats,
+    _comparison_writer,
+    _plt,
+    _write_comparison,
+    channel_differences,
+    delta_along_track,
+    parse_step,
+    run_statistics,
+    sector_deltas,
+)
 from ..folders.writer import ResultsWriter
-from ..results.table import read_summary, read_trajectory
+from ..results.corners import corner_deltas, records_table
 from ..results.summary import Summary, as_summary
+from ..results.table import read_summary, read_trajectory
+from ..vehicle.car import load_vehicle
+from ..vehicle.envelope import ENVELOPE_NOTE, friction_envelope
+from ..vehicle.schema import FIELD_OF_KEY
+from .base import (
+    RANGE_HELP,
+    _legend_right,
+    _literal,
+    in_window,
+    parse_range,
+    resolve_range,
+)
+from .channels import (
+    figure_attitudes,
+    figure_controls,
+    figure_gg,
+    figure_power,
+    figure_sensitivities,
+    figure_speed,
+    figure_vertical_loads,
+)
+from .sweep import figure_sweep_heatmap, figure_sweep_parameter, sweep_plots
+from .track import (
+    distance_label,
+    edges_xy,
+    figure_elevation,
+    figure_racing_line,
+    figure_track_map,
+    marker_step,
+)
+
+backend_pdf, backend_pdf_available = attempt_import("matplotlib.backends.backend_pdf")
 
 __all__ = ["plot_results", "compare_runs", "figure_compare", "FIGURES", "figure_track_map", "figure_racing_line",
            "figure_elevation", "figure_speed", "figure_controls", "figure_attitudes",
@@ -88,7 +125,6 @@ def read_vehicle_sheet(results_dir) -> dict:
         sheet = pd.read_excel(path, sheet_name="vehicle")
     except ValueError:   # no such sheet
         return {}
-    from ..vehicle.schema import FIELD_OF_KEY
     # the sheet names the parameters by their dotted names (mass.total); the figures read the
     # fields (m), as VehicleParameters has them
     return {FIELD_OF_KEY.get(str(k), str(k)): v for k, v in zip(sheet["parameter"], sheet["value"])}
@@ -102,9 +138,6 @@ def read_vehicle(results_dir, summary: Optional[Summary] = None) -> dict:
     summary = as_summary(summary) if summary is not None else None
     if vehicle or not summary or not summary.vehicle_file:
         return vehicle
-    import hashlib
-    import json
-    from ..vehicle.car import load_vehicle
     try:
         params = load_vehicle(summary.vehicle_file).as_dict()
     except (ValueError, OSError):
@@ -209,8 +242,8 @@ def _draw(writer: ResultsWriter, names, formats, df, summary, vehicle, ref, refe
     with contextlib.ExitStack() as stack:    # leaving it: plots.pdf closed, then kept
         pdf = None
         if "pdf" in formats:
-            from matplotlib.backends.backend_pdf import PdfPages
-            pdf = stack.enter_context(PdfPages(stack.enter_context(writer.writing("plots.pdf"))))
+            pdf = stack.enter_context(backend_pdf.PdfPages(
+                stack.enter_context(writer.writing("plots.pdf"))))
         for name in names:
             if name == "speed" and ref is not None:
                 fig = figure_speed(df, summary, vehicle, reference=ref,
@@ -321,7 +354,6 @@ def compare_runs(dir_a, dir_b, out_dir=None, n_sectors: int = 3, formats=("png",
         sectors = sector_deltas(delta, n_sectors)
         channels = channel_differences(delta)
         runs = run_statistics(sum_a, sum_b)
-        from ..results.corners import corner_deltas, records_table
         corners = corner_deltas(records_table(sum_a.corners), records_table(sum_b.corners))
         fig = figure_compare(delta, dir_a.name, dir_b.name)
         table = delta if every is None else _at_steps(delta, every, "s [m]", "t_A [s]")

@@ -46,9 +46,25 @@ from typing import Optional, Sequence
 
 import numpy as np
 import pandas as pd
+from pyomo.common.dependencies import attempt_import
+from scipy.spatial import ConvexHull, QhullError
 
+from ..analysis.compare import (
+    _s_abs,
+    deltas_many,
+    parameter_differences,
+    read_telemetry,
+    telemetry_delta,
+)
+from ..folders.results_folder import check_results_folder
 from ..folders.writer import ResultsWriter
 from ..results.summary import Summary
+from ..results.table import read_summary, read_trajectory
+from ..vehicle.schema import FIELD_OF_KEY, VehicleParameters, field_of
+from .figures import _within_by_name, edges_xy, friction_envelope, read_vehicle
+
+go, go_available = attempt_import("plotly.graph_objects")
+plotly_offline, plotly_offline_available = attempt_import("plotly.offline")
 
 __all__ = ["write_report", "report_html", "report_path", "keep_extremes", "load_run",
            "parameter_table", "MAX_POINTS", "MAP_CHANNELS", "find_chromium", "chromium_load"]
@@ -148,10 +164,6 @@ def load_run(folder, name: Optional[str] = None) -> dict:
     ValueError
         Not a complete results folder (:func:`pyomo_lap.folders.results_folder.check_results_folder`).
     """
-    from ..analysis.compare import _s_abs
-    from ..folders.results_folder import check_results_folder
-    from .figures import read_vehicle
-    from ..results.table import read_summary, read_trajectory
     folder = check_results_folder(folder)
     df = read_trajectory(folder)
     summary = read_summary(folder)
@@ -167,14 +179,12 @@ def load_run(folder, name: Optional[str] = None) -> dict:
 def _vehicle_of(summary: Summary) -> dict:
     """The vehicle parameters recorded in ``summary.json`` (dotted names), by field name as
     :func:`pyomo_lap.plots.figures.friction_envelope` reads them; empty when none."""
-    from ..vehicle.schema import FIELD_OF_KEY
     params = summary.vehicle_parameters or {}
     return {FIELD_OF_KEY.get(k, k): v for k, v in params.items()}
 
 
 def _unit_of_parameter(key: str) -> str:
     """The unit of a vehicle parameter (dotted name), '' when unknown or dimensionless."""
-    from ..vehicle.schema import VehicleParameters, field_of
     try:
         info = VehicleParameters.model_fields[field_of(key)]
     except (KeyError, ValueError):
@@ -186,7 +196,6 @@ def parameter_table(runs: Sequence[dict]) -> pd.DataFrame:
     """The parameters in which runs differ: one row per parameter, ``parameter``, ``unit``
     and one column per run with its value (:func:`pyomo_lap.analysis.compare.parameter_differences`:
     the car, the track, the model and every vehicle parameter). Empty when all agree."""
-    from ..analysis.compare import parameter_differences
     diffs = parameter_differences([r["summary"] for r in runs])
     keys = list(diffs[0]) if diffs else []
     rows = [{"parameter": k, "unit": _unit_of_parameter(k),
@@ -198,7 +207,6 @@ def parameter_table(runs: Sequence[dict]) -> pd.DataFrame:
 # figures
 # ---------------------------------------------------------------------------------------
 def _go():
-    import plotly.graph_objects as go
     return go
 
 
@@ -218,7 +226,6 @@ def _values(run: dict, column: str, factor) -> Optional[np.ndarray]:
 def _fig_map(run: dict, idx: np.ndarray):
     """The track map of a run: edges, racing line coloured by the drop-down's channel, the
     cursor (last trace)."""
-    from .figures import edges_xy
     go = _go()
     g = edges_xy(run["df"])
     fig = go.Figure()
@@ -348,7 +355,6 @@ def _add_log_traces(add, rows, log: dict, k0: int, max_points: int) -> None:
 def _hull(x: np.ndarray, y: np.ndarray) -> Optional[np.ndarray]:
     """The closed convex hull of the points (x, y), (m + 1, 2); None when they do not span
     an area."""
-    from scipy.spatial import ConvexHull, QhullError
     pts = np.c_[x, y][np.isfinite(x) & np.isfinite(y)]
     try:
         v = ConvexHull(pts).vertices
@@ -360,7 +366,6 @@ def _hull(x: np.ndarray, y: np.ndarray) -> Optional[np.ndarray]:
 def _fig_gg(runs: Sequence[dict], max_points: int):
     """GG diagram: a_x against a_y [g] of each run, the convex hull of its points, the car's
     friction envelope at the first run's median speed; the cursor (last trace)."""
-    from .figures import friction_envelope
     go = _go()
     fig = go.Figure()
     one = len(runs) == 1
@@ -475,7 +480,6 @@ def _mark(what: str) -> str:
 def _cursor_data(run: dict, idx: np.ndarray) -> str:
     """The points the linked cursor jumps to (JSON): ``s`` [m], the racing line ``x``, ``y``
     [m], ``ay``, ``ax`` [g] of the first run at the map's points."""
-    from .figures import edges_xy
     line = edges_xy(run["df"])["line"][idx]
     d = {"s": run["s"][idx], "x": line[:, 0], "y": line[:, 1],
          "ay": _values(run, "a_y", "g")[idx], "ax": _values(run, "a_x", "g")[idx]}
@@ -502,7 +506,6 @@ def report_html(runs: Sequence[dict], telemetry: Optional[dict] = None,
     ValueError
         The runs are on different tracks or do not overlap.
     """
-    from ..analysis.compare import deltas_many
     first = runs[0]
     delta = None
     if len(runs) > 1:
@@ -534,9 +537,9 @@ def _page(runs, telemetry, delta, divs: dict, cursor: str, title) -> str:
     esc = html.escape
     title = title or ("report: " + ", ".join(r["name"] for r in runs)
                       + (f" and the logged lap {telemetry['name']}" if telemetry else ""))
-    from plotly.offline import get_plotlyjs
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{esc(title)}</title>"
-             f"<style>{_CSS}</style><script type='text/javascript'>{get_plotlyjs()}</script>"
+             f"<style>{_CSS}</style><script type='text/javascript'>"
+             f"{plotly_offline.get_plotlyjs()}</script>"
              f"{_mark('plotly.js')}</head><body><h1>{esc(title)}</h1>",
              "<h2>Runs</h2>", _table_html(_runs_table(runs))]
     if len(runs) > 1:
@@ -584,7 +587,6 @@ def report_path(runs, out=None, telemetry=None) -> tuple:
     ValueError
         ``out`` does not end in ``.html`` or ``.htm``, or is a folder.
     """
-    from .figures import _within_by_name
     runs = [Path(r) for r in runs]
     if out is None:
         if len(runs) == 1 and telemetry is None:
@@ -639,7 +641,6 @@ def write_report(runs, out=None, telemetry=None, max_points: int = MAX_POINTS,
     FolderWriteError (an OSError)
         It could not be written (a full disk): the earlier file is kept.
     """
-    from ..analysis.compare import read_telemetry, telemetry_delta
     echo = echo or (lambda *_: None)
     runs = [Path(r) for r in runs]
     if not runs:

@@ -10,6 +10,7 @@ import pandas as pd
 
 from ..analysis.compare import _plt
 from ..folders.writer import ResultsWriter
+from ..vehicle.schema import SECTIONS, VehicleParameters
 from .base import _legend_right
 
 __all__ = ["figure_sweep_parameter", "figure_sweep_heatmap", "sweep_plots", "sweep_plot_names"]
@@ -20,7 +21,6 @@ __all__ = ["figure_sweep_parameter", "figure_sweep_heatmap", "sweep_plots", "swe
 # ---------------------------------------------------------------------------------------
 def _swept(table: pd.DataFrame) -> list:
     """The swept vehicle parameters of a sweep table (``section.key`` columns) that vary."""
-    from ..vehicle.schema import SECTIONS
     return [c for c in table.columns if "." in c and c.split(".")[0] in SECTIONS
             and table[c].nunique(dropna=True) > 1]
 
@@ -58,7 +58,6 @@ def figure_sweep_parameter(table: pd.DataFrame, parameter: str):
 
 def _parameter_label(name: str) -> str:
     """``'mass.total'`` -> ``'mass.total [kg]'`` (the unit from the vehicle schema)."""
-    from ..vehicle.schema import SECTIONS, VehicleParameters
     sec, _, key = name.partition(".")
     info = VehicleParameters.model_fields.get(SECTIONS.get(sec, {}).get(key, ""))
     unit = ((info.json_schema_extra or {}).get("unit") if info is not None else None) or ""

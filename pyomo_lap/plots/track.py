@@ -8,10 +8,22 @@ from typing import Optional
 
 import numpy as np
 import pandas as pd
+from pyomo.common.dependencies import attempt_import
 
 from ..analysis.compare import _plt
 from ..results.summary import as_summary
-from .base import _colorbar_beside, _legend_right, _s, _title, _window_text, _xlim, in_window
+from .base import (
+    _colorbar_beside,
+    _legend_right,
+    _s,
+    _title,
+    _window_text,
+    _xlim,
+    in_window,
+)
+
+mcollections, mcollections_available = attempt_import("matplotlib.collections")
+mlines, mlines_available = attempt_import("matplotlib.lines")
 
 __all__ = ["figure_track_map", "figure_racing_line", "figure_elevation", "edges_xy", "marker_step", "distance_label"]
 
@@ -125,7 +137,6 @@ def figure_track_map(df, summary, vehicle=None, s_range=None):
 def _draw_track_and_line(fig, ax, df, sub, g, win) -> None:
     """The track map's edges, centreline and racing line coloured by speed (in a window
     ``win``: the window's edges and line in colour, the rest in grey)."""
-    from matplotlib.collections import LineCollection
     context = "0.75" if win is not None else "k"
     ax.plot(*g["left"].T, color=context, lw=1.0, label="track edges" if win is None else
             "track edges (outside the window)")
@@ -141,7 +152,7 @@ def _draw_track_and_line(fig, ax, df, sub, g, win) -> None:
         line, v = g["line"], df["speed_kmh"].to_numpy(dtype=float)
     pts = line.reshape(-1, 1, 2)
     segs = np.concatenate([pts[:-1], pts[1:]], axis=1)
-    lc = LineCollection(segs, cmap="viridis", linewidths=3.0, zorder=3)
+    lc = mcollections.LineCollection(segs, cmap="viridis", linewidths=3.0, zorder=3)
     lc.set_array(0.5 * (v[1:] + v[:-1]))
     ax.add_collection(lc)
     _colorbar_beside(fig, ax, lc, "speed [km/h]" + (" in the window" if win else ""))
@@ -205,17 +216,16 @@ def _draw_direction(ax, s, xy, width_l, span: float) -> None:
 def _track_map_legend(ax, step: float, closed: bool) -> tuple:
     """The track map's legend entries ``(handles, labels)``: those of the axes, then the
     distance markers, the start/finish (or start and end) lines and the direction."""
-    from matplotlib.lines import Line2D
     handles, labels = ax.get_legend_handles_labels()
-    extra = [(Line2D([], [], color="tab:red", lw=1.2), f"distance marker, every "
+    extra = [(mlines.Line2D([], [], color="tab:red", lw=1.2), f"distance marker, every "
               f"{distance_label(step)} of s"),
-             (Line2D([], [], color="k", marker=r"$\rightarrow$", ms=14, ls="none"),
+             (mlines.Line2D([], [], color="k", marker=r"$\rightarrow$", ms=14, ls="none"),
               "direction of travel")]
     if closed:
-        extra.insert(1, (Line2D([], [], color="k", lw=4), "start/finish line"))
+        extra.insert(1, (mlines.Line2D([], [], color="k", lw=4), "start/finish line"))
     else:
-        extra.insert(1, (Line2D([], [], color="k", lw=4), "start"))
-        extra.insert(2, (Line2D([], [], color="tab:purple", lw=4), "end"))
+        extra.insert(1, (mlines.Line2D([], [], color="k", lw=4), "start"))
+        extra.insert(2, (mlines.Line2D([], [], color="tab:purple", lw=4), "end"))
     handles += [h for h, _ in extra]
     labels += [t for _, t in extra]
     return handles, labels

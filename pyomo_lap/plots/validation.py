@@ -13,7 +13,13 @@ import numpy as np
 
 from ..analysis.compare import _plt
 from ..verify.quality import rms_curvature
-from ..verify.verdict import DEFECT_MAX, DEFECT_P95, REPLAY_LATERAL, REPLAY_STEERING, REPLAY_TIME
+from ..verify.verdict import (
+    DEFECT_MAX,
+    DEFECT_P95,
+    REPLAY_LATERAL,
+    REPLAY_STEERING,
+    REPLAY_TIME,
+)
 from .base import _literal
 
 __all__ = ["plot_defects", "plot_replay"]

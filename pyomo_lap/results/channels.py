@@ -42,6 +42,8 @@ import string
 import textwrap
 from typing import Iterable, NamedTuple, Optional
 
+import pandas as pd
+
 __all__ = ["Channel", "CHANNELS", "UNITS", "WHEEL_WORDS", "AXLE_WORDS", "COLUMNS", "channel_table",
            "channel_markdown", "channel_text", "describe"]
 
@@ -572,7 +574,6 @@ def channel_table(columns: Optional[Iterable[str]] = None):
     KeyError
         A name without an entry (:func:`describe`).
     """
-    import pandas as pd
     rows = [dataclasses.astuple(ch) for ch in _entries(columns)]
     return pd.DataFrame(rows, columns=list(COLUMNS))
 

@@ -13,9 +13,16 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from pyomo.common.dependencies import attempt_import
 
+from ..track.report import provenance_rows
+from ..vehicle.schema import PARAMETER_KEYS, VehicleParameters, field_of
 from .channels import UNITS
 from .summary import Summary, as_summary
+
+xl_utility, xl_utility_available = attempt_import("xlsxwriter.utility")
+pacsv, pacsv_available = attempt_import("pyarrow.csv")
+pq, pq_available = attempt_import("pyarrow.parquet")
 
 __all__ = ["vehicle_sheet", "summary_rows", "WORKBOOK_UNITS_NOTE", "NUMBER_FORMATS",
            "number_format", "SENSITIVITY_HEADERS", "sensitivity_sheet", "read_parquet_units"]
@@ -32,7 +39,6 @@ def vehicle_sheet(vehicle) -> pd.DataFrame:
     vehicle : VehicleParameters or dict
         A dict (``{name: value}``) is written as it is.
     """
-    from ..vehicle.schema import PARAMETER_KEYS, VehicleParameters, field_of
     if isinstance(vehicle, dict):
         return pd.DataFrame({"parameter": list(vehicle), "value": [_cell(v) for v in vehicle.values()]})
     rows = [{"parameter": "name", "value": vehicle.name, "unit": "", "description": "the car's name"},
@@ -218,14 +224,13 @@ def _bulk_rows(ws, frame: pd.DataFrame, keep=()) -> bool:
 
 def _bulk_xml(ws, x: np.ndarray, present: np.ndarray, rows: np.ndarray) -> None:
     """The rows ``rows + 1`` of :func:`_bulk_rows` written to the worksheet's XML file."""
-    from xlsxwriter.utility import xl_col_to_name
     ncol = x.shape[1]
     cols = []
     for j in range(ncol):
         info = ws.col_info.get(j)
         fmt = getattr(info, "column_format", None) if info is not None else None
         s = f' s="{fmt._get_xf_index()}"' if fmt is not None else ""
-        cols.append((f'<c r="{xl_col_to_name(j)}', f'"{s}><v>'))
+        cols.append((f'<c r="{xl_utility.xl_col_to_name(j)}', f'"{s}><v>'))
     # spans: per block of 16 rows (row 0 the header, every column), the first and last column
     # with a cell in the block
     spans = {}
@@ -325,7 +330,6 @@ def sensitivity_sheet(records) -> pd.DataFrame:
 def _provenance_sheet(summary: Summary) -> pd.DataFrame:
     """The input files and what was done to the track's data, one row each (of a
     :class:`pyomo_lap.results.summary.Summary` or the dict of its keys)."""
-    from ..track.report import provenance_rows
     summary = as_summary(summary)
     files = {k: getattr(summary, k) for k in ("track_file", "track_file_sha256", "vehicle_file",
                                               "vehicle_file_sha256") if summary.is_set(k)}
@@ -372,7 +376,6 @@ def _write_csv(path: Path, table) -> None:
     pyarrow's CSV writer (C++: 0.05 s for a full lap's 5400 rows, where ``DataFrame.to_csv``
     took 0.5 s): every number as the shortest text that reads back to the same double, missing
     values as empty cells, the headers quoted."""
-    import pyarrow.csv as pacsv
     names = [f"{c} [{UNITS[c]}]" if c in UNITS else c for c in table.column_names]
     pacsv.write_csv(table.rename_columns(names), path)
 
@@ -380,7 +383,6 @@ def _write_csv(path: Path, table) -> None:
 def _write_parquet(path: Path, table, summary: dict) -> None:
     """``trajectory.parquet``: the Arrow ``table`` of the trajectory with the units and the
     summary in its schema metadata (``pyomo_lap.units``, ``pyomo_lap.summary``)."""
-    import pyarrow.parquet as pq
     meta = dict(table.schema.metadata or {})
     meta[b"pyomo_lap.units"] = json.dumps({c: UNITS[c] for c in table.column_names
                                             if c in UNITS}).encode()
@@ -390,7 +392,6 @@ def _write_parquet(path: Path, table, summary: dict) -> None:
 
 def read_parquet_units(path) -> dict:
     """Units of the channels stored in a ``trajectory.parquet`` (its schema metadata)."""
-    import pyarrow.parquet as pq
     meta = pq.read_schema(path).metadata or {}
     return json.loads(meta.get(b"pyomo_lap.units", b"{}"))
 
@@ -415,7 +416,6 @@ def quality_table(quality: dict):
     """:func:`channel_quality` as a table (the workbook's ``quality`` sheet): one row per
     channel with its zig-zag count, threshold, unit and largest residual, and a row for the
     speed consistency."""
-    import pandas as pd
     rows = [{"check": f"zig-zags of {ch}", "count": v["count"], "threshold": v["threshold"],
              "unit": v["unit"], "largest": v["max_residual"], "at s [m]": v["max_residual_at_m"]}
             for ch, v in quality.get("zigzags", {}).items()]

@@ -46,6 +46,7 @@ the start line ends at ``s = L_track``, never wraps to 0.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import math
 import time
 from pathlib import Path
@@ -56,12 +57,23 @@ import pandas as pd
 
 from ..folders.results_folder import check_results_folder
 from ..folders.writer import ResultsWriter
+from ..ocp.build import RATE_NAMES, STATE_NAMES
 from ..ocp.collocation import INTERPOLATION_KINDS, collocation_interpolate, snap_breaks
-from ..ocp.transfer import state_names
+from ..ocp.transfer import mesh_components, model_states, state_names
+from ..vehicle.car import ALGEBRAIC, CONTROLS, load_vehicle
+from ..vehicle.schema import VehicleParameters, field_of
 from .fixed_step_points import PointModel, computed_columns
-from .logger import LOGGER_CHANNELS
+from .logger import LOGGER_CHANNELS, add_logger_channels
 from .summary import Summary, as_summary
-from .table import track_coordinate, write_results
+from .table import (
+    SOLUTION_FILE,
+    _car_of,
+    read_summary,
+    read_trajectory,
+    tangential_acceleration,
+    track_coordinate,
+    write_results,
+)
 
 __all__ = ["fixed_step_grid", "fixed_step_table", "track_coordinate", "fixed_step_lines",
            "column_kinds", "derive_channels", "folder_car", "EXPORT_FOLDER", "MESH_FILES"]
@@ -156,8 +168,6 @@ def derive_channels(table: pd.DataFrame, car=None) -> pd.DataFrame:
     DataFrame
         ``table``.
     """
-    from .logger import add_logger_channels
-    from .table import tangential_acceleration
     have = set(table.columns)
     if {"v_3x", "v_3y"} <= have and have & {"speed", "speed_kmh"}:
         speed = np.hypot(table["v_3x"].to_numpy(float), table["v_3y"].to_numpy(float))
@@ -297,7 +307,6 @@ def model_variable_names(m) -> tuple:
     """``(states, variables)`` of a built model: its states
     (:func:`pyomo_lap.ocp.transfer.model_states`) and its other variables indexed by the mesh
     ``m.s`` (the derivative variables left out)."""
-    from ..ocp.transfer import mesh_components, model_states
     names = {c.local_name for c in mesh_components(m, descend_into=True)}
     states = model_states(m)
     return states, names - states - {f"d{n}_ds" for n in states}
@@ -310,7 +319,6 @@ def model_fixed_step(m, df: pd.DataFrame, every: float) -> pd.DataFrame:
     (:meth:`pyomo_lap.results.fixed_step_points.PointModel.from_model`) for a model whose table
     is its record's (the full model), interpolated for the others (``attrs["fixed_step"]``
     says which)."""
-    from .table import _car_of
     states, variables = model_variable_names(m)
     prob = m.problem
     track = getattr(prob, "track", None)
@@ -366,11 +374,6 @@ def folder_car(run, summary: Summary):
     ValueError
         The vehicle file is missing or its contents changed since the solve.
     """
-    import hashlib
-    from pathlib import Path
-
-    from ..vehicle.car import load_vehicle
-    from ..vehicle.schema import VehicleParameters, field_of
     summary = as_summary(summary)
     params = dict(summary.vehicle_parameters or {})
     file = summary.vehicle_file
@@ -418,9 +421,6 @@ def folder_fixed_step(run, every: float) -> tuple:
     FileNotFoundError
         No trajectory or summary in ``run``.
     """
-    from pathlib import Path
-
-    from .table import SOLUTION_FILE, read_summary, read_trajectory
     run = Path(run)
     summary = read_summary(run)
     mesh = read_trajectory(run, mesh=True)
@@ -434,8 +434,6 @@ def folder_fixed_step(run, every: float) -> tuple:
             states, variables = state_names(k for k in d.files
                                             if k != "s" and d[k].shape == d["s"].shape)
     else:
-        from ..ocp.build import RATE_NAMES, STATE_NAMES
-        from ..vehicle.car import ALGEBRAIC, CONTROLS
         form = (summary.ocp_options or {}).get("control_form", "point")
         states = set(STATE_NAMES + RATE_NAMES + ("t",)) | (set(CONTROLS) if form == "state" else set())
         variables = (set(CONTROLS) - states) | set(ALGEBRAIC)

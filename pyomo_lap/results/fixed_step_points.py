@@ -49,9 +49,14 @@ from ..ocp.build import VEHICLE_MODELS, record_rows
 from ..ocp.collocation import CollocationGrid
 from ..ocp.common import car_control_bounds, control_states
 from ..ocp.hybrid import hybrid_settings, rear_share
+from ..ocp.point_functions import (
+    CarFunctions,
+    record_numbers,
+    record_of,
+    track_vectors,
+    vehicle_values_of,
+)
 from ..ocp.record_model import record_table
-from ..ocp.point_functions import (CarFunctions, record_numbers, record_of, track_vectors,
-                                   vehicle_values_of)
 from ..ocp.sector import sector_track_points
 from ..ocp.transfer import Solution, solve_loop_at
 from ..track.loading import load_track

@@ -41,6 +41,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from ..vehicle.powertrain import gear_and_engine_speed, power_available
+
 __all__ = ["add_logger_channels", "LOGGER_CHANNELS", "generator_force"]
 
 LOGGER_CHANNELS = ("throttle", "brake", "harvest", "steering_wheel_angle", "gear",
@@ -61,7 +63,6 @@ def _columns(df, groups):
 
 def _throttle(df, p):
     """Throttle [%]: the traction power as a share of the power available at the speed."""
-    from ..vehicle.powertrain import power_available
     v = np.clip(df["v_3x"].to_numpy(float), 0.0, None)
     available = np.asarray(power_available(p, v), dtype=float)
     power = df["f_xa"].to_numpy(float) * v
@@ -138,7 +139,6 @@ def add_logger_channels(df: pd.DataFrame, p) -> pd.DataFrame:
     if ratio is not None and "delta" in have:
         df["steering_wheel_angle"] = np.degrees(df["delta"].to_numpy(float) * ratio)
     if "v_3x" in have:
-        from ..vehicle.powertrain import gear_and_engine_speed
         geared = gear_and_engine_speed(p, df["v_3x"].to_numpy(float))
         if geared is not None:
             df["gear"] = geared[0]

@@ -16,20 +16,56 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyomo.environ as pyo
+from pyomo.common.dependencies import attempt_import
 
-from . import channels as _channels
-from .summary import SUMMARY_FORMAT, Summary, as_summary
+from .. import __version__
+
+# re-exported: the folder names of this module before the split
+from ..folders.results_folder import (
+    MANIFEST,
+    SOLUTION_FILE,
+    FolderNotReplaceableError,
+    OutputBusyError,
+    OutputLock,
+    check_output_dir,
+    check_results_folder,
+    output_lock,
+    read_manifest,
+)
+from ..folders.writer import ResultsWriter
+from ..ocp.common import vehicle_of_model
 from ..ocp.record_model import SPINE_RELATIVE, record_columns  # noqa: F401  (re-exported)
 from ..ocp.sector import track_coordinate  # noqa: F401  (re-exported)
+from ..solvers.lap.solver import LAP_IPOPT_OPTIONS
+from ..solvers.solve import DEFAULT_IPOPT_OPTIONS
+from ..util.suffixes import forget_multipliers
+from . import channels as _channels
+from .corners import records_table
+from .export import (
+    _SUMMARY_GROUPS,
+    _TRACK_DATA_KEYS,
+    WORKBOOK_UNITS_NOTE,
+    _json_default,
+    _lists_sheet,
+    _long_lists,
+    _provenance_sheet,
+    _sheet,
+    _speed_chart,
+    _unit_of,
+    _without_long_lists,
+    _write_csv,
+    _write_parquet,
+    _write_rows,
+    quality_table,
+    sensitivity_sheet,
+    summary_rows,
+    vehicle_sheet,
+)
 from .point_table import add_derived_channels, tangential_acceleration  # noqa: F401
-from .export import (_SUMMARY_GROUPS, _TRACK_DATA_KEYS, WORKBOOK_UNITS_NOTE, _json_default,
-                     _lists_sheet, _long_lists, _provenance_sheet, _sheet, _speed_chart, _unit_of,
-                     _without_long_lists, _write_csv, _write_parquet, _write_rows,
-                     quality_table, sensitivity_sheet, summary_rows, vehicle_sheet)
-from ..folders.results_folder import (  # re-exported: the folder names of this module before the split
-    MANIFEST, SOLUTION_FILE, FolderNotReplaceableError, OutputBusyError, OutputLock,
-    check_output_dir, check_results_folder, output_lock, read_manifest)
-from ..folders.writer import ResultsWriter
+from .summary import SUMMARY_FORMAT, Summary, as_summary
+
+pa, pa_available = attempt_import("pyarrow")
 
 __all__ = ["trajectory_dataframe", "UNITS", "write_results", "read_trajectory", "check_output_dir",
            "sector_times", "TRACK_COLUMNS", "read_summary", "read_sensitivities",
@@ -97,7 +133,6 @@ def trajectory_dataframe(m, progress=None) -> pd.DataFrame:
 def _car_of(m):
     """The car as solved (:func:`pyomo_lap.ocp.common.vehicle_of_model`), or the problem's car
     for a model without the ``m.vehicle`` variables of the six-joint car's schema."""
-    from ..ocp.common import vehicle_of_model
     try:
         return vehicle_of_model(m)
     except (AttributeError, ValueError, TypeError):
@@ -227,7 +262,6 @@ def solution_arrays(m) -> dict:
         ``"s"``: the mesh points [m] (ndarray (n,)); for every ``Var`` component, its values
         in index order (ndarray; NaN where a variable has no value).
     """
-    import pyomo.environ as pyo
     out = {"s": np.array(list(m.s), dtype=float)}
     for comp in m.component_objects(pyo.Var, descend_into=True):
         vals = [vd.value for vd in comp.values()]
@@ -255,7 +289,6 @@ def load_solution(m, path) -> int:
         No such file, or the file's mesh differs from the model's (another track, sector or
         mesh: the message gives both).
     """
-    import pyomo.environ as pyo
     path = Path(path)
     f = path / SOLUTION_FILE if path.is_dir() else path
     if not f.is_file():
@@ -269,7 +302,6 @@ def load_solution(m, path) -> int:
                          f"{data['s'][-1] if data['s'].size else 0:.1f} m) differs from this "
                          f"model's ({s.size} points, {s[-1]:.1f} m): expected a solve of the same "
                          "track, sector and mesh")
-    from ..util.suffixes import forget_multipliers
     forget_multipliers(m)              # a new start: the model's multipliers are not its
     n = 0
     for comp in m.component_objects(pyo.Var, descend_into=True):
@@ -405,7 +437,6 @@ def _write_files(writer: ResultsWriter, df, summary, vehicle_params, partial, n_
     summary.partial = bool(partial)
     if partial == "interrupted":
         summary.interrupted = True
-    from .. import __version__
     if not summary.is_set("pyomo_lap_version"):    # marks the folder as pyomo_lap results
         summary.pyomo_lap_version = __version__
     if not summary.is_set("summary_format"):
@@ -416,7 +447,6 @@ def _write_files(writer: ResultsWriter, df, summary, vehicle_params, partial, n_
     if not summary.is_set("sectors") and len(sectors):
         summary.sectors = sector_records(sectors)
     summary = summary.to_dict()     # JSON's dict: what the files below hold
-    import pyarrow as pa
     table = pa.Table.from_pandas(df, preserve_index=False)     # one table for both files
     echo("  writing trajectory.csv")
     writer.write("trajectory.csv", lambda p: _write_csv(p, table))
@@ -437,7 +467,6 @@ def _write_files(writer: ResultsWriter, df, summary, vehicle_params, partial, n_
 def _write_mesh_rows(writer: ResultsWriter, mesh_df: pd.DataFrame, summary: dict, echo) -> None:
     """``trajectory_mesh.csv`` and ``trajectory_mesh.parquet`` (the mesh rows of a folder
     written on a fixed step), through the writer of :func:`write_results`."""
-    import pyarrow as pa
     table = pa.Table.from_pandas(mesh_df, preserve_index=False)
     echo("  writing trajectory_mesh.csv")
     writer.write("trajectory_mesh.csv", lambda p: _write_csv(p, table))
@@ -449,7 +478,6 @@ def _corners_of(summary: dict):
     as a DataFrame, or None when it has none (``corners.csv`` and the ``corners`` sheet)."""
     if not isinstance(summary.get("corners"), list):
         return None
-    from .corners import records_table
     return records_table(summary["corners"])
 
 
@@ -503,9 +531,9 @@ def effective_solver_options(solver: str, given: dict | None = None) -> dict:
     """
     defaults = {}
     if solver == "lap_ipopt":
-        from ..solvers.lap.solver import LAP_IPOPT_OPTIONS as defaults
+        defaults = LAP_IPOPT_OPTIONS
     elif solver in ("ipopt", "ipopt_v2"):
-        from ..solvers.solve import DEFAULT_IPOPT_OPTIONS as defaults
+        defaults = DEFAULT_IPOPT_OPTIONS
     out = {k: (v, "pyomo_lap default") for k, v in defaults.items()}
     out.update({k: (v, "given") for k, v in (given or {}).items()})
     return out

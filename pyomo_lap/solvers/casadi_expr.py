@@ -10,13 +10,17 @@ from __future__ import annotations
 from typing import Optional
 
 import pyomo.environ as pyo
+from pyomo.common.dependencies import attempt_import
+from pyomo.common.numeric_types import native_numeric_types
+from pyomo.core.expr import numeric_expr as ne
+
+casadi, casadi_available = attempt_import("casadi")
 
 __all__ = ["pyomo_to_casadi", "walk_dag"]
 
 
 def _casadi():
     """The :mod:`casadi` module (a dependency of pyomo_lap), imported on first use."""
-    import casadi
     return casadi
 
 
@@ -52,9 +56,6 @@ def pyomo_to_casadi(expr, leaf, cache: Optional[dict] = None, functions=None):
     NotImplementedError
         For an expression node without a CasADi counterpart (e.g. ``Expr_if``).
     """
-    from pyomo.common.numeric_types import native_numeric_types
-    from pyomo.core.expr import numeric_expr as ne
-
     if functions is None:
         functions = _casadi()
     cache = {} if cache is None else cache
@@ -131,7 +132,6 @@ def walk_dag(expr, leaf_value, convert, cache: dict):
     -------
     The value of ``expr``. Iterative (no recursion limit on deep expressions).
     """
-    from pyomo.common.numeric_types import native_numeric_types
     if type(expr) in native_numeric_types or not expr.is_expression_type():
         return leaf_value(expr)
     hit = cache.get(id(expr))

@@ -37,12 +37,14 @@ import numpy as np
 import pyomo.environ as pyo
 import scipy.sparse
 
-
 __all__ = ["CasadiNLP", "CasadiSolveReport", "build_casadi_nlp", "solve_casadi",
            "load_solution", "pyomo_to_casadi", "casadi_ipopt_options"]
 
 from .casadi_expr import _casadi, pyomo_to_casadi  # noqa: F401  (pyomo_to_casadi: public here too)
-
+from .lap.checks import evaluate_expression
+from .lap.compiled import _point_symbols
+from .lap.nlp import LapNLP
+from .lap.solver import LAP_IPOPT_OPTIONS
 
 # --------------------------------------------------------------------------------------------
 # the NLP
@@ -110,7 +112,6 @@ class CasadiNLP:
 
     def lap_time(self, x) -> float:
         """``m.lap_time`` for unscaled ``x`` (other variables at their values) [s]."""
-        from .lap.checks import evaluate_expression
         saved = [v.value for v in self.variables]
         try:
             for v, val in zip(self.variables, np.asarray(x, dtype=float).tolist()):
@@ -167,7 +168,6 @@ def build_casadi_nlp(m, mode: str = "MX", map_parallelization: str = "serial",
     NotImplementedError
         An expression the translation does not know (named with its constraint).
     """
-    from .lap.nlp import LapNLP
     ca = _casadi()
     if mode not in ("MX", "SX"):
         raise ValueError(f"mode = {mode!r}: expected 'MX' or 'SX'")
@@ -183,7 +183,6 @@ def build_casadi_nlp(m, mode: str = "MX", map_parallelization: str = "serial",
     blocks = []
     P = nlp._point
     if P is not None:
-        from .lap.compiled import _point_symbols
         w_, t_, c_, r_ = _point_symbols(P["rec"], P["free"])
         F = ca.Function("point_rows", [w_, t_, c_], [r_])
         N, n_in = P["N"], P["W0"].shape[1]
@@ -232,7 +231,6 @@ def casadi_ipopt_options(options: Optional[dict] = None) -> dict:
     """IPOPT options for the CasADi route: those of the fast path
     (:data:`pyomo_lap.solvers.lap.solver.LAP_IPOPT_OPTIONS`) with ``nlp_scaling_method = none`` (the
     scaling is in the NLP itself), updated by ``options``."""
-    from .lap.solver import LAP_IPOPT_OPTIONS
     opts = dict(LAP_IPOPT_OPTIONS)
     opts["nlp_scaling_method"] = "none"
     opts.update(options or {})

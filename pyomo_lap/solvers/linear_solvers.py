@@ -18,13 +18,21 @@ The answer is kept for the process (per solver and library options).
 from __future__ import annotations
 
 import functools
+import io
 import json
+import logging
 import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Dict, Tuple
+
+import pyomo.environ as pyo
+from pyomo.common.log import LoggingIntercept
+
+from .lap import ipopt_c, ipopt_problem
 
 __all__ = ["LINEAR_SOLVERS", "LIBRARY_OPTIONS", "loadable_linear_solvers",
            "linear_solver_refusal"]
@@ -53,7 +61,6 @@ def _reason(text: str) -> str:
 def _probe_in_library(name: str, libraries: dict) -> Tuple[bool, str]:
     """(loadable, IPOPT's reason if not) for ``linear_solver = name`` with the IPOPT library,
     in this process."""
-    from .lap import ipopt_c, ipopt_problem
     prob = ipopt_problem.IpoptProblem(
         1, 0, [-1.0], [1.0], [], [], [], [], [0], [0],
         objective=lambda x: float(x[0] * x[0]),
@@ -98,11 +105,6 @@ def _probe_library(names: tuple, libraries: dict) -> Dict[str, Tuple[bool, str]]
 def _probe_executable(names: tuple, libraries: dict) -> Dict[str, Tuple[bool, str]]:
     """(loadable, reason) for each name with the ``ipopt`` executable (Pyomo's classic
     interface), a one-variable problem with ``max_iter = 0`` each."""
-    import io
-    import logging
-    import tempfile
-    import pyomo.environ as pyo
-    from pyomo.common.log import LoggingIntercept
     out = {}
     for name in names:
         m = pyo.ConcreteModel()

@@ -25,10 +25,36 @@ from typing import Optional
 
 import pyomo.environ as pyo
 from pyomo.common.log import LoggingIntercept
+from pyomo.common.tempfiles import TempfileManager
+from pyomo.contrib.solver.common.base import LegacySolverWrapper
+from pyomo.contrib.solver.common.factory import SolverFactory as NewSolverFactory
+from pyomo.contrib.solver.common.results import (
+    SolutionStatus,
+    TerminationCondition as TC,
+    legacy_solver_status_map,
+    legacy_termination_condition_map,
+)
+from pyomo.contrib.solver.solvers.ipopt import ipopt_command_line_options
 from pyomo.opt import TerminationCondition
+from pyomo.opt.base.solvers import UnknownSolver
 
-from .report import (_HINTS, SolveReport, _exit_line, _iterations, _sizes, decode_solver_message,
-                     diagnose, log_statistics)
+from ..util.domains import error_text
+from ..util.gc_pause import gc_paused
+from . import warm_start as ws
+from .lap import ipopt_c, ipopt_options
+from .lap.car_blocks import refresh_cars
+from .lap.solver import _OWN_OPTIONS, LAP_IPOPT_OPTIONS, LapIpopt
+from .linear_solvers import LIBRARY_OPTIONS, linear_solver_refusal
+from .report import (
+    _HINTS,
+    SolveReport,
+    _exit_line,
+    _iterations,
+    _sizes,
+    decode_solver_message,
+    diagnose,
+    log_statistics,
+)
 
 __all__ = ["SolveReport", "solve_model", "ensure_solver", "SolverNotFoundError",
            "SolveInterrupted", "DEFAULT_IPOPT_OPTIONS", "diagnose", "TESTED_SOLVERS",
@@ -91,11 +117,6 @@ def _venv_bin() -> Path:
 
 def _new_interface(opt):
     """The :mod:`pyomo.contrib.solver` object behind a legacy wrapper, or None."""
-    try:
-        from pyomo.contrib.solver.common.base import LegacySolverWrapper
-        from pyomo.contrib.solver.common.factory import SolverFactory as NewSolverFactory
-    except ImportError:  # pragma: no cover - older Pyomo
-        return None
     if not isinstance(opt, LegacySolverWrapper):
         return None
     for name, cls in NewSolverFactory._cls.items():
@@ -123,7 +144,6 @@ def ensure_solver(name: str = "ipopt"):
                                   f"{' or '.join(TESTED_SOLVERS)}")
     with LoggingIntercept(io.StringIO(), "pyomo", logging.WARNING):
         opt = pyo.SolverFactory(name)
-    from pyomo.opt.base.solvers import UnknownSolver
     if opt is None or isinstance(opt, UnknownSolver):
         raise SolverNotFoundError(
             f"solver {name!r} is not a solver Pyomo knows (see `pyomo help --solvers`). "
@@ -220,20 +240,14 @@ class SolverOptionError(ValueError):
 def _asl_command_line_options() -> Optional[set]:
     """The names the classic ``ipopt`` interface passes on the executable's command line:
     its AMPL keywords (the list of ``ipopt -=``, as Pyomo keeps it), or None if unknown."""
-    try:
-        from pyomo.contrib.solver.solvers.ipopt import ipopt_command_line_options
-    except ImportError:  # pragma: no cover - another Pyomo
-        return None
     return set(ipopt_command_line_options)
 
 
 def _own_option_error(solver: str, key: str, value) -> str:
     """Why ``lap_ipopt`` refuses ``key = value`` of its own options ('' if it takes it)."""
-    from .lap.solver import LapIpopt
     try:
         LapIpopt.CONFIG()[key] = value
     except (ValueError, TypeError) as exc:
-        from ..util.domains import error_text
         return (f"not accepted ({error_text(exc)}); {solver}'s option {key}: "
                 f"{LapIpopt.CONFIG.get(key)._description}")
     return ""
@@ -297,8 +311,6 @@ def check_solver_options(solver: str, options: Optional[dict]) -> dict:
     options = dict(options or {})
     if solver not in CHECKED_SOLVERS or not options:
         return options
-    from .lap import ipopt_c, ipopt_options
-    from .lap.solver import _OWN_OPTIONS
     try:
         docs = ipopt_options.ipopt_options_documentation()
     except Exception:  # noqa: BLE001 - no usable library: the solver itself will report
@@ -363,7 +375,6 @@ def _check_loadable(solver: str, options: dict, refuse) -> dict:
     that the solver's IPOPT cannot load, asked of IPOPT itself
     (:func:`pyomo_lap.solvers.linear_solvers.linear_solver_refusal`), and an ``output_file``
     whose folder does not exist; returns ``options``."""
-    from .linear_solvers import LIBRARY_OPTIONS, linear_solver_refusal
     plain = {k[3:] if k.startswith("OF_") else k: (k, v) for k, v in options.items()}
     if "output_file" in plain:
         key, value = plain["output_file"]
@@ -433,10 +444,8 @@ def solve_model(m, solver: str = DEFAULT_SOLVER, options: Optional[dict] = None,
     restoration failure, evaluation error, bad option, ...), with a hint.
     """
     opt = ensure_solver(solver)
-    from .lap.car_blocks import refresh_cars
     refresh_cars(m)          # every pyomo_lap car takes its parameters as m.vehicle holds them
     opts = dict(DEFAULT_IPOPT_OPTIONS) if solver in ASL_SOLVERS else {}
-    from . import warm_start as ws
     if not (warm_start and solver in ws.WARM_START_SOLVERS):
         opts.update(options or {})
         return _solve_once(m, opt, solver, opts, tee, load_partial, intermediate)
@@ -471,7 +480,6 @@ def solve_model(m, solver: str = DEFAULT_SOLVER, options: Optional[dict] = None,
 def _solver_defaults(solver: str) -> dict:
     """The IPOPT options a solver path uses unless told otherwise."""
     if solver == DEFAULT_SOLVER:
-        from .lap.solver import LAP_IPOPT_OPTIONS
         return dict(LAP_IPOPT_OPTIONS)
     return dict(DEFAULT_IPOPT_OPTIONS) if solver in ASL_SOLVERS else {}
 
@@ -530,14 +538,12 @@ def _solve_once(m, opt, solver: str, opts: dict, tee: bool, load_partial: bool,
 
 
 def _tempfile_depth() -> int:
-    from pyomo.common.tempfiles import TempfileManager
     return len(getattr(TempfileManager, "_context_stack", None) or [])
 
 
 def _drop_tempfiles(depth: int) -> None:
     """Remove the temporary files (NL, solution, options) of a solve that did not return:
     Pyomo pops its temporary-file context only after a solve completes."""
-    from pyomo.common.tempfiles import TempfileManager
     try:
         while _tempfile_depth() > depth:
             TempfileManager.pop(remove=True)
@@ -549,10 +555,6 @@ def _solve_new_interface(m, opt, solver, opts, tee, load_partial, intermediate=N
     """Solve through a :mod:`pyomo.contrib.solver` interface; the report uses the classic
     names of the termination conditions (``optimal``, ``maxIterations``...) so that runs made
     with either interface read alike."""
-    from pyomo.contrib.solver.common.results import (SolutionStatus, legacy_solver_status_map,
-                                                     legacy_termination_condition_map)
-    from pyomo.contrib.solver.common.results import TerminationCondition as TC
-    from ..util.gc_pause import gc_paused
     t0 = time.perf_counter()
     try:
         with gc_paused():

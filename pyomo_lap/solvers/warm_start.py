@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+import pyomo.environ as pyo
 from pyomo.core.base.suffix import Suffix
 
 from ..util.suffixes import START_MULTIPLIER_SUFFIXES, forget_multipliers  # noqa: F401  (the one home)
@@ -148,7 +149,6 @@ def keep_multipliers(m) -> bool:
 def primal_snapshot(m) -> "Optional[callable]":
     """The values of every unfixed variable of ``m`` now, as a function that writes them
     back (the start of a warm solve, restored when it fails and the solve is repeated cold)."""
-    import pyomo.environ as pyo
     saved = [(v, v.value) for v in m.component_data_objects(pyo.Var, descend_into=True)
              if not v.fixed]
 

@@ -15,6 +15,12 @@ from __future__ import annotations
 import math
 import numbers
 
+import numpy
+import pyomo.environ as pyo
+from pyomo.common.dependencies import attempt_import
+
+casadi, casadi_available = attempt_import("casadi")
+
 __all__ = [
     "is_zero", "is_one", "is_number", "mul", "add", "sub", "neg", "total",
     "sin", "cos", "atan", "sqrt", "tanh",
@@ -107,14 +113,11 @@ def _dispatch(name, x):
         return tape_function(name)
     mod = type(x).__module__
     if mod == "numpy":                 # an array: elementwise
-        import numpy
 
         return getattr(numpy, {"atan": "arctan"}.get(name, name))(x)
     if mod.startswith("casadi"):
-        import casadi  # optional dependency (benchmarks only)
 
         return getattr(casadi, name)(x)
-    import pyomo.environ as pyo
 
     return getattr(pyo, name)(x)
 

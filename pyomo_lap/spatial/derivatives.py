@@ -15,7 +15,13 @@ from typing import List, Mapping, Optional, Sequence, Tuple
 from .backend import add, is_zero, mul, total
 from .dynamics import _rnea
 from .lie import Ad_inv_apply, Ad_inv_T_apply, ad_apply, ad_star_apply, dot, matvec
-from .tree import TRACK, KinematicTree, _check_len, _check_wrenches, _parent_acceleration
+from .tree import (
+    TRACK,
+    KinematicTree,
+    _check_len,
+    _check_wrenches,
+    _parent_acceleration,
+)
 
 __all__ = ["rnea_directional_derivative", "rnea_derivatives"]
 

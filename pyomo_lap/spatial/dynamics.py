@@ -23,9 +23,24 @@ import numpy as np
 from .backend import add, is_number, is_zero, mul, sub, total
 from .lie import Ad_inv_apply, Ad_inv_T_apply, congruence_to_parent, dot, matvec
 from .tree import (
-    HybridResult, KinematicTree, Namer, TrackJoint, TreeKinematics, _accelerations, _bias,
-    _check_len, _check_track, _check_wrenches, _ground_acceleration, _Motion, _motion, _named,
-    _named_sym, _named_vec, _parent_acceleration, _symmetric_add,
+    HybridResult,
+    KinematicTree,
+    Namer,
+    TrackJoint,
+    TreeKinematics,
+    _accelerations,
+    _bias,
+    _check_len,
+    _check_track,
+    _check_wrenches,
+    _ground_acceleration,
+    _Motion,
+    _motion,
+    _named,
+    _named_sym,
+    _named_vec,
+    _parent_acceleration,
+    _symmetric_add,
 )
 
 __all__ = ["rnea", "aba", "hybrid_dynamics", "crba"]

@@ -23,6 +23,7 @@ The same tape evaluates with NumPy arrays over all points at once (:meth:`Tape.e
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import numbers
 import operator
@@ -31,8 +32,21 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
+from pyomo.common.dependencies import attempt_import
+from pyomo.core.expr.numeric_expr import (
+    DivisionExpression,
+    MonomialTermExpression,
+    NegationExpression,
+    PowExpression,
+    ProductExpression,
+    SumExpression,
+    UnaryFunctionExpression,
+)
 
+from ..util.gc_pause import gc_paused
 from . import backend as bk
+
+ca, ca_available = attempt_import("casadi")
 
 __all__ = ["Node", "Tape", "record", "specialize", "PyomoReplay", "casadi_function",
            "structure_key"]
@@ -292,7 +306,6 @@ def record(fn: Callable, input_names: Dict[str, int]):
     input_names : dict
         ``name -> length`` of each input vector.
     """
-    from ..util.gc_pause import gc_paused
     with gc_paused():     # thousands of cyclic Node <-> Tape objects: no full collections
         tape = Tape()
         inputs = {k: [tape.input(f"{k}[{i}]") for i in range(n)] for k, n in input_names.items()}
@@ -526,9 +539,6 @@ class PyomoReplay:
 
     @staticmethod
     def _compile(source: str, fname: str):
-        from pyomo.core.expr.numeric_expr import (
-            DivisionExpression, MonomialTermExpression, NegationExpression, PowExpression,
-            ProductExpression, SumExpression, UnaryFunctionExpression)
         env = {"P": ProductExpression, "M": MonomialTermExpression, "S": SumExpression,
                "G": NegationExpression, "D": DivisionExpression, "W": PowExpression,
                "U": UnaryFunctionExpression}
@@ -606,7 +616,6 @@ def structure_key(tape: "Tape", outputs: Sequence, inputs: Sequence[str], salt: 
     (anything else the key must depend on). With the car's parameters as inputs of the
     recording (the full model's rows), every car has the same tape: the key names the
     compiled functions of a model, not of a car."""
-    import hashlib
     h = hashlib.sha256(salt.encode())
     parts = []
     for i, node in enumerate(tape.nodes):
@@ -632,7 +641,6 @@ def casadi_function(tape: "Tape", outputs, groups: Dict[str, Sequence[str]],
     constants, in order) or, for a dict ``{output name: sequence of nodes or constants}``,
     one vector output per entry (an output group of the recording besides the live one:
     the nodes evaluated are those the outputs reach, :meth:`Tape.reach`)."""
-    import casadi as ca
     named = dict(outputs) if isinstance(outputs, dict) else {"out": list(outputs)}
     syms = {g: ca.SX.sym(g, len(names)) for g, names in groups.items()}
     where = {n: syms[g][k] for g, names in groups.items() for k, n in enumerate(names)}

@@ -55,8 +55,14 @@ its car into that model (:func:`pyomo_lap.ocp.build.set_vehicle`, 0.06 s on the 
 instead of building one (0.4-0.6 s): the same NLP, row for row. The row says so
 (``model_reused``) and gives the build's, or the change's, time (``build_time_s``).
 """
-from .cases import (STATUSES, SweepSpecError, parameter_names, parse_set, resolve_parameter,
-                    sweep_cases)
+from .cases import (
+                    STATUSES,
+                    SweepSpecError,
+                    parameter_names,
+                    parse_set,
+                    resolve_parameter,
+                    sweep_cases,
+)
 from .run import read_rows, sweep
 from .worker import run_case
 

@@ -13,6 +13,15 @@ import math
 from pathlib import Path
 from typing import Optional
 
+from pydantic import ValidationError
+
+from ..api import job_options
+from ..ocp.options import check_ocp_options
+from ..track.loading import available_tracks
+from ..vehicle.car import load_vehicle
+from ..vehicle.files import _format
+from ..vehicle.schema import SECTIONS, VehicleParameters
+
 __all__ = ["parse_set", "parameter_names", "resolve_parameter", "sweep_cases", "read_cases_csv",
            "case_id", "check_cases", "SweepSpecError", "STATUSES", "AXES"]
 
@@ -38,7 +47,6 @@ class SweepSpecError(ValueError):
 # ---------------------------------------------------------------------------------------
 def parameter_names() -> list:
     """The sweepable vehicle parameters, as the vehicle file names them (``mass.total``)."""
-    from ..vehicle.schema import SECTIONS
     return [f"{sec}.{key}" for sec, keys in SECTIONS.items() for key in keys]
 
 
@@ -51,7 +59,6 @@ def resolve_parameter(name: str):
     SweepSpecError
         Unknown or ambiguous name; the message lists the valid names.
     """
-    from ..vehicle.schema import SECTIONS
     name = str(name).strip()
     matches = []
     for sec, keys in SECTIONS.items():
@@ -237,8 +244,6 @@ def sweep_cases(axes: Optional[dict] = None, cases: Optional[list] = None, *,
 
 
 def _base_vehicles(cases: list) -> dict:
-    from ..vehicle.car import load_vehicle
-    from ..vehicle.schema import VehicleParameters
     out = {}
     for c in cases:
         v = c["vehicle"]
@@ -257,8 +262,6 @@ def _case_vehicle(base, params: dict):
 
 
 def _schema_message(exc) -> str:
-    from pydantic import ValidationError
-    from ..vehicle.files import _format
     if isinstance(exc, ValidationError):
         return "; ".join(_format(e, {}) for e in exc.errors())
     return str(exc)
@@ -276,9 +279,6 @@ def check_cases(cases: list, job: dict) -> None:
     SweepSpecError
         Every problem found, one line each.
     """
-    from ..api import job_options
-    from ..ocp.options import check_ocp_options
-    from ..track.loading import available_tracks
     if not cases:
         raise SweepSpecError("the sweep has no cases")
     try:

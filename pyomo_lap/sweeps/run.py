@@ -6,23 +6,52 @@ specification is :mod:`pyomo_lap.sweeps.cases`, one case in a worker
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
+import socket
+import sys
 import threading
 import time
 import uuid
+import warnings
 from pathlib import Path
 from typing import Callable, Optional
+from urllib.parse import urlparse
 
 import pandas as pd
+from pyomo.common.dependencies import attempt_import
 
+from .. import api
+from ..api import job_model, job_options, prefetch_options
 from ..folders.links import is_link
 from ..folders.writer import ResultsWriter
+from ..ocp.build import OCP_CONFIG, vehicle_model
 from ..plots.sweep import sweep_plot_names, sweep_plots
-from .cases import (_NOT_SWEPT, AXES, STATUSES, SweepSpecError, _base_vehicles, _case_vehicle,
-                    _jsonable, _where, check_cases, parse_set, read_cases_csv, resolve_parameter,
-                    sweep_cases)
+from ..results.table import _XLSX_OPTIONS
+from ..solvers.lap import solver as _lap_solver
+from ..solvers.lap.compiled import point_functions
+from ..util.casadi_compile import find_compiler
+from ..vehicle.schema import SECTIONS, VehicleParameters
+from .cases import (
+    _NOT_SWEPT,
+    AXES,
+    STATUSES,
+    SweepSpecError,
+    _base_vehicles,
+    _case_vehicle,
+    _jsonable,
+    _where,
+    check_cases,
+    parse_set,
+    read_cases_csv,
+    resolve_parameter,
+    sweep_cases,
+)
 from .worker import _row, _shared_meshes, _write_row, run_case
+
+distributed, distributed_available = attempt_import("distributed")
+dask, dask_available = attempt_import("dask")
 
 __all__ = ["sweep", "read_rows", "compile_ahead"]
 
@@ -43,7 +72,6 @@ def read_rows(folder) -> pd.DataFrame:
 def _job(job: dict) -> dict:
     """The job's options as the cases get them (checked, JSON-ready, without what a sweep
     sets per case)."""
-    from ..api import job_options
     try:
         cfg = job_options({k: v for k, v in job.items() if k not in ("track", "vehicle")})
     except ValueError as exc:
@@ -133,20 +161,16 @@ def _resumed_spec(out: Path, spec: dict) -> str:
 
 
 def _client(scheduler, workers):
-    import logging
 
-    from distributed import Client, LocalCluster
     if scheduler:
         try:
-            return Client(scheduler), None
+            return distributed.Client(scheduler), None
         except OSError as exc:
             raise OSError(f"cannot reach the Dask scheduler {scheduler}: {exc} (start one with "
                           "`dask scheduler` and workers with `dask worker ADDRESS`, or leave out "
                           "--scheduler for a local cluster); nothing ran, --resume continues "
                           "the sweep") from None
-    import sys
 
-    import dask
     # no dashboard, so none of its statistical profiler either: sampling the running case's
     # stack every 10 ms (and waking the event loop every 20 ms) made every case 9 % slower.
     # On Linux, from a process with no other thread (the CLI), the workers are forked from
@@ -156,13 +180,11 @@ def _client(scheduler, workers):
     fork = sys.platform.startswith("linux") and threading.active_count() == 1
     config = {**LOCAL_CLUSTER_CONFIG,
               "distributed.worker.multiprocessing-method": "fork" if fork else "spawn"}
-    if config["distributed.worker.multiprocessing-method"] == "fork":
-        from .. import api  # noqa: F401 - imported once, here, for every worker
-        from ..solvers.lap import solver as _lap_solver  # noqa: F401
     with dask.config.set(config):
-        cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                               processes=True, dashboard_address=None, silence_logs=logging.ERROR)
-    return Client(cluster), cluster
+        cluster = distributed.LocalCluster(
+            n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
+            dashboard_address=None, silence_logs=logging.ERROR)
+    return distributed.Client(cluster), cluster
 
 
 LOCAL_CLUSTER_CONFIG = {"distributed.worker.profile.enabled": False,
@@ -218,7 +240,6 @@ def sweep(set_values=None, cases_file=None, *, out="sweep", resume: bool = False
     SweepSpecError (a ValueError)
         A bad specification, before anything runs.
     """
-    from ..vehicle.schema import VehicleParameters
     track = job.pop("track", "nordschleife")
     vehicle = job.pop("vehicle", "fsae")
     if isinstance(vehicle, VehicleParameters):
@@ -298,10 +319,6 @@ def compile_ahead(cases: list, job: dict) -> dict:
         when nothing is to be compiled (another solver, ``compile=vm``, a model without
         recorded rows, no C compiler).
     """
-    from ..api import job_model, job_options, prefetch_options
-    from ..ocp.build import OCP_CONFIG, vehicle_model
-    from ..solvers.lap.compiled import point_functions
-    from ..util.casadi_compile import find_compiler
     t0 = time.perf_counter()
     none = {"structures": 0, "cars": 0, "time_s": 0.0}
     cfg = job_options({k: v for k, v in job.items() if k != "_meshes"})
@@ -325,7 +342,6 @@ def compile_ahead(cases: list, job: dict) -> dict:
         except Exception:   # noqa: BLE001 - an invalid case is the case's row, not this
             continue
         structures.setdefault(rec.structure_key(), rec)
-    import warnings
     for rec in structures.values():
         try:
             with warnings.catch_warnings():
@@ -341,10 +357,8 @@ def _eval_threads(client) -> Optional[int]:
     """Threads for each worker's compiled functions: this machine's cores over the sweep's
     worker processes on this machine (None for workers elsewhere: a real cluster's machines
     differ; ``--solver-option eval_threads=N`` sets it for every case)."""
-    from urllib.parse import urlparse
     local = {"127.0.0.1", "localhost", "::1"}
     try:
-        import socket
         local |= {socket.gethostname(), socket.gethostbyname(socket.gethostname())}
     except OSError:
         pass
@@ -422,14 +436,13 @@ def _ranges(todo) -> dict:
 
 
 def _run(client, todo, job, out, n, n_done, crash_ids, echo, warm_start=False, done_rows=None):
-    from distributed import as_completed
     futures = {}
     eval_threads = _eval_threads(client)
     slots = max(1, len(client.nthreads()))     # a worker process runs one case at a time
     # the compiled functions first, on one worker (the others start their cases meanwhile)
     ahead = client.submit(compile_ahead, todo, job, key=f"compile-ahead-{uuid.uuid4().hex[:8]}",
                           pure=False, priority=10)
-    ac = as_completed([ahead])
+    ac = distributed.as_completed([ahead])
     solved, scale = _solved_before(done_rows), _ranges(todo)
     waiting = list(todo)
     its = {"cold": [], "warm": []}      # iterations of the solved cases, by start
@@ -537,7 +550,6 @@ def _table(out: Path, cases: list) -> pd.DataFrame:
 
 def _is_parameter(column: str) -> bool:
     """Whether a column of the rows is a vehicle parameter (``section.key``)."""
-    from ..vehicle.schema import SECTIONS
     return "." in column and column.split(".")[0] in SECTIONS
 
 
@@ -546,7 +558,6 @@ def _write_outputs(writer: ResultsWriter, table: pd.DataFrame, echo, plots: bool
     committed together (each written to a temporary file of its own, renamed at the end)."""
     if not len(table):
         return
-    from ..results.table import _XLSX_OPTIONS      # every string as text, never a formula
 
     def workbook(path):
         with pd.ExcelWriter(path, engine="xlsxwriter",

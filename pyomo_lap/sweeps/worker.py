@@ -5,6 +5,7 @@ atomically.
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import time
 from pathlib import Path
@@ -12,7 +13,9 @@ from typing import Optional
 
 import pandas as pd
 
+from ..api import SolveFailedError, job_mesh, solve_sector
 from ..folders.writer import ResultsWriter
+from ..solvers.solve import DEFAULT_SOLVER
 from .cases import _base_vehicles, _case_vehicle, _schema_message
 
 __all__ = ["run_case"]
@@ -63,7 +66,6 @@ def run_case(case: dict, job: dict, folder: str, crash_once: bool = False,
     if warm_from is not None:
         job = {**job, "warm_start_from": str(Path(folder) / "cases" / warm_from["id"])}
         case = {**case, "warm_start_from": warm_from["index"]}
-    from ..solvers.solve import DEFAULT_SOLVER
     if eval_threads and job.get("solver", DEFAULT_SOLVER) == DEFAULT_SOLVER:
         opts = dict(job.get("solver_options") or {})
         if "eval_threads" not in opts:
@@ -78,7 +80,6 @@ def _shared_meshes(cases: list, job: dict) -> dict:
     that the lap-time differences between cases are the parameters', not the mesh's (and the
     workers keep their model from case to case). ``{"track|vehicle": boundaries}``; empty when
     the job's mesh is not adaptive."""
-    from ..api import job_mesh
     out = {}
     for c in cases:
         key = f"{c['track']}|{c['vehicle']}"
@@ -110,7 +111,6 @@ thread-safe, and uses the process's cores itself)."""
 
 
 def _run_case(case: dict, job: dict, folder: str, crash_once: bool) -> dict:
-    import socket
     folder = Path(folder)
     if crash_once:
         marker = folder / "rows" / f".{case['id']}.crashed"
@@ -118,7 +118,6 @@ def _run_case(case: dict, job: dict, folder: str, crash_once: bool) -> dict:
             marker.parent.mkdir(parents=True, exist_ok=True)
             marker.write_text(str(os.getpid()))
             os._exit(17)
-    from ..api import SolveFailedError, solve_sector
     t0 = time.perf_counter()
     row = None
     summary = None

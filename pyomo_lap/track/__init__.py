@@ -8,5 +8,4 @@ the bundled Nordschleife's build (:mod:`.nordschleife`) and the other bundled ci
 """
 from .checks import TrackDataError  # noqa: F401
 from .geometry import Track, TrackPoints  # noqa: F401
-from .loading import (TrackFormat, available_tracks, load_track,  # noqa: F401
-                      register_track_format)
+from .loading import TrackFormat, available_tracks, load_track, register_track_format  # noqa: F401

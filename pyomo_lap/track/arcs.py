@@ -61,8 +61,11 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 import numpy as np
+from scipy.interpolate import splev, splprep
 
-from ..util.errors import FileProblemsError
+from ..util.errors import FileProblemsError, nested_too_deep
+from ..util.paths import data_dir
+from .checks import check_track_width
 from .points import TrackBase, TrackPoints
 
 __all__ = ["Segment", "ArcTrack", "ArcTrackFileError", "load_arc_track", "read_arc_track_file",
@@ -333,7 +336,6 @@ def spline_lookup_curvature(track: ArcTrack, samples: int = LOOKUP_SAMPLES) -> n
     spline through the points :meth:`ArcTrack.dymos_sample_s` (``scipy.interpolate.splprep``,
     ``s = 0``, ``k = 5``, chord-length parameter), at ``u = j / samples``, ``j = 0 ...
     samples - 1`` [1/m]."""
-    from scipy.interpolate import splev, splprep
     P, _ = track._exact(track.dymos_sample_s())
     tck, _ = splprep(P.T, s=0.0, k=5)
     u = np.arange(samples) / samples
@@ -358,7 +360,6 @@ def is_arc_track(name_or_path) -> bool:
 
 
 def _bundled(name: str) -> Optional[Path]:
-    from ..util.paths import data_dir
     key = name.strip().lower()
     if not key or "/" in key or "\\" in key or "." in key:
         return None
@@ -408,7 +409,6 @@ def load_arc_track(name_or_path, curvature: Optional[str] = None,
         p = found
     tr = read_arc_track_file(p, curvature=curvature)
     if track_width is not None:
-        from .checks import check_track_width
         half = check_track_width(track_width)
         tr.width_left = tr.width_right = float(half)
     return tr
@@ -424,7 +424,6 @@ def read_arc_track_file(path, curvature: Optional[str] = None, _seen: tuple = ()
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ArcTrackFileError(path, [f"not a valid TOML text file: {exc}"]) from None
     except RecursionError:
-        from ..util.errors import nested_too_deep
         raise ArcTrackFileError(path, [nested_too_deep(
             "keys and a list of [[segment]] tables")]) from None
     problems = [f"unknown key {k!r}; expected one of {', '.join(_TOP_KEYS)}"

@@ -14,17 +14,20 @@ import re
 from pathlib import Path
 
 import numpy as np
+from scipy.interpolate import Akima1DInterpolator
 
-from . import build as tb
+from . import build as tb, checks as track_checks, formats
 from .build import _distance_to_polyline, nearest_on_polyline
-from . import checks as track_checks
-from . import formats
 from .built_checks import finish as _finish
 from .checks import MAX_GRADE, TrackDataError
 from .gps import check_geodetic, lat_lon_record, project_geodetic, projection_string
-from .report import flat_assumption as _flat_assumption
-from .report import flattened_step as _flattened_step
-from .report import widths_set_step as _widths_set_step
+from .report import (
+    assumption,
+    flat_assumption as _flat_assumption,
+    flattened_step as _flattened_step,
+    step,
+    widths_set_step as _widths_set_step,
+)
 from .smoothing import chord_parameter
 
 __all__ = ["BoundaryLoaders", "centreline_from_boundaries", "distance_along_normal"]
@@ -40,7 +43,6 @@ def _dense_boundary(B: np.ndarray, closed: bool, spacing: float) -> np.ndarray:
     with 3.3 m segments: within 1 mm). A segment longer than 4 times the median is a straight
     as drawn (a curve is drawn with short segments): interpolated linearly. Points closer than
     5 % of the median spacing to the previous one are merged first."""
-    from scipy.interpolate import Akima1DInterpolator
     seg = np.linalg.norm(np.diff(B[:, :2], axis=0), axis=1)
     near = 0.05 * float(np.median(seg))       # points this close to the previous one: merged
     keep, last = [0], B[0, :2]
@@ -332,7 +334,6 @@ class BoundaryLoaders:
         TrackDataError (a ValueError)
             Bad data (see :meth:`from_boundaries`).
         """
-        from .report import step
         path = Path(path)
         (left_c, right_c), how, files = _kml_boundaries(path, right)
         name = name or _SIDE_TOKEN.sub("", path.stem) or path.stem
@@ -415,7 +416,6 @@ class BoundaryLoaders:
         TrackDataError (a ValueError)
             A bad track (too steep, crossing itself without a bridge).
         """
-        from .report import step
         path = Path(path)
         half = track_checks.check_track_width(track_width)
         d = formats.read_fastest_lap_xml(path)
@@ -466,7 +466,6 @@ def _midpoints_provenance(provenance, L, R, mid, wl, wr) -> dict:
     """The provenance of :meth:`Track.from_boundaries` after the midpoints: the step
     ``centreline_from_boundaries`` and, when the boundaries have no elevation (``mid``'s z
     all NaN: set to 0 here), the assumed flat track."""
-    from .report import assumption, step
     flat = not np.any(np.isfinite(mid[:, 2]))
     if flat:
         mid[:, 2] = 0.0
@@ -498,7 +497,6 @@ def _regular_reference_line(cls, build, smoothing, left, right, closed: bool,
     the cubic splines through their points that the midpoints were made from
     (:func:`pyomo_lap.track.boundaries.distance_along_normal`). The steps say the
     cut-off used, why, and how far the widths moved."""
-    from .report import step
     Ld = _dense_boundary(np.asarray(left, float), closed, 0.5)[:, :2]   # as the midpoints'
     Rd = _dense_boundary(np.asarray(right, float), closed, 0.5)[:, :2]
     cut = smoothing
@@ -550,7 +548,6 @@ def _fl_sides(C, Bl, Br, nl, nr, closed: bool, path: Path):
     ValueError
         A boundary that lies left at some points and right at others, or both on one side.
     """
-    from .report import step
     t = np.roll(C, -1, axis=0) - np.roll(C, 1, axis=0)
     if not closed:
         t[0], t[-1] = C[1] - C[0], C[-1] - C[-2]

@@ -17,10 +17,19 @@ import hashlib
 import math
 
 import numpy as np
+from scipy.spatial import cKDTree
 
-from .smoothing import (_arclength_table, _project_on_polyline, chord_parameter, curve_spline,
-                        penalized_smooth, resample_arclength, smooth_elevation,
-                        voronoi_weights)
+from .report import step
+from .smoothing import (
+    _arclength_table,
+    _project_on_polyline,
+    chord_parameter,
+    curve_spline,
+    penalized_smooth,
+    resample_arclength,
+    smooth_elevation,
+    voronoi_weights,
+)
 
 __all__ = [
     "interpolate_arclength",
@@ -336,7 +345,6 @@ def _elevation_samples(P, sig_pts, XYs, sig, closed, Lh, z_points, z_points_max_
     if z_points is None:
         z = P[:, 2].copy()
         return sig_pts, z, np.zeros(len(z), bool), ~np.isfinite(z)
-    from scipy.spatial import cKDTree
     ZP = np.asarray(z_points, float)
     tree = cKDTree(XYs)
     _, zidx = tree.query(ZP[:, :2])
@@ -359,7 +367,6 @@ def _processing_steps(to_s, L, closed, *, n_in, merged_at, missing_at, n_z, far_
                       max_gap, robust_iterations) -> list:
     """The records of what :func:`process_points` did (:func:`pyomo_lap.track.report.step`),
     each located on the arc length s of the result (``to_s`` maps sigma to s)."""
-    from .report import step
 
     def pts(at):
         sv = np.mod(to_s(at), L) if closed else to_s(at)
@@ -506,7 +513,6 @@ def nearest_on_polyline(Q: np.ndarray, pts: np.ndarray, closed: bool):
     frac : ndarray (n,)
         Where on the segment, 0 to 1.
     """
-    from scipy.spatial import cKDTree
     Q = np.asarray(Q, float)
     pts = np.asarray(pts, float)
     M = len(Q)

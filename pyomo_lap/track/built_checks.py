@@ -8,9 +8,19 @@ from __future__ import annotations
 from typing import Optional
 
 import numpy as np
+from scipy.spatial import cKDTree
 
-from .checks import (BRIDGE_CLEARANCE, MAX_GRADE, MAX_LISTED, MIN_LENGTH, Finding,
-                     TrackDataError, _ranges, _runs)
+from .checks import (
+    BRIDGE_CLEARANCE,
+    MAX_GRADE,
+    MAX_LISTED,
+    MIN_LENGTH,
+    Finding,
+    TrackDataError,
+    _ranges,
+    _runs,
+)
+from .report import step
 
 __all__ = ["check_track", "finish"]
 
@@ -18,8 +28,6 @@ __all__ = ["check_track", "finish"]
 def _segments_crossing(P2: np.ndarray, closed: bool):
     """Pairs of non-adjacent segments of a polyline that cross, with the crossing
     parameters: list of (i, j, t_i, t_j), segment k from P2[k] to P2[k+1] (wrapping)."""
-    from scipy.spatial import cKDTree
-
     A = P2
     B = np.roll(P2, -1, axis=0) if closed else P2[1:]
     A = A if closed else P2[:-1]
@@ -157,7 +165,6 @@ def _low_crossings(track, s, position, origin) -> list:
 def _record_bridges(track, crossings, upper_branch: str) -> None:
     """The crossings of a flat track taken as bridges: the processing step ``crossing_bridge``
     and ``provenance['bridges']`` (once per track, however often it is checked)."""
-    from .report import step
     bridges = []
     for a, b, xy, _ in crossings:
         lo, up = (a, b) if upper_branch == "later" else (b, a)

@@ -56,6 +56,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from ..util.domains import number_text
+
 __all__ = ["Finding", "TrackDataError", "TrackRepairWarning", "CheckedPoints", "KINDS",
            "MAX_GRADE", "check_points", "check_sector", "check_vehicle_fits",
            "check_track_width", "detect_closed", "LAT_LON_ORDERS", "check_lat_lon_order"]
@@ -704,7 +706,6 @@ def check_sector(track, start: float, length: Optional[float], *, repair: bool =
         than one lap of a closed loop (the message gives the loop's length; never repaired),
         or (without ``repair``) a sector past the end of an open track.
     """
-    from ..util.domains import number_text
     src = f"track {track.name!r}"
     L = track.length
     if not (isinstance(start, (int, float)) and math.isfinite(start) and 0 <= start < L):

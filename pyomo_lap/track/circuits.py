@@ -30,12 +30,12 @@ from pathlib import Path
 import numpy as np
 
 from .build import TRACK_CSV_COLUMNS, process_points, sha256_file, track_figures
-from .gps import project_geodetic, projection_string, read_zaggy_json
-from .smoothing import curve_spline, resample_arclength
 from .built_checks import _segments_crossing, check_track
 from .checks import check_points
 from .geometry import Track, _write_track_csv
+from .gps import project_geodetic, projection_string, read_zaggy_json
 from .nordschleife import NORDSCHLEIFE_SOURCE, _json_default
+from .smoothing import curve_spline, resample_arclength
 
 __all__ = ["CIRCUITS", "CIRCUIT_PARAMS", "CIRCUIT_SOURCE", "CIRCUIT_WIDTH_REASON",
            "FASTEST_LAP_SOURCE", "FASTEST_LAP_TRACKS", "build_circuit", "build_fastest_lap",

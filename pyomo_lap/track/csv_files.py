@@ -10,18 +10,22 @@ to which loader: the registry of track formats, :mod:`pyomo_lap.track.loading`.
 """
 from __future__ import annotations
 
+import decimal
 import math
 from pathlib import Path
 
 import numpy as np
 
-from . import checks as track_checks
-from . import formats
+from . import build as tb, checks as track_checks, formats
 from .built_checks import finish as _finish
-from .checks import MAX_GRADE
-from .report import flat_assumption as _flat_assumption
-from .report import flattened_step as _flattened_step
-from .report import widths_set_step as _widths_set_step
+from .checks import MAX_GRADE, check_lat_lon_order
+from .report import (
+    assumption,
+    flat_assumption as _flat_assumption,
+    flattened_step as _flattened_step,
+    step,
+    widths_set_step as _widths_set_step,
+)
 
 __all__ = ["CsvLoaders", "read_csv_columns", "is_gps_table", "refuse_lat_lon_order"]
 
@@ -158,8 +162,6 @@ class CsvLoaders:
                         provenance=None, flat=False, lat_lon_order="auto"):
         """:meth:`from_csv` of a GPS logger's CSV file (latitude, longitude and optional
         altitude columns), through :meth:`from_geodetic`."""
-        from . import build as tb
-        from .report import step
         j = {q: formats.column_index(table.names, q) for q in ("lat", "lon", "alt")}
         for q, k in j.items():
             if k is not None and table.units[k] and table.units[k].lower() not in formats.UNITS[q]:
@@ -240,7 +242,6 @@ def refuse_lat_lon_order(order, what: str) -> None:
         A value not in :data:`~pyomo_lap.track.checks.LAT_LON_ORDERS`, or any but ``'auto'``:
         one line naming the option, its value and the track.
     """
-    from .checks import check_lat_lon_order
     if check_lat_lon_order(order) != "auto":
         raise ValueError(f"lat_lon_order={order!r} applies to GPS files (lat/lon); {what} has "
                          "x/y coordinates: expected lat_lon_order='auto' (no --lat-lon-order)")
@@ -269,7 +270,6 @@ def _csv_provenance(provenance, path: Path, read: dict) -> dict:
     tum = table.comment_header or any(n.startswith("w_tr_") for n in table.names)
     if (table.delimiter != "," or table.decimal_comma or table.comment_header or own or tum
             or read.get("z_missing") or any(table.units)):
-        from .report import step
         layout = ("the TUM racetrack database's layout (x_m, y_m, w_tr_right_m, w_tr_left_m)"
                   if tum else "a pyomo_lap trajectory.csv (x_spine, y_spine, z_spine, widths)"
                   if own else "a centreline (x, y, z)")
@@ -284,7 +284,6 @@ def _csv_provenance(provenance, path: Path, read: dict) -> dict:
             step("file_read", detail, method=f"{layout.split(' (')[0]}; {table.how}",
                  count=len(table.rows))]
     if read.get("z_missing"):
-        from .report import assumption
         prov["assumptions"] = list(prov.get("assumptions", [])) + [assumption(
             "elevation", 0.0, "m", "the file has no z column: the track is flat",
             "a z_m column (elevation in metres)")]
@@ -329,7 +328,6 @@ def read_csv_columns(path: Path, origin: dict | None = None, table=None,
         No file; not a text file; empty; a required column missing (accepted names listed,
         and how the file was read); a column in another unit than expected.
     """
-    from . import formats
     table = table if table is not None else formats.read_table(path)
     names = table.names
     idx = {}
@@ -374,7 +372,6 @@ def read_csv_columns(path: Path, origin: dict | None = None, table=None,
 def _header_hint(table) -> str:
     """Why a header may not have been understood: how the file was read, one column only
     (another separator?), latitude without longitude or the reverse."""
-    from . import formats
     hint = f" (read with {table.how}"
     if len(table.header) == 1:
         hint += "; the header is one column: separate the columns with ',', ';' or a tab"
@@ -388,7 +385,6 @@ def _header_hint(table) -> str:
 def _recentred_column(values: np.ndarray, texts: list, first: int):
     """``values`` minus the value of row ``first`` in whole metres, computed exactly from the
     cells' text (:class:`decimal.Decimal`); NaN cells stay NaN. Returns (values, offset [m])."""
-    import decimal
     ctx = decimal.Context(prec=80)
     try:
         offset = ctx.to_integral_value(decimal.Decimal(texts[first]))

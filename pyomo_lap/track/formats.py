@@ -33,6 +33,7 @@ import csv
 import dataclasses
 import math
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Optional
 
@@ -312,7 +313,6 @@ def read_kml_lines(path) -> list:
     ValueError
         Not a KML (XML) file, no LineString, or coordinates that are not numbers.
     """
-    import xml.etree.ElementTree as ET
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"track file not found: {path}")
@@ -399,7 +399,6 @@ def read_fastest_lap_xml(path) -> dict:
         both boundaries, yaw_dot, nl, nr; z of the three lines in a 3D file); a value that
         is not a number; a field whose length is not ``number_of_points``.
     """
-    import xml.etree.ElementTree as ET
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"track file not found: {path}")

@@ -40,13 +40,14 @@ from pathlib import Path
 import numpy as np
 from scipy.interpolate import make_interp_spline
 
-from . import checks as track_checks
+from . import build as tb, checks as track_checks
 from .boundaries import BoundaryLoaders
 from .built_checks import finish as _finish
 from .checks import MAX_GRADE
 from .csv_files import CsvLoaders
 from .gps import GpsLoaders
 from .points import TrackBase, TrackPoints
+from .report import assumption, step
 
 __all__ = ["TrackPoints", "Track"]
 
@@ -354,8 +355,6 @@ class Track(CsvLoaders, GpsLoaders, BoundaryLoaders, TrackBase):
         """:meth:`from_points` without the checks (points already checked); ``origin`` as the
         constructor takes it. Points far from the origin are re-centred before the smoothing
         (whose linear solves, like the splines, would lose the offset's rounding)."""
-        from . import build as tb
-
         P = np.asarray(points, float)
         if P.ndim != 2 or P.shape[1] != 3:
             raise ValueError(f"points must have shape (n,3), got {P.shape}")
@@ -444,8 +443,6 @@ def _light_cutoff(P, closed: bool, med: float):
         The processing step ``resampled`` when the cut-off is not 3 spacings (dense or noisy
         points), else [].
     """
-    from . import build as tb
-    from .report import step
     sigma = tb.position_noise(P, closed)
     lam = tb.noise_cutoff(sigma, med)
     cutoff = max(3.0 * med, 3.0 * tb.MIN_SPACING, lam)
@@ -495,7 +492,6 @@ def _recentre_shift(P) -> np.ndarray:
 
 def _recentred_step(origin) -> dict:
     """The record of coordinates re-centred on ``origin`` [m] (a processing step)."""
-    from .report import step
     o = np.asarray(origin, dtype=float)
     ulp = float(np.spacing(np.max(np.abs(o))))
     where = f"({o[0]:.12g}, {o[1]:.12g}, {o[2]:.12g}) m"
@@ -512,7 +508,6 @@ def _recentred_step(origin) -> dict:
 
 def _default_assumptions(no_left: bool, no_right: bool, no_banking: bool) -> list:
     """Records of the defaults the constructor used (:func:`pyomo_lap.track.report.assumption`)."""
-    from .report import assumption
     out = []
     if no_left and no_right:
         out.append(assumption("width", DEFAULT_HALF_WIDTH, "m each side", "the data have no "

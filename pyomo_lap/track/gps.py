@@ -10,17 +10,29 @@ from __future__ import annotations
 
 import json
 import math
+import unicodedata
 from pathlib import Path
 
 import numpy as np
+import pyproj
 
-from . import build as tb
-from . import checks as track_checks
+from ..util.errors import nested_too_deep
+from . import build as tb, checks as track_checks
 from .built_checks import finish as _finish
-from .checks import LAT_LON_ORDERS, MAX_GRADE, check_lat_lon_order  # noqa: F401 (re-exported: its option)
-from .report import flat_assumption as _flat_assumption
-from .report import flattened_step as _flattened_step
-from .report import widths_set_step as _widths_set_step
+from .checks import (  # noqa: F401 (re-exported: its option)
+    LAT_LON_ORDERS,
+    MAX_GRADE,
+    Finding,
+    TrackDataError,
+    _list,
+    check_lat_lon_order,
+)
+from .report import (
+    flat_assumption as _flat_assumption,
+    flattened_step as _flattened_step,
+    step,
+    widths_set_step as _widths_set_step,
+)
 
 __all__ = [
     "ZaggyData",
@@ -79,7 +91,6 @@ def read_zaggy_json(path) -> ZaggyData:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"track file {path}: not a valid JSON file: {exc}") from None
     except RecursionError:
-        from ..util.errors import nested_too_deep
         raise ValueError(f"track file {path}: " + nested_too_deep(
             '{"name": ..., "pts": [{"lat": ..., "lon": ..., "elev": ...}, ...]}')) from None
     pts = d.get("pts") if isinstance(d, dict) else None
@@ -116,7 +127,6 @@ def read_zaggy_json(path) -> ZaggyData:
 
 def _word_key(word: str) -> str:
     """A word without accents, case and punctuation (``'Nürburgring,'`` -> ``'nurburgring'``)."""
-    import unicodedata
     plain = unicodedata.normalize("NFKD", word).encode("ascii", "ignore").decode()
     return "".join(c for c in plain.lower() if c.isalnum())
 
@@ -185,8 +195,6 @@ def project_geodetic(lat, lon, lat0: float, lon0: float):
     x, y : ndarray (n,)
         East and north coordinates [m].
     """
-    import pyproj  # lazy: only needed for raw data
-
     if not (np.isfinite(lat0) and np.isfinite(lon0) and abs(lat0) <= 90.0 and abs(lon0) <= 180.0):
         raise ValueError(f"latitude {lat0:.7f}, longitude {lon0:.7f} deg: not a position on "
                          "Earth (expected |latitude| <= 90 deg and |longitude| <= 180 deg)")
@@ -307,7 +315,6 @@ def check_geodetic(lat, lon, *, start_finish=None, source: str = "track file",
     if swapped:
         finding = _swapped_finding(lat, lon, ok, cl, co, labels, repair, order)
         if not repair:
-            from .checks import TrackDataError
             raise TrackDataError(source, [finding])
         lat, lon = lon, lat
         sf = None if sf is None else (sf[1], sf[0])
@@ -318,7 +325,6 @@ def check_geodetic(lat, lon, *, start_finish=None, source: str = "track file",
 def _coordinates_error(lat, lon, ok, cl: str, co: str, labels, source: str, order: str):
     """:func:`check_geodetic`'s refusal of values valid in neither reading (``bad_coordinate``
     findings naming the column, the points and the values)."""
-    from .checks import Finding, TrackDataError, _list
     read = "" if order == "auto" else f" (lat_lon_order={order!r})"
     problems = []
     for a, name, limit, what in ((lat, cl, 90.0, "latitude"), (lon, co, 180.0, "longitude")):
@@ -337,7 +343,6 @@ def _lat_lon_order_step(lat, lon, ok, cl: str, co: str, order: str = "auto",
     """The processing step ``lat_lon_order`` of :func:`check_geodetic`: the order given by the
     user (``order``), or both orders valid coordinates and the file read as named; the
     points' length both ways (None read the other way when that is no coordinates)."""
-    from .report import step
     given = order != "auto"
     L_read = _polyline_length(lat, lon)
     L_other = _polyline_length(lon, lat) if other_valid else math.nan
@@ -441,7 +446,6 @@ def lat_lon_order_warnings(steps) -> list:
 def _swapped_finding(lat, lon, ok, cl: str, co: str, labels, repair: bool, order: str = "auto"):
     """The finding ``lat_lon_swapped`` of :func:`check_geodetic` (repaired with ``repair``);
     ``cl``, ``co``: the columns as read (swapped by ``order='lon,lat'``)."""
-    from .checks import Finding
     i = int(np.flatnonzero(ok)[np.argmax(np.abs(lat[ok]))])   # the latitude farthest beyond 90
     v, k = float(lat[i]), int(np.sum(np.abs(lat[ok]) > 90.0))
     other = "lat,lon" if order == "lon,lat" else "lon,lat"

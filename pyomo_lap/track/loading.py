@@ -20,11 +20,12 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from ..util.paths import data_dir as _data_dir
 from . import arcs, formats
 from .checks import MAX_GRADE, check_lat_lon_order
 from .csv_files import is_gps_table, read_csv_columns, refuse_lat_lon_order
 from .geometry import DEFAULT_BANKING, SET_BANKING, SET_WIDTH, Track
-from .report import flat_assumption
+from .report import assumption, flat_assumption
 
 __all__ = ["TrackFormat", "TRACK_FORMATS", "register_track_format", "track_format_for",
            "track_formats_text", "track_formats_help", "track_formats_table", "load_track",
@@ -272,7 +273,6 @@ def track_formats_table() -> str:
 def data_dir() -> Path:
     """Data directory (holds ``tracks/``): ``$PYOMO_LAP_DATA``, the checkout's ``data/`` or,
     after ``pip install .``, its installed copy (:func:`pyomo_lap.util.paths.data_dir`)."""
-    from ..util.paths import data_dir as _data_dir
     return _data_dir()
 
 
@@ -442,7 +442,6 @@ def _with_build_notes(tr: Track, meta: dict, track_width, flat: bool) -> Track:
     """A bundled track with what was assumed (``width_note``, ``elevation_note``,
     ``banking_note`` of its ``.json``) and repaired (``repairs``) when its file was built."""
     # the values assumed when the bundled file was built (its widths and banking are columns)
-    from .report import assumption
     notes = []
     if track_width is None and meta.get("width_note"):
         w = tr.evaluate(0.0)

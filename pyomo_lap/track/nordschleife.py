@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .geometry import Track, _write_track_csv
 from .build import TRACK_CSV_COLUMNS, process_points, sha256_file, track_figures
+from .geometry import Track, _write_track_csv
 from .gps import project_geodetic, projection_string, read_zaggy_json
 
 __all__ = ["NORDSCHLEIFE_FILES", "NORDSCHLEIFE_SOURCE", "NORDSCHLEIFE_PARAMS", "build_nordschleife"]

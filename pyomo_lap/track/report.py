@@ -34,6 +34,8 @@ from __future__ import annotations
 import math
 from typing import Iterable, Optional, Sequence
 
+import pandas as pd
+
 __all__ = ["STEPS", "step", "assumption", "steps_table", "format_steps_table",
            "step_lines", "assumption_lines", "provenance_rows", "where_text",
            "flattened_step", "flat_assumption", "widths_set_step"]
@@ -141,7 +143,6 @@ def _size_text(rec: dict) -> str:
 def steps_table(steps: Sequence[dict]):
     """The processing steps as a pandas DataFrame: ``step`` (title), ``count``,
     ``where [m]`` (the first few places), ``largest``, ``method``."""
-    import pandas as pd
     rows = [(STEPS.get(r["step"], r["step"]), "" if r.get("count") is None else r["count"],
              ("whole track" if r["step"] in WHOLE_TRACK else
               where_text(r.get("where_m", []), unit="").removeprefix("s = ")), _size_text(r),
@@ -201,7 +202,6 @@ def provenance_rows(steps: Sequence[dict] = (), assumptions: Sequence[dict] = ()
     ``category``, ``item``, ``count``, ``where [m]``, ``value``, ``unit``, ``detail``): the
     input files, every processing step (``value``: its largest magnitude), every assumed
     value (``value``: the value) and every repair."""
-    import pandas as pd
     rows = []
     for k, v in (files or {}).items():
         rows.append(("input file", k, None, "", None, "", str(v)))

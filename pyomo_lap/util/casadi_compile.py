@@ -54,6 +54,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import stat
 import subprocess
 import sys
@@ -63,6 +64,14 @@ import time
 import warnings
 from pathlib import Path
 from typing import Dict, Iterable, Optional, Sequence
+
+import platformdirs
+from filelock import FileLock
+from pyomo.common.dependencies import attempt_import
+
+from .processes import process_running
+
+ca, ca_available = attempt_import("casadi")
 
 __all__ = ["compile_functions", "cached_functions", "cache_dir", "folder_problem",
            "find_compiler", "CompiledFunctions", "library_suffix", "COMPILER_FLAGS",
@@ -151,7 +160,6 @@ def cache_dir() -> Path:
     private (:func:`folder_problem`), else a private folder under the system's temporary
     folder, and a warning (once per process and folder) says why the configured one is not
     used."""
-    import platformdirs
     env = os.environ.get("PYOMO_LAP_CACHE")
     folder = Path(env) if env else Path(platformdirs.user_cache_dir("pyomo_lap", appauthor=False))
     problem = _private_folder(folder)
@@ -397,7 +405,6 @@ def _external(name: str, lib: Path):
     """``casadi.external(name, lib)``, also for a library that replaced the one this process
     loaded from the same path: the dynamic loader would hand back the old one while it is
     loaded, so the new one is loaded through a link of another name in a build folder."""
-    import casadi as ca
     st = os.stat(lib)
     ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
     with _LOCK:
@@ -465,7 +472,6 @@ def _not_compiled(out: CompiledFunctions, reason: str, mode: str, quiet: bool):
 def _host_tag() -> str:
     """Eight hex digits naming this machine (a process id means something on its own machine
     only: a cache folder may be shared by machines or containers)."""
-    import socket
     return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
 
 
@@ -473,7 +479,6 @@ def remove_stale_builds(folder) -> list:
     """Remove the build folders (``pyomo_lap_cg_<pid>_<host>_*``) in ``folder`` of processes
     of this machine that no longer run (killed while compiling); a folder of a running
     process, or of another machine, is kept. The removed folders."""
-    from .processes import process_running
     removed = []
     for p in Path(folder).glob(f"{BUILD_PREFIX}*"):
         m = re.match(re.escape(BUILD_PREFIX) + r"(\d+)_([0-9a-f]{8})_", p.name)
@@ -493,7 +498,6 @@ def _build_folder(folder: Path):
 
 def _generate(f, folder: str) -> Path:
     """The C file of CasADi function ``f`` in ``folder``."""
-    import casadi as ca
     src = Path(folder) / f"{f.name()}.c"
     cg = ca.CodeGenerator(src.name, {"with_header": False})
     cg.add(f)
@@ -568,9 +572,6 @@ def compile_functions(functions: Sequence, name: str, mode: str = "auto",
     ValueError
         An unknown ``mode``.
     """
-    import casadi as ca
-    from filelock import FileLock
-
     if mode not in ("auto", "compile", "vm"):
         raise ValueError(f"mode = {mode!r}: expected 'auto', 'compile' or 'vm'")
     out = CompiledFunctions({f.name(): f for f in functions})

@@ -2,6 +2,8 @@
 the vehicle files' and the arc-track files' errors."""
 from __future__ import annotations
 
+import sys
+
 __all__ = ["FileProblemsError", "nested_too_deep"]
 
 
@@ -39,6 +41,5 @@ def nested_too_deep(expected: str) -> str:
     expected : str
         The file's expected structure, e.g. ``'{"pts": [{"lat", "lon", "elev"}, ...]}'``.
     """
-    import sys
     return (f"nested too deep to read (more than about {sys.getrecursionlimit()} levels of "
             f"[ ] or {{ }}); expected {expected}")

@@ -14,8 +14,11 @@ Two ready-made callbacks:
 """
 from __future__ import annotations
 
+import sys
 import time
 from typing import Callable
+
+import click
 
 __all__ = ["echo_progress", "click_progress", "IterationProgress"]
 
@@ -57,7 +60,6 @@ def echo_progress(echo: Callable[[str], None] = print, steps: int = 4):
 def click_progress():
     """A progress callback drawing one click progress bar per step (on a terminal; elsewhere
     click prints the label once)."""
-    import click
     bars = {}
 
     def progress(label: str, done: int, total: int) -> None:
@@ -111,7 +113,6 @@ class IterationProgress:
 
     def __init__(self, write: Callable[[str], None] | None = None, tty: bool | None = None,
                  interval_s: float = 1.0, clock: Callable[[], float] = time.monotonic):
-        import sys
         if not interval_s > 0:
             raise ValueError(f"interval_s = {interval_s!r}: expected a number of seconds > 0")
         if write is None:

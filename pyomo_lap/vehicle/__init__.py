@@ -8,4 +8,4 @@ fuel flow of a car with ``[fuel]`` (:mod:`.fuel`), the powers of the energy inte
 friction envelope of the GG diagram (:mod:`.envelope`).
 Imports :mod:`pyomo_lap.spatial` and :mod:`pyomo_lap.util` only.
 """
-from .car import VehicleParameters, VehicleFileError, available_vehicles, load_vehicle  # noqa: F401
+from .car import VehicleFileError, VehicleParameters, available_vehicles, load_vehicle  # noqa: F401

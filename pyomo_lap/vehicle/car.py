@@ -36,16 +36,27 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import tomllib
 from pathlib import Path
 from typing import Callable, Optional, Sequence
+
+import numpy as np
 
 from ..spatial import lie
 from ..spatial.backend import add, cos, mul, sin, sub, total
 from ..spatial.dynamics import hybrid_dynamics
-from ..spatial.tree import (PRISMATIC, REVOLUTE, TRACK, KinematicTree, TrackJoint,
-                            forward_kinematics)
-from .schema import VehicleParameters
+from ..spatial.tree import (
+    PRISMATIC,
+    REVOLUTE,
+    TRACK,
+    KinematicTree,
+    TrackJoint,
+    forward_kinematics,
+)
+from ..util.paths import models_dir as _models_dir
 from .files import VehicleFileError, read_vehicle_file
+from .racecar import RACECAR_MODEL_NAMES, read_racecar_file
+from .schema import SymbolicVehicle, VehicleParameters
 from .tyres import cornering_stiffness, peak_force, tyre_forces, tyre_model_of
 
 __all__ = ["VehicleParameters", "VehicleFileError", "load_vehicle", "vehicle_file_model", "available_vehicles", "models_dir",
@@ -70,7 +81,6 @@ SPRUNG = 5
 def models_dir() -> Path:
     """Folder holding the bundled vehicle files: the checkout's ``models/`` or, after
     ``pip install .``, its installed copy (:func:`pyomo_lap.util.paths.models_dir`)."""
-    from ..util.paths import models_dir as _models_dir
     return _models_dir()
 
 
@@ -111,7 +121,6 @@ def load_vehicle(name_or_path) -> VehicleParameters:
             raise ValueError(f"unknown vehicle {str(name_or_path)!r}: known vehicles are "
                              f"{', '.join(available_vehicles()) or '(none)'} "
                              "(or give the path to a .toml file)")
-    from .racecar import RACECAR_MODEL_NAMES, read_racecar_file
     if vehicle_file_model(path) in RACECAR_MODEL_NAMES:   # the file names its vehicle model
         return read_racecar_file(path)
     return read_vehicle_file(path)
@@ -123,7 +132,6 @@ def vehicle_file_model(vehicle):
     None when it names none (the files of the built-in cars: any of the models ``full``,
     ``single-track``, ``multibody``) or the file cannot be read (:func:`load_vehicle` then
     says why)."""
-    import tomllib
     if not isinstance(vehicle, (str, Path)):
         return getattr(vehicle, "model", None)
     path = Path(vehicle)
@@ -191,7 +199,6 @@ def kinematic_tree(p, parts: Callable[..., dict]) -> KinematicTree:
     ValueError
         As :class:`~pyomo_lap.spatial.tree.KinematicTree`, checked on the numbers.
     """
-    from .schema import SymbolicVehicle
     if isinstance(p, SymbolicVehicle):
         sym = parts(p)
         return kinematic_tree(p.numbers, parts).with_symbols(sym["placement"], sym["inertia"],
@@ -588,8 +595,6 @@ def solve_loop(residual: Callable, z0, jacobian: Optional[Callable] = None, *, t
         If ``raise_on_failure`` and the 2-norm of the residual is not below ``1e3 tol`` after
         ``max_iter`` steps.
     """
-    import numpy as np
-
     z = np.array(z0, dtype=float)
     r = np.asarray(residual(z), float)
     for _ in range(max_iter):
@@ -635,8 +640,6 @@ def solve_algebraic(p: VehicleParameters, chain: KinematicTree, track: TrackJoin
     RuntimeError
         If Newton does not converge.
     """
-    import numpy as np
-
     if z0 is None:
         s1, s2 = p.static_loads
         z0 = [s1, s1, s2, s2, 0.0, 0.0, 0.0]

@@ -4,10 +4,13 @@ brake balance, drag and the power limit, at one speed, steady state on a flat ro
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Optional
 
 import numpy as np
 
+from .car import aero_forces
+from .tyres import DEFAULT_TYRE_MODEL, peak_force, tyre_model
 
 __all__ = ["friction_envelope", "ENVELOPE_KEYS", "ENVELOPE_NOTE", "ENVELOPE_LIMITS"]
 
@@ -62,10 +65,6 @@ def _envelope_car(vehicle, speed: float, brake_ratio=None, load_transfer: bool =
     KeyError
         A required parameter (:data:`ENVELOPE_KEYS`) is missing.
     """
-    from types import SimpleNamespace
-
-    from .car import aero_forces
-    from .tyres import DEFAULT_TYRE_MODEL, tyre_model
     c = SimpleNamespace(**{k: _param(vehicle, k) for k in ENVELOPE_KEYS})
     c.gravity = _param(vehicle, "gravity", 9.81)
     c.fz_min = _param(vehicle, "fz_min", 0.0)
@@ -145,7 +144,6 @@ def _envelope_feasible(c, a_x, a_y) -> dict:
     :attr:`~pyomo_lap.vehicle.tyres.TyreModel.fraction`); otherwise every tyre may reach its own peak,
     :math:`\sum_j \sqrt{D_j^2 - (\mu_{y0}/\mu_{x0} f_x)^2}`.
     """
-    from .tyres import peak_force
     a_x, a_y = np.asarray(a_x, float), np.asarray(a_y, float)
     X = c.m * a_x + c.drag                                  # tyre forces along x [N]
     brake, drive = np.minimum(X, 0.0), np.maximum(X, 0.0)

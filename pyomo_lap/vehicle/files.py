@@ -12,10 +12,17 @@ import tomllib
 from pathlib import Path
 from typing import Literal, Optional
 
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError, create_model
 
-from ..util.errors import FileProblemsError
-from .schema import OPTIONAL_KEYS, OPTIONAL_SECTIONS, SECTIONS, SETTINGS, VehicleParameters
+from ..util.errors import FileProblemsError, nested_too_deep
+from .limits import parse_limits
+from .schema import (
+    OPTIONAL_KEYS,
+    OPTIONAL_SECTIONS,
+    SECTIONS,
+    SETTINGS,
+    VehicleParameters,
+)
 
 __all__ = ["VehicleFileError", "read_vehicle_file", "field_bounds", "bound_texts", "FILE_MODELS"]
 
@@ -129,7 +136,6 @@ def _format(err: dict, data: dict) -> str:
 
 
 def _section_model(section: str):
-    from pydantic import create_model
     keys = {**SECTIONS, **OPTIONAL_SECTIONS}.get(section, {})
     info = VehicleParameters.model_fields
     fields = {}
@@ -148,7 +154,6 @@ def _section_model(section: str):
 
 
 def _file_model():
-    from pydantic import create_model
     fields = {sec: (_section_model(sec), ...) for sec in SECTIONS}
     fields.update({sec: (Optional[_section_model(sec)], None) for sec in OPTIONAL_SECTIONS})
     fields.update({sec: (Optional[_section_model(sec)], None) for sec in SETTINGS
@@ -194,7 +199,6 @@ def read_vehicle_file(path) -> VehicleParameters:
     except tomllib.TOMLDecodeError as exc:
         raise VehicleFileError(path, [f"not a valid TOML file: {exc}"]) from None
     except RecursionError:
-        from ..util.errors import nested_too_deep
         raise VehicleFileError(path, [nested_too_deep(
             "sections of numbers ([mass] total = 250.0 ..., models/fsae.toml)")]) from None
     try:
@@ -227,7 +231,6 @@ def read_vehicle_file(path) -> VehicleParameters:
 def _file_limits(path, table) -> Optional[dict]:
     """A car file's ``[limits]`` in SI (J, kg), or None; VehicleFileError naming each wrong
     ``[limits] name = value``."""
-    from .limits import parse_limits
     problems, out = [], {}
     for name, value in (table or {}).items():
         try:

@@ -72,7 +72,7 @@ from ..spatial.backend import add, cos, mul, neg, sin, sub, total
 from ..spatial.dynamics import aba
 from ..spatial.tree import PRISMATIC, KinematicTree, TrackJoint, forward_kinematics
 from .car import SPRUNG, aero_forces, chain_parts, kinematic_tree, longitudinal_forces
-from .schema import VehicleParameters
+from .schema import SymbolicVehicle, VehicleParameters
 from .tyres import tyre_model_of
 
 __all__ = ["WHEELS", "SUSPENSION", "build_tree", "carrier_mass", "free_radius", "spring_preload",
@@ -144,7 +144,6 @@ def build_tree(p: VehicleParameters) -> KinematicTree:
     ValueError
         Without the ``[multibody]`` parameters (:func:`require_multibody_parameters`).
     """
-    from .schema import SymbolicVehicle
     require_multibody_parameters(p.numbers if isinstance(p, SymbolicVehicle) else p)
     return kinematic_tree(p, _tree_parts)
 

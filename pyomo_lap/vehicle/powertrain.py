@@ -33,6 +33,7 @@ import dataclasses
 from typing import Optional
 
 import numpy as np
+from scipy.interpolate import PchipInterpolator, PPoly
 
 from ..spatial.backend import add, mul, tanh
 
@@ -73,7 +74,6 @@ class PowerCurve:
 
     def __call__(self, v):
         """The PCHIP interpolant at the speeds ``v`` (array) [W]; 0 beyond :attr:`v_top`."""
-        from scipy.interpolate import PPoly
         v = np.asarray(v, dtype=float)
         out = PPoly(self.coefficients, self.speed, extrapolate=False)(np.clip(v, 0.0, None))
         return np.where(np.isfinite(out), out, 0.0)
@@ -153,7 +153,6 @@ def wheel_power_curve(p) -> Optional[PowerCurve]:
     points of a fine grid where the PCHIP of the knots so far is farthest from the curve are
     added one by one), then two knots of zero power just above the top speed (1.02 and 1.04
     times it)."""
-    from scipy.interpolate import PchipInterpolator
     if p.power_curve_speed is not None:
         vs = np.asarray(p.power_curve_speed, dtype=float)
         grid = np.linspace(0.0, vs[-1], 600)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ..util.errors import nested_too_deep
 from .files import VehicleFileError, bound_texts
 
 __all__ = ["RacecarParameters", "RacecarFileError", "read_racecar_file", "RACECAR_SECTIONS",
@@ -226,7 +227,6 @@ def read_racecar_file(path) -> RacecarParameters:
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise RacecarFileError(path, [f"not a valid TOML text file: {exc}"]) from None
     except RecursionError:
-        from ..util.errors import nested_too_deep
         raise RacecarFileError(path, [nested_too_deep(
             "sections of numbers (models/dymos_racecar.toml)")]) from None
     problems = []

@@ -18,13 +18,22 @@ value and what was expected (:class:`pyomo_lap.vehicle.files.VehicleFileError`).
 """
 from __future__ import annotations
 
+import difflib
 import math
 from typing import Literal, Optional
 
-from pydantic import (BaseModel, ConfigDict, Field, ValidationInfo, field_validator,
-                      model_validator)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from ..spatial.tree import GRAVITY
+from .fuel import fuel_problems
+from .limits import parse_limits
 from .tyres import DEFAULT_TYRE_MODEL, TYRE_MODELS
 
 __all__ = ["VehicleParameters", "SECTIONS", "OPTIONAL_SECTIONS",
@@ -307,7 +316,6 @@ class VehicleParameters(BaseModel):
     @model_validator(mode="after")
     def _fuel_section(self):
         """``[fuel]`` (:func:`pyomo_lap.vehicle.fuel.fuel_problems`) and its map's points."""
-        from .fuel import fuel_problems
         problems = fuel_problems(self) + _curve_problems(
             "fuel", ("map_power", "map_flow"), (self.fuel_map_power, self.fuel_map_flow),
             (0.0, 0.0))
@@ -319,7 +327,6 @@ class VehicleParameters(BaseModel):
     @classmethod
     def _parsed_limits(cls, v):
         """``[limits]`` in SI (:func:`pyomo_lap.vehicle.limits.parse_limits`)."""
-        from .limits import parse_limits
         return parse_limits(v) or None
 
     @field_validator("tyre_model")
@@ -623,7 +630,6 @@ def field_of(name: str) -> str:
         return SETTINGS[sec][key]
     if name in {attr for keys in SETTINGS.values() for attr in keys.values()}:
         return name
-    import difflib
     close = difflib.get_close_matches(name, list(PARAMETER_KEYS) + list(KEY_OF_FIELD), n=3)
     hint = f" (did you mean {', '.join(close)}?)" if close else ""
     raise ValueError(f"vehicle parameter {name!r}: unknown{hint}; expected one of "

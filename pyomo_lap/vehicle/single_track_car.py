@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Callable, Optional, Sequence
 
 from ..spatial import lie
+from ..spatial.backend import add, atan, cos, mul, sin, sub, total
 from ..spatial.dynamics import hybrid_dynamics
 from ..spatial.tree import KinematicTree, TrackJoint, forward_kinematics
 from . import car as veh
-from ..spatial.backend import add, atan, cos, mul, sin, sub, total
 from .tyres import FIALA, _clip_unit, cornering_stiffness  # noqa: F401 - _clip_unit: ocp.single_track's
 
 __all__ = ["ALGEBRAIC", "STATE_NAMES", "RATE_NAMES", "build_chain", "fiala_axle",

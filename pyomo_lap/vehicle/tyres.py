@@ -30,7 +30,12 @@ import dataclasses
 import math
 from typing import Callable
 
+import numpy as np
+from pyomo.common.dependencies import attempt_import
+
 from ..spatial.backend import add, atan, cos, is_number, mul, sin, sqrt, sub
+
+casadi, casadi_available = attempt_import("casadi")
 
 __all__ = ["TyreModel", "TYRE_MODELS", "register_tyre_model", "tyre_model", "tyre_model_of",
            "DEFAULT_TYRE_MODEL", "SHARED_PARAMETERS", "peak_force", "cornering_stiffness",
@@ -157,7 +162,6 @@ def _magic_formula(p, alpha, fz, peak=None):
 def _magic_formula_fraction(p, alpha, fz, D):
     """:attr:`TyreModel.fraction` of the Magic Formula: ``sin(theta)`` at ``alpha``, its limit
     ``sin(C pi/2)`` at an infinite slip angle."""
-    import numpy as np
     alpha = np.asarray(alpha, float)
     finite = np.isfinite(alpha)
     _, th = tyre_lateral_angle(p, np.where(finite, alpha, 0.0), fz, np.where(D > 0, D, 1.0))
@@ -168,7 +172,6 @@ def _magic_formula_slip(p, fz, D, phi):
     """:attr:`TyreModel.slip_at` of the Magic Formula: the slip angle where its angle
     ``theta = C atan(B alpha - E (B alpha - atan(B alpha)))`` is ``phi`` (``f_y = D sin phi``
     below the peak); ``inf`` where it never reaches it (``phi >= C pi/2``)."""
-    import numpy as np
     B = cornering_stiffness(p, fz) / (p.C * np.where(D > 0, D, 1.0))
     phi = np.asarray(phi, float)
     reach = phi < p.C * np.pi / 2 * (1 - 1e-12)
@@ -210,7 +213,6 @@ def _clip_unit(v):
     if is_number(v):
         return min(1.0, max(-1.0, v))
     if type(v).__module__.startswith("casadi"):
-        import casadi
         return casadi.fmin(1.0, casadi.fmax(-1.0, v))
     return v
 
@@ -261,7 +263,6 @@ def _fiala_fraction(p, alpha, fz, D):
     r""":attr:`TyreModel.fraction` of the Fiala law (exact :math:`|\upsilon|`): ``1 - (1 -
     u)^3`` with ``u = min(C_alpha tan(alpha) / (3 D), 1)``, odd in ``alpha``; 1 at an
     infinite slip angle."""
-    import numpy as np
     alpha = np.asarray(alpha, float)
     finite = np.isfinite(alpha)
     u = cornering_stiffness(p, fz) * np.tan(np.where(finite, alpha, 0.0)) / (3.0 * np.where(D > 0, D, 1.0))
@@ -272,7 +273,6 @@ def _fiala_fraction(p, alpha, fz, D):
 def _fiala_slip(p, fz, D, phi):
     r""":attr:`TyreModel.slip_at` of the Fiala law: :math:`1 - (1 - u)^3 = \sin\phi`, so
     :math:`u = 1 - (1 - \sin\phi)^{1/3}` and :math:`\alpha = \arctan(3 D u / C_\alpha)`."""
-    import numpy as np
     s = np.clip(np.sin(np.asarray(phi, float)), 0.0, 1.0)
     u = 1.0 - np.cbrt(1.0 - s)
     return np.arctan(3.0 * np.where(D > 0, D, 1.0) * u / cornering_stiffness(p, fz))
@@ -347,7 +347,6 @@ class TyreModel:
     def peak_slip(self, p, fz):
         """The slip angle at which a tyre of load ``fz`` [N] (NumPy) first reaches its peak
         force [rad] (``inf`` if never)."""
-        import numpy as np
         return self.slip_at(p, fz, peak_force(p, fz), np.pi / 2)
 
 

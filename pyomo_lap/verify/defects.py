@@ -50,8 +50,7 @@ import pandas as pd
 
 from ..ocp.build import OCP_CONFIG, vehicle_model
 from ..ocp.collocation import element_polynomials
-from ..ocp.point_functions import (track_vectors,
-                                   track_vectors_at)
+from ..ocp.point_functions import track_vectors, track_vectors_at
 from ..ocp.record_model import as_dynamics
 from ..ocp.vehicle_model import VehicleModel
 from .simulate import shoot_elements

@@ -37,6 +37,8 @@ from typing import Optional
 
 import numpy as np
 
+from ..vehicle.powertrain import power_available
+
 __all__ = ["energy_balance", "ground_vertical", "ENERGY_COLUMNS"]
 
 ENERGY_COLUMNS = ("t", "q3", "v_3x", "v_3y", "a_x", "a_y", "f_drag", "f_xa")
@@ -83,7 +85,6 @@ def energy_balance(df, vehicle, track=None, zhat: Optional[np.ndarray] = None) -
     ValueError
         A column missing, or neither ``track`` nor ``zhat``.
     """
-    from ..vehicle.powertrain import power_available
     missing = [c for c in ENERGY_COLUMNS + ("s",) if c not in df.columns]
     if missing:
         raise ValueError(f"the trajectory has no column(s) {', '.join(missing)}")

@@ -39,7 +39,13 @@ from typing import Optional, Sequence
 import numpy as np
 
 from ..results.table import tangential_acceleration
-from ..vehicle.car import SPEED_CAP_MPS, car_scales, slip_scale, speed_scale  # noqa: F401  (re-exported)
+from ..vehicle.car import (  # noqa: F401  (re-exported)
+    SPEED_CAP_MPS,
+    car_scales,
+    load_vehicle,
+    slip_scale,
+    speed_scale,
+)
 
 __all__ = ["SmoothnessCheck", "SMOOTHNESS_CHECKS", "zigzag_residuals", "zigzag_count",
            "speed_consistency", "channel_quality",
@@ -435,7 +441,6 @@ def smoothness_table(cars=("fsae", "f1_2014", "bmw_320i")) -> str:
     """:data:`SMOOTHNESS_CHECKS` and :data:`SPEED_CONSISTENCY_TOL` as a Markdown table: the
     channel, the fraction of which scale, and the threshold for each of ``cars`` (bundled
     vehicle names) in the channel's display unit."""
-    from ..vehicle.car import load_vehicle
     scales = {c: channel_scales(load_vehicle(c)) for c in cars}
     head = "| channel | threshold | of | " + " | ".join(cars) + " |"
     lines = [head, "|---|---|---|" + "---|" * len(cars)]

@@ -33,6 +33,7 @@ import pandas as pd
 from ..ocp.collocation import element_points
 from ..ocp.point_functions import track_vectors
 from ..ocp.record_model import as_dynamics
+from ..vehicle.tyres import peak_force
 from .controls import CollocationControls, controls_from_trajectory
 from .defects import SolvedTable
 from .simulate import PathFollowing, SimulationResult, TrackLookup, simulate
@@ -298,7 +299,6 @@ def state_polynomials(df, columns=("q2", "q3", "q1_dot"), start: Optional[float]
 
 def _adherence_use(df, p) -> np.ndarray:
     """Largest friction-ellipse use over the four tyres at each point [-] (1 = at the limit)."""
-    from ..vehicle.tyres import peak_force
     ratio = p.mu_y0 / p.mu_x0
     use = np.zeros(len(df))
     for w in ("11", "12", "21", "22"):

@@ -43,13 +43,21 @@ leaves the model's ``bounds``: ``|q3| > 0.8`` rad on the chain), stops (its spee
 from __future__ import annotations
 
 import dataclasses
+import time as _time
 from typing import Optional, Sequence
 
 import numpy as np
+import pandas as pd
 from scipy.integrate import solve_ivp
+from scipy.interpolate import CubicHermiteSpline, CubicSpline
 
 from ..ocp.build import OCP_CONFIG, vehicle_model
-from ..ocp.point_functions import N_TRACK, AlgebraicLoopError, CarFunctions, track_vectors
+from ..ocp.point_functions import (
+    N_TRACK,
+    AlgebraicLoopError,
+    CarFunctions,
+    track_vectors,
+)
 from ..ocp.record_model import RecordDynamics, as_dynamics
 from ..track.arcs import ArcTrack
 from .controls import CollocationControls, FunctionControls
@@ -198,7 +206,6 @@ class TrackLookup:
             self._tabulate(float(span[0]), float(span[1]), float(step))
 
     def _tabulate(self, a: float, b: float, step: float) -> None:
-        from scipy.interpolate import CubicSpline
         if not self.track.closed:
             a, b = max(a, 0.0), min(b, self.track.length)
         n = int(np.ceil((b - a) / step))
@@ -442,7 +449,6 @@ class SimulationResult:
         time derivatives of the rates (``<joint>_ddot`` of ``<joint>_dot``) and of the states
         without a rate among the states (``d<name>_dt``), controls and algebraic variables, in
         SI units (see :data:`pyomo_lap.results.table.UNITS`)."""
-        import pandas as pd
         cols = {"t": self.t, "s": self.x[:, 0]}
         for k, name in enumerate(self.names):
             cols[name] = self.x[:, k]
@@ -466,7 +472,6 @@ class SimulationResult:
         ndarray (m, len(names) + 1)
             The state and, last, the time [s] at which the car passed each ``s``.
         """
-        from scipy.interpolate import CubicHermiteSpline
         s_query = np.atleast_1d(np.asarray(s_query, float))
         t, x = self.t, self.x
         keep = np.concatenate([[True], np.diff(t) > 0])
@@ -556,7 +561,6 @@ def simulate(track, vehicle, controls, x0: Sequence[float], t_end: float, *,
         Wrong length of ``x0``, non-finite values, ``t_end`` not after the start, a model
         without ``dynamics``, or the initial algebraic loop without solution.
     """
-    import time as _time
     wall0 = _time.perf_counter()
     run = _prepare_run(track, vehicle, controls, x0, t_end, z0, model, tyres, car, track_lookup)
     dyn = run.dyn

@@ -18,8 +18,13 @@ import warnings
 from typing import Dict, Optional
 
 import numpy as np
+from pyomo.common.dependencies import attempt_import
 
+from ...util.casadi_compile import discard_damaged
+from ..casadi_expr import pyomo_to_casadi
 from . import compiled
+
+ca, ca_available = attempt_import("casadi")
 
 __all__ = ["RecordedRowsMismatch", "CompiledLibraryMismatch", "evaluate_expression",
            "RowChecks", "LIBRARY_TOLERANCE", "ROWS_TOLERANCE"]
@@ -72,7 +77,6 @@ def evaluate_expression(expr, memo: Optional[dict] = None) -> float:
     (:func:`pyomo_lap.solvers.casadi_expr.pyomo_to_casadi` with :mod:`math`'s functions;
     ``memo``: ``id(node) -> (node, value)``, shared between calls at the same values.) Raises
     ``ValueError`` for a variable without a value."""
-    from ..casadi_expr import pyomo_to_casadi
 
     def leaf(v):
         if v.value is None:
@@ -203,7 +207,6 @@ class RowChecks:
         compiled again (:func:`point_functions`) and checked again; if a rebuilt one differs
         still (or cannot be rebuilt), the points are evaluated in CasADi's virtual machine and
         a warning says so. Never more than one rebuild."""
-        from ...util.casadi_compile import discard_damaged
         P = self._point
         for attempt in (0, 1):
             found = self._verify_library(points)
@@ -247,7 +250,6 @@ def _reference_function(rec, key, free=False):
     its directional derivatives by CasADi's automatic differentiation (forward, and forward
     over reverse), evaluated in CasADi's virtual machine (never compiled); kept per cache key
     in this process (the same key, the same function)."""
-    import casadi as ca
     found = _REFERENCE.get(key) if key is not None else None
     if found is not None:
         return found

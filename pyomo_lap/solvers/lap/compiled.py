@@ -14,6 +14,17 @@ import time
 from typing import Dict
 
 import numpy as np
+from pyomo.common.dependencies import attempt_import
+
+from ...util.casadi_compile import (
+    COMPILER_FLAGS,
+    cached_functions,
+    compile_functions,
+    find_compiler,
+    signature,
+)
+
+ca, ca_available = attempt_import("casadi")
 
 __all__ = ["point_functions", "prefetch_point_functions", "point_functions_cached"]
 
@@ -60,7 +71,6 @@ def point_functions(rec, compile_mode: str = "auto", quiet: bool = False,
         Jacobian and of the Hessian's lower triangle), ``free``, ``key`` (the cache key, None
         without a compiler).
     """
-    from ...util.casadi_compile import cached_functions, find_compiler, signature
     cc = find_compiler() if compile_mode != "vm" else None
     key = functions = None
     if cc is not None:
@@ -78,7 +88,6 @@ def point_functions(rec, compile_mode: str = "auto", quiet: bool = False,
             return _described(funs, key, free)
         if on_compile is not None:
             on_compile()
-    from ...util.casadi_compile import compile_functions
     return _described(compile_functions(functions or _symbolic_point_functions(rec, free),
                                         "pyomo_lap_point", mode=compile_mode, key=key,
                                         quiet=quiet), key, free)
@@ -93,7 +102,6 @@ _SIGNATURES_LOCK = threading.Lock()
 def _point_symbols(rec, free: bool):
     """``(w, t, c, out)``: the SX arguments of the point functions and the rows; with ``free``
     ``w`` holds the point's variables and the car's parameters and ``c`` is empty."""
-    import casadi as ca
     F = rec.casadi_function("point_rows")
     nw, nt, nv = F.size1_in(0), F.size1_in(1), F.size1_in(2)
     t = ca.SX.sym("t", nt)
@@ -111,7 +119,6 @@ def _point_symbols(rec, free: bool):
 def _symbolic_point_functions(rec, free=False) -> list:
     """The point functions ``point_f``, ``point_fj``, ``point_h`` of :func:`point_functions`
     as CasADi SX functions (traced and differentiated here, not compiled)."""
-    import casadi as ca
     w, t, c, out = _point_symbols(rec, free)
     lam = ca.SX.sym("lam", out.numel())
     H = ca.tril(ca.hessian(ca.dot(lam, out), w)[0])
@@ -147,9 +154,6 @@ def prefetch_point_functions(record):
     -------
     threading.Thread or None
     """
-    import threading
-
-    from ...util.casadi_compile import find_compiler
     if find_compiler() is None or record is None:
         return None
 
@@ -176,7 +180,6 @@ def prefetch_point_functions(record):
 def point_functions_cached(rec, free: bool = False) -> bool:
     """Whether :func:`point_functions` finds the compiled libraries of ``rec`` in the cache
     (False without a C compiler: nothing is compiled then)."""
-    from ...util.casadi_compile import cached_functions, find_compiler
     cc = find_compiler()
     return cc is not None and cached_functions("pyomo_lap_point", _POINT_FUNCTIONS,
                                                _point_key(rec, free, cc)) is not None
@@ -185,14 +188,10 @@ def point_functions_cached(rec, free: bool = False) -> bool:
 def _point_key(rec, free: bool, cc: str) -> str:
     """The cache key of the point functions of ``rec``: the rows' structure, ``free``, the
     compiler, its flags and CasADi's version."""
-    import casadi as ca
-
-    from ...util.casadi_compile import COMPILER_FLAGS
     return rec.structure_key(f"vehicle-v3 free={free} {cc} {' '.join(COMPILER_FLAGS)} "
                              f"{ca.__version__}")
 
 
 def _vm_point_functions(rec, free):
     """The point functions of ``rec`` in CasADi's virtual machine (never compiled)."""
-    from ...util.casadi_compile import compile_functions
     return compile_functions(_symbolic_point_functions(rec, free), "pyomo_lap_point", mode="vm")

@@ -6,6 +6,7 @@ decides, the documentation says what was expected).
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import os
 import pathlib
@@ -13,9 +14,15 @@ import re
 import tempfile
 from typing import Any, Dict, List, Optional, Tuple
 
-
-from .ipopt_c import (_LOCK, OPTIONS_URL, _option_candidates, _try_option, find_ipopt_library,
-                      ipopt_version, load_ipopt_library)
+from .ipopt_c import (
+    _LOCK,
+    OPTIONS_URL,
+    _option_candidates,
+    _try_option,
+    find_ipopt_library,
+    ipopt_version,
+    load_ipopt_library,
+)
 from .ipopt_problem import IpoptProblem
 
 __all__ = ["IpoptOptionDoc", "IpoptOptionError", "ipopt_options_documentation",
@@ -185,7 +192,6 @@ class IpoptOptionError(ValueError):
 def close_matches(name: str, names, n: int = 3) -> List[str]:
     """The names most like ``name`` (:func:`difflib.get_close_matches`, and the names that
     contain it or that it contains, for abbreviations like ``max_it``)."""
-    import difflib
     names = sorted(set(names))
     out = difflib.get_close_matches(name, names, n=n, cutoff=0.6)
     if len(name) >= 4:

@@ -26,8 +26,18 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 import numpy as np
 
 from . import ipopt_c
-from .ipopt_c import (_EVAL_F, _EVAL_G, _EVAL_H, _EVAL_JAC, _INTERMEDIATE, RETURN_STATUS,
-                      _num, _setters, _try_option, load_ipopt_library)
+from .ipopt_c import (
+    _EVAL_F,
+    _EVAL_G,
+    _EVAL_H,
+    _EVAL_JAC,
+    _INTERMEDIATE,
+    RETURN_STATUS,
+    _num,
+    _setters,
+    _try_option,
+    load_ipopt_library,
+)
 
 __all__ = ["IpoptResult", "IpoptProblem"]
 

@@ -51,12 +51,22 @@ from typing import Dict, Optional
 import numpy as np
 import pyomo.environ as pyo
 import scipy.sparse as sp
+from pyomo.common.dependencies import attempt_import
 from pyomo.common.numeric_types import native_numeric_types
-from pyomo.core.expr.numeric_expr import (LinearExpression, MonomialTermExpression,
-                                          NegationExpression, SumExpression)
+from pyomo.core.expr.numeric_expr import (
+    LinearExpression,
+    MonomialTermExpression,
+    NegationExpression,
+    SumExpression,
+)
+from pyomo.repn import generate_standard_repn
 
+from ..casadi_expr import pyomo_to_casadi
 from . import compiled
+from .car_blocks import recorded_rows
 from .checks import RowChecks
+
+ca, ca_available = attempt_import("casadi")
 
 __all__ = ["LapNLP", "TranslationReport"]
 
@@ -215,7 +225,6 @@ class LapNLP(RowChecks):
         (:func:`pyomo_lap.solvers.lap.car_blocks.recorded_rows`: the model itself, or a block of a
         user's model) if they can be used, else ``(None, why)``. With more than one car, the
         first car's rows are compiled and the others' translated."""
-        from .car_blocks import recorded_rows
         found = recorded_rows(model)
         found = [(owner, rec) for owner, rec in found if getattr(rec, "built", None)]
         if not found:
@@ -243,9 +252,6 @@ class LapNLP(RowChecks):
         """The rows not taken from the recorded functions and the objective: the linear rows
         of the shapes pyomo.dae writes into a sparse matrix (``lin``), any other row and the
         objective walked into CasADi, which differentiates them (``nl``; :meth:`_set_generic`)."""
-        import casadi as ca
-
-        from ..casadi_expr import pyomo_to_casadi
         lin = {"rows": [], "cols": [], "vals": [], "const": [], "cons": [], "bounds": []}
         nl = {"cons": [], "bounds": [], "exprs": [], "syms": {}}
         cache: dict = {}
@@ -330,7 +336,6 @@ class LapNLP(RowChecks):
     def _set_generic(self, nl) -> None:
         """CasADi functions of the objective and the other rows on the variables they use
         (``_gen_ids``), with their derivatives and sparsity."""
-        import casadi as ca
         syms = nl["syms"]
         ids = np.array(sorted(syms), dtype=np.int64)
         xg = ca.vertcat(*[syms[k] for k in ids]) if ids.size else ca.SX(0, 1)
@@ -676,7 +681,6 @@ def _quadratic(expr):
     sparse vectors, they cost a few products instead of a CasADi call per node of the Pyomo
     expression (70 ms on the default job).
     """
-    from pyomo.repn import generate_standard_repn
     try:
         repn = generate_standard_repn(expr, quadratic=True, compute_values=True)
     except Exception:       # noqa: BLE001 - the general translation says what is wrong
@@ -691,7 +695,6 @@ def _casadi_quadratic(quad, leaf):
     """The CasADi expression of a :func:`_quadratic` result, ``c + a^T X + X^T Q X`` on the
     symbols ``X`` of ``leaf(var)``, with two sparse products (a product of two symbols per
     term costs five times as long)."""
-    import casadi as ca
     c, lin, quadratic = quad
     pos: Dict[int, int] = {}
     syms = []

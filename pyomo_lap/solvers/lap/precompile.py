@@ -7,6 +7,10 @@ from __future__ import annotations
 import os
 import time
 
+from ...util.casadi_compile import find_compiler
+from ...vehicle.car import load_vehicle
+from .compiled import point_functions
+
 __all__ = ["COMPILE_AHEAD", "compile_ahead"]
 
 #: the jobs compiled ahead: the full model on an open sector and on a closed lap, with a fixed
@@ -42,9 +46,6 @@ def compile_ahead(vehicle="fsae", jobs=None, echo=print, *, record) -> list:
     RuntimeError
         No C compiler (the solves then run in CasADi's virtual machine; nothing to compile).
     """
-    from ...util.casadi_compile import find_compiler
-    from ...vehicle.car import load_vehicle
-    from .compiled import point_functions
     if find_compiler() is None:
         raise RuntimeError("no C compiler found (cc, gcc or clang; or $CC): the solves evaluate "
                            "the point functions in CasADi's virtual machine, nothing to compile")

@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
+from pyomo.dae import DerivativeVar
 
 _INF = 1e20
 
@@ -67,7 +68,6 @@ class ReducedNLP:
         define an eliminated variable, and those variables, in row order. A candidate is an unbounded
         entry of a ``DerivativeVar``; its row a linear equality with exactly one candidate
         column; a candidate defined by several rows goes with the first of them."""
-        from pyomo.dae import DerivativeVar
         lin = nlp._lin.tocsr(copy=True)
         lin.sum_duplicates()
         cand = ((nlp.x_lb <= -_INF / 2) & (nlp.x_ub >= _INF / 2)

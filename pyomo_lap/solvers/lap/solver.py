@@ -26,8 +26,10 @@ bound :math:`b`; ``rc`` likewise for a variable's active bound; for a minimizati
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import datetime
 import os
+import re
 import sys
 import tempfile
 import time
@@ -35,17 +37,35 @@ from pathlib import Path
 from typing import Dict, Optional, Sequence
 
 import numpy as np
+from pyomo.common.collections import ComponentMap
 from pyomo.common.config import Bool, ConfigValue, In, NonNegativeInt
+from pyomo.common.dependencies import attempt_import
 from pyomo.contrib.solver.common.base import Availability, SolverBase
 from pyomo.contrib.solver.common.config import SolverConfig
 from pyomo.contrib.solver.common.factory import SolverFactory
-from pyomo.contrib.solver.common.results import Results, SolutionStatus, TerminationCondition
-from pyomo.contrib.solver.common.solution_loader import SolutionLoader
-from pyomo.contrib.solver.common.util import NoSolutionError
+from pyomo.contrib.solver.common.results import (
+    Results,
+    SolutionStatus,
+    TerminationCondition,
+)
+from pyomo.contrib.solver.common.solution_loader import (
+    NoSolutionSolutionLoader,
+    SolutionLoader,
+)
+from pyomo.contrib.solver.common.util import NoOptimalSolutionError, NoSolutionError
+from pyomo.core.base.suffix import Suffix
 from pyomo.core.staleflag import StaleFlagManager
 
+from ...util.memory import release_free_memory
 from ...util.overlap import solver_starts
 from ...util.processes import process_running
+from .car_blocks import refresh_cars
+from .ipopt_c import find_ipopt_library, ipopt_version, load_ipopt_library
+from .ipopt_problem import IpoptProblem
+from .nlp import LapNLP
+from .reduced import ReducedNLP
+
+casadi, casadi_available = attempt_import("casadi")
 
 __all__ = ["LapIpopt", "LAP_IPOPT_OPTIONS", "SOLVER_NAME", "IPOPT_LOG_PREFIX",
            "remove_stale_ipopt_logs"]
@@ -83,7 +103,6 @@ def remove_stale_ipopt_logs(directory=None) -> list:
     list of Path
         The files removed.
     """
-    import re
     folder = Path(directory) if directory is not None else Path(tempfile.gettempdir())
     removed = []
     try:
@@ -135,8 +154,6 @@ def _tuned_process(enabled: bool = True):
     if not enabled or not sys.platform.startswith("linux"):
         yield
         return
-    import ctypes
-    import ctypes.util
     restore = []
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
@@ -152,7 +169,6 @@ def _tuned_process(enabled: bool = True):
     except (OSError, AttributeError):
         pass
     try:
-        from .ipopt_c import find_ipopt_library
         for lib in sorted(find_ipopt_library().parent.glob("libcasadi-tp-openblas.so*")):
             blas = ctypes.CDLL(str(lib))
             before = blas.openblas_get_num_threads()
@@ -252,7 +268,6 @@ class LapSolutionLoader(SolutionLoader):
         return [None]
 
     def get_vars(self, vars_to_load: Optional[Sequence] = None):
-        from pyomo.common.collections import ComponentMap
         vals = ComponentMap(zip(self._nlp.variables, self._x.tolist()))
         if vars_to_load is None:
             return vals
@@ -274,7 +289,6 @@ class LapSolutionLoader(SolutionLoader):
         return {c: duals[c] for c in cons_to_load if c in duals}
 
     def get_reduced_costs(self, vars_to_load: Optional[Sequence] = None):
-        from pyomo.common.collections import ComponentMap
         rc = ComponentMap(zip(self._nlp.variables, (self._zl + self._zu).tolist()))
         if vars_to_load is None:
             return rc
@@ -332,16 +346,13 @@ class LapIpopt(SolverBase):
     def available(self) -> Availability:
         """Whether IPOPT's library and CasADi can be loaded."""
         try:
-            from .ipopt_c import load_ipopt_library
             load_ipopt_library()
-            import casadi  # noqa: F401
         except Exception:
             return Availability.NotFound
         return Availability.FullLicense
 
     def version(self):
         """IPOPT's version (a tuple), or None when its library cannot be loaded."""
-        from .ipopt_c import ipopt_version
         try:
             return ipopt_version()
         except Exception:
@@ -349,7 +360,6 @@ class LapIpopt(SolverBase):
 
     def solve(self, model, **kwds) -> Results:
         """Solve ``model`` (class docstring)."""
-        from .car_blocks import refresh_cars
         start = time.perf_counter()
         refresh_cars(model)      # every pyomo_lap car takes its parameters as m.vehicle holds them
         results = Results()
@@ -378,7 +388,6 @@ class LapIpopt(SolverBase):
         _fill_results(results, model, nlp, res, log, timers, counts)
         ss = results.solution_status
         if config.raise_exception_on_nonoptimal_result and ss != SolutionStatus.optimal:
-            from pyomo.contrib.solver.common.util import NoOptimalSolutionError
             raise NoOptimalSolutionError()
         if config.load_solutions:
             if ss == SolutionStatus.noSolution:
@@ -405,9 +414,6 @@ class LapIpopt(SolverBase):
 def _translate(model, config):
     """The model as an NLP of compiled functions (:class:`~pyomo_lap.solvers.lap.nlp.LapNLP`,
     reduced by :class:`~pyomo_lap.solvers.lap.reduced.ReducedNLP` unless told not to)."""
-    from .nlp import LapNLP
-    from .reduced import ReducedNLP
-    from ...util.memory import release_free_memory
     nlp = LapNLP(model, compile=config.compile, threads=config.eval_threads or None,
                  verify_points=config.verify_points)
     nlp = ReducedNLP(nlp) if config.eliminate_derivatives else nlp
@@ -432,7 +438,6 @@ def _ipopt_problem(nlp, options: dict, tee: bool, timers: dict, counts: dict):
     (the log on the console only with ``tee``) and the model's scaling, its callbacks timed
     into ``timers`` and counted into ``counts``; returns it and the print level of the log
     file."""
-    from .ipopt_problem import IpoptProblem
 
     def timed(key, fn):
         def wrapper(*args):
@@ -478,7 +483,6 @@ def start_multipliers(model, nlp, options: dict):
     """
     if str(options.get("warm_start_init_point", "no")).lower() != "yes":
         return None
-    from pyomo.core.base.suffix import Suffix
 
     def values(name, items):
         suffix = model.component(name)
@@ -568,6 +572,5 @@ def _fill_results(results, model, nlp, res, log, timers, counts) -> None:
         results.solution_loader = LapSolutionLoader(model, nlp.full, xf, lam, zl, zu, nlp.sense)
         results.incumbent_objective = float(res.obj) * nlp.sense
     else:
-        from pyomo.contrib.solver.common.solution_loader import NoSolutionSolutionLoader
         results.solution_loader = NoSolutionSolutionLoader(model, "IPOPT returned no finite point")
         results.solution_status = SolutionStatus.noSolution
