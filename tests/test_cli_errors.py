@@ -187,7 +187,7 @@ def test_unexpected_errors_are_one_line_unless_debugging(files, monkeypatch):
     def boom(*a, **k):
         raise ZeroDivisionError("float division by zero")
 
-    monkeypatch.setattr("pyomo_lap.api.solve_sector", boom)
+    monkeypatch.setattr("pyomo_lap.cli.run.solve_sector", boom)
     monkeypatch.delenv("PYOMO_LAP_DEBUG", raising=False)
     r = CliRunner().invoke(main, ["solve", "--out", str(files / "results")])
     assert r.exit_code == 3 and isinstance(r.exception, SystemExit)
