@@ -161,7 +161,18 @@ def _resumed_spec(out: Path, spec: dict) -> str:
 
 
 def _client(scheduler, workers):
+    """A Dask client of the scheduler at ``scheduler``, or of a new local cluster of
+    ``workers`` processes, and that cluster (None for a scheduler's).
 
+    Raises
+    ------
+    ImportError
+        Dask's ``distributed`` is not installed.
+    OSError
+        The scheduler cannot be reached.
+    """
+    if not distributed_available:   # imports it now: its defaults join dask's settings before
+        raise ImportError("a sweep needs Dask's distributed (pip install distributed)")  # set()
     if scheduler:
         try:
             return distributed.Client(scheduler), None
