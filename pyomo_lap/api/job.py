@@ -17,7 +17,7 @@ import pyomo.environ as pyo
 from pyomo.common.config import document_kwargs_from_configdict
 
 from ..ocp.initialize import initialize_model
-from ..ocp.build import build_model
+from ..ocp.build import build_model, vehicle_model
 from ..solvers.solve import SolveInterrupted, solve_model
 from ..track.loading import load_track
 from ..util.overlap import while_solver_runs
@@ -172,18 +172,20 @@ def _check_job(job: Job) -> None:
     """The job's options checked together (ValueError, one line): the model (the vehicle file
     may name it), sensitivities, OCP and solver options, a Track object with a width or flat, free
     parameters; ``job.model``, ``job.ocp_options``, ``job.solver_options``, ``job.reuse``."""
-    from ..ocp.build import VEHICLE_MODELS
+    from ..ocp.build import VEHICLE_MODELS, models_with
     from ..ocp.options import check_ocp_options
     from ..solvers.solve import check_solver_options
     from ..track.geometry import Track
     cfg = job.cfg
     cfg.model = job.model = job_model(cfg.model, cfg.vehicle)
-    if cfg.sensitivities and job.model != "full":
+    vm = VEHICLE_MODELS.get(job.model) if isinstance(job.model, str) else None
+    if cfg.sensitivities and vm is not None and not vm.lap_time_sensitivities:
         raise ValueError(f"sensitivities = True with model = {job.model!r}: the lap-time "
-                         "sensitivities need the full model (model = 'full')")
+                         "sensitivities need one of the models "
+                         f"{', '.join(map(repr, models_with('lap_time_sensitivities')))}")
     job.ocp_options = check_ocp_options(cfg.ocp_options)
     job.solver_options = check_solver_options(cfg.solver, cfg.solver_options) or None
-    if job.model not in VEHICLE_MODELS:   # a VehicleModel object: build_model takes it, not this job
+    if vm is None:   # a VehicleModel object: build_model takes it, not this job
         raise ValueError(f"model = {job.model!r}: expected one of "
                          f"{', '.join(map(repr, VEHICLE_MODELS))}")
     if isinstance(cfg.track, Track) and cfg.track_width is not None:
@@ -328,15 +330,18 @@ def _build_or_reuse(job: Job) -> None:
 
 
 def _initial_guess(job: Job) -> None:
-    """The initial guess (quasi-steady; the single-track model's solve; a warm start from a
-    results folder), then the free parameters unfixed and the sensitivities' solver options;
+    """The initial guess (quasi-steady; the solve of the model the option ``initial_guess``
+    names, where its ``VehicleModel.initial_guess_for`` starts the job's model; a warm start
+    from a results folder), then the free parameters unfixed and the sensitivities' solver options;
     ``job.info``, ``job.warm``, ``job.init_s``, ``job.setup_start``."""
     cfg, echo, m = job.cfg, job.echo, job.m
     t0 = time.perf_counter()
     job.info = initialize_model(m)
     job.warm = None
-    if cfg.initial_guess == "single-track" and job.model == "full":
-        job.warm = _single_track_start(job)
+    start = (None if cfg.initial_guess == "cold" else
+             vehicle_model(cfg.initial_guess).initial_guess_for.get(job.model))
+    if start is not None:
+        job.warm = _start_from_model(job, start)
     job.warm_source = None
     if cfg.warm_start_from is not None:
         job.warm_source = _warm_start(job)
@@ -418,23 +423,25 @@ def _setup_baseline(job: Job):
     return {"lap_time_s": lap, "iterations": rep.iterations, "solve_time_s": rep.solve_time_s}
 
 
-def _single_track_start(job: Job) -> dict:
-    """Solve the single-track model on the same mesh and start the full model from it
-    (:func:`pyomo_lap.ocp.single_track.warm_start_full`); what it took, for the summary."""
-    from ..ocp.single_track import warm_start_full
+def _start_from_model(job: Job, start: Callable) -> dict:
+    """Solve the model the job option ``initial_guess`` names on the same mesh and start the
+    job's model from it with ``start`` (that model's ``VehicleModel.initial_guess_for`` entry
+    for the job's model, e.g. :func:`pyomo_lap.ocp.single_track.warm_start_full`); what it
+    took, for the summary (the keys ``single_track_*`` of ``summary.json``, kept)."""
     cfg, echo = job.cfg, job.echo
-    echo("  initial guess from the single-track model on the same mesh ...")
+    source = cfg.initial_guess
+    echo(f"  initial guess from the {source} model on the same mesh ...")
     ms = build_model(job.tr, job.p, **{**job.build_kwargs, "nfe": job.m.problem.options.nfe,
-                                       "model": "single-track", "limits": None})
+                                       "model": source, "limits": None})
     initialize_model(ms)
     rs = solve_model(ms, solver=cfg.solver, options=job.solver_options)
     if not rs.ok:
-        raise RuntimeError(f"the single-track model for the initial guess did not solve: "
+        raise RuntimeError(f"the {source} model for the initial guess did not solve: "
                            f"{rs.termination_condition}")
     warm = {"single_track_time_s": float(pyo.value(ms.lap_time)),
             "single_track_iterations": rs.iterations, "single_track_solve_time_s": rs.solve_time_s}
-    warm_start_full(job.m, ms)
-    echo(f"  single-track {'lap' if cfg.periodic else 'sector'} time "
+    start(job.m, ms)
+    echo(f"  {source} {'lap' if cfg.periodic else 'sector'} time "
          f"{warm['single_track_time_s']:.3f} s ({rs.iterations} iterations, {rs.solve_time_s:.1f} s)")
     return warm
 
