@@ -1,8 +1,8 @@
 """One verification path for every vehicle model (issue 45, item 3): every registered model
 reaches the checks of a result through its VehicleModel (its channel table, its dynamics, its
-defect states) and no check compares a model's name; the racecar's equations as the checks
-take them meet closed forms of dymos's racecar; validate and the self-check run on the
-single-track and multibody cars' results too."""
+defect states) and no module of the package outside the registry compares a model's name;
+the racecar's equations as the checks take them meet closed forms of dymos's racecar; validate
+and the self-check run on the single-track and multibody cars' results too."""
 import ast
 import math
 from pathlib import Path
