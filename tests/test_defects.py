@@ -209,3 +209,53 @@ def track_vectors_of(track, s):
     """The track vectors of ``track`` at the coordinates ``s``."""
     from pyomo_lap.ocp.point_functions import track_vectors
     return track_vectors(track.evaluate(np.asarray(s, float)))
+
+
+def _refine_round(eps, monkeypatch) -> list:
+    """The tolerances one round of the job's refinement (:func:`pyomo_lap.api.refine._refine_once`)
+    hands to refine_mesh for a model whose elements' scaled defects are ``eps`` (the speed
+    consistency within its warning; the refined solve not optimal, so the round ends there)."""
+    from types import SimpleNamespace as NS
+    from pyomo_lap.api import refine
+    from pyomo_lap.ocp.build import VEHICLE_MODELS
+    from pyomo_lap.verify import defects
+    n = len(eps)
+    elements = pd.DataFrame({"element": np.arange(1, n + 1), "s_start": 10.0 * np.arange(n),
+                             "s_end": 10.0 * np.arange(1, n + 1), "eps": eps})
+    report = NS(elements=elements)
+    monkeypatch.setattr(refine, "_speed_consistency_split",
+                        lambda m, job: (setattr(job, "result_df", (m, None)) or {}, 0.0))
+    monkeypatch.setattr(defects, "collocation_defects", lambda *a, **k: report)
+    asked = []
+
+    def fake_refine_mesh(m, tol, **kwargs):
+        asked.append(tol)
+        return NS(split={}, boundaries=np.zeros(n + 1), lap_time_before=1.0, solve_report=None)
+    monkeypatch.setattr(refine, "refine_mesh", fake_refine_mesh)
+    opts = NS(ncp=2, scheme="LAGRANGE-RADAU", start=0.0, control_form="state")
+    m = NS(problem=NS(options=opts, track=None, sector_length=10.0 * n,
+                      vehicle_model=VEHICLE_MODELS["multibody"]), vehicle=NS(built_for=None))
+    job = NS(m=m, echo=lambda text: None, solver_options=None, cfg=NS(solver="lap_ipopt"),
+             result_defects=None)
+    out = refine._refine_once(job)
+    assert (out is None) == (not asked)
+    return asked
+
+
+@pytest.mark.unit
+def test_the_jobs_refinement_splits_for_the_95th_percentile(monkeypatch):
+    """A result whose largest defect is within its warning (0.15) but whose 95th percentile is
+    not (0.06 > 0.025): the round splits the elements above half the percentile's warning
+    (0.0125), the one at 0.02 among them; with the largest defect above its warning and the
+    percentile within its own or above it too, those above half the largest's (0.075); within
+    both, no round."""
+    eps = np.r_[np.full(17, 0.001), 0.02, 0.06, 0.06]
+    assert np.percentile(eps, 95) > 0.025 and eps.max() < 0.15
+    assert _refine_round(eps, monkeypatch) == [pytest.approx(0.0125)]
+    spike = np.r_[np.full(39, 0.001), 0.2]
+    assert np.percentile(spike, 95) < 0.025
+    assert _refine_round(spike, monkeypatch) == [pytest.approx(0.075)]
+    both = np.r_[np.full(17, 0.001), 0.06, 0.06, 0.2]
+    assert np.percentile(both, 95) > 0.025
+    assert _refine_round(both, monkeypatch) == [pytest.approx(0.075)]
+    assert _refine_round(np.full(20, 0.001), monkeypatch) == []

@@ -101,7 +101,7 @@ def test_bounds_follow_the_builder_and_errors():
     with pytest.raises(RuntimeError, match="does not follow the builder"):
         lagrangian._check_bounds(m, p, m.problem.options)
     ms = build_model(tr, p, start=START, length=100.0, model="single-track")
-    with pytest.raises(NotImplementedError, match="full model"):
+    with pytest.raises(NotImplementedError, match="need one of the models 'full'"):
         sens.lap_time_sensitivities(ms)
     assert isinstance(m.dual, pyo.Suffix)
 
@@ -222,7 +222,7 @@ def test_solve_sector_and_cli_write_the_sensitivities(tmp_path):
     assert out.exit_code == 0, out.output
     assert "sensitivities in" in out.output
     assert "sensitivities" in pd.ExcelFile(tmp_path / "c" / "results.xlsx").sheet_names
-    with pytest.raises(ValueError, match="full model"):
+    with pytest.raises(ValueError, match="need one of the models 'full'"):
         solve_sector(start=START, length=200.0, model="single-track", sensitivities=True,
                      out_dir=None, echo=lambda *_: None)
 

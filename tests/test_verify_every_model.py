@@ -1,8 +1,8 @@
 """One verification path for every vehicle model (issue 45, item 3): every registered model
 reaches the checks of a result through its VehicleModel (its channel table, its dynamics, its
-defect states) and no check compares a model's name; the racecar's equations as the checks
-take them meet closed forms of dymos's racecar; validate and the self-check run on the
-single-track and multibody cars' results too."""
+defect states) and no module of the package outside the registry compares a model's name;
+the racecar's equations as the checks take them meet closed forms of dymos's racecar; validate
+and the self-check run on the single-track and multibody cars' results too."""
 import ast
 import math
 from pathlib import Path
@@ -14,14 +14,25 @@ from pyomo_lap import load_vehicle
 from pyomo_lap.ocp.build import VEHICLE_MODELS
 
 ROOT = Path(__file__).resolve().parents[1]
-CHECKS = [p for p in sorted((ROOT / "pyomo_lap" / "verify").glob("*.py")) + [
-    ROOT / "pyomo_lap" / "api" / "validate.py", ROOT / "pyomo_lap" / "plots" / "validation.py"]
-    if p.exists()]
-"""The modules of the checks of a result: none may name a vehicle model."""
+PACKAGE = ROOT / "pyomo_lap"
 
-MOVES_ELSEWHERE = {}
-"""Functions in those modules that are no check and may still name a model, each with why; the
-test fails when one is no longer there, so the list never names a function that left."""
+REGISTRY = ("ocp/build.py", "ocp/vehicle_model.py")
+"""The registry (VEHICLE_MODELS, the VehicleModel it holds): the only modules that may choose
+by a model's name. Each model's own module names it once, in its ``VehicleModel(name=...)``,
+which no rule below takes for a choice."""
+
+ON_PURPOSE = {
+    ("vehicle/files.py", "FILE_MODELS"):
+        "the vehicle file's schema: the values its top-level `model` may take (the vehicle "
+        "layer lies below the registry; test_the_vehicle_files_name_the_registered_models "
+        "ties the two)",
+    ("vehicle/racecar.py", "RACECAR_MODEL_NAMES"):
+        "the racecar file's schema: the value of its top-level `model` that selects its reader "
+        "(tied to the registry as FILE_MODELS)",
+}
+"""Top-level names (an assignment, a function, a class) outside the registry that may still
+name a model, each with why; the test fails when one names none any more, so the list never
+keeps a name that left."""
 
 STRAIGHT = np.r_[np.eye(3).ravel(), np.zeros(6)]
 """The track inputs of a point of a flat straight along x (TRACK_INPUTS: R, Omega, dOmega)."""
@@ -48,34 +59,87 @@ def test_every_registered_model_has_the_hooks_the_checks_read(name):
     assert len(dyn.magnitudes) == len(dyn.names)
 
 
-@pytest.mark.unit
-def test_no_check_compares_a_model_name():
-    """No module of the checks compares a value with a registered model's name (``==``,
-    ``!=``, ``in``) or lists model names: a model reaches them through its VehicleModel
-    only."""
-    names = set(VEHICLE_MODELS)
-    found, skipped = [], set()
-    for path in CHECKS:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for fn in [f for f in tree.body if isinstance(f, ast.FunctionDef)
-                   and (path.name, f.name) in MOVES_ELSEWHERE]:
-            tree.body.remove(fn)
-            skipped.add((path.name, fn.name))
-        for node in ast.walk(tree):
-            consts = []
+def _top_level_name(node) -> str:
+    """The name a top-level statement defines (a function, a class, an assignment's first
+    target), or ''."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name
+    target = (node.targets[0] if isinstance(node, ast.Assign) else
+              node.target if isinstance(node, ast.AnnAssign) else None)
+    return target.id if isinstance(target, ast.Name) else ""
+
+
+def _choices_by_name(tree, names) -> list:
+    """``(line, top-level name, constant)`` of every place in a module's tree that chooses by a
+    model's name: a comparison with one (``==``, ``!=``, ``in`` a literal collection), a
+    literal collection holding one, a fall-back to one (``x or "full"``), one given as a
+    ``model`` (a keyword argument, a dict entry, a parameter's default)."""
+    found = []
+
+    def named(node):
+        return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names
+
+    for top in tree.body:
+        owner = _top_level_name(top)
+        for node in ast.walk(top):
+            hits = []
             if isinstance(node, ast.Compare):
-                consts = [n for n in [node.left, *node.comparators]
-                          if isinstance(n, ast.Constant)]
-                consts += [e for n in node.comparators if isinstance(n, (ast.Tuple, ast.List, ast.Set))
-                           for e in n.elts if isinstance(e, ast.Constant)]
-            elif isinstance(node, (ast.Tuple, ast.List, ast.Set)) and len(node.elts) > 1:
-                consts = [e for e in node.elts if isinstance(e, ast.Constant)]
-                if sum(e.value in names for e in consts) < 2:
-                    consts = []
-            found += [f"{path.name}:{node.lineno} {c.value!r}" for c in consts if c.value in names]
+                hits = [node.left, *node.comparators]
+            elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+                hits = node.elts
+            elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+                hits = node.values
+            elif isinstance(node, ast.Dict):
+                hits = [v for k, v in zip(node.keys, node.values)
+                        if isinstance(k, ast.Constant) and k.value == "model"]
+            elif isinstance(node, ast.keyword) and node.arg in ("model", "model_name"):
+                hits = [node.value]
+            elif isinstance(node, ast.arguments):
+                args = node.posonlyargs + node.args
+                pairs = list(zip(args[len(args) - len(node.defaults):], node.defaults))
+                pairs += [(a, d) for a, d in zip(node.kwonlyargs, node.kw_defaults) if d is not None]
+                hits = [d for a, d in pairs if a.arg in ("model", "model_name")]
+            found += [(getattr(node, "lineno", top.lineno), owner, c.value)
+                      for c in hits if named(c)]
+    return found
+
+
+@pytest.mark.unit
+def test_no_module_compares_a_model_name():
+    """No module of the package outside the registry chooses by a registered model's name
+    (compares a value with one, lists one, falls back to one, passes one as a model): what a
+    model can do is declared on its VehicleModel (``trajectory``, ``dynamics``,
+    ``lap_time_sensitivities``, ``initial_guess_for`` ...), so a model added later declares
+    it in one place. The scanner itself sees each kind of choice."""
+    names = set(VEHICLE_MODELS)
+    probe = ast.parse('def f(m, model="full"):\n'
+                      '    a = m.name != "racecar" or m.x in ("multibody",)\n'
+                      '    b = build(model="single-track") or {"model": "full"}\n'
+                      '    return (m.model or "full"), m.name == "point-mass"\n')
+    assert sorted(c for _, _, c in _choices_by_name(probe, names)) == sorted(
+        ["full", "racecar", "multibody", "single-track", "full", "full"])
+    found, used = [], set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel in REGISTRY:
+            continue
+        for line, owner, name in _choices_by_name(ast.parse(path.read_text(encoding="utf-8")), names):
+            if (rel, owner) in ON_PURPOSE:
+                used.add((rel, owner))
+            else:
+                found.append(f"{rel}:{line} ({owner}) {name!r}")
     assert not found, found
-    assert skipped == set(MOVES_ELSEWHERE), f"no longer there: {set(MOVES_ELSEWHERE) - skipped}"
-    assert not (ROOT / "pyomo_lap" / "verify" / "racecar_checks.py").exists()
+    assert used == set(ON_PURPOSE), f"names no model any more: {set(ON_PURPOSE) - used}"
+    assert not (PACKAGE / "verify" / "racecar_checks.py").exists()
+
+
+@pytest.mark.unit
+def test_the_vehicle_files_name_the_registered_models():
+    """The values a vehicle file's top-level ``model`` may take (the car's schema and the
+    racecar's, below the registry) are the registered models, each read by one schema."""
+    from pyomo_lap.vehicle.files import FILE_MODELS
+    from pyomo_lap.vehicle.racecar import RACECAR_MODEL_NAMES
+    assert sorted(FILE_MODELS + RACECAR_MODEL_NAMES) == sorted(VEHICLE_MODELS)
 
 
 @pytest.mark.unit

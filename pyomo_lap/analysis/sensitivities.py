@@ -79,8 +79,9 @@ What is and is not counted
   (:data:`pyomo_lap.vehicle.schema.SECTIONS`) and are not listed.
 * The initial guess, the mesh and the scaling depend on the car but not the optimum; they
   are not counted.
-* Only the full model (``model="full"``) is supported; the single-track model's rows are not
-  written as a function of the parameters (:class:`NotImplementedError`).
+* Only the models whose ``VehicleModel.lap_time_sensitivities`` is true (the full model,
+  ``model="full"``) are supported; the others' rows are not written as a function of the
+  parameters in the layout read here (:class:`NotImplementedError`).
 * User rows added to the model after the build are counted only if they do not depend on the
   vehicle parameters (they are not seen here).
 
@@ -99,7 +100,7 @@ import numpy as np
 import pandas as pd
 import pyomo.environ as pyo
 
-from ..ocp.build import build_model
+from ..ocp.build import build_model, models_with
 from ..ocp.common import PENALTIES, regularization
 from ..ocp.full_model import vehicle_inputs
 from ..ocp.initialize import initialize_from_solution
@@ -198,7 +199,8 @@ def lap_time_sensitivities(m, parameters=None, entry_step: float = 1e-4):
     Raises
     ------
     NotImplementedError
-        Not a full model, or built with the option ``lift``.
+        A model without ``VehicleModel.lap_time_sensitivities`` (not the full model), or
+        built with the option ``lift``.
     ValueError
         The model carries no duals (suffixes not declared before the solve, or not solved)
         or an unknown parameter name.
@@ -249,8 +251,12 @@ def _checked_model(m) -> tuple:
         As :func:`lap_time_sensitivities`.
     """
     prob = m.problem
-    if prob.vehicle_model.name != "full" or record_of(m) is None:
-        raise NotImplementedError("lap-time sensitivities need the full model (model='full')")
+    vm = prob.vehicle_model
+    if not vm.lap_time_sensitivities or record_of(m) is None:
+        raise NotImplementedError(
+            f"lap-time sensitivities of the model {vm.name!r}: they need one of the models "
+            f"{', '.join(map(repr, models_with('lap_time_sensitivities')))} "
+            "(VehicleModel.lap_time_sensitivities)")
     if prob.options.lift:
         raise NotImplementedError("lap-time sensitivities of a model built with the option 'lift'")
     dual = m.component("dual")

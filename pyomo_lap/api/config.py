@@ -30,9 +30,11 @@ __all__ = ["SOLVE_CONFIG", "OWN_OCP_OPTIONS", "WARM_START_MU_INIT", "job_options
 
 
 from ..ocp.build import (
+    DEFAULT_MODEL,
     OCP_CONFIG,
     VEHICLE_MODELS,
     check_free_parameters,
+    models_with,
     sector_mesh,
     vehicle_model,
 )
@@ -136,7 +138,7 @@ def _check_free_before_build(p, model, periodic, ocp_options, cfg) -> None:
 def job_model(model, vehicle):
     """The vehicle model a job builds: ``model`` when given, else the one the vehicle file
     names (its top-level ``model = "..."``, :func:`pyomo_lap.vehicle.car.vehicle_file_model`),
-    else ``"full"``.
+    else the registry's default (:data:`pyomo_lap.ocp.build.DEFAULT_MODEL`).
 
     Raises
     ------
@@ -150,7 +152,7 @@ def job_model(model, vehicle):
             raise ValueError(f"vehicle {str(where)!r}: model = {named!r}: expected one of "
                              f"{', '.join(VEHICLE_MODELS)}")
     if model is None:
-        return named or "full"
+        return named or DEFAULT_MODEL
     if named is not None and model != named:
         where = vehicle if isinstance(vehicle, (str, Path)) else getattr(vehicle, "name", vehicle)
         raise ValueError(f"model = {model!r}, but the vehicle {str(where)!r} is for the model "
@@ -184,9 +186,14 @@ def _solve_config() -> ConfigDict:
         # model: default None, the model the vehicle file names, else 'full' (job_model)
         default = 2000.0 if name == "length" else None if name == "model" else cv.value()
         c.declare(name, ConfigValue(default=default, domain=cv._domain, description=cv._description))
-    c.declare("initial_guess", ConfigValue(default="cold", domain=OneOf(["cold", "single-track"]),
-              description="full model: 'single-track' solves the single-track model on the same "
-                          "mesh first and starts from it (pyomo_lap.ocp.single_track.warm_start_full)"))
+    c.declare("initial_guess", ConfigValue(default="cold",
+              domain=OneOf(["cold", *models_with("initial_guess_for")]),
+              description="'cold' (the model's own initial guess) or a model whose solution "
+                          "starts the job's model (VehicleModel.initial_guess_for): "
+                          "'single-track' solves the single-track model on the same mesh first "
+                          "and starts the full model from it "
+                          "(pyomo_lap.ocp.single_track.warm_start_full); for another model, "
+                          "the cold start"))
     c.declare("warm_start_from", ConfigValue(default=None, domain=PathOrNone(),
               description="results folder (its solution.npz and summary.json) of an earlier "
                           "solve of the same track and vehicle model: the initial point, moved "
@@ -250,7 +257,8 @@ def _solve_config() -> ConfigDict:
                           "total downforce with a free balance: aero.Cz1,aero.Cz2); on the "
                           "command line --keep-sum aero.Cz1,aero.Cz2 (repeatable)"))
     c.declare("refine_mesh", ConfigValue(default=True, domain=bool,
-              description="after an optimal solve of the full model whose collocation defects "
+              description="after an optimal solve (of any vehicle model whose results are "
+                          "checked: VehicleModel.trajectory and .dynamics) whose collocation defects "
                           "or speed consistency are above the self-check's warning (DEFECT_MAX, "
                           "DEFECT_P95, SPEED_CONSISTENCY: a step of the speed that the "
                           "acceleration does not integrate to, e.g. a throttle blip one element "

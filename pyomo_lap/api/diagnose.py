@@ -38,7 +38,6 @@ Two choices make the toolbox usable on this model:
 """
 from __future__ import annotations
 
-import contextlib
 import io
 import logging
 import sys

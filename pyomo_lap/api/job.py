@@ -27,14 +27,15 @@ from ..ocp.build import (
     VEHICLE_MODELS,
     build_model,
     free_parameters,
+    models_with,
     point_rows_recorder,
     set_vehicle,
+    vehicle_model,
 )
 from ..ocp.full_model import VehicleStructureError
 from ..ocp.initialize import initialize_model
 from ..ocp.options import check_ocp_options
 from ..ocp.racecar import junction_boundaries
-from ..ocp.single_track import warm_start_full
 from ..solvers.lap.compiled import prefetch_point_functions
 from ..solvers.solve import (
     CHECKED_SOLVERS,
@@ -226,12 +227,14 @@ def _check_job(job: Job) -> None:
     parameters; ``job.model``, ``job.ocp_options``, ``job.solver_options``, ``job.reuse``."""
     cfg = job.cfg
     cfg.model = job.model = job_model(cfg.model, cfg.vehicle)
-    if cfg.sensitivities and job.model != "full":
+    vm = VEHICLE_MODELS.get(job.model) if isinstance(job.model, str) else None
+    if cfg.sensitivities and vm is not None and not vm.lap_time_sensitivities:
         raise ValueError(f"sensitivities = True with model = {job.model!r}: the lap-time "
-                         "sensitivities need the full model (model = 'full')")
+                         "sensitivities need one of the models "
+                         f"{', '.join(map(repr, models_with('lap_time_sensitivities')))}")
     job.ocp_options = check_ocp_options(cfg.ocp_options)
     job.solver_options = check_solver_options(cfg.solver, cfg.solver_options) or None
-    if job.model not in VEHICLE_MODELS:   # a VehicleModel object: build_model takes it, not this job
+    if vm is None:   # a VehicleModel object: build_model takes it, not this job
         raise ValueError(f"model = {job.model!r}: expected one of "
                          f"{', '.join(map(repr, VEHICLE_MODELS))}")
     if isinstance(cfg.track, Track) and cfg.track_width is not None:
@@ -365,15 +368,18 @@ def _build_or_reuse(job: Job) -> None:
 
 
 def _initial_guess(job: Job) -> None:
-    """The initial guess (quasi-steady; the single-track model's solve; a warm start from a
-    results folder), then the free parameters unfixed and the sensitivities' solver options;
+    """The initial guess (quasi-steady; the solve of the model the option ``initial_guess``
+    names, where its ``VehicleModel.initial_guess_for`` starts the job's model; a warm start
+    from a results folder), then the free parameters unfixed and the sensitivities' solver options;
     ``job.info``, ``job.warm``, ``job.init_s``, ``job.setup_start``."""
     cfg, echo, m = job.cfg, job.echo, job.m
     t0 = time.perf_counter()
     job.info = initialize_model(m)
     job.warm = None
-    if cfg.initial_guess == "single-track" and job.model == "full":
-        job.warm = _single_track_start(job)
+    start = (None if cfg.initial_guess == "cold" else
+             vehicle_model(cfg.initial_guess).initial_guess_for.get(job.model))
+    if start is not None:
+        job.warm = _start_from_model(job, start)
     job.warm_source = None
     if cfg.warm_start_from is not None:
         job.warm_source = _warm_start(job)
@@ -451,22 +457,25 @@ def _setup_baseline(job: Job):
     return {"lap_time_s": lap, "iterations": rep.iterations, "solve_time_s": rep.solve_time_s}
 
 
-def _single_track_start(job: Job) -> dict:
-    """Solve the single-track model on the same mesh and start the full model from it
-    (:func:`pyomo_lap.ocp.single_track.warm_start_full`); what it took, for the summary."""
+def _start_from_model(job: Job, start: Callable) -> dict:
+    """Solve the model the job option ``initial_guess`` names on the same mesh and start the
+    job's model from it with ``start`` (that model's ``VehicleModel.initial_guess_for`` entry
+    for the job's model, e.g. :func:`pyomo_lap.ocp.single_track.warm_start_full`); what it
+    took, for the summary (the keys ``single_track_*`` of ``summary.json``, kept)."""
     cfg, echo = job.cfg, job.echo
-    echo("  initial guess from the single-track model on the same mesh ...")
+    source = cfg.initial_guess
+    echo(f"  initial guess from the {source} model on the same mesh ...")
     ms = build_model(job.tr, job.p, **{**job.build_kwargs, "nfe": job.m.problem.options.nfe,
-                                       "model": "single-track", "limits": None})
+                                       "model": source, "limits": None})
     initialize_model(ms)
     rs = solve_model(ms, solver=cfg.solver, options=job.solver_options)
     if not rs.ok:
-        raise RuntimeError(f"the single-track model for the initial guess did not solve: "
+        raise RuntimeError(f"the {source} model for the initial guess did not solve: "
                            f"{rs.termination_condition}")
     warm = {"single_track_time_s": float(pyo.value(ms.lap_time)),
             "single_track_iterations": rs.iterations, "single_track_solve_time_s": rs.solve_time_s}
-    warm_start_full(job.m, ms)
-    echo(f"  single-track {'lap' if cfg.periodic else 'sector'} time "
+    start(job.m, ms)
+    echo(f"  {source} {'lap' if cfg.periodic else 'sector'} time "
          f"{warm['single_track_time_s']:.3f} s ({rs.iterations} iterations, {rs.solve_time_s:.1f} s)")
     return warm
 

@@ -26,6 +26,7 @@ and :mod:`pyomo_lap.ocp.common`. Imports run one way: :mod:`pyomo_lap.ocp.common
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from typing import Optional
@@ -82,7 +83,8 @@ from .single_track import SINGLE_TRACK_MODEL
 from .vehicle_model import VehicleModel, update_problem
 
 __all__ = ["OCP_CONFIG", "build_model", "set_vehicle", "CarRefresh", "record_rows", "point_rows_recorder", "free_parameters", "VehicleStructureError", "STATE_NAMES", "RATE_NAMES", "track_joints",
-           "sector_mesh", "entry_speed", "VEHICLE_MODELS", "VehicleModel", "vehicle_model"]
+           "sector_mesh", "entry_speed", "VEHICLE_MODELS", "DEFAULT_MODEL", "models_with", "VehicleModel",
+           "vehicle_model"]
 
 VEHICLE_MODELS = {
     FULL_MODEL.name: FULL_MODEL,
@@ -92,6 +94,28 @@ VEHICLE_MODELS = {
 }
 """The registry of vehicle models: OCP option ``model`` (and the CLI's ``--model``) ->
 :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel`. Another model: one line here."""
+
+DEFAULT_MODEL = FULL_MODEL.name
+"""The vehicle model of the OCP option ``model``'s default, and of a result or a vehicle file
+that names none (a ``summary.json`` written before the option existed)."""
+
+
+def models_with(capability: str) -> list:
+    """The names of the registered models whose :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel`
+    has ``capability`` (a field, e.g. ``"lap_time_sensitivities"``, ``"initial_guess_for"``,
+    ``"dynamics"``) set: true, not None, not empty; in the registry's order. What a message
+    that lists the models able to do something names.
+
+    Raises
+    ------
+    ValueError
+        ``capability`` is no field of ``VehicleModel``.
+    """
+    fields = {f.name for f in dataclasses.fields(VehicleModel)}
+    if capability not in fields:
+        raise ValueError(f"capability = {capability!r}: expected a field of VehicleModel "
+                         f"({', '.join(sorted(fields))})")
+    return [name for name, vm in VEHICLE_MODELS.items() if getattr(vm, capability)]
 
 
 class _VehicleModelDomain:
@@ -150,12 +174,9 @@ dimensionless option that replaced each; the model's Params ``m.K_*`` keep their
 units."""
 
 OCP_CONFIG = ConfigDict("pyomo_lap OCP options")
-OCP_CONFIG.declare("model", ConfigValue(default="full", domain=_vehicle_model_domain,
-                   description="vehicle model: 'full' (the six-joint Lie-group car) or 'single-track' "
-                               "(rigid nonlinear bicycle with Fiala tyres, pyomo_lap.ocp.single_track) or "
-                               "'multibody' (the chassis on the six-joint chain with four wheel "
-                               "carriers on suspension joints, tyre loads from the tyres' vertical "
-                               "springs, pyomo_lap.ocp.multibody)"))
+OCP_CONFIG.declare("model", ConfigValue(default=DEFAULT_MODEL, domain=_vehicle_model_domain,
+                   description="vehicle model (the registry, VEHICLE_MODELS): " + "; ".join(
+                       f"{name!r}, {vm.description}" for name, vm in VEHICLE_MODELS.items())))
 OCP_CONFIG.declare("start", ConfigValue(default=0.0, domain=FiniteFloat(0.0, False, "a finite distance >= 0 m from the track's start"),
                    description="track coordinate of the sector start [m]"))
 OCP_CONFIG.declare("length", ConfigValue(default=None, domain=FiniteFloat(0.0, True, "a positive, finite length in metres", optional=True),
@@ -417,7 +438,7 @@ def point_rows_recorder(vehicle, config: Optional[dict] = None):
     return None if rows is None else functools.partial(rows, vehicle, cfg)
 
 
-def check_free_parameters(rec, free: dict, keep_sum=(), model_name: str = "full") -> None:
+def check_free_parameters(rec, free: dict, keep_sum=(), model_name: str = DEFAULT_MODEL) -> None:
     """Check a setup optimization before anything is built: every free parameter is used by
     the car's rows (``rec``, the recording of the model's rows), its bounds lie in the
     schema's range, every ``keep_sum`` group is made of free parameters.

@@ -43,7 +43,6 @@ from ..vehicle.schema import (
     OPTIONAL_KEYS,
     PARAMETER_KEYS,
     SECTIONS,
-    STRUCTURAL_ZEROS,
     absent,
     settings_of,
 )
@@ -746,5 +745,6 @@ FULL_MODEL = VehicleModel(
     states=STATE_NAMES, rates=RATE_NAMES, controls=veh.CONTROLS, algebraics=veh.ALGEBRAIC,
     build=build_full_model, initialize=initialize_full_model,
     point_rows=lambda p, cfg: record_point_rows(p, cfg), trajectory=record_table,
-    set_vehicle=set_full_vehicle, patch_limits=True, dynamics=record_dynamics)
+    set_vehicle=set_full_vehicle, patch_limits=True, dynamics=record_dynamics,
+    lap_time_sensitivities=True)
 """The full model as a :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel` (registry key ``"full"``)."""

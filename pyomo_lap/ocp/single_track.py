@@ -71,8 +71,9 @@ from .common import (
     scale_variables,
     set_within_bounds,
 )
-from .full_model import (  # noqa: F401
+from .full_model import (  # noqa: F401  # noqa: F401
     _FAMILY_DOCS,
+    FULL_MODEL,
     RATE_NAMES as FULL_RATES,
     STATE_NAMES as FULL_STATES,
     VEHICLE_INPUTS,
@@ -329,8 +330,11 @@ def warm_start_full(m_full, m_single) -> dict:
     ValueError
         ``m_full`` is not a full model, or the sectors differ.
     """
-    if m_full.problem.options.model != "full" or m_single.problem.options.model != "single-track":
-        raise ValueError("warm_start_full needs a full model and a solved single-track model")
+    if (m_full.problem.vehicle_model is not FULL_MODEL
+            or m_single.problem.vehicle_model is not SINGLE_TRACK_MODEL):
+        raise ValueError(f"warm_start_full needs a {FULL_MODEL.name!r} model and a solved "
+                         f"{SINGLE_TRACK_MODEL.name!r} model, got {m_full.problem.vehicle_model.name!r} "
+                         f"and {m_single.problem.vehicle_model.name!r}")
     initialize_model(m_full)
     initialize_from_solution(m_full, m_single)
     p = m_full.vehicle.built_for
@@ -400,6 +404,7 @@ SINGLE_TRACK_MODEL = VehicleModel(
     states=STATE_NAMES, rates=RATE_NAMES, controls=veh.CONTROLS, algebraics=ALGEBRAIC,
     build=build_single_track_model, initialize=initialize_single_track,
     trajectory=record_table, point_rows=record_single_track_rows,
-    set_vehicle=set_single_track_vehicle, dynamics=record_dynamics)
+    set_vehicle=set_single_track_vehicle, dynamics=record_dynamics,
+    initial_guess_for={FULL_MODEL.name: warm_start_full})
 """The single-track model as a :class:`~pyomo_lap.ocp.vehicle_model.VehicleModel` (registry key
 ``"single-track"``)."""

@@ -22,7 +22,11 @@ defects are taken on) and ``dynamics`` (a :class:`ModelDynamics`: the right-hand
 and in time, the limits to judge, the bounds, the car's scales). The families whose rows are
 recorded get the first and the third from their record with no code of their own
 (:mod:`pyomo_lap.ocp.record_model`); the racecar from its own equations
-(:mod:`pyomo_lap.ocp.racecar`).
+(:mod:`pyomo_lap.ocp.racecar`). What else a job does by model is declared the same way, on the
+model: whether its solution gives the lap time's sensitivities (``lap_time_sensitivities``),
+which models its solution starts (``initial_guess_for``); the mesh refinement of a job serves
+every model the checks serve. No module outside the registry compares a model's name
+(``tests/test_verify_every_model.py``).
 
 Four registered models implement it (:data:`pyomo_lap.ocp.build.VEHICLE_MODELS`): the full
 six-joint car (:data:`pyomo_lap.ocp.full_model.FULL_MODEL`), the single-track car
@@ -228,6 +232,24 @@ class VehicleModel:
     defect_states : tuple of str
         The states in ``s`` the checks take the defects on and integrate, table columns, the
         time ``t`` last; default ``states + rates + ("t",)``.
+    lap_time_sensitivities : bool
+        The lap time's sensitivities to the car's parameters can be taken of a solution
+        (:func:`pyomo_lap.analysis.sensitivities.lap_time_sensitivities`, the job option
+        ``sensitivities``): the model records its rows with the car's parameters as symbols
+        in the layout those sensitivities read (the full car's). False: the option is refused
+        before anything is built, naming the models that have it.
+    initial_guess_for : dict
+        ``{name of a registered model: start(m, m_solved) -> dict}``: the models this model's
+        solution gives an initial guess to (the job option ``initial_guess`` naming this model:
+        the job solves this model on the same mesh first); ``start`` writes it into the built
+        model ``m`` of that name from this model's solved ``m_solved`` and returns what it did
+        (:func:`pyomo_lap.ocp.single_track.warm_start_full`). Empty: none; the option's values
+        are ``"cold"`` and the names of the models that have one
+        (:func:`pyomo_lap.ocp.build.models_with`).
+
+    The checks of a result and the job's mesh refinement (:mod:`pyomo_lap.api.refine`) serve
+    every model with :attr:`trajectory` and :attr:`dynamics`; a model with :attr:`algebraics`
+    has them solved at the refined mesh's points from its recorded rows.
     """
 
     name: str
@@ -244,6 +266,8 @@ class VehicleModel:
     patch_limits: bool = False
     dynamics: Optional[Callable] = None
     defect_states: tuple = ()
+    lap_time_sensitivities: bool = False
+    initial_guess_for: dict = dataclasses.field(default_factory=dict, hash=False)
 
     def __post_init__(self):
         """The default :attr:`defect_states`."""

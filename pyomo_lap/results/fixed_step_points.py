@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 import pyomo.environ as pyo
 
-from ..ocp.build import VEHICLE_MODELS, record_rows
+from ..ocp.build import DEFAULT_MODEL, VEHICLE_MODELS, record_rows
 from ..ocp.collocation import CollocationGrid
 from ..ocp.common import car_control_bounds, control_states
 from ..ocp.hybrid import hybrid_settings, rear_share
@@ -159,7 +159,7 @@ class PointModel:
             The track file is missing or changed, or the track does not give the mesh rows'
             (:func:`folder_track`).
         """
-        vm = VEHICLE_MODELS.get(str(summary.get("model") or "full"))
+        vm = VEHICLE_MODELS.get(str(summary.get("model") or DEFAULT_MODEL))
         if car is None or vm is None or vm.trajectory is not record_table or vm.point_rows is None:
             return None
         options = dict(summary.get("ocp_options") or {})

@@ -34,7 +34,6 @@ import time
 from typing import Optional
 
 import numpy as np
-import pyomo.environ as pyo
 import scipy.sparse
 
 __all__ = ["CasadiNLP", "CasadiSolveReport", "build_casadi_nlp", "solve_casadi",

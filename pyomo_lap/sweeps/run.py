@@ -22,14 +22,14 @@ from urllib.parse import urlparse
 import pandas as pd
 from pyomo.common.dependencies import attempt_import
 
-from .. import api
+from .. import api  # noqa: F401  (imported before the local cluster forks its workers)
 from ..api import job_model, job_options, prefetch_options
 from ..folders.links import is_link
 from ..folders.writer import ResultsWriter
 from ..ocp.build import OCP_CONFIG, vehicle_model
 from ..plots.sweep import sweep_plot_names, sweep_plots
 from ..results.table import _XLSX_OPTIONS
-from ..solvers.lap import solver as _lap_solver
+from ..solvers.lap import solver as _lap_solver  # noqa: F401  (registers lap_ipopt)
 from ..solvers.lap.compiled import point_functions
 from ..util.casadi_compile import find_compiler
 from ..vehicle.schema import SECTIONS, VehicleParameters

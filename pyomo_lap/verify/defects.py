@@ -48,7 +48,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from ..ocp.build import OCP_CONFIG, vehicle_model
+from ..ocp.build import DEFAULT_MODEL, OCP_CONFIG, vehicle_model
 from ..ocp.collocation import element_polynomials
 from ..ocp.point_functions import track_vectors, track_vectors_at
 from ..ocp.record_model import as_dynamics
@@ -120,7 +120,7 @@ class SolvedTable:
             precision).
         model : str or VehicleModel, optional
             For a table: its vehicle model (a key of :data:`pyomo_lap.ocp.build.VEHICLE_MODELS`;
-            default ``"full"``).
+            default :data:`pyomo_lap.ocp.build.DEFAULT_MODEL`, the full model).
         start : float, optional
             For a table: the sector's start on the track [m] (default its first ``s``).
         ncp : int, optional
@@ -147,7 +147,7 @@ class SolvedTable:
         if isinstance(source, SolvedTable):
             return source
         if isinstance(source, pd.DataFrame):
-            return cls._of_table(source, vehicle_model(model or "full"), start, ncp, scheme,
+            return cls._of_table(source, vehicle_model(model or DEFAULT_MODEL), start, ncp, scheme,
                                  interpolation)
         vm, opts = source.problem.vehicle_model, source.problem.options
         if vm.trajectory is None:

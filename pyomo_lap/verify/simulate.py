@@ -51,7 +51,7 @@ import pandas as pd
 from scipy.integrate import solve_ivp
 from scipy.interpolate import CubicHermiteSpline, CubicSpline
 
-from ..ocp.build import OCP_CONFIG, vehicle_model
+from ..ocp.build import DEFAULT_MODEL, OCP_CONFIG, vehicle_model
 from ..ocp.point_functions import (
     N_TRACK,
     AlgebraicLoopError,
@@ -71,7 +71,7 @@ def state_names(n_q: int = 6) -> tuple:
     return tuple(f"q{k}" for k in range(1, n_q + 1)) + tuple(f"q{k}_dot" for k in range(1, n_q + 1))
 
 
-def car_functions(vehicle, model: str = "full", tyres: bool = True) -> CarFunctions:
+def car_functions(vehicle, model: str = DEFAULT_MODEL, tyres: bool = True) -> CarFunctions:
     """The float functions of a car (:class:`~pyomo_lap.ocp.point_functions.CarFunctions`)
     from the record of the vehicle model ``model`` (its ``VehicleModel.point_rows`` with the
     default OCP options): any registered model that records its rows.
@@ -87,7 +87,7 @@ def car_functions(vehicle, model: str = "full", tyres: bool = True) -> CarFuncti
     return CarFunctions(vm.point_rows(vehicle, OCP_CONFIG()), vehicle, vm, tyres=tyres)
 
 
-def model_dynamics(vehicle, model="full"):
+def model_dynamics(vehicle, model=DEFAULT_MODEL):
     """The equations of the vehicle model ``model`` (a key of
     :data:`pyomo_lap.ocp.build.VEHICLE_MODELS` or a ``VehicleModel``) for ``vehicle`` as the
     simulation and the checks use them (``VehicleModel.dynamics``, the rows recorded with the
@@ -498,7 +498,7 @@ class SimulationResult:
 # ------------------------------------------------------------------------------ simulation
 def simulate(track, vehicle, controls, x0: Sequence[float], t_end: float, *,
              s_end: Optional[float] = None, z0: Optional[Sequence[float]] = None,
-             model="full", tyres: bool = True, method: str = "RK45",
+             model=DEFAULT_MODEL, tyres: bool = True, method: str = "RK45",
              rtol: float = 1e-6, atol: Optional[Sequence[float]] = None,
              max_step: float = 0.05, chunk: float = 1.0, bounds: Optional[dict] = None,
              v_min: float = 1.0, car=None,

@@ -22,8 +22,9 @@ COMPILE_AHEAD = (("open sector", {"periodic": False}, False),
 
 
 def compile_ahead(vehicle="fsae", jobs=None, echo=print, *, record) -> list:
-    """Compile the point functions of the full model for ``jobs`` now; ``vehicle`` only
-    names the car of the recording (the libraries serve every car).
+    """Compile the point functions of the default job's vehicle model (the OCP option
+    ``model``'s default, the full model; a job's options may name another) for ``jobs`` now;
+    ``vehicle`` only names the car of the recording (the libraries serve every car).
 
     Parameters
     ----------
@@ -52,7 +53,7 @@ def compile_ahead(vehicle="fsae", jobs=None, echo=print, *, record) -> list:
     p = load_vehicle(vehicle) if isinstance(vehicle, (str, os.PathLike)) else vehicle
     out = []
     for label, options, free in COMPILE_AHEAD if jobs is None else jobs:
-        rec = record(p, {"model": "full", **options})
+        rec = record(p, dict(options))   # the OCP options' default model
         t0 = time.perf_counter()
         compiled = []
         funs = point_functions(rec, "auto", quiet=True, free=free,
