@@ -44,7 +44,7 @@ from .vehicle_model import car_block
 __all__ = ["force_scale", "reference_time", "penalty_weights", "set_penalty_weights",
            "regularization", "PENALTIES", "add_vehicle_block", "vehicle_var", "vehicle_of_model",
            "scale_variables", "add_objective", "OBJECTIVE_SCALE", "pyomo_units", "within_bounds",
-           "set_within_bounds", "add_joint_variables", "JOINT_VARIABLES"]
+           "set_within_bounds", "add_joint_variables", "add_tyre_wrench_variables", "JOINT_VARIABLES"]
 
 
 CAR_CONTROLS = ("f_xa", "f_xb", "delta")
@@ -479,6 +479,27 @@ def add_joint_variables(m, vehicle_model, cfg) -> None:
             var = pyo.Var(m.s, initialize=0.0, units=units[unit] / u.s, doc=f"d{q}/dt [{unit}/s]")
         m.add_component(rate, var)
     m.t = pyo.Var(m.s, initialize=0.0, units=u.s, doc="time [s]")
+
+
+def add_tyre_wrench_variables(m, body: str, equations=("", "", "")) -> None:
+    """The in-plane tyre wrench on ``body``, indexed by ``m.s``, initial value 0: the forces
+    ``f_3x``, ``f_3y`` [N] along x3, y3 and the yaw moment ``m_3z`` [N m] about O3 (Bartali et
+    al., eq. (36a-c)). The one declaration of the full and single-track models' tyre wrench.
+
+    Parameters
+    ----------
+    m : ConcreteModel
+        With the set ``m.s``.
+    body : str
+        What the wrench acts on, for the variables' docs (``"body 3"``, ``"the car"``).
+    equations : tuple of 3 str
+        What each doc cites after the unit (``", eq (36a)"``), default nothing.
+    """
+    u = pyo.units
+    fx, fy, mz = equations
+    m.f_3x = pyo.Var(m.s, initialize=0.0, units=u.N, doc=f"in-plane tyre force on {body}, x3 [N]{fx}")
+    m.f_3y = pyo.Var(m.s, initialize=0.0, units=u.N, doc=f"in-plane tyre force on {body}, y3 [N]{fy}")
+    m.m_3z = pyo.Var(m.s, initialize=0.0, units=u.N * u.m, doc=f"tyre yaw moment about O3 [N m]{mz}")
 
 
 def add_car_controls(m, vehicle, cfg=None) -> None:

@@ -53,6 +53,7 @@ from .common import (
     add_car_controls,
     add_derivative_vars,
     add_joint_variables,
+    add_tyre_wrench_variables,
     add_vehicle_block,
     car_control_bounds,
     control_states,
@@ -491,9 +492,7 @@ def build_full_model(track, vehicle: veh.VehicleParameters, cfg, t0: Optional[fl
     for name, bounds in load_bounds(p).items():
         m.add_component(name, pyo.Var(m.s, initialize=p.m * p.gravity / 4, bounds=bounds,
                                       units=u.N, doc=f"vertical load {name[2:4]} (axle, side) [N]"))
-    m.f_3x = pyo.Var(m.s, initialize=0.0, units=u.N, doc="in-plane tyre force on body 3, x3 [N], eq (36a)")
-    m.f_3y = pyo.Var(m.s, initialize=0.0, units=u.N, doc="in-plane tyre force on body 3, y3 [N], eq (36b)")
-    m.m_3z = pyo.Var(m.s, initialize=0.0, units=u.N * u.m, doc="tyre yaw moment about O3 [N m], eq (36c)")
+    add_tyre_wrench_variables(m, "body 3", (", eq (36a)", ", eq (36b)", ", eq (36c)"))
 
     add_derivative_vars(m, STATE_NAMES + RATE_NAMES + ("t",))
 

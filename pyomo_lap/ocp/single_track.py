@@ -66,6 +66,7 @@ from .common import (
     add_car_controls,
     add_derivative_vars,
     add_joint_variables,
+    add_tyre_wrench_variables,
     add_vehicle_block,
     car_control_bounds,
     scale_variables,
@@ -148,9 +149,7 @@ def build_single_track_model(track, vehicle: veh.VehicleParameters, cfg, t0: Opt
     for name, bounds in axle_load_bounds(p).items():
         m.add_component(name, pyo.Var(m.s, initialize=p.m * p.gravity / 2, bounds=bounds,
                                       units=u.N, doc=f"vertical load of axle {name[2]} [N]"))
-    m.f_3x = pyo.Var(m.s, initialize=0.0, units=u.N, doc="in-plane tyre force on the car, x3 [N]")
-    m.f_3y = pyo.Var(m.s, initialize=0.0, units=u.N, doc="in-plane tyre force on the car, y3 [N]")
-    m.m_3z = pyo.Var(m.s, initialize=0.0, units=u.N * u.m, doc="tyre yaw moment about O3 [N m]")
+    add_tyre_wrench_variables(m, "the car")
     add_derivative_vars(m, STATE_NAMES + RATE_NAMES + ("t",))
     sigma, tp, idx = discretize_on_track(m, track, p, cfg, L, ("f_xa", "f_xb", "delta"))
     add_vehicle_block(m, p)       # m.vehicle.<section>.<key>: the rows take them as symbols

@@ -55,7 +55,7 @@ from .collocation import collocation_interpolate, snap_breaks
 from .common import within_bounds
 from .point_functions import CarFunctions, record_of, track_vectors
 
-__all__ = ["Solution", "transfer_solution", "solve_loop_at", "set_within_bounds",
+__all__ = ["Solution", "mesh_nodes", "transfer_solution", "solve_loop_at", "set_within_bounds",
            "state_names", "model_states", "mesh_components", "check_same_sector",
            "forget_multipliers", "START_MULTIPLIER_SUFFIXES", "DERIVATIVES"]
 
@@ -63,6 +63,29 @@ DERIVATIVES = ("polynomial", "values")
 """How :meth:`Solution.at` moves the derivative variables ``d<state>_ds``: the derivative of the
 state's polynomial, or their own values by the polynomial through the collocation points."""
 
+
+def mesh_nodes(df) -> np.ndarray:
+    """The mesh points ``s_sector`` [m] of a table of mesh rows, shape (n,), checked.
+
+    Parameters
+    ----------
+    df : DataFrame
+        One row per mesh point (:func:`pyomo_lap.results.table.trajectory_dataframe`, or a
+        results folder's rows read with ``read_trajectory(folder, mesh=True)``).
+
+    Raises
+    ------
+    ValueError
+        No column ``s_sector``, fewer than two rows, or rows that do not increase.
+    """
+    if "s_sector" not in df.columns:
+        raise ValueError("the trajectory has no column s_sector: expected the mesh rows of "
+                         "a pyomo_lap results folder")
+    s = df["s_sector"].to_numpy(dtype=float)
+    if len(s) < 2 or np.any(np.diff(s) <= 0):
+        raise ValueError("the trajectory's s_sector must increase from row to row: expected "
+                         "the mesh rows")
+    return s
 
 def state_names(names: Iterable[str]) -> tuple:
     """``(states, variables)`` from the names of a model's variable components (or the
@@ -208,13 +231,7 @@ class Solution:
             ``element`` column), or rows that are not a mesh (elements with different numbers
             of points, as a table on a fixed step has).
         """
-        if "s_sector" not in df.columns:
-            raise ValueError("the trajectory has no column s_sector: expected the mesh rows of "
-                             "a pyomo_lap results folder")
-        s = df["s_sector"].to_numpy(dtype=float)
-        if len(s) < 2 or np.any(np.diff(s) <= 0):
-            raise ValueError("the trajectory's s_sector must increase from row to row: expected "
-                             "the mesh rows")
+        s = mesh_nodes(df)
         if breaks is None:
             if "element" not in df.columns:
                 raise ValueError("the trajectory has no column element: give the element "

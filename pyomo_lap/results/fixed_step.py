@@ -59,7 +59,7 @@ from ..folders.results_folder import check_results_folder
 from ..folders.writer import ResultsWriter
 from ..ocp.build import RATE_NAMES, STATE_NAMES
 from ..ocp.collocation import INTERPOLATION_KINDS, collocation_interpolate, snap_breaks
-from ..ocp.transfer import mesh_components, model_states, state_names
+from ..ocp.transfer import mesh_components, mesh_nodes, model_states, state_names
 from ..vehicle.car import ALGEBRAIC, CONTROLS, load_vehicle
 from ..vehicle.schema import VehicleParameters, field_of
 from .fixed_step_points import PointModel, computed_columns
@@ -242,13 +242,7 @@ def fixed_step_table(df: pd.DataFrame, every: float, breaks, *, states: Iterable
         A bad step, no ``s_sector`` column, mesh points that do not increase, element boundaries
         that are not mesh points, a time ``t`` that does not increase on the grid.
     """
-    if "s_sector" not in df.columns:
-        raise ValueError("the trajectory has no column s_sector: expected the mesh rows of "
-                         "a pyomo_lap results folder")
-    nodes = df["s_sector"].to_numpy(dtype=float)
-    if len(nodes) < 2 or np.any(np.diff(nodes) <= 0):
-        raise ValueError("the trajectory's s_sector must increase from row to row: expected "
-                         "the mesh rows")
+    nodes = mesh_nodes(df)
     b = snap_breaks(nodes, breaks)
     grid = fixed_step_grid(b[-1] - b[0], every) + b[0]
     kinds = column_kinds(df.columns, states, variables)
