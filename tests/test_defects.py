@@ -218,14 +218,13 @@ def _refine_round(eps, monkeypatch) -> list:
     from types import SimpleNamespace as NS
     from pyomo_lap.api import refine
     from pyomo_lap.ocp.build import VEHICLE_MODELS
-    from pyomo_lap.verify import defects
     n = len(eps)
     elements = pd.DataFrame({"element": np.arange(1, n + 1), "s_start": 10.0 * np.arange(n),
                              "s_end": 10.0 * np.arange(1, n + 1), "eps": eps})
     report = NS(elements=elements)
     monkeypatch.setattr(refine, "_speed_consistency_split",
                         lambda m, job: (setattr(job, "result_df", (m, None)) or {}, 0.0))
-    monkeypatch.setattr(defects, "collocation_defects", lambda *a, **k: report)
+    monkeypatch.setattr(refine, "collocation_defects", lambda *a, **k: report)
     asked = []
 
     def fake_refine_mesh(m, tol, **kwargs):

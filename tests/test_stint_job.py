@@ -118,7 +118,7 @@ def test_stint_cli_exits_4_when_a_lap_fails_its_self_check_after_writing_all(tmp
     import pyomo_lap.api.stint as stint
     import pyomo_lap.verify.verdict as verdict
     from pyomo_lap.cli import SELF_CHECK_FAILED, main
-    monkeypatch.setattr(stint, "solve_stint", _small(stint.solve_stint))
+    monkeypatch.setattr("pyomo_lap.cli.run.solve_stint", _small(stint.solve_stint))
     for name in ("DEFECT_MAX", "DEFECT_P95", "SPEED_CONSISTENCY"):
         monkeypatch.setattr(verdict, name, (1e6, 2e6))
     args = ["stint", "--track", "dymos_oval", "--laps", "2", "--out", str(tmp_path / "st")]
@@ -136,7 +136,7 @@ def test_stint_cli_exits_4_when_a_lap_fails_its_self_check_after_writing_all(tmp
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(verdict, "ENERGY_BALANCE", (-200.0, -100.0))
             return real(*a, **k)
-    monkeypatch.setattr(verdict, "self_check", lap_two_fails)
+    monkeypatch.setattr("pyomo_lap.api.results.self_check", lap_two_fails)
     r = CliRunner().invoke(main, args)
     assert r.exit_code == SELF_CHECK_FAILED == 4, r.output
     errors = [ln for ln in r.output.splitlines() if ln.startswith("error:")]

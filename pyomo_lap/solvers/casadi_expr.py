@@ -20,7 +20,15 @@ __all__ = ["pyomo_to_casadi", "walk_dag"]
 
 
 def _casadi():
-    """The :mod:`casadi` module (a dependency of pyomo_lap), imported on first use."""
+    """The :mod:`casadi` module (a dependency of pyomo_lap), imported on first use.
+
+    Raises
+    ------
+    ImportError
+        casadi is not installed (the message says what to install).
+    """
+    if not casadi_available:
+        raise ImportError("this needs casadi, a dependency of pyomo_lap: pip install casadi")
     return casadi
 
 
