@@ -96,7 +96,7 @@ def test_the_grid_and_the_track_coordinate_in_closed_form():
 
 
 @pytest.mark.component
-def test_a_solved_sectors_speed_is_its_polynomial_between_the_mesh_points():
+def test_a_solved_sectors_speed_is_its_polynomial_between_the_mesh_points(solved_sector):
     """Nordschleife 1200-1360 m (Radau, ncp 3): on a 0.1 m step the speed along the track
     q1_dot (a state) and the forward speed v_3x (computed from the states) at the mesh points
     are the mesh's; between them q1_dot differs from straight lines (it is the polynomial) and
@@ -104,10 +104,8 @@ def test_a_solved_sectors_speed_is_its_polynomial_between_the_mesh_points():
     element's points (the Lebesgue constant, computed here); the speed is sqrt(v_3x^2 + v_3y^2)
     on every row (computed, not interpolated); the rows were computed with the algebraic loop
     solved at every one; the time increases."""
-    from _solved_sector import solved
-
     from pyomo_lap.results.fixed_step import model_fixed_step
-    _, _, m, _, df = solved()
+    _, _, m, _, df = solved_sector()
     fx = model_fixed_step(m, df, 0.1)
     info = fx.attrs["fixed_step"]
     assert info["method"] == "computed" and info["algebraic_loop_failed"] == 0
