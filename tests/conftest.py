@@ -26,7 +26,7 @@ more than one, stops the collection with a list of the offenders, whatever ``-m`
 import pytest
 
 import _shared
-from _shared import solved_sector, stadium_lap  # noqa: F401 (fixtures of the whole session)
+from _shared import sector_run, solved_sector, stadium_lap  # noqa: F401 (session fixtures)
 
 KINDS = ("unit", "component", "integration", "performance")
 
@@ -34,12 +34,17 @@ KINDS = ("unit", "component", "integration", "performance")
 @pytest.hookimpl(tryfirst=True)         # before ``-m`` deselects anything, before xdist reads
 def pytest_collection_modifyitems(config, items):   # the groups
     _check_kinds(items)
-    _shared.group_items(items)
+    _shared.group_items(items, KINDS)
 
 
 @pytest.hookimpl(tryfirst=True)         # before pytest-xdist sends the node ids
 def pytest_collection_finish(session):
     _shared.name_groups(session.config, session.items)
+
+
+@pytest.hookimpl(optionalhook=True)     # pytest-xdist's hook: the units of work and their order
+def pytest_xdist_make_scheduler(config, log):
+    return _shared.scheduler(config, log)
 
 
 @pytest.hookimpl(trylast=True)

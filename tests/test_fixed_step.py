@@ -171,16 +171,18 @@ def test_a_closed_lap_every_metre(tmp_path):
 
 
 @pytest.mark.integration
-def test_export_of_a_folder_is_the_table_solve_every_writes(tmp_path):
+def test_export_of_a_folder_is_the_table_solve_every_writes(sector_run, tmp_path):
     """`pyomo-lap export RUN --every 2` of a 300 m sector gives the same trajectory as `solve
     --every 2` of the same job; validate passes on the --every folder (it reads the mesh
     rows); the export inside RUN is in RUN's manifest, so the next solve into RUN replaces
-    it; bad steps stop with one line."""
+    it; bad steps stop with one line. RUN: a copy of the session's shared run of the job
+    (tests/_shared.py, solved through ``solve_sector``)."""
+    from _shared import copy_run
     from pyomo_lap.cli import main
     from pyomo_lap.results.table import read_trajectory
     job = ["--length", "300"]
     every = _solve([*job, "--every", "2"], tmp_path / "every")
-    base = _solve(job, tmp_path / "base")
+    base = copy_run(sector_run.folder, tmp_path / "base")
     r = CliRunner().invoke(main, ["export", str(base), "--every", "2"])
     assert r.exit_code == 0, r.output
     out = base / "export_every_2m"
