@@ -25,11 +25,34 @@ more than one, stops the collection with a list of the offenders, whatever ``-m`
 """
 import pytest
 
+import _shared
+from _shared import sector_run, solved_sector, stadium_lap  # noqa: F401 (session fixtures)
+
 KINDS = ("unit", "component", "integration", "performance")
 
 
-@pytest.hookimpl(tryfirst=True)         # before ``-m`` deselects anything
-def pytest_collection_modifyitems(config, items):
+@pytest.hookimpl(tryfirst=True)         # before ``-m`` deselects anything, before xdist reads
+def pytest_collection_modifyitems(config, items):   # the groups
+    _check_kinds(items)
+    _shared.group_items(items, KINDS)
+
+
+@pytest.hookimpl(tryfirst=True)         # before pytest-xdist sends the node ids
+def pytest_collection_finish(session):
+    _shared.name_groups(session.config, session.items)
+
+
+@pytest.hookimpl(optionalhook=True)     # pytest-xdist's hook: the units of work and their order
+def pytest_xdist_make_scheduler(config, log):
+    return _shared.scheduler(config, log)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    _shared.release_after(item, nextitem)
+
+
+def _check_kinds(items):
     offenders = []
     for item in items:
         kinds = sorted({m.name for m in item.iter_markers()} & set(KINDS))

@@ -134,16 +134,23 @@ def lap_time_bounds(p, length):
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("car", CARS)
-def test_every_bundled_car_solves_a_closed_lap(car, tmp_path):
+@pytest.mark.parametrize("car", [pytest.param(c, marks=pytest.mark.xdist_group("stadium_lap"))
+                                 if c == "fsae" else c for c in CARS])
+def test_every_bundled_car_solves_a_closed_lap(car, tmp_path, request):
     """The closed lap of the stadium, coarse mesh (20 m elements): solved to optimality, the
-    lap time within the independent bounds."""
+    lap time within the independent bounds. The FSAE car's is the session's shared lap
+    (tests/_shared.py: the same ``solve_sector`` call, written to a folder)."""
     from pyomo_lap import solve_sector
     f, L = write_stadium("tum", tmp_path), LENGTH
-    m, rep, df, summary = solve_sector(track=str(f), vehicle=car, periodic=True, length=None,
-                                       ocp_options={"element_length": 20.0}, out_dir=None,
-                                       echo=lambda *a: None)
-    assert rep.ok, rep.termination_condition
+    if car == "fsae":
+        lap = request.getfixturevalue("stadium_lap")
+        ok, termination, summary = lap.ok, lap.termination, lap.summary
+    else:
+        _, rep, _, summary = solve_sector(track=str(f), vehicle=car, periodic=True, length=None,
+                                          ocp_options={"element_length": 20.0}, out_dir=None,
+                                          echo=lambda *a: None)
+        ok, termination = rep.ok, rep.termination_condition
+    assert ok, termination
     assert summary["length_m"] == pytest.approx(L, rel=1e-4)
     lo, hi = lap_time_bounds(load_vehicle(car), L)
     assert lo < summary["lap_time_s"] < hi, (lo, summary["lap_time_s"], hi)

@@ -64,9 +64,8 @@ def test_the_models_variables_and_channels_have_entries():
 
 @pytest.mark.integration
 @pytest.mark.parametrize("model", ["full", "single-track", "multibody"])
-def test_every_column_of_a_solved_table_has_an_entry(model):
-    import _solved_sector as sector
-    df = sector.solved(model)[-1]
+def test_every_column_of_a_solved_table_has_an_entry(solved_sector, model):
+    df = solved_sector(model)[-1]
     missing = [c for c in df.columns if c not in CHANNELS]
     assert not missing, missing
     table = channel_table(df.columns)
@@ -75,12 +74,11 @@ def test_every_column_of_a_solved_table_has_an_entry(model):
 
 
 @pytest.mark.integration
-def test_the_signs_hold_on_a_solved_sector():
+def test_the_signs_hold_on_a_solved_sector(solved_sector):
     """The sign conventions of the dictionary, on the full model's solution of Nordschleife
     1200-1360 m: a left-hand bend (Omega_z > 0) taken at the friction limit, then a right-hand
     one; the straight at about 140 km/h."""
-    import _solved_sector as sector
-    df = sector.solved("full")[-1]
+    df = solved_sector("full")[-1]
     assert "+ up" in describe("q4").sign and (df["q4"] < -0.02).all()       # sits lower
     assert (df["f_xa"] >= -1e-6).all() and (df["f_xb"] <= 1e-6).all()
     assert (df["f_drag"] <= 0).all() and (df["f_down"] <= 0).all()

@@ -211,20 +211,17 @@ def test_compare_command_with_three_runs(tmp_path):
 
 
 @pytest.mark.integration
-def test_a_solved_lap_against_its_own_speed_times_0_98(tmp_path):
-    """The FSAE car's closed lap of the stadium oval, and a logged lap made of its own time
-    and speed at 98 %: `compare RUN --telemetry` finds the logged lap T/49 behind at the end
-    (its distance, the integral of the speed, is the car's path: stretched to the run's
-    centreline length)."""
-    import _stadium
-    from pyomo_lap import solve_sector
+def test_a_solved_lap_against_its_own_speed_times_0_98(stadium_lap, tmp_path):
+    """The FSAE car's closed lap of the stadium oval (the session's shared lap,
+    tests/_shared.py), and a logged lap made of its own time and speed at 98 %: `compare RUN
+    --telemetry` finds the logged lap T/49 behind at the end (its distance, the integral of
+    the speed, is the car's path: stretched to the run's centreline length)."""
+    from _shared import copy_run
     from pyomo_lap.cli import main
     from pyomo_lap.results.table import read_trajectory
-    run = tmp_path / "run"
-    _, rep, _, summary = solve_sector(track=str(_stadium.write("tum", tmp_path)), vehicle="fsae",
-                                      periodic=True, length=None, out_dir=str(run),
-                                      ocp_options={"element_length": 20.0}, echo=lambda *a: None)
-    assert rep.ok
+    run = copy_run(stadium_lap.folder, tmp_path / "run")
+    summary = stadium_lap.summary
+    assert stadium_lap.ok
     df = read_trajectory(run)
     pd.DataFrame({"time [s]": df["t"] / 0.98, "speed [m/s]": 0.98 * df["speed"],
                   "a_y [m/s^2]": df["a_y"]}).to_csv(tmp_path / "lap.csv", index=False)

@@ -88,11 +88,11 @@ def test_defect_converges_at_the_polynomial_order_on_an_exact_trajectory():
 
 
 @pytest.mark.integration
-def test_defects_of_a_solved_sector():
+def test_defects_of_a_solved_sector(solved_sector):
     """At the collocation points the DAE holds to the solver's tolerance; between them it does
     not exactly; shooting each element from its start gives local errors well below the replay
     tolerances."""
-    tr, p, m, rep, df = sector.solved("full")
+    tr, p, m, rep, df = solved_sector("full")
     d = collocation_defects(m, tr, p, shooting=True)
     el = d.elements
     assert len(el) == sector.NFE and (el["eps"] > 0).all()
@@ -112,9 +112,9 @@ def test_defects_of_a_solved_sector():
 
 
 @pytest.mark.integration
-def test_refine_mesh_splits_and_resolves_warm_started():
+def test_refine_mesh_splits_and_resolves_warm_started(solved_sector):
     """The refinement splits the worst elements and solves the new mesh from the old solution."""
-    tr, p, m, rep, df = sector.solved("full")
+    tr, p, m, rep, df = solved_sector("full")
     d = collocation_defects(m, tr, p)
     eps = d.elements["eps"].to_numpy()
     tol = float(np.sort(eps)[-3]) * 0.999          # the three worst elements
@@ -131,10 +131,10 @@ def test_refine_mesh_splits_and_resolves_warm_started():
 
 
 @pytest.mark.integration
-def test_refine_mesh_also_splits_the_elements_it_is_given():
+def test_refine_mesh_also_splits_the_elements_it_is_given(solved_sector):
     """Elements named for another reason (the speed consistency of the channels) are split in
     the parts given, with none of the defects above the tolerance; a bad count is refused."""
-    tr, p, m, rep, df = sector.solved("full")
+    tr, p, m, rep, df = solved_sector("full")
     d = collocation_defects(m, tr, p)
     res = refine_mesh(m, 10.0 * float(d.elements["eps"].max()), defects=d, solve=False,
                       also_split={2: 2, 5: 3})

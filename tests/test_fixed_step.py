@@ -96,7 +96,7 @@ def test_the_grid_and_the_track_coordinate_in_closed_form():
 
 
 @pytest.mark.component
-def test_a_solved_sectors_speed_is_its_polynomial_between_the_mesh_points():
+def test_a_solved_sectors_speed_is_its_polynomial_between_the_mesh_points(solved_sector):
     """Nordschleife 1200-1360 m (Radau, ncp 3): on a 0.1 m step the speed along the track
     q1_dot (a state) and the forward speed v_3x (computed from the states) at the mesh points
     are the mesh's; between them q1_dot differs from straight lines (it is the polynomial) and
@@ -104,10 +104,8 @@ def test_a_solved_sectors_speed_is_its_polynomial_between_the_mesh_points():
     element's points (the Lebesgue constant, computed here); the speed is sqrt(v_3x^2 + v_3y^2)
     on every row (computed, not interpolated); the rows were computed with the algebraic loop
     solved at every one; the time increases."""
-    from _solved_sector import solved
-
     from pyomo_lap.results.fixed_step import model_fixed_step
-    _, _, m, _, df = solved()
+    _, _, m, _, df = solved_sector()
     fx = model_fixed_step(m, df, 0.1)
     info = fx.attrs["fixed_step"]
     assert info["method"] == "computed" and info["algebraic_loop_failed"] == 0
@@ -173,16 +171,18 @@ def test_a_closed_lap_every_metre(tmp_path):
 
 
 @pytest.mark.integration
-def test_export_of_a_folder_is_the_table_solve_every_writes(tmp_path):
+def test_export_of_a_folder_is_the_table_solve_every_writes(sector_run, tmp_path):
     """`pyomo-lap export RUN --every 2` of a 300 m sector gives the same trajectory as `solve
     --every 2` of the same job; validate passes on the --every folder (it reads the mesh
     rows); the export inside RUN is in RUN's manifest, so the next solve into RUN replaces
-    it; bad steps stop with one line."""
+    it; bad steps stop with one line. RUN: a copy of the session's shared run of the job
+    (tests/_shared.py, solved through ``solve_sector``)."""
+    from _shared import copy_run
     from pyomo_lap.cli import main
     from pyomo_lap.results.table import read_trajectory
     job = ["--length", "300"]
     every = _solve([*job, "--every", "2"], tmp_path / "every")
-    base = _solve(job, tmp_path / "base")
+    base = copy_run(sector_run.folder, tmp_path / "base")
     r = CliRunner().invoke(main, ["export", str(base), "--every", "2"])
     assert r.exit_code == 0, r.output
     out = base / "export_every_2m"

@@ -160,14 +160,18 @@ def test_the_progress_line_is_shown_on_a_terminal_only(tmp_path):
     iters = [int(k) for k, _ in updates]
     assert iters == sorted(set(iters))
 
-    rc, out, err = _run_with_stderr_on_a_terminal(_solve_args(tmp_path / "b", "-q"), tmp_path)
+    # the other cases say nothing of the sector: a shorter one (the last option wins)
+    short = ("--length", "100", "--nfe", "10")
+    rc, out, err = _run_with_stderr_on_a_terminal(_solve_args(tmp_path / "b", "-q", *short),
+                                                  tmp_path)
     assert rc == 0 and "IPOPT iteration" not in out + err and "sector time" in out
 
-    plain = subprocess.run(_solve_args(tmp_path / "c"), capture_output=True, text=True,
+    plain = subprocess.run(_solve_args(tmp_path / "c", *short), capture_output=True, text=True,
                            env=_env(), cwd=tmp_path, timeout=HANG_GUARD_S)
     assert plain.returncode == 0 and "IPOPT iteration" not in plain.stdout + plain.stderr
-    forced = subprocess.run(_solve_args(tmp_path / "d", "--progress"), capture_output=True,
-                            text=True, env=_env(), cwd=tmp_path, timeout=HANG_GUARD_S)
+    forced = subprocess.run(_solve_args(tmp_path / "d", "--progress", *short),
+                            capture_output=True, text=True, env=_env(), cwd=tmp_path,
+                            timeout=HANG_GUARD_S)
     assert forced.returncode == 0 and "\r" not in forced.stderr
     assert re.search(r"^  IPOPT iteration 0: .* s$", forced.stderr, re.M)
 

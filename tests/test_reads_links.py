@@ -65,13 +65,11 @@ def results(tmp_path):
     return write_results(tmp_path / "base", df, summary, vehicle_params=VEHICLE)
 
 
-@pytest.fixture(scope="module")
-def solved(tmp_path_factory):
-    """``pyomo-lap solve --length 300 --out base`` (copied by each test that changes it)."""
-    from pyomo_lap.api import solve_sector
-    out = tmp_path_factory.mktemp("solved") / "base"
-    solve_sector(length=300.0, out_dir=out, echo=_quiet)
-    return out
+@pytest.fixture
+def solved(sector_run):
+    """``pyomo-lap solve --length 300 --out base``: the session's shared run
+    (tests/_shared.py), copied by each test that changes it."""
+    return sector_run.folder
 
 
 def _copy(src: Path, dst: Path) -> Path:

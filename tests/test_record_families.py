@@ -73,13 +73,13 @@ def test_every_recording_family_has_a_channel_group_and_car_functions(name):
 
 @pytest.mark.integration
 @pytest.mark.parametrize("name", CHAIN_FAMILIES)
-def test_every_recording_family_gets_channels_simulate_and_defects(name):
+def test_every_recording_family_gets_channels_simulate_and_defects(solved_sector, name):
     """On the family's solved sector: every channel of its record is a column of the results,
     and ``v_3x`` there is the closed form of the road body's velocity,
     q1_dot (1 - Omega_z q2) cos q3 + q2_dot sin q3; its collocation defects (and, by shooting,
     its simulation) come from the record: at the collocation points the DAE holds to the
     solver's tolerance, and each element simulated from its start lands near its end."""
-    tr, p, m, rep, df = sector.solved(name)
+    tr, p, m, rep, df = solved_sector(name)
     rec = record_of(m)
     missing = [c for c in record_columns(rec) if c not in df.columns]
     assert not missing, f"model {name!r}: channels of the record missing from the results: {missing}"

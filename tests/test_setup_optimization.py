@@ -62,13 +62,16 @@ def balance():
     free = {"aero.Cz1": box, "aero.Cz2": (0.0, 2.0)}
     opt = solve_sector(**SECTOR, **QUIET, free=free, keep_sum=[("aero.Cz1", "aero.Cz2")]).summary
     mesh = opt["mesh"]["element_boundaries_m"]
-    sweep = {}
+    sweep, kept = {}, {}
     for cz1 in np.linspace(*box, 7):
         car = base.replace({"aero.Cz1": float(cz1), "aero.Cz2": float(total - cz1)})
-        s = solve_sector(**SECTOR, **QUIET, vehicle=car,
+        # one build, each car put into it (model_cache: the new build's NLP, as a setup study
+        # runs; tests/test_set_vehicle.py checks it row by row)
+        s = solve_sector(**SECTOR, **QUIET, vehicle=car, model_cache=kept,
                          ocp_options={"element_boundaries": mesh}).summary
         assert s["optimal"]
         sweep[float(cz1)] = s["lap_time_s"]
+    kept.clear()
     car = base.replace({k: v["value"] for k, v in opt["setup"].items()})
     sens = solve_sector(**SECTOR, **QUIET, vehicle=car, sensitivities=True,
                         ocp_options={"element_boundaries": mesh})
@@ -126,10 +129,10 @@ def test_the_single_track_car_optimizes_its_setup_too():
     cz1 = opt["setup"]["aero.Cz1"]["value"]
     assert cz1 + opt["setup"]["aero.Cz2"]["value"] == pytest.approx(total, abs=1e-8)
     mesh = {"element_boundaries": opt["mesh"]["element_boundaries_m"]}
-    sweep = {}
+    sweep, kept = {}, {}
     for x in np.linspace(*box, 5):
         car = base.replace({"aero.Cz1": float(x), "aero.Cz2": float(total - x)})
-        s = solve_sector(**kw, vehicle=car, ocp_options=mesh).summary
+        s = solve_sector(**kw, vehicle=car, ocp_options=mesh, model_cache=kept).summary
         assert s["optimal"]
         sweep[float(x)] = s["lap_time_s"]
     assert opt["lap_time_s"] <= min(sweep.values()) + 1e-6, (opt["lap_time_s"], sweep)

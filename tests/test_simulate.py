@@ -110,12 +110,12 @@ def test_control_laws_and_inputs_are_checked():
 
 
 @pytest.mark.integration
-def test_controls_from_trajectory_follow_the_elements():
+def test_controls_from_trajectory_follow_the_elements(solved_sector):
     """Controls at every collocation point (the default OCP): on each element the control law is
     the polynomial through the element's collocation values (degree ncp - 1 = 2 here, checked
     against numpy's polyfit), and it may jump at the element boundaries; element-constant
     controls give the element-constant law of before."""
-    tr, p, m, rep, df = sector.solved("full")
+    tr, p, m, rep, df = solved_sector("full")
     assert not m.problem.options.piecewise_constant_controls and m.problem.options.ncp == 3
     pc = controls_from_trajectory(df, "s", start=sector.START)
     assert isinstance(pc, CollocationControls)
@@ -164,10 +164,10 @@ def test_controls_from_trajectory_follow_the_elements():
 
 
 @pytest.mark.integration
-def test_open_loop_replay_agrees_with_the_optimum():
+def test_open_loop_replay_agrees_with_the_optimum(solved_sector):
     """The optimal controls, integrated in time (as functions of distance, and of time), keep
     every state within the default tolerances over the short sector."""
-    tr, p, m, rep, df = sector.solved("full")
+    tr, p, m, rep, df = solved_sector("full")
     for basis in ("s", "t"):
         r = replay(df, tr, p, basis=basis, explain=False)
         assert r.simulation.status == "end", r.simulation.message
@@ -179,10 +179,10 @@ def test_open_loop_replay_agrees_with_the_optimum():
 
 
 @pytest.mark.integration
-def test_replay_reports_when_and_why_states_part():
+def test_replay_reports_when_and_why_states_part(solved_sector):
     """With a tight lateral tolerance the report names the first state to part, where, and the
     reason; the table agrees with it."""
-    tr, p, m, rep, df = sector.solved("full")
+    tr, p, m, rep, df = solved_sector("full")
     r = replay(df, tr, p, tolerances={"q2": 2e-3}, explain=True)
     assert r.first_to_part == "q2"
     s_part = r.first_exceedance["q2"]
@@ -195,11 +195,11 @@ def test_replay_reports_when_and_why_states_part():
 
 
 @pytest.mark.integration
-def test_path_following_feedback_recovers_a_disturbance():
+def test_path_following_feedback_recovers_a_disturbance(solved_sector):
     """Started with a heading error of 0.02 rad, the open-loop car drifts off the optimal line
     (nothing steers it back: the lateral position integrates the heading); with the steering
     feedback it comes back to within a few centimetres by the sector end."""
-    tr, p, m, rep, df = sector.solved("full")
+    tr, p, m, rep, df = solved_sector("full")
     ol = replay(df, tr, p, initial_offset={"q3": 0.02}, explain=False)
     fb = replay(df, tr, p, initial_offset={"q3": 0.02}, feedback=True, explain=False)
     assert abs(ol.comparison["q2_dev"].iloc[-1]) > 0.3
@@ -211,13 +211,13 @@ def test_path_following_feedback_recovers_a_disturbance():
 
 
 @pytest.mark.integration
-def test_cli_validate_a_results_folder(tmp_path):
+def test_cli_validate_a_results_folder(solved_sector, tmp_path):
     """`pyomo-lap validate` replays and measures the defects of a results folder."""
     import json
     from click.testing import CliRunner
     from pyomo_lap.cli import main
     from pyomo_lap.results.table import write_results
-    tr, p, m, rep, df = sector.solved("full")
+    tr, p, m, rep, df = solved_sector("full")
     summary = {"lap_time_s": float(df["t"].iloc[-1]), "track": "nordschleife", "vehicle": "fsae",
                "start_m": sector.START, "ncp": 3, "scheme": "LAGRANGE-RADAU", "model": "full",
                "pyomo_lap_version": "test"}

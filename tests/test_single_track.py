@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from scipy.optimize import fsolve
 
 import _solved_sector as sector
-from pyomo_lap import Track, build_model, load_vehicle, solve_model
+from pyomo_lap import Track, build_model, load_track, load_vehicle, solve_model
 from pyomo_lap.verify.simulate import car_functions
 from pyomo_lap.verify.simulate import TrackLookup
 
@@ -90,12 +90,12 @@ def test_crest_load_of_the_rigid_car():
 
 
 @pytest.mark.integration
-def test_single_track_ocp_next_to_the_full_model():
+def test_single_track_ocp_next_to_the_full_model(solved_sector):
     """The single-track OCP on the same 3D sector: it solves, respects its constraints, and is
     a little faster than the full model, whose axles lose grip to lateral load transfer
     (pD2 < 0: a tyre's friction falls with its load) and which has to roll and pitch."""
-    tr, p, ms, reps, dfs = sector.solved("single-track")
-    _, _, mf, repf, dff = sector.solved("full")
+    tr, p, ms, reps, dfs = solved_sector("single-track")
+    _, _, mf, repf, dff = solved_sector("full")
     import pyomo.environ as pyo
     t_st, t_full = pyo.value(ms.lap_time), pyo.value(mf.lap_time)
     assert 0.85 * t_full < t_st < t_full
@@ -111,13 +111,13 @@ def test_single_track_ocp_next_to_the_full_model():
 
 
 @pytest.mark.integration
-def test_single_track_solution_warm_starts_the_full_model():
+def test_single_track_solution_warm_starts_the_full_model(solved_sector):
     """Initialized from the single-track optimum (suspension settled, loads solved at every
     point) the full model solves to the same optimum as from its cold start."""
     import pyomo.environ as pyo
     from pyomo_lap.ocp.single_track import warm_start_full
-    tr, p, ms, reps, dfs = sector.solved("single-track")
-    _, _, mf, repf, dff = sector.solved("full")
+    tr, p, ms, reps, dfs = solved_sector("single-track")
+    _, _, mf, repf, dff = solved_sector("full")
     m = build_model(tr, p, start=sector.START, length=sector.LENGTH, nfe=sector.NFE, ncp=3)
     info = warm_start_full(m, ms)
     assert info["unsettled"] == 0
@@ -140,5 +140,5 @@ def test_cli_single_track(tmp_path):
     r = CliRunner().invoke(main, ["solve", "--model", "bicycle", "--out", str(tmp_path / "x")])
     assert r.exit_code == 2 and "single-track" in r.output
     with pytest.raises(ValueError, match="lift"):
-        build_model(sector.solved("single-track")[0], load_vehicle("fsae"), start=0.0,
+        build_model(load_track("nordschleife"), load_vehicle("fsae"), start=0.0,
                     length=100.0, nfe=5, model="single-track", lift=("qdd",))

@@ -284,14 +284,14 @@ def test_a_solve_writes_the_keys_and_values_it_wrote_before(tmp_path):
 
 
 @pytest.mark.integration
-def test_the_self_check_of_a_model_solved_in_a_script_takes_its_summary():
+def test_the_self_check_of_a_model_solved_in_a_script_takes_its_summary(solved_sector):
     """A model built and solved in a script (as benchmarks/energy_limited.py does): its
     summary (solve_summary) says what the build was given, and the self-check on it gives the
     checks the summary made by hand gave before (the same values)."""
     import _solved_sector as sector
     from pyomo_lap.api.results import solve_summary
     from pyomo_lap.verify.verdict import self_check
-    tr, p, m, rep, df = sector.solved()
+    tr, p, m, rep, df = solved_sector()
     s = solve_summary(m, rep)
     assert (s.model, s.start_m, s.length_m, s.nfe, s.ncp, s.periodic) == (
         "full", sector.START, sector.LENGTH, sector.NFE, 3, False)
