@@ -24,6 +24,9 @@ reads them; a test that writes into a results folder copies it first
 ``sector_run``
     ``pyomo-lap solve --length 300`` (the default job's first 300 m) as ``solve_sector``
     writes it: ``.folder``, ``.summary``, ``.ok``.
+``default_job``
+    ``pyomo-lap solve`` (the default job: Nordschleife 0-2000 m, FSAE, 200 elements) through
+    the command line: its results folder.
 ``stadium_lap``
     The FSAE car's closed lap of tests/_stadium.py's oval as ``solve_sector`` writes it
     (``tum`` format, 20 m elements): ``.folder``, ``.summary``, ``.ok``, ``.track_file``.
@@ -42,7 +45,7 @@ RELEASE = {"solved_sector": _solved_sector.solved.cache_clear}
 """Group name -> what frees its case held in memory (called after the group's last test)."""
 
 GROUPS = {"solved_sector": "solved_sector", "stadium_lap": "stadium_lap",
-          "sector_run": "sector_run"}
+          "sector_run": "sector_run", "default_job": "default_job"}
 """Fixture name -> the xdist group of the tests that use it."""
 
 
@@ -80,6 +83,19 @@ def sector_run(tmp_path_factory):
     out = SimpleNamespace(folder=folder, summary=res.summary, ok=res.report.ok)
     del res                              # the model is not kept: only the folder and numbers
     return out
+
+
+@pytest.fixture(scope="session")
+def default_job(tmp_path_factory):
+    """``pyomo-lap solve --quiet``: the default job (Nordschleife 0-2000 m, the FSAE car, 200
+    elements) run through the command line as a user runs it; its results folder."""
+    from click.testing import CliRunner
+
+    from pyomo_lap.cli import main
+    folder = tmp_path_factory.mktemp("default_job") / "default"
+    r = CliRunner().invoke(main, ["solve", "--out", str(folder), "--quiet"])
+    assert r.exit_code == 0, r.output
+    return folder
 
 
 def copy_run(run: Path, dst: Path) -> Path:

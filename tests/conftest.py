@@ -26,7 +26,8 @@ more than one, stops the collection with a list of the offenders, whatever ``-m`
 import pytest
 
 import _shared
-from _shared import sector_run, solved_sector, stadium_lap  # noqa: F401 (session fixtures)
+from _shared import (default_job, sector_run, solved_sector,  # noqa: F401 (fixtures of
+                     stadium_lap)                                   # the session)
 
 KINDS = ("unit", "component", "integration", "performance")
 

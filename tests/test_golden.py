@@ -139,11 +139,13 @@ def inputs():
 
 
 @pytest.mark.performance
-def test_default_job_lap_time(tmp_path, inputs):
+def test_default_job_lap_time(default_job, inputs):
     """`pyomo-lap solve`: Nordschleife 0-2000 m, fsae, 200 elements of 10 m, Radau ncp = 2,
-    lap_ipopt; its sector time against the golden value and the independent checks."""
+    lap_ipopt; its sector time against the golden value and the independent checks. The run
+    is the session's (tests/_shared.py: ``pyomo-lap solve --quiet``, also the first run of
+    tests/test_warm_start.py)."""
     p, track = inputs
-    summary, df = _solve([], tmp_path / "default")
+    summary, df = read_summary(default_job), read_trajectory(default_job)
     _check_fingerprint("default", summary)
     assert summary["termination_condition"] == "optimal"
     assert summary["ipopt_exit"] == "Optimal Solution Found."       # not 'acceptable'

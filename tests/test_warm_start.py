@@ -22,13 +22,14 @@ def first(tmp_path_factory):
 
 
 @pytest.mark.integration
-def test_a_warm_start_reaches_the_same_optimum_in_fewer_iterations(tmp_path):
+def test_a_warm_start_reaches_the_same_optimum_in_fewer_iterations(default_job, tmp_path):
     """The default job (2 km): a car 5 kg heavier with 0.04 more drag, from the first car's
-    solution. (On short sectors the usual start is often as good: the sweep keeps warm
-    starts only where they help, tests/test_sweep.py.)"""
-    first = tmp_path / "first"
-    mesh = solve_sector(vehicle=load_vehicle("fsae"), out_dir=first,
-                        **DEFAULT_JOB).summary["mesh"]["element_boundaries_m"]
+    solution (the session's ``pyomo-lap solve``, tests/_shared.py; read, not written). (On
+    short sectors the usual start is often as good: the sweep keeps warm starts only where
+    they help, tests/test_sweep.py.)"""
+    from pyomo_lap.results.table import read_summary
+    first = default_job
+    mesh = read_summary(first)["mesh"]["element_boundaries_m"]
     car = load_vehicle("fsae").replace(m=245.0, Cx=0.88)
     # both on the first car's mesh (a warm start otherwise takes the job's own adaptive mesh)
     cold = solve_sector(vehicle=car, out_dir=tmp_path / "cold", ocp_options={
