@@ -38,8 +38,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from click.testing import CliRunner
 
 import _solved_sector
+from pyomo_lap.cli import main
 
 RELEASE = {"solved_sector": _solved_sector.solved.cache_clear}
 """Group name -> what frees its case held in memory (called after the group's last test)."""
@@ -89,9 +91,6 @@ def sector_run(tmp_path_factory):
 def default_job(tmp_path_factory):
     """``pyomo-lap solve --quiet``: the default job (Nordschleife 0-2000 m, the FSAE car, 200
     elements) run through the command line as a user runs it; its results folder."""
-    from click.testing import CliRunner
-
-    from pyomo_lap.cli import main
     folder = tmp_path_factory.mktemp("default_job") / "default"
     r = CliRunner().invoke(main, ["solve", "--out", str(folder), "--quiet"])
     assert r.exit_code == 0, r.output

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from pyomo_lap import load_vehicle, solve_sector
+from pyomo_lap.results.table import read_summary
 
 JOB = {"length": 300.0, "nfe": 30, "echo": lambda *_: None, "progress": lambda *_: None}
 DEFAULT_JOB = {"echo": lambda *_: None, "progress": lambda *_: None}   # 2 km, 200 elements
@@ -27,7 +28,6 @@ def test_a_warm_start_reaches_the_same_optimum_in_fewer_iterations(default_job, 
     solution (the session's ``pyomo-lap solve``, tests/_shared.py; read, not written). (On
     short sectors the usual start is often as good: the sweep keeps warm starts only where
     they help, tests/test_sweep.py.)"""
-    from pyomo_lap.results.table import read_summary
     first = default_job
     mesh = read_summary(first)["mesh"]["element_boundaries_m"]
     car = load_vehicle("fsae").replace(m=245.0, Cx=0.88)
