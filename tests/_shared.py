@@ -8,9 +8,9 @@ once per worker. Groups are scheduled first (pytest-xdist orders its units by si
 longest work starts early.
 
 A case held in memory (a solved Pyomo model) is released when its group's last test is done
-(:func:`release_after`): a live model makes every later build of the process slower, since
-:func:`pyomo_lap.util.gc_pause.collect_frozen` walks every live object before each build
-(measured: ~0.4 s per solved sector held, at every one of the ~150 builds of a worker).
+(:func:`release_after`): a live model makes the collections before later builds of the
+process slower (:func:`pyomo_lap.util.gc_pause.collect_frozen` walks every live object when
+it runs; ~0.4 s per solved sector held) and rarer, so dropped models wait longer.
 In one process (``-n 0``) the tests of a group are moved next to each other
 (:func:`group_items`), so that a case is solved once there too.
 
