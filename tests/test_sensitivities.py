@@ -15,6 +15,7 @@ the penalties' own response (0.3-2.5 % on this sector), which the test also show
 """
 import numpy as np
 import pytest
+from _shared import copy_run
 
 from pyomo_lap.analysis import lagrangian
 from pyomo_lap.analysis import sensitivities as sens
@@ -182,7 +183,7 @@ def test_a_failed_adjoint_falls_back_to_the_objective(solved_with_multipliers, m
 
 
 @pytest.mark.integration
-def test_solve_sector_and_cli_write_the_sensitivities(tmp_path):
+def test_solve_sector_and_cli_write_the_sensitivities(tmp_path, sector_run):
     import pandas as pd
     from click.testing import CliRunner
     from pyomo_lap import solve_sector
@@ -206,16 +207,16 @@ def test_solve_sector_and_cli_write_the_sensitivities(tmp_path):
     assert summary["solver_options"] == sens.SENSITIVITY_SOLVER_OPTIONS     # solved tighter
     assert table.attrs["method"] == "adjoint"
     # without the option: no table, no sheet; the CLI has the flag
-    res = solve_sector(start=START, length=200.0, out_dir=tmp_path / "n", echo=lambda *_: None,
-                       progress=None)
-    assert res.sensitivities is None and "sensitivities" not in res.summary
-    assert "sensitivities" not in pd.ExcelFile(tmp_path / "n" / "results.xlsx").sheet_names
+    # (the session's solve without the option, tests/_shared.py)
+    plain = copy_run(sector_run.folder, tmp_path / "n")
+    assert "sensitivities" not in sector_run.summary
+    assert "sensitivities" not in pd.ExcelFile(plain / "results.xlsx").sheet_names
     # pyomo-lap plot: the tornado chart among the figures of a run that has sensitivities only
     from pyomo_lap.plots.figures import plot_results
-    names = {f.stem for f in plot_results(tmp_path / "n", figures=None)}
+    names = {f.stem for f in plot_results(plain, figures=None)}
     assert "speed" in names and "sensitivities" not in names
     with pytest.raises(ValueError, match="--sensitivities"):
-        plot_results(tmp_path / "n", figures=["sensitivities"])
+        plot_results(plain, figures=["sensitivities"])
     assert "sensitivities" in {f.stem for f in plot_results(tmp_path / "r", out_dir=tmp_path / "p")}
     out = CliRunner().invoke(main, ["solve", "--start", "1150", "--length", "200",
                                     "--sensitivities", "--out", str(tmp_path / "c")])
@@ -243,7 +244,7 @@ def test_the_asl_paths_give_the_same_sensitivities():
     tr, car = load_track("nordschleife"), load_vehicle("fsae")
     tables = []
     for solver, named in (("lap_ipopt", False), ("ipopt", True), ("ipopt_v2", True)):
-        m = build_model(tr, car, start=START, length=200.0, named_subexpressions=named)
+        m = build_model(tr, car, start=START, length=120.0, named_subexpressions=named)
         initialize_model(m)
         sens.declare_multiplier_suffixes(m)
         rep = solve_model(m, solver=solver, options={"tol": 1e-10, "acceptable_tol": 1e-9})
