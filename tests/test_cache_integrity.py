@@ -49,10 +49,14 @@ import numpy as np
 import pytest
 
 from pyomo_lap import load_vehicle
-from pyomo_lap.ocp.build import OCP_CONFIG, record_point_rows
+from pyomo_lap.ocp.build import OCP_CONFIG, record_point_rows, record_rows
 from pyomo_lap.util import casadi_compile as cc
 
-SECTOR = ["--start", "500", "--length", "150", "--nfe", "15"]
+MODEL = "single-track"
+"""The vehicle model whose point functions these tests compile, damage and rebuild: the
+smallest of the registry's (its Hessian's library 65 kB against the full model's 870 kB, a
+compile of seconds, not of 20 s); the cache's rules are the same for every model."""
+SECTOR = ["--start", "500", "--length", "150", "--nfe", "15", "--model", MODEL]
 """150 m in 15 elements of 10 m (in 10 of 15 m the result fails its self-check, defect_p95 0.051,
 and the solve exits 4: these tests are about the cache, not the mesh)."""
 NAMES = ("point_f", "point_fj", "point_h")
@@ -65,7 +69,7 @@ NAMES = ("point_f", "point_fj", "point_h")
 def _rows():
     """The recorded rows of the default car and options: the structure of the CLI's sector."""
     p = load_vehicle("fsae")
-    return record_point_rows(p, OCP_CONFIG({}))
+    return record_rows(p, {"model": MODEL})
 
 
 def _private(path: Path) -> Path:
@@ -340,7 +344,7 @@ def sector_model():
     """The 150 m sector of the CLI runs, built and initialized (not solved)."""
     from pyomo_lap import build_model, initialize_model, load_track
     m = build_model(load_track("nordschleife"), load_vehicle("fsae"), start=500, length=150,
-                    nfe=15, ncp=2)
+                    nfe=15, ncp=2, model=MODEL)
     initialize_model(m)
     return m
 
@@ -437,9 +441,13 @@ def test_a_rebuilt_library_that_differs_still_leaves_the_solve_to_the_virtual_ma
 # issue 34, item 6: another entry's library, of other shapes, with a matching manifest
 # --------------------------------------------------------------------------------------------
 
+FOREIGN = "33x1"
+"""The foreign ``point_f``'s first input (the full model's 33 variables of a point)."""
+
+
 def _foreign_point_f(cache: Path) -> Path:
-    """Put another cache entry's ``point_f`` (the rows of ``periodic=True``: 3 rows fewer)
-    over this entry's and make the manifest match it, as the issue did; this entry's
+    """Put another cache entry's ``point_f`` (the full model's rows of ``periodic=True``: 31,
+    this entry's model has 17) over this entry's and make the manifest match it, as the issue did; this entry's
     ``point_f``."""
     import casadi as ca
     from pyomo_lap.solvers.lap import compiled
@@ -470,7 +478,8 @@ def test_another_entrys_library_with_a_matching_manifest_is_rebuilt_and_the_solv
     assert proc.returncode == 0, text[-3000:]
     said = _cache_warnings(proc.stderr)
     assert len(said) == 1 and lib.name in said[0] and "rebuilt" in said[0], proc.stderr[-3000:]
-    assert "its output 0 is 31x1, the model's function's 34x1" in said[0], said
+    assert f"its input 0 is {FOREIGN}, the model's function's {len(_rows().variables)}x1" \
+        in said[0], said
     assert "broadcast" not in text and "another mesh" not in text
     assert cc.check_file(lib) == ""
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["solver_status"] == "ok"
@@ -486,7 +495,7 @@ def test_another_entrys_library_is_never_used_and_rebuilt_in_the_same_call(cache
         warnings.simplefilter("always")
         pf = point_functions(rec)
     said = [str(w.message) for w in seen if "the cache entry" in str(w.message)]
-    assert len(said) == 1 and lib.name in said[0] and "31x1" in said[0], said
+    assert len(said) == 1 and lib.name in said[0] and FOREIGN in said[0], said
     funs = pf["functions"]
     assert funs.compiled and funs.compile_s > 0 and pf["n_out"] == len(rec.outputs)
     args = _point_args(rec, "point_f")
