@@ -31,6 +31,7 @@ from ..folders.writer import ResultsWriter
 from ..results.corners import corner_deltas, records_table
 from ..results.summary import Summary, as_summary
 from ..results.table import UNITS, read_summary, read_trajectory
+from ..util.steps import check_step
 from .telemetry import CHANNEL_ALIASES, read_telemetry
 
 matplotlib, matplotlib_available = attempt_import("matplotlib")
@@ -252,6 +253,8 @@ def resample_channels(df: pd.DataFrame, every, s: str = "s", t: str = "t") -> pd
     x = df[key].to_numpy(dtype=float)
     if not np.all(np.diff(x) > 0):
         raise ValueError(f"column {key!r} does not increase: cannot resample on it")
+    check_step(step, float(x[-1] - x[0]), len(x) - 1, unit="m" if kind == "distance" else "s",
+               of=f"the run's {'distance' if kind == 'distance' else 'time'} rows")
     grid = np.arange(x[0], x[-1] + 1e-9 * max(1.0, abs(x[-1])), step)
     if grid[-1] < x[-1] - 1e-9 * max(1.0, abs(x[-1])):
         grid = np.append(grid, x[-1])

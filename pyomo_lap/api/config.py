@@ -165,7 +165,9 @@ _EVERY = FiniteFloat(0.0, True, "a finite step > 0 m, at most the sector's lengt
 
 _EVERY_TEXT = ("write the channels every EVERY metres of the sector [m] (None: one row per point "
                "of the solver's mesh): trajectory.csv, .parquet and the workbook's channels on 0, "
-               "EVERY, 2 EVERY, ... and the sector's end, computed there from the collocation "
+               "EVERY, 2 EVERY, ... and the sector's end (EVERY at least the sector's length / (100 "
+               "mesh points asked for): at most 100 rows per mesh interval), computed there "
+               "from the collocation "
                "polynomials (docs/fixed_step.md); the mesh rows in trajectory_mesh.csv "
                "and .parquet")
 """The job option ``every``: its domain and description (:data:`SOLVE_CONFIG`)."""

@@ -9,6 +9,7 @@ channels, export) is :mod:`pyomo_lap.api.results`; the refinement of the mesh
 from __future__ import annotations
 
 import importlib
+import math
 import time
 import warnings
 from pathlib import Path
@@ -57,6 +58,7 @@ from ..track.gps import lat_lon_order_warnings
 from ..track.loading import load_track
 from ..util.overlap import while_solver_runs
 from ..util.progress import echo_progress
+from ..util.steps import check_step
 from ..vehicle.car import load_vehicle
 from ..vehicle.limits import merge_limits
 from .config import (
@@ -295,6 +297,13 @@ def _load_inputs(job: Job) -> None:
     if cfg.every is not None and cfg.every > job.length * (1 + 1e-12):
         raise ValueError(f"every = {cfg.every:g} m: expected a step of at most the sector's "
                          f"length ({job.length:g} m)")
+    if cfg.every is not None:      # rows without bound on a step finer than the mesh resolves
+        span = job.length if job.length is not None else tr.length - job.start
+        h = float(job.ocp_options.get("element_length") or 10.0)
+        n = (cfg.nfe or math.ceil(span / h - 1e-9)) * int(cfg.ncp or 1)
+        check_step(float(cfg.every), span, n, option="every =",
+                   of=f"the mesh points asked for ({'nfe' if cfg.nfe else f'element_length {h:g} m'}"
+                      f", ncp {cfg.ncp})")
     if cfg.free:           # a setup optimization the car's rows cannot do: said before building
         _check_free_before_build(p, job.model, cfg.periodic, job.ocp_options, cfg)
     ensure_solver(cfg.solver)  # fail before building when the solver is missing

@@ -66,7 +66,8 @@ def plot(results_dir, out_dir, pdf, reference, figures, s_range):
                    "complete lap, between two beacon markers]")
 @click.option("--every", default=None, metavar="STEP",
               help="write the comparison table on a fixed step: of distance (1m, 0.5m) or of "
-                   "the first run's time (0.01s, 100Hz)")
+                   "the first run's time (0.01s, 100Hz); at least the span / (100 (rows - 1)) of "
+                   "each run: at most 100 rows per interval of its rows")
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="output folder, not inside a run's folder  [default: "
                    "compare_<name of RUN_A>_vs_<name of RUN_B> next to RUN_B; with more runs "

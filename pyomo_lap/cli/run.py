@@ -368,7 +368,8 @@ def validate(results_dir, out_dir, no_feedback, shooting, open_loop, plots_dir, 
 @click.argument("run", type=click.Path(file_okay=False), metavar="RUN")
 @click.option("--every", required=True, type=float, metavar="STEP",
               help="the step [m]: rows at 0, STEP, 2 STEP, ... and the sector's end, computed "
-                   "there from the collocation polynomials")
+                   "there from the collocation polynomials; at least the run's length / (100 "
+                   "(mesh points - 1)): at most 100 rows per mesh interval")
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="output folder  [default: RUN/export_every_STEPm]")
 def export(run, every, out_dir):

@@ -60,6 +60,7 @@ from ..folders.writer import ResultsWriter
 from ..ocp.build import RATE_NAMES, STATE_NAMES
 from ..ocp.collocation import INTERPOLATION_KINDS, collocation_interpolate, snap_breaks
 from ..ocp.transfer import mesh_components, mesh_nodes, model_states, state_names
+from ..util.steps import check_step
 from ..vehicle.car import ALGEBRAIC, CONTROLS, load_vehicle
 from ..vehicle.schema import VehicleParameters, field_of
 from .fixed_step_points import PointModel, computed_columns
@@ -422,6 +423,8 @@ def folder_fixed_step(run, every: float) -> tuple:
     if not breaks:
         raise ValueError(f"{run / 'summary.json'} has no mesh.element_boundaries_m: expected "
                          "the summary of a solved run")
+    check_step(float(every), float(breaks[-1]) - float(breaks[0]), len(mesh) - 1,
+               of=f"{run}'s mesh points")
     sol = run / SOLUTION_FILE
     if sol.is_file():
         with np.load(sol) as d:     # the variables with a value at every mesh point
