@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from _shared import copy_run
 from click.testing import CliRunner
 
-from _shared import copy_run
 from pyomo_lap.analysis.compare import resample_channels
 from pyomo_lap.cli import main
 from pyomo_lap.util.steps import ROWS_PER_INTERVAL, check_step
@@ -36,7 +36,7 @@ def test_check_step_rule():
 
 @pytest.mark.unit
 def test_resample_refuses_a_step_of_a_nanometre():
-    """compare --every 1e-9m: 1.5e11 rows for three points; refused before any is made."""
+    """Compare --every 1e-9m: 1.5e11 rows for three points; refused before any is made."""
     df = pd.DataFrame({"s": [0.0, 75.0, 150.0], "t": [0.0, 1.0, 2.0], "v": [1.0, 2.0, 3.0]})
     with pytest.raises(ValueError, match="--every 1e-09 m: expected a step of at least"):
         resample_channels(df, "1e-9m")
@@ -47,6 +47,7 @@ def test_resample_refuses_a_step_of_a_nanometre():
 
 @pytest.mark.integration
 def test_export_refuses_a_step_finer_than_the_mesh(sector_run, tmp_path):
+    """`export --every 1e-9`: exit 3 (a 1 TiB MemoryError) before; one line, exit 2, no folder."""
     run = copy_run(sector_run.folder, tmp_path / "run")
     r = CliRunner().invoke(main, ["export", str(run), "--every", "1e-9", "--out",
                                   str(tmp_path / "ex")])
@@ -56,6 +57,7 @@ def test_export_refuses_a_step_finer_than_the_mesh(sector_run, tmp_path):
 
 @pytest.mark.integration
 def test_compare_refuses_a_step_finer_than_the_mesh(sector_run, tmp_path):
+    """`compare --every 1e-9m`: a MemoryError traceback before; one line, exit 2."""
     a = copy_run(sector_run.folder, tmp_path / "a")
     b = copy_run(sector_run.folder, tmp_path / "b")
     r = CliRunner().invoke(main, ["compare", str(a), str(b), "--every", "1e-9m", "--out",
@@ -70,3 +72,39 @@ def test_solve_refuses_a_step_finer_than_the_mesh_before_building(tmp_path):
                                   str(tmp_path / "run"), "-q"])
     _one_line_exit_2(r, "every = 1e-09 m", "at least")
     assert not (tmp_path / "run").exists()
+
+
+# ---- item 3: JSON of a results folder nested too deep ------------------------------------
+
+_DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.unit
+def test_summary_read_nested_too_deep(tmp_path):
+    """A RecursionError before; one line naming the file."""
+    from pyomo_lap.folders.json_file import FolderJSONError
+    from pyomo_lap.results.summary import Summary
+    (tmp_path / "summary.json").write_text(_DEEP)
+    with pytest.raises(FolderJSONError, match="summary.json: is nested too deep"):
+        Summary.read(tmp_path)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("command", ["plot", "report", "validate", "export", "compare", "solve"])
+@pytest.mark.parametrize("damaged", ["summary.json", ".pyomo_lap_manifest.json"])
+def test_commands_refuse_json_nested_too_deep(sector_run, tmp_path, command, damaged):
+    """summary.json or the manifest nested 100 000 deep: one line naming the file, exit 2
+    (a RecursionError traceback, or exit 3, before)."""
+    if command == "solve" and damaged != "summary.json":
+        pytest.skip("a warm start reads the manifest with solution.npz (item 2)")
+    run = copy_run(sector_run.folder, tmp_path / "run")
+    (run / damaged).write_text(_DEEP)
+    args = {"plot": ["plot", str(run)], "report": ["report", str(run)],
+            "validate": ["validate", str(run)],
+            "export": ["export", str(run), "--every", "1", "--out", str(tmp_path / "ex")],
+            "compare": ["compare", str(copy_run(sector_run.folder, tmp_path / "a")), str(run),
+                        "--out", str(tmp_path / "cmp")],
+            "solve": ["solve", "--length", "300", "--warm-start", str(run), "--out",
+                      str(tmp_path / "new"), "-q"]}[command]
+    r = CliRunner().invoke(main, args)
+    _one_line_exit_2(r, damaged, "nested too deep")

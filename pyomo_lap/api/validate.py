@@ -243,10 +243,7 @@ def _read_summary(folder: Path) -> Summary:
     if not any((folder / f).exists() for f in ("trajectory.parquet", "trajectory.csv")):
         raise ValueError(f"{folder}: no trajectory.parquet or trajectory.csv; expected a results "
                          "folder of `pyomo-lap solve`")
-    try:
-        summary = Summary.read(folder / "summary.json")
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{folder / 'summary.json'} is not JSON: {exc}") from None
+    summary = Summary.read(folder / "summary.json")      # one line when it is not JSON
     try:
         vm = vehicle_model(summary.model)
     except ValueError as exc:

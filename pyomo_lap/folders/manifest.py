@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from .. import __version__
+from .json_file import FolderJSONError, parse_json
 from .links import _link_target, is_link
 
 __all__ = ["MANIFEST", "FORMAT", "KINDS", "ManifestError", "read_manifest", "manifest_kind",
@@ -107,13 +108,9 @@ def _manifest_problem(path: Path):
     except OSError as exc:
         return None, f"cannot be read ({exc.strerror or exc})"
     try:
-        manifest = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        return None, "is not UTF-8 text"
-    except json.JSONDecodeError as exc:
-        return None, f"is not valid JSON (line {exc.lineno} col {exc.colno})"
-    except ValueError as exc:
-        return None, f"is not valid JSON ({exc})"
+        manifest = parse_json(data, path, "a manifest of pyomo_lap (a JSON object)")
+    except FolderJSONError as exc:
+        return None, exc.problem
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
         return None, "is not a manifest of pyomo_lap (no table 'files')"
     if not isinstance(manifest.get("folders", {}), dict):

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from pyomo.common.dependencies import attempt_import
 
+from ..folders.json_file import parse_json
 from ..track.report import provenance_rows
 from ..vehicle.schema import PARAMETER_KEYS, VehicleParameters, field_of
 from .channels import UNITS
@@ -393,7 +394,8 @@ def _write_parquet(path: Path, table, summary: dict) -> None:
 def read_parquet_units(path) -> dict:
     """Units of the channels stored in a ``trajectory.parquet`` (its schema metadata)."""
     meta = pq.read_schema(path).metadata or {}
-    return json.loads(meta.get(b"pyomo_lap.units", b"{}"))
+    return parse_json(meta.get(b"pyomo_lap.units", b"{}"), f"{path} (its pyomo_lap.units)",
+                      "an object of the channels' units")
 
 
 def _cell(v):

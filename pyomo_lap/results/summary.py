@@ -16,10 +16,11 @@ replaces was.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, Iterator, Optional, Union
+
+from ..folders.json_file import read_json
 
 __all__ = ["Summary", "SUMMARY_FORMAT", "SUMMARY_KEYS", "as_summary"]
 
@@ -368,7 +369,9 @@ class Summary(MutableMapping):
         FileNotFoundError
             No summary.json there.
         ValueError
-            The file is not JSON (json.JSONDecodeError), or not a JSON object.
+            The file is not JSON or nested too deep
+            (:class:`pyomo_lap.folders.json_file.FolderJSONError`, one line), or not a JSON
+            object.
         """
         path = Path(path)
         if path.is_dir():
@@ -376,7 +379,7 @@ class Summary(MutableMapping):
         if not path.exists():
             raise FileNotFoundError(f"no summary.json at {str(path)!r}: is it a pyomo_lap "
                                     "results folder?")
-        data = json.loads(path.read_text())
+        data = read_json(path, "an object of summary.json's keys")
         if not isinstance(data, dict):
             raise ValueError(f"{path}: a JSON {type(data).__name__}, expected an object of "
                              "summary.json's keys")

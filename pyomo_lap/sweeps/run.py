@@ -24,6 +24,7 @@ from pyomo.common.dependencies import attempt_import
 
 from .. import api  # noqa: F401  (imported before the local cluster forks its workers)
 from ..api import job_model, job_options, prefetch_options
+from ..folders.json_file import read_json
 from ..folders.links import is_link
 from ..folders.writer import ResultsWriter
 from ..ocp.build import OCP_CONFIG, vehicle_model
@@ -125,8 +126,8 @@ def _resumed_spec(out: Path, spec: dict) -> str:
     where = f"--resume: the sweep in {str(out)!r}"
     todo = "give the same arguments as that sweep, or another --out for this one"
     try:
-        old = json.loads((out / "sweep.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        old = read_json(out / "sweep.json", "a sweep's specification (a JSON object)")
+    except (OSError, ValueError) as exc:
         raise SweepSpecError(f"{where}: its sweep.json cannot be read ({type(exc).__name__}: "
                              f"{str(exc)[:120]}); choose another --out") from None
     if not isinstance(old, dict):
