@@ -38,6 +38,7 @@ import pyomo.environ as pyo
 from ..folders.results_folder import SOLUTION_FILE
 from ..ocp.collocation import snap_breaks
 from ..ocp.transfer import Solution, set_within_bounds
+from ..results.solution_file import read_solution
 from ..results.summary import Summary, as_summary
 from ..results.table import solution_arrays
 
@@ -128,8 +129,7 @@ def read_source(folder) -> dict:
                              "summary.json: expected a results folder of pyomo-lap solve")
     try:
         summary = Summary.read(folder / "summary.json")
-        with np.load(f) as d:
-            data = {k: d[k] for k in d.files}
+        data = read_solution(f)          # checked: manifest SHA-256, names, shapes, dtypes
         breaks = snap_breaks(data["s"], summary.mesh["element_boundaries_m"])  # rounded there
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise WarmStartError(f"warm start: {str(folder)!r} cannot be read ({exc}): expected the "

@@ -4,6 +4,7 @@
 (:mod:`.channels`), the logger channels (:mod:`.logger`), the per-corner tables
 (:mod:`.corners`), the channels on a fixed distance step (:mod:`.fixed_step`), computed at its
 points (:mod:`.fixed_step_points`), ``summary.json`` typed (:mod:`.summary`:
-:class:`~pyomo_lap.results.summary.Summary`, read and written in one place each). Imports the
+:class:`~pyomo_lap.results.summary.Summary`, read and written in one place each), the checked reader of ``solution.npz``
+(:mod:`.solution_file`). Imports the
 solvers layer and below.
 """

@@ -65,6 +65,7 @@ from ..vehicle.car import ALGEBRAIC, CONTROLS, load_vehicle
 from ..vehicle.schema import VehicleParameters, field_of
 from .fixed_step_points import PointModel, computed_columns
 from .logger import LOGGER_CHANNELS, add_logger_channels
+from .solution_file import read_solution
 from .summary import Summary, as_summary
 from .table import (
     SOLUTION_FILE,
@@ -427,9 +428,8 @@ def folder_fixed_step(run, every: float) -> tuple:
                of=f"{run}'s mesh points")
     sol = run / SOLUTION_FILE
     if sol.is_file():
-        with np.load(sol) as d:     # the variables with a value at every mesh point
-            states, variables = state_names(k for k in d.files
-                                            if k != "s" and d[k].shape == d["s"].shape)
+        d = read_solution(sol)      # the variables with a value at every mesh point
+        states, variables = state_names(k for k in d if k != "s" and d[k].shape == d["s"].shape)
     else:
         form = (summary.ocp_options or {}).get("control_form", "point")
         states = set(STATE_NAMES + RATE_NAMES + ("t",)) | (set(CONTROLS) if form == "state" else set())
@@ -497,6 +497,7 @@ def export_fixed_step(run, every: float, out=None, echo=None, say=None):
         else:
             writer = ResultsWriter.replacing(out, "export", echo=echo)
         stack.enter_context(writer)               # checked and locked before the work
+        solution = read_solution(run) if (Path(run) / SOLUTION_FILE).is_file() else None
         table, mesh, summary = folder_fixed_step(run, every)
         info = dict(table.attrs.get("fixed_step") or {})
         say = say or echo
@@ -506,11 +507,6 @@ def export_fixed_step(run, every: float, out=None, echo=None, say=None):
         summary.trajectory_step_m = float(every)
         summary.exported_from = str(Path(run).resolve())
         summary.fixed_step = info
-        solution = None
-        sol = Path(run) / "solution.npz"
-        if sol.is_file():
-            with np.load(sol) as d:
-                solution = {k: d[k] for k in d.files}
         return write_results(writer, table, summary, summary.vehicle_parameters,
                              n_sectors=len(summary.sectors or []) or 3, echo=echo,
                              solution=solution, mesh_df=mesh)

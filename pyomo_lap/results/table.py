@@ -63,6 +63,7 @@ from .export import (
     vehicle_sheet,
 )
 from .point_table import add_derived_channels, tangential_acceleration  # noqa: F401
+from .solution_file import read_solution
 from .summary import SUMMARY_FORMAT, Summary, as_summary
 
 pa, pa_available = attempt_import("pyarrow")
@@ -294,8 +295,7 @@ def load_solution(m, path) -> int:
     if not f.is_file():
         raise ValueError(f"warm start: {str(f)!r} does not exist (a results folder written by "
                          f"this version of pyomo_lap holds {SOLUTION_FILE})")
-    with np.load(f) as d:
-        data = {k: d[k] for k in d.files}
+    data = read_solution(f)
     s = np.array(list(m.s), dtype=float)
     if data["s"].shape != s.shape or not np.allclose(data["s"], s, rtol=0, atol=1e-9):
         raise ValueError(f"warm start: the mesh of {str(f)!r} ({data['s'].size} points, "

@@ -4,6 +4,6 @@ back to the operating system (:mod:`.memory`), work overlapped with the solver's
 (:mod:`.overlap`), CasADi functions compiled to C and cached (:mod:`.casadi_compile`), the
 domains of configuration values (:mod:`.domains`), the error of an input file with every
 problem listed (:mod:`.errors`), whether a process still runs (:mod:`.processes`), the suffixes of a warm start's multipliers
-(:mod:`.suffixes`). Imports
+(:mod:`.suffixes`), the finest fixed step of ``--every`` (:mod:`.steps`). Imports
 nothing else of :mod:`pyomo_lap`.
 """
