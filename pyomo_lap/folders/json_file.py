@@ -62,8 +62,8 @@ def parse_json(data: bytes | str, path, expected: str = "a JSON object"):
     except RecursionError:
         raise FolderJSONError(path, f"is {nested_too_deep(expected)}") from None
     except json.JSONDecodeError as exc:
-        raise FolderJSONError(path, f"is not valid JSON (line {exc.lineno} col {exc.colno}: "
-                                    f"{exc.msg}); expected {expected}") from None
+        raise FolderJSONError(path, f"is not valid JSON (line {exc.lineno} col {exc.colno}): "
+                                    f"{exc.msg}; expected {expected}") from None
     except ValueError as exc:      # e.g. an integer of more digits than Python converts
         raise FolderJSONError(path, f"is not valid JSON ({str(exc)[:120]}); expected "
                                     f"{expected}") from None
