@@ -5,9 +5,12 @@ comparison's unit words; the report's run labels, distances and formats, and CSV
 would be formulas."""
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pyomo_lap.track.loading import load_track
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.unit
@@ -34,3 +37,40 @@ def test_check_from_a_folder_holding_a_results_folder_of_a_bundled_name(tmp_path
     r = CliRunner().invoke(main, ["check", "--track", "monza"])
     assert r.exit_code == 0, r.output
     assert "is a folder" not in r.output
+
+
+def _check(args):
+    from click.testing import CliRunner
+
+    from pyomo_lap.cli import main
+    return CliRunner().invoke(main, ["check", *args])
+
+
+@pytest.mark.component
+def test_check_takes_a_track_or_a_car_file_by_its_kind(tmp_path):
+    """``pyomo-lap check FILE``: a .csv is the track, a car .toml the vehicle, an arc-track
+    .toml the track (its [[segment]] tables); --track/--vehicle still work; two tracks are
+    refused with exit 2."""
+    track = tmp_path / "ring.csv"
+    rows = ["x,y,z"] + [f"{150 * np.cos(a):.6f},{150 * np.sin(a):.6f},0"
+                        for a in np.linspace(0, 2 * np.pi, 361)[:-1]]
+    track.write_text("\n".join(rows) + "\n")
+    car = tmp_path / "mycar.toml"
+    car.write_text((ROOT / "models" / "fsae.toml").read_text().replace('name = "fsae"',
+                                                                        'name = "mycar"'))
+    r = _check([str(track)])
+    assert r.exit_code == 0, r.output
+    assert "track ring: 942." in r.output            # 2 pi 150 m = 942.5 m
+    r = _check([str(car)])
+    assert r.exit_code == 0, r.output
+    assert "vehicle mycar:" in r.output
+    r = _check([str(car), str(track)])
+    assert r.exit_code == 0, r.output
+    assert "vehicle mycar:" in r.output and "track ring:" in r.output
+    r = _check([str(ROOT / "data" / "tracks" / "dymos_oval.toml")])
+    assert r.exit_code == 0, r.output
+    assert "track dymos_oval:" in r.output
+    r = _check(["--track", str(track), "--vehicle", str(car)])
+    assert r.exit_code == 0 and "vehicle mycar:" in r.output, r.output
+    r = _check([str(track), "--track", "monza"])
+    assert r.exit_code == 2 and "a second track" in r.output, r.output

@@ -28,8 +28,8 @@ from .geometry import DEFAULT_BANKING, SET_BANKING, SET_WIDTH, Track
 from .report import assumption, flat_assumption
 
 __all__ = ["TrackFormat", "TRACK_FORMATS", "register_track_format", "track_format_for",
-           "track_formats_text", "track_formats_help", "track_formats_table", "load_track",
-           "available_tracks", "bundled_tracks", "data_dir"]
+           "track_suffixes", "track_formats_text", "track_formats_help", "track_formats_table",
+           "load_track", "available_tracks", "bundled_tracks", "data_dir"]
 
 HEAD_BYTES = 65536
 """How much of a file's beginning a format's ``sniff`` sees [bytes]."""
@@ -197,7 +197,7 @@ def register_track_format(fmt: TrackFormat, replace: bool = False) -> TrackForma
     return fmt
 
 
-def _suffixes() -> list:
+def track_suffixes() -> list:
     """Every registered suffix, in the registry's order, once."""
     return list(dict.fromkeys(s for f in TRACK_FORMATS for s in f.suffixes))
 
@@ -428,7 +428,8 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
     if arcs.is_arc_track(name_or_path) and p.suffix.lower() != ".toml":   # a bundled arc track
         refuse_lat_lon_order(lat_lon_order, f"track {str(name_or_path)!r} (straights and arcs)")
         return arcs.load_arc_track(name_or_path, track_width=track_width)
-    if not _is_bundled_name(name_or_path) and (p.suffix.lower() in _suffixes() or p.exists()):
+    if not _is_bundled_name(name_or_path) and (p.suffix.lower() in track_suffixes()
+                                               or p.exists()):
         fmt = track_format_for(p)
         return fmt.load(p, repair=repair, max_grade=max_grade, track_width=track_width,
                         flat=flat, lat_lon_order=lat_lon_order)
@@ -438,7 +439,7 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
         arcs_dir = data_dir() / "tracks"
         known = sorted(known + [f.stem for f in arcs_dir.glob("*.toml")]) if arcs_dir.is_dir() else known
         raise ValueError(f"unknown track {name_or_path!r}; known tracks: {', '.join(known) or '(none)'}"
-                         f" (or pass a file: {', '.join(_suffixes())})")
+                         f" (or pass a file: {', '.join(track_suffixes())})")
     refuse_lat_lon_order(lat_lon_order, f"the bundled track {key!r}")
     csv_path = data_dir() / "tracks" / f"{key}.csv"
     meta_path = csv_path.with_suffix(".json")
