@@ -74,3 +74,13 @@ def test_check_takes_a_track_or_a_car_file_by_its_kind(tmp_path):
     assert r.exit_code == 0 and "vehicle mycar:" in r.output, r.output
     r = _check([str(track), "--track", "monza"])
     assert r.exit_code == 2 and "a second track" in r.output, r.output
+
+
+@pytest.mark.unit
+def test_the_kml_pairs_banking_assumption_is_said_once():
+    """A KML left/right boundary pair has no banking: the assumed 0 rad is one record (the
+    reference line rebuilt from the midpoints' track does not add a second one)."""
+    tr = load_track(ROOT / "tests" / "data" / "fastest-lap" / "catalunya_left.kml")
+    quantities = [a["quantity"] for a in tr.assumptions]
+    assert quantities.count("banking") == 1, quantities
+    assert len(quantities) == len(set(quantities)), quantities
