@@ -84,3 +84,28 @@ def test_the_kml_pairs_banking_assumption_is_said_once():
     quantities = [a["quantity"] for a in tr.assumptions]
     assert quantities.count("banking") == 1, quantities
     assert len(quantities) == len(set(quantities)), quantities
+
+
+@pytest.mark.unit
+def test_json_keys_named_lat_and_lon_decide_the_order(tmp_path):
+    """A raw zaggyai JSON file (keys 'lat', 'lon') at 50.33 N, 6.94 E: read swapped it would
+    be valid coordinates too (6.94 N, 50.33 E), but the keys' names decide: read as named, no
+    "cannot be told" warning from check."""
+    import json
+
+    from click.testing import CliRunner
+
+    from pyomo_lap.cli import main
+    from pyomo_lap.track.gps import lat_lon_order_warnings
+    a = np.linspace(0, 2 * np.pi, 200, endpoint=False)
+    lat, lon = 50.33 + 0.004 * np.sin(a), 6.94 + 0.008 * np.cos(a)
+    pts = [{"lat": int(round(y * 1e7)), "lon": int(round(x * 1e7)), "elev": 100000}
+           for y, x in zip(lat, lon)]
+    path = tmp_path / "loop.json"
+    path.write_text(json.dumps({"name": "Loop", "short_name": "", "pts": pts}))
+    tr = load_track(path)
+    assert tr.provenance["lat_lon_order"]["order"] == "lat,lon"
+    assert lat_lon_order_warnings(tr.processing_steps) == []
+    r = CliRunner().invoke(main, ["check", str(path)])
+    assert r.exit_code == 0, r.output
+    assert "cannot be told" not in r.output and "track warning" not in r.output, r.output
