@@ -31,7 +31,7 @@ from ..folders.writer import ResultsWriter
 from ..results.corners import corner_deltas, records_table
 from ..results.summary import Summary, as_summary
 from ..results.table import UNITS, read_summary, read_trajectory
-from .telemetry import CHANNEL_ALIASES, read_telemetry
+from .telemetry import CHANNEL_ALIASES, read_telemetry, unit_factor
 
 matplotlib, matplotlib_available = attempt_import("matplotlib")
 plt, plt_available = attempt_import("matplotlib.pyplot")
@@ -558,8 +558,10 @@ def telemetry_delta(run: pd.DataFrame, log: pd.DataFrame, scale: Optional[bool] 
         From :func:`read_telemetry` (``s``, ``t``, ``speed`` [m/s] and channels).
     scale : bool, optional
     units : dict, optional
-        The logged channels' units (``read_telemetry``'s ``info['units']``): a channel whose
-        unit differs from the run's is not compared.
+        The logged channels' units (``read_telemetry``'s ``info['units']``): a channel in
+        another unit than the run's is converted to the run's (a steering angle read in rad,
+        the run's in deg), one whose unit has no conversion to the run's is not compared
+        (``info['skipped']`` says both units).
 
     Returns
     -------
@@ -602,11 +604,16 @@ def telemetry_delta(run: pd.DataFrame, log: pd.DataFrame, scale: Optional[bool] 
             continue
         unit = UNITS.get(name, "")
         given = (units or {}).get(name, "")
+        factor_log = 1.0           # the log's values (in ``given``) to the run's unit
         if given and unit and given.replace(" ", "") != unit.replace(" ", ""):
-            skipped.append(f"{name} (logged in {given}, the run's in {unit})")
-            continue
+            factor_log = unit_factor(given, unit)
+            if factor_log is None:
+                skipped.append(f"{name} (the log's values are in {given}, the run's in {unit}: "
+                               "no conversion between them)")
+                continue
         out[f"{name}_run [{unit}]"] = np.interp(grid, sa, run[name].to_numpy(dtype=float))
-        out[f"{name}_log [{unit}]"] = np.interp(grid, sl, log[name].to_numpy(dtype=float))
+        out[f"{name}_log [{unit}]"] = factor_log * np.interp(grid, sl,
+                                                             log[name].to_numpy(dtype=float))
         compared.append(name)
     return pd.DataFrame(out), {"scale": factor, "compared": compared, "skipped": skipped}
 
