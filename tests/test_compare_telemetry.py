@@ -231,3 +231,23 @@ def test_a_solved_lap_against_its_own_speed_times_0_98(stadium_lap, tmp_path):
     d = pd.read_csv(tmp_path / "cmp" / "telemetry.csv")
     assert d["delta_t [s]"].iloc[-1] == pytest.approx(summary["lap_time_s"] / 49, abs=1e-6)
     assert "a_y" in r.output
+
+
+@pytest.mark.unit
+def test_a_logged_steered_angle_in_degrees_is_compared_in_degrees(tmp_path):
+    """A logged 'Steered Angle [deg]' (read as the steering-wheel angle, in rad) against a
+    run whose steering_wheel_angle is in deg: compared, in deg, equal to the logged degrees
+    (not skipped as "logged in rad, the run's in deg": the log was in degrees)."""
+    s = np.linspace(0.0, L, 3001)
+    swa = 90.0 * np.sin(4 * np.pi * s / L)                  # [deg]
+    f = tmp_path / "lap.csv"
+    pd.DataFrame({"Distance [m]": s, "Speed [km/h]": 3.6 * _v(s),
+                  "Steered Angle [deg]": swa}).to_csv(f, index=False)
+    log, info = read_telemetry(f)
+    run = _run().assign(steering_wheel_angle=lambda r: 90.0 * np.sin(4 * np.pi * r["s"] / L))
+    d, ainfo = telemetry_delta(run, log, units=info["units"])
+    assert "steering_wheel_angle" in ainfo["compared"], ainfo
+    assert not ainfo["skipped"]
+    assert np.allclose(d["steering_wheel_angle_log [deg]"], d["steering_wheel_angle_run [deg]"],
+                       atol=1e-2)
+    assert np.abs(d["steering_wheel_angle_log [deg]"]).max() == pytest.approx(90.0, rel=1e-3)

@@ -269,7 +269,7 @@ def test_both_orders_valid_the_loader_says_which_it_took(tmp_path):
     named, other = float(m.group(1)), float(m.group(2))    # the polylines of the points
     assert named == pytest.approx(tr.length, rel=2e-3)       # 5.63 km
     assert other == pytest.approx(load_track(ZANDVOORT_RAW).length, rel=2e-3)   # 4.19 km
-    assert "cannot tell" in step[0]["detail"]
+    assert "the names decide the order" in step[0]["detail"]
     lines = track_data_lines(tr)
     assert any(f"latitude/longitude order: as named, {m.group(1)} m" in line for line in lines)
     r = CliRunner().invoke(main, ["check", "--track", str(swapped)])
@@ -475,30 +475,29 @@ def test_a_file_nested_too_deep_is_bad_input_not_a_bug(tmp_path, kind, name, tex
 
 
 @pytest.mark.unit
-def test_both_orders_valid_is_a_warning_on_the_default_output(tmp_path):
+def test_both_orders_valid_named_keys_decide_and_no_warning(tmp_path):
     """A GPS file whose two orders are both valid coordinates and give lengths more than 1 %
-    apart: `solve` and `check` say so by default (not only with -v) in one line, with both
-    lengths and how to read it the other way (issue 34, item 9)."""
+    apart, its keys named 'lat' and 'lon': the names decide the order (issue 46, item 5), so
+    `solve` and `check` print no "cannot be told" warning; `check`'s table of what was done
+    still gives both lengths (the step "latitude/longitude order")."""
     swapped = swapped_copy(ZANDVOORT_RAW, tmp_path / "zandvoort_swapped.json")
     for args in (["check", "--track", str(swapped)],
                  ["solve", "--track", str(swapped), "--solver", "no_such_solver",
                   "--out", str(tmp_path / "out")]):
         r = CliRunner().invoke(main, args)
-        lines = [t for t in r.output.splitlines() if t.startswith("track warning")]
-        assert len(lines) == 1, r.output
-        import re
-        m = re.search(r"the points are (\d+) m long, read the other way (\d+) m", lines[0])
-        assert m and lines[0].startswith("track warning: latitude/longitude order cannot be "
-                                         "told from the data"), lines[0]
-        assert float(m.group(1)) == pytest.approx(5630, rel=2e-3)
-        assert float(m.group(2)) == pytest.approx(4190, rel=2e-3)
-        assert "swap the 'lat' and 'lon' keys" in lines[0]
-    r = CliRunner().invoke(main, ["solve", "-q", "--track", str(swapped), "--solver",
-                                  "no_such_solver", "--out", str(tmp_path / "out")])
-    assert "track warning: latitude/longitude order" in r.output     # also with -q
+        assert "track warning" not in r.output and "cannot be told" not in r.output, r.output
+    r = CliRunner().invoke(main, ["check", "--track", str(swapped)])
+    assert "latitude/longitude order" in r.output, r.output
     from pyomo_lap.track.gps import lat_lon_order_warnings
     near = [{"step": "lat_lon_order", "lengths_m": [1000.0, 1005.0], "columns": ["lat", "lon"]}]
     assert lat_lon_order_warnings(near) == []                        # within 1 %: no warning
+    # columns whose names do not say which is which: the data cannot tell, a warning
+    unnamed = [{"step": "lat_lon_order", "lengths_m": [5630.0, 4190.0], "columns": ["a", "b"],
+                "named": False}]
+    (line,) = lat_lon_order_warnings(unnamed)
+    assert line.startswith("track warning: latitude/longitude order cannot be told") and \
+        "read the other way 4190 m" in line and "--lat-lon-order lon,lat" in line
+    assert lat_lon_order_warnings([dict(unnamed[0], named=True)]) == []
 
 
 # ----------------------------------------------------------------------- lat_lon_order
@@ -529,7 +528,7 @@ def test_lat_lon_order_reads_a_swapped_gps_file_at_its_true_length(tmp_path, kin
     ref = load_track(good)
     as_named = load_track(swapped)
     assert abs(as_named.length - ref.length) > 0.2 * ref.length          # the wrong reading
-    assert len(lat_lon_order_warnings(as_named.processing_steps)) == 1
+    assert lat_lon_order_warnings(as_named.processing_steps) == []       # named: they decide
     tr = load_track(swapped, lat_lon_order="lon,lat")
     assert tr.length == pytest.approx(ref.length, rel=1e-6)
     assert tr.closed == ref.closed
@@ -553,13 +552,14 @@ def test_lat_lon_order_reads_a_swapped_gps_file_at_its_true_length(tmp_path, kin
 @pytest.mark.unit
 def test_lat_lon_order_on_the_command_line_silences_the_warning(tmp_path):
     """`check` and `solve` with --lat-lon-order lon,lat read the swapped file the other way
-    and print no warning; the warning without it names the option."""
+    and print no warning; without it the keys' names decide (no warning either), and the
+    step in check's table names the option."""
     swapped = zaggy_loop(tmp_path / "loop_swapped.json", *NUR, swap=True)
     ref = load_track(zaggy_loop(tmp_path / "loop.json", *NUR))
     r = CliRunner().invoke(main, ["check", "--track", str(swapped)])
-    warn = [t for t in r.output.splitlines() if t.startswith("track warning")]
-    assert len(warn) == 1 and "--lat-lon-order lon,lat" in warn[0], r.output
-    assert "lat_lon_order='lon,lat'" in warn[0]
+    assert "track warning" not in r.output, r.output
+    step = [s for s in load_track(swapped).processing_steps if s["step"] == "lat_lon_order"]
+    assert len(step) == 1 and "lat_lon_order='lon,lat'" in step[0]["detail"]
     r = CliRunner().invoke(main, ["check", "--track", str(swapped), "--lat-lon-order", "lon,lat"])
     assert r.exit_code == 0, r.output
     assert "track warning" not in r.output

@@ -336,3 +336,15 @@ def test_recorded_rows_give_the_lap_of_the_generic_translation():
     assert tg.n_generic_rows > tr.n_generic_rows
     assert laps["recorded"] == pytest.approx(laps["generic"], rel=1e-8)
     assert 20.0 < laps["recorded"] < 26.0        # dymos's 22.2657 s, coarse mesh
+
+
+@pytest.mark.component
+def test_the_quasi_steady_estimate_is_near_dymos_lap():
+    """The racecar model's quasi-steady estimate (``estimated_time_s``, printed as the
+    "quasi-steady estimate") is an estimate of this car's lap: within 10 % of dymos's
+    22.2657 s on the oval (its test_racecar.py), not the 62 s of the guess's 20 m/s."""
+    from pyomo_lap import build_model, initialize_model, load_vehicle
+    m = build_model(load_arc_track("dymos_oval"), load_vehicle("dymos_racecar"), model="racecar",
+                    periodic=True, nfe=60, ncp=3)
+    est = initialize_model(m)["estimated_time_s"]
+    assert est == pytest.approx(22.2657, rel=0.10)

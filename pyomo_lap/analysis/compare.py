@@ -32,7 +32,7 @@ from ..results.corners import corner_deltas, records_table
 from ..results.summary import Summary, as_summary
 from ..results.table import UNITS, read_summary, read_trajectory
 from ..util.steps import check_step
-from .telemetry import CHANNEL_ALIASES, read_telemetry
+from .telemetry import CHANNEL_ALIASES, read_telemetry, unit_factor
 
 matplotlib, matplotlib_available = attempt_import("matplotlib")
 plt, plt_available = attempt_import("matplotlib.pyplot")
@@ -40,7 +40,7 @@ plt, plt_available = attempt_import("matplotlib.pyplot")
 __all__ = ["delta_along_track", "sector_deltas", "channel_differences", "run_statistics",
            "parse_step", "resample_channels", "parameter_differences", "run_labels",
            "deltas_many", "compare_many", "read_telemetry", "telemetry_delta",
-           "compare_telemetry", "TELEMETRY_COLUMNS", "corners_many"]
+           "compare_telemetry", "TELEMETRY_COLUMNS", "corners_many", "unique_run_names"]
 
 
 def _s_abs(df: pd.DataFrame) -> np.ndarray:
@@ -316,9 +316,21 @@ def run_labels(names: Sequence[str], summaries: Sequence[Summary]) -> list:
     return out
 
 
-def _unique_names(dirs) -> list:
+def unique_run_names(dirs) -> list:
+    """The runs' labels: each folder's name; names shared by folders of different parents
+    with the parent's name (``a/base``, ``b/base``: the absolute path's, so ``base`` given
+    from its own parent folder is not ``/base``); a label still shared (the same folder
+    given twice) numbered from its second time (``base``, ``base (2)``)."""
     names = [Path(d).name for d in dirs]
-    return [f"{Path(d).parent.name}/{n}" if names.count(n) > 1 else n for d, n in zip(dirs, names)]
+    full = [Path(d).resolve() for d in dirs]
+    labels = [f"{p.parent.name}/{n}" if names.count(n) > 1 and p.parent.name and
+              len({q.parent for q, m in zip(full, names) if m == n}) > 1 else n
+              for p, n in zip(full, names)]
+    out = []
+    for label in labels:
+        seen = sum(1 for x in out if x == label or x.startswith(f"{label} ("))
+        out.append(label if not seen else f"{label} ({seen + 1})")
+    return out
 
 
 def deltas_many(frames: Sequence[pd.DataFrame], names: Sequence[str],
@@ -423,8 +435,7 @@ def _write_comparison(writer, tables: dict, fig, stem: str, formats, echo) -> li
     the paths written (their final names), in that order."""
     files = []
     for name, frame in tables.items():
-        files.append(writer.write(name, lambda p, f=frame: f.to_csv(p, index=False,
-                                                                    float_format="%.10g")))
+        files.append(writer.write_csv(name, frame, float_format="%.10g"))
     for fmt in formats:
         files.append(writer.write(f"{stem}.{fmt}", lambda p, fmt=fmt: fig.savefig(
             p, format=fmt, dpi=120, bbox_inches="tight")))
@@ -476,7 +487,7 @@ def compare_many(dirs, out_dir=None, n_sectors: int = 3, every=None, formats=("p
     formats = _check_formats(formats)
     if every is not None:
         parse_step(every)
-    names = _unique_names(dirs)
+    names = unique_run_names(dirs)
     with _comparison_writer(out_dir, dirs, f"compare_{names[0].replace('/', '_')}_and_"
                                            f"{len(dirs) - 1}_more") as writer:
         summaries = [read_summary(d) for d in dirs]
@@ -561,8 +572,10 @@ def telemetry_delta(run: pd.DataFrame, log: pd.DataFrame, scale: Optional[bool] 
         From :func:`read_telemetry` (``s``, ``t``, ``speed`` [m/s] and channels).
     scale : bool, optional
     units : dict, optional
-        The logged channels' units (``read_telemetry``'s ``info['units']``): a channel whose
-        unit differs from the run's is not compared.
+        The logged channels' units (``read_telemetry``'s ``info['units']``): a channel in
+        another unit than the run's is converted to the run's (a steering angle read in rad,
+        the run's in deg), one whose unit has no conversion to the run's is not compared
+        (``info['skipped']`` says both units).
 
     Returns
     -------
@@ -605,11 +618,16 @@ def telemetry_delta(run: pd.DataFrame, log: pd.DataFrame, scale: Optional[bool] 
             continue
         unit = UNITS.get(name, "")
         given = (units or {}).get(name, "")
+        factor_log = 1.0           # the log's values (in ``given``) to the run's unit
         if given and unit and given.replace(" ", "") != unit.replace(" ", ""):
-            skipped.append(f"{name} (logged in {given}, the run's in {unit})")
-            continue
+            factor_log = unit_factor(given, unit)
+            if factor_log is None:
+                skipped.append(f"{name} (the log's values are in {given}, the run's in {unit}: "
+                               "no conversion between them)")
+                continue
         out[f"{name}_run [{unit}]"] = np.interp(grid, sa, run[name].to_numpy(dtype=float))
-        out[f"{name}_log [{unit}]"] = np.interp(grid, sl, log[name].to_numpy(dtype=float))
+        out[f"{name}_log [{unit}]"] = factor_log * np.interp(grid, sl,
+                                                             log[name].to_numpy(dtype=float))
         compared.append(name)
     return pd.DataFrame(out), {"scale": factor, "compared": compared, "skipped": skipped}
 

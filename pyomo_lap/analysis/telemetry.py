@@ -124,7 +124,8 @@ def unit_factor(unit: str, target: str) -> Optional[float]:
         q, to = _ureg().Quantity(1.0, u), _ureg().Quantity(1.0, target.replace("^", "**"))
         if q.dimensionality != to.dimensionality:
             return None
-        if target == "rad" and str(q.units) not in ("degree", "radian", "turn", "arcminute"):
+        if target in ("rad", "deg", "degree") and \
+                str(q.units) not in ("degree", "radian", "turn", "arcminute"):
             return None             # a percentage or a count is not an angle
         return float(q.to(to.units).magnitude)
     except Exception:   # pint's UndefinedUnitError, DimensionalityError, a syntax error

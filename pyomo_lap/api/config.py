@@ -177,7 +177,8 @@ def _solve_config() -> ConfigDict:
     c = ConfigDict(description="the options of one job (solve_sector, pyomo-lap solve)")
     c.declare("track", ConfigValue(default="nordschleife", domain=Anything("str, Path or Track"),
               description="track name (see `pyomo-lap tracks`: centrelines and arc tracks such "
-                          "as dymos_oval) or a file (docs/tracks.md): "
+                          "as dymos_oval; a bundled name wins over a local file or folder of "
+                          "that name: ./NAME for the local one) or a file (docs/tracks.md): "
                           + track_formats_help()
                           + " (in Python also a Track)"))
     c.declare("vehicle", ConfigValue(default="fsae", domain=Anything("str, Path or VehicleParameters"),

@@ -220,7 +220,7 @@ def _write_stint(writer: Optional[ResultsWriter], rows: list, meta: dict,
             table.to_excel(xw, sheet_name="stint", index=False)
             pd.DataFrame({"column": list(STINT_COLUMNS), "unit": list(STINT_COLUMNS.values())}
                          ).to_excel(xw, sheet_name="units", index=False)
-    writer.write("stint.csv", lambda path: table.to_csv(path, index=False))
+    writer.write_csv("stint.csv", table)
     writer.write("stint.xlsx", workbook)
     writer.write_text("stint.json", json.dumps({**meta, "laps": rows}, indent=1, default=str))
     if commit:

@@ -210,7 +210,7 @@ def _write_validation(writers: tuple, out: dict, d, files: list, t0: float, echo
     out = _clean(out)
     text = json.dumps(out, indent=2, default=float)
     json_path = main.write_text("validation.json", text)
-    csv_path = main.write("defects.csv", lambda tmp: d.elements.to_csv(tmp, index=False))
+    csv_path = main.write_csv("defects.csv", d.elements)
     if figures is not None and figures is not main:
         figures.commit()
     main.commit()

@@ -25,9 +25,9 @@ from ..ocp.options import check_ocp_options, parse_ocp_options
 from ..results.fixed_step import export_fixed_step
 from ..solvers.solve import SolveInterrupted, SolverNotFoundError, parse_solver_options
 from ..sweeps import SweepSpecError, sweep as run_sweep
-from ..track import checks as track_checks
+from ..track import arcs, checks as track_checks
 from ..track.gps import lat_lon_order_warnings
-from ..track.loading import load_track
+from ..track.loading import load_track, track_suffixes
 from ..track.report import assumption_lines, format_steps_table
 from ..util.progress import IterationProgress, click_progress
 from ..vehicle.car import load_vehicle
@@ -263,15 +263,49 @@ def sweep(set_values, cases_file, out, resume, scheduler, workers, warm_start, s
         sys.exit(1)
 
 
+def _files_as_options(files, track, vehicle):
+    """``pyomo-lap check FILE ...``: each FILE as the track or the car, by its kind (a
+    ``.toml`` holding ``[[segment]]`` tables or ``base``: an arc track, another ``.toml``: a
+    car, a file of another registered track suffix: a track); ``(track, vehicle)``. A file
+    of no known kind, two of one kind, or one also given by ``--track``/``--vehicle`` stops
+    with exit 2."""
+    ctx = click.get_current_context()
+    given = {k: ctx.get_parameter_source(k) != click.core.ParameterSource.DEFAULT
+             for k in ("track", "vehicle")}
+    chosen = {}
+    for f in files:
+        path = Path(f).expanduser()
+        if not path.is_file():
+            _fail(f"check {f}: file not found (looked for {path.resolve()})")
+        suffix = path.suffix.lower()
+        if suffix == ".toml":
+            kind = "track" if arcs.holds_arc_track(path) else "vehicle"
+        elif suffix in track_suffixes():
+            kind = "track"
+        else:
+            _fail(f"check {f}: unknown kind of file {suffix or '(no suffix)'!r}; expected a "
+                  f"track file ({', '.join(track_suffixes())}) or a car file (.toml)")
+        if given[kind] or kind in chosen:
+            _fail(f"check {f}: a second {kind} file (the {kind} is already "
+                  f"{chosen.get(kind, track if kind == 'track' else vehicle)}); give one {kind}")
+        chosen[kind] = f
+    return chosen.get("track", track), chosen.get("vehicle", vehicle)
+
+
 @writes(WRITES_NOTHING)
 @main.command()
+@click.argument("files", nargs=-1, metavar="[FILE ...]")
 @job_options("track", "vehicle", "repair_track", "track_width", "lat_lon_order", "flat")
-def check(track, vehicle, repair_track, track_width, lat_lon_order, flat):
+def check(files, track, vehicle, repair_track, track_width, lat_lon_order, flat):
     """Check a track and a vehicle file (and that the car fits the track) without solving.
+    FILE: a track or a car file, told apart by its kind (`pyomo-lap check mytrack.csv`,
+    `pyomo-lap check mycar.toml`: a .toml with [[segment]] tables is an arc track, another
+    .toml a car), the same as --track FILE or --vehicle FILE.
     Lists what was done to the track's data (a table: elevations missing, outliers dropped,
     gaps filled, smoothing, merged points) and every value assumed because the data lack it
     (widths, banking). Exit code 0 when both can be used, 2 otherwise; every problem is
     listed."""
+    track, vehicle = _files_as_options(files, track, vehicle)
     _input_files_exist(track=track, vehicle=vehicle)
     track_width = _checked({"track_width": track_width}).track_width
     try:

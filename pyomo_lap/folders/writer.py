@@ -83,7 +83,8 @@ from .results_folder import (
     remove_dead_temporaries,
 )
 
-__all__ = ["ResultsWriter", "FolderWriteError", "COMMITTED", "DISK_FULL"]
+__all__ = ["ResultsWriter", "FolderWriteError", "COMMITTED", "DISK_FULL", "FORMULA_STARTS",
+           "csv_safe"]
 
 COMMITTED: list = []
 """The folders this process wrote (each :meth:`ResultsWriter.commit`, in order): the command
@@ -91,6 +92,34 @@ line says, when a run is interrupted, whether anything had been written."""
 
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 """The errors of a full disk or quota: a :class:`FolderWriteError` says to free some space."""
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""The first characters that make a spreadsheet read a CSV cell as a formula (CSV
+injection): :func:`csv_safe` writes such text cells with a leading ``'``."""
+
+
+def csv_safe(frame):
+    """``frame`` (a DataFrame) with every text cell starting with one of
+    :data:`FORMULA_STARTS` prefixed with ``'`` (a corner named ``=HYPERLINK(...)`` stays
+    text in a spreadsheet); numbers, and texts that are numbers (``-1.5``) or a lone ``-``,
+    as they are. The one rule of every CSV file written (:meth:`ResultsWriter.write_csv`);
+    the workbooks write no formulas at all (xlsxwriter's ``strings_to_formulas`` off)."""
+    def safe(v):
+        if not isinstance(v, str) or not v.startswith(FORMULA_STARTS) or v == "-":
+            return v
+        try:
+            float(v)
+            return v
+        except ValueError:
+            return "'" + v
+    text = [c for c in frame.columns if frame[c].dtype.kind not in "biufcmMb"]
+    if not text:
+        return frame
+    out = frame.copy()
+    for c in text:
+        out[c] = out[c].map(safe)
+    return out
 
 
 class FolderWriteError(OSError):
@@ -356,6 +385,13 @@ class ResultsWriter:
     def write_text(self, rel: str, text: str) -> Path:
         """Write the file ``rel`` with ``text`` in UTF-8 (:meth:`write`)."""
         return self.write_bytes(rel, text.encode("utf-8"))
+
+    def write_csv(self, rel: str, frame, **options) -> Path:
+        """Write the DataFrame ``frame`` as the CSV file ``rel`` (``frame.to_csv(path,
+        index=False, **options)``, :meth:`write`), its text cells that a spreadsheet would
+        take for a formula neutralized (:func:`csv_safe`)."""
+        safe = csv_safe(frame)
+        return self.write(rel, lambda path: safe.to_csv(path, index=False, **options))
 
     def commit(self) -> Path:
         """Put what was written in place, its manifest written (replace mode: last, then the

@@ -67,6 +67,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+import types
 from typing import Optional
 
 import numpy as np
@@ -88,6 +89,7 @@ from ..vehicle.racecar_equations import (
     spatial_ode_residuals,
     state_rates,
 )
+from ..vehicle.speed_profile import quasi_steady_speed
 from .collocation import CollocationGrid, lagrange_basis
 from .point_rows import TRACK_INPUTS, PointRows, rows_on_tape, track_numbers
 from .sector import _sector_points, fast_element_lookup, sector_mesh, track_limits
@@ -488,11 +490,31 @@ def _set_scaling(m) -> None:
     sf[m.objective] = 1.0 / REF["t"]
 
 
+def quasi_steady_time(m) -> float:
+    """The quasi-steady estimate of the sector's time [s] for the racecar model: the point
+    mass of :func:`pyomo_lap.vehicle.speed_profile.quasi_steady_speed` with this car's mass
+    ``M``, friction ``mu0_x``, ``mu0_y`` (the whole of it: the model's friction ellipses have
+    no load sensitivity here), downforce ``ClA``, drag ``CdA``, air density and power, on the
+    sector's points (``m.problem.track_points``), integrated as ``int ds / v``."""
+    p = m.vehicle.built_for
+    tp = m.problem.track_points
+    sigma = np.array(sorted(m.s), dtype=float)
+    point_mass = types.SimpleNamespace(gravity=p.g, m=p.M, mu_x0=p.mu0_x, mu_y0=p.mu0_y,
+                                       rho=p.rho, S=1.0, Cz1=p.ClA, Cz2=0.0, Cx=p.CdA,
+                                       P_max=p.P_max)
+    v = quasi_steady_speed(point_mass, sigma, tp.omega, tp.rotation,
+                           closed=bool(m.problem.options.periodic),
+                           v_start=m.problem.initial_speed, grip_factor=1.0)
+    inv = 1.0 / v
+    return float(np.sum(0.5 * (inv[1:] + inv[:-1]) * np.diff(sigma)))
+
+
 def initialize_racecar(m, guess: str = "dymos", **kwargs) -> dict:
     """The ``initialize`` of :data:`RACECAR_MODEL`: dymos's initial guess (its test: ``V``
     20 m/s, the other states and ``delta`` 0, ``thrust`` 0.1, ``t`` linear from 0 to 100 s)
-    with consistent derivatives (0; ``dt/ds = 100 s / L``). Returns the time of the guess at
-    20 m/s as ``estimated_time_s``; other keywords are ignored."""
+    with consistent derivatives (0; ``dt/ds = 100 s / L``). Returns as ``estimated_time_s``
+    the quasi-steady estimate of the sector's time (:func:`quasi_steady_time`; not the guess's
+    time at 20 m/s, which says nothing of the car); other keywords are ignored."""
     L = m.problem.sector_length
     t_end = 100.0 if m.problem.options.periodic else L / 20.0
     for s in m.s:
@@ -505,7 +527,7 @@ def initialize_racecar(m, guess: str = "dymos", **kwargs) -> dict:
                 var.set_value(v, skip_validation=True)
         for k in ("t",) + STATE_NAMES:
             m.component(f"d{k}_ds")[s].set_value(t_end / L if k == "t" else 0.0, skip_validation=True)
-    return {"status": "ok", "estimated_time_s": L / 20.0}
+    return {"status": "ok", "estimated_time_s": quasi_steady_time(m)}
 
 
 def racecar_trajectory(m):

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import os
 import re
 import shutil
@@ -55,6 +56,7 @@ from ..analysis.compare import (
     parameter_differences,
     read_telemetry,
     telemetry_delta,
+    unique_run_names,
 )
 from ..folders.results_folder import check_results_folder
 from ..folders.writer import ResultsWriter
@@ -441,11 +443,23 @@ window.addEventListener('load', function () {
 """
 
 
+def plain_number(v: float, digits: int = 4) -> str:
+    """``v`` to ``digits`` significant digits as a plain number (``20724``, ``3.724``,
+    ``0.0125``, trailing zeros dropped as ``g`` drops them; whole digits are never cut:
+    ``20724.1`` is ``20724``); below 1e-3 (not 0) ``g`` form."""
+    if v != 0 and abs(v) < 1e-3:
+        return f"{v:.{digits}g}"
+    whole = int(math.floor(math.log10(abs(v)))) + 1 if v != 0 else 1
+    text = f"{v:.{max(0, digits - whole)}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def _table_html(frame: pd.DataFrame, digits: int = 4) -> str:
-    """A DataFrame as an HTML table (text escaped, floats to ``digits`` significant digits)."""
+    """A DataFrame as an HTML table (text escaped, floats to ``digits`` significant digits,
+    written as plain numbers: 20724 m, not 2.072e+04; below 1e-3 in exponent form)."""
     def cell(v):
         if isinstance(v, (float, np.floating)):
-            return "" if not np.isfinite(v) else f"{v:.{digits}g}"
+            return "" if not np.isfinite(v) else plain_number(float(v), digits)
         return "" if v is None else str(v)
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(cell(v))}</td>" for v in row) + "</tr>"
@@ -649,7 +663,7 @@ def write_report(runs, out=None, telemetry=None, max_points: int = MAX_POINTS,
         raise ValueError(f"telemetry compares one run with a logged lap; {len(runs)} runs given")
     out, _inside = report_path(runs, out, telemetry)
     with ResultsWriter.adding(out.parent, "report", names=[out.name]) as writer:   # before work
-        names = _unique(runs)
+        names = unique_run_names(runs)
         loaded = [load_run(r, n) for r, n in zip(runs, names)]
         log = None
         if telemetry is not None:
@@ -661,11 +675,6 @@ def write_report(runs, out=None, telemetry=None, max_points: int = MAX_POINTS,
     out = writer.written[-1]
     echo(f"  wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
     return out
-
-
-def _unique(dirs) -> list:
-    names = [Path(d).name for d in dirs]
-    return [f"{Path(d).parent.name}/{n}" if names.count(n) > 1 else n for d, n in zip(dirs, names)]
 
 
 # ---------------------------------------------------------------------------------------

@@ -72,15 +72,23 @@ def _width(frame: pd.DataFrame, col) -> int:
     return int(min(max(len(str(col)) + 2, longest + 1, 8), _MAX_WIDTH))
 
 
-def _sheet(xw, name: str, frame: pd.DataFrame, wrap=()) -> None:
+def _sheet(xw, name: str, frame: pd.DataFrame, wrap=(), unit_formats: bool = False) -> None:
     """A table as a sheet (``DataFrame.to_excel``), its header row frozen, its columns sized
-    (:func:`_width`); the columns ``wrap`` (long texts) wrapped at :data:`_MAX_WIDTH`."""
+    (:func:`_width`); the columns ``wrap`` (long texts) wrapped at :data:`_MAX_WIDTH`; with
+    ``unit_formats`` each column whose header is ``name [unit]`` shows its numbers in the
+    format of its unit (:func:`number_format`, as the ``channels`` sheet)."""
     frame.to_excel(xw, sheet_name=name, index=False)
     ws = xw.sheets[name]
     ws.freeze_panes(1, 0)
     wrapped = xw.book.add_format({"text_wrap": True, "valign": "top"})
+    formats = {}
     for j, col in enumerate(frame.columns):
-        ws.set_column(j, j, _width(frame, col), wrapped if col in wrap else None)
+        fmt = wrapped if col in wrap else None
+        code = number_format(str(col)) if unit_formats else "General"
+        if fmt is None and code != "General":
+            fmt = formats.get(code) or formats.setdefault(
+                code, xw.book.add_format({"num_format": code}))
+        ws.set_column(j, j, _width(frame, col), fmt)
 
 
 WORKBOOK_UNITS_NOTE = (

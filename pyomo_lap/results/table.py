@@ -459,7 +459,7 @@ def _write_files(writer: ResultsWriter, df, summary, vehicle_params, partial, n_
         writer.write(SOLUTION_FILE, lambda p: np.savez(p, **solution))
     corners = _corners_of(summary)
     if corners is not None:
-        writer.write("corners.csv", lambda p: corners.to_csv(p, index=False, float_format="%.10g"))
+        writer.write_csv("corners.csv", corners, float_format="%.10g")
     echo("  writing results.xlsx")
     writer.write("results.xlsx", lambda p: _write_workbook(p, df, summary, sectors, vehicle_params))
 
@@ -501,7 +501,7 @@ def _write_workbook(path: Path, df, summary: dict, sectors, vehicle_params) -> N
         _sheet(xw, "sectors", sectors)
         corners = _corners_of(summary)
         if corners is not None:
-            _sheet(xw, "corners", corners)
+            _sheet(xw, "corners", corners, unit_formats=True)
         if vehicle_params:
             _sheet(xw, "vehicle", vehicle_sheet(vehicle_params), wrap=("description",))
         tcols = [c for c in TRACK_COLUMNS if c in df.columns]

@@ -69,7 +69,7 @@ from .checks import check_track_width
 from .points import TrackBase, TrackPoints
 
 __all__ = ["Segment", "ArcTrack", "ArcTrackFileError", "load_arc_track", "read_arc_track_file",
-           "is_arc_track", "spline_lookup_curvature", "CURVATURE_TREATMENTS", "LOOKUP_SAMPLES"]
+           "is_arc_track", "holds_arc_track", "spline_lookup_curvature", "CURVATURE_TREATMENTS", "LOOKUP_SAMPLES"]
 
 CURVATURE_TREATMENTS = ("exact", "spline-lookup")
 """Values of the key ``curvature`` of an arc-track file (see the module docstring)."""
@@ -357,6 +357,23 @@ def is_arc_track(name_or_path) -> bool:
     if p.suffix.lower() == ".toml":
         return True
     return _bundled(str(name_or_path)) is not None
+
+
+def holds_arc_track(path) -> bool:
+    """Whether the ``.toml`` file ``path`` holds an arc track (a ``[[segment]]`` table or a
+    ``base`` key, module docstring) rather than a car (``pyomo-lap check FILE`` tells them
+    apart this way); a file that is not valid TOML: False (its reader says why).
+
+    Raises
+    ------
+    OSError
+        The file cannot be read.
+    """
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+        return False
+    return "segment" in data or "base" in data
 
 
 def _bundled(name: str) -> Optional[Path]:

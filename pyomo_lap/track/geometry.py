@@ -155,7 +155,10 @@ class Track(CsvLoaders, GpsLoaders, BoundaryLoaders, TrackBase):
         self.closed = bool(closed)
         self.name = str(name)
         self.provenance = dict(provenance or {})
-        assumed = _default_assumptions(width_left is None, width_right is None, banking is None)
+        # a track rebuilt from another (from_boundaries' reference line) has its records already
+        said = {a.get("quantity") for a in self.provenance.get("assumptions", [])}
+        assumed = [a for a in _default_assumptions(width_left is None, width_right is None,
+                                                   banking is None) if a["quantity"] not in said]
         if assumed:
             self.provenance["assumptions"] = list(self.provenance.get("assumptions", [])) + assumed
         extent = float(np.ptp(P[:, :2], axis=0).max())

@@ -27,6 +27,7 @@ from .checks import (  # noqa: F401 (re-exported: its option)
     _list,
     check_lat_lon_order,
 )
+from .formats import COLUMNS, split_header
 from .report import (
     flat_assumption as _flat_assumption,
     flattened_step as _flattened_step,
@@ -45,6 +46,7 @@ __all__ = [
     "check_lat_lon_order",
     "lat_lon_record",
     "lat_lon_order_warnings",
+    "names_decide",
     "GpsLoaders",
 ]
 
@@ -354,9 +356,11 @@ def _lat_lon_order_step(lat, lon, ok, cl: str, co: str, order: str = "auto",
                   f"points' polyline is {L_read:.0f} m long as read, read the other way "
                   f"{other}")
     else:
+        decided = ("the names decide the order" if names_decide(cl, co) else
+                   "the data cannot tell which is meant")
         detail = (f"'{cl}' read as latitude and '{co}' as longitude, as named ({where}): every "
                   f"value is within +-90 deg, so the other order is valid coordinates too, and "
-                  f"the data cannot tell which is meant; the points' polyline is {L_read:.0f} m "
+                  f"{decided}; the points' polyline is {L_read:.0f} m "
                   f"long as read, {other} read swapped (latitude {np.median(lon[ok]):.5f}, "
                   f"longitude {np.median(lat[ok]):.5f} deg, mirrored): if the track is not "
                   f"where the first reading puts it, give lat_lon_order='lon,lat' "
@@ -368,8 +372,19 @@ def _lat_lon_order_step(lat, lon, ok, cl: str, co: str, order: str = "auto",
     rec = step("lat_lon_order", detail, method=method, count=int(ok.sum()))
     rec.update(order="lon,lat" if order == "lon,lat" else "lat,lon", given=given,
                lengths_m=[L_read, L_other if math.isfinite(L_other) else None],
-               columns=[cl, co])
+               columns=[cl, co], named=names_decide(cl, co))
     return rec
+
+
+def names_decide(lat_name: str, lon_name: str) -> bool:
+    """Whether two columns' (keys') names say which holds the latitude and which the
+    longitude (names of :data:`pyomo_lap.track.formats.COLUMNS`'s ``lat`` and ``lon``, a unit
+    in brackets allowed: :func:`~pyomo_lap.track.formats.split_header`; a JSON file's
+    ``lat``/``lon``, a KML file's coordinates, named by the format): then the names decide
+    the order, and values valid in both orders raise no warning
+    (:func:`lat_lon_order_warnings`)."""
+    return (split_header(str(lat_name))[0] in COLUMNS["lat"]
+            and split_header(str(lon_name))[0] in COLUMNS["lon"])
 
 
 def lat_lon_record(order: str, findings, steps) -> dict:
@@ -412,7 +427,9 @@ def lat_lon_order_warnings(steps) -> list:
     of a GPS file's columns are valid coordinates) whose two readings differ in length by
     more than :data:`LAT_LON_WARN_DIFFERENCE`: that the order cannot be told from the data,
     the length both ways and how to read the file the other way (the option
-    ``lat_lon_order``). None when the user gave the order (the step's ``given``).
+    ``lat_lon_order``). None when the user gave the order (the step's ``given``) or the
+    columns' names say which is which (the step's ``named``, :func:`names_decide`: a JSON
+    file's ``lat`` and ``lon`` keys, a CSV file's ``lat`` and ``lon`` columns).
     ``pyomo-lap solve`` and ``check`` print them by default.
 
     Parameters
@@ -426,7 +443,7 @@ def lat_lon_order_warnings(steps) -> list:
     """
     out = []
     for rec in steps:
-        if rec.get("step") != "lat_lon_order" or rec.get("given") or \
+        if rec.get("step") != "lat_lon_order" or rec.get("given") or rec.get("named") or \
                 len(rec.get("lengths_m") or ()) != 2:
             continue
         (named, swapped), (cl, co) = rec["lengths_m"], rec.get("columns") or ("lat", "lon")

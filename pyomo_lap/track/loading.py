@@ -28,8 +28,8 @@ from .geometry import DEFAULT_BANKING, SET_BANKING, SET_WIDTH, Track
 from .report import assumption, flat_assumption
 
 __all__ = ["TrackFormat", "TRACK_FORMATS", "register_track_format", "track_format_for",
-           "track_formats_text", "track_formats_help", "track_formats_table", "load_track",
-           "available_tracks", "bundled_tracks", "data_dir"]
+           "track_suffixes", "track_formats_text", "track_formats_help", "track_formats_table",
+           "load_track", "available_tracks", "bundled_tracks", "data_dir"]
 
 HEAD_BYTES = 65536
 """How much of a file's beginning a format's ``sniff`` sees [bytes]."""
@@ -197,7 +197,7 @@ def register_track_format(fmt: TrackFormat, replace: bool = False) -> TrackForma
     return fmt
 
 
-def _suffixes() -> list:
+def track_suffixes() -> list:
     """Every registered suffix, in the registry's order, once."""
     return list(dict.fromkeys(s for f in TRACK_FORMATS for s in f.suffixes))
 
@@ -345,6 +345,19 @@ def _bundled_csv_row(name: str) -> dict:
                 commit=src.get("commit", ""), licence=src.get("licence", ""))
 
 
+def _is_bundled_name(name_or_path) -> bool:
+    """Whether ``name_or_path`` is a bundled centreline's bare name (no folder, no suffix):
+    bundled names win over a local file or folder of that name (a results folder written
+    with ``--out monza`` must not hide the bundled ``monza``); ``./monza`` reaches the local
+    one."""
+    if not isinstance(name_or_path, (str, Path)):
+        return False
+    text = str(name_or_path).strip()
+    if not text or "/" in text or "\\" in text or Path(text).suffix:
+        return False
+    return text.lower() in available_tracks()
+
+
 def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
                track_width: float | None = None, flat: bool = False,
                lat_lon_order: str = "auto"):
@@ -355,7 +368,9 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
     ----------
     name_or_path : str or Path
         A bundled name (:func:`available_tracks`, e.g. ``'nordschleife'``, or an arc track
-        such as ``'dymos_oval'``: :func:`bundled_tracks` lists both) or a file
+        such as ``'dymos_oval'``: :func:`bundled_tracks` lists both; a bare bundled name
+        wins over a local file or folder of that name, ``'./monza'`` reaches the local one)
+        or a file
         of a registered format (:data:`TRACK_FORMATS`, found by :func:`track_format_for`):
 
         * ``.csv``: a centreline ``x, y, z`` [m] with optional widths, banking and ``s``; the
@@ -413,7 +428,8 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
     if arcs.is_arc_track(name_or_path) and p.suffix.lower() != ".toml":   # a bundled arc track
         refuse_lat_lon_order(lat_lon_order, f"track {str(name_or_path)!r} (straights and arcs)")
         return arcs.load_arc_track(name_or_path, track_width=track_width)
-    if p.suffix.lower() in _suffixes() or p.exists():
+    if not _is_bundled_name(name_or_path) and (p.suffix.lower() in track_suffixes()
+                                               or p.exists()):
         fmt = track_format_for(p)
         return fmt.load(p, repair=repair, max_grade=max_grade, track_width=track_width,
                         flat=flat, lat_lon_order=lat_lon_order)
@@ -423,7 +439,7 @@ def load_track(name_or_path, repair: bool = False, max_grade: float = MAX_GRADE,
         arcs_dir = data_dir() / "tracks"
         known = sorted(known + [f.stem for f in arcs_dir.glob("*.toml")]) if arcs_dir.is_dir() else known
         raise ValueError(f"unknown track {name_or_path!r}; known tracks: {', '.join(known) or '(none)'}"
-                         f" (or pass a file: {', '.join(_suffixes())})")
+                         f" (or pass a file: {', '.join(track_suffixes())})")
     refuse_lat_lon_order(lat_lon_order, f"the bundled track {key!r}")
     csv_path = data_dir() / "tracks" / f"{key}.csv"
     meta_path = csv_path.with_suffix(".json")
