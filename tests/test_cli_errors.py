@@ -266,3 +266,16 @@ def test_solver_option_output_file_is_written(files):
                                   "--out", str(files / "with_log2")])
     assert r.exit_code == 2 and "expected a file in an existing folder" in r.output
     assert "building the model" not in r.output
+
+
+@pytest.mark.unit
+def test_a_bad_limit_is_named_as_typed_not_as_a_tuple(tmp_path):
+    """``--limit`` is repeatable: the refusal names the one entry the user typed wrong, not
+    the Python tuple of all of them (issue 46)."""
+    r = CliRunner().invoke(main, ["solve", "--length", "150", "--limit", "engine_energy=1MJ",
+                                  "--limit", "foo=1MJ", "--out", str(tmp_path / "run")])
+    line = r.output.strip()
+    assert r.exit_code == 2 and len(line.splitlines()) == 1, r.output
+    assert line.startswith("error: --limit 'foo=1MJ': unknown limit 'foo'"), line
+    assert "(" not in line.split(":")[1] and "engine_energy=1MJ" not in line
+    assert not (tmp_path / "run").exists()

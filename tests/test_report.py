@@ -225,3 +225,23 @@ def test_report_inside_the_run_is_recorded_and_refuses_links(tmp_path):
     with pytest.raises(FolderNotReplaceableError, match="holds a symbolic link"):
         R.write_report([tmp_path / "a"])
     assert not path.exists()
+
+
+@pytest.mark.integration
+def test_max_points_the_help_allows_is_the_rule_the_report_takes(tmp_path):
+    """``report --max-points``: the lowest value the command line takes (its ``x>=N``) is the
+    report's own rule (:data:`pyomo_lap.plots.report.MIN_POINTS`), and that value writes a
+    report (issue 46: 4 passed the command line, then the GG diagram refused 4 // 2)."""
+    from click.testing import CliRunner
+
+    from pyomo_lap.cli import main
+    run = tmp_path / "run"
+    _solve(run)
+    low = CliRunner().invoke(main, ["report", str(run), "--max-points", "1"])
+    lowest = int(re.search(r"x>=(\d+)", low.output).group(1))
+    for n in (lowest, lowest + 1):
+        out = tmp_path / f"r{n}.html"
+        r = CliRunner().invoke(main, ["report", str(run), "--max-points", str(n),
+                                      "--out", str(out)])
+        assert r.exit_code == 0 and out.stat().st_size > 0, r.output
+    assert lowest == R.MIN_POINTS

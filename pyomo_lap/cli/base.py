@@ -354,5 +354,19 @@ def _checked(values: dict):
     try:
         return checked_job_options(values)
     except OptionValueError as exc:
-        _fail(f"{_flag(exc.key)} {_shown(exc.value)}: {exc.text}")
+        _fail(f"{_flag(exc.key)} {_shown(_bad_entry(exc))}: {exc.text}")
+
+
+def _bad_entry(exc: OptionValueError):
+    """The value of a refused option as the user typed it: of a repeatable option (a tuple,
+    ``--limit a=1 --limit b=2``), the first entry the option refuses alone, else all of
+    them, space-separated."""
+    if not isinstance(exc.value, (list, tuple)):
+        return exc.value
+    for entry in exc.value:
+        try:
+            checked_job_options({exc.key: [entry]})
+        except OptionValueError:
+            return str(entry)
+    return " ".join(str(v) for v in exc.value)
 

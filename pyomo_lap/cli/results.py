@@ -9,7 +9,7 @@ import click
 
 from ..analysis.compare import compare_many, compare_telemetry, parse_step
 from ..plots.figures import compare_runs, parse_range, plot_results
-from ..plots.report import write_report
+from ..plots.report import MAX_POINTS, MIN_POINTS, write_report
 from .base import _complete_results, _Echo, _fail, _fail_error, _verbosity, main, writes
 
 
@@ -130,7 +130,8 @@ def compare(runs, telemetry, lap, every, out_dir, sectors, pdf):
 @click.option("--telemetry", default=None, type=click.Path(exists=True, dir_okay=False),
               metavar="LAP.csv",
               help="a logged lap to overlay on RUN (one run), as `compare --telemetry` reads it")
-@click.option("--max-points", default=20000, show_default=True, type=click.IntRange(4, None),
+@click.option("--max-points", default=MAX_POINTS, show_default=True,
+              type=click.IntRange(MIN_POINTS, None),
               help="most points drawn per trace; longer traces keep the smallest and the "
                    "largest value of each of max-points/2 bins")
 def report(runs, out, telemetry, max_points):

@@ -69,11 +69,15 @@ go, go_available = attempt_import("plotly.graph_objects")
 plotly_offline, plotly_offline_available = attempt_import("plotly.offline")
 
 __all__ = ["write_report", "report_html", "report_path", "keep_extremes", "load_run",
-           "parameter_table", "MAX_POINTS", "MAP_CHANNELS", "find_chromium", "chromium_load"]
+           "parameter_table", "MAX_POINTS", "MIN_POINTS", "MAP_CHANNELS", "find_chromium", "chromium_load"]
 
 MAX_POINTS = 20_000
 """Most points drawn per trace; longer traces keep the extremes of each bin
 (:func:`keep_extremes`)."""
+
+MIN_POINTS = 4
+"""Fewest points per trace :func:`keep_extremes` takes (two bins of two extremes): the one
+rule of ``max_points`` (``pyomo-lap report --max-points``)."""
 
 MARKER_POINTS = 2_500
 """Most markers of the track map and of each run in the GG diagram (one marker is one SVG
@@ -111,7 +115,7 @@ def keep_extremes(y: np.ndarray, max_points: int = MAX_POINTS) -> np.ndarray:
         The trace's values (k channels drawn on the same points: the extremes of each are kept,
         so a trace may then keep up to ``k * max_points`` points).
     max_points : int
-        >= 4.
+        >= :data:`MIN_POINTS` (4).
 
     Returns
     -------
@@ -121,10 +125,10 @@ def keep_extremes(y: np.ndarray, max_points: int = MAX_POINTS) -> np.ndarray:
     Raises
     ------
     ValueError
-        ``max_points`` < 4.
+        ``max_points`` < :data:`MIN_POINTS`.
     """
-    if int(max_points) < 4:
-        raise ValueError(f"max_points = {max_points!r}: expected an integer >= 4")
+    if int(max_points) < MIN_POINTS:
+        raise ValueError(f"max_points = {max_points!r}: expected an integer >= {MIN_POINTS}")
     y = np.asarray(y, dtype=float)
     y = y[:, None] if y.ndim == 1 else y
     n = len(y)
@@ -373,7 +377,7 @@ def _fig_gg(runs: Sequence[dict], max_points: int):
     one = len(runs) == 1
     for j, run in enumerate(runs):
         ay, ax = _values(run, "a_y", "g"), _values(run, "a_x", "g")
-        i = keep_extremes(np.c_[ay, ax], min(max_points, MARKER_POINTS) // 2)
+        i = keep_extremes(np.c_[ay, ax], max(min(max_points, MARKER_POINTS) // 2, MIN_POINTS))
         colour = _COLOURS[j % 10]
         marker = ({"color": run["df"]["speed_kmh"].to_numpy()[i], "colorscale": "Viridis",
                    "size": 4, "colorbar": {"title": {"text": "speed [km/h]"}}} if one
