@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from pyomo_lap import Track, build_model, load_vehicle
+from pyomo_lap.cli import main
 from pyomo_lap.vehicle.fuel import DEFAULT_LHV, fuel_flow
 from pyomo_lap.vehicle.limits import merge_limits, parse_limits
 from pyomo_lap.vehicle.files import VehicleFileError, read_vehicle_file
@@ -87,12 +88,29 @@ def test_fuel_map_is_the_linear_interpolation_away_from_its_kinks(tmp_path):
     ('[limits]\nengine_energy = "24XJ"\n', "[limits] engine_energy = '24XJ'"),
     ('[limits]\nbrake_wear = "1MJ"\n', "[limits] brake_wear"),
     ('[limits]\nfuel = "3MJ"\n', "[limits] fuel = '3MJ'"),
+    # issue 46: a fuel limit on a car without [fuel]; a map step floating point cannot resolve
+    ('[limits]\nfuel = "1kg"\n', "[limits] fuel = 1 kg: the car 'fsae' has no [fuel] section"),
+    ("[fuel]\nmap_power = [0.0, 1e-300, 47e3]\nmap_flow = [2e-4, 1.6e-3, 5.0e-3]\n"
+     "mass_start = 4.0\n", "[fuel] map_power = [0.0, 1e-300, 47000.0]: the map gives"),
 ])
 def test_fuel_and_limits_sections_name_the_field(tmp_path, section, words):
     """A wrong [fuel] or [limits] key: VehicleFileError whose message names it."""
     with pytest.raises(VehicleFileError) as exc:
         read_vehicle_file(car_file(tmp_path, section))
     assert words in str(exc.value)
+
+
+@pytest.mark.unit
+def test_a_fuel_limit_without_fuel_is_refused_by_check_and_before_the_build(tmp_path):
+    """``[limits] fuel`` on a car without ``[fuel]``: ``check`` refuses the car file, and
+    ``solve --limit fuel=...`` on such a car stops before "building the model" (issue 46)."""
+    car = car_file(tmp_path, '[limits]\nfuel = "1kg"\n')
+    r = CliRunner().invoke(main, ["check", "--vehicle", str(car)])
+    assert r.exit_code == 2 and "[limits] fuel = 1 kg" in r.output, r.output
+    r = CliRunner().invoke(main, ["solve", "--length", "150", "--limit", "fuel=1kg",
+                                  "--out", str(tmp_path / "run")])
+    assert r.exit_code == 2 and "limit fuel = 1 kg: the car 'fsae' has no [fuel]" in r.output
+    assert "building the model" not in r.output, r.output
 
 
 @pytest.mark.unit

@@ -60,7 +60,7 @@ from ..util.overlap import while_solver_runs
 from ..util.progress import echo_progress
 from ..util.steps import check_step
 from ..vehicle.car import load_vehicle
-from ..vehicle.limits import merge_limits
+from ..vehicle.limits import limits_car_problems, merge_limits
 from .config import (
     SOLVE_CONFIG,
     WARM_START_MU_INIT,
@@ -334,6 +334,10 @@ def _build_or_reuse(job: Job) -> None:
     """The model: the one kept in ``model_cache`` given this car, or a new build (the compiled
     point functions prepared meanwhile); ``job.m``, ``job.reused``, ``job.size``."""
     cfg, echo, tr, p = job.cfg, job.echo, job.tr, job.p
+    limits = merge_limits(getattr(p, "limits", None), cfg.limits)
+    problems = limits_car_problems(p, limits, field="limit fuel")   # before the build
+    if problems:
+        raise ValueError(problems[0])
     length = job.length if job.length is not None else tr.length - job.start
     echo(f"track {tr.name}: {tr.length:.1f} m ({'closed' if tr.closed else 'open'}); vehicle {p.name}")
     echo(f"building the model: sector {job.start:.0f} m + {length:.0f} m, "
@@ -347,7 +351,6 @@ def _build_or_reuse(job: Job) -> None:
         # the compiled per-point functions of this car: the C compiler runs while Pyomo builds
         # (nothing to do when a car of the same structure compiled them before)
         compiling = prefetch_point_functions(point_rows_recorder(p, compiled))
-    limits = merge_limits(getattr(p, "limits", None), cfg.limits)
     job.build_kwargs = dict(start=job.start, length=job.length, nfe=cfg.nfe, ncp=cfg.ncp,
                             scheme=cfg.scheme, initial_speed=cfg.initial_speed,
                             periodic=cfg.periodic, model=job.model,

@@ -20,7 +20,8 @@ Two ways to give it (``[fuel]`` of the car file, docs/energy.md "Stints and fuel
 """
 from __future__ import annotations
 
-__all__ = ["DEFAULT_LHV", "MAP_ROUNDING", "has_fuel", "fuel_flow", "fuel_problems", "FUEL_FIELDS"]
+__all__ = ["DEFAULT_LHV", "MAP_ROUNDING", "has_fuel", "fuel_flow", "fuel_problems", "map_problems",
+           "FUEL_FIELDS"]
 
 DEFAULT_LHV = 43.0e6
 """Lower heating value of petrol [J/kg] (the default of ``[fuel] lower_heating_value``)."""
@@ -87,3 +88,27 @@ def fuel_problems(car) -> list:
         out.append("[fuel] lower_heating_value: only with thermal_efficiency (a map gives the "
                    "flow itself)")
     return out
+
+
+def map_problems(car) -> list:
+    """What is wrong with a well-formed fuel-flow map as :func:`fuel_flow` evaluates it (one
+    text, naming ``[fuel] map_power``): the map must give back its own points, within the
+    rounding of its kinks (:math:`\\sum|\\Delta k|\\,\\epsilon/2`) and a millionth of its largest
+    flow; a power step too small for floating point (``1e-300`` W) makes slopes so steep that
+    their differences cancel to nothing (zero flow everywhere)."""
+    if car.fuel_efficiency is not None or car.fuel_map_power is None:
+        return []
+    P, F = [float(x) for x in car.fuel_map_power], [float(x) for x in car.fuel_map_flow]
+    if len(P) < 2:
+        return []
+    k = [(F[i + 1] - F[i]) / (P[i + 1] - P[i]) for i in range(len(P) - 1)]
+    eps = MAP_ROUNDING * min(b - a for a, b in zip(P[:-1], P[1:]))
+    tol = sum(abs(b - a) for a, b in zip(k[:-1], k[1:])) * eps / 2 + 1e-6 * max(map(abs, F))
+    for p_i, f_i in zip(P, F):
+        got = float(fuel_flow(car, p_i))
+        if not abs(got - f_i) <= tol:
+            step = min(b - a for a, b in zip(P[:-1], P[1:]))
+            return [f"[fuel] map_power = {P!r}: the map gives {got:g} kg/s at {p_i:g} W, not its "
+                    f"{f_i:g} kg/s (a power step of {step:g} W is too small to evaluate): "
+                    "expected steps that floating point resolves against the map's powers"]
+    return []

@@ -11,8 +11,10 @@ from __future__ import annotations
 import math
 import re
 
+from .fuel import has_fuel
+
 __all__ = ["TYRES", "ENERGY_NAMES", "LIMIT_NAMES", "ENERGY_UNITS", "MASS_UNITS", "LIMIT_OF",
-           "parse_energy", "parse_mass", "parse_limits", "merge_limits"]
+           "parse_energy", "parse_mass", "parse_limits", "merge_limits", "limits_car_problems"]
 
 TYRES = {"fl": "11", "fr": "12", "rl": "21", "rr": "22"}
 """The tyres' names in the energies -> the model's wheel ``ij`` (axle, side)."""
@@ -119,6 +121,17 @@ def parse_limits(x) -> dict:
         except ValueError as exc:
             raise ValueError(f"limit {name}: {exc}") from None
     return out
+
+
+def limits_car_problems(car, limits, field: str = "[limits] fuel") -> list:
+    """What a car cannot be held to among ``limits`` (parsed, ``{name: value}``), one text
+    each, naming ``field``: a ``fuel`` limit on a car without ``[fuel]`` (its fuel used is not
+    on the model)."""
+    if limits and "fuel" in limits and not has_fuel(car):
+        return [f"{field} = {limits['fuel']:g} kg: the car {getattr(car, 'name', '?')!r} "
+                "has no [fuel] section (its fuel used is not on the model): expected a [fuel] "
+                "section (docs/energy.md) or no fuel limit"]
+    return []
 
 
 def merge_limits(car_limits, given) -> dict:

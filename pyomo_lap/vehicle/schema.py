@@ -32,8 +32,8 @@ from pydantic import (
 )
 
 from ..spatial.tree import GRAVITY
-from .fuel import fuel_problems
-from .limits import parse_limits
+from .fuel import fuel_problems, map_problems
+from .limits import limits_car_problems, parse_limits
 from .tyres import DEFAULT_TYRE_MODEL, TYRE_MODELS
 
 __all__ = ["VehicleParameters", "SECTIONS", "OPTIONAL_SECTIONS",
@@ -315,10 +315,12 @@ class VehicleParameters(BaseModel):
 
     @model_validator(mode="after")
     def _fuel_section(self):
-        """``[fuel]`` (:func:`pyomo_lap.vehicle.fuel.fuel_problems`) and its map's points."""
+        """``[fuel]`` (:func:`pyomo_lap.vehicle.fuel.fuel_problems`), its map's points, and a
+        ``[limits] fuel`` only with it (:func:`pyomo_lap.vehicle.limits.limits_car_problems`)."""
         problems = fuel_problems(self) + _curve_problems(
             "fuel", ("map_power", "map_flow"), (self.fuel_map_power, self.fuel_map_flow),
-            (0.0, 0.0))
+            (0.0, 0.0)) + limits_car_problems(self, self.limits)
+        problems = problems or map_problems(self)
         if problems:
             raise ValueError("; ".join(problems))
         return self
