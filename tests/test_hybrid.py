@@ -182,3 +182,25 @@ def test_schema_errors_name_the_field(tmp_path, section, words):
         read_vehicle_file(f)
     assert words in str(err.value)
     assert "hybrid" in str(err.value)
+
+
+@pytest.mark.unit
+def test_a_hybrid_power_written_in_kw_is_warned_about(tmp_path):
+    """``[hybrid] deploy_power_max = 120.0`` (120 kW written as W) on a 735 kW car: ``check``
+    still accepts the car (exit 0) but warns, naming the key, the value and the engine's
+    P_max; the bundled car (120e3 W) gets no warning (issue 46)."""
+    from click.testing import CliRunner
+
+    from pyomo_lap.cli import main
+    from pyomo_lap.vehicle.car import models_dir
+    text = (models_dir() / "f1_2014_hybrid.toml").read_text()
+    assert "deploy_power_max = 120.0e3" in text
+    car = tmp_path / "kw.toml"
+    car.write_text(text.replace("deploy_power_max = 120.0e3", "deploy_power_max = 120.0"))
+    r = CliRunner().invoke(main, ["check", "--vehicle", str(car)])
+    assert r.exit_code == 0, r.output
+    warned = [ln for ln in r.output.splitlines() if ln.startswith("warning:")]
+    assert len(warned) == 1 and "[hybrid] deploy_power_max = 120 W" in warned[0], r.output
+    assert "P_max = 735499 W" in warned[0]
+    r = CliRunner().invoke(main, ["check", "--vehicle", "f1_2014_hybrid"])
+    assert r.exit_code == 0 and "warning:" not in r.output, r.output

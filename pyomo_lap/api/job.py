@@ -61,6 +61,7 @@ from ..util.progress import echo_progress
 from ..util.steps import check_step
 from ..vehicle.car import load_vehicle
 from ..vehicle.limits import limits_car_problems, merge_limits
+from ..vehicle.schema import suspicious_values
 from .config import (
     SOLVE_CONFIG,
     WARM_START_MU_INIT,
@@ -293,6 +294,8 @@ def _load_inputs(job: Job) -> None:
     p = load_vehicle(cfg.vehicle) if isinstance(cfg.vehicle, (str, Path)) else cfg.vehicle
     for f in fixes:
         echo(f"sector repaired: {f}")
+    for line in suspicious_values(p):
+        echo(f"warning: vehicle {p.name}: {line}")
     track_checks.check_vehicle_fits(tr, p, job.start, job.length)
     if cfg.every is not None and cfg.every > job.length * (1 + 1e-12):
         raise ValueError(f"every = {cfg.every:g} m: expected a step of at most the sector's "

@@ -31,6 +31,7 @@ from ..track.loading import load_track, track_suffixes
 from ..track.report import assumption_lines, format_steps_table
 from ..util.progress import IterationProgress, click_progress
 from ..vehicle.car import load_vehicle
+from ..vehicle.schema import suspicious_values
 from .base import (
     _SIGNAL,
     _SOLVE_RESULT_LINES,
@@ -334,6 +335,8 @@ def check(files, track, vehicle, repair_track, track_width, lat_lon_order, flat)
         try:
             p = load_vehicle(vehicle)
             click.echo(f"vehicle {p.name}: {p.m:g} kg, {p.P_max / 1e3:g} kW: ok")
+            for line in suspicious_values(p):
+                click.secho(f"warning: vehicle {p.name}: {line}", fg="yellow", err=True)
         except (ValueError, OSError) as exc:
             problems.append(str(exc))
         if tr is not None and p is not None:

@@ -614,6 +614,26 @@ def _hybrid_problems(p) -> list:
     return out
 
 
+SMALL_POWER_SHARE = 0.01
+"""A hybrid power below this share of the engine's ``P_max`` is suspicious
+(:func:`suspicious_values`): it would change the lap by less than the engine's own rounding, and a power given in kW where
+W are meant (``deploy_power_max = 120.0``) lands there for any car of at least 12 kW."""
+
+
+def suspicious_values(p) -> list:
+    """Plausible but suspicious values of a car (a warning each, naming ``[section] key``, the
+    value, and what the car itself implies): a ``[hybrid]`` power below
+    :data:`SMALL_POWER_SHARE` of the engine's ``[powertrain] P_max`` [W]."""
+    out = []
+    for key in ("deploy_power_max", "harvest_power_max"):
+        value = getattr(p, SETTINGS["hybrid"][key], None)
+        if value is not None and 0 < value < SMALL_POWER_SHARE * p.P_max:
+            out.append(f"[hybrid] {key} = {value:g} W is {value / p.P_max:.2%} of the engine's "
+                       f"[powertrain] P_max = {p.P_max:g} W: expected W, not kW "
+                       f"({value:g} kW is {value * 1e3:g} W)")
+    return out
+
+
 def field_of(name: str) -> str:
     """The :class:`VehicleParameters` field of a parameter named by its dotted name or its field
     name (``"mass.total"`` or ``"m"`` -> ``"m"``).
