@@ -240,3 +240,64 @@ def test_a_motec_export_in_another_writers_layout_is_read(tmp_path):
     assert np.allclose(df["speed"], 20.0)
     assert df["s"].iloc[-1] == pytest.approx(200.0) and df["t"].iloc[-1] == pytest.approx(10.0)
     assert np.allclose(df["a_y"], 0.5 * 9.80665)
+
+
+def _edited(tmp_path, name, markers=None, speed_nan=False, second_speed=False) -> Path:
+    """data/telemetry/motec_example.csv with its Beacon Markers row, its Ground Speed values
+    (all NaN) or its G Force Lat name (a second 'Ground Speed') changed."""
+    text = (DATA / "motec_example.csv").read_text().splitlines()
+    k = next(i for i, ln in enumerate(text) if ln.startswith('"Time","Distance"'))
+    if markers is not None:
+        m = next(i for i, ln in enumerate(text) if ln.startswith('"Beacon Markers"'))
+        text[m] = ",".join(['"Beacon Markers"'] + [f'"{v}"' for v in markers])
+    if second_speed:
+        text[k] = text[k].replace('"G Force Lat"', '"Ground Speed"')
+    if speed_nan:
+        for i in range(k + 2, len(text)):
+            cells = text[i].split(",")
+            if len(cells) > 2:
+                cells[2] = '"nan"'
+                text[i] = ",".join(cells)
+    f = tmp_path / name
+    f.write_text("\n".join(text) + "\n")
+    return f
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("edit, words", [
+    ({"speed_nan": True}, "0 rows with a number in each of 'Ground Speed'"),
+    ({"markers": ["nan", "50.386", "84.215"]}, "Beacon Markers 'nan': expected times"),
+    ({"markers": ["-5", "1e308"]}, "Beacon Markers '-5', '1e308': none inside the log's times"),
+    ({"markers": ["84.215", "50.386", "15.972"]}, "Beacon Markers '50.386' after 84.215 s"),
+    ({"second_speed": True}, "columns 3 and 4 are both named 'Ground Speed'"),
+])
+def test_a_broken_log_is_refused_in_one_line(tmp_path, edit, words):
+    """Issue 46: a speed column of NaN only (was an IndexError), beacon markers that are not
+    increasing times inside the log (were dropped, then 'no common stretch' or a wrong lap),
+    two channels of one name (the first was taken silently): one line naming the value, and
+    ``compare --telemetry`` exits 2 with it."""
+    f = _edited(tmp_path, "edited.csv", **edit)
+    with pytest.raises(ValueError) as e:
+        read_telemetry(f)
+    assert words in str(e.value) and "\n" not in str(e.value), str(e.value)
+    assert read_telemetry(_edited(tmp_path, "as_is.csv"))[1]["lap"] == 3   # the edit alone
+    from pyomo_lap.cli import main
+    _run_folder(tmp_path / "run")
+    r = CliRunner().invoke(main, ["compare", str(tmp_path / "run"), "--telemetry", str(f),
+                                  "--out", str(tmp_path / "cmp")])
+    assert r.exit_code == 2 and words in r.output and "Traceback" not in r.output, r.output
+    assert not (tmp_path / "cmp").exists()
+
+
+@pytest.mark.unit
+def test_a_fifo_or_a_device_is_not_called_missing(tmp_path):
+    """A FIFO, /dev/zero or a folder given as the log: 'not a regular file', not 'no such
+    file' (and nothing is read from it: a FIFO would block)."""
+    import os
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path in (fifo, Path("/dev/zero"), tmp_path):
+        with pytest.raises(ValueError, match="not a regular file"):
+            read_telemetry(path)
+    with pytest.raises(ValueError, match="no such file"):
+        read_telemetry(tmp_path / "absent.csv")

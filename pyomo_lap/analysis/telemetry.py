@@ -263,6 +263,11 @@ def _convert(where, header, names, units, speed_unit):
         c = _find(names, key)
         if c is None:
             continue
+        twice = [k + 1 for k, n in enumerate(names) if n == names[c]]
+        if len(twice) > 1:
+            raise ValueError(f"{where}: columns {' and '.join(map(str, twice))} are both named "
+                             f"{header[c]!r}; expected one {al.meaning} channel (rename or "
+                             "drop one in the export)")
         unit = units[c]
         if key == "speed" and not unit:
             suffix = names[c].rsplit("_", 1)[-1] if "_" in names[c] else ""
@@ -396,12 +401,18 @@ def read_telemetry(path, speed_unit: Optional[str] = None, lap: Optional[int] = 
         No channel-name row, an export without its unit row, no speed column, no distance and
         no time column, a unit that is not one of its quantity, a text in a column that
         places the lap, a distance or time that does not increase, a lap that is not in the
-        file. One line naming the file, the line, the column and the value.
+        file, fewer than two samples with a speed (a speed column of NaN only), two columns of
+        one name for a channel, beacon markers that are not increasing times or all outside
+        the log, a path that is not a regular file (a FIFO, a device). One line naming the
+        file, the line, the column and the value.
     """
     path = Path(path)
     where = f"logged lap {path}"
-    if not path.is_file():
+    if not path.exists():
         raise ValueError(f"{where}: no such file")
+    if not path.is_file():
+        raise ValueError(f"{where}: not a regular file (a folder, a FIFO or a device); expected "
+                         "a CSV file")
     rows, delim, comma = _records(path)
     if not rows:
         raise ValueError(f"{where}: empty file (expected a header row and one row per sample)")
@@ -444,6 +455,10 @@ def read_telemetry(path, speed_unit: Optional[str] = None, lap: Optional[int] = 
     for key in ("time", "distance"):
         if key in cols:
             ok &= np.isfinite(cols[key])
+    if ok.sum() < 2:
+        placed = " and ".join(repr(info[k]) for k in ("speed", "time", "distance") if k in info)
+        raise ValueError(f"{where}: {int(ok.sum())} rows with a number in each of {placed} "
+                         "(all else empty or NaN); expected at least two samples of the lap")
     cols = {k: v[ok] for k, v in cols.items()}
     lines = lines[ok]
     _increasing(where, cols, lines, info)
@@ -478,8 +493,7 @@ def _increasing(where, cols, lines, info):
 def _one_lap(where, cols, info, lap):
     """Cut the outing into laps (beacon markers or a lap column) and keep one."""
     t = cols.get("time")
-    markers = [_seconds(m) for m in info["header"].get("Beacon Markers", [])]
-    markers = [m for m in markers if np.isfinite(m)]
+    markers = [] if t is None else _markers(where, info["header"].get("Beacon Markers", []), t)
     lap_col = cols.pop("lap", None)
     info["units"].pop("lap", None)
     if t is None or (not markers and lap_col is None):
@@ -493,6 +507,23 @@ def _one_lap(where, cols, info, lap):
     info["laps"], info["lap"] = laps, int(laps["lap"].iloc[k])
     a, b = laps["t_start [s]"].iloc[k], laps["t_end [s]"].iloc[k]
     return _cut(t, cols, a, b), info
+
+
+def _markers(where, cells: list, t: np.ndarray) -> list:
+    """The beacon markers [s] of the header: each a finite time, increasing, at least one
+    inside the log's time span ``t[0]..t[-1]``; ValueError naming the first that is not."""
+    out = []
+    for cell in cells:
+        m = _seconds(cell)
+        if not np.isfinite(m) or (out and m <= out[-1]):
+            after = f" after {out[-1]:g} s" if out and np.isfinite(m) else ""
+            raise ValueError(f"{where}: Beacon Markers {cell!r}{after}: expected times [s] "
+                             "(e.g. '15.972' or '0:15.972') that increase")
+        out.append(m)
+    if out and not any(t[0] <= m <= t[-1] for m in out):
+        raise ValueError(f"{where}: Beacon Markers {', '.join(map(repr, cells))}: none inside "
+                         f"the log's times {t[0]:g}-{t[-1]:g} s; expected the laps' ends in it")
+    return out
 
 
 def _finish(where, cols, info):
