@@ -91,9 +91,9 @@ def fuel_problems(car) -> list:
 
 
 def map_problems(car) -> list:
-    """What is wrong with a well-formed fuel-flow map as :func:`fuel_flow` evaluates it (one
+    r"""What is wrong with a well-formed fuel-flow map as :func:`fuel_flow` evaluates it (one
     text, naming ``[fuel] map_power``): the map must give back its own points, within the
-    rounding of its kinks (:math:`\\sum|\\Delta k|\\,\\epsilon/2`) and a millionth of its largest
+    rounding of its kinks (:math:`\sum|\Delta k|\,\epsilon/2`) and a millionth of its largest
     flow; a power step too small for floating point (``1e-300`` W) makes slopes so steep that
     their differences cancel to nothing (zero flow everywhere)."""
     if car.fuel_efficiency is not None or car.fuel_map_power is None:
