@@ -441,18 +441,25 @@ def test_a_rebuilt_library_that_differs_still_leaves_the_solve_to_the_virtual_ma
 # issue 34, item 6: another entry's library, of other shapes, with a matching manifest
 # --------------------------------------------------------------------------------------------
 
-FOREIGN = "33x1"
-"""The foreign ``point_f``'s first input (the full model's 33 variables of a point)."""
+def _foreign_rows():
+    """The rows of another cache entry: the full model's of ``periodic=True`` (other inputs
+    and outputs than this module's model's)."""
+    return record_point_rows(load_vehicle("fsae"), OCP_CONFIG({"periodic": True}))
+
+
+def _first_input(rec) -> str:
+    """The shape of a recording's first input (a point's variables), as the cache's message
+    writes it."""
+    return f"{len(rec.variables)}x1"
 
 
 def _foreign_point_f(cache: Path) -> Path:
-    """Put another cache entry's ``point_f`` (the full model's rows of ``periodic=True``: 31,
-    this entry's model has 17) over this entry's and make the manifest match it, as the issue did; this entry's
-    ``point_f``."""
+    """Put another cache entry's ``point_f`` (:func:`_foreign_rows`) over this entry's and make
+    the manifest match it, as the issue did; this entry's ``point_f``."""
     import casadi as ca
     from pyomo_lap.solvers.lap import compiled
     lib = _libraries(cache)["point_f"]
-    rec = record_point_rows(load_vehicle("fsae"), OCP_CONFIG({"periodic": True}))
+    rec = _foreign_rows()
     key = compiled._point_key(rec, False, cc.find_compiler())
     w, t, c, out = compiled._point_symbols(rec, False)
     other = cc.compile_functions([ca.Function("point_f", [w, t, c], [out])], "pyomo_lap_point",
@@ -478,8 +485,8 @@ def test_another_entrys_library_with_a_matching_manifest_is_rebuilt_and_the_solv
     assert proc.returncode == 0, text[-3000:]
     said = _cache_warnings(proc.stderr)
     assert len(said) == 1 and lib.name in said[0] and "rebuilt" in said[0], proc.stderr[-3000:]
-    assert f"its input 0 is {FOREIGN}, the model's function's {len(_rows().variables)}x1" \
-        in said[0], said
+    assert (f"its input 0 is {_first_input(_foreign_rows())}, the model's function's "
+            f"{_first_input(_rows())}") in said[0], said
     assert "broadcast" not in text and "another mesh" not in text
     assert cc.check_file(lib) == ""
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["solver_status"] == "ok"
@@ -495,7 +502,7 @@ def test_another_entrys_library_is_never_used_and_rebuilt_in_the_same_call(cache
         warnings.simplefilter("always")
         pf = point_functions(rec)
     said = [str(w.message) for w in seen if "the cache entry" in str(w.message)]
-    assert len(said) == 1 and lib.name in said[0] and FOREIGN in said[0], said
+    assert len(said) == 1 and lib.name in said[0] and _first_input(_foreign_rows()) in said[0], said
     funs = pf["functions"]
     assert funs.compiled and funs.compile_s > 0 and pf["n_out"] == len(rec.outputs)
     args = _point_args(rec, "point_f")

@@ -13,8 +13,8 @@ from pyomo.common.dependencies import attempt_import
 
 from ..results.summary import Summary, as_summary
 
-# matplotlib is imported when a figure is drawn, not with the package (0.45 s of every
-# command's start, and of the solve's, where the export's thread imports it while IPOPT runs)
+# matplotlib is imported when a figure is drawn, not with the package: `import pyomo_lap`
+# 2.5 s -> 2.15 s, for every command that draws nothing
 axes_grid1, axes_grid1_available = attempt_import("mpl_toolkits.axes_grid1")
 
 __all__ = ["RANGE_HELP", "parse_range", "resolve_range", "in_window"]

@@ -105,5 +105,6 @@ def collect_frozen(force: bool = False) -> int:
         gc.unfreeze()
         _MADE = 0
     found = gc.collect()
-    _SURVIVORS = max(frozen - found, 0)
+    with _LOCK:
+        _SURVIVORS = max(frozen - found, 0)
     return found
